@@ -1,0 +1,289 @@
+//! Relative-position multi-head self-attention, one head at a time.
+//!
+//! For one head with queries Q (Lq, d_head), keys K and values V (Lk, d_head) and a relative table T
+//! (R, d_head) — Shaw's w^K or the Music Transformer's E_r:
+//!
+//! ```text
+//! content_logits  C = Q Kᵀ                                   (Lq, Lk)
+//! relative_logits S = q_i · T[row(j − i)]                    (Lq, Lk)   gather or skew, see shaw / skew
+//! logits          E = (C + S) / sqrt(d_head), −inf where masked
+//! weights         α = softmax_j(E), a row with every key masked gives zeros
+//! output          z = α V  +  B w^V,  B[i, r] = Σ_{j: row(j−i) = r} α_ij     (Lq, d_head)
+//! ```
+//!
+//! The value term `B w^V` is Shaw's a^V; the Music Transformer has none.
+
+use crate::error::{Error, Result};
+use crate::relpos::{distance, Edge, RelTable};
+use crate::shaw;
+use crate::skew::{self, SkewSteps};
+use ndarray::{Array2, ArrayView1, ArrayView2, Zip};
+use std::fmt;
+use std::str::FromStr;
+
+/// Which relative attention.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Method {
+    /// Shaw, Uszkoreit & Vaswani 2018: tables w^K, w^V of 2k+1 rows indexed by clip(j − i, k) + k.
+    Shaw,
+    /// Huang et al. 2018: a table E_r of relative embeddings, turned into absolute positions by the skew.
+    Music,
+}
+
+/// How the relative terms are computed; both give the same numbers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Implementation {
+    /// Gather of the small `Q Tᵀ` product (Shaw) or the skew (Music); weights summed into buckets.
+    Efficient,
+    /// The seeds' way: an (Lq, Lk, d_head) tensor of table rows per head. Reference and teaching only.
+    Materialized,
+}
+
+/// Everything about the computation that is not a tensor.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Config {
+    pub method: Method,
+    pub heads: usize,
+    /// k: Shaw's tables cover distances −k..=k; the Music Transformer's E_r covers −k..=0 (causal) or −k..=k.
+    pub clip: usize,
+    /// Mask keys after the query (j − i > 0).
+    pub causal: bool,
+    /// Add Shaw's value term a^V (ignored by the Music Transformer, which has none).
+    pub rel_v: bool,
+    /// What a distance beyond the Music Transformer's table reads (Shaw always clips).
+    pub edge: Edge,
+    pub implementation: Implementation,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config { method: Method::Shaw, heads: 1, clip: 2, causal: false, rel_v: true, edge: Edge::Zero, implementation: Implementation::Efficient }
+    }
+}
+
+impl Config {
+    /// Rows of the relative table: 2k+1 for Shaw and bidirectional Music, k+1 for causal Music.
+    pub fn table_rows(&self) -> usize {
+        match (self.method, self.causal) {
+            (Method::Music, true) => self.clip + 1,
+            _ => 2 * self.clip + 1,
+        }
+    }
+
+    /// The distances the relative table's rows cover and what lies beyond them.
+    pub fn layout(&self) -> RelTable {
+        match (self.method, self.causal) {
+            (Method::Shaw, _) => RelTable::shaw(self.clip),
+            (Method::Music, true) => RelTable::music_causal(self.table_rows(), self.edge),
+            (Method::Music, false) => RelTable::music_bidirectional(self.table_rows(), self.edge),
+        }
+    }
+
+    /// Whether the output has Shaw's value term.
+    pub fn has_rel_v(&self) -> bool {
+        self.method == Method::Shaw && self.rel_v
+    }
+}
+
+/// One head's tensors.
+#[derive(Clone, Copy)]
+pub struct HeadInput<'a> {
+    /// (Lq, d_head)
+    pub q: ArrayView2<'a, f32>,
+    /// (Lk, d_head)
+    pub k: ArrayView2<'a, f32>,
+    /// (Lk, d_head)
+    pub v: ArrayView2<'a, f32>,
+    /// (R, d_head): w^K or E_r, R = `Config::table_rows`.
+    pub rel_k: ArrayView2<'a, f32>,
+    /// (R, d_head): w^V, used when `Config::has_rel_v`.
+    pub rel_v: Option<ArrayView2<'a, f32>>,
+    /// (Lk): false where a key is padding.
+    pub key_mask: Option<ArrayView1<'a, bool>>,
+}
+
+/// Every intermediate of one head, for display.
+#[derive(Clone, Debug, Default)]
+pub struct HeadTrace {
+    pub content_logits: Array2<f32>,
+    pub relative_logits: Array2<f32>,
+    /// Scaled and masked, −inf where masked.
+    pub logits: Array2<f32>,
+    pub weights: Array2<f32>,
+    /// B (Lq, R): the weight each query gives each row of w^V (Shaw with a^V only).
+    pub value_buckets: Option<Array2<f32>>,
+    /// The skew's stages (Music Transformer, efficient implementation).
+    pub skew: Option<SkewSteps>,
+    /// α V, (Lq, d_head).
+    pub out_content: Array2<f32>,
+    /// B w^V, (Lq, d_head); zeros without a^V.
+    pub out_relative: Array2<f32>,
+}
+
+fn check_head(cfg: &Config, h: &HeadInput) -> Result<()> {
+    let (lq, dh) = h.q.dim();
+    let lk = h.k.nrows();
+    let want = |name: &str, a: &ArrayView2<f32>, rows: usize| {
+        if a.dim() != (rows, dh) { Err(Error::shape(name, a.shape(), format!("[{rows}, {dh}]"))) } else { Ok(()) }
+    };
+    want("k", &h.k, lk)?;
+    want("v", &h.v, lk)?;
+    want("rel_k", &h.rel_k, cfg.table_rows())?;
+    if let Some(t) = &h.rel_v {
+        want("rel_v", t, cfg.table_rows())?;
+    }
+    if cfg.has_rel_v() && h.rel_v.is_none() {
+        return Err(Error::invalid("rel_v", "absent", "a (2k+1, d_head) table when a^V is on"));
+    }
+    if let Some(m) = h.key_mask {
+        if m.len() != lk {
+            return Err(Error::shape("key_mask", m.shape(), format!("[{lk}]")));
+        }
+    }
+    if cfg.method == Method::Music && lq != lk {
+        return Err(Error::invalid("Lq", lq, format!("equal to Lk = {lk} for the Music Transformer's skew")));
+    }
+    Ok(())
+}
+
+/// Attends one head; returns z (Lq, d_head) and fills `trace` with every stage when given.
+pub fn attend_head(cfg: &Config, h: &HeadInput, mut trace: Option<&mut HeadTrace>) -> Result<Array2<f32>> {
+    check_head(cfg, h)?;
+    let (lq, lk, dh) = (h.q.nrows(), h.k.nrows(), h.q.ncols());
+    let layout = cfg.layout();
+
+    let mut logits = h.q.dot(&h.k.t());
+    if let Some(t) = trace.as_deref_mut() {
+        t.content_logits = logits.clone();
+    }
+
+    let mut rel = match (cfg.method, cfg.implementation) {
+        (_, Implementation::Materialized) => shaw::relative_logits_materialized(h.q, h.rel_k, layout, lk),
+        (Method::Shaw, Implementation::Efficient) => shaw::relative_logits(h.q, h.rel_k, layout, lk),
+        (Method::Music, Implementation::Efficient) => {
+            let table = skew::table_for_length(h.rel_k, layout, lq, cfg.causal);
+            let steps = skew::skew(h.q.dot(&table.t()).view(), cfg.causal);
+            let sliced = steps.sliced.clone();
+            if let Some(t) = trace.as_deref_mut() {
+                t.skew = Some(steps);
+            }
+            sliced
+        }
+    };
+    if cfg.method == Method::Music && cfg.causal {
+        // The masked skew leaves the next row's values above the diagonal; they are masked, show them as 0.
+        Zip::indexed(&mut rel).for_each(|(i, j), s| {
+            if distance(i, j, lq, lk) > 0 {
+                *s = 0.0;
+            }
+        });
+    }
+    logits += &rel;
+    if let Some(t) = trace.as_deref_mut() {
+        t.relative_logits = rel;
+    }
+
+    let scale = 1.0 / (dh as f32).sqrt();
+    Zip::indexed(&mut logits).for_each(|(i, j), e| {
+        let masked = (cfg.causal && distance(i, j, lq, lk) > 0) || h.key_mask.is_some_and(|m| !m[j]);
+        *e = if masked { f32::NEG_INFINITY } else { *e * scale };
+    });
+    if let Some(t) = trace.as_deref_mut() {
+        t.logits = logits.clone();
+    }
+
+    softmax_rows(&mut logits);
+    let weights = logits;
+    let out_content = weights.dot(&h.v);
+    let (buckets, out_relative) = match (cfg.has_rel_v(), h.rel_v, cfg.implementation) {
+        (true, Some(w_v), Implementation::Efficient) => {
+            let b = shaw::value_buckets(weights.view(), layout);
+            let r = shaw::relative_values(b.view(), w_v);
+            (Some(b), r)
+        }
+        (true, Some(w_v), Implementation::Materialized) => (None, shaw::relative_values_materialized(weights.view(), w_v, layout)),
+        _ => (None, Array2::zeros((lq, dh))),
+    };
+    let z = &out_content + &out_relative;
+    if let Some(t) = trace {
+        t.weights = weights;
+        t.value_buckets = buckets;
+        t.out_content = out_content;
+        t.out_relative = out_relative;
+    }
+    Ok(z)
+}
+
+/// Row-wise softmax in place, stable for logits of any magnitude: `exp(e − max) / Σ exp(e − max)`.
+/// A row that is all −inf (every key masked) becomes zeros.
+pub fn softmax_rows(a: &mut Array2<f32>) {
+    for mut row in a.rows_mut() {
+        let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        if max == f32::NEG_INFINITY {
+            row.fill(0.0);
+            continue;
+        }
+        let mut sum = 0.0;
+        row.mapv_inplace(|e| {
+            let p = (e - max).exp();
+            sum += p;
+            p
+        });
+        row.mapv_inplace(|p| p / sum);
+    }
+}
+
+impl FromStr for Method {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "shaw" => Ok(Method::Shaw),
+            "music" => Ok(Method::Music),
+            _ => Err(Error::invalid("method", format!("'{s}'"), "shaw, music")),
+        }
+    }
+}
+
+impl fmt::Display for Method {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Method::Shaw => "shaw",
+            Method::Music => "music",
+        })
+    }
+}
+
+impl FromStr for Implementation {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "efficient" => Ok(Implementation::Efficient),
+            "materialized" => Ok(Implementation::Materialized),
+            _ => Err(Error::invalid("implementation", format!("'{s}'"), "efficient, materialized")),
+        }
+    }
+}
+
+impl FromStr for Edge {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "zero" => Ok(Edge::Zero),
+            "clip" => Ok(Edge::Clip),
+            _ => Err(Error::invalid("edge", format!("'{s}'"), "zero, clip")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ndarray::arr2;
+
+    #[test]
+    fn softmax_masked_row_is_zero_and_huge_logits_are_finite() {
+        let mut a = arr2(&[[f32::NEG_INFINITY, f32::NEG_INFINITY], [1e30, -1e30], [3e4, 3e4]]);
+        softmax_rows(&mut a);
+        assert_eq!(a, arr2(&[[0.0, 0.0], [1.0, 0.0], [0.5, 0.5]]));
+    }
+}

@@ -1,0 +1,28 @@
+//! relattn: relative-position self-attention with every intermediate exposed.
+//!
+//! - [`relpos`]: distances j − i and the table row each (query, key) pair reads.
+//! - [`shaw`]: Shaw et al. 2018's relative terms, efficient (gather, buckets) and materialized.
+//! - [`skew`]: the Music Transformer's skew, masked and unmasked.
+//! - [`attention`]: one head, end to end; [`model`]: projections, heads, output.
+//! - [`scenario`]: the tensors of a layer, from a file or generated; [`trace`]: every intermediate.
+//! - [`render`]: colormaps, heatmap rasters and figures.
+
+pub mod attention;
+pub mod error;
+pub mod model;
+pub mod presets;
+pub mod relpos;
+pub mod render;
+pub mod scenario;
+pub mod shaw;
+pub mod skew;
+pub mod trace;
+
+#[cfg(target_arch = "wasm32")]
+mod web;
+
+pub use attention::{Config, Implementation, Method};
+pub use error::{Error, Result};
+pub use relpos::Edge;
+pub use scenario::{Scenario, Spec};
+pub use trace::{Stage, Trace};

@@ -1,0 +1,140 @@
+//! The whole layer: projections, heads, concatenation, output projection.
+//!
+//! ```text
+//! Q = x W_q + b_q,  K = x W_k + b_k,  V = x W_v + b_v          (b, n, d_model)
+//! head h reads columns h·d_head .. (h+1)·d_head of Q, K, V and table h (or the shared table)
+//! output = concat_h(z_h) W_o + b_o                              (b, n, d_model)
+//! ```
+
+use crate::attention::{attend_head, Config, HeadInput, HeadTrace, Implementation, Method};
+use crate::error::{Bytes, Error, Result};
+use crate::relpos;
+use crate::scenario::Scenario;
+use crate::trace::{SkewTrace, Trace};
+use ndarray::{s, Array2, Array3, Array4, ArrayView2, Axis};
+
+/// Memory budget of one request unless the caller sets another.
+pub const DEFAULT_MEMORY_LIMIT: u64 = 8 << 30;
+
+/// Bytes a request needs at its peak, estimated from its sizes: inputs and projections, the (Lq, Lk)
+/// work arrays of one head, the materialized (n, n, d_head) tensors when asked, and with `trace` every
+/// stored stage of every head.
+pub fn estimate_bytes(cfg: &Config, batch: usize, n: usize, d_model: usize, trace: bool) -> u64 {
+    let (b, n, d, h) = (batch as u64, n as u64, d_model as u64, cfg.heads.max(1) as u64);
+    let dh = d / h;
+    let music_skew = if cfg.method == Method::Music { 4 * n * (2 * n + 1) } else { 0 };
+    let per_head_work = 4 * n * n + music_skew;
+    let materialized = if cfg.implementation == Implementation::Materialized { 2 * n * n * dh } else { 0 };
+    let inputs = 6 * b * n * d + 4 * d * d;
+    let stored = if trace { b * h * (4 * n * n + music_skew + 2 * n * dh) } else { 0 };
+    4 * (inputs + per_head_work + materialized + stored)
+}
+
+/// Refuses a request whose estimate exceeds `limit` bytes.
+pub fn check_budget(cfg: &Config, batch: usize, n: usize, d_model: usize, trace: bool, limit: u64) -> Result<()> {
+    let estimate = estimate_bytes(cfg, batch, n, d_model, trace);
+    if estimate > limit {
+        let what = format!("{} with n = {n}, batch = {batch}, d_model = {d_model}, heads = {}", if trace { "the trace" } else { "the forward pass" }, cfg.heads);
+        return Err(Error::TooLarge { what, estimate: Bytes(estimate), limit: Bytes(limit) });
+    }
+    Ok(())
+}
+
+/// `x W + b` for every batch: (b, n, d_model).
+fn project(x: &Array3<f32>, w: &Array2<f32>, bias: &ndarray::Array1<f32>) -> Array3<f32> {
+    let (b, n, _) = x.dim();
+    let mut out = Array3::zeros((b, n, w.ncols()));
+    for (xb, mut ob) in x.outer_iter().zip(out.outer_iter_mut()) {
+        ob.assign(&(xb.dot(w) + bias));
+    }
+    out
+}
+
+/// The table of head `h`: per-head tables have one per head, a shared one has a single slice.
+fn table_of(t: &Array3<f32>, h: usize) -> ArrayView2<'_, f32> {
+    t.index_axis(Axis(0), if t.len_of(Axis(0)) == 1 { 0 } else { h })
+}
+
+/// Runs the layer; with `record`, keeps every intermediate.
+fn run(cfg: &Config, sc: &Scenario, record: bool) -> Result<(Array3<f32>, Option<Trace>)> {
+    let (b, n, d) = sc.dims();
+    let (h, dh) = (cfg.heads, d / cfg.heads);
+    let q = project(&sc.x, &sc.w_q, &sc.b_q);
+    let k = project(&sc.x, &sc.w_k, &sc.b_k);
+    let v = project(&sc.x, &sc.w_v, &sc.b_v);
+    let mut heads = Array3::zeros((b, n, d));
+    let mut traces: Vec<HeadTrace> = Vec::new();
+    for bi in 0..b {
+        for hi in 0..h {
+            let cols = s![.., hi * dh..(hi + 1) * dh];
+            let input = HeadInput {
+                q: q.index_axis(Axis(0), bi).slice_move(cols),
+                k: k.index_axis(Axis(0), bi).slice_move(cols),
+                v: v.index_axis(Axis(0), bi).slice_move(cols),
+                rel_k: table_of(&sc.rel_k, hi),
+                rel_v: sc.rel_v.as_ref().map(|t| table_of(t, hi)),
+                key_mask: sc.key_mask.as_ref().map(|m| m.row(bi)),
+            };
+            let mut t = record.then(HeadTrace::default);
+            let z = attend_head(cfg, &input, t.as_mut())?;
+            heads.slice_mut(s![bi, .., hi * dh..(hi + 1) * dh]).assign(&z);
+            traces.extend(t);
+        }
+    }
+    let output = project(&heads, &sc.w_o, &sc.b_o);
+    let trace = record.then(|| assemble(cfg, sc, traces, q, k, v, heads, output.clone()));
+    Ok((output, trace))
+}
+
+/// The layer's output (b, n, d_model), keeping only one head's (n, n) work arrays at a time.
+pub fn forward(cfg: &Config, sc: &Scenario) -> Result<Array3<f32>> {
+    Ok(run(cfg, sc, false)?.0)
+}
+
+/// The output and every intermediate.
+pub fn trace(cfg: &Config, sc: &Scenario) -> Result<Trace> {
+    Ok(run(cfg, sc, true)?.1.expect("recorded"))
+}
+
+/// Stacks per-head traces (batch-major, then head) into (b, h, ·, ·) arrays.
+#[allow(clippy::too_many_arguments)]
+fn assemble(cfg: &Config, sc: &Scenario, heads: Vec<HeadTrace>, q: Array3<f32>, k: Array3<f32>, v: Array3<f32>, concat: Array3<f32>, output: Array3<f32>) -> Trace {
+    let (b, n, _) = sc.dims();
+    let h = cfg.heads;
+    let stack = |f: &dyn Fn(&HeadTrace) -> &Array2<f32>| -> Array4<f32> {
+        let (r, c) = f(&heads[0]).dim();
+        let mut out = Array4::zeros((b, h, r, c));
+        for (idx, t) in heads.iter().enumerate() {
+            out.slice_mut(s![idx / h, idx % h, .., ..]).assign(f(t));
+        }
+        out
+    };
+    let skew = heads[0].skew.as_ref().map(|_| SkewTrace {
+        qer: stack(&|t| &t.skew.as_ref().expect("every head has a skew").qer),
+        padded: stack(&|t| &t.skew.as_ref().expect("every head has a skew").padded),
+        reshaped: stack(&|t| &t.skew.as_ref().expect("every head has a skew").reshaped),
+        sliced: stack(&|t| &t.skew.as_ref().expect("every head has a skew").sliced),
+    });
+    let value_buckets = heads[0].value_buckets.as_ref().map(|_| stack(&|t| t.value_buckets.as_ref().expect("every head has buckets")));
+    Trace {
+        config: *cfg,
+        distances: relpos::distances(n, n),
+        rel_index: relpos::row_matrix(n, n, cfg.layout()),
+        rel_k: sc.rel_k.clone(),
+        rel_v: sc.rel_v.clone(),
+        x: sc.x.clone(),
+        q,
+        k,
+        v,
+        content_logits: stack(&|t| &t.content_logits),
+        relative_logits: stack(&|t| &t.relative_logits),
+        logits: stack(&|t| &t.logits),
+        weights: stack(&|t| &t.weights),
+        value_buckets,
+        skew,
+        out_content: stack(&|t| &t.out_content),
+        out_relative: stack(&|t| &t.out_relative),
+        heads: concat,
+        output,
+    }
+}

@@ -1,0 +1,116 @@
+//! Relative positions: which row of a relative table a (query, key) pair reads.
+//!
+//! For Lq queries and Lk keys the queries are aligned to the *last* Lq keys (incremental decoding),
+//! so query `i` sits at absolute position `i + (Lk − Lq)` and the distance of pair (i, j) is
+//!
+//! ```text
+//! d_ij = j − (i + Lk − Lq)            (key minus query, tensor2tensor's direction)
+//! ```
+//!
+//! A [`RelTable`] names the distances its rows cover, `min..=max`, and what happens outside them:
+//! Shaw et al. clip to the edge row (`clip(d, k) + k`), tensor2tensor's Music Transformer reads a zero vector.
+
+use ndarray::Array2;
+
+/// What a distance outside a table's rows reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Edge {
+    /// Clamp to the nearest edge row (Shaw et al. 2018: `clip(d, k)`).
+    Clip,
+    /// Read a zero vector (tensor2tensor pads the Music Transformer's table with zeros).
+    Zero,
+}
+
+/// The rows of a relative table: row `r` holds distance `min + r`, for `r` in `0..=max − min`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RelTable {
+    pub min: isize,
+    pub max: isize,
+    pub edge: Edge,
+}
+
+impl RelTable {
+    /// Shaw et al.: 2k+1 rows for distances −k..=k, index `clip(d, k) + k`.
+    pub fn shaw(k: usize) -> Self {
+        RelTable { min: -(k as isize), max: k as isize, edge: Edge::Clip }
+    }
+
+    /// Music Transformer, causal: `rows` rows for distances −(rows−1)..=0.
+    pub fn music_causal(rows: usize, edge: Edge) -> Self {
+        RelTable { min: 1 - rows as isize, max: 0, edge }
+    }
+
+    /// Music Transformer, bidirectional: `rows` = 2m+1 rows for distances −m..=m.
+    pub fn music_bidirectional(rows: usize, edge: Edge) -> Self {
+        let m = (rows / 2) as isize;
+        RelTable { min: -m, max: m, edge }
+    }
+
+    /// Number of rows, `max − min + 1`.
+    pub fn rows(&self) -> usize {
+        (self.max - self.min + 1) as usize
+    }
+
+    /// The row that distance `d` reads, or `None` for a zero vector.
+    #[inline]
+    pub fn row(&self, d: isize) -> Option<usize> {
+        if d >= self.min && d <= self.max {
+            Some((d - self.min) as usize)
+        } else {
+            match self.edge {
+                Edge::Clip => Some((d.clamp(self.min, self.max) - self.min) as usize),
+                Edge::Zero => None,
+            }
+        }
+    }
+}
+
+/// Distance `j − (i + Lk − Lq)` of query `i` to key `j`.
+#[inline]
+pub fn distance(i: usize, j: usize, lq: usize, lk: usize) -> isize {
+    j as isize - (i as isize + lk as isize - lq as isize)
+}
+
+/// The (Lq, Lk) matrix of distances `j − i` (queries aligned to the last keys).
+pub fn distances(lq: usize, lk: usize) -> Array2<i64> {
+    Array2::from_shape_fn((lq, lk), |(i, j)| distance(i, j, lq, lk) as i64)
+}
+
+/// The (Lq, Lk) matrix of table rows, `-1` where the pair reads a zero vector.
+/// For Shaw's table this is `clip(j − i, k) + k`, in `0..=2k`.
+pub fn row_matrix(lq: usize, lk: usize, table: RelTable) -> Array2<i64> {
+    Array2::from_shape_fn((lq, lk), |(i, j)| table.row(distance(i, j, lq, lk)).map_or(-1, |r| r as i64))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seed_004_lookup_table() {
+        // ../shared/seeds/004: n = 4, k = 2.
+        let expected = ndarray::arr2(&[[2, 3, 4, 4], [1, 2, 3, 4], [0, 1, 2, 3], [0, 0, 1, 2]]);
+        assert_eq!(row_matrix(4, 4, RelTable::shaw(2)), expected);
+    }
+
+    #[test]
+    fn large_clip_never_clips() {
+        let m = row_matrix(5, 5, RelTable::shaw(9));
+        assert_eq!(m[[0, 4]], 13);
+        assert_eq!(m[[4, 0]], 5);
+    }
+
+    #[test]
+    fn queries_align_to_last_keys() {
+        // One query against three keys: it is the last position, so distances are −2, −1, 0.
+        assert_eq!(distances(1, 3), ndarray::arr2(&[[-2, -1, 0]]));
+    }
+
+    #[test]
+    fn zero_edge_reads_nothing_outside() {
+        let t = RelTable::music_causal(3, Edge::Zero);
+        assert_eq!((t.row(-3), t.row(-2), t.row(0), t.row(1)), (None, Some(0), Some(2), None));
+        let c = RelTable::music_causal(3, Edge::Clip);
+        assert_eq!((c.row(-7), c.row(4)), (Some(0), Some(2)));
+    }
+}

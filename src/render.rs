@@ -1,0 +1,270 @@
+//! Heatmaps: colormaps, rasters and labelled figures.
+//!
+//! - [`rgba`] turns an (rows, cols) matrix into one RGBA pixel per cell, the buffer the page blits as
+//!   `ImageData` (one rect per cell is far too slow at 512² and up).
+//! - [`draw`] draws a labelled figure (title, formula and shape, axes with tokens or indices, colorbar)
+//!   on any plotters backend: the CLI's SVG/PNG, the page's canvas (which then blits the cells itself).
+//!
+//! Colours: viridis for sequential data (weights, indices), a red–blue diverging map centred on 0 for
+//! signed scores; masked (−∞) cells are grey.
+
+use crate::trace::Scale;
+use ndarray::ArrayView2;
+use plotters::coord::ranged1d::SegmentValue;
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+use std::ops::Range;
+
+/// Grey for cells that are not finite (masked logits).
+pub const MASKED: [u8; 3] = [150, 150, 150];
+
+/// The value range a colormap spans: [min, max] of the finite values, symmetric [−m, m] when diverging.
+pub fn value_range(m: ArrayView2<f32>, scale: Scale) -> (f32, f32) {
+    let finite = m.iter().copied().filter(|v| v.is_finite());
+    let (lo, hi) = finite.fold((f32::INFINITY, f32::NEG_INFINITY), |(lo, hi), v| (lo.min(v), hi.max(v)));
+    if lo > hi {
+        return (0.0, 1.0);
+    }
+    match scale {
+        Scale::Diverging => {
+            let m = lo.abs().max(hi.abs()).max(f32::MIN_POSITIVE);
+            (-m, m)
+        }
+        Scale::Sequential if lo == hi => (lo, lo + 1.0),
+        Scale::Sequential => (lo, hi),
+    }
+}
+
+/// The colour of `v` in [lo, hi].
+#[inline]
+pub fn color(v: f32, (lo, hi): (f32, f32), scale: Scale) -> [u8; 3] {
+    if !v.is_finite() {
+        return MASKED;
+    }
+    let t = ((v - lo) / (hi - lo)).clamp(0.0, 1.0) as f64;
+    let c = match scale {
+        Scale::Sequential => colorous::VIRIDIS.eval_continuous(t),
+        Scale::Diverging => colorous::RED_BLUE.eval_continuous(1.0 - t),
+    };
+    [c.r, c.g, c.b]
+}
+
+/// One RGBA pixel per cell, row-major, with the range used.
+pub fn rgba(m: ArrayView2<f32>, scale: Scale) -> (Vec<u8>, (f32, f32)) {
+    let range = value_range(m, scale);
+    let mut out = Vec::with_capacity(m.len() * 4);
+    for &v in m.iter() {
+        let [r, g, b] = color(v, range, scale);
+        out.extend_from_slice(&[r, g, b, 255]);
+    }
+    (out, range)
+}
+
+/// RGB pixels of the matrix resampled (nearest cell) to w × h, for plotters' bitmap element.
+fn rgb_resampled(m: ArrayView2<f32>, range: (f32, f32), scale: Scale, w: usize, h: usize) -> Vec<u8> {
+    let (rows, cols) = m.dim();
+    let mut out = Vec::with_capacity(w * h * 3);
+    for y in 0..h {
+        let i = y * rows / h;
+        for x in 0..w {
+            out.extend_from_slice(&color(m[[i, x * cols / w]], range, scale));
+        }
+    }
+    out
+}
+
+/// A value as short text for a cell or a tooltip: integers as such, others with 3 significant digits.
+pub fn short(v: f32) -> String {
+    if !v.is_finite() {
+        return if v < 0.0 { "−∞".into() } else { format!("{v}") };
+    }
+    if v == v.round() && v.abs() < 1e6 {
+        return format!("{}", v as i64);
+    }
+    let a = v.abs();
+    if (0.01..1000.0).contains(&a) { format!("{:.*}", (2 - a.log10().floor() as i32).max(0) as usize, v) } else { format!("{v:.2e}") }
+}
+
+/// What a figure shows.
+pub struct Figure<'a> {
+    pub matrix: ArrayView2<'a, f32>,
+    pub title: String,
+    /// Formula and shape, under the title.
+    pub subtitle: String,
+    pub x_desc: String,
+    pub y_desc: String,
+    /// Tick labels for columns and rows (tokens); indices when `None`.
+    pub x_labels: Option<Vec<String>>,
+    pub y_labels: Option<Vec<String>>,
+    pub scale: Scale,
+}
+
+/// Whether [`draw`] paints the cells or leaves the plot area for the caller to blit.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Cells {
+    Paint,
+    Leave,
+}
+
+/// Most cells drawn as vector rectangles; larger matrices are painted as one image.
+const MAX_VECTOR_CELLS: usize = 64 * 64;
+/// Largest matrix side that gets its values written in the cells.
+const MAX_TEXT_SIDE: usize = 16;
+
+/// Draws `fig` on `root`; returns the plot area's pixel ranges (x, y) in backend coordinates.
+pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, fig: &Figure, cells: Cells) -> Result<(Range<i32>, Range<i32>), String> {
+    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+    let (rows, cols) = fig.matrix.dim();
+    let range = value_range(fig.matrix, fig.scale);
+    root.fill(&WHITE).map_err(err)?;
+    let (w, _) = root.dim_in_pixel();
+    let (main, bar) = root.split_horizontally(w.saturating_sub(110));
+    let main = main.titled(&fig.title, ("sans-serif", 20)).map_err(err)?;
+    let (sub, main) = main.split_vertically(22);
+    sub.draw_text(&fig.subtitle, &("sans-serif", 14).into_font().color(&RGBColor(70, 70, 70)), (60, 2)).map_err(err)?;
+
+    let label = |labels: &Option<Vec<String>>, i: i32| match labels {
+        Some(l) => l.get(i as usize).cloned().unwrap_or_default(),
+        None => i.to_string(),
+    };
+    let mut chart = ChartBuilder::on(&main)
+        .margin(8)
+        .x_label_area_size(48)
+        .y_label_area_size(56)
+        .build_cartesian_2d((0..cols as i32).into_segmented(), (0..rows as i32).into_segmented())
+        .map_err(err)?;
+    let x_fmt = |v: &SegmentValue<i32>| match v {
+        SegmentValue::CenterOf(c) if *c < cols as i32 => label(&fig.x_labels, *c),
+        _ => String::new(),
+    };
+    let y_fmt = |v: &SegmentValue<i32>| match v {
+        SegmentValue::CenterOf(r) if *r < rows as i32 => label(&fig.y_labels, rows as i32 - 1 - *r),
+        _ => String::new(),
+    };
+    chart
+        .configure_mesh()
+        .disable_mesh()
+        .x_labels(cols.min(24))
+        .y_labels(rows.min(24))
+        .x_label_formatter(&x_fmt)
+        .y_label_formatter(&y_fmt)
+        .x_desc(&fig.x_desc)
+        .y_desc(&fig.y_desc)
+        .label_style(("sans-serif", 12))
+        .draw()
+        .map_err(err)?;
+    let (px, py) = chart.plotting_area().get_pixel_range();
+
+    if cells == Cells::Paint {
+        if rows * cols <= MAX_VECTOR_CELLS {
+            let rect = |i: usize, j: usize, c: [u8; 3]| {
+                let r = (rows - 1 - i) as i32;
+                Rectangle::new(
+                    [(SegmentValue::Exact(j as i32), SegmentValue::Exact(r)), (SegmentValue::Exact(j as i32 + 1), SegmentValue::Exact(r + 1))],
+                    RGBColor(c[0], c[1], c[2]).filled(),
+                )
+            };
+            chart
+                .draw_series(fig.matrix.indexed_iter().map(|((i, j), &v)| rect(i, j, color(v, range, fig.scale))))
+                .map_err(err)?;
+        } else {
+            let (w, h) = ((px.end - px.start) as usize, (py.end - py.start) as usize);
+            let buf = rgb_resampled(fig.matrix, range, fig.scale, w, h);
+            let img = BitMapElement::with_owned_buffer((px.start, py.start), (w as u32, h as u32), buf).ok_or("bitmap size")?;
+            root.draw(&img).map_err(err)?;
+        }
+        if rows <= MAX_TEXT_SIDE && cols <= MAX_TEXT_SIDE {
+            let size = (((px.end - px.start) / cols as i32).min((py.end - py.start) / rows as i32) / 3).clamp(8, 16);
+            chart
+                .draw_series(fig.matrix.indexed_iter().map(|((i, j), &v)| {
+                    let c = color(v, range, fig.scale);
+                    let dark = 0.299 * c[0] as f32 + 0.587 * c[1] as f32 + 0.114 * c[2] as f32 > 140.0;
+                    let style = ("sans-serif", size).into_font().color(if dark { &BLACK } else { &WHITE }).pos(Pos::new(HPos::Center, VPos::Center));
+                    Text::new(short(v), (SegmentValue::CenterOf(j as i32), SegmentValue::CenterOf((rows - 1 - i) as i32)), style)
+                }))
+                .map_err(err)?;
+        }
+    }
+    draw_colorbar(&bar, range, fig.scale).map_err(err)?;
+    Ok((px, py))
+}
+
+/// A vertical colorbar with value ticks.
+fn draw_colorbar<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, (lo, hi): (f32, f32), scale: Scale) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+    let mut chart = ChartBuilder::on(area)
+        .margin_top(50)
+        .margin_bottom(58)
+        .margin_right(8)
+        .y_label_area_size(60)
+        .build_cartesian_2d(0f64..1f64, lo as f64..hi as f64)?;
+    chart
+        .configure_mesh()
+        .disable_mesh()
+        .disable_x_axis()
+        .y_labels(7)
+        .y_label_formatter(&|v| short(*v as f32))
+        .label_style(("sans-serif", 12))
+        .draw()?;
+    let steps = 128;
+    let step = (hi - lo) as f64 / steps as f64;
+    chart.draw_series((0..steps).map(|s| {
+        let v0 = lo as f64 + s as f64 * step;
+        let c = color((v0 + step / 2.0) as f32, (lo, hi), scale);
+        Rectangle::new([(0.0, v0), (1.0, v0 + step)], RGBColor(c[0], c[1], c[2]).filled())
+    }))?;
+    Ok(())
+}
+
+/// Writes a figure to an .svg or .png file of `size` pixels.
+#[cfg(not(target_arch = "wasm32"))]
+pub fn save(fig: &Figure, path: &std::path::Path, size: (u32, u32)) -> crate::Result<()> {
+    let file_err = |reason: String| crate::Error::File { path: path.display().to_string(), reason };
+    register_fonts();
+    match path.extension().and_then(|e| e.to_str()) {
+        Some("svg") => {
+            let root = SVGBackend::new(path, size).into_drawing_area();
+            draw(&root, fig, Cells::Paint).map_err(file_err)?;
+            root.present().map_err(|e| file_err(e.to_string()))
+        }
+        Some("png") => {
+            let root = BitMapBackend::new(path, size).into_drawing_area();
+            draw(&root, fig, Cells::Paint).map_err(file_err)?;
+            root.present().map_err(|e| file_err(e.to_string()))
+        }
+        other => Err(crate::Error::invalid("out", format!("extension {:?}", other.unwrap_or("")), ".svg or .png")),
+    }
+}
+
+/// Native text needs a font: DejaVu Sans, embedded.
+#[cfg(not(target_arch = "wasm32"))]
+fn register_fonts() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let _ = plotters::style::register_font("sans-serif", FontStyle::Normal, dejavu::sans::regular());
+        let _ = plotters::style::register_font("sans-serif", FontStyle::Bold, dejavu::sans::bold());
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ndarray::arr2;
+
+    #[test]
+    fn diverging_is_centred_and_masked_is_grey() {
+        let m = arr2(&[[-1.0, 0.0], [3.0, f32::NEG_INFINITY]]);
+        assert_eq!(value_range(m.view(), Scale::Diverging), (-3.0, 3.0));
+        let (px, _) = rgba(m.view(), Scale::Diverging);
+        assert_eq!(&px[12..15], &MASKED);
+        assert_eq!(px.len(), 16);
+    }
+
+    #[test]
+    fn short_numbers() {
+        assert_eq!(short(44.0), "44");
+        assert_eq!(short(0.1234), "0.123");
+        assert_eq!(short(12.345), "12.3");
+        assert_eq!(short(f32::NEG_INFINITY), "−∞");
+    }
+}

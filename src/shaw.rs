@@ -1,0 +1,127 @@
+//! Shaw, Uszkoreit & Vaswani 2018: the relative terms of relation-aware attention,
+//!
+//! ```text
+//! e_ij = q_i · (k_j + a^K_ij) / sqrt(d_head)        a^K_ij = w^K[row(d_ij)]
+//! z_i  = Σ_j α_ij (v_j + a^V_ij)                    a^V_ij = w^V[row(d_ij)]
+//! ```
+//!
+//! in two ways that give the same numbers:
+//! - *efficient* (the default): `P = Q · w^Kᵀ` is only (Lq, R) with R = 2k+1 rows, and the relative logit of
+//!   (i, j) is the gather `P[i, row(d_ij)]`; the value term sums the weights of each row into R buckets,
+//!   `B[i, r] = Σ_{j: row(d_ij) = r} α_ij`, then takes `B · w^V`. Nothing of size Lq·Lk·d_head is built.
+//! - *materialized* (the seeds' way, for reference and teaching): gather the (Lq, Lk, d_head) tensor
+//!   `A[i, j] = w[row(d_ij)]` and contract it with Q or with the weights.
+//!
+//! Both take any [`RelTable`], so the Music Transformer's direct gather is the same code with its table.
+
+use crate::relpos::{distance, RelTable};
+use ndarray::{Array2, Array3, ArrayView2, ArrayViewMut2, Zip};
+
+/// Adds the relative logits `P[i, row(d_ij)]`, `P = Q · tableᵀ`, into `out` (Lq, Lk).
+/// `q` is (Lq, d_head), `table` is (R, d_head); a pair outside a zero-edged table adds nothing.
+pub fn add_relative_logits(mut out: ArrayViewMut2<f32>, q: ArrayView2<f32>, table: ArrayView2<f32>, layout: RelTable) {
+    let (lq, lk) = out.dim();
+    let p = q.dot(&table.t()); // (Lq, R)
+    for (i, (mut row, p_i)) in out.outer_iter_mut().zip(p.outer_iter()).enumerate() {
+        for (j, cell) in row.iter_mut().enumerate() {
+            if let Some(r) = layout.row(distance(i, j, lq, lk)) {
+                *cell += p_i[r];
+            }
+        }
+    }
+}
+
+/// Relative logits (Lq, Lk) by the efficient gather of `Q · tableᵀ`.
+pub fn relative_logits(q: ArrayView2<f32>, table: ArrayView2<f32>, layout: RelTable, lk: usize) -> Array2<f32> {
+    let mut out = Array2::zeros((q.nrows(), lk));
+    add_relative_logits(out.view_mut(), q, table, layout);
+    out
+}
+
+/// The (Lq, Lk, d_head) tensor `A[i, j] = table[row(d_ij)]` (zeros outside a zero-edged table).
+/// This is what the seeds build; it costs Lq·Lk·d_head floats.
+pub fn gather_table(table: ArrayView2<f32>, layout: RelTable, lq: usize, lk: usize) -> Array3<f32> {
+    let mut a = Array3::zeros((lq, lk, table.ncols()));
+    for i in 0..lq {
+        for j in 0..lk {
+            if let Some(r) = layout.row(distance(i, j, lq, lk)) {
+                a.slice_mut(ndarray::s![i, j, ..]).assign(&table.row(r));
+            }
+        }
+    }
+    a
+}
+
+/// Relative logits (Lq, Lk) the materialized way: `S[i, j] = q_i · A[i, j]`.
+pub fn relative_logits_materialized(q: ArrayView2<f32>, table: ArrayView2<f32>, layout: RelTable, lk: usize) -> Array2<f32> {
+    let a = gather_table(table, layout, q.nrows(), lk);
+    let mut out = Array2::zeros((q.nrows(), lk));
+    Zip::from(out.rows_mut()).and(q.rows()).and(a.outer_iter()).for_each(|mut s_i, q_i, a_i| s_i.assign(&a_i.dot(&q_i)));
+    out
+}
+
+/// Sums each query's weights into the table rows they read: `B[i, r] = Σ_{j: row(d_ij) = r} α_ij`, (Lq, R).
+pub fn value_buckets(weights: ArrayView2<f32>, layout: RelTable) -> Array2<f32> {
+    let (lq, lk) = weights.dim();
+    let mut buckets = Array2::zeros((lq, layout.rows()));
+    for (i, (w_i, mut b_i)) in weights.outer_iter().zip(buckets.outer_iter_mut()).enumerate() {
+        for (j, &w) in w_i.iter().enumerate() {
+            if let Some(r) = layout.row(distance(i, j, lq, lk)) {
+                b_i[r] += w;
+            }
+        }
+    }
+    buckets
+}
+
+/// The value term the materialized way: `Σ_j α_ij A[i, j]`, (Lq, d_head).
+pub fn relative_values_materialized(weights: ArrayView2<f32>, table: ArrayView2<f32>, layout: RelTable) -> Array2<f32> {
+    let (lq, lk) = weights.dim();
+    let a = gather_table(table, layout, lq, lk);
+    let mut out = Array2::zeros((lq, table.ncols()));
+    Zip::from(out.rows_mut()).and(weights.rows()).and(a.outer_iter()).for_each(|mut z_i, w_i, a_i| {
+        z_i.assign(&a_i.t().dot(&w_i));
+    });
+    out
+}
+
+/// `B · table`: the value term from the buckets, (Lq, d_head).
+pub fn relative_values(buckets: ArrayView2<f32>, table: ArrayView2<f32>) -> Array2<f32> {
+    buckets.dot(&table)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ndarray::{arr2, Array, Axis};
+
+    /// Seed 004: x = arange(120).reshape(2, 3, 4, 5) used as queries, its integer table, k = 2.
+    #[test]
+    fn seed_004_relation_key_logits() {
+        let table = arr2(&[
+            [-7., 4., 5., -4., 6.],
+            [-1., -2., -6., -3., 6.],
+            [6., -3., 2., 5., 7.],
+            [-3., 6., 2., 3., 1.],
+            [-9., 5., 8., -1., 0.],
+        ]);
+        let x = Array::range(0., 120., 1.).into_shape_with_order((6, 4, 5)).unwrap();
+        let first = relative_logits(x.index_axis(Axis(0), 0), table.view(), RelTable::shaw(2), 4);
+        assert_eq!(first, arr2(&[[44., 23., 18., 18.], [-29., 129., 68., 33.], [66., -59., 214., 113.], [86., 86., -89., 299.]]));
+        let last = relative_logits(x.index_axis(Axis(0), 5), table.view(), RelTable::shaw(2), 4);
+        assert_eq!(last, arr2(&[[1744., 923., 318., 318.], [-629., 1829., 968., 333.], [466., -659., 1914., 1013.], [486., 486., -689., 1999.]]));
+        let m = relative_logits_materialized(x.index_axis(Axis(0), 5), table.view(), RelTable::shaw(2), 4);
+        assert_eq!(m, last);
+    }
+
+    #[test]
+    fn buckets_keep_the_weight_mass() {
+        let w = Array2::from_elem((3, 7), 1.0 / 7.0);
+        let b = value_buckets(w.view(), RelTable::shaw(1));
+        for row in b.rows() {
+            assert!((row.sum() - 1.0).abs() < 1e-6);
+        }
+        let a = gather_table(arr2(&[[1., 1.], [2., 2.], [3., 3.]]).view(), RelTable::shaw(1), 1, 3);
+        assert_eq!(a.sum_axis(Axis(2)), arr2(&[[4., 6., 6.]]));
+    }
+}

@@ -1,0 +1,298 @@
+//! A trace: every intermediate of one forward pass, the thing the page and the CLI show.
+//!
+//! Arrays are indexed (b, h, ...) for per-head stages. [`Stage`] names each view; [`Trace::stage`] cuts
+//! the 2-D matrix of one (batch, head); [`Trace::write_npz`] saves everything under the names in
+//! [`Stage::name`] (plus `x`, `q`, `k`, `v`, `heads`).
+
+use crate::attention::{Config, Method};
+use crate::error::{Error, Result};
+use ndarray::{Array2, Array3, Array4, Axis};
+use std::fmt;
+use std::str::FromStr;
+
+/// The Music Transformer's skew stages for every (batch, head).
+#[derive(Clone, Debug)]
+pub struct SkewTrace {
+    pub qer: Array4<f32>,
+    pub padded: Array4<f32>,
+    pub reshaped: Array4<f32>,
+    pub sliced: Array4<f32>,
+}
+
+/// Every intermediate of one forward pass.
+#[derive(Clone, Debug)]
+pub struct Trace {
+    pub config: Config,
+    /// j − i, (Lq, Lk).
+    pub distances: Array2<i64>,
+    /// Table row each pair reads, (Lq, Lk); −1 where it reads a zero vector.
+    pub rel_index: Array2<i64>,
+    /// (1 or h, R, d_head): w^K or E_r.
+    pub rel_k: Array3<f32>,
+    /// (1 or h, R, d_head): w^V.
+    pub rel_v: Option<Array3<f32>>,
+    /// Input and projections, (b, n, d_model).
+    pub x: Array3<f32>,
+    pub q: Array3<f32>,
+    pub k: Array3<f32>,
+    pub v: Array3<f32>,
+    /// (b, h, Lq, Lk) each.
+    pub content_logits: Array4<f32>,
+    pub relative_logits: Array4<f32>,
+    pub logits: Array4<f32>,
+    pub weights: Array4<f32>,
+    /// (b, h, Lq, R).
+    pub value_buckets: Option<Array4<f32>>,
+    pub skew: Option<SkewTrace>,
+    /// (b, h, Lq, d_head) each.
+    pub out_content: Array4<f32>,
+    pub out_relative: Array4<f32>,
+    /// Heads concatenated, before W_o, (b, Lq, d_model).
+    pub heads: Array3<f32>,
+    /// (b, Lq, d_model).
+    pub output: Array3<f32>,
+}
+
+/// One view of a trace.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stage {
+    Distances,
+    RelIndex,
+    RelK,
+    RelV,
+    ContentLogits,
+    RelativeLogits,
+    SkewQer,
+    SkewPadded,
+    SkewReshaped,
+    SkewSliced,
+    Logits,
+    Weights,
+    ValueBuckets,
+    OutputContent,
+    OutputRelative,
+    Output,
+}
+
+/// How a stage's values should be coloured.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scale {
+    /// Signed values, centred on 0.
+    Diverging,
+    /// Values from a minimum up (weights, indices).
+    Sequential,
+}
+
+impl Stage {
+    /// Every stage in pipeline order.
+    pub const ALL: [Stage; 16] = [
+        Stage::Distances,
+        Stage::RelIndex,
+        Stage::RelK,
+        Stage::RelV,
+        Stage::ContentLogits,
+        Stage::RelativeLogits,
+        Stage::SkewQer,
+        Stage::SkewPadded,
+        Stage::SkewReshaped,
+        Stage::SkewSliced,
+        Stage::Logits,
+        Stage::Weights,
+        Stage::ValueBuckets,
+        Stage::OutputContent,
+        Stage::OutputRelative,
+        Stage::Output,
+    ];
+
+    /// The array name in a trace .npz, and the stage's name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Stage::Distances => "distances",
+            Stage::RelIndex => "rel_index",
+            Stage::RelK => "rel_k",
+            Stage::RelV => "rel_v",
+            Stage::ContentLogits => "content_logits",
+            Stage::RelativeLogits => "relative_logits",
+            Stage::SkewQer => "skew_qer",
+            Stage::SkewPadded => "skew_padded",
+            Stage::SkewReshaped => "skew_reshaped",
+            Stage::SkewSliced => "skew_sliced",
+            Stage::Logits => "logits",
+            Stage::Weights => "weights",
+            Stage::ValueBuckets => "value_buckets",
+            Stage::OutputContent => "output_content",
+            Stage::OutputRelative => "output_relative",
+            Stage::Output => "output",
+        }
+    }
+
+    /// A title for a figure.
+    pub fn title(self, method: Method) -> &'static str {
+        match (self, method) {
+            (Stage::Distances, _) => "Relative distance j − i",
+            (Stage::RelIndex, Method::Shaw) => "Table row clip(j − i, k) + k",
+            (Stage::RelIndex, Method::Music) => "Table row of E_r (−1: zero vector)",
+            (Stage::RelK, Method::Shaw) => "Relative key table w^K",
+            (Stage::RelK, Method::Music) => "Relative embeddings E_r",
+            (Stage::RelV, _) => "Relative value table w^V",
+            (Stage::ContentLogits, _) => "Content logits QKᵀ",
+            (Stage::RelativeLogits, _) => "Relative logits",
+            (Stage::SkewQer, _) => "Skew 1: Q E_rᵀ",
+            (Stage::SkewPadded, _) => "Skew 2: padded",
+            (Stage::SkewReshaped, _) => "Skew 3: reshaped",
+            (Stage::SkewSliced, _) => "Skew 4: sliced",
+            (Stage::Logits, _) => "Scaled, masked logits",
+            (Stage::Weights, _) => "Attention weights",
+            (Stage::ValueBuckets, _) => "Weight per w^V row",
+            (Stage::OutputContent, _) => "Output, content part αV",
+            (Stage::OutputRelative, _) => "Output, relative part",
+            (Stage::Output, _) => "Output",
+        }
+    }
+
+    /// The stage's formula, in plain text.
+    pub fn formula(self, method: Method) -> &'static str {
+        match (self, method) {
+            (Stage::Distances, _) => "d_ij = j − i",
+            (Stage::RelIndex, Method::Shaw) => "max(−k, min(k, j − i)) + k",
+            (Stage::RelIndex, Method::Music) => "row of distance j − i in E_r",
+            (Stage::RelK, _) => "rows for distances −k … k",
+            (Stage::RelV, _) => "a^V_ij = w^V[clip(j − i, k) + k]",
+            (Stage::ContentLogits, _) => "q_i · k_j",
+            (Stage::RelativeLogits, Method::Shaw) => "q_i · a^K_ij = (Q w^Kᵀ)[i, clip(j − i, k) + k]",
+            (Stage::RelativeLogits, Method::Music) => "Skew(Q E_rᵀ)[i, j] = q_i · E_r[j − i]",
+            (Stage::SkewQer, _) => "Q E_rᵀ, column c = distance c − (L − 1)",
+            (Stage::SkewPadded, _) => "one zero column added",
+            (Stage::SkewReshaped, _) => "same memory, rows of another length",
+            (Stage::SkewSliced, _) => "rows kept: absolute positions (i, j)",
+            (Stage::Logits, _) => "(q_i·k_j + relative_ij) / √d_head, −∞ where masked",
+            (Stage::Weights, _) => "α_ij = softmax_j(e_ij)",
+            (Stage::ValueBuckets, _) => "B[i, r] = Σ_{j: clip(j−i,k)+k = r} α_ij",
+            (Stage::OutputContent, _) => "Σ_j α_ij v_j",
+            (Stage::OutputRelative, _) => "Σ_j α_ij a^V_ij = B w^V",
+            (Stage::Output, _) => "concat_h(z_h) W_o + b_o",
+        }
+    }
+
+    /// The colour scale that fits the stage's values.
+    pub fn scale(self) -> Scale {
+        match self {
+            Stage::RelIndex | Stage::Weights | Stage::ValueBuckets => Scale::Sequential,
+            _ => Scale::Diverging,
+        }
+    }
+}
+
+impl FromStr for Stage {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        Stage::ALL.into_iter().find(|st| st.name() == s).ok_or_else(|| {
+            Error::invalid("stage", format!("'{s}'"), Stage::ALL.map(Stage::name).join(", "))
+        })
+    }
+}
+
+impl fmt::Display for Stage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl Trace {
+    /// (b, h, n).
+    pub fn dims(&self) -> (usize, usize, usize) {
+        let (b, h, n, _) = self.weights.dim();
+        (b, h, n)
+    }
+
+    /// The stages this trace has (skew steps only for the Music Transformer, w^V only with a^V).
+    pub fn stages(&self) -> Vec<Stage> {
+        Stage::ALL.into_iter().filter(|s| self.has(*s)).collect()
+    }
+
+    fn has(&self, s: Stage) -> bool {
+        match s {
+            Stage::RelV | Stage::OutputRelative => self.rel_v.is_some(),
+            Stage::ValueBuckets => self.value_buckets.is_some(),
+            Stage::SkewQer | Stage::SkewPadded | Stage::SkewReshaped | Stage::SkewSliced => self.skew.is_some(),
+            _ => true,
+        }
+    }
+
+    /// The 2-D matrix a view shows for one batch element and head.
+    pub fn stage(&self, stage: Stage, batch: usize, head: usize) -> Result<Array2<f32>> {
+        let (b, h, _) = self.dims();
+        if batch >= b {
+            return Err(Error::invalid("batch index", batch, format!("0..={}", b - 1)));
+        }
+        if head >= h {
+            return Err(Error::invalid("head", head, format!("0..={}", h - 1)));
+        }
+        if !self.has(stage) {
+            let why = match stage {
+                Stage::SkewQer | Stage::SkewPadded | Stage::SkewReshaped | Stage::SkewSliced => "only the Music Transformer (efficient) has skew stages",
+                _ => "only Shaw's method with a^V on has w^V stages",
+            };
+            return Err(Error::invalid("stage", format!("'{stage}'"), why));
+        }
+        let bh = |a: &Array4<f32>| a.index_axis(Axis(0), batch).index_axis(Axis(0), head).to_owned();
+        let table = |t: &Array3<f32>| t.index_axis(Axis(0), if t.len_of(Axis(0)) == 1 { 0 } else { head }).to_owned();
+        let skew = || self.skew.as_ref().expect("checked by has()");
+        Ok(match stage {
+            Stage::Distances => self.distances.mapv(|v| v as f32),
+            Stage::RelIndex => self.rel_index.mapv(|v| v as f32),
+            Stage::RelK => table(&self.rel_k),
+            Stage::RelV => table(self.rel_v.as_ref().expect("checked by has()")),
+            Stage::ContentLogits => bh(&self.content_logits),
+            Stage::RelativeLogits => bh(&self.relative_logits),
+            Stage::SkewQer => bh(&skew().qer),
+            Stage::SkewPadded => bh(&skew().padded),
+            Stage::SkewReshaped => bh(&skew().reshaped),
+            Stage::SkewSliced => bh(&skew().sliced),
+            Stage::Logits => bh(&self.logits),
+            Stage::Weights => bh(&self.weights),
+            Stage::ValueBuckets => bh(self.value_buckets.as_ref().expect("checked by has()")),
+            Stage::OutputContent => bh(&self.out_content),
+            Stage::OutputRelative => bh(&self.out_relative),
+            Stage::Output => self.output.index_axis(Axis(0), batch).to_owned(),
+        })
+    }
+
+    /// Writes every array to an .npz (uncompressed), under the stage names plus `x`, `q`, `k`, `v`, `heads`.
+    /// The Music Transformer's table is saved as both `rel_k` and `e_r`.
+    pub fn write_npz<W: std::io::Write + std::io::Seek>(&self, w: W) -> Result<()> {
+        let io = |e: ndarray_npy::WriteNpzError| Error::File { path: "trace .npz".into(), reason: e.to_string() };
+        let mut npz = ndarray_npy::NpzWriter::new(w);
+        npz.add_array("distances", &self.distances).map_err(io)?;
+        npz.add_array("rel_index", &self.rel_index).map_err(io)?;
+        npz.add_array("rel_k", &self.rel_k).map_err(io)?;
+        if self.config.method == Method::Music {
+            npz.add_array("e_r", &self.rel_k).map_err(io)?;
+        }
+        if let Some(t) = &self.rel_v {
+            npz.add_array("rel_v", t).map_err(io)?;
+        }
+        for (name, a) in [("x", &self.x), ("q", &self.q), ("k", &self.k), ("v", &self.v), ("heads", &self.heads), ("output", &self.output)] {
+            npz.add_array(name, a).map_err(io)?;
+        }
+        let mut four: Vec<(&str, &Array4<f32>)> = vec![
+            ("content_logits", &self.content_logits),
+            ("relative_logits", &self.relative_logits),
+            ("logits", &self.logits),
+            ("weights", &self.weights),
+            ("output_content", &self.out_content),
+            ("output_relative", &self.out_relative),
+        ];
+        if let Some(b) = &self.value_buckets {
+            four.push(("value_buckets", b));
+        }
+        if let Some(s) = &self.skew {
+            four.extend([("skew_qer", &s.qer), ("skew_padded", &s.padded), ("skew_reshaped", &s.reshaped), ("skew_sliced", &s.sliced)]);
+        }
+        for (name, a) in four {
+            npz.add_array(name, a).map_err(io)?;
+        }
+        npz.finish().map_err(io)?;
+        Ok(())
+    }
+}
