@@ -132,7 +132,7 @@ pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, fig: &Figure, cel
         .margin(8)
         .x_label_area_size(48)
         .y_label_area_size(56)
-        .build_cartesian_2d((0..cols as i32).into_segmented(), (0..rows as i32).into_segmented())
+        .build_cartesian_2d((0..cols as i32 - 1).into_segmented(), (0..rows as i32 - 1).into_segmented())
         .map_err(err)?;
     let x_fmt = |v: &SegmentValue<i32>| match v {
         SegmentValue::CenterOf(c) if *c < cols as i32 => label(&fig.x_labels, *c),

@@ -1,1 +1,281 @@
-fn main() {}
+//! `relattn`: compute relative attention, save every intermediate, render any stage for a slide.
+//! Errors print one line naming the field, what was given and what is allowed, and exit with code 2.
+
+use clap::{Args, Parser, Subcommand};
+use relattn::attention::{Config, Implementation, Method};
+use relattn::model::{self, DEFAULT_MEMORY_LIMIT};
+use relattn::presets;
+use relattn::render::{self, Figure};
+use relattn::scenario::{read_arrays, Arrays, Scenario, Spec};
+use relattn::{Edge, Error, Stage, Trace};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(name = "relattn", version, about = "Relative-position self-attention (Shaw et al. 2018; Music Transformer) with every intermediate exposed",
+    long_about = "Computes relative-position multi-head self-attention and writes every intermediate (distances, clipped \
+indices, content and relative logits, the Music Transformer's skew steps, masked logits, weights, outputs) to an .npz, \
+or renders one of them as a labelled heatmap (.svg or .png).\n\nTensors come from a scenario file (--tensors, an \
+np.savez .npz; see README.md) and whatever it lacks is generated from --seed (ChaCha8; x ~ N(0, 1); weights and tables \
+Xavier-uniform; biases 0).")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Compute a trace and write it as an .npz (rel_index, content_logits, relative_logits, logits, weights, output, ...).
+    Compute {
+        #[command(flatten)]
+        setup: Setup,
+        /// Where to write the trace (.npz).
+        #[arg(long)]
+        out: PathBuf,
+        /// Print a JSON summary on stdout.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Render one stage of one head as a heatmap with a colorbar (.svg or .png).
+    Render {
+        #[command(flatten)]
+        setup: Setup,
+        /// Stage to draw: distances, rel_index, rel_k, rel_v, content_logits, relative_logits, skew_qer, skew_padded,
+        /// skew_reshaped, skew_sliced, logits, weights, value_buckets, output_content, output_relative, output.
+        #[arg(long, value_parser = clap::value_parser!(Stage))]
+        stage: Stage,
+        /// Head to draw (0-based).
+        #[arg(long, default_value_t = 0)]
+        head: usize,
+        /// Batch element to draw (0-based).
+        #[arg(long, default_value_t = 0)]
+        batch_index: usize,
+        /// Space-separated tokens that label the axes (one per position).
+        #[arg(long)]
+        tokens: Option<String>,
+        /// Figure size in pixels, WIDTHxHEIGHT.
+        #[arg(long, default_value = "900x760")]
+        size: String,
+        /// Output file: .svg (vector) or .png.
+        #[arg(long)]
+        out: PathBuf,
+        /// Print a JSON summary on stdout.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List the presets (the seeds' examples).
+    Presets,
+}
+
+/// What to compute. Unset options come from --preset, or the defaults shown.
+#[derive(Args)]
+struct Setup {
+    /// Start from a seed's example: seed000-shaw, seed000-music, seed002, seed003, seed004.
+    #[arg(long)]
+    preset: Option<String>,
+    /// shaw (Shaw et al. 2018) or music (Music Transformer skew). [default: shaw]
+    #[arg(long, value_parser = clap::value_parser!(Method))]
+    method: Option<Method>,
+    /// Number of heads; must divide d_model. [default: 1]
+    #[arg(long)]
+    heads: Option<usize>,
+    /// Clipping distance k ≥ 0 (Shaw's tables have 2k+1 rows; Music's E_r k+1 causal, 2k+1 bidirectional). [default: 2]
+    #[arg(long, allow_negative_numbers = true)]
+    clip: Option<i64>,
+    /// Mask keys after the query.
+    #[arg(long)]
+    causal: bool,
+    /// Switch off Shaw's value term a^V.
+    #[arg(long)]
+    no_rel_v: bool,
+    /// One table per head instead of one shared by all heads (generated tables only).
+    #[arg(long)]
+    per_head_tables: bool,
+    /// Music Transformer: what distances beyond E_r read: zero (tensor2tensor) or clip (edge row). [default: zero]
+    #[arg(long, value_parser = clap::value_parser!(Edge))]
+    edge: Option<Edge>,
+    /// efficient (gather/skew, default) or materialized (the seeds' n×n×d_head tensor).
+    #[arg(long, value_parser = clap::value_parser!(Implementation))]
+    implementation: Option<Implementation>,
+    /// Sequence length (when x is not in --tensors). [default: 8]
+    #[arg(long, allow_negative_numbers = true)]
+    n: Option<i64>,
+    /// Model width (when x is not in --tensors). [default: 16]
+    #[arg(long, allow_negative_numbers = true)]
+    d_model: Option<i64>,
+    /// Batch size (when x is not in --tensors). [default: 1]
+    #[arg(long, allow_negative_numbers = true)]
+    batch: Option<i64>,
+    /// Seed for every generated tensor. [default: 0]
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Scenario file (.npz from np.savez, or an .npy holding x) with any of: x, w_q, w_k, w_v, w_o, b_q, b_k, b_v, b_o,
+    /// rel_k, rel_v, e_r, key_mask.
+    #[arg(long)]
+    tensors: Option<PathBuf>,
+    /// Memory budget in MiB; larger requests are refused before computing. [default: 8192]
+    #[arg(long)]
+    max_memory_mb: Option<u64>,
+}
+
+fn positive(field: &str, v: i64) -> relattn::Result<usize> {
+    if v < 1 { Err(Error::invalid(field, v, "an integer ≥ 1")) } else { Ok(v as usize) }
+}
+
+impl Setup {
+    /// The configuration, sizes and given arrays, checked.
+    fn resolve(&self) -> relattn::Result<(Config, Spec, Arrays, bool)> {
+        let (mut cfg, mut spec, mut arrays, mut per_head) = match &self.preset {
+            Some(name) => {
+                let p = presets::preset(name)?;
+                (p.config, p.spec, p.arrays, p.per_head_tables)
+            }
+            None => (Config::default(), Spec::default(), Arrays::new(), false),
+        };
+        if let Some(m) = self.method {
+            cfg.method = m;
+        }
+        if let Some(h) = self.heads {
+            cfg.heads = h;
+        }
+        if let Some(k) = self.clip {
+            if k < 0 {
+                return Err(Error::invalid("clip", k, "an integer ≥ 0"));
+            }
+            cfg.clip = k as usize;
+        }
+        cfg.causal |= self.causal;
+        cfg.rel_v &= !self.no_rel_v;
+        per_head |= self.per_head_tables;
+        if let Some(e) = self.edge {
+            cfg.edge = e;
+        }
+        if let Some(i) = self.implementation {
+            cfg.implementation = i;
+        }
+        if let Some(n) = self.n {
+            spec.n = positive("n", n)?;
+        }
+        if let Some(d) = self.d_model {
+            spec.d_model = positive("d_model", d)?;
+        }
+        if let Some(b) = self.batch {
+            spec.batch = positive("batch", b)?;
+        }
+        if let Some(s) = self.seed {
+            spec.seed = s;
+        }
+        if let Some(path) = &self.tensors {
+            arrays.extend(read_file(path)?);
+        }
+        Ok((cfg, spec, arrays, per_head))
+    }
+
+    /// Builds the scenario and its trace within the memory budget.
+    fn trace(&self) -> relattn::Result<Trace> {
+        let (cfg, spec, arrays, per_head) = self.resolve()?;
+        let (b, n, d) = match arrays.get("x") {
+            Some(x) if x.ndim() == 3 => (x.shape()[0], x.shape()[1], x.shape()[2]),
+            Some(x) if x.ndim() == 2 => (1, x.shape()[0], x.shape()[1]),
+            _ => (spec.batch, spec.n, spec.d_model),
+        };
+        relattn::scenario::check_config(&cfg, &Spec { n, d_model: d, batch: b, seed: spec.seed })?;
+        let limit = self.max_memory_mb.map_or(DEFAULT_MEMORY_LIMIT, |mb| mb << 20);
+        model::check_budget(&cfg, b, n, d, true, limit)?;
+        let sc = Scenario::build(&cfg, &spec, arrays, per_head)?;
+        model::trace(&cfg, &sc)
+    }
+}
+
+fn read_file(path: &Path) -> relattn::Result<Arrays> {
+    let bytes = std::fs::read(path).map_err(|e| Error::File { path: path.display().to_string(), reason: e.to_string() })?;
+    read_arrays(&bytes, &path.display().to_string())
+}
+
+fn summary(t: &Trace, out: &Path, ms: f64) -> serde_json::Value {
+    let (b, h, n) = t.dims();
+    serde_json::json!({
+        "method": t.config.method.to_string(),
+        "batch": b, "heads": h, "n": n, "d_model": t.output.dim().2, "clip": t.config.clip,
+        "causal": t.config.causal, "rel_v": t.rel_v.is_some(),
+        "stages": t.stages().iter().map(|s| s.name()).collect::<Vec<_>>(),
+        "out": out.display().to_string(),
+        "ms": ms,
+    })
+}
+
+fn parse_size(s: &str) -> relattn::Result<(u32, u32)> {
+    let bad = || Error::invalid("size", format!("'{s}'"), "WIDTHxHEIGHT, each 200..=8000 pixels");
+    let (w, h) = s.split_once('x').ok_or_else(bad)?;
+    let (w, h): (u32, u32) = (w.parse().map_err(|_| bad())?, h.parse().map_err(|_| bad())?);
+    if !(200..=8000).contains(&w) || !(200..=8000).contains(&h) {
+        return Err(bad());
+    }
+    Ok((w, h))
+}
+
+fn run(cli: Cli) -> relattn::Result<()> {
+    let start = std::time::Instant::now();
+    match cli.command {
+        Command::Presets => {
+            for name in presets::NAMES {
+                println!("{name:14} {}", presets::preset(name)?.description);
+            }
+        }
+        Command::Compute { setup, out, json } => {
+            let t = setup.trace()?;
+            let file = std::fs::File::create(&out).map_err(|e| Error::File { path: out.display().to_string(), reason: e.to_string() })?;
+            t.write_npz(std::io::BufWriter::new(file))?;
+            if json {
+                println!("{}", summary(&t, &out, start.elapsed().as_secs_f64() * 1e3));
+            }
+        }
+        Command::Render { setup, stage, head, batch_index, tokens, size, out, json } => {
+            let size = parse_size(&size)?;
+            let t = setup.trace()?;
+            let m = t.stage(stage, batch_index, head)?;
+            let (_, _, n) = t.dims();
+            let tokens: Option<Vec<String>> = tokens.map(|s| s.split_whitespace().map(String::from).collect());
+            if let Some(tok) = &tokens {
+                if tok.len() != n {
+                    return Err(Error::invalid("tokens", format!("{} tokens", tok.len()), format!("exactly n = {n} tokens")));
+                }
+            }
+            let positional = |len: usize| tokens.clone().filter(|_| len == n);
+            let (rows, cols) = m.dim();
+            let (x_desc, y_desc) = match stage {
+                Stage::RelK | Stage::RelV => ("d_head", "table row r (distance r − k)"),
+                Stage::ValueBuckets => ("table row r", "query i"),
+                Stage::OutputContent | Stage::OutputRelative => ("d_head", "query i"),
+                Stage::Output => ("d_model", "query i"),
+                Stage::SkewQer | Stage::SkewPadded | Stage::SkewReshaped => ("column", "row"),
+                _ => ("key j", "query i"),
+            };
+            let fig = Figure {
+                matrix: m.view(),
+                title: format!("{} — head {head}", stage.title(t.config.method)),
+                subtitle: format!("{}   shape ({rows}, {cols})", stage.formula(t.config.method)),
+                x_desc: x_desc.into(),
+                y_desc: y_desc.into(),
+                x_labels: if x_desc == "key j" { positional(cols) } else { None },
+                y_labels: if y_desc == "query i" { positional(rows) } else { None },
+                scale: stage.scale(),
+            };
+            render::save(&fig, &out, size)?;
+            if json {
+                println!("{}", summary(&t, &out, start.elapsed().as_secs_f64() * 1e3));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    match run(Cli::parse()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
