@@ -1,0 +1,133 @@
+//! A plain-loop definition of relative attention in f64, written from the papers and independent of the
+//! library's code paths, and a tolerance check.
+#![allow(dead_code)]
+
+use relattn::{Config, Edge, Method, Scenario};
+
+pub type Mat = Vec<Vec<f64>>;
+
+/// One head's results by definition.
+pub struct HeadRef {
+    pub relative: Mat,
+    pub weights: Mat,
+    pub z: Mat,
+    /// Which cells are masked.
+    pub masked: Vec<Vec<bool>>,
+}
+
+/// Table row of distance `d`, by the definitions in the README:
+/// Shaw: clip(d, k) + k. Music causal: rows for −k..=0; bidirectional: −k..=k; beyond them zero or the edge.
+pub fn table_row(cfg: &Config, d: i64) -> Option<usize> {
+    let k = cfg.clip as i64;
+    let (lo, hi) = match (cfg.method, cfg.causal) {
+        (Method::Music, true) => (-k, 0),
+        _ => (-k, k),
+    };
+    if (lo..=hi).contains(&d) {
+        return Some((d - lo) as usize);
+    }
+    match (cfg.method, cfg.edge) {
+        (Method::Shaw, _) | (Method::Music, Edge::Clip) => Some((d.clamp(lo, hi) - lo) as usize),
+        (Method::Music, Edge::Zero) => None,
+    }
+}
+
+fn dot(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+/// e_ij = q_i·(k_j + a^K_ij)/sqrt(d_head); α = softmax over unmasked j; z_i = Σ_j α_ij (v_j + a^V_ij).
+/// Queries are aligned to the last keys: d_ij = j − (i + Lk − Lq).
+pub fn head(cfg: &Config, q: &Mat, k: &Mat, v: &Mat, rel_k: &Mat, rel_v: Option<&Mat>, key_mask: Option<&[bool]>) -> HeadRef {
+    let (lq, lk, dh) = (q.len(), k.len(), q[0].len());
+    let zero = vec![0.0; dh];
+    let mut out = HeadRef { relative: vec![vec![0.0; lk]; lq], weights: vec![vec![0.0; lk]; lq], z: vec![vec![0.0; dh]; lq], masked: vec![vec![false; lk]; lq] };
+    for i in 0..lq {
+        let mut e = vec![f64::NEG_INFINITY; lk];
+        for j in 0..lk {
+            let d = j as i64 - (i as i64 + lk as i64 - lq as i64);
+            let a_k = table_row(cfg, d).map_or(&zero, |r| &rel_k[r]);
+            out.relative[i][j] = dot(&q[i], a_k);
+            out.masked[i][j] = (cfg.causal && d > 0) || key_mask.is_some_and(|m| !m[j]);
+            if !out.masked[i][j] {
+                e[j] = (dot(&q[i], &k[j]) + out.relative[i][j]) / (dh as f64).sqrt();
+            }
+        }
+        let max = e.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        if max == f64::NEG_INFINITY {
+            continue;
+        }
+        let sum: f64 = e.iter().map(|x| (x - max).exp()).sum();
+        for j in 0..lk {
+            let w = (e[j] - max).exp() / sum;
+            out.weights[i][j] = w;
+            let d = j as i64 - (i as i64 + lk as i64 - lq as i64);
+            for c in 0..dh {
+                let a_v = match rel_v {
+                    Some(t) if cfg.method == Method::Shaw && cfg.rel_v => table_row(cfg, d).map_or(0.0, |r| t[r][c]),
+                    _ => 0.0,
+                };
+                out.z[i][c] += w * (v[j][c] + a_v);
+            }
+        }
+    }
+    out
+}
+
+/// The whole layer by definition: per (batch, head) results and the output (b, n, d_model).
+pub struct LayerRef {
+    pub heads: Vec<Vec<HeadRef>>,
+    pub output: Vec<Mat>,
+}
+
+fn matmul_bias(x: &Mat, w: &ndarray::Array2<f32>, b: &ndarray::Array1<f32>) -> Mat {
+    x.iter().map(|row| (0..w.ncols()).map(|c| b[c] as f64 + row.iter().enumerate().map(|(r, v)| v * w[[r, c]] as f64).sum::<f64>()).collect()).collect()
+}
+
+fn cols(m: &Mat, from: usize, to: usize) -> Mat {
+    m.iter().map(|r| r[from..to].to_vec()).collect()
+}
+
+fn table(t: &ndarray::Array3<f32>, h: usize) -> Mat {
+    let h = if t.shape()[0] == 1 { 0 } else { h };
+    t.index_axis(ndarray::Axis(0), h).rows().into_iter().map(|r| r.iter().map(|&v| v as f64).collect()).collect()
+}
+
+pub fn layer(cfg: &Config, sc: &Scenario) -> LayerRef {
+    let (b, n, d) = sc.x.dim();
+    let dh = d / cfg.heads;
+    let mut out = LayerRef { heads: vec![], output: vec![] };
+    for bi in 0..b {
+        let x: Mat = (0..n).map(|i| (0..d).map(|c| sc.x[[bi, i, c]] as f64).collect()).collect();
+        let (q, k, v) = (matmul_bias(&x, &sc.w_q, &sc.b_q), matmul_bias(&x, &sc.w_k, &sc.b_k), matmul_bias(&x, &sc.w_v, &sc.b_v));
+        let mask: Option<Vec<bool>> = sc.key_mask.as_ref().map(|m| m.row(bi).to_vec());
+        let mut concat = vec![vec![0.0; d]; n];
+        let mut heads = vec![];
+        for h in 0..cfg.heads {
+            let (a, z) = (h * dh, (h + 1) * dh);
+            let rel_v = sc.rel_v.as_ref().map(|t| table(t, h));
+            let r = head(cfg, &cols(&q, a, z), &cols(&k, a, z), &cols(&v, a, z), &table(&sc.rel_k, h), rel_v.as_ref(), mask.as_deref());
+            for i in 0..n {
+                concat[i][a..z].copy_from_slice(&r.z[i]);
+            }
+            heads.push(r);
+        }
+        out.output.push(matmul_bias(&concat, &sc.w_o, &sc.b_o));
+        out.heads.push(heads);
+    }
+    out
+}
+
+/// max |got − want| / max(1, max |want|): relative to the array's scale, absolute for arrays below 1.
+pub fn rel_err<'a>(got: impl IntoIterator<Item = &'a f32>, want: impl IntoIterator<Item = f64>) -> f64 {
+    let (mut diff, mut scale) = (0.0f64, 1.0f64);
+    for (g, w) in got.into_iter().zip(want) {
+        diff = diff.max((*g as f64 - w).abs());
+        scale = scale.max(w.abs());
+    }
+    diff / scale
+}
+
+pub fn flat(m: &Mat) -> Vec<f64> {
+    m.iter().flatten().copied().collect()
+}

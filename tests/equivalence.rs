@@ -1,0 +1,132 @@
+//! `efficient` equals `materialized`, and both equal the plain-loop f64 definition within 1e-5
+//! (relative to each array's scale), over random shapes, clips below and above n, Lq ≠ Lk, masks,
+//! shared and per-head tables, both methods.
+
+mod common;
+
+use common::{flat, rel_err};
+use ndarray::{Array2, Array3, Axis};
+use proptest::prelude::*;
+use relattn::attention::{attend_head, HeadInput, HeadTrace};
+use relattn::scenario::Arrays;
+use relattn::{model, Config, Edge, Implementation, Method, Scenario, Spec};
+
+const TOL: f64 = 1e-5;
+
+fn config() -> impl Strategy<Value = Config> {
+    (any::<bool>(), 1usize..=3, 0usize..=14, any::<bool>(), any::<bool>(), any::<bool>()).prop_map(|(music, heads, clip, causal, rel_v, clip_edge)| Config {
+        method: if music { Method::Music } else { Method::Shaw },
+        heads,
+        clip,
+        causal,
+        rel_v,
+        edge: if clip_edge { Edge::Clip } else { Edge::Zero },
+        implementation: Implementation::Efficient,
+    })
+}
+
+/// Checks a layer's trace against the definition; masked cells' relative logits are not compared.
+fn check_layer(cfg: &Config, sc: &Scenario) -> Result<(), TestCaseError> {
+    let want = common::layer(cfg, sc);
+    for implementation in [Implementation::Efficient, Implementation::Materialized] {
+        let cfg = Config { implementation, ..*cfg };
+        let t = model::trace(&cfg, sc).unwrap();
+        for (bi, heads) in want.heads.iter().enumerate() {
+            for (h, r) in heads.iter().enumerate() {
+                let got_rel = t.relative_logits.index_axis(Axis(0), bi).index_axis(Axis(0), h).to_owned();
+                let unmasked = |m: &Array2<f32>| -> Vec<f32> { m.indexed_iter().filter(|((i, j), _)| !r.masked[*i][*j]).map(|(_, v)| *v).collect() };
+                let want_rel: Vec<f64> = r.relative.iter().flatten().zip(r.masked.iter().flatten()).filter(|(_, m)| !**m).map(|(v, _)| *v).collect();
+                let e = rel_err(&unmasked(&got_rel), want_rel);
+                prop_assert!(e <= TOL, "{implementation:?} relative logits b{bi} h{h}: {e:e}");
+                let e = rel_err(t.weights.index_axis(Axis(0), bi).index_axis(Axis(0), h).iter(), flat(&r.weights));
+                prop_assert!(e <= TOL, "{implementation:?} weights b{bi} h{h}: {e:e}");
+            }
+            let e = rel_err(t.output.index_axis(Axis(0), bi).iter(), flat(&want.output[bi]));
+            prop_assert!(e <= TOL, "{implementation:?} output b{bi}: {e:e}");
+        }
+        prop_assert!(t.weights.iter().all(|w| w.is_finite()) && t.output.iter().all(|v| v.is_finite()));
+        let fwd = model::forward(&cfg, sc).unwrap();
+        prop_assert_eq!(&fwd, &t.output, "forward without a trace gives the trace's output");
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+
+    #[test]
+    fn layer_matches_definition(cfg in config(), d_head in 1usize..=6, n in 1usize..=12, batch in 1usize..=2,
+                                per_head in any::<bool>(), seed in any::<u64>(), mask_bits in any::<u32>(), masked in any::<bool>()) {
+        let spec = Spec { n, d_model: d_head * cfg.heads, batch, seed };
+        let mut given = Arrays::new();
+        if masked {
+            let m = Array2::from_shape_fn((batch, n), |(b, i)| ((mask_bits >> ((b * n + i) % 32)) & 1) as f32);
+            given.insert("key_mask".into(), m.into_dyn());
+        }
+        let sc = Scenario::build(&cfg, &spec, given, per_head).unwrap();
+        check_layer(&cfg, &sc)?;
+    }
+
+    /// One head with Lq ≠ Lk (queries aligned to the last keys), Shaw's method.
+    #[test]
+    fn head_with_unequal_lengths(lq in 1usize..=9, lk in 1usize..=11, d_head in 1usize..=5, clip in 0usize..=12,
+                                 causal in any::<bool>(), rel_v in any::<bool>(), values in proptest::collection::vec(-1.0f32..1.0, 512)) {
+        let cfg = Config { method: Method::Shaw, heads: 1, clip, causal, rel_v, ..Config::default() };
+        let rows = 2 * clip + 1;
+        let mut it = values.iter().cycle().copied();
+        let mut mat = |r: usize, c: usize| Array2::from_shape_simple_fn((r, c), || it.next().unwrap());
+        let (q, k, v, tk, tv) = (mat(lq, d_head), mat(lk, d_head), mat(lk, d_head), mat(rows, d_head), mat(rows, d_head));
+        let mask = Array2::from_shape_fn((1, lk), |(_, j)| j % 3 != 1).index_axis_move(Axis(0), 0);
+        let input = HeadInput { q: q.view(), k: k.view(), v: v.view(), rel_k: tk.view(), rel_v: Some(tv.view()), key_mask: Some(mask.view()) };
+        let to_mat = |a: &Array2<f32>| -> common::Mat { a.rows().into_iter().map(|r| r.iter().map(|&x| x as f64).collect()).collect() };
+        let want = common::head(&cfg, &to_mat(&q), &to_mat(&k), &to_mat(&v), &to_mat(&tk), Some(&to_mat(&tv)), Some(mask.as_slice().unwrap()));
+        for implementation in [Implementation::Efficient, Implementation::Materialized] {
+            let cfg = Config { implementation, ..cfg };
+            let mut t = HeadTrace::default();
+            let z = attend_head(&cfg, &input, Some(&mut t)).unwrap();
+            prop_assert!(rel_err(t.relative_logits.iter(), flat(&want.relative)) <= TOL);
+            prop_assert!(rel_err(t.weights.iter(), flat(&want.weights)) <= TOL);
+            prop_assert!(rel_err(z.iter(), flat(&want.z)) <= TOL, "{implementation:?} z");
+        }
+    }
+}
+
+/// Every key masked: zero weights and zero output, never NaN.
+#[test]
+fn fully_masked_rows_give_zeros() {
+    let cfg = Config { heads: 2, ..Config::default() };
+    let given = Arrays::from([("key_mask".to_string(), Array2::<f32>::zeros((1, 5)).into_dyn())]);
+    let sc = Scenario::build(&cfg, &Spec { n: 5, d_model: 8, batch: 1, seed: 3 }, given, false).unwrap();
+    let t = model::trace(&cfg, &sc).unwrap();
+    assert!(t.weights.iter().all(|&w| w == 0.0));
+    assert!(t.out_content.iter().chain(t.out_relative.iter()).all(|&v| v == 0.0));
+    // output = 0 · W_o + b_o, with b_o generated as zeros.
+    assert!(t.output.iter().all(|&v| v == 0.0));
+}
+
+/// Logits scaled by 1e4 stay finite and rows still sum to 1.
+#[test]
+fn huge_logits_stay_finite() {
+    let cfg = Config { heads: 2, clip: 3, causal: true, ..Config::default() };
+    let spec = Spec { n: 16, d_model: 8, batch: 1, seed: 9 };
+    let sc = Scenario::build(&cfg, &spec, Arrays::new(), false).unwrap();
+    let sc = Scenario { x: sc.x.mapv(|v| v * 1e4), ..sc };
+    let t = model::trace(&cfg, &sc).unwrap();
+    assert!(t.weights.iter().all(|w| w.is_finite()));
+    for row in t.weights.rows() {
+        assert!((row.sum() - 1.0).abs() < 1e-5);
+    }
+}
+
+/// Per-head tables really differ per head; a shared table is one slice.
+#[test]
+fn shared_and_per_head_tables() {
+    let cfg = Config { heads: 4, ..Config::default() };
+    let spec = Spec { n: 6, d_model: 16, batch: 1, seed: 1 };
+    let shared = Scenario::build(&cfg, &spec, Arrays::new(), false).unwrap();
+    let per_head = Scenario::build(&cfg, &spec, Arrays::new(), true).unwrap();
+    assert_eq!(shared.rel_k.dim(), (1, 5, 4));
+    assert_eq!(per_head.rel_k.dim(), (4, 5, 4));
+    assert_ne!(per_head.rel_k.index_axis(Axis(0), 0), per_head.rel_k.index_axis(Axis(0), 1));
+    let _: Array3<f32> = per_head.rel_k;
+}
