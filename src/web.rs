@@ -1,0 +1,378 @@
+//! The browser's entry points: a [`Session`] holds one trace and hands the page one stage of one
+//! (batch, head) at a time, as f32 values and an RGBA raster that JavaScript reads straight out of the
+//! wasm memory (`new Float32Array(memory.buffer, ptr, len)`), with no copy. [`draw_frame`] draws a
+//! figure's frame (title, formula and shape, axes, colorbar) on a canvas and returns the plot area, where
+//! the page blits the cells itself.
+//!
+//! Errors reach JavaScript as an `Error` whose `field` property names the offending control.
+
+use crate::attention::{Config, Method};
+use crate::error::Error;
+use crate::model;
+use crate::presets;
+use crate::render::{self, Cells, Figure};
+use crate::scenario::{Arrays, Scenario, Spec};
+use crate::trace::{Scale, Stage, Trace};
+use ndarray::Array2;
+use plotters::prelude::*;
+use plotters_canvas::CanvasBackend;
+use wasm_bindgen::prelude::*;
+
+/// Largest sequence length the page accepts.
+pub const MAX_N: usize = 4096;
+/// Largest d_model the page accepts.
+pub const MAX_D_MODEL: usize = 4096;
+/// Most heads.
+pub const MAX_HEADS: usize = 64;
+/// Memory one trace may take in the browser (wasm32 has at most 4 GiB in all).
+pub const MEMORY_LIMIT: u64 = 1 << 30;
+
+#[wasm_bindgen(start)]
+pub fn start() {
+    console_error_panic_hook::set_once();
+}
+
+/// An error as a JavaScript `Error` with a `field` property.
+fn js_error(field: &str, message: &str) -> JsValue {
+    let e = js_sys::Error::new(message);
+    let _ = js_sys::Reflect::set(&e, &"field".into(), &field.into());
+    e.into()
+}
+
+fn to_js(e: Error) -> JsValue {
+    js_error(e.field(), &e.to_string())
+}
+
+/// Milliseconds from the global `performance` clock (window or worker), or the date.
+fn now() -> f64 {
+    let global = js_sys::global();
+    js_sys::Reflect::get(&global, &"performance".into())
+        .ok()
+        .filter(|p| !p.is_undefined())
+        .and_then(|p| {
+            let f = js_sys::Reflect::get(&p, &"now".into()).ok()?.dyn_into::<js_sys::Function>().ok()?;
+            f.call0(&p).ok()?.as_f64()
+        })
+        .unwrap_or_else(js_sys::Date::now)
+}
+
+/// A whole number in `lo..=hi`, or an error naming `field`.
+fn whole(field: &str, v: f64, lo: usize, hi: usize) -> Result<usize, JsValue> {
+    if !v.is_finite() || v.fract() != 0.0 || v < lo as f64 || v > hi as f64 {
+        let given = if v.is_finite() { format!("{v}") } else { "nothing (not a number)".into() };
+        return Err(to_js(Error::invalid(field, given, format!("a whole number in {lo}..={hi}"))));
+    }
+    Ok(v as usize)
+}
+
+/// One trace and the stage last selected.
+#[wasm_bindgen]
+pub struct Session {
+    trace: Trace,
+    stages: Vec<Stage>,
+    preset: String,
+    seed: u64,
+    per_head_tables: bool,
+    d_model: usize,
+    values: Vec<f32>,
+    rgba: Vec<u8>,
+    rows: usize,
+    cols: usize,
+    range: (f32, f32),
+    timings: Vec<(String, f64)>,
+}
+
+#[wasm_bindgen]
+impl Session {
+    /// Computes a trace. With a non-empty `preset` the other parameters are ignored. Throws an `Error`
+    /// whose `field` names the bad parameter.
+    #[wasm_bindgen(constructor)]
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(preset: &str, method: &str, n: f64, d_model: f64, heads: f64, clip: f64, causal: bool, rel_v: bool, per_head_tables: bool, seed: f64) -> Result<Session, JsValue> {
+        let t0 = now();
+        let (cfg, spec, arrays, per_head): (Config, Spec, Arrays, bool) = if preset.is_empty() {
+            let method = match method {
+                "shaw" => Method::Shaw,
+                "music" => Method::Music,
+                other => return Err(to_js(Error::invalid("method", format!("'{other}'"), "shaw, music"))),
+            };
+            let n = whole("n", n, 1, MAX_N)?;
+            let d_model = whole("d_model", d_model, 1, MAX_D_MODEL)?;
+            let heads = whole("heads", heads, 1, MAX_HEADS)?;
+            if d_model % heads != 0 {
+                return Err(to_js(Error::invalid("heads", heads, format!("a divisor of d_model = {d_model} (1..={MAX_HEADS})"))));
+            }
+            let clip = whole("clip", clip, 0, MAX_N)?;
+            let seed = whole("seed", seed, 0, u32::MAX as usize)? as u64;
+            let cfg = Config { method, heads, clip, causal, rel_v, ..Config::default() };
+            (cfg, Spec { n, d_model, batch: 1, seed }, Arrays::new(), per_head_tables)
+        } else {
+            let p = presets::preset(preset).map_err(to_js)?;
+            (p.config, p.spec, p.arrays, p.per_head_tables)
+        };
+        model::check_budget(&cfg, spec.batch, spec.n, spec.d_model, true, MEMORY_LIMIT).map_err(to_js)?;
+        let sc = Scenario::build(&cfg, &spec, arrays, per_head).map_err(to_js)?;
+        let t1 = now();
+        let trace = model::trace(&cfg, &sc).map_err(to_js)?;
+        let t2 = now();
+        let stages = trace.stages();
+        Ok(Session {
+            trace,
+            stages,
+            preset: preset.to_string(),
+            seed: spec.seed,
+            per_head_tables: per_head,
+            d_model: sc.dims().2,
+            values: Vec::new(),
+            rgba: Vec::new(),
+            rows: 0,
+            cols: 0,
+            range: (0.0, 1.0),
+            timings: vec![("scenario".into(), t1 - t0), ("trace".into(), t2 - t1)],
+        })
+    }
+
+    pub fn preset(&self) -> String {
+        self.preset.clone()
+    }
+    pub fn method(&self) -> String {
+        match self.trace.config.method {
+            Method::Shaw => "shaw".into(),
+            Method::Music => "music".into(),
+        }
+    }
+    pub fn batch(&self) -> usize {
+        self.trace.dims().0
+    }
+    pub fn heads(&self) -> usize {
+        self.trace.dims().1
+    }
+    pub fn n(&self) -> usize {
+        self.trace.dims().2
+    }
+    pub fn d_model(&self) -> usize {
+        self.d_model
+    }
+    pub fn clip(&self) -> usize {
+        self.trace.config.clip
+    }
+    pub fn causal(&self) -> bool {
+        self.trace.config.causal
+    }
+    pub fn rel_v(&self) -> bool {
+        self.trace.config.rel_v
+    }
+    pub fn per_head_tables(&self) -> bool {
+        self.per_head_tables
+    }
+    pub fn seed(&self) -> f64 {
+        self.seed as f64
+    }
+
+    /// How many stages this trace has.
+    pub fn stage_count(&self) -> usize {
+        self.stages.len()
+    }
+    fn stage_at(&self, i: usize) -> Result<Stage, JsValue> {
+        self.stages.get(i).copied().ok_or_else(|| to_js(Error::invalid("stage", i, format!("0..{}", self.stages.len()))))
+    }
+    pub fn stage_name(&self, i: usize) -> Result<String, JsValue> {
+        Ok(self.stage_at(i)?.name().into())
+    }
+    pub fn stage_title(&self, i: usize) -> Result<String, JsValue> {
+        Ok(self.stage_at(i)?.title(self.trace.config.method).into())
+    }
+    pub fn stage_formula(&self, i: usize) -> Result<String, JsValue> {
+        Ok(self.stage_at(i)?.formula(self.trace.config.method).into())
+    }
+    /// Whether the stage uses the sequential colormap (else diverging, centred on 0).
+    pub fn stage_sequential(&self, i: usize) -> Result<bool, JsValue> {
+        Ok(self.stage_at(i)?.scale() == Scale::Sequential)
+    }
+
+    /// Cuts stage `i` of (batch, head) and colours it; read it through the pointers below.
+    pub fn select(&mut self, i: usize, batch: usize, head: usize) -> Result<(), JsValue> {
+        let t0 = now();
+        let stage = self.stage_at(i)?;
+        let m: Array2<f32> = self.trace.stage(stage, batch, head).map_err(to_js)?;
+        let (rgba, range) = render::rgba(m.view(), stage.scale());
+        (self.rows, self.cols) = m.dim();
+        self.range = range;
+        self.values = m.as_standard_layout().iter().copied().collect();
+        self.rgba = rgba;
+        let ms = now() - t0;
+        match self.timings.iter_mut().find(|(name, _)| name == stage.name()) {
+            Some(t) => t.1 = ms,
+            None => self.timings.push((stage.name().into(), ms)),
+        }
+        Ok(())
+    }
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+    pub fn cols(&self) -> usize {
+        self.cols
+    }
+    /// Lower end of the colour range of the selected stage.
+    pub fn lo(&self) -> f32 {
+        self.range.0
+    }
+    pub fn hi(&self) -> f32 {
+        self.range.1
+    }
+    pub fn values_ptr(&self) -> *const f32 {
+        self.values.as_ptr()
+    }
+    pub fn values_len(&self) -> usize {
+        self.values.len()
+    }
+    pub fn rgba_ptr(&self) -> *const u8 {
+        self.rgba.as_ptr()
+    }
+    pub fn rgba_len(&self) -> usize {
+        self.rgba.len()
+    }
+
+    /// The parts of logit (i, j) of (batch, head): `{ i, j, distance, row, content, relative, logit, weight }`;
+    /// `row` is the table row used (−1: a zero vector).
+    pub fn tooltip(&self, batch: usize, head: usize, i: usize, j: usize) -> Result<JsValue, JsValue> {
+        let (b, h, n) = self.trace.dims();
+        whole("batch index", batch as f64, 0, b - 1)?;
+        whole("head", head as f64, 0, h - 1)?;
+        whole("i", i as f64, 0, n - 1)?;
+        whole("j", j as f64, 0, n - 1)?;
+        let o = js_sys::Object::new();
+        let set = |k: &str, v: f64| {
+            let _ = js_sys::Reflect::set(&o, &k.into(), &v.into());
+        };
+        set("i", i as f64);
+        set("j", j as f64);
+        set("distance", j as f64 - i as f64);
+        set("row", self.trace.rel_index[[i, j]] as f64);
+        set("content", self.trace.content_logits[[batch, head, i, j]] as f64);
+        set("relative", self.trace.relative_logits[[batch, head, i, j]] as f64);
+        set("logit", self.trace.logits[[batch, head, i, j]] as f64);
+        set("weight", self.trace.weights[[batch, head, i, j]] as f64);
+        Ok(o.into())
+    }
+
+    /// `[{ name, ms }]`: building the scenario, the trace, and cutting and colouring each selected stage.
+    pub fn timings(&self) -> JsValue {
+        let arr = js_sys::Array::new();
+        for (name, ms) in &self.timings {
+            let o = js_sys::Object::new();
+            let _ = js_sys::Reflect::set(&o, &"name".into(), &name.into());
+            let _ = js_sys::Reflect::set(&o, &"ms".into(), &(*ms).into());
+            arr.push(&o);
+        }
+        arr.into()
+    }
+}
+
+/// Names of the presets.
+#[wasm_bindgen]
+pub fn preset_names() -> Vec<String> {
+    presets::NAMES.iter().map(|s| s.to_string()).collect()
+}
+
+/// A preset's one-line description.
+#[wasm_bindgen]
+pub fn preset_description(name: &str) -> Result<String, JsValue> {
+    Ok(presets::preset(name).map_err(to_js)?.description.into())
+}
+
+/// Draws a figure's frame on `canvas` (title, subtitle, axes with labels or indices, colorbar) and
+/// leaves the cells to the caller; returns the plot area `[x0, x1, y0, y1]` in canvas pixels.
+/// `values` (rows × cols, row-major) sets the axes and the colour range; empty labels mean indices.
+#[wasm_bindgen]
+#[allow(clippy::too_many_arguments)]
+pub fn draw_frame(canvas: web_sys::HtmlCanvasElement, title: &str, subtitle: &str, x_desc: &str, y_desc: &str, values: &[f32], rows: usize, cols: usize, sequential: bool, x_labels: Vec<String>, y_labels: Vec<String>) -> Result<Vec<i32>, JsValue> {
+    let m = Array2::from_shape_vec((rows, cols), values.to_vec()).map_err(|_| js_error("values", &format!("{} values do not fill {rows} × {cols}", values.len())))?;
+    let backend = CanvasBackend::with_canvas_object(canvas).ok_or_else(|| js_error("canvas", "no 2-D context"))?;
+    let root = backend.into_drawing_area();
+    let labels = |l: Vec<String>| if l.is_empty() { None } else { Some(l) };
+    let fig = Figure {
+        matrix: m.view(),
+        title: title.into(),
+        subtitle: subtitle.into(),
+        x_desc: x_desc.into(),
+        y_desc: y_desc.into(),
+        x_labels: labels(x_labels),
+        y_labels: labels(y_labels),
+        scale: if sequential { Scale::Sequential } else { Scale::Diverging },
+    };
+    let (x, y) = render::draw(&root, &fig, Cells::Leave).map_err(|e| js_error("canvas", &e))?;
+    root.present().map_err(|e| js_error("canvas", &e.to_string()))?;
+    Ok(vec![x.start, x.end, y.start, y.end])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wasm_bindgen::JsCast;
+    use wasm_bindgen_test::*;
+
+    wasm_bindgen_test_configure!(run_in_browser);
+
+    fn get(o: &JsValue, k: &str) -> f64 {
+        js_sys::Reflect::get(o, &k.into()).unwrap().as_f64().unwrap()
+    }
+    fn field(e: &JsValue) -> String {
+        js_sys::Reflect::get(e, &"field".into()).unwrap().as_string().unwrap()
+    }
+
+    #[wasm_bindgen_test]
+    fn seed004_relative_logits_match_the_seed() {
+        let s = Session::new("seed004", "", 0.0, 0.0, 0.0, 0.0, false, false, false, 0.0).unwrap();
+        assert_eq!((s.batch(), s.heads(), s.n(), s.clip()), (2, 3, 4, 2));
+        let rel: Vec<f64> = (0..4).map(|j| get(&s.tooltip(0, 0, 0, j).unwrap(), "relative")).collect();
+        assert_eq!(rel, vec![44.0, 23.0, 18.0, 18.0]);
+        let t = s.tooltip(0, 0, 1, 0).unwrap();
+        assert_eq!(get(&t, "relative"), -29.0);
+        assert_eq!(get(&t, "row"), 1.0);
+        assert_eq!(get(&s.tooltip(0, 0, 1, 1).unwrap(), "relative"), 129.0);
+    }
+
+    #[wasm_bindgen_test]
+    fn select_exposes_values_and_pixels_in_memory() {
+        let mut s = Session::new("", "music", 16.0, 32.0, 2.0, 4.0, true, false, false, 7.0).unwrap();
+        let names: Vec<String> = (0..s.stage_count()).map(|i| s.stage_name(i).unwrap()).collect();
+        assert!(names.iter().any(|n| n == "skew_padded"), "{names:?}");
+        let w = names.iter().position(|n| n == "weights").unwrap();
+        s.select(w, 0, 1).unwrap();
+        assert_eq!((s.rows(), s.cols()), (16, 16));
+        assert_eq!(s.values_len(), 256);
+        assert_eq!(s.rgba_len(), 1024);
+        let mem = wasm_bindgen::memory().unchecked_into::<js_sys::WebAssembly::Memory>();
+        let view = js_sys::Float32Array::new_with_byte_offset_and_length(&mem.buffer(), s.values_ptr() as u32, s.values_len() as u32);
+        let row0: f32 = (0..16).map(|j| view.get_index(j)).sum();
+        assert!((row0 - 1.0).abs() < 1e-5, "weights of row 0 sum to {row0}");
+        assert!(view.get_index(1) == 0.0, "causal: key 1 is masked for query 0");
+        assert!(s.timings().unchecked_into::<js_sys::Array>().length() >= 3);
+    }
+
+    #[wasm_bindgen_test]
+    fn bad_input_names_the_field() {
+        let bad = |n: f64, d: f64, h: f64, method: &str| Session::new("", method, n, d, h, 2.0, false, true, false, 0.0).err().map(|e| field(&e));
+        assert_eq!(bad(0.0, 16.0, 1.0, "shaw").as_deref(), Some("n"));
+        assert_eq!(bad(5000.0, 16.0, 1.0, "shaw").as_deref(), Some("n"));
+        assert_eq!(bad(8.0, 16.0, 3.0, "shaw").as_deref(), Some("heads"));
+        assert_eq!(bad(8.0, 16.0, 1.0, "rnn").as_deref(), Some("method"));
+        assert_eq!(bad(f64::NAN, 16.0, 1.0, "shaw").as_deref(), Some("n"));
+        let e = Session::new("seed999", "", 0.0, 0.0, 0.0, 0.0, false, false, false, 0.0).err().unwrap();
+        assert_eq!(field(&e), "preset");
+    }
+
+    #[wasm_bindgen_test]
+    fn draw_frame_returns_the_plot_area() {
+        let doc = web_sys::window().unwrap().document().unwrap();
+        let canvas = doc.create_element("canvas").unwrap().unchecked_into::<web_sys::HtmlCanvasElement>();
+        canvas.set_width(400);
+        canvas.set_height(300);
+        let values: Vec<f32> = (0..12).map(|v| v as f32 - 6.0).collect();
+        let r = draw_frame(canvas, "t", "f", "j", "i", &values, 3, 4, false, vec![], vec![]).unwrap();
+        assert_eq!(r.len(), 4);
+        assert!(r[0] < r[1] && r[2] < r[3] && r[1] <= 400 && r[3] <= 300, "{r:?}");
+        assert!(draw_frame(doc.create_element("canvas").unwrap().unchecked_into::<web_sys::HtmlCanvasElement>(), "", "", "", "", &values, 5, 5, false, vec![], vec![]).is_err());
+    }
+}
