@@ -5,12 +5,13 @@ PORT ?= 8080
 WASM_BINDGEN_VERSION = $(shell sed -n '/^name = "wasm-bindgen"$$/{n;s/version = "\(.*\)"/\1/p;}' Cargo.lock)
 WASM = target/wasm32-unknown-unknown/release/relattn.wasm
 
-.PHONY: serve wasm deps-wasm test test-rust
+.PHONY: serve wasm deps-wasm deps-web test test-rust test-web test-wasm test-e2e
 
 deps-wasm:
 	@rustup target list --installed | grep -qx wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
 	@cargo generate-lockfile --offline 2>/dev/null || test -f Cargo.lock
-	@wasm-bindgen --version 2>/dev/null | grep -q " $(WASM_BINDGEN_VERSION)$$" || cargo install wasm-bindgen-cli --version $(WASM_BINDGEN_VERSION) --locked
+	@wasm-bindgen --version 2>/dev/null | grep -q " $(WASM_BINDGEN_VERSION)$$" || cargo install wasm-bindgen-cli --version $(WASM_BINDGEN_VERSION) --locked \
+	  || cargo install wasm-bindgen-cli --version $(WASM_BINDGEN_VERSION)
 
 wasm: deps-wasm
 	cargo build --lib --target wasm32-unknown-unknown --release
@@ -20,7 +21,27 @@ serve: wasm
 	@echo "relattn is served at http://127.0.0.1:$(PORT)/  (Ctrl-C stops it)"
 	python3 -m http.server $(PORT) --bind 127.0.0.1 --directory www
 
-test: test-rust
+test: test-rust test-web
 
 test-rust:
 	cargo test --all-targets
+
+# --- browser tests ---------------------------------------------------------------------------------
+# Debian's chromium and chromedriver (never a downloaded browser), playwright-core from package-lock.json.
+# Chromium's flags (headless, no sandbox, no network chatter, fresh profile) are in webdriver.json and
+# tests/e2e/page.test.mjs.
+
+deps-web: deps-wasm
+	@test -x /usr/bin/chromium -a -x /usr/bin/chromedriver || { apt-get update && apt-get install -y chromium chromium-driver; }
+	@test -d node_modules/playwright-core -a node_modules/.package-lock.json -nt package-lock.json || npm ci --no-audit --no-fund
+
+# wasm-bindgen-test of src/web.rs in headless chromium (flags in webdriver.json).
+test-wasm: deps-web
+	CHROMEDRIVER=/usr/bin/chromedriver CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
+	  cargo test --lib --target wasm32-unknown-unknown
+
+# The page end to end: serves www/ on 127.0.0.1, drives chromium; screenshots in tests/e2e/artifacts/.
+test-e2e: deps-web wasm
+	node --test --test-concurrency=1 tests/e2e/
+
+test-web: test-wasm test-e2e

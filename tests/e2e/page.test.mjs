@@ -1,0 +1,270 @@
+// End-to-end tests of the page: serves www/ on 127.0.0.1, drives Debian's chromium with playwright-core.
+// Run with `make test-web` (which builds www/pkg first) or `node --test tests/e2e/`.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const artifacts = join(root, 'tests', 'e2e', 'artifacts');
+const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
+const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+  '--disable-component-update', '--disable-sync', '--disable-dev-shm-usage'];
+
+let server;
+let base;
+let context;
+let page;
+let profile;
+const problems = [];
+
+function startServer() {
+  return new Promise((ok, fail) => {
+    server = spawn('python3', ['-u', '-m', 'http.server', '0', '--bind', '127.0.0.1', '--directory', join(root, 'www')], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const timer = setTimeout(() => fail(new Error('http.server did not start')), 15000);
+    server.stdout.on('data', (d) => {
+      const m = /port (\d+)/.exec(String(d));
+      if (m) { clearTimeout(timer); ok(`http://127.0.0.1:${m[1]}/`); }
+    });
+    server.stderr.on('data', () => {}); // request log
+    server.on('exit', (code) => fail(new Error(`http.server exited with ${code}`)));
+  });
+}
+
+before(async () => {
+  assert.ok(existsSync(join(root, 'www', 'pkg', 'relattn.js')), 'www/pkg is missing: run `make wasm` first');
+  mkdirSync(artifacts, { recursive: true });
+  base = await startServer();
+  profile = mkdtempSync(join(tmpdir(), 'relattn-chromium-'));
+  context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: FLAGS, viewport: { width: 1500, height: 1000 } });
+  page = context.pages()[0] || (await context.newPage());
+  page.on('console', (m) => { if (m.type() === 'error') problems.push(`console: ${m.text()}`); });
+  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+  page.on('requestfailed', (r) => problems.push(`request failed: ${r.url()}`));
+  page.on('worker', (w) => w.on('console', (m) => { if (m.type() === 'error') problems.push(`worker console: ${m.text()}`); }));
+  await page.goto(base);
+  await page.waitForFunction(() => document.body.dataset.ready, null, { timeout: 30000 });
+});
+
+after(async () => {
+  if (context) await context.close();
+  if (server) server.kill();
+  if (profile) rmSync(profile, { recursive: true, force: true });
+});
+
+const readyId = () => page.evaluate(() => Number(document.body.dataset.ready || 0));
+
+/** Runs `act`, then waits until the page shows a newer result and is no longer busy. */
+async function settle(act, timeout = 30000) {
+  const before = await readyId();
+  await act();
+  await page.waitForFunction((b) => Number(document.body.dataset.ready || 0) > b && document.getElementById('busy').hidden, before, { timeout });
+}
+
+const stages = () => page.$$eval('figure.view', (fs) => fs.map((f) => f.dataset.stage));
+
+/** Variance of the pixels in each figure's plot area: 0 means a blank canvas. */
+const variances = () => page.$$eval('figure.view canvas', (cs) => cs.map((c) => {
+  const { x0, x1, y0, y1 } = Object.fromEntries(['x0', 'x1', 'y0', 'y1'].map((k) => [k, Number(c.dataset[k])]));
+  const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+  let s = 0; let s2 = 0; let n = 0;
+  for (let i = 0; i < d.length; i += 4) { const v = d[i] + d[i + 1] + d[i + 2]; s += v; s2 += v * v; n++; }
+  let cells = 0;
+  if (x1 > x0 && y1 > y0) {
+    const p = c.getContext('2d').getImageData(x0, y0, x1 - x0, y1 - y0).data;
+    let a = 0; let a2 = 0; let m = 0;
+    for (let i = 0; i < p.length; i += 4) { const v = p[i] + p[i + 1] + p[i + 2]; a += v; a2 += v * v; m++; }
+    cells = a2 / m - (a / m) ** 2;
+  }
+  return { stage: c.parentElement.dataset.stage, whole: s2 / n - (s / n) ** 2, cells };
+}));
+
+async function assertNotBlank(label) {
+  const vs = await variances();
+  assert.ok(vs.length >= 8, `${label}: only ${vs.length} figures`);
+  for (const v of vs) {
+    assert.ok(v.whole > 0, `${label}: ${v.stage} canvas is blank`);
+    // The cells: a constant matrix may paint one colour, but never nothing.
+    assert.ok(Number.isFinite(v.cells), `${label}: ${v.stage} has no plot area`);
+  }
+  return vs;
+}
+
+/** Hovers cell (i, j) of a stage's figure; returns the tooltip's data and text. */
+async function hover(stage, i, j, tol = 0) {
+  const canvas = page.locator(`figure[data-stage="${stage}"] canvas`);
+  await canvas.scrollIntoViewIfNeeded();
+  const box = await canvas.boundingBox();
+  const d = await canvas.evaluate((c) => ({ ...c.dataset, width: c.width }));
+  const scale = box.width / d.width;
+  const cw = (Number(d.x1) - Number(d.x0)) / Number(d.cols);
+  const ch = (Number(d.y1) - Number(d.y0)) / Number(d.rows);
+  const x = box.x + (Number(d.x0) + (j + 0.5) * cw) * scale;
+  const y = box.y + (Number(d.y0) + (i + 0.5) * ch) * scale;
+  await page.mouse.move(x, y);
+  const tip = page.locator('#tooltip');
+  await page.waitForFunction(([s, ii, jj, tl]) => {
+    const t = document.getElementById('tooltip');
+    return !t.hidden && t.dataset.stage === s && Math.abs(t.dataset.i - ii) <= tl && Math.abs(t.dataset.j - jj) <= tl;
+  }, [stage, i, j, tol], { timeout: 5000 });
+  return { ...(await tip.evaluate((t) => ({ ...t.dataset }))), text: await tip.innerText(), x, y };
+}
+
+test('the page loads, draws every stage, and shows the backend and timings', async () => {
+  const names = await stages();
+  for (const s of ['distances', 'rel_index', 'rel_k', 'rel_v', 'content_logits', 'relative_logits', 'logits', 'weights', 'output']) {
+    assert.ok(names.includes(s), `missing ${s} in ${names}`);
+  }
+  const vs = await assertNotBlank('default');
+  assert.ok(vs.find((v) => v.stage === 'weights').cells > 0, 'weights show no variation');
+  const footer = await page.locator('footer').innerText();
+  assert.match(footer, /CPU \(wasm\)/);
+  assert.match(footer, /trace [\d.]+ ms/);
+  assert.match(footer, /weights [\d.]+ ms/);
+  // Tokens of the sentence label the axes, and the tooltip names them.
+  const t = await hover('weights', 1, 2);
+  assert.match(t.text, /“cat” → “sat”/);
+  await page.screenshot({ path: join(artifacts, 'default.png'), fullPage: false });
+});
+
+test('each preset reproduces its seed', async () => {
+  for (const name of ['seed000-shaw', 'seed000-music', 'seed002', 'seed003', 'seed004']) {
+    await settle(() => page.selectOption('#preset', name));
+    const names = await stages();
+    if (name === 'seed000-music') for (const s of ['skew_qer', 'skew_padded', 'skew_reshaped', 'skew_sliced']) assert.ok(names.includes(s), `${name}: no ${s}`);
+    else assert.ok(!names.includes('skew_qer'), `${name}: skew stages with Shaw`);
+    await assertNotBlank(name);
+    await page.evaluate(() => window.scrollTo(0, 0));
+    await page.screenshot({ path: join(artifacts, `preset-${name}.png`) });
+  }
+  assert.equal(await page.inputValue('#n'), '4');
+  assert.equal(await page.locator('#head option').count(), 3);
+  assert.equal(await page.locator('#batch option').count(), 2);
+  // The seed's relation-key logits (batch 0, head 0): 44, 23, 18, 18 / −29, 129.
+  const want = [[0, 0, 44], [0, 1, 23], [0, 2, 18], [0, 3, 18], [1, 0, -29], [1, 1, 129]];
+  for (const [i, j, rel] of want) {
+    const t = await hover('relative_logits', i, j);
+    assert.equal(Number(t.relative), rel, `relative term at (${i}, ${j})`);
+    assert.equal(Number(t.value), rel);
+    assert.ok(t.text.includes(`relative term = ${rel}`), t.text);
+    assert.equal(Number(t.row), Math.max(-2, Math.min(2, j - i)) + 2, `table row at (${i}, ${j})`);
+  }
+  // The content term is the same pair's q·k and shows too.
+  const t = await hover('logits', 0, 1);
+  assert.match(t.text, /content term q·k = -?[\d.e+]+/);
+  await page.screenshot({ path: join(artifacts, 'seed004-tooltip.png') });
+});
+
+test('every control recomputes; bad input shows an inline error and keeps the view', async () => {
+  await settle(() => page.selectOption('#preset', 'seed000-shaw'));
+  await settle(() => page.fill('#sentence', ''));
+  await settle(() => page.fill('#n', '10'));
+  assert.equal(await page.inputValue('#preset'), '');
+  assert.equal((await page.$eval('figure[data-stage="weights"] canvas', (c) => c.dataset.rows)), '10');
+  await settle(() => page.selectOption('#method', 'music'));
+  assert.ok((await stages()).includes('skew_sliced'));
+  await settle(() => page.check('#causal'));
+  await settle(() => page.selectOption('#method', 'shaw'));
+  await settle(() => page.fill('#d_model', '32'));
+  await settle(() => page.fill('#heads', '4'));
+  assert.equal(await page.locator('#head option').count(), 4);
+  await settle(() => page.selectOption('#head', '2'));
+  assert.match(await page.locator('figure[data-stage="weights"] canvas').getAttribute('aria-label'), /Attention weights/);
+  await settle(() => page.fill('#clip', '1'));
+  assert.equal(await page.$eval('figure[data-stage="rel_k"] canvas', (c) => c.dataset.rows), '3');
+  await settle(() => page.check('#rel_v'));
+  await settle(() => page.uncheck('#rel_v'));
+  assert.ok(!(await stages()).includes('rel_v'), 'a^V off still shows w^V');
+  await settle(() => page.check('#per_head'));
+  await settle(() => page.fill('#seed', '7'));
+  await settle(() => page.fill('#sentence', 'a b c d e f'));
+  assert.equal(await page.inputValue('#n'), '6');
+  await assertNotBlank('after every control');
+
+  // Keyboard: the controls are reachable and change with keys.
+  await page.focus('#clip');
+  await settle(() => page.keyboard.press('ArrowUp'));
+  assert.equal(await page.inputValue('#clip'), '2');
+
+  // Bad input: an error naming the field and its range next to the control; the last view stays.
+  const before = await readyId();
+  const figures = (await stages()).length;
+  await page.fill('#n', '0');
+  await page.waitForFunction(() => document.getElementById('err-n').textContent !== '', null, { timeout: 10000 });
+  const msg = await page.locator('#err-n').innerText();
+  assert.match(msg, /invalid n/);
+  assert.match(msg, /1\.\.=4096/);
+  assert.equal(await page.getAttribute('#n', 'aria-invalid'), 'true');
+  assert.equal(await readyId(), before, 'the view changed on bad input');
+  assert.equal((await stages()).length, figures);
+  await page.screenshot({ path: join(artifacts, 'bad-input.png') });
+  await settle(() => page.fill('#n', '6'));
+  assert.equal(await page.locator('#err-n').innerText(), '');
+  await page.fill('#heads', '5');
+  await page.waitForFunction(() => document.getElementById('err-heads').textContent !== '', null, { timeout: 10000 });
+  assert.match(await page.locator('#err-heads').innerText(), /divisor of d_model = 32/);
+  assert.equal(await page.locator('#err-n').innerText(), '');
+  await settle(() => page.fill('#heads', '2'));
+  assert.equal(await page.locator('#err-heads').innerText(), '');
+});
+
+test('clicking a cell pins it in every view and marks the table row it used', async () => {
+  await settle(() => page.selectOption('#preset', 'seed000-shaw'));
+  const t = await hover('weights', 3, 5);
+  const pixel = (stage, i, j) => page.$eval(`figure[data-stage="${stage}"] canvas`, (c, [ii, jj]) => {
+    const d = c.dataset;
+    const cw = (d.x1 - d.x0) / d.cols;
+    const ch = (d.y1 - d.y0) / d.rows;
+    // The outline's edge, just inside the cell's top-left corner.
+    const x = Math.round(Number(d.x0) + jj * cw);
+    const y = Math.round(Number(d.y0) + ii * ch);
+    return Array.from(c.getContext('2d').getImageData(x, y - 1, 1, 1).data);
+  }, [i, j]);
+  const unpinned = await pixel('content_logits', 3, 5);
+  await page.mouse.click(t.x, t.y);
+  const label = await page.locator('#pinned').innerText();
+  assert.match(label, /\(i, j\) = \(3, 5\)/);
+  assert.match(label, /table row 9/); // clip(5 − 3, 7) + 7
+  assert.notDeepEqual(await pixel('content_logits', 3, 5), unpinned, 'the pin is not drawn in another view');
+  await page.keyboard.press('Escape');
+  const rowBefore = await pixel('rel_k', 9, 0);
+  await page.mouse.click(t.x, t.y);
+  assert.notDeepEqual(await pixel('rel_k', 9, 0), rowBefore, 'table row 9 is not outlined');
+  await page.locator('figure[data-stage="rel_k"]').scrollIntoViewIfNeeded();
+  await page.screenshot({ path: join(artifacts, 'pinned.png') });
+  // Arrow keys move the pin.
+  await page.focus('figure[data-stage="weights"] canvas');
+  await page.keyboard.press('ArrowRight');
+  assert.match(await page.locator('#pinned').innerText(), /\(i, j\) = \(3, 6\)/);
+  await page.keyboard.press('Escape');
+  assert.equal(await page.locator('#pinned').innerText(), '');
+});
+
+test('n = 1024 recomputes off the main thread and redraws', async () => {
+  await settle(() => page.fill('#sentence', ''));
+  await settle(() => page.selectOption('#method', 'music'));
+  await page.fill('#n', '1024');
+  await page.waitForFunction(() => !document.getElementById('busy').hidden, null, { timeout: 5000 });
+  // The main thread answers while the worker computes.
+  const t0 = Date.now();
+  await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => r())));
+  assert.ok(Date.now() - t0 < 1000, `a frame took ${Date.now() - t0} ms while busy`);
+  await page.waitForFunction(() => document.getElementById('busy').hidden
+    && document.querySelector('figure[data-stage="weights"] canvas').dataset.rows === '1024', null, { timeout: 90000 });
+  await assertNotBlank('n = 1024');
+  // A cell is under half a pixel here: the tooltip names the cell under the pointer, within 2.
+  const t = await hover('relative_logits', 700, 650, 2);
+  assert.ok(Math.abs(t.i - 700) <= 2 && Math.abs(t.j - 650) <= 2, `${t.i}, ${t.j}`);
+  assert.match(t.text, /relative term = /);
+  assert.match(await page.locator('footer').innerText(), /trace [\d.]+ ms/);
+  await page.evaluate(() => window.scrollTo(0, 0));
+  await page.screenshot({ path: join(artifacts, 'n1024.png') });
+});
+
+test('no console errors or page errors', () => {
+  assert.deepEqual(problems, []);
+});
