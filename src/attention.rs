@@ -17,7 +17,7 @@ use crate::error::{Error, Result};
 use crate::relpos::{distance, Edge, RelTable};
 use crate::shaw;
 use crate::skew::{self, SkewSteps};
-use ndarray::{Array2, ArrayView1, ArrayView2, Zip};
+use ndarray::{s, Array2, ArrayView1, ArrayView2, Zip};
 use std::fmt;
 use std::str::FromStr;
 
@@ -149,7 +149,7 @@ fn check_head(cfg: &Config, h: &HeadInput) -> Result<()> {
 /// Attends one head; returns z (Lq, d_head) and fills `trace` with every stage when given.
 pub fn attend_head(cfg: &Config, h: &HeadInput, mut trace: Option<&mut HeadTrace>) -> Result<Array2<f32>> {
     check_head(cfg, h)?;
-    let (lq, lk, dh) = (h.q.nrows(), h.k.nrows(), h.q.ncols());
+    let (lq, dh) = (h.q.nrows(), h.q.ncols());
     let layout = cfg.layout();
 
     let mut logits = h.q.dot(&h.k.t());
@@ -157,37 +157,18 @@ pub fn attend_head(cfg: &Config, h: &HeadInput, mut trace: Option<&mut HeadTrace
         t.content_logits = logits.clone();
     }
 
-    let mut rel = match (cfg.method, cfg.implementation) {
-        (_, Implementation::Materialized) => shaw::relative_logits_materialized(h.q, h.rel_k, layout, lk),
-        (Method::Shaw, Implementation::Efficient) => shaw::relative_logits(h.q, h.rel_k, layout, lk),
-        (Method::Music, Implementation::Efficient) => {
-            let table = skew::table_for_length(h.rel_k, layout, lq, cfg.causal);
-            let steps = skew::skew(h.q.dot(&table.t()).view(), cfg.causal);
-            let sliced = steps.sliced.clone();
-            if let Some(t) = trace.as_deref_mut() {
-                t.skew = Some(steps);
-            }
-            sliced
+    if trace.is_none() && cfg.method == Method::Shaw && cfg.implementation == Implementation::Efficient {
+        // Forward only: add the gathered relative logits straight into the content logits.
+        shaw::add_relative_logits(logits.view_mut(), h.q, h.rel_k, layout);
+    } else {
+        let rel = relative_logits(cfg, h, layout, trace.as_deref_mut());
+        logits += &rel;
+        if let Some(t) = trace.as_deref_mut() {
+            t.relative_logits = rel;
         }
-    };
-    if cfg.method == Method::Music && cfg.causal {
-        // The masked skew leaves the next row's values above the diagonal; they are masked, show them as 0.
-        Zip::indexed(&mut rel).for_each(|(i, j), s| {
-            if distance(i, j, lq, lk) > 0 {
-                *s = 0.0;
-            }
-        });
-    }
-    logits += &rel;
-    if let Some(t) = trace.as_deref_mut() {
-        t.relative_logits = rel;
     }
 
-    let scale = 1.0 / (dh as f32).sqrt();
-    Zip::indexed(&mut logits).for_each(|(i, j), e| {
-        let masked = (cfg.causal && distance(i, j, lq, lk) > 0) || h.key_mask.is_some_and(|m| !m[j]);
-        *e = if masked { f32::NEG_INFINITY } else { *e * scale };
-    });
+    scale_and_mask(&mut logits, 1.0 / (dh as f32).sqrt(), cfg.causal, h.key_mask);
     if let Some(t) = trace.as_deref_mut() {
         t.logits = logits.clone();
     }
@@ -214,23 +195,109 @@ pub fn attend_head(cfg: &Config, h: &HeadInput, mut trace: Option<&mut HeadTrace
     Ok(z)
 }
 
+/// The relative logits (Lq, Lk) on their own, recording the skew's steps in `trace`.
+fn relative_logits(cfg: &Config, h: &HeadInput, layout: RelTable, trace: Option<&mut HeadTrace>) -> Array2<f32> {
+    let (lq, lk) = (h.q.nrows(), h.k.nrows());
+    let mut rel = match (cfg.method, cfg.implementation) {
+        (_, Implementation::Materialized) => shaw::relative_logits_materialized(h.q, h.rel_k, layout, lk),
+        (Method::Shaw, Implementation::Efficient) => shaw::relative_logits(h.q, h.rel_k, layout, lk),
+        (Method::Music, Implementation::Efficient) => {
+            let table = skew::table_for_length(h.rel_k, layout, lq, cfg.causal);
+            let steps = skew::skew(h.q.dot(&table.t()).view(), cfg.causal);
+            let sliced = steps.sliced.clone();
+            if let Some(t) = trace {
+                t.skew = Some(steps);
+            }
+            sliced
+        }
+    };
+    if cfg.method == Method::Music && cfg.causal {
+        // The masked skew leaves the next row's values above the diagonal; they are masked, show them as 0.
+        Zip::indexed(&mut rel).for_each(|(i, j), s| {
+            if distance(i, j, lq, lk) > 0 {
+                *s = 0.0;
+            }
+        });
+    }
+    rel
+}
+
+/// `e ← e · scale`, then −∞ for keys after the query (causal) and for padding keys.
+fn scale_and_mask(logits: &mut Array2<f32>, scale: f32, causal: bool, key_mask: Option<ArrayView1<bool>>) {
+    let (lq, lk) = logits.dim();
+    for (i, mut row) in logits.rows_mut().into_iter().enumerate() {
+        // Keys j ≤ i + Lk − Lq are visible to query i under the causal mask.
+        let visible = if causal { (i + lk + 1).saturating_sub(lq).min(lk) } else { lk };
+        row.slice_mut(s![..visible]).mapv_inplace(|e| e * scale);
+        row.slice_mut(s![visible..]).fill(f32::NEG_INFINITY);
+        if let Some(m) = key_mask {
+            row.zip_mut_with(&m, |e, &keep| {
+                if !keep {
+                    *e = f32::NEG_INFINITY;
+                }
+            });
+        }
+    }
+}
+
 /// Row-wise softmax in place, stable for logits of any magnitude: `exp(e − max) / Σ exp(e − max)`.
 /// A row that is all −inf (every key masked) becomes zeros.
 pub fn softmax_rows(a: &mut Array2<f32>) {
     for mut row in a.rows_mut() {
-        let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-        if max == f32::NEG_INFINITY {
-            row.fill(0.0);
-            continue;
+        match row.as_slice_mut() {
+            Some(r) => softmax(r),
+            None => {
+                let mut r = row.to_vec();
+                softmax(&mut r);
+                row.assign(&ndarray::ArrayView1::from(&r));
+            }
         }
-        let mut sum = 0.0;
-        row.mapv_inplace(|e| {
-            let p = (e - max).exp();
-            sum += p;
-            p
-        });
-        row.mapv_inplace(|p| p / sum);
     }
+}
+
+/// Lanes of the hand-split reductions below, so the compiler can keep them in vector registers.
+const LANES: usize = 8;
+
+/// Softmax of one row; written as plain loops that vectorize (SSE2 natively, SIMD128 in wasm).
+fn softmax(row: &mut [f32]) {
+    let max = reduce(row, f32::NEG_INFINITY, |m, v| if v > m { v } else { m });
+    if max == f32::NEG_INFINITY {
+        row.fill(0.0);
+        return;
+    }
+    row.iter_mut().for_each(|v| *v = exp_nonpositive(*v - max));
+    let inv = 1.0 / reduce(row, 0.0, |s, v| s + v);
+    row.iter_mut().for_each(|v| *v *= inv);
+}
+
+/// Folds `row` with `f` in LANES independent lanes, then folds the lanes.
+#[inline(always)]
+fn reduce(row: &[f32], init: f32, f: impl Fn(f32, f32) -> f32) -> f32 {
+    let mut lanes = [init; LANES];
+    let mut chunks = row.chunks_exact(LANES);
+    for c in &mut chunks {
+        for k in 0..LANES {
+            lanes[k] = f(lanes[k], c[k]);
+        }
+    }
+    chunks.remainder().iter().chain(&lanes).fold(init, |a, &v| f(a, v))
+}
+
+/// e^x for x ≤ 0 (−∞ gives 0), within 2 ulp: x = n·ln2 + r with n rounded to nearest (by the 1.5·2²³
+/// trick, no floor call), e^r by Cephes' degree-6 polynomial, 2^n by writing the exponent bits.
+#[inline(always)]
+fn exp_nonpositive(x: f32) -> f32 {
+    const ROUND: f32 = 12_582_912.0; // 1.5 · 2^23
+    let xc = if x > -87.0 { x } else { -87.0 };
+    let t = xc * std::f32::consts::LOG2_E + ROUND;
+    let n = t - ROUND;
+    // t's low mantissa bits hold n: a bit cast, not a (saturating, unvectorizable) float-to-int conversion.
+    let n_bits = t.to_bits().wrapping_sub(ROUND.to_bits());
+    let r = xc - n * 0.693_359_4 + n * 2.121_944_4e-4;
+    let p = ((((1.987_569_1e-4 * r + 1.398_199_9e-3) * r + 8.333_452e-3) * r + 4.166_579_6e-2) * r + 1.666_666_5e-1) * r + 5.000_000_1e-1;
+    let y = p * r * r + r + 1.0;
+    let scale = f32::from_bits(n_bits.wrapping_add(127) << 23);
+    if x < -87.0 { 0.0 } else { y * scale }
 }
 
 impl FromStr for Method {
@@ -279,6 +346,31 @@ impl FromStr for Edge {
 mod tests {
     use super::*;
     use ndarray::arr2;
+
+    #[test]
+    fn exp_is_accurate() {
+        for i in 0..=200_000 {
+            let x = -(i as f32) * 87.0 / 200_000.0;
+            let (got, want) = (exp_nonpositive(x), (x as f64).exp());
+            assert!(((got as f64 - want) / want).abs() < 3e-7, "exp({x}) = {got}, want {want}");
+        }
+        assert_eq!(exp_nonpositive(f32::NEG_INFINITY), 0.0);
+        assert_eq!(exp_nonpositive(-1000.0), 0.0);
+        assert_eq!(exp_nonpositive(0.0), 1.0);
+    }
+
+    #[test]
+    fn softmax_rows_of_any_length() {
+        for n in [1, 7, 8, 9, 17, 100] {
+            let mut a = Array2::from_shape_fn((2, n), |(i, j)| (i as f32 - j as f32) * 0.37);
+            softmax_rows(&mut a);
+            for row in a.rows() {
+                let sum: f32 = row.sum();
+                assert!((sum - 1.0).abs() < 1e-6, "n {n}: {sum}");
+            }
+            assert!(a[[0, 0]] > a[[0, n - 1]] || n == 1);
+        }
+    }
 
     #[test]
     fn softmax_masked_row_is_zero_and_huge_logits_are_finite() {

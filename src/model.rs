@@ -55,6 +55,19 @@ fn table_of(t: &Array3<f32>, h: usize) -> ArrayView2<'_, f32> {
     t.index_axis(Axis(0), if t.len_of(Axis(0)) == 1 { 0 } else { h })
 }
 
+/// `f(0..count)` in order: on rayon's threads natively, on the one thread in wasm.
+fn map_heads<R: Send>(count: usize, f: impl Fn(usize) -> R + Sync + Send) -> Vec<R> {
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        use rayon::prelude::*;
+        (0..count).into_par_iter().map(f).collect()
+    }
+    #[cfg(target_arch = "wasm32")]
+    {
+        (0..count).map(f).collect()
+    }
+}
+
 /// Runs the layer; with `record`, keeps every intermediate.
 fn run(cfg: &Config, sc: &Scenario, record: bool) -> Result<(Array3<f32>, Option<Trace>)> {
     let (b, n, d) = sc.dims();
@@ -62,24 +75,27 @@ fn run(cfg: &Config, sc: &Scenario, record: bool) -> Result<(Array3<f32>, Option
     let q = project(&sc.x, &sc.w_q, &sc.b_q);
     let k = project(&sc.x, &sc.w_k, &sc.b_k);
     let v = project(&sc.x, &sc.w_v, &sc.b_v);
+    let results = map_heads(b * h, |idx| {
+        let (bi, hi) = (idx / h, idx % h);
+        let cols = s![.., hi * dh..(hi + 1) * dh];
+        let input = HeadInput {
+            q: q.index_axis(Axis(0), bi).slice_move(cols),
+            k: k.index_axis(Axis(0), bi).slice_move(cols),
+            v: v.index_axis(Axis(0), bi).slice_move(cols),
+            rel_k: table_of(&sc.rel_k, hi),
+            rel_v: sc.rel_v.as_ref().map(|t| table_of(t, hi)),
+            key_mask: sc.key_mask.as_ref().map(|m| m.row(bi)),
+        };
+        let mut t = record.then(HeadTrace::default);
+        attend_head(cfg, &input, t.as_mut()).map(|z| (z, t))
+    });
     let mut heads = Array3::zeros((b, n, d));
     let mut traces: Vec<HeadTrace> = Vec::new();
-    for bi in 0..b {
-        for hi in 0..h {
-            let cols = s![.., hi * dh..(hi + 1) * dh];
-            let input = HeadInput {
-                q: q.index_axis(Axis(0), bi).slice_move(cols),
-                k: k.index_axis(Axis(0), bi).slice_move(cols),
-                v: v.index_axis(Axis(0), bi).slice_move(cols),
-                rel_k: table_of(&sc.rel_k, hi),
-                rel_v: sc.rel_v.as_ref().map(|t| table_of(t, hi)),
-                key_mask: sc.key_mask.as_ref().map(|m| m.row(bi)),
-            };
-            let mut t = record.then(HeadTrace::default);
-            let z = attend_head(cfg, &input, t.as_mut())?;
-            heads.slice_mut(s![bi, .., hi * dh..(hi + 1) * dh]).assign(&z);
-            traces.extend(t);
-        }
+    for (idx, r) in results.into_iter().enumerate() {
+        let (z, t) = r?;
+        let (bi, hi) = (idx / h, idx % h);
+        heads.slice_mut(s![bi, .., hi * dh..(hi + 1) * dh]).assign(&z);
+        traces.extend(t);
     }
     let output = project(&heads, &sc.w_o, &sc.b_o);
     let trace = record.then(|| assemble(cfg, sc, traces, q, k, v, heads, output.clone()));

@@ -65,6 +65,27 @@ impl RelTable {
     }
 }
 
+/// The keys of one query row split by the table row they read: keys in `left` read the row of distances
+/// below `min`, keys in `mid` read consecutive rows from `mid_row`, keys in `right` the row beyond `max`.
+/// With [`Edge::Clip`] `left` and `right` read the first and last rows, with [`Edge::Zero`] nothing.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Segments {
+    pub left: std::ops::Range<usize>,
+    pub mid: std::ops::Range<usize>,
+    pub mid_row: usize,
+    pub right: std::ops::Range<usize>,
+}
+
+impl RelTable {
+    /// How the Lk keys of query `i` (of Lq) split into [`Segments`].
+    pub fn segments(&self, i: usize, lq: usize, lk: usize) -> Segments {
+        let off = i as isize + lk as isize - lq as isize;
+        let clamp = |j: isize| j.clamp(0, lk as isize) as usize;
+        let (lo, hi) = (clamp(off + self.min), clamp(off + self.max + 1));
+        Segments { left: 0..lo, mid: lo..hi, mid_row: (lo as isize - off - self.min) as usize, right: hi..lk }
+    }
+}
+
 /// Distance `j − (i + Lk − Lq)` of query `i` to key `j`.
 #[inline]
 pub fn distance(i: usize, j: usize, lq: usize, lk: usize) -> isize {
@@ -104,6 +125,24 @@ mod tests {
     fn queries_align_to_last_keys() {
         // One query against three keys: it is the last position, so distances are −2, −1, 0.
         assert_eq!(distances(1, 3), ndarray::arr2(&[[-2, -1, 0]]));
+    }
+
+    #[test]
+    fn segments_agree_with_rows() {
+        for (lq, lk) in [(1, 1), (4, 4), (3, 9), (9, 3), (7, 7)] {
+            for table in [RelTable::shaw(0), RelTable::shaw(2), RelTable::shaw(20), RelTable::music_causal(3, Edge::Zero)] {
+                for i in 0..lq {
+                    let s = table.segments(i, lq, lk);
+                    assert_eq!((s.left.start, s.left.end, s.mid.end, s.right.end), (0, s.mid.start, s.right.start, lk));
+                    for j in 0..lk {
+                        let row = table.row(distance(i, j, lq, lk));
+                        let edge = |r: usize| if table.edge == Edge::Clip { Some(r) } else { None };
+                        let want = if s.left.contains(&j) { edge(0) } else if s.mid.contains(&j) { Some(s.mid_row + j - s.mid.start) } else { edge(table.rows() - 1) };
+                        assert_eq!(row, want, "{table:?} lq {lq} lk {lk} ({i},{j})");
+                    }
+                }
+            }
+        }
     }
 
     #[test]

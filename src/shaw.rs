@@ -14,20 +14,23 @@
 //!
 //! Both take any [`RelTable`], so the Music Transformer's direct gather is the same code with its table.
 
-use crate::relpos::{distance, RelTable};
-use ndarray::{Array2, Array3, ArrayView2, ArrayViewMut2, Zip};
+use crate::relpos::{distance, Edge, RelTable};
+use ndarray::{s, Array2, Array3, ArrayView2, ArrayViewMut2, Zip};
 
 /// Adds the relative logits `P[i, row(d_ij)]`, `P = Q · tableᵀ`, into `out` (Lq, Lk).
 /// `q` is (Lq, d_head), `table` is (R, d_head); a pair outside a zero-edged table adds nothing.
 pub fn add_relative_logits(mut out: ArrayViewMut2<f32>, q: ArrayView2<f32>, table: ArrayView2<f32>, layout: RelTable) {
     let (lq, lk) = out.dim();
     let p = q.dot(&table.t()); // (Lq, R)
+    let last = layout.rows() - 1;
     for (i, (mut row, p_i)) in out.outer_iter_mut().zip(p.outer_iter()).enumerate() {
-        for (j, cell) in row.iter_mut().enumerate() {
-            if let Some(r) = layout.row(distance(i, j, lq, lk)) {
-                *cell += p_i[r];
-            }
+        let seg = layout.segments(i, lq, lk);
+        if layout.edge == Edge::Clip {
+            row.slice_mut(s![seg.left]).mapv_inplace(|v| v + p_i[0]);
+            row.slice_mut(s![seg.right]).mapv_inplace(|v| v + p_i[last]);
         }
+        let n = seg.mid.len();
+        row.slice_mut(s![seg.mid]).zip_mut_with(&p_i.slice(s![seg.mid_row..seg.mid_row + n]), |v, p| *v += p);
     }
 }
 
@@ -45,7 +48,7 @@ pub fn gather_table(table: ArrayView2<f32>, layout: RelTable, lq: usize, lk: usi
     for i in 0..lq {
         for j in 0..lk {
             if let Some(r) = layout.row(distance(i, j, lq, lk)) {
-                a.slice_mut(ndarray::s![i, j, ..]).assign(&table.row(r));
+                a.slice_mut(s![i, j, ..]).assign(&table.row(r));
             }
         }
     }
@@ -63,13 +66,16 @@ pub fn relative_logits_materialized(q: ArrayView2<f32>, table: ArrayView2<f32>, 
 /// Sums each query's weights into the table rows they read: `B[i, r] = Σ_{j: row(d_ij) = r} α_ij`, (Lq, R).
 pub fn value_buckets(weights: ArrayView2<f32>, layout: RelTable) -> Array2<f32> {
     let (lq, lk) = weights.dim();
+    let last = layout.rows() - 1;
     let mut buckets = Array2::zeros((lq, layout.rows()));
     for (i, (w_i, mut b_i)) in weights.outer_iter().zip(buckets.outer_iter_mut()).enumerate() {
-        for (j, &w) in w_i.iter().enumerate() {
-            if let Some(r) = layout.row(distance(i, j, lq, lk)) {
-                b_i[r] += w;
-            }
+        let seg = layout.segments(i, lq, lk);
+        if layout.edge == Edge::Clip {
+            b_i[0] += w_i.slice(s![seg.left]).sum();
+            b_i[last] += w_i.slice(s![seg.right]).sum();
         }
+        let n = seg.mid.len();
+        b_i.slice_mut(s![seg.mid_row..seg.mid_row + n]).zip_mut_with(&w_i.slice(s![seg.mid]), |b, w| *b += w);
     }
     buckets
 }

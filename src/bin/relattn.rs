@@ -63,6 +63,23 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Time the forward pass alone (no trace kept) and print one JSON line with "ms_per_forward" (median).
+    Bench {
+        #[command(flatten)]
+        setup: Setup,
+        /// Timed repetitions after one warm-up.
+        #[arg(long, default_value_t = 5)]
+        reps: usize,
+        /// Worker threads (heads run in parallel); default: all cores.
+        #[arg(long)]
+        threads: Option<usize>,
+        /// Where the forward runs.
+        #[arg(long, default_value = "cpu", value_parser = ["cpu"])]
+        backend: String,
+        /// Save the output (b, n, d_model) as a float32 .npy, to compare with another implementation.
+        #[arg(long)]
+        save_output: Option<PathBuf>,
+    },
     /// List the presets (the seeds' examples).
     Presets,
 }
@@ -173,6 +190,12 @@ impl Setup {
 
     /// Builds the scenario and its trace within the memory budget.
     fn trace(&self) -> relattn::Result<Trace> {
+        let (cfg, sc) = self.scenario(true)?;
+        model::trace(&cfg, &sc)
+    }
+
+    /// Builds the scenario once its memory estimate (with or without a trace) fits the budget.
+    fn scenario(&self, trace: bool) -> relattn::Result<(Config, Scenario)> {
         let (cfg, spec, arrays, per_head) = self.resolve()?;
         let (b, n, d) = match arrays.get("x") {
             Some(x) if x.ndim() == 3 => (x.shape()[0], x.shape()[1], x.shape()[2]),
@@ -181,9 +204,8 @@ impl Setup {
         };
         relattn::scenario::check_config(&cfg, &Spec { n, d_model: d, batch: b, seed: spec.seed })?;
         let limit = self.max_memory_mb.map_or(DEFAULT_MEMORY_LIMIT, |mb| mb << 20);
-        model::check_budget(&cfg, b, n, d, true, limit)?;
-        let sc = Scenario::build(&cfg, &spec, arrays, per_head)?;
-        model::trace(&cfg, &sc)
+        model::check_budget(&cfg, b, n, d, trace, limit)?;
+        Ok((cfg, Scenario::build(&cfg, &spec, arrays, per_head)?))
     }
 }
 
@@ -214,9 +236,64 @@ fn parse_size(s: &str) -> relattn::Result<(u32, u32)> {
     Ok((w, h))
 }
 
+/// Peak resident memory of this process in MiB (Linux's VmHWM), if known.
+fn peak_rss_mib() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let kb: f64 = status.lines().find(|l| l.starts_with("VmHWM:"))?.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb / 1024.0)
+}
+
+/// Floating-point operations of one forward: four projections, QKᵀ, αV, and the two small relative products.
+fn forward_flops(cfg: &Config, (b, n, d): (usize, usize, usize)) -> f64 {
+    let (b, n, d, h, r) = (b as f64, n as f64, d as f64, cfg.heads as f64, cfg.table_rows() as f64);
+    let dh = d / h;
+    let rel_v = if cfg.has_rel_v() { 1.0 } else { 0.0 };
+    b * (8.0 * n * d * d + h * (4.0 * n * n * dh + 2.0 * n * r * dh * (1.0 + rel_v)))
+}
+
+fn bench(setup: &Setup, reps: usize, threads: Option<usize>, save_output: Option<&Path>) -> relattn::Result<serde_json::Value> {
+    if reps == 0 {
+        return Err(Error::invalid("reps", 0, "1 or more"));
+    }
+    let threads = threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().map_err(|e| Error::invalid("threads", threads, e))?;
+    let (cfg, sc) = setup.scenario(false)?;
+    pool.install(|| -> relattn::Result<serde_json::Value> {
+        let output = model::forward(&cfg, &sc)?;
+        let mut ms: Vec<f64> = (0..reps)
+            .map(|_| {
+                let start = std::time::Instant::now();
+                let out = model::forward(&cfg, &sc);
+                let t = start.elapsed().as_secs_f64() * 1e3;
+                drop(out);
+                t
+            })
+            .collect();
+        ms.sort_by(f64::total_cmp);
+        if let Some(path) = save_output {
+            use ndarray_npy::WriteNpyExt;
+            let file = std::fs::File::create(path).map_err(|e| Error::File { path: path.display().to_string(), reason: e.to_string() })?;
+            output.write_npy(std::io::BufWriter::new(file)).map_err(|e| Error::File { path: path.display().to_string(), reason: e.to_string() })?;
+        }
+        let (b, n, d) = sc.dims();
+        let median = ms[ms.len() / 2];
+        Ok(serde_json::json!({
+            "backend": "cpu", "method": cfg.method.to_string(), "implementation": format!("{:?}", cfg.implementation).to_lowercase(),
+            "batch": b, "n": n, "d_model": d, "heads": cfg.heads, "clip": cfg.clip, "causal": cfg.causal, "rel_v": cfg.has_rel_v(),
+            "threads": threads, "reps": reps,
+            "ms_per_forward": median, "ms_min": ms[0],
+            "gflop_per_s": forward_flops(&cfg, sc.dims()) / median / 1e6,
+            "peak_rss_mib": peak_rss_mib(),
+        }))
+    })
+}
+
 fn run(cli: Cli) -> relattn::Result<()> {
     let start = std::time::Instant::now();
     match cli.command {
+        Command::Bench { setup, reps, threads, backend: _, save_output } => {
+            println!("{}", bench(&setup, reps, threads, save_output.as_deref())?);
+        }
         Command::Presets => {
             for name in presets::NAMES {
                 println!("{name:14} {}", presets::preset(name)?.description);
