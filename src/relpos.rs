@@ -82,7 +82,8 @@ impl RelTable {
         let off = i as isize + lk as isize - lq as isize;
         let clamp = |j: isize| j.clamp(0, lk as isize) as usize;
         let (lo, hi) = (clamp(off + self.min), clamp(off + self.max + 1));
-        Segments { left: 0..lo, mid: lo..hi, mid_row: (lo as isize - off - self.min) as usize, right: hi..lk }
+        let mid_row = if lo < hi { (lo as isize - off - self.min) as usize } else { 0 };
+        Segments { left: 0..lo, mid: lo..hi, mid_row, right: hi..lk }
     }
 }
 
@@ -134,6 +135,7 @@ mod tests {
                 for i in 0..lq {
                     let s = table.segments(i, lq, lk);
                     assert_eq!((s.left.start, s.left.end, s.mid.end, s.right.end), (0, s.mid.start, s.right.start, lk));
+                    assert!(s.mid_row + s.mid.len() <= table.rows(), "{table:?} lq {lq} lk {lk} i {i}: {s:?}");
                     for j in 0..lk {
                         let row = table.row(distance(i, j, lq, lk));
                         let edge = |r: usize| if table.edge == Edge::Clip { Some(r) } else { None };
