@@ -399,7 +399,7 @@ def main():
             print(f"[n={n}] relattn ({reps} reps)...", file=sys.stderr, flush=True)
             ms, rss, fail, got, cmd = run_relattn(binary, bench, npz, rel_out, reps, work, args.timeout)
             if n == args.sizes[0]:
-                commands.append(cmd.replace(work + os.sep, ""))
+                commands.append(cmd.replace(work + os.sep, "").replace(ROOT + os.sep, ""))
             row.update(rel_ms=ms, rel_mib=rss, rel_fail=fail)
             if fail:
                 print(f"[n={n}] relattn failed: {fail}", file=sys.stderr)
