@@ -5,7 +5,7 @@ PORT ?= 8080
 WASM_BINDGEN_VERSION = $(shell sed -n '/^name = "wasm-bindgen"$$/{n;s/version = "\(.*\)"/\1/p;}' Cargo.lock)
 WASM = target/wasm32-unknown-unknown/release/relattn.wasm
 
-.PHONY: serve wasm deps-wasm deps-web test test-rust test-web test-wasm test-e2e
+.PHONY: serve wasm deps-wasm deps-web deps-gpu test test-rust test-web test-wasm test-e2e
 
 deps-wasm:
 	@rustup target list --installed | grep -qx wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
@@ -23,7 +23,11 @@ serve: wasm
 
 test: test-rust test-web
 
-test-rust:
+# Mesa's software Vulkan (lavapipe), so tests/gpu.rs has an adapter on a machine without a GPU.
+deps-gpu:
+	@test -f /usr/share/vulkan/icd.d/lvp_icd.x86_64.json || (apt-get update && apt-get install -y mesa-vulkan-drivers)
+
+test-rust: deps-gpu
 	cargo test --all-targets
 
 # --- browser tests ---------------------------------------------------------------------------------

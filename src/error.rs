@@ -22,6 +22,10 @@ pub enum Error {
     /// A request whose memory would exceed the budget.
     #[error("{what} needs about {estimate} but the limit is {limit}; use a smaller n, batch or fewer heads (or raise the limit)")]
     TooLarge { what: String, estimate: Bytes, limit: Bytes },
+
+    /// The GPU backend could not run the request (no device, a size beyond the device's limits, a lost device).
+    #[error("GPU: {0}")]
+    Gpu(String),
 }
 
 impl Error {
@@ -42,6 +46,7 @@ impl Error {
             Error::Shape { array, .. } | Error::NonFinite { array, .. } => array,
             Error::File { .. } => "file",
             Error::TooLarge { .. } => "n",
+            Error::Gpu(_) => "backend",
         }
     }
 }

@@ -6,9 +6,13 @@
 //! - [`attention`]: one head, end to end; [`model`]: projections, heads, output.
 //! - [`scenario`]: the tensors of a layer, from a file or generated; [`trace`]: every intermediate.
 //! - [`render`]: colormaps, heatmap rasters and figures.
+//! - [`gpu`]: the same layer and trace on a GPU (wgpu: Vulkan natively, WebGPU in the browser);
+//!   [`backend`]: CPU or GPU behind one interface.
 
 pub mod attention;
+pub mod backend;
 pub mod error;
+pub mod gpu;
 pub mod model;
 pub mod presets;
 pub mod relpos;
@@ -22,6 +26,7 @@ pub mod trace;
 mod web;
 
 pub use attention::{Config, Implementation, Method};
+pub use backend::Backend;
 pub use error::{Error, Result};
 pub use relpos::Edge;
 pub use scenario::{Scenario, Spec};

@@ -3,11 +3,12 @@
 
 use clap::{Args, Parser, Subcommand};
 use relattn::attention::{Config, Implementation, Method};
+use relattn::gpu::GpuContext;
 use relattn::model::{self, DEFAULT_MEMORY_LIMIT};
 use relattn::presets;
 use relattn::render::{self, Figure};
 use relattn::scenario::{read_arrays, Arrays, Scenario, Spec};
-use relattn::{Edge, Error, Stage, Trace};
+use relattn::{Backend, Edge, Error, Stage, Trace};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -73,8 +74,8 @@ enum Command {
         /// Worker threads (heads run in parallel); default: all cores.
         #[arg(long)]
         threads: Option<usize>,
-        /// Where the forward runs.
-        #[arg(long, default_value = "cpu", value_parser = ["cpu"])]
+        /// Where the forward runs: cpu, or gpu (wgpu: Vulkan; fails with the reason when there is no adapter).
+        #[arg(long, default_value = "cpu", value_parser = ["cpu", "gpu"])]
         backend: String,
         /// Save the output (b, n, d_model) as a float32 .npy, to compare with another implementation.
         #[arg(long)]
@@ -251,24 +252,36 @@ fn forward_flops(cfg: &Config, (b, n, d): (usize, usize, usize)) -> f64 {
     b * (8.0 * n * d * d + h * (4.0 * n * n * dh + 2.0 * n * r * dh * (1.0 + rel_v)))
 }
 
-fn bench(setup: &Setup, reps: usize, threads: Option<usize>, save_output: Option<&Path>) -> relattn::Result<serde_json::Value> {
+fn bench(setup: &Setup, reps: usize, threads: Option<usize>, backend: &str, save_output: Option<&Path>) -> relattn::Result<serde_json::Value> {
     if reps == 0 {
         return Err(Error::invalid("reps", 0, "1 or more"));
     }
     let threads = threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().map_err(|e| Error::invalid("threads", threads, e))?;
     let (cfg, sc) = setup.scenario(false)?;
+    let mut backend = match backend {
+        "gpu" => Backend::Gpu(pollster::block_on(GpuContext::try_new()).map_err(Error::Gpu)?),
+        _ => Backend::Cpu,
+    };
     pool.install(|| -> relattn::Result<serde_json::Value> {
-        let output = model::forward(&cfg, &sc)?;
-        let mut ms: Vec<f64> = (0..reps)
-            .map(|_| {
-                let start = std::time::Instant::now();
-                let out = model::forward(&cfg, &sc);
-                let t = start.elapsed().as_secs_f64() * 1e3;
-                drop(out);
-                t
-            })
-            .collect();
+        // One warm-up (pipelines, buffers), then the timed repetitions.
+        let output = backend.forward(&cfg, &sc)?;
+        let mut ms = Vec::with_capacity(reps);
+        for _ in 0..reps {
+            let start = std::time::Instant::now();
+            let out = backend.forward(&cfg, &sc)?;
+            ms.push(start.elapsed().as_secs_f64() * 1e3);
+            drop(out);
+        }
+        // Per stage: one more forward that waits for the device after each stage.
+        let (adapter, stages) = match &mut backend {
+            Backend::Gpu(ctx) => {
+                let (_, t) = ctx.forward_profiled(&cfg, &sc)?;
+                let stages = serde_json::json!({ "projections": t.projections, "logits": t.logits, "softmax": t.softmax, "values": t.values, "output": t.output });
+                (serde_json::json!(ctx.description()), stages)
+            }
+            Backend::Cpu => (serde_json::Value::Null, serde_json::Value::Null),
+        };
         ms.sort_by(f64::total_cmp);
         if let Some(path) = save_output {
             use ndarray_npy::WriteNpyExt;
@@ -278,12 +291,13 @@ fn bench(setup: &Setup, reps: usize, threads: Option<usize>, save_output: Option
         let (b, n, d) = sc.dims();
         let median = ms[ms.len() / 2];
         Ok(serde_json::json!({
-            "backend": "cpu", "method": cfg.method.to_string(), "implementation": format!("{:?}", cfg.implementation).to_lowercase(),
+            "backend": backend.name(), "adapter": adapter, "method": cfg.method.to_string(), "implementation": format!("{:?}", cfg.implementation).to_lowercase(),
             "batch": b, "n": n, "d_model": d, "heads": cfg.heads, "clip": cfg.clip, "causal": cfg.causal, "rel_v": cfg.has_rel_v(),
             "threads": threads, "reps": reps,
             "ms_per_forward": median, "ms_min": ms[0],
             "gflop_per_s": forward_flops(&cfg, sc.dims()) / median / 1e6,
             "peak_rss_mib": peak_rss_mib(),
+            "stages_ms": stages,
         }))
     })
 }
@@ -291,8 +305,8 @@ fn bench(setup: &Setup, reps: usize, threads: Option<usize>, save_output: Option
 fn run(cli: Cli) -> relattn::Result<()> {
     let start = std::time::Instant::now();
     match cli.command {
-        Command::Bench { setup, reps, threads, backend: _, save_output } => {
-            println!("{}", bench(&setup, reps, threads, save_output.as_deref())?);
+        Command::Bench { setup, reps, threads, backend, save_output } => {
+            println!("{}", bench(&setup, reps, threads, &backend, save_output.as_deref())?);
         }
         Command::Presets => {
             for name in presets::NAMES {

@@ -1,0 +1,81 @@
+// Row softmax of the logits, one workgroup (256 invocations) per row, numerically stable:
+//
+//     α_ij = exp(e_ij − max_j e_ij) · (1 / Σ_j exp(e_ij − max_j e_ij))     over the visible keys j
+//
+// A key is visible unless it is after the query (CAUSAL) or padding (key_mask = 0): the same mask as
+// logits.wgsl, recomputed here instead of passing −∞ through the GPU. A row with no visible key gives zeros.
+// Grid: x = rows in the chunk, y = heads in the chunk. Buffers are (z, rows, n).
+
+struct Params {
+    rows: u32, n: u32, i0: u32, flags: u32,    // flags: 1 = causal
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> logits: array<f32>;
+@group(0) @binding(2) var<storage, read> key_mask: array<u32>;
+@group(0) @binding(3) var<storage, read_write> weights: array<f32>;
+
+const WG: u32 = 256u;
+const LOWEST: f32 = -3.4028235e38;
+var<workgroup> red: array<f32, 256>;
+var<workgroup> seen: array<u32, 256>;
+
+fn visible(qi: u32, j: u32) -> bool {
+    return !((p.flags & 1u) != 0u && j > qi) && key_mask[j] != 0u;
+}
+
+@compute @workgroup_size(256, 1, 1)
+fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {
+    let t = lid.x;
+    let qi = p.i0 + wid.x;
+    let base = (wid.y * p.rows + wid.x) * p.n;
+
+    // 1. max over the visible keys, and whether there is any.
+    var m = LOWEST;
+    var found = 0u;
+    for (var j = t; j < p.n; j = j + WG) {
+        if (visible(qi, j)) {
+            m = max(m, logits[base + j]);
+            found = 1u;
+        }
+    }
+    red[t] = m;
+    seen[t] = found;
+    workgroupBarrier();
+    for (var s = WG / 2u; s > 0u; s = s / 2u) {
+        if (t < s) {
+            red[t] = max(red[t], red[t + s]);
+            seen[t] = seen[t] | seen[t + s];
+        }
+        workgroupBarrier();
+    }
+    let row_max = red[0];
+    let row_any = seen[0];
+    workgroupBarrier();
+
+    // 2. Σ exp(e − max).
+    var sum = 0.0;
+    for (var j = t; j < p.n; j = j + WG) {
+        if (visible(qi, j)) {
+            sum = sum + exp(logits[base + j] - row_max);
+        }
+    }
+    red[t] = sum;
+    workgroupBarrier();
+    for (var s = WG / 2u; s > 0u; s = s / 2u) {
+        if (t < s) {
+            red[t] = red[t] + red[t + s];
+        }
+        workgroupBarrier();
+    }
+    let inv = 1.0 / red[0];
+
+    // 3. normalise; masked keys and all-masked rows get 0.
+    for (var j = t; j < p.n; j = j + WG) {
+        var w = 0.0;
+        if (row_any != 0u && visible(qi, j)) {
+            w = exp(logits[base + j] - row_max) * inv;
+        }
+        weights[base + j] = w;
+    }
+}

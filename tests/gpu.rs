@@ -1,0 +1,186 @@
+//! The GPU backend (wgpu; natively Vulkan, here usually Mesa's lavapipe) gives the CPU's trace within 1e-4
+//! (max |gpu − cpu| / max(1, max |cpu|), per array) on random layers: both methods, causal or not, key
+//! masks, k below and above n, shared and per-head tables, a^V on and off, every way of cutting a layer
+//! into chunks. Without a GPU adapter each test prints why and passes.
+
+mod common;
+
+use common::rel_err;
+use ndarray::{Array2, Array4};
+use proptest::prelude::*;
+use relattn::gpu::GpuContext;
+use relattn::scenario::Arrays;
+use relattn::{model, Config, Edge, Error, Implementation, Method, Scenario, Spec, Trace};
+use std::sync::{Mutex, OnceLock};
+
+const TOL: f64 = 1e-4;
+
+/// One device for the whole file (tests take turns), or the reason there is none.
+fn gpu() -> Option<std::sync::MutexGuard<'static, GpuContext>> {
+    static CTX: OnceLock<Result<Mutex<GpuContext>, String>> = OnceLock::new();
+    match CTX.get_or_init(|| pollster::block_on(GpuContext::try_new()).map(Mutex::new)) {
+        Ok(m) => Some(m.lock().unwrap_or_else(|e| e.into_inner())),
+        Err(why) => {
+            eprintln!("skipped: {why}");
+            None
+        }
+    }
+}
+
+fn close(name: &str, got: &Array4<f32>, want: &Array4<f32>) -> Result<(), TestCaseError> {
+    prop_assert_eq!(got.dim(), want.dim(), "{} shape", name);
+    let e = rel_err(got.iter(), want.iter().map(|&v| v as f64));
+    prop_assert!(e <= TOL, "{name}: {e:e}");
+    Ok(())
+}
+
+/// Every array of the two traces agrees; −∞ (masked logits) in the same cells.
+fn same_trace(g: &Trace, c: &Trace) -> Result<(), TestCaseError> {
+    prop_assert_eq!(&g.distances, &c.distances);
+    prop_assert_eq!(&g.rel_index, &c.rel_index);
+    for (name, a, b) in [("q", &g.q, &c.q), ("k", &g.k, &c.k), ("v", &g.v, &c.v), ("heads", &g.heads, &c.heads), ("output", &g.output, &c.output)] {
+        let e = rel_err(a.iter(), b.iter().map(|&v| v as f64));
+        prop_assert!(e <= TOL, "{name}: {e:e}");
+    }
+    close("content_logits", &g.content_logits, &c.content_logits)?;
+    close("relative_logits", &g.relative_logits, &c.relative_logits)?;
+    prop_assert!(g.logits.iter().zip(&c.logits).all(|(a, b)| (*a == f32::NEG_INFINITY) == (*b == f32::NEG_INFINITY)), "masked cells differ");
+    let finite = |t: &Trace| t.logits.mapv(|v| if v.is_finite() { v } else { 0.0 });
+    close("logits", &finite(g), &finite(c))?;
+    close("weights", &g.weights, &c.weights)?;
+    close("out_content", &g.out_content, &c.out_content)?;
+    close("out_relative", &g.out_relative, &c.out_relative)?;
+    prop_assert_eq!(g.value_buckets.is_some(), c.value_buckets.is_some(), "value buckets present");
+    if let (Some(a), Some(b)) = (&g.value_buckets, &c.value_buckets) {
+        close("value_buckets", a, b)?;
+    }
+    prop_assert_eq!(g.skew.is_some(), c.skew.is_some(), "skew steps present");
+    if let (Some(a), Some(b)) = (&g.skew, &c.skew) {
+        close("skew_qer", &a.qer, &b.qer)?;
+        close("skew_padded", &a.padded, &b.padded)?;
+        close("skew_reshaped", &a.reshaped, &b.reshaped)?;
+        close("skew_sliced", &a.sliced, &b.sliced)?;
+    }
+    prop_assert_eq!(g.stages(), c.stages());
+    prop_assert!(g.weights.iter().all(|w| w.is_finite()) && g.output.iter().all(|v| v.is_finite()));
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn scenario(cfg: &Config, n: usize, d_head: usize, batch: usize, per_head: bool, seed: u64, mask_bits: Option<u64>) -> Scenario {
+    let spec = Spec { n, d_model: d_head * cfg.heads, batch, seed };
+    let mut given = Arrays::new();
+    if let Some(bits) = mask_bits {
+        let m = Array2::from_shape_fn((batch, n), |(b, i)| ((bits >> ((b * n + i) % 64)) & 1) as f32);
+        given.insert("key_mask".into(), m.into_dyn());
+    }
+    Scenario::build(cfg, &spec, given, per_head).unwrap()
+}
+
+/// GPU trace vs CPU trace, and the GPU's forward vs its own trace.
+fn check(ctx: &mut GpuContext, cfg: &Config, sc: &Scenario) -> Result<(), TestCaseError> {
+    let want = model::trace(cfg, sc).unwrap();
+    let got = ctx.trace(cfg, sc).unwrap();
+    same_trace(&got, &want)?;
+    let fwd = ctx.forward(cfg, sc).unwrap();
+    let e = rel_err(fwd.iter(), got.output.iter().map(|&v| v as f64));
+    prop_assert!(e <= 1e-6, "forward vs trace output: {e:e}");
+    Ok(())
+}
+
+fn config() -> impl Strategy<Value = Config> {
+    (any::<bool>(), 1usize..=4, 0usize..=40, any::<bool>(), any::<bool>(), any::<bool>()).prop_map(|(music, heads, clip, causal, rel_v, clip_edge)| Config {
+        method: if music { Method::Music } else { Method::Shaw },
+        heads,
+        clip,
+        causal,
+        rel_v,
+        edge: if clip_edge { Edge::Clip } else { Edge::Zero },
+        implementation: Implementation::Efficient,
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    /// Random small layers, whole-layer chunks or (with a tiny work cap) one head / a few rows at a time.
+    #[test]
+    fn gpu_trace_matches_cpu(cfg in config(), d_head in 1usize..=20, n in 1usize..=40, batch in 1usize..=2,
+                             per_head in any::<bool>(), seed in any::<u64>(), mask in proptest::option::of(any::<u64>()),
+                             work_rows in proptest::option::of(1usize..=12)) {
+        let Some(mut ctx) = gpu() else { return Ok(()) };
+        let sc = scenario(&cfg, n, d_head, batch, per_head, seed, mask);
+        // A cap of `work_rows` rows of the widest work array forces per-head and row-tiled chunks.
+        let row_bytes = (n.max(cfg.table_rows()).max(d_head) * 4) as u64;
+        ctx.set_work_bytes(work_rows.map_or(relattn::gpu::WORK_BYTES, |r| r as u64 * row_bytes));
+        let res = check(&mut ctx, &cfg, &sc);
+        ctx.set_work_bytes(relattn::gpu::WORK_BYTES);
+        res?;
+    }
+}
+
+/// A few long sequences (up to n = 1024), k below and above n, both methods.
+#[test]
+fn long_sequences() {
+    let Some(mut ctx) = gpu() else { return };
+    let cases = [
+        (Method::Shaw, 1024, 16, 2, true, true, Some(0x5555_aaaa_f0f0_0ff0u64)),
+        (Method::Music, 1024, 64, 2, true, false, None),
+        (Method::Music, 600, 1000, 1, false, true, None),
+        (Method::Shaw, 300, 500, 4, false, false, Some(u64::MAX - 7)),
+    ];
+    for (method, n, clip, heads, causal, per_head, mask) in cases {
+        let cfg = Config { method, heads, clip, causal, rel_v: true, edge: Edge::Zero, implementation: Implementation::Efficient };
+        let sc = scenario(&cfg, n, 8, 1, per_head, n as u64, mask);
+        check(&mut ctx, &cfg, &sc).unwrap_or_else(|e| panic!("{method} n {n} k {clip}: {e}"));
+    }
+}
+
+/// The materialized implementation runs on the efficient kernels and gives the CPU's materialized trace.
+#[test]
+fn materialized_is_computed_as_efficient() {
+    let Some(mut ctx) = gpu() else { return };
+    for method in [Method::Shaw, Method::Music] {
+        let cfg = Config { method, heads: 2, clip: 3, causal: true, implementation: Implementation::Materialized, ..Config::default() };
+        let sc = scenario(&cfg, 9, 4, 2, true, 5, Some(0b1011_0111));
+        check(&mut ctx, &cfg, &sc).unwrap();
+    }
+}
+
+/// Every key masked: zero weights, zero output, never NaN.
+#[test]
+fn fully_masked_rows_give_zeros() {
+    let Some(mut ctx) = gpu() else { return };
+    let cfg = Config { heads: 2, ..Config::default() };
+    let sc = scenario(&cfg, 5, 4, 1, false, 3, Some(0));
+    let t = ctx.trace(&cfg, &sc).unwrap();
+    assert!(t.weights.iter().all(|&w| w == 0.0));
+    assert!(t.output.iter().all(|&v| v == 0.0));
+    assert!(t.logits.iter().all(|&v| v == f32::NEG_INFINITY));
+}
+
+/// Logits scaled by 1e4 stay finite; rows sum to 1.
+#[test]
+fn huge_logits_stay_finite() {
+    let Some(mut ctx) = gpu() else { return };
+    let cfg = Config { heads: 2, clip: 3, causal: true, ..Config::default() };
+    let sc = scenario(&cfg, 16, 4, 1, false, 9, None);
+    let sc = Scenario { x: sc.x.mapv(|v| v * 1e4), ..sc };
+    let t = ctx.trace(&cfg, &sc).unwrap();
+    for row in t.weights.rows() {
+        assert!((row.sum() - 1.0).abs() < 1e-5);
+    }
+}
+
+/// A layer whose single row of work exceeds what the device (here: the cap) allows is an error, not a crash.
+#[test]
+fn too_large_is_an_error() {
+    let Some(mut ctx) = gpu() else { return };
+    let cfg = Config::default();
+    let sc = scenario(&cfg, 8, 4, 1, false, 1, None);
+    ctx.set_work_bytes(4);
+    let r = ctx.forward(&cfg, &sc);
+    ctx.set_work_bytes(relattn::gpu::WORK_BYTES);
+    assert!(matches!(r, Err(Error::Gpu(_))), "{r:?}");
+    assert!(ctx.forward(&cfg, &sc).is_ok(), "the context stays usable");
+}
