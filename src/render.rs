@@ -36,26 +36,44 @@ pub fn value_range(m: ArrayView2<f32>, scale: Scale) -> (f32, f32) {
     }
 }
 
-/// The colour of `v` in [lo, hi].
-#[inline]
-pub fn color(v: f32, (lo, hi): (f32, f32), scale: Scale) -> [u8; 3] {
-    if !v.is_finite() {
-        return MASKED;
+/// Entries of a colormap's lookup table.
+const LUT_SIZE: usize = 256;
+
+/// A colormap sampled at 256 points, so a cell costs one index instead of a spline.
+pub struct Lut([[u8; 3]; LUT_SIZE]);
+
+impl Lut {
+    pub fn new(scale: Scale) -> Lut {
+        let mut lut = [[0u8; 3]; LUT_SIZE];
+        for (k, c) in lut.iter_mut().enumerate() {
+            let t = k as f64 / (LUT_SIZE - 1) as f64;
+            let rgb = match scale {
+                Scale::Sequential => colorous::VIRIDIS.eval_continuous(t),
+                Scale::Diverging => colorous::RED_BLUE.eval_continuous(1.0 - t),
+            };
+            *c = [rgb.r, rgb.g, rgb.b];
+        }
+        Lut(lut)
     }
-    let t = ((v - lo) / (hi - lo)).clamp(0.0, 1.0) as f64;
-    let c = match scale {
-        Scale::Sequential => colorous::VIRIDIS.eval_continuous(t),
-        Scale::Diverging => colorous::RED_BLUE.eval_continuous(1.0 - t),
-    };
-    [c.r, c.g, c.b]
+
+    /// The colour of `v` in [lo, hi]; grey when not finite.
+    #[inline]
+    pub fn color(&self, v: f32, (lo, hi): (f32, f32)) -> [u8; 3] {
+        if !v.is_finite() {
+            return MASKED;
+        }
+        let t = ((v - lo) / (hi - lo)).clamp(0.0, 1.0);
+        self.0[(t * (LUT_SIZE - 1) as f32 + 0.5) as usize]
+    }
 }
 
 /// One RGBA pixel per cell, row-major, with the range used.
 pub fn rgba(m: ArrayView2<f32>, scale: Scale) -> (Vec<u8>, (f32, f32)) {
     let range = value_range(m, scale);
+    let lut = Lut::new(scale);
     let mut out = Vec::with_capacity(m.len() * 4);
     for &v in m.iter() {
-        let [r, g, b] = color(v, range, scale);
+        let [r, g, b] = lut.color(v, range);
         out.extend_from_slice(&[r, g, b, 255]);
     }
     (out, range)
@@ -64,11 +82,12 @@ pub fn rgba(m: ArrayView2<f32>, scale: Scale) -> (Vec<u8>, (f32, f32)) {
 /// RGB pixels of the matrix resampled (nearest cell) to w × h, for plotters' bitmap element.
 fn rgb_resampled(m: ArrayView2<f32>, range: (f32, f32), scale: Scale, w: usize, h: usize) -> Vec<u8> {
     let (rows, cols) = m.dim();
+    let lut = Lut::new(scale);
     let mut out = Vec::with_capacity(w * h * 3);
     for y in 0..h {
         let i = y * rows / h;
         for x in 0..w {
-            out.extend_from_slice(&color(m[[i, x * cols / w]], range, scale));
+            out.extend_from_slice(&lut.color(m[[i, x * cols / w]], range));
         }
     }
     out
@@ -117,6 +136,7 @@ pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, fig: &Figure, cel
     let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
     let (rows, cols) = fig.matrix.dim();
     let range = value_range(fig.matrix, fig.scale);
+    let lut = Lut::new(fig.scale);
     root.fill(&WHITE).map_err(err)?;
     let (w, _) = root.dim_in_pixel();
     let (main, bar) = root.split_horizontally(w.saturating_sub(110));
@@ -166,7 +186,7 @@ pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, fig: &Figure, cel
                 )
             };
             chart
-                .draw_series(fig.matrix.indexed_iter().map(|((i, j), &v)| rect(i, j, color(v, range, fig.scale))))
+                .draw_series(fig.matrix.indexed_iter().map(|((i, j), &v)| rect(i, j, lut.color(v, range))))
                 .map_err(err)?;
         } else {
             let (w, h) = ((px.end - px.start) as usize, (py.end - py.start) as usize);
@@ -178,7 +198,7 @@ pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, fig: &Figure, cel
             let size = (((px.end - px.start) / cols as i32).min((py.end - py.start) / rows as i32) / 3).clamp(8, 16);
             chart
                 .draw_series(fig.matrix.indexed_iter().map(|((i, j), &v)| {
-                    let c = color(v, range, fig.scale);
+                    let c = lut.color(v, range);
                     let dark = 0.299 * c[0] as f32 + 0.587 * c[1] as f32 + 0.114 * c[2] as f32 > 140.0;
                     let style = ("sans-serif", size).into_font().color(if dark { &BLACK } else { &WHITE }).pos(Pos::new(HPos::Center, VPos::Center));
                     Text::new(short(v), (SegmentValue::CenterOf(j as i32), SegmentValue::CenterOf((rows - 1 - i) as i32)), style)
@@ -186,12 +206,12 @@ pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, fig: &Figure, cel
                 .map_err(err)?;
         }
     }
-    draw_colorbar(&bar, range, fig.scale).map_err(err)?;
+    draw_colorbar(&bar, range, &lut).map_err(err)?;
     Ok((px, py))
 }
 
 /// A vertical colorbar with value ticks.
-fn draw_colorbar<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, (lo, hi): (f32, f32), scale: Scale) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+fn draw_colorbar<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, (lo, hi): (f32, f32), lut: &Lut) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
     let mut chart = ChartBuilder::on(area)
         .margin_top(50)
         .margin_bottom(58)
@@ -210,7 +230,7 @@ fn draw_colorbar<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, (lo, hi): (f
     let step = (hi - lo) as f64 / steps as f64;
     chart.draw_series((0..steps).map(|s| {
         let v0 = lo as f64 + s as f64 * step;
-        let c = color((v0 + step / 2.0) as f32, (lo, hi), scale);
+        let c = lut.color((v0 + step / 2.0) as f32, (lo, hi));
         Rectangle::new([(0.0, v0), (1.0, v0 + step)], RGBColor(c[0], c[1], c[2]).filled())
     }))?;
     Ok(())

@@ -1,0 +1,94 @@
+//! Criterion benches of the core stages, one head at a time, and of the heatmap rasteriser.
+//! Run: `cargo bench --bench core` (figures in BENCHMARKS.md).
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
+use ndarray::Array2;
+use relattn::attention::softmax_rows;
+use relattn::relpos::RelTable;
+use relattn::render::rgba;
+use relattn::scenario::Arrays;
+use relattn::trace::Scale;
+use relattn::{model, shaw, Config, Implementation, Scenario, Spec};
+use std::hint::black_box;
+
+/// Deterministic values in [−1, 1).
+fn matrix(rows: usize, cols: usize, salt: usize) -> Array2<f32> {
+    Array2::from_shape_fn((rows, cols), |(i, j)| (((i * 131 + j * 71 + salt * 17) % 997) as f32 / 498.5) - 1.0)
+}
+
+/// Relative logits of one head (n, d_head 64): the efficient gather for k 16 and 128 against the
+/// materialized (n, n, d_head) tensor.
+fn relative_logits(c: &mut Criterion) {
+    let mut g = c.benchmark_group("relative_logits");
+    g.sample_size(10);
+    for n in [256, 1024] {
+        let q = matrix(n, 64, 1);
+        for k in [16, 128] {
+            let t = matrix(2 * k + 1, 64, 2);
+            g.bench_with_input(BenchmarkId::new(format!("efficient_k{k}"), n), &n, |b, &n| {
+                b.iter(|| shaw::relative_logits(q.view(), t.view(), RelTable::shaw(k), black_box(n)))
+            });
+        }
+        let t = matrix(33, 64, 2);
+        g.bench_with_input(BenchmarkId::new("materialized_k16", n), &n, |b, &n| {
+            b.iter(|| shaw::relative_logits_materialized(q.view(), t.view(), RelTable::shaw(16), black_box(n)))
+        });
+    }
+    g.finish();
+}
+
+/// Row softmax of an (n, n) logit matrix.
+fn softmax(c: &mut Criterion) {
+    let mut g = c.benchmark_group("softmax");
+    for n in [256, 1024, 2048] {
+        let logits = matrix(n, n, 3);
+        g.bench_with_input(BenchmarkId::from_parameter(n), &n, |b, _| {
+            b.iter_batched_ref(|| logits.clone(), |l| softmax_rows(l), criterion::BatchSize::LargeInput)
+        });
+    }
+    g.finish();
+}
+
+/// The a^V term: weights summed into 2k+1 buckets, then · w^V; against the materialized tensor.
+fn value_term(c: &mut Criterion) {
+    let mut g = c.benchmark_group("value_term");
+    g.sample_size(10);
+    for n in [256, 1024] {
+        let w = matrix(n, n, 4).mapv(|v| v.abs() / n as f32);
+        let t = matrix(33, 64, 5);
+        g.bench_with_input(BenchmarkId::new("buckets_k16", n), &n, |b, _| {
+            b.iter(|| shaw::relative_values(shaw::value_buckets(w.view(), RelTable::shaw(16)).view(), t.view()))
+        });
+        g.bench_with_input(BenchmarkId::new("materialized_k16", n), &n, |b, _| {
+            b.iter(|| shaw::relative_values_materialized(w.view(), t.view(), RelTable::shaw(16)))
+        });
+    }
+    g.finish();
+}
+
+/// The whole layer: d_model 512, 8 heads, k 16, batch 1.
+fn forward(c: &mut Criterion) {
+    let mut g = c.benchmark_group("forward");
+    g.sample_size(10);
+    for n in [256, 1024] {
+        for implementation in [Implementation::Efficient, Implementation::Materialized] {
+            let cfg = Config { heads: 8, clip: 16, implementation, ..Config::default() };
+            let sc = Scenario::build(&cfg, &Spec { n, d_model: 512, batch: 1, seed: 0 }, Arrays::new(), false).unwrap();
+            g.bench_with_input(BenchmarkId::new(format!("{implementation:?}").to_lowercase(), n), &n, |b, _| b.iter(|| model::forward(&cfg, &sc).unwrap()));
+        }
+    }
+    g.finish();
+}
+
+/// One RGBA pixel per cell of an (n, n) matrix: the page's redraw of a heatmap.
+fn raster(c: &mut Criterion) {
+    let mut g = c.benchmark_group("rgba_raster");
+    for n in [512, 1024] {
+        let m = matrix(n, n, 6);
+        g.bench_with_input(BenchmarkId::from_parameter(n), &n, |b, _| b.iter(|| rgba(m.view(), Scale::Diverging)));
+    }
+    g.finish();
+}
+
+criterion_group!(benches, relative_logits, softmax, value_term, forward, raster);
+criterion_main!(benches);
