@@ -15,13 +15,15 @@
 //! file never changes the values generated for another.
 
 use crate::attention::{Config, Method};
-use crate::error::{Error, Result};
-use ndarray::{Array1, Array2, Array3, ArrayD, Axis, Dimension, Ix1, Ix2, Ix3, IxDyn};
+use crate::error::{Bytes, Error, Result};
+use ndarray::{Array1, Array2, Array3, ArrayD, Axis, Dimension, Ix1, Ix2, Ix3};
+use ndarray_npy::npy::header::Header;
+use ndarray_npy::ReadNpyExt;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::StandardNormal;
 use std::collections::BTreeMap;
-use std::io::{Read, Seek};
+use std::io::{Cursor, Read};
 
 /// Sizes used for whatever the file does not give.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -67,56 +69,68 @@ pub type Arrays = BTreeMap<String, ArrayD<f32>>;
 /// The array names a scenario file may hold.
 pub const NAMES: [&str; 13] = ["x", "w_q", "w_k", "w_v", "w_o", "b_q", "b_k", "b_v", "b_o", "rel_k", "rel_v", "e_r", "key_mask"];
 
+/// Most bytes of arrays a scenario file may hold once decompressed.
+pub const MAX_FILE_BYTES: u64 = 1 << 30;
+
 /// Reads the arrays of an .npz (or, for a single array `x`, an .npy) from bytes.
+/// Nothing is allocated for more elements than the file's bytes can hold.
 pub fn read_arrays(bytes: &[u8], file_name: &str) -> Result<Arrays> {
     let file_err = |reason: String| Error::File { path: file_name.into(), reason };
-    let cursor = std::io::Cursor::new(bytes);
     if bytes.starts_with(b"\x93NUMPY") {
-        let x = read_npy_any(cursor).map_err(|e| file_err(format!("not a float .npy: {e}")))?;
+        let x = read_npy(bytes).map_err(|e| file_err(format!("not a numeric .npy: {e}")))?;
         return Ok(BTreeMap::from([("x".to_string(), x)]));
     }
     if !bytes.starts_with(b"PK") {
         return Err(file_err("neither an .npz (zip) nor an .npy file".into()));
     }
-    let mut npz = ndarray_npy::NpzReader::new(cursor).map_err(|e| file_err(format!("corrupt .npz: {e}")))?;
-    let names = npz.names().map_err(|e| file_err(format!("corrupt .npz: {e}")))?;
-    let mut out = BTreeMap::new();
-    for raw in names {
-        let name = raw.trim_end_matches(".npy").to_string();
+    let corrupt = |e: &dyn std::fmt::Display| file_err(format!("corrupt .npz: {e}"));
+    let mut zip = zip::ZipArchive::new(Cursor::new(bytes)).map_err(|e| corrupt(&e))?;
+    let (mut out, mut total) = (BTreeMap::new(), 0u64);
+    for i in 0..zip.len() {
+        let mut entry = zip.by_index(i).map_err(|e| corrupt(&e))?;
+        let name = entry.name().trim_end_matches(".npy").to_string();
         if !NAMES.contains(&name.as_str()) {
             return Err(Error::invalid("array name", format!("'{name}' in {file_name}"), NAMES.join(", ")));
         }
-        let a = read_npz_any(&mut npz, &raw).map_err(|e| file_err(format!("array '{name}': {e}")))?;
+        let mut data = Vec::new();
+        (&mut entry).take(MAX_FILE_BYTES - total + 1).read_to_end(&mut data).map_err(|e| corrupt(&e))?;
+        total += data.len() as u64;
+        if total > MAX_FILE_BYTES {
+            return Err(file_err(format!("its arrays exceed {} once decompressed", Bytes(MAX_FILE_BYTES))));
+        }
+        let a = read_npy(&data).map_err(|e| file_err(format!("array '{name}': {e}")))?;
         out.insert(name, a);
     }
     Ok(out)
 }
 
-fn read_npy_any<R: Read + Seek + Clone>(r: R) -> std::result::Result<ArrayD<f32>, String> {
-    use ndarray_npy::ReadNpyExt;
-    if let Ok(a) = ArrayD::<f32>::read_npy(r.clone()) {
+/// One .npy as f32, from float32, float64, int64, int32, bool or uint8 data (key masks are often
+/// integers or booleans). The header's shape is checked against the bytes before anything is allocated.
+fn read_npy(bytes: &[u8]) -> std::result::Result<ArrayD<f32>, String> {
+    let header = Header::from_reader(&mut Cursor::new(bytes)).map_err(|e| e.to_string())?;
+    let claimed = header.shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d)).ok_or("the shape's size overflows")?;
+    if claimed > bytes.len() {
+        return Err(format!("the header claims shape {:?} but the data holds only {} bytes", header.shape, bytes.len()));
+    }
+    let read = |bytes| Cursor::new(bytes);
+    if let Ok(a) = ArrayD::<f32>::read_npy(read(bytes)) {
         return Ok(a);
     }
-    ArrayD::<f64>::read_npy(r).map(|a| a.mapv(|v| v as f32)).map_err(|e| e.to_string())
-}
-
-fn read_npz_any<R: Read + Seek>(npz: &mut ndarray_npy::NpzReader<R>, name: &str) -> std::result::Result<ArrayD<f32>, String> {
-    if let Ok(a) = npz.by_name::<ndarray::OwnedRepr<f32>, IxDyn>(name) {
-        return Ok(a);
-    }
-    if let Ok(a) = npz.by_name::<ndarray::OwnedRepr<f64>, IxDyn>(name) {
+    if let Ok(a) = ArrayD::<f64>::read_npy(read(bytes)) {
         return Ok(a.mapv(|v| v as f32));
     }
-    if let Ok(a) = npz.by_name::<ndarray::OwnedRepr<i64>, IxDyn>(name) {
+    if let Ok(a) = ArrayD::<i64>::read_npy(read(bytes)) {
         return Ok(a.mapv(|v| v as f32));
     }
-    if let Ok(a) = npz.by_name::<ndarray::OwnedRepr<i32>, IxDyn>(name) {
+    if let Ok(a) = ArrayD::<i32>::read_npy(read(bytes)) {
         return Ok(a.mapv(|v| v as f32));
     }
-    if let Ok(a) = npz.by_name::<ndarray::OwnedRepr<bool>, IxDyn>(name) {
+    if let Ok(a) = ArrayD::<bool>::read_npy(read(bytes)) {
         return Ok(a.mapv(|v| v as u8 as f32));
     }
-    npz.by_name::<ndarray::OwnedRepr<u8>, IxDyn>(name).map(|a| a.mapv(|v| v as f32)).map_err(|e| format!("{e} (allowed dtypes: float32, float64; key_mask may be bool or integer)"))
+    ArrayD::<u8>::read_npy(read(bytes))
+        .map(|a| a.mapv(|v| v as f32))
+        .map_err(|e| format!("{e} (allowed dtypes: float32, float64; key_mask may also be bool or integer)"))
 }
 
 /// A generator with one stream per array name.

@@ -1,0 +1,24 @@
+// Included by the fuzz target and by tests/fuzz_corpus.rs: the path a dropped or passed file takes.
+
+/// Any bytes as a scenario file give arrays or an error, never a panic or an abort; loaded arrays build a
+/// scenario or give an error, for each method; a scenario within a small memory budget computes a trace.
+pub fn check_scenario_bytes(data: &[u8]) {
+    use relattn::{model, scenario, Config, Method, Scenario, Spec};
+    let Ok(arrays) = scenario::read_arrays(data, "input.npz") else { return };
+    for (method, causal) in [(Method::Shaw, false), (Method::Music, true)] {
+        let cfg = Config { method, causal, heads: 1, clip: 2, ..Config::default() };
+        let spec = Spec { n: 4, d_model: 4, batch: 1, seed: 0 };
+        let (b, n, d) = match arrays.get("x").map(|x| x.shape().to_vec()).as_deref() {
+            Some([n, d]) => (1, *n, *d),
+            Some([b, n, d]) => (*b, *n, *d),
+            _ => (1, 4, 4),
+        };
+        if model::check_budget(&cfg, b, n, d, true, 64 << 20).is_err() {
+            continue;
+        }
+        if let Ok(sc) = Scenario::build(&cfg, &spec, arrays.clone(), false) {
+            let t = model::trace(&cfg, &sc).expect("a built scenario computes");
+            assert!(t.weights.iter().all(|w| w.is_finite()), "weights are finite");
+        }
+    }
+}
