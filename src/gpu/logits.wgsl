@@ -1,6 +1,6 @@
 // Attention logits of a chunk of query rows for a range of heads, in one pass:
 //
-//     C[i, j] = q_i · k_j                                   (content, a 16×16-tiled QKᵀ)
+//     C[i, j] = q_i · k_j                                   (content, a tiled QKᵀ)
 //     S[i, j] = P[i, row(j − i)]                            (relative: the small (rows, R) product P = Q·Tᵀ
 //                                                           read by index, never an n×n×d_head tensor)
 //     E[i, j] = (C + S) / sqrt(d_head)                      (scaled)
@@ -15,7 +15,8 @@
 // writes −∞ into the logits it shows.
 //
 // Rows: the chunk holds queries i0 .. i0 + rows of heads h0 .. h0 + (grid z). Outputs are (z, rows, n).
-// Grid: x = ceil(n / 16), y = ceil(rows / 16), z = heads in the chunk.
+// Tiling as in matmul.wgsl: a 16×16 workgroup computes a 64×64 block, 4×4 cells per invocation.
+// Grid: x = ceil(n / 64), y = ceil(rows / 64), z = heads in the chunk.
 
 struct Params {
     rows: u32, n: u32, dh: u32, d: u32,        // rows in the chunk, keys, head width, model width
@@ -37,42 +38,66 @@ const CAUSAL: u32 = 16u;         // mask j > i
 @group(0) @binding(6) var<storage, read_write> relative: array<f32>;  // (z, rows, n)
 @group(0) @binding(7) var<storage, read_write> logits: array<f32>;    // (z, rows, n)
 
-const TILE: u32 = 16u;
-var<workgroup> tile_q: array<array<f32, 16>, 16>;   // [row][c]
-var<workgroup> tile_k: array<array<f32, 16>, 16>;   // [c][key]
+const BLOCK: u32 = 64u;
+const STEP: u32 = 16u;
+var<workgroup> tile_q: array<array<f32, 64>, 16>;   // [c][row]
+var<workgroup> tile_k: array<array<f32, 64>, 16>;   // [c][key]
 
 @compute @workgroup_size(16, 16, 1)
 fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {
-    let i = wid.y * TILE + lid.y;          // row in the chunk
-    let j = wid.x * TILE + lid.x;          // key
+    let tid = lid.y * 16u + lid.x;
+    let row0 = wid.y * BLOCK;             // rows in the chunk
+    let key0 = wid.x * BLOCK;
     let z = wid.z;
-    let col0 = (p.h0 + z) * p.dh;          // this head's columns in Q and K
+    let col0 = (p.h0 + z) * p.dh;         // this head's columns in Q and K
 
-    var acc = 0.0;
-    let steps = (p.dh + TILE - 1u) / TILE;
+    // 4×4 register block as four vectors: accA.b is row lid.y + 16A, column lid.x + 16b.
+    var acc0 = vec4<f32>(0.0);
+    var acc1 = vec4<f32>(0.0);
+    var acc2 = vec4<f32>(0.0);
+    var acc3 = vec4<f32>(0.0);
+    let steps = (p.dh + STEP - 1u) / STEP;
     for (var t = 0u; t < steps; t = t + 1u) {
-        let cq = t * TILE + lid.x;
-        var vq = 0.0;
-        if (i < p.rows && cq < p.dh) {
-            vq = q[(p.i0 + i) * p.d + col0 + cq];
+        for (var e = 0u; e < 4u; e = e + 1u) {
+            let idx = tid + e * 256u;
+            let c = t * STEP + idx % STEP;  // head column, fastest
+            let rr = idx / STEP;            // row (of Q) or key (of K) in the block
+            var vq = 0.0;
+            if (row0 + rr < p.rows && c < p.dh) {
+                vq = q[(p.i0 + row0 + rr) * p.d + col0 + c];
+            }
+            tile_q[idx % STEP][rr] = vq;
+            var vk = 0.0;
+            if (key0 + rr < p.n && c < p.dh) {
+                vk = k[(key0 + rr) * p.d + col0 + c];
+            }
+            tile_k[idx % STEP][rr] = vk;
         }
-        tile_q[lid.y][lid.x] = vq;
-        let ck = t * TILE + lid.y;
-        var vk = 0.0;
-        if (ck < p.dh && j < p.n) {
-            vk = k[j * p.d + col0 + ck];
-        }
-        tile_k[lid.y][lid.x] = vk;
         workgroupBarrier();
-        for (var c = 0u; c < TILE; c = c + 1u) {
-            acc = acc + tile_q[lid.y][c] * tile_k[c][lid.x];
+        for (var kk = 0u; kk < STEP; kk = kk + 1u) {
+            let bv = vec4<f32>(tile_k[kk][lid.x], tile_k[kk][lid.x + 16u], tile_k[kk][lid.x + 32u], tile_k[kk][lid.x + 48u]);
+            acc0 = acc0 + tile_q[kk][lid.y] * bv;
+            acc1 = acc1 + tile_q[kk][lid.y + 16u] * bv;
+            acc2 = acc2 + tile_q[kk][lid.y + 32u] * bv;
+            acc3 = acc3 + tile_q[kk][lid.y + 48u] * bv;
         }
         workgroupBarrier();
-    }
-    if (i >= p.rows || j >= p.n) {
-        return;
     }
 
+    var acc = array<vec4<f32>, 4>(acc0, acc1, acc2, acc3);
+    for (var a = 0u; a < 4u; a = a + 1u) {
+        for (var b = 0u; b < 4u; b = b + 1u) {
+            let i = row0 + lid.y + 16u * a;
+            let j = key0 + lid.x + 16u * b;
+            if (i < p.rows && j < p.n) {
+                store(z, i, j, acc[a][b]);
+            }
+        }
+    }
+}
+
+/// The epilogue of one cell: relative term by index, scale, mask, stores.
+fn store(z: u32, i: u32, j: u32, content_logit: f32) {
     let qi = p.i0 + i;                              // absolute query position
     let dist = i32(j) - i32(qi);                    // j − i (queries and keys have equal length)
     let last = i32(p.r) - 1;
@@ -93,13 +118,13 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
         rel = 0.0;
     }
     let masked = ((p.flags & CAUSAL) != 0u && dist > 0) || key_mask[j] == 0u;
-    var e = (acc + rel) * p.scale;
+    var e = (content_logit + rel) * p.scale;
     if (masked) {
         e = 0.0;
     }
     let o = (z * p.rows + i) * p.n + j;
     if ((p.flags & WRITE_CONTENT) != 0u) {
-        content[o] = acc;
+        content[o] = content_logit;
     }
     if ((p.flags & WRITE_RELATIVE) != 0u) {
         relative[o] = rel;

@@ -2,7 +2,7 @@
 //! the same [`Trace`] as the CPU path in [`crate::model`].
 //!
 //! Kernels, one WGSL file each next to this one:
-//! - `matmul.wgsl`: strided, batched, 16×16-tiled `A·B (+ bias) (+ C)`; the projections `x·W + b`, the
+//! - `matmul.wgsl`: strided, batched, tiled (64×64 blocks, 4×4 per invocation) `A·B (+ bias) (+ C)`; the projections `x·W + b`, the
 //!   small relative product `P = Q·Tᵀ` (Lq × R, never Lq × Lk × d_head), `α·V`, Shaw's `B·w^V` and `·W_o + b_o`.
 //! - `logits.wgsl`: `QKᵀ` plus the relative term `P[i, row(j − i)]` read by index in one pass, scaled by
 //!   1/sqrt(d_head); the Music Transformer's skew is this same gather (src/skew.rs shows they are equal).
@@ -36,7 +36,9 @@ use wgpu::util::DeviceExt;
 /// Largest work buffer of one chunk ((heads, rows, n) logits or weights), in bytes.
 pub const WORK_BYTES: u64 = 128 << 20;
 
-/// Side of the square tiles of matmul.wgsl and logits.wgsl (their workgroups are TILE × TILE).
+/// Side of the square blocks of C that one workgroup of matmul.wgsl and logits.wgsl computes.
+const BLOCK: usize = 64;
+/// Side of the square workgroup of buckets.wgsl.
 const TILE: usize = 16;
 
 /// Wall-clock milliseconds per stage of one forward, measured by submitting each stage alone and waiting
@@ -213,7 +215,7 @@ impl GpuContext {
         if (n * d * 4) as u64 > max_bind {
             return too_large(format!("one (n, d_model) = ({n}, {d}) projection needs {} bytes", n * d * 4));
         }
-        if n.div_ceil(TILE).max(d.div_ceil(TILE)).max(r.div_ceil(TILE)) > max_groups || h > max_groups {
+        if n.div_ceil(BLOCK).max(d.div_ceil(BLOCK)).max(r.div_ceil(TILE)) > max_groups || h > max_groups {
             return too_large(format!("n = {n}, d_model = {d}, R = {r}, heads = {h} need too many workgroups"));
         }
         let per_row = (n.max(r).max(dh) * 4) as u64;
@@ -296,7 +298,7 @@ impl GpuContext {
             u(c.off), u(c.rs), u(c.cs), u(c.zs),
             u(bias_off), 0, 0, 0,
         ];
-        self.dispatch(enc, &self.kernels.matmul, &params, &[a.buf, b.buf, bias_buf, c.buf], [n.div_ceil(TILE), m.div_ceil(TILE), z]);
+        self.dispatch(enc, &self.kernels.matmul, &params, &[a.buf, b.buf, bias_buf, c.buf], [n.div_ceil(BLOCK), m.div_ceil(BLOCK), z]);
     }
 
     fn encoder(&self) -> wgpu::CommandEncoder {
@@ -424,7 +426,7 @@ impl GpuContext {
                     | if cfg.causal { 16 } else { 0 };
                 #[rustfmt::skip]
                 let params = [u(rows), u(n), u(dh), u(d), u(i0), u(h0), u(r), flags, layout.min as i32 as u32, scale.to_bits(), 0, 0];
-                self.dispatch(&mut enc, &self.kernels.logits, &params, &[&q, &k, &p, &mask, &content, &relative, &logits], [n.div_ceil(TILE), rows.div_ceil(TILE), hc]);
+                self.dispatch(&mut enc, &self.kernels.logits, &params, &[&q, &k, &p, &mask, &content, &relative, &logits], [n.div_ceil(BLOCK), rows.div_ceil(BLOCK), hc]);
                 self.mark(&mut enc, &mut clock, |t| &mut t.logits)?;
 
                 let params = [u(rows), u(n), u(i0), u32::from(cfg.causal)];

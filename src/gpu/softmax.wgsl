@@ -1,4 +1,4 @@
-// Row softmax of the logits, one workgroup (256 invocations) per row, numerically stable:
+// Row softmax of the logits, one workgroup (64 invocations) per row, numerically stable:
 //
 //     α_ij = exp(e_ij − max_j e_ij) · (1 / Σ_j exp(e_ij − max_j e_ij))     over the visible keys j
 //
@@ -15,16 +15,16 @@ struct Params {
 @group(0) @binding(2) var<storage, read> key_mask: array<u32>;
 @group(0) @binding(3) var<storage, read_write> weights: array<f32>;
 
-const WG: u32 = 256u;
+const WG: u32 = 64u;
 const LOWEST: f32 = -3.4028235e38;
-var<workgroup> red: array<f32, 256>;
-var<workgroup> seen: array<u32, 256>;
+var<workgroup> red: array<f32, 64>;
+var<workgroup> seen: array<u32, 64>;
 
 fn visible(qi: u32, j: u32) -> bool {
     return !((p.flags & 1u) != 0u && j > qi) && key_mask[j] != 0u;
 }
 
-@compute @workgroup_size(256, 1, 1)
+@compute @workgroup_size(64, 1, 1)
 fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {
     let t = lid.x;
     let qi = p.i0 + wid.x;
