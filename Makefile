@@ -5,7 +5,7 @@ PORT ?= 8080
 WASM_BINDGEN_VERSION = $(shell sed -n '/^name = "wasm-bindgen"$$/{n;s/version = "\(.*\)"/\1/p;}' Cargo.lock)
 WASM = target/wasm32-unknown-unknown/release/relattn.wasm
 
-.PHONY: serve wasm deps-wasm deps-web deps-gpu test test-rust test-web test-wasm test-e2e
+.PHONY: serve wasm vendor deps-wasm deps-web deps-gpu test test-rust test-web test-wasm test-e2e
 
 deps-wasm:
 	@rustup target list --installed | grep -qx wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
@@ -13,7 +13,14 @@ deps-wasm:
 	@wasm-bindgen --version 2>/dev/null | grep -q " $(WASM_BINDGEN_VERSION)$$" || cargo install wasm-bindgen-cli --version $(WASM_BINDGEN_VERSION) --locked \
 	  || cargo install wasm-bindgen-cli --version $(WASM_BINDGEN_VERSION)
 
-wasm: deps-wasm
+# KaTeX (package.json) for the page's formulas, served from www/vendor/katex/ (git-ignored): no CDN.
+vendor:
+	@test -f node_modules/katex/dist/katex.min.js -a node_modules/.package-lock.json -nt package-lock.json || npm ci --no-audit --no-fund
+	@mkdir -p www/vendor/katex
+	@cp -u node_modules/katex/dist/katex.min.js node_modules/katex/dist/katex.min.css www/vendor/katex/
+	@cp -ru node_modules/katex/dist/fonts www/vendor/katex/
+
+wasm: deps-wasm vendor
 	cargo build --lib --target wasm32-unknown-unknown --release
 	wasm-bindgen --target web --no-typescript --out-dir www/pkg $(WASM)
 

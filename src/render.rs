@@ -6,7 +6,8 @@
 //!   on any plotters backend: the CLI's SVG/PNG, the page's canvas (which then blits the cells itself).
 //!
 //! Colours: viridis for sequential data (weights, indices), a red–blue diverging map centred on 0 for
-//! signed scores; masked (−∞) cells are grey.
+//! signed scores (the default [`Palette`]; the page may pick cividis or purple–green); masked (−∞) cells
+//! are grey.
 
 use crate::trace::Scale;
 use ndarray::ArrayView2;
@@ -39,18 +40,77 @@ pub fn value_range(m: ArrayView2<f32>, scale: Scale) -> (f32, f32) {
 /// Entries of a colormap's lookup table.
 const LUT_SIZE: usize = 256;
 
+/// A colormap a [`Palette`] may use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Colormap {
+    /// Perceptually uniform, dark blue to yellow (sequential).
+    Viridis,
+    /// Viridis made safe for red–green colour blindness (sequential).
+    Cividis,
+    /// Blue (low) – white – red (high), balanced around the middle (diverging).
+    RedBlue,
+    /// Purple (low) – white – green (high), balanced (diverging).
+    PurpleGreen,
+}
+
+impl Colormap {
+    /// The names the page and the URL use.
+    pub const NAMES: [&'static str; 4] = ["viridis", "cividis", "red_blue", "purple_green"];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Colormap::Viridis => "viridis",
+            Colormap::Cividis => "cividis",
+            Colormap::RedBlue => "red_blue",
+            Colormap::PurpleGreen => "purple_green",
+        }
+    }
+
+    pub fn from_name(s: &str) -> Option<Colormap> {
+        [Colormap::Viridis, Colormap::Cividis, Colormap::RedBlue, Colormap::PurpleGreen].into_iter().find(|c| c.name() == s)
+    }
+
+    /// The colour at t in [0, 1] (low to high).
+    fn eval(self, t: f64) -> colorous::Color {
+        match self {
+            Colormap::Viridis => colorous::VIRIDIS.eval_continuous(t),
+            Colormap::Cividis => colorous::CIVIDIS.eval_continuous(t),
+            Colormap::RedBlue => colorous::RED_BLUE.eval_continuous(1.0 - t),
+            Colormap::PurpleGreen => colorous::PURPLE_GREEN.eval_continuous(t),
+        }
+    }
+}
+
+/// The colormaps of the two scales. The default (viridis, red–blue) is the CLI's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Palette {
+    pub sequential: Colormap,
+    pub diverging: Colormap,
+}
+
+impl Default for Palette {
+    fn default() -> Self {
+        Palette { sequential: Colormap::Viridis, diverging: Colormap::RedBlue }
+    }
+}
+
 /// A colormap sampled at 256 points, so a cell costs one index instead of a spline.
 pub struct Lut([[u8; 3]; LUT_SIZE]);
 
 impl Lut {
     pub fn new(scale: Scale) -> Lut {
+        Lut::with_palette(scale, Palette::default())
+    }
+
+    /// The palette's colormap for `scale`.
+    pub fn with_palette(scale: Scale, palette: Palette) -> Lut {
+        let map = match scale {
+            Scale::Sequential => palette.sequential,
+            Scale::Diverging => palette.diverging,
+        };
         let mut lut = [[0u8; 3]; LUT_SIZE];
         for (k, c) in lut.iter_mut().enumerate() {
-            let t = k as f64 / (LUT_SIZE - 1) as f64;
-            let rgb = match scale {
-                Scale::Sequential => colorous::VIRIDIS.eval_continuous(t),
-                Scale::Diverging => colorous::RED_BLUE.eval_continuous(1.0 - t),
-            };
+            let rgb = map.eval(k as f64 / (LUT_SIZE - 1) as f64);
             *c = [rgb.r, rgb.g, rgb.b];
         }
         Lut(lut)
@@ -69,8 +129,13 @@ impl Lut {
 
 /// One RGBA pixel per cell, row-major, with the range used.
 pub fn rgba(m: ArrayView2<f32>, scale: Scale) -> (Vec<u8>, (f32, f32)) {
+    rgba_with(m, scale, Palette::default())
+}
+
+/// [`rgba`] with the palette's colormaps.
+pub fn rgba_with(m: ArrayView2<f32>, scale: Scale, palette: Palette) -> (Vec<u8>, (f32, f32)) {
     let range = value_range(m, scale);
-    let lut = Lut::new(scale);
+    let lut = Lut::with_palette(scale, palette);
     let mut out = Vec::with_capacity(m.len() * 4);
     for &v in m.iter() {
         let [r, g, b] = lut.color(v, range);
@@ -80,9 +145,8 @@ pub fn rgba(m: ArrayView2<f32>, scale: Scale) -> (Vec<u8>, (f32, f32)) {
 }
 
 /// RGB pixels of the matrix resampled (nearest cell) to w × h, for plotters' bitmap element.
-fn rgb_resampled(m: ArrayView2<f32>, range: (f32, f32), scale: Scale, w: usize, h: usize) -> Vec<u8> {
+fn rgb_resampled(m: ArrayView2<f32>, range: (f32, f32), lut: &Lut, w: usize, h: usize) -> Vec<u8> {
     let (rows, cols) = m.dim();
-    let lut = Lut::new(scale);
     let mut out = Vec::with_capacity(w * h * 3);
     for y in 0..h {
         let i = y * rows / h;
@@ -117,6 +181,8 @@ pub struct Figure<'a> {
     pub x_labels: Option<Vec<String>>,
     pub y_labels: Option<Vec<String>>,
     pub scale: Scale,
+    /// Colormaps; `Palette::default()` is the CLI's.
+    pub palette: Palette,
 }
 
 /// Whether [`draw`] paints the cells or leaves the plot area for the caller to blit.
@@ -127,7 +193,7 @@ pub enum Cells {
 }
 
 /// Most cells drawn as vector rectangles; larger matrices are painted as one image.
-const MAX_VECTOR_CELLS: usize = 64 * 64;
+pub const MAX_VECTOR_CELLS: usize = 64 * 64;
 /// Largest matrix side that gets its values written in the cells.
 const MAX_TEXT_SIDE: usize = 16;
 
@@ -136,22 +202,25 @@ pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, fig: &Figure, cel
     let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
     let (rows, cols) = fig.matrix.dim();
     let range = value_range(fig.matrix, fig.scale);
-    let lut = Lut::new(fig.scale);
+    let lut = Lut::with_palette(fig.scale, fig.palette);
     root.fill(&WHITE).map_err(err)?;
-    let (w, _) = root.dim_in_pixel();
-    let (main, bar) = root.split_horizontally(w.saturating_sub(110));
-    let main = main.titled(&fig.title, ("sans-serif", 20)).map_err(err)?;
-    let (sub, main) = main.split_vertically(22);
-    sub.draw_text(&fig.subtitle, &("sans-serif", 14).into_font().color(&RGBColor(70, 70, 70)), (60, 2)).map_err(err)?;
+    // Title and subtitle span the whole width; the chart and its colorbar share what is below.
+    let body = root.titled(&fig.title, ("sans-serif", 20)).map_err(err)?;
+    let (sub, body) = body.split_vertically(22);
+    sub.draw_text(&fig.subtitle, &("sans-serif", 14).into_font().color(&RGBColor(70, 70, 70)), (12, 2)).map_err(err)?;
+    let (w, _) = body.dim_in_pixel();
+    let (main, bar) = body.split_horizontally(w.saturating_sub(110));
 
     let label = |labels: &Option<Vec<String>>, i: i32| match labels {
         Some(l) => l.get(i as usize).cloned().unwrap_or_default(),
         None => i.to_string(),
     };
+    // Room for the longest row label (tokens can be long) beside the axis title.
+    let longest = fig.y_labels.as_ref().map_or(rows.to_string().len(), |l| l.iter().map(|t| t.chars().count()).max().unwrap_or(1));
     let mut chart = ChartBuilder::on(&main)
         .margin(8)
         .x_label_area_size(48)
-        .y_label_area_size(56)
+        .y_label_area_size((36 + 7 * longest as u32).max(56))
         .build_cartesian_2d((0..cols as i32 - 1).into_segmented(), (0..rows as i32 - 1).into_segmented())
         .map_err(err)?;
     let x_fmt = |v: &SegmentValue<i32>| match v {
@@ -190,7 +259,7 @@ pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, fig: &Figure, cel
                 .map_err(err)?;
         } else {
             let (w, h) = ((px.end - px.start) as usize, (py.end - py.start) as usize);
-            let buf = rgb_resampled(fig.matrix, range, fig.scale, w, h);
+            let buf = rgb_resampled(fig.matrix, range, &lut, w, h);
             let img = BitMapElement::with_owned_buffer((px.start, py.start), (w as u32, h as u32), buf).ok_or("bitmap size")?;
             root.draw(&img).map_err(err)?;
         }
@@ -213,8 +282,8 @@ pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, fig: &Figure, cel
 /// A vertical colorbar with value ticks.
 fn draw_colorbar<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, (lo, hi): (f32, f32), lut: &Lut) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
     let mut chart = ChartBuilder::on(area)
-        .margin_top(50)
-        .margin_bottom(58)
+        .margin_top(8)
+        .margin_bottom(56)
         .margin_right(8)
         .y_label_area_size(60)
         .build_cartesian_2d(0f64..1f64, lo as f64..hi as f64)?;
@@ -278,6 +347,18 @@ mod tests {
         let (px, _) = rgba(m.view(), Scale::Diverging);
         assert_eq!(&px[12..15], &MASKED);
         assert_eq!(px.len(), 16);
+    }
+
+    #[test]
+    fn palettes_change_colours_but_not_the_default() {
+        let m = arr2(&[[0.0f32, 1.0]]);
+        let (viridis, _) = rgba(m.view(), Scale::Sequential);
+        assert_eq!(rgba_with(m.view(), Scale::Sequential, Palette::default()).0, viridis);
+        let cividis = Palette { sequential: Colormap::Cividis, ..Palette::default() };
+        assert_ne!(rgba_with(m.view(), Scale::Sequential, cividis).0, viridis);
+        for name in Colormap::NAMES {
+            assert_eq!(Colormap::from_name(name).map(Colormap::name), Some(name));
+        }
     }
 
     #[test]

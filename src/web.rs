@@ -10,8 +10,8 @@ use crate::attention::{Config, Method};
 use crate::error::Error;
 use crate::model;
 use crate::presets;
-use crate::render::{self, Cells, Figure};
-use crate::scenario::{Arrays, Scenario, Spec};
+use crate::render::{self, Cells, Colormap, Figure, Palette};
+use crate::scenario::{self, Arrays, Scenario, Spec};
 use crate::trace::{Scale, Stage, Trace};
 use ndarray::Array2;
 use plotters::prelude::*;
@@ -30,6 +30,30 @@ pub const MEMORY_LIMIT: u64 = 1 << 30;
 #[wasm_bindgen(start)]
 pub fn start() {
     console_error_panic_hook::set_once();
+}
+
+thread_local! {
+    /// The colormaps of this module instance (the page and the worker each set theirs).
+    static PALETTE: std::cell::Cell<Palette> = std::cell::Cell::new(Palette::default());
+}
+
+fn palette() -> Palette {
+    PALETTE.with(|p| p.get())
+}
+
+/// Picks the colormaps used from now on by [`Session::select`], [`Session::svg`] and [`draw_frame`]:
+/// `sequential` viridis or cividis, `diverging` red_blue or purple_green.
+#[wasm_bindgen]
+pub fn set_colormaps(sequential: &str, diverging: &str) -> Result<(), JsValue> {
+    let pick = |field: &str, name: &str, allowed: [Colormap; 2]| {
+        Colormap::from_name(name)
+            .filter(|c| allowed.contains(c))
+            .ok_or_else(|| to_js(Error::invalid(field, format!("'{name}'"), allowed.map(Colormap::name).join(", "))))
+    };
+    let sequential = pick("sequential", sequential, [Colormap::Viridis, Colormap::Cividis])?;
+    let diverging = pick("diverging", diverging, [Colormap::RedBlue, Colormap::PurpleGreen])?;
+    PALETTE.with(|p| p.set(Palette { sequential, diverging }));
+    Ok(())
 }
 
 /// An error as a JavaScript `Error` with a `field` property.
@@ -90,26 +114,32 @@ impl Session {
     #[allow(clippy::too_many_arguments)]
     pub fn new(preset: &str, method: &str, n: f64, d_model: f64, heads: f64, clip: f64, causal: bool, rel_v: bool, per_head_tables: bool, seed: f64) -> Result<Session, JsValue> {
         let t0 = now();
-        let (cfg, spec, arrays, per_head): (Config, Spec, Arrays, bool) = if preset.is_empty() {
-            let method = match method {
-                "shaw" => Method::Shaw,
-                "music" => Method::Music,
-                other => return Err(to_js(Error::invalid("method", format!("'{other}'"), "shaw, music"))),
-            };
-            let n = whole("n", n, 1, MAX_N)?;
-            let d_model = whole("d_model", d_model, 1, MAX_D_MODEL)?;
-            let heads = whole("heads", heads, 1, MAX_HEADS)?;
-            if d_model % heads != 0 {
-                return Err(to_js(Error::invalid("heads", heads, format!("a divisor of d_model = {d_model} (1..={MAX_HEADS})"))));
-            }
-            let clip = whole("clip", clip, 0, MAX_N)?;
-            let seed = whole("seed", seed, 0, u32::MAX as usize)? as u64;
-            let cfg = Config { method, heads, clip, causal, rel_v, ..Config::default() };
-            (cfg, Spec { n, d_model, batch: 1, seed }, Arrays::new(), per_head_tables)
-        } else {
+        if !preset.is_empty() {
             let p = presets::preset(preset).map_err(to_js)?;
-            (p.config, p.spec, p.arrays, p.per_head_tables)
-        };
+            return Session::build(p.config, p.spec, p.arrays, p.per_head_tables, preset, t0);
+        }
+        let (cfg, spec) = custom(method, n, d_model, heads, clip, causal, rel_v, seed)?;
+        Session::build(cfg, spec, Arrays::new(), per_head_tables, "", t0)
+    }
+
+    /// Computes a trace from a scenario file's bytes (.npz or .npy, README "Scenario files"); the
+    /// other parameters as in the constructor (n and d_model are used only when the file has no `x`).
+    /// Errors about the file itself have `field` "file"; shape errors name the array.
+    #[allow(clippy::too_many_arguments)]
+    pub fn from_tensors(bytes: &[u8], file_name: &str, method: &str, n: f64, d_model: f64, heads: f64, clip: f64, causal: bool, rel_v: bool, per_head_tables: bool, seed: f64) -> Result<Session, JsValue> {
+        let t0 = now();
+        let arrays = scenario::read_arrays(bytes, file_name).map_err(to_js)?;
+        let (cfg, mut spec) = custom(method, n, d_model, heads, clip, causal, rel_v, seed)?;
+        if let Some(x) = arrays.get("x").filter(|x| x.ndim() == 2 || x.ndim() == 3) {
+            // x fixes the sizes: the controls' n and d_model are not used (nor checked against it).
+            let s = x.shape();
+            (spec.n, spec.d_model) = (s[s.len() - 2], s[s.len() - 1]);
+            spec.batch = if s.len() == 3 { s[0] } else { 1 };
+        }
+        Session::build(cfg, spec, arrays, per_head_tables, "", t0)
+    }
+
+    fn build(cfg: Config, spec: Spec, arrays: Arrays, per_head: bool, preset: &str, t0: f64) -> Result<Session, JsValue> {
         model::check_budget(&cfg, spec.batch, spec.n, spec.d_model, true, MEMORY_LIMIT).map_err(to_js)?;
         let sc = Scenario::build(&cfg, &spec, arrays, per_head).map_err(to_js)?;
         let t1 = now();
@@ -130,6 +160,13 @@ impl Session {
             range: (0.0, 1.0),
             timings: vec![("scenario".into(), t1 - t0), ("trace".into(), t2 - t1)],
         })
+    }
+
+    /// The whole trace as an .npz (uncompressed), under the CLI's names (`relattn compute --out`).
+    pub fn npz(&self) -> Result<Vec<u8>, JsValue> {
+        let mut out = std::io::Cursor::new(Vec::new());
+        self.trace.write_npz(&mut out).map_err(to_js)?;
+        Ok(out.into_inner())
     }
 
     pub fn preset(&self) -> String {
@@ -195,7 +232,7 @@ impl Session {
         let t0 = now();
         let stage = self.stage_at(i)?;
         let m: Array2<f32> = self.trace.stage(stage, batch, head).map_err(to_js)?;
-        let (rgba, range) = render::rgba(m.view(), stage.scale());
+        let (rgba, range) = render::rgba_with(m.view(), stage.scale(), palette());
         (self.rows, self.cols) = m.dim();
         self.range = range;
         self.values = m.as_standard_layout().iter().copied().collect();
@@ -269,6 +306,64 @@ impl Session {
     }
 }
 
+/// A figure as SVG text of width × height, drawn by `render::draw` on plotters' SVG backend; the
+/// arguments as in [`draw_frame`]. Returns `{ svg, painted, area: [x0, x1, y0, y1] }`. Up to 64 × 64
+/// cells are vector rectangles (`painted`); larger matrices are left out, because plotters-svg has no
+/// bitmap encoder in wasm and a rectangle per pixel would be megabytes: the caller puts the cells'
+/// raster (one pixel per cell) in `area` as an `<image>`. A free function, not a `Session` method: text
+/// layout in plotters' wasm fonts measures with the DOM, which the page has and its worker has not.
+#[wasm_bindgen]
+#[allow(clippy::too_many_arguments)]
+pub fn draw_svg(title: &str, subtitle: &str, x_desc: &str, y_desc: &str, values: &[f32], rows: usize, cols: usize, sequential: bool, x_labels: Vec<String>, y_labels: Vec<String>, width: u32, height: u32) -> Result<JsValue, JsValue> {
+    let m = Array2::from_shape_vec((rows, cols), values.to_vec()).map_err(|_| js_error("values", &format!("{} values do not fill {rows} × {cols}", values.len())))?;
+    let labels = |l: Vec<String>| if l.is_empty() { None } else { Some(l) };
+    let fig = Figure {
+        matrix: m.view(),
+        title: title.into(),
+        subtitle: subtitle.into(),
+        x_desc: x_desc.into(),
+        y_desc: y_desc.into(),
+        x_labels: labels(x_labels),
+        y_labels: labels(y_labels),
+        scale: if sequential { Scale::Sequential } else { Scale::Diverging },
+        palette: palette(),
+    };
+    let painted = rows * cols <= render::MAX_VECTOR_CELLS;
+    let mut svg = String::new();
+    let (x, y) = {
+        let root = SVGBackend::with_string(&mut svg, (width, height)).into_drawing_area();
+        let r = render::draw(&root, &fig, if painted { Cells::Paint } else { Cells::Leave }).map_err(|e| js_error("svg", &e))?;
+        root.present().map_err(|e| js_error("svg", &e.to_string()))?;
+        r
+    };
+    let o = js_sys::Object::new();
+    let _ = js_sys::Reflect::set(&o, &"svg".into(), &svg.into());
+    let _ = js_sys::Reflect::set(&o, &"painted".into(), &painted.into());
+    let area = js_sys::Array::of4(&x.start.into(), &x.end.into(), &y.start.into(), &y.end.into());
+    let _ = js_sys::Reflect::set(&o, &"area".into(), &area);
+    Ok(o.into())
+}
+
+/// The controls' Config and Spec for a custom (not preset) trace.
+#[allow(clippy::too_many_arguments)]
+fn custom(method: &str, n: f64, d_model: f64, heads: f64, clip: f64, causal: bool, rel_v: bool, seed: f64) -> Result<(Config, Spec), JsValue> {
+    let method = match method {
+        "shaw" => Method::Shaw,
+        "music" => Method::Music,
+        other => return Err(to_js(Error::invalid("method", format!("'{other}'"), "shaw, music"))),
+    };
+    let n = whole("n", n, 1, MAX_N)?;
+    let d_model = whole("d_model", d_model, 1, MAX_D_MODEL)?;
+    let heads = whole("heads", heads, 1, MAX_HEADS)?;
+    if d_model % heads != 0 {
+        return Err(to_js(Error::invalid("heads", heads, format!("a divisor of d_model = {d_model} (1..={MAX_HEADS})"))));
+    }
+    let clip = whole("clip", clip, 0, MAX_N)?;
+    let seed = whole("seed", seed, 0, u32::MAX as usize)? as u64;
+    let cfg = Config { method, heads, clip, causal, rel_v, ..Config::default() };
+    Ok((cfg, Spec { n, d_model, batch: 1, seed }))
+}
+
 /// Names of the presets.
 #[wasm_bindgen]
 pub fn preset_names() -> Vec<String> {
@@ -300,6 +395,7 @@ pub fn draw_frame(canvas: web_sys::HtmlCanvasElement, title: &str, subtitle: &st
         x_labels: labels(x_labels),
         y_labels: labels(y_labels),
         scale: if sequential { Scale::Sequential } else { Scale::Diverging },
+        palette: palette(),
     };
     let (x, y) = render::draw(&root, &fig, Cells::Leave).map_err(|e| js_error("canvas", &e))?;
     root.present().map_err(|e| js_error("canvas", &e.to_string()))?;
@@ -361,6 +457,21 @@ mod tests {
         assert_eq!(bad(f64::NAN, 16.0, 1.0, "shaw").as_deref(), Some("n"));
         let e = Session::new("seed999", "", 0.0, 0.0, 0.0, 0.0, false, false, false, 0.0).err().unwrap();
         assert_eq!(field(&e), "preset");
+    }
+
+    #[wasm_bindgen_test]
+    fn exports_and_tensors() {
+        let s = Session::new("seed004", "", 0.0, 0.0, 0.0, 0.0, false, false, false, 0.0).unwrap();
+        assert!(s.npz().unwrap().starts_with(b"PK"));
+        let values: Vec<f32> = (0..16).map(|v| v as f32 / 16.0).collect();
+        let o = draw_svg("t", "f", "key j", "query i", &values, 4, 4, true, vec![], vec![], 470, 430).unwrap();
+        let svg = js_sys::Reflect::get(&o, &"svg".into()).unwrap().as_string().unwrap();
+        assert!(svg.contains("<svg") && svg.contains("<rect"), "{}", &svg[..200.min(svg.len())]);
+        let e = Session::from_tensors(b"not a file", "bad.npz", "shaw", 4.0, 8.0, 1.0, 2.0, false, true, false, 0.0).err().unwrap();
+        assert_eq!(field(&e), "file");
+        assert!(set_colormaps("cividis", "purple_green").is_ok());
+        assert_eq!(field(&set_colormaps("jet", "red_blue").err().unwrap()), "sequential");
+        set_colormaps("viridis", "red_blue").unwrap();
     }
 
     #[wasm_bindgen_test]

@@ -1,10 +1,10 @@
 // The page: controls → worker (computes the trace) → one figure per stage. Each figure's frame is drawn by
 // the wasm module with plotters (draw_frame); its cells are blitted from the RGBA buffer the worker made.
-import init, { draw_frame, preset_names, preset_description } from './pkg/relattn.js';
+import init, { draw_frame, draw_svg, preset_names, preset_description, set_colormaps } from './pkg/relattn.js';
 
 const $ = (id) => document.getElementById(id);
 const PARAMS = ['method', 'n', 'd_model', 'heads', 'clip', 'seed', 'causal', 'rel_v', 'per_head'];
-const FIELDS = ['preset', 'method', 'n', 'd_model', 'heads', 'clip', 'seed', 'sentence'];
+const FIELDS = ['preset', 'method', 'n', 'd_model', 'heads', 'clip', 'seed', 'sentence', 'file'];
 // Stages whose cells are (query i, key j).
 const PAIRS = new Set(['distances', 'rel_index', 'content_logits', 'relative_logits', 'skew_sliced', 'logits', 'weights']);
 const AXES = {
@@ -19,6 +19,31 @@ const AXES = {
   output: ['feature (d_model)', 'position i'],
 };
 const FRAME = { w: 470, h: 430 };
+// ?embed=STAGE: that one heatmap, sized to its frame, and nothing else.
+const EMBED = new URLSearchParams(location.search).get('embed');
+// LaTeX of each stage's formula (presentation mode), by method.
+const TEX = {
+  distances: () => String.raw`d_{ij} = j - i`,
+  rel_index: (m) => (m === 'shaw' ? String.raw`r_{ij} = \operatorname{clip}(j - i,\, k) + k = \max\bigl(-k, \min(k,\, j - i)\bigr) + k`
+    : String.raw`r_{ij} = \text{row of } E_r \text{ for distance } j - i \quad (-1\text{: zero vector})`),
+  rel_k: (m) => (m === 'shaw' ? String.raw`w^K = \bigl(w^K_{-k}, \dots, w^K_{k}\bigr), \qquad a^K_{ij} = w^K_{\operatorname{clip}(j - i,\, k)}`
+    : String.raw`E_r \in \mathbb{R}^{L \times d_h}: \text{ one row per relative distance}`),
+  rel_v: () => String.raw`a^V_{ij} = w^V_{\operatorname{clip}(j - i,\, k)}`,
+  content_logits: () => String.raw`q_i \cdot k_j = (x_i W^Q)\,(x_j W^K)^{\top}`,
+  relative_logits: (m) => (m === 'shaw' ? String.raw`q_i \cdot a^K_{ij} = \bigl(Q\, {w^K}^{\top}\bigr)\bigl[i,\ \operatorname{clip}(j - i,\, k) + k\bigr]`
+    : String.raw`S^{rel}_{ij} = \operatorname{Skew}\bigl(Q E_r^{\top}\bigr)[i, j] = q_i \cdot E_r[j - i]`),
+  skew_qer: () => String.raw`Q E_r^{\top} \in \mathbb{R}^{L \times L}, \quad \text{column } c \leftrightarrow \text{distance } c - (L - 1)`,
+  skew_padded: () => String.raw`\bigl[\, 0 \mid Q E_r^{\top} \,\bigr] \in \mathbb{R}^{L \times (L + 1)}`,
+  skew_reshaped: () => String.raw`\operatorname{reshape}: \ L \times (L + 1) \ \to\ (L + 1) \times L \quad \text{(same memory)}`,
+  skew_sliced: () => String.raw`S^{rel} = \operatorname{reshaped}[1{:},\ :\,] \in \mathbb{R}^{L \times L}`,
+  logits: (m) => (m === 'shaw' ? String.raw`e_{ij} = \frac{q_i \cdot k_j + q_i \cdot a^K_{ij}}{\sqrt{d_h}} \quad (-\infty \text{ where masked})`
+    : String.raw`e_{ij} = \frac{q_i \cdot k_j + S^{rel}_{ij}}{\sqrt{d_h}} \quad (-\infty \text{ where masked})`),
+  weights: () => String.raw`\alpha_{ij} = \operatorname{softmax}_j(e_{ij}) = \frac{\exp e_{ij}}{\sum_{l} \exp e_{il}}`,
+  value_buckets: () => String.raw`B_{ir} = \sum_{j:\ \operatorname{clip}(j - i,\, k) + k \,=\, r} \alpha_{ij}`,
+  output_content: () => String.raw`\sum_j \alpha_{ij}\, v_j`,
+  output_relative: () => String.raw`\sum_j \alpha_{ij}\, a^V_{ij} = (B\, w^V)_i`,
+  output: () => String.raw`z = \operatorname{concat}_h\bigl(z^{h}\bigr)\, W^O + b^O, \qquad z^{h}_i = \sum_j \alpha_{ij}\,\bigl(v_j + a^V_{ij}\bigr)`,
+};
 
 let worker = null;
 let lastId = 0;
@@ -27,6 +52,14 @@ let current = null; // { info, stages, byName, tokens }
 let views = new Map(); // stage name → { canvas, ctx, off, rect, stage }
 let pinned = null;
 let renderToken = 0;
+let want = null; // { head, batch } from the URL, for the first request
+let tensors = null; // the scenario file in use: { id, name, bytes }
+let candidate = null; // a file sent but not yet computed
+let fileSeq = 0;
+let presentAt = null; // index of the stage shown in presentation mode
+let presentView = null;
+let exportSeq = 0;
+const exports = new Map();
 
 function fmt(v) {
   if (v === -Infinity) return '−∞';
@@ -69,11 +102,19 @@ function showError(field, message) {
   if (ctl && FIELDS.includes(field)) ctl.setAttribute('aria-invalid', 'true');
 }
 
+function colormaps() {
+  return { sequential: $('seq').value, diverging: $('div').value };
+}
+
 function request() {
   const params = readParams();
+  const file = candidate || tensors;
+  if (file) { params.file = file; params.preset = ''; }
   lastId += 1;
   $('busy').hidden = false;
-  worker.postMessage({ id: lastId, params, batch: Number($('batch').value) || 0, head: Number($('head').value) || 0 });
+  const batch = want ? want.batch : Number($('batch').value) || 0;
+  const head = want ? want.head : Number($('head').value) || 0;
+  worker.postMessage({ id: lastId, params, batch, head, colormaps: colormaps() });
 }
 
 let debounce = 0;
@@ -102,13 +143,23 @@ function syncControls(info) {
 }
 
 function onResult(msg) {
+  if (msg.kind === 'export') { const cb = exports.get(msg.id); exports.delete(msg.id); if (cb) cb(msg); return; }
   if (msg.id < shownId) return;
   if (msg.id === lastId) $('busy').hidden = true;
   if (!msg.ok) {
-    if (msg.id === lastId) showError(msg.error.field, msg.error.message);
+    if (msg.id === lastId) {
+      const fileInPlay = candidate || tensors;
+      const field = fileInPlay && !FIELDS.slice(0, -1).includes(msg.error.field) ? 'file' : msg.error.field;
+      const text = field === 'file' && fileInPlay ? `${fileInPlay.name}: ${msg.error.message}` : msg.error.message;
+      if (candidate) { candidate = null; $('tensors').value = ''; }
+      showError(field, text);
+    }
     return;
   }
   shownId = msg.id;
+  want = null;
+  if (candidate && msg.id === lastId) { tensors = candidate; candidate = null; }
+  showFile();
   clearErrors();
   syncControls(msg.info);
   const byName = Object.fromEntries(msg.stages.map((s) => [s.name, s]));
@@ -116,6 +167,13 @@ function onResult(msg) {
   current = { info: msg.info, stages: msg.stages, byName, tokens: toks.length === msg.info.n ? toks : null, timings: msg.timings };
   if (pinned && (pinned.i >= msg.info.n || pinned.j >= msg.info.n)) pinned = null;
   render(current);
+  saveURL();
+}
+
+function showFile() {
+  const name = $('tensors-name');
+  name.textContent = tensors ? `using ${tensors.name}` : '';
+  $('tensors-clear').hidden = !tensors;
 }
 
 async function render(cur) {
@@ -127,7 +185,11 @@ async function render(cur) {
   }
   const drawMs = [];
   let prev = null;
-  for (const stage of cur.stages) {
+  const shown = EMBED ? cur.stages.filter((s) => s.name === EMBED) : cur.stages;
+  if (EMBED && !shown.length) {
+    $('err-general').textContent = `embed: no stage '${EMBED}' in this trace; stages: ${cur.stages.map((s) => s.name).join(', ')}`;
+  }
+  for (const stage of shown) {
     let v = views.get(stage.name);
     if (!v) {
       const figure = document.createElement('figure');
@@ -138,13 +200,33 @@ async function render(cur) {
       canvas.height = FRAME.h;
       canvas.tabIndex = 0;
       canvas.setAttribute('role', 'img');
+      canvas.setAttribute('aria-describedby', 'kbd-hint');
       figure.append(canvas);
+      if (!EMBED) {
+        const cap = document.createElement('figcaption');
+        const png = document.createElement('button');
+        png.type = 'button'; png.className = 'export-png'; png.textContent = 'PNG';
+        const svg = document.createElement('button');
+        svg.type = 'button'; svg.className = 'export-svg'; svg.textContent = 'SVG';
+        cap.append(png, svg);
+        figure.append(cap);
+        png.addEventListener('click', () => exportFigure(v.stage.name, 'png'));
+        svg.addEventListener('click', () => exportFigure(v.stage.name, 'svg'));
+      }
       v = { figure, canvas, ctx: canvas.getContext('2d'), off: document.createElement('canvas'), rect: null, stage };
       canvas.addEventListener('mousemove', (e) => hover(v, e));
       canvas.addEventListener('mouseleave', () => { $('tooltip').hidden = true; });
       canvas.addEventListener('click', (e) => click(v, e));
       canvas.addEventListener('keydown', (e) => keyPin(v, e));
+      canvas.addEventListener('blur', () => { v.cursor = null; $('tooltip').hidden = true; drawPins(); });
       views.set(stage.name, v);
+    }
+    if (EMBED) {
+      v.canvas.width = Math.max(200, window.innerWidth);
+      v.canvas.height = Math.max(160, window.innerHeight);
+    }
+    for (const b of v.figure.querySelectorAll('figcaption button')) {
+      b.setAttribute('aria-label', `Export ${stage.title} as ${b.textContent}${b.textContent === 'PNG' ? ' (2×)' : ''}`);
     }
     if (prev ? prev.figure.nextSibling !== v.figure : main.firstChild !== v.figure) {
       if (prev) prev.figure.after(v.figure); else main.prepend(v.figure);
@@ -160,22 +242,34 @@ async function render(cur) {
     }
   }
   drawPins();
+  if (presentAt !== null) drawPresent();
   showTimings(cur.timings, drawMs);
   document.body.dataset.ready = String(shownId);
 }
 
-function drawView(v, stage, cur) {
-  v.stage = stage;
+function axesOf(stage, cur) {
   const pairs = PAIRS.has(stage.name);
   const [xd, yd] = AXES[stage.name] || ['key j', 'query i'];
   const toks = cur.tokens;
   const xl = toks && pairs && stage.cols === toks.length ? toks : [];
   const yl = toks && stage.rows === toks.length && !['rel_k', 'rel_v', 'skew_reshaped'].includes(stage.name) ? toks : [];
+  return [xd, yd, xl, yl];
+}
+
+function subtitleOf(stage, cur) {
   const info = cur.info;
   const where = info.heads > 1 || info.batch_size > 1 ? ` · b ${info.batch}, head ${info.head}` : '';
-  const subtitle = `${stage.formula}   [${stage.rows} × ${stage.cols}]${where}`;
+  return `${stage.formula}   [${stage.rows} × ${stage.cols}]${where}`;
+}
+
+function drawView(v, stage, cur) {
+  v.stage = stage;
+  const [xd, yd, xl, yl] = axesOf(stage, cur);
+  const subtitle = subtitleOf(stage, cur);
   const r = draw_frame(v.canvas, stage.title, subtitle, xd, yd, stage.values, stage.rows, stage.cols, stage.sequential, xl, yl);
   v.rect = { x0: r[0], x1: r[1], y0: r[2], y1: r[3] };
+  // The frame without outlines, to restore before each redraw of the pins (they overlap the axes).
+  v.frame = v.ctx.getImageData(0, 0, v.canvas.width, v.canvas.height);
   v.off.width = stage.cols;
   v.off.height = stage.rows;
   v.off.getContext('2d').putImageData(new ImageData(stage.rgba, stage.cols, stage.rows), 0, 0);
@@ -187,6 +281,7 @@ function drawView(v, stage, cur) {
 
 function blit(v) {
   const { x0, x1, y0, y1 } = v.rect;
+  if (v.frame) v.ctx.putImageData(v.frame, 0, 0);
   v.ctx.imageSmoothingEnabled = false;
   v.ctx.drawImage(v.off, x0, y0, x1 - x0, y1 - y0);
 }
@@ -214,7 +309,13 @@ function hover(v, e) {
   const tip = $('tooltip');
   const c = v.rect && cellAt(v, e);
   if (!c) { tip.hidden = true; return; }
-  const { i, j } = c;
+  fillTip(v, c.i, c.j);
+  placeTip(e.pageX, e.pageY);
+}
+
+// The tooltip's lines for cell (i, j) of a view; also kept in its data attributes.
+function fillTip(v, i, j) {
+  const tip = $('tooltip');
   const value = v.stage.values[i * v.stage.cols + j];
   const lines = [`<b>${v.stage.title}</b>`, `(i, j) = (${i}, ${j})   value ${fmt(value)}`];
   tip.dataset.stage = v.stage.name;
@@ -235,12 +336,20 @@ function hover(v, e) {
     lines.push(`logit ${fmt(p.logit)}   weight ${fmt(p.weight)}`);
     Object.assign(tip.dataset, { content: p.content, relative: p.relative, row: p.row });
   }
-  tip.innerHTML = lines.join('<br>');
+  // Text nodes only: tokens come from the page's own input, but never as HTML.
+  const title = document.createElement('b');
+  title.textContent = lines[0].replace(/<\/?b>/g, '');
+  tip.replaceChildren(title, ...lines.slice(1).flatMap((l) => [document.createElement('br'), document.createTextNode(l)]));
   tip.hidden = false;
+  return lines.slice(1).join('; ');
+}
+
+function placeTip(pageX, pageY) {
+  const tip = $('tooltip');
   const pad = 14;
-  let left = e.pageX + pad;
-  let top = e.pageY + pad;
-  if (left + tip.offsetWidth > window.scrollX + window.innerWidth) left = e.pageX - tip.offsetWidth - pad;
+  let left = pageX + pad;
+  const top = pageY + pad;
+  if (left + tip.offsetWidth > window.scrollX + window.innerWidth) left = pageX - tip.offsetWidth - pad;
   tip.style.left = `${left}px`;
   tip.style.top = `${top}px`;
 }
@@ -256,16 +365,27 @@ function click(v, e) {
   setPin(pinned && pinned.i === c.i && pinned.j === c.j ? null : c);
 }
 
+// Keyboard: the arrow keys move a cursor cell of the focused figure (on (i, j) figures the cursor is
+// the pin, shown in every view); its numbers go to the tooltip and to an aria-live region.
 function keyPin(v, e) {
-  if (!current) return;
-  const n = current.info.n;
+  if (!current || !v.stage || presentAt !== null) return;
+  const pairs = PAIRS.has(v.stage.name);
   const d = { ArrowUp: [-1, 0], ArrowDown: [1, 0], ArrowLeft: [0, -1], ArrowRight: [0, 1] }[e.key];
-  if (e.key === 'Escape') { setPin(null); return; }
+  if (e.key === 'Escape') { v.cursor = null; setPin(null); $('tooltip').hidden = true; return; }
   if (!d && e.key !== 'Enter' && e.key !== ' ') return;
   e.preventDefault();
-  const p = pinned || { i: 0, j: 0 };
-  if (d) setPin({ i: Math.min(n - 1, Math.max(0, p.i + d[0])), j: Math.min(n - 1, Math.max(0, p.j + d[1])) });
-  else setPin(p);
+  const rows = v.stage.rows;
+  const cols = v.stage.cols;
+  const p = (pairs ? pinned : v.cursor) || v.cursor || { i: 0, j: 0 };
+  const c = d ? { i: Math.min(rows - 1, Math.max(0, p.i + d[0])), j: Math.min(cols - 1, Math.max(0, p.j + d[1])) } : p;
+  v.cursor = c;
+  if (pairs) setPin(c); else drawPins();
+  const said = fillTip(v, c.i, c.j);
+  const b = v.canvas.getBoundingClientRect();
+  const { x0, x1, y0, y1 } = v.rect;
+  const sx = b.width / v.canvas.width;
+  placeTip(window.scrollX + b.left + (x0 + ((c.j + 1) * (x1 - x0)) / cols) * sx, window.scrollY + b.top + (y0 + ((c.i + 1) * (y1 - y0)) / rows) * sx);
+  $('announce').textContent = `${v.stage.title}: ${said}`;
 }
 
 function outline(v, i, j, w = 1, h = 1) {
@@ -288,7 +408,9 @@ function outline(v, i, j, w = 1, h = 1) {
 function drawPins() {
   if (!current) return;
   for (const v of views.values()) if (v.rect) blit(v);
+  for (const v of views.values()) if (v.rect && v.cursor && !PAIRS.has(v.stage.name)) outline(v, v.cursor.i, v.cursor.j);
   const label = $('pinned');
+  saveURL();
   if (!pinned) { label.textContent = ''; return; }
   const { i, j } = pinned;
   const n = current.info.n;
@@ -311,15 +433,240 @@ function showTimings(timings, drawMs) {
   $('timings').textContent = `compute: ${parts.join(' · ')} · draw (all figures) ${draw.toFixed(0)} ms`;
 }
 
+
+// --- shareable state: every control in the query string ------------------------------------------------
+const BOOLS = ['causal', 'rel_v', 'per_head'];
+const NUMS = ['n', 'd_model', 'heads', 'clip', 'seed'];
+
+function saveURL() {
+  if (!current) return;
+  const q = new URLSearchParams();
+  if (EMBED) q.set('embed', EMBED);
+  const preset = $('preset').value;
+  if (preset) q.set('preset', preset);
+  else {
+    q.set('method', $('method').value);
+    for (const k of NUMS) q.set(k, $(k).value);
+    for (const k of BOOLS) q.set(k, $(k).checked ? '1' : '0');
+  }
+  q.set('head', $('head').value);
+  q.set('batch', $('batch').value);
+  q.set('sentence', $('sentence').value);
+  if (pinned) q.set('pin', `${pinned.i},${pinned.j}`);
+  q.set('seq', $('seq').value);
+  q.set('div', $('div').value);
+  q.set('theme', document.documentElement.dataset.theme);
+  if (presentAt !== null && current.stages[presentAt]) q.set('present', current.stages[presentAt].name);
+  const url = `${location.pathname}?${q}`;
+  if (url !== location.pathname + location.search) history.replaceState(null, '', url);
+}
+
+function setSelect(sel, value) {
+  if ([...sel.options].some((o) => o.value === value)) sel.value = value;
+}
+
+// Sets the controls from the URL before the first request; returns the stage to present, if any.
+function applyURL() {
+  const q = new URLSearchParams(location.search);
+  if (q.has('preset')) setSelect($('preset'), q.get('preset'));
+  if (q.has('method')) setSelect($('method'), q.get('method'));
+  for (const k of NUMS) if (q.has(k)) $(k).value = q.get(k);
+  for (const k of BOOLS) if (q.has(k)) $(k).checked = q.get(k) === '1';
+  if (q.has('sentence')) $('sentence').value = q.get('sentence');
+  for (const k of ['seq', 'div']) if (q.has(k)) setSelect($(k), q.get(k));
+  const dark = window.matchMedia && window.matchMedia('(prefers-color-scheme: dark)').matches;
+  setTheme(q.get('theme') === 'dark' || q.get('theme') === 'light' ? q.get('theme') : dark ? 'dark' : 'light');
+  want = { head: Number(q.get('head')) || 0, batch: Number(q.get('batch')) || 0 };
+  const pin = /^(\d+),(\d+)$/.exec(q.get('pin') || '');
+  if (pin) pinned = { i: Number(pin[1]), j: Number(pin[2]) };
+  return q.get('present');
+}
+
+function setTheme(t) {
+  document.documentElement.dataset.theme = t;
+  $('theme').value = t;
+}
+
+function toast(text) {
+  $('toast').textContent = text;
+  clearTimeout(toast.timer);
+  toast.timer = setTimeout(() => { $('toast').textContent = ''; }, 4000);
+}
+
+async function copyLink() {
+  saveURL();
+  const url = location.href;
+  try {
+    await navigator.clipboard.writeText(url);
+    toast('Link copied');
+  } catch {
+    // No clipboard permission: show the link, selected, to copy by hand.
+    const input = document.createElement('input');
+    input.value = url; input.readOnly = true; input.className = 'link-field'; input.setAttribute('aria-label', 'Link to this view');
+    $('toast').replaceChildren(input);
+    input.focus(); input.select();
+  }
+}
+
+// --- presentation mode ---------------------------------------------------------------------------------
+function enterPresent(at = 0) {
+  if (!current) return;
+  presentAt = Math.max(0, Math.min(current.stages.length - 1, at));
+  document.body.classList.add('presenting');
+  $('present').hidden = false;
+  $('tooltip').hidden = true;
+  drawPresent();
+  $('present').focus();
+  const el = document.documentElement;
+  if (el.requestFullscreen && !document.fullscreenElement) el.requestFullscreen().catch(() => {});
+}
+
+function exitPresent() {
+  if (presentAt === null) return;
+  presentAt = null;
+  document.body.classList.remove('presenting');
+  $('present').hidden = true;
+  if (document.fullscreenElement && document.exitFullscreen) document.exitFullscreen().catch(() => {});
+  saveURL();
+  $('present-btn').focus();
+}
+
+function stepPresent(d) {
+  if (presentAt === null || !current) return;
+  presentAt = Math.max(0, Math.min(current.stages.length - 1, presentAt + d));
+  drawPresent();
+}
+
+function drawPresent() {
+  const stage = current.stages[presentAt];
+  if (!stage) return;
+  const sec = $('present');
+  sec.dataset.stage = stage.name;
+  $('present-step').textContent = `${presentAt + 1} / ${current.stages.length}`;
+  $('present-title').textContent = stage.title;
+  const f = $('present-formula');
+  const tex = TEX[stage.name] ? TEX[stage.name](current.info.method) : '';
+  if (window.katex && tex) window.katex.render(tex, f, { displayMode: true, throwOnError: false });
+  else f.textContent = stage.formula;
+  sec.setAttribute('aria-label', `Step ${presentAt + 1} of ${current.stages.length}: ${stage.title}, ${stage.formula}`);
+  if (!presentView) {
+    // Made on first use, so the page (and an embed) has no hidden canvas.
+    const canvas = document.createElement('canvas');
+    canvas.width = 760; canvas.height = 640;
+    canvas.setAttribute('role', 'img');
+    $('present-holder').append(canvas);
+    presentView = { canvas, ctx: canvas.getContext('2d'), off: document.createElement('canvas'), rect: null, stage };
+  }
+  drawView(presentView, stage, current);
+  saveURL();
+}
+
+function presentKeys(e) {
+  if (presentAt === null) return;
+  const next = ['ArrowRight', 'PageDown', ' ', 'ArrowDown'].includes(e.key);
+  const back = ['ArrowLeft', 'PageUp', 'ArrowUp'].includes(e.key);
+  if (next || back) { e.preventDefault(); stepPresent(next ? 1 : -1); } else if (e.key === 'Home') { e.preventDefault(); presentAt = 0; drawPresent(); } else if (e.key === 'End') { e.preventDefault(); presentAt = current.stages.length - 1; drawPresent(); } else if (e.key === 'Escape') { e.preventDefault(); exitPresent(); }
+}
+
+// --- exports -------------------------------------------------------------------------------------------
+function askWorker(msg) {
+  const id = ++exportSeq;
+  return new Promise((ok, fail) => {
+    exports.set(id, (r) => (r.ok ? ok(r.data) : fail(new Error(r.error))));
+    worker.postMessage({ kind: 'export', id, colormaps: colormaps(), ...msg });
+  });
+}
+
+function download(blob, name) {
+  const a = document.createElement('a');
+  a.href = URL.createObjectURL(blob);
+  a.download = name;
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(a.href), 10000);
+}
+
+function baseName() {
+  const info = current.info;
+  return tensors ? tensors.name.replace(/\.[^.]*$/, '').replace(/[^\w.-]+/g, '_') : info.preset || `${info.method}-n${info.n}-seed${info.seed}`;
+}
+
+// The figure as SVG text from the wasm SVG backend (on the page: plotters measures text with the DOM);
+// large matrices get their cells as an embedded raster (one pixel per cell, drawn pixelated).
+function figureSVG(name) {
+  const stage = current.byName[name];
+  const [xd, yd, xl, yl] = axesOf(stage, current);
+  const r = draw_svg(stage.title, subtitleOf(stage, current), xd, yd, stage.values, stage.rows, stage.cols, stage.sequential, xl, yl, FRAME.w, FRAME.h);
+  let svg = r.svg;
+  if (!r.painted) {
+    const [x0, x1, y0, y1] = r.area;
+    const c = document.createElement('canvas');
+    c.width = stage.cols; c.height = stage.rows;
+    c.getContext('2d').putImageData(new ImageData(stage.rgba, stage.cols, stage.rows), 0, 0);
+    const img = `<image x="${x0}" y="${y0}" width="${x1 - x0}" height="${y1 - y0}" preserveAspectRatio="none" style="image-rendering:pixelated" href="${c.toDataURL('image/png')}"/>`;
+    svg = svg.replace(/<\/svg>\s*$/, `${img}\n</svg>\n`);
+  }
+  return svg;
+}
+
+async function exportFigure(name, kind) {
+  try {
+    const svg = figureSVG(name);
+    const file = `${baseName()}-${name}`;
+    if (kind === 'svg') { download(new Blob([svg], { type: 'image/svg+xml' }), `${file}.svg`); return; }
+    // PNG at 2×: the vector figure rasterised at twice its size (sharp text on HiDPI screens).
+    const url = URL.createObjectURL(new Blob([svg], { type: 'image/svg+xml' }));
+    const img = new Image();
+    img.src = url;
+    await img.decode();
+    const c = document.createElement('canvas');
+    c.width = FRAME.w * 2; c.height = FRAME.h * 2;
+    const ctx = c.getContext('2d');
+    ctx.imageSmoothingEnabled = false;
+    ctx.drawImage(img, 0, 0, c.width, c.height);
+    URL.revokeObjectURL(url);
+    const blob = await new Promise((ok) => c.toBlob(ok, 'image/png'));
+    download(blob, `${file}@2x.png`);
+  } catch (e) {
+    showError('general', `export failed: ${e.message || e}`);
+  }
+}
+
+async function exportNpz() {
+  try {
+    const bytes = await askWorker({ what: 'npz' });
+    download(new Blob([bytes], { type: 'application/octet-stream' }), `${baseName()}-trace.npz`);
+  } catch (e) {
+    showError('general', `export failed: ${e.message || e}`);
+  }
+}
+
+// --- your own tensors ----------------------------------------------------------------------------------
+async function loadFile(file) {
+  if (!file) return;
+  $('err-file').textContent = '';
+  candidate = { id: ++fileSeq, name: file.name, bytes: await file.arrayBuffer() };
+  $('preset').value = '';
+  request();
+}
+
 async function main() {
   await init();
   const sel = $('preset');
   for (const name of preset_names()) sel.append(new Option(name, name));
+  if (EMBED) document.body.classList.add('embed');
+  const presentStage = applyURL();
+  set_colormaps($('seq').value, $('div').value);
   worker = new Worker(new URL('./worker.js', import.meta.url), { type: 'module' });
   worker.onmessage = (e) => onResult(e.data);
   worker.onerror = (e) => showError('general', `worker failed: ${e.message || e}`);
 
-  sel.addEventListener('change', () => { pinned = null; $('head').value = '0'; $('batch').value = '0'; request(); });
+  sel.addEventListener('change', () => {
+    pinned = null; $('head').value = '0'; $('batch').value = '0';
+    if (tensors) { tensors = null; showFile(); }
+    request();
+  });
   for (const id of PARAMS) {
     const el = $(id);
     const custom = () => { sel.value = ''; };
@@ -334,6 +681,38 @@ async function main() {
     if (t.length > 0) { sel.value = ''; $('n').value = String(t.length); }
     requestSoon();
   });
+  for (const id of ['seq', 'div']) $(id).addEventListener('change', () => { set_colormaps($('seq').value, $('div').value); request(); });
+  $('theme').addEventListener('change', () => { setTheme($('theme').value); saveURL(); });
+  $('copy-link').addEventListener('click', copyLink);
+  $('present-btn').addEventListener('click', () => enterPresent(0));
+  $('export-npz').addEventListener('click', exportNpz);
+  $('tensors').addEventListener('change', () => loadFile($('tensors').files[0]));
+  $('tensors-clear').addEventListener('click', () => { tensors = null; $('tensors').value = ''; showFile(); request(); });
+  document.addEventListener('keydown', presentKeys);
+  document.addEventListener('fullscreenchange', () => { if (!document.fullscreenElement && presentAt !== null) exitPresent(); });
+  // Drag and drop a scenario file anywhere on the page.
+  let drag = 0;
+  document.addEventListener('dragenter', (e) => { e.preventDefault(); drag += 1; $('drop-hint').hidden = false; });
+  document.addEventListener('dragleave', () => { drag = Math.max(0, drag - 1); if (!drag) $('drop-hint').hidden = true; });
+  document.addEventListener('dragover', (e) => e.preventDefault());
+  document.addEventListener('drop', (e) => {
+    e.preventDefault();
+    drag = 0; $('drop-hint').hidden = true;
+    if (e.dataTransfer && e.dataTransfer.files.length) loadFile(e.dataTransfer.files[0]);
+  });
+  if (EMBED) {
+    let t = 0;
+    window.addEventListener('resize', () => { clearTimeout(t); t = setTimeout(() => current && render(current), 100); });
+  }
+  if (presentStage) {
+    // Presentation restored from the URL: start on that stage once the first result is in.
+    const once = setInterval(() => {
+      if (!current) return;
+      clearInterval(once);
+      const at = current.stages.findIndex((s) => s.name === presentStage);
+      enterPresent(at < 0 ? 0 : at);
+    }, 50);
+  }
   request();
 }
 

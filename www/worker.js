@@ -1,7 +1,9 @@
 // The heavy half of the page: computes traces off the main thread with the same wasm module.
 // Messages: { id, params, batch, head } → { id, ok, info, stages, timings } or { id, ok: false, error }.
 // A newer message supersedes one still waiting: only the latest pending request is computed.
-import init, { Session } from './pkg/relattn.js';
+// params.file = { id, name, bytes } computes from a scenario file; msg.colormaps = { sequential, diverging }.
+// Export of the trace: { kind: 'export', id, what: 'npz' } → { kind: 'export', id, ok, data | error }.
+import init, { Session, set_colormaps } from './pkg/relattn.js';
 
 const ready = init();
 let wasm = null;
@@ -11,6 +13,7 @@ let pending = null;
 let scheduled = false;
 
 self.onmessage = (e) => {
+  if (e.data.kind === 'export') { ready.then(() => exportNow(e.data)); return; }
   pending = e.data;
   if (!scheduled) {
     scheduled = true;
@@ -19,7 +22,18 @@ self.onmessage = (e) => {
 };
 
 function keyOf(p) {
-  return p.preset ? `preset:${p.preset}` : JSON.stringify([p.method, p.n, p.d_model, p.heads, p.clip, p.causal, p.rel_v, p.per_head, p.seed]);
+  return p.preset ? `preset:${p.preset}` : JSON.stringify([p.file ? p.file.id : null, p.method, p.n, p.d_model, p.heads, p.clip, p.causal, p.rel_v, p.per_head, p.seed]);
+}
+
+// The session shown, as the CLI's trace .npz (bytes).
+function exportNow(m) {
+  try {
+    if (!session) throw new Error('nothing computed yet');
+    const data = session.npz();
+    self.postMessage({ kind: 'export', id: m.id, ok: true, data });
+  } catch (err) {
+    self.postMessage({ kind: 'export', id: m.id, ok: false, error: (err && err.message) || String(err) });
+  }
 }
 
 async function work() {
@@ -31,8 +45,11 @@ async function work() {
   try {
     const p = msg.params;
     const key = keyOf(p);
+    if (msg.colormaps) set_colormaps(msg.colormaps.sequential, msg.colormaps.diverging);
     if (key !== sessionKey || !session) {
-      const s = new Session(p.preset || '', p.method, p.n, p.d_model, p.heads, p.clip, p.causal, p.rel_v, p.per_head, p.seed);
+      const s = p.file
+        ? Session.from_tensors(new Uint8Array(p.file.bytes), p.file.name, p.method, p.n, p.d_model, p.heads, p.clip, p.causal, p.rel_v, p.per_head, p.seed)
+        : new Session(p.preset || '', p.method, p.n, p.d_model, p.heads, p.clip, p.causal, p.rel_v, p.per_head, p.seed);
       if (session) session.free();
       session = s;
       sessionKey = key;

@@ -351,6 +351,7 @@ fn run(cli: Cli) -> relattn::Result<()> {
                 x_labels: if x_desc == "key j" { positional(cols) } else { None },
                 y_labels: if y_desc == "query i" { positional(rows) } else { None },
                 scale: stage.scale(),
+                palette: Default::default(),
             };
             render::save(&fig, &out, size)?;
             if json {

@@ -1,0 +1,417 @@
+// End-to-end tests of the page's lecture features: shareable URLs, presentation and embed modes, exports
+// (PNG, SVG, trace .npz checked against the CLI), your own tensors, themes and keyboard use.
+// Run with `make test-e2e` (builds www/pkg and www/vendor first). Screenshots in tests/e2e/artifacts/.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const artifacts = join(root, 'tests', 'e2e', 'artifacts');
+const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
+const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+  '--disable-component-update', '--disable-sync', '--disable-dev-shm-usage'];
+
+let server;
+let base;
+let context;
+let page;
+let profile;
+let work;
+const problems = [];
+
+function startServer() {
+  return new Promise((ok, fail) => {
+    server = spawn('python3', ['-u', '-m', 'http.server', '0', '--bind', '127.0.0.1', '--directory', join(root, 'www')], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const timer = setTimeout(() => fail(new Error('http.server did not start')), 15000);
+    server.stdout.on('data', (d) => {
+      const m = /port (\d+)/.exec(String(d));
+      if (m) { clearTimeout(timer); ok(`http://127.0.0.1:${m[1]}/`); }
+    });
+    server.stderr.on('data', () => {});
+    server.on('exit', (code) => fail(new Error(`http.server exited with ${code}`)));
+  });
+}
+
+function watch(p) {
+  p.on('console', (m) => { if (m.type() === 'error') problems.push(`console: ${m.text()}`); });
+  p.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+  p.on('requestfailed', (r) => { if (!r.url().startsWith('blob:')) problems.push(`request failed: ${r.url()}`); });
+  p.on('request', (r) => { if (!/^(http:\/\/127\.0\.0\.1|blob:|data:)/.test(r.url())) problems.push(`outside request: ${r.url()}`); });
+  p.on('worker', (w) => w.on('console', (m) => { if (m.type() === 'error') problems.push(`worker console: ${m.text()}`); }));
+}
+
+async function open(query, viewport = { width: 1500, height: 1000 }) {
+  const p = await context.newPage();
+  await p.setViewportSize(viewport);
+  watch(p);
+  await p.goto(`${base}${query}`);
+  await p.waitForFunction(() => document.body.dataset.ready, null, { timeout: 30000 });
+  return p;
+}
+
+// The CLI, built by `make test` (test-rust) or here.
+function cli() {
+  for (const b of ['release', 'debug']) {
+    const path = join(root, 'target', b, 'relattn');
+    if (existsSync(path)) return path;
+  }
+  execFileSync('cargo', ['build', '--bin', 'relattn'], { cwd: root, stdio: 'inherit' });
+  return join(root, 'target', 'debug', 'relattn');
+}
+
+before(async () => {
+  assert.ok(existsSync(join(root, 'www', 'pkg', 'relattn.js')), 'www/pkg is missing: run `make wasm` first');
+  assert.ok(existsSync(join(root, 'www', 'vendor', 'katex', 'katex.min.js')), 'www/vendor/katex is missing: run `make wasm` first');
+  mkdirSync(artifacts, { recursive: true });
+  work = mkdtempSync(join(tmpdir(), 'relattn-e2e-'));
+  base = await startServer();
+  profile = mkdtempSync(join(tmpdir(), 'relattn-chromium-'));
+  context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: FLAGS, viewport: { width: 1500, height: 1000 }, acceptDownloads: true });
+  page = context.pages()[0] || (await context.newPage());
+  watch(page);
+  await page.goto(`${base}?preset=seed004`);
+  await page.waitForFunction(() => document.body.dataset.ready, null, { timeout: 30000 });
+});
+
+after(async () => {
+  if (context) await context.close();
+  if (server) server.kill();
+  for (const d of [profile, work]) if (d) rmSync(d, { recursive: true, force: true });
+});
+
+const readyId = (p = page) => p.evaluate(() => Number(document.body.dataset.ready || 0));
+
+async function settle(act, p = page, timeout = 30000) {
+  const b = await readyId(p);
+  await act();
+  await p.waitForFunction((x) => Number(document.body.dataset.ready || 0) > x && document.getElementById('busy').hidden, b, { timeout });
+}
+
+async function hover(p, stage, i, j) {
+  const canvas = p.locator(`figure[data-stage="${stage}"] canvas`);
+  await canvas.scrollIntoViewIfNeeded();
+  const box = await canvas.boundingBox();
+  const d = await canvas.evaluate((c) => ({ ...c.dataset, width: c.width }));
+  const scale = box.width / d.width;
+  const x = box.x + (Number(d.x0) + ((j + 0.5) * (d.x1 - d.x0)) / d.cols) * scale;
+  const y = box.y + (Number(d.y0) + ((i + 0.5) * (d.y1 - d.y0)) / d.rows) * scale;
+  await p.mouse.move(x, y);
+  await p.waitForFunction(([s, ii, jj]) => {
+    const t = document.getElementById('tooltip');
+    return !t.hidden && t.dataset.stage === s && Number(t.dataset.i) === ii && Number(t.dataset.j) === jj;
+  }, [stage, i, j], { timeout: 5000 });
+  return p.locator('#tooltip').evaluate((t) => ({ ...t.dataset, text: t.innerText }));
+}
+
+// --- .npy / .npz (stored zip) helpers --------------------------------------------------------------------
+function parseNpy(buf) {
+  assert.equal(buf.subarray(0, 6).toString('latin1'), '\x93NUMPY');
+  const major = buf[6];
+  const hlen = major === 1 ? buf.readUInt16LE(8) : buf.readUInt32LE(8);
+  const start = major === 1 ? 10 : 12;
+  const header = buf.subarray(start, start + hlen).toString('latin1');
+  const descr = /'descr':\s*'([^']+)'/.exec(header)[1];
+  const shape = /'shape':\s*\(([^)]*)\)/.exec(header)[1].split(',').map((s) => s.trim()).filter(Boolean).map(Number);
+  const body = buf.subarray(start + hlen);
+  const count = shape.reduce((a, b) => a * b, 1);
+  const data = [];
+  for (let k = 0; k < count; k++) {
+    if (descr === '<f4') data.push(body.readFloatLE(4 * k));
+    else if (descr === '<i8') data.push(Number(body.readBigInt64LE(8 * k)));
+    else if (descr === '<f8') data.push(body.readDoubleLE(8 * k));
+  }
+  return { descr, shape, data };
+}
+
+function readZip(buf) {
+  const out = {};
+  let o = 0;
+  while (buf.readUInt32LE(o) === 0x04034b50) {
+    const method = buf.readUInt16LE(o + 8);
+    let size = buf.readUInt32LE(o + 18);
+    const nameLen = buf.readUInt16LE(o + 26);
+    const extraLen = buf.readUInt16LE(o + 28);
+    const name = buf.subarray(o + 30, o + 30 + nameLen).toString('utf8');
+    const dataStart = o + 30 + nameLen + extraLen;
+    if (size === 0xffffffff) {
+      // zip64: the sizes are in the extra field.
+      size = Number(buf.readBigUInt64LE(o + 30 + nameLen + 4 + 8));
+    }
+    assert.equal(method, 0, `${name}: the trace .npz is stored (uncompressed)`);
+    out[name.replace(/\.npy$/, '')] = parseNpy(buf.subarray(dataStart, dataStart + size));
+    o = dataStart + size;
+    if (buf.readUInt16LE(o - 0) === 0x4b50 && buf.readUInt32LE(o) === 0x08074b50) o += 16; // data descriptor
+  }
+  return out;
+}
+
+const CRC = Array.from({ length: 256 }, (_, n) => { let c = n; for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1; return c >>> 0; });
+function crc32(b) { let c = 0xffffffff; for (const x of b) c = CRC[(c ^ x) & 0xff] ^ (c >>> 8); return (c ^ 0xffffffff) >>> 0; }
+
+function npyF32(shape, values) {
+  let header = `{'descr': '<f4', 'fortran_order': False, 'shape': (${shape.join(', ')}${shape.length === 1 ? ',' : ''}), }`;
+  while ((10 + header.length + 1) % 64) header += ' ';
+  header += '\n';
+  const h = Buffer.alloc(10);
+  h.write('\x93NUMPY', 0, 'latin1'); h[6] = 1; h[7] = 0; h.writeUInt16LE(header.length, 8);
+  const body = Buffer.alloc(4 * values.length);
+  values.forEach((v, k) => body.writeFloatLE(v, 4 * k));
+  return Buffer.concat([h, Buffer.from(header, 'latin1'), body]);
+}
+
+function writeZip(files) {
+  const locals = [];
+  const central = [];
+  let offset = 0;
+  for (const [name, data] of Object.entries(files)) {
+    const n = Buffer.from(name);
+    const crc = crc32(data);
+    const l = Buffer.alloc(30);
+    l.writeUInt32LE(0x04034b50, 0); l.writeUInt16LE(20, 4); l.writeUInt32LE(crc, 14); l.writeUInt32LE(data.length, 18); l.writeUInt32LE(data.length, 22); l.writeUInt16LE(n.length, 26);
+    const c = Buffer.alloc(46);
+    c.writeUInt32LE(0x02014b50, 0); c.writeUInt16LE(20, 4); c.writeUInt16LE(20, 6); c.writeUInt32LE(crc, 16); c.writeUInt32LE(data.length, 20); c.writeUInt32LE(data.length, 24); c.writeUInt16LE(n.length, 28); c.writeUInt32LE(offset, 42);
+    locals.push(l, n, data);
+    central.push(c, n);
+    offset += 30 + n.length + data.length;
+  }
+  const cd = Buffer.concat(central);
+  const e = Buffer.alloc(22);
+  const count = Object.keys(files).length;
+  e.writeUInt32LE(0x06054b50, 0); e.writeUInt16LE(count, 8); e.writeUInt16LE(count, 10); e.writeUInt32LE(cd.length, 12); e.writeUInt32LE(offset, 16);
+  return Buffer.concat([...locals, cd, e]);
+}
+
+async function downloadOf(p, act) {
+  const [d] = await Promise.all([p.waitForEvent('download', { timeout: 20000 }), act()]);
+  const path = join(work, d.suggestedFilename());
+  await d.saveAs(path);
+  return { name: d.suggestedFilename(), bytes: readFileSync(path), path };
+}
+
+// --- tests ---------------------------------------------------------------------------------------------
+test('the URL restores the exact view, pinned cell included', async () => {
+  await settle(() => page.selectOption('#head', '1'));
+  await settle(() => page.selectOption('#batch', '1'));
+  await settle(() => page.selectOption('#seq', 'cividis'));
+  await page.selectOption('#theme', 'dark');
+  await page.focus('figure[data-stage="weights"] canvas');
+  for (const k of ['ArrowDown', 'ArrowDown', 'ArrowRight', 'ArrowRight', 'ArrowRight']) await page.keyboard.press(k);
+  const pinned = await page.locator('#pinned').innerText();
+  assert.match(pinned, /\(i, j\) = \(2, 3\)/);
+  const url = page.url();
+  assert.match(url, /preset=seed004/);
+  assert.match(url, /pin=2%2C3|pin=2,3/);
+  const tip = await hover(page, 'relative_logits', 1, 2);
+  const pixels = () => page.$eval('figure[data-stage="weights"] canvas', (c) => c.toDataURL());
+  const shot = await pixels();
+  await page.evaluate(() => window.scrollTo(0, 0));
+  await page.screenshot({ path: join(artifacts, 'features-dark.png') });
+
+  const p2 = await open(url.replace(base, ''));
+  assert.equal(await p2.locator('#pinned').innerText(), pinned);
+  for (const [id, v] of [['#preset', 'seed004'], ['#head', '1'], ['#batch', '1'], ['#seq', 'cividis'], ['#theme', 'dark']]) assert.equal(await p2.inputValue(id), v, id);
+  assert.equal(await p2.evaluate(() => document.documentElement.dataset.theme), 'dark');
+  const tip2 = await hover(p2, 'relative_logits', 1, 2);
+  assert.equal(tip2.text, tip.text);
+  const shot2 = await p2.$eval('figure[data-stage="weights"] canvas', (c) => c.toDataURL());
+  if (shot2 !== shot) for (const [k, v] of [['a', shot], ['b', shot2]]) writeFileSync(join(artifacts, `roundtrip-${k}.png`), Buffer.from(v.split(',')[1], 'base64'));
+  assert.ok(shot2 === shot, 'the weights figure differs (tests/e2e/artifacts/roundtrip-*.png)');
+  // A custom configuration round-trips too.
+  await settle(() => p2.fill('#n', '7'), p2);
+  const custom = p2.url();
+  for (const k of ['method=shaw', 'n=7', 'd_model=', 'clip=', 'rel_v=1', 'causal=0']) assert.ok(custom.includes(k), `${k} not in ${custom}`);
+  const p3 = await open(custom.replace(base, ''));
+  assert.equal(await p3.inputValue('#n'), '7');
+  assert.equal(await p3.$eval('figure[data-stage="weights"] canvas', (c) => c.dataset.rows), '7');
+  await Promise.all([p2.close(), p3.close()]);
+  // Copy link: the link is the page's URL (the clipboard, or a selected field to copy by hand).
+  await page.click('#copy-link');
+  await page.waitForFunction(() => document.getElementById('toast').textContent !== '' || document.querySelector('.link-field'));
+  await page.selectOption('#theme', 'light');
+});
+
+test('presentation mode steps through every stage by keyboard, with rendered formulas', async () => {
+  await settle(() => page.selectOption('#preset', 'seed000-music'));
+  const names = await page.$$eval('figure.view', (fs) => fs.map((f) => f.dataset.stage));
+  await page.focus('#present-btn');
+  await page.keyboard.press('Enter');
+  await page.waitForSelector('#present:not([hidden])');
+  const seen = [];
+  for (let k = 0; k < names.length; k++) {
+    seen.push(await page.getAttribute('#present', 'data-stage'));
+    assert.ok(await page.locator('#present-formula .katex').count() > 0, `no KaTeX formula at ${seen.at(-1)}`);
+    if (k === 5) await page.screenshot({ path: join(artifacts, 'features-present.png') });
+    if (k === 0) assert.ok(Number(await page.$eval('#present canvas', (e) => e.dataset.y0)) > 50, 'the title overlaps the formula line');
+    await page.keyboard.press(k % 2 ? 'PageDown' : 'ArrowRight');
+  }
+  assert.deepEqual(seen, names);
+  assert.deepEqual(names.slice(0, 6), ['distances', 'rel_index', 'rel_k', 'content_logits', 'relative_logits', 'skew_qer']);
+  assert.equal(await page.getAttribute('#present', 'data-stage'), 'output', 'stays on the last stage');
+  await page.keyboard.press('ArrowLeft');
+  await page.keyboard.press('PageUp');
+  assert.equal(await page.getAttribute('#present', 'data-stage'), names.at(-3));
+  assert.match(page.url(), new RegExp(`present=${names.at(-3)}`));
+  assert.equal(await page.locator('#controls').isVisible(), false, 'controls show during the presentation');
+  await page.keyboard.press('Escape');
+  await page.waitForSelector('#present', { state: 'hidden' });
+  assert.ok(await page.locator('#controls').isVisible());
+});
+
+test('embed mode shows exactly one canvas, sized to its frame', async () => {
+  const p = await open('?embed=weights&preset=seed004&head=2', { width: 640, height: 420 });
+  assert.equal(await p.locator('canvas').count(), 1);
+  const c = await p.$eval('canvas', (e) => ({ w: e.width, h: e.height, stage: e.parentElement.dataset.stage, box: e.getBoundingClientRect().toJSON() }));
+  assert.deepEqual([c.w, c.h, c.stage], [640, 420, 'weights']);
+  // The title and the formula line have their height (plotters measures text in the page's DOM).
+  assert.ok(Number(await p.$eval('canvas', (e) => e.dataset.y0)) > 50, 'the title overlaps the formula line');
+  assert.ok(Math.abs(c.box.width - 640) < 2 && Math.abs(c.box.height - 420) < 2, JSON.stringify(c.box));
+  for (const sel of ['#controls', 'header', 'footer', '#toolbar']) assert.equal(await p.locator(sel).isVisible(), false, `${sel} shows`);
+  assert.match(await p.$eval('canvas', (e) => e.getAttribute('aria-label')), /Attention weights/);
+  assert.equal(await p.inputValue('#head'), '2', 'the URL\'s head is shown');
+  await p.screenshot({ path: join(artifacts, 'features-embed.png') });
+  await p.close();
+});
+
+test('exports: PNG at 2×, SVG, and the trace .npz with the CLI\'s names and numbers', async () => {
+  await settle(() => page.selectOption('#preset', 'seed004'));
+  const png = await downloadOf(page, () => page.click('figure[data-stage="weights"] .export-png'));
+  assert.deepEqual([...png.bytes.subarray(0, 8)], [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
+  assert.deepEqual([png.bytes.readUInt32BE(16), png.bytes.readUInt32BE(20)], [940, 860], 'PNG is 2× the 470 × 430 figure');
+  const svg = await downloadOf(page, () => page.click('figure[data-stage="relative_logits"] .export-svg'));
+  const text = svg.bytes.toString('utf8');
+  assert.match(text, /<svg[^>]*>/);
+  const parsed = await page.evaluate((t) => {
+    const d = new DOMParser().parseFromString(t, 'image/svg+xml');
+    return { error: d.querySelector('parsererror') !== null, root: d.documentElement.nodeName, rects: d.querySelectorAll('rect').length, text: d.documentElement.textContent };
+  }, text);
+  assert.deepEqual([parsed.error, parsed.root], [false, 'svg']);
+  assert.ok(parsed.rects >= 16, `only ${parsed.rects} rects`);
+  assert.match(parsed.text, /Relative logits/);
+  assert.match(parsed.text, /129/, 'the cell values are written in a 4 × 4 figure');
+
+  const npz = await downloadOf(page, () => page.click('#export-npz'));
+  const t = readZip(npz.bytes);
+  for (const k of ['distances', 'rel_index', 'rel_k', 'x', 'q', 'k', 'v', 'output', 'content_logits', 'relative_logits', 'logits', 'weights']) assert.ok(t[k], `no ${k} in ${Object.keys(t)}`);
+  assert.deepEqual(t.weights.shape, [2, 3, 4, 4]);
+  assert.equal(t.rel_index.descr, '<i8');
+  assert.deepEqual(t.rel_index.shape, [4, 4]);
+  assert.deepEqual(t.output.shape.slice(0, 2), [2, 4]);
+  const ref = join(work, 'cli-seed004.npz');
+  execFileSync(cli(), ['compute', '--preset', 'seed004', '--out', ref]);
+  const want = readZip(readFileSync(ref));
+  assert.deepEqual(t.relative_logits.shape, want.relative_logits.shape);
+  assert.deepEqual(t.relative_logits.data, want.relative_logits.data);
+  assert.deepEqual(t.relative_logits.data.slice(0, 4), [44, 23, 18, 18]);
+
+  // A large matrix: vector frame, cells as an embedded raster.
+  await settle(() => page.fill('#sentence', ''));
+  await settle(() => page.fill('#n', '80'));
+  const big = await downloadOf(page, () => page.click('figure[data-stage="weights"] .export-svg'));
+  const bt = big.bytes.toString('utf8');
+  assert.match(bt, /<image [^>]*href="data:image\/png;base64,/);
+  assert.ok(bt.length < 400000, `SVG of 80 × 80 is ${bt.length} bytes`);
+  const bigPng = await downloadOf(page, () => page.click('figure[data-stage="weights"] .export-png'));
+  assert.deepEqual([bigPng.bytes.readUInt32BE(16), bigPng.bytes.readUInt32BE(20)], [940, 860]);
+});
+
+test('your own tensors: the page shows the CLI\'s numbers; bad files show an error and keep the view', async () => {
+  // x (5, 8) and a w^K table (2k+1 = 5, d_head = 4) for 2 heads, clip 2.
+  const x = Array.from({ length: 40 }, (_, k) => Math.sin(k * 1.7) * 2);
+  const relk = Array.from({ length: 20 }, (_, k) => Math.cos(k * 0.9));
+  const file = join(work, 'mine.npz');
+  writeFileSync(file, writeZip({ 'x.npy': npyF32([5, 8], x), 'rel_k.npy': npyF32([5, 4], relk) }));
+  const ref = join(work, 'mine-trace.npz');
+  execFileSync(cli(), ['compute', '--tensors', file, '--method', 'shaw', '--heads', '2', '--clip', '2', '--seed', '0', '--out', ref]);
+  const want = readZip(readFileSync(ref));
+
+  await page.goto(`${base}?method=shaw&n=8&d_model=16&heads=2&clip=2&seed=0&causal=0&rel_v=1&per_head=0&sentence=`);
+  await page.waitForFunction(() => document.body.dataset.ready, null, { timeout: 30000 });
+  await settle(() => page.setInputFiles('#tensors', file));
+  assert.equal(await page.inputValue('#n'), '5');
+  assert.equal(await page.inputValue('#d_model'), '8');
+  assert.equal(await page.locator('#tensors-name').innerText(), 'using mine.npz');
+  const rel = want.relative_logits;
+  for (const [i, j] of [[0, 0], [1, 3], [4, 0], [2, 2]]) {
+    const tip = await hover(page, 'relative_logits', i, j);
+    const w = rel.data[i * 5 + j];
+    assert.ok(Math.abs(Number(tip.relative) - w) <= 1e-4 * Math.max(1, Math.abs(w)), `(${i}, ${j}): page ${tip.relative}, CLI ${w}`);
+  }
+  const out = await page.$eval('figure[data-stage="weights"] canvas', (c) => c.toDataURL());
+  const before = await readyId();
+
+  // Malformed: an error next to the picker, the name as text, and the view stays.
+  const evil = '<img src=x onerror=alert(1)>.npz';
+  await page.setInputFiles('#tensors', { name: evil, mimeType: 'application/octet-stream', buffer: Buffer.from('PK\x03\x04 this is not a zip') });
+  await page.waitForFunction(() => document.getElementById('err-file').textContent !== '', null, { timeout: 10000 });
+  const err = await page.locator('#err-file').innerText();
+  assert.ok(err.includes(evil), err);
+  assert.equal(await page.locator('#err-file img').count(), 0, 'the file name became HTML');
+  assert.equal(await readyId(), before, 'the view changed on a bad file');
+  assert.equal(await page.$eval('figure[data-stage="weights"] canvas', (c) => c.toDataURL()), out);
+  assert.equal(await page.locator('#tensors-name').innerText(), 'using mine.npz');
+  await page.screenshot({ path: join(artifacts, 'features-bad-file.png') });
+
+  // A shape mismatch is named in words.
+  const bad = join(work, 'mismatch.npz');
+  writeFileSync(bad, writeZip({ 'x.npy': npyF32([5, 8], x), 'w_q.npy': npyF32([3, 8], new Array(24).fill(0.1)) }));
+  await page.setInputFiles('#tensors', bad);
+  await page.waitForFunction(() => /w_q/.test(document.getElementById('err-file').textContent), null, { timeout: 10000 });
+  assert.match(await page.locator('#err-file').innerText(), /mismatch\.npz: .*w_q.*\[3, 8\]/);
+  assert.equal(await readyId(), before);
+
+  // A control change still computes with the accepted file; clearing goes back to generated tensors.
+  await settle(() => page.fill('#seed', '3'));
+  assert.equal(await page.inputValue('#n'), '5');
+  assert.equal(await page.locator('#err-file').innerText(), '');
+  await settle(() => page.click('#tensors-clear'));
+  assert.equal(await page.locator('#tensors-name').innerText(), '');
+});
+
+test('keyboard: controls reachable with labels, the cursor cell is announced', async () => {
+  await settle(() => page.selectOption('#preset', 'seed004'));
+  // Every control has an accessible name.
+  const unnamed = await page.$$eval('input, select, button, canvas[tabindex]', (els) => els.filter((e) => {
+    if (e.closest('[hidden]') || e.offsetParent === null) return false;
+    const id = e.id && document.querySelector(`label[for="${e.id}"]`);
+    return !(id || e.getAttribute('aria-label') || (e.tagName === 'BUTTON' && e.textContent.trim()));
+  }).map((e) => e.id || e.outerHTML.slice(0, 60)));
+  assert.deepEqual(unnamed, []);
+  // Tab reaches the toolbar buttons, with a visible focus ring.
+  await page.focus('.skip');
+  const reached = new Set();
+  for (let k = 0; k < 40; k++) {
+    await page.keyboard.press('Tab');
+    reached.add(await page.evaluate(() => document.activeElement.id || document.activeElement.className));
+  }
+  for (const id of ['copy-link', 'present-btn', 'export-npz', 'tensors', 'seq', 'div', 'theme', 'n']) assert.ok(reached.has(id), `Tab never reaches #${id}: ${[...reached]}`);
+  await page.focus('#copy-link');
+  const ring = await page.$eval('#copy-link', (e) => getComputedStyle(e).outlineStyle);
+  assert.equal(ring, 'solid');
+  // A non-(i, j) figure: the cursor moves within it and its numbers are announced.
+  await page.mouse.move(1, 1);
+  await page.focus('figure[data-stage="rel_k"] canvas');
+  await page.keyboard.press('ArrowDown');
+  await page.keyboard.press('ArrowRight');
+  const said = await page.locator('#announce').innerText();
+  assert.match(said, /\(i, j\) = \(1, 1\)/);
+  assert.match(said, /value/);
+  assert.equal(await page.getAttribute('#announce', 'aria-live'), 'polite');
+  // On (i, j) figures the cursor is the pin, and the announcement has the parts.
+  await page.focus('figure[data-stage="logits"] canvas');
+  await page.keyboard.press('ArrowRight');
+  const parts = await page.locator('#announce').innerText();
+  assert.match(parts, /relative term = /);
+  assert.ok(!(await page.locator('#tooltip').isHidden()), 'the tooltip shows for the keyboard too');
+  await page.keyboard.press('Escape');
+  await page.evaluate(() => window.scrollTo(0, 0));
+  await page.screenshot({ path: join(artifacts, 'features-light.png') });
+});
+
+test('no console errors, page errors or requests outside the page\'s origin', () => {
+  assert.deepEqual(problems, []);
+});
