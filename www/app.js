@@ -150,7 +150,8 @@ function onResult(msg) {
     if (msg.id === lastId) {
       const fileInPlay = candidate || tensors;
       const field = fileInPlay && !FIELDS.slice(0, -1).includes(msg.error.field) ? 'file' : msg.error.field;
-      const text = field === 'file' && fileInPlay ? `${fileInPlay.name}: ${msg.error.message}` : msg.error.message;
+      const named = field === 'file' && fileInPlay && !msg.error.message.includes(fileInPlay.name);
+      const text = named ? `${fileInPlay.name}: ${msg.error.message}` : msg.error.message;
       if (candidate) { candidate = null; $('tensors').value = ''; }
       showError(field, text);
     }

@@ -4,7 +4,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -54,12 +54,10 @@ async function open(query, viewport = { width: 1500, height: 1000 }) {
   return p;
 }
 
-// The CLI, built by `make test` (test-rust) or here.
+// The CLI: the newer of target/{release,debug}/relattn (`make test` builds the debug one first), or built here.
 function cli() {
-  for (const b of ['release', 'debug']) {
-    const path = join(root, 'target', b, 'relattn');
-    if (existsSync(path)) return path;
-  }
+  const built = ['release', 'debug'].map((b) => join(root, 'target', b, 'relattn')).filter((p) => existsSync(p));
+  if (built.length) return built.sort((a, b) => statSync(b).mtimeMs - statSync(a).mtimeMs)[0];
   execFileSync('cargo', ['build', '--bin', 'relattn'], { cwd: root, stdio: 'inherit' });
   return join(root, 'target', 'debug', 'relattn');
 }
@@ -317,6 +315,8 @@ test('exports: PNG at 2×, SVG, and the trace .npz with the CLI\'s names and num
   assert.ok(bt.length < 400000, `SVG of 80 × 80 is ${bt.length} bytes`);
   const bigPng = await downloadOf(page, () => page.click('figure[data-stage="weights"] .export-png'));
   assert.deepEqual([bigPng.bytes.readUInt32BE(16), bigPng.bytes.readUInt32BE(20)], [940, 860]);
+  writeFileSync(join(artifacts, 'features-export-small@2x.png'), png.bytes);
+  writeFileSync(join(artifacts, 'features-export-n80@2x.png'), bigPng.bytes);
 });
 
 test('your own tensors: the page shows the CLI\'s numbers; bad files show an error and keep the view', async () => {
@@ -354,6 +354,7 @@ test('your own tensors: the page shows the CLI\'s numbers; bad files show an err
   assert.equal(await readyId(), before, 'the view changed on a bad file');
   assert.equal(await page.$eval('figure[data-stage="weights"] canvas', (c) => c.toDataURL()), out);
   assert.equal(await page.locator('#tensors-name').innerText(), 'using mine.npz');
+  await page.evaluate(() => window.scrollTo(0, 0));
   await page.screenshot({ path: join(artifacts, 'features-bad-file.png') });
 
   // A shape mismatch is named in words.
@@ -361,7 +362,7 @@ test('your own tensors: the page shows the CLI\'s numbers; bad files show an err
   writeFileSync(bad, writeZip({ 'x.npy': npyF32([5, 8], x), 'w_q.npy': npyF32([3, 8], new Array(24).fill(0.1)) }));
   await page.setInputFiles('#tensors', bad);
   await page.waitForFunction(() => /w_q/.test(document.getElementById('err-file').textContent), null, { timeout: 10000 });
-  assert.match(await page.locator('#err-file').innerText(), /mismatch\.npz: .*w_q.*\[3, 8\]/);
+  assert.match(await page.locator("#err-file").innerText(), /mismatch\.npz.*w_q.*\[3, 8\]/);
   assert.equal(await readyId(), before);
 
   // A control change still computes with the accepted file; clearing goes back to generated tensors.
