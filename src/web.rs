@@ -402,6 +402,39 @@ pub fn draw_frame(canvas: web_sys::HtmlCanvasElement, title: &str, subtitle: &st
     Ok(vec![x.start, x.end, y.start, y.end])
 }
 
+/// The browser benchmark's hooks (www/bench.html): a generated scenario whose forward pass (no trace kept)
+/// and a side × side raster the page times with `performance.now()`.
+#[wasm_bindgen]
+pub struct Bench {
+    cfg: Config,
+    sc: Scenario,
+    rgba: Vec<u8>,
+}
+
+#[wasm_bindgen]
+impl Bench {
+    #[wasm_bindgen(constructor)]
+    pub fn new(method: &str, n: usize, d_model: usize, heads: usize, clip: usize) -> Result<Bench, JsValue> {
+        let cfg = Config { method: method.parse().map_err(to_js)?, heads, clip, ..Config::default() };
+        let spec = Spec { n, d_model, batch: 1, seed: 0 };
+        model::check_budget(&cfg, 1, n, d_model, false, MEMORY_LIMIT).map_err(to_js)?;
+        let sc = Scenario::build(&cfg, &spec, Arrays::new(), false).map_err(to_js)?;
+        Ok(Bench { cfg, sc, rgba: Vec::new() })
+    }
+
+    /// One forward pass.
+    pub fn forward(&self) -> Result<(), JsValue> {
+        model::forward(&self.cfg, &self.sc).map(drop).map_err(to_js)
+    }
+
+    /// Colours a side × side matrix of signed values into RGBA; returns the pixels' address in wasm memory.
+    pub fn raster(&mut self, side: usize) -> *const u8 {
+        let m = Array2::from_shape_fn((side, side), |(i, j)| ((i * 31 + j * 17) % 101) as f32 - 50.0);
+        self.rgba = render::rgba(m.view(), Scale::Diverging).0;
+        self.rgba.as_ptr()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
