@@ -18,6 +18,8 @@ use plotters::prelude::*;
 use plotters_canvas::CanvasBackend;
 use wasm_bindgen::prelude::*;
 
+mod backend;
+
 /// Largest sequence length the page accepts.
 pub const MAX_N: usize = 4096;
 /// Largest d_model the page accepts.
@@ -104,6 +106,54 @@ pub struct Session {
     cols: usize,
     range: (f32, f32),
     timings: Vec<(String, f64)>,
+    /// Where the trace was computed, for the footer: "CPU (wasm)" or "WebGPU: <adapter>".
+    backend: String,
+    /// Why a GPU that was asked for (Auto or WebGPU) was not used for this trace; empty when it was, or
+    /// when the CPU was asked for.
+    backend_note: String,
+}
+
+/// What a trace is computed from: a preset, the controls, or a scenario file, resolved.
+pub(crate) struct Inputs {
+    cfg: Config,
+    spec: Spec,
+    arrays: Arrays,
+    per_head: bool,
+    preset: String,
+}
+
+impl Inputs {
+    /// A preset (when `preset` is not empty; the other parameters are then ignored) or the controls.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn of(preset: &str, method: &str, n: f64, d_model: f64, heads: f64, clip: f64, causal: bool, rel_v: bool, per_head_tables: bool, seed: f64) -> Result<Inputs, JsValue> {
+        if !preset.is_empty() {
+            let p = presets::preset(preset).map_err(to_js)?;
+            return Ok(Inputs { cfg: p.config, spec: p.spec, arrays: p.arrays, per_head: p.per_head_tables, preset: preset.into() });
+        }
+        let (cfg, spec) = custom(method, n, d_model, heads, clip, causal, rel_v, seed)?;
+        Ok(Inputs { cfg, spec, arrays: Arrays::new(), per_head: per_head_tables, preset: String::new() })
+    }
+
+    /// A scenario file's bytes (see [`Session::from_tensors`]).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn of_file(bytes: &[u8], file_name: &str, method: &str, n: f64, d_model: f64, heads: f64, clip: f64, causal: bool, rel_v: bool, per_head_tables: bool, seed: f64) -> Result<Inputs, JsValue> {
+        let arrays = scenario::read_arrays(bytes, file_name).map_err(to_js)?;
+        let (cfg, mut spec) = custom(method, n, d_model, heads, clip, causal, rel_v, seed)?;
+        if let Some(x) = arrays.get("x").filter(|x| x.ndim() == 2 || x.ndim() == 3) {
+            // x fixes the sizes: the controls' n and d_model are not used (nor checked against it).
+            let s = x.shape();
+            (spec.n, spec.d_model) = (s[s.len() - 2], s[s.len() - 1]);
+            spec.batch = if s.len() == 3 { s[0] } else { 1 };
+        }
+        Ok(Inputs { cfg, spec, arrays, per_head: per_head_tables, preset: String::new() })
+    }
+
+    /// The scenario, after checking that its trace fits [`MEMORY_LIMIT`] (on either backend the trace is
+    /// held in the wasm memory).
+    pub(crate) fn scenario(&mut self) -> Result<Scenario, JsValue> {
+        model::check_budget(&self.cfg, self.spec.batch, self.spec.n, self.spec.d_model, true, MEMORY_LIMIT).map_err(to_js)?;
+        Scenario::build(&self.cfg, &self.spec, std::mem::take(&mut self.arrays), self.per_head).map_err(to_js)
+    }
 }
 
 #[wasm_bindgen]
@@ -114,12 +164,7 @@ impl Session {
     #[allow(clippy::too_many_arguments)]
     pub fn new(preset: &str, method: &str, n: f64, d_model: f64, heads: f64, clip: f64, causal: bool, rel_v: bool, per_head_tables: bool, seed: f64) -> Result<Session, JsValue> {
         let t0 = now();
-        if !preset.is_empty() {
-            let p = presets::preset(preset).map_err(to_js)?;
-            return Session::build(p.config, p.spec, p.arrays, p.per_head_tables, preset, t0);
-        }
-        let (cfg, spec) = custom(method, n, d_model, heads, clip, causal, rel_v, seed)?;
-        Session::build(cfg, spec, Arrays::new(), per_head_tables, "", t0)
+        Session::build(Inputs::of(preset, method, n, d_model, heads, clip, causal, rel_v, per_head_tables, seed)?, t0)
     }
 
     /// Computes a trace from a scenario file's bytes (.npz or .npy, README "Scenario files"); the
@@ -128,38 +173,46 @@ impl Session {
     #[allow(clippy::too_many_arguments)]
     pub fn from_tensors(bytes: &[u8], file_name: &str, method: &str, n: f64, d_model: f64, heads: f64, clip: f64, causal: bool, rel_v: bool, per_head_tables: bool, seed: f64) -> Result<Session, JsValue> {
         let t0 = now();
-        let arrays = scenario::read_arrays(bytes, file_name).map_err(to_js)?;
-        let (cfg, mut spec) = custom(method, n, d_model, heads, clip, causal, rel_v, seed)?;
-        if let Some(x) = arrays.get("x").filter(|x| x.ndim() == 2 || x.ndim() == 3) {
-            // x fixes the sizes: the controls' n and d_model are not used (nor checked against it).
-            let s = x.shape();
-            (spec.n, spec.d_model) = (s[s.len() - 2], s[s.len() - 1]);
-            spec.batch = if s.len() == 3 { s[0] } else { 1 };
-        }
-        Session::build(cfg, spec, arrays, per_head_tables, "", t0)
+        Session::build(Inputs::of_file(bytes, file_name, method, n, d_model, heads, clip, causal, rel_v, per_head_tables, seed)?, t0)
     }
 
-    fn build(cfg: Config, spec: Spec, arrays: Arrays, per_head: bool, preset: &str, t0: f64) -> Result<Session, JsValue> {
-        model::check_budget(&cfg, spec.batch, spec.n, spec.d_model, true, MEMORY_LIMIT).map_err(to_js)?;
-        let sc = Scenario::build(&cfg, &spec, arrays, per_head).map_err(to_js)?;
+    /// The trace on the CPU.
+    fn build(mut inp: Inputs, t0: f64) -> Result<Session, JsValue> {
+        let sc = inp.scenario()?;
         let t1 = now();
-        let trace = model::trace(&cfg, &sc).map_err(to_js)?;
+        let trace = model::trace(&inp.cfg, &sc).map_err(to_js)?;
         let t2 = now();
+        Ok(Session::assemble(trace, &inp, &sc, vec![("scenario".into(), t1 - t0), ("trace".into(), t2 - t1)], backend::CPU.into(), String::new()))
+    }
+
+    /// A session around a trace computed on either backend.
+    fn assemble(trace: Trace, inp: &Inputs, sc: &Scenario, timings: Vec<(String, f64)>, backend: String, backend_note: String) -> Session {
         let stages = trace.stages();
-        Ok(Session {
+        Session {
             trace,
             stages,
-            preset: preset.to_string(),
-            seed: spec.seed,
-            per_head_tables: per_head,
+            preset: inp.preset.clone(),
+            seed: inp.spec.seed,
+            per_head_tables: inp.per_head,
             d_model: sc.dims().2,
             values: Vec::new(),
             rgba: Vec::new(),
             rows: 0,
             cols: 0,
             range: (0.0, 1.0),
-            timings: vec![("scenario".into(), t1 - t0), ("trace".into(), t2 - t1)],
-        })
+            timings,
+            backend,
+            backend_note,
+        }
+    }
+
+    /// Where this trace was computed: "CPU (wasm)" or "WebGPU: <adapter>".
+    pub fn backend(&self) -> String {
+        self.backend.clone()
+    }
+    /// Why the GPU asked for was not used ("" when it was, or when the CPU was asked for).
+    pub fn backend_note(&self) -> String {
+        self.backend_note.clone()
     }
 
     /// The whole trace as an .npz (uncompressed), under the CLI's names (`relattn compute --out`).

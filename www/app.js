@@ -114,7 +114,7 @@ function request() {
   $('busy').hidden = false;
   const batch = want ? want.batch : Number($('batch').value) || 0;
   const head = want ? want.head : Number($('head').value) || 0;
-  worker.postMessage({ id: lastId, params, batch, head, colormaps: colormaps() });
+  worker.postMessage({ id: lastId, params, batch, head, colormaps: colormaps(), backend: $('backend-mode').value });
 }
 
 let debounce = 0;
@@ -168,7 +168,18 @@ function onResult(msg) {
   current = { info: msg.info, stages: msg.stages, byName, tokens: toks.length === msg.info.n ? toks : null, timings: msg.timings };
   if (pinned && (pinned.i >= msg.info.n || pinned.j >= msg.info.n)) pinned = null;
   render(current);
+  showBackend(msg.backend);
   saveURL();
+}
+
+// The footer names where the trace was computed and, when the GPU asked for was not used, why; with
+// Backend = WebGPU that reason is also an inline error under the control (the view is the CPU's).
+function showBackend(b) {
+  if (!b) return;
+  const text = b.note ? `${b.name} — ${b.note}` : b.name;
+  $('backend').textContent = text;
+  $('backend').dataset.name = b.name.startsWith('WebGPU') ? 'webgpu' : 'cpu';
+  $('err-backend-mode').textContent = b.mode === 'webgpu' && b.note ? `${b.note} (computed on the CPU instead)` : '';
 }
 
 function showFile() {
@@ -457,6 +468,7 @@ function saveURL() {
   q.set('seq', $('seq').value);
   q.set('div', $('div').value);
   q.set('theme', document.documentElement.dataset.theme);
+  q.set('backend', $('backend-mode').value);
   if (presentAt !== null && current.stages[presentAt]) q.set('present', current.stages[presentAt].name);
   const url = `${location.pathname}?${q}`;
   if (url !== location.pathname + location.search) history.replaceState(null, '', url);
@@ -475,6 +487,7 @@ function applyURL() {
   for (const k of BOOLS) if (q.has(k)) $(k).checked = q.get(k) === '1';
   if (q.has('sentence')) $('sentence').value = q.get('sentence');
   for (const k of ['seq', 'div']) if (q.has(k)) setSelect($(k), q.get(k));
+  if (q.has('backend')) setSelect($('backend-mode'), q.get('backend'));
   const dark = window.matchMedia && window.matchMedia('(prefers-color-scheme: dark)').matches;
   setTheme(q.get('theme') === 'dark' || q.get('theme') === 'light' ? q.get('theme') : dark ? 'dark' : 'light');
   want = { head: Number(q.get('head')) || 0, batch: Number(q.get('batch')) || 0 };
@@ -675,6 +688,7 @@ async function main() {
     else el.addEventListener('change', () => { custom(); request(); });
   }
   $('head').addEventListener('change', request);
+  $('backend-mode').addEventListener('change', request);
   $('batch').addEventListener('change', request);
   $('sentence').addEventListener('input', () => {
     const t = tokens();

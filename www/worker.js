@@ -3,7 +3,10 @@
 // A newer message supersedes one still waiting: only the latest pending request is computed.
 // params.file = { id, name, bytes } computes from a scenario file; msg.colormaps = { sequential, diverging }.
 // Export of the trace: { kind: 'export', id, what: 'npz' } → { kind: 'export', id, ok, data | error }.
-import init, { Session, set_colormaps } from './pkg/relattn.js';
+// msg.backend = 'auto' | 'webgpu' | 'cpu': WebGPU is tried once (gpu_init) and its device kept for every
+// recompute; without it (or when it fails on a layer, or is lost) the CPU computes, and the result's
+// backend = { name, note } says where and why. { kind: 'debug-lose-gpu' } destroys the device (test hook).
+import init, { set_colormaps, compute, gpu_init, gpu_destroy_for_test } from './pkg/relattn.js';
 
 const ready = init();
 let wasm = null;
@@ -11,9 +14,11 @@ let session = null;
 let sessionKey = '';
 let pending = null;
 let scheduled = false;
+let gpuTried = null;
 
 self.onmessage = (e) => {
   if (e.data.kind === 'export') { ready.then(() => exportNow(e.data)); return; }
+  if (e.data.kind === 'debug-lose-gpu') { ready.then(() => gpuTried && gpuTried.then(() => gpu_destroy_for_test())); return; }
   pending = e.data;
   if (!scheduled) {
     scheduled = true;
@@ -21,8 +26,19 @@ self.onmessage = (e) => {
   }
 };
 
-function keyOf(p) {
-  return p.preset ? `preset:${p.preset}` : JSON.stringify([p.file ? p.file.id : null, p.method, p.n, p.d_model, p.heads, p.clip, p.causal, p.rel_v, p.per_head, p.seed]);
+// The browser names its adapter (vendor, architecture, description) better than wgpu's AdapterInfo does.
+let adapterName = '';
+async function nameAdapter(status) {
+  try {
+    const a = status.available && navigator.gpu ? await navigator.gpu.requestAdapter() : null;
+    const i = (a && a.info) || {};
+    adapterName = [i.vendor, i.architecture, i.description].filter(Boolean).join(' ');
+  } catch { /* keep wgpu's name */ }
+  return status;
+}
+
+function keyOf(p, backend) {
+  return backend + (p.preset ? `|preset:${p.preset}` : JSON.stringify([p.file ? p.file.id : null, p.method, p.n, p.d_model, p.heads, p.clip, p.causal, p.rel_v, p.per_head, p.seed]));
 }
 
 // The session shown, as the CLI's trace .npz (bytes).
@@ -36,20 +52,22 @@ function exportNow(m) {
   }
 }
 
+// `scheduled` stays true while a compute awaits the GPU, so computes never overlap.
 async function work() {
   wasm = wasm || (await ready);
-  scheduled = false;
   const msg = pending;
   pending = null;
-  if (!msg) return;
+  if (!msg) { scheduled = false; return; }
   try {
     const p = msg.params;
-    const key = keyOf(p);
+    const backend = ['auto', 'webgpu', 'cpu'].includes(msg.backend) ? msg.backend : 'auto';
+    const key = keyOf(p, backend);
     if (msg.colormaps) set_colormaps(msg.colormaps.sequential, msg.colormaps.diverging);
     if (key !== sessionKey || !session) {
+      if (backend !== 'cpu') await (gpuTried = gpuTried || gpu_init().then(nameAdapter));
       const s = p.file
-        ? Session.from_tensors(new Uint8Array(p.file.bytes), p.file.name, p.method, p.n, p.d_model, p.heads, p.clip, p.causal, p.rel_v, p.per_head, p.seed)
-        : new Session(p.preset || '', p.method, p.n, p.d_model, p.heads, p.clip, p.causal, p.rel_v, p.per_head, p.seed);
+        ? await compute(backend, '', p.method, p.n, p.d_model, p.heads, p.clip, p.causal, p.rel_v, p.per_head, p.seed, new Uint8Array(p.file.bytes), p.file.name)
+        : await compute(backend, p.preset || '', p.method, p.n, p.d_model, p.heads, p.clip, p.causal, p.rel_v, p.per_head, p.seed, undefined, '');
       if (session) session.free();
       session = s;
       sessionKey = key;
@@ -74,12 +92,15 @@ async function work() {
       preset: s.preset(), method: s.method(), n: s.n(), d_model: s.d_model(), heads: s.heads(), batch_size: s.batch(),
       clip: s.clip(), causal: s.causal(), rel_v: s.rel_v(), per_head: s.per_head_tables(), seed: s.seed(), batch, head,
     };
-    self.postMessage({ id: msg.id, ok: true, info, stages, timings: s.timings() }, transfer);
+    const name = s.backend();
+    const used = { mode: backend, name: name.startsWith('WebGPU') && adapterName ? `WebGPU: ${adapterName}` : name, note: s.backend_note() };
+    self.postMessage({ id: msg.id, ok: true, info, stages, timings: s.timings(), backend: used }, transfer);
   } catch (err) {
     const field = (err && err.field) || 'general';
     self.postMessage({ id: msg.id, ok: false, error: { field, message: (err && err.message) || String(err) } });
   }
-  if (pending && !scheduled) {
+  scheduled = false;
+  if (pending) {
     scheduled = true;
     setTimeout(work, 0);
   }

@@ -167,6 +167,11 @@ impl GpuContext {
         format!("{} ({:?}, {:?}{driver})", i.name, i.backend, i.device_type)
     }
 
+    /// The device, for a caller that watches it (lost callback, error scopes) or destroys it.
+    pub fn device(&self) -> &wgpu::Device {
+        &self.device
+    }
+
     /// The device's limits that decide how a layer is cut.
     pub fn limits(&self) -> &wgpu::Limits {
         &self.limits

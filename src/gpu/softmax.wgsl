@@ -16,7 +16,7 @@ struct Params {
 @group(0) @binding(3) var<storage, read_write> weights: array<f32>;
 
 const WG: u32 = 64u;
-const LOWEST: f32 = -3.4028235e38;
+const LOWEST: f32 = -3.4028234663852886e38;   // the lowest f32 exactly (Tint rejects -3.4028235e38)
 var<workgroup> red: array<f32, 64>;
 var<workgroup> seen: array<u32, 64>;
 

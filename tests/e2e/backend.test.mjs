@@ -1,0 +1,197 @@
+// The page's backends: WebGPU (SwiftShader's software adapter in headless chromium with
+// --enable-unsafe-webgpu) shows the same tooltip numbers as the CPU, falls back to the CPU with the reason
+// when the device is lost, and chromium without that flag reports the CPU fallback and its reason.
+// Run with `make test-e2e` (which builds www/pkg first) or `node --test tests/e2e/backend.test.mjs`.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const artifacts = join(root, 'tests', 'e2e', 'artifacts');
+const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
+// --disable-gpu stays: with --enable-unsafe-webgpu, headless chromium still gives WebGPU a SwiftShader
+// (software Vulkan) adapter; without that flag requestAdapter() resolves to null.
+const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+  '--disable-component-update', '--disable-sync', '--disable-dev-shm-usage'];
+const REL = 1e-4;
+
+let server;
+let base;
+const opened = [];
+const problems = [];
+
+function startServer() {
+  return new Promise((ok, fail) => {
+    server = spawn('python3', ['-u', '-m', 'http.server', '0', '--bind', '127.0.0.1', '--directory', join(root, 'www')], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const timer = setTimeout(() => fail(new Error('http.server did not start')), 15000);
+    server.stdout.on('data', (d) => {
+      const m = /port (\d+)/.exec(String(d));
+      if (m) { clearTimeout(timer); ok(`http://127.0.0.1:${m[1]}/`); }
+    });
+    server.stderr.on('data', () => {});
+    server.on('exit', (code) => fail(new Error(`http.server exited with ${code}`)));
+  });
+}
+
+/** A fresh chromium (own profile) with `extra` flags; its page, with errors collected. */
+async function browser(extra) {
+  const profile = mkdtempSync(join(tmpdir(), 'relattn-chromium-'));
+  const context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: [...FLAGS, ...extra], viewport: { width: 1500, height: 1000 } });
+  opened.push({ context, profile });
+  const page = context.pages()[0] || (await context.newPage());
+  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+  page.on('console', (m) => { if (m.type() === 'error') problems.push(`console: ${m.text()}`); });
+  return page;
+}
+
+before(async () => {
+  assert.ok(existsSync(join(root, 'www', 'pkg', 'relattn.js')), 'www/pkg is missing: run `make wasm` first');
+  mkdirSync(artifacts, { recursive: true });
+  base = await startServer();
+});
+
+after(async () => {
+  for (const { context, profile } of opened) { await context.close(); rmSync(profile, { recursive: true, force: true }); }
+  if (server) server.kill();
+});
+
+const readyId = (page) => page.evaluate(() => Number(document.body.dataset.ready || 0));
+
+async function open(page, query) {
+  await page.goto(`${base}?${query}`);
+  await page.waitForFunction(() => document.body.dataset.ready && document.getElementById('busy').hidden, null, { timeout: 30000 });
+}
+
+async function settle(page, act) {
+  const b = await readyId(page);
+  await act();
+  await page.waitForFunction((x) => Number(document.body.dataset.ready || 0) > x && document.getElementById('busy').hidden, b, { timeout: 30000 });
+}
+
+const footer = (page) => page.locator('#backend').innerText();
+
+/** The tooltip's numbers at cell (i, j) of a stage, by hovering it. */
+async function tip(page, stage, i, j) {
+  const canvas = page.locator(`figure[data-stage="${stage}"] canvas`);
+  await canvas.scrollIntoViewIfNeeded();
+  const box = await canvas.boundingBox();
+  const d = await canvas.evaluate((c) => ({ ...c.dataset, width: c.width }));
+  const scale = box.width / d.width;
+  const x = box.x + (Number(d.x0) + ((j + 0.5) * (d.x1 - d.x0)) / d.cols) * scale;
+  const y = box.y + (Number(d.y0) + ((i + 0.5) * (d.y1 - d.y0)) / d.rows) * scale;
+  await page.mouse.move(x, y);
+  await page.waitForFunction(([s, ii, jj]) => {
+    const t = document.getElementById('tooltip');
+    return !t.hidden && t.dataset.stage === s && Number(t.dataset.i) === ii && Number(t.dataset.j) === jj;
+  }, [stage, i, j], { timeout: 5000 });
+  return page.locator('#tooltip').evaluate((t) => ({ value: t.dataset.value, content: t.dataset.content, relative: t.dataset.relative, row: t.dataset.row }));
+}
+
+/** Tooltip numbers of a few cells of every (query, key) stage that has them, plus the output. */
+async function numbers(page, cells) {
+  const names = await page.$$eval('figure.view', (fs) => fs.map((f) => f.dataset.stage));
+  const out = {};
+  for (const stage of ['relative_logits', 'logits', 'weights', 'output'].filter((s) => names.includes(s))) {
+    for (const [i, j] of cells) out[`${stage}(${i},${j})`] = await tip(page, stage, i, j);
+  }
+  return out;
+}
+
+function assertClose(gpu, cpu, label) {
+  let compared = 0;
+  for (const [cell, g] of Object.entries(gpu)) {
+    for (const [k, gv] of Object.entries(g)) {
+      if (gv === undefined) continue;
+      const a = Number(gv);
+      const b = Number(cpu[cell][k]);
+      compared += 1;
+      if (a === b) continue;
+      assert.ok(Number.isFinite(a) && Number.isFinite(b) && Math.abs(a - b) <= REL * Math.max(Math.abs(a), Math.abs(b)) + 1e-7,
+        `${label}: ${cell}.${k}: WebGPU ${gv}, CPU ${cpu[cell][k]}`);
+    }
+  }
+  assert.ok(compared >= 8, `${label}: only ${compared} numbers compared`);
+  return compared;
+}
+
+test('WebGPU (SwiftShader): the same tooltip numbers as the CPU; a lost device falls back to the CPU with the reason', async (t) => {
+  const page = await browser(['--enable-unsafe-webgpu']);
+  await page.goto(base);
+  const adapter = await page.evaluate(async () => {
+    if (!navigator.gpu) return 'navigator.gpu is missing';
+    const a = await navigator.gpu.requestAdapter();
+    return a ? `adapter ${a.info ? `${a.info.vendor} ${a.info.architecture}` : ''}` : 'requestAdapter() returned null';
+  });
+  console.log(`# chromium --enable-unsafe-webgpu: ${adapter}`);
+  if (!adapter.startsWith('adapter')) { t.skip(`no WebGPU adapter in headless chromium: ${adapter}`); return; }
+
+  // seed004 and one random Music scenario (its seed printed), on WebGPU and then on the CPU.
+  const seed = Math.floor(Math.random() * 1e6);
+  console.log(`# random Music scenario: seed ${seed}`);
+  const scenarios = [
+    ['seed004', 'preset=seed004', [[0, 0], [0, 1], [1, 0], [1, 1], [2, 3], [3, 2]]],
+    [`music seed ${seed}`, `method=music&n=24&d_model=32&heads=2&clip=6&seed=${seed}&causal=1&rel_v=0`, [[0, 0], [5, 2], [11, 11], [17, 3], [23, 20], [23, 23]]],
+  ];
+  for (const [label, query, cells] of scenarios) {
+    await open(page, `${query}&backend=webgpu`);
+    const f = await footer(page);
+    assert.match(f, /^WebGPU: \S/, `${label}: footer says ${f}`);
+    assert.equal(await page.locator('#err-backend-mode').innerText(), '');
+    assert.match(await page.locator('#timings').innerText(), /trace [\d.]+ ms/);
+    assert.match(page.url(), /backend=webgpu/);
+    const gpu = await numbers(page, cells);
+    if (label === 'seed004') {
+      await page.evaluate(() => window.scrollTo(0, 0));
+      await page.screenshot({ path: join(artifacts, 'backend-webgpu.png') });
+      assert.equal(Number(gpu['relative_logits(0,0)'].relative), 44, 'seed004 relative logit (0, 0) on WebGPU');
+    }
+    await settle(page, () => page.selectOption('#backend-mode', 'cpu'));
+    assert.equal(await footer(page), 'CPU (wasm)');
+    const cpu = await numbers(page, cells);
+    const n = assertClose(gpu, cpu, label);
+    console.log(`# ${label}: ${n} tooltip numbers agree within ${REL} relative (footer: ${f})`);
+  }
+
+  // Auto picks WebGPU; after the device is lost, the next compute is on the CPU and says why.
+  await open(page, 'preset=seed004&backend=auto');
+  assert.match(await footer(page), /^WebGPU: /);
+  const worker = page.workers()[0];
+  assert.ok(worker, 'the page has its worker');
+  await worker.evaluate(() => self.onmessage({ data: { kind: 'debug-lose-gpu' } }));
+  await page.waitForTimeout(300);
+  await settle(page, () => page.selectOption('#preset', 'seed003'));
+  const lost = await footer(page);
+  assert.match(lost, /^CPU \(wasm\) — .*(lost|WebGPU)/, `after the device is lost: ${lost}`);
+  assert.ok((await page.locator('figure.view').count()) >= 8, 'the view stays on screen');
+  console.log(`# after device loss: ${lost}`);
+});
+
+test('chromium without --enable-unsafe-webgpu: the CPU fallback and its reason; Backend = WebGPU shows it inline', async () => {
+  const page = await browser([]);
+  await open(page, 'preset=seed004');
+  const f = await footer(page);
+  assert.match(f, /^CPU \(wasm\) — WebGPU unavailable: \S/, f);
+  console.log(`# without the flag: ${f}`);
+  assert.equal(await page.locator('#err-backend-mode').innerText(), '', 'Auto: no inline error');
+  await settle(page, () => page.selectOption('#backend-mode', 'webgpu'));
+  assert.match(await page.locator('#err-backend-mode').innerText(), /WebGPU unavailable: .*computed on the CPU instead/);
+  assert.ok((await page.locator('figure.view').count()) >= 8, 'the CPU view is shown');
+  const t = await tip(page, 'relative_logits', 0, 0);
+  assert.equal(Number(t.relative), 44);
+  await page.evaluate(() => window.scrollTo(0, 0));
+  await page.screenshot({ path: join(artifacts, 'backend-cpu-fallback.png') });
+  // Keyboard-reachable and labelled.
+  assert.equal(await page.locator('label[for="backend-mode"]').innerText(), 'Backend');
+  await page.focus('#backend-mode');
+  assert.equal(await page.evaluate(() => document.activeElement.id), 'backend-mode');
+  assert.match(page.url(), /backend=webgpu/);
+});
+
+test('no page errors or console errors on either backend', () => {
+  assert.deepEqual(problems, []);
+});
