@@ -11,7 +11,8 @@ use crate::trace::Trace;
 use crate::Config;
 use ndarray::Array3;
 
-/// The CPU, or a GPU context built once and reused.
+/// The CPU, or a GPU context built once and reused (one per app, so its size does not matter).
+#[allow(clippy::large_enum_variant)]
 pub enum Backend {
     Cpu,
     Gpu(GpuContext),
