@@ -7,7 +7,7 @@
 //! Errors reach JavaScript as an `Error` whose `field` property names the offending control.
 
 use crate::attention::{Config, Method};
-use crate::error::Error;
+use crate::error::{Bytes, Error};
 use crate::model;
 use crate::presets;
 use crate::render::{self, Cells, Colormap, Figure, Palette};
@@ -26,12 +26,36 @@ pub const MAX_N: usize = 4096;
 pub const MAX_D_MODEL: usize = 4096;
 /// Most heads.
 pub const MAX_HEADS: usize = 64;
-/// Memory one trace may take in the browser (wasm32 has at most 4 GiB in all).
-pub const MEMORY_LIMIT: u64 = 1 << 30;
+/// Memory one trace may take in the browser, by [`page_bytes`] (1.5 GiB: wasm32 has at most 4 GiB in all,
+/// and the worker holds the trace shown while it computes the next one).
+pub const MEMORY_LIMIT: u64 = 3 << 29;
 
 #[wasm_bindgen(start)]
 pub fn start() {
-    console_error_panic_hook::set_once();
+    // A panic aborts the wasm instance: console_error_panic_hook logs it with its message, and the message
+    // is also left in the global `relattnPanic` so the page (or its worker) can show it in words before
+    // it discards the instance and starts a fresh one.
+    static HOOK: std::sync::Once = std::sync::Once::new();
+    HOOK.call_once(|| {
+        std::panic::set_hook(Box::new(|info| {
+            console_error_panic_hook::hook(info);
+            let _ = js_sys::Reflect::set(&js_sys::global(), &"relattnPanic".into(), &info.to_string().into());
+        }));
+    });
+}
+
+/// Test hook, not a feature: panics on purpose, so the e2e test (tests/e2e/reliability.test.mjs) can
+/// check that a panic in the worker is reported and the page recovers. The page never calls it; the test
+/// sends the worker a `{ kind: 'debug-panic' }` message from the browser's devtools protocol.
+#[wasm_bindgen]
+pub fn debug_panic() {
+    panic!("debug_panic(): a panic on purpose (test hook)");
+}
+
+/// Bytes of wasm linear memory this instance has (it only grows): for checking the memory budget.
+#[wasm_bindgen]
+pub fn memory_bytes() -> f64 {
+    wasm_bindgen::memory().unchecked_into::<js_sys::WebAssembly::Memory>().buffer().unchecked_into::<js_sys::ArrayBuffer>().byte_length() as f64
 }
 
 thread_local! {
@@ -89,6 +113,41 @@ fn whole(field: &str, v: f64, lo: usize, hi: usize) -> Result<usize, JsValue> {
         return Err(to_js(Error::invalid(field, given, format!("a whole number in {lo}..={hi}"))));
     }
     Ok(v as usize)
+}
+
+/// Bytes a trace takes at its peak in this module's wasm memory. [`model::estimate_bytes`] plus what the
+/// page adds, measured in chromium with [`memory_bytes`] (README "Reliability"): the per-head traces and
+/// their stacked copies coexist while the trace is assembled, the distance and row matrices are i64, the
+/// value buckets have 2k+1 columns (k up to 4096), and [`Session::select`] holds a stage three times
+/// (the cut, its values, its pixels).
+pub fn page_bytes(cfg: &Config, spec: &Spec) -> u64 {
+    let (b, n, h) = (spec.batch as u64, spec.n as u64, cfg.heads.max(1) as u64);
+    let with_trace = model::estimate_bytes(cfg, spec.batch, spec.n, spec.d_model, true);
+    let stored = with_trace - model::estimate_bytes(cfg, spec.batch, spec.n, spec.d_model, false);
+    let buckets = if cfg.rel_v && cfg.method == Method::Shaw { n * cfg.table_rows() as u64 } else { 0 };
+    let widest = if cfg.method == Method::Music { 2 * n } else { n }.max(cfg.table_rows() as u64);
+    with_trace + stored + 4 * (buckets + 2 * b * h * buckets) + 16 * n * n + 12 * n * widest
+}
+
+/// Refuses a trace whose [`page_bytes`] exceed [`MEMORY_LIMIT`], before any of it is allocated: the message
+/// has the estimate, the limit and the largest n that would fit with these heads (field "n").
+fn page_budget(cfg: &Config, spec: &Spec) -> Result<(), JsValue> {
+    let estimate = page_bytes(cfg, spec);
+    if estimate <= MEMORY_LIMIT {
+        return Ok(());
+    }
+    let fits = |n: usize| page_bytes(cfg, &Spec { n, ..*spec }) <= MEMORY_LIMIT;
+    let (mut lo, mut hi) = (0, spec.n); // fits(lo) (or lo = 0), !fits(hi)
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if fits(mid) { lo = mid } else { hi = mid }
+    }
+    let hint = if lo >= 1 { format!("use n ≤ {lo} with {} head(s){}", cfg.heads, if cfg.heads > 1 { ", or fewer heads" } else { "" }) } else { "use fewer heads or a smaller batch".into() };
+    let message = format!(
+        "too large for the page: this trace (n = {}, batch = {}, d_model = {}, heads = {}) needs about {} of memory, but the page's limit is {}; {hint}",
+        spec.n, spec.batch, spec.d_model, cfg.heads, Bytes(estimate), Bytes(MEMORY_LIMIT)
+    );
+    Err(js_error("n", &message))
 }
 
 /// One trace and the stage last selected.
@@ -151,7 +210,7 @@ impl Inputs {
     /// The scenario, after checking that its trace fits [`MEMORY_LIMIT`] (on either backend the trace is
     /// held in the wasm memory).
     pub(crate) fn scenario(&mut self) -> Result<Scenario, JsValue> {
-        model::check_budget(&self.cfg, self.spec.batch, self.spec.n, self.spec.d_model, true, MEMORY_LIMIT).map_err(to_js)?;
+        page_budget(&self.cfg, &self.spec)?;
         Scenario::build(&self.cfg, &self.spec, std::mem::take(&mut self.arrays), self.per_head).map_err(to_js)
     }
 }
@@ -571,5 +630,88 @@ mod tests {
         assert_eq!(r.len(), 4);
         assert!(r[0] < r[1] && r[2] < r[3] && r[1] <= 400 && r[3] <= 300, "{r:?}");
         assert!(draw_frame(doc.create_element("canvas").unwrap().unchecked_into::<web_sys::HtmlCanvasElement>(), "", "", "", "", &values, 5, 5, false, vec![], vec![]).is_err());
+    }
+
+    /// Property test over the whole control space through the wasm API: a thousand pseudo-random
+    /// settings, valid and not (n 0, negative, fractional, NaN, ±∞, huge; clip negative; seed huge;
+    /// unknown methods), give either a trace whose every stage can be cut and coloured, or an `Error`
+    /// whose `field` names a control; never a panic (a panic would abort this test's wasm instance).
+    #[wasm_bindgen_test]
+    fn property_every_setting_gives_a_trace_or_a_named_error() {
+        let state = std::cell::Cell::new(0x5eed_1234_abcd_0042_u64);
+        let next = || {
+            state.set(state.get().wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407));
+            (state.get() >> 33) as usize
+        };
+        let weird = [0.0, -1.0, -3.5, 0.5, 2.5, f64::NAN, f64::INFINITY, f64::NEG_INFINITY, 1e20, -1e20, 4097.0, 4294967296.0, 9007199254740993.0];
+        let methods = ["shaw", "music", "", "Shaw", "rnn", "<img src=x onerror=alert(1)>"];
+        let controls = ["method", "n", "d_model", "heads", "clip", "seed"];
+        let (mut traces, mut errors, mut too_large) = (0, 0, 0);
+        for case in 0..1000 {
+            let pick = |valid: &[f64]| if next() % 4 == 0 { weird[next() % weird.len()] } else { valid[next() % valid.len()] };
+            let method = if case % 10 == 9 { methods[next() % methods.len()] } else { methods[case % 2] };
+            let n = pick(&[1.0, 2.0, 3.0, 5.0, 8.0, 13.0, 24.0, 4096.0]);
+            let d_model = pick(&[1.0, 2.0, 4.0, 6.0, 8.0, 12.0, 16.0, 32.0, 48.0]);
+            let heads = pick(&[1.0, 2.0, 3.0, 4.0, 8.0, 64.0]);
+            let clip = pick(&[0.0, 1.0, 2.0, 3.0, 7.0, 100.0, 4096.0]);
+            let seed = pick(&[0.0, 1.0, 42.0, 4294967295.0]);
+            let (causal, rel_v, per_head) = (next() % 2 == 0, next() % 2 == 0, next() % 2 == 0);
+            let label = format!("case {case}: {method:?} n={n} d_model={d_model} heads={heads} clip={clip} seed={seed} causal={causal} rel_v={rel_v} per_head={per_head}");
+            // A large trace that fits the budget would be slow here, not wrong: those are left to the e2e test.
+            if n > 64.0 && n <= MAX_N as f64 && d_model.fract() == 0.0 && (1.0..=MAX_D_MODEL as f64).contains(&d_model) && (1.0..=MAX_HEADS as f64).contains(&heads) && heads.fract() == 0.0 && (0.0..=MAX_N as f64).contains(&clip) && clip.fract() == 0.0 {
+                let cfg = Config { method: if method == "music" { Method::Music } else { Method::Shaw }, heads: heads as usize, clip: clip as usize, causal, rel_v, ..Config::default() };
+                if page_bytes(&cfg, &Spec { n: n as usize, d_model: d_model as usize, batch: 1, seed: 0 }) <= MEMORY_LIMIT {
+                    continue;
+                }
+            }
+            match Session::new("", method, n, d_model, heads, clip, causal, rel_v, per_head, seed) {
+                Ok(mut s) => {
+                    traces += 1;
+                    assert_eq!(s.n() as f64, n, "{label}");
+                    for i in 0..s.stage_count() {
+                        s.select(i, 0, s.heads() - 1).unwrap_or_else(|e| panic!("{label}: stage {i}: {e:?}"));
+                        assert_eq!(s.values_len() * 4, s.rgba_len(), "{label}");
+                    }
+                    assert!(s.tooltip(0, s.heads() - 1, s.n() - 1, 0).is_ok(), "{label}");
+                    assert!(s.tooltip(0, 0, s.n(), 0).is_err(), "{label}: out-of-range tooltip");
+                }
+                Err(e) => {
+                    errors += 1;
+                    let f = field(&e);
+                    assert!(controls.contains(&f.as_str()), "{label}: error names {f:?}");
+                    let message = js_sys::Reflect::get(&e, &"message".into()).unwrap().as_string().unwrap();
+                    assert!(!message.is_empty(), "{label}");
+                    if message.starts_with("too large") {
+                        too_large += 1;
+                        assert_eq!(f, "n", "{label}");
+                        assert!(message.contains("GiB") && message.contains("limit"), "{label}: {message}");
+                    }
+                }
+            }
+        }
+        assert!(traces >= 50 && errors >= 50 && too_large >= 1, "traces {traces}, errors {errors}, too large {too_large}");
+    }
+
+    #[wasm_bindgen_test]
+    fn the_memory_budget_refuses_every_big_setting_before_allocating() {
+        let before = memory_bytes();
+        // The largest settings the controls allow, for both methods: refused with the estimate, the limit and a smaller n.
+        for method in ["shaw", "music"] {
+            let e = Session::new("", method, 4096.0, 4096.0, 64.0, 4096.0, false, true, true, 0.0).err().unwrap();
+            assert_eq!(field(&e), "n");
+            let m = js_sys::Reflect::get(&e, &"message".into()).unwrap().as_string().unwrap();
+            assert!(m.contains("1.50 GiB") && m.contains("use n ≤"), "{m}");
+            let e = Session::new("", method, 4096.0, 64.0, 8.0, 3.0, false, true, true, 0.0).err().unwrap();
+            assert_eq!(field(&e), "n");
+        }
+        assert_eq!(memory_bytes(), before, "a refused trace allocated");
+        // The estimate grows with every size, so the largest accepted n of each setting is below the limit.
+        let cfg = Config { method: Method::Music, heads: 2, clip: 4096, rel_v: true, ..Config::default() };
+        let mut last = 0;
+        for n in [1, 16, 256, 1024, 4096] {
+            let b = page_bytes(&cfg, &Spec { n, d_model: 64, batch: 1, seed: 0 });
+            assert!(b > last);
+            last = b;
+        }
     }
 }

@@ -144,12 +144,14 @@ function syncControls(info) {
 
 function onResult(msg) {
   if (msg.kind === 'export') { const cb = exports.get(msg.id); exports.delete(msg.id); if (cb) cb(msg); return; }
+  if (msg.fatal) { restartWorker(msg.error.message); return; }
   if (msg.id < shownId) return;
   if (msg.id === lastId) $('busy').hidden = true;
   if (!msg.ok) {
     if (msg.id === lastId) {
       const fileInPlay = candidate || tensors;
-      const field = fileInPlay && !FIELDS.slice(0, -1).includes(msg.error.field) ? 'file' : msg.error.field;
+      // With a file, errors about it (and a size too large, which its x fixed) go next to the file picker.
+      const field = fileInPlay && (!FIELDS.slice(0, -1).includes(msg.error.field) || /^too large/.test(msg.error.message)) ? 'file' : msg.error.field;
       const named = field === 'file' && fileInPlay && !msg.error.message.includes(fileInPlay.name);
       const text = named ? `${fileInPlay.name}: ${msg.error.message}` : msg.error.message;
       if (candidate) { candidate = null; $('tensors').value = ''; }
@@ -167,7 +169,7 @@ function onResult(msg) {
   const toks = tokens();
   current = { info: msg.info, stages: msg.stages, byName, tokens: toks.length === msg.info.n ? toks : null, timings: msg.timings };
   if (pinned && (pinned.i >= msg.info.n || pinned.j >= msg.info.n)) pinned = null;
-  render(current);
+  render(current).catch((e) => showError('general', `could not draw: ${e.message || e}`));
   showBackend(msg.backend);
   saveURL();
 }
@@ -665,6 +667,23 @@ async function loadFile(file) {
   request();
 }
 
+function startWorker() {
+  worker = new Worker(new URL('./worker.js', import.meta.url), { type: 'module' });
+  worker.onmessage = (e) => onResult(e.data);
+  worker.onerror = (e) => showError('general', `worker failed: ${e.message || e}`);
+}
+
+// The worker's wasm instance aborted (a panic): it is discarded and a fresh worker started; the view on
+// screen (the last good result) stays, pending exports fail, and the next change computes as usual.
+function restartWorker(message) {
+  worker.terminate();
+  for (const [id, cb] of exports) { exports.delete(id); cb({ ok: false, error: 'the worker was restarted' }); }
+  if (candidate) { candidate = null; $('tensors').value = ''; }
+  startWorker();
+  $('busy').hidden = true;
+  showError('general', message);
+}
+
 async function main() {
   await init();
   const sel = $('preset');
@@ -672,9 +691,8 @@ async function main() {
   if (EMBED) document.body.classList.add('embed');
   const presentStage = applyURL();
   set_colormaps($('seq').value, $('div').value);
-  worker = new Worker(new URL('./worker.js', import.meta.url), { type: 'module' });
-  worker.onmessage = (e) => onResult(e.data);
-  worker.onerror = (e) => showError('general', `worker failed: ${e.message || e}`);
+  startWorker();
+  $('controls').addEventListener('submit', (e) => e.preventDefault());
 
   sel.addEventListener('change', () => {
     pinned = null; $('head').value = '0'; $('batch').value = '0';

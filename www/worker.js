@@ -7,6 +7,7 @@
 // recompute; without it (or when it fails on a layer, or is lost) the CPU computes, and the result's
 // backend = { name, note } says where and why. { kind: 'debug-lose-gpu' } destroys the device (test hook).
 import init, { set_colormaps, compute, gpu_init, gpu_destroy_for_test } from './pkg/relattn.js';
+import { debug_panic } from './pkg/relattn.js';
 
 const ready = init();
 let wasm = null;
@@ -18,6 +19,8 @@ let gpuTried = null;
 
 self.onmessage = (e) => {
   if (e.data.kind === 'export') { ready.then(() => exportNow(e.data)); return; }
+  // Test hook (tests/e2e/reliability.test.mjs): the page never sends it; the test dispatches it in the worker.
+  if (e.data.kind === 'debug-panic') { ready.then(() => { try { debug_panic(); } catch (err) { fatal(err, e.data.id || 0); } }); return; }
   if (e.data.kind === 'debug-lose-gpu') { ready.then(() => gpuTried && gpuTried.then(() => gpu_destroy_for_test())); return; }
   pending = e.data;
   if (!scheduled) {
@@ -48,6 +51,7 @@ function exportNow(m) {
     const data = session.npz();
     self.postMessage({ kind: 'export', id: m.id, ok: true, data });
   } catch (err) {
+    if (isAbort(err)) { fatal(err, 0); }
     self.postMessage({ kind: 'export', id: m.id, ok: false, error: (err && err.message) || String(err) });
   }
 }
@@ -96,6 +100,7 @@ async function work() {
     const used = { mode: backend, name: name.startsWith('WebGPU') && adapterName ? `WebGPU: ${adapterName}` : name, note: s.backend_note() };
     self.postMessage({ id: msg.id, ok: true, info, stages, timings: s.timings(), backend: used }, transfer);
   } catch (err) {
+    if (isAbort(err)) { fatal(err, msg.id); return; }
     const field = (err && err.field) || 'general';
     self.postMessage({ id: msg.id, ok: false, error: { field, message: (err && err.message) || String(err) } });
   }
@@ -104,4 +109,16 @@ async function work() {
     scheduled = true;
     setTimeout(work, 0);
   }
+}
+
+// A panic (or an allocation failure) aborts the wasm instance with a RuntimeError and leaves it unusable.
+// The panic hook (src/web.rs `start`) logged it and left its message in self.relattnPanic; the page is told
+// (fatal: true), shows it, and replaces this worker with a fresh one, keeping the view it has.
+function isAbort(err) {
+  return err instanceof WebAssembly.RuntimeError;
+}
+
+function fatal(err, id) {
+  const why = self.relattnPanic || (err && err.message) || String(err);
+  self.postMessage({ id, ok: false, fatal: true, error: { field: 'general', message: `internal error in the wasm module (${why}); it was restarted, the view shown is the last good one` } });
 }

@@ -1,0 +1,230 @@
+// Reliability of the page (README "Reliability"): out-of-range controls, corrupt / NaN / huge files,
+// markup in tokens and file names, a panic in the worker's wasm, and the Content-Security-Policy. For each:
+// an error next to the right control, no uncaught error, and the previous view still on screen.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const artifacts = join(root, 'tests', 'e2e', 'artifacts');
+const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
+const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+  '--disable-component-update', '--disable-sync', '--disable-dev-shm-usage'];
+
+let server;
+let base;
+let context;
+let page;
+let profile;
+const problems = [];
+// The forced panic logs itself (console_error_panic_hook) on purpose: that one message is expected.
+const expected = (text) => /debug_panic\(\)/.test(text);
+
+function startServer() {
+  return new Promise((ok, fail) => {
+    server = spawn('python3', ['-u', '-m', 'http.server', '0', '--bind', '127.0.0.1', '--directory', join(root, 'www')], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const timer = setTimeout(() => fail(new Error('http.server did not start')), 15000);
+    server.stdout.on('data', (d) => {
+      const m = /port (\d+)/.exec(String(d));
+      if (m) { clearTimeout(timer); ok(`http://127.0.0.1:${m[1]}/`); }
+    });
+    server.stderr.on('data', () => {});
+    server.on('exit', (code) => fail(new Error(`http.server exited with ${code}`)));
+  });
+}
+
+before(async () => {
+  assert.ok(existsSync(join(root, 'www', 'pkg', 'relattn.js')), 'www/pkg is missing: run `make wasm` first');
+  mkdirSync(artifacts, { recursive: true });
+  base = await startServer();
+  profile = mkdtempSync(join(tmpdir(), 'relattn-chromium-'));
+  context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: FLAGS, viewport: { width: 1500, height: 1000 } });
+  page = context.pages()[0] || (await context.newPage());
+  // Every CSP violation is recorded by the page itself, before any of its scripts run.
+  await page.addInitScript(() => {
+    window.__csp = [];
+    document.addEventListener('securitypolicyviolation', (e) => window.__csp.push(`${e.violatedDirective} ${e.blockedURI}`));
+  });
+  page.on('console', (m) => { if (m.type() === 'error' && !expected(m.text())) problems.push(`console: ${m.text()}`); });
+  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+  page.on('crash', () => problems.push('the page crashed'));
+  page.on('request', (r) => { if (!/^(http:\/\/127\.0\.0\.1|blob:|data:)/.test(r.url())) problems.push(`outside request: ${r.url()}`); });
+  page.on('worker', (w) => w.on('console', (m) => { if (m.type() === 'error' && !expected(m.text())) problems.push(`worker console: ${m.text()}`); }));
+  await page.goto(`${base}?method=shaw&n=12&d_model=64&heads=2&clip=3&seed=0&causal=0&rel_v=1&per_head=0&backend=cpu`);
+  await page.waitForFunction(() => document.body.dataset.ready, null, { timeout: 30000 });
+});
+
+after(async () => {
+  if (context) await context.close();
+  if (server) server.kill();
+  if (profile) rmSync(profile, { recursive: true, force: true });
+});
+
+const readyId = () => page.evaluate(() => Number(document.body.dataset.ready || 0));
+
+async function settle(act, timeout = 30000) {
+  const b = await readyId();
+  await act();
+  await page.waitForFunction((x) => Number(document.body.dataset.ready || 0) > x && document.getElementById('busy').hidden, b, { timeout });
+}
+
+/** What is on screen: every figure's pixels (as a hash) and the ready id. */
+const snapshot = () => page.evaluate(() => {
+  let h = 0;
+  for (const c of document.querySelectorAll('figure.view canvas')) {
+    const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+    for (let i = 0; i < d.length; i += 7) h = (h * 31 + d[i]) | 0;
+  }
+  return { ready: document.body.dataset.ready, figures: document.querySelectorAll('figure.view').length, pixels: h };
+});
+
+/** Waits for an error next to `field` matching `re`; then the view must be the one in `view`. */
+async function refused(field, re, view) {
+  await page.waitForFunction(([f, src]) => new RegExp(src).test(document.getElementById(`err-${f}`).textContent), [field, re.source], { timeout: 30000 });
+  await page.waitForFunction(() => document.getElementById('busy').hidden, null, { timeout: 30000 });
+  const text = await page.locator(`#err-${field}`).innerText();
+  assert.deepEqual(await snapshot(), view, `the view changed after: ${text}`);
+  return text;
+}
+
+function npyF32(shape, values) {
+  let header = `{'descr': '<f4', 'fortran_order': False, 'shape': (${shape.join(', ')}${shape.length === 1 ? ',' : ''}), }`;
+  while ((10 + header.length + 1) % 64) header += ' ';
+  header += '\n';
+  const h = Buffer.alloc(10);
+  h.write('\x93NUMPY', 0, 'latin1'); h[6] = 1; h[7] = 0; h.writeUInt16LE(header.length, 8);
+  const body = Buffer.alloc(4 * values.length);
+  values.forEach((v, k) => body.writeFloatLE(v, 4 * k));
+  return Buffer.concat([h, Buffer.from(header, 'latin1'), body]);
+}
+
+/** Drops a file on the page as a person would (a DataTransfer with the file, dispatched as `drop`). */
+async function drop(name, bytes) {
+  const dt = await page.evaluateHandle(([n, b]) => {
+    const t = new DataTransfer();
+    t.items.add(new File([new Uint8Array(b)], n, { type: 'application/octet-stream' }));
+    return t;
+  }, [name, [...bytes]]);
+  await page.dispatchEvent('body', 'dragenter', { dataTransfer: dt });
+  await page.dispatchEvent('body', 'drop', { dataTransfer: dt });
+}
+
+test('the page has a Content-Security-Policy that forbids other origins', async () => {
+  const csp = await page.$eval('meta[http-equiv="Content-Security-Policy"]', (m) => m.content);
+  for (const part of ["default-src 'self'", "script-src 'self' 'wasm-unsafe-eval'", 'img-src', "object-src 'none'"]) assert.ok(csp.includes(part), csp);
+  assert.ok(!/https?:|\*/.test(csp), `the policy allows another origin: ${csp}`);
+  // It is enforced: an inline script and an image from elsewhere are blocked (and reported).
+  await page.evaluate(() => { const s = document.createElement('script'); s.textContent = 'window.__inline = 1'; document.body.append(s); s.remove(); });
+  assert.equal(await page.evaluate(() => window.__inline), undefined);
+  const blocked = await page.evaluate(() => window.__csp.splice(0));
+  assert.ok(blocked.some((v) => v.startsWith('script-src')), `no violation recorded: ${blocked}`);
+  // That one violation was on purpose; the last test checks that normal use has none.
+  await page.waitForTimeout(100);
+  for (let k = problems.length - 1; k >= 0; k--) if (/Executing inline script violates/.test(problems[k])) problems.splice(k, 1);
+});
+
+test('out-of-range values typed into the controls: an error next to that control, the view stays', async () => {
+  let view = await snapshot();
+  const cases = [
+    ['n', '0', /invalid n/], ['n', '-5', /invalid n/], ['n', '4097', /invalid n/], ['n', '2.5', /invalid n/], ['n', '1e400', /invalid n.*not a number/],
+    ['d_model', '0', /invalid d_model/], ['d_model', '99999', /invalid d_model/],
+    ['heads', '0', /invalid heads/], ['heads', '5', /divisor of d_model/], ['heads', '65', /invalid heads/],
+    ['clip', '-1', /invalid clip/], ['clip', '5000', /invalid clip/],
+    ['seed', '-1', /invalid seed/], ['seed', '1e20', /invalid seed/], ['seed', '', /invalid seed.*not a number/],
+  ];
+  for (const [id, value, re] of cases) {
+    const good = await page.inputValue(`#${id}`);
+    await page.fill(`#${id}`, value);
+    await refused(id, re, view);
+    assert.equal(await page.getAttribute(`#${id}`, 'aria-invalid'), 'true', `${id} = ${value}`);
+    await settle(() => page.fill(`#${id}`, good));
+    assert.equal(await page.locator(`#err-${id}`).innerText(), '');
+    view = await snapshot();
+  }
+});
+
+test('the memory budget: n 4096 with 8 heads and Music n 4096 are refused with the estimate, the limit and a smaller n', async () => {
+  await settle(() => page.fill('#seed', '1'));
+  const view = await snapshot();
+  await page.fill('#heads', '8');
+  await page.fill('#n', '4096');
+  const text = await refused('n', /too large/, view);
+  assert.match(text, /needs about [\d.]+ GiB.*limit is 1\.50 GiB.*use n ≤ \d+ with 8 head/);
+  await page.fill('#heads', '1');
+  await page.selectOption('#method', 'music');
+  await page.check('#per_head');
+  await page.fill('#clip', '4096');
+  assert.match(await refused('n', /too large.*heads = 1\)/, view), /use n ≤ \d+ with 1 head\(s\)$/);
+  // The suggested n works.
+  const n = Number(/use n ≤ (\d+)/.exec(await page.locator('#err-n').innerText())[1]);
+  assert.ok(n > 512 && n < 4096, `${n}`);
+  await page.fill('#clip', '3');
+  await settle(() => page.fill('#n', '64'));
+  assert.equal(await page.locator('#err-n').innerText(), '');
+});
+
+test('files: corrupt, NaN (named with its index) and a huge n are refused next to the file picker; the view stays', async () => {
+  await page.goto(`${base}?method=shaw&n=6&d_model=8&heads=2&clip=2&seed=0&causal=0&rel_v=1&per_head=0&sentence=&backend=cpu`);
+  await page.waitForFunction(() => document.body.dataset.ready && document.getElementById('busy').hidden, null, { timeout: 30000 });
+  const view = await snapshot();
+  await drop('corrupt.npz', Buffer.from('PK\x03\x04\x14\x00 definitely not a zip archive'));
+  assert.match(await refused('file', /corrupt\.npz/, view), /cannot read/);
+  const x = Array.from({ length: 40 }, (_, k) => Math.sin(k));
+  x[13] = NaN;
+  await page.setInputFiles('#tensors', { name: 'nan.npy', mimeType: 'application/octet-stream', buffer: npyF32([5, 8], x) });
+  assert.match(await refused('file', /non-finite/, view), /'x'.*NaN at index \[1, 5\]/);
+  await drop('huge.npy', npyF32([4000, 2], new Array(8000).fill(0.5)));
+  assert.match(await refused('file', /huge\.npy: too large/, view), /n = 4000.*use n ≤ \d+/);
+  assert.equal(await page.locator('#tensors-name').innerText(), '');
+});
+
+test('markup in the sentence and in a file name is shown as text; no script runs', async () => {
+  const evil = '<img src=x onerror="window.__xss=1">';
+  await page.evaluate(() => { window.__xss = undefined; });
+  await settle(() => page.fill('#sentence', `a ${evil} b <script>window.__xss=2</script>`));
+  // The token labels the axes (canvas text) and the tooltip (text nodes).
+  const canvas = page.locator('figure[data-stage="weights"] canvas');
+  await canvas.scrollIntoViewIfNeeded();
+  const box = await canvas.boundingBox();
+  const d = await canvas.evaluate((c) => ({ ...c.dataset, width: c.width }));
+  const s = box.width / d.width;
+  await page.mouse.move(box.x + (Number(d.x0) + 1.5 * (d.x1 - d.x0) / d.cols) * s, box.y + (Number(d.y0) + 1.5 * (d.y1 - d.y0) / d.rows) * s);
+  await page.waitForFunction(() => !document.getElementById('tooltip').hidden, null, { timeout: 5000 });
+  assert.ok((await page.locator('#tooltip').innerText()).includes('<img'), 'the token is not in the tooltip as text');
+  await page.mouse.move(1, 1);
+  const view = await snapshot();
+  await page.setInputFiles('#tensors', { name: `${evil}.npz`, mimeType: 'application/octet-stream', buffer: Buffer.from('not a zip') });
+  assert.ok((await refused('file', /onerror/, view)).includes(evil));
+  await page.waitForTimeout(300);
+  assert.equal(await page.evaluate(() => window.__xss), undefined, 'a script ran');
+  assert.equal(await page.locator('#tooltip img, #err-file img, #views img, #tensors-name img').count(), 0, 'markup became HTML');
+});
+
+test('a panic in the worker is reported, the worker restarts, and the page keeps working without a reload', async () => {
+  await page.fill('#sentence', '');
+  await settle(() => page.fill('#seed', '5'));
+  const view = await snapshot();
+  const w = page.workers()[0];
+  // The test hook: the page never sends this message; the test delivers it inside the worker.
+  await w.evaluate(() => self.dispatchEvent(new MessageEvent('message', { data: { kind: 'debug-panic', id: 0 } })));
+  const text = await refused('general', /internal error/, view);
+  assert.match(text, /debug_panic\(\): a panic on purpose.*restarted/);
+  await page.waitForFunction(() => document.getElementById('busy').hidden);
+  // A fresh worker computes the next change; the hover numbers are there again.
+  await settle(() => page.fill('#seed', '6'));
+  assert.equal(await page.locator('#err-general').innerText(), '');
+  assert.notDeepEqual((await snapshot()).pixels, view.pixels);
+  await page.evaluate(() => window.scrollTo(0, 0));
+  await page.screenshot({ path: join(artifacts, 'reliability-after-panic.png') });
+});
+
+test('no uncaught errors, console errors, CSP violations or outside requests in all of the above', async () => {
+  const csp = await page.evaluate(() => window.__csp);
+  assert.deepEqual(csp, []);
+  assert.deepEqual(problems, []);
+});
