@@ -418,18 +418,16 @@ impl Session {
     }
 }
 
-/// A figure as SVG text of width × height, drawn by `render::draw` on plotters' SVG backend; the
-/// arguments as in [`draw_frame`]. Returns `{ svg, painted, area: [x0, x1, y0, y1] }`. Up to 64 × 64
-/// cells are vector rectangles (`painted`); larger matrices are left out, because plotters-svg has no
-/// bitmap encoder in wasm and a rectangle per pixel would be megabytes: the caller puts the cells'
-/// raster (one pixel per cell) in `area` as an `<image>`. A free function, not a `Session` method: text
-/// layout in plotters' wasm fonts measures with the DOM, which the page has and its worker has not.
-#[wasm_bindgen]
+/// `values` (rows × cols, row-major) as a matrix, or an error naming `values`.
+fn matrix(values: &[f32], rows: usize, cols: usize) -> Result<Array2<f32>, JsValue> {
+    Array2::from_shape_vec((rows, cols), values.to_vec()).map_err(|_| js_error("values", &format!("{} values do not fill {rows} × {cols}", values.len())))
+}
+
+/// The figure the page describes for a matrix; empty label lists mean indices.
 #[allow(clippy::too_many_arguments)]
-pub fn draw_svg(title: &str, subtitle: &str, x_desc: &str, y_desc: &str, values: &[f32], rows: usize, cols: usize, sequential: bool, x_labels: Vec<String>, y_labels: Vec<String>, width: u32, height: u32) -> Result<JsValue, JsValue> {
-    let m = Array2::from_shape_vec((rows, cols), values.to_vec()).map_err(|_| js_error("values", &format!("{} values do not fill {rows} × {cols}", values.len())))?;
+fn figure<'a>(m: &'a Array2<f32>, title: &str, subtitle: &str, x_desc: &str, y_desc: &str, sequential: bool, x_labels: Vec<String>, y_labels: Vec<String>) -> Figure<'a> {
     let labels = |l: Vec<String>| if l.is_empty() { None } else { Some(l) };
-    let fig = Figure {
+    Figure {
         matrix: m.view(),
         title: title.into(),
         subtitle: subtitle.into(),
@@ -439,7 +437,20 @@ pub fn draw_svg(title: &str, subtitle: &str, x_desc: &str, y_desc: &str, values:
         y_labels: labels(y_labels),
         scale: if sequential { Scale::Sequential } else { Scale::Diverging },
         palette: palette(),
-    };
+    }
+}
+
+/// A figure as SVG text of width × height, drawn by `render::draw` on plotters' SVG backend; the
+/// arguments as in [`draw_frame`]. Returns `{ svg, painted, area: [x0, x1, y0, y1] }`. Up to 64 × 64
+/// cells are vector rectangles (`painted`); larger matrices are left out, because plotters-svg has no
+/// bitmap encoder in wasm and a rectangle per pixel would be megabytes: the caller puts the cells'
+/// raster (one pixel per cell) in `area` as an `<image>`. A free function, not a `Session` method: text
+/// layout in plotters' wasm fonts measures with the DOM, which the page has and its worker has not.
+#[wasm_bindgen]
+#[allow(clippy::too_many_arguments)]
+pub fn draw_svg(title: &str, subtitle: &str, x_desc: &str, y_desc: &str, values: &[f32], rows: usize, cols: usize, sequential: bool, x_labels: Vec<String>, y_labels: Vec<String>, width: u32, height: u32) -> Result<JsValue, JsValue> {
+    let m = matrix(values, rows, cols)?;
+    let fig = figure(&m, title, subtitle, x_desc, y_desc, sequential, x_labels, y_labels);
     let painted = rows * cols <= render::MAX_VECTOR_CELLS;
     let mut svg = String::new();
     let (x, y) = {
@@ -494,21 +505,10 @@ pub fn preset_description(name: &str) -> Result<String, JsValue> {
 #[wasm_bindgen]
 #[allow(clippy::too_many_arguments)]
 pub fn draw_frame(canvas: web_sys::HtmlCanvasElement, title: &str, subtitle: &str, x_desc: &str, y_desc: &str, values: &[f32], rows: usize, cols: usize, sequential: bool, x_labels: Vec<String>, y_labels: Vec<String>) -> Result<Vec<i32>, JsValue> {
-    let m = Array2::from_shape_vec((rows, cols), values.to_vec()).map_err(|_| js_error("values", &format!("{} values do not fill {rows} × {cols}", values.len())))?;
+    let m = matrix(values, rows, cols)?;
     let backend = CanvasBackend::with_canvas_object(canvas).ok_or_else(|| js_error("canvas", "no 2-D context"))?;
     let root = backend.into_drawing_area();
-    let labels = |l: Vec<String>| if l.is_empty() { None } else { Some(l) };
-    let fig = Figure {
-        matrix: m.view(),
-        title: title.into(),
-        subtitle: subtitle.into(),
-        x_desc: x_desc.into(),
-        y_desc: y_desc.into(),
-        x_labels: labels(x_labels),
-        y_labels: labels(y_labels),
-        scale: if sequential { Scale::Sequential } else { Scale::Diverging },
-        palette: palette(),
-    };
+    let fig = figure(&m, title, subtitle, x_desc, y_desc, sequential, x_labels, y_labels);
     let (x, y) = render::draw(&root, &fig, Cells::Leave).map_err(|e| js_error("canvas", &e))?;
     root.present().map_err(|e| js_error("canvas", &e.to_string()))?;
     Ok(vec![x.start, x.end, y.start, y.end])
