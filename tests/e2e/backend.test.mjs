@@ -4,20 +4,9 @@
 // Run with `make test-e2e` (which builds www/pkg first) or `node --test tests/e2e/backend.test.mjs`.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join, dirname, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { chromium } from 'playwright-core';
+import { join } from 'node:path';
+import { artifacts, prepare, startServer, launch, watch, close } from './harness.mjs';
 
-const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const artifacts = join(root, 'tests', 'e2e', 'artifacts');
-const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
-// --disable-gpu stays: with --enable-unsafe-webgpu, headless chromium still gives WebGPU a SwiftShader
-// (software Vulkan) adapter; without that flag requestAdapter() resolves to null.
-const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-  '--disable-component-update', '--disable-sync', '--disable-dev-shm-usage'];
 const REL = 1e-4;
 
 let server;
@@ -25,39 +14,22 @@ let base;
 const opened = [];
 const problems = [];
 
-function startServer() {
-  return new Promise((ok, fail) => {
-    server = spawn('python3', ['-u', '-m', 'http.server', '0', '--bind', '127.0.0.1', '--directory', join(root, 'www')], { stdio: ['ignore', 'pipe', 'pipe'] });
-    const timer = setTimeout(() => fail(new Error('http.server did not start')), 15000);
-    server.stdout.on('data', (d) => {
-      const m = /port (\d+)/.exec(String(d));
-      if (m) { clearTimeout(timer); ok(`http://127.0.0.1:${m[1]}/`); }
-    });
-    server.stderr.on('data', () => {});
-    server.on('exit', (code) => fail(new Error(`http.server exited with ${code}`)));
-  });
-}
-
-/** A fresh chromium (own profile) with `extra` flags; its page, with errors collected. */
+/** A fresh chromium (own profile) with `extra` flags; its page, with console and page errors collected. */
 async function browser(extra) {
-  const profile = mkdtempSync(join(tmpdir(), 'relattn-chromium-'));
-  const context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: [...FLAGS, ...extra], viewport: { width: 1500, height: 1000 } });
+  const { context, page, profile } = await launch({ args: extra });
   opened.push({ context, profile });
-  const page = context.pages()[0] || (await context.newPage());
-  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
-  page.on('console', (m) => { if (m.type() === 'error') problems.push(`console: ${m.text()}`); });
+  watch(page, problems, { failed: false, workers: false });
   return page;
 }
 
 before(async () => {
-  assert.ok(existsSync(join(root, 'www', 'pkg', 'relattn.js')), 'www/pkg is missing: run `make wasm` first');
-  mkdirSync(artifacts, { recursive: true });
-  base = await startServer();
+  prepare();
+  ({ server, base } = await startServer());
 });
 
 after(async () => {
-  for (const { context, profile } of opened) { await context.close(); rmSync(profile, { recursive: true, force: true }); }
-  if (server) server.kill();
+  for (const o of opened) await close(o);
+  await close({ server });
 });
 
 const readyId = (page) => page.evaluate(() => Number(document.body.dataset.ready || 0));

@@ -3,18 +3,11 @@
 // Run with `make test-e2e` (builds www/pkg and www/vendor first). Screenshots in tests/e2e/artifacts/.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, dirname, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { chromium } from 'playwright-core';
-
-const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const artifacts = join(root, 'tests', 'e2e', 'artifacts');
-const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
-const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-  '--disable-component-update', '--disable-sync', '--disable-dev-shm-usage'];
+import { join } from 'node:path';
+import { root, artifacts, prepare, startServer, launch, watch, close } from './harness.mjs';
 
 let server;
 let base;
@@ -23,32 +16,13 @@ let page;
 let profile;
 let work;
 const problems = [];
-
-function startServer() {
-  return new Promise((ok, fail) => {
-    server = spawn('python3', ['-u', '-m', 'http.server', '0', '--bind', '127.0.0.1', '--directory', join(root, 'www')], { stdio: ['ignore', 'pipe', 'pipe'] });
-    const timer = setTimeout(() => fail(new Error('http.server did not start')), 15000);
-    server.stdout.on('data', (d) => {
-      const m = /port (\d+)/.exec(String(d));
-      if (m) { clearTimeout(timer); ok(`http://127.0.0.1:${m[1]}/`); }
-    });
-    server.stderr.on('data', () => {});
-    server.on('exit', (code) => fail(new Error(`http.server exited with ${code}`)));
-  });
-}
-
-function watch(p) {
-  p.on('console', (m) => { if (m.type() === 'error') problems.push(`console: ${m.text()}`); });
-  p.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
-  p.on('requestfailed', (r) => { if (!r.url().startsWith('blob:')) problems.push(`request failed: ${r.url()}`); });
-  p.on('request', (r) => { if (!/^(http:\/\/127\.0\.0\.1|blob:|data:)/.test(r.url())) problems.push(`outside request: ${r.url()}`); });
-  p.on('worker', (w) => w.on('console', (m) => { if (m.type() === 'error') problems.push(`worker console: ${m.text()}`); }));
-}
+// Failed blob: requests are not counted here; failed requests to the server and any outside request are.
+const watchOptions = { failed: (url) => !url.startsWith('blob:'), outside: true };
 
 async function open(query, viewport = { width: 1500, height: 1000 }) {
   const p = await context.newPage();
   await p.setViewportSize(viewport);
-  watch(p);
+  watch(p, problems, watchOptions);
   await p.goto(`${base}${query}`);
   await p.waitForFunction(() => document.body.dataset.ready, null, { timeout: 30000 });
   return p;
@@ -63,23 +37,19 @@ function cli() {
 }
 
 before(async () => {
-  assert.ok(existsSync(join(root, 'www', 'pkg', 'relattn.js')), 'www/pkg is missing: run `make wasm` first');
+  prepare();
   assert.ok(existsSync(join(root, 'www', 'vendor', 'katex', 'katex.min.js')), 'www/vendor/katex is missing: run `make wasm` first');
-  mkdirSync(artifacts, { recursive: true });
   work = mkdtempSync(join(tmpdir(), 'relattn-e2e-'));
-  base = await startServer();
-  profile = mkdtempSync(join(tmpdir(), 'relattn-chromium-'));
-  context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: FLAGS, viewport: { width: 1500, height: 1000 }, acceptDownloads: true });
-  page = context.pages()[0] || (await context.newPage());
-  watch(page);
+  ({ server, base } = await startServer());
+  ({ context, page, profile } = await launch({ acceptDownloads: true }));
+  watch(page, problems, watchOptions);
   await page.goto(`${base}?preset=seed004`);
   await page.waitForFunction(() => document.body.dataset.ready, null, { timeout: 30000 });
 });
 
 after(async () => {
-  if (context) await context.close();
-  if (server) server.kill();
-  for (const d of [profile, work]) if (d) rmSync(d, { recursive: true, force: true });
+  await close({ context, server, profile });
+  if (work) rmSync(work, { recursive: true, force: true });
 });
 
 const readyId = (p = page) => p.evaluate(() => Number(document.body.dataset.ready || 0));

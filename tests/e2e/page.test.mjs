@@ -2,18 +2,8 @@
 // Run with `make test-web` (which builds www/pkg first) or `node --test tests/e2e/`.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join, dirname, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { chromium } from 'playwright-core';
-
-const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const artifacts = join(root, 'tests', 'e2e', 'artifacts');
-const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
-const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-  '--disable-component-update', '--disable-sync', '--disable-dev-shm-usage'];
+import { join } from 'node:path';
+import { artifacts, prepare, startServer, launch, watch, close } from './harness.mjs';
 
 let server;
 let base;
@@ -22,39 +12,16 @@ let page;
 let profile;
 const problems = [];
 
-function startServer() {
-  return new Promise((ok, fail) => {
-    server = spawn('python3', ['-u', '-m', 'http.server', '0', '--bind', '127.0.0.1', '--directory', join(root, 'www')], { stdio: ['ignore', 'pipe', 'pipe'] });
-    const timer = setTimeout(() => fail(new Error('http.server did not start')), 15000);
-    server.stdout.on('data', (d) => {
-      const m = /port (\d+)/.exec(String(d));
-      if (m) { clearTimeout(timer); ok(`http://127.0.0.1:${m[1]}/`); }
-    });
-    server.stderr.on('data', () => {}); // request log
-    server.on('exit', (code) => fail(new Error(`http.server exited with ${code}`)));
-  });
-}
-
 before(async () => {
-  assert.ok(existsSync(join(root, 'www', 'pkg', 'relattn.js')), 'www/pkg is missing: run `make wasm` first');
-  mkdirSync(artifacts, { recursive: true });
-  base = await startServer();
-  profile = mkdtempSync(join(tmpdir(), 'relattn-chromium-'));
-  context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: FLAGS, viewport: { width: 1500, height: 1000 } });
-  page = context.pages()[0] || (await context.newPage());
-  page.on('console', (m) => { if (m.type() === 'error') problems.push(`console: ${m.text()}`); });
-  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
-  page.on('requestfailed', (r) => problems.push(`request failed: ${r.url()}`));
-  page.on('worker', (w) => w.on('console', (m) => { if (m.type() === 'error') problems.push(`worker console: ${m.text()}`); }));
+  prepare();
+  ({ server, base } = await startServer());
+  ({ context, page, profile } = await launch());
+  watch(page, problems);
   await page.goto(base);
   await page.waitForFunction(() => document.body.dataset.ready, null, { timeout: 30000 });
 });
 
-after(async () => {
-  if (context) await context.close();
-  if (server) server.kill();
-  if (profile) rmSync(profile, { recursive: true, force: true });
-});
+after(() => close({ context, server, profile }));
 
 const readyId = () => page.evaluate(() => Number(document.body.dataset.ready || 0));
 

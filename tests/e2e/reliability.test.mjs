@@ -3,18 +3,8 @@
 // an error next to the right control, no uncaught error, and the previous view still on screen.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join, dirname, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { chromium } from 'playwright-core';
-
-const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const artifacts = join(root, 'tests', 'e2e', 'artifacts');
-const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
-const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-  '--disable-component-update', '--disable-sync', '--disable-dev-shm-usage'];
+import { join } from 'node:path';
+import { artifacts, prepare, startServer, launch, watch, close } from './harness.mjs';
 
 let server;
 let base;
@@ -25,45 +15,21 @@ const problems = [];
 // The forced panic logs itself (console_error_panic_hook) on purpose: that one message is expected.
 const expected = (text) => /debug_panic\(\)/.test(text);
 
-function startServer() {
-  return new Promise((ok, fail) => {
-    server = spawn('python3', ['-u', '-m', 'http.server', '0', '--bind', '127.0.0.1', '--directory', join(root, 'www')], { stdio: ['ignore', 'pipe', 'pipe'] });
-    const timer = setTimeout(() => fail(new Error('http.server did not start')), 15000);
-    server.stdout.on('data', (d) => {
-      const m = /port (\d+)/.exec(String(d));
-      if (m) { clearTimeout(timer); ok(`http://127.0.0.1:${m[1]}/`); }
-    });
-    server.stderr.on('data', () => {});
-    server.on('exit', (code) => fail(new Error(`http.server exited with ${code}`)));
-  });
-}
-
 before(async () => {
-  assert.ok(existsSync(join(root, 'www', 'pkg', 'relattn.js')), 'www/pkg is missing: run `make wasm` first');
-  mkdirSync(artifacts, { recursive: true });
-  base = await startServer();
-  profile = mkdtempSync(join(tmpdir(), 'relattn-chromium-'));
-  context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: FLAGS, viewport: { width: 1500, height: 1000 } });
-  page = context.pages()[0] || (await context.newPage());
+  prepare();
+  ({ server, base } = await startServer());
+  ({ context, page, profile } = await launch());
   // Every CSP violation is recorded by the page itself, before any of its scripts run.
   await page.addInitScript(() => {
     window.__csp = [];
     document.addEventListener('securitypolicyviolation', (e) => window.__csp.push(`${e.violatedDirective} ${e.blockedURI}`));
   });
-  page.on('console', (m) => { if (m.type() === 'error' && !expected(m.text())) problems.push(`console: ${m.text()}`); });
-  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
-  page.on('crash', () => problems.push('the page crashed'));
-  page.on('request', (r) => { if (!/^(http:\/\/127\.0\.0\.1|blob:|data:)/.test(r.url())) problems.push(`outside request: ${r.url()}`); });
-  page.on('worker', (w) => w.on('console', (m) => { if (m.type() === 'error' && !expected(m.text())) problems.push(`worker console: ${m.text()}`); }));
+  watch(page, problems, { expected, failed: false, outside: true, crash: true });
   await page.goto(`${base}?method=shaw&n=12&d_model=64&heads=2&clip=3&seed=0&causal=0&rel_v=1&per_head=0&backend=cpu`);
   await page.waitForFunction(() => document.body.dataset.ready, null, { timeout: 30000 });
 });
 
-after(async () => {
-  if (context) await context.close();
-  if (server) server.kill();
-  if (profile) rmSync(profile, { recursive: true, force: true });
-});
+after(() => close({ context, server, profile }));
 
 const readyId = () => page.evaluate(() => Number(document.body.dataset.ready || 0));
 

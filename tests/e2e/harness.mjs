@@ -1,0 +1,68 @@
+// Shared set-up of the end-to-end tests (*.test.mjs here): the paths, Debian's chromium and its flags, a
+// python3 http.server serving www/ on 127.0.0.1, a chromium with a fresh profile, the listeners that
+// collect a page's errors into a test file's `problems`, and teardown. Not a test file itself: node --test
+// only runs *.test.mjs (and the like) in this folder.
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+
+export const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+export const artifacts = join(root, 'tests', 'e2e', 'artifacts');
+export const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
+// --disable-gpu stays even for WebGPU: with --enable-unsafe-webgpu, headless chromium still gives WebGPU a
+// SwiftShader (software Vulkan) adapter; without that flag requestAdapter() resolves to null.
+export const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+  '--disable-component-update', '--disable-sync', '--disable-dev-shm-usage'];
+
+/** Fails unless www/pkg is built; makes the artifacts folder. */
+export function prepare() {
+  assert.ok(existsSync(join(root, 'www', 'pkg', 'relattn.js')), 'www/pkg is missing: run `make wasm` first');
+  mkdirSync(artifacts, { recursive: true });
+}
+
+/** python3 http.server on a free port of 127.0.0.1, serving www/: resolves to { server, base }. */
+export function startServer() {
+  return new Promise((ok, fail) => {
+    const server = spawn('python3', ['-u', '-m', 'http.server', '0', '--bind', '127.0.0.1', '--directory', join(root, 'www')], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const timer = setTimeout(() => { server.kill(); fail(new Error('http.server did not start')); }, 15000);
+    server.stdout.on('data', (d) => {
+      const m = /port (\d+)/.exec(String(d));
+      if (m) { clearTimeout(timer); ok({ server, base: `http://127.0.0.1:${m[1]}/` }); }
+    });
+    server.stderr.on('data', () => {}); // request log
+    server.on('exit', (code) => fail(new Error(`http.server exited with ${code}`)));
+  });
+}
+
+/** A chromium with a fresh profile and `args` added to FLAGS; other options go to launchPersistentContext. */
+export async function launch({ args = [], viewport = { width: 1500, height: 1000 }, ...options } = {}) {
+  const profile = mkdtempSync(join(tmpdir(), 'relattn-chromium-'));
+  const context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: [...FLAGS, ...args], viewport, ...options });
+  const page = context.pages()[0] || (await context.newPage());
+  return { context, page, profile };
+}
+
+/**
+ * Pushes a page's errors onto `problems`: console errors (but not those `expected` accepts) and page errors,
+ * always; with `failed`, failed requests whose URL it accepts; with `outside`, requests to anywhere but
+ * 127.0.0.1, blob: and data:; with `workers`, the workers' console errors; with `crash`, a crash.
+ */
+export function watch(page, problems, { expected = () => false, failed = () => true, outside = false, workers = true, crash = false } = {}) {
+  page.on('console', (m) => { if (m.type() === 'error' && !expected(m.text())) problems.push(`console: ${m.text()}`); });
+  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+  if (crash) page.on('crash', () => problems.push('the page crashed'));
+  if (failed) page.on('requestfailed', (r) => { if (failed(r.url())) problems.push(`request failed: ${r.url()}`); });
+  if (outside) page.on('request', (r) => { if (!/^(http:\/\/127\.0\.0\.1|blob:|data:)/.test(r.url())) problems.push(`outside request: ${r.url()}`); });
+  if (workers) page.on('worker', (w) => w.on('console', (m) => { if (m.type() === 'error' && !expected(m.text())) problems.push(`worker console: ${m.text()}`); }));
+}
+
+/** Closes what `launch` and `startServer` gave (any of them): the browser, the server, the profile. */
+export async function close({ context, server, profile } = {}) {
+  if (context) await context.close();
+  if (server) server.kill();
+  if (profile) rmSync(profile, { recursive: true, force: true });
+}
