@@ -43,7 +43,7 @@ fn softmax(c: &mut Criterion) {
     for n in [256, 1024, 2048] {
         let logits = matrix(n, n, 3);
         g.bench_with_input(BenchmarkId::from_parameter(n), &n, |b, _| {
-            b.iter_batched_ref(|| logits.clone(), |l| softmax_rows(l), criterion::BatchSize::LargeInput)
+            b.iter_batched_ref(|| logits.clone(), softmax_rows, criterion::BatchSize::LargeInput)
         });
     }
     g.finish();

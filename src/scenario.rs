@@ -175,7 +175,7 @@ pub fn check_config(cfg: &Config, spec: &Spec) -> Result<()> {
     if spec.batch == 0 {
         return Err(Error::invalid("batch", 0, "1 or more"));
     }
-    if spec.d_model == 0 || spec.d_model % cfg.heads != 0 {
+    if spec.d_model == 0 || !spec.d_model.is_multiple_of(cfg.heads) {
         return Err(Error::invalid("heads", cfg.heads, format!("a divisor of d_model = {}", spec.d_model)));
     }
     Ok(())

@@ -30,7 +30,7 @@ fn past_crashes_stay_fixed() {
 #[test]
 fn huge_claimed_shape_is_an_error() {
     let mut header = b"{'descr': '<f4', 'fortran_order': False, 'shape': (100000, 100000), }".to_vec();
-    while (10 + header.len() + 1) % 64 != 0 {
+    while !(10 + header.len() + 1).is_multiple_of(64) {
         header.push(b' ');
     }
     header.push(b'\n');
