@@ -184,3 +184,40 @@ fn too_large_is_an_error() {
     assert!(matches!(r, Err(Error::Gpu(_))), "{r:?}");
     assert!(ctx.forward(&cfg, &sc).is_ok(), "the context stays usable");
 }
+
+/// A forced pipeline-creation failure (test hook: one kernel's WGSL replaced by a module that does not
+/// compile) is an `Err` naming that kernel's pipeline, for every kernel; not a panic.
+#[test]
+fn failed_pipeline_is_an_error() {
+    for kernel in ["matmul", "logits", "softmax", "buckets"] {
+        match pollster::block_on(GpuContext::try_new_with_broken_kernel_for_test(kernel)) {
+            Ok(_) => panic!("{kernel}: a broken kernel built a context"),
+            Err(why) if why.starts_with("no GPU adapter") || why.contains("gave no device") => {
+                eprintln!("skipped: {why}");
+                return;
+            }
+            Err(why) => {
+                assert!(why.contains(&format!("pipeline of {kernel}.wgsl failed: ")), "{kernel}: {why}");
+                println!("{kernel}: {why}");
+            }
+        }
+    }
+}
+
+/// A pretended tiny binding limit (test hook) refuses an ordinary layer with `Error::Gpu` naming the limit;
+/// the context stays usable once the real limit is back.
+#[test]
+fn over_the_binding_limit_is_an_error() {
+    let Some(mut ctx) = gpu() else { return };
+    let cfg = Config::default();
+    let sc = scenario(&cfg, 8, 4, 1, false, 1, None);
+    let real = ctx.limits().max_storage_buffer_binding_size;
+    ctx.pretend_max_binding_for_test(64);
+    let r = ctx.forward(&cfg, &sc);
+    ctx.pretend_max_binding_for_test(real);
+    match r {
+        Err(Error::Gpu(why)) => assert!(why.contains("allows 64 bytes per buffer"), "{why}"),
+        other => panic!("{other:?}"),
+    }
+    assert!(ctx.forward(&cfg, &sc).is_ok(), "the context stays usable");
+}

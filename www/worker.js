@@ -5,8 +5,11 @@
 // Export of the trace: { kind: 'export', id, what: 'npz' } → { kind: 'export', id, ok, data | error }.
 // msg.backend = 'auto' | 'webgpu' | 'cpu': WebGPU is tried once (gpu_init) and its device kept for every
 // recompute; without it (or when it fails on a layer, or is lost) the CPU computes, and the result's
-// backend = { name, note } says where and why. { kind: 'debug-lose-gpu' } destroys the device (test hook).
-import init, { set_colormaps, compute, gpu_init, gpu_destroy_for_test } from './pkg/relattn.js';
+// backend = { name, note } says where and why. Test hooks (tests/e2e/backend.test.mjs; the page never
+// sends them): { kind: 'debug-lose-gpu' } destroys the device; { kind: 'debug-break-pipeline', kernel }
+// rebuilds the GPU context with that kernel's WGSL broken (a failed pipeline creation); { kind:
+// 'debug-gpu-limit', bytes } pretends the device allows only `bytes` per storage buffer binding.
+import init, { set_colormaps, compute, gpu_init, gpu_destroy_for_test, gpu_break_pipeline_for_test, gpu_limit_binding_for_test } from './pkg/relattn.js';
 import { debug_panic } from './pkg/relattn.js';
 
 const ready = init();
@@ -22,6 +25,9 @@ self.onmessage = (e) => {
   // Test hook (tests/e2e/reliability.test.mjs): the page never sends it; the test dispatches it in the worker.
   if (e.data.kind === 'debug-panic') { ready.then(() => { try { debug_panic(); } catch (err) { fatal(err, e.data.id || 0); } }); return; }
   if (e.data.kind === 'debug-lose-gpu') { ready.then(() => gpuTried && gpuTried.then(() => gpu_destroy_for_test())); return; }
+  // These two chain onto gpuTried, which the next compute awaits, so they take effect before it.
+  if (e.data.kind === 'debug-break-pipeline') { const prev = gpuTried; gpuTried = ready.then(() => prev).then(() => gpu_break_pipeline_for_test(String(e.data.kernel))).then(nameAdapter); return; }
+  if (e.data.kind === 'debug-gpu-limit') { const prev = gpuTried || ready.then(() => gpu_init()).then(nameAdapter); gpuTried = ready.then(() => prev).then((st) => { gpu_limit_binding_for_test(Number(e.data.bytes)); return st; }); return; }
   pending = e.data;
   if (!scheduled) {
     scheduled = true;

@@ -110,20 +110,33 @@ fn u(v: usize) -> u32 {
 }
 
 impl GpuContext {
-    /// Requests an adapter (high performance preferred) and a device with the adapter's limits.
-    /// The error says why there is no GPU, for the page and the CLI to show.
+    /// Requests an adapter (high performance preferred) and a device with the adapter's limits, and builds
+    /// the kernels. The error says why there is no GPU (no adapter, no device, a kernel's pipeline that
+    /// failed to build), for the page and the CLI to show.
     pub async fn try_new() -> std::result::Result<GpuContext, String> {
+        let (device, queue) = Self::request_device().await?;
+        Self::from_device(device, queue).await
+    }
+
+    /// Test hook, not a feature: [`GpuContext::try_new`] with `kernel`'s WGSL ("matmul", "logits",
+    /// "softmax" or "buckets") replaced by a module that does not compile, to force a failed pipeline
+    /// creation. Always an `Err` naming that kernel's pipeline.
+    pub async fn try_new_with_broken_kernel_for_test(kernel: &str) -> std::result::Result<GpuContext, String> {
+        let (device, queue) = Self::request_device().await?;
+        Self::build(device, queue, Some(kernel)).await
+    }
+
+    async fn request_device() -> std::result::Result<(wgpu::Device, wgpu::Queue), String> {
         let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle());
         let adapter = instance
             .request_adapter(&wgpu::RequestAdapterOptions { power_preference: wgpu::PowerPreference::HighPerformance, ..Default::default() })
             .await
             .map_err(|e| format!("no GPU adapter: {e}"))?;
         let info = adapter.get_info();
-        let (device, queue) = adapter
+        adapter
             .request_device(&wgpu::DeviceDescriptor { label: Some("relattn"), required_limits: adapter.limits(), ..Default::default() })
             .await
-            .map_err(|e| format!("the adapter '{}' ({:?}) gave no device: {e}", info.name, info.backend))?;
-        Ok(Self::from_device(device, queue))
+            .map_err(|e| format!("the adapter '{}' ({:?}) gave no device: {e}", info.name, info.backend))
     }
 
     /// [`GpuContext::try_new`] without the reason: `None` when there is no usable GPU.
@@ -131,28 +144,57 @@ impl GpuContext {
         Self::try_new().await.ok()
     }
 
-    /// Builds the kernels on a device the caller already has (tests, or an app with its own device).
-    pub fn from_device(device: wgpu::Device, queue: wgpu::Queue) -> GpuContext {
-        let pipeline = |desc: wgpu::ShaderModuleDescriptor| {
-            let label = desc.label;
-            let module = device.create_shader_module(desc);
-            device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                label,
+    /// Builds the kernels on a device the caller already has (tests, or an app with its own device). Each
+    /// pipeline is created inside a validation error scope: a shader that does not compile or a pipeline
+    /// the device refuses is an `Err` ("the compute pipeline of <kernel>.wgsl failed: …"), not a panic.
+    pub async fn from_device(device: wgpu::Device, queue: wgpu::Queue) -> std::result::Result<GpuContext, String> {
+        Self::build(device, queue, None).await
+    }
+
+    /// Test hook, not a feature: [`GpuContext::from_device`] with `kernel`'s WGSL replaced by a module that
+    /// does not compile (see [`GpuContext::try_new_with_broken_kernel_for_test`]).
+    pub async fn from_device_with_broken_kernel_for_test(device: wgpu::Device, queue: wgpu::Queue, kernel: &str) -> std::result::Result<GpuContext, String> {
+        Self::build(device, queue, Some(kernel)).await
+    }
+
+    async fn build(device: wgpu::Device, queue: wgpu::Queue, broken: Option<&str>) -> std::result::Result<GpuContext, String> {
+        /// Deliberately invalid WGSL (an unknown identifier), for the test hooks above.
+        const BROKEN: &str = "// test hook: this module does not compile\n@compute @workgroup_size(1)\nfn main() { let x: u32 = no_such_value; }\n";
+        let sources = [
+            ("matmul", include_str!("matmul.wgsl")),
+            ("logits", include_str!("logits.wgsl")),
+            ("softmax", include_str!("softmax.wgsl")),
+            ("buckets", include_str!("buckets.wgsl")),
+        ];
+        if let Some(b) = broken {
+            if !sources.iter().any(|(name, _)| *name == b) {
+                return Err(format!("no kernel named '{b}' (matmul, logits, softmax, buckets)"));
+            }
+        }
+        let mut pipelines = Vec::with_capacity(sources.len());
+        for (name, source) in sources {
+            let source = if broken == Some(name) { BROKEN } else { source };
+            let label = format!("{name}.wgsl");
+            let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
+            let module = device.create_shader_module(wgpu::ShaderModuleDescriptor { label: Some(&label), source: wgpu::ShaderSource::Wgsl(source.into()) });
+            let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                label: Some(&label),
                 layout: None,
                 module: &module,
                 entry_point: Some("main"),
                 compilation_options: Default::default(),
                 cache: None,
-            })
-        };
-        let kernels = Kernels {
-            matmul: pipeline(wgpu::include_wgsl!("matmul.wgsl")),
-            logits: pipeline(wgpu::include_wgsl!("logits.wgsl")),
-            softmax: pipeline(wgpu::include_wgsl!("softmax.wgsl")),
-            buckets: pipeline(wgpu::include_wgsl!("buckets.wgsl")),
-        };
+            });
+            if let Some(e) = scope.pop().await {
+                let why = e.to_string().split_whitespace().collect::<Vec<_>>().join(" ");
+                return Err(format!("the compute pipeline of {label} failed: {why}"));
+            }
+            pipelines.push(pipeline);
+        }
+        let [matmul, logits, softmax, buckets] = <[wgpu::ComputePipeline; 4]>::try_from(pipelines).map_err(|_| "four kernels".to_string())?;
+        let kernels = Kernels { matmul, logits, softmax, buckets };
         let limits = device.limits();
-        GpuContext { device, queue, kernels, limits, buffers: HashMap::new(), staging: None, work_bytes: WORK_BYTES }
+        Ok(GpuContext { device, queue, kernels, limits, buffers: HashMap::new(), staging: None, work_bytes: WORK_BYTES })
     }
 
     /// The adapter behind the device: name, backend, driver.
@@ -181,6 +223,13 @@ impl GpuContext {
     /// cut a layer into more chunks (one head, then fewer rows, at a time). Tests use it to reach every cut.
     pub fn set_work_bytes(&mut self, bytes: u64) {
         self.work_bytes = bytes;
+    }
+
+    /// Test hook, not a feature: pretends the device allows only `bytes` per storage buffer binding (the
+    /// real limit is unchanged), so that an ordinary layer takes the over-the-limits path ([`Error::Gpu`]
+    /// from the plan, nothing allocated) in a test without allocating gigabytes.
+    pub fn pretend_max_binding_for_test(&mut self, bytes: u64) {
+        self.limits.max_storage_buffer_binding_size = bytes;
     }
 
     /// The layer's output (b, n, d_model).

@@ -1,7 +1,8 @@
 //! The page's GPU backend: one WebGPU device per wasm instance (the worker's), tried once by
 //! [`gpu_init`] and reused by every [`compute`]. Whatever goes wrong — no `navigator.gpu`, no adapter, no
-//! device, a device lost later, an error on the device during a compute, or a layer beyond the device's
-//! limits — the trace is computed on the CPU instead, and the session says why ([`Session::backend_note`]).
+//! device, a kernel whose pipeline fails to build, a device lost later, an error on the device during a
+//! compute, or a layer beyond the device's limits — the trace is computed on the CPU instead, and the
+//! session says why ([`Session::backend_note`]).
 
 use super::{now, to_js, Inputs, Session};
 use crate::gpu::GpuContext;
@@ -59,35 +60,74 @@ fn has_navigator_gpu() -> bool {
 }
 
 /// Tries WebGPU once (later calls return the first answer): `{ available, description, reason }`, where
-/// `description` is the footer's "WebGPU: <adapter>" and `reason` says why there is no GPU.
+/// `description` is the footer's "WebGPU: <adapter>" and `reason` says why there is no GPU (no WebGPU, no
+/// adapter, no device, or a kernel whose compute pipeline failed to build).
 #[wasm_bindgen]
 pub async fn gpu_init() -> JsValue {
     let untried = GPU.with(|g| matches!(&*g.borrow(), Gpu::Untried));
     if untried {
-        GPU.with(|g| *g.borrow_mut() = Gpu::Busy(String::new()));
-        let next = if !has_navigator_gpu() {
-            Gpu::Gone("this browser has no WebGPU (navigator.gpu is missing)".into())
-        } else {
-            match GpuContext::try_new().await {
-                Ok(ctx) => {
-                    ctx.device().set_device_lost_callback(|reason, message| {
-                        if let Ok(mut l) = LOST.lock() {
-                            let message = if message.is_empty() { String::new() } else { format!(": {message}") };
-                            *l = Some(format!("the WebGPU device was lost ({reason:?}){message}"));
-                        }
-                    });
-                    let i = ctx.adapter_info();
-                    let name = [i.name.as_str(), i.driver.as_str(), i.driver_info.as_str()].iter().filter(|s| !s.is_empty()).copied().collect::<Vec<_>>().join(" ");
-                    let name = if name.is_empty() { format!("{:?} adapter", i.device_type) } else { name };
-                    Gpu::Ready(ctx, format!("WebGPU: {name}"))
-                }
-                Err(why) if why.starts_with("no GPU adapter") => Gpu::Gone("WebGPU unavailable: requestAdapter() gave no adapter (WebGPU is off in this browser, or no usable GPU)".into()),
-                Err(why) => Gpu::Gone(format!("WebGPU unavailable: {why}")),
-            }
-        };
-        GPU.with(|g| *g.borrow_mut() = next);
+        init(None).await;
     }
     status()
+}
+
+/// Fills the slot: a context (with `broken`: the test hook's context whose kernel does not compile), or why
+/// there is none.
+async fn init(broken: Option<&str>) {
+    GPU.with(|g| *g.borrow_mut() = Gpu::Busy(String::new()));
+    let next = if !has_navigator_gpu() {
+        Gpu::Gone("this browser has no WebGPU (navigator.gpu is missing)".into())
+    } else {
+        let built = match broken {
+            None => GpuContext::try_new().await,
+            Some(kernel) => GpuContext::try_new_with_broken_kernel_for_test(kernel).await,
+        };
+        match built {
+            Ok(ctx) => {
+                ctx.device().set_device_lost_callback(|reason, message| {
+                    if let Ok(mut l) = LOST.lock() {
+                        let message = if message.is_empty() { String::new() } else { format!(": {message}") };
+                        *l = Some(format!("the WebGPU device was lost ({reason:?}){message}"));
+                    }
+                });
+                let i = ctx.adapter_info();
+                let name = [i.name.as_str(), i.driver.as_str(), i.driver_info.as_str()].iter().filter(|s| !s.is_empty()).copied().collect::<Vec<_>>().join(" ");
+                let name = if name.is_empty() { format!("{:?} adapter", i.device_type) } else { name };
+                Gpu::Ready(ctx, format!("WebGPU: {name}"))
+            }
+            Err(why) if why.starts_with("no GPU adapter") => Gpu::Gone("WebGPU unavailable: requestAdapter() gave no adapter (WebGPU is off in this browser, or no usable GPU)".into()),
+            Err(why) => Gpu::Gone(format!("WebGPU unavailable: {why}")),
+        }
+    };
+    GPU.with(|g| *g.borrow_mut() = next);
+}
+
+/// Test hook, not a feature: builds the WebGPU context again (a new device) with `kernel`'s WGSL ("matmul",
+/// "logits", "softmax" or "buckets") replaced by a module that does not compile, so the e2e test can check
+/// that a failed pipeline creation leaves every later compute on the CPU with the reason. The previous
+/// context is dropped (not destroyed). Refused while a compute holds the GPU. Returns [`gpu_status`].
+#[wasm_bindgen]
+pub async fn gpu_break_pipeline_for_test(kernel: String) -> JsValue {
+    let busy = GPU.with(|g| matches!(&*g.borrow(), Gpu::Busy(_)));
+    if !busy {
+        init(Some(&kernel)).await;
+    }
+    status()
+}
+
+/// Test hook, not a feature: makes the GPU context pretend its device allows only `bytes` per storage
+/// buffer binding ([`GpuContext::pretend_max_binding_for_test`]), so the e2e test can check that an
+/// ordinary layer beyond the (pretended) limits is computed on the CPU with the reason. Returns whether
+/// there was a context.
+#[wasm_bindgen]
+pub fn gpu_limit_binding_for_test(bytes: f64) -> bool {
+    GPU.with(|g| match &mut *g.borrow_mut() {
+        Gpu::Ready(ctx, _) => {
+            ctx.pretend_max_binding_for_test(bytes.max(0.0) as u64);
+            true
+        }
+        _ => false,
+    })
 }
 
 /// Test hook, not a feature: destroys the WebGPU device as a lost GPU would be, so the e2e test can check

@@ -1,6 +1,7 @@
 // The page's backends: WebGPU (SwiftShader's software adapter in headless chromium with
 // --enable-unsafe-webgpu) shows the same tooltip numbers as the CPU, falls back to the CPU with the reason
-// when the device is lost, and chromium without that flag reports the CPU fallback and its reason.
+// when the device is lost, a kernel's pipeline fails to build or a layer is over the device's limits (each
+// forced through a worker test hook), and chromium without that flag reports the CPU fallback and its reason.
 // Run with `make test-e2e` (which builds www/pkg first) or `node --test tests/e2e/backend.test.mjs`.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -141,6 +142,51 @@ test('WebGPU (SwiftShader): the same tooltip numbers as the CPU; a lost device f
   assert.match(lost, /^CPU \(wasm\) — .*(lost|WebGPU)/, `after the device is lost: ${lost}`);
   assert.ok((await page.locator('figure.view').count()) >= 8, 'the view stays on screen');
   console.log(`# after device loss: ${lost}`);
+});
+
+/** Figures whose canvas has no two different pixels (a blank view). */
+const blankCanvases = (page) => page.$$eval('figure.view', (fs) => fs.filter((f) => {
+  const c = f.querySelector('canvas');
+  if (!c || !c.width || !c.height) return true;
+  const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+  for (let i = 4; i < d.length; i += 4) if (d[i] !== d[0] || d[i + 1] !== d[1] || d[i + 2] !== d[2]) return false;
+  return true;
+}).map((f) => f.dataset.stage));
+
+test('WebGPU forced faults (test hooks): a failed pipeline creation and a buffer over the limits fall back to the CPU with the reason', async (t) => {
+  const page = await browser(['--enable-unsafe-webgpu']);
+  await page.goto(base);
+  const has = await page.evaluate(async () => !!(navigator.gpu && (await navigator.gpu.requestAdapter())));
+  if (!has) { t.skip('no WebGPU adapter in headless chromium'); return; }
+
+  // A buffer over the device's limits: the context pretends 1 KiB per binding; seed004's (n, d_model)
+  // projection needs more, so the layer is refused before anything is allocated and the CPU computes it.
+  await open(page, 'preset=seed004&backend=auto');
+  assert.match(await footer(page), /^WebGPU: /);
+  let worker = page.workers()[0];
+  assert.ok(worker, 'the page has its worker');
+  await worker.evaluate(() => self.onmessage({ data: { kind: 'debug-gpu-limit', bytes: 1024 } }));
+  await settle(page, () => page.selectOption('#preset', 'seed003'));
+  const over = await footer(page);
+  assert.match(over, /^CPU \(wasm\) — WebGPU cannot compute this layer: .*projection needs \d+ bytes; this device allows 1024 bytes per buffer/, `over the limits: ${over}`);
+  assert.ok((await page.locator('figure.view').count()) >= 8, 'the view stays on screen');
+  assert.deepEqual(await blankCanvases(page), [], 'no blank canvas after the over-limit fallback');
+  console.log(`# buffer over the limits: ${over}`);
+
+  // A failed pipeline creation: the context is rebuilt with softmax.wgsl broken; every later compute is
+  // on the CPU with the pipeline's error.
+  await open(page, 'preset=seed004&backend=auto');
+  assert.match(await footer(page), /^WebGPU: /);
+  worker = page.workers().at(-1);
+  await worker.evaluate(() => self.onmessage({ data: { kind: 'debug-break-pipeline', kernel: 'softmax' } }));
+  await settle(page, () => page.selectOption('#preset', 'seed003'));
+  const broken = await footer(page);
+  assert.match(broken, /^CPU \(wasm\) — WebGPU unavailable: the compute pipeline of softmax\.wgsl failed: \S/, `pipeline failure: ${broken}`);
+  assert.ok((await page.locator('figure.view').count()) >= 8, 'the view stays on screen');
+  assert.deepEqual(await blankCanvases(page), [], 'no blank canvas after the pipeline fallback');
+  await settle(page, () => page.selectOption('#backend-mode', 'webgpu'));
+  assert.match(await page.locator('#err-backend-mode').innerText(), /pipeline of softmax\.wgsl failed: .*computed on the CPU instead/);
+  console.log(`# failed pipeline creation: ${broken}`);
 });
 
 test('chromium without --enable-unsafe-webgpu: the CPU fallback and its reason; Backend = WebGPU shows it inline', async () => {
