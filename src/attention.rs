@@ -14,6 +14,7 @@
 //! The value term `B w^V` is Shaw's a^V; the Music Transformer has none.
 
 use crate::error::{Error, Result};
+use crate::matmul::matmul;
 use crate::relpos::{distance, Edge, RelTable};
 use crate::shaw;
 use crate::skew::{self, SkewSteps};
@@ -152,7 +153,7 @@ pub fn attend_head(cfg: &Config, h: &HeadInput, mut trace: Option<&mut HeadTrace
     let (lq, dh) = (h.q.nrows(), h.q.ncols());
     let layout = cfg.layout();
 
-    let mut logits = h.q.dot(&h.k.t());
+    let mut logits = matmul(h.q, h.k.t());
     if let Some(t) = trace.as_deref_mut() {
         t.content_logits = logits.clone();
     }
@@ -175,7 +176,7 @@ pub fn attend_head(cfg: &Config, h: &HeadInput, mut trace: Option<&mut HeadTrace
 
     softmax_rows(&mut logits);
     let weights = logits;
-    let out_content = weights.dot(&h.v);
+    let out_content = matmul(weights.view(), h.v);
     let (buckets, out_relative) = match (cfg.has_rel_v(), h.rel_v, cfg.implementation) {
         (true, Some(w_v), Implementation::Efficient) => {
             let b = shaw::value_buckets(weights.view(), layout);
@@ -203,7 +204,7 @@ fn relative_logits(cfg: &Config, h: &HeadInput, layout: RelTable, trace: Option<
         (Method::Shaw, Implementation::Efficient) => shaw::relative_logits(h.q, h.rel_k, layout, lk),
         (Method::Music, Implementation::Efficient) => {
             let table = skew::table_for_length(h.rel_k, layout, lq, cfg.causal);
-            let steps = skew::skew(h.q.dot(&table.t()).view(), cfg.causal);
+            let steps = skew::skew(matmul(h.q, table.t()).view(), cfg.causal);
             let sliced = steps.sliced.clone();
             if let Some(t) = trace {
                 t.skew = Some(steps);

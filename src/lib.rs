@@ -13,6 +13,7 @@ pub mod attention;
 pub mod backend;
 pub mod error;
 pub mod gpu;
+pub mod matmul;
 pub mod model;
 pub mod presets;
 pub mod relpos;

@@ -8,6 +8,7 @@
 
 use crate::attention::{attend_head, Config, HeadInput, HeadTrace, Implementation, Method};
 use crate::error::{Bytes, Error, Result};
+use crate::matmul::matmul;
 use crate::relpos;
 use crate::scenario::Scenario;
 use crate::trace::{SkewTrace, Trace};
@@ -45,7 +46,7 @@ fn project(x: &Array3<f32>, w: &Array2<f32>, bias: &ndarray::Array1<f32>) -> Arr
     let (b, n, _) = x.dim();
     let mut out = Array3::zeros((b, n, w.ncols()));
     for (xb, mut ob) in x.outer_iter().zip(out.outer_iter_mut()) {
-        ob.assign(&(xb.dot(w) + bias));
+        ob.assign(&(matmul(xb, w.view()) + bias));
     }
     out
 }

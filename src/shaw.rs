@@ -14,6 +14,7 @@
 //!
 //! Both take any [`RelTable`], so the Music Transformer's direct gather is the same code with its table.
 
+use crate::matmul::matmul;
 use crate::relpos::{distance, Edge, RelTable};
 use ndarray::{s, Array2, Array3, ArrayView2, ArrayViewMut2, Zip};
 
@@ -21,7 +22,7 @@ use ndarray::{s, Array2, Array3, ArrayView2, ArrayViewMut2, Zip};
 /// `q` is (Lq, d_head), `table` is (R, d_head); a pair outside a zero-edged table adds nothing.
 pub fn add_relative_logits(mut out: ArrayViewMut2<f32>, q: ArrayView2<f32>, table: ArrayView2<f32>, layout: RelTable) {
     let (lq, lk) = out.dim();
-    let p = q.dot(&table.t()); // (Lq, R)
+    let p = matmul(q, table.t()); // (Lq, R)
     let last = layout.rows() - 1;
     for (i, (mut row, p_i)) in out.outer_iter_mut().zip(p.outer_iter()).enumerate() {
         let seg = layout.segments(i, lq, lk);
@@ -93,7 +94,7 @@ pub fn relative_values_materialized(weights: ArrayView2<f32>, table: ArrayView2<
 
 /// `B · table`: the value term from the buckets, (Lq, d_head).
 pub fn relative_values(buckets: ArrayView2<f32>, table: ArrayView2<f32>) -> Array2<f32> {
-    buckets.dot(&table)
+    matmul(buckets, table)
 }
 
 #[cfg(test)]
