@@ -18,6 +18,7 @@ use crate::matmul::matmul;
 use crate::relpos::{distance, Edge, RelTable};
 use crate::shaw;
 use crate::skew::{self, SkewSteps};
+use crate::timing::{now_ms, StageTimes};
 use ndarray::{s, Array2, ArrayView1, ArrayView2, Zip};
 use std::fmt;
 use std::str::FromStr;
@@ -148,15 +149,30 @@ fn check_head(cfg: &Config, h: &HeadInput) -> Result<()> {
 }
 
 /// Attends one head; returns z (Lq, d_head) and fills `trace` with every stage when given.
-pub fn attend_head(cfg: &Config, h: &HeadInput, mut trace: Option<&mut HeadTrace>) -> Result<Array2<f32>> {
+pub fn attend_head(cfg: &Config, h: &HeadInput, trace: Option<&mut HeadTrace>) -> Result<Array2<f32>> {
+    attend_head_timed(cfg, h, trace, None)
+}
+
+/// [`attend_head`], adding the milliseconds of each of its stages (keeping that stage's intermediate for
+/// `trace` included) into `times` when given; projections and output are the layer's, left as they are.
+pub fn attend_head_timed(cfg: &Config, h: &HeadInput, mut trace: Option<&mut HeadTrace>, mut times: Option<&mut StageTimes>) -> Result<Array2<f32>> {
     check_head(cfg, h)?;
     let (lq, dh) = (h.q.nrows(), h.q.ncols());
     let layout = cfg.layout();
+    let mut clock = times.is_some().then(now_ms);
+    let mut lap = |slot: fn(&mut StageTimes) -> &mut f64| {
+        if let (Some(t), Some(c)) = (times.as_deref_mut(), clock.as_mut()) {
+            let now = now_ms();
+            *slot(t) += now - *c;
+            *c = now;
+        }
+    };
 
     let mut logits = matmul(h.q, h.k.t());
     if let Some(t) = trace.as_deref_mut() {
         t.content_logits = logits.clone();
     }
+    lap(|t| &mut t.content_logits);
 
     if trace.is_none() && cfg.method == Method::Shaw && cfg.implementation == Implementation::Efficient {
         // Forward only: add the gathered relative logits straight into the content logits.
@@ -168,14 +184,17 @@ pub fn attend_head(cfg: &Config, h: &HeadInput, mut trace: Option<&mut HeadTrace
             t.relative_logits = rel;
         }
     }
+    lap(|t| &mut t.relative_logits);
 
     scale_and_mask(&mut logits, 1.0 / (dh as f32).sqrt(), cfg.causal, h.key_mask);
     if let Some(t) = trace.as_deref_mut() {
         t.logits = logits.clone();
     }
+    lap(|t| &mut t.scale_mask);
 
     softmax_rows(&mut logits);
     let weights = logits;
+    lap(|t| &mut t.softmax);
     let out_content = matmul(weights.view(), h.v);
     let (buckets, out_relative) = match (cfg.has_rel_v(), h.rel_v, cfg.implementation) {
         (true, Some(w_v), Implementation::Efficient) => {
@@ -193,6 +212,7 @@ pub fn attend_head(cfg: &Config, h: &HeadInput, mut trace: Option<&mut HeadTrace
         t.out_content = out_content;
         t.out_relative = out_relative;
     }
+    lap(|t| &mut t.values);
     Ok(z)
 }
 

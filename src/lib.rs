@@ -5,7 +5,7 @@
 //! - [`skew`]: the Music Transformer's skew, masked and unmasked.
 //! - [`attention`]: one head, end to end; [`model`]: projections, heads, output.
 //! - [`scenario`]: the tensors of a layer, from a file or generated; [`trace`]: every intermediate.
-//! - [`render`]: colormaps, heatmap rasters and figures.
+//! - [`render`]: colormaps, heatmap rasters and figures; [`timing`]: per-stage times of the CPU path.
 //! - [`gpu`]: the same layer and trace on a GPU (wgpu: Vulkan natively, WebGPU in the browser);
 //!   [`backend`]: CPU or GPU behind one interface.
 
@@ -21,6 +21,7 @@ pub mod render;
 pub mod scenario;
 pub mod shaw;
 pub mod skew;
+pub mod timing;
 pub mod trace;
 
 #[cfg(target_arch = "wasm32")]

@@ -6,11 +6,12 @@
 //! output = concat_h(z_h) W_o + b_o                              (b, n, d_model)
 //! ```
 
-use crate::attention::{attend_head, Config, HeadInput, HeadTrace, Implementation, Method};
+use crate::attention::{attend_head_timed, Config, HeadInput, HeadTrace, Implementation, Method};
 use crate::error::{Bytes, Error, Result};
 use crate::matmul::matmul;
 use crate::relpos;
 use crate::scenario::Scenario;
+use crate::timing::{now_ms, StageTimes};
 use crate::trace::{SkewTrace, Trace};
 use ndarray::{s, Array2, Array3, Array4, ArrayView2, Axis};
 
@@ -69,13 +70,15 @@ fn map_heads<R: Send>(count: usize, f: impl Fn(usize) -> R + Sync + Send) -> Vec
     }
 }
 
-/// Runs the layer; with `record`, keeps every intermediate.
-fn run(cfg: &Config, sc: &Scenario, record: bool) -> Result<(Array3<f32>, Option<Trace>)> {
+/// Runs the layer; with `record`, keeps every intermediate; with `timed`, measures each stage.
+fn run(cfg: &Config, sc: &Scenario, record: bool, timed: bool) -> Result<(Array3<f32>, Option<Trace>, Option<StageTimes>)> {
     let (b, n, d) = sc.dims();
     let (h, dh) = (cfg.heads, d / cfg.heads);
+    let t0 = timed.then(now_ms);
     let q = project(&sc.x, &sc.w_q, &sc.b_q);
     let k = project(&sc.x, &sc.w_k, &sc.b_k);
     let v = project(&sc.x, &sc.w_v, &sc.b_v);
+    let mut times = t0.map(|t0| StageTimes { projections: now_ms() - t0, ..StageTimes::default() });
     let results = map_heads(b * h, |idx| {
         let (bi, hi) = (idx / h, idx % h);
         let cols = s![.., hi * dh..(hi + 1) * dh];
@@ -88,29 +91,50 @@ fn run(cfg: &Config, sc: &Scenario, record: bool) -> Result<(Array3<f32>, Option
             key_mask: sc.key_mask.as_ref().map(|m| m.row(bi)),
         };
         let mut t = record.then(HeadTrace::default);
-        attend_head(cfg, &input, t.as_mut()).map(|z| (z, t))
+        let mut ht = timed.then(StageTimes::default);
+        attend_head_timed(cfg, &input, t.as_mut(), ht.as_mut()).map(|z| (z, t, ht))
     });
     let mut heads = Array3::zeros((b, n, d));
     let mut traces: Vec<HeadTrace> = Vec::new();
     for (idx, r) in results.into_iter().enumerate() {
-        let (z, t) = r?;
+        let (z, t, ht) = r?;
+        if let (Some(sum), Some(ht)) = (times.as_mut(), ht) {
+            sum.add(&ht);
+        }
         let (bi, hi) = (idx / h, idx % h);
         heads.slice_mut(s![bi, .., hi * dh..(hi + 1) * dh]).assign(&z);
         traces.extend(t);
     }
+    let t_out = timed.then(now_ms);
     let output = project(&heads, &sc.w_o, &sc.b_o);
+    if let (Some(sum), Some(t)) = (times.as_mut(), t_out) {
+        sum.output = now_ms() - t;
+    }
     let trace = record.then(|| assemble(cfg, sc, traces, q, k, v, heads, output.clone()));
-    Ok((output, trace))
+    Ok((output, trace, times))
 }
 
 /// The layer's output (b, n, d_model), keeping only one head's (n, n) work arrays at a time.
 pub fn forward(cfg: &Config, sc: &Scenario) -> Result<Array3<f32>> {
-    Ok(run(cfg, sc, false)?.0)
+    Ok(run(cfg, sc, false, false)?.0)
 }
 
 /// The output and every intermediate.
 pub fn trace(cfg: &Config, sc: &Scenario) -> Result<Trace> {
-    Ok(run(cfg, sc, true)?.1.expect("recorded"))
+    Ok(run(cfg, sc, true, false)?.1.expect("recorded"))
+}
+
+/// [`forward`] and the milliseconds of each stage (head stages summed over heads and batch: CPU time,
+/// the heads run in parallel natively).
+pub fn forward_timed(cfg: &Config, sc: &Scenario) -> Result<(Array3<f32>, StageTimes)> {
+    let (output, _, times) = run(cfg, sc, false, true)?;
+    Ok((output, times.expect("timed")))
+}
+
+/// [`trace`] and the milliseconds of each stage, as in [`forward_timed`].
+pub fn trace_timed(cfg: &Config, sc: &Scenario) -> Result<(Trace, StageTimes)> {
+    let (_, trace, times) = run(cfg, sc, true, true)?;
+    Ok((trace.expect("recorded"), times.expect("timed")))
 }
 
 /// Stacks per-head traces (batch-major, then head) into (b, h, ·, ·) arrays.
@@ -153,5 +177,31 @@ fn assemble(cfg: &Config, sc: &Scenario, heads: Vec<HeadTrace>, q: Array3<f32>, 
         out_relative: stack(&|t| &t.out_relative),
         heads: concat,
         output,
+    }
+}
+
+#[cfg(all(test, not(target_arch = "wasm32")))]
+mod tests {
+    use super::*;
+    use crate::scenario::Spec;
+
+    #[test]
+    fn stage_times_are_present_and_non_negative() {
+        for (method, causal) in [(Method::Shaw, false), (Method::Music, true)] {
+            let cfg = Config { method, heads: 4, causal, ..Config::default() };
+            let sc = Scenario::build(&cfg, &Spec { n: 96, d_model: 64, batch: 2, seed: 1 }, Default::default(), false).unwrap();
+            let (t, times) = trace_timed(&cfg, &sc).unwrap();
+            let (out, forward_times) = forward_timed(&cfg, &sc).unwrap();
+            assert_eq!(t.output, trace(&cfg, &sc).unwrap().output);
+            assert_eq!(out, forward(&cfg, &sc).unwrap());
+            for st in [times, forward_times] {
+                let named = st.named();
+                assert_eq!(named.iter().map(|(n, _)| *n).collect::<Vec<_>>(), ["projections", "content_logits", "relative_logits", "scale_mask", "logits", "softmax", "values", "output"]);
+                for (name, ms) in named {
+                    assert!(ms.is_finite() && ms >= 0.0, "{method:?} {name}: {ms}");
+                }
+                assert!(st.logits() > 0.0 && st.softmax + st.values > 0.0, "{method:?}: the head stages took no time: {st:?}");
+            }
+        }
     }
 }

@@ -165,6 +165,9 @@ pub struct Session {
     cols: usize,
     range: (f32, f32),
     timings: Vec<(String, f64)>,
+    /// Milliseconds of each compute stage ([`crate::timing::StageTimes::named`]), head stages summed over
+    /// heads; empty where only totals are known (the GPU path).
+    stage_times: Vec<(&'static str, f64)>,
     /// Where the trace was computed, for the footer: "CPU (wasm)" or "WebGPU: <adapter>".
     backend: String,
     /// Why a GPU that was asked for (Auto or WebGPU) was not used for this trace; empty when it was, or
@@ -239,9 +242,11 @@ impl Session {
     fn build(mut inp: Inputs, t0: f64) -> Result<Session, JsValue> {
         let sc = inp.scenario()?;
         let t1 = now();
-        let trace = model::trace(&inp.cfg, &sc).map_err(to_js)?;
+        let (trace, times) = model::trace_timed(&inp.cfg, &sc).map_err(to_js)?;
         let t2 = now();
-        Ok(Session::assemble(trace, &inp, &sc, vec![("scenario".into(), t1 - t0), ("trace".into(), t2 - t1)], backend::CPU.into(), String::new()))
+        let mut s = Session::assemble(trace, &inp, &sc, vec![("scenario".into(), t1 - t0), ("trace".into(), t2 - t1)], backend::CPU.into(), String::new());
+        s.stage_times = times.named();
+        Ok(s)
     }
 
     /// A session around a trace computed on either backend.
@@ -260,6 +265,7 @@ impl Session {
             cols: 0,
             range: (0.0, 1.0),
             timings,
+            stage_times: Vec::new(),
             backend,
             backend_note,
         }
@@ -411,6 +417,20 @@ impl Session {
         for (name, ms) in &self.timings {
             let o = js_sys::Object::new();
             let _ = js_sys::Reflect::set(&o, &"name".into(), &name.into());
+            let _ = js_sys::Reflect::set(&o, &"ms".into(), &(*ms).into());
+            arr.push(&o);
+        }
+        arr.into()
+    }
+
+    /// `[{ name, ms }]` of each compute stage (projections, content_logits, relative_logits, scale_mask,
+    /// logits = their sum, softmax, values, output), head stages summed over heads (CPU time); empty on
+    /// the GPU, where the page has only the total.
+    pub fn stage_times(&self) -> JsValue {
+        let arr = js_sys::Array::new();
+        for (name, ms) in &self.stage_times {
+            let o = js_sys::Object::new();
+            let _ = js_sys::Reflect::set(&o, &"name".into(), &(*name).into());
             let _ = js_sys::Reflect::set(&o, &"ms".into(), &(*ms).into());
             arr.push(&o);
         }
@@ -590,6 +610,11 @@ mod tests {
         assert!((row0 - 1.0).abs() < 1e-5, "weights of row 0 sum to {row0}");
         assert!(view.get_index(1) == 0.0, "causal: key 1 is masked for query 0");
         assert!(s.timings().unchecked_into::<js_sys::Array>().length() >= 3);
+        // The CPU trace's stages, timed with performance.now() (std's Instant panics in wasm).
+        let stages: Vec<(String, f64)> = s.stage_times().unchecked_into::<js_sys::Array>().iter().map(|o| (js_sys::Reflect::get(&o, &"name".into()).unwrap().as_string().unwrap(), get(&o, "ms"))).collect();
+        let names: Vec<&str> = stages.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["projections", "content_logits", "relative_logits", "scale_mask", "logits", "softmax", "values", "output"]);
+        assert!(stages.iter().all(|(_, ms)| ms.is_finite() && *ms >= 0.0), "{stages:?}");
     }
 
     #[wasm_bindgen_test]

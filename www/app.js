@@ -167,7 +167,7 @@ function onResult(msg) {
   syncControls(msg.info);
   const byName = Object.fromEntries(msg.stages.map((s) => [s.name, s]));
   const toks = tokens();
-  current = { info: msg.info, stages: msg.stages, byName, tokens: toks.length === msg.info.n ? toks : null, timings: msg.timings };
+  current = { info: msg.info, stages: msg.stages, byName, tokens: toks.length === msg.info.n ? toks : null, timings: msg.timings, stageTimes: msg.stageTimes || [], backendName: msg.backend ? msg.backend.name : '' };
   if (pinned && (pinned.i >= msg.info.n || pinned.j >= msg.info.n)) pinned = null;
   render(current).catch((e) => showError('general', `could not draw: ${e.message || e}`));
   showBackend(msg.backend);
@@ -258,6 +258,7 @@ async function render(cur) {
   drawPins();
   if (presentAt !== null) drawPresent();
   showTimings(cur.timings, drawMs);
+  showStageTimes(cur.stageTimes, cur.backendName);
   document.body.dataset.ready = String(shownId);
 }
 
@@ -439,6 +440,24 @@ function drawPins() {
     else if (name.startsWith('output')) outline(v, i, 0, s.cols, 1);
   }
   label.textContent = `pinned (i, j) = (${i}, ${j}): content ${fmt(p.content)}, relative ${fmt(p.relative)}, table row ${fmt(p.row)}, weight ${fmt(p.weight)} (Esc unpins)`;
+}
+
+// Milliseconds of each compute stage. The CPU's are measured per head and summed over heads (CPU time:
+// heads may run in parallel); "logits" is QKᵀ + relative + scale+mask. The GPU path reports only its total.
+const STAGE_LABELS = { content_logits: 'QKᵀ', relative_logits: 'relative', scale_mask: 'scale+mask' };
+function showStageTimes(stageTimes, backendName) {
+  const el = $('stage-times');
+  if (!stageTimes.length) {
+    el.textContent = backendName.startsWith('WebGPU') ? 'stages: GPU total only (see trace)' : '';
+    el.title = '';
+    return;
+  }
+  const ms = Object.fromEntries(stageTimes.map((t) => [t.name, t.ms]));
+  const f = (v) => `${v.toFixed(2)} ms`;
+  const parts = ['content_logits', 'relative_logits', 'scale_mask'].map((n) => `${STAGE_LABELS[n]} ${f(ms[n])}`);
+  el.textContent = `CPU stages (Σ heads): projections ${f(ms.projections)} · logits ${f(ms.logits)} (${parts.join(', ')}) · softmax ${f(ms.softmax)} · values ${f(ms.values)} · output ${f(ms.output)}`;
+  el.title = 'Compute time of each stage on the CPU, summed over heads and batch (CPU time, not wall time). '
+    + 'logits = QKᵀ + relative logits (gather or skew) + scale and mask; values = αV + the value term; output = the output projection.';
 }
 
 function showTimings(timings, drawMs) {

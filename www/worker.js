@@ -1,5 +1,5 @@
 // The heavy half of the page: computes traces off the main thread with the same wasm module.
-// Messages: { id, params, batch, head } → { id, ok, info, stages, timings } or { id, ok: false, error }.
+// Messages: { id, params, batch, head } → { id, ok, info, stages, timings, stageTimes } or { id, ok: false, error }.
 // A newer message supersedes one still waiting: only the latest pending request is computed.
 // params.file = { id, name, bytes } computes from a scenario file; msg.colormaps = { sequential, diverging }.
 // Export of the trace: { kind: 'export', id, what: 'npz' } → { kind: 'export', id, ok, data | error }.
@@ -104,7 +104,7 @@ async function work() {
     };
     const name = s.backend();
     const used = { mode: backend, name: name.startsWith('WebGPU') && adapterName ? `WebGPU: ${adapterName}` : name, note: s.backend_note() };
-    self.postMessage({ id: msg.id, ok: true, info, stages, timings: s.timings(), backend: used }, transfer);
+    self.postMessage({ id: msg.id, ok: true, info, stages, timings: s.timings(), stageTimes: s.stage_times(), backend: used }, transfer);
   } catch (err) {
     if (isAbort(err)) { fatal(err, msg.id); return; }
     const field = (err && err.field) || 'general';

@@ -8,6 +8,7 @@ use relattn::model::{self, DEFAULT_MEMORY_LIMIT};
 use relattn::presets;
 use relattn::render::{self, Figure};
 use relattn::scenario::{read_arrays, Arrays, Scenario, Spec};
+use relattn::timing::StageTimes;
 use relattn::{Backend, Edge, Error, Stage, Trace};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -190,9 +191,10 @@ impl Setup {
     }
 
     /// Builds the scenario and its trace within the memory budget.
-    fn trace(&self) -> relattn::Result<Trace> {
+    /// The trace and the milliseconds of each stage.
+    fn trace(&self) -> relattn::Result<(Trace, StageTimes)> {
         let (cfg, sc) = self.scenario(true)?;
-        model::trace(&cfg, &sc)
+        model::trace_timed(&cfg, &sc)
     }
 
     /// Builds the scenario once its memory estimate (with or without a trace) fits the budget.
@@ -225,6 +227,12 @@ fn summary(t: &Trace, out: &Path, ms: f64) -> serde_json::Value {
         "out": out.display().to_string(),
         "ms": ms,
     })
+}
+
+/// `stages_ms` of the CPU path: the GPU's stage names (projections, logits, softmax, values, output), and
+/// the logits' parts; head stages summed over heads (CPU time).
+fn stages_json(t: &StageTimes) -> serde_json::Value {
+    serde_json::Value::Object(t.named().into_iter().map(|(name, ms)| (name.to_string(), serde_json::json!(ms))).collect())
 }
 
 fn parse_size(s: &str) -> relattn::Result<(u32, u32)> {
@@ -280,7 +288,7 @@ fn bench(setup: &Setup, reps: usize, threads: Option<usize>, backend: &str, save
                 let stages = serde_json::json!({ "projections": t.projections, "logits": t.logits, "softmax": t.softmax, "values": t.values, "output": t.output });
                 (serde_json::json!(ctx.description()), stages)
             }
-            Backend::Cpu => (serde_json::Value::Null, serde_json::Value::Null),
+            Backend::Cpu => (serde_json::Value::Null, stages_json(&model::forward_timed(&cfg, &sc)?.1)),
         };
         ms.sort_by(f64::total_cmp);
         if let Some(path) = save_output {
@@ -314,16 +322,18 @@ fn run(cli: Cli) -> relattn::Result<()> {
             }
         }
         Command::Compute { setup, out, json } => {
-            let t = setup.trace()?;
+            let (t, times) = setup.trace()?;
             let file = std::fs::File::create(&out).map_err(|e| Error::File { path: out.display().to_string(), reason: e.to_string() })?;
             t.write_npz(std::io::BufWriter::new(file))?;
             if json {
-                println!("{}", summary(&t, &out, start.elapsed().as_secs_f64() * 1e3));
+                let mut s = summary(&t, &out, start.elapsed().as_secs_f64() * 1e3);
+                s["stages_ms"] = stages_json(&times);
+                println!("{s}");
             }
         }
         Command::Render { setup, stage, head, batch_index, tokens, size, out, json } => {
             let size = parse_size(&size)?;
-            let t = setup.trace()?;
+            let (t, _) = setup.trace()?;
             let m = t.stage(stage, batch_index, head)?;
             let (_, _, n) = t.dims();
             let tokens: Option<Vec<String>> = tokens.map(|s| s.split_whitespace().map(String::from).collect());

@@ -195,13 +195,15 @@ pub async fn compute(backend: String, preset: String, method: String, n: f64, d_
         }
     }
     let t2 = now();
-    let trace = model::trace(&inp.cfg, &sc).map_err(to_js)?;
+    let (trace, times) = model::trace_timed(&inp.cfg, &sc).map_err(to_js)?;
     let t3 = now();
     let mut timings = vec![("scenario".into(), t1 - t0), ("trace".into(), t3 - t2)];
     if t2 - t1 > 0.05 {
         timings.insert(1, ("WebGPU (failed)".into(), t2 - t1));
     }
-    Ok(Session::assemble(trace, &inp, &sc, timings, CPU.into(), note))
+    let mut s = Session::assemble(trace, &inp, &sc, timings, CPU.into(), note);
+    s.stage_times = times.named();
+    Ok(s)
 }
 
 /// The GPU context, taken out of the slot for one compute, or why there is none.

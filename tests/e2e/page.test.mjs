@@ -92,6 +92,13 @@ test('the page loads, draws every stage, and shows the backend and timings', asy
   assert.match(footer, /CPU \(wasm\)/);
   assert.match(footer, /trace [\d.]+ ms/);
   assert.match(footer, /weights [\d.]+ ms/);
+  // Per-stage compute times of the CPU trace, summed over heads.
+  const stageTimes = await page.locator('#stage-times').innerText();
+  for (const name of ['projections', 'logits', 'QKᵀ', 'relative', 'scale\\+mask', 'softmax', 'values', 'output']) {
+    assert.match(stageTimes, new RegExp(`${name} \\d+\\.\\d+ ms`), `no time for ${name} in “${stageTimes}”`);
+  }
+  assert.match(await page.locator('#stage-times').getAttribute('title'), /summed over heads/);
+  await page.locator('#stage-times').screenshot({ path: join(artifacts, 'footer-stage-times.png') });
   // Tokens of the sentence label the axes, and the tooltip names them.
   const t = await hover('weights', 1, 2);
   assert.match(t.text, /“cat” → “sat”/);
