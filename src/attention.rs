@@ -315,7 +315,7 @@ fn exp_nonpositive(x: f32) -> f32 {
     // t's low mantissa bits hold n: a bit cast, not a (saturating, unvectorizable) float-to-int conversion.
     let n_bits = t.to_bits().wrapping_sub(ROUND.to_bits());
     let r = xc - n * 0.693_359_4 + n * 2.121_944_4e-4;
-    let p = ((((1.987_569_1e-4 * r + 1.398_199_9e-3) * r + 8.333_452e-3) * r + 4.166_579_6e-2) * r + 1.666_666_5e-1) * r + 5.000_000_1e-1;
+    let p = ((((1.987_569_1e-4 * r + 1.398_199_9e-3) * r + 8.333_452e-3) * r + 4.166_579_6e-2) * r + 1.666_666_5e-1) * r + 0.5;
     let y = p * r * r + r + 1.0;
     let scale = f32::from_bits(n_bits.wrapping_add(127) << 23);
     if x < -87.0 { 0.0 } else { y * scale }
