@@ -12,6 +12,7 @@ use crate::model;
 use crate::presets;
 use crate::render::{self, Cells, Colormap, Figure, Palette};
 use crate::scenario::{self, Arrays, Scenario, Spec};
+use crate::timing::now_ms;
 use crate::trace::{Scale, Stage, Trace};
 use ndarray::Array2;
 use plotters::prelude::*;
@@ -91,19 +92,6 @@ fn js_error(field: &str, message: &str) -> JsValue {
 
 fn to_js(e: Error) -> JsValue {
     js_error(e.field(), &e.to_string())
-}
-
-/// Milliseconds from the global `performance` clock (window or worker), or the date.
-fn now() -> f64 {
-    let global = js_sys::global();
-    js_sys::Reflect::get(&global, &"performance".into())
-        .ok()
-        .filter(|p| !p.is_undefined())
-        .and_then(|p| {
-            let f = js_sys::Reflect::get(&p, &"now".into()).ok()?.dyn_into::<js_sys::Function>().ok()?;
-            f.call0(&p).ok()?.as_f64()
-        })
-        .unwrap_or_else(js_sys::Date::now)
 }
 
 /// A whole number in `lo..=hi`, or an error naming `field`.
@@ -225,7 +213,7 @@ impl Session {
     #[wasm_bindgen(constructor)]
     #[allow(clippy::too_many_arguments)]
     pub fn new(preset: &str, method: &str, n: f64, d_model: f64, heads: f64, clip: f64, causal: bool, rel_v: bool, per_head_tables: bool, seed: f64) -> Result<Session, JsValue> {
-        let t0 = now();
+        let t0 = now_ms();
         Session::build(Inputs::of(preset, method, n, d_model, heads, clip, causal, rel_v, per_head_tables, seed)?, t0)
     }
 
@@ -234,16 +222,16 @@ impl Session {
     /// Errors about the file itself have `field` "file"; shape errors name the array.
     #[allow(clippy::too_many_arguments)]
     pub fn from_tensors(bytes: &[u8], file_name: &str, method: &str, n: f64, d_model: f64, heads: f64, clip: f64, causal: bool, rel_v: bool, per_head_tables: bool, seed: f64) -> Result<Session, JsValue> {
-        let t0 = now();
+        let t0 = now_ms();
         Session::build(Inputs::of_file(bytes, file_name, method, n, d_model, heads, clip, causal, rel_v, per_head_tables, seed)?, t0)
     }
 
     /// The trace on the CPU.
     fn build(mut inp: Inputs, t0: f64) -> Result<Session, JsValue> {
         let sc = inp.scenario()?;
-        let t1 = now();
+        let t1 = now_ms();
         let (trace, times) = model::trace_timed(&inp.cfg, &sc).map_err(to_js)?;
-        let t2 = now();
+        let t2 = now_ms();
         let mut s = Session::assemble(trace, &inp, &sc, vec![("scenario".into(), t1 - t0), ("trace".into(), t2 - t1)], backend::CPU.into(), String::new());
         s.stage_times = times.named();
         Ok(s)
@@ -347,7 +335,7 @@ impl Session {
 
     /// Cuts stage `i` of (batch, head) and colours it; read it through the pointers below.
     pub fn select(&mut self, i: usize, batch: usize, head: usize) -> Result<(), JsValue> {
-        let t0 = now();
+        let t0 = now_ms();
         let stage = self.stage_at(i)?;
         let m: Array2<f32> = self.trace.stage(stage, batch, head).map_err(to_js)?;
         let (rgba, range) = render::rgba_with(m.view(), stage.scale(), palette());
@@ -355,7 +343,7 @@ impl Session {
         self.range = range;
         self.values = m.as_standard_layout().iter().copied().collect();
         self.rgba = rgba;
-        let ms = now() - t0;
+        let ms = now_ms() - t0;
         match self.timings.iter_mut().find(|(name, _)| name == stage.name()) {
             Some(t) => t.1 = ms,
             None => self.timings.push((stage.name().into(), ms)),

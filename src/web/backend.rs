@@ -4,7 +4,8 @@
 //! compute, or a layer beyond the device's limits — the trace is computed on the CPU instead, and the
 //! session says why ([`Session::backend_note`]).
 
-use super::{now, to_js, Inputs, Session};
+use super::{to_js, Inputs, Session};
+use crate::timing::now_ms;
 use crate::gpu::GpuContext;
 use crate::model;
 use std::cell::RefCell;
@@ -150,14 +151,14 @@ pub fn gpu_destroy_for_test() -> bool {
 #[wasm_bindgen]
 #[allow(clippy::too_many_arguments)]
 pub async fn compute(backend: String, preset: String, method: String, n: f64, d_model: f64, heads: f64, clip: f64, causal: bool, rel_v: bool, per_head_tables: bool, seed: f64, file: Option<Vec<u8>>, file_name: String) -> Result<Session, JsValue> {
-    let t0 = now();
+    let t0 = now_ms();
     let mut inp = match &file {
         Some(bytes) => Inputs::of_file(bytes, &file_name, &method, n, d_model, heads, clip, causal, rel_v, per_head_tables, seed)?,
         None => Inputs::of(&preset, &method, n, d_model, heads, clip, causal, rel_v, per_head_tables, seed)?,
     };
     drop(file);
     let sc = inp.scenario()?;
-    let t1 = now();
+    let t1 = now_ms();
     let mut note = String::new();
     if backend != "cpu" {
         match take_gpu() {
@@ -171,7 +172,7 @@ pub async fn compute(backend: String, preset: String, method: String, n: f64, d_
                     (Some(e), _) | (None, Some(e)) => Some(e.to_string()),
                     (None, None) => None,
                 };
-                let t2 = now();
+                let t2 = now_ms();
                 match (lost(), device_error, result) {
                     (Some(why), _, _) => {
                         GPU.with(|g| *g.borrow_mut() = Gpu::Gone(why.clone()));
@@ -194,9 +195,9 @@ pub async fn compute(backend: String, preset: String, method: String, n: f64, d_
             Err(why) => note = why,
         }
     }
-    let t2 = now();
+    let t2 = now_ms();
     let (trace, times) = model::trace_timed(&inp.cfg, &sc).map_err(to_js)?;
-    let t3 = now();
+    let t3 = now_ms();
     let mut timings = vec![("scenario".into(), t1 - t0), ("trace".into(), t3 - t2)];
     if t2 - t1 > 0.05 {
         timings.insert(1, ("WebGPU (failed)".into(), t2 - t1));
