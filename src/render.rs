@@ -292,7 +292,8 @@ fn draw_colorbar<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, (lo, hi): (f
         .disable_mesh()
         .disable_x_axis()
         .y_labels(7)
-        .y_label_formatter(&|v| short(*v as f32))
+        // Ticks are sums of steps: snap float residue such as −5.55e−17 to the 0 it stands for.
+        .y_label_formatter(&|v| short(if v.abs() < (hi - lo) as f64 * 1e-6 { 0.0 } else { *v as f32 }))
         .label_style(("sans-serif", 12))
         .draw()?;
     let steps = 128;
