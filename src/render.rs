@@ -223,13 +223,14 @@ pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, fig: &Figure, cel
         .y_label_area_size((36 + 7 * longest as u32).max(56))
         .build_cartesian_2d((0..cols as i32 - 1).into_segmented(), (0..rows as i32 - 1).into_segmented())
         .map_err(err)?;
-    // Column tokens are cut to the width of a column (about 7 px a character) so neighbours never overlap.
+    // Column tokens (not indices) are cut to the width of a column (about 7 px a character) so neighbours
+    // never overlap.
     let (plot_w, _) = chart.plotting_area().dim_in_pixel();
     let fit = ((plot_w as usize / cols.min(24)) / 7).max(1);
     let x_fmt = |v: &SegmentValue<i32>| match v {
         SegmentValue::CenterOf(c) if *c < cols as i32 => {
             let t = label(&fig.x_labels, *c);
-            if t.chars().count() > fit { t.chars().take(fit.saturating_sub(1).max(1)).chain(['…']).collect() } else { t }
+            if fig.x_labels.is_some() && t.chars().count() > fit { t.chars().take(fit.saturating_sub(1).max(1)).chain(['…']).collect() } else { t }
         }
         _ => String::new(),
     };
