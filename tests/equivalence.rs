@@ -9,21 +9,9 @@ use ndarray::{Array2, Array3, Axis};
 use proptest::prelude::*;
 use relattn::attention::{attend_head, HeadInput, HeadTrace};
 use relattn::scenario::Arrays;
-use relattn::{model, Config, Edge, Implementation, Method, Scenario, Spec};
+use relattn::{model, Config, Implementation, Method, Scenario, Spec};
 
 const TOL: f64 = 1e-5;
-
-fn config() -> impl Strategy<Value = Config> {
-    (any::<bool>(), 1usize..=3, 0usize..=14, any::<bool>(), any::<bool>(), any::<bool>()).prop_map(|(music, heads, clip, causal, rel_v, clip_edge)| Config {
-        method: if music { Method::Music } else { Method::Shaw },
-        heads,
-        clip,
-        causal,
-        rel_v,
-        edge: if clip_edge { Edge::Clip } else { Edge::Zero },
-        implementation: Implementation::Efficient,
-    })
-}
 
 /// Checks a layer's trace against the definition; masked cells' relative logits are not compared.
 fn check_layer(cfg: &Config, sc: &Scenario) -> Result<(), TestCaseError> {
@@ -55,7 +43,7 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
 
     #[test]
-    fn layer_matches_definition(cfg in config(), d_head in 1usize..=6, n in 1usize..=12, batch in 1usize..=2,
+    fn layer_matches_definition(cfg in common::configs(1..=3, 0..=14), d_head in 1usize..=6, n in 1usize..=12, batch in 1usize..=2,
                                 per_head in any::<bool>(), seed in any::<u64>(), mask_bits in any::<u32>(), masked in any::<bool>()) {
         let spec = Spec { n, d_model: d_head * cfg.heads, batch, seed };
         let mut given = Arrays::new();

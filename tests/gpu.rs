@@ -88,24 +88,12 @@ fn check(ctx: &mut GpuContext, cfg: &Config, sc: &Scenario) -> Result<(), TestCa
     Ok(())
 }
 
-fn config() -> impl Strategy<Value = Config> {
-    (any::<bool>(), 1usize..=4, 0usize..=40, any::<bool>(), any::<bool>(), any::<bool>()).prop_map(|(music, heads, clip, causal, rel_v, clip_edge)| Config {
-        method: if music { Method::Music } else { Method::Shaw },
-        heads,
-        clip,
-        causal,
-        rel_v,
-        edge: if clip_edge { Edge::Clip } else { Edge::Zero },
-        implementation: Implementation::Efficient,
-    })
-}
-
 proptest! {
     #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
 
     /// Random small layers, whole-layer chunks or (with a tiny work cap) one head / a few rows at a time.
     #[test]
-    fn gpu_trace_matches_cpu(cfg in config(), d_head in 1usize..=20, n in 1usize..=40, batch in 1usize..=2,
+    fn gpu_trace_matches_cpu(cfg in common::configs(1..=4, 0..=40), d_head in 1usize..=20, n in 1usize..=40, batch in 1usize..=2,
                              per_head in any::<bool>(), seed in any::<u64>(), mask in proptest::option::of(any::<u64>()),
                              work_rows in proptest::option::of(1usize..=12)) {
         let Some(mut ctx) = gpu() else { return Ok(()) };

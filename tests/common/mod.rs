@@ -2,7 +2,9 @@
 //! library's code paths, and a tolerance check.
 #![allow(dead_code)]
 
-use relattn::{Config, Edge, Method, Scenario};
+use proptest::prelude::*;
+use relattn::{Config, Edge, Implementation, Method, Scenario};
+use std::ops::RangeInclusive;
 
 pub type Mat = Vec<Vec<f64>>;
 
@@ -130,4 +132,18 @@ pub fn rel_err<'a>(got: impl IntoIterator<Item = &'a f32>, want: impl IntoIterat
 
 pub fn flat(m: &Mat) -> Vec<f64> {
     m.iter().flatten().copied().collect()
+}
+
+/// Random configurations: both methods, `heads` and `clip` in the given ranges, causal or not, a^V on or
+/// off, either edge; the efficient implementation.
+pub fn configs(heads: RangeInclusive<usize>, clip: RangeInclusive<usize>) -> impl Strategy<Value = Config> {
+    (any::<bool>(), heads, clip, any::<bool>(), any::<bool>(), any::<bool>()).prop_map(|(music, heads, clip, causal, rel_v, clip_edge)| Config {
+        method: if music { Method::Music } else { Method::Shaw },
+        heads,
+        clip,
+        causal,
+        rel_v,
+        edge: if clip_edge { Edge::Clip } else { Edge::Zero },
+        implementation: Implementation::Efficient,
+    })
 }
