@@ -6,7 +6,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { artifacts, prepare, startServer, launch, watch, close } from './harness.mjs';
+import { artifacts, prepare, startServer, launch, watch, close, hover } from './harness.mjs';
 
 const REL = 1e-4;
 
@@ -50,19 +50,8 @@ const footer = (page) => page.locator('#backend').innerText();
 
 /** The tooltip's numbers at cell (i, j) of a stage, by hovering it. */
 async function tip(page, stage, i, j) {
-  const canvas = page.locator(`figure[data-stage="${stage}"] canvas`);
-  await canvas.scrollIntoViewIfNeeded();
-  const box = await canvas.boundingBox();
-  const d = await canvas.evaluate((c) => ({ ...c.dataset, width: c.width }));
-  const scale = box.width / d.width;
-  const x = box.x + (Number(d.x0) + ((j + 0.5) * (d.x1 - d.x0)) / d.cols) * scale;
-  const y = box.y + (Number(d.y0) + ((i + 0.5) * (d.y1 - d.y0)) / d.rows) * scale;
-  await page.mouse.move(x, y);
-  await page.waitForFunction(([s, ii, jj]) => {
-    const t = document.getElementById('tooltip');
-    return !t.hidden && t.dataset.stage === s && Number(t.dataset.i) === ii && Number(t.dataset.j) === jj;
-  }, [stage, i, j], { timeout: 5000 });
-  return page.locator('#tooltip').evaluate((t) => ({ value: t.dataset.value, content: t.dataset.content, relative: t.dataset.relative, row: t.dataset.row }));
+  const { value, content, relative, row } = await hover(page, stage, i, j);
+  return { value, content, relative, row };
 }
 
 /** Tooltip numbers of a few cells of every (query, key) stage that has them, plus the output. */

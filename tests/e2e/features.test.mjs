@@ -7,7 +7,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { root, artifacts, prepare, startServer, launch, watch, close } from './harness.mjs';
+import { root, artifacts, prepare, startServer, launch, watch, close, hover, npyF32 } from './harness.mjs';
 
 let server;
 let base;
@@ -60,22 +60,6 @@ async function settle(act, p = page, timeout = 30000) {
   await p.waitForFunction((x) => Number(document.body.dataset.ready || 0) > x && document.getElementById('busy').hidden, b, { timeout });
 }
 
-async function hover(p, stage, i, j) {
-  const canvas = p.locator(`figure[data-stage="${stage}"] canvas`);
-  await canvas.scrollIntoViewIfNeeded();
-  const box = await canvas.boundingBox();
-  const d = await canvas.evaluate((c) => ({ ...c.dataset, width: c.width }));
-  const scale = box.width / d.width;
-  const x = box.x + (Number(d.x0) + ((j + 0.5) * (d.x1 - d.x0)) / d.cols) * scale;
-  const y = box.y + (Number(d.y0) + ((i + 0.5) * (d.y1 - d.y0)) / d.rows) * scale;
-  await p.mouse.move(x, y);
-  await p.waitForFunction(([s, ii, jj]) => {
-    const t = document.getElementById('tooltip');
-    return !t.hidden && t.dataset.stage === s && Number(t.dataset.i) === ii && Number(t.dataset.j) === jj;
-  }, [stage, i, j], { timeout: 5000 });
-  return p.locator('#tooltip').evaluate((t) => ({ ...t.dataset, text: t.innerText }));
-}
-
 // --- .npy / .npz (stored zip) helpers --------------------------------------------------------------------
 function parseNpy(buf) {
   assert.equal(buf.subarray(0, 6).toString('latin1'), '\x93NUMPY');
@@ -120,17 +104,6 @@ function readZip(buf) {
 
 const CRC = Array.from({ length: 256 }, (_, n) => { let c = n; for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1; return c >>> 0; });
 function crc32(b) { let c = 0xffffffff; for (const x of b) c = CRC[(c ^ x) & 0xff] ^ (c >>> 8); return (c ^ 0xffffffff) >>> 0; }
-
-function npyF32(shape, values) {
-  let header = `{'descr': '<f4', 'fortran_order': False, 'shape': (${shape.join(', ')}${shape.length === 1 ? ',' : ''}), }`;
-  while ((10 + header.length + 1) % 64) header += ' ';
-  header += '\n';
-  const h = Buffer.alloc(10);
-  h.write('\x93NUMPY', 0, 'latin1'); h[6] = 1; h[7] = 0; h.writeUInt16LE(header.length, 8);
-  const body = Buffer.alloc(4 * values.length);
-  values.forEach((v, k) => body.writeFloatLE(v, 4 * k));
-  return Buffer.concat([h, Buffer.from(header, 'latin1'), body]);
-}
 
 function writeZip(files) {
   const locals = [];

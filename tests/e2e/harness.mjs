@@ -66,3 +66,32 @@ export async function close({ context, server, profile } = {}) {
   if (server) server.kill();
   if (profile) rmSync(profile, { recursive: true, force: true });
 }
+
+/** Hovers cell (i, j) of a stage's figure and waits for its tooltip; returns the tooltip's data and text. */
+export async function hover(p, stage, i, j) {
+  const canvas = p.locator(`figure[data-stage="${stage}"] canvas`);
+  await canvas.scrollIntoViewIfNeeded();
+  const box = await canvas.boundingBox();
+  const d = await canvas.evaluate((c) => ({ ...c.dataset, width: c.width }));
+  const scale = box.width / d.width;
+  const x = box.x + (Number(d.x0) + ((j + 0.5) * (d.x1 - d.x0)) / d.cols) * scale;
+  const y = box.y + (Number(d.y0) + ((i + 0.5) * (d.y1 - d.y0)) / d.rows) * scale;
+  await p.mouse.move(x, y);
+  await p.waitForFunction(([s, ii, jj]) => {
+    const t = document.getElementById('tooltip');
+    return !t.hidden && t.dataset.stage === s && Number(t.dataset.i) === ii && Number(t.dataset.j) === jj;
+  }, [stage, i, j], { timeout: 5000 });
+  return p.locator('#tooltip').evaluate((t) => ({ ...t.dataset, text: t.innerText }));
+}
+
+/** A float32 .npy file of `values` with `shape`, as numpy writes it (format 1.0). */
+export function npyF32(shape, values) {
+  let header = `{'descr': '<f4', 'fortran_order': False, 'shape': (${shape.join(', ')}${shape.length === 1 ? ',' : ''}), }`;
+  while ((10 + header.length + 1) % 64) header += ' ';
+  header += '\n';
+  const h = Buffer.alloc(10);
+  h.write('\x93NUMPY', 0, 'latin1'); h[6] = 1; h[7] = 0; h.writeUInt16LE(header.length, 8);
+  const body = Buffer.alloc(4 * values.length);
+  values.forEach((v, k) => body.writeFloatLE(v, 4 * k));
+  return Buffer.concat([h, Buffer.from(header, 'latin1'), body]);
+}

@@ -4,7 +4,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { artifacts, prepare, startServer, launch, watch, close } from './harness.mjs';
+import { artifacts, prepare, startServer, launch, watch, close, npyF32 } from './harness.mjs';
 
 let server;
 let base;
@@ -56,17 +56,6 @@ async function refused(field, re, view) {
   const text = await page.locator(`#err-${field}`).innerText();
   assert.deepEqual(await snapshot(), view, `the view changed after: ${text}`);
   return text;
-}
-
-function npyF32(shape, values) {
-  let header = `{'descr': '<f4', 'fortran_order': False, 'shape': (${shape.join(', ')}${shape.length === 1 ? ',' : ''}), }`;
-  while ((10 + header.length + 1) % 64) header += ' ';
-  header += '\n';
-  const h = Buffer.alloc(10);
-  h.write('\x93NUMPY', 0, 'latin1'); h[6] = 1; h[7] = 0; h.writeUInt16LE(header.length, 8);
-  const body = Buffer.alloc(4 * values.length);
-  values.forEach((v, k) => body.writeFloatLE(v, 4 * k));
-  return Buffer.concat([h, Buffer.from(header, 'latin1'), body]);
 }
 
 /** Drops a file on the page as a person would (a DataTransfer with the file, dispatched as `drop`). */
