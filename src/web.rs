@@ -112,7 +112,7 @@ pub fn page_bytes(cfg: &Config, spec: &Spec) -> u64 {
     let (b, n, h) = (spec.batch as u64, spec.n as u64, cfg.heads.max(1) as u64);
     let with_trace = model::estimate_bytes(cfg, spec.batch, spec.n, spec.d_model, true);
     let stored = with_trace - model::estimate_bytes(cfg, spec.batch, spec.n, spec.d_model, false);
-    let buckets = if cfg.rel_v && cfg.method == Method::Shaw { n * cfg.table_rows() as u64 } else { 0 };
+    let buckets = if cfg.has_rel_v() { n * cfg.table_rows() as u64 } else { 0 };
     let widest = if cfg.method == Method::Music { 2 * n } else { n }.max(cfg.table_rows() as u64);
     with_trace + stored + 4 * (buckets + 2 * b * h * buckets) + 16 * n * n + 12 * n * widest
 }
@@ -279,10 +279,7 @@ impl Session {
         self.preset.clone()
     }
     pub fn method(&self) -> String {
-        match self.trace.config.method {
-            Method::Shaw => "shaw".into(),
-            Method::Music => "music".into(),
-        }
+        self.trace.config.method.to_string()
     }
     pub fn batch(&self) -> usize {
         self.trace.dims().0
@@ -478,11 +475,7 @@ pub fn draw_svg(title: &str, subtitle: &str, x_desc: &str, y_desc: &str, values:
 /// The controls' Config and Spec for a custom (not preset) trace.
 #[allow(clippy::too_many_arguments)]
 fn custom(method: &str, n: f64, d_model: f64, heads: f64, clip: f64, causal: bool, rel_v: bool, seed: f64) -> Result<(Config, Spec), JsValue> {
-    let method = match method {
-        "shaw" => Method::Shaw,
-        "music" => Method::Music,
-        other => return Err(to_js(Error::invalid("method", format!("'{other}'"), "shaw, music"))),
-    };
+    let method: Method = method.parse().map_err(to_js)?;
     let n = whole("n", n, 1, MAX_N)?;
     let d_model = whole("d_model", d_model, 1, MAX_D_MODEL)?;
     let heads = whole("heads", heads, 1, MAX_HEADS)?;
