@@ -123,7 +123,7 @@ pub struct HeadTrace {
 }
 
 fn check_head(cfg: &Config, h: &HeadInput) -> Result<()> {
-    let (lq, dh) = h.q.dim();
+    let dh = h.q.ncols();
     let lk = h.k.nrows();
     let want = |name: &str, a: &ArrayView2<f32>, rows: usize| {
         if a.dim() != (rows, dh) { Err(Error::shape(name, a.shape(), format!("[{rows}, {dh}]"))) } else { Ok(()) }
@@ -141,9 +141,6 @@ fn check_head(cfg: &Config, h: &HeadInput) -> Result<()> {
         if m.len() != lk {
             return Err(Error::shape("key_mask", m.shape(), format!("[{lk}]")));
         }
-    }
-    if cfg.method == Method::Music && lq != lk {
-        return Err(Error::invalid("Lq", lq, format!("equal to Lk = {lk} for the Music Transformer's skew")));
     }
     Ok(())
 }
@@ -221,7 +218,9 @@ fn relative_logits(cfg: &Config, h: &HeadInput, layout: RelTable, trace: Option<
     let (lq, lk) = (h.q.nrows(), h.k.nrows());
     let mut rel = match (cfg.method, cfg.implementation) {
         (_, Implementation::Materialized) => shaw::relative_logits_materialized(h.q, h.rel_k, layout, lk),
+        // The skew needs a square (L, L) product; a cached decoding step (Lq < Lk) reads E_r by the gather.
         (Method::Shaw, Implementation::Efficient) => shaw::relative_logits(h.q, h.rel_k, layout, lk),
+        (Method::Music, Implementation::Efficient) if lq != lk => shaw::relative_logits(h.q, h.rel_k, layout, lk),
         (Method::Music, Implementation::Efficient) => {
             let table = skew::table_for_length(h.rel_k, layout, lq, cfg.causal);
             let steps = skew::skew(matmul(h.q, table.t()).view(), cfg.causal);

@@ -8,9 +8,12 @@
 //! - [`render`]: colormaps, heatmap rasters and figures; [`timing`]: per-stage times of the CPU path.
 //! - [`gpu`]: the same layer and trace on a GPU (wgpu: Vulkan natively, WebGPU in the browser);
 //!   [`backend`]: CPU or GPU behind one interface.
+//! - [`transformer`]: a decoder of these layers, loaded from a trained model's safetensors file, with a
+//!   key/value cache for sampling; [`chorales`]: the Bach chorale data it was trained on, and MIDI.
 
 pub mod attention;
 pub mod backend;
+pub mod chorales;
 pub mod error;
 pub mod gpu;
 pub mod matmul;
@@ -23,6 +26,7 @@ pub mod shaw;
 pub mod skew;
 pub mod timing;
 pub mod trace;
+pub mod transformer;
 
 #[cfg(target_arch = "wasm32")]
 mod web;

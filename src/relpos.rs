@@ -13,7 +13,8 @@
 use ndarray::Array2;
 
 /// What a distance outside a table's rows reads.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Edge {
     /// Clamp to the nearest edge row (Shaw et al. 2018: `clip(d, k)`).
     Clip,

@@ -205,6 +205,41 @@ impl Trace {
         (b, h, n)
     }
 
+    /// The trace of head `head` alone: the per-head stages (b, 1, ·, ·), its table (1, R, d_head) and its
+    /// columns of `q`, `k`, `v` and `heads` (b, n, d_head); `x` and `output` stay the layer's (b, n, d_model).
+    pub fn head(mut self, head: usize) -> Result<Trace> {
+        let (_, h, _) = self.dims();
+        if head >= h {
+            return Err(Error::invalid("head", head, format!("0..={}", h - 1)));
+        }
+        let dh = self.q.dim().2 / h;
+        let one = |a: &mut Array4<f32>| *a = a.slice(ndarray::s![.., head..=head, .., ..]).to_owned();
+        let table = |t: &mut Array3<f32>| {
+            let i = if t.len_of(Axis(0)) == 1 { 0 } else { head };
+            *t = t.slice(ndarray::s![i..=i, .., ..]).to_owned();
+        };
+        let cols = |a: &mut Array3<f32>| *a = a.slice(ndarray::s![.., .., head * dh..(head + 1) * dh]).to_owned();
+        for a in [&mut self.content_logits, &mut self.relative_logits, &mut self.logits, &mut self.weights, &mut self.out_content, &mut self.out_relative] {
+            one(a);
+        }
+        if let Some(b) = self.value_buckets.as_mut() {
+            one(b);
+        }
+        if let Some(s) = self.skew.as_mut() {
+            for a in [&mut s.qer, &mut s.padded, &mut s.reshaped, &mut s.sliced] {
+                one(a);
+            }
+        }
+        table(&mut self.rel_k);
+        if let Some(t) = self.rel_v.as_mut() {
+            table(t);
+        }
+        for a in [&mut self.q, &mut self.k, &mut self.v, &mut self.heads] {
+            cols(a);
+        }
+        Ok(self)
+    }
+
     /// The stages this trace has (skew steps only for the Music Transformer, w^V only with a^V).
     pub fn stages(&self) -> Vec<Stage> {
         Stage::ALL.into_iter().filter(|s| self.has(*s)).collect()

@@ -9,6 +9,8 @@ use relattn::presets;
 use relattn::render::{self, Figure};
 use relattn::scenario::{read_arrays, Arrays, Scenario, Spec};
 use relattn::timing::StageTimes;
+use relattn::chorales::Chorales;
+use relattn::transformer::Transformer;
 use relattn::{Backend, Edge, Error, Stage, Trace};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -84,6 +86,177 @@ enum Command {
     },
     /// List the presets (the seeds' examples).
     Presets,
+    /// Trained models (models/chorales-*.safetensors): config, evaluation, attention traces, sampling.
+    Model {
+        #[command(subcommand)]
+        command: ModelCommand,
+    },
+}
+
+/// Where a model and its data come from.
+#[derive(Args)]
+struct ModelFiles {
+    /// The model: a safetensors file written by train/export.py.
+    #[arg(long)]
+    model: PathBuf,
+    /// Tokenised chorales (JSON written by train/export.py).
+    #[arg(long, default_value = "models/chorales-test.json")]
+    data: PathBuf,
+}
+
+#[derive(Subcommand)]
+enum ModelCommand {
+    /// Print the model's config and training figures as JSON.
+    Info {
+        /// The model: a safetensors file written by train/export.py.
+        #[arg(long)]
+        model: PathBuf,
+    },
+    /// Mean negative log-likelihood per token (nats) over every piece of --data, in windows of the training length.
+    Eval {
+        #[command(flatten)]
+        files: ModelFiles,
+        /// Tokens per window (each window predicts its tokens 1.. from the ones before); default: the model's context.
+        #[arg(long)]
+        window: Option<usize>,
+        /// Where the layers run: cpu, or gpu (wgpu: Vulkan).
+        #[arg(long, default_value = "cpu", value_parser = ["cpu", "gpu"])]
+        backend: String,
+        /// Print JSON ({"nll", "tokens", "pieces", "window"}).
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write every attention stage of one layer and head, on the real hidden states of a piece, as an .npz.
+    Trace {
+        #[command(flatten)]
+        files: ModelFiles,
+        /// The piece's BWV number, e.g. 10.7.
+        #[arg(long)]
+        piece: String,
+        /// First token of the window (a multiple of 4 keeps the voices in place).
+        #[arg(long, default_value_t = 0)]
+        start: usize,
+        /// Tokens in the window; default: the model's context (or the rest of the piece).
+        #[arg(long)]
+        length: Option<usize>,
+        /// Layer (0-based).
+        #[arg(long)]
+        layer: usize,
+        /// Head (0-based).
+        #[arg(long)]
+        head: usize,
+        /// Where the layers run: cpu, or gpu (wgpu: Vulkan).
+        #[arg(long, default_value = "cpu", value_parser = ["cpu", "gpu"])]
+        backend: String,
+        /// Where to write the trace (.npz).
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// Continue the first --prime tokens of a piece by --steps sampled tokens and write a MIDI file.
+    Sample {
+        #[command(flatten)]
+        files: ModelFiles,
+        /// The piece's BWV number, e.g. 10.7.
+        #[arg(long)]
+        piece: String,
+        /// Tokens of the piece to start from (4 per 16th-note step).
+        #[arg(long, default_value_t = 64)]
+        prime: usize,
+        /// Tokens to sample.
+        #[arg(long, default_value_t = 256)]
+        steps: usize,
+        /// Softmax temperature, 0..=100 (0: always the most likely token).
+        #[arg(long, default_value_t = 1.0)]
+        temperature: f32,
+        /// Seed of the sampler (ChaCha8); the same seed gives the same music.
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// Tempo of the MIDI file, quarter notes per minute.
+        #[arg(long, default_value_t = 80)]
+        bpm: u32,
+        /// Where to write the MIDI file (.mid).
+        #[arg(long)]
+        out: PathBuf,
+        /// Print the tokens as JSON on stdout.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn read_bytes(path: &Path) -> relattn::Result<Vec<u8>> {
+    std::fs::read(path).map_err(|e| Error::File { path: path.display().to_string(), reason: e.to_string() })
+}
+
+fn load_model(path: &Path) -> relattn::Result<Transformer> {
+    Transformer::load(&read_bytes(path)?, &path.display().to_string())
+}
+
+impl ModelFiles {
+    fn load(&self) -> relattn::Result<(Transformer, Chorales)> {
+        let model = load_model(&self.model)?;
+        let data = Chorales::parse(&read_bytes(&self.data)?, &self.data.display().to_string())?;
+        if data.vocab.len() != model.config.vocab {
+            return Err(Error::invalid("data", format!("{} tokens in {}", data.vocab.len(), self.data.display()), format!("the model's vocabulary of {}", model.config.vocab)));
+        }
+        Ok((model, data))
+    }
+}
+
+fn backend_named(name: &str) -> relattn::Result<Backend> {
+    Ok(match name {
+        "gpu" => Backend::Gpu(pollster::block_on(GpuContext::try_new()).map_err(Error::Gpu)?),
+        _ => Backend::Cpu,
+    })
+}
+
+fn run_model(command: ModelCommand) -> relattn::Result<()> {
+    match command {
+        ModelCommand::Info { model } => {
+            let m = load_model(&model)?;
+            let mut info = m.metadata.clone();
+            info["parameters_loaded"] = serde_json::json!(m.parameters());
+            println!("{}", serde_json::to_string_pretty(&info).expect("JSON values print"));
+        }
+        ModelCommand::Eval { files, window, backend, json } => {
+            let (model, data) = files.load()?;
+            let window = window.unwrap_or(model.config.context);
+            let seqs: Vec<&[u32]> = data.pieces.iter().map(|p| p.tokens.as_slice()).collect();
+            let mut backend = backend_named(&backend)?;
+            let (total, count) = pollster::block_on(model.nll_async(&mut backend, &seqs, window))?;
+            let nll = total / count as f64;
+            if json {
+                println!("{}", serde_json::json!({ "nll": nll, "tokens": count, "pieces": seqs.len(), "window": window, "backend": backend.name() }));
+            } else {
+                println!("{nll:.6} nats per token over {count} predicted tokens ({} pieces, windows of {window})", seqs.len());
+            }
+        }
+        ModelCommand::Trace { files, piece, start, length, layer, head, backend, out } => {
+            let (model, data) = files.load()?;
+            let tokens = &data.piece(&piece)?.tokens;
+            if start >= tokens.len() {
+                return Err(Error::invalid("start", start, format!("0..{} (the piece's tokens)", tokens.len())));
+            }
+            let end = start.saturating_add(length.unwrap_or(model.config.context)).min(tokens.len());
+            let mut backend = backend_named(&backend)?;
+            let trace = pollster::block_on(model.trace_async(&mut backend, &tokens[start..end], layer))?.head(head)?;
+            let file = std::fs::File::create(&out).map_err(|e| Error::File { path: out.display().to_string(), reason: e.to_string() })?;
+            trace.write_npz(std::io::BufWriter::new(file))?;
+        }
+        ModelCommand::Sample { files, piece, prime, steps, temperature, seed, bpm, out, json } => {
+            let (model, data) = files.load()?;
+            let tokens = &data.piece(&piece)?.tokens;
+            if prime == 0 || prime > tokens.len() {
+                return Err(Error::invalid("prime", prime, format!("1..={} (the piece's tokens)", tokens.len())));
+            }
+            let all = model.sample(&tokens[..prime], steps, temperature, seed, |_| {})?;
+            let midi = data.midi(&all, bpm);
+            std::fs::write(&out, midi).map_err(|e| Error::File { path: out.display().to_string(), reason: e.to_string() })?;
+            if json {
+                println!("{}", serde_json::json!({ "prime": prime, "tokens": all, "out": out.display().to_string() }));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// What to compute. Unset options come from --preset, or the defaults shown.
@@ -316,6 +489,7 @@ fn run(cli: Cli) -> relattn::Result<()> {
         Command::Bench { setup, reps, threads, backend, save_output } => {
             println!("{}", bench(&setup, reps, threads, &backend, save_output.as_deref())?);
         }
+        Command::Model { command } => run_model(command)?,
         Command::Presets => {
             for name in presets::NAMES {
                 println!("{name:14} {}", presets::preset(name)?.description);

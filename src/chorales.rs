@@ -1,0 +1,173 @@
+//! The Bach chorales the shipped models were trained on (`models/chorales-test.json`, written by
+//! `train/export.py`; every choice of the encoding is documented in `train/chorales.py`):
+//!
+//! ```text
+//! token t = voice (t mod 4) ∈ soprano, alto, tenor, bass at 16th-note step (t div 4)
+//! token 0 = rest, token p − pitch_min + 1 = MIDI pitch p (held notes repeat their pitch)
+//! ```
+//!
+//! and the way back to music: a standard MIDI file with one track per voice.
+
+use crate::error::{Error, Result};
+use midly::num::{u15, u24, u28, u4, u7};
+use midly::{Format, Header, MetaMessage, MidiMessage, Smf, Timing, TrackEvent, TrackEventKind};
+use serde::{Deserialize, Serialize};
+
+/// Voices per step, in serialisation order.
+pub const VOICES: [&str; 4] = ["soprano", "alto", "tenor", "bass"];
+
+/// One chorale.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Piece {
+    /// Catalogue number as in music21's file name: "10.7" for bwv10.7.mxl.
+    pub bwv: String,
+    pub title: String,
+    /// The first time signature, e.g. "4/4".
+    pub time_signature: String,
+    /// Steps (16ths) where a bar line falls; a pickup is the partial bar before the first.
+    pub bars: Vec<usize>,
+    /// 4 tokens per step.
+    pub tokens: Vec<u32>,
+}
+
+/// A tokenised split of the corpus.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Chorales {
+    /// "train", "valid" or "test", and the rule that made it.
+    pub split: String,
+    pub split_rule: String,
+    /// MIDI pitch of token 1.
+    pub pitch_min: u8,
+    /// Display name of each token ("rest", "C4", …); its length is the vocabulary size.
+    pub vocab: Vec<String>,
+    pub steps_per_quarter: usize,
+    pub pieces: Vec<Piece>,
+}
+
+impl Chorales {
+    /// Parses and checks a data file: every token in the vocabulary, whole steps, bars within the piece.
+    pub fn parse(bytes: &[u8], file_name: &str) -> Result<Chorales> {
+        let data: Chorales = serde_json::from_slice(bytes).map_err(|e| Error::File { path: file_name.into(), reason: format!("not a chorale data file: {e}") })?;
+        let highest = data.pitch_min as usize + data.vocab.len().saturating_sub(2);
+        if data.vocab.len() < 2 || highest > 127 {
+            return Err(Error::invalid("vocab", data.vocab.len(), format!("2..={} names (MIDI pitches from pitch_min = {} to 127, and rest)", 129 - data.pitch_min as usize, data.pitch_min)));
+        }
+        for p in &data.pieces {
+            if p.tokens.len() % VOICES.len() != 0 || p.tokens.is_empty() {
+                return Err(Error::invalid(&format!("tokens of BWV {}", p.bwv), p.tokens.len(), "a positive multiple of 4 (one per voice per step)"));
+            }
+            if let Some((i, t)) = p.tokens.iter().enumerate().find(|(_, &t)| t as usize >= data.vocab.len()) {
+                return Err(Error::invalid(&format!("tokens of BWV {}", p.bwv), format!("{t} at {i}"), format!("0..{}", data.vocab.len())));
+            }
+            if let Some(b) = p.bars.iter().find(|&&b| b > p.tokens.len() / VOICES.len()) {
+                return Err(Error::invalid(&format!("bars of BWV {}", p.bwv), b, format!("0..={} (the piece's steps)", p.tokens.len() / VOICES.len())));
+            }
+        }
+        Ok(data)
+    }
+
+    /// The piece with catalogue number `bwv` ("10.7" or "bwv10.7").
+    pub fn piece(&self, bwv: &str) -> Result<&Piece> {
+        let want = bwv.trim().trim_start_matches("BWV").trim_start_matches("bwv").trim();
+        self.pieces.iter().find(|p| p.bwv == want).ok_or_else(|| {
+            let some: Vec<&str> = self.pieces.iter().take(8).map(|p| p.bwv.as_str()).collect();
+            Error::invalid("piece", format!("'{bwv}'"), format!("a BWV number of the {} split: {}, … ({} pieces)", self.split, some.join(", "), self.pieces.len()))
+        })
+    }
+
+    /// The MIDI pitch of a token, `None` for a rest.
+    pub fn pitch(&self, token: u32) -> Option<u8> {
+        (token != 0).then(|| self.pitch_min + (token - 1) as u8)
+    }
+
+    /// A standard MIDI file (format 1, 480 ticks per quarter, ♩ = `bpm`) with one track per voice: a note
+    /// starts where a voice's pitch changes and lasts while it repeats. A trailing partial step is dropped.
+    pub fn midi(&self, tokens: &[u32], bpm: u32) -> Vec<u8> {
+        const TICKS_PER_QUARTER: u16 = 480;
+        let tick = (TICKS_PER_QUARTER as usize / self.steps_per_quarter.max(1)) as u32;
+        let steps = tokens.len() / VOICES.len();
+        let event = |delta: u32, kind| TrackEvent { delta: u28::new(delta), kind };
+        let end = event(0, TrackEventKind::Meta(MetaMessage::EndOfTrack));
+        let tempo = 60_000_000 / bpm.clamp(20, 400);
+        let mut tracks = vec![vec![event(0, TrackEventKind::Meta(MetaMessage::Tempo(u24::new(tempo)))), end]];
+        for (v, name) in VOICES.iter().enumerate() {
+            let channel = u4::new(v as u8);
+            let message = |delta: u32, message| event(delta, TrackEventKind::Midi { channel, message });
+            // General MIDI program 20 (0-based 19): church organ.
+            let mut track = vec![event(0, TrackEventKind::Meta(MetaMessage::TrackName(name.as_bytes()))), message(0, MidiMessage::ProgramChange { program: u7::new(19) })];
+            let (mut last_tick, mut sounding): (u32, Option<u8>) = (0, None);
+            for step in 0..=steps {
+                let pitch = if step < steps { self.pitch(tokens[step * VOICES.len() + v]) } else { None };
+                if pitch == sounding {
+                    continue;
+                }
+                let now = step as u32 * tick;
+                if let Some(p) = sounding {
+                    track.push(message(now - last_tick, MidiMessage::NoteOff { key: u7::new(p), vel: u7::new(0) }));
+                    last_tick = now;
+                }
+                if let Some(p) = pitch {
+                    track.push(message(now - last_tick, MidiMessage::NoteOn { key: u7::new(p), vel: u7::new(80) }));
+                    last_tick = now;
+                }
+                sounding = pitch;
+            }
+            track.push(end);
+            tracks.push(track);
+        }
+        let mut smf = Smf::new(Header::new(Format::Parallel, Timing::Metrical(u15::new(TICKS_PER_QUARTER))));
+        smf.tracks = tracks;
+        let mut out = Vec::new();
+        smf.write(&mut out).expect("writing to a Vec cannot fail");
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn data() -> Chorales {
+        Chorales {
+            split: "test".into(),
+            split_rule: "".into(),
+            pitch_min: 60,
+            vocab: vec!["rest".into(), "C4".into(), "C#4".into(), "D4".into()],
+            steps_per_quarter: 4,
+            pieces: vec![Piece { bwv: "10.7".into(), title: "t".into(), time_signature: "4/4".into(), bars: vec![1], tokens: vec![1, 2, 3, 0, 1, 2, 3, 0] }],
+        }
+    }
+
+    #[test]
+    fn pieces_are_found_with_or_without_the_prefix() {
+        let d = data();
+        assert_eq!(d.piece("bwv10.7").unwrap().bwv, "10.7");
+        assert_eq!(d.piece("BWV 10.7").unwrap().bwv, "10.7");
+        let err = d.piece("11").unwrap_err();
+        assert!(matches!(&err, Error::Invalid { field, .. } if field == "piece"), "{err}");
+    }
+
+    #[test]
+    fn held_notes_become_one_midi_note_per_voice() {
+        let d = data();
+        let smf = d.midi(&d.pieces[0].tokens, 120);
+        let parsed = Smf::parse(&smf).unwrap();
+        assert_eq!(parsed.tracks.len(), 5);
+        let ons = |t: usize| parsed.tracks[t].iter().filter(|e| matches!(e.kind, TrackEventKind::Midi { message: MidiMessage::NoteOn { .. }, .. })).count();
+        // Soprano holds C4 for two steps: one note; the bass rests throughout: none.
+        assert_eq!((ons(1), ons(2), ons(3), ons(4)), (1, 1, 1, 0));
+        let off_delta: Vec<u32> = parsed.tracks[1].iter().filter(|e| matches!(e.kind, TrackEventKind::Midi { message: MidiMessage::NoteOff { .. }, .. })).map(|e| e.delta.as_int()).collect();
+        assert_eq!(off_delta, [240]); // two 16ths at 480 ticks per quarter
+    }
+
+    #[test]
+    fn bad_files_name_the_field() {
+        let mut d = data();
+        d.pieces[0].tokens[3] = 9;
+        let bytes = serde_json::to_vec(&d).unwrap();
+        let err = Chorales::parse(&bytes, "x.json").unwrap_err();
+        assert!(matches!(&err, Error::Invalid { field, .. } if field == "tokens of BWV 10.7"), "{err}");
+        let err = Chorales::parse(b"{", "x.json").unwrap_err();
+        assert!(matches!(err, Error::File { .. }));
+    }
+}

@@ -1,0 +1,510 @@
+//! A decoder-only transformer whose attention is relattn's layer: the trained chorale models
+//! (`models/chorales-{music,shaw,absolute}.safetensors`, trained by `train/`).
+//!
+//! ```text
+//! x      = E[tokens] · √d_model  (+ PE sinusoids, absolute model only)        (T, d_model)
+//! layer ℓ: h = LN₁(x);  x ← x + Attn_ℓ(h)                                     relattn's model::forward on h
+//!          x ← x + gelu(LN₂(x) W₁ + b₁) W₂ + b₂                              W₁ (d_model, d_ff), W₂ (d_ff, d_model)
+//! logits = LN_f(x) · Eᵀ                                                        (T, vocab), tied embeddings
+//! ```
+//!
+//! `gelu(u) = ½u(1 + tanh(√(2/π)(u + 0.044715u³)))`, LayerNorm ε = 1e-5 with the biased variance, PE[p, 2i] =
+//! sin(p / 10000^(2i/d)), PE[p, 2i+1] = cos(…). Attention is causal; its relative term is the model's:
+//! - `music`: Huang et al.'s E_r (heads, R, d_head), rows for distances −(R−1)..0 (R = the training length),
+//!   zero beyond (tensor2tensor's edge); the skew for a full sequence, the direct gather for a cached step;
+//! - `shaw`: Shaw et al.'s w^K and w^V (heads, 2k+1, d_head), clip(j − i, k);
+//! - `absolute`: no relative term. It runs through the same layer as Shaw with k = 0, a^V off and a zero
+//!   table, so its relative logits are exactly zero and every stage of the page still applies.
+//!
+//! The file is a safetensors file whose metadata key `config` holds [`ModelConfig`] as JSON (with the training
+//! figures beside it); the tensors are named `embed`, `ln_f.{weight,bias}` and, for each layer ℓ,
+//! `layers.ℓ.{ln1,ln2}.{weight,bias}`, `layers.ℓ.attn.{w_q,b_q,w_k,b_k,w_v,b_v,w_o,b_o}`,
+//! `layers.ℓ.attn.{rel_k,rel_v}` (shaw) or `layers.ℓ.attn.e_r` (music), `layers.ℓ.ffn.{w1,b1,w2,b2}`.
+
+use crate::attention::{attend_head, Config, HeadInput, Implementation, Method};
+use crate::backend::Backend;
+use crate::error::{Error, Result};
+use crate::matmul::matmul;
+use crate::model;
+use crate::relpos::Edge;
+use crate::scenario::Scenario;
+use crate::trace::Trace;
+use ndarray::{s, Array1, Array2, Array3, ArrayView2, Axis, Ix1, Ix2, Ix3};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+
+const LN_EPS: f32 = 1e-5;
+
+/// Which positions the model knows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ModelKind {
+    /// Huang et al. 2018: E_r and the skew.
+    Music,
+    /// Shaw et al. 2018: w^K, w^V, clip k.
+    Shaw,
+    /// Absolute sinusoidal positions, no relative term (the baseline).
+    Absolute,
+}
+
+/// The shape of a model; the file's metadata `config` (other keys there are training figures, kept as they are).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ModelConfig {
+    pub method: ModelKind,
+    pub layers: usize,
+    pub d_model: usize,
+    pub heads: usize,
+    pub d_ff: usize,
+    pub vocab: usize,
+    /// Tokens per training crop; the Music Transformer's E_r has this many rows.
+    pub context: usize,
+    /// k: Shaw's tables have 2k+1 rows, the Music Transformer's E_r k+1 (k = context − 1); 0 for absolute.
+    pub clip: usize,
+    /// Shaw's a^V.
+    pub rel_v: bool,
+    /// What distances beyond E_r read (music).
+    pub edge: Edge,
+}
+
+impl ModelConfig {
+    /// Refuses sizes no model of this runtime has, naming the field; the tensors are checked against the rest.
+    fn check(&self) -> Result<()> {
+        let bound = |field: &str, v: usize, lo: usize, hi: usize| {
+            if (lo..=hi).contains(&v) { Ok(()) } else { Err(Error::invalid(&format!("config.{field}"), v, format!("{lo}..={hi}"))) }
+        };
+        bound("layers", self.layers, 1, 64)?;
+        bound("d_model", self.d_model, 1, 4096)?;
+        bound("heads", self.heads, 1, self.d_model)?;
+        bound("d_ff", self.d_ff, 1, 16384)?;
+        bound("vocab", self.vocab, 2, 65536)?;
+        bound("context", self.context, 1, 65536)?;
+        if !self.d_model.is_multiple_of(self.heads) {
+            return Err(Error::invalid("config.heads", self.heads, format!("a divisor of d_model = {}", self.d_model)));
+        }
+        let clip_ok = match self.method {
+            ModelKind::Music => self.clip + 1 == self.context,
+            ModelKind::Shaw => self.clip <= 65536,
+            ModelKind::Absolute => self.clip == 0,
+        };
+        if !clip_ok {
+            return Err(Error::invalid("config.clip", self.clip, "context − 1 (music), ≤ 65536 (shaw), 0 (absolute)"));
+        }
+        if self.rel_v && self.method != ModelKind::Shaw {
+            return Err(Error::invalid("config.rel_v", true, "false unless method is shaw"));
+        }
+        Ok(())
+    }
+
+    /// The attention layer's configuration (every layer has the same).
+    pub fn attention(&self) -> Config {
+        let method = if self.method == ModelKind::Music { Method::Music } else { Method::Shaw };
+        Config { method, heads: self.heads, clip: self.clip, causal: true, rel_v: self.rel_v, edge: self.edge, implementation: Implementation::Efficient }
+    }
+}
+
+struct LayerNorm {
+    weight: Array1<f32>,
+    bias: Array1<f32>,
+}
+
+impl LayerNorm {
+    /// `(x − mean) / sqrt(var + ε) · weight + bias` over each row.
+    fn apply(&self, x: ArrayView2<f32>) -> Array2<f32> {
+        let mut out = x.to_owned();
+        let d = x.ncols() as f32;
+        for mut row in out.rows_mut() {
+            let mean = row.sum() / d;
+            let var = row.iter().map(|v| (v - mean) * (v - mean)).sum::<f32>() / d;
+            let inv = 1.0 / (var + LN_EPS).sqrt();
+            row.zip_mut_with(&self.weight, |v, w| *v = (*v - mean) * inv * w);
+            row += &self.bias;
+        }
+        out
+    }
+}
+
+/// One layer's attention weights, laid out as relattn's [`Scenario`] reads them.
+struct Attention {
+    w: [Array2<f32>; 4],
+    b: [Array1<f32>; 4],
+    /// (heads, R, d_head): w^K or E_r (a zero (heads, 1, d_head) table for the absolute model).
+    rel_k: Array3<f32>,
+    rel_v: Option<Array3<f32>>,
+}
+
+struct Block {
+    ln1: LayerNorm,
+    attn: Attention,
+    ln2: LayerNorm,
+    w1: Array2<f32>,
+    b1: Array1<f32>,
+    w2: Array2<f32>,
+    b2: Array1<f32>,
+}
+
+/// A loaded model.
+pub struct Transformer {
+    pub config: ModelConfig,
+    /// The file's whole `config` metadata (the fields above and the training figures).
+    pub metadata: serde_json::Value,
+    /// (vocab, d_model), also the output projection.
+    embed: Array2<f32>,
+    blocks: Vec<Block>,
+    ln_f: LayerNorm,
+}
+
+/// Reads a safetensors file's tensors by name, checking dtype, shape and finiteness.
+struct Tensors<'a> {
+    st: safetensors::SafeTensors<'a>,
+    used: Vec<String>,
+}
+
+impl Tensors<'_> {
+    fn get(&mut self, name: &str, shape: &[usize]) -> Result<ndarray::ArrayD<f32>> {
+        let view = self.st.tensor(name).map_err(|_| Error::Shape { array: name.into(), given: "missing".into(), expected: format!("{shape:?}") })?;
+        if view.dtype() != safetensors::Dtype::F32 {
+            return Err(Error::invalid(&format!("dtype of '{name}'"), format!("{:?}", view.dtype()), "F32"));
+        }
+        if view.shape() != shape {
+            return Err(Error::shape(name, view.shape(), format!("{shape:?}")));
+        }
+        let values: Vec<f32> = view.data().chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+        if let Some((i, v)) = values.iter().enumerate().find(|(_, v)| !v.is_finite()) {
+            return Err(Error::NonFinite { array: name.into(), index: vec![i], value: *v as f64 });
+        }
+        self.used.push(name.into());
+        Ok(ndarray::ArrayD::from_shape_vec(shape, values).expect("the shape was checked"))
+    }
+    fn vector(&mut self, name: &str, n: usize) -> Result<Array1<f32>> {
+        Ok(self.get(name, &[n])?.into_dimensionality::<Ix1>().expect("1-D"))
+    }
+    fn matrix(&mut self, name: &str, r: usize, c: usize) -> Result<Array2<f32>> {
+        Ok(self.get(name, &[r, c])?.into_dimensionality::<Ix2>().expect("2-D"))
+    }
+    fn table(&mut self, name: &str, h: usize, r: usize, c: usize) -> Result<Array3<f32>> {
+        Ok(self.get(name, &[h, r, c])?.into_dimensionality::<Ix3>().expect("3-D"))
+    }
+    fn layer_norm(&mut self, prefix: &str, d: usize) -> Result<LayerNorm> {
+        Ok(LayerNorm { weight: self.vector(&format!("{prefix}.weight"), d)?, bias: self.vector(&format!("{prefix}.bias"), d)? })
+    }
+}
+
+impl Transformer {
+    /// Loads a model from the bytes of its safetensors file; every error names the file and the field.
+    pub fn load(bytes: &[u8], file_name: &str) -> Result<Transformer> {
+        let file_err = |reason: String| Error::File { path: file_name.into(), reason };
+        let st = safetensors::SafeTensors::deserialize(bytes).map_err(|e| file_err(format!("not a safetensors file: {e}")))?;
+        let (_, header) = safetensors::SafeTensors::read_metadata(bytes).map_err(|e| file_err(format!("not a safetensors file: {e}")))?;
+        let text = header.metadata().as_ref().and_then(|m| m.get("config")).ok_or_else(|| file_err("its metadata has no 'config'".into()))?;
+        let metadata: serde_json::Value = serde_json::from_str(text).map_err(|e| file_err(format!("metadata 'config' is not JSON: {e}")))?;
+        let config: ModelConfig = serde_json::from_value(metadata.clone()).map_err(|e| file_err(format!("metadata 'config': {e}")))?;
+        config.check()?;
+        let (d, h, ff) = (config.d_model, config.heads, config.d_ff);
+        let dh = d / h;
+        let rows = config.attention().table_rows();
+        let mut t = Tensors { st, used: Vec::new() };
+        let embed = t.matrix("embed", config.vocab, d)?;
+        let mut blocks = Vec::with_capacity(config.layers);
+        for l in 0..config.layers {
+            let p = format!("layers.{l}");
+            let (mut w, mut b) = (Vec::new(), Vec::new());
+            for n in ["q", "k", "v", "o"] {
+                w.push(t.matrix(&format!("{p}.attn.w_{n}"), d, d)?);
+                b.push(t.vector(&format!("{p}.attn.b_{n}"), d)?);
+            }
+            let attn = Attention {
+                w: w.try_into().expect("four projections"),
+                b: b.try_into().expect("four biases"),
+                rel_k: match config.method {
+                    ModelKind::Music => t.table(&format!("{p}.attn.e_r"), h, rows, dh)?,
+                    ModelKind::Shaw => t.table(&format!("{p}.attn.rel_k"), h, rows, dh)?,
+                    ModelKind::Absolute => Array3::zeros((h, rows, dh)),
+                },
+                rel_v: if config.rel_v { Some(t.table(&format!("{p}.attn.rel_v"), h, rows, dh)?) } else { None },
+            };
+            blocks.push(Block {
+                ln1: t.layer_norm(&format!("{p}.ln1"), d)?,
+                attn,
+                ln2: t.layer_norm(&format!("{p}.ln2"), d)?,
+                w1: t.matrix(&format!("{p}.ffn.w1"), d, ff)?,
+                b1: t.vector(&format!("{p}.ffn.b1"), ff)?,
+                w2: t.matrix(&format!("{p}.ffn.w2"), ff, d)?,
+                b2: t.vector(&format!("{p}.ffn.b2"), d)?,
+            });
+        }
+        let ln_f = t.layer_norm("ln_f", d)?;
+        if let Some(extra) = t.st.names().into_iter().find(|n| !t.used.iter().any(|u| u == n)) {
+            return Err(Error::invalid("tensor", format!("'{extra}' in {file_name}"), "only the tensors of this config (see src/transformer.rs)"));
+        }
+        Ok(Transformer { config, metadata, embed, blocks, ln_f })
+    }
+
+    /// Number of trained parameters.
+    pub fn parameters(&self) -> usize {
+        let ln = |l: &LayerNorm| l.weight.len() + l.bias.len();
+        let blocks: usize = self.blocks.iter().map(|b| {
+            let a = &b.attn;
+            let tables = if self.config.method == ModelKind::Absolute { 0 } else { a.rel_k.len() + a.rel_v.as_ref().map_or(0, |t| t.len()) };
+            a.w.iter().map(|w| w.len()).sum::<usize>() + a.b.iter().map(|b| b.len()).sum::<usize>() + tables + ln(&b.ln1) + ln(&b.ln2) + b.w1.len() + b.b1.len() + b.w2.len() + b.b2.len()
+        }).sum();
+        self.embed.len() + blocks + ln(&self.ln_f)
+    }
+
+    /// `E[token] · √d_model` (+ PE[position] for the absolute model), one row per token.
+    fn embed(&self, tokens: &[u32], first_position: usize) -> Result<Array2<f32>> {
+        let d = self.config.d_model;
+        let scale = (d as f32).sqrt();
+        let mut x = Array2::zeros((tokens.len(), d));
+        for (t, (&tok, mut row)) in tokens.iter().zip(x.rows_mut()).enumerate() {
+            if tok as usize >= self.config.vocab {
+                return Err(Error::invalid("tokens", format!("{tok} at position {t}"), format!("0..{}", self.config.vocab)));
+            }
+            row.assign(&(&self.embed.row(tok as usize) * scale));
+            if self.config.method == ModelKind::Absolute {
+                add_sinusoid(row.as_slice_mut().expect("a row of a standard array"), first_position + t);
+            }
+        }
+        Ok(x)
+    }
+
+    /// Layer `l`'s attention tensors as a [`Scenario`] over its input `h` (T, d_model).
+    fn scenario(&self, l: usize, h: Array2<f32>) -> Scenario {
+        let a = &self.blocks[l].attn;
+        let [w_q, w_k, w_v, w_o] = a.w.clone();
+        let [b_q, b_k, b_v, b_o] = a.b.clone();
+        Scenario { x: h.insert_axis(Axis(0)), w_q, w_k, w_v, w_o, b_q, b_k, b_v, b_o, rel_k: a.rel_k.clone(), rel_v: a.rel_v.clone(), key_mask: None }
+    }
+
+    /// Refuses a sequence that is empty or whose trace or forward would not fit the memory budget.
+    fn check_length(&self, tokens: &[u32], trace: bool) -> Result<()> {
+        if tokens.is_empty() {
+            return Err(Error::invalid("tokens", 0, "1 or more"));
+        }
+        model::check_budget(&self.config.attention(), 1, tokens.len(), self.config.d_model, trace, model::DEFAULT_MEMORY_LIMIT)
+    }
+
+    /// The residual stream entering layer `stop` (all layers when `stop` = layers), (T, d_model).
+    async fn residual(&self, backend: &mut Backend, tokens: &[u32], stop: usize) -> Result<Array2<f32>> {
+        let mut x = self.embed(tokens, 0)?;
+        let cfg = self.config.attention();
+        for (l, block) in self.blocks.iter().enumerate().take(stop) {
+            let sc = self.scenario(l, block.ln1.apply(x.view()));
+            let attn = backend.forward_async(&cfg, &sc).await?;
+            x += &attn.index_axis(Axis(0), 0);
+            x += &block.ffn(x.view());
+        }
+        Ok(x)
+    }
+
+    /// The logits (T, vocab) of every position: row t scores token t + 1.
+    pub async fn forward_async(&self, backend: &mut Backend, tokens: &[u32]) -> Result<Array2<f32>> {
+        self.check_length(tokens, false)?;
+        let x = self.residual(backend, tokens, self.blocks.len()).await?;
+        Ok(matmul(self.ln_f.apply(x.view()).view(), self.embed.t()))
+    }
+
+    /// Every stage of layer `layer`'s attention (all its heads) on the real hidden states `LN₁(x)`.
+    pub async fn trace_async(&self, backend: &mut Backend, tokens: &[u32], layer: usize) -> Result<Trace> {
+        if layer >= self.blocks.len() {
+            return Err(Error::invalid("layer", layer, format!("0..{}", self.blocks.len())));
+        }
+        self.check_length(tokens, true)?;
+        let x = self.residual(backend, tokens, layer).await?;
+        let sc = self.scenario(layer, self.blocks[layer].ln1.apply(x.view()));
+        backend.trace_async(&self.config.attention(), &sc).await
+    }
+
+    /// Σ −ln p(token) over `seqs`, each cut into consecutive windows of `window` tokens that predict their
+    /// tokens 1.. from the tokens before them in the window (the training script's evaluation), and the
+    /// number of predicted tokens. Nats; accumulated in f64.
+    pub async fn nll_async(&self, backend: &mut Backend, seqs: &[&[u32]], window: usize) -> Result<(f64, usize)> {
+        if window < 2 {
+            return Err(Error::invalid("window", window, "2 or more"));
+        }
+        let (mut total, mut count) = (0.0, 0);
+        for seq in seqs {
+            for w in seq.chunks(window).filter(|w| w.len() >= 2) {
+                let logits = self.forward_async(backend, w).await?;
+                for (row, &next) in logits.rows().into_iter().zip(&w[1..]) {
+                    total -= log_softmax_at(row.as_slice().expect("standard layout"), next as usize);
+                    count += 1;
+                }
+            }
+        }
+        Ok((total, count))
+    }
+
+    /// An empty key/value cache for [`Transformer::step`].
+    pub fn cache(&self) -> Cache {
+        Cache { keys: vec![Vec::new(); self.blocks.len()], values: vec![Vec::new(); self.blocks.len()], len: 0 }
+    }
+
+    /// Feeds one token after the `cache.len` already fed and returns the logits of the next one (vocab):
+    /// each layer projects only the new token, appends its key and value to the cache and attends with
+    /// Lq = 1 query against the Lk = cache.len keys (the query is the last position). CPU.
+    pub fn step(&self, cache: &mut Cache, token: u32) -> Result<Array1<f32>> {
+        let mut x = self.embed(&[token], cache.len)?;
+        let cfg = self.config.attention();
+        let (d, dh) = (self.config.d_model, self.config.d_model / self.config.heads);
+        let lk = cache.len + 1;
+        for (l, block) in self.blocks.iter().enumerate() {
+            let a = &block.attn;
+            let h = block.ln1.apply(x.view());
+            let proj = |i: usize| matmul(h.view(), a.w[i].view()) + &a.b[i];
+            let q = proj(0);
+            cache.keys[l].extend(proj(1).iter());
+            cache.values[l].extend(proj(2).iter());
+            let keys = ArrayView2::from_shape((lk, d), &cache.keys[l]).expect("len rows of d_model");
+            let values = ArrayView2::from_shape((lk, d), &cache.values[l]).expect("len rows of d_model");
+            let mut heads = Array2::zeros((1, d));
+            for hi in 0..self.config.heads {
+                let cols = s![.., hi * dh..(hi + 1) * dh];
+                let input = HeadInput {
+                    q: q.slice(cols),
+                    k: keys.slice(cols),
+                    v: values.slice(cols),
+                    rel_k: a.rel_k.index_axis(Axis(0), hi),
+                    rel_v: a.rel_v.as_ref().map(|t| t.index_axis(Axis(0), hi)),
+                    key_mask: None,
+                };
+                heads.slice_mut(cols).assign(&attend_head(&cfg, &input, None)?);
+            }
+            x += &(matmul(heads.view(), a.w[3].view()) + &a.b[3]);
+            x += &block.ffn(x.view());
+        }
+        cache.len = lk;
+        Ok(matmul(self.ln_f.apply(x.view()).view(), self.embed.t()).index_axis_move(Axis(0), 0))
+    }
+
+    /// Continues `prime` by `steps` tokens drawn from softmax(logits / temperature) with ChaCha8 seeded by
+    /// `seed` (temperature 0: the most likely token), through the key/value cache; `on_token` sees each new
+    /// token as it is drawn. Returns prime + continuation.
+    pub fn sample(&self, prime: &[u32], steps: usize, temperature: f32, seed: u64, mut on_token: impl FnMut(u32)) -> Result<Vec<u32>> {
+        if prime.is_empty() {
+            return Err(Error::invalid("prime", 0, "1 or more tokens"));
+        }
+        if !(0.0..=100.0).contains(&temperature) {
+            return Err(Error::invalid("temperature", temperature, "0..=100 (0: always the most likely token)"));
+        }
+        if steps > 1 << 16 {
+            return Err(Error::invalid("steps", steps, "0..=65536"));
+        }
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let mut cache = self.cache();
+        let mut out = prime.to_vec();
+        let mut logits = Array1::zeros(0);
+        for &tok in prime {
+            logits = self.step(&mut cache, tok)?;
+        }
+        for i in 0..steps {
+            let next = draw(logits.as_slice().expect("standard layout"), temperature, rng.random::<f64>());
+            out.push(next);
+            on_token(next);
+            if i + 1 < steps {
+                logits = self.step(&mut cache, next)?;
+            }
+        }
+        Ok(out)
+    }
+}
+
+impl Block {
+    /// `gelu(LN₂(x) W₁ + b₁) W₂ + b₂`.
+    fn ffn(&self, x: ArrayView2<f32>) -> Array2<f32> {
+        let mut u = matmul(self.ln2.apply(x).view(), self.w1.view()) + &self.b1;
+        u.mapv_inplace(gelu);
+        matmul(u.view(), self.w2.view()) + &self.b2
+    }
+}
+
+/// The keys and values of every fed token, per layer, (len, d_model) row-major.
+#[derive(Clone, Debug)]
+pub struct Cache {
+    keys: Vec<Vec<f32>>,
+    values: Vec<Vec<f32>>,
+    /// Tokens fed so far.
+    pub len: usize,
+}
+
+/// `½u(1 + tanh(√(2/π)(u + 0.044715u³)))`.
+fn gelu(u: f32) -> f32 {
+    0.5 * u * (1.0 + (0.797_884_6 * (u + 0.044715 * u * u * u)).tanh())
+}
+
+/// Adds PE[p] to `row`: sin(p / 10000^(2i/d)) at 2i, cos at 2i+1 (computed in f64 like the training code).
+fn add_sinusoid(row: &mut [f32], p: usize) {
+    let d = row.len();
+    for i in (0..d).step_by(2) {
+        let angle = p as f64 * (-(10000f64.ln()) * i as f64 / d as f64).exp();
+        row[i] += angle.sin() as f32;
+        if i + 1 < d {
+            row[i + 1] += angle.cos() as f32;
+        }
+    }
+}
+
+/// `ln softmax(logits)[k]` in f64.
+pub fn log_softmax_at(logits: &[f32], k: usize) -> f64 {
+    let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max) as f64;
+    let sum: f64 = logits.iter().map(|&v| (v as f64 - max).exp()).sum();
+    logits[k] as f64 - max - sum.ln()
+}
+
+/// softmax(logits / temperature) as probabilities in f64 (temperature 0: all mass on the first maximum).
+pub fn probabilities(logits: &[f32], temperature: f32) -> Vec<f64> {
+    if temperature == 0.0 {
+        let best = logits.iter().enumerate().fold(0, |b, (i, &v)| if v > logits[b] { i } else { b });
+        return (0..logits.len()).map(|i| if i == best { 1.0 } else { 0.0 }).collect();
+    }
+    let t = temperature as f64;
+    let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max) as f64;
+    let e: Vec<f64> = logits.iter().map(|&v| ((v as f64 - max) / t).exp()).collect();
+    let sum: f64 = e.iter().sum();
+    e.into_iter().map(|v| v / sum).collect()
+}
+
+/// The token whose cumulative probability first exceeds `u` ∈ [0, 1).
+fn draw(logits: &[f32], temperature: f32, u: f64) -> u32 {
+    let p = probabilities(logits, temperature);
+    let mut acc = 0.0;
+    for (i, pi) in p.iter().enumerate() {
+        acc += pi;
+        if u < acc {
+            return i as u32;
+        }
+    }
+    p.iter().rposition(|&pi| pi > 0.0).unwrap_or(0) as u32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gelu_matches_its_formula_at_known_points() {
+        assert_eq!(gelu(0.0), 0.0);
+        assert!((gelu(1.0) - 0.841_192).abs() < 1e-5, "{}", gelu(1.0));
+        assert!((gelu(-3.0) + 0.003_637_4).abs() < 1e-6, "{}", gelu(-3.0));
+    }
+
+    #[test]
+    fn sinusoid_of_position_zero_is_zeros_and_ones() {
+        let mut row = vec![0.0; 6];
+        add_sinusoid(&mut row, 0);
+        assert_eq!(row, [0.0, 1.0, 0.0, 1.0, 0.0, 1.0]);
+        let mut row = vec![0.0; 2];
+        add_sinusoid(&mut row, 1);
+        assert_eq!(row, [1f64.sin() as f32, 1f64.cos() as f32]);
+    }
+
+    #[test]
+    fn drawing_follows_the_cumulative_probabilities() {
+        let logits = [0.0f32, (3.0f32).ln()]; // p = 0.25, 0.75
+        assert_eq!((draw(&logits, 1.0, 0.2), draw(&logits, 1.0, 0.3), draw(&logits, 1.0, 0.999)), (0, 1, 1));
+        assert_eq!(draw(&logits, 0.0, 0.0), 1);
+        let p = probabilities(&logits, 1.0);
+        assert!((p[0] - 0.25).abs() < 1e-6 && (p[1] - 0.75).abs() < 1e-6, "{p:?}");
+        assert!((log_softmax_at(&logits, 0) - 0.25f64.ln()).abs() < 1e-7);
+    }
+}

@@ -1,0 +1,268 @@
+//! The trained chorale models run by relattn's runtime reproduce PyTorch (tests/fixtures/chorales-*.safetensors,
+//! written by train/export.py from the same weights): logits of a short and a longer-than-trained sequence,
+//! one layer's q, k, v and attention weights, and the NLL of a subset of the test split; on the CPU and on the
+//! GPU backend (lavapipe in CI). The key/value cache gives the full forward's logits; sampling is deterministic;
+//! broken model files are clear errors.
+
+mod common;
+
+use common::rel_err;
+use ndarray::{Array2, ArrayD, Axis};
+use relattn::chorales::Chorales;
+use relattn::gpu::GpuContext;
+use relattn::transformer::Transformer;
+use relattn::{Backend, Error};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const METHODS: [&str; 3] = ["music", "shaw", "absolute"];
+const TOL: f64 = 1e-4;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn model_path(method: &str) -> PathBuf {
+    root().join(format!("models/chorales-{method}.safetensors"))
+}
+
+fn model(method: &str) -> Transformer {
+    let path = model_path(method);
+    Transformer::load(&std::fs::read(&path).unwrap(), &path.display().to_string()).unwrap()
+}
+
+/// A fixture file's arrays (f32 as they are, int64 tokens as f32) and its metadata.
+struct Fixture {
+    bytes: Vec<u8>,
+}
+
+impl Fixture {
+    fn open(method: &str) -> Fixture {
+        Fixture { bytes: std::fs::read(root().join(format!("tests/fixtures/chorales-{method}.safetensors"))).unwrap() }
+    }
+    fn array(&self, name: &str) -> ArrayD<f32> {
+        let st = safetensors::SafeTensors::deserialize(&self.bytes).unwrap();
+        let t = st.tensor(name).unwrap();
+        let values: Vec<f32> = match t.dtype() {
+            safetensors::Dtype::F32 => t.data().chunks_exact(4).map(|b| f32::from_le_bytes(b.try_into().unwrap())).collect(),
+            safetensors::Dtype::I64 => t.data().chunks_exact(8).map(|b| i64::from_le_bytes(b.try_into().unwrap()) as f32).collect(),
+            other => panic!("{name}: {other:?}"),
+        };
+        ArrayD::from_shape_vec(t.shape(), values).unwrap()
+    }
+    fn tokens(&self, name: &str) -> Vec<u32> {
+        self.array(name).iter().map(|&t| t as u32).collect()
+    }
+    fn meta(&self, key: &str) -> String {
+        let (_, m) = safetensors::SafeTensors::read_metadata(&self.bytes).unwrap();
+        m.metadata().as_ref().unwrap()[key].clone()
+    }
+}
+
+fn assert_close(what: &str, got: &Array2<f32>, want: &ArrayD<f32>) {
+    assert_eq!(got.shape(), want.shape(), "{what}: shape");
+    let e = rel_err(got.iter(), want.iter().map(|&v| v as f64));
+    assert!(e <= TOL, "{what}: max |relattn − torch| / scale = {e:e}");
+}
+
+fn logits_match(backend: &mut Backend, label: &str) {
+    for method in METHODS {
+        let (m, f) = (model(method), Fixture::open(method));
+        for seq in ["short", "long"] {
+            let tokens = f.tokens(&format!("tokens_{seq}"));
+            let logits = pollster::block_on(m.forward_async(backend, &tokens)).unwrap();
+            assert_close(&format!("{label} {method} logits_{seq} ({} tokens)", tokens.len()), &logits, &f.array(&format!("logits_{seq}")));
+        }
+    }
+}
+
+#[test]
+fn logits_match_pytorch_on_the_cpu() {
+    logits_match(&mut Backend::Cpu, "cpu");
+}
+
+#[test]
+fn logits_match_pytorch_on_the_gpu() {
+    match pollster::block_on(GpuContext::try_new()) {
+        Ok(ctx) => logits_match(&mut Backend::Gpu(ctx), "gpu"),
+        Err(why) => eprintln!("skipped: {why}"),
+    }
+}
+
+#[test]
+fn one_layer_matches_pytorch_inside() {
+    for method in METHODS {
+        let (m, f) = (model(method), Fixture::open(method));
+        let layer: usize = f.meta("layer").parse().unwrap();
+        let tokens = f.tokens("tokens_short");
+        let t = pollster::block_on(m.trace_async(&mut Backend::Cpu, &tokens, layer)).unwrap();
+        for (name, got) in [("q", &t.q), ("k", &t.k), ("v", &t.v)] {
+            assert_close(&format!("{method} layer {layer} {name}"), &got.index_axis(Axis(0), 0).to_owned(), &f.array(name));
+        }
+        let want = f.array("weights");
+        for h in 0..m.config.heads {
+            let got = t.weights.index_axis(Axis(0), 0).index_axis(Axis(0), h).to_owned();
+            assert_close(&format!("{method} layer {layer} head {h} weights"), &got, &want.index_axis(Axis(0), h).to_owned());
+        }
+    }
+}
+
+#[test]
+fn eval_reproduces_the_fixture_subset_nll() {
+    let data = Chorales::parse(&std::fs::read(root().join("tests/fixtures/chorales-subset.json")).unwrap(), "subset").unwrap();
+    let seqs: Vec<&[u32]> = data.pieces.iter().map(|p| p.tokens.as_slice()).collect();
+    for method in METHODS {
+        let (m, f) = (model(method), Fixture::open(method));
+        let (total, count) = pollster::block_on(m.nll_async(&mut Backend::Cpu, &seqs, m.config.context)).unwrap();
+        let want: f64 = f.meta("subset_nll").parse().unwrap();
+        assert_eq!(count.to_string(), f.meta("subset_tokens"), "{method}: predicted tokens");
+        assert!((total / count as f64 - want).abs() < 1e-4, "{method}: {} vs torch {want}", total / count as f64);
+    }
+}
+
+#[test]
+fn cached_decoding_gives_the_full_forward() {
+    for method in METHODS {
+        let (m, f) = (model(method), Fixture::open(method));
+        let tokens = f.tokens("tokens_long");
+        let full = pollster::block_on(m.forward_async(&mut Backend::Cpu, &tokens)).unwrap();
+        let mut cache = m.cache();
+        let mut stepped = Array2::zeros(full.dim());
+        for (t, &tok) in tokens.iter().enumerate() {
+            stepped.row_mut(t).assign(&m.step(&mut cache, tok).unwrap());
+        }
+        assert_eq!(cache.len, tokens.len());
+        let e = rel_err(stepped.iter(), full.iter().map(|&v| v as f64));
+        assert!(e <= TOL, "{method}: cached vs full {e:e}");
+    }
+}
+
+#[test]
+fn sampling_is_deterministic_for_a_seed() {
+    let m = model("music");
+    let prime = Fixture::open("music").tokens("tokens_short");
+    let mut seen = Vec::new();
+    let a = m.sample(&prime[..16], 24, 1.0, 7, |t| seen.push(t)).unwrap();
+    assert_eq!(a, m.sample(&prime[..16], 24, 1.0, 7, |_| {}).unwrap());
+    assert_eq!((a.len(), &a[..16], &a[16..]), (40, &prime[..16], &seen[..]));
+    assert!(a.iter().all(|&t| (t as usize) < m.config.vocab));
+    let others: Vec<Vec<u32>> = (0..4).map(|s| m.sample(&prime[..16], 24, 1.0, 100 + s, |_| {}).unwrap()).collect();
+    assert!(others.iter().any(|o| *o != a), "four other seeds all gave seed 7's music");
+    let err = m.sample(&prime[..16], 4, -1.0, 0, |_| {}).unwrap_err();
+    assert!(matches!(&err, Error::Invalid { field, .. } if field == "temperature"), "{err}");
+}
+
+/// The model file's bytes rebuilt with `edit` applied to its tensors and metadata.
+fn rewritten(edit: impl Fn(&mut Vec<(String, safetensors::Dtype, Vec<usize>, Vec<u8>)>, &mut String)) -> Vec<u8> {
+    let bytes = std::fs::read(model_path("shaw")).unwrap();
+    let st = safetensors::SafeTensors::deserialize(&bytes).unwrap();
+    let (_, header) = safetensors::SafeTensors::read_metadata(&bytes).unwrap();
+    let mut config = header.metadata().as_ref().unwrap()["config"].clone();
+    let mut tensors: Vec<_> = st.tensors().into_iter().map(|(n, t)| (n, t.dtype(), t.shape().to_vec(), t.data().to_vec())).collect();
+    edit(&mut tensors, &mut config);
+    let views: Vec<(String, safetensors::tensor::TensorView)> =
+        tensors.iter().map(|(n, d, s, b)| (n.clone(), safetensors::tensor::TensorView::new(*d, s.clone(), b).unwrap())).collect();
+    safetensors::serialize(views, Some(std::collections::HashMap::from([("config".to_string(), config)]))).unwrap()
+}
+
+#[test]
+fn broken_model_files_are_clear_errors() {
+    let load = |bytes: &[u8]| Transformer::load(bytes, "m.safetensors").map(|_| ()).unwrap_err();
+    let good = std::fs::read(model_path("shaw")).unwrap();
+    assert!(matches!(load(&good[..good.len() - 10]), Error::File { .. }), "truncated");
+    assert!(matches!(load(b"PK\x03\x04 not a model"), Error::File { .. }), "not safetensors");
+    let missing = rewritten(|t, _| t.retain(|(n, ..)| n != "layers.1.attn.rel_v"));
+    assert!(matches!(load(&missing), Error::Shape { array, given, .. } if array == "layers.1.attn.rel_v" && given == "missing"));
+    let reshaped = rewritten(|t, _| {
+        let e = t.iter_mut().find(|(n, ..)| n == "ln_f.bias").unwrap();
+        e.2 = vec![e.2[0] / 2, 2];
+    });
+    assert!(matches!(load(&reshaped), Error::Shape { array, .. } if array == "ln_f.bias"));
+    let as_f64 = rewritten(|t, _| {
+        let e = t.iter_mut().find(|(n, ..)| n == "ln_f.bias").unwrap();
+        e.1 = safetensors::Dtype::F64;
+        e.2 = vec![e.2[0] / 2];
+    });
+    assert!(matches!(load(&as_f64), Error::Invalid { field, .. } if field == "dtype of 'ln_f.bias'"));
+    let nan = rewritten(|t, _| t.iter_mut().find(|(n, ..)| n == "embed").unwrap().3[4..8].copy_from_slice(&f32::NAN.to_le_bytes()));
+    assert!(matches!(load(&nan), Error::NonFinite { array, index, .. } if array == "embed" && index == &[1]));
+    let heads = rewritten(|_, c| *c = c.replace("\"heads\": 4", "\"heads\": 3"));
+    assert!(matches!(load(&heads), Error::Invalid { field, .. } if field == "config.heads"), "{}", load(&heads));
+    let not_json = rewritten(|_, c| *c = "{".into());
+    assert!(matches!(load(&not_json), Error::File { reason, .. } if reason.contains("metadata")));
+    let extra = rewritten(|t, _| t.push(("stray".into(), safetensors::Dtype::F32, vec![1], vec![0; 4])));
+    assert!(matches!(load(&extra), Error::Invalid { field, .. } if field == "tensor"));
+}
+
+/// Every file of the loader's fuzz corpus (fuzz/corpus/model/) loads or is an error; none panics.
+#[test]
+fn model_fuzz_corpus_loads_or_errors() {
+    let dir = root().join("fuzz/corpus/model");
+    let mut count = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let bytes = std::fs::read(entry.unwrap().path()).unwrap();
+        let _ = Transformer::load(&bytes, "corpus");
+        count += 1;
+    }
+    assert!(count >= 5, "{count} files in {}", dir.display());
+}
+
+fn cli(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_relattn")).args(args).current_dir(root()).output().unwrap()
+}
+
+fn stdout_json(out: &std::process::Output) -> serde_json::Value {
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn cli_info_and_eval_match_the_training_figures() {
+    for method in METHODS {
+        let path = model_path(method);
+        let path = path.to_str().unwrap();
+        let info = stdout_json(&cli(&["model", "info", "--model", path]));
+        assert_eq!(info["method"], method);
+        assert_eq!(info["parameters"], info["parameters_loaded"], "{method}: trained vs loaded parameters");
+        let eval = stdout_json(&cli(&["model", "eval", "--model", path, "--data", "models/chorales-test.json", "--json"]));
+        let (nll, torch) = (eval["nll"].as_f64().unwrap(), info["test_nll"].as_f64().unwrap());
+        assert!((nll - torch).abs() < 1e-3, "{method}: relattn {nll} vs training script {torch}");
+    }
+}
+
+#[test]
+fn cli_trace_and_sample() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = Chorales::parse(&std::fs::read(root().join("models/chorales-test.json")).unwrap(), "test").unwrap();
+    let bwv = data.pieces[0].bwv.clone();
+    let npz = dir.path().join("t.npz");
+    let path = model_path("music");
+    let path = path.to_str().unwrap();
+    let out = cli(&["model", "trace", "--model", path, "--piece", &bwv, "--layer", "2", "--head", "1", "--length", "64", "--out", npz.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let mut z = ndarray_npy::NpzReader::new(std::fs::File::open(&npz).unwrap()).unwrap();
+    let w: ndarray::Array4<f32> = z.by_name("weights").unwrap();
+    let m = model("music");
+    let t = pollster::block_on(m.trace_async(&mut Backend::Cpu, &data.pieces[0].tokens[..64], 2)).unwrap();
+    assert_eq!(w.dim(), (1, 1, 64, 64));
+    assert_eq!(w.index_axis(Axis(1), 0), t.weights.index_axis(Axis(1), 1));
+    for name in ["skew_qer", "skew_sliced", "relative_logits", "e_r", "rel_index"] {
+        assert!(z.names().unwrap().iter().any(|n| n.trim_end_matches(".npy") == name), "{name} in the trace");
+    }
+
+    let mid = |seed: &str, out: &Path| {
+        let o = cli(&["model", "sample", "--model", path, "--piece", &bwv, "--prime", "32", "--steps", "40", "--temperature", "0.9", "--seed", seed, "--out", out.to_str().unwrap(), "--json"]);
+        stdout_json(&o)["tokens"].as_array().unwrap().len()
+    };
+    let (a, b) = (dir.path().join("a.mid"), dir.path().join("b.mid"));
+    assert_eq!((mid("3", &a), mid("3", &b)), (72, 72));
+    let bytes = std::fs::read(&a).unwrap();
+    assert_eq!(bytes, std::fs::read(&b).unwrap(), "same seed, same MIDI file");
+    assert_eq!(midly::Smf::parse(&bytes).unwrap().tracks.len(), 5);
+
+    let bad = cli(&["model", "trace", "--model", path, "--piece", "99999", "--layer", "0", "--head", "0", "--out", npz.to_str().unwrap()]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("invalid piece"), "{}", String::from_utf8_lossy(&bad.stderr));
+    let bad = cli(&["model", "trace", "--model", path, "--piece", &bwv, "--layer", "3", "--head", "0", "--out", npz.to_str().unwrap()]);
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("invalid layer"), "{}", String::from_utf8_lossy(&bad.stderr));
+}

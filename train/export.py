@@ -1,0 +1,141 @@
+"""Evaluates the three trained models and writes everything relattn ships from them:
+
+- models/chorales-{music,shaw,absolute}.safetensors: weights under relattn's names, the config (and the
+  training figures) as JSON in the metadata key `config`;
+- models/chorales-test.json: the tokenised test split (BWV numbers, titles, bars, tokens);
+- tests/fixtures/chorales-{method}.safetensors: PyTorch's logits for a short and a long (2 × context) test
+  sequence and one layer's q, k, v and attention weights, for the runtime's tests;
+  tests/fixtures/chorales-subset.json: three test pieces, whose NLL is in the fixtures' metadata;
+- models/results.json, docs/models-loss.png, docs/models-length.png: the figures of MODELS.md.
+
+    train/.venv/bin/python train/export.py
+"""
+import json
+import os
+import platform
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from safetensors.torch import save_file
+
+import chorales
+import train
+from model import Decoder
+
+ROOT = os.path.dirname(train.HERE)
+METHODS = ("music", "shaw", "absolute")
+FIXTURE_LAYER = 1
+SPLIT_RULE = "by the integer BWV number: mod 10 = 0 test, 1 valid, else train (all chorales of a cantata together)"
+
+
+def load(method):
+    run = torch.load(os.path.join(train.HERE, "runs", f"{method}.pt"), weights_only=False)
+    model = Decoder(run["config"])
+    model.load_state_dict(run["state"])
+    return model.eval(), run
+
+
+def data_file(pieces, lo, hi, split):
+    return {"split": split, "split_rule": SPLIT_RULE, "pitch_min": lo, "vocab": chorales.vocab_names(lo, hi),
+            "steps_per_quarter": chorales.STEPS_PER_QUARTER,
+            "pieces": [{"bwv": p["bwv"], "title": p["title"], "time_signature": p["time_signature"], "bars": p["bars"],
+                        "tokens": chorales.tokens(p, lo)} for p in pieces]}
+
+
+@torch.no_grad()
+def per_position(model, seqs, width):
+    """Mean NLL at each position 1..width−1 over every non-overlapping window of exactly `width` tokens."""
+    ws = [s[i:i + width] for s in seqs for i in range(0, len(s) - width + 1, width)]
+    total = np.zeros(width - 1)
+    for i in range(0, len(ws), 8):
+        x = torch.tensor(ws[i:i + 8])
+        logits = model(x)[:, :-1].double()
+        nll = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), x[:, 1:].reshape(-1), reduction="none")
+        total += nll.reshape(len(x), -1).sum(0).numpy()
+    return total / len(ws), len(ws)
+
+
+def main():
+    data, (lo, hi), seqs = train.dataset()
+    test_pieces = [p for p in data["pieces"] if p["split"] == "test"]
+    os.makedirs(os.path.join(ROOT, "models"), exist_ok=True)
+    os.makedirs(os.path.join(ROOT, "tests", "fixtures"), exist_ok=True)
+    os.makedirs(os.path.join(ROOT, "docs"), exist_ok=True)
+    with open(os.path.join(ROOT, "models", "chorales-test.json"), "w") as f:
+        json.dump(data_file(test_pieces, lo, hi, "test"), f, ensure_ascii=False, separators=(",", ":"))
+    subset = test_pieces[:3]
+    with open(os.path.join(ROOT, "tests", "fixtures", "chorales-subset.json"), "w") as f:
+        json.dump(data_file(subset, lo, hi, "test"), f, ensure_ascii=False, separators=(",", ":"))
+    subset_seqs = [chorales.tokens(p, lo) for p in subset]
+    long_seq = next(s for s in seqs["test"] if len(s) >= 4 * train.CONTEXT)
+
+    results = {"machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}",
+               "pieces": {s: len(v) for s, v in seqs.items()}, "tokens": {s: sum(map(len, v)) for s, v in seqs.items()},
+               "skipped": len(data["skipped"]), "pitch_range": [lo, hi], "models": {}}
+    for method in METHODS:
+        model, run = load(method)
+        cfg = dict(run["config"])
+        ctx = cfg["context"]
+        valid, test = train.evaluate(model, seqs["valid"], ctx), train.evaluate(model, seqs["test"], ctx)
+        lengths = {str(m * ctx): train.evaluate(model, seqs["test"], m * ctx) for m in (1, 2, 4)}
+        curve, count = per_position(model, seqs["test"], 4 * ctx)
+        params = sum(p.numel() for n, p in model.named_parameters())
+        cfg.update(name=f"chorales-{method}", valid_nll=valid, test_nll=test, parameters=params,
+                   command=f"train/.venv/bin/python train/train.py --method {method}", torch=torch.__version__,
+                   data="music21 corpus, Bach chorales, four parts; see train/chorales.py")
+        save_file(model.tensors(), os.path.join(ROOT, "models", f"chorales-{method}.safetensors"), metadata={"config": json.dumps(cfg)})
+
+        short = torch.tensor([seqs["test"][0][:64]])
+        rec = {}
+        logits_short = model(short, record_layer=FIXTURE_LAYER, record=rec)
+        long = torch.tensor([long_seq[:2 * ctx]])
+        sub_total, sub_count = train.nll_sum(model, subset_seqs, ctx)
+        fixture = {"tokens_short": short[0], "logits_short": logits_short[0], "tokens_long": long[0], "logits_long": model(long)[0],
+                   "q": rec["q"][0], "k": rec["k"][0], "v": rec["v"][0], "weights": rec["weights"][0]}
+        save_file({k: v.detach().contiguous() for k, v in fixture.items()}, os.path.join(ROOT, "tests", "fixtures", f"chorales-{method}.safetensors"),
+                  metadata={"layer": str(FIXTURE_LAYER), "subset_nll": repr(sub_total / sub_count), "subset_tokens": str(sub_count)})
+        results["models"][method] = {"valid_nll": valid, "test_nll": test, "nll_by_window": lengths, "train_seconds": cfg["train_seconds"],
+                                     "parameters": params, "steps": cfg["steps"], "seed": cfg["seed"], "log": run["log"],
+                                     "per_position_4L": curve.tolist(), "windows_4L": count}
+        print(f"{method}: valid {valid:.4f} test {test:.4f} nats/token; windows {lengths}; {params} parameters; {cfg['train_seconds']} s", flush=True)
+    with open(os.path.join(ROOT, "models", "results.json"), "w") as f:
+        json.dump(results, f, indent=1)
+    plots(results)
+
+
+def plots(results):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    colors = {"music": "tab:blue", "shaw": "tab:orange", "absolute": "tab:gray"}
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for m, r in results["models"].items():
+        tr, va = np.array(r["log"]["train"]), np.array(r["log"]["valid"])
+        ax.plot(tr[:, 0], tr[:, 1], color=colors[m], alpha=0.35, lw=1)
+        ax.plot(va[:, 0], va[:, 1], color=colors[m], marker="o", ms=3, label=f"{m} (valid)")
+    ax.set(xlabel="optimizer step", ylabel="NLL (nats / token)", title="Bach chorales: training (faint) and validation loss", ylim=(0.2, 2.5))
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(os.path.join(ROOT, "docs", "models-loss.png"), dpi=120)
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    ctx = train.CONTEXT
+    for m, r in results["models"].items():
+        c = np.array(r["per_position_4L"])
+        bins = 32
+        pos = np.arange(1, len(c) + 1)
+        n = len(c) // bins * bins
+        ax.plot(pos[:n].reshape(-1, bins).mean(1), c[:n].reshape(-1, bins).mean(1), color=colors[m], label=m)
+    for k in (1, 2):
+        ax.axvline(k * ctx, color="k", lw=0.6, ls="--")
+    ax.text(ctx, ax.get_ylim()[1], " trained length", va="top", fontsize=8)
+    ax.set(xlabel="position in the window (tokens)", ylabel="NLL (nats / token), mean of 32 positions",
+           title=f"Longer than trained: windows of {4 * ctx} tokens ({results['models']['music']['windows_4L']} test windows)")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(os.path.join(ROOT, "docs", "models-length.png"), dpi=120)
+
+
+if __name__ == "__main__":
+    main()
