@@ -5,7 +5,7 @@ PORT ?= 8080
 WASM_BINDGEN_VERSION = $(shell sed -n '/^name = "wasm-bindgen"$$/{n;s/version = "\(.*\)"/\1/p;}' Cargo.lock)
 WASM = target/wasm32-unknown-unknown/release/relattn.wasm
 
-.PHONY: serve wasm vendor deps-wasm deps-web deps-gpu test test-rust test-web test-wasm test-e2e
+.PHONY: serve wasm vendor deps-wasm deps-web deps-gpu test test-rust test-web test-wasm test-e2e train
 
 deps-wasm:
 	@rustup target list --installed | grep -qx wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
@@ -56,3 +56,11 @@ test-e2e: deps-web wasm
 	node --test --test-concurrency=1 tests/e2e/
 
 test-web: test-wasm test-e2e
+
+# --- trained models ------------------------------------------------------------------------------
+# Rebuilds models/, tests/fixtures/chorales-* and docs/models-*.png from music21's Bach chorales with PyTorch
+# in a virtual environment of its own (train/.venv, about 4 GB). Offline work: make test never needs it.
+train:
+	@test -x train/.venv/bin/python || python3 -m venv train/.venv
+	train/.venv/bin/pip install --quiet -r train/requirements.txt
+	train/run_all.sh

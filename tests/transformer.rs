@@ -185,7 +185,7 @@ fn broken_model_files_are_clear_errors() {
     });
     assert!(matches!(load(&as_f64), Error::Invalid { field, .. } if field == "dtype of 'ln_f.bias'"));
     let nan = rewritten(|t, _| t.iter_mut().find(|(n, ..)| n == "embed").unwrap().3[4..8].copy_from_slice(&f32::NAN.to_le_bytes()));
-    assert!(matches!(load(&nan), Error::NonFinite { array, index, .. } if array == "embed" && index == &[1]));
+    assert!(matches!(load(&nan), Error::NonFinite { array, index, .. } if array == "embed" && *index == [1]));
     let heads = rewritten(|_, c| *c = c.replace("\"heads\": 4", "\"heads\": 3"));
     assert!(matches!(load(&heads), Error::Invalid { field, .. } if field == "config.heads"), "{}", load(&heads));
     let not_json = rewritten(|_, c| *c = "{".into());
@@ -194,14 +194,15 @@ fn broken_model_files_are_clear_errors() {
     assert!(matches!(load(&extra), Error::Invalid { field, .. } if field == "tensor"));
 }
 
-/// Every file of the loader's fuzz corpus (fuzz/corpus/model/) loads or is an error; none panics.
+include!("../fuzz/fuzz_targets/check_model.rs");
+
+/// Every file of the model loader's fuzz corpus (fuzz/corpus/model/) loads and runs, or is an error.
 #[test]
 fn model_fuzz_corpus_loads_or_errors() {
     let dir = root().join("fuzz/corpus/model");
     let mut count = 0;
     for entry in std::fs::read_dir(&dir).unwrap() {
-        let bytes = std::fs::read(entry.unwrap().path()).unwrap();
-        let _ = Transformer::load(&bytes, "corpus");
+        check_model_bytes(&std::fs::read(entry.unwrap().path()).unwrap());
         count += 1;
     }
     assert!(count >= 5, "{count} files in {}", dir.display());
