@@ -103,37 +103,40 @@ fn whole(field: &str, v: f64, lo: usize, hi: usize) -> Result<usize, JsValue> {
     Ok(v as usize)
 }
 
-/// Bytes a trace takes at its peak in this module's wasm memory. [`model::estimate_bytes`] plus what the
-/// page adds, measured in chromium with [`memory_bytes`] (README "Reliability"): the per-head traces and
-/// their stacked copies coexist while the trace is assembled, the distance and row matrices are i64, the
-/// value buckets have 2k+1 columns (k up to 4096), and [`Session::select`] holds a stage three times
+/// Bytes a trace takes at its peak in this module's wasm memory, or `None` past u64. [`model::estimate_bytes`]
+/// plus what the page adds, measured in chromium with [`memory_bytes`] (README "Reliability"): the per-head
+/// traces and their stacked copies coexist while the trace is assembled, the distance and row matrices are
+/// i64, the value buckets have 2k+1 columns (k up to 4096), and [`Session::select`] holds a stage three times
 /// (the cut, its values, its pixels).
-pub fn page_bytes(cfg: &Config, spec: &Spec) -> u64 {
+pub fn page_bytes(cfg: &Config, spec: &Spec, per_head_tables: bool) -> Option<u64> {
     let (b, n, h) = (spec.batch as u64, spec.n as u64, cfg.heads.max(1) as u64);
-    let with_trace = model::estimate_bytes(cfg, spec.batch, spec.n, spec.d_model, true);
-    let stored = with_trace - model::estimate_bytes(cfg, spec.batch, spec.n, spec.d_model, false);
-    let buckets = if cfg.has_rel_v() { n * cfg.table_rows() as u64 } else { 0 };
-    let widest = if cfg.method == Method::Music { 2 * n } else { n }.max(cfg.table_rows() as u64);
-    with_trace + stored + 4 * (buckets + 2 * b * h * buckets) + 16 * n * n + 12 * n * widest
+    let sizes = |trace| model::Sizes { batch: spec.batch, n: spec.n, d_model: spec.d_model, per_head_tables, trace, parallel: 1 };
+    let with_trace = model::estimate_bytes(cfg, &sizes(true))?;
+    let stored = with_trace - model::estimate_bytes(cfg, &sizes(false))?;
+    let rows = cfg.table_rows() as u64;
+    let buckets = if cfg.has_rel_v() { n.checked_mul(rows)? } else { 0 };
+    let widest = if cfg.method == Method::Music { 2 * n } else { n }.max(rows);
+    let extra = buckets.checked_mul(2 * b * h + 1)?.checked_mul(4)?.checked_add(16 * n * n)?.checked_add(n.checked_mul(widest)?.checked_mul(12)?)?;
+    with_trace.checked_add(stored)?.checked_add(extra)
 }
 
 /// Refuses a trace whose [`page_bytes`] exceed [`MEMORY_LIMIT`], before any of it is allocated: the message
 /// has the estimate, the limit and the largest n that would fit with these heads (field "n").
-fn page_budget(cfg: &Config, spec: &Spec) -> Result<(), JsValue> {
-    let estimate = page_bytes(cfg, spec);
-    if estimate <= MEMORY_LIMIT {
+fn page_budget(cfg: &Config, spec: &Spec, per_head_tables: bool) -> Result<(), JsValue> {
+    let fits = |n: usize| page_bytes(cfg, &Spec { n, ..*spec }, per_head_tables).is_some_and(|b| b <= MEMORY_LIMIT);
+    if fits(spec.n) {
         return Ok(());
     }
-    let fits = |n: usize| page_bytes(cfg, &Spec { n, ..*spec }) <= MEMORY_LIMIT;
     let (mut lo, mut hi) = (0, spec.n); // fits(lo) (or lo = 0), !fits(hi)
     while hi - lo > 1 {
         let mid = lo + (hi - lo) / 2;
         if fits(mid) { lo = mid } else { hi = mid }
     }
     let hint = if lo >= 1 { format!("use n ≤ {lo} with {} head(s){}", cfg.heads, if cfg.heads > 1 { ", or fewer heads" } else { "" }) } else { "use fewer heads or a smaller batch".into() };
+    let needs = page_bytes(cfg, spec, per_head_tables).map_or("more than 16 EiB".into(), |b| format!("about {}", Bytes(b)));
     let message = format!(
-        "too large for the page: this trace (n = {}, batch = {}, d_model = {}, heads = {}) needs about {} of memory, but the page's limit is {}; {hint}",
-        spec.n, spec.batch, spec.d_model, cfg.heads, Bytes(estimate), Bytes(MEMORY_LIMIT)
+        "too large for the page: this trace (n = {}, batch = {}, d_model = {}, heads = {}) needs {needs} of memory, but the page's limit is {}; {hint}",
+        spec.n, spec.batch, spec.d_model, cfg.heads, Bytes(MEMORY_LIMIT)
     );
     Err(js_error("n", &message))
 }
@@ -188,20 +191,16 @@ impl Inputs {
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn of_file(bytes: &[u8], file_name: &str, method: &str, n: f64, d_model: f64, heads: f64, clip: f64, causal: bool, rel_v: bool, per_head_tables: bool, seed: f64) -> Result<Inputs, JsValue> {
         let arrays = scenario::read_arrays(bytes, file_name).map_err(to_js)?;
-        let (cfg, mut spec) = custom(method, n, d_model, heads, clip, causal, rel_v, seed)?;
-        if let Some(x) = arrays.get("x").filter(|x| x.ndim() == 2 || x.ndim() == 3) {
-            // x fixes the sizes: the controls' n and d_model are not used (nor checked against it).
-            let s = x.shape();
-            (spec.n, spec.d_model) = (s[s.len() - 2], s[s.len() - 1]);
-            spec.batch = if s.len() == 3 { s[0] } else { 1 };
-        }
+        let (cfg, spec) = custom(method, n, d_model, heads, clip, causal, rel_v, seed)?;
+        // x fixes the sizes: the controls' n and d_model are not used (nor checked against it).
+        let spec = scenario::sizes_of(&arrays, &spec).map_err(to_js)?;
         Ok(Inputs { cfg, spec, arrays, per_head: per_head_tables, preset: String::new() })
     }
 
     /// The scenario, after checking that its trace fits [`MEMORY_LIMIT`] (on either backend the trace is
     /// held in the wasm memory).
     pub(crate) fn scenario(&mut self) -> Result<Scenario, JsValue> {
-        page_budget(&self.cfg, &self.spec)?;
+        page_budget(&self.cfg, &self.spec, self.per_head)?;
         Scenario::build(&self.cfg, &self.spec, std::mem::take(&mut self.arrays), self.per_head).map_err(to_js)
     }
 }
@@ -530,7 +529,8 @@ impl Bench {
     pub fn new(method: &str, n: usize, d_model: usize, heads: usize, clip: usize) -> Result<Bench, JsValue> {
         let cfg = Config { method: method.parse().map_err(to_js)?, heads, clip, ..Config::default() };
         let spec = Spec { n, d_model, batch: 1, seed: 0 };
-        model::check_budget(&cfg, 1, n, d_model, false, MEMORY_LIMIT).map_err(to_js)?;
+        let sizes = model::Sizes { batch: 1, n, d_model, per_head_tables: false, trace: false, parallel: 1 };
+        model::check_budget(&cfg, &sizes, 0, MEMORY_LIMIT).map_err(to_js)?;
         let sc = Scenario::build(&cfg, &spec, Arrays::new(), false).map_err(to_js)?;
         Ok(Bench { cfg, sc, rgba: Vec::new() })
     }
@@ -666,7 +666,7 @@ mod tests {
             // A large trace that fits the budget would be slow here, not wrong: those are left to the e2e test.
             if n > 64.0 && n <= MAX_N as f64 && d_model.fract() == 0.0 && (1.0..=MAX_D_MODEL as f64).contains(&d_model) && (1.0..=MAX_HEADS as f64).contains(&heads) && heads.fract() == 0.0 && (0.0..=MAX_N as f64).contains(&clip) && clip.fract() == 0.0 {
                 let cfg = Config { method: if method == "music" { Method::Music } else { Method::Shaw }, heads: heads as usize, clip: clip as usize, causal, rel_v, ..Config::default() };
-                if page_bytes(&cfg, &Spec { n: n as usize, d_model: d_model as usize, batch: 1, seed: 0 }) <= MEMORY_LIMIT {
+                if page_bytes(&cfg, &Spec { n: n as usize, d_model: d_model as usize, batch: 1, seed: 0 }, per_head).is_some_and(|b| b <= MEMORY_LIMIT) {
                     continue;
                 }
             }
@@ -715,7 +715,7 @@ mod tests {
         let cfg = Config { method: Method::Music, heads: 2, clip: 4096, rel_v: true, ..Config::default() };
         let mut last = 0;
         for n in [1, 16, 256, 1024, 4096] {
-            let b = page_bytes(&cfg, &Spec { n, d_model: 64, batch: 1, seed: 0 });
+            let b = page_bytes(&cfg, &Spec { n, d_model: 64, batch: 1, seed: 0 }, true).unwrap();
             assert!(b > last);
             last = b;
         }

@@ -13,7 +13,8 @@ pub fn check_scenario_bytes(data: &[u8]) {
             Some([b, n, d]) => (*b, *n, *d),
             _ => (1, 4, 4),
         };
-        if model::check_budget(&cfg, b, n, d, true, 64 << 20).is_err() {
+        let sizes = model::Sizes { batch: b, n, d_model: d, per_head_tables: false, trace: true, parallel: 1 };
+        if model::check_budget(&cfg, &sizes, 0, 64 << 20).is_err() {
             continue;
         }
         if let Ok(sc) = Scenario::build(&cfg, &spec, arrays.clone(), false) {
