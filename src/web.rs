@@ -33,24 +33,37 @@ pub const MEMORY_LIMIT: u64 = 3 << 29;
 
 #[wasm_bindgen(start)]
 pub fn start() {
-    // A panic aborts the wasm instance: console_error_panic_hook logs it with its message, and the message
-    // is also left in the global `relattnPanic` so the page (or its worker) can show it in words before
-    // it discards the instance and starts a fresh one.
+    // A panic aborts the wasm instance: console_error_panic_hook logs it with its message, and the global
+    // scope's `relattnPanicked(message)` is called, when it has one, before the abort: the worker and the
+    // page replace this instance from there, whether the panic is in a call they can catch or in an async
+    // future (whose promise then never settles).
     static HOOK: std::sync::Once = std::sync::Once::new();
     HOOK.call_once(|| {
         std::panic::set_hook(Box::new(|info| {
             console_error_panic_hook::hook(info);
-            let _ = js_sys::Reflect::set(&js_sys::global(), &"relattnPanic".into(), &info.to_string().into());
+            let global = js_sys::global();
+            if let Ok(f) = js_sys::Reflect::get(&global, &"relattnPanicked".into()).and_then(|f| f.dyn_into::<js_sys::Function>()) {
+                let _ = f.call1(&global, &info.to_string().into());
+            }
         }));
     });
 }
 
 /// Test hook, not a feature: panics on purpose, so the e2e test (tests/e2e/reliability.test.mjs) can
-/// check that a panic in the worker is reported and the page recovers. The page never calls it; the test
-/// sends the worker a `{ kind: 'debug-panic' }` message from the browser's devtools protocol.
+/// check that a panic in the worker or in the page's own instance is reported and the page recovers. The
+/// page never calls it; the test sends the worker a `{ kind: 'debug-panic' }` message, or calls it in the
+/// page, from the browser's devtools protocol.
 #[wasm_bindgen]
 pub fn debug_panic() {
     panic!("debug_panic(): a panic on purpose (test hook)");
+}
+
+/// Test hook, not a feature: panics inside an async future after an await, where a panic in [`compute`]
+/// would happen (its promise never settles). The test sends the worker `{ kind: 'debug-panic-async' }`.
+#[wasm_bindgen]
+pub async fn debug_panic_async() {
+    let _ = wasm_bindgen_futures::JsFuture::from(js_sys::Promise::resolve(&JsValue::NULL)).await;
+    panic!("debug_panic_async(): a panic on purpose inside an async future (test hook)");
 }
 
 /// Bytes of wasm linear memory this instance has (it only grows): for checking the memory budget.
@@ -623,6 +636,19 @@ mod tests {
         assert!(set_colormaps("cividis", "purple_green").is_ok());
         assert_eq!(field(&set_colormaps("jet", "red_blue").err().unwrap()), "sequential");
         set_colormaps("viridis", "red_blue").unwrap();
+    }
+
+    /// The page's SVG (and the PNG rasterised from it) with tokens holding control characters: XML 1.0
+    /// cannot carry C0 controls, so each is drawn as a visible stand-in and the SVG stays valid.
+    #[wasm_bindgen_test]
+    fn control_characters_in_labels_give_a_valid_svg() {
+        let values: Vec<f32> = (0..4).map(|v| v as f32).collect();
+        let labels = vec!["a\u{1}".to_string(), "b\u{1b}[31m".to_string()];
+        let o = draw_svg("t\u{7}", "f", "key j", "query i", &values, 2, 2, true, labels.clone(), labels, 470, 430).unwrap();
+        let svg = js_sys::Reflect::get(&o, &"svg".into()).unwrap().as_string().unwrap();
+        let bad: Vec<char> = svg.chars().filter(|c| c.is_control() && !matches!(c, '\t' | '\n' | '\r')).collect();
+        assert!(bad.is_empty(), "control characters in the SVG: {bad:?}");
+        assert!(svg.contains("a\u{2401}") && svg.contains("t\u{2407}"), "stand-ins missing");
     }
 
     #[wasm_bindgen_test]

@@ -23,3 +23,4 @@ pub fn check_scenario_bytes(data: &[u8]) {
         }
     }
 }
+
