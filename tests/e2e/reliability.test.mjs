@@ -23,6 +23,14 @@ before(async () => {
   await page.addInitScript(() => {
     window.__csp = [];
     document.addEventListener('securitypolicyviolation', (e) => window.__csp.push(`${e.violatedDirective} ${e.blockedURI}`));
+    // The worker's answers pass through window.__deliver, which a test may replace to hold or delay them
+    // (a slow compute, made deterministic).
+    window.__deliver = (e, f) => f(e);
+    const W = window.Worker;
+    window.Worker = class extends W {
+      set onmessage(f) { super.onmessage = (e) => window.__deliver(e, f); }
+      get onmessage() { return super.onmessage; }
+    };
   });
   watch(page, problems, { expected, failed: false, outside: true, crash: true });
   await page.goto(`${base}?method=shaw&n=12&d_model=64&heads=2&clip=3&seed=0&causal=0&rel_v=1&per_head=0&backend=cpu`);
@@ -244,9 +252,12 @@ test('a panic in the page\'s own wasm instance: reported, a fresh instance draws
 test('a late result never overwrites what was typed since: n = 2000, then seed 7 while it computes', async () => {
   await page.goto(`${base}${START.replace('heads=2', 'heads=1')}`);
   await page.waitForFunction(() => document.body.dataset.ready && document.getElementById('busy').hidden, null, { timeout: 30000 });
+  // The n = 2000 result is held until seed 7 has been typed (its request still in the 200 ms debounce).
+  await page.evaluate(() => { window.__held = []; window.__deliver = (e, f) => window.__held.push(() => f(e)); });
   await page.fill('#n', '2000');
-  await page.waitForTimeout(400);
+  await page.waitForFunction(() => window.__held.length > 0, null, { timeout: 60000 });
   await page.fill('#seed', '7');
+  await page.evaluate(() => { window.__deliver = (e, f) => f(e); for (const g of window.__held.splice(0)) g(); });
   await quiet();
   assert.equal(await page.inputValue('#seed'), '7');
   assert.equal(await page.inputValue('#n'), '2000');
@@ -257,6 +268,9 @@ test('a late result never overwrites what was typed since: n = 2000, then seed 7
 test('200 changes in about 2 s: the last settings win, on the controls and in the view', async () => {
   await page.goto(`${base}${START}`);
   await page.waitForFunction(() => document.body.dataset.ready && document.getElementById('busy').hidden, null, { timeout: 30000 });
+  // Every answer of the worker arrives 150 ms late, in order: results of superseded settings land while
+  // the changes go on.
+  await page.evaluate(() => { window.__deliver = (e, f) => setTimeout(() => f(e), 150); });
   let state = 12345;
   const next = (k) => { state = (state * 1103515245 + 12345) % 2147483648; return state % k; };
   const last = {};
@@ -273,6 +287,7 @@ test('200 changes in about 2 s: the last settings win, on the controls and in th
   }
   const took = Date.now() - t0;
   await quiet();
+  await page.evaluate(() => { window.__deliver = (e, f) => f(e); });
   for (const [id, v] of Object.entries(last)) {
     if (typeof v === 'boolean') assert.equal(await page.isChecked(`#${id}`), v, id);
     else assert.equal(await page.inputValue(`#${id}`), v, `${id} after ${took} ms of changes`);
