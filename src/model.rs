@@ -65,7 +65,7 @@ pub fn estimate_bytes(cfg: &Config, s: &Sizes) -> Option<u64> {
     let tables = if cfg.has_rel_v() { 2 } else { 1 };
     let (music, w) = match (cfg.method, cfg.causal) {
         (Method::Music, true) => (1, n + 1),
-        (Method::Music, false) => (1, (2 * n).max(1)),
+        (Method::Music, false) => (1, n.checked_mul(2)?.max(1)),
         (Method::Shaw, _) => (0, 0),
     };
     let materialized = u((cfg.implementation == Implementation::Materialized) as usize);
@@ -96,7 +96,7 @@ pub fn check_budget(cfg: &Config, s: &Sizes, extra: u64, limit: u64) -> Result<u
             let (c, s) = with(v);
             total(&c, &s).is_some_and(|e| e <= limit)
         };
-        if !fits(lo) {
+        if lo >= hi || !fits(lo) {
             return None;
         }
         let (mut lo, mut hi) = (lo, hi); // fits(lo), !fits(hi)

@@ -651,6 +651,19 @@ mod tests {
         assert!(svg.contains("a\u{2401}") && svg.contains("t\u{2407}"), "stand-ins missing");
     }
 
+    /// A file's x with a size of 0 is the file's fault: field `x` (shown next to the file picker), not `n`
+    /// or `heads`.
+    #[wasm_bindgen_test]
+    fn zero_sizes_from_a_file_name_x() {
+        use ndarray_npy::WriteNpyExt;
+        for shape in [[0, 4], [5, 0]] {
+            let mut bytes = Vec::new();
+            ndarray::Array2::<f32>::zeros(shape).write_npy(&mut bytes).unwrap();
+            let e = Session::from_tensors(&bytes, "x.npy", "shaw", 8.0, 16.0, 2.0, 2.0, false, true, false, 0.0).err().unwrap();
+            assert_eq!(field(&e), "x", "{shape:?}");
+        }
+    }
+
     #[wasm_bindgen_test]
     fn draw_frame_returns_the_plot_area() {
         let doc = web_sys::window().unwrap().document().unwrap();

@@ -242,8 +242,9 @@ test('a panic in the page\'s own wasm instance: reported, a fresh instance draws
     const m = await import('./pkg/relattn.js');
     try { m.debug_panic(); } catch { /* the abort, reported by the panic hook */ }
   });
+  // The fresh instance is loaded, and the last good view drawn again with it: the same pixels.
+  await page.waitForFunction(() => document.body.dataset.uiInstance === '2', null, { timeout: 30000 });
   assert.match(await refused('general', /internal error in the page's wasm module/, view), /debug_panic\(\).*restarted/);
-  assert.equal(await page.evaluate(() => document.body.dataset.uiInstance), '2');
   await settle(() => page.fill('#seed', '7'));
   assert.equal(await page.locator('#err-general').innerText(), '');
   assert.notDeepEqual((await snapshot()).pixels, view.pixels);
