@@ -45,7 +45,7 @@ fn sum_of_products(terms: &[&[u64]]) -> Option<u64> {
 /// ```text
 /// inputs      b·n·d (x) + 4·d² + 4·d + (1 + a^V)·t·R·d_h (tables) + b·n (key mask)
 /// layer       7·b·n·d (Q, K, V, the heads' z, heads, output, a projection's temporary)
-/// per head    4·n² + 2·n·R + 2·R·d_h + 4·n·d_h (logits, Q·tableᵀ, buckets, packed tables, outputs)
+/// per head    4·n² + 2·n·R + 4·n·d_h (logits, Q·tableᵀ, buckets, outputs) + wasm 2·R·d_h (packed tables)
 ///             + Music 6·n·(L'+1) + (L'+1)·d_h + materialized n²·d_h          × P
 /// trace       2·b·h·(4·n² + n·R + 2·n·d_h + Music 3·n·(L'+1) + n²)  (per-head traces and their stacked copy)
 ///             + 4·n² (i64 distances, rows) + t·R·d_h·(1 + a^V) + 2·b·n·d (the trace's copies)
@@ -69,7 +69,9 @@ pub fn estimate_bytes(cfg: &Config, s: &Sizes) -> Option<u64> {
         (Method::Shaw, _) => (0, 0),
     };
     let materialized = u((cfg.implementation == Implementation::Materialized) as usize);
-    let head = sum_of_products(&[&[4, n, n], &[2, n, r], &[2, r, dh], &[4, n, dh], &[6, music, n, w], &[music, w, dh], &[materialized, n, n, dh]])?;
+    // The wasm kernel packs B whole (src/matmul.rs); matrixmultiply packs in fixed-size blocks.
+    let packing = if cfg!(target_arch = "wasm32") { 2 } else { 0 };
+    let head = sum_of_products(&[&[4, n, n], &[2, n, r], &[packing, r, dh], &[4, n, dh], &[6, music, n, w], &[music, w, dh], &[materialized, n, n, dh]])?;
     let fixed = sum_of_products(&[&[8, b, n, d], &[4, d, d], &[4, d], &[tables, t, r, dh], &[b, n]])?;
     let stored = if s.trace {
         let per_head = sum_of_products(&[&[4, n, n], &[1, n, r], &[2, n, dh], &[3, music, n, w], &[music, n, n]])?;
