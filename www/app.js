@@ -741,7 +741,13 @@ async function loadFile(file) {
   $('err-file').textContent = '';
   const id = ++fileSeq;
   supersede();
-  const bytes = await file.arrayBuffer();
+  let bytes;
+  try {
+    bytes = await file.arrayBuffer();
+  } catch (e) {
+    if (id === fileSeq) { $('busy').hidden = true; showError('file', `${file.name}: cannot read: ${e.message || e}`); }
+    return;
+  }
   if (id !== fileSeq) return;
   candidate = { id, name: file.name, bytes };
   $('preset').value = '';
