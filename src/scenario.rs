@@ -132,6 +132,20 @@ pub fn read_at_most(r: &mut impl Read, limit: u64) -> std::io::Result<Option<Vec
     }
 }
 
+/// Deepest bracket nesting an .npy header may have: numpy's `{'descr': …, 'shape': (…), }` has 2, a
+/// structured dtype's list of tuples 3 (refused later, by its dtype).
+const MAX_HEADER_DEPTH: i64 = 3;
+
+/// The header text of an .npy (after the magic, the version and the length: 2 bytes in format 1, 4 in
+/// formats 2 and 3), when `bytes` hold all of it.
+fn header_text(bytes: &[u8]) -> Option<&[u8]> {
+    let (len, start) = match bytes.get(6)? {
+        1 => (u16::from_le_bytes(bytes.get(8..10)?.try_into().ok()?) as usize, 10usize),
+        _ => (u32::from_le_bytes(bytes.get(8..12)?.try_into().ok()?) as usize, 12),
+    };
+    bytes.get(start..start.checked_add(len)?)
+}
+
 /// The element types a scenario file's arrays may have: numpy's type character and item size.
 const DTYPES: [(&str, usize, &str); 6] = [("f4", 4, "float32"), ("f8", 8, "float64"), ("i8", 8, "int64"), ("i4", 4, "int32"), ("b1", 1, "bool"), ("u1", 1, "uint8")];
 
@@ -141,6 +155,19 @@ const DTYPES: [(&str, usize, &str); 6] = [("f4", 4, "float32"), ("f8", 8, "float
 /// refuses shapes whose non-zero axes multiply past isize::MAX, 2³¹ − 1 on wasm32), and the data after the
 /// header must be exactly that many bytes.
 fn read_npy(bytes: &[u8]) -> std::result::Result<ArrayD<f32>, String> {
+    // The header's Python-literal parser takes exponential time on deeply nested brackets (a 150-byte
+    // header of 40 '{' ran for minutes, found by scripts/fuzz.sh); numpy writes a dict holding a tuple.
+    let depth = header_text(bytes).unwrap_or_default().iter().scan(0i64, |d, c| {
+        *d += match c {
+            b'(' | b'[' | b'{' => 1,
+            b')' | b']' | b'}' => -1,
+            _ => 0,
+        };
+        Some(*d)
+    });
+    if let Some(deep) = depth.max().filter(|&d| d > MAX_HEADER_DEPTH) {
+        return Err(format!("the header nests brackets {deep} deep; an .npy header is a dict of a tuple (at most {MAX_HEADER_DEPTH})"));
+    }
     let mut cursor = Cursor::new(bytes);
     let header = Header::from_reader(&mut cursor).map_err(|e| e.to_string())?;
     let descr = header.type_descriptor.as_string().map_or_else(|| header.type_descriptor.to_string(), String::clone);

@@ -66,3 +66,19 @@ fn header_only_and_huge_shapes_fit_32_bit_limits() {
     let (npy, _) = fuzz_npy(&[0, 3, 4, 0, 0, 0, 0, 0, 0, 0, 0, 4, 112, 17, 1, 0, 0, 0, 0, 0, 4, 112, 17, 1, 0, 0, 0, 0, 0]).unwrap();
     assert!(relattn::scenario::read_arrays(&npy, "empty.npy").is_err(), "shape (0, 70000, 70000) loaded");
 }
+
+/// A header of nested brackets (the Python-literal parser is exponential in their depth) is refused at once.
+#[test]
+fn deeply_nested_header_is_refused_quickly() {
+    let mut header = b"{'descr': ".to_vec();
+    header.extend([b'{'; 40]);
+    header.extend(b"'<f4', 'shape': (4,), }");
+    header.push(b'\n');
+    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+    bytes.extend((header.len() as u16).to_le_bytes());
+    bytes.extend(header);
+    let start = std::time::Instant::now();
+    let e = relattn::scenario::read_arrays(&bytes, "deep.npy").unwrap_err();
+    assert!(e.to_string().contains("nests brackets 42 deep"), "{e}");
+    assert!(start.elapsed().as_secs() < 5, "took {:?}", start.elapsed());
+}
