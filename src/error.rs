@@ -100,7 +100,7 @@ pub type Result<T> = std::result::Result<T, Error>;
 /// An [`Error::Overflow`] naming `name` at the first NaN or ±Inf of `a` (with `masked`, −∞ is allowed:
 /// masking writes it into logits). Finite inputs can still leave float32's range (x ≈ 3e38, weights ≈ 1e30).
 pub fn check_overflow<S: Data<Elem = f32>, D: Dimension>(name: &str, a: &ArrayBase<S, D>, masked: bool) -> Result<()> {
-    match a.indexed_iter().find(|(_, v)| !v.is_finite() && !(masked && **v == f32::NEG_INFINITY)) {
+    match a.indexed_iter().find(|(_, v)| !(v.is_finite() || masked && **v == f32::NEG_INFINITY)) {
         Some((idx, v)) => Err(Error::Overflow { array: name.into(), index: idx.into_dimension().slice().to_vec(), value: *v as f64 }),
         None => Ok(()),
     }
