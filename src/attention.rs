@@ -13,7 +13,7 @@
 //!
 //! The value term `B w^V` is Shaw's a^V; the Music Transformer has none.
 
-use crate::error::{Error, Result};
+use crate::error::{check_overflow, Error, Result};
 use crate::matmul::matmul;
 use crate::relpos::{distance, Edge, RelTable};
 use crate::shaw;
@@ -166,6 +166,7 @@ pub fn attend_head_timed(cfg: &Config, h: &HeadInput, mut trace: Option<&mut Hea
     };
 
     let mut logits = matmul(h.q, h.k.t());
+    check_overflow("content_logits", &logits, false)?;
     if let Some(t) = trace.as_deref_mut() {
         t.content_logits = logits.clone();
     }
@@ -184,6 +185,8 @@ pub fn attend_head_timed(cfg: &Config, h: &HeadInput, mut trace: Option<&mut Hea
     lap(|t| &mut t.relative_logits);
 
     scale_and_mask(&mut logits, 1.0 / (dh as f32).sqrt(), cfg.causal, h.key_mask);
+    // NaN or +∞ here would pass the softmax as a wrong but finite weight.
+    check_overflow("logits", &logits, true)?;
     if let Some(t) = trace.as_deref_mut() {
         t.logits = logits.clone();
     }

@@ -1,5 +1,7 @@
 //! Every way a request can be refused. Each message names the field, what was given and what is allowed.
 
+use ndarray::{ArrayBase, Data, Dimension, IntoDimension};
+
 /// relattn's one error type.
 #[derive(Debug, thiserror::Error, Clone, PartialEq)]
 pub enum Error {
@@ -19,9 +21,20 @@ pub enum Error {
     #[error("cannot read '{path}': {reason}")]
     File { path: String, reason: String },
 
-    /// A request whose memory would exceed the budget.
-    #[error("{what} needs about {estimate} but the limit is {limit}; use a smaller n, batch or fewer heads (or raise the limit)")]
-    TooLarge { what: String, estimate: Bytes, limit: Bytes },
+    /// A file (or stdout) that cannot be written.
+    #[error("cannot write '{path}': {reason}")]
+    Write { path: String, reason: String },
+
+    /// A request whose memory would exceed the budget. `estimate` is `None` when the sizes overflow
+    /// 64-bit arithmetic; `field` is the one size that, reduced to at most `fits`, brings the request
+    /// within the limit (`fits` is `None` when no single size can).
+    #[error("{what} needs {} but the limit is {limit}; allowed: {}", needs(.estimate), allowed(.field, .fits))]
+    TooLarge { what: String, estimate: Option<Bytes>, limit: Bytes, field: String, fits: Option<u64> },
+
+    /// Finite inputs whose computation left float32's range: the first array of the pipeline with a NaN or
+    /// ±Inf (−∞ in masked logits excepted), and where.
+    #[error("overflow in '{array}': {value} at index {index:?}; the inputs are finite but too large for float32 (scale them down)")]
+    Overflow { array: String, index: Vec<usize>, value: f64 },
 
     /// The GPU backend could not run the request (no device, a size beyond the device's limits, a lost device).
     #[error("GPU: {0}")]
@@ -43,11 +56,25 @@ impl Error {
     pub fn field(&self) -> &str {
         match self {
             Error::Invalid { field, .. } => field,
-            Error::Shape { array, .. } | Error::NonFinite { array, .. } => array,
-            Error::File { .. } => "file",
-            Error::TooLarge { .. } => "n",
+            Error::Shape { array, .. } | Error::NonFinite { array, .. } | Error::Overflow { array, .. } => array,
+            Error::File { .. } | Error::Write { .. } => "file",
+            Error::TooLarge { field, .. } => field,
             Error::Gpu(_) => "backend",
         }
+    }
+}
+
+fn needs(estimate: &Option<Bytes>) -> String {
+    match estimate {
+        Some(b) => format!("about {b}"),
+        None => "more than 16 EiB (its size overflows 64 bits)".into(),
+    }
+}
+
+fn allowed(field: &str, fits: &Option<u64>) -> String {
+    match fits {
+        Some(v) => format!("{field} ≤ {v} with the other settings (or raise the limit)"),
+        None => "no single size fits on its own: use a smaller n, batch, d_model or clip, or fewer heads (or raise the limit)".into(),
     }
 }
 
@@ -62,9 +89,29 @@ impl std::fmt::Display for Bytes {
             0..=1023 => write!(f, "{} B", self.0),
             1024..=1_048_575 => write!(f, "{:.1} KiB", b / 1024.0),
             1_048_576..=1_073_741_823 => write!(f, "{:.1} MiB", b / 1_048_576.0),
-            _ => write!(f, "{:.2} GiB", b / 1_073_741_824.0),
+            1_073_741_824..=1_099_511_627_775 => write!(f, "{:.2} GiB", b / 1_073_741_824.0),
+            _ => write!(f, "{:.2} TiB", b / 1_099_511_627_776.0),
         }
     }
 }
 
 pub type Result<T> = std::result::Result<T, Error>;
+
+/// An [`Error::Overflow`] naming `name` at the first NaN or ±Inf of `a` (with `masked`, −∞ is allowed:
+/// masking writes it into logits). Finite inputs can still leave float32's range (x ≈ 3e38, weights ≈ 1e30).
+pub fn check_overflow<S: Data<Elem = f32>, D: Dimension>(name: &str, a: &ArrayBase<S, D>, masked: bool) -> Result<()> {
+    match a.indexed_iter().find(|(_, v)| !(v.is_finite() || masked && **v == f32::NEG_INFINITY)) {
+        Some((idx, v)) => Err(Error::Overflow { array: name.into(), index: idx.into_dimension().slice().to_vec(), value: *v as f64 }),
+        None => Ok(()),
+    }
+}
+
+impl Error {
+    /// The error with `outer` put before its index (an overflow found in one head, placed in (b, h, ·, ·)).
+    pub fn within(self, outer: &[usize]) -> Self {
+        match self {
+            Error::Overflow { array, index, value } => Error::Overflow { array, index: [outer, &index].concat(), value },
+            other => other,
+        }
+    }
+}

@@ -7,7 +7,7 @@
 //! ```
 
 use crate::attention::{attend_head_timed, Config, HeadInput, HeadTrace, Implementation, Method};
-use crate::error::{Bytes, Error, Result};
+use crate::error::{check_overflow, Bytes, Error, Result};
 use crate::matmul::matmul;
 use crate::relpos;
 use crate::scenario::Scenario;
@@ -18,28 +18,119 @@ use ndarray::{s, Array2, Array3, Array4, ArrayView2, Axis};
 /// Memory budget of one request unless the caller sets another.
 pub const DEFAULT_MEMORY_LIMIT: u64 = 8 << 30;
 
-/// Bytes a request needs at its peak, estimated from its sizes: inputs and projections, the (Lq, Lk)
-/// work arrays of one head, the materialized (n, n, d_head) tensors when asked, and with `trace` every
-/// stored stage of every head.
-pub fn estimate_bytes(cfg: &Config, batch: usize, n: usize, d_model: usize, trace: bool) -> u64 {
-    let (b, n, d, h) = (batch as u64, n as u64, d_model as u64, cfg.heads.max(1) as u64);
-    let dh = d / h;
-    let music_skew = if cfg.method == Method::Music { 4 * n * (2 * n + 1) } else { 0 };
-    let per_head_work = 4 * n * n + music_skew;
-    let materialized = if cfg.implementation == Implementation::Materialized { 2 * n * n * dh } else { 0 };
-    let inputs = 6 * b * n * d + 4 * d * d;
-    let stored = if trace { b * h * (4 * n * n + music_skew + 2 * n * dh) } else { 0 };
-    4 * (inputs + per_head_work + materialized + stored)
+/// The sizes a request's memory depends on, besides its [`Config`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Sizes {
+    pub batch: usize,
+    pub n: usize,
+    pub d_model: usize,
+    /// One table per head (h, R, d_head) instead of one shared (1, R, d_head).
+    pub per_head_tables: bool,
+    /// Every intermediate kept ([`trace`]) or the output only ([`forward`]).
+    pub trace: bool,
+    /// Heads computed at once (rayon's threads natively, 1 in wasm).
+    pub parallel: usize,
 }
 
-/// Refuses a request whose estimate exceeds `limit` bytes.
-pub fn check_budget(cfg: &Config, batch: usize, n: usize, d_model: usize, trace: bool, limit: u64) -> Result<()> {
-    let estimate = estimate_bytes(cfg, batch, n, d_model, trace);
-    if estimate > limit {
-        let what = format!("{} with n = {n}, batch = {batch}, d_model = {d_model}, heads = {}", if trace { "the trace" } else { "the forward pass" }, cfg.heads);
-        return Err(Error::TooLarge { what, estimate: Bytes(estimate), limit: Bytes(limit) });
+/// Σ over `terms` of the product of each term's factors, or `None` when a product or the sum overflows.
+fn sum_of_products(terms: &[&[u64]]) -> Option<u64> {
+    terms.iter().try_fold(0u64, |sum, t| sum.checked_add(t.iter().try_fold(1u64, |p, &f| p.checked_mul(f))?))
+}
+
+/// Bytes a request needs at its peak, or `None` when that overflows u64 (then it fits no budget). Counted
+/// in f32s (i64 arrays as two), with b, n, d = d_model, h heads, d_h = d / h, R table rows (2k+1, or k+1
+/// for causal Music), t = 1 or h tables, L' = the skew's width (n causal, 2n − 1 bidirectional; 0 for
+/// Shaw), P = heads at once:
+///
+/// ```text
+/// inputs      b·n·d (x) + 4·d² + 4·d + (1 + a^V)·t·R·d_h (tables) + b·n (key mask)
+/// layer       7·b·n·d (Q, K, V, the heads' z, heads, output, a projection's temporary)
+/// per head    4·n² + 2·n·R + 4·n·d_h (logits, Q·tableᵀ, buckets, outputs) + wasm 2·R·d_h (packed tables)
+///             + Music 6·n·(L'+1) + (L'+1)·d_h + materialized n²·d_h          × P
+/// trace       2·b·h·(4·n² + n·R + 2·n·d_h + Music 3·n·(L'+1) + n²)  (per-head traces and their stacked copy)
+///             + 4·n² (i64 distances, rows) + t·R·d_h·(1 + a^V) + 2·b·n·d (the trace's copies)
+/// ```
+///
+/// plus an eighth of that for the allocator (page rounding, one arena per thread), the margin measured
+/// against peak RSS in tests/cli.rs `memory_estimate_covers_the_measured_peak`.
+pub fn estimate_bytes(cfg: &Config, s: &Sizes) -> Option<u64> {
+    let u = |v: usize| v as u64;
+    let (b, n, d, h) = (u(s.batch), u(s.n), u(s.d_model), u(cfg.heads.max(1)));
+    let dh = d / h;
+    let r = match (cfg.method, cfg.causal) {
+        (Method::Music, true) => u(cfg.clip).checked_add(1)?,
+        _ => u(cfg.clip).checked_mul(2)?.checked_add(1)?,
+    };
+    let t = if s.per_head_tables { h } else { 1 };
+    let tables = if cfg.has_rel_v() { 2 } else { 1 };
+    let (music, w) = match (cfg.method, cfg.causal) {
+        (Method::Music, true) => (1, n + 1),
+        (Method::Music, false) => (1, n.checked_mul(2)?.max(1)),
+        (Method::Shaw, _) => (0, 0),
+    };
+    let materialized = u((cfg.implementation == Implementation::Materialized) as usize);
+    // The wasm kernel packs B whole (src/matmul.rs); matrixmultiply packs in fixed-size blocks.
+    let packing = if cfg!(target_arch = "wasm32") { 2 } else { 0 };
+    let head = sum_of_products(&[&[4, n, n], &[2, n, r], &[packing, r, dh], &[4, n, dh], &[6, music, n, w], &[music, w, dh], &[materialized, n, n, dh]])?;
+    let fixed = sum_of_products(&[&[8, b, n, d], &[4, d, d], &[4, d], &[tables, t, r, dh], &[b, n]])?;
+    let stored = if s.trace {
+        let per_head = sum_of_products(&[&[4, n, n], &[1, n, r], &[2, n, dh], &[3, music, n, w], &[music, n, n]])?;
+        sum_of_products(&[&[2, b, h, per_head], &[4, n, n], &[tables, t, r, dh], &[2, b, n, d]])?
+    } else {
+        0
+    };
+    let bytes = sum_of_products(&[&[4, fixed], &[4, u(s.parallel.max(1)), head], &[4, stored]])?;
+    bytes.checked_add(bytes / 8)
+}
+
+/// Refuses a request whose estimate plus `extra` bytes (what the caller adds, such as a figure) exceeds
+/// `limit`, naming the size that, reduced alone, fits best (the least reduction relative to its value:
+/// n, batch, d_model or clip, with the largest value that fits). Returns the estimate.
+pub fn check_budget(cfg: &Config, s: &Sizes, extra: u64, limit: u64) -> Result<u64> {
+    let total = |cfg: &Config, s: &Sizes| estimate_bytes(cfg, s).and_then(|e| e.checked_add(extra));
+    let estimate = total(cfg, s);
+    if let Some(e) = estimate.filter(|&e| e <= limit) {
+        return Ok(e);
     }
-    Ok(())
+    // The largest value of one size, the others fixed, that fits (sizes only grow the estimate).
+    let largest = |lo: usize, hi: usize, with: &dyn Fn(usize) -> (Config, Sizes)| -> Option<usize> {
+        let fits = |v: usize| {
+            let (c, s) = with(v);
+            total(&c, &s).is_some_and(|e| e <= limit)
+        };
+        if lo >= hi || !fits(lo) {
+            return None;
+        }
+        let (mut lo, mut hi) = (lo, hi); // fits(lo), !fits(hi)
+        while hi - lo > 1 {
+            let mid = lo + (hi - lo) / 2;
+            if fits(mid) { lo = mid } else { hi = mid }
+        }
+        Some(lo)
+    };
+    let candidates = [
+        ("n", s.n, largest(1, s.n, &|v| (*cfg, Sizes { n: v, ..*s }))),
+        ("batch", s.batch, largest(1, s.batch, &|v| (*cfg, Sizes { batch: v, ..*s }))),
+        ("d_model", s.d_model, largest(cfg.heads.max(1), s.d_model, &|v| (*cfg, Sizes { d_model: v, ..*s }))),
+        ("clip", cfg.clip, largest(0, cfg.clip, &|v| (Config { clip: v, ..*cfg }, *s))),
+    ];
+    let best = candidates.iter().filter_map(|&(f, given, fit)| fit.map(|fit| (f, fit, given as f64 / fit.max(1) as f64))).min_by(|a, b| a.2.total_cmp(&b.2));
+    let what = format!(
+        "{} with n = {}, batch = {}, d_model = {}, heads = {}, clip = {}",
+        if s.trace { "the trace" } else { "the forward pass" },
+        s.n,
+        s.batch,
+        s.d_model,
+        cfg.heads,
+        cfg.clip
+    );
+    Err(Error::TooLarge {
+        what,
+        estimate: estimate.map(Bytes),
+        limit: Bytes(limit),
+        field: best.map_or("n", |b| b.0).into(),
+        fits: best.map(|b| b.1 as u64),
+    })
 }
 
 /// `x W + b` for every batch: (b, n, d_model).
@@ -78,6 +169,9 @@ fn run(cfg: &Config, sc: &Scenario, record: bool, timed: bool) -> Result<(Array3
     let q = project(&sc.x, &sc.w_q, &sc.b_q);
     let k = project(&sc.x, &sc.w_k, &sc.b_k);
     let v = project(&sc.x, &sc.w_v, &sc.b_v);
+    for (name, a) in [("q", &q), ("k", &k), ("v", &v)] {
+        check_overflow(name, a, false)?;
+    }
     let mut times = t0.map(|t0| StageTimes { projections: now_ms() - t0, ..StageTimes::default() });
     let results = map_heads(b * h, |idx| {
         let (bi, hi) = (idx / h, idx % h);
@@ -92,7 +186,7 @@ fn run(cfg: &Config, sc: &Scenario, record: bool, timed: bool) -> Result<(Array3
         };
         let mut t = record.then(HeadTrace::default);
         let mut ht = timed.then(StageTimes::default);
-        attend_head_timed(cfg, &input, t.as_mut(), ht.as_mut()).map(|z| (z, t, ht))
+        attend_head_timed(cfg, &input, t.as_mut(), ht.as_mut()).map(|z| (z, t, ht)).map_err(|e| e.within(&[bi, hi]))
     });
     let mut heads = Array3::zeros((b, n, d));
     let mut traces: Vec<HeadTrace> = Vec::new();
@@ -105,8 +199,10 @@ fn run(cfg: &Config, sc: &Scenario, record: bool, timed: bool) -> Result<(Array3
         heads.slice_mut(s![bi, .., hi * dh..(hi + 1) * dh]).assign(&z);
         traces.extend(t);
     }
+    check_overflow("heads", &heads, false)?;
     let t_out = timed.then(now_ms);
     let output = project(&heads, &sc.w_o, &sc.b_o);
+    check_overflow("output", &output, false)?;
     if let (Some(sum), Some(t)) = (times.as_mut(), t_out) {
         sum.output = now_ms() - t;
     }

@@ -197,8 +197,35 @@ pub const MAX_VECTOR_CELLS: usize = 64 * 64;
 /// Largest matrix side that gets its values written in the cells.
 const MAX_TEXT_SIDE: usize = 16;
 
-/// Draws `fig` on `root`; returns the plot area's pixel ranges (x, y) in backend coordinates.
+/// `s` with every control character (C0, DEL, C1) replaced by a visible stand-in: U+2400 + c for C0
+/// ("␁"), "␡" for DEL, U+FFFD for C1. XML 1.0 has no way to write C0 controls other than tab and line
+/// breaks, so an SVG holding one is invalid; and none of them draws as anything on a canvas or bitmap.
+pub fn printable(s: &str) -> String {
+    s.chars()
+        .map(|c| match c as u32 {
+            0..=0x1f => char::from_u32(0x2400 + c as u32).unwrap_or('\u{fffd}'),
+            0x7f => '\u{2421}',
+            _ if c.is_control() => '\u{fffd}',
+            _ => c,
+        })
+        .collect()
+}
+
+/// Draws `fig` on `root`; returns the plot area's pixel ranges (x, y) in backend coordinates. Every text
+/// (title, subtitle, axis titles, labels) is drawn [`printable`].
 pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, fig: &Figure, cells: Cells) -> Result<(Range<i32>, Range<i32>), String> {
+    let printable_all = |l: &Option<Vec<String>>| l.as_ref().map(|l| l.iter().map(|t| printable(t)).collect::<Vec<_>>());
+    let fig = &Figure {
+        matrix: fig.matrix,
+        title: printable(&fig.title),
+        subtitle: printable(&fig.subtitle),
+        x_desc: printable(&fig.x_desc),
+        y_desc: printable(&fig.y_desc),
+        x_labels: printable_all(&fig.x_labels),
+        y_labels: printable_all(&fig.y_labels),
+        scale: fig.scale,
+        palette: fig.palette,
+    };
     let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
     let (rows, cols) = fig.matrix.dim();
     let range = value_range(fig.matrix, fig.scale);
@@ -313,10 +340,17 @@ fn draw_colorbar<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, (lo, hi): (f
     Ok(())
 }
 
+/// Bytes [`save`] needs beyond the matrix, at most: a width × height RGB bitmap and its encoding (PNG), or
+/// the SVG text, which is smaller.
+#[cfg(not(target_arch = "wasm32"))]
+pub fn figure_bytes((w, h): (u32, u32)) -> u64 {
+    8 * w as u64 * h as u64
+}
+
 /// Writes a figure to an .svg or .png file of `size` pixels.
 #[cfg(not(target_arch = "wasm32"))]
 pub fn save(fig: &Figure, path: &std::path::Path, size: (u32, u32)) -> crate::Result<()> {
-    let file_err = |reason: String| crate::Error::File { path: path.display().to_string(), reason };
+    let file_err = |reason: String| crate::Error::Write { path: path.display().to_string(), reason };
     register_fonts();
     match path.extension().and_then(|e| e.to_str()) {
         Some("svg") => {

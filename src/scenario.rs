@@ -69,11 +69,12 @@ pub type Arrays = BTreeMap<String, ArrayD<f32>>;
 /// The array names a scenario file may hold.
 pub const NAMES: [&str; 13] = ["x", "w_q", "w_k", "w_v", "w_o", "b_q", "b_k", "b_v", "b_o", "rel_k", "rel_v", "e_r", "key_mask"];
 
-/// Most bytes of arrays a scenario file may hold once decompressed.
+/// Most bytes of arrays a scenario file may hold once decompressed, and most bytes of the file itself.
 pub const MAX_FILE_BYTES: u64 = 1 << 30;
 
 /// Reads the arrays of an .npz (or, for a single array `x`, an .npy) from bytes.
-/// Nothing is allocated for more elements than the file's bytes can hold.
+/// Nothing is allocated for more elements than the file's bytes can hold: each member's declared size and
+/// each array's header are checked before its data is read, and decompression stops at [`MAX_FILE_BYTES`].
 pub fn read_arrays(bytes: &[u8], file_name: &str) -> Result<Arrays> {
     let file_err = |reason: String| Error::File { path: file_name.into(), reason };
     if bytes.starts_with(b"\x93NUMPY") {
@@ -84,6 +85,7 @@ pub fn read_arrays(bytes: &[u8], file_name: &str) -> Result<Arrays> {
         return Err(file_err("neither an .npz (zip) nor an .npy file".into()));
     }
     let corrupt = |e: &dyn std::fmt::Display| file_err(format!("corrupt .npz: {e}"));
+    let too_big = || file_err(format!("its arrays exceed {} once decompressed", Bytes(MAX_FILE_BYTES)));
     let mut zip = zip::ZipArchive::new(Cursor::new(bytes)).map_err(|e| corrupt(&e))?;
     let (mut out, mut total) = (BTreeMap::new(), 0u64);
     for i in 0..zip.len() {
@@ -92,45 +94,106 @@ pub fn read_arrays(bytes: &[u8], file_name: &str) -> Result<Arrays> {
         if !NAMES.contains(&name.as_str()) {
             return Err(Error::invalid("array name", format!("'{name}' in {file_name}"), NAMES.join(", ")));
         }
-        let mut data = Vec::new();
-        (&mut entry).take(MAX_FILE_BYTES - total + 1).read_to_end(&mut data).map_err(|e| corrupt(&e))?;
-        total += data.len() as u64;
-        if total > MAX_FILE_BYTES {
-            return Err(file_err(format!("its arrays exceed {} once decompressed", Bytes(MAX_FILE_BYTES))));
+        if out.contains_key(&name) {
+            return Err(Error::invalid("array name", format!("'{name}' twice in {file_name}"), "each array once"));
         }
+        // The declared size first (a zip bomb says what it inflates to), then a bounded read in case it lies.
+        let room = MAX_FILE_BYTES - total;
+        if entry.size() > room {
+            return Err(too_big());
+        }
+        let data = read_at_most(&mut entry, room).map_err(|e| corrupt(&e))?.ok_or_else(too_big)?;
+        total += data.len() as u64;
         let a = read_npy(&data).map_err(|e| file_err(format!("array '{name}': {e}")))?;
         out.insert(name, a);
     }
     Ok(out)
 }
 
+/// Everything `r` yields, or `None` when that is more than `limit` bytes; the buffer never grows past
+/// `limit + 1` bytes.
+pub fn read_at_most(r: &mut impl Read, limit: u64) -> std::io::Result<Option<Vec<u8>>> {
+    let mut data = Vec::new();
+    let mut chunk = [0u8; 1 << 16];
+    loop {
+        let got = r.read(&mut chunk)?;
+        if got == 0 {
+            return Ok(Some(data));
+        }
+        if (data.len() + got) as u64 > limit {
+            return Ok(None);
+        }
+        if data.capacity() - data.len() < got {
+            // Doubling, but never past the limit.
+            let want = (data.len() * 2).max(data.len() + got).min(limit as usize);
+            data.try_reserve_exact(want - data.len()).map_err(|_| std::io::Error::new(std::io::ErrorKind::OutOfMemory, format!("no memory for {}", Bytes(want as u64))))?;
+        }
+        data.extend_from_slice(&chunk[..got]);
+    }
+}
+
+/// Deepest bracket nesting an .npy header may have: numpy's `{'descr': …, 'shape': (…), }` has 2, a
+/// structured dtype's list of tuples 3 (refused later, by its dtype).
+const MAX_HEADER_DEPTH: i64 = 3;
+
+/// The header text of an .npy (after the magic, the version and the length: 2 bytes in format 1, 4 in
+/// formats 2 and 3), when `bytes` hold all of it.
+fn header_text(bytes: &[u8]) -> Option<&[u8]> {
+    let (len, start) = match bytes.get(6)? {
+        1 => (u16::from_le_bytes(bytes.get(8..10)?.try_into().ok()?) as usize, 10usize),
+        _ => (u32::from_le_bytes(bytes.get(8..12)?.try_into().ok()?) as usize, 12),
+    };
+    bytes.get(start..start.checked_add(len)?)
+}
+
+/// The element types a scenario file's arrays may have: numpy's type character and item size.
+const DTYPES: [(&str, usize, &str); 6] = [("f4", 4, "float32"), ("f8", 8, "float64"), ("i8", 8, "int64"), ("i4", 4, "int32"), ("b1", 1, "bool"), ("u1", 1, "uint8")];
+
 /// One .npy as f32, from float32, float64, int64, int32, bool or uint8 data (key masks are often
-/// integers or booleans). The header's shape is checked against the bytes before anything is allocated.
+/// integers or booleans). Before anything is allocated, the header's dtype must be one of those, its shape
+/// must hold at most [`MAX_FILE_BYTES`] (∏ max(dᵢ, 1) · itemsize, the same bound on every target: ndarray
+/// refuses shapes whose non-zero axes multiply past isize::MAX, 2³¹ − 1 on wasm32), and the data after the
+/// header must be exactly that many bytes.
 fn read_npy(bytes: &[u8]) -> std::result::Result<ArrayD<f32>, String> {
-    let header = Header::from_reader(&mut Cursor::new(bytes)).map_err(|e| e.to_string())?;
-    let claimed = header.shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d)).ok_or("the shape's size overflows")?;
-    if claimed > bytes.len() {
-        return Err(format!("the header claims shape {:?} but the data holds only {} bytes", header.shape, bytes.len()));
+    // The header's Python-literal parser takes exponential time on deeply nested brackets (a 150-byte
+    // header of 40 '{' ran for minutes, found by scripts/fuzz.sh); numpy writes a dict holding a tuple.
+    let depth = header_text(bytes).unwrap_or_default().iter().scan(0i64, |d, c| {
+        *d += match c {
+            b'(' | b'[' | b'{' => 1,
+            b')' | b']' | b'}' => -1,
+            _ => 0,
+        };
+        Some(*d)
+    });
+    if let Some(deep) = depth.max().filter(|&d| d > MAX_HEADER_DEPTH) {
+        return Err(format!("the header nests brackets {deep} deep; an .npy header is a dict of a tuple (at most {MAX_HEADER_DEPTH})"));
     }
-    let read = |bytes| Cursor::new(bytes);
-    if let Ok(a) = ArrayD::<f32>::read_npy(read(bytes)) {
-        return Ok(a);
+    let mut cursor = Cursor::new(bytes);
+    let header = Header::from_reader(&mut cursor).map_err(|e| e.to_string())?;
+    let descr = header.type_descriptor.as_string().map_or_else(|| header.type_descriptor.to_string(), String::clone);
+    let code = descr.trim_start_matches(['<', '>', '=', '|']);
+    let Some(&(_, item, dtype)) = DTYPES.iter().find(|(c, _, _)| *c == code) else {
+        return Err(format!("dtype '{descr}' is not allowed; allowed: float32, float64 (key_mask may also be bool, int32, int64 or uint8)"));
+    };
+    let span = header.shape.iter().try_fold(item as u64, |n, &d| n.checked_mul(d.max(1) as u64)).filter(|&n| n <= MAX_FILE_BYTES);
+    if span.is_none() {
+        return Err(format!("the shape {:?} is too large: at most {} per array", header.shape, Bytes(MAX_FILE_BYTES)));
     }
-    if let Ok(a) = ArrayD::<f64>::read_npy(read(bytes)) {
-        return Ok(a.mapv(|v| v as f32));
+    let claimed = header.shape.iter().product::<usize>() * item; // ≤ span: no overflow
+    let data = bytes.len() - cursor.position() as usize;
+    if claimed != data {
+        return Err(format!("the header says shape {:?} of {dtype} ({claimed} bytes) but the data holds {data} bytes", header.shape));
     }
-    if let Ok(a) = ArrayD::<i64>::read_npy(read(bytes)) {
-        return Ok(a.mapv(|v| v as f32));
-    }
-    if let Ok(a) = ArrayD::<i32>::read_npy(read(bytes)) {
-        return Ok(a.mapv(|v| v as f32));
-    }
-    if let Ok(a) = ArrayD::<bool>::read_npy(read(bytes)) {
-        return Ok(a.mapv(|v| v as u8 as f32));
-    }
-    ArrayD::<u8>::read_npy(read(bytes))
-        .map(|a| a.mapv(|v| v as f32))
-        .map_err(|e| format!("{e} (allowed dtypes: float32, float64; key_mask may also be bool or integer)"))
+    let read = || Cursor::new(bytes);
+    let e = |e: ndarray_npy::ReadNpyError| e.to_string();
+    Ok(match code {
+        "f4" => ArrayD::<f32>::read_npy(read()).map_err(e)?,
+        "f8" => ArrayD::<f64>::read_npy(read()).map_err(e)?.mapv(|v| v as f32),
+        "i8" => ArrayD::<i64>::read_npy(read()).map_err(e)?.mapv(|v| v as f32),
+        "i4" => ArrayD::<i32>::read_npy(read()).map_err(e)?.mapv(|v| v as f32),
+        "b1" => ArrayD::<bool>::read_npy(read()).map_err(e)?.mapv(|v| v as u8 as f32),
+        _ => ArrayD::<u8>::read_npy(read()).map_err(e)?.mapv(|v| v as f32),
+    })
 }
 
 /// A generator with one stream per array name.
@@ -175,10 +238,26 @@ pub fn check_config(cfg: &Config, spec: &Spec) -> Result<()> {
     if spec.batch == 0 {
         return Err(Error::invalid("batch", 0, "1 or more"));
     }
-    if spec.d_model == 0 || !spec.d_model.is_multiple_of(cfg.heads) {
+    if spec.d_model == 0 {
+        return Err(Error::invalid("d_model", 0, "1 or more"));
+    }
+    if !spec.d_model.is_multiple_of(cfg.heads) {
         return Err(Error::invalid("heads", cfg.heads, format!("a divisor of d_model = {}", spec.d_model)));
     }
     Ok(())
+}
+
+/// The sizes of a request: from `x` when the file has it ((n, d_model) or (b, n, d_model), every size
+/// ≥ 1, else a shape error naming `x`: the file is at fault, not a control), else from `spec`.
+pub fn sizes_of(arrays: &Arrays, spec: &Spec) -> Result<Spec> {
+    let Some(x) = arrays.get("x") else { return Ok(*spec) };
+    let expected = "(n, d_model) or (b, n, d_model), every size ≥ 1";
+    match *x.shape() {
+        _ if x.shape().contains(&0) => Err(Error::shape("x", x.shape(), expected)),
+        [n, d_model] => Ok(Spec { n, d_model, batch: 1, ..*spec }),
+        [batch, n, d_model] => Ok(Spec { n, d_model, batch, ..*spec }),
+        _ => Err(Error::shape("x", x.shape(), expected)),
+    }
 }
 
 impl Scenario {
@@ -188,10 +267,10 @@ impl Scenario {
         for (name, a) in &given {
             check_finite(name, a)?;
         }
+        sizes_of(&given, spec)?;
         let x = match given.remove("x") {
             Some(a) if a.ndim() == 2 => a.insert_axis(Axis(0)).into_dimensionality::<Ix3>().expect("3-D"),
-            Some(a) if a.ndim() == 3 => a.into_dimensionality::<Ix3>().expect("3-D"),
-            Some(a) => return Err(Error::shape("x", a.shape(), "(n, d_model) or (b, n, d_model)")),
+            Some(a) => a.into_dimensionality::<Ix3>().expect("sizes_of: 2-D or 3-D"),
             None => {
                 check_config(cfg, spec)?;
                 normal(spec.seed, "x", (spec.batch, spec.n, spec.d_model))

@@ -296,7 +296,7 @@ impl Trace {
     /// Writes every array to an .npz (uncompressed), under the stage names plus `x`, `q`, `k`, `v`, `heads`.
     /// The Music Transformer's table is saved as both `rel_k` and `e_r`.
     pub fn write_npz<W: std::io::Write + std::io::Seek>(&self, w: W) -> Result<()> {
-        let io = |e: ndarray_npy::WriteNpzError| Error::File { path: "trace .npz".into(), reason: e.to_string() };
+        let io = |e: ndarray_npy::WriteNpzError| Error::Write { path: "trace .npz".into(), reason: e.to_string() };
         let mut npz = ndarray_npy::NpzWriter::new(w);
         npz.add_array("distances", &self.distances).map_err(io)?;
         npz.add_array("rel_index", &self.rel_index).map_err(io)?;
@@ -331,3 +331,4 @@ impl Trace {
         Ok(())
     }
 }
+

@@ -33,24 +33,37 @@ pub const MEMORY_LIMIT: u64 = 3 << 29;
 
 #[wasm_bindgen(start)]
 pub fn start() {
-    // A panic aborts the wasm instance: console_error_panic_hook logs it with its message, and the message
-    // is also left in the global `relattnPanic` so the page (or its worker) can show it in words before
-    // it discards the instance and starts a fresh one.
+    // A panic aborts the wasm instance: console_error_panic_hook logs it with its message, and the global
+    // scope's `relattnPanicked(message)` is called, when it has one, before the abort: the worker and the
+    // page replace this instance from there, whether the panic is in a call they can catch or in an async
+    // future (whose promise then never settles).
     static HOOK: std::sync::Once = std::sync::Once::new();
     HOOK.call_once(|| {
         std::panic::set_hook(Box::new(|info| {
             console_error_panic_hook::hook(info);
-            let _ = js_sys::Reflect::set(&js_sys::global(), &"relattnPanic".into(), &info.to_string().into());
+            let global = js_sys::global();
+            if let Ok(f) = js_sys::Reflect::get(&global, &"relattnPanicked".into()).and_then(|f| f.dyn_into::<js_sys::Function>()) {
+                let _ = f.call1(&global, &info.to_string().into());
+            }
         }));
     });
 }
 
 /// Test hook, not a feature: panics on purpose, so the e2e test (tests/e2e/reliability.test.mjs) can
-/// check that a panic in the worker is reported and the page recovers. The page never calls it; the test
-/// sends the worker a `{ kind: 'debug-panic' }` message from the browser's devtools protocol.
+/// check that a panic in the worker or in the page's own instance is reported and the page recovers. The
+/// page never calls it; the test sends the worker a `{ kind: 'debug-panic' }` message, or calls it in the
+/// page, from the browser's devtools protocol.
 #[wasm_bindgen]
 pub fn debug_panic() {
     panic!("debug_panic(): a panic on purpose (test hook)");
+}
+
+/// Test hook, not a feature: panics inside an async future after an await, where a panic in [`compute`]
+/// would happen (its promise never settles). The test sends the worker `{ kind: 'debug-panic-async' }`.
+#[wasm_bindgen]
+pub async fn debug_panic_async() {
+    let _ = wasm_bindgen_futures::JsFuture::from(js_sys::Promise::resolve(&JsValue::NULL)).await;
+    panic!("debug_panic_async(): a panic on purpose inside an async future (test hook)");
 }
 
 /// Bytes of wasm linear memory this instance has (it only grows): for checking the memory budget.
@@ -103,37 +116,40 @@ fn whole(field: &str, v: f64, lo: usize, hi: usize) -> Result<usize, JsValue> {
     Ok(v as usize)
 }
 
-/// Bytes a trace takes at its peak in this module's wasm memory. [`model::estimate_bytes`] plus what the
-/// page adds, measured in chromium with [`memory_bytes`] (README "Reliability"): the per-head traces and
-/// their stacked copies coexist while the trace is assembled, the distance and row matrices are i64, the
-/// value buckets have 2k+1 columns (k up to 4096), and [`Session::select`] holds a stage three times
+/// Bytes a trace takes at its peak in this module's wasm memory, or `None` past u64. [`model::estimate_bytes`]
+/// plus what the page adds, measured in chromium with [`memory_bytes`] (README "Reliability"): the per-head
+/// traces and their stacked copies coexist while the trace is assembled, the distance and row matrices are
+/// i64, the value buckets have 2k+1 columns (k up to 4096), and [`Session::select`] holds a stage three times
 /// (the cut, its values, its pixels).
-pub fn page_bytes(cfg: &Config, spec: &Spec) -> u64 {
+pub fn page_bytes(cfg: &Config, spec: &Spec, per_head_tables: bool) -> Option<u64> {
     let (b, n, h) = (spec.batch as u64, spec.n as u64, cfg.heads.max(1) as u64);
-    let with_trace = model::estimate_bytes(cfg, spec.batch, spec.n, spec.d_model, true);
-    let stored = with_trace - model::estimate_bytes(cfg, spec.batch, spec.n, spec.d_model, false);
-    let buckets = if cfg.has_rel_v() { n * cfg.table_rows() as u64 } else { 0 };
-    let widest = if cfg.method == Method::Music { 2 * n } else { n }.max(cfg.table_rows() as u64);
-    with_trace + stored + 4 * (buckets + 2 * b * h * buckets) + 16 * n * n + 12 * n * widest
+    let sizes = |trace| model::Sizes { batch: spec.batch, n: spec.n, d_model: spec.d_model, per_head_tables, trace, parallel: 1 };
+    let with_trace = model::estimate_bytes(cfg, &sizes(true))?;
+    let stored = with_trace - model::estimate_bytes(cfg, &sizes(false))?;
+    let rows = cfg.table_rows() as u64;
+    let buckets = if cfg.has_rel_v() { n.checked_mul(rows)? } else { 0 };
+    let widest = if cfg.method == Method::Music { 2 * n } else { n }.max(rows);
+    let extra = buckets.checked_mul(2 * b * h + 1)?.checked_mul(4)?.checked_add(16 * n * n)?.checked_add(n.checked_mul(widest)?.checked_mul(12)?)?;
+    with_trace.checked_add(stored)?.checked_add(extra)
 }
 
 /// Refuses a trace whose [`page_bytes`] exceed [`MEMORY_LIMIT`], before any of it is allocated: the message
 /// has the estimate, the limit and the largest n that would fit with these heads (field "n").
-fn page_budget(cfg: &Config, spec: &Spec) -> Result<(), JsValue> {
-    let estimate = page_bytes(cfg, spec);
-    if estimate <= MEMORY_LIMIT {
+fn page_budget(cfg: &Config, spec: &Spec, per_head_tables: bool) -> Result<(), JsValue> {
+    let fits = |n: usize| page_bytes(cfg, &Spec { n, ..*spec }, per_head_tables).is_some_and(|b| b <= MEMORY_LIMIT);
+    if fits(spec.n) {
         return Ok(());
     }
-    let fits = |n: usize| page_bytes(cfg, &Spec { n, ..*spec }) <= MEMORY_LIMIT;
     let (mut lo, mut hi) = (0, spec.n); // fits(lo) (or lo = 0), !fits(hi)
     while hi - lo > 1 {
         let mid = lo + (hi - lo) / 2;
         if fits(mid) { lo = mid } else { hi = mid }
     }
     let hint = if lo >= 1 { format!("use n ≤ {lo} with {} head(s){}", cfg.heads, if cfg.heads > 1 { ", or fewer heads" } else { "" }) } else { "use fewer heads or a smaller batch".into() };
+    let needs = page_bytes(cfg, spec, per_head_tables).map_or("more than 16 EiB".into(), |b| format!("about {}", Bytes(b)));
     let message = format!(
-        "too large for the page: this trace (n = {}, batch = {}, d_model = {}, heads = {}) needs about {} of memory, but the page's limit is {}; {hint}",
-        spec.n, spec.batch, spec.d_model, cfg.heads, Bytes(estimate), Bytes(MEMORY_LIMIT)
+        "too large for the page: this trace (n = {}, batch = {}, d_model = {}, heads = {}) needs {needs} of memory, but the page's limit is {}; {hint}",
+        spec.n, spec.batch, spec.d_model, cfg.heads, Bytes(MEMORY_LIMIT)
     );
     Err(js_error("n", &message))
 }
@@ -188,20 +204,16 @@ impl Inputs {
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn of_file(bytes: &[u8], file_name: &str, method: &str, n: f64, d_model: f64, heads: f64, clip: f64, causal: bool, rel_v: bool, per_head_tables: bool, seed: f64) -> Result<Inputs, JsValue> {
         let arrays = scenario::read_arrays(bytes, file_name).map_err(to_js)?;
-        let (cfg, mut spec) = custom(method, n, d_model, heads, clip, causal, rel_v, seed)?;
-        if let Some(x) = arrays.get("x").filter(|x| x.ndim() == 2 || x.ndim() == 3) {
-            // x fixes the sizes: the controls' n and d_model are not used (nor checked against it).
-            let s = x.shape();
-            (spec.n, spec.d_model) = (s[s.len() - 2], s[s.len() - 1]);
-            spec.batch = if s.len() == 3 { s[0] } else { 1 };
-        }
+        let (cfg, spec) = custom(method, n, d_model, heads, clip, causal, rel_v, seed)?;
+        // x fixes the sizes: the controls' n and d_model are not used (nor checked against it).
+        let spec = scenario::sizes_of(&arrays, &spec).map_err(to_js)?;
         Ok(Inputs { cfg, spec, arrays, per_head: per_head_tables, preset: String::new() })
     }
 
     /// The scenario, after checking that its trace fits [`MEMORY_LIMIT`] (on either backend the trace is
     /// held in the wasm memory).
     pub(crate) fn scenario(&mut self) -> Result<Scenario, JsValue> {
-        page_budget(&self.cfg, &self.spec)?;
+        page_budget(&self.cfg, &self.spec, self.per_head)?;
         Scenario::build(&self.cfg, &self.spec, std::mem::take(&mut self.arrays), self.per_head).map_err(to_js)
     }
 }
@@ -530,7 +542,8 @@ impl Bench {
     pub fn new(method: &str, n: usize, d_model: usize, heads: usize, clip: usize) -> Result<Bench, JsValue> {
         let cfg = Config { method: method.parse().map_err(to_js)?, heads, clip, ..Config::default() };
         let spec = Spec { n, d_model, batch: 1, seed: 0 };
-        model::check_budget(&cfg, 1, n, d_model, false, MEMORY_LIMIT).map_err(to_js)?;
+        let sizes = model::Sizes { batch: 1, n, d_model, per_head_tables: false, trace: false, parallel: 1 };
+        model::check_budget(&cfg, &sizes, 0, MEMORY_LIMIT).map_err(to_js)?;
         let sc = Scenario::build(&cfg, &spec, Arrays::new(), false).map_err(to_js)?;
         Ok(Bench { cfg, sc, rgba: Vec::new() })
     }
@@ -625,6 +638,32 @@ mod tests {
         set_colormaps("viridis", "red_blue").unwrap();
     }
 
+    /// The page's SVG (and the PNG rasterised from it) with tokens holding control characters: XML 1.0
+    /// cannot carry C0 controls, so each is drawn as a visible stand-in and the SVG stays valid.
+    #[wasm_bindgen_test]
+    fn control_characters_in_labels_give_a_valid_svg() {
+        let values: Vec<f32> = (0..4).map(|v| v as f32).collect();
+        let labels = vec!["a\u{1}".to_string(), "b\u{1b}[31m".to_string()];
+        let o = draw_svg("t\u{7}", "f", "key j", "query i", &values, 2, 2, true, labels.clone(), labels, 470, 430).unwrap();
+        let svg = js_sys::Reflect::get(&o, &"svg".into()).unwrap().as_string().unwrap();
+        let bad: Vec<char> = svg.chars().filter(|c| c.is_control() && !matches!(c, '\t' | '\n' | '\r')).collect();
+        assert!(bad.is_empty(), "control characters in the SVG: {bad:?}");
+        assert!(svg.contains("a\u{2401}") && svg.contains("t\u{2407}"), "stand-ins missing");
+    }
+
+    /// A file's x with a size of 0 is the file's fault: field `x` (shown next to the file picker), not `n`
+    /// or `heads`.
+    #[wasm_bindgen_test]
+    fn zero_sizes_from_a_file_name_x() {
+        use ndarray_npy::WriteNpyExt;
+        for shape in [[0, 4], [5, 0]] {
+            let mut bytes = Vec::new();
+            ndarray::Array2::<f32>::zeros(shape).write_npy(&mut bytes).unwrap();
+            let e = Session::from_tensors(&bytes, "x.npy", "shaw", 8.0, 16.0, 2.0, 2.0, false, true, false, 0.0).err().unwrap();
+            assert_eq!(field(&e), "x", "{shape:?}");
+        }
+    }
+
     #[wasm_bindgen_test]
     fn draw_frame_returns_the_plot_area() {
         let doc = web_sys::window().unwrap().document().unwrap();
@@ -666,7 +705,7 @@ mod tests {
             // A large trace that fits the budget would be slow here, not wrong: those are left to the e2e test.
             if n > 64.0 && n <= MAX_N as f64 && d_model.fract() == 0.0 && (1.0..=MAX_D_MODEL as f64).contains(&d_model) && (1.0..=MAX_HEADS as f64).contains(&heads) && heads.fract() == 0.0 && (0.0..=MAX_N as f64).contains(&clip) && clip.fract() == 0.0 {
                 let cfg = Config { method: if method == "music" { Method::Music } else { Method::Shaw }, heads: heads as usize, clip: clip as usize, causal, rel_v, ..Config::default() };
-                if page_bytes(&cfg, &Spec { n: n as usize, d_model: d_model as usize, batch: 1, seed: 0 }) <= MEMORY_LIMIT {
+                if page_bytes(&cfg, &Spec { n: n as usize, d_model: d_model as usize, batch: 1, seed: 0 }, per_head).is_some_and(|b| b <= MEMORY_LIMIT) {
                     continue;
                 }
             }
@@ -715,7 +754,7 @@ mod tests {
         let cfg = Config { method: Method::Music, heads: 2, clip: 4096, rel_v: true, ..Config::default() };
         let mut last = 0;
         for n in [1, 16, 256, 1024, 4096] {
-            let b = page_bytes(&cfg, &Spec { n, d_model: 64, batch: 1, seed: 0 });
+            let b = page_bytes(&cfg, &Spec { n, d_model: 64, batch: 1, seed: 0 }, true).unwrap();
             assert!(b > last);
             last = b;
         }

@@ -134,8 +134,8 @@ fn every_bad_input_is_named_with_exit_code_2() {
     fails(&["render", "--stage", "weights", "--n", "3", "--tokens", "a b", "--out", "f.svg"], &["invalid tokens", "2 tokens", "n = 3"]);
     fails(&["render", "--stage", "weights", "--size", "10x10", "--out", "f.svg"], &["invalid size", "WIDTHxHEIGHT"]);
     fails(&["compute", "--preset", "seed999", "--out", o], &["invalid preset", "seed004"]);
-    fails(&["compute", "--n", "200000", "--max-memory-mb", "64", "--out", o], &["needs about", "GiB", "limit is 64.0 MiB", "smaller n"]);
-    fails(&["compute", "--n", "4", "--out", "/nonexistent/dir/t.npz"], &["cannot read '/nonexistent/dir/t.npz'"]);
+    fails(&["compute", "--n", "200000", "--max-memory-mb", "64", "--out", o], &["needs about", "TiB", "limit is 64.0 MiB", "allowed: n ≤ "]);
+    fails(&["compute", "--n", "4", "--out", "/nonexistent/dir/t.npz"], &["cannot write '/nonexistent/dir/t.npz'"]);
 
     // Files.
     fails(&["compute", "--tensors", "/no/such.npz", "--out", o], &["cannot read '/no/such.npz'", "No such file"]);
@@ -178,5 +178,236 @@ fn help_documents_the_commands() {
     let text = String::from_utf8_lossy(&o.stdout);
     for flag in ["--method", "--heads", "--clip", "--causal", "--no-rel-v", "--tensors", "--seed", "--out", "--json", "--preset"] {
         assert!(text.contains(flag), "{flag} missing from help");
+    }
+}
+
+/// A shell command line run with `sh -c`, `relattn` standing for the binary.
+fn shell(script: &str) -> Output {
+    Command::new("sh").arg("-c").arg(script.replace("relattn", env!("CARGO_BIN_EXE_relattn"))).output().expect("run sh")
+}
+
+/// An .npy file's bytes: `descr` and `shape` in the header, then `data`.
+fn npy(descr: &str, shape: &str, data: &[u8]) -> Vec<u8> {
+    let mut header = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}").into_bytes();
+    while !(10 + header.len() + 1).is_multiple_of(64) {
+        header.push(b' ');
+    }
+    header.push(b'\n');
+    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+    bytes.extend((header.len() as u16).to_le_bytes());
+    bytes.extend(header);
+    bytes.extend(data);
+    bytes
+}
+
+#[test]
+fn absurd_sizes_are_refused_with_the_field_and_what_fits() {
+    let d = dir();
+    let out = path(&d, "t.npz");
+    let o = s(&out);
+    // The estimate used to wrap (n 2⁶²), leave out the tables (clip 2³¹: 274 GB tried), or reach ndarray's
+    // "Shape too large" panic; now each names the size to reduce and how far.
+    fails(&["compute", "--n", "4611686018427387904", "--d-model", "4", "--out", o], &["needs more than 16 EiB", "allowed: n ≤ "]);
+    fails(&["compute", "--clip", "2147483648", "--out", o], &["clip = 2147483648", "allowed: clip ≤ "]);
+    fails(&["compute", "--clip", "10000000", "--max-memory-mb", "100", "--out", o], &["limit is 100.0 MiB", "allowed: clip ≤ "]);
+    for (flag, field) in [("--n", "n"), ("--d-model", "d_model"), ("--batch", "batch"), ("--clip", "clip")] {
+        for v in ["4611686018427387904", "9223372036854775807"] {
+            fails(&["compute", flag, v, "--out", o], &[&format!("allowed: {field} ≤ ")]);
+        }
+    }
+    fails(&["bench", "--n", "4", "--reps", "1000000000000"], &["--reps", "1..=10000"]);
+    fails(&["bench", "--n", "4", "--threads", "20000"], &["--threads", "1..=256"]);
+    fails(&["bench", "--n", "4", "--threads", "0"], &["--threads", "1..=256"]);
+    fails(&["compute", "--max-memory-mb", "17592186044416", "--out", o], &["--max-memory-mb", "1..=8796093022207"]);
+    assert!(!out.exists());
+}
+
+#[test]
+fn a_full_or_closed_stdout() {
+    let full = shell("relattn presets > /dev/full");
+    let err = String::from_utf8_lossy(&full.stderr);
+    assert_eq!(full.status.code(), Some(2), "{err}");
+    assert!(err.contains("cannot write 'stdout'") && err.contains("No space left") && !err.contains("panicked"), "{err}");
+    // The reader goes away before anything is printed: no panic, no message, success.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_relattn")).arg("presets").stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+    drop(child.stdout.take());
+    let closed = child.wait_with_output().unwrap();
+    assert_eq!(closed.status.code(), Some(0), "{}", String::from_utf8_lossy(&closed.stderr));
+    assert!(closed.stderr.is_empty(), "{}", String::from_utf8_lossy(&closed.stderr));
+    // --out on a full device: one error line, no panic and no "ZipWriter drop failed".
+    let o = relattn(&["compute", "--n", "64", "--out", "/dev/full"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().collect::<Vec<_>>(), ["error: cannot write '/dev/full': No space left on device (os error 28)"]);
+    // Written in place, not replaced: /dev/null is still a device.
+    assert!(relattn(&["compute", "--n", "4", "--out", "/dev/null"]).status.success());
+    use std::os::unix::fs::FileTypeExt;
+    assert!(std::fs::metadata("/dev/null").unwrap().file_type().is_char_device());
+}
+
+#[test]
+fn a_write_that_fails_partway_keeps_the_previous_file() {
+    let d = dir();
+    for name in ["t.npz", "f.png", "f.svg"] {
+        let out = path(&d, name);
+        std::fs::write(&out, b"the previous file").unwrap();
+        // A 64-block file size limit, SIGXFSZ ignored: the write fails with EFBIG partway.
+        let stage = if name.ends_with("npz") { "compute --n 256 --d-model 64" } else { "render --stage weights --n 64" };
+        let o = shell(&format!("trap '' XFSZ; ulimit -f 64; exec relattn {stage} --out '{}'", s(&out)));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{name}: {err}");
+        assert!(err.contains(&format!("cannot write '{}'", s(&out))) && err.contains("File too large"), "{name}: {err}");
+        assert_eq!(std::fs::read(&out).unwrap(), b"the previous file", "{name} was truncated");
+    }
+    let left: Vec<_> = std::fs::read_dir(d.path()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).filter(|n| n.contains(".tmp")).collect();
+    assert!(left.is_empty(), "temporary files left: {left:?}");
+    // A write that succeeds replaces the file.
+    let out = path(&d, "t.npz");
+    assert!(relattn(&["compute", "--n", "4", "--out", s(&out)]).status.success());
+    assert!(std::fs::read(&out).unwrap().starts_with(b"PK"));
+}
+
+#[test]
+fn tensors_must_be_a_regular_file_within_the_limit() {
+    let d = dir();
+    let out = path(&d, "t.npz");
+    let o = s(&out);
+    fails(&["compute", "--tensors", "/dev/zero", "--out", o], &["cannot read '/dev/zero'", "not a regular file"]);
+    fails(&["compute", "--tensors", s(d.path()), "--out", o], &["not a regular file"]);
+    let fifo = path(&d, "fifo.npz");
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_relattn")).args(["compute", "--tensors", s(&fifo), "--out", o]).stderr(std::process::Stdio::piped()).spawn().unwrap();
+    let start = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed().as_secs() > 20 {
+            child.kill().unwrap();
+            panic!("reading a FIFO blocked");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let fifo_out = child.wait_with_output().unwrap();
+    assert_eq!(fifo_out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&fifo_out.stderr).contains("not a regular file"));
+    // Over the limit: refused from its size, before reading (a sparse file, no disk used).
+    let big = path(&d, "big.npz");
+    std::fs::File::create(&big).unwrap().set_len(relattn::scenario::MAX_FILE_BYTES + 1).unwrap();
+    fails(&["compute", "--tensors", s(&big), "--out", o], &["cannot read", "1.00 GiB is over the limit of 1.00 GiB"]);
+}
+
+#[test]
+fn npz_members_and_headers_are_checked_with_plain_messages() {
+    let d = dir();
+    let out = path(&d, "t.npz");
+    let o = s(&out);
+    // "x" and "x.npy" are both the array x: refused, not one silently dropped.
+    let dup = path(&d, "dup.npz");
+    {
+        let mut zip = zip::ZipWriter::new(std::fs::File::create(&dup).unwrap());
+        let x = npy("<f4", "(2, 4)", &[0u8; 32]);
+        for name in ["x.npy", "x"] {
+            zip.start_file(name, zip::write::SimpleFileOptions::default()).unwrap();
+            std::io::Write::write_all(&mut zip, &x).unwrap();
+        }
+        zip.finish().unwrap();
+    }
+    fails(&["compute", "--tensors", s(&dup), "--out", o], &["invalid array name", "'x' twice", "each array once"]);
+    // A header whose shape and data disagree says so (not "incorrect descriptor ... allowed float32").
+    let lie = path(&d, "lie.npy");
+    std::fs::write(&lie, npy("<f4", "(4, 8)", &[0u8; 100])).unwrap();
+    fails(&["compute", "--tensors", s(&lie), "--out", o], &["header says shape [4, 8] of float32 (128 bytes) but the data holds 100 bytes"]);
+    std::fs::write(&lie, npy("<c8", "(4, 8)", &[0u8; 256])).unwrap();
+    fails(&["compute", "--tensors", s(&lie), "--out", o], &["dtype '<c8' is not allowed", "float32, float64"]);
+    // A shape of zero size with huge axes (wasm32's ndarray panicked on it) is refused on every target.
+    std::fs::write(&lie, npy("<f4", "(0, 70000, 70000)", &[])).unwrap();
+    fails(&["compute", "--tensors", s(&lie), "--out", o], &["shape [0, 70000, 70000] is too large"]);
+    // Sizes of zero from a file are the file's fault (x), not the controls' (heads, n).
+    for (shape, data) in [("(5, 0)", 0), ("(0, 4)", 0), ("(1, 0, 4)", 0)] {
+        std::fs::write(&lie, npy("<f4", shape, &vec![0u8; data])).unwrap();
+        let o2 = relattn(&["compute", "--tensors", s(&lie), "--heads", "2", "--out", o]);
+        let err = String::from_utf8_lossy(&o2.stderr);
+        assert_eq!(o2.status.code(), Some(2), "{shape}: {err}");
+        assert!(err.contains("shape mismatch in 'x'") && err.contains("every size ≥ 1") && !err.contains("heads"), "{shape}: {err}");
+    }
+}
+
+#[test]
+fn a_zip_bomb_is_refused_by_its_declared_size_before_inflating() {
+    let d = dir();
+    let bomb = path(&d, "bomb.npz");
+    {
+        let mut zip = zip::ZipWriter::new(std::fs::File::create(&bomb).unwrap());
+        let options = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Deflated).compression_level(Some(1)).large_file(true);
+        zip.start_file("x.npy", options).unwrap();
+        let zeros = vec![0u8; 1 << 20];
+        for _ in 0..1100 {
+            std::io::Write::write_all(&mut zip, &zeros).unwrap();
+        }
+        zip.finish().unwrap();
+    }
+    // With 600 MB of address space, inflating it first gave "corrupt .npz: out of memory".
+    let o = shell(&format!("ulimit -v 600000; exec relattn compute --tensors '{}' --out '{}'", s(&bomb), s(&path(&d, "t.npz"))));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("its arrays exceed 1.00 GiB once decompressed") && !err.contains("memory"), "{err}");
+}
+
+#[test]
+fn finite_inputs_that_overflow_float32_name_the_array() {
+    let d = dir();
+    let out = path(&d, "t.npz");
+    let big = path(&d, "big.npz");
+    write_npz(&big, &[("x", ArrayD::from_elem(IxDyn(&[1, 4, 16]), 3e38))]);
+    fails(&["compute", "--tensors", s(&big), "--out", s(&out)], &["overflow in 'q'", "inf", "[0, 0, "]);
+    write_npz(&big, &[("w_q", ArrayD::from_elem(IxDyn(&[16, 16]), 1e30)), ("w_k", ArrayD::from_elem(IxDyn(&[16, 16]), 1e30))]);
+    fails(&["compute", "--tensors", s(&big), "--out", s(&out)], &["overflow in 'content_logits'"]);
+    // The forward pass alone (no trace) checks as it goes: NaN or +∞ logits would pass the softmax as weights.
+    fails(&["bench", "--tensors", s(&big), "--reps", "1"], &["overflow in 'content_logits'", "[0, 0, 0, 0]"]);
+    assert!(!out.exists());
+}
+
+#[test]
+fn control_characters_in_tokens_give_a_valid_svg() {
+    let d = dir();
+    let out = path(&d, "tok.svg");
+    let o = relattn(&["render", "--preset", "seed004", "--stage", "weights", "--tokens", "a\u{1} b\u{1b}[31m c\u{7f} d\u{85}", "--out", s(&out)]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let svg = std::fs::read_to_string(&out).unwrap();
+    let bad: Vec<char> = svg.chars().filter(|c| c.is_control() && !matches!(c, '\t' | '\n' | '\r')).collect();
+    assert!(bad.is_empty(), "control characters in the SVG: {bad:?}");
+    assert!(svg.contains("a\u{2401}") && svg.contains("b\u{241b}[31m"), "the tokens are shown with visible stand-ins");
+}
+
+/// The memory estimate against the measured peak (VmHWM) over a grid: both methods and implementations,
+/// long tables (clip up to 400 000), heads, batch, with and without a^V. The estimate must cover the peak
+/// (less the process's own baseline) and stay within 4× of it.
+#[test]
+fn memory_estimate_covers_the_measured_peak() {
+    let d = dir();
+    let out = path(&d, "t.npz");
+    let run = |args: &[&str]| -> (f64, f64) {
+        let mut all = vec!["compute", "--json", "--out", s(&out)];
+        all.extend(args);
+        let o = relattn(&all);
+        assert!(o.status.success(), "{args:?}: {}", String::from_utf8_lossy(&o.stderr));
+        let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        (j["estimate_bytes"].as_f64().unwrap() / 1048576.0, j["peak_rss_mib"].as_f64().unwrap())
+    };
+    let (_, baseline) = run(&["--n", "2", "--d-model", "2"]);
+    let grid: [&[&str]; 8] = [
+        &["--n", "512", "--d-model", "64", "--heads", "4"],
+        &["--n", "384", "--d-model", "32", "--heads", "2", "--batch", "3", "--causal"],
+        &["--method", "music", "--n", "384", "--d-model", "32", "--heads", "2", "--clip", "64"],
+        &["--method", "music", "--n", "384", "--d-model", "32", "--causal", "--clip", "500"],
+        &["--n", "8", "--d-model", "16", "--clip", "400000"],
+        &["--n", "64", "--d-model", "64", "--heads", "2", "--clip", "100000", "--per-head-tables"],
+        &["--n", "128", "--d-model", "32", "--heads", "2", "--implementation", "materialized", "--no-rel-v"],
+        &["--n", "256", "--d-model", "256", "--heads", "8", "--clip", "16", "--batch", "2"],
+    ];
+    for args in grid {
+        let (estimate, peak) = run(args);
+        let used = peak - baseline;
+        eprintln!("{args:?}: estimate {estimate:.1} MiB, peak {peak:.1} MiB (baseline {baseline:.1})");
+        assert!(estimate >= used, "{args:?}: estimate {estimate:.1} MiB < measured {used:.1} MiB above the baseline");
+        assert!(estimate <= 4.0 * used.max(4.0), "{args:?}: estimate {estimate:.1} MiB is far above the measured {used:.1} MiB");
     }
 }

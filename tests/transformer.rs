@@ -2,7 +2,7 @@
 //! written by train/export.py from the same weights): logits of a short and a longer-than-trained sequence,
 //! one layer's q, k, v and attention weights, and the NLL of a subset of the test split; on the CPU and on the
 //! GPU backend (lavapipe in CI). The key/value cache gives the full forward's logits; sampling is deterministic;
-//! broken model files are clear errors.
+//! broken model files are clear errors (and tests/fuzz_corpus.rs replays the model loader's fuzz corpus).
 
 mod common;
 
@@ -192,20 +192,6 @@ fn broken_model_files_are_clear_errors() {
     assert!(matches!(load(&not_json), Error::File { reason, .. } if reason.contains("metadata")));
     let extra = rewritten(|t, _| t.push(("stray".into(), safetensors::Dtype::F32, vec![1], vec![0; 4])));
     assert!(matches!(load(&extra), Error::Invalid { field, .. } if field == "tensor"));
-}
-
-include!("../fuzz/fuzz_targets/check_model.rs");
-
-/// Every file of the model loader's fuzz corpus (fuzz/corpus/model/) loads and runs, or is an error.
-#[test]
-fn model_fuzz_corpus_loads_or_errors() {
-    let dir = root().join("fuzz/corpus/model");
-    let mut count = 0;
-    for entry in std::fs::read_dir(&dir).unwrap() {
-        check_model_bytes(&std::fs::read(entry.unwrap().path()).unwrap());
-        count += 1;
-    }
-    assert!(count >= 5, "{count} files in {}", dir.display());
 }
 
 fn cli(args: &[&str]) -> std::process::Output {

@@ -1,6 +1,8 @@
 // The page: controls → worker (computes the trace) → one figure per stage. Each figure's frame is drawn by
 // the wasm module with plotters (draw_frame); its cells are blitted from the RGBA buffer the worker made.
-import init, { draw_frame, draw_svg, preset_names, preset_description, set_colormaps } from './pkg/relattn.js';
+// The page's own wasm instance (frames, SVG export, preset names): loaded by loadUi, replaced after a panic.
+let ui = null;
+let uiCount = 0;
 
 const $ = (id) => document.getElementById(id);
 const PARAMS = ['method', 'n', 'd_model', 'heads', 'clip', 'seed', 'causal', 'rel_v', 'per_head'];
@@ -46,8 +48,13 @@ const TEX = {
 };
 
 let worker = null;
+// Every change of the settings takes a new id at once (before its debounced request is sent): a result or
+// error for an older id is for superseded settings and is dropped, so the last settings always win.
 let lastId = 0;
+let sentId = 0; // the id of the last request sent to the worker
+let answeredId = 0; // the id of the last result or error taken
 let shownId = 0;
+let good = null; // the last result drawn in full: what a panic in the page's instance falls back to
 let current = null; // { info, stages, byName, tokens }
 let views = new Map(); // stage name → { canvas, ctx, off, rect, stage }
 let pinned = null;
@@ -106,12 +113,22 @@ function colormaps() {
   return { sequential: $('seq').value, diverging: $('div').value };
 }
 
+// New settings: any result still on its way is for old ones from now on.
+function supersede() {
+  lastId += 1;
+  $('busy').hidden = false;
+}
+
 function request() {
+  supersede();
+  send();
+}
+
+function send() {
   const params = readParams();
   const file = candidate || tensors;
   if (file) { params.file = file; params.preset = ''; }
-  lastId += 1;
-  $('busy').hidden = false;
+  sentId = lastId;
   const batch = want ? want.batch : Number($('batch').value) || 0;
   const head = want ? want.head : Number($('head').value) || 0;
   worker.postMessage({ id: lastId, params, batch, head, colormaps: colormaps(), backend: $('backend-mode').value });
@@ -119,8 +136,9 @@ function request() {
 
 let debounce = 0;
 function requestSoon() {
+  supersede();
   clearTimeout(debounce);
-  debounce = setTimeout(request, 200);
+  debounce = setTimeout(send, 200);
 }
 
 function fillSelect(sel, count, value) {
@@ -139,29 +157,29 @@ function syncControls(info) {
   $('per_head').checked = info.per_head;
   fillSelect($('head'), info.heads, info.head);
   fillSelect($('batch'), info.batch_size, info.batch);
-  $('preset-desc').textContent = info.preset ? preset_description(info.preset) : '';
+  $('preset-desc').textContent = info.preset ? ui.preset_description(info.preset) : '';
 }
 
 function onResult(msg) {
   if (msg.kind === 'export') { const cb = exports.get(msg.id); exports.delete(msg.id); if (cb) cb(msg); return; }
-  if (msg.fatal) { restartWorker(msg.error.message); return; }
-  if (msg.id < shownId) return;
-  if (msg.id === lastId) $('busy').hidden = true;
+  if (msg.fatal) { restartWorker(msg); return; }
+  // Superseded settings: the controls and the view are not touched.
+  if (msg.id !== lastId) return;
+  answeredId = msg.id;
+  $('busy').hidden = true;
   if (!msg.ok) {
-    if (msg.id === lastId) {
-      const fileInPlay = candidate || tensors;
-      // With a file, errors about it (and a size too large, which its x fixed) go next to the file picker.
-      const field = fileInPlay && (!FIELDS.slice(0, -1).includes(msg.error.field) || /^too large/.test(msg.error.message)) ? 'file' : msg.error.field;
-      const named = field === 'file' && fileInPlay && !msg.error.message.includes(fileInPlay.name);
-      const text = named ? `${fileInPlay.name}: ${msg.error.message}` : msg.error.message;
-      if (candidate) { candidate = null; $('tensors').value = ''; }
-      showError(field, text);
-    }
+    const fileInPlay = candidate || tensors;
+    // With a file, errors about it (and a size too large, which its x fixed) go next to the file picker.
+    const field = fileInPlay && (!FIELDS.slice(0, -1).includes(msg.error.field) || /^too large/.test(msg.error.message)) ? 'file' : msg.error.field;
+    const named = field === 'file' && fileInPlay && !msg.error.message.includes(fileInPlay.name);
+    const text = named ? `${fileInPlay.name}: ${msg.error.message}` : msg.error.message;
+    if (candidate) { candidate = null; $('tensors').value = ''; }
+    showError(field, text);
     return;
   }
   shownId = msg.id;
   want = null;
-  if (candidate && msg.id === lastId) { tensors = candidate; candidate = null; }
+  if (candidate) { tensors = candidate; candidate = null; }
   showFile();
   clearErrors();
   syncControls(msg.info);
@@ -169,7 +187,7 @@ function onResult(msg) {
   const toks = tokens();
   current = { info: msg.info, stages: msg.stages, byName, tokens: toks.length === msg.info.n ? toks : null, timings: msg.timings, stageTimes: msg.stageTimes || [], backendName: msg.backend ? msg.backend.name : '' };
   if (pinned && (pinned.i >= msg.info.n || pinned.j >= msg.info.n)) pinned = null;
-  render(current).catch((e) => showError('general', `could not draw: ${e.message || e}`));
+  render(current).catch(drawFailed);
   showBackend(msg.backend);
   saveURL();
 }
@@ -259,7 +277,44 @@ async function render(cur) {
   if (presentAt !== null) drawPresent();
   showTimings(cur.timings, drawMs);
   showStageTimes(cur.stageTimes, cur.backendName);
+  good = cur;
   document.body.dataset.ready = String(shownId);
+}
+
+// --- the page's own wasm instance -----------------------------------------------------------------------
+// Loads a fresh instance: the module's JS again under another URL (a module keeps its one instance), the
+// same .wasm. The first is ./pkg/relattn.js itself.
+async function loadUi() {
+  uiCount += 1;
+  const m = await import(uiCount === 1 ? './pkg/relattn.js' : `./pkg/relattn.js?instance=${uiCount}`);
+  await m.default();
+  if (uiCount > 1) m.set_colormaps($('seq').value, $('div').value);
+  ui = m;
+  document.body.dataset.uiInstance = String(uiCount);
+}
+
+// A panic in the page's instance (the hook in src/web.rs `start` calls relattnPanicked before the abort),
+// or an abort that reached a caller (an allocation failure): the error is shown, a fresh instance loaded,
+// and the last good view drawn again with it.
+let uiBroken = null;
+globalThis.relattnPanicked = (message) => { uiBroken = uiBroken || replaceUi(message); };
+
+async function replaceUi(message) {
+  await null; // after the abort has unwound to the caller
+  renderToken += 1; // a render under way stops at its next figure
+  showError('general', `internal error in the page's wasm module (${message}); it was restarted, the view shown is the last good one`);
+  try {
+    await loadUi();
+    if (good) { current = good; await render(good); }
+  } catch (e) {
+    showError('general', `could not restart the page's wasm module: ${e.message || e}`);
+  }
+  uiBroken = null;
+}
+
+function drawFailed(e) {
+  if (e instanceof WebAssembly.RuntimeError) uiBroken = uiBroken || replaceUi(e.message);
+  else showError('general', `could not draw: ${e.message || e}`);
 }
 
 function axesOf(stage, cur) {
@@ -281,7 +336,7 @@ function drawView(v, stage, cur) {
   v.stage = stage;
   const [xd, yd, xl, yl] = axesOf(stage, cur);
   const subtitle = subtitleOf(stage, cur);
-  const r = draw_frame(v.canvas, stage.title, subtitle, xd, yd, stage.values, stage.rows, stage.cols, stage.sequential, xl, yl);
+  const r = ui.draw_frame(v.canvas, stage.title, subtitle, xd, yd, stage.values, stage.rows, stage.cols, stage.sequential, xl, yl);
   v.rect = { x0: r[0], x1: r[1], y0: r[2], y1: r[3] };
   // The frame without outlines, to restore before each redraw of the pins (they overlap the axes).
   v.frame = v.ctx.getImageData(0, 0, v.canvas.width, v.canvas.height);
@@ -632,7 +687,7 @@ function baseName() {
 function figureSVG(name) {
   const stage = current.byName[name];
   const [xd, yd, xl, yl] = axesOf(stage, current);
-  const r = draw_svg(stage.title, subtitleOf(stage, current), xd, yd, stage.values, stage.rows, stage.cols, stage.sequential, xl, yl, FRAME.w, FRAME.h);
+  const r = ui.draw_svg(stage.title, subtitleOf(stage, current), xd, yd, stage.values, stage.rows, stage.cols, stage.sequential, xl, yl, FRAME.w, FRAME.h);
   let svg = r.svg;
   if (!r.painted) {
     const [x0, x1, y0, y1] = r.area;
@@ -664,7 +719,8 @@ async function exportFigure(name, kind) {
     const blob = await new Promise((ok) => c.toBlob(ok, 'image/png'));
     download(blob, `${file}@2x.png`);
   } catch (e) {
-    showError('general', `export failed: ${e.message || e}`);
+    if (e instanceof WebAssembly.RuntimeError) drawFailed(e);
+    else showError('general', `export failed: ${e.message || e}`);
   }
 }
 
@@ -678,10 +734,22 @@ async function exportNpz() {
 }
 
 // --- your own tensors ----------------------------------------------------------------------------------
+// The newest pick wins: a file still being read when another is picked (or the file is cleared, or a preset
+// chosen) is dropped when its bytes arrive.
 async function loadFile(file) {
   if (!file) return;
   $('err-file').textContent = '';
-  candidate = { id: ++fileSeq, name: file.name, bytes: await file.arrayBuffer() };
+  const id = ++fileSeq;
+  supersede();
+  let bytes;
+  try {
+    bytes = await file.arrayBuffer();
+  } catch (e) {
+    if (id === fileSeq) { $('busy').hidden = true; showError('file', `${file.name}: cannot read: ${e.message || e}`); }
+    return;
+  }
+  if (id !== fileSeq) return;
+  candidate = { id, name: file.name, bytes };
   $('preset').value = '';
   request();
 }
@@ -692,30 +760,40 @@ function startWorker() {
   worker.onerror = (e) => showError('general', `worker failed: ${e.message || e}`);
 }
 
-// The worker's wasm instance aborted (a panic): it is discarded and a fresh worker started; the view on
-// screen (the last good result) stays, pending exports fail, and the next change computes as usual.
-function restartWorker(message) {
+// The worker's wasm instance aborted (a panic, sync or async): it is discarded and a fresh worker started;
+// the view on screen (the last good result) stays and pending exports fail. An abort while computing the
+// latest settings is their error, next to its control (the file picker for a file); one outside any
+// compute (id 0) is shown under the controls; one for superseded settings is not shown. The latest settings,
+// when the dead worker had them and had not answered, are sent again to the fresh one.
+function restartWorker(msg) {
   worker.terminate();
   for (const [id, cb] of exports) { exports.delete(id); cb({ ok: false, error: 'the worker was restarted' }); }
-  if (candidate) { candidate = null; $('tensors').value = ''; }
   startWorker();
-  $('busy').hidden = true;
-  showError('general', message);
+  if (msg.id === lastId) {
+    answeredId = lastId;
+    $('busy').hidden = true;
+    if (candidate) { candidate = null; $('tensors').value = ''; }
+    showError(msg.error.field, msg.error.message);
+    return;
+  }
+  if (!msg.id) showError(msg.error.field, msg.error.message);
+  if (sentId === lastId && answeredId !== lastId) send();
 }
 
 async function main() {
-  await init();
+  await loadUi();
   const sel = $('preset');
-  for (const name of preset_names()) sel.append(new Option(name, name));
+  for (const name of ui.preset_names()) sel.append(new Option(name, name));
   if (EMBED) document.body.classList.add('embed');
   const presentStage = applyURL();
-  set_colormaps($('seq').value, $('div').value);
+  ui.set_colormaps($('seq').value, $('div').value);
   startWorker();
   $('controls').addEventListener('submit', (e) => e.preventDefault());
 
   sel.addEventListener('change', () => {
     pinned = null; $('head').value = '0'; $('batch').value = '0';
-    if (tensors) { tensors = null; showFile(); }
+    // A preset replaces any file, also one still being read or computed.
+    fileSeq += 1; candidate = null; tensors = null; $('tensors').value = ''; showFile();
     request();
   });
   for (const id of PARAMS) {
@@ -733,13 +811,13 @@ async function main() {
     if (t.length > 0) { sel.value = ''; $('n').value = String(t.length); }
     requestSoon();
   });
-  for (const id of ['seq', 'div']) $(id).addEventListener('change', () => { set_colormaps($('seq').value, $('div').value); request(); });
+  for (const id of ['seq', 'div']) $(id).addEventListener('change', () => { ui.set_colormaps($('seq').value, $('div').value); request(); });
   $('theme').addEventListener('change', () => { setTheme($('theme').value); saveURL(); });
   $('copy-link').addEventListener('click', copyLink);
   $('present-btn').addEventListener('click', () => enterPresent(0));
   $('export-npz').addEventListener('click', exportNpz);
   $('tensors').addEventListener('change', () => loadFile($('tensors').files[0]));
-  $('tensors-clear').addEventListener('click', () => { tensors = null; $('tensors').value = ''; showFile(); request(); });
+  $('tensors-clear').addEventListener('click', () => { fileSeq += 1; candidate = null; tensors = null; $('tensors').value = ''; showFile(); request(); });
   document.addEventListener('keydown', presentKeys);
   document.addEventListener('fullscreenchange', () => { if (!document.fullscreenElement && presentAt !== null) exitPresent(); });
   // Drag and drop a scenario file anywhere on the page.

@@ -10,7 +10,7 @@
 // rebuilds the GPU context with that kernel's WGSL broken (a failed pipeline creation); { kind:
 // 'debug-gpu-limit', bytes } pretends the device allows only `bytes` per storage buffer binding.
 import init, { set_colormaps, compute, gpu_init, gpu_destroy_for_test, gpu_break_pipeline_for_test, gpu_limit_binding_for_test } from './pkg/relattn.js';
-import { debug_panic } from './pkg/relattn.js';
+import { debug_panic, debug_panic_async } from './pkg/relattn.js';
 
 const ready = init();
 let wasm = null;
@@ -19,11 +19,22 @@ let sessionKey = '';
 let pending = null;
 let scheduled = false;
 let gpuTried = null;
+let inFlight = null; // the compute request being worked on
+let dead = false; // the wasm instance aborted: only the page's restart helps now
+
+// A panic anywhere in this worker's wasm (src/web.rs `start` calls this before the instance aborts), and any
+// other abort (an allocation failure) that escapes as an uncaught RuntimeError: sync or async, the page is
+// told, with the request it was computing.
+self.relattnPanicked = (message) => fatal(message);
+self.addEventListener('error', (e) => { if (isAbort(e.error)) { e.preventDefault(); fatal(e.error.message); } });
+self.addEventListener('unhandledrejection', (e) => { if (isAbort(e.reason)) { e.preventDefault(); fatal(e.reason.message); } });
 
 self.onmessage = (e) => {
+  if (dead) return;
   if (e.data.kind === 'export') { ready.then(() => exportNow(e.data)); return; }
-  // Test hook (tests/e2e/reliability.test.mjs): the page never sends it; the test dispatches it in the worker.
-  if (e.data.kind === 'debug-panic') { ready.then(() => { try { debug_panic(); } catch (err) { fatal(err, e.data.id || 0); } }); return; }
+  // Test hooks (tests/e2e/reliability.test.mjs): the page never sends them; the test dispatches them in the worker.
+  if (e.data.kind === 'debug-panic') { ready.then(() => { try { debug_panic(); } catch (err) { fatal(err.message); } }); return; }
+  if (e.data.kind === 'debug-panic-async') { ready.then(() => debug_panic_async()); return; }
   if (e.data.kind === 'debug-lose-gpu') { ready.then(() => gpuTried && gpuTried.then(() => gpu_destroy_for_test())); return; }
   // These two chain onto gpuTried, which the next compute awaits, so they take effect before it.
   if (e.data.kind === 'debug-break-pipeline') { const prev = gpuTried; gpuTried = ready.then(() => prev).then(() => gpu_break_pipeline_for_test(String(e.data.kernel))).then(nameAdapter); return; }
@@ -57,7 +68,7 @@ function exportNow(m) {
     const data = session.npz();
     self.postMessage({ kind: 'export', id: m.id, ok: true, data });
   } catch (err) {
-    if (isAbort(err)) { fatal(err, 0); }
+    if (isAbort(err)) { fatal(err.message); return; }
     self.postMessage({ kind: 'export', id: m.id, ok: false, error: (err && err.message) || String(err) });
   }
 }
@@ -67,7 +78,8 @@ async function work() {
   wasm = wasm || (await ready);
   const msg = pending;
   pending = null;
-  if (!msg) { scheduled = false; return; }
+  if (!msg || dead) { scheduled = false; return; }
+  inFlight = msg;
   try {
     const p = msg.params;
     const backend = ['auto', 'webgpu', 'cpu'].includes(msg.backend) ? msg.backend : 'auto';
@@ -106,10 +118,11 @@ async function work() {
     const used = { mode: backend, name: name.startsWith('WebGPU') && adapterName ? `WebGPU: ${adapterName}` : name, note: s.backend_note() };
     self.postMessage({ id: msg.id, ok: true, info, stages, timings: s.timings(), stageTimes: s.stage_times(), backend: used }, transfer);
   } catch (err) {
-    if (isAbort(err)) { fatal(err, msg.id); return; }
+    if (isAbort(err)) { fatal(err.message); return; }
     const field = (err && err.field) || 'general';
     self.postMessage({ id: msg.id, ok: false, error: { field, message: (err && err.message) || String(err) } });
   }
+  inFlight = null;
   scheduled = false;
   if (pending) {
     scheduled = true;
@@ -118,13 +131,17 @@ async function work() {
 }
 
 // A panic (or an allocation failure) aborts the wasm instance with a RuntimeError and leaves it unusable.
-// The panic hook (src/web.rs `start`) logged it and left its message in self.relattnPanic; the page is told
-// (fatal: true), shows it, and replaces this worker with a fresh one, keeping the view it has.
+// The page is told once (fatal: true) with the request in flight (id 0: none), and the field to show it
+// under (the file picker when that request computed from a file); it replaces this worker with a fresh one,
+// keeping the view it has. The panic's own message comes first (the hook runs before the abort).
 function isAbort(err) {
   return err instanceof WebAssembly.RuntimeError;
 }
 
-function fatal(err, id) {
-  const why = self.relattnPanic || (err && err.message) || String(err);
-  self.postMessage({ id, ok: false, fatal: true, error: { field: 'general', message: `internal error in the wasm module (${why}); it was restarted, the view shown is the last good one` } });
+function fatal(why) {
+  if (dead) return;
+  dead = true;
+  const id = inFlight ? inFlight.id : 0;
+  const field = inFlight && inFlight.params.file ? 'file' : 'general';
+  self.postMessage({ id, ok: false, fatal: true, error: { field, message: `internal error in the wasm module (${why}); it was restarted, the view shown is the last good one` } });
 }

@@ -4,16 +4,25 @@
 use clap::{Args, Parser, Subcommand};
 use relattn::attention::{Config, Implementation, Method};
 use relattn::gpu::GpuContext;
-use relattn::model::{self, DEFAULT_MEMORY_LIMIT};
+use relattn::error::Bytes;
+use relattn::model::{self, Sizes, DEFAULT_MEMORY_LIMIT};
 use relattn::presets;
 use relattn::render::{self, Figure};
-use relattn::scenario::{read_arrays, Arrays, Scenario, Spec};
+use relattn::scenario::{read_arrays, read_at_most, sizes_of, Arrays, Scenario, Spec, MAX_FILE_BYTES};
 use relattn::timing::StageTimes;
 use relattn::chorales::Chorales;
 use relattn::transformer::Transformer;
 use relattn::{Backend, Edge, Error, Stage, Trace};
+use std::io::{Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+
+/// Most timed repetitions of `bench`.
+const MAX_REPS: u64 = 10_000;
+/// Most worker threads of `bench` (each is an OS thread; thousands only slow the start-up).
+const MAX_THREADS: u64 = 256;
+/// Largest memory budget in MiB: isize::MAX bytes, the most one array may take.
+const MAX_MEMORY_MB: u64 = (isize::MAX as u64) >> 20;
 
 #[derive(Parser)]
 #[command(name = "relattn", version, about = "Relative-position self-attention (Shaw et al. 2018; Music Transformer) with every intermediate exposed",
@@ -71,12 +80,12 @@ enum Command {
     Bench {
         #[command(flatten)]
         setup: Setup,
-        /// Timed repetitions after one warm-up.
-        #[arg(long, default_value_t = 5)]
-        reps: usize,
-        /// Worker threads (heads run in parallel); default: all cores.
-        #[arg(long)]
-        threads: Option<usize>,
+        /// Timed repetitions after one warm-up (1..=10000).
+        #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..=MAX_REPS))]
+        reps: u64,
+        /// Worker threads (heads run in parallel), 1..=256; default: all cores.
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..=MAX_THREADS))]
+        threads: Option<u64>,
         /// Where the forward runs: cpu, or gpu (wgpu: Vulkan; fails with the reason when there is no adapter).
         #[arg(long, default_value = "cpu", value_parser = ["cpu", "gpu"])]
         backend: String,
@@ -305,8 +314,8 @@ struct Setup {
     /// rel_k, rel_v, e_r, key_mask.
     #[arg(long)]
     tensors: Option<PathBuf>,
-    /// Memory budget in MiB; larger requests are refused before computing. [default: 8192]
-    #[arg(long)]
+    /// Memory budget in MiB (1..=8796093022207); larger requests are refused before computing. [default: 8192]
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=MAX_MEMORY_MB))]
     max_memory_mb: Option<u64>,
 }
 
@@ -363,31 +372,168 @@ impl Setup {
         Ok((cfg, spec, arrays, per_head))
     }
 
-    /// Builds the scenario and its trace within the memory budget.
-    /// The trace and the milliseconds of each stage.
-    fn trace(&self) -> relattn::Result<(Trace, StageTimes)> {
-        let (cfg, sc) = self.scenario(true)?;
-        model::trace_timed(&cfg, &sc)
+    /// Builds the scenario and its trace within the memory budget (plus `extra` bytes the caller needs).
+    /// The trace, the milliseconds of each stage and the memory estimate.
+    fn trace(&self, extra: u64) -> relattn::Result<(Trace, StageTimes, u64)> {
+        let (cfg, sc, estimate) = self.scenario(true, rayon::current_num_threads(), extra)?;
+        let (t, times) = model::trace_timed(&cfg, &sc)?;
+        Ok((t, times, estimate))
     }
 
-    /// Builds the scenario once its memory estimate (with or without a trace) fits the budget.
-    fn scenario(&self, trace: bool) -> relattn::Result<(Config, Scenario)> {
+    /// Builds the scenario once its memory estimate (with or without a trace, `parallel` heads at once,
+    /// plus `extra` bytes) fits the budget; returns it with the estimate.
+    fn scenario(&self, trace: bool, parallel: usize, extra: u64) -> relattn::Result<(Config, Scenario, u64)> {
         let (cfg, spec, arrays, per_head) = self.resolve()?;
-        let (b, n, d) = match arrays.get("x") {
-            Some(x) if x.ndim() == 3 => (x.shape()[0], x.shape()[1], x.shape()[2]),
-            Some(x) if x.ndim() == 2 => (1, x.shape()[0], x.shape()[1]),
-            _ => (spec.batch, spec.n, spec.d_model),
-        };
-        relattn::scenario::check_config(&cfg, &Spec { n, d_model: d, batch: b, seed: spec.seed })?;
+        let sizes = sizes_of(&arrays, &spec)?;
+        relattn::scenario::check_config(&cfg, &sizes)?;
         let limit = self.max_memory_mb.map_or(DEFAULT_MEMORY_LIMIT, |mb| mb << 20);
-        model::check_budget(&cfg, b, n, d, trace, limit)?;
-        Ok((cfg, Scenario::build(&cfg, &spec, arrays, per_head)?))
+        let request = Sizes { batch: sizes.batch, n: sizes.n, d_model: sizes.d_model, per_head_tables: per_head, trace, parallel };
+        let estimate = model::check_budget(&cfg, &request, extra, limit)?;
+        Ok((cfg, Scenario::build(&cfg, &spec, arrays, per_head)?, estimate))
     }
 }
 
+/// Reads a scenario file. Refused before reading: anything but a regular file (/dev/zero never ends, a
+/// FIFO blocks) and a file over [`MAX_FILE_BYTES`]; the read itself stops there too, should the file grow.
 fn read_file(path: &Path) -> relattn::Result<Arrays> {
-    let bytes = std::fs::read(path).map_err(|e| Error::File { path: path.display().to_string(), reason: e.to_string() })?;
-    read_arrays(&bytes, &path.display().to_string())
+    let name = path.display().to_string();
+    let err = |reason: String| Error::File { path: name.clone(), reason };
+    let not_regular = || err("not a regular file (a device, FIFO or directory); give an .npz or .npy file".into());
+    let over = |size: String| err(format!("{size} is over the limit of {} for a scenario file", Bytes(MAX_FILE_BYTES)));
+    let meta = std::fs::metadata(path).map_err(|e| err(e.to_string()))?;
+    if !meta.is_file() {
+        return Err(not_regular());
+    }
+    if meta.len() > MAX_FILE_BYTES {
+        return Err(over(Bytes(meta.len()).to_string()));
+    }
+    let mut file = std::fs::File::open(path).map_err(|e| err(e.to_string()))?;
+    if !file.metadata().map_err(|e| err(e.to_string()))?.is_file() {
+        return Err(not_regular());
+    }
+    let bytes = read_at_most(&mut file, MAX_FILE_BYTES).map_err(|e| err(e.to_string()))?.ok_or_else(|| over("it".into()))?;
+    read_arrays(&bytes, &name)
+}
+
+/// Writes `path` through `write`, which is given the path to write to: a temporary file beside `path`
+/// (same directory, so the rename stays on one file system; same extension, which picks the format),
+/// renamed over `path` once written and synced. On failure the temporary file is removed and `path` is as
+/// it was. A `path` that exists and is not a regular file (/dev/null, /dev/stdout, a FIFO) is written in
+/// place: a rename would replace the device node itself.
+fn write_atomic(path: &Path, write: impl FnOnce(&Path) -> relattn::Result<()>) -> relattn::Result<()> {
+    let shown = path.display().to_string();
+    let named = |e: Error| match e {
+        Error::Write { reason, .. } => Error::Write { path: shown.clone(), reason },
+        other => other,
+    };
+    if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
+        return write(path).map_err(named);
+    }
+    let file_name = path.file_name().ok_or_else(|| Error::Write { path: shown.clone(), reason: "not a file name".into() })?;
+    let ext = path.extension().map_or(String::new(), |e| format!(".{}", e.to_string_lossy()));
+    let tmp = path.with_file_name(format!(".{}.{}.tmp{ext}", file_name.to_string_lossy(), std::process::id()));
+    let result = write(&tmp).and_then(|()| std::fs::rename(&tmp, path).map_err(|e| Error::Write { path: shown.clone(), reason: e.to_string() }));
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result.map_err(named)
+}
+
+/// A file written through `write` (a buffered, seekable writer that keeps its first error), then flushed
+/// and synced; every error, the first write error above all, as [`Error::Write`].
+fn write_file(path: &Path, write: impl FnOnce(&mut FirstError<std::io::BufWriter<std::fs::File>>) -> relattn::Result<()>) -> relattn::Result<()> {
+    let err = |e: std::io::Error| Error::Write { path: path.display().to_string(), reason: e.to_string() };
+    let mut w = FirstError::new(std::io::BufWriter::new(std::fs::File::create(path).map_err(err)?));
+    let result = write(&mut w);
+    if let Some(e) = w.first.take() {
+        return Err(err(e));
+    }
+    result?;
+    let file = w.inner.into_inner().map_err(|e| err(e.into_error()))?;
+    file.sync_all().or_else(|e| if e.kind() == std::io::ErrorKind::InvalidInput { Ok(()) } else { Err(e) }).map_err(err)
+}
+
+/// A writer that returns its first error once and then accepts (and drops) every write and seek, so an
+/// encoder that writes again while it is dropped (zip's `ZipWriter` finishing the archive, which printed
+/// "ZipWriter drop failed") stops quietly; the first error is the one reported. It keeps the position the
+/// encoder expects, so it sees consistent offsets either way.
+struct FirstError<W> {
+    inner: W,
+    first: Option<std::io::Error>,
+    /// Position and end of the stream as the encoder sees it.
+    pos: u64,
+    end: u64,
+}
+
+impl<W> FirstError<W> {
+    fn new(inner: W) -> Self {
+        FirstError { inner, first: None, pos: 0, end: 0 }
+    }
+
+    /// Keeps `e` and returns an error of the same kind to the caller.
+    fn keep(&mut self, e: std::io::Error) -> std::io::Error {
+        let returned = std::io::Error::new(e.kind(), e.to_string());
+        self.first = Some(e);
+        returned
+    }
+
+    fn moved_to(&mut self, pos: u64) -> u64 {
+        self.pos = pos;
+        self.end = self.end.max(pos);
+        pos
+    }
+}
+
+impl<W: Write> Write for FirstError<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let written = if self.first.is_some() { buf.len() } else { self.inner.write(buf).map_err(|e| self.keep(e))? };
+        self.moved_to(self.pos + written as u64);
+        Ok(written)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        if self.first.is_some() {
+            return Ok(());
+        }
+        self.inner.flush().map_err(|e| self.keep(e))
+    }
+}
+
+impl<W: Seek> Seek for FirstError<W> {
+    fn seek(&mut self, pos: SeekFrom) -> std::io::Result<u64> {
+        if self.first.is_none() {
+            let at = self.inner.seek(pos).map_err(|e| self.keep(e))?;
+            return Ok(self.moved_to(at));
+        }
+        let at = match pos {
+            SeekFrom::Start(p) => Some(p),
+            SeekFrom::Current(d) => self.pos.checked_add_signed(d),
+            SeekFrom::End(d) => self.end.checked_add_signed(d),
+        };
+        at.map(|p| self.moved_to(p)).ok_or_else(|| std::io::Error::from(std::io::ErrorKind::InvalidInput))
+    }
+}
+
+/// Why a command stopped early: an error to report (exit code 2), or stdout closed by its reader (`| head`),
+/// which ends quietly.
+enum Stop {
+    Failed(Error),
+    StdoutClosed,
+}
+
+impl From<Error> for Stop {
+    fn from(e: Error) -> Self {
+        Stop::Failed(e)
+    }
+}
+
+/// Prints one line on stdout: a closed pipe stops the command quietly, any other failure (a full disk,
+/// /dev/full) is an error.
+fn say(line: impl std::fmt::Display) -> Result<(), Stop> {
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{line}").and_then(|()| out.flush()).map_err(|e| match e.kind() {
+        std::io::ErrorKind::BrokenPipe => Stop::StdoutClosed,
+        _ => Stop::Failed(Error::Write { path: "stdout".into(), reason: e.to_string() }),
+    })
 }
 
 fn summary(t: &Trace, out: &Path, ms: f64) -> serde_json::Value {
@@ -433,13 +579,10 @@ fn forward_flops(cfg: &Config, (b, n, d): (usize, usize, usize)) -> f64 {
     b * (8.0 * n * d * d + h * (4.0 * n * n * dh + 2.0 * n * r * dh * (1.0 + rel_v)))
 }
 
-fn bench(setup: &Setup, reps: usize, threads: Option<usize>, backend: &str, save_output: Option<&Path>) -> relattn::Result<serde_json::Value> {
-    if reps == 0 {
-        return Err(Error::invalid("reps", 0, "1 or more"));
-    }
-    let threads = threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+fn bench(setup: &Setup, reps: u64, threads: Option<u64>, backend: &str, save_output: Option<&Path>) -> relattn::Result<serde_json::Value> {
+    let threads = threads.map_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()), |t| t as usize);
     let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().map_err(|e| Error::invalid("threads", threads, e))?;
-    let (cfg, sc) = setup.scenario(false)?;
+    let (cfg, sc, _) = setup.scenario(false, threads, 0)?;
     let mut backend = match backend {
         "gpu" => Backend::Gpu(pollster::block_on(GpuContext::try_new()).map_err(Error::Gpu)?),
         _ => Backend::Cpu,
@@ -447,7 +590,7 @@ fn bench(setup: &Setup, reps: usize, threads: Option<usize>, backend: &str, save
     pool.install(|| -> relattn::Result<serde_json::Value> {
         // One warm-up (pipelines, buffers), then the timed repetitions.
         let output = backend.forward(&cfg, &sc)?;
-        let mut ms = Vec::with_capacity(reps);
+        let mut ms = Vec::new();
         for _ in 0..reps {
             let start = std::time::Instant::now();
             let out = backend.forward(&cfg, &sc)?;
@@ -466,8 +609,7 @@ fn bench(setup: &Setup, reps: usize, threads: Option<usize>, backend: &str, save
         ms.sort_by(f64::total_cmp);
         if let Some(path) = save_output {
             use ndarray_npy::WriteNpyExt;
-            let file = std::fs::File::create(path).map_err(|e| Error::File { path: path.display().to_string(), reason: e.to_string() })?;
-            output.write_npy(std::io::BufWriter::new(file)).map_err(|e| Error::File { path: path.display().to_string(), reason: e.to_string() })?;
+            write_atomic(path, |tmp| write_file(tmp, |w| output.write_npy(w).map_err(|e| Error::Write { path: "the output".into(), reason: e.to_string() })))?;
         }
         let (b, n, d) = sc.dims();
         let median = ms[ms.len() / 2];
@@ -483,37 +625,38 @@ fn bench(setup: &Setup, reps: usize, threads: Option<usize>, backend: &str, save
     })
 }
 
-fn run(cli: Cli) -> relattn::Result<()> {
+fn run(cli: Cli) -> Result<(), Stop> {
     let start = std::time::Instant::now();
     match cli.command {
         Command::Bench { setup, reps, threads, backend, save_output } => {
-            println!("{}", bench(&setup, reps, threads, &backend, save_output.as_deref())?);
+            say(bench(&setup, reps, threads, &backend, save_output.as_deref())?)?;
         }
         Command::Model { command } => run_model(command)?,
         Command::Presets => {
             for name in presets::NAMES {
-                println!("{name:14} {}", presets::preset(name)?.description);
+                say(format!("{name:14} {}", presets::preset(name)?.description))?;
             }
         }
         Command::Compute { setup, out, json } => {
-            let (t, times) = setup.trace()?;
-            let file = std::fs::File::create(&out).map_err(|e| Error::File { path: out.display().to_string(), reason: e.to_string() })?;
-            t.write_npz(std::io::BufWriter::new(file))?;
+            let (t, times, estimate) = setup.trace(0)?;
+            write_atomic(&out, |tmp| write_file(tmp, |w| t.write_npz(w)))?;
             if json {
                 let mut s = summary(&t, &out, start.elapsed().as_secs_f64() * 1e3);
                 s["stages_ms"] = stages_json(&times);
-                println!("{s}");
+                s["estimate_bytes"] = estimate.into();
+                s["peak_rss_mib"] = peak_rss_mib().into();
+                say(s)?;
             }
         }
         Command::Render { setup, stage, head, batch_index, tokens, size, out, json } => {
             let size = parse_size(&size)?;
-            let (t, _) = setup.trace()?;
+            let (t, _, _) = setup.trace(render::figure_bytes(size))?;
             let m = t.stage(stage, batch_index, head)?;
             let (_, _, n) = t.dims();
             let tokens: Option<Vec<String>> = tokens.map(|s| s.split_whitespace().map(String::from).collect());
             if let Some(tok) = &tokens {
                 if tok.len() != n {
-                    return Err(Error::invalid("tokens", format!("{} tokens", tok.len()), format!("exactly n = {n} tokens")));
+                    return Err(Error::invalid("tokens", format!("{} tokens", tok.len()), format!("exactly n = {n} tokens")).into());
                 }
             }
             let positional = |len: usize| tokens.clone().filter(|_| len == n);
@@ -537,9 +680,9 @@ fn run(cli: Cli) -> relattn::Result<()> {
                 scale: stage.scale(),
                 palette: Default::default(),
             };
-            render::save(&fig, &out, size)?;
+            write_atomic(&out, |tmp| render::save(&fig, tmp, size))?;
             if json {
-                println!("{}", summary(&t, &out, start.elapsed().as_secs_f64() * 1e3));
+                say(summary(&t, &out, start.elapsed().as_secs_f64() * 1e3))?;
             }
         }
     }
@@ -548,8 +691,8 @@ fn run(cli: Cli) -> relattn::Result<()> {
 
 fn main() -> ExitCode {
     match run(Cli::parse()) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
+        Ok(()) | Err(Stop::StdoutClosed) => ExitCode::SUCCESS,
+        Err(Stop::Failed(e)) => {
             eprintln!("error: {e}");
             ExitCode::from(2)
         }

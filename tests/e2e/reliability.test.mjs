@@ -13,7 +13,7 @@ let page;
 let profile;
 const problems = [];
 // The forced panic logs itself (console_error_panic_hook) on purpose: that one message is expected.
-const expected = (text) => /debug_panic\(\)/.test(text);
+const expected = (text) => /debug_panic(_async)?\(\)/.test(text);
 
 before(async () => {
   prepare();
@@ -23,6 +23,14 @@ before(async () => {
   await page.addInitScript(() => {
     window.__csp = [];
     document.addEventListener('securitypolicyviolation', (e) => window.__csp.push(`${e.violatedDirective} ${e.blockedURI}`));
+    // The worker's answers pass through window.__deliver, which a test may replace to hold or delay them
+    // (a slow compute, made deterministic).
+    window.__deliver = (e, f) => f(e);
+    const W = window.Worker;
+    window.Worker = class extends W {
+      set onmessage(f) { super.onmessage = (e) => window.__deliver(e, f); }
+      get onmessage() { return super.onmessage; }
+    };
   });
   watch(page, problems, { expected, failed: false, outside: true, crash: true });
   await page.goto(`${base}?method=shaw&n=12&d_model=64&heads=2&clip=3&seed=0&causal=0&rel_v=1&per_head=0&backend=cpu`);
@@ -176,6 +184,138 @@ test('a panic in the worker is reported, the worker restarts, and the page keeps
   assert.notDeepEqual((await snapshot()).pixels, view.pixels);
   await page.evaluate(() => window.scrollTo(0, 0));
   await page.screenshot({ path: join(artifacts, 'reliability-after-panic.png') });
+});
+
+/** Loads `url` in a second page of the same browser and returns its snapshot once drawn. */
+async function fresh(url) {
+  const p = await context.newPage();
+  try {
+    await p.goto(url);
+    await p.waitForFunction(() => document.body.dataset.ready && document.getElementById('busy').hidden, null, { timeout: 60000 });
+    return await p.evaluate(() => {
+      let h = 0;
+      for (const c of document.querySelectorAll('figure.view canvas')) {
+        const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+        for (let i = 0; i < d.length; i += 7) h = (h * 31 + d[i]) | 0;
+      }
+      return { figures: document.querySelectorAll('figure.view').length, pixels: h };
+    });
+  } finally {
+    await p.close();
+  }
+}
+
+/** Waits until the latest settings are shown (no debounce or request left). */
+async function quiet() {
+  await page.waitForTimeout(400);
+  await page.waitForFunction(() => document.getElementById('busy').hidden, null, { timeout: 60000 });
+}
+
+const START = '?method=shaw&n=12&d_model=64&heads=2&clip=3&seed=0&causal=0&rel_v=1&per_head=0&sentence=&backend=cpu';
+
+test('a header-only .npy claiming shape (0, 70000, 70000) is refused next to the file picker; the page goes on', async () => {
+  await page.goto(`${base}${START}`);
+  await page.waitForFunction(() => document.body.dataset.ready && document.getElementById('busy').hidden, null, { timeout: 30000 });
+  const view = await snapshot();
+  const bomb = npyF32([0, 70000, 70000], []);
+  assert.ok(bomb.length <= 128, `${bomb.length} bytes`);
+  await drop('empty.npy', bomb);
+  assert.match(await refused('file', /too large/, view), /empty\.npy.*shape \[0, 70000, 70000\] is too large/);
+  await settle(() => page.fill('#seed', '4'));
+  assert.notDeepEqual((await snapshot()).pixels, view.pixels);
+});
+
+test('a panic inside the worker\'s async compute is reported, the worker restarts, later changes compute', async () => {
+  await settle(() => page.fill('#seed', '5'));
+  const view = await snapshot();
+  await page.workers().at(-1).evaluate(() => self.dispatchEvent(new MessageEvent('message', { data: { kind: 'debug-panic-async' } })));
+  assert.match(await refused('general', /internal error/, view), /debug_panic_async\(\): a panic on purpose inside an async future.*restarted/);
+  await settle(() => page.fill('#seed', '6'));
+  assert.equal(await page.locator('#err-general').innerText(), '');
+  assert.notDeepEqual((await snapshot()).pixels, view.pixels);
+});
+
+test('a panic in the page\'s own wasm instance: reported, a fresh instance draws, the last good view is kept', async () => {
+  const view = await snapshot();
+  assert.equal(await page.evaluate(() => document.body.dataset.uiInstance), '1');
+  await page.evaluate(async () => {
+    const m = await import('./pkg/relattn.js');
+    try { m.debug_panic(); } catch { /* the abort, reported by the panic hook */ }
+  });
+  // The fresh instance is loaded, and the last good view drawn again with it: the same pixels.
+  await page.waitForFunction(() => document.body.dataset.uiInstance === '2', null, { timeout: 30000 });
+  assert.match(await refused('general', /internal error in the page's wasm module/, view), /debug_panic\(\).*restarted/);
+  await settle(() => page.fill('#seed', '7'));
+  assert.equal(await page.locator('#err-general').innerText(), '');
+  assert.notDeepEqual((await snapshot()).pixels, view.pixels);
+});
+
+test('a late result never overwrites what was typed since: n = 2000, then seed 7 while it computes', async () => {
+  await page.goto(`${base}${START.replace('heads=2', 'heads=1')}`);
+  await page.waitForFunction(() => document.body.dataset.ready && document.getElementById('busy').hidden, null, { timeout: 30000 });
+  // The n = 2000 result is held until seed 7 has been typed (its request still in the 200 ms debounce).
+  await page.evaluate(() => { window.__held = []; window.__deliver = (e, f) => window.__held.push(() => f(e)); });
+  await page.fill('#n', '2000');
+  await page.waitForFunction(() => window.__held.length > 0, null, { timeout: 60000 });
+  await page.fill('#seed', '7');
+  await page.evaluate(() => { window.__deliver = (e, f) => f(e); for (const g of window.__held.splice(0)) g(); });
+  await quiet();
+  assert.equal(await page.inputValue('#seed'), '7');
+  assert.equal(await page.inputValue('#n'), '2000');
+  assert.equal(new URL(page.url()).searchParams.get('seed'), '7');
+  assert.deepEqual(await fresh(page.url()), { figures: (await snapshot()).figures, pixels: (await snapshot()).pixels });
+});
+
+test('200 changes in about 2 s: the last settings win, on the controls and in the view', async () => {
+  await page.goto(`${base}${START}`);
+  await page.waitForFunction(() => document.body.dataset.ready && document.getElementById('busy').hidden, null, { timeout: 30000 });
+  // Every answer of the worker arrives 150 ms late, in order: results of superseded settings land while
+  // the changes go on.
+  await page.evaluate(() => { window.__deliver = (e, f) => setTimeout(() => f(e), 150); });
+  let state = 12345;
+  const next = (k) => { state = (state * 1103515245 + 12345) % 2147483648; return state % k; };
+  const last = {};
+  const t0 = Date.now();
+  for (let k = 0; k < 200; k++) {
+    const which = next(6);
+    if (which === 0) { last.method = ['shaw', 'music'][next(2)]; await page.selectOption('#method', last.method); }
+    else if (which === 1) { last.causal = next(2) === 1; await page.setChecked('#causal', last.causal); }
+    else {
+      const [id, values] = [['n', [4, 9, 16, 24, 40]], ['seed', [0, 1, 2, 3, 9]], ['heads', [1, 2, 4]], ['clip', [0, 1, 3, 5]]][which - 2];
+      last[id] = String(values[next(values.length)]);
+      await page.fill(`#${id}`, last[id]);
+    }
+  }
+  const took = Date.now() - t0;
+  await quiet();
+  await page.evaluate(() => { window.__deliver = (e, f) => f(e); });
+  for (const [id, v] of Object.entries(last)) {
+    if (typeof v === 'boolean') assert.equal(await page.isChecked(`#${id}`), v, id);
+    else assert.equal(await page.inputValue(`#${id}`), v, `${id} after ${took} ms of changes`);
+  }
+  const shown = await snapshot();
+  assert.deepEqual(await fresh(page.url()), { figures: shown.figures, pixels: shown.pixels });
+});
+
+test('the newest file pick wins, even when an older, slower file finishes reading later', async () => {
+  await page.goto(`${base}${START}`);
+  await page.waitForFunction(() => document.body.dataset.ready && document.getElementById('busy').hidden, null, { timeout: 30000 });
+  // The big file's bytes arrive 600 ms late, as a 256 MB file's would.
+  await page.evaluate(() => {
+    const read = File.prototype.arrayBuffer;
+    File.prototype.arrayBuffer = function slow() {
+      const p = read.call(this);
+      return this.name === 'big.npy' ? p.then((b) => new Promise((ok) => { setTimeout(() => ok(b), 600); })) : p;
+    };
+  });
+  const x = (n) => npyF32([n, 8], Array.from({ length: n * 8 }, (_, k) => Math.cos(k)));
+  await page.setInputFiles('#tensors', { name: 'big.npy', mimeType: 'application/octet-stream', buffer: x(6) });
+  await page.waitForTimeout(50);
+  await page.setInputFiles('#tensors', { name: 'small.npy', mimeType: 'application/octet-stream', buffer: x(5) });
+  await page.waitForTimeout(900);
+  await quiet();
+  assert.equal(await page.locator('#tensors-name').innerText(), 'using small.npy');
+  assert.equal(await page.inputValue('#n'), '5');
 });
 
 test('no uncaught errors, console errors, CSP violations or outside requests in all of the above', async () => {
