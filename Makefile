@@ -1,11 +1,12 @@
 # relattn: two commands do all set-up on a fresh machine.
 #   make serve   installs what is missing, builds the wasm, serves www/ and prints the URL
 #   make test    installs what the tests need and runs every test
+#   make check   formatting, clippy with warnings as errors (native and wasm32), the scripts' syntax
 PORT ?= 8080
 WASM_BINDGEN_VERSION = $(shell sed -n '/^name = "wasm-bindgen"$$/{n;s/version = "\(.*\)"/\1/p;}' Cargo.lock)
 WASM = target/wasm32-unknown-unknown/release/relattn.wasm
 
-.PHONY: serve wasm vendor deps-wasm deps-web deps-gpu test test-rust test-web test-wasm test-e2e train
+.PHONY: check serve wasm vendor deps-wasm deps-web deps-gpu test test-rust test-web test-wasm test-e2e train
 
 deps-wasm:
 	@rustup target list --installed | grep -qx wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
@@ -29,6 +30,16 @@ serve: wasm
 	python3 -m http.server $(PORT) --bind 127.0.0.1 --directory www
 
 test: test-rust test-web
+
+# The gate CI runs before the tests (eframe_template's check.sh): rustfmt (rustfmt.toml), clippy with warnings
+# as errors on every native target and on the wasm32 library, and node's syntax check of every script.
+check:
+	@rustup target list --installed | grep -qx wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
+	cargo fmt --check
+	cargo clippy --all-targets -- -D warnings
+	cargo clippy --lib --target wasm32-unknown-unknown -- -D warnings
+	@for f in www/*.js tests/e2e/*.mjs bench/*.mjs; do node --check "$$f" || exit 1; done
+	@echo "check: fmt, clippy (native, wasm32) and scripts OK"
 
 # Mesa's software Vulkan (lavapipe), so tests/gpu.rs has an adapter on a machine without a GPU.
 deps-gpu:

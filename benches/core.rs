@@ -42,9 +42,7 @@ fn softmax(c: &mut Criterion) {
     let mut g = c.benchmark_group("softmax");
     for n in [256, 1024, 2048] {
         let logits = matrix(n, n, 3);
-        g.bench_with_input(BenchmarkId::from_parameter(n), &n, |b, _| {
-            b.iter_batched_ref(|| logits.clone(), softmax_rows, criterion::BatchSize::LargeInput)
-        });
+        g.bench_with_input(BenchmarkId::from_parameter(n), &n, |b, _| b.iter_batched_ref(|| logits.clone(), softmax_rows, criterion::BatchSize::LargeInput));
     }
     g.finish();
 }

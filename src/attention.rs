@@ -126,7 +126,11 @@ fn check_head(cfg: &Config, h: &HeadInput) -> Result<()> {
     let dh = h.q.ncols();
     let lk = h.k.nrows();
     let want = |name: &str, a: &ArrayView2<f32>, rows: usize| {
-        if a.dim() != (rows, dh) { Err(Error::shape(name, a.shape(), format!("[{rows}, {dh}]"))) } else { Ok(()) }
+        if a.dim() != (rows, dh) {
+            Err(Error::shape(name, a.shape(), format!("[{rows}, {dh}]")))
+        } else {
+            Ok(())
+        }
     };
     want("k", &h.k, lk)?;
     want("v", &h.v, lk)?;
@@ -320,7 +324,11 @@ fn exp_nonpositive(x: f32) -> f32 {
     let p = ((((1.987_569_1e-4 * r + 1.398_199_9e-3) * r + 8.333_452e-3) * r + 4.166_579_6e-2) * r + 1.666_666_5e-1) * r + 0.5;
     let y = p * r * r + r + 1.0;
     let scale = f32::from_bits(n_bits.wrapping_add(127) << 23);
-    if x < -87.0 { 0.0 } else { y * scale }
+    if x < -87.0 {
+        0.0
+    } else {
+        y * scale
+    }
 }
 
 impl FromStr for Method {

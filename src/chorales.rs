@@ -47,10 +47,15 @@ pub struct Chorales {
 impl Chorales {
     /// Parses and checks a data file: every token in the vocabulary, whole steps, bars within the piece.
     pub fn parse(bytes: &[u8], file_name: &str) -> Result<Chorales> {
-        let data: Chorales = serde_json::from_slice(bytes).map_err(|e| Error::File { path: file_name.into(), reason: format!("not a chorale data file: {e}") })?;
+        let data: Chorales =
+            serde_json::from_slice(bytes).map_err(|e| Error::File { path: file_name.into(), reason: format!("not a chorale data file: {e}") })?;
         let highest = data.pitch_min as usize + data.vocab.len().saturating_sub(2);
         if data.vocab.len() < 2 || highest > 127 {
-            return Err(Error::invalid("vocab", data.vocab.len(), format!("2..={} names (MIDI pitches from pitch_min = {} to 127, and rest)", 129 - data.pitch_min as usize, data.pitch_min)));
+            return Err(Error::invalid(
+                "vocab",
+                data.vocab.len(),
+                format!("2..={} names (MIDI pitches from pitch_min = {} to 127, and rest)", 129 - data.pitch_min as usize, data.pitch_min),
+            ));
         }
         for p in &data.pieces {
             if p.tokens.len() % VOICES.len() != 0 || p.tokens.is_empty() {
@@ -71,7 +76,11 @@ impl Chorales {
         let want = bwv.trim().trim_start_matches("BWV").trim_start_matches("bwv").trim();
         self.pieces.iter().find(|p| p.bwv == want).ok_or_else(|| {
             let some: Vec<&str> = self.pieces.iter().take(8).map(|p| p.bwv.as_str()).collect();
-            Error::invalid("piece", format!("'{bwv}'"), format!("a BWV number of the {} split: {}, … ({} pieces)", self.split, some.join(", "), self.pieces.len()))
+            Error::invalid(
+                "piece",
+                format!("'{bwv}'"),
+                format!("a BWV number of the {} split: {}, … ({} pieces)", self.split, some.join(", "), self.pieces.len()),
+            )
         })
     }
 
@@ -94,7 +103,8 @@ impl Chorales {
             let channel = u4::new(v as u8);
             let message = |delta: u32, message| event(delta, TrackEventKind::Midi { channel, message });
             // General MIDI program 20 (0-based 19): church organ.
-            let mut track = vec![event(0, TrackEventKind::Meta(MetaMessage::TrackName(name.as_bytes()))), message(0, MidiMessage::ProgramChange { program: u7::new(19) })];
+            let mut track =
+                vec![event(0, TrackEventKind::Meta(MetaMessage::TrackName(name.as_bytes()))), message(0, MidiMessage::ProgramChange { program: u7::new(19) })];
             let (mut last_tick, mut sounding): (u32, Option<u8>) = (0, None);
             for step in 0..=steps {
                 let pitch = if step < steps { self.pitch(tokens[step * VOICES.len() + v]) } else { None };
@@ -156,7 +166,11 @@ mod tests {
         let ons = |t: usize| parsed.tracks[t].iter().filter(|e| matches!(e.kind, TrackEventKind::Midi { message: MidiMessage::NoteOn { .. }, .. })).count();
         // Soprano holds C4 for two steps: one note; the bass rests throughout: none.
         assert_eq!((ons(1), ons(2), ons(3), ons(4)), (1, 1, 1, 0));
-        let off_delta: Vec<u32> = parsed.tracks[1].iter().filter(|e| matches!(e.kind, TrackEventKind::Midi { message: MidiMessage::NoteOff { .. }, .. })).map(|e| e.delta.as_int()).collect();
+        let off_delta: Vec<u32> = parsed.tracks[1]
+            .iter()
+            .filter(|e| matches!(e.kind, TrackEventKind::Midi { message: MidiMessage::NoteOff { .. }, .. }))
+            .map(|e| e.delta.as_int())
+            .collect();
         assert_eq!(off_delta, [240]); // two 16ths at 480 ticks per quarter
     }
 

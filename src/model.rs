@@ -104,7 +104,11 @@ pub fn check_budget(cfg: &Config, s: &Sizes, extra: u64, limit: u64) -> Result<u
         let (mut lo, mut hi) = (lo, hi); // fits(lo), !fits(hi)
         while hi - lo > 1 {
             let mid = lo + (hi - lo) / 2;
-            if fits(mid) { lo = mid } else { hi = mid }
+            if fits(mid) {
+                lo = mid
+            } else {
+                hi = mid
+            }
         }
         Some(lo)
     };
@@ -124,13 +128,7 @@ pub fn check_budget(cfg: &Config, s: &Sizes, extra: u64, limit: u64) -> Result<u
         cfg.heads,
         cfg.clip
     );
-    Err(Error::TooLarge {
-        what,
-        estimate: estimate.map(Bytes),
-        limit: Bytes(limit),
-        field: best.map_or("n", |b| b.0).into(),
-        fits: best.map(|b| b.1 as u64),
-    })
+    Err(Error::TooLarge { what, estimate: estimate.map(Bytes), limit: Bytes(limit), field: best.map_or("n", |b| b.0).into(), fits: best.map(|b| b.1 as u64) })
 }
 
 /// `x W + b` for every batch: (b, n, d_model).
@@ -235,7 +233,16 @@ pub fn trace_timed(cfg: &Config, sc: &Scenario) -> Result<(Trace, StageTimes)> {
 
 /// Stacks per-head traces (batch-major, then head) into (b, h, ·, ·) arrays.
 #[allow(clippy::too_many_arguments)]
-fn assemble(cfg: &Config, sc: &Scenario, heads: Vec<HeadTrace>, q: Array3<f32>, k: Array3<f32>, v: Array3<f32>, concat: Array3<f32>, output: Array3<f32>) -> Trace {
+fn assemble(
+    cfg: &Config,
+    sc: &Scenario,
+    heads: Vec<HeadTrace>,
+    q: Array3<f32>,
+    k: Array3<f32>,
+    v: Array3<f32>,
+    concat: Array3<f32>,
+    output: Array3<f32>,
+) -> Trace {
     let (b, n, _) = sc.dims();
     let h = cfg.heads;
     let stack = |f: &dyn Fn(&HeadTrace) -> &Array2<f32>| -> Array4<f32> {
@@ -292,7 +299,10 @@ mod tests {
             assert_eq!(out, forward(&cfg, &sc).unwrap());
             for st in [times, forward_times] {
                 let named = st.named();
-                assert_eq!(named.iter().map(|(n, _)| *n).collect::<Vec<_>>(), ["projections", "content_logits", "relative_logits", "scale_mask", "logits", "softmax", "values", "output"]);
+                assert_eq!(
+                    named.iter().map(|(n, _)| *n).collect::<Vec<_>>(),
+                    ["projections", "content_logits", "relative_logits", "scale_mask", "logits", "softmax", "values", "output"]
+                );
                 for (name, ms) in named {
                     assert!(ms.is_finite() && ms >= 0.0, "{method:?} {name}: {ms}");
                 }

@@ -25,10 +25,25 @@ pub const SEED004_TABLE: [[f32; 5]; 5] =
 /// The preset called `name`.
 pub fn preset(name: &str) -> Result<Preset> {
     let shaw = Config { method: Method::Shaw, ..Config::default() };
-    let p = |description, config, n, d_model, batch| Preset { name: "", description, config, spec: Spec { n, d_model, batch, seed: 0 }, per_head_tables: false, arrays: Arrays::new() };
+    let p = |description, config, n, d_model, batch| Preset {
+        name: "",
+        description,
+        config,
+        spec: Spec { n, d_model, batch, seed: 0 },
+        per_head_tables: false,
+        arrays: Arrays::new(),
+    };
     let mut preset = match name {
-        "seed000-shaw" => p("Seed 000, approach 1 (Shaw): seq_len 12, d 512, clip 7, one head, no a^V", Config { heads: 1, clip: 7, rel_v: false, ..shaw }, 12, 512, 1),
-        "seed000-music" => p("Seed 000, approach 2 (Music Transformer skew): seq_len 12, d 512, E_r (12, 512) as the seed's embedding(positions), one head, causal", Config { method: Method::Music, heads: 1, clip: 11, causal: true, rel_v: false, ..shaw }, 12, 512, 1),
+        "seed000-shaw" => {
+            p("Seed 000, approach 1 (Shaw): seq_len 12, d 512, clip 7, one head, no a^V", Config { heads: 1, clip: 7, rel_v: false, ..shaw }, 12, 512, 1)
+        }
+        "seed000-music" => p(
+            "Seed 000, approach 2 (Music Transformer skew): seq_len 12, d 512, E_r (12, 512) as the seed's embedding(positions), one head, causal",
+            Config { method: Method::Music, heads: 1, clip: 11, causal: true, rel_v: false, ..shaw },
+            12,
+            512,
+            1,
+        ),
         "seed002" => p("Seed 002: 200 × 200 distances clipped at 150, d_model 100, batch 4", Config { heads: 1, clip: 150, rel_v: false, ..shaw }, 200, 100, 4),
         "seed003" => p("Seed 003: hidden 768, 8 heads (d_head 96), k 4, seq_len 20", Config { heads: 8, clip: 4, ..shaw }, 20, 768, 1),
         "seed004" => seed004(),
@@ -45,11 +60,7 @@ fn seed004() -> Preset {
     let (b, h, n, dz) = (2, 3, 4, 5);
     let x = Array3::from_shape_fn((b, n, h * dz), |(bi, i, col)| ((((bi * h + col / dz) * n + i) * dz) + col % dz) as f32);
     let table = Array2::from_shape_vec((5, 5), SEED004_TABLE.concat()).expect("5×5");
-    let arrays = Arrays::from([
-        ("x".to_string(), x.into_dyn()),
-        ("w_q".to_string(), Array::eye(h * dz).into_dyn()),
-        ("rel_k".to_string(), table.into_dyn()),
-    ]);
+    let arrays = Arrays::from([("x".to_string(), x.into_dyn()), ("w_q".to_string(), Array::eye(h * dz).into_dyn()), ("rel_k".to_string(), table.into_dyn())]);
     Preset {
         name: "seed004",
         description: "Seed 004: b 2, h 3, n 4, d_z 5, k 2, its integer w^K table, queries = arange(120)",

@@ -140,7 +140,13 @@ mod tests {
                     for j in 0..lk {
                         let row = table.row(distance(i, j, lq, lk));
                         let edge = |r: usize| if table.edge == Edge::Clip { Some(r) } else { None };
-                        let want = if s.left.contains(&j) { edge(0) } else if s.mid.contains(&j) { Some(s.mid_row + j - s.mid.start) } else { edge(table.rows() - 1) };
+                        let want = if s.left.contains(&j) {
+                            edge(0)
+                        } else if s.mid.contains(&j) {
+                            Some(s.mid_row + j - s.mid.start)
+                        } else {
+                            edge(table.rows() - 1)
+                        };
                         assert_eq!(row, want, "{table:?} lq {lq} lk {lk} ({i},{j})");
                     }
                 }

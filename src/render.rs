@@ -166,7 +166,11 @@ pub fn short(v: f32) -> String {
         return format!("{}", v as i64);
     }
     let a = v.abs();
-    if (0.01..1000.0).contains(&a) { format!("{:.*}", (2 - a.log10().floor() as i32).max(0) as usize, v) } else { format!("{v:.2e}") }
+    if (0.01..1000.0).contains(&a) {
+        format!("{:.*}", (2 - a.log10().floor() as i32).max(0) as usize, v)
+    } else {
+        format!("{v:.2e}")
+    }
 }
 
 /// What a figure shows.
@@ -257,7 +261,11 @@ pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, fig: &Figure, cel
     let x_fmt = |v: &SegmentValue<i32>| match v {
         SegmentValue::CenterOf(c) if *c < cols as i32 => {
             let t = label(&fig.x_labels, *c);
-            if fig.x_labels.is_some() && t.chars().count() > fit { t.chars().take(fit.saturating_sub(1).max(1)).chain(['…']).collect() } else { t }
+            if fig.x_labels.is_some() && t.chars().count() > fit {
+                t.chars().take(fit.saturating_sub(1).max(1)).chain(['…']).collect()
+            } else {
+                t
+            }
         }
         _ => String::new(),
     };
@@ -288,9 +296,7 @@ pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, fig: &Figure, cel
                     RGBColor(c[0], c[1], c[2]).filled(),
                 )
             };
-            chart
-                .draw_series(fig.matrix.indexed_iter().map(|((i, j), &v)| rect(i, j, lut.color(v, range))))
-                .map_err(err)?;
+            chart.draw_series(fig.matrix.indexed_iter().map(|((i, j), &v)| rect(i, j, lut.color(v, range)))).map_err(err)?;
         } else {
             let (w, h) = ((px.end - px.start) as usize, (py.end - py.start) as usize);
             let buf = rgb_resampled(fig.matrix, range, &lut, w, h);
@@ -315,12 +321,8 @@ pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, fig: &Figure, cel
 
 /// A vertical colorbar with value ticks.
 fn draw_colorbar<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, (lo, hi): (f32, f32), lut: &Lut) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
-    let mut chart = ChartBuilder::on(area)
-        .margin_top(8)
-        .margin_bottom(56)
-        .margin_right(8)
-        .y_label_area_size(60)
-        .build_cartesian_2d(0f64..1f64, lo as f64..hi as f64)?;
+    let mut chart =
+        ChartBuilder::on(area).margin_top(8).margin_bottom(56).margin_right(8).y_label_area_size(60).build_cartesian_2d(0f64..1f64, lo as f64..hi as f64)?;
     chart
         .configure_mesh()
         .disable_mesh()

@@ -126,7 +126,8 @@ pub fn read_at_most(r: &mut impl Read, limit: u64) -> std::io::Result<Option<Vec
         if data.capacity() - data.len() < got {
             // Doubling, but never past the limit.
             let want = (data.len() * 2).max(data.len() + got).min(limit as usize);
-            data.try_reserve_exact(want - data.len()).map_err(|_| std::io::Error::new(std::io::ErrorKind::OutOfMemory, format!("no memory for {}", Bytes(want as u64))))?;
+            data.try_reserve_exact(want - data.len())
+                .map_err(|_| std::io::Error::new(std::io::ErrorKind::OutOfMemory, format!("no memory for {}", Bytes(want as u64))))?;
         }
         data.extend_from_slice(&chunk[..got]);
     }
@@ -147,7 +148,8 @@ fn header_text(bytes: &[u8]) -> Option<&[u8]> {
 }
 
 /// The element types a scenario file's arrays may have: numpy's type character and item size.
-const DTYPES: [(&str, usize, &str); 6] = [("f4", 4, "float32"), ("f8", 8, "float64"), ("i8", 8, "int64"), ("i4", 4, "int32"), ("b1", 1, "bool"), ("u1", 1, "uint8")];
+const DTYPES: [(&str, usize, &str); 6] =
+    [("f4", 4, "float32"), ("f8", 8, "float64"), ("i8", 8, "int64"), ("i4", 4, "int32"), ("b1", 1, "bool"), ("u1", 1, "uint8")];
 
 /// One .npy as f32, from float32, float64, int64, int32, bool or uint8 data (key masks are often
 /// integers or booleans). Before anything is allocated, the header's dtype must be one of those, its shape

@@ -105,13 +105,7 @@ mod tests {
     /// Seed 004: x = arange(120).reshape(2, 3, 4, 5) used as queries, its integer table, k = 2.
     #[test]
     fn seed_004_relation_key_logits() {
-        let table = arr2(&[
-            [-7., 4., 5., -4., 6.],
-            [-1., -2., -6., -3., 6.],
-            [6., -3., 2., 5., 7.],
-            [-3., 6., 2., 3., 1.],
-            [-9., 5., 8., -1., 0.],
-        ]);
+        let table = arr2(&[[-7., 4., 5., -4., 6.], [-1., -2., -6., -3., 6.], [6., -3., 2., 5., 7.], [-3., 6., 2., 3., 1.], [-9., 5., 8., -1., 0.]]);
         let x = Array::range(0., 120., 1.).into_shape_with_order((6, 4, 5)).unwrap();
         let first = relative_logits(x.index_axis(Axis(0), 0), table.view(), RelTable::shaw(2), 4);
         assert_eq!(first, arr2(&[[44., 23., 18., 18.], [-29., 129., 68., 33.], [66., -59., 214., 113.], [86., 86., -89., 299.]]));

@@ -35,7 +35,11 @@ pub struct SkewSteps {
 /// Distances, in row order, of the table the skew needs for length `l`.
 fn skew_distances(l: usize, causal: bool) -> std::ops::RangeInclusive<isize> {
     let l = l as isize;
-    if causal { 1 - l..=0 } else { 1 - l..=l - 1 }
+    if causal {
+        1 - l..=0
+    } else {
+        1 - l..=l - 1
+    }
 }
 
 /// The rows of `e_r` (R, d_head), read through `layout`, that a length-`l` skew needs:
@@ -53,7 +57,11 @@ pub fn table_for_length(e_r: ArrayView2<f32>, layout: RelTable, l: usize, causal
 
 /// Skew `qer` into (L, L) absolute positions, keeping every step. `causal` picks the form.
 pub fn skew(qer: ArrayView2<f32>, causal: bool) -> SkewSteps {
-    if causal { skew_masked(qer) } else { skew_unmasked(qer) }
+    if causal {
+        skew_masked(qer)
+    } else {
+        skew_unmasked(qer)
+    }
 }
 
 /// Masked form: (L, L) → pad left (L, L+1) → reshape (L+1, L) → drop row 0 (L, L).

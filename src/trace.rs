@@ -186,9 +186,7 @@ impl Stage {
 impl FromStr for Stage {
     type Err = Error;
     fn from_str(s: &str) -> Result<Self> {
-        Stage::ALL.into_iter().find(|st| st.name() == s).ok_or_else(|| {
-            Error::invalid("stage", format!("'{s}'"), Stage::ALL.map(Stage::name).join(", "))
-        })
+        Stage::ALL.into_iter().find(|st| st.name() == s).ok_or_else(|| Error::invalid("stage", format!("'{s}'"), Stage::ALL.map(Stage::name).join(", ")))
     }
 }
 
@@ -331,4 +329,3 @@ impl Trace {
         Ok(())
     }
 }
-

@@ -71,7 +71,11 @@ impl ModelConfig {
     /// Refuses sizes no model of this runtime has, naming the field; the tensors are checked against the rest.
     fn check(&self) -> Result<()> {
         let bound = |field: &str, v: usize, lo: usize, hi: usize| {
-            if (lo..=hi).contains(&v) { Ok(()) } else { Err(Error::invalid(&format!("config.{field}"), v, format!("{lo}..={hi}"))) }
+            if (lo..=hi).contains(&v) {
+                Ok(())
+            } else {
+                Err(Error::invalid(&format!("config.{field}"), v, format!("{lo}..={hi}")))
+            }
         };
         bound("layers", self.layers, 1, 64)?;
         bound("d_model", self.d_model, 1, 4096)?;
@@ -243,11 +247,23 @@ impl Transformer {
     /// Number of trained parameters.
     pub fn parameters(&self) -> usize {
         let ln = |l: &LayerNorm| l.weight.len() + l.bias.len();
-        let blocks: usize = self.blocks.iter().map(|b| {
-            let a = &b.attn;
-            let tables = if self.config.method == ModelKind::Absolute { 0 } else { a.rel_k.len() + a.rel_v.as_ref().map_or(0, |t| t.len()) };
-            a.w.iter().map(|w| w.len()).sum::<usize>() + a.b.iter().map(|b| b.len()).sum::<usize>() + tables + ln(&b.ln1) + ln(&b.ln2) + b.w1.len() + b.b1.len() + b.w2.len() + b.b2.len()
-        }).sum();
+        let blocks: usize = self
+            .blocks
+            .iter()
+            .map(|b| {
+                let a = &b.attn;
+                let tables = if self.config.method == ModelKind::Absolute { 0 } else { a.rel_k.len() + a.rel_v.as_ref().map_or(0, |t| t.len()) };
+                a.w.iter().map(|w| w.len()).sum::<usize>()
+                    + a.b.iter().map(|b| b.len()).sum::<usize>()
+                    + tables
+                    + ln(&b.ln1)
+                    + ln(&b.ln2)
+                    + b.w1.len()
+                    + b.b1.len()
+                    + b.w2.len()
+                    + b.b2.len()
+            })
+            .sum();
         self.embed.len() + blocks + ln(&self.ln_f)
     }
 
@@ -281,7 +297,12 @@ impl Transformer {
         if tokens.is_empty() {
             return Err(Error::invalid("tokens", 0, "1 or more"));
         }
-        model::check_budget(&self.config.attention(), 1, tokens.len(), self.config.d_model, trace, model::DEFAULT_MEMORY_LIMIT)
+        #[cfg(not(target_arch = "wasm32"))]
+        let parallel = rayon::current_num_threads();
+        #[cfg(target_arch = "wasm32")]
+        let parallel = 1;
+        let sizes = model::Sizes { batch: 1, n: tokens.len(), d_model: self.config.d_model, per_head_tables: true, trace, parallel };
+        model::check_budget(&self.config.attention(), &sizes, 0, model::DEFAULT_MEMORY_LIMIT).map(|_| ())
     }
 
     /// The residual stream entering layer `stop` (all layers when `stop` = layers), (T, d_model).

@@ -143,13 +143,25 @@ fn page_budget(cfg: &Config, spec: &Spec, per_head_tables: bool) -> Result<(), J
     let (mut lo, mut hi) = (0, spec.n); // fits(lo) (or lo = 0), !fits(hi)
     while hi - lo > 1 {
         let mid = lo + (hi - lo) / 2;
-        if fits(mid) { lo = mid } else { hi = mid }
+        if fits(mid) {
+            lo = mid
+        } else {
+            hi = mid
+        }
     }
-    let hint = if lo >= 1 { format!("use n ≤ {lo} with {} head(s){}", cfg.heads, if cfg.heads > 1 { ", or fewer heads" } else { "" }) } else { "use fewer heads or a smaller batch".into() };
+    let hint = if lo >= 1 {
+        format!("use n ≤ {lo} with {} head(s){}", cfg.heads, if cfg.heads > 1 { ", or fewer heads" } else { "" })
+    } else {
+        "use fewer heads or a smaller batch".into()
+    };
     let needs = page_bytes(cfg, spec, per_head_tables).map_or("more than 16 EiB".into(), |b| format!("about {}", Bytes(b)));
     let message = format!(
         "too large for the page: this trace (n = {}, batch = {}, d_model = {}, heads = {}) needs {needs} of memory, but the page's limit is {}; {hint}",
-        spec.n, spec.batch, spec.d_model, cfg.heads, Bytes(MEMORY_LIMIT)
+        spec.n,
+        spec.batch,
+        spec.d_model,
+        cfg.heads,
+        Bytes(MEMORY_LIMIT)
     );
     Err(js_error("n", &message))
 }
@@ -191,7 +203,18 @@ pub(crate) struct Inputs {
 impl Inputs {
     /// A preset (when `preset` is not empty; the other parameters are then ignored) or the controls.
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn of(preset: &str, method: &str, n: f64, d_model: f64, heads: f64, clip: f64, causal: bool, rel_v: bool, per_head_tables: bool, seed: f64) -> Result<Inputs, JsValue> {
+    pub(crate) fn of(
+        preset: &str,
+        method: &str,
+        n: f64,
+        d_model: f64,
+        heads: f64,
+        clip: f64,
+        causal: bool,
+        rel_v: bool,
+        per_head_tables: bool,
+        seed: f64,
+    ) -> Result<Inputs, JsValue> {
         if !preset.is_empty() {
             let p = presets::preset(preset).map_err(to_js)?;
             return Ok(Inputs { cfg: p.config, spec: p.spec, arrays: p.arrays, per_head: p.per_head_tables, preset: preset.into() });
@@ -202,7 +225,19 @@ impl Inputs {
 
     /// A scenario file's bytes (see [`Session::from_tensors`]).
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn of_file(bytes: &[u8], file_name: &str, method: &str, n: f64, d_model: f64, heads: f64, clip: f64, causal: bool, rel_v: bool, per_head_tables: bool, seed: f64) -> Result<Inputs, JsValue> {
+    pub(crate) fn of_file(
+        bytes: &[u8],
+        file_name: &str,
+        method: &str,
+        n: f64,
+        d_model: f64,
+        heads: f64,
+        clip: f64,
+        causal: bool,
+        rel_v: bool,
+        per_head_tables: bool,
+        seed: f64,
+    ) -> Result<Inputs, JsValue> {
         let arrays = scenario::read_arrays(bytes, file_name).map_err(to_js)?;
         let (cfg, spec) = custom(method, n, d_model, heads, clip, causal, rel_v, seed)?;
         // x fixes the sizes: the controls' n and d_model are not used (nor checked against it).
@@ -224,7 +259,18 @@ impl Session {
     /// whose `field` names the bad parameter.
     #[wasm_bindgen(constructor)]
     #[allow(clippy::too_many_arguments)]
-    pub fn new(preset: &str, method: &str, n: f64, d_model: f64, heads: f64, clip: f64, causal: bool, rel_v: bool, per_head_tables: bool, seed: f64) -> Result<Session, JsValue> {
+    pub fn new(
+        preset: &str,
+        method: &str,
+        n: f64,
+        d_model: f64,
+        heads: f64,
+        clip: f64,
+        causal: bool,
+        rel_v: bool,
+        per_head_tables: bool,
+        seed: f64,
+    ) -> Result<Session, JsValue> {
         let t0 = now_ms();
         Session::build(Inputs::of(preset, method, n, d_model, heads, clip, causal, rel_v, per_head_tables, seed)?, t0)
     }
@@ -233,7 +279,19 @@ impl Session {
     /// other parameters as in the constructor (n and d_model are used only when the file has no `x`).
     /// Errors about the file itself have `field` "file"; shape errors name the array.
     #[allow(clippy::too_many_arguments)]
-    pub fn from_tensors(bytes: &[u8], file_name: &str, method: &str, n: f64, d_model: f64, heads: f64, clip: f64, causal: bool, rel_v: bool, per_head_tables: bool, seed: f64) -> Result<Session, JsValue> {
+    pub fn from_tensors(
+        bytes: &[u8],
+        file_name: &str,
+        method: &str,
+        n: f64,
+        d_model: f64,
+        heads: f64,
+        clip: f64,
+        causal: bool,
+        rel_v: bool,
+        per_head_tables: bool,
+        seed: f64,
+    ) -> Result<Session, JsValue> {
         let t0 = now_ms();
         Session::build(Inputs::of_file(bytes, file_name, method, n, d_model, heads, clip, causal, rel_v, per_head_tables, seed)?, t0)
     }
@@ -442,7 +500,16 @@ fn matrix(values: &[f32], rows: usize, cols: usize) -> Result<Array2<f32>, JsVal
 
 /// The figure the page describes for a matrix; empty label lists mean indices.
 #[allow(clippy::too_many_arguments)]
-fn figure<'a>(m: &'a Array2<f32>, title: &str, subtitle: &str, x_desc: &str, y_desc: &str, sequential: bool, x_labels: Vec<String>, y_labels: Vec<String>) -> Figure<'a> {
+fn figure<'a>(
+    m: &'a Array2<f32>,
+    title: &str,
+    subtitle: &str,
+    x_desc: &str,
+    y_desc: &str,
+    sequential: bool,
+    x_labels: Vec<String>,
+    y_labels: Vec<String>,
+) -> Figure<'a> {
     let labels = |l: Vec<String>| if l.is_empty() { None } else { Some(l) };
     Figure {
         matrix: m.view(),
@@ -465,7 +532,20 @@ fn figure<'a>(m: &'a Array2<f32>, title: &str, subtitle: &str, x_desc: &str, y_d
 /// layout in plotters' wasm fonts measures with the DOM, which the page has and its worker has not.
 #[wasm_bindgen]
 #[allow(clippy::too_many_arguments)]
-pub fn draw_svg(title: &str, subtitle: &str, x_desc: &str, y_desc: &str, values: &[f32], rows: usize, cols: usize, sequential: bool, x_labels: Vec<String>, y_labels: Vec<String>, width: u32, height: u32) -> Result<JsValue, JsValue> {
+pub fn draw_svg(
+    title: &str,
+    subtitle: &str,
+    x_desc: &str,
+    y_desc: &str,
+    values: &[f32],
+    rows: usize,
+    cols: usize,
+    sequential: bool,
+    x_labels: Vec<String>,
+    y_labels: Vec<String>,
+    width: u32,
+    height: u32,
+) -> Result<JsValue, JsValue> {
     let m = matrix(values, rows, cols)?;
     let fig = figure(&m, title, subtitle, x_desc, y_desc, sequential, x_labels, y_labels);
     let painted = rows * cols <= render::MAX_VECTOR_CELLS;
@@ -517,7 +597,19 @@ pub fn preset_description(name: &str) -> Result<String, JsValue> {
 /// `values` (rows × cols, row-major) sets the axes and the colour range; empty labels mean indices.
 #[wasm_bindgen]
 #[allow(clippy::too_many_arguments)]
-pub fn draw_frame(canvas: web_sys::HtmlCanvasElement, title: &str, subtitle: &str, x_desc: &str, y_desc: &str, values: &[f32], rows: usize, cols: usize, sequential: bool, x_labels: Vec<String>, y_labels: Vec<String>) -> Result<Vec<i32>, JsValue> {
+pub fn draw_frame(
+    canvas: web_sys::HtmlCanvasElement,
+    title: &str,
+    subtitle: &str,
+    x_desc: &str,
+    y_desc: &str,
+    values: &[f32],
+    rows: usize,
+    cols: usize,
+    sequential: bool,
+    x_labels: Vec<String>,
+    y_labels: Vec<String>,
+) -> Result<Vec<i32>, JsValue> {
     let m = matrix(values, rows, cols)?;
     let backend = CanvasBackend::with_canvas_object(canvas).ok_or_else(|| js_error("canvas", "no 2-D context"))?;
     let root = backend.into_drawing_area();
@@ -605,7 +697,12 @@ mod tests {
         assert!(view.get_index(1) == 0.0, "causal: key 1 is masked for query 0");
         assert!(s.timings().unchecked_into::<js_sys::Array>().length() >= 3);
         // The CPU trace's stages, timed with performance.now() (std's Instant panics in wasm).
-        let stages: Vec<(String, f64)> = s.stage_times().unchecked_into::<js_sys::Array>().iter().map(|o| (js_sys::Reflect::get(&o, &"name".into()).unwrap().as_string().unwrap(), get(&o, "ms"))).collect();
+        let stages: Vec<(String, f64)> = s
+            .stage_times()
+            .unchecked_into::<js_sys::Array>()
+            .iter()
+            .map(|o| (js_sys::Reflect::get(&o, &"name".into()).unwrap().as_string().unwrap(), get(&o, "ms")))
+            .collect();
         let names: Vec<&str> = stages.iter().map(|(n, _)| n.as_str()).collect();
         assert_eq!(names, ["projections", "content_logits", "relative_logits", "scale_mask", "logits", "softmax", "values", "output"]);
         assert!(stages.iter().all(|(_, ms)| ms.is_finite() && *ms >= 0.0), "{stages:?}");
@@ -674,7 +771,20 @@ mod tests {
         let r = draw_frame(canvas, "t", "f", "j", "i", &values, 3, 4, false, vec![], vec![]).unwrap();
         assert_eq!(r.len(), 4);
         assert!(r[0] < r[1] && r[2] < r[3] && r[1] <= 400 && r[3] <= 300, "{r:?}");
-        assert!(draw_frame(doc.create_element("canvas").unwrap().unchecked_into::<web_sys::HtmlCanvasElement>(), "", "", "", "", &values, 5, 5, false, vec![], vec![]).is_err());
+        assert!(draw_frame(
+            doc.create_element("canvas").unwrap().unchecked_into::<web_sys::HtmlCanvasElement>(),
+            "",
+            "",
+            "",
+            "",
+            &values,
+            5,
+            5,
+            false,
+            vec![],
+            vec![]
+        )
+        .is_err());
     }
 
     /// Property test over the whole control space through the wasm API: a thousand pseudo-random
@@ -701,10 +811,27 @@ mod tests {
             let clip = pick(&[0.0, 1.0, 2.0, 3.0, 7.0, 100.0, 4096.0]);
             let seed = pick(&[0.0, 1.0, 42.0, 4294967295.0]);
             let (causal, rel_v, per_head) = (next() % 2 == 0, next() % 2 == 0, next() % 2 == 0);
-            let label = format!("case {case}: {method:?} n={n} d_model={d_model} heads={heads} clip={clip} seed={seed} causal={causal} rel_v={rel_v} per_head={per_head}");
+            let label = format!(
+                "case {case}: {method:?} n={n} d_model={d_model} heads={heads} clip={clip} seed={seed} causal={causal} rel_v={rel_v} per_head={per_head}"
+            );
             // A large trace that fits the budget would be slow here, not wrong: those are left to the e2e test.
-            if n > 64.0 && n <= MAX_N as f64 && d_model.fract() == 0.0 && (1.0..=MAX_D_MODEL as f64).contains(&d_model) && (1.0..=MAX_HEADS as f64).contains(&heads) && heads.fract() == 0.0 && (0.0..=MAX_N as f64).contains(&clip) && clip.fract() == 0.0 {
-                let cfg = Config { method: if method == "music" { Method::Music } else { Method::Shaw }, heads: heads as usize, clip: clip as usize, causal, rel_v, ..Config::default() };
+            if n > 64.0
+                && n <= MAX_N as f64
+                && d_model.fract() == 0.0
+                && (1.0..=MAX_D_MODEL as f64).contains(&d_model)
+                && (1.0..=MAX_HEADS as f64).contains(&heads)
+                && heads.fract() == 0.0
+                && (0.0..=MAX_N as f64).contains(&clip)
+                && clip.fract() == 0.0
+            {
+                let cfg = Config {
+                    method: if method == "music" { Method::Music } else { Method::Shaw },
+                    heads: heads as usize,
+                    clip: clip as usize,
+                    causal,
+                    rel_v,
+                    ..Config::default()
+                };
                 if page_bytes(&cfg, &Spec { n: n as usize, d_model: d_model as usize, batch: 1, seed: 0 }, per_head).is_some_and(|b| b <= MEMORY_LIMIT) {
                     continue;
                 }

@@ -1,6 +1,6 @@
 //! The `relattn` binary: traces, figures, and every error path (message and exit code 2).
 
-use ndarray::{Array2, Array3, ArrayD, Array4, IxDyn};
+use ndarray::{Array2, Array3, Array4, ArrayD, IxDyn};
 use ndarray_npy::{NpzReader, NpzWriter};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -44,7 +44,27 @@ fn write_npz(p: &Path, arrays: &[(&str, ArrayD<f32>)]) {
 fn compute_writes_the_trace_names_and_shapes() {
     let d = dir();
     let out = path(&d, "t.npz");
-    let o = relattn(&["compute", "--method", "shaw", "--heads", "2", "--clip", "3", "--causal", "--n", "6", "--d-model", "8", "--batch", "2", "--seed", "5", "--out", s(&out), "--json"]);
+    let o = relattn(&[
+        "compute",
+        "--method",
+        "shaw",
+        "--heads",
+        "2",
+        "--clip",
+        "3",
+        "--causal",
+        "--n",
+        "6",
+        "--d-model",
+        "8",
+        "--batch",
+        "2",
+        "--seed",
+        "5",
+        "--out",
+        s(&out),
+        "--json",
+    ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let json: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!((json["heads"].as_u64(), json["n"].as_u64(), json["method"].as_str()), (Some(2), Some(6), Some("shaw")));
@@ -68,7 +88,10 @@ fn cli_reproduces_seed004() {
     let out = path(&d, "t.npz");
     assert!(relattn(&["compute", "--preset", "seed004", "--out", s(&out)]).status.success());
     let rel: Array4<f32> = NpzReader::new(std::fs::File::open(&out).unwrap()).unwrap().by_name("relative_logits").unwrap();
-    assert_eq!(rel.slice(ndarray::s![0, 0, .., ..]), ndarray::arr2(&[[44., 23., 18., 18.], [-29., 129., 68., 33.], [66., -59., 214., 113.], [86., 86., -89., 299.]]));
+    assert_eq!(
+        rel.slice(ndarray::s![0, 0, .., ..]),
+        ndarray::arr2(&[[44., 23., 18., 18.], [-29., 129., 68., 33.], [66., -59., 214., 113.], [86., 86., -89., 299.]])
+    );
     assert_eq!(rel.slice(ndarray::s![1, 2, 3, ..]).to_vec(), vec![486., 486., -689., 1999.]);
 }
 
@@ -93,7 +116,9 @@ fn tensors_from_a_file_are_used_and_the_rest_generated() {
 #[test]
 fn render_writes_svg_and_png() {
     let d = dir();
-    for (stage, file, extra) in [("weights", "w.svg", vec![]), ("skew_reshaped", "s.png", vec!["--method", "music", "--causal"]), ("logits", "big.png", vec!["--n", "200"])] {
+    for (stage, file, extra) in
+        [("weights", "w.svg", vec![]), ("skew_reshaped", "s.png", vec!["--method", "music", "--causal"]), ("logits", "big.png", vec!["--n", "200"])]
+    {
         let out = path(&d, file);
         let mut args = vec!["render", "--stage", stage, "--heads", "2", "--out", s(&out)];
         args.extend(extra);
@@ -229,7 +254,8 @@ fn a_full_or_closed_stdout() {
     assert_eq!(full.status.code(), Some(2), "{err}");
     assert!(err.contains("cannot write 'stdout'") && err.contains("No space left") && !err.contains("panicked"), "{err}");
     // The reader goes away before anything is printed: no panic, no message, success.
-    let mut child = Command::new(env!("CARGO_BIN_EXE_relattn")).arg("presets").stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+    let mut child =
+        Command::new(env!("CARGO_BIN_EXE_relattn")).arg("presets").stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
     drop(child.stdout.take());
     let closed = child.wait_with_output().unwrap();
     assert_eq!(closed.status.code(), Some(0), "{}", String::from_utf8_lossy(&closed.stderr));
@@ -276,7 +302,8 @@ fn tensors_must_be_a_regular_file_within_the_limit() {
     fails(&["compute", "--tensors", s(d.path()), "--out", o], &["not a regular file"]);
     let fifo = path(&d, "fifo.npz");
     assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
-    let mut child = Command::new(env!("CARGO_BIN_EXE_relattn")).args(["compute", "--tensors", s(&fifo), "--out", o]).stderr(std::process::Stdio::piped()).spawn().unwrap();
+    let mut child =
+        Command::new(env!("CARGO_BIN_EXE_relattn")).args(["compute", "--tensors", s(&fifo), "--out", o]).stderr(std::process::Stdio::piped()).spawn().unwrap();
     let start = std::time::Instant::now();
     while child.try_wait().unwrap().is_none() {
         if start.elapsed().as_secs() > 20 {

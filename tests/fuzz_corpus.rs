@@ -60,7 +60,8 @@ fn huge_claimed_shape_is_an_error() {
 /// (0, 70000, 70000) loaded natively (0 elements) while ndarray on wasm32 panicked on it in the worker.
 #[test]
 fn header_only_and_huge_shapes_fit_32_bit_limits() {
-    let shapes: [&[u64]; 9] = [&[0, 70000, 70000], &[70000, 70000], &[1 << 31], &[0, 1 << 32], &[1 << 16, 1 << 16], &[0], &[], &[4, 0, 1 << 40], &[u64::MAX, 0]];
+    let shapes: [&[u64]; 9] =
+        [&[0, 70000, 70000], &[70000, 70000], &[1 << 31], &[0, 1 << 32], &[1 << 16, 1 << 16], &[0], &[], &[4, 0, 1 << 40], &[u64::MAX, 0]];
     for dtype in 0..FUZZ_DTYPES.len() as u8 {
         for shape in shapes {
             let mut data = vec![dtype, shape.len() as u8];

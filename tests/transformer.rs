@@ -238,7 +238,25 @@ fn cli_trace_and_sample() {
     }
 
     let mid = |seed: &str, out: &Path| {
-        let o = cli(&["model", "sample", "--model", path, "--piece", &bwv, "--prime", "32", "--steps", "40", "--temperature", "0.9", "--seed", seed, "--out", out.to_str().unwrap(), "--json"]);
+        let o = cli(&[
+            "model",
+            "sample",
+            "--model",
+            path,
+            "--piece",
+            &bwv,
+            "--prime",
+            "32",
+            "--steps",
+            "40",
+            "--temperature",
+            "0.9",
+            "--seed",
+            seed,
+            "--out",
+            out.to_str().unwrap(),
+            "--json",
+        ]);
         stdout_json(&o)["tokens"].as_array().unwrap().len()
     };
     let (a, b) = (dir.path().join("a.mid"), dir.path().join("b.mid"));

@@ -28,4 +28,3 @@ pub fn check_scenario_bytes(data: &[u8]) {
         }
     }
 }
-

@@ -3,14 +3,14 @@
 
 use clap::{Args, Parser, Subcommand};
 use relattn::attention::{Config, Implementation, Method};
-use relattn::gpu::GpuContext;
+use relattn::chorales::Chorales;
 use relattn::error::Bytes;
+use relattn::gpu::GpuContext;
 use relattn::model::{self, Sizes, DEFAULT_MEMORY_LIMIT};
 use relattn::presets;
 use relattn::render::{self, Figure};
 use relattn::scenario::{read_arrays, read_at_most, sizes_of, Arrays, Scenario, Spec, MAX_FILE_BYTES};
 use relattn::timing::StageTimes;
-use relattn::chorales::Chorales;
 use relattn::transformer::Transformer;
 use relattn::{Backend, Edge, Error, Stage, Trace};
 use std::io::{Seek, SeekFrom, Write};
@@ -25,12 +25,16 @@ const MAX_THREADS: u64 = 256;
 const MAX_MEMORY_MB: u64 = (isize::MAX as u64) >> 20;
 
 #[derive(Parser)]
-#[command(name = "relattn", version, about = "Relative-position self-attention (Shaw et al. 2018; Music Transformer) with every intermediate exposed",
+#[command(
+    name = "relattn",
+    version,
+    about = "Relative-position self-attention (Shaw et al. 2018; Music Transformer) with every intermediate exposed",
     long_about = "Computes relative-position multi-head self-attention and writes every intermediate (distances, clipped \
 indices, content and relative logits, the Music Transformer's skew steps, masked logits, weights, outputs) to an .npz, \
 or renders one of them as a labelled heatmap (.svg or .png).\n\nTensors come from a scenario file (--tensors, an \
 np.savez .npz; see README.md) and whatever it lacks is generated from --seed (ChaCha8; x ~ N(0, 1); weights and tables \
-Xavier-uniform; biases 0).")]
+Xavier-uniform; biases 0)."
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -192,20 +196,20 @@ enum ModelCommand {
     },
 }
 
-fn read_bytes(path: &Path) -> relattn::Result<Vec<u8>> {
-    std::fs::read(path).map_err(|e| Error::File { path: path.display().to_string(), reason: e.to_string() })
-}
-
 fn load_model(path: &Path) -> relattn::Result<Transformer> {
-    Transformer::load(&read_bytes(path)?, &path.display().to_string())
+    Transformer::load(&read_bytes(path, "a model file", "a .safetensors model")?, &path.display().to_string())
 }
 
 impl ModelFiles {
     fn load(&self) -> relattn::Result<(Transformer, Chorales)> {
         let model = load_model(&self.model)?;
-        let data = Chorales::parse(&read_bytes(&self.data)?, &self.data.display().to_string())?;
+        let data = Chorales::parse(&read_bytes(&self.data, "a chorale data file", "a .json data file")?, &self.data.display().to_string())?;
         if data.vocab.len() != model.config.vocab {
-            return Err(Error::invalid("data", format!("{} tokens in {}", data.vocab.len(), self.data.display()), format!("the model's vocabulary of {}", model.config.vocab)));
+            return Err(Error::invalid(
+                "data",
+                format!("{} tokens in {}", data.vocab.len(), self.data.display()),
+                format!("the model's vocabulary of {}", model.config.vocab),
+            ));
         }
         Ok((model, data))
     }
@@ -218,13 +222,13 @@ fn backend_named(name: &str) -> relattn::Result<Backend> {
     })
 }
 
-fn run_model(command: ModelCommand) -> relattn::Result<()> {
+fn run_model(command: ModelCommand) -> Result<(), Stop> {
     match command {
         ModelCommand::Info { model } => {
             let m = load_model(&model)?;
             let mut info = m.metadata.clone();
             info["parameters_loaded"] = serde_json::json!(m.parameters());
-            println!("{}", serde_json::to_string_pretty(&info).expect("JSON values print"));
+            say(serde_json::to_string_pretty(&info).expect("JSON values print"))?;
         }
         ModelCommand::Eval { files, window, backend, json } => {
             let (model, data) = files.load()?;
@@ -234,34 +238,35 @@ fn run_model(command: ModelCommand) -> relattn::Result<()> {
             let (total, count) = pollster::block_on(model.nll_async(&mut backend, &seqs, window))?;
             let nll = total / count as f64;
             if json {
-                println!("{}", serde_json::json!({ "nll": nll, "tokens": count, "pieces": seqs.len(), "window": window, "backend": backend.name() }));
+                say(serde_json::json!({ "nll": nll, "tokens": count, "pieces": seqs.len(), "window": window, "backend": backend.name() }))?;
             } else {
-                println!("{nll:.6} nats per token over {count} predicted tokens ({} pieces, windows of {window})", seqs.len());
+                say(format!("{nll:.6} nats per token over {count} predicted tokens ({} pieces, windows of {window})", seqs.len()))?;
             }
         }
         ModelCommand::Trace { files, piece, start, length, layer, head, backend, out } => {
             let (model, data) = files.load()?;
             let tokens = &data.piece(&piece)?.tokens;
             if start >= tokens.len() {
-                return Err(Error::invalid("start", start, format!("0..{} (the piece's tokens)", tokens.len())));
+                return Err(Error::invalid("start", start, format!("0..{} (the piece's tokens)", tokens.len())).into());
             }
             let end = start.saturating_add(length.unwrap_or(model.config.context)).min(tokens.len());
             let mut backend = backend_named(&backend)?;
             let trace = pollster::block_on(model.trace_async(&mut backend, &tokens[start..end], layer))?.head(head)?;
-            let file = std::fs::File::create(&out).map_err(|e| Error::File { path: out.display().to_string(), reason: e.to_string() })?;
-            trace.write_npz(std::io::BufWriter::new(file))?;
+            write_atomic(&out, |tmp| write_file(tmp, |w| trace.write_npz(w)))?;
         }
         ModelCommand::Sample { files, piece, prime, steps, temperature, seed, bpm, out, json } => {
             let (model, data) = files.load()?;
             let tokens = &data.piece(&piece)?.tokens;
             if prime == 0 || prime > tokens.len() {
-                return Err(Error::invalid("prime", prime, format!("1..={} (the piece's tokens)", tokens.len())));
+                return Err(Error::invalid("prime", prime, format!("1..={} (the piece's tokens)", tokens.len())).into());
             }
             let all = model.sample(&tokens[..prime], steps, temperature, seed, |_| {})?;
             let midi = data.midi(&all, bpm);
-            std::fs::write(&out, midi).map_err(|e| Error::File { path: out.display().to_string(), reason: e.to_string() })?;
+            write_atomic(&out, |tmp| {
+                write_file(tmp, |w| w.write_all(&midi).map_err(|e| Error::Write { path: tmp.display().to_string(), reason: e.to_string() }))
+            })?;
             if json {
-                println!("{}", serde_json::json!({ "prime": prime, "tokens": all, "out": out.display().to_string() }));
+                say(serde_json::json!({ "prime": prime, "tokens": all, "out": out.display().to_string() }))?;
             }
         }
     }
@@ -320,7 +325,11 @@ struct Setup {
 }
 
 fn positive(field: &str, v: i64) -> relattn::Result<usize> {
-    if v < 1 { Err(Error::invalid(field, v, "an integer ≥ 1")) } else { Ok(v as usize) }
+    if v < 1 {
+        Err(Error::invalid(field, v, "an integer ≥ 1"))
+    } else {
+        Ok(v as usize)
+    }
 }
 
 impl Setup {
@@ -393,13 +402,19 @@ impl Setup {
     }
 }
 
-/// Reads a scenario file. Refused before reading: anything but a regular file (/dev/zero never ends, a
-/// FIFO blocks) and a file over [`MAX_FILE_BYTES`]; the read itself stops there too, should the file grow.
+/// Reads a scenario file (see [`read_bytes`]).
 fn read_file(path: &Path) -> relattn::Result<Arrays> {
+    read_arrays(&read_bytes(path, "a scenario file", "an .npz or .npy file")?, &path.display().to_string())
+}
+
+/// Reads an input file (`what`, e.g. "a scenario file"; `wanted`, what to give instead). Refused before
+/// reading: anything but a regular file (/dev/zero never ends, a FIFO blocks) and a file over
+/// [`MAX_FILE_BYTES`]; the read itself stops there too, should the file grow.
+fn read_bytes(path: &Path, what: &str, wanted: &str) -> relattn::Result<Vec<u8>> {
     let name = path.display().to_string();
     let err = |reason: String| Error::File { path: name.clone(), reason };
-    let not_regular = || err("not a regular file (a device, FIFO or directory); give an .npz or .npy file".into());
-    let over = |size: String| err(format!("{size} is over the limit of {} for a scenario file", Bytes(MAX_FILE_BYTES)));
+    let not_regular = || err(format!("not a regular file (a device, FIFO or directory); give {wanted}"));
+    let over = |size: String| err(format!("{size} is over the limit of {} for {what}", Bytes(MAX_FILE_BYTES)));
     let meta = std::fs::metadata(path).map_err(|e| err(e.to_string()))?;
     if !meta.is_file() {
         return Err(not_regular());
@@ -411,8 +426,7 @@ fn read_file(path: &Path) -> relattn::Result<Arrays> {
     if !file.metadata().map_err(|e| err(e.to_string()))?.is_file() {
         return Err(not_regular());
     }
-    let bytes = read_at_most(&mut file, MAX_FILE_BYTES).map_err(|e| err(e.to_string()))?.ok_or_else(|| over("it".into()))?;
-    read_arrays(&bytes, &name)
+    read_at_most(&mut file, MAX_FILE_BYTES).map_err(|e| err(e.to_string()))?.ok_or_else(|| over("it".into()))
 }
 
 /// Writes `path` through `write`, which is given the path to write to: a temporary file beside `path`

@@ -265,7 +265,11 @@ impl GpuContext {
     fn plan(&self, n: usize, d: usize, h: usize, r: usize, dh: usize) -> Result<Vec<Chunk>> {
         let max_bind = self.limits.max_storage_buffer_binding_size.min(self.limits.max_buffer_size);
         let max_groups = self.limits.max_compute_workgroups_per_dimension as usize;
-        let too_large = |what: String| Err(gpu_err(format!("{what}; this device allows {max_bind} bytes per buffer and {max_groups} workgroups per dimension; use the CPU backend or a smaller size")));
+        let too_large = |what: String| {
+            Err(gpu_err(format!(
+                "{what}; this device allows {max_bind} bytes per buffer and {max_groups} workgroups per dimension; use the CPU backend or a smaller size"
+            )))
+        };
         if (n * d * 4) as u64 > max_bind {
             return too_large(format!("one (n, d_model) = ({n}, {d}) projection needs {} bytes", n * d * 4));
         }
@@ -341,7 +345,16 @@ impl GpuContext {
 
     /// `c (+)= a·b (+ bias)` for `z` matrices of (m, k)·(k, n).
     #[allow(clippy::too_many_arguments)]
-    fn matmul(&self, enc: &mut wgpu::CommandEncoder, (m, n, k, z): (usize, usize, usize, usize), a: Operand, b: Operand, c: Operand, bias: Option<(&wgpu::Buffer, usize)>, accumulate: bool) {
+    fn matmul(
+        &self,
+        enc: &mut wgpu::CommandEncoder,
+        (m, n, k, z): (usize, usize, usize, usize),
+        a: Operand,
+        b: Operand,
+        c: Operand,
+        bias: Option<(&wgpu::Buffer, usize)>,
+        accumulate: bool,
+    ) {
         let flags = u32::from(bias.is_some()) | (u32::from(accumulate) << 1);
         let (bias_buf, bias_off) = bias.unwrap_or((a.buf, 0));
         #[rustfmt::skip]
@@ -480,7 +493,13 @@ impl GpuContext {
                     | if cfg.causal { 16 } else { 0 };
                 #[rustfmt::skip]
                 let params = [u(rows), u(n), u(dh), u(d), u(i0), u(h0), u(r), flags, layout.min as i32 as u32, scale.to_bits(), 0, 0];
-                self.dispatch(&mut enc, &self.kernels.logits, &params, &[&q, &k, &p, &mask, &content, &relative, &logits], [n.div_ceil(BLOCK), rows.div_ceil(BLOCK), hc]);
+                self.dispatch(
+                    &mut enc,
+                    &self.kernels.logits,
+                    &params,
+                    &[&q, &k, &p, &mask, &content, &relative, &logits],
+                    [n.div_ceil(BLOCK), rows.div_ceil(BLOCK), hc],
+                );
                 self.mark(&mut enc, &mut clock, |t| &mut t.logits)?;
 
                 let params = [u(rows), u(n), u(i0), u32::from(cfg.causal)];
@@ -489,7 +508,15 @@ impl GpuContext {
 
                 // z = α·V (+ B·w^V): into the concatenated heads, or kept apart for a trace.
                 let (z_buf, z_off, z_rs, z_zs) = if record { (&oc, 0, dh, rows * dh) } else { (&heads, i0 * d + h0 * dh, d, dh) };
-                self.matmul(&mut enc, (rows, dh, n, hc), rows_of(&weights, 0, n, rows * n), rows_of(&v, h0 * dh, d, dh), rows_of(z_buf, z_off, z_rs, z_zs), None, false);
+                self.matmul(
+                    &mut enc,
+                    (rows, dh, n, hc),
+                    rows_of(&weights, 0, n, rows * n),
+                    rows_of(&v, h0 * dh, d, dh),
+                    rows_of(z_buf, z_off, z_rs, z_zs),
+                    None,
+                    false,
+                );
                 if let Some(tv) = &rel_v_buf {
                     let params = [u(rows), u(n), u(i0), u(r), layout.min as i32 as u32, u32::from(zero_edge), 0, 0];
                     self.dispatch(&mut enc, &self.kernels.buckets, &params, &[&weights, &buckets], [r.div_ceil(TILE), rows.div_ceil(TILE), hc]);
@@ -502,7 +529,9 @@ impl GpuContext {
                 if let Some(rec) = rec.as_mut() {
                     let (wn, wr, wd) = (hc * rows * n, hc * rows * r, hc * rows * dh);
                     let orl_len = if rel_v_buf.is_some() { wd } else { 0 };
-                    let parts = self.read(enc, &[(&content, wn), (&relative, wn), (&logits, wn), (&weights, wn), (&p, wr), (&buckets, wr), (&oc, wd), (&orl, orl_len)]).await?;
+                    let parts = self
+                        .read(enc, &[(&content, wn), (&relative, wn), (&logits, wn), (&weights, wn), (&p, wr), (&buckets, wr), (&oc, wd), (&orl, orl_len)])
+                        .await?;
                     enc = self.encoder();
                     rec.store(bi, Chunk { h0, hc, i0, rows }, &parts);
                 }

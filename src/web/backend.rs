@@ -5,9 +5,9 @@
 //! session says why ([`Session::backend_note`]).
 
 use super::{to_js, Inputs, Session};
-use crate::timing::now_ms;
 use crate::gpu::GpuContext;
 use crate::model;
+use crate::timing::now_ms;
 use std::cell::RefCell;
 use std::sync::Mutex;
 use wasm_bindgen::prelude::*;
@@ -15,6 +15,8 @@ use wasm_bindgen::prelude::*;
 /// The footer's name of the CPU backend.
 pub(super) const CPU: &str = "CPU (wasm)";
 
+/// One slot per page, so the size of its largest variant does not matter.
+#[allow(clippy::large_enum_variant)]
 enum Gpu {
     /// Not tried yet.
     Untried,
@@ -96,7 +98,9 @@ async fn init(broken: Option<&str>) {
                 let name = if name.is_empty() { format!("{:?} adapter", i.device_type) } else { name };
                 Gpu::Ready(ctx, format!("WebGPU: {name}"))
             }
-            Err(why) if why.starts_with("no GPU adapter") => Gpu::Gone("WebGPU unavailable: requestAdapter() gave no adapter (WebGPU is off in this browser, or no usable GPU)".into()),
+            Err(why) if why.starts_with("no GPU adapter") => {
+                Gpu::Gone("WebGPU unavailable: requestAdapter() gave no adapter (WebGPU is off in this browser, or no usable GPU)".into())
+            }
             Err(why) => Gpu::Gone(format!("WebGPU unavailable: {why}")),
         }
     };
@@ -150,7 +154,21 @@ pub fn gpu_destroy_for_test() -> bool {
 /// [`Session::from_tensors`]. Throws like they do for bad input.
 #[wasm_bindgen]
 #[allow(clippy::too_many_arguments)]
-pub async fn compute(backend: String, preset: String, method: String, n: f64, d_model: f64, heads: f64, clip: f64, causal: bool, rel_v: bool, per_head_tables: bool, seed: f64, file: Option<Vec<u8>>, file_name: String) -> Result<Session, JsValue> {
+pub async fn compute(
+    backend: String,
+    preset: String,
+    method: String,
+    n: f64,
+    d_model: f64,
+    heads: f64,
+    clip: f64,
+    causal: bool,
+    rel_v: bool,
+    per_head_tables: bool,
+    seed: f64,
+    file: Option<Vec<u8>>,
+    file_name: String,
+) -> Result<Session, JsValue> {
     let t0 = now_ms();
     let mut inp = match &file {
         Some(bytes) => Inputs::of_file(bytes, &file_name, &method, n, d_model, heads, clip, causal, rel_v, per_head_tables, seed)?,

@@ -1,6 +1,8 @@
 //! A plain-loop definition of relative attention in f64, written from the papers and independent of the
 //! library's code paths, and a tolerance check.
 #![allow(dead_code)]
+// The definition is written as the formulas' index loops on purpose (i, j, c as in the papers).
+#![allow(clippy::needless_range_loop)]
 
 use proptest::prelude::*;
 use relattn::{Config, Edge, Implementation, Method, Scenario};
@@ -43,7 +45,8 @@ fn dot(a: &[f64], b: &[f64]) -> f64 {
 pub fn head(cfg: &Config, q: &Mat, k: &Mat, v: &Mat, rel_k: &Mat, rel_v: Option<&Mat>, key_mask: Option<&[bool]>) -> HeadRef {
     let (lq, lk, dh) = (q.len(), k.len(), q[0].len());
     let zero = vec![0.0; dh];
-    let mut out = HeadRef { relative: vec![vec![0.0; lk]; lq], weights: vec![vec![0.0; lk]; lq], z: vec![vec![0.0; dh]; lq], masked: vec![vec![false; lk]; lq] };
+    let mut out =
+        HeadRef { relative: vec![vec![0.0; lk]; lq], weights: vec![vec![0.0; lk]; lq], z: vec![vec![0.0; dh]; lq], masked: vec![vec![false; lk]; lq] };
     for i in 0..lq {
         let mut e = vec![f64::NEG_INFINITY; lk];
         for j in 0..lk {
