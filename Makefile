@@ -10,7 +10,7 @@ WASM = target/wasm32-unknown-unknown/release/relattn.wasm
 
 deps-wasm:
 	@rustup target list --installed | grep -qx wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
-	@cargo generate-lockfile --offline 2>/dev/null || test -f Cargo.lock
+	@test -f Cargo.lock || cargo generate-lockfile
 	@wasm-bindgen --version 2>/dev/null | grep -q " $(WASM_BINDGEN_VERSION)$$" || cargo install wasm-bindgen-cli --version $(WASM_BINDGEN_VERSION) --locked \
 	  || cargo install wasm-bindgen-cli --version $(WASM_BINDGEN_VERSION)
 
