@@ -4,7 +4,7 @@
 #   make check   formatting, clippy with warnings as errors (native and wasm32), the scripts' syntax
 PORT ?= 8080
 WASM_BINDGEN_VERSION = $(shell sed -n '/^name = "wasm-bindgen"$$/{n;s/version = "\(.*\)"/\1/p;}' Cargo.lock)
-WASM = target/wasm32-unknown-unknown/release/relattn.wasm
+WASM = $(or $(CARGO_TARGET_DIR),target)/wasm32-unknown-unknown/release/relattn.wasm
 
 .PHONY: check serve wasm vendor deps-wasm deps-web deps-gpu test test-rust test-web test-wasm test-e2e train
 
