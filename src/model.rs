@@ -101,16 +101,7 @@ pub fn check_budget(cfg: &Config, s: &Sizes, extra: u64, limit: u64) -> Result<u
         if lo >= hi || !fits(lo) {
             return None;
         }
-        let (mut lo, mut hi) = (lo, hi); // fits(lo), !fits(hi)
-        while hi - lo > 1 {
-            let mid = lo + (hi - lo) / 2;
-            if fits(mid) {
-                lo = mid
-            } else {
-                hi = mid
-            }
-        }
-        Some(lo)
+        Some(largest_fitting(lo, hi, fits))
     };
     let candidates = [
         ("n", s.n, largest(1, s.n, &|v| (*cfg, Sizes { n: v, ..*s }))),
@@ -131,6 +122,21 @@ pub fn check_budget(cfg: &Config, s: &Sizes, extra: u64, limit: u64) -> Result<u
     Err(Error::TooLarge { what, estimate: estimate.map(Bytes), limit: Bytes(limit), field: best.map_or("n", |b| b.0).into(), fits: best.map(|b| b.1 as u64) })
 }
 
+/// The largest v in lo..hi with `fits(v)`, by bisection, for a `fits` that holds up to some value and not
+/// beyond (sizes only grow an estimate) and is false at `hi`; `lo` when nothing above it fits (`fits(lo)`
+/// itself is not asked: `lo` may be a floor the caller reports as "nothing fits").
+pub fn largest_fitting(mut lo: usize, mut hi: usize, fits: impl Fn(usize) -> bool) -> usize {
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if fits(mid) {
+            lo = mid
+        } else {
+            hi = mid
+        }
+    }
+    lo
+}
+
 /// `x W + b` for every batch: (b, n, d_model).
 fn project(x: &Array3<f32>, w: &Array2<f32>, bias: &ndarray::Array1<f32>) -> Array3<f32> {
     let (b, n, _) = x.dim();
@@ -142,7 +148,7 @@ fn project(x: &Array3<f32>, w: &Array2<f32>, bias: &ndarray::Array1<f32>) -> Arr
 }
 
 /// The table of head `h`: per-head tables have one per head, a shared one has a single slice.
-fn table_of(t: &Array3<f32>, h: usize) -> ArrayView2<'_, f32> {
+pub fn table_of(t: &Array3<f32>, h: usize) -> ArrayView2<'_, f32> {
     t.index_axis(Axis(0), if t.len_of(Axis(0)) == 1 { 0 } else { h })
 }
 

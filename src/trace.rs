@@ -6,6 +6,7 @@
 
 use crate::attention::{Config, Method};
 use crate::error::{Error, Result};
+use crate::model::table_of;
 use ndarray::{Array2, Array3, Array4, Axis};
 use std::fmt;
 use std::str::FromStr;
@@ -206,16 +207,10 @@ impl Trace {
     /// The trace of head `head` alone: the per-head stages (b, 1, ·, ·), its table (1, R, d_head) and its
     /// columns of `q`, `k`, `v` and `heads` (b, n, d_head); `x` and `output` stay the layer's (b, n, d_model).
     pub fn head(mut self, head: usize) -> Result<Trace> {
-        let (_, h, _) = self.dims();
-        if head >= h {
-            return Err(Error::invalid("head", head, format!("0..={}", h - 1)));
-        }
+        let h = self.check_head(head)?;
         let dh = self.q.dim().2 / h;
         let one = |a: &mut Array4<f32>| *a = a.slice(ndarray::s![.., head..=head, .., ..]).to_owned();
-        let table = |t: &mut Array3<f32>| {
-            let i = if t.len_of(Axis(0)) == 1 { 0 } else { head };
-            *t = t.slice(ndarray::s![i..=i, .., ..]).to_owned();
-        };
+        let table = |t: &mut Array3<f32>| *t = table_of(t, head).insert_axis(Axis(0)).to_owned();
         let cols = |a: &mut Array3<f32>| *a = a.slice(ndarray::s![.., .., head * dh..(head + 1) * dh]).to_owned();
         for a in [&mut self.content_logits, &mut self.relative_logits, &mut self.logits, &mut self.weights, &mut self.out_content, &mut self.out_relative] {
             one(a);
@@ -238,6 +233,15 @@ impl Trace {
         Ok(self)
     }
 
+    /// Refuses a head beyond the trace's; returns the number of heads.
+    fn check_head(&self, head: usize) -> Result<usize> {
+        let (_, h, _) = self.dims();
+        if head >= h {
+            return Err(Error::invalid("head", head, format!("0..={}", h - 1)));
+        }
+        Ok(h)
+    }
+
     /// The stages this trace has (skew steps only for the Music Transformer, w^V only with a^V).
     pub fn stages(&self) -> Vec<Stage> {
         Stage::ALL.into_iter().filter(|s| self.has(*s)).collect()
@@ -254,13 +258,11 @@ impl Trace {
 
     /// The 2-D matrix a view shows for one batch element and head.
     pub fn stage(&self, stage: Stage, batch: usize, head: usize) -> Result<Array2<f32>> {
-        let (b, h, _) = self.dims();
+        let (b, _, _) = self.dims();
         if batch >= b {
             return Err(Error::invalid("batch index", batch, format!("0..={}", b - 1)));
         }
-        if head >= h {
-            return Err(Error::invalid("head", head, format!("0..={}", h - 1)));
-        }
+        self.check_head(head)?;
         if !self.has(stage) {
             let why = match stage {
                 Stage::SkewQer | Stage::SkewPadded | Stage::SkewReshaped | Stage::SkewSliced => "only the Music Transformer (efficient) has skew stages",
@@ -269,7 +271,7 @@ impl Trace {
             return Err(Error::invalid("stage", format!("'{stage}'"), why));
         }
         let bh = |a: &Array4<f32>| a.index_axis(Axis(0), batch).index_axis(Axis(0), head).to_owned();
-        let table = |t: &Array3<f32>| t.index_axis(Axis(0), if t.len_of(Axis(0)) == 1 { 0 } else { head }).to_owned();
+        let table = |t: &Array3<f32>| table_of(t, head).to_owned();
         let skew = || self.skew.as_ref().expect("checked by has()");
         Ok(match stage {
             Stage::Distances => self.distances.mapv(|v| v as f32),

@@ -140,15 +140,7 @@ fn page_budget(cfg: &Config, spec: &Spec, per_head_tables: bool) -> Result<(), J
     if fits(spec.n) {
         return Ok(());
     }
-    let (mut lo, mut hi) = (0, spec.n); // fits(lo) (or lo = 0), !fits(hi)
-    while hi - lo > 1 {
-        let mid = lo + (hi - lo) / 2;
-        if fits(mid) {
-            lo = mid
-        } else {
-            hi = mid
-        }
-    }
+    let lo = model::largest_fitting(0, spec.n, fits); // 0: no n fits
     let hint = if lo >= 1 {
         format!("use n ≤ {lo} with {} head(s){}", cfg.heads, if cfg.heads > 1 { ", or fewer heads" } else { "" })
     } else {

@@ -1,5 +1,8 @@
 //! The `relattn` binary: traces, figures, and every error path (message and exit code 2).
 
+mod common;
+
+use common::npy;
 use ndarray::{Array2, Array3, Array4, ArrayD, IxDyn};
 use ndarray_npy::{NpzReader, NpzWriter};
 use std::path::{Path, PathBuf};
@@ -209,20 +212,6 @@ fn help_documents_the_commands() {
 /// A shell command line run with `sh -c`, `relattn` standing for the binary.
 fn shell(script: &str) -> Output {
     Command::new("sh").arg("-c").arg(script.replace("relattn", env!("CARGO_BIN_EXE_relattn"))).output().expect("run sh")
-}
-
-/// An .npy file's bytes: `descr` and `shape` in the header, then `data`.
-fn npy(descr: &str, shape: &str, data: &[u8]) -> Vec<u8> {
-    let mut header = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}").into_bytes();
-    while !(10 + header.len() + 1).is_multiple_of(64) {
-        header.push(b' ');
-    }
-    header.push(b'\n');
-    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
-    bytes.extend((header.len() as u16).to_le_bytes());
-    bytes.extend(header);
-    bytes.extend(data);
-    bytes
 }
 
 #[test]

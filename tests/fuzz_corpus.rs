@@ -2,6 +2,8 @@
 //! every crash they ever found (tests/fuzz_regressions/, named after their target) through the scenario or
 //! model loader: errors are fine, panics and aborts are not.
 
+mod common;
+
 include!("../fuzz/fuzz_targets/check.rs");
 include!("../fuzz/fuzz_targets/header.rs");
 include!("../fuzz/fuzz_targets/check_model.rs");
@@ -43,15 +45,7 @@ fn past_crashes_stay_fixed() {
 /// An .npy header that claims 10¹⁰ floats over 16 bytes of data must be refused, not allocated.
 #[test]
 fn huge_claimed_shape_is_an_error() {
-    let mut header = b"{'descr': '<f4', 'fortran_order': False, 'shape': (100000, 100000), }".to_vec();
-    while !(10 + header.len() + 1).is_multiple_of(64) {
-        header.push(b' ');
-    }
-    header.push(b'\n');
-    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
-    bytes.extend((header.len() as u16).to_le_bytes());
-    bytes.extend(header);
-    bytes.extend([0u8; 16]);
+    let bytes = common::npy("<f4", "(100000, 100000)", &[0u8; 16]);
     assert!(relattn::scenario::read_arrays(&bytes, "huge.npy").is_err());
     check_scenario_bytes(&bytes);
 }

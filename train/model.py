@@ -82,9 +82,9 @@ class Attention(nn.Module):
         logits = q @ k.transpose(-1, -2)
         method = self.cfg["method"]
         if method == "shaw":
-            rows = shaw_rows(t, self.cfg["clip"], x.device)
+            rows = shaw_rows(t, self.cfg["clip"], x.device).expand(b, h, t, t)
             p = q @ self.rel_k.transpose(-1, -2)[None]  # (B, H, T, 2k+1)
-            logits = logits + torch.gather(p, -1, rows.expand(b, h, t, t))
+            logits = logits + torch.gather(p, -1, rows)
         elif method == "music":
             table = music_table_for_length(self.e_r, t)  # (H, T, dh)
             logits = logits + skew(q @ table.transpose(-1, -2)[None])
@@ -93,9 +93,7 @@ class Attention(nn.Module):
         weights = logits.softmax(-1)
         z = weights @ v
         if method == "shaw":
-            rows = shaw_rows(t, self.cfg["clip"], x.device)
-            buckets = x.new_zeros(b, h, t, 2 * self.cfg["clip"] + 1)
-            buckets = buckets.scatter_add(-1, rows.expand(b, h, t, t), weights)
+            buckets = x.new_zeros(b, h, t, 2 * self.cfg["clip"] + 1).scatter_add(-1, rows, weights)
             z = z + buckets @ self.rel_v[None]
         if record is not None:
             record.update(q=q.transpose(1, 2).reshape(b, t, d), k=k.transpose(1, 2).reshape(b, t, d),

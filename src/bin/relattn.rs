@@ -597,10 +597,7 @@ fn bench(setup: &Setup, reps: u64, threads: Option<u64>, backend: &str, save_out
     let threads = threads.map_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()), |t| t as usize);
     let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().map_err(|e| Error::invalid("threads", threads, e))?;
     let (cfg, sc, _) = setup.scenario(false, threads, 0)?;
-    let mut backend = match backend {
-        "gpu" => Backend::Gpu(pollster::block_on(GpuContext::try_new()).map_err(Error::Gpu)?),
-        _ => Backend::Cpu,
-    };
+    let mut backend = backend_named(backend)?;
     pool.install(|| -> relattn::Result<serde_json::Value> {
         // One warm-up (pipelines, buffers), then the timed repetitions.
         let output = backend.forward(&cfg, &sc)?;
