@@ -28,12 +28,14 @@ async function open(query, viewport = { width: 1500, height: 1000 }) {
   return p;
 }
 
-// The CLI: the newer of target/{release,debug}/relattn (`make test` builds the debug one first), or built here.
+// The CLI: the newer of target/{release,debug}/relattn (`make test` builds the debug one first), or built here;
+// under $CARGO_TARGET_DIR when it is set, as cargo does.
 function cli() {
-  const built = ['release', 'debug'].map((b) => join(root, 'target', b, 'relattn')).filter((p) => existsSync(p));
+  const target = process.env.CARGO_TARGET_DIR || join(root, 'target');
+  const built = ['release', 'debug'].map((b) => join(target, b, 'relattn')).filter((p) => existsSync(p));
   if (built.length) return built.sort((a, b) => statSync(b).mtimeMs - statSync(a).mtimeMs)[0];
   execFileSync('cargo', ['build', '--bin', 'relattn'], { cwd: root, stdio: 'inherit' });
-  return join(root, 'target', 'debug', 'relattn');
+  return join(target, 'debug', 'relattn');
 }
 
 before(async () => {
