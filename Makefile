@@ -57,10 +57,11 @@ deps-web: deps-wasm
 	@test -x /usr/bin/chromium -a -x /usr/bin/chromedriver || { apt-get update && apt-get install -y chromium chromium-driver; }
 	@test -d node_modules/playwright-core -a node_modules/.package-lock.json -nt package-lock.json || npm ci --no-audit --no-fund
 
-# wasm-bindgen-test of src/web.rs in headless chromium (flags in webdriver.json).
+# wasm-bindgen-test of the wasm API (tests/web.rs) in headless chromium (flags in webdriver.json); without the
+# native-only command line (feature cli).
 test-wasm: deps-web
 	CHROMEDRIVER=/usr/bin/chromedriver CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
-	  cargo test --lib --target wasm32-unknown-unknown
+	  cargo test --target wasm32-unknown-unknown --no-default-features --features test-hooks --test web
 
 # The page end to end: serves www/ on 127.0.0.1, drives chromium; screenshots in tests/e2e/artifacts/.
 test-e2e: deps-web wasm

@@ -7,7 +7,7 @@ use relattn::attention::softmax_rows;
 use relattn::relpos::RelTable;
 use relattn::render::rgba;
 use relattn::scenario::Arrays;
-use relattn::trace::Scale;
+use relattn::stage::Scale;
 use relattn::{model, shaw, Config, Implementation, Scenario, Spec};
 use std::hint::black_box;
 

@@ -1,6 +1,7 @@
 //! Every way a request can be refused. Each message names the field, what was given and what is allowed.
 
 use ndarray::{ArrayBase, Data, Dimension, IntoDimension};
+use serde::Serialize;
 
 /// relattn's one error type.
 #[derive(Debug, thiserror::Error, Clone, PartialEq)]
@@ -52,6 +53,21 @@ impl Error {
         Error::Shape { array: array.into(), given: format!("{given:?}"), expected: expected.to_string() }
     }
 
+    /// What kind of error this is, for callers that treat kinds differently (the page puts a size that is
+    /// too large next to the file it came from): never decided from the message's text.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::Invalid { .. } => ErrorKind::Invalid,
+            Error::Shape { .. } => ErrorKind::Shape,
+            Error::NonFinite { .. } => ErrorKind::NonFinite,
+            Error::File { .. } => ErrorKind::File,
+            Error::Write { .. } => ErrorKind::Write,
+            Error::TooLarge { .. } => ErrorKind::TooLarge,
+            Error::Overflow { .. } => ErrorKind::Overflow,
+            Error::Gpu(_) => ErrorKind::Gpu,
+        }
+    }
+
     /// The field the error is about, for showing it next to its control.
     pub fn field(&self) -> &str {
         match self {
@@ -76,6 +92,20 @@ fn allowed(field: &str, fits: &Option<u64>) -> String {
         Some(v) => format!("{field} ≤ {v} with the other settings (or raise the limit)"),
         None => "no single size fits on its own: use a smaller n, batch, d_model or clip, or fewer heads (or raise the limit)".into(),
     }
+}
+
+/// The kinds of [`Error`], by name ("invalid", "too_large", …) in JSON and in the page's `error.kind`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    Invalid,
+    Shape,
+    NonFinite,
+    File,
+    Write,
+    TooLarge,
+    Overflow,
+    Gpu,
 }
 
 /// A byte count printed in human units.

@@ -4,7 +4,8 @@
 //! - [`shaw`]: Shaw et al. 2018's relative terms, efficient (gather, buckets) and materialized.
 //! - [`skew`]: the Music Transformer's skew, masked and unmasked.
 //! - [`attention`]: one head, end to end; [`model`]: projections, heads, output.
-//! - [`scenario`]: the tensors of a layer, from a file or generated; [`trace`]: every intermediate.
+//! - [`scenario`]: the tensors of a layer, from a file or generated; [`trace`]: every intermediate;
+//!   [`stage`]: each view of a trace and its title, formula and axes (the one place they are spelled).
 //! - [`render`]: colormaps, heatmap rasters and figures; [`timing`]: per-stage times of the CPU path.
 //! - [`gpu`]: the same layer and trace on a GPU (wgpu: Vulkan natively, WebGPU in the browser);
 //!   [`backend`]: CPU or GPU behind one interface.
@@ -24,16 +25,18 @@ pub mod render;
 pub mod scenario;
 pub mod shaw;
 pub mod skew;
+pub mod stage;
 pub mod timing;
 pub mod trace;
 pub mod transformer;
 
 #[cfg(target_arch = "wasm32")]
-mod web;
+pub mod web;
 
 pub use attention::{Config, Implementation, Method};
 pub use backend::Backend;
 pub use error::{Error, Result};
 pub use relpos::Edge;
 pub use scenario::{Scenario, Spec};
-pub use trace::{Stage, Trace};
+pub use stage::Stage;
+pub use trace::Trace;

@@ -1,15 +1,14 @@
 //! A trace: every intermediate of one forward pass, the thing the page and the CLI show.
 //!
-//! Arrays are indexed (b, h, ...) for per-head stages. [`Stage`] names each view; [`Trace::stage`] cuts
+//! Arrays are indexed (b, h, ...) for per-head stages. [`Stage`] ([`crate::stage`]) names each view; [`Trace::stage`] cuts
 //! the 2-D matrix of one (batch, head); [`Trace::write_npz`] saves everything under the names in
 //! [`Stage::name`] (plus `x`, `q`, `k`, `v`, `heads`).
 
 use crate::attention::{Config, Method};
 use crate::error::{Error, Result};
 use crate::model::table_of;
+use crate::stage::{Stage, StageMeta};
 use ndarray::{Array2, Array3, Array4, Axis};
-use std::fmt;
-use std::str::FromStr;
 
 /// The Music Transformer's skew stages for every (batch, head).
 #[derive(Clone, Debug)]
@@ -52,149 +51,6 @@ pub struct Trace {
     pub heads: Array3<f32>,
     /// (b, Lq, d_model).
     pub output: Array3<f32>,
-}
-
-/// One view of a trace.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Stage {
-    Distances,
-    RelIndex,
-    RelK,
-    RelV,
-    ContentLogits,
-    RelativeLogits,
-    SkewQer,
-    SkewPadded,
-    SkewReshaped,
-    SkewSliced,
-    Logits,
-    Weights,
-    ValueBuckets,
-    OutputContent,
-    OutputRelative,
-    Output,
-}
-
-/// How a stage's values should be coloured.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Scale {
-    /// Signed values, centred on 0.
-    Diverging,
-    /// Values from a minimum up (weights, indices).
-    Sequential,
-}
-
-impl Stage {
-    /// Every stage in pipeline order.
-    pub const ALL: [Stage; 16] = [
-        Stage::Distances,
-        Stage::RelIndex,
-        Stage::RelK,
-        Stage::RelV,
-        Stage::ContentLogits,
-        Stage::RelativeLogits,
-        Stage::SkewQer,
-        Stage::SkewPadded,
-        Stage::SkewReshaped,
-        Stage::SkewSliced,
-        Stage::Logits,
-        Stage::Weights,
-        Stage::ValueBuckets,
-        Stage::OutputContent,
-        Stage::OutputRelative,
-        Stage::Output,
-    ];
-
-    /// The array name in a trace .npz, and the stage's name on the command line.
-    pub fn name(self) -> &'static str {
-        match self {
-            Stage::Distances => "distances",
-            Stage::RelIndex => "rel_index",
-            Stage::RelK => "rel_k",
-            Stage::RelV => "rel_v",
-            Stage::ContentLogits => "content_logits",
-            Stage::RelativeLogits => "relative_logits",
-            Stage::SkewQer => "skew_qer",
-            Stage::SkewPadded => "skew_padded",
-            Stage::SkewReshaped => "skew_reshaped",
-            Stage::SkewSliced => "skew_sliced",
-            Stage::Logits => "logits",
-            Stage::Weights => "weights",
-            Stage::ValueBuckets => "value_buckets",
-            Stage::OutputContent => "output_content",
-            Stage::OutputRelative => "output_relative",
-            Stage::Output => "output",
-        }
-    }
-
-    /// A title for a figure.
-    pub fn title(self, method: Method) -> &'static str {
-        match (self, method) {
-            (Stage::Distances, _) => "Relative distance j − i",
-            (Stage::RelIndex, Method::Shaw) => "Table row clip(j − i, k) + k",
-            (Stage::RelIndex, Method::Music) => "Table row of E_r (−1: zero vector)",
-            (Stage::RelK, Method::Shaw) => "Relative key table w^K",
-            (Stage::RelK, Method::Music) => "Relative embeddings E_r",
-            (Stage::RelV, _) => "Relative value table w^V",
-            (Stage::ContentLogits, _) => "Content logits QKᵀ",
-            (Stage::RelativeLogits, _) => "Relative logits",
-            (Stage::SkewQer, _) => "Skew 1: Q E_rᵀ",
-            (Stage::SkewPadded, _) => "Skew 2: padded",
-            (Stage::SkewReshaped, _) => "Skew 3: reshaped",
-            (Stage::SkewSliced, _) => "Skew 4: sliced",
-            (Stage::Logits, _) => "Scaled, masked logits",
-            (Stage::Weights, _) => "Attention weights",
-            (Stage::ValueBuckets, _) => "Weight per w^V row",
-            (Stage::OutputContent, _) => "Output, content part αV",
-            (Stage::OutputRelative, _) => "Output, relative part",
-            (Stage::Output, _) => "Output",
-        }
-    }
-
-    /// The stage's formula, in plain text.
-    pub fn formula(self, method: Method) -> &'static str {
-        match (self, method) {
-            (Stage::Distances, _) => "d_ij = j − i",
-            (Stage::RelIndex, Method::Shaw) => "max(−k, min(k, j − i)) + k",
-            (Stage::RelIndex, Method::Music) => "row of distance j − i in E_r",
-            (Stage::RelK, _) => "rows for distances −k … k",
-            (Stage::RelV, _) => "a^V_ij = w^V[clip(j − i, k) + k]",
-            (Stage::ContentLogits, _) => "q_i · k_j",
-            (Stage::RelativeLogits, Method::Shaw) => "q_i · a^K_ij = (Q w^Kᵀ)[i, clip(j − i, k) + k]",
-            (Stage::RelativeLogits, Method::Music) => "Skew(Q E_rᵀ)[i, j] = q_i · E_r[j − i]",
-            (Stage::SkewQer, _) => "Q E_rᵀ, column c = distance c − (L − 1)",
-            (Stage::SkewPadded, _) => "one zero column added",
-            (Stage::SkewReshaped, _) => "same memory, rows of another length",
-            (Stage::SkewSliced, _) => "rows kept: absolute positions (i, j)",
-            (Stage::Logits, _) => "(q_i·k_j + relative_ij) / √d_head, −∞ where masked",
-            (Stage::Weights, _) => "α_ij = softmax_j(e_ij)",
-            (Stage::ValueBuckets, _) => "B[i, r] = Σ_{j: clip(j−i,k)+k = r} α_ij",
-            (Stage::OutputContent, _) => "Σ_j α_ij v_j",
-            (Stage::OutputRelative, _) => "Σ_j α_ij a^V_ij = B w^V",
-            (Stage::Output, _) => "concat_h(z_h) W_o + b_o",
-        }
-    }
-
-    /// The colour scale that fits the stage's values.
-    pub fn scale(self) -> Scale {
-        match self {
-            Stage::RelIndex | Stage::Weights | Stage::ValueBuckets => Scale::Sequential,
-            _ => Scale::Diverging,
-        }
-    }
-}
-
-impl FromStr for Stage {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<Self> {
-        Stage::ALL.into_iter().find(|st| st.name() == s).ok_or_else(|| Error::invalid("stage", format!("'{s}'"), Stage::ALL.map(Stage::name).join(", ")))
-    }
-}
-
-impl fmt::Display for Stage {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
 }
 
 impl Trace {
@@ -240,6 +96,11 @@ impl Trace {
             return Err(Error::invalid("head", head, format!("0..={}", h - 1)));
         }
         Ok(h)
+    }
+
+    /// What the page and the CLI say about a stage of this trace ([`Stage::meta`] for its method and tables).
+    pub fn meta(&self, stage: Stage) -> StageMeta {
+        stage.meta(self.config.method, self.rel_k.dim().0 > 1)
     }
 
     /// The stages this trace has (skew steps only for the Music Transformer, w^V only with a^V).

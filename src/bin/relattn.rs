@@ -672,23 +672,16 @@ fn run(cli: Cli) -> Result<(), Stop> {
             }
             let positional = |len: usize| tokens.clone().filter(|_| len == n);
             let (rows, cols) = m.dim();
-            let (x_desc, y_desc) = match stage {
-                Stage::RelK | Stage::RelV => ("d_head", "table row r (distance r − k)"),
-                Stage::ValueBuckets => ("table row r", "query i"),
-                Stage::OutputContent | Stage::OutputRelative => ("d_head", "query i"),
-                Stage::Output => ("d_model", "query i"),
-                Stage::SkewQer | Stage::SkewPadded | Stage::SkewReshaped => ("column", "row"),
-                _ => ("key j", "query i"),
-            };
+            let meta = t.meta(stage);
             let fig = Figure {
                 matrix: m.view(),
-                title: format!("{} — head {head}", stage.title(t.config.method)),
-                subtitle: format!("{}   shape ({rows}, {cols})", stage.formula(t.config.method)),
-                x_desc: x_desc.into(),
-                y_desc: y_desc.into(),
-                x_labels: if x_desc == "key j" { positional(cols) } else { None },
-                y_labels: if y_desc == "query i" { positional(rows) } else { None },
-                scale: stage.scale(),
+                title: if meta.per_head { format!("{} — head {head}", meta.title) } else { meta.title.into() },
+                subtitle: format!("{}   shape ({rows}, {cols})", meta.formula),
+                x_desc: meta.x_axis.into(),
+                y_desc: meta.y_axis.into(),
+                x_labels: if meta.pairs { positional(cols) } else { None },
+                y_labels: if meta.rows_are_queries { positional(rows) } else { None },
+                scale: meta.scale,
                 palette: Default::default(),
             };
             write_atomic(&out, |tmp| render::save(&fig, tmp, size))?;

@@ -1,13 +1,17 @@
-//! The page's GPU backend: one WebGPU device per wasm instance (the worker's), tried once by
-//! [`gpu_init`] and reused by every [`compute`]. Whatever goes wrong — no `navigator.gpu`, no adapter, no
-//! device, a kernel whose pipeline fails to build, a device lost later, an error on the device during a
-//! compute, or a layer beyond the device's limits — the trace is computed on the CPU instead, and the
-//! session says why ([`Session::backend_note`]).
+//! Where the page computes: [`compute`] runs a [`Request`] through [`Backend`] — the GPU of this wasm
+//! instance (the worker's), a WebGPU device tried once by [`gpu_init`] and kept in a slot for every later
+//! compute, or the CPU. Whatever goes wrong on the GPU — no `navigator.gpu`, no adapter, no device, a
+//! kernel whose pipeline fails to build, a device lost later, an error on the device during a compute, or
+//! a layer beyond the device's limits — the trace is computed on the CPU instead, and the session's
+//! [`BackendUsed::note`] says why.
 
-use super::{to_js, Inputs, Session};
+use super::request::{BackendChoice, Inputs, Request};
+use super::session::{BackendUsed, Session, Timing};
+use super::{to_js, to_value};
 use crate::gpu::GpuContext;
 use crate::model;
 use crate::timing::now_ms;
+use serde::Serialize;
 use std::cell::RefCell;
 use std::sync::Mutex;
 use wasm_bindgen::prelude::*;
@@ -39,8 +43,17 @@ fn lost() -> Option<String> {
     LOST.lock().ok().and_then(|l| l.clone())
 }
 
-/// `{ available, description, reason }` of the GPU slot now.
-fn status() -> JsValue {
+/// The GPU slot now.
+#[derive(Serialize)]
+pub struct GpuStatus {
+    pub available: bool,
+    /// The footer's "WebGPU: <adapter>", when available.
+    pub description: String,
+    /// Why there is no GPU, when not available.
+    pub reason: String,
+}
+
+fn status() -> GpuStatus {
     let (available, description, reason) = GPU.with(|g| match &*g.borrow() {
         Gpu::Ready(_, d) | Gpu::Busy(d) => match lost() {
             Some(why) => (false, String::new(), why),
@@ -49,11 +62,7 @@ fn status() -> JsValue {
         Gpu::Gone(why) => (false, String::new(), why.clone()),
         Gpu::Untried => (false, String::new(), "WebGPU not tried yet".into()),
     });
-    let o = js_sys::Object::new();
-    let _ = js_sys::Reflect::set(&o, &"available".into(), &available.into());
-    let _ = js_sys::Reflect::set(&o, &"description".into(), &description.into());
-    let _ = js_sys::Reflect::set(&o, &"reason".into(), &reason.into());
-    o.into()
+    GpuStatus { available, description, reason }
 }
 
 /// Whether the global scope (window or worker) has `navigator.gpu`.
@@ -62,16 +71,16 @@ fn has_navigator_gpu() -> bool {
     !nav.is_undefined() && js_sys::Reflect::get(&nav, &"gpu".into()).map(|g| !g.is_undefined() && !g.is_null()).unwrap_or(false)
 }
 
-/// Tries WebGPU once (later calls return the first answer): `{ available, description, reason }`, where
-/// `description` is the footer's "WebGPU: <adapter>" and `reason` says why there is no GPU (no WebGPU, no
-/// adapter, no device, or a kernel whose compute pipeline failed to build).
+/// Tries WebGPU once (later calls return the first answer): a [`GpuStatus`] `{ available, description,
+/// reason }`, where `reason` says why there is no GPU (no WebGPU, no adapter, no device, or a kernel whose
+/// compute pipeline failed to build).
 #[wasm_bindgen]
-pub async fn gpu_init() -> JsValue {
+pub async fn gpu_init() -> Result<JsValue, JsValue> {
     let untried = GPU.with(|g| matches!(&*g.borrow(), Gpu::Untried));
     if untried {
         init(None).await;
     }
-    status()
+    to_value(&status())
 }
 
 /// Fills the slot: a context (with `broken`: the test hook's context whose kernel does not compile), or why
@@ -111,19 +120,21 @@ async fn init(broken: Option<&str>) {
 /// "logits", "softmax" or "buckets") replaced by a module that does not compile, so the e2e test can check
 /// that a failed pipeline creation leaves every later compute on the CPU with the reason. The previous
 /// context is dropped (not destroyed). Refused while a compute holds the GPU. Returns [`gpu_status`].
+#[cfg(feature = "test-hooks")]
 #[wasm_bindgen]
-pub async fn gpu_break_pipeline_for_test(kernel: String) -> JsValue {
+pub async fn gpu_break_pipeline_for_test(kernel: String) -> Result<JsValue, JsValue> {
     let busy = GPU.with(|g| matches!(&*g.borrow(), Gpu::Busy(_)));
     if !busy {
         init(Some(&kernel)).await;
     }
-    status()
+    to_value(&status())
 }
 
 /// Test hook, not a feature: makes the GPU context pretend its device allows only `bytes` per storage
 /// buffer binding ([`GpuContext::pretend_max_binding_for_test`]), so the e2e test can check that an
 /// ordinary layer beyond the (pretended) limits is computed on the CPU with the reason. Returns whether
 /// there was a context.
+#[cfg(feature = "test-hooks")]
 #[wasm_bindgen]
 pub fn gpu_limit_binding_for_test(bytes: f64) -> bool {
     GPU.with(|g| match &mut *g.borrow_mut() {
@@ -137,6 +148,7 @@ pub fn gpu_limit_binding_for_test(bytes: f64) -> bool {
 
 /// Test hook, not a feature: destroys the WebGPU device as a lost GPU would be, so the e2e test can check
 /// that the next compute falls back to the CPU with the reason. Returns whether there was a device.
+#[cfg(feature = "test-hooks")]
 #[wasm_bindgen]
 pub fn gpu_destroy_for_test() -> bool {
     GPU.with(|g| match &*g.borrow() {
@@ -148,81 +160,63 @@ pub fn gpu_destroy_for_test() -> bool {
     })
 }
 
-/// Computes a trace: `backend` "cpu" on the CPU; "auto" or "webgpu" on the GPU from [`gpu_init`] when it
-/// has one and can compute this layer, else on the CPU with the reason in [`Session::backend_note`]. The
-/// other parameters as in [`Session::new`]; with `file` (a scenario file's bytes) as in
-/// [`Session::from_tensors`]. Throws like they do for bad input.
+/// Computes the trace of a [`Request`] (a plain object; `file`: a scenario file's bytes, named by
+/// `request.file_name`): `backend` "cpu" on the CPU; "auto" or "webgpu" on the GPU from [`gpu_init`] when it
+/// has one and can compute this layer, else on the CPU with the reason in [`BackendUsed::note`]. Throws an
+/// `Error` with `field` and `kind` for bad input.
 #[wasm_bindgen]
-#[allow(clippy::too_many_arguments)]
-pub async fn compute(
-    backend: String,
-    preset: String,
-    method: String,
-    n: f64,
-    d_model: f64,
-    heads: f64,
-    clip: f64,
-    causal: bool,
-    rel_v: bool,
-    per_head_tables: bool,
-    seed: f64,
-    file: Option<Vec<u8>>,
-    file_name: String,
-) -> Result<Session, JsValue> {
+pub async fn compute(request: JsValue, file: Option<Vec<u8>>) -> Result<Session, JsValue> {
     let t0 = now_ms();
-    let mut inp = match &file {
-        Some(bytes) => Inputs::of_file(bytes, &file_name, &method, n, d_model, heads, clip, causal, rel_v, per_head_tables, seed)?,
-        None => Inputs::of(&preset, &method, n, d_model, heads, clip, causal, rel_v, per_head_tables, seed)?,
-    };
+    let request = Request::parse(request)?;
+    let mut inputs = Inputs::resolve(&request, file.as_deref())?;
     drop(file);
-    let sc = inp.scenario()?;
+    let sc = inputs.scenario()?;
     let t1 = now_ms();
+    let timings = |what: &str, ms: f64| vec![Timing { name: "scenario".into(), ms: t1 - t0 }, Timing { name: what.into(), ms }];
     let mut note = String::new();
-    if backend != "cpu" {
+    if request.backend != BackendChoice::Cpu {
         match take_gpu() {
-            Ok((mut ctx, name)) => {
-                let device = ctx.device().clone();
-                let oom = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
-                let invalid = device.push_error_scope(wgpu::ErrorFilter::Validation);
-                let result = ctx.trace_async(&inp.cfg, &sc).await;
-                let (invalid, oom) = (invalid.pop(), oom.pop());
-                let device_error = match (invalid.await, oom.await) {
-                    (Some(e), _) | (None, Some(e)) => Some(e.to_string()),
-                    (None, None) => None,
-                };
-                let t2 = now_ms();
-                match (lost(), device_error, result) {
-                    (Some(why), _, _) => {
-                        GPU.with(|g| *g.borrow_mut() = Gpu::Gone(why.clone()));
-                        note = why;
-                    }
-                    (None, Some(e), _) => {
-                        GPU.with(|g| *g.borrow_mut() = Gpu::Ready(ctx, name));
-                        note = format!("WebGPU failed on this layer: {e}");
-                    }
-                    (None, None, Err(e)) => {
-                        GPU.with(|g| *g.borrow_mut() = Gpu::Ready(ctx, name));
-                        note = format!("WebGPU cannot compute this layer: {e}");
-                    }
-                    (None, None, Ok(trace)) => {
-                        GPU.with(|g| *g.borrow_mut() = Gpu::Ready(ctx, name.clone()));
-                        return Ok(Session::assemble(trace, &inp, &sc, vec![("scenario".into(), t1 - t0), ("trace".into(), t2 - t1)], name, String::new()));
-                    }
+            Ok((ctx, name)) => match trace_on_gpu(ctx, &name, &inputs, &sc).await {
+                Ok(trace) => {
+                    let backend = BackendUsed { name, note: String::new() };
+                    return Ok(Session::new(trace, &inputs, timings("trace", now_ms() - t1), backend, Vec::new()));
                 }
-            }
+                Err(why) => note = why,
+            },
             Err(why) => note = why,
         }
     }
     let t2 = now_ms();
-    let (trace, times) = model::trace_timed(&inp.cfg, &sc).map_err(to_js)?;
-    let t3 = now_ms();
-    let mut timings = vec![("scenario".into(), t1 - t0), ("trace".into(), t3 - t2)];
+    let (trace, times) = model::trace_timed(&inputs.cfg, &sc).map_err(to_js)?;
+    let mut timings = timings("trace", now_ms() - t2);
     if t2 - t1 > 0.05 {
-        timings.insert(1, ("WebGPU (failed)".into(), t2 - t1));
+        timings.insert(1, Timing { name: "WebGPU (failed)".into(), ms: t2 - t1 });
     }
-    let mut s = Session::assemble(trace, &inp, &sc, timings, CPU.into(), note);
-    s.stage_times = times.named();
-    Ok(s)
+    let stage_times = times.named().into_iter().map(|(name, ms)| Timing { name: name.into(), ms }).collect();
+    Ok(Session::new(trace, &inputs, timings, BackendUsed { name: CPU.into(), note }, stage_times))
+}
+
+/// The trace on the GPU taken from the slot (and put back unless it was lost), or why it could not be had.
+async fn trace_on_gpu(mut ctx: GpuContext, name: &str, inputs: &Inputs, sc: &crate::scenario::Scenario) -> Result<crate::trace::Trace, String> {
+    let device = ctx.device().clone();
+    let oom = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+    let invalid = device.push_error_scope(wgpu::ErrorFilter::Validation);
+    let result = ctx.trace_async(&inputs.cfg, sc).await;
+    let (invalid, oom) = (invalid.pop(), oom.pop());
+    let device_error = match (invalid.await, oom.await) {
+        (Some(e), _) | (None, Some(e)) => Some(e.to_string()),
+        (None, None) => None,
+    };
+    if let Some(why) = lost() {
+        GPU.with(|g| *g.borrow_mut() = Gpu::Gone(why.clone()));
+        return Err(why);
+    }
+    GPU.with(|g| *g.borrow_mut() = Gpu::Ready(ctx, name.into()));
+    match (device_error, result) {
+        (Some(e), _) => Err(format!("WebGPU failed on this layer: {e}")),
+        (None, Err(e)) => Err(format!("WebGPU cannot compute this layer: {e}")),
+        (None, Ok(trace)) => Ok(trace),
+    }
 }
 
 /// The GPU context, taken out of the slot for one compute, or why there is none.
@@ -250,8 +244,8 @@ fn take_gpu() -> Result<(GpuContext, String), String> {
     })
 }
 
-/// `{ available, description, reason }` of the GPU now (after [`gpu_init`]).
+/// The [`GpuStatus`] now (after [`gpu_init`]).
 #[wasm_bindgen]
-pub fn gpu_status() -> JsValue {
-    status()
+pub fn gpu_status() -> Result<JsValue, JsValue> {
+    to_value(&status())
 }

@@ -1,0 +1,48 @@
+//! The browser benchmark's hooks (www/bench.html): a generated scenario whose forward pass (no trace kept)
+//! and a side × side raster the page times with `performance.now()`.
+
+use super::request::{Settings, MEMORY_LIMIT};
+use super::{js_error, to_js};
+use crate::attention::Config;
+use crate::error::ErrorKind;
+use crate::model;
+use crate::render;
+use crate::scenario::{Arrays, Scenario};
+use crate::stage::Scale;
+use ndarray::Array2;
+use wasm_bindgen::prelude::*;
+
+#[wasm_bindgen]
+pub struct Bench {
+    cfg: Config,
+    sc: Scenario,
+    rgba: Vec<u8>,
+}
+
+#[wasm_bindgen]
+impl Bench {
+    /// A generated scenario for these [`Settings`], refused like the page's when over [`MEMORY_LIMIT`]
+    /// (counting the forward pass only).
+    #[wasm_bindgen(constructor)]
+    pub fn new(settings: JsValue) -> Result<Bench, JsValue> {
+        let settings: Settings =
+            serde_wasm_bindgen::from_value(settings).map_err(|e| js_error("settings", ErrorKind::Invalid, &format!("invalid settings: {e}")))?;
+        let (cfg, spec) = settings.check()?;
+        let sizes = model::Sizes { batch: spec.batch, n: spec.n, d_model: spec.d_model, per_head_tables: settings.per_head, trace: false, parallel: 1 };
+        model::check_budget(&cfg, &sizes, 0, MEMORY_LIMIT).map_err(to_js)?;
+        let sc = Scenario::build(&cfg, &spec, Arrays::new(), settings.per_head).map_err(to_js)?;
+        Ok(Bench { cfg, sc, rgba: Vec::new() })
+    }
+
+    /// One forward pass.
+    pub fn forward(&self) -> Result<(), JsValue> {
+        model::forward(&self.cfg, &self.sc).map(drop).map_err(to_js)
+    }
+
+    /// Colours a side × side matrix of signed values into RGBA; returns the pixels' address in wasm memory.
+    pub fn raster(&mut self, side: usize) -> *const u8 {
+        let m = Array2::from_shape_fn((side, side), |(i, j)| ((i * 31 + j * 17) % 101) as f32 - 50.0);
+        self.rgba = render::rgba(m.view(), Scale::Diverging).0;
+        self.rgba.as_ptr()
+    }
+}

@@ -1,0 +1,112 @@
+//! The page's figures: a [`FigureSpec`] (serde) describes one — title, subtitle, axes, colour scale, labels,
+//! shape — and its values come beside it as an f32 slice. [`draw_frame`] draws the frame on a canvas and
+//! leaves the cells to the page (it blits the worker's raster); [`draw_svg`] draws the whole figure as SVG.
+//! Both run in the page's own wasm instance: plotters measures text with the DOM, which the worker has not.
+
+use super::{js_error, palette, to_js, to_value};
+use crate::error::{Error, ErrorKind};
+use crate::render::{self, Cells, Figure};
+use crate::stage::Scale;
+use ndarray::Array2;
+use plotters::prelude::*;
+use plotters_canvas::CanvasBackend;
+use serde::{Deserialize, Serialize};
+use wasm_bindgen::prelude::*;
+
+/// What a figure shows besides its values.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FigureSpec {
+    pub title: String,
+    pub subtitle: String,
+    pub x_axis: String,
+    pub y_axis: String,
+    pub scale: Scale,
+    /// Labels of the columns and rows; empty: indices.
+    #[serde(default)]
+    pub x_labels: Vec<String>,
+    #[serde(default)]
+    pub y_labels: Vec<String>,
+    pub rows: usize,
+    pub cols: usize,
+}
+
+/// The plot area in pixels: columns `x0..x1`, rows `y0..y1`.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Area {
+    pub x0: i32,
+    pub x1: i32,
+    pub y0: i32,
+    pub y1: i32,
+}
+
+/// An SVG figure: its text, whether its cells are painted in it, and its plot area.
+#[derive(Clone, Debug, Serialize)]
+pub struct Svg {
+    pub svg: String,
+    /// Up to [`render::MAX_VECTOR_CELLS`] cells are vector rectangles; larger matrices are left out (plotters-svg
+    /// has no bitmap encoder in wasm and a rectangle per pixel would be megabytes): the caller puts the cells'
+    /// raster (one pixel per cell) in `area` as an `<image>`.
+    pub painted: bool,
+    pub area: Area,
+}
+
+impl FigureSpec {
+    fn parse(spec: JsValue) -> Result<FigureSpec, JsValue> {
+        serde_wasm_bindgen::from_value(spec).map_err(|e| js_error("figure", ErrorKind::Invalid, &format!("invalid figure: {e}")))
+    }
+
+    /// `values` (rows × cols, row-major) as a matrix, or an error naming `values`.
+    fn matrix(&self, values: &[f32]) -> Result<Array2<f32>, JsValue> {
+        Array2::from_shape_vec((self.rows, self.cols), values.to_vec())
+            .map_err(|_| to_js(Error::invalid("values", format!("{} values", values.len()), format!("{} × {} values", self.rows, self.cols))))
+    }
+
+    fn figure<'a>(&self, m: &'a Array2<f32>) -> Figure<'a> {
+        let labels = |l: &Vec<String>| if l.is_empty() { None } else { Some(l.clone()) };
+        Figure {
+            matrix: m.view(),
+            title: self.title.clone(),
+            subtitle: self.subtitle.clone(),
+            x_desc: self.x_axis.clone(),
+            y_desc: self.y_axis.clone(),
+            x_labels: labels(&self.x_labels),
+            y_labels: labels(&self.y_labels),
+            scale: self.scale,
+            palette: palette(),
+        }
+    }
+}
+
+/// A drawing failure on `target` ("canvas" or "svg").
+fn draw_error(target: &str, reason: impl ToString) -> JsValue {
+    to_js(Error::Write { path: target.into(), reason: reason.to_string() })
+}
+
+/// Draws a figure's frame on `canvas` (title, subtitle, axes with labels or indices, colorbar) and leaves
+/// the cells to the caller; `values` set the colour range. Returns the plot [`Area`] in canvas pixels.
+#[wasm_bindgen]
+pub fn draw_frame(canvas: web_sys::HtmlCanvasElement, spec: JsValue, values: &[f32]) -> Result<JsValue, JsValue> {
+    let spec = FigureSpec::parse(spec)?;
+    let m = spec.matrix(values)?;
+    let root = CanvasBackend::with_canvas_object(canvas).ok_or_else(|| draw_error("canvas", "no 2-D context"))?.into_drawing_area();
+    let (x, y) = render::draw(&root, &spec.figure(&m), Cells::Leave).map_err(|e| draw_error("canvas", e))?;
+    root.present().map_err(|e| draw_error("canvas", e))?;
+    to_value(&Area { x0: x.start, x1: x.end, y0: y.start, y1: y.end })
+}
+
+/// The figure as SVG text of width × height, drawn by `render::draw` on plotters' SVG backend: an [`Svg`].
+#[wasm_bindgen]
+pub fn draw_svg(spec: JsValue, values: &[f32], width: u32, height: u32) -> Result<JsValue, JsValue> {
+    let spec = FigureSpec::parse(spec)?;
+    let m = spec.matrix(values)?;
+    let painted = spec.rows * spec.cols <= render::MAX_VECTOR_CELLS;
+    let mut svg = String::new();
+    let (x, y) = {
+        let root = SVGBackend::with_string(&mut svg, (width, height)).into_drawing_area();
+        let r = render::draw(&root, &spec.figure(&m), if painted { Cells::Paint } else { Cells::Leave }).map_err(|e| draw_error("svg", e))?;
+        root.present().map_err(|e| draw_error("svg", e))?;
+        r
+    };
+    to_value(&Svg { svg, painted, area: Area { x0: x.start, x1: x.end, y0: y.start, y1: y.end } })
+}

@@ -1,0 +1,225 @@
+//! What the page asks for: a [`Request`] (serde, from a plain JavaScript object) and the [`Settings`] it
+//! carries, checked into a [`Config`] and a [`Spec`] with errors that name the control. The same
+//! [`Settings`] come back in [`super::session::Info`], resolved (a preset's, or the file's sizes), so the
+//! page writes the controls from what was computed. Adding a control means adding its field here and
+//! reading it in `www/js/controls.js`.
+
+use crate::attention::{Config, Method};
+use crate::error::{Bytes, Error, ErrorKind};
+use crate::model;
+use crate::presets;
+use crate::scenario::{self, Arrays, Scenario, Spec};
+use serde::de::IgnoredAny;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use wasm_bindgen::JsValue;
+
+use super::{js_error, to_js};
+
+/// Largest sequence length the page accepts.
+pub const MAX_N: usize = 4096;
+/// Largest d_model the page accepts.
+pub const MAX_D_MODEL: usize = 4096;
+/// Most heads.
+pub const MAX_HEADS: usize = 64;
+/// Largest batch of a generated scenario.
+pub const MAX_BATCH: usize = 16;
+/// Memory one trace may take in the browser, by [`page_bytes`] (1.5 GiB: wasm32 has at most 4 GiB in all,
+/// and the worker holds the trace shown while it computes the next one).
+pub const MEMORY_LIMIT: u64 = 3 << 29;
+
+/// Where to compute.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BackendChoice {
+    /// WebGPU when it is usable, else the CPU.
+    #[default]
+    Auto,
+    /// WebGPU; the CPU with the reason when it cannot.
+    Webgpu,
+    Cpu,
+}
+
+/// Fields of a request that no struct here has (serde's `deny_unknown_fields` is not seen by
+/// serde-wasm-bindgen, which reads only the fields a struct names; a flattened map sees every key).
+type Unknown = BTreeMap<String, IgnoredAny>;
+
+/// One compute request from the page.
+#[derive(Clone, Debug, Deserialize)]
+pub struct Request {
+    #[serde(default)]
+    pub backend: BackendChoice,
+    /// A preset's name ([`presets::NAMES`]); when not empty, `settings` are not used.
+    #[serde(default)]
+    pub preset: String,
+    /// The name of the scenario file whose bytes come with the request (for its errors), if any.
+    #[serde(default)]
+    pub file_name: String,
+    pub settings: Settings,
+    #[serde(flatten)]
+    unknown: Unknown,
+}
+
+impl Request {
+    /// The request in a plain JavaScript object; a missing field, a wrong type or a field that is not
+    /// one of [`Request`]'s or [`Settings`]' is refused (field "request"), so a control the page sends
+    /// and Rust does not know cannot be silently ignored.
+    pub fn parse(request: JsValue) -> Result<Request, JsValue> {
+        let invalid = |why: String| js_error("request", ErrorKind::Invalid, &format!("invalid request: {why}"));
+        let r: Request = serde_wasm_bindgen::from_value(request).map_err(|e| invalid(e.to_string()))?;
+        let unknown: Vec<&str> = r.unknown.keys().chain(r.settings.unknown.keys()).map(String::as_str).collect();
+        if !unknown.is_empty() {
+            return Err(invalid(format!("unknown field(s) {}", unknown.join(", "))));
+        }
+        Ok(r)
+    }
+}
+
+/// The controls. Numbers are f64 as the form gives them (NaN for an empty box) so that each is checked
+/// here, with its name, rather than refused by the deserializer.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+pub struct Settings {
+    /// "shaw" or "music".
+    pub method: String,
+    /// Sequence length, 1..=[`MAX_N`].
+    pub n: f64,
+    /// 1..=[`MAX_D_MODEL`], a multiple of `heads`.
+    pub d_model: f64,
+    /// 1..=[`MAX_HEADS`].
+    pub heads: f64,
+    /// k, 0..=[`MAX_N`].
+    pub clip: f64,
+    /// Seed of the generated tensors, 0..=2³²−1.
+    pub seed: f64,
+    /// Sequences in the batch, 1..=[`MAX_BATCH`] (a file's x sets its own).
+    pub batch: f64,
+    pub causal: bool,
+    pub rel_v: bool,
+    /// One relative table per head instead of one shared table.
+    pub per_head: bool,
+    #[serde(flatten, skip_serializing)]
+    pub unknown: Unknown,
+}
+
+impl Settings {
+    /// The settings that describe a resolved computation.
+    pub fn of(cfg: &Config, spec: &Spec, per_head: bool) -> Settings {
+        Settings {
+            method: cfg.method.to_string(),
+            n: spec.n as f64,
+            d_model: spec.d_model as f64,
+            heads: cfg.heads as f64,
+            clip: cfg.clip as f64,
+            seed: spec.seed as f64,
+            batch: spec.batch as f64,
+            causal: cfg.causal,
+            rel_v: cfg.rel_v,
+            per_head,
+            unknown: Unknown::new(),
+        }
+    }
+
+    /// The layer's Config and the scenario's Spec, each number checked against its range.
+    pub fn check(&self) -> Result<(Config, Spec), JsValue> {
+        let method: Method = self.method.parse().map_err(to_js)?;
+        let n = whole("n", self.n, 1, MAX_N)?;
+        let d_model = whole("d_model", self.d_model, 1, MAX_D_MODEL)?;
+        let heads = whole("heads", self.heads, 1, MAX_HEADS)?;
+        if d_model % heads != 0 {
+            return Err(to_js(Error::invalid("heads", heads, format!("a divisor of d_model = {d_model} (1..={MAX_HEADS})"))));
+        }
+        let clip = whole("clip", self.clip, 0, MAX_N)?;
+        let seed = whole("seed", self.seed, 0, u32::MAX as usize)? as u64;
+        let batch = whole("batch", self.batch, 1, MAX_BATCH)?;
+        let cfg = Config { method, heads, clip, causal: self.causal, rel_v: self.rel_v, ..Config::default() };
+        Ok((cfg, Spec { n, d_model, batch, seed }))
+    }
+}
+
+/// A whole number in `lo..=hi`, or an error naming `field`.
+pub fn whole(field: &str, v: f64, lo: usize, hi: usize) -> Result<usize, JsValue> {
+    if !v.is_finite() || v.fract() != 0.0 || v < lo as f64 || v > hi as f64 {
+        let given = if v.is_finite() { format!("{v}") } else { "nothing (not a number)".into() };
+        return Err(to_js(Error::invalid(field, given, format!("a whole number in {lo}..={hi}"))));
+    }
+    Ok(v as usize)
+}
+
+/// A request resolved: what its trace is computed from.
+pub struct Inputs {
+    pub cfg: Config,
+    pub spec: Spec,
+    pub arrays: Arrays,
+    pub per_head: bool,
+    /// The preset's name, or "".
+    pub preset: String,
+}
+
+impl Inputs {
+    /// A preset (the settings are then not used), a scenario file's bytes (.npz or .npy, README "Scenario
+    /// files": its x sets n, d_model and the batch) or the settings alone.
+    pub fn resolve(request: &Request, file: Option<&[u8]>) -> Result<Inputs, JsValue> {
+        if let Some(bytes) = file {
+            let arrays = scenario::read_arrays(bytes, &request.file_name).map_err(to_js)?;
+            let (cfg, spec) = request.settings.check()?;
+            // x fixes the sizes: the controls' n, d_model and batch are not used (nor checked against it).
+            let spec = scenario::sizes_of(&arrays, &spec).map_err(to_js)?;
+            return Ok(Inputs { cfg, spec, arrays, per_head: request.settings.per_head, preset: String::new() });
+        }
+        if !request.preset.is_empty() {
+            let p = presets::preset(&request.preset).map_err(to_js)?;
+            return Ok(Inputs { cfg: p.config, spec: p.spec, arrays: p.arrays, per_head: p.per_head_tables, preset: request.preset.clone() });
+        }
+        let (cfg, spec) = request.settings.check()?;
+        Ok(Inputs { cfg, spec, arrays: Arrays::new(), per_head: request.settings.per_head, preset: String::new() })
+    }
+
+    /// The scenario, after checking that its trace fits [`MEMORY_LIMIT`] (on either backend the trace is
+    /// held in the wasm memory).
+    pub fn scenario(&mut self) -> Result<Scenario, JsValue> {
+        page_budget(&self.cfg, &self.spec, self.per_head)?;
+        Scenario::build(&self.cfg, &self.spec, std::mem::take(&mut self.arrays), self.per_head).map_err(to_js)
+    }
+}
+
+/// Bytes a trace takes at its peak in this module's wasm memory, or `None` past u64. [`model::estimate_bytes`]
+/// plus what the page adds, measured in chromium with [`super::memory_bytes`] (README "Reliability"): the
+/// per-head traces and their stacked copies coexist while the trace is assembled, the distance and row
+/// matrices are i64, the value buckets have 2k+1 columns (k up to 4096), and [`super::Session::select`]
+/// holds a stage three times (the cut, its values, its pixels).
+pub fn page_bytes(cfg: &Config, spec: &Spec, per_head_tables: bool) -> Option<u64> {
+    let (b, n, h) = (spec.batch as u64, spec.n as u64, cfg.heads.max(1) as u64);
+    let sizes = |trace| model::Sizes { batch: spec.batch, n: spec.n, d_model: spec.d_model, per_head_tables, trace, parallel: 1 };
+    let with_trace = model::estimate_bytes(cfg, &sizes(true))?;
+    let stored = with_trace - model::estimate_bytes(cfg, &sizes(false))?;
+    let rows = cfg.table_rows() as u64;
+    let buckets = if cfg.has_rel_v() { n.checked_mul(rows)? } else { 0 };
+    let widest = if cfg.method == Method::Music { 2 * n } else { n }.max(rows);
+    let extra = buckets.checked_mul(2 * b * h + 1)?.checked_mul(4)?.checked_add(16 * n * n)?.checked_add(n.checked_mul(widest)?.checked_mul(12)?)?;
+    with_trace.checked_add(stored)?.checked_add(extra)
+}
+
+/// Refuses a trace whose [`page_bytes`] exceed [`MEMORY_LIMIT`], before any of it is allocated: the message
+/// has the estimate, the limit and the largest n that would fit with these heads (field "n", kind too_large).
+fn page_budget(cfg: &Config, spec: &Spec, per_head_tables: bool) -> Result<(), JsValue> {
+    let fits = |n: usize| page_bytes(cfg, &Spec { n, ..*spec }, per_head_tables).is_some_and(|b| b <= MEMORY_LIMIT);
+    if fits(spec.n) {
+        return Ok(());
+    }
+    let lo = model::largest_fitting(0, spec.n, fits); // 0: no n fits
+    let hint = if lo >= 1 {
+        format!("use n ≤ {lo} with {} head(s){}", cfg.heads, if cfg.heads > 1 { ", or fewer heads" } else { "" })
+    } else {
+        "use fewer heads or a smaller batch".into()
+    };
+    let needs = page_bytes(cfg, spec, per_head_tables).map_or("more than 16 EiB".into(), |b| format!("about {}", Bytes(b)));
+    let message = format!(
+        "too large for the page: this trace (n = {}, batch = {}, d_model = {}, heads = {}) needs {needs} of memory, but the page's limit is {}; {hint}",
+        spec.n,
+        spec.batch,
+        spec.d_model,
+        cfg.heads,
+        Bytes(MEMORY_LIMIT)
+    );
+    Err(js_error("n", ErrorKind::TooLarge, &message))
+}
