@@ -3,7 +3,7 @@
 //! page receives them with every stage ([`Stage::meta`], serialized), the CLI's figures read them, and
 //! README.md's table of stages is [`markdown_table`] (a test keeps the two equal).
 
-use crate::attention::Method;
+use crate::attention::{Config, Method};
 use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -64,6 +64,52 @@ pub struct StageMeta {
     pub scale: Scale,
 }
 
+/// The variants of a layer whose stages are described differently.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Variant {
+    /// Shaw without a^V.
+    Shaw,
+    /// Shaw with a^V (w^V, value buckets, the relative part of the output).
+    ShawValues,
+    /// The Music Transformer, masked: E_r for distances −k..=0, the skew with a zero column first.
+    MusicCausal,
+    /// Unmasked: E_r for −k..=k, tensor2tensor's skew with a zero column last.
+    MusicBidirectional,
+}
+
+impl Variant {
+    const ALL: [Variant; 4] = [Variant::Shaw, Variant::ShawValues, Variant::MusicCausal, Variant::MusicBidirectional];
+
+    fn of(cfg: &Config) -> Variant {
+        match (cfg.method, cfg.causal) {
+            (Method::Shaw, _) if cfg.has_rel_v() => Variant::ShawValues,
+            (Method::Shaw, _) => Variant::Shaw,
+            (Method::Music, true) => Variant::MusicCausal,
+            (Method::Music, false) => Variant::MusicBidirectional,
+        }
+    }
+
+    /// A layer of this variant.
+    fn config(self) -> Config {
+        let (method, causal, rel_v) = match self {
+            Variant::Shaw => (Method::Shaw, false, false),
+            Variant::ShawValues => (Method::Shaw, false, true),
+            Variant::MusicCausal => (Method::Music, true, false),
+            Variant::MusicBidirectional => (Method::Music, false, false),
+        };
+        Config { method, causal, rel_v, ..Config::default() }
+    }
+
+    fn label(self) -> &'static str {
+        match self {
+            Variant::Shaw => "Shaw",
+            Variant::ShawValues => "Shaw with a^V",
+            Variant::MusicCausal => "Music, causal",
+            Variant::MusicBidirectional => "Music, bidirectional",
+        }
+    }
+}
+
 /// The axis label of (query i, key j) stages.
 const KEY_AXIS: &str = "key j";
 const QUERY_AXIS: &str = "query i";
@@ -111,10 +157,11 @@ impl Stage {
         }
     }
 
-    /// The stage's title, formulas and axes for `method`; `per_head_tables`: the relative tables differ by head.
-    pub fn meta(self, method: Method, per_head_tables: bool) -> StageMeta {
-        let (title, formula, tex) = self.text(method);
-        let (x_axis, y_axis) = self.axes();
+    /// The stage's title, formulas and axes for a layer (its method, masking and a^V decide the text);
+    /// `per_head_tables`: the relative tables differ by head.
+    pub fn meta(self, cfg: &Config, per_head_tables: bool) -> StageMeta {
+        let (title, formula, tex) = self.text(Variant::of(cfg));
+        let (x_axis, y_axis) = self.axes(cfg.causal);
         let head_independent = matches!(self, Stage::Distances | Stage::RelIndex | Stage::Output);
         let is_table = matches!(self, Stage::RelK | Stage::RelV);
         StageMeta {
@@ -133,60 +180,85 @@ impl Stage {
     }
 
     /// Title, plain formula and TeX formula.
-    fn text(self, method: Method) -> (&'static str, &'static str, &'static str) {
-        use Method::{Music, Shaw};
-        match (self, method) {
+    fn text(self, v: Variant) -> (&'static str, &'static str, &'static str) {
+        use Variant::{MusicBidirectional as Bi, MusicCausal as Causal, Shaw, ShawValues};
+        match (self, v) {
             (Stage::Distances, _) => ("Relative distance j − i", "d_ij = j − i", r"d_{ij} = j - i"),
-            (Stage::RelIndex, Shaw) => (
+            (Stage::RelIndex, Shaw | ShawValues) => (
                 "Table row clip(j − i, k) + k",
                 "max(−k, min(k, j − i)) + k",
                 r"r_{ij} = \operatorname{clip}(j - i,\, k) + k = \max\bigl(-k, \min(k,\, j - i)\bigr) + k",
             ),
-            (Stage::RelIndex, Music) => (
+            (Stage::RelIndex, Causal | Bi) => (
                 "Table row of E_r (−1: zero vector)",
                 "row of distance j − i in E_r",
                 r"r_{ij} = \text{row of } E_r \text{ for distance } j - i \quad (-1\text{: zero vector})",
             ),
-            (Stage::RelK, Shaw) => (
+            (Stage::RelK, Shaw | ShawValues) => (
                 "Relative key table w^K",
                 "rows for distances −k … k",
                 r"w^K = \bigl(w^K_{-k}, \dots, w^K_{k}\bigr), \qquad a^K_{ij} = w^K_{\operatorname{clip}(j - i,\, k)}",
             ),
-            (Stage::RelK, Music) => {
-                ("Relative embeddings E_r", "rows for distances −k … k", r"E_r \in \mathbb{R}^{L \times d_h}: \text{ one row per relative distance}")
+            (Stage::RelK, Causal) => {
+                ("Relative embeddings E_r", "rows for distances −k … 0", r"E_r \in \mathbb{R}^{(k + 1) \times d_h}: \text{ one row per distance } -k, \dots, 0")
             }
+            (Stage::RelK, Bi) => (
+                "Relative embeddings E_r",
+                "rows for distances −k … k",
+                r"E_r \in \mathbb{R}^{(2k + 1) \times d_h}: \text{ one row per distance } -k, \dots, k",
+            ),
             (Stage::RelV, _) => ("Relative value table w^V", "a^V_ij = w^V[clip(j − i, k) + k]", r"a^V_{ij} = w^V_{\operatorname{clip}(j - i,\, k)}"),
             (Stage::ContentLogits, _) => ("Content logits QKᵀ", "q_i · k_j", r"q_i \cdot k_j = (x_i W^Q)\,(x_j W^K)^{\top}"),
-            (Stage::RelativeLogits, Shaw) => (
+            (Stage::RelativeLogits, Shaw | ShawValues) => (
                 "Relative logits",
                 "q_i · a^K_ij = (Q w^Kᵀ)[i, clip(j − i, k) + k]",
                 r"q_i \cdot a^K_{ij} = \bigl(Q\, {w^K}^{\top}\bigr)\bigl[i,\ \operatorname{clip}(j - i,\, k) + k\bigr]",
             ),
-            (Stage::RelativeLogits, Music) => (
+            (Stage::RelativeLogits, Causal | Bi) => (
                 "Relative logits",
                 "Skew(Q E_rᵀ)[i, j] = q_i · E_r[j − i]",
                 r"S^{rel}_{ij} = \operatorname{Skew}\bigl(Q E_r^{\top}\bigr)[i, j] = q_i \cdot E_r[j - i]",
             ),
+            (Stage::SkewQer, Bi) => (
+                "Skew 1: Q E_rᵀ",
+                "Q E_rᵀ (L × (2L − 1)), column c = distance c − (L − 1)",
+                r"Q E_r^{\top} \in \mathbb{R}^{L \times (2L - 1)}, \quad \text{column } c \leftrightarrow \text{distance } c - (L - 1)",
+            ),
             (Stage::SkewQer, _) => (
                 "Skew 1: Q E_rᵀ",
-                "Q E_rᵀ, column c = distance c − (L − 1)",
+                "Q E_rᵀ (L × L), column c = distance c − (L − 1)",
                 r"Q E_r^{\top} \in \mathbb{R}^{L \times L}, \quad \text{column } c \leftrightarrow \text{distance } c - (L - 1)",
             ),
-            (Stage::SkewPadded, _) => ("Skew 2: padded", "one zero column added", r"\bigl[\, 0 \mid Q E_r^{\top} \,\bigr] \in \mathbb{R}^{L \times (L + 1)}"),
+            (Stage::SkewPadded, Bi) => {
+                ("Skew 2: padded", "[Q E_rᵀ | 0]: a zero column last, L × 2L", r"\bigl[\, Q E_r^{\top} \mid 0 \,\bigr] \in \mathbb{R}^{L \times 2L}")
+            }
+            (Stage::SkewPadded, _) => {
+                ("Skew 2: padded", "[0 | Q E_rᵀ]: a zero column first, L × (L + 1)", r"\bigl[\, 0 \mid Q E_r^{\top} \,\bigr] \in \mathbb{R}^{L \times (L + 1)}")
+            }
+            (Stage::SkewReshaped, Bi) => (
+                "Skew 3: reshaped",
+                "flattened, L − 1 zeros appended, read as (L + 1) × (2L − 1)",
+                r"\operatorname{reshape}: \ 2L^2 + (L - 1) \text{ values} \ \to\ (L + 1) \times (2L - 1) \quad \text{(same memory)}",
+            ),
             (Stage::SkewReshaped, _) => (
                 "Skew 3: reshaped",
-                "same memory, rows of another length",
+                "the same memory read as (L + 1) × L",
                 r"\operatorname{reshape}: \ L \times (L + 1) \ \to\ (L + 1) \times L \quad \text{(same memory)}",
             ),
+            (Stage::SkewSliced, Bi) => (
+                "Skew 4: sliced",
+                "reshaped[:L, L − 1:]: absolute positions (i, j)",
+                r"S^{rel} = \operatorname{reshaped}[\,{:}L,\ L - 1{:}\,] \in \mathbb{R}^{L \times L}",
+            ),
             (Stage::SkewSliced, _) => {
-                ("Skew 4: sliced", "rows kept: absolute positions (i, j)", r"S^{rel} = \operatorname{reshaped}[1{:},\ :\,] \in \mathbb{R}^{L \times L}")
+                ("Skew 4: sliced", "reshaped[1:, :]: absolute positions (i, j)", r"S^{rel} = \operatorname{reshaped}[1{:},\ :\,] \in \mathbb{R}^{L \times L}")
             }
-            (Stage::Logits, Shaw) => (
+            (Stage::Logits, Shaw | ShawValues) => (
                 "Scaled, masked logits",
                 "(q_i·k_j + relative_ij) / √d_head, −∞ where masked",
                 r"e_{ij} = \frac{q_i \cdot k_j + q_i \cdot a^K_{ij}}{\sqrt{d_h}} \quad (-\infty \text{ where masked})",
             ),
-            (Stage::Logits, Music) => (
+            (Stage::Logits, Causal | Bi) => (
                 "Scaled, masked logits",
                 "(q_i·k_j + relative_ij) / √d_head, −∞ where masked",
                 r"e_{ij} = \frac{q_i \cdot k_j + S^{rel}_{ij}}{\sqrt{d_h}} \quad (-\infty \text{ where masked})",
@@ -201,20 +273,26 @@ impl Stage {
             ),
             (Stage::OutputContent, _) => ("Output, content part αV", "Σ_j α_ij v_j", r"\sum_j \alpha_{ij}\, v_j"),
             (Stage::OutputRelative, _) => ("Output, relative part", "Σ_j α_ij a^V_ij = B w^V", r"\sum_j \alpha_{ij}\, a^V_{ij} = (B\, w^V)_i"),
+            (Stage::Output, ShawValues) => (
+                "Output",
+                "concat_h(z_h) W_o + b_o, z_h = Σ_j α_ij (v_j + a^V_ij)",
+                r"z = \operatorname{concat}_h\bigl(z^{h}\bigr)\, W^O + b^O, \qquad z^{h}_i = \sum_j \alpha_{ij}\,\bigl(v_j + a^V_{ij}\bigr)",
+            ),
             (Stage::Output, _) => (
                 "Output",
-                "concat_h(z_h) W_o + b_o",
-                r"z = \operatorname{concat}_h\bigl(z^{h}\bigr)\, W^O + b^O, \qquad z^{h}_i = \sum_j \alpha_{ij}\,\bigl(v_j + a^V_{ij}\bigr)",
+                "concat_h(z_h) W_o + b_o, z_h = Σ_j α_ij v_j",
+                r"z = \operatorname{concat}_h\bigl(z^{h}\bigr)\, W^O + b^O, \qquad z^{h}_i = \sum_j \alpha_{ij}\, v_j",
             ),
         }
     }
 
     /// (x, y) axis labels.
-    fn axes(self) -> (&'static str, &'static str) {
+    fn axes(self, causal: bool) -> (&'static str, &'static str) {
         match self {
             Stage::RelK | Stage::RelV => ("component of the row (d_head)", "table row r"),
             Stage::SkewQer => ("column c (distance c − (n − 1))", QUERY_AXIS),
-            Stage::SkewPadded => ("column (zero column first)", QUERY_AXIS),
+            Stage::SkewPadded if causal => ("column (zero column first)", QUERY_AXIS),
+            Stage::SkewPadded => ("column (zero column last)", QUERY_AXIS),
             Stage::SkewReshaped => ("column of the reshaped buffer", "row of the reshaped buffer"),
             Stage::ValueBuckets => ("w^V row r", QUERY_AXIS),
             Stage::OutputContent | Stage::OutputRelative => ("component (d_head)", QUERY_AXIS),
@@ -245,20 +323,43 @@ impl fmt::Display for Stage {
     }
 }
 
-/// README.md's table of stages: name, title and formula of each, by method where they differ.
+/// README.md's table of stages: name, title, formula and axes of each, by variant where they differ (a
+/// stage a variant does not have is left out of its line).
 pub fn markdown_table() -> String {
     let mut out = String::from("| stage | title | formula | axes (x; y) |\n|---|---|---|---|\n");
+    let escape = |s: &str| s.replace('|', "\\|");
     for stage in Stage::ALL {
-        let (shaw, music) = (stage.meta(Method::Shaw, false), stage.meta(Method::Music, false));
-        let (title, formula) = if (shaw.title, shaw.formula) == (music.title, music.formula) {
-            (shaw.title.to_string(), shaw.formula.to_string())
-        } else {
-            (format!("Shaw: {}<br>Music: {}", shaw.title, music.title), format!("Shaw: {}<br>Music: {}", shaw.formula, music.formula))
+        let metas: Vec<(Variant, StageMeta)> = Variant::ALL.into_iter().filter(|v| stage.exists_in(*v)).map(|v| (v, stage.meta(&v.config(), false))).collect();
+        // One column: its text when every variant agrees, else each text after the variants that have it.
+        let column = |f: &dyn Fn(&StageMeta) -> String| {
+            let mut groups: Vec<(Vec<&str>, String)> = Vec::new();
+            for (v, m) in &metas {
+                let text = escape(&f(m));
+                match groups.iter_mut().find(|(_, t)| *t == text) {
+                    Some((labels, _)) => labels.push(v.label()),
+                    None => groups.push((vec![v.label()], text)),
+                }
+            }
+            match groups.as_slice() {
+                [(_, text)] => text.clone(),
+                _ => groups.iter().map(|(labels, text)| format!("{}: {text}", labels.join("; "))).collect::<Vec<_>>().join("<br>"),
+            }
         };
-        let escape = |s: &str| s.replace('|', "\\|");
-        out += &format!("| `{}` | {} | {} | {}; {} |\n", shaw.name, escape(&title), escape(&formula), shaw.x_axis, shaw.y_axis);
+        let (title, formula, axes) = (column(&|m| m.title.into()), column(&|m| m.formula.into()), column(&|m| format!("{}; {}", m.x_axis, m.y_axis)));
+        out += &format!("| `{}` | {title} | {formula} | {axes} |\n", stage.name());
     }
     out
+}
+
+impl Stage {
+    /// Whether a layer of this variant has the stage (skew steps: the Music Transformer; w^V stages: Shaw with a^V).
+    fn exists_in(self, v: Variant) -> bool {
+        match self {
+            Stage::SkewQer | Stage::SkewPadded | Stage::SkewReshaped | Stage::SkewSliced => matches!(v, Variant::MusicCausal | Variant::MusicBidirectional),
+            Stage::RelV | Stage::ValueBuckets | Stage::OutputRelative => v == Variant::ShawValues,
+            _ => true,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -287,10 +388,50 @@ mod tests {
         for s in Stage::ALL {
             assert_eq!(s.name().parse::<Stage>().unwrap(), s);
         }
-        let pairs: Vec<&str> = Stage::ALL.iter().filter(|s| s.meta(Method::Shaw, false).pairs).map(|s| s.name()).collect();
+        let (shaw, music) = (Variant::ShawValues.config(), Variant::MusicCausal.config());
+        let pairs: Vec<&str> = Stage::ALL.iter().filter(|s| s.meta(&shaw, false).pairs).map(|s| s.name()).collect();
         assert_eq!(pairs, ["distances", "rel_index", "content_logits", "relative_logits", "skew_sliced", "logits", "weights"]);
-        assert!(!Stage::Output.meta(Method::Shaw, false).per_head && Stage::Output.meta(Method::Shaw, false).per_batch);
-        assert!(Stage::RelK.meta(Method::Music, true).per_head && !Stage::RelK.meta(Method::Music, false).per_head);
+        assert!(!Stage::Output.meta(&shaw, false).per_head && Stage::Output.meta(&shaw, false).per_batch);
+        assert!(Stage::RelK.meta(&music, true).per_head && !Stage::RelK.meta(&music, false).per_head);
         assert!("attention".parse::<Stage>().is_err());
+    }
+
+    /// The shapes the skew's descriptions state are the shapes src/skew.rs produces, for both forms; the
+    /// zero column is where the axis label says; a^V is in the output's formula only when the layer has it.
+    #[test]
+    fn skew_descriptions_state_the_real_shapes() {
+        use crate::skew::skew;
+        let l = 5;
+        for causal in [true, false] {
+            let cols = if causal { l } else { 2 * l - 1 };
+            let qer = ndarray::Array2::from_shape_fn((l, cols), |(i, j)| (i * cols + j + 1) as f32);
+            let steps = skew(qer.view(), causal);
+            let cfg = Config { method: Method::Music, causal, ..Config::default() };
+            let says = |st: Stage| st.meta(&cfg, false).formula;
+            let dims = |a: &ndarray::Array2<f32>| a.dim();
+            if causal {
+                assert_eq!((dims(&steps.qer), dims(&steps.padded), dims(&steps.reshaped)), ((l, l), (l, l + 1), (l + 1, l)));
+                assert!(
+                    says(Stage::SkewQer).contains("L × L")
+                        && says(Stage::SkewPadded).contains("L × (L + 1)")
+                        && says(Stage::SkewReshaped).contains("(L + 1) × L")
+                );
+                assert!(steps.padded.column(0).iter().all(|v| *v == 0.0) && Stage::SkewPadded.meta(&cfg, false).x_axis.contains("first"));
+                assert!(says(Stage::RelK).contains("−k … 0"));
+            } else {
+                assert_eq!((dims(&steps.qer), dims(&steps.padded), dims(&steps.reshaped)), ((l, 2 * l - 1), (l, 2 * l), (l + 1, 2 * l - 1)));
+                assert!(
+                    says(Stage::SkewQer).contains("L × (2L − 1)")
+                        && says(Stage::SkewPadded).contains("L × 2L")
+                        && says(Stage::SkewReshaped).contains("(L + 1) × (2L − 1)")
+                );
+                assert!(steps.padded.column(2 * l - 1).iter().all(|v| *v == 0.0) && Stage::SkewPadded.meta(&cfg, false).x_axis.contains("last"));
+                assert!(says(Stage::RelK).contains("−k … k"));
+            }
+            assert_eq!(dims(&steps.sliced), (l, l));
+            assert!(!says(Stage::Output).contains("a^V"));
+        }
+        assert!(Stage::Output.meta(&Variant::ShawValues.config(), false).formula.contains("a^V"));
+        assert!(!Stage::Output.meta(&Variant::Shaw.config(), false).formula.contains("a^V"));
     }
 }

@@ -98,9 +98,9 @@ impl Trace {
         Ok(h)
     }
 
-    /// What the page and the CLI say about a stage of this trace ([`Stage::meta`] for its method and tables).
+    /// What the page and the CLI say about a stage of this trace ([`Stage::meta`] for its layer and tables).
     pub fn meta(&self, stage: Stage) -> StageMeta {
-        stage.meta(self.config.method, self.rel_k.dim().0 > 1)
+        stage.meta(&self.config, self.rel_k.dim().0 > 1)
     }
 
     /// The stages this trace has (skew steps only for the Music Transformer, w^V only with a^V).
