@@ -1,5 +1,6 @@
 //! Every way a request can be refused. Each message names the field, what was given and what is allowed.
 
+use crate::gpu::GpuError;
 use ndarray::{ArrayBase, Data, Dimension, IntoDimension};
 
 /// relattn's one error type.
@@ -38,7 +39,22 @@ pub enum Error {
 
     /// The GPU backend could not run the request (no device, a size beyond the device's limits, a lost device).
     #[error("GPU: {0}")]
-    Gpu(String),
+    Gpu(#[from] GpuError),
+}
+
+/// What an [`Error`] is about, for a caller (the page) that treats kinds differently; serialized in
+/// snake_case ("invalid", "too_large", ...).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    Invalid,
+    Shape,
+    NonFinite,
+    File,
+    Write,
+    TooLarge,
+    Overflow,
+    Gpu,
 }
 
 impl Error {
@@ -60,6 +76,20 @@ impl Error {
             Error::File { .. } | Error::Write { .. } => "file",
             Error::TooLarge { field, .. } => field,
             Error::Gpu(_) => "backend",
+        }
+    }
+
+    /// The error's kind (its variant, without the details).
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::Invalid { .. } => ErrorKind::Invalid,
+            Error::Shape { .. } => ErrorKind::Shape,
+            Error::NonFinite { .. } => ErrorKind::NonFinite,
+            Error::File { .. } => ErrorKind::File,
+            Error::Write { .. } => ErrorKind::Write,
+            Error::TooLarge { .. } => ErrorKind::TooLarge,
+            Error::Overflow { .. } => ErrorKind::Overflow,
+            Error::Gpu(_) => ErrorKind::Gpu,
         }
     }
 }

@@ -5,7 +5,7 @@
 //! - [`skew`]: the Music Transformer's skew, masked and unmasked.
 //! - [`attention`]: one head, end to end; [`model`]: projections, heads, output.
 //! - [`scenario`]: the tensors of a layer, from a file or generated; [`trace`]: every intermediate.
-//! - [`render`]: colormaps, heatmap rasters and figures; [`timing`]: per-stage times of the CPU path.
+//! - [`render`]: colormaps, heatmap rasters and figures; [`timing`]: per-stage times of either backend.
 //! - [`gpu`]: the same layer and trace on a GPU (wgpu: Vulkan natively, WebGPU in the browser);
 //!   [`backend`]: CPU or GPU behind one interface.
 //! - [`transformer`]: a decoder of these layers, loaded from a trained model's safetensors file, with a

@@ -5,7 +5,7 @@
 //! session says why ([`Session::backend_note`]).
 
 use super::{to_js, Inputs, Session};
-use crate::gpu::GpuContext;
+use crate::gpu::{GpuContext, GpuError};
 use crate::model;
 use crate::timing::now_ms;
 use std::cell::RefCell;
@@ -69,23 +69,19 @@ fn has_navigator_gpu() -> bool {
 pub async fn gpu_init() -> JsValue {
     let untried = GPU.with(|g| matches!(&*g.borrow(), Gpu::Untried));
     if untried {
-        init(None).await;
+        init(GpuContext::try_new()).await;
     }
     status()
 }
 
-/// Fills the slot: a context (with `broken`: the test hook's context whose kernel does not compile), or why
+/// Fills the slot: the context `built` gives (the test hook's has a kernel that does not compile), or why
 /// there is none.
-async fn init(broken: Option<&str>) {
+async fn init(built: impl std::future::Future<Output = Result<GpuContext, GpuError>>) {
     GPU.with(|g| *g.borrow_mut() = Gpu::Busy(String::new()));
     let next = if !has_navigator_gpu() {
-        Gpu::Gone("this browser has no WebGPU (navigator.gpu is missing)".into())
+        Gpu::Gone(GpuError::NoWebGpu.to_string())
     } else {
-        let built = match broken {
-            None => GpuContext::try_new().await,
-            Some(kernel) => GpuContext::try_new_with_broken_kernel_for_test(kernel).await,
-        };
-        match built {
+        match built.await {
             Ok(ctx) => {
                 ctx.device().set_device_lost_callback(|reason, message| {
                     if let Ok(mut l) = LOST.lock() {
@@ -98,7 +94,7 @@ async fn init(broken: Option<&str>) {
                 let name = if name.is_empty() { format!("{:?} adapter", i.device_type) } else { name };
                 Gpu::Ready(ctx, format!("WebGPU: {name}"))
             }
-            Err(why) if why.starts_with("no GPU adapter") => {
+            Err(GpuError::NoAdapter(_)) => {
                 Gpu::Gone("WebGPU unavailable: requestAdapter() gave no adapter (WebGPU is off in this browser, or no usable GPU)".into())
             }
             Err(why) => Gpu::Gone(format!("WebGPU unavailable: {why}")),
@@ -111,11 +107,12 @@ async fn init(broken: Option<&str>) {
 /// "logits", "softmax" or "buckets") replaced by a module that does not compile, so the e2e test can check
 /// that a failed pipeline creation leaves every later compute on the CPU with the reason. The previous
 /// context is dropped (not destroyed). Refused while a compute holds the GPU. Returns [`gpu_status`].
+#[cfg(feature = "test-hooks")]
 #[wasm_bindgen]
 pub async fn gpu_break_pipeline_for_test(kernel: String) -> JsValue {
     let busy = GPU.with(|g| matches!(&*g.borrow(), Gpu::Busy(_)));
     if !busy {
-        init(Some(&kernel)).await;
+        init(GpuContext::try_new_with_broken_kernel_for_test(&kernel)).await;
     }
     status()
 }
@@ -124,6 +121,7 @@ pub async fn gpu_break_pipeline_for_test(kernel: String) -> JsValue {
 /// buffer binding ([`GpuContext::pretend_max_binding_for_test`]), so the e2e test can check that an
 /// ordinary layer beyond the (pretended) limits is computed on the CPU with the reason. Returns whether
 /// there was a context.
+#[cfg(feature = "test-hooks")]
 #[wasm_bindgen]
 pub fn gpu_limit_binding_for_test(bytes: f64) -> bool {
     GPU.with(|g| match &mut *g.borrow_mut() {
@@ -137,6 +135,7 @@ pub fn gpu_limit_binding_for_test(bytes: f64) -> bool {
 
 /// Test hook, not a feature: destroys the WebGPU device as a lost GPU would be, so the e2e test can check
 /// that the next compute falls back to the CPU with the reason. Returns whether there was a device.
+#[cfg(feature = "test-hooks")]
 #[wasm_bindgen]
 pub fn gpu_destroy_for_test() -> bool {
     GPU.with(|g| match &*g.borrow() {
@@ -184,7 +183,7 @@ pub async fn compute(
                 let device = ctx.device().clone();
                 let oom = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
                 let invalid = device.push_error_scope(wgpu::ErrorFilter::Validation);
-                let result = ctx.trace_async(&inp.cfg, &sc).await;
+                let result = ctx.trace(&inp.cfg, &sc).await.map(|(trace, _)| trace);
                 let (invalid, oom) = (invalid.pop(), oom.pop());
                 let device_error = match (invalid.await, oom.await) {
                     (Some(e), _) | (None, Some(e)) => Some(e.to_string()),
