@@ -5,6 +5,8 @@
 PORT ?= 8080
 WASM_BINDGEN_VERSION = $(shell sed -n '/^name = "wasm-bindgen"$$/{n;s/version = "\(.*\)"/\1/p;}' Cargo.lock)
 WASM = $(or $(CARGO_TARGET_DIR),target)/wasm32-unknown-unknown/release/relattn.wasm
+# Cargo features of the wasm build: none for make serve; the e2e tests need the test hooks (Cargo.toml).
+WASM_FEATURES ?=
 
 .PHONY: check serve wasm vendor deps-wasm deps-web deps-gpu test test-rust test-web test-wasm test-e2e train
 
@@ -22,7 +24,7 @@ vendor:
 	@cp -ru node_modules/katex/dist/fonts www/vendor/katex/
 
 wasm: deps-wasm vendor
-	cargo build --lib --target wasm32-unknown-unknown --release
+	cargo build --lib --target wasm32-unknown-unknown --release $(WASM_FEATURES)
 	wasm-bindgen --target web --no-typescript --out-dir www/pkg $(WASM)
 
 serve: wasm
@@ -32,21 +34,24 @@ serve: wasm
 test: test-rust test-web
 
 # The gate CI runs before the tests (eframe_template's check.sh): rustfmt (rustfmt.toml), clippy with warnings
-# as errors on every native target and on the wasm32 library, and node's syntax check of every script.
+# as errors on every native target and on the wasm32 library, each with and without the test hooks, and
+# node's syntax check of every script.
 check:
 	@rustup target list --installed | grep -qx wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
 	cargo fmt --check
 	cargo clippy --all-targets -- -D warnings
+	cargo clippy --all-targets --features test-hooks -- -D warnings
 	cargo clippy --lib --target wasm32-unknown-unknown -- -D warnings
+	cargo clippy --lib --target wasm32-unknown-unknown --features test-hooks -- -D warnings
 	@for f in www/*.js tests/e2e/*.mjs bench/*.mjs; do node --check "$$f" || exit 1; done
-	@echo "check: fmt, clippy (native, wasm32) and scripts OK"
+	@echo "check: fmt, clippy (native, wasm32; with and without test hooks) and scripts OK"
 
 # Mesa's software Vulkan (lavapipe), so tests/gpu.rs has an adapter on a machine without a GPU.
 deps-gpu:
 	@test -f /usr/share/vulkan/icd.d/lvp_icd.x86_64.json || (apt-get update && apt-get install -y mesa-vulkan-drivers)
 
 test-rust: deps-gpu
-	cargo test --all-targets
+	cargo test --all-targets --features test-hooks
 
 # --- browser tests ---------------------------------------------------------------------------------
 # Debian's chromium and chromedriver (never a downloaded browser), playwright-core from package-lock.json.
@@ -64,6 +69,8 @@ test-wasm: deps-web
 	  cargo test --target wasm32-unknown-unknown --no-default-features --features test-hooks --test web
 
 # The page end to end: serves www/ on 127.0.0.1, drives chromium; screenshots in tests/e2e/artifacts/.
+# The wasm is built with the test hooks (the worker's debug messages call them).
+test-e2e: WASM_FEATURES = --features test-hooks
 test-e2e: deps-web wasm
 	node --test --test-concurrency=1 tests/e2e/
 

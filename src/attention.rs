@@ -18,7 +18,7 @@ use crate::matmul::matmul;
 use crate::relpos::{distance, Edge, RelTable};
 use crate::shaw;
 use crate::skew::{self, SkewSteps};
-use crate::timing::{now_ms, StageTimes};
+use crate::timing::{now_ms, LogitTimes, StageTimes};
 use ndarray::{s, Array2, ArrayView1, ArrayView2, Zip};
 use std::fmt;
 use std::str::FromStr;
@@ -156,17 +156,19 @@ pub fn attend_head(cfg: &Config, h: &HeadInput, trace: Option<&mut HeadTrace>) -
 
 /// [`attend_head`], adding the milliseconds of each of its stages (keeping that stage's intermediate for
 /// `trace` included) into `times` when given; projections and output are the layer's, left as they are.
-pub fn attend_head_timed(cfg: &Config, h: &HeadInput, mut trace: Option<&mut HeadTrace>, mut times: Option<&mut StageTimes>) -> Result<Array2<f32>> {
+pub fn attend_head_timed(cfg: &Config, h: &HeadInput, mut trace: Option<&mut HeadTrace>, times: Option<&mut StageTimes>) -> Result<Array2<f32>> {
     check_head(cfg, h)?;
     let (lq, dh) = (h.q.nrows(), h.q.ncols());
     let layout = cfg.layout();
+    // Milliseconds since the previous lap (0 when not timed).
     let mut clock = times.is_some().then(now_ms);
-    let mut lap = |slot: fn(&mut StageTimes) -> &mut f64| {
-        if let (Some(t), Some(c)) = (times.as_deref_mut(), clock.as_mut()) {
+    let mut lap = || {
+        clock.as_mut().map_or(0.0, |c| {
             let now = now_ms();
-            *slot(t) += now - *c;
+            let ms = now - *c;
             *c = now;
-        }
+            ms
+        })
     };
 
     let mut logits = matmul(h.q, h.k.t());
@@ -174,7 +176,7 @@ pub fn attend_head_timed(cfg: &Config, h: &HeadInput, mut trace: Option<&mut Hea
     if let Some(t) = trace.as_deref_mut() {
         t.content_logits = logits.clone();
     }
-    lap(|t| &mut t.content_logits);
+    let content_ms = lap();
 
     if trace.is_none() && cfg.method == Method::Shaw && cfg.implementation == Implementation::Efficient {
         // Forward only: add the gathered relative logits straight into the content logits.
@@ -186,7 +188,7 @@ pub fn attend_head_timed(cfg: &Config, h: &HeadInput, mut trace: Option<&mut Hea
             t.relative_logits = rel;
         }
     }
-    lap(|t| &mut t.relative_logits);
+    let relative_ms = lap();
 
     scale_and_mask(&mut logits, 1.0 / (dh as f32).sqrt(), cfg.causal, h.key_mask);
     // NaN or +∞ here would pass the softmax as a wrong but finite weight.
@@ -194,11 +196,11 @@ pub fn attend_head_timed(cfg: &Config, h: &HeadInput, mut trace: Option<&mut Hea
     if let Some(t) = trace.as_deref_mut() {
         t.logits = logits.clone();
     }
-    lap(|t| &mut t.scale_mask);
+    let scale_mask_ms = lap();
 
     softmax_rows(&mut logits);
     let weights = logits;
-    lap(|t| &mut t.softmax);
+    let softmax_ms = lap();
     let out_content = matmul(weights.view(), h.v);
     let (buckets, out_relative) = match (cfg.has_rel_v(), h.rel_v, cfg.implementation) {
         (true, Some(w_v), Implementation::Efficient) => {
@@ -216,7 +218,11 @@ pub fn attend_head_timed(cfg: &Config, h: &HeadInput, mut trace: Option<&mut Hea
         t.out_content = out_content;
         t.out_relative = out_relative;
     }
-    lap(|t| &mut t.values);
+    let values_ms = lap();
+    if let Some(t) = times {
+        let logits = LogitTimes::Parts { content_logits: content_ms, relative_logits: relative_ms, scale_mask: scale_mask_ms };
+        t.add(&StageTimes { logits, softmax: softmax_ms, values: values_ms, ..StageTimes::default() });
+    }
     Ok(z)
 }
 

@@ -1,12 +1,11 @@
-//! Where the layer runs: the CPU ([`crate::model`]) or a GPU ([`crate::gpu`]), with the same results.
-//!
-//! [`Backend::detect`] picks the GPU when one is usable and falls back to the CPU, keeping the reason so
-//! the page and the CLI can say why.
+//! Where the layer runs: the CPU ([`crate::model`]) or a GPU ([`crate::gpu`]), with the same results and
+//! the same [`StageTimes`], behind one async interface (natively, block on it with pollster).
 
 use crate::error::Result;
 use crate::gpu::GpuContext;
 use crate::model;
 use crate::scenario::Scenario;
+use crate::timing::StageTimes;
 use crate::trace::Trace;
 use crate::Config;
 use ndarray::Array3;
@@ -19,14 +18,6 @@ pub enum Backend {
 }
 
 impl Backend {
-    /// The GPU if a device can be had, else the CPU and the reason there is no GPU.
-    pub async fn detect() -> (Backend, Option<String>) {
-        match GpuContext::try_new().await {
-            Ok(ctx) => (Backend::Gpu(ctx), None),
-            Err(why) => (Backend::Cpu, Some(why)),
-        }
-    }
-
     /// "cpu" or "gpu".
     pub fn name(&self) -> &'static str {
         match self {
@@ -35,45 +26,29 @@ impl Backend {
         }
     }
 
-    /// A line for a footer: "CPU" or "GPU: <adapter> (<api>, <type>, <driver>)".
-    pub fn description(&self) -> String {
+    /// The output and every intermediate, and the time of each stage.
+    pub async fn trace(&mut self, cfg: &Config, sc: &Scenario) -> Result<(Trace, StageTimes)> {
         match self {
-            Backend::Cpu => "CPU".into(),
-            Backend::Gpu(ctx) => format!("GPU: {}", ctx.description()),
+            Backend::Cpu => model::trace_timed(cfg, sc),
+            Backend::Gpu(ctx) => ctx.trace(cfg, sc).await,
         }
     }
 
-    /// The layer's output (b, n, d_model).
-    pub async fn forward_async(&mut self, cfg: &Config, sc: &Scenario) -> Result<Array3<f32>> {
+    /// The layer's output (b, n, d_model) and the time of each stage (on the GPU each stage is submitted
+    /// alone and waited for, a little slower than [`Backend::output`]).
+    pub async fn forward(&mut self, cfg: &Config, sc: &Scenario) -> Result<(Array3<f32>, StageTimes)> {
+        match self {
+            Backend::Cpu => model::forward_timed(cfg, sc),
+            Backend::Gpu(ctx) => ctx.forward(cfg, sc).await,
+        }
+    }
+
+    /// The layer's output (b, n, d_model) alone, as fast as the backend goes (what a timed repetition or a
+    /// model's layer needs).
+    pub async fn output(&mut self, cfg: &Config, sc: &Scenario) -> Result<Array3<f32>> {
         match self {
             Backend::Cpu => model::forward(cfg, sc),
-            Backend::Gpu(ctx) => ctx.forward_async(cfg, sc).await,
-        }
-    }
-
-    /// The output and every intermediate.
-    pub async fn trace_async(&mut self, cfg: &Config, sc: &Scenario) -> Result<Trace> {
-        match self {
-            Backend::Cpu => model::trace(cfg, sc),
-            Backend::Gpu(ctx) => ctx.trace_async(cfg, sc).await,
-        }
-    }
-
-    /// Blocking [`Backend::forward_async`].
-    #[cfg(not(target_arch = "wasm32"))]
-    pub fn forward(&mut self, cfg: &Config, sc: &Scenario) -> Result<Array3<f32>> {
-        match self {
-            Backend::Cpu => model::forward(cfg, sc),
-            Backend::Gpu(ctx) => ctx.forward(cfg, sc),
-        }
-    }
-
-    /// Blocking [`Backend::trace_async`].
-    #[cfg(not(target_arch = "wasm32"))]
-    pub fn trace(&mut self, cfg: &Config, sc: &Scenario) -> Result<Trace> {
-        match self {
-            Backend::Cpu => model::trace(cfg, sc),
-            Backend::Gpu(ctx) => ctx.trace(cfg, sc),
+            Backend::Gpu(ctx) => ctx.output(cfg, sc).await,
         }
     }
 }

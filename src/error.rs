@@ -1,7 +1,7 @@
 //! Every way a request can be refused. Each message names the field, what was given and what is allowed.
 
+use crate::gpu::GpuError;
 use ndarray::{ArrayBase, Data, Dimension, IntoDimension};
-use serde::Serialize;
 
 /// relattn's one error type.
 #[derive(Debug, thiserror::Error, Clone, PartialEq)]
@@ -39,7 +39,22 @@ pub enum Error {
 
     /// The GPU backend could not run the request (no device, a size beyond the device's limits, a lost device).
     #[error("GPU: {0}")]
-    Gpu(String),
+    Gpu(#[from] GpuError),
+}
+
+/// What an [`Error`] is about, for a caller (the page) that treats kinds differently; serialized in
+/// snake_case ("invalid", "too_large", ...).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    Invalid,
+    Shape,
+    NonFinite,
+    File,
+    Write,
+    TooLarge,
+    Overflow,
+    Gpu,
 }
 
 impl Error {
@@ -53,8 +68,18 @@ impl Error {
         Error::Shape { array: array.into(), given: format!("{given:?}"), expected: expected.to_string() }
     }
 
-    /// What kind of error this is, for callers that treat kinds differently (the page puts a size that is
-    /// too large next to the file it came from): never decided from the message's text.
+    /// The field the error is about, for showing it next to its control.
+    pub fn field(&self) -> &str {
+        match self {
+            Error::Invalid { field, .. } => field,
+            Error::Shape { array, .. } | Error::NonFinite { array, .. } | Error::Overflow { array, .. } => array,
+            Error::File { .. } | Error::Write { .. } => "file",
+            Error::TooLarge { field, .. } => field,
+            Error::Gpu(_) => "backend",
+        }
+    }
+
+    /// The error's kind (its variant, without the details).
     pub fn kind(&self) -> ErrorKind {
         match self {
             Error::Invalid { .. } => ErrorKind::Invalid,
@@ -65,17 +90,6 @@ impl Error {
             Error::TooLarge { .. } => ErrorKind::TooLarge,
             Error::Overflow { .. } => ErrorKind::Overflow,
             Error::Gpu(_) => ErrorKind::Gpu,
-        }
-    }
-
-    /// The field the error is about, for showing it next to its control.
-    pub fn field(&self) -> &str {
-        match self {
-            Error::Invalid { field, .. } => field,
-            Error::Shape { array, .. } | Error::NonFinite { array, .. } | Error::Overflow { array, .. } => array,
-            Error::File { .. } | Error::Write { .. } => "file",
-            Error::TooLarge { field, .. } => field,
-            Error::Gpu(_) => "backend",
         }
     }
 }
@@ -92,20 +106,6 @@ fn allowed(field: &str, fits: &Option<u64>) -> String {
         Some(v) => format!("{field} ≤ {v} with the other settings (or raise the limit)"),
         None => "no single size fits on its own: use a smaller n, batch, d_model or clip, or fewer heads (or raise the limit)".into(),
     }
-}
-
-/// The kinds of [`Error`], by name ("invalid", "too_large", …) in JSON and in the page's `error.kind`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ErrorKind {
-    Invalid,
-    Shape,
-    NonFinite,
-    File,
-    Write,
-    TooLarge,
-    Overflow,
-    Gpu,
 }
 
 /// A byte count printed in human units.

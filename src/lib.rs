@@ -6,7 +6,7 @@
 //! - [`attention`]: one head, end to end; [`model`]: projections, heads, output.
 //! - [`scenario`]: the tensors of a layer, from a file or generated; [`trace`]: every intermediate;
 //!   [`stage`]: each view of a trace and its title, formula and axes (the one place they are spelled).
-//! - [`render`]: colormaps, heatmap rasters and figures; [`timing`]: per-stage times of the CPU path.
+//! - [`render`]: colormaps, heatmap rasters and figures; [`timing`]: per-stage times of either backend.
 //! - [`gpu`]: the same layer and trace on a GPU (wgpu: Vulkan natively, WebGPU in the browser);
 //!   [`backend`]: CPU or GPU behind one interface.
 //! - [`transformer`]: a decoder of these layers, loaded from a trained model's safetensors file, with a

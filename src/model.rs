@@ -9,11 +9,10 @@
 use crate::attention::{attend_head_timed, Config, HeadInput, HeadTrace, Implementation, Method};
 use crate::error::{check_overflow, Bytes, Error, Result};
 use crate::matmul::matmul;
-use crate::relpos;
 use crate::scenario::Scenario;
 use crate::timing::{now_ms, StageTimes};
-use crate::trace::{SkewTrace, Trace};
-use ndarray::{s, Array2, Array3, Array4, ArrayView2, Axis};
+use crate::trace::{stack_heads, Computed, SkewTrace, Trace};
+use ndarray::{s, Array2, Array3, ArrayView2, Axis};
 
 /// Memory budget of one request unless the caller sets another.
 pub const DEFAULT_MEMORY_LIMIT: u64 = 8 << 30;
@@ -237,56 +236,38 @@ pub fn trace_timed(cfg: &Config, sc: &Scenario) -> Result<(Trace, StageTimes)> {
     Ok((trace.expect("recorded"), times.expect("timed")))
 }
 
-/// Stacks per-head traces (batch-major, then head) into (b, h, ·, ·) arrays.
+/// Stacks per-head traces (batch-major, then head) into (b, h, ·, ·) arrays and assembles the trace.
 #[allow(clippy::too_many_arguments)]
 fn assemble(
     cfg: &Config,
     sc: &Scenario,
-    heads: Vec<HeadTrace>,
+    traces: Vec<HeadTrace>,
     q: Array3<f32>,
     k: Array3<f32>,
     v: Array3<f32>,
-    concat: Array3<f32>,
+    heads: Array3<f32>,
     output: Array3<f32>,
 ) -> Trace {
-    let (b, n, _) = sc.dims();
     let h = cfg.heads;
-    let stack = |f: &dyn Fn(&HeadTrace) -> &Array2<f32>| -> Array4<f32> {
-        let (r, c) = f(&heads[0]).dim();
-        let mut out = Array4::zeros((b, h, r, c));
-        for (idx, t) in heads.iter().enumerate() {
-            out.slice_mut(s![idx / h, idx % h, .., ..]).assign(f(t));
-        }
-        out
-    };
-    let skew = heads[0].skew.as_ref().map(|_| SkewTrace {
-        qer: stack(&|t| &t.skew.as_ref().expect("every head has a skew").qer),
-        padded: stack(&|t| &t.skew.as_ref().expect("every head has a skew").padded),
-        reshaped: stack(&|t| &t.skew.as_ref().expect("every head has a skew").reshaped),
-        sliced: stack(&|t| &t.skew.as_ref().expect("every head has a skew").sliced),
-    });
-    let value_buckets = heads[0].value_buckets.as_ref().map(|_| stack(&|t| t.value_buckets.as_ref().expect("every head has buckets")));
-    Trace {
-        config: *cfg,
-        distances: relpos::distances(n, n),
-        rel_index: relpos::row_matrix(n, n, cfg.layout()),
-        rel_k: sc.rel_k.clone(),
-        rel_v: sc.rel_v.clone(),
-        x: sc.x.clone(),
+    let stack = |f: fn(&HeadTrace) -> &Array2<f32>| stack_heads(&traces, h, f);
+    let skew = traces[0].skew.is_some().then(|| SkewTrace::stack(&traces, h, |t| t.skew.as_ref().expect("every head has a skew")));
+    let value_buckets = traces[0].value_buckets.is_some().then(|| stack_heads(&traces, h, |t| t.value_buckets.as_ref().expect("every head has buckets")));
+    let computed = Computed {
         q,
         k,
         v,
-        content_logits: stack(&|t| &t.content_logits),
-        relative_logits: stack(&|t| &t.relative_logits),
-        logits: stack(&|t| &t.logits),
-        weights: stack(&|t| &t.weights),
+        content_logits: stack(|t| &t.content_logits),
+        relative_logits: stack(|t| &t.relative_logits),
+        logits: stack(|t| &t.logits),
+        weights: stack(|t| &t.weights),
         value_buckets,
         skew,
-        out_content: stack(&|t| &t.out_content),
-        out_relative: stack(&|t| &t.out_relative),
-        heads: concat,
+        out_content: stack(|t| &t.out_content),
+        out_relative: stack(|t| &t.out_relative),
+        heads,
         output,
-    }
+    };
+    Trace::assemble(cfg, sc, computed)
 }
 
 #[cfg(all(test, not(target_arch = "wasm32")))]
@@ -312,7 +293,7 @@ mod tests {
                 for (name, ms) in named {
                     assert!(ms.is_finite() && ms >= 0.0, "{method:?} {name}: {ms}");
                 }
-                assert!(st.logits() > 0.0 && st.softmax + st.values > 0.0, "{method:?}: the head stages took no time: {st:?}");
+                assert!(st.logits.total() > 0.0 && st.softmax + st.values > 0.0, "{method:?}: the head stages took no time: {st:?}");
             }
         }
     }

@@ -7,8 +7,11 @@
 use crate::attention::{Config, Method};
 use crate::error::{Error, Result};
 use crate::model::table_of;
+use crate::relpos;
+use crate::scenario::Scenario;
+use crate::skew::SkewSteps;
 use crate::stage::{Stage, StageMeta};
-use ndarray::{Array2, Array3, Array4, Axis};
+use ndarray::{s, Array2, Array3, Array4, Axis};
 
 /// The Music Transformer's skew stages for every (batch, head).
 #[derive(Clone, Debug)]
@@ -51,6 +54,81 @@ pub struct Trace {
     pub heads: Array3<f32>,
     /// (b, Lq, d_model).
     pub output: Array3<f32>,
+}
+
+/// What a backend computed for a [`Trace`]; [`Trace::assemble`] adds what follows from the inputs.
+pub struct Computed {
+    /// Projections, (b, n, d_model).
+    pub q: Array3<f32>,
+    pub k: Array3<f32>,
+    pub v: Array3<f32>,
+    /// (b, h, Lq, Lk) each.
+    pub content_logits: Array4<f32>,
+    pub relative_logits: Array4<f32>,
+    pub logits: Array4<f32>,
+    pub weights: Array4<f32>,
+    /// (b, h, Lq, R): Shaw's value buckets, efficient implementation only.
+    pub value_buckets: Option<Array4<f32>>,
+    /// The Music Transformer's skew steps, efficient implementation only.
+    pub skew: Option<SkewTrace>,
+    /// (b, h, Lq, d_head) each.
+    pub out_content: Array4<f32>,
+    pub out_relative: Array4<f32>,
+    /// Heads concatenated, (b, Lq, d_model), and the output (b, Lq, d_model).
+    pub heads: Array3<f32>,
+    pub output: Array3<f32>,
+}
+
+impl Trace {
+    /// The trace of `computed` for `cfg` on `sc`: the CPU's and the GPU's are assembled here alike, with
+    /// the distances j − i, the table rows they read, the tables and x taken from the inputs.
+    pub fn assemble(cfg: &Config, sc: &Scenario, computed: Computed) -> Trace {
+        let Computed { q, k, v, content_logits, relative_logits, logits, weights, value_buckets, skew, out_content, out_relative, heads, output } = computed;
+        let (_, n, _) = sc.dims();
+        Trace {
+            config: *cfg,
+            distances: relpos::distances(n, n),
+            rel_index: relpos::row_matrix(n, n, cfg.layout()),
+            rel_k: sc.rel_k.clone(),
+            rel_v: sc.rel_v.clone(),
+            x: sc.x.clone(),
+            q,
+            k,
+            v,
+            content_logits,
+            relative_logits,
+            logits,
+            weights,
+            value_buckets,
+            skew,
+            out_content,
+            out_relative,
+            heads,
+            output,
+        }
+    }
+}
+
+/// One matrix per (batch, head), batch-major then head (`h` heads), stacked into (b, h, rows, cols).
+pub fn stack_heads<T>(items: &[T], h: usize, matrix: impl Fn(&T) -> &Array2<f32>) -> Array4<f32> {
+    let (rows, cols) = matrix(&items[0]).dim();
+    let mut out = Array4::zeros((items.len() / h, h, rows, cols));
+    for (idx, item) in items.iter().enumerate() {
+        out.slice_mut(s![idx / h, idx % h, .., ..]).assign(matrix(item));
+    }
+    out
+}
+
+impl SkewTrace {
+    /// The skew steps of every (batch, head), batch-major then head (`h` heads), stacked.
+    pub fn stack<T>(items: &[T], h: usize, steps: impl Fn(&T) -> &SkewSteps) -> SkewTrace {
+        SkewTrace {
+            qer: stack_heads(items, h, |t| &steps(t).qer),
+            padded: stack_heads(items, h, |t| &steps(t).padded),
+            reshaped: stack_heads(items, h, |t| &steps(t).reshaped),
+            sliced: stack_heads(items, h, |t| &steps(t).sliced),
+        }
+    }
 }
 
 impl Trace {

@@ -311,7 +311,7 @@ impl Transformer {
         let cfg = self.config.attention();
         for (l, block) in self.blocks.iter().enumerate().take(stop) {
             let sc = self.scenario(l, block.ln1.apply(x.view()));
-            let attn = backend.forward_async(&cfg, &sc).await?;
+            let attn = backend.output(&cfg, &sc).await?;
             x += &attn.index_axis(Axis(0), 0);
             x += &block.ffn(x.view());
         }
@@ -333,7 +333,7 @@ impl Transformer {
         self.check_length(tokens, true)?;
         let x = self.residual(backend, tokens, layer).await?;
         let sc = self.scenario(layer, self.blocks[layer].ln1.apply(x.view()));
-        backend.trace_async(&self.config.attention(), &sc).await
+        Ok(backend.trace(&self.config.attention(), &sc).await?.0)
     }
 
     /// Σ −ln p(token) over `seqs`, each cut into consecutive windows of `window` tokens that predict their

@@ -8,8 +8,9 @@ mod common;
 use common::rel_err;
 use ndarray::{Array2, Array4};
 use proptest::prelude::*;
-use relattn::gpu::GpuContext;
+use relattn::gpu::{GpuContext, GpuError};
 use relattn::scenario::Arrays;
+use relattn::timing::LogitTimes;
 use relattn::{model, Config, Edge, Error, Implementation, Method, Scenario, Spec, Trace};
 use std::sync::{Mutex, OnceLock};
 
@@ -17,7 +18,7 @@ const TOL: f64 = 1e-4;
 
 /// One device for the whole file (tests take turns), or the reason there is none.
 fn gpu() -> Option<std::sync::MutexGuard<'static, GpuContext>> {
-    static CTX: OnceLock<Result<Mutex<GpuContext>, String>> = OnceLock::new();
+    static CTX: OnceLock<Result<Mutex<GpuContext>, GpuError>> = OnceLock::new();
     match CTX.get_or_init(|| pollster::block_on(GpuContext::try_new()).map(Mutex::new)) {
         Ok(m) => Some(m.lock().unwrap_or_else(|e| e.into_inner())),
         Err(why) => {
@@ -77,14 +78,23 @@ fn scenario(cfg: &Config, n: usize, d_head: usize, batch: usize, per_head: bool,
     Scenario::build(cfg, &spec, given, per_head).unwrap()
 }
 
-/// GPU trace vs CPU trace, and the GPU's forward vs its own trace.
+/// The GPU's trace of the layer.
+fn trace(ctx: &mut GpuContext, cfg: &Config, sc: &Scenario) -> Trace {
+    pollster::block_on(ctx.trace(cfg, sc)).unwrap().0
+}
+
+/// GPU trace vs CPU trace, and the GPU's forward and output vs its own trace; the forward's stage times
+/// are the fused kernel's (no logit parts).
 fn check(ctx: &mut GpuContext, cfg: &Config, sc: &Scenario) -> Result<(), TestCaseError> {
     let want = model::trace(cfg, sc).unwrap();
-    let got = ctx.trace(cfg, sc).unwrap();
+    let got = trace(ctx, cfg, sc);
     same_trace(&got, &want)?;
-    let fwd = ctx.forward(cfg, sc).unwrap();
+    let (fwd, times) = pollster::block_on(ctx.forward(cfg, sc)).unwrap();
     let e = rel_err(fwd.iter(), got.output.iter().map(|&v| v as f64));
     prop_assert!(e <= 1e-6, "forward vs trace output: {e:e}");
+    prop_assert!(matches!(times.logits, LogitTimes::Fused(ms) if ms >= 0.0), "{times:?}");
+    let out = pollster::block_on(ctx.output(cfg, sc)).unwrap();
+    prop_assert_eq!(out, fwd);
     Ok(())
 }
 
@@ -141,7 +151,7 @@ fn fully_masked_rows_give_zeros() {
     let Some(mut ctx) = gpu() else { return };
     let cfg = Config { heads: 2, ..Config::default() };
     let sc = scenario(&cfg, 5, 4, 1, false, 3, Some(0));
-    let t = ctx.trace(&cfg, &sc).unwrap();
+    let t = trace(&mut ctx, &cfg, &sc);
     assert!(t.weights.iter().all(|&w| w == 0.0));
     assert!(t.output.iter().all(|&v| v == 0.0));
     assert!(t.logits.iter().all(|&v| v == f32::NEG_INFINITY));
@@ -154,7 +164,7 @@ fn huge_logits_stay_finite() {
     let cfg = Config { heads: 2, clip: 3, causal: true, ..Config::default() };
     let sc = scenario(&cfg, 16, 4, 1, false, 9, None);
     let sc = Scenario { x: sc.x.mapv(|v| v * 1e4), ..sc };
-    let t = ctx.trace(&cfg, &sc).unwrap();
+    let t = trace(&mut ctx, &cfg, &sc);
     for row in t.weights.rows() {
         assert!((row.sum() - 1.0).abs() < 1e-5);
     }
@@ -167,33 +177,38 @@ fn too_large_is_an_error() {
     let cfg = Config::default();
     let sc = scenario(&cfg, 8, 4, 1, false, 1, None);
     ctx.set_work_bytes(4);
-    let r = ctx.forward(&cfg, &sc);
+    let r = pollster::block_on(ctx.output(&cfg, &sc));
     ctx.set_work_bytes(relattn::gpu::WORK_BYTES);
-    assert!(matches!(r, Err(Error::Gpu(_))), "{r:?}");
-    assert!(ctx.forward(&cfg, &sc).is_ok(), "the context stays usable");
+    assert!(matches!(r, Err(Error::Gpu(GpuError::TooLarge { .. }))), "{r:?}");
+    assert!(pollster::block_on(ctx.output(&cfg, &sc)).is_ok(), "the context stays usable");
 }
 
 /// A forced pipeline-creation failure (test hook: one kernel's WGSL replaced by a module that does not
 /// compile) is an `Err` naming that kernel's pipeline, for every kernel; not a panic.
+#[cfg(feature = "test-hooks")]
 #[test]
 fn failed_pipeline_is_an_error() {
     for kernel in ["matmul", "logits", "softmax", "buckets"] {
         match pollster::block_on(GpuContext::try_new_with_broken_kernel_for_test(kernel)) {
             Ok(_) => panic!("{kernel}: a broken kernel built a context"),
-            Err(why) if why.starts_with("no GPU adapter") || why.contains("gave no device") => {
+            Err(why @ (GpuError::NoAdapter(_) | GpuError::NoDevice { .. })) => {
                 eprintln!("skipped: {why}");
                 return;
             }
-            Err(why) => {
-                assert!(why.contains(&format!("pipeline of {kernel}.wgsl failed: ")), "{kernel}: {why}");
+            Err(why @ GpuError::Pipeline { .. }) => {
+                assert!(why.to_string().contains(&format!("pipeline of {kernel}.wgsl failed: ")), "{kernel}: {why}");
                 println!("{kernel}: {why}");
             }
+            Err(other) => panic!("{kernel}: {other:?}"),
         }
     }
+    let unknown = pollster::block_on(GpuContext::try_new_with_broken_kernel_for_test("attention"));
+    assert!(matches!(unknown, Err(GpuError::NoSuchKernel(_))), "{:?}", unknown.err());
 }
 
 /// A pretended tiny binding limit (test hook) refuses an ordinary layer with `Error::Gpu` naming the limit;
 /// the context stays usable once the real limit is back.
+#[cfg(feature = "test-hooks")]
 #[test]
 fn over_the_binding_limit_is_an_error() {
     let Some(mut ctx) = gpu() else { return };
@@ -201,11 +216,11 @@ fn over_the_binding_limit_is_an_error() {
     let sc = scenario(&cfg, 8, 4, 1, false, 1, None);
     let real = ctx.limits().max_storage_buffer_binding_size;
     ctx.pretend_max_binding_for_test(64);
-    let r = ctx.forward(&cfg, &sc);
+    let r = pollster::block_on(ctx.output(&cfg, &sc));
     ctx.pretend_max_binding_for_test(real);
     match r {
-        Err(Error::Gpu(why)) => assert!(why.contains("allows 64 bytes per buffer"), "{why}"),
+        Err(Error::Gpu(why @ GpuError::TooLarge { max_binding: 64, .. })) => assert!(why.to_string().contains("allows 64 bytes per buffer"), "{why}"),
         other => panic!("{other:?}"),
     }
-    assert!(ctx.forward(&cfg, &sc).is_ok(), "the context stays usable");
+    assert!(pollster::block_on(ctx.output(&cfg, &sc)).is_ok(), "the context stays usable");
 }

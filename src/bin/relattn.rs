@@ -385,7 +385,7 @@ impl Setup {
     /// The trace, the milliseconds of each stage and the memory estimate.
     fn trace(&self, extra: u64) -> relattn::Result<(Trace, StageTimes, u64)> {
         let (cfg, sc, estimate) = self.scenario(true, rayon::current_num_threads(), extra)?;
-        let (t, times) = model::trace_timed(&cfg, &sc)?;
+        let (t, times) = pollster::block_on(Backend::Cpu.trace(&cfg, &sc))?;
         Ok((t, times, estimate))
     }
 
@@ -562,8 +562,8 @@ fn summary(t: &Trace, out: &Path, ms: f64) -> serde_json::Value {
     })
 }
 
-/// `stages_ms` of the CPU path: the GPU's stage names (projections, logits, softmax, values, output), and
-/// the logits' parts; head stages summed over heads (CPU time).
+/// `stages_ms`: projections, logits, softmax, values, output, and on the CPU the logits' parts; CPU head
+/// stages summed over heads (CPU time).
 fn stages_json(t: &StageTimes) -> serde_json::Value {
     serde_json::Value::Object(t.named().into_iter().map(|(name, ms)| (name.to_string(), serde_json::json!(ms))).collect())
 }
@@ -600,22 +600,19 @@ fn bench(setup: &Setup, reps: u64, threads: Option<u64>, backend: &str, save_out
     let mut backend = backend_named(backend)?;
     pool.install(|| -> relattn::Result<serde_json::Value> {
         // One warm-up (pipelines, buffers), then the timed repetitions.
-        let output = backend.forward(&cfg, &sc)?;
+        let output = pollster::block_on(backend.output(&cfg, &sc))?;
         let mut ms = Vec::new();
         for _ in 0..reps {
             let start = std::time::Instant::now();
-            let out = backend.forward(&cfg, &sc)?;
+            let out = pollster::block_on(backend.output(&cfg, &sc))?;
             ms.push(start.elapsed().as_secs_f64() * 1e3);
             drop(out);
         }
-        // Per stage: one more forward that waits for the device after each stage.
-        let (adapter, stages) = match &mut backend {
-            Backend::Gpu(ctx) => {
-                let (_, t) = ctx.forward_profiled(&cfg, &sc)?;
-                let stages = serde_json::json!({ "projections": t.projections, "logits": t.logits, "softmax": t.softmax, "values": t.values, "output": t.output });
-                (serde_json::json!(ctx.description()), stages)
-            }
-            Backend::Cpu => (serde_json::Value::Null, stages_json(&model::forward_timed(&cfg, &sc)?.1)),
+        // Per stage: one more forward, timed stage by stage (on the GPU each stage waits for the device).
+        let (_, stages) = pollster::block_on(backend.forward(&cfg, &sc))?;
+        let adapter = match &backend {
+            Backend::Gpu(ctx) => serde_json::json!(ctx.description()),
+            Backend::Cpu => serde_json::Value::Null,
         };
         ms.sort_by(f64::total_cmp);
         if let Some(path) = save_output {
@@ -631,7 +628,7 @@ fn bench(setup: &Setup, reps: u64, threads: Option<u64>, backend: &str, save_out
             "ms_per_forward": median, "ms_min": ms[0],
             "gflop_per_s": forward_flops(&cfg, sc.dims()) / median / 1e6,
             "peak_rss_mib": peak_rss_mib(),
-            "stages_ms": stages,
+            "stages_ms": stages_json(&stages),
         }))
     })
 }

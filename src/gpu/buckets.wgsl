@@ -9,8 +9,10 @@
 
 struct Params {
     rows: u32, n: u32, i0: u32, r: u32,
-    tmin: i32, flags: u32, _pad0: u32, _pad1: u32,   // flags: 1 = zero edge
+    tmin: i32, flags: u32, _pad0: u32, _pad1: u32,   // flags below
 }
+// Mirrored in Rust by kernels.rs's BucketsParams (same fields, same flag).
+const ZERO_EDGE: u32 = 1u;   // keys beyond the table give nothing (else the edge rows collect them)
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> weights: array<f32>;
@@ -27,7 +29,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let centre = i32(p.i0 + i) + p.tmin + i32(r);   // the key at distance min + r
     var lo = centre;
     var hi = centre;
-    if ((p.flags & 1u) == 0u) {
+    if ((p.flags & ZERO_EDGE) == 0u) {
         if (r == 0u) {
             lo = 0;
         }

@@ -23,6 +23,7 @@ struct Params {
     i0: u32, h0: u32, r: u32, flags: u32,      // first query, first head, table rows R, flags below
     tmin: i32, scale: f32, _pad0: u32, _pad1: u32,
 }
+// Mirrored in Rust by kernels.rs's LogitsParams (same fields, same flags).
 const WRITE_CONTENT: u32 = 1u;   // keep C (trace)
 const WRITE_RELATIVE: u32 = 2u;  // keep S (trace)
 const ZERO_EDGE: u32 = 4u;       // distances beyond the table read zero (else the edge row)

@@ -15,12 +15,15 @@
 // Grid: x = ceil(N / 64), y = ceil(M / 64), z = batch (heads of the chunk).
 
 struct Params {
-    m: u32, n: u32, k: u32, flags: u32,            // flags: 1 = add bias, 2 = accumulate into C
+    m: u32, n: u32, k: u32, flags: u32,            // flags below
     a_off: u32, a_rs: u32, a_cs: u32, a_zs: u32,
     b_off: u32, b_rs: u32, b_cs: u32, b_zs: u32,
     c_off: u32, c_rs: u32, c_cs: u32, c_zs: u32,
     bias_off: u32, _pad0: u32, _pad1: u32, _pad2: u32,
 }
+// Mirrored in Rust by kernels.rs's MatmulParams (same fields, same flags).
+const ADD_BIAS: u32 = 1u;     // add bias[bias_off + col]
+const ACCUMULATE: u32 = 2u;   // add into C instead of overwriting it
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> a: array<f32>;
@@ -90,11 +93,11 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
             let col = col0 + lid.x + 16u * j;
             if (row < p.m && col < p.n) {
                 var v = acc[i][j];
-                if ((p.flags & 1u) != 0u) {
+                if ((p.flags & ADD_BIAS) != 0u) {
                     v = v + bias[p.bias_off + col];
                 }
                 let ci = c0 + row * p.c_rs + col * p.c_cs;
-                if ((p.flags & 2u) != 0u) {
+                if ((p.flags & ACCUMULATE) != 0u) {
                     v = c[ci] + v;
                 }
                 c[ci] = v;

@@ -7,8 +7,10 @@
 // Grid: x = rows in the chunk, y = heads in the chunk. Buffers are (z, rows, n).
 
 struct Params {
-    rows: u32, n: u32, i0: u32, flags: u32,    // flags: 1 = causal
+    rows: u32, n: u32, i0: u32, flags: u32,    // flags below
 }
+// Mirrored in Rust by kernels.rs's SoftmaxParams (same fields, same flag).
+const CAUSAL: u32 = 1u;   // mask j > i
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> logits: array<f32>;
@@ -21,7 +23,7 @@ var<workgroup> red: array<f32, 64>;
 var<workgroup> seen: array<u32, 64>;
 
 fn visible(qi: u32, j: u32) -> bool {
-    return !((p.flags & 1u) != 0u && j > qi) && key_mask[j] != 0u;
+    return !((p.flags & CAUSAL) != 0u && j > qi) && key_mask[j] != 0u;
 }
 
 @compute @workgroup_size(64, 1, 1)

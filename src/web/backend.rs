@@ -8,9 +8,12 @@
 use super::request::{BackendChoice, Inputs, Request};
 use super::session::{BackendUsed, Session, Timing};
 use super::{to_js, to_value};
-use crate::gpu::GpuContext;
-use crate::model;
+use crate::backend::Backend;
+use crate::gpu::{GpuContext, GpuError};
+use crate::scenario::Scenario;
 use crate::timing::now_ms;
+use crate::timing::StageTimes;
+use crate::trace::Trace;
 use serde::Serialize;
 use std::cell::RefCell;
 use std::sync::Mutex;
@@ -78,23 +81,19 @@ fn has_navigator_gpu() -> bool {
 pub async fn gpu_init() -> Result<JsValue, JsValue> {
     let untried = GPU.with(|g| matches!(&*g.borrow(), Gpu::Untried));
     if untried {
-        init(None).await;
+        init(GpuContext::try_new()).await;
     }
     to_value(&status())
 }
 
-/// Fills the slot: a context (with `broken`: the test hook's context whose kernel does not compile), or why
+/// Fills the slot: the context `built` gives (the test hook's has a kernel that does not compile), or why
 /// there is none.
-async fn init(broken: Option<&str>) {
+async fn init(built: impl std::future::Future<Output = Result<GpuContext, GpuError>>) {
     GPU.with(|g| *g.borrow_mut() = Gpu::Busy(String::new()));
     let next = if !has_navigator_gpu() {
-        Gpu::Gone("this browser has no WebGPU (navigator.gpu is missing)".into())
+        Gpu::Gone(GpuError::NoWebGpu.to_string())
     } else {
-        let built = match broken {
-            None => GpuContext::try_new().await,
-            Some(kernel) => GpuContext::try_new_with_broken_kernel_for_test(kernel).await,
-        };
-        match built {
+        match built.await {
             Ok(ctx) => {
                 ctx.device().set_device_lost_callback(|reason, message| {
                     if let Ok(mut l) = LOST.lock() {
@@ -107,7 +106,7 @@ async fn init(broken: Option<&str>) {
                 let name = if name.is_empty() { format!("{:?} adapter", i.device_type) } else { name };
                 Gpu::Ready(ctx, format!("WebGPU: {name}"))
             }
-            Err(why) if why.starts_with("no GPU adapter") => {
+            Err(GpuError::NoAdapter(_)) => {
                 Gpu::Gone("WebGPU unavailable: requestAdapter() gave no adapter (WebGPU is off in this browser, or no usable GPU)".into())
             }
             Err(why) => Gpu::Gone(format!("WebGPU unavailable: {why}")),
@@ -125,7 +124,7 @@ async fn init(broken: Option<&str>) {
 pub async fn gpu_break_pipeline_for_test(kernel: String) -> Result<JsValue, JsValue> {
     let busy = GPU.with(|g| matches!(&*g.borrow(), Gpu::Busy(_)));
     if !busy {
-        init(Some(&kernel)).await;
+        init(GpuContext::try_new_with_broken_kernel_for_test(&kernel)).await;
     }
     to_value(&status())
 }
@@ -177,9 +176,9 @@ pub async fn compute(request: JsValue, file: Option<Vec<u8>>) -> Result<Session,
     if request.backend != BackendChoice::Cpu {
         match take_gpu() {
             Ok((ctx, name)) => match trace_on_gpu(ctx, &name, &inputs, &sc).await {
-                Ok(trace) => {
+                Ok((trace, times)) => {
                     let backend = BackendUsed { name, note: String::new() };
-                    return Ok(Session::new(trace, &inputs, timings("trace", now_ms() - t1), backend, Vec::new()));
+                    return Ok(Session::new(trace, &inputs, timings("trace", now_ms() - t1), backend, &times));
                 }
                 Err(why) => note = why,
             },
@@ -187,21 +186,21 @@ pub async fn compute(request: JsValue, file: Option<Vec<u8>>) -> Result<Session,
         }
     }
     let t2 = now_ms();
-    let (trace, times) = model::trace_timed(&inputs.cfg, &sc).map_err(to_js)?;
+    let (trace, times) = Backend::Cpu.trace(&inputs.cfg, &sc).await.map_err(to_js)?;
     let mut timings = timings("trace", now_ms() - t2);
     if t2 - t1 > 0.05 {
         timings.insert(1, Timing { name: "WebGPU (failed)".into(), ms: t2 - t1 });
     }
-    let stage_times = times.named().into_iter().map(|(name, ms)| Timing { name: name.into(), ms }).collect();
-    Ok(Session::new(trace, &inputs, timings, BackendUsed { name: CPU.into(), note }, stage_times))
+    Ok(Session::new(trace, &inputs, timings, BackendUsed { name: CPU.into(), note }, &times))
 }
 
 /// The trace on the GPU taken from the slot (and put back unless it was lost), or why it could not be had.
-async fn trace_on_gpu(mut ctx: GpuContext, name: &str, inputs: &Inputs, sc: &crate::scenario::Scenario) -> Result<crate::trace::Trace, String> {
+async fn trace_on_gpu(ctx: GpuContext, name: &str, inputs: &Inputs, sc: &Scenario) -> Result<(Trace, StageTimes), String> {
     let device = ctx.device().clone();
     let oom = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
     let invalid = device.push_error_scope(wgpu::ErrorFilter::Validation);
-    let result = ctx.trace_async(&inputs.cfg, sc).await;
+    let mut gpu = Backend::Gpu(ctx);
+    let result = gpu.trace(&inputs.cfg, sc).await;
     let (invalid, oom) = (invalid.pop(), oom.pop());
     let device_error = match (invalid.await, oom.await) {
         (Some(e), _) | (None, Some(e)) => Some(e.to_string()),
@@ -211,11 +210,13 @@ async fn trace_on_gpu(mut ctx: GpuContext, name: &str, inputs: &Inputs, sc: &cra
         GPU.with(|g| *g.borrow_mut() = Gpu::Gone(why.clone()));
         return Err(why);
     }
-    GPU.with(|g| *g.borrow_mut() = Gpu::Ready(ctx, name.into()));
+    if let Backend::Gpu(ctx) = gpu {
+        GPU.with(|g| *g.borrow_mut() = Gpu::Ready(ctx, name.into()));
+    }
     match (device_error, result) {
         (Some(e), _) => Err(format!("WebGPU failed on this layer: {e}")),
         (None, Err(e)) => Err(format!("WebGPU cannot compute this layer: {e}")),
-        (None, Ok(trace)) => Ok(trace),
+        (None, Ok(done)) => Ok(done),
     }
 }
 
@@ -237,7 +238,7 @@ fn take_gpu() -> Result<(GpuContext, String), String> {
             }
             Gpu::Busy(name) => {
                 *g = Gpu::Busy(name);
-                Err("WebGPU is busy with another compute".into())
+                Err(GpuError::Busy.to_string())
             }
             Gpu::Untried => Err("WebGPU was not tried (gpu_init was not called)".into()),
         }

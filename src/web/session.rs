@@ -7,7 +7,7 @@ use crate::error::Error;
 use crate::presets;
 use crate::render;
 use crate::stage::{Stage, StageMeta};
-use crate::timing::now_ms;
+use crate::timing::{now_ms, StageTimes};
 use crate::trace::Trace;
 use ndarray::Array2;
 use serde::Serialize;
@@ -41,8 +41,8 @@ pub struct Info {
     /// The trace's stages in pipeline order, with their titles, formulas and axes.
     pub stages: Vec<StageMeta>,
     pub backend: BackendUsed,
-    /// Milliseconds of each compute stage ([`crate::timing::StageTimes::named`]), head stages summed over
-    /// heads; empty where only totals are known (the GPU).
+    /// Milliseconds of each compute stage ([`StageTimes::named`]): on the CPU head stages summed over heads
+    /// and the logits in their three parts; on the GPU each stage submitted alone and waited for.
     pub stage_times: Vec<Timing>,
 }
 
@@ -70,7 +70,7 @@ pub struct Session {
 
 impl Session {
     /// A session around a trace computed on either backend.
-    pub fn new(trace: Trace, inputs: &Inputs, timings: Vec<Timing>, backend: BackendUsed, stage_times: Vec<Timing>) -> Session {
+    pub fn new(trace: Trace, inputs: &Inputs, timings: Vec<Timing>, backend: BackendUsed, stage_times: &StageTimes) -> Session {
         let stages = trace.stages();
         let preset_description = if inputs.preset.is_empty() { "" } else { presets::preset(&inputs.preset).map(|p| p.description).unwrap_or("") };
         let (b, _, n) = trace.dims();
@@ -81,7 +81,7 @@ impl Session {
             settings: Settings::of(&trace.config, &spec, inputs.per_head),
             stages: stages.iter().map(|&s| trace.meta(s)).collect(),
             backend,
-            stage_times,
+            stage_times: stage_times.named().into_iter().map(|(name, ms)| Timing { name: name.into(), ms }).collect(),
         };
         Session { trace, stages, info, values: Vec::new(), rgba: Vec::new(), timings }
     }

@@ -1,0 +1,90 @@
+//! How a layer is cut into chunks of (heads, query rows) that fit [`WORK_BYTES`] and the device's limits,
+//! or why it cannot run on this device.
+
+use super::error::GpuError;
+use super::kernels::{BLOCK, TILE};
+
+/// Largest work buffer of one chunk ((heads, rows, n) logits or weights), in bytes.
+pub const WORK_BYTES: u64 = 128 << 20;
+
+/// Rows `i0 .. i0 + rows` of heads `h0 .. h0 + hc`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Chunk {
+    pub h0: usize,
+    pub hc: usize,
+    pub i0: usize,
+    pub rows: usize,
+}
+
+/// The chunks of a layer of n positions, d = d_model, h heads, r = R table rows and dh = d_head: every
+/// head in one chunk when its (h, n, max(n, R, d_head)) work fits, else one head and as many rows as fit
+/// at a time. Refused ([`GpuError::TooLarge`]) when one (n, d_model) projection exceeds a binding, the
+/// grid exceeds the workgroups per dimension, or not even one row fits.
+pub(super) fn plan(limits: &wgpu::Limits, work_bytes: u64, n: usize, d: usize, h: usize, r: usize, dh: usize) -> Result<Vec<Chunk>, GpuError> {
+    let max_binding = limits.max_storage_buffer_binding_size.min(limits.max_buffer_size);
+    let max_workgroups = limits.max_compute_workgroups_per_dimension;
+    let max_groups = max_workgroups as usize;
+    let too_large = |what: String| Err(GpuError::TooLarge { what, max_binding, max_workgroups });
+    if (n * d * 4) as u64 > max_binding {
+        return too_large(format!("one (n, d_model) = ({n}, {d}) projection needs {} bytes", n * d * 4));
+    }
+    if n.div_ceil(BLOCK).max(d.div_ceil(BLOCK)).max(r.div_ceil(TILE)) > max_groups || h > max_groups {
+        return too_large(format!("n = {n}, d_model = {d}, R = {r}, heads = {h} need too many workgroups"));
+    }
+    let per_row = (n.max(r).max(dh) * 4) as u64;
+    let budget = max_binding.min(work_bytes);
+    if (h * n) as u64 * per_row <= budget && n <= max_groups {
+        return Ok(vec![Chunk { h0: 0, hc: h, i0: 0, rows: n }]);
+    }
+    let rows = ((budget / per_row) as usize).min(n).min(max_groups);
+    if rows == 0 {
+        return too_large(format!("one row of {} keys needs {per_row} bytes", n.max(r)));
+    }
+    let mut chunks = Vec::new();
+    for h0 in 0..h {
+        for i0 in (0..n).step_by(rows) {
+            chunks.push(Chunk { h0, hc: 1, i0, rows: rows.min(n - i0) });
+        }
+    }
+    Ok(chunks)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limits(binding: u64, groups: u32) -> wgpu::Limits {
+        wgpu::Limits {
+            max_storage_buffer_binding_size: binding,
+            max_buffer_size: binding,
+            max_compute_workgroups_per_dimension: groups,
+            ..wgpu::Limits::default()
+        }
+    }
+
+    #[test]
+    fn small_layers_are_one_chunk() {
+        assert_eq!(plan(&limits(1 << 30, 65535), WORK_BYTES, 64, 32, 4, 5, 8).unwrap(), [Chunk { h0: 0, hc: 4, i0: 0, rows: 64 }]);
+    }
+
+    #[test]
+    fn larger_layers_go_a_head_and_some_rows_at_a_time() {
+        // 10 rows of 100 keys fit 4000 bytes: 10 chunks per head, the last one 1 row.
+        let chunks = plan(&limits(1 << 30, 65535), 4000, 91, 16, 2, 5, 8).unwrap();
+        assert_eq!(chunks.len(), 2 * 10);
+        assert!(chunks.iter().all(|c| c.hc == 1 && c.rows <= 10));
+        assert_eq!(chunks[9], Chunk { h0: 0, hc: 1, i0: 90, rows: 1 });
+        assert_eq!(chunks[10], Chunk { h0: 1, hc: 1, i0: 0, rows: 10 });
+        // Every (head, row) exactly once.
+        assert_eq!(chunks.iter().map(|c| c.rows).sum::<usize>(), 2 * 91);
+    }
+
+    #[test]
+    fn beyond_the_limits_is_refused_with_the_numbers() {
+        let e = plan(&limits(64, 65535), WORK_BYTES, 8, 4, 1, 5, 4).unwrap_err();
+        assert_eq!(e, GpuError::TooLarge { what: "one (n, d_model) = (8, 4) projection needs 128 bytes".into(), max_binding: 64, max_workgroups: 65535 });
+        assert!(e.to_string().contains("allows 64 bytes per buffer"), "{e}");
+        assert!(matches!(plan(&limits(1 << 30, 2), WORK_BYTES, 1000, 16, 1, 5, 16), Err(GpuError::TooLarge { .. })));
+        assert!(matches!(plan(&limits(1 << 30, 65535), 4, 8, 4, 1, 5, 4), Err(GpuError::TooLarge { .. })));
+    }
+}

@@ -1,0 +1,133 @@
+//! The intermediates of a trace, read back chunk by chunk into (b, h, ...) arrays, and the trace made of
+//! them (with the Music Transformer's skew steps filled on the CPU from the GPU's `P`).
+
+use super::plan::Chunk;
+use crate::attention::Config;
+use crate::scenario::Scenario;
+use crate::skew;
+use crate::trace::{Computed, SkewTrace, Trace};
+use ndarray::{s, Array2, Array3, Array4, ArrayView3};
+
+/// The intermediates read back so far, (b, h, ...) like [`Trace`].
+pub(super) struct Recorded {
+    content: Array4<f32>,
+    relative: Array4<f32>,
+    logits: Array4<f32>,
+    weights: Array4<f32>,
+    /// P = Q·Tᵀ (b, h, n, R), for the skew steps.
+    p: Option<Array4<f32>>,
+    buckets: Option<Array4<f32>>,
+    out_content: Array4<f32>,
+    out_relative: Array4<f32>,
+    pub q: Array3<f32>,
+    pub k: Array3<f32>,
+    pub v: Array3<f32>,
+    pub heads: Array3<f32>,
+}
+
+impl Recorded {
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn new(b: usize, h: usize, n: usize, d: usize, dh: usize, r: usize, keep_p: bool, keep_buckets: bool) -> Self {
+        let nn = || Array4::zeros((b, h, n, n));
+        Recorded {
+            content: nn(),
+            relative: nn(),
+            logits: nn(),
+            weights: nn(),
+            p: keep_p.then(|| Array4::zeros((b, h, n, r))),
+            buckets: keep_buckets.then(|| Array4::zeros((b, h, n, r))),
+            out_content: Array4::zeros((b, h, n, dh)),
+            out_relative: Array4::zeros((b, h, n, dh)),
+            q: Array3::zeros((b, n, d)),
+            k: Array3::zeros((b, n, d)),
+            v: Array3::zeros((b, n, d)),
+            heads: Array3::zeros((b, n, d)),
+        }
+    }
+
+    /// Copies a chunk's buffers (content, relative, logits, weights, P, buckets, αV, B·w^V) into place.
+    pub(super) fn store(&mut self, bi: usize, c: Chunk, parts: &[Vec<f32>]) {
+        let put = |dst: &mut Array4<f32>, data: &[f32]| {
+            let cols = dst.dim().3;
+            let src = ArrayView3::from_shape((c.hc, c.rows, cols), &data[..c.hc * c.rows * cols]).expect("chunk shape");
+            dst.slice_mut(s![bi, c.h0..c.h0 + c.hc, c.i0..c.i0 + c.rows, ..]).assign(&src);
+        };
+        put(&mut self.content, &parts[0]);
+        put(&mut self.relative, &parts[1]);
+        put(&mut self.logits, &parts[2]);
+        put(&mut self.weights, &parts[3]);
+        if let Some(pa) = self.p.as_mut() {
+            put(pa, &parts[4]);
+        }
+        if let Some(ba) = self.buckets.as_mut() {
+            put(ba, &parts[5]);
+        }
+        put(&mut self.out_content, &parts[6]);
+        if !parts[7].is_empty() {
+            put(&mut self.out_relative, &parts[7]);
+        }
+    }
+
+    /// Batch element `bi`'s heads side by side: (n, d_model), α·V + B·w^V.
+    pub(super) fn concat(&self, bi: usize) -> Array2<f32> {
+        let (_, h, n, dh) = self.out_content.dim();
+        let mut out = Array2::zeros((n, h * dh));
+        for hi in 0..h {
+            let z = &self.out_content.slice(s![bi, hi, .., ..]) + &self.out_relative.slice(s![bi, hi, .., ..]);
+            out.slice_mut(s![.., hi * dh..(hi + 1) * dh]).assign(&z);
+        }
+        out
+    }
+
+    pub(super) fn finish(mut self, cfg: &Config, sc: &Scenario, output: Array3<f32>, music_skew: bool, keep_buckets: bool) -> Trace {
+        let (b, h, _, _) = self.logits.dim();
+        // The GPU never carries −∞: masked logits are shown as the CPU shows them.
+        for bi in 0..b {
+            let mask = sc.key_mask.as_ref().map(|m| m.row(bi));
+            for hi in 0..h {
+                let mut l = self.logits.slice_mut(s![bi, hi, .., ..]);
+                for ((i, j), e) in l.indexed_iter_mut() {
+                    if (cfg.causal && j > i) || mask.is_some_and(|m| !m[j]) {
+                        *e = f32::NEG_INFINITY;
+                    }
+                }
+            }
+        }
+        let skew = music_skew.then(|| self.skew_steps(cfg));
+        let computed = Computed {
+            q: self.q,
+            k: self.k,
+            v: self.v,
+            content_logits: self.content,
+            relative_logits: self.relative,
+            logits: self.logits,
+            weights: self.weights,
+            value_buckets: if keep_buckets { self.buckets } else { None },
+            skew,
+            out_content: self.out_content,
+            out_relative: self.out_relative,
+            heads: self.heads,
+            output,
+        };
+        Trace::assemble(cfg, sc, computed)
+    }
+
+    /// The Music Transformer's skew steps from P: `Q·E_rᵀ` column c holds distance c − (n − 1), which reads
+    /// table row `row(c − (n − 1))` of P (zero beyond a zero-edged table), then [`skew::skew`].
+    fn skew_steps(&self, cfg: &Config) -> SkewTrace {
+        let p = self.p.as_ref().expect("kept for the skew");
+        let (b, h, n, _) = p.dim();
+        let layout = cfg.layout();
+        let cols = if cfg.causal { n } else { 2 * n - 1 };
+        let rows: Vec<Option<usize>> = (0..cols).map(|c| layout.row(c as isize - (n as isize - 1))).collect();
+        let mut steps = Vec::with_capacity(b * h);
+        for bi in 0..b {
+            for hi in 0..h {
+                let ph = p.slice(s![bi, hi, .., ..]);
+                let qer = Array2::from_shape_fn((n, cols), |(i, c)| rows[c].map_or(0.0, |r| ph[[i, r]]));
+                steps.push(skew::skew(qer.view(), cfg.causal));
+            }
+        }
+        SkewTrace::stack(&steps, h, |st| st)
+    }
+}

@@ -1,0 +1,207 @@
+//! The layer on the device: checks, the plan, uploads, every chunk's kernels, readback; a forward keeps
+//! the output, a trace every intermediate ([`Recorded`]), and either may time each stage.
+
+use super::context::GpuContext;
+use super::kernels::{rows_of, u, BucketsParams, LogitsParams, Operand, SoftmaxParams};
+use super::plan::{plan, Chunk};
+use super::record::Recorded;
+use crate::attention::{Config, Implementation, Method};
+use crate::error::{Error, Result};
+use crate::relpos::Edge;
+use crate::scenario::Scenario;
+use crate::timing::{now_ms, LogitTimes, StageTimes};
+use crate::trace::Trace;
+use ndarray::{Array2, Array3, ArrayView3, Axis};
+
+/// The time since the last lap, for profiling: each stage is submitted alone and waited for.
+struct Clock {
+    last: f64,
+}
+
+impl Clock {
+    fn start() -> Clock {
+        Clock { last: now_ms() }
+    }
+
+    /// Milliseconds since the previous lap.
+    fn lap(&mut self) -> f64 {
+        let now = now_ms();
+        let ms = now - self.last;
+        self.last = now;
+        ms
+    }
+}
+
+impl GpuContext {
+    /// The output and every intermediate, the same [`Trace`] as the CPU's [`crate::model::trace`], and the
+    /// time of each stage (each submitted alone and waited for).
+    pub async fn trace(&mut self, cfg: &Config, sc: &Scenario) -> Result<(Trace, StageTimes)> {
+        let (_, trace, times) = self.run(cfg, sc, true, true).await?;
+        Ok((trace.expect("recorded"), times.expect("profiled")))
+    }
+
+    /// The layer's output (b, n, d_model) and the time of each stage (each submitted alone and waited for,
+    /// so a little slower than [`GpuContext::output`]).
+    pub async fn forward(&mut self, cfg: &Config, sc: &Scenario) -> Result<(Array3<f32>, StageTimes)> {
+        let (output, _, times) = self.run(cfg, sc, false, true).await?;
+        Ok((output, times.expect("profiled")))
+    }
+
+    /// The layer's output (b, n, d_model) alone, the stages submitted together (nothing waits between them).
+    pub async fn output(&mut self, cfg: &Config, sc: &Scenario) -> Result<Array3<f32>> {
+        Ok(self.run(cfg, sc, false, false).await?.0)
+    }
+
+    /// When profiling, submits what `enc` holds (leaving a fresh encoder), waits for the device and returns
+    /// the milliseconds since the last mark; else 0.
+    async fn mark(&self, enc: &mut wgpu::CommandEncoder, clock: &mut Option<Clock>) -> Result<f64> {
+        let Some(clock) = clock else { return Ok(0.0) };
+        let done = std::mem::replace(enc, self.encoder());
+        self.queue.submit([done.finish()]);
+        self.wait().await?;
+        Ok(clock.lap())
+    }
+
+    /// The whole layer; `record` keeps every intermediate, `profile` times each stage.
+    async fn run(&mut self, cfg: &Config, sc: &Scenario, record: bool, profile: bool) -> Result<(Array3<f32>, Option<Trace>, Option<StageTimes>)> {
+        let (b, n, d) = sc.dims();
+        let h = cfg.heads;
+        if h == 0 || d % h != 0 {
+            return Err(Error::invalid("heads", h, format!("a divisor of d_model = {d}")));
+        }
+        let (dh, r, layout) = (d / h, cfg.table_rows(), cfg.layout());
+        let (th, tr, tc) = sc.rel_k.dim();
+        if (th != 1 && th != h) || tr != r || tc != dh {
+            return Err(Error::shape("rel_k", sc.rel_k.shape(), format!("[1 or {h}, {r}, {dh}]")));
+        }
+        let rel_v = match (cfg.has_rel_v(), &sc.rel_v) {
+            (true, Some(t)) if t.dim() == (th, r, dh) => Some(t),
+            (true, Some(t)) => return Err(Error::shape("rel_v", t.shape(), format!("[{th}, {r}, {dh}]"))),
+            (true, None) => return Err(Error::invalid("rel_v", "absent", "a (2k+1, d_head) table when a^V is on")),
+            (false, _) => None,
+        };
+        let chunks = plan(&self.limits, self.work_bytes, n, d, h, r, dh)?;
+        let shared = th == 1;
+        let music_skew = record && cfg.method == Method::Music && cfg.implementation == Implementation::Efficient;
+        let keep_buckets = record && rel_v.is_some() && cfg.implementation == Implementation::Efficient;
+        let zero_edge = layout.edge == Edge::Zero;
+        let mut clock = profile.then(Clock::start);
+
+        // Weights, biases and tables: once per call.
+        let contiguous = |a: &Array2<f32>| a.as_standard_layout().into_owned().into_raw_vec_and_offset().0;
+        let w = [contiguous(&sc.w_q), contiguous(&sc.w_k), contiguous(&sc.w_v), contiguous(&sc.w_o)];
+        let w = [self.upload("w_q", &w[0]), self.upload("w_k", &w[1]), self.upload("w_v", &w[2]), self.upload("w_o", &w[3])];
+        let biases: Vec<f32> = [&sc.b_q, &sc.b_k, &sc.b_v, &sc.b_o].iter().flat_map(|v| v.iter().copied()).collect();
+        let bias = self.upload("bias", &biases);
+        let rel_k_buf = self.upload("rel_k", &sc.rel_k.as_standard_layout().into_owned().into_raw_vec_and_offset().0);
+        let rel_v_buf = rel_v.map(|t| self.upload("rel_v", &t.as_standard_layout().into_owned().into_raw_vec_and_offset().0));
+        let dummy = [self.buffer("dummy_content", 16), self.buffer("dummy_relative", 16)];
+        let max_work = chunks.iter().map(|c| c.hc * c.rows).max().unwrap_or(0);
+        let [q, k, v, x, heads, out] = ["q", "k", "v", "x", "heads", "out"].map(|role| self.buffer(role, n * d * 4));
+        let [logits, weights] = ["logits", "weights"].map(|role| self.buffer(role, max_work * n * 4));
+        let [content, relative] = if record { ["content", "relative"].map(|role| self.buffer(role, max_work * n * 4)) } else { dummy.clone() };
+        let [p, buckets] = ["p", "buckets"].map(|role| self.buffer(role, max_work * r * 4));
+        let [oc, orl] = ["out_content", "out_relative"].map(|role| self.buffer(role, max_work * dh * 4));
+
+        let mut output = Array3::zeros((b, n, d));
+        let mut times = StageTimes { logits: LogitTimes::Fused(0.0), ..StageTimes::default() };
+        let mut rec = record.then(|| Recorded::new(b, h, n, d, dh, r, music_skew, keep_buckets));
+        let scale = 1.0 / (dh as f32).sqrt();
+
+        for bi in 0..b {
+            let mut enc = self.encoder();
+            let xb = sc.x.index_axis(Axis(0), bi).as_standard_layout().into_owned().into_raw_vec_and_offset().0;
+            self.queue.write_buffer(&x, 0, bytemuck::cast_slice(&xb));
+            let mask: Vec<u32> = match &sc.key_mask {
+                Some(m) => m.row(bi).iter().map(|&keep| u32::from(keep)).collect(),
+                None => vec![1; n],
+            };
+            let mask = self.upload("mask", &mask);
+            for (wi, dst) in [&q, &k, &v].into_iter().enumerate() {
+                self.matmul(&mut enc, (n, d, d, 1), rows_of(&x, 0, d, 0), rows_of(&w[wi], 0, d, 0), rows_of(dst, 0, d, 0), Some((&bias, wi * d)), false);
+            }
+            times.projections += self.mark(&mut enc, &mut clock).await?;
+
+            for &Chunk { h0, hc, i0, rows } in &chunks {
+                // P = Q·Tᵀ, (hc, rows, R): B(c, r) = T[head, r, c].
+                let (t_off, t_zs) = if shared { (0, 0) } else { (h0 * r * dh, r * dh) };
+                let tk = Operand { buf: &rel_k_buf, off: t_off, rs: 1, cs: dh, zs: t_zs };
+                self.matmul(&mut enc, (rows, r, dh, hc), rows_of(&q, i0 * d + h0 * dh, d, dh), tk, rows_of(&p, 0, r, rows * r), None, false);
+                let flags = if record { LogitsParams::WRITE_CONTENT | LogitsParams::WRITE_RELATIVE } else { 0 }
+                    | if zero_edge { LogitsParams::ZERO_EDGE } else { 0 }
+                    | if cfg.method == Method::Music && cfg.causal { LogitsParams::ZERO_ABOVE } else { 0 }
+                    | if cfg.causal { LogitsParams::CAUSAL } else { 0 };
+                #[rustfmt::skip]
+                let params = LogitsParams {
+                    rows: u(rows), n: u(n), dh: u(dh), d: u(d), i0: u(i0), h0: u(h0), r: u(r), flags,
+                    tmin: layout.min as i32, scale, _pad: [0; 2],
+                };
+                self.logits(&mut enc, &params, hc, [&q, &k, &p, &mask, &content, &relative, &logits]);
+                let ms = self.mark(&mut enc, &mut clock).await?;
+                times.logits.add(&LogitTimes::Fused(ms));
+
+                let causal = if cfg.causal { SoftmaxParams::CAUSAL } else { 0 };
+                self.softmax(&mut enc, &SoftmaxParams { rows: u(rows), n: u(n), i0: u(i0), flags: causal }, hc, &logits, &mask, &weights);
+                times.softmax += self.mark(&mut enc, &mut clock).await?;
+
+                // z = α·V (+ B·w^V): into the concatenated heads, or kept apart for a trace.
+                let (z_buf, z_off, z_rs, z_zs) = if record { (&oc, 0, dh, rows * dh) } else { (&heads, i0 * d + h0 * dh, d, dh) };
+                self.matmul(
+                    &mut enc,
+                    (rows, dh, n, hc),
+                    rows_of(&weights, 0, n, rows * n),
+                    rows_of(&v, h0 * dh, d, dh),
+                    rows_of(z_buf, z_off, z_rs, z_zs),
+                    None,
+                    false,
+                );
+                if let Some(tv) = &rel_v_buf {
+                    let edge = if zero_edge { BucketsParams::ZERO_EDGE } else { 0 };
+                    let params = BucketsParams { rows: u(rows), n: u(n), i0: u(i0), r: u(r), tmin: layout.min as i32, flags: edge, _pad: [0; 2] };
+                    self.buckets(&mut enc, &params, hc, &weights, &buckets);
+                    let wv = Operand { buf: tv, off: t_off, rs: dh, cs: 1, zs: t_zs };
+                    let (dst, off, rs, zs) = if record { (&orl, 0, dh, rows * dh) } else { (&heads, i0 * d + h0 * dh, d, dh) };
+                    self.matmul(&mut enc, (rows, dh, r, hc), rows_of(&buckets, 0, r, rows * r), wv, rows_of(dst, off, rs, zs), None, !record);
+                }
+                times.values += self.mark(&mut enc, &mut clock).await?;
+
+                if let Some(rec) = rec.as_mut() {
+                    let (wn, wr, wd) = (hc * rows * n, hc * rows * r, hc * rows * dh);
+                    let orl_len = if rel_v_buf.is_some() { wd } else { 0 };
+                    let parts = self
+                        .read(enc, &[(&content, wn), (&relative, wn), (&logits, wn), (&weights, wn), (&p, wr), (&buckets, wr), (&oc, wd), (&orl, orl_len)])
+                        .await?;
+                    enc = self.encoder();
+                    rec.store(bi, Chunk { h0, hc, i0, rows }, &parts);
+                    // Reading a trace's intermediates back counts with the output's readback.
+                    if let Some(clock) = clock.as_mut() {
+                        times.output += clock.lap();
+                    }
+                }
+            }
+
+            if let Some(rec) = rec.as_mut() {
+                // Heads = α·V + B·w^V, added here exactly as the GPU adds them in a forward.
+                let concat = rec.concat(bi);
+                self.queue.write_buffer(&heads, 0, bytemuck::cast_slice(concat.as_slice().expect("standard layout")));
+                rec.heads.index_axis_mut(Axis(0), bi).assign(&concat);
+            }
+            self.matmul(&mut enc, (n, d, d, 1), rows_of(&heads, 0, d, 0), rows_of(&w[3], 0, d, 0), rows_of(&out, 0, d, 0), Some((&bias, 3 * d)), false);
+            let want: Vec<(&wgpu::Buffer, usize)> = if record { vec![(&out, n * d), (&q, n * d), (&k, n * d), (&v, n * d)] } else { vec![(&out, n * d)] };
+            let parts = self.read(enc, &want).await?;
+            let as_nd = |data: &Vec<f32>| ArrayView3::from_shape((1, n, d), data).expect("n·d values").index_axis_move(Axis(0), 0).to_owned();
+            output.index_axis_mut(Axis(0), bi).assign(&as_nd(&parts[0]));
+            if let Some(rec) = rec.as_mut() {
+                rec.q.index_axis_mut(Axis(0), bi).assign(&as_nd(&parts[1]));
+                rec.k.index_axis_mut(Axis(0), bi).assign(&as_nd(&parts[2]));
+                rec.v.index_axis_mut(Axis(0), bi).assign(&as_nd(&parts[3]));
+            }
+            if let Some(clock) = clock.as_mut() {
+                times.output += clock.lap();
+            }
+        }
+
+        let trace = rec.map(|rec| rec.finish(cfg, sc, output.clone(), music_skew, keep_buckets));
+        Ok((output, trace, clock.map(|_| times)))
+    }
+}
