@@ -210,6 +210,21 @@ fn normal(seed: u64, name: &str, shape: (usize, usize, usize)) -> Array3<f32> {
     Array3::from_shape_simple_fn(shape, || r.sample(StandardNormal))
 }
 
+/// An input x (n, d_model) for a sentence: one N(0, 1) vector per distinct token, drawn from a ChaCha8
+/// stream picked by the token's text (FNV-1a) and seeded with `seed`, so the same token gives the same row
+/// wherever it stands. Equal rows give equal content logits q_i · k_j; what still tells them apart is the
+/// relative term alone.
+pub fn token_embeddings(tokens: &[String], d_model: usize, seed: u64) -> Array2<f32> {
+    let mut x = Array2::zeros((tokens.len(), d_model));
+    for (mut row, token) in x.rows_mut().into_iter().zip(tokens) {
+        let stream = token.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3));
+        let mut r = ChaCha8Rng::seed_from_u64(seed);
+        r.set_stream(stream);
+        row.iter_mut().for_each(|v| *v = r.sample(StandardNormal));
+    }
+    x
+}
+
 /// Xavier-uniform (a, rows, cols): U(±sqrt(6 / (rows + cols))) per (rows, cols) matrix.
 fn xavier(seed: u64, name: &str, shape: (usize, usize, usize)) -> Array3<f32> {
     let mut r = rng(seed, name);

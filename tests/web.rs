@@ -144,6 +144,30 @@ async fn batch_setting_gives_that_many_sequences() {
     assert_ne!(x.index_axis(ndarray::Axis(0), 0), x.index_axis(ndarray::Axis(0), 2));
 }
 
+/// A sentence makes x: one seeded vector per distinct token, so repeated tokens have equal content logits
+/// (q_i·k_j depends on the token only) and n is the number of tokens.
+#[wasm_bindgen_test]
+async fn a_sentence_gives_one_embedding_per_distinct_token() {
+    let tokens: Vec<String> = "the cat saw the dog".split(' ').map(String::from).collect();
+    let s = run("", &Settings { tokens: tokens.clone(), ..settings("shaw", 3.0, 8.0, 2.0, 2.0) }).await.unwrap();
+    let t = s.trace();
+    assert_eq!(t.x.dim(), (1, 5, 8));
+    assert_eq!(t.x.slice(ndarray::s![0, 0, ..]), t.x.slice(ndarray::s![0, 3, ..]), "both 'the' rows");
+    assert_ne!(t.x.slice(ndarray::s![0, 1, ..]), t.x.slice(ndarray::s![0, 2, ..]));
+    let c = &t.content_logits;
+    for j in 0..5 {
+        assert_eq!(c[[0, 1, 0, j]], c[[0, 1, 3, j]], "query 'the' at 0 and 3, key {j}");
+    }
+    let set = get(&s.info().unwrap(), "settings");
+    assert_eq!(num(&set, "n"), 5.0);
+    assert_eq!(js_sys::Array::from(&get(&set, "tokens")).length(), 5);
+    // Another seed gives other vectors; the same seed the same ones.
+    let again = run("", &Settings { tokens: tokens.clone(), ..settings("shaw", 3.0, 8.0, 2.0, 2.0) }).await.unwrap();
+    assert_eq!(again.trace().x, t.x);
+    let other = run("", &Settings { tokens, seed: 1.0, ..settings("shaw", 3.0, 8.0, 2.0, 2.0) }).await.unwrap();
+    assert_ne!(other.trace().x, t.x);
+}
+
 fn spec(rows: usize, cols: usize, labels: &[String], title: &str) -> JsValue {
     let o = js_sys::Object::new();
     let set = |k: &str, v: JsValue| js_sys::Reflect::set(&o, &k.into(), &v).unwrap();

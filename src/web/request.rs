@@ -97,13 +97,18 @@ pub struct Settings {
     pub rel_v: bool,
     /// One relative table per head instead of one shared table.
     pub per_head: bool,
+    /// A sentence's tokens: when given, n is their number and x has one seeded embedding per distinct
+    /// token ([`scenario::token_embeddings`]), so repeated tokens have equal content and differ only by
+    /// their relative positions.
+    #[serde(default)]
+    pub tokens: Vec<String>,
     #[serde(flatten, skip_serializing)]
     pub unknown: Unknown,
 }
 
 impl Settings {
     /// The settings that describe a resolved computation.
-    pub fn of(cfg: &Config, spec: &Spec, per_head: bool) -> Settings {
+    pub fn of(cfg: &Config, spec: &Spec, per_head: bool, tokens: &[String]) -> Settings {
         Settings {
             method: cfg.method.to_string(),
             n: spec.n as f64,
@@ -115,14 +120,20 @@ impl Settings {
             causal: cfg.causal,
             rel_v: cfg.rel_v,
             per_head,
+            tokens: tokens.to_vec(),
             unknown: Unknown::new(),
         }
     }
 
-    /// The layer's Config and the scenario's Spec, each number checked against its range.
+    /// The layer's Config and the scenario's Spec, each number checked against its range (with tokens, n
+    /// is their number and the batch is 1).
     pub fn check(&self) -> Result<(Config, Spec), JsValue> {
         let method: Method = self.method.parse().map_err(to_js)?;
-        let n = whole("n", self.n, 1, MAX_N)?;
+        if self.tokens.len() > MAX_N {
+            return Err(to_js(Error::invalid("tokens", format!("{} tokens", self.tokens.len()), format!("at most {MAX_N} tokens (n)"))));
+        }
+        let sentence = !self.tokens.is_empty();
+        let n = if sentence { self.tokens.len() } else { whole("n", self.n, 1, MAX_N)? };
         let d_model = whole("d_model", self.d_model, 1, MAX_D_MODEL)?;
         let heads = whole("heads", self.heads, 1, MAX_HEADS)?;
         if d_model % heads != 0 {
@@ -130,7 +141,7 @@ impl Settings {
         }
         let clip = whole("clip", self.clip, 0, MAX_N)?;
         let seed = whole("seed", self.seed, 0, u32::MAX as usize)? as u64;
-        let batch = whole("batch", self.batch, 1, MAX_BATCH)?;
+        let batch = if sentence { 1 } else { whole("batch", self.batch, 1, MAX_BATCH)? };
         let cfg = Config { method, heads, clip, causal: self.causal, rel_v: self.rel_v, ..Config::default() };
         Ok((cfg, Spec { n, d_model, batch, seed }))
     }
@@ -153,25 +164,33 @@ pub struct Inputs {
     pub per_head: bool,
     /// The preset's name, or "".
     pub preset: String,
+    /// The sentence x was built from, if any.
+    pub tokens: Vec<String>,
 }
 
 impl Inputs {
     /// A preset (the settings are then not used), a scenario file's bytes (.npz or .npy, README "Scenario
-    /// files": its x sets n, d_model and the batch) or the settings alone.
+    /// files": its x sets n, d_model and the batch) or the settings alone (x from their tokens, if any).
     pub fn resolve(request: &Request, file: Option<&[u8]>) -> Result<Inputs, JsValue> {
         if let Some(bytes) = file {
             let arrays = scenario::read_arrays(bytes, &request.file_name).map_err(to_js)?;
             let (cfg, spec) = request.settings.check()?;
             // x fixes the sizes: the controls' n, d_model and batch are not used (nor checked against it).
             let spec = scenario::sizes_of(&arrays, &spec).map_err(to_js)?;
-            return Ok(Inputs { cfg, spec, arrays, per_head: request.settings.per_head, preset: String::new() });
+            return Ok(Inputs { cfg, spec, arrays, per_head: request.settings.per_head, preset: String::new(), tokens: Vec::new() });
         }
         if !request.preset.is_empty() {
             let p = presets::preset(&request.preset).map_err(to_js)?;
-            return Ok(Inputs { cfg: p.config, spec: p.spec, arrays: p.arrays, per_head: p.per_head_tables, preset: request.preset.clone() });
+            let (cfg, spec, arrays) = (p.config, p.spec, p.arrays);
+            return Ok(Inputs { cfg, spec, arrays, per_head: p.per_head_tables, preset: request.preset.clone(), tokens: Vec::new() });
         }
         let (cfg, spec) = request.settings.check()?;
-        Ok(Inputs { cfg, spec, arrays: Arrays::new(), per_head: request.settings.per_head, preset: String::new() })
+        let tokens = request.settings.tokens.clone();
+        let mut arrays = Arrays::new();
+        if !tokens.is_empty() {
+            arrays.insert("x".into(), scenario::token_embeddings(&tokens, spec.d_model, spec.seed).into_dyn());
+        }
+        Ok(Inputs { cfg, spec, arrays, per_head: request.settings.per_head, preset: String::new(), tokens })
     }
 
     /// The scenario, after checking that its trace fits [`MEMORY_LIMIT`] (on either backend the trace is

@@ -78,7 +78,7 @@ impl Session {
         let info = Info {
             preset: inputs.preset.clone(),
             preset_description: preset_description.into(),
-            settings: Settings::of(&trace.config, &spec, inputs.per_head),
+            settings: Settings::of(&trace.config, &spec, inputs.per_head, &inputs.tokens),
             stages: stages.iter().map(|&s| trace.meta(s)).collect(),
             backend,
             stage_times: stage_times.named().into_iter().map(|(name, ms)| Timing { name: name.into(), ms }).collect(),
