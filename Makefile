@@ -38,7 +38,7 @@ check:
 	cargo fmt --check
 	cargo clippy --all-targets -- -D warnings
 	cargo clippy --lib --target wasm32-unknown-unknown -- -D warnings
-	@for f in www/*.js tests/e2e/*.mjs bench/*.mjs; do node --check "$$f" || exit 1; done
+	@for f in www/*.js www/js/*.js tests/e2e/*.mjs bench/*.mjs; do node --check "$$f" || exit 1; done
 	@echo "check: fmt, clippy (native, wasm32) and scripts OK"
 
 # Mesa's software Vulkan (lavapipe), so tests/gpu.rs has an adapter on a machine without a GPU.
