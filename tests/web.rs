@@ -23,7 +23,7 @@ fn text(o: &JsValue, k: &str) -> String {
 }
 
 fn settings(method: &str, n: f64, d_model: f64, heads: f64, clip: f64) -> Settings {
-    Settings { method: method.into(), n, d_model, heads, clip, seed: 0.0, batch: 1.0, rel_v: true, ..Settings::default() }
+    Settings { method: method.into(), n, d_model, heads, clip, seed: 0.0, batch_size: 1.0, rel_v: true, ..Settings::default() }
 }
 
 /// A request object as the page sends it, on the CPU.
@@ -57,7 +57,7 @@ async fn seed004_relative_logits_match_the_seed() {
     let s = preset("seed004").await;
     let info = s.info().unwrap();
     let set = get(&info, "settings");
-    assert_eq!((num(&set, "batch"), num(&set, "heads"), num(&set, "n"), num(&set, "clip")), (2.0, 3.0, 4.0, 2.0));
+    assert_eq!((num(&set, "batch_size"), num(&set, "heads"), num(&set, "n"), num(&set, "clip")), (2.0, 3.0, 4.0, 2.0));
     assert!(text(&info, "preset_description").contains("004"), "{}", text(&info, "preset_description"));
     let rel = &s.trace().relative_logits;
     assert_eq!((0..4).map(|j| rel[[0, 0, 0, j]]).collect::<Vec<_>>(), vec![44.0, 23.0, 18.0, 18.0]);
@@ -115,8 +115,8 @@ async fn bad_input_names_the_field_and_the_kind() {
     assert_eq!(bad(8.0, 16.0, 3.0, "shaw").await.as_deref(), Some("heads"));
     assert_eq!(bad(8.0, 16.0, 1.0, "rnn").await.as_deref(), Some("method"));
     assert_eq!(bad(f64::NAN, 16.0, 1.0, "shaw").await.as_deref(), Some("n"));
-    let e = run("", &Settings { batch: 0.0, ..settings("shaw", 4.0, 8.0, 1.0, 2.0) }).await.err().unwrap();
-    assert_eq!(named(&e), ("batch".into(), "invalid".into()));
+    let e = run("", &Settings { batch_size: 0.0, ..settings("shaw", 4.0, 8.0, 1.0, 2.0) }).await.err().unwrap();
+    assert_eq!(named(&e), ("batch_size".into(), "invalid".into()));
     let e = run("seed999", &settings("shaw", 4.0, 8.0, 1.0, 2.0)).await.err().unwrap();
     assert_eq!(named(&e), ("preset".into(), "invalid".into()));
     // A request the page should never send: a missing or unknown field is refused, named "request".
@@ -137,8 +137,8 @@ async fn bad_input_names_the_field_and_the_kind() {
 /// The batch control: a generated batch of 3 sequences, each with its own x.
 #[wasm_bindgen_test]
 async fn batch_setting_gives_that_many_sequences() {
-    let s = run("", &Settings { batch: 3.0, ..settings("shaw", 5.0, 8.0, 2.0, 2.0) }).await.unwrap();
-    assert_eq!(num(&get(&s.info().unwrap(), "settings"), "batch"), 3.0);
+    let s = run("", &Settings { batch_size: 3.0, ..settings("shaw", 5.0, 8.0, 2.0, 2.0) }).await.unwrap();
+    assert_eq!(num(&get(&s.info().unwrap(), "settings"), "batch_size"), 3.0);
     let x = &s.trace().x;
     assert_eq!(x.dim(), (3, 5, 8));
     assert_ne!(x.index_axis(ndarray::Axis(0), 0), x.index_axis(ndarray::Axis(0), 2));
@@ -259,7 +259,7 @@ async fn property_every_setting_gives_a_trace_or_a_named_error() {
     };
     let weird = [0.0, -1.0, -3.5, 0.5, 2.5, f64::NAN, f64::INFINITY, f64::NEG_INFINITY, 1e20, -1e20, 4097.0, 4294967296.0, 9007199254740993.0];
     let methods = ["shaw", "music", "", "Shaw", "rnn", "<img src=x onerror=alert(1)>"];
-    let controls = ["method", "n", "d_model", "heads", "clip", "seed", "batch"];
+    let controls = ["method", "n", "d_model", "heads", "clip", "seed", "batch_size"];
     let (mut traces, mut errors, mut too_large) = (0, 0, 0);
     for case in 0..1000 {
         let pick = |valid: &[f64]| if next() % 4 == 0 { weird[next() % weird.len()] } else { valid[next() % valid.len()] };
@@ -271,7 +271,7 @@ async fn property_every_setting_gives_a_trace_or_a_named_error() {
             heads: pick(&[1.0, 2.0, 3.0, 4.0, 8.0, 64.0]),
             clip: pick(&[0.0, 1.0, 2.0, 3.0, 7.0, 100.0, 4096.0]),
             seed: pick(&[0.0, 1.0, 42.0, 4294967295.0]),
-            batch: if next() % 8 == 0 { pick(&[1.0, 2.0, 16.0]) } else { 1.0 },
+            batch_size: if next() % 8 == 0 { pick(&[1.0, 2.0, 16.0]) } else { 1.0 },
             causal: next() % 2 == 0,
             rel_v: next() % 2 == 0,
             per_head: next() % 2 == 0,
@@ -289,7 +289,7 @@ async fn property_every_setting_gives_a_trace_or_a_named_error() {
                 rel_v: s.rel_v,
                 ..Config::default()
             };
-            let sp = Spec { n: s.n as usize, d_model: s.d_model as usize, batch: s.batch.max(1.0) as usize, seed: 0 };
+            let sp = Spec { n: s.n as usize, d_model: s.d_model as usize, batch: s.batch_size.max(1.0) as usize, seed: 0 };
             if page_bytes(&cfg, &sp, s.per_head).is_some_and(|b| b <= MEMORY_LIMIT) {
                 continue;
             }

@@ -1,16 +1,18 @@
-// The heavy half of the page: computes traces off the main thread with the same wasm module.
-// Messages: { id, params, batch, head } → { id, ok, info, stages, timings, stageTimes } or { id, ok: false, error }.
-// A newer message supersedes one still waiting: only the latest pending request is computed.
-// params.file = { id, name, bytes } computes from a scenario file; msg.colormaps = { sequential, diverging }.
-// Export of the trace: { kind: 'export', id, what: 'npz' } → { kind: 'export', id, ok, data | error }.
+// The heavy half of the page: computes traces off the main thread with the same wasm module. A module worker
+// (worker-client.js starts it with { type: 'module' }); its messages are typed in js/protocol.js.
+// A newer compute request supersedes one still waiting: only the latest pending request is computed.
+// params = { preset, settings, file? }: settings are src/web/request.rs Settings, passed through untouched;
+// file = { id, name, bytes } computes from a scenario file; msg.colormaps = { sequential, diverging }.
 // msg.backend = 'auto' | 'webgpu' | 'cpu': WebGPU is tried once (gpu_init) and its device kept for every
 // recompute; without it (or when it fails on a layer, or is lost) the CPU computes, and the result's
-// backend = { name, note } says where and why. Test hooks (tests/e2e/backend.test.mjs; the page never
-// sends them): { kind: 'debug-lose-gpu' } destroys the device; { kind: 'debug-break-pipeline', kernel }
-// rebuilds the GPU context with that kernel's WGSL broken (a failed pipeline creation); { kind:
-// 'debug-gpu-limit', bytes } pretends the device allows only `bytes` per storage buffer binding.
-import init, { set_colormaps, compute, gpu_init, gpu_destroy_for_test, gpu_break_pipeline_for_test, gpu_limit_binding_for_test } from './pkg/relattn.js';
-import { debug_panic, debug_panic_async } from './pkg/relattn.js';
+// backend = { name, note } says where and why. The debug-* test hooks (protocol.js: DebugMessage) are sent
+// by tests/e2e only.
+import init, * as relattn from './pkg/relattn.js';
+import { BACKENDS, resultMessage, errorMessage, fatalMessage, exportReply, exportFailed } from './js/protocol.js';
+
+const { set_colormaps, compute, gpu_init } = relattn;
+// The test hooks exist only in a build with the `test-hooks` feature (make test), not in make serve's.
+const hook = (name) => relattn[name] || (() => { throw new Error(`${name}: this build has no test hooks (cargo feature test-hooks)`); });
 
 const ready = init();
 let wasm = null;
@@ -31,18 +33,24 @@ self.addEventListener('unhandledrejection', (e) => { if (isAbort(e.reason)) { e.
 
 self.onmessage = (e) => {
   if (dead) return;
-  if (e.data.kind === 'export') { ready.then(() => exportNow(e.data)); return; }
-  // Test hooks (tests/e2e/reliability.test.mjs): the page never sends them; the test dispatches them in the worker.
-  if (e.data.kind === 'debug-panic') { ready.then(() => { try { debug_panic(); } catch (err) { fatal(err.message); } }); return; }
-  if (e.data.kind === 'debug-panic-async') { ready.then(() => debug_panic_async()); return; }
-  if (e.data.kind === 'debug-lose-gpu') { ready.then(() => gpuTried && gpuTried.then(() => gpu_destroy_for_test())); return; }
-  // These two chain onto gpuTried, which the next compute awaits, so they take effect before it.
-  if (e.data.kind === 'debug-break-pipeline') { const prev = gpuTried; gpuTried = ready.then(() => prev).then(() => gpu_break_pipeline_for_test(String(e.data.kernel))).then(nameAdapter); return; }
-  if (e.data.kind === 'debug-gpu-limit') { const prev = gpuTried || ready.then(() => gpu_init()).then(nameAdapter); gpuTried = ready.then(() => prev).then((st) => { gpu_limit_binding_for_test(Number(e.data.bytes)); return st; }); return; }
-  pending = e.data;
-  if (!scheduled) {
-    scheduled = true;
-    setTimeout(work, 0);
+  const m = e.data;
+  switch (m.kind) {
+    case 'compute':
+      pending = m;
+      if (!scheduled) {
+        scheduled = true;
+        setTimeout(work, 0);
+      }
+      return;
+    case 'export': ready.then(() => exportNow(m)); return;
+    // Test hooks (tests/e2e/reliability.test.mjs, backend.test.mjs): the page never sends them.
+    case 'debug-panic': ready.then(() => { try { hook('debug_panic')(); } catch (err) { fatal(err.message); } }); return;
+    case 'debug-panic-async': ready.then(() => hook('debug_panic_async')()); return;
+    case 'debug-lose-gpu': ready.then(() => gpuTried && gpuTried.then(() => hook('gpu_destroy_for_test')())); return;
+    // These two chain onto gpuTried, which the next compute awaits, so they take effect before it.
+    case 'debug-break-pipeline': { const prev = gpuTried; gpuTried = ready.then(() => prev).then(() => hook('gpu_break_pipeline_for_test')(String(m.kernel))).then(nameAdapter); return; }
+    case 'debug-gpu-limit': { const prev = gpuTried || ready.then(() => gpu_init()).then(nameAdapter); gpuTried = ready.then(() => prev).then((st) => { hook('gpu_limit_binding_for_test')(Number(m.bytes)); return st; }); return; }
+    default:
   }
 };
 
@@ -57,19 +65,19 @@ async function nameAdapter(status) {
   return status;
 }
 
+// The cached session is reused while the request (settings, preset, file, backend) is the same.
 function keyOf(p, backend) {
-  return backend + (p.preset ? `|preset:${p.preset}` : JSON.stringify([p.file ? p.file.id : null, p.method, p.n, p.d_model, p.heads, p.clip, p.causal, p.rel_v, p.per_head, p.seed]));
+  return backend + (p.preset ? `|preset:${p.preset}` : JSON.stringify([p.file ? p.file.id : null, p.settings]));
 }
 
 // The session shown, as the CLI's trace .npz (bytes).
 function exportNow(m) {
   try {
     if (!session) throw new Error('nothing computed yet');
-    const data = session.npz();
-    self.postMessage({ kind: 'export', id: m.id, ok: true, data });
+    self.postMessage(exportReply(m.id, session.npz()));
   } catch (err) {
     if (isAbort(err)) { fatal(err.message); return; }
-    self.postMessage({ kind: 'export', id: m.id, ok: false, error: (err && err.message) || String(err) });
+    self.postMessage(exportFailed(m.id, (err && err.message) || String(err)));
   }
 }
 
@@ -82,45 +90,44 @@ async function work() {
   inFlight = msg;
   try {
     const p = msg.params;
-    const backend = ['auto', 'webgpu', 'cpu'].includes(msg.backend) ? msg.backend : 'auto';
+    const backend = BACKENDS.includes(msg.backend) ? msg.backend : 'auto';
     const key = keyOf(p, backend);
     if (msg.colormaps) set_colormaps(msg.colormaps.sequential, msg.colormaps.diverging);
     if (key !== sessionKey || !session) {
       if (backend !== 'cpu') await (gpuTried = gpuTried || gpu_init().then(nameAdapter));
-      const s = p.file
-        ? await compute(backend, '', p.method, p.n, p.d_model, p.heads, p.clip, p.causal, p.rel_v, p.per_head, p.seed, new Uint8Array(p.file.bytes), p.file.name)
-        : await compute(backend, p.preset || '', p.method, p.n, p.d_model, p.heads, p.clip, p.causal, p.rel_v, p.per_head, p.seed, undefined, '');
+      // src/web/request.rs Request: { backend, preset, file_name, settings }; the file's bytes beside it.
+      const request = { backend, preset: p.file ? '' : p.preset || '', file_name: p.file ? p.file.name : '', settings: p.settings };
+      const s = await compute(request, p.file ? new Uint8Array(p.file.bytes) : undefined);
       if (session) session.free();
       session = s;
       sessionKey = key;
     }
     const s = session;
-    const batch = Math.min(Math.max(0, msg.batch | 0), s.batch() - 1);
-    const head = Math.min(Math.max(0, msg.head | 0), s.heads() - 1);
+    const info = s.info(); // src/web/session.rs Info
+    const shown = {
+      batch: Math.min(Math.max(0, msg.batch | 0), info.settings.batch_size - 1),
+      head: Math.min(Math.max(0, msg.head | 0), info.settings.heads - 1),
+    };
     const stages = [];
     const transfer = [];
-    for (let i = 0; i < s.stage_count(); i++) {
-      s.select(i, batch, head);
+    info.stages.forEach((meta, i) => {
+      const cut = s.select(i, shown.batch, shown.head); // { rows, cols, lo, hi }
       // Zero-copy views into the wasm memory, copied once into buffers that move to the page.
       const values = new Float32Array(wasm.memory.buffer, s.values_ptr(), s.values_len()).slice();
       const rgba = new Uint8ClampedArray(wasm.memory.buffer, s.rgba_ptr(), s.rgba_len()).slice();
-      stages.push({
-        name: s.stage_name(i), title: s.stage_title(i), formula: s.stage_formula(i), sequential: s.stage_sequential(i),
-        rows: s.rows(), cols: s.cols(), lo: s.lo(), hi: s.hi(), values, rgba,
-      });
+      stages.push({ ...meta, ...cut, values, rgba });
       transfer.push(values.buffer, rgba.buffer);
-    }
-    const info = {
-      preset: s.preset(), method: s.method(), n: s.n(), d_model: s.d_model(), heads: s.heads(), batch_size: s.batch(),
-      clip: s.clip(), causal: s.causal(), rel_v: s.rel_v(), per_head: s.per_head_tables(), seed: s.seed(), batch, head,
-    };
-    const name = s.backend();
-    const used = { mode: backend, name: name.startsWith('WebGPU') && adapterName ? `WebGPU: ${adapterName}` : name, note: s.backend_note() };
-    self.postMessage({ id: msg.id, ok: true, info, stages, timings: s.timings(), stageTimes: s.stage_times(), backend: used }, transfer);
+    });
+    delete info.stages; // sent as `stages`, with their values
+    const name = info.backend.name;
+    const used = { mode: backend, name: name.startsWith('WebGPU') && adapterName ? `WebGPU: ${adapterName}` : name, note: info.backend.note };
+    self.postMessage(resultMessage(msg.id, info, shown, stages, s.timings(), used), transfer);
   } catch (err) {
     if (isAbort(err)) { fatal(err.message); return; }
-    const field = (err && err.field) || 'general';
-    self.postMessage({ id: msg.id, ok: false, error: { field, message: (err && err.message) || String(err) } });
+    const message = (err && err.message) || String(err);
+    // The wasm's errors carry their field and kind (src/error.rs ErrorKind); anything else is internal.
+    const typed = err && typeof err.kind === 'string';
+    self.postMessage(errorMessage(msg.id, typed ? err.field : 'general', typed ? err.kind : 'internal', message));
   }
   inFlight = null;
   scheduled = false;
@@ -143,5 +150,5 @@ function fatal(why) {
   dead = true;
   const id = inFlight ? inFlight.id : 0;
   const field = inFlight && inFlight.params.file ? 'file' : 'general';
-  self.postMessage({ id, ok: false, fatal: true, error: { field, message: `internal error in the wasm module (${why}); it was restarted, the view shown is the last good one` } });
+  self.postMessage(fatalMessage(id, field, `internal error in the wasm module (${why}); it was restarted, the view shown is the last good one`));
 }

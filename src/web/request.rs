@@ -92,7 +92,7 @@ pub struct Settings {
     /// Seed of the generated tensors, 0..=2³²−1.
     pub seed: f64,
     /// Sequences in the batch, 1..=[`MAX_BATCH`] (a file's x sets its own).
-    pub batch: f64,
+    pub batch_size: f64,
     pub causal: bool,
     pub rel_v: bool,
     /// One relative table per head instead of one shared table.
@@ -116,7 +116,7 @@ impl Settings {
             heads: cfg.heads as f64,
             clip: cfg.clip as f64,
             seed: spec.seed as f64,
-            batch: spec.batch as f64,
+            batch_size: spec.batch as f64,
             causal: cfg.causal,
             rel_v: cfg.rel_v,
             per_head,
@@ -141,7 +141,7 @@ impl Settings {
         }
         let clip = whole("clip", self.clip, 0, MAX_N)?;
         let seed = whole("seed", self.seed, 0, u32::MAX as usize)? as u64;
-        let batch = if sentence { 1 } else { whole("batch", self.batch, 1, MAX_BATCH)? };
+        let batch = if sentence { 1 } else { whole("batch_size", self.batch_size, 1, MAX_BATCH)? };
         let cfg = Config { method, heads, clip, causal: self.causal, rel_v: self.rel_v, ..Config::default() };
         Ok((cfg, Spec { n, d_model, batch, seed }))
     }

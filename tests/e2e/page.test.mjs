@@ -218,6 +218,58 @@ test('clicking a cell pins it in every view and marks the table row it used', as
   assert.equal(await page.locator('#pinned').innerText(), '');
 });
 
+test('the skew: a pinned pair is outlined on its own value in every step, causal and bidirectional', async () => {
+  const pixel = (stage, i, j) => page.$eval(`figure[data-stage="${stage}"] canvas`, (c, [ii, jj]) => {
+    const d = c.dataset;
+    const x = Math.round(Number(d.x0) + jj * ((d.x1 - d.x0) / d.cols));
+    const y = Math.round(Number(d.y0) + ii * ((d.y1 - d.y0) / d.rows));
+    return Array.from(c.getContext('2d').getImageData(x, y - 1, 1, 1).data);
+  }, [i, j]);
+  const n = 6;
+  for (const causal of [false, true]) {
+    await page.goto(`${base}?method=music&n=${n}&d_model=16&heads=1&clip=5&causal=${causal ? 1 : 0}&rel_v=0&sentence=&backend=cpu`);
+    await page.waitForFunction(() => document.body.dataset.ready && document.getElementById('busy').hidden, null, { timeout: 30000 });
+    const [i, j] = causal ? [3, 1] : [2, 3];
+    // Where (i, j) of the relative logits sits in each step (src/skew.rs): column j − i + n − 1 of Q E_rᵀ, one
+    // further right after the causal zero column (the bidirectional one is last), and in the reshaped buffer
+    // row i + 1 (causal: the slice drops row 0) or column j + n − 1 (bidirectional: the slice drops n − 1 columns).
+    const at = {
+      skew_qer: [i, j - i + n - 1],
+      skew_padded: [i, j - i + n - (causal ? 0 : 1)],
+      skew_reshaped: causal ? [i + 1, j] : [i, j + n - 1],
+      skew_sliced: [i, j],
+    };
+    const before = {};
+    for (const [stage, [r, c]] of Object.entries(at)) before[stage] = await pixel(stage, r, c);
+    const want = Number((await hover('relative_logits', i, j)).value);
+    const t = await hover('weights', i, j);
+    await page.mouse.click(t.x, t.y);
+    for (const [stage, [r, c]] of Object.entries(at)) {
+      assert.equal(Number((await hover(stage, r, c)).value), want, `causal ${causal}: ${stage} (${r}, ${c}) holds the pair's relative logit`);
+      assert.notDeepEqual(await pixel(stage, r, c), before[stage], `causal ${causal}: the pin is not drawn in ${stage} at (${r}, ${c})`);
+    }
+    const padded = await page.locator('figure[data-stage="skew_padded"] canvas').getAttribute('aria-label');
+    assert.match(padded, causal ? /zero column first, L × \(L \+ 1\)/ : /zero column last, L × 2L/);
+    await page.locator('figure[data-stage="skew_reshaped"]').scrollIntoViewIfNeeded();
+    await page.screenshot({ path: join(artifacts, `skew-pin-${causal ? 'causal' : 'bidirectional'}.png`) });
+  }
+});
+
+test('a control added on both sides: batch sets the generated batch, the batch-element select follows, the URL keeps it', async () => {
+  await page.goto(`${base}?method=shaw&n=5&d_model=8&heads=2&clip=2&seed=0&sentence=&backend=cpu`);
+  await page.waitForFunction(() => document.body.dataset.ready && document.getElementById('busy').hidden, null, { timeout: 30000 });
+  await settle(() => page.fill('#batch_size', '3'));
+  assert.equal(await page.locator('#batch option').count(), 3);
+  assert.match(page.url(), /batch_size=3/);
+  const a = (await hover('content_logits', 1, 2)).value;
+  await settle(() => page.selectOption('#batch', '2'));
+  assert.notEqual((await hover('content_logits', 1, 2)).value, a, 'batch element 2 has its own x');
+  await page.fill('#batch_size', '17');
+  await page.waitForFunction(() => document.getElementById('err-batch_size').textContent !== '', null, { timeout: 10000 });
+  assert.match(await page.locator('#err-batch_size').innerText(), /batch_size.*1\.\.=16/);
+  assert.equal(await page.locator('#batch option').count(), 3, 'the view stays');
+});
+
 test('n = 1024 recomputes off the main thread and redraws', async () => {
   await settle(() => page.fill('#sentence', ''));
   await settle(() => page.selectOption('#method', 'music'));

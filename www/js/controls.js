@@ -1,0 +1,105 @@
+// Owns the form: reading the settings from the controls, writing a result's settings back into them, the
+// theme, and the errors shown next to each control (an <output id="err-FIELD"> per field, aria-invalid).
+// The settings are the Rust struct `Settings` (src/web/request.rs), field for field: each number control's
+// id is its field's name. Adding a control: its field in Settings, its element in index.html, its name here.
+import { $ } from './dom.js';
+import { state } from './state.js';
+
+/** The Settings fields that are numbers and checkboxes (each change computes again; each is kept in the URL). */
+export const NUMS = ['n', 'd_model', 'heads', 'clip', 'seed', 'batch_size'];
+export const BOOLS = ['causal', 'rel_v', 'per_head'];
+/** The controls that are trace parameters. */
+export const PARAMS = ['method', ...NUMS, ...BOOLS];
+/** The fields an error can be shown next to (err-FIELD); 'file' is the file picker ('tokens': the sentence). */
+export const FIELDS = ['preset', 'method', ...NUMS, 'tokens', 'file'];
+
+/** The sentence's tokens: with some, x is built from them (one vector per distinct token) and n is their number. */
+export function tokens() {
+  const s = $('sentence').value.trim();
+  return s ? s.split(/\s+/) : [];
+}
+
+/** @returns {import('./protocol.js').Params} the controls as they are (an empty number field is NaN) */
+export function readParams() {
+  const settings = { method: $('method').value };
+  for (const k of NUMS) settings[k] = $(k).value.trim() === '' ? NaN : Number($(k).value);
+  for (const k of BOOLS) settings[k] = $(k).checked;
+  // The sentence makes x when it has n tokens (typing it sets n); with another n, x is random and unlabelled.
+  const toks = tokens();
+  settings.tokens = toks.length === settings.n ? toks : [];
+  return { preset: $('preset').value, settings };
+}
+
+export function colormaps() {
+  return { sequential: $('seq').value, diverging: $('div').value };
+}
+
+/** The (batch, head) to show: the URL's for the first request, else the selects'. */
+export function shownSlice() {
+  if (state.want) return { batch: state.want.batch, head: state.want.head };
+  return { batch: Number($('batch').value) || 0, head: Number($('head').value) || 0 };
+}
+
+export function backendMode() {
+  return $('backend-mode').value;
+}
+
+export function clearErrors() {
+  for (const f of FIELDS) $(`err-${f}`).textContent = '';
+  $('err-general').textContent = '';
+  for (const el of document.querySelectorAll('[aria-invalid]')) el.removeAttribute('aria-invalid');
+}
+
+/** Shows one error, next to its control (under the controls when the field has none), clearing the others. */
+export function showError(field, message) {
+  clearErrors();
+  const out = $(`err-${field}`) || $('err-general');
+  out.textContent = message;
+  const ctl = $(field);
+  if (ctl && FIELDS.includes(field)) ctl.setAttribute('aria-invalid', 'true');
+}
+
+/**
+ * A refused request's error, where it belongs: with a file in play (`file`), errors about it (and a size too
+ * large, which its x fixed) go next to the file picker, prefixed with its name unless they name it.
+ * @param {import('./protocol.js').WorkerError} error
+ * @param {{ name: string } | null} file
+ */
+export function showRefusal(error, file) {
+  const field = file && (!FIELDS.slice(0, -1).includes(error.field) || error.kind === 'too_large') ? 'file' : error.field;
+  const named = field === 'file' && file && !error.message.includes(file.name);
+  showError(field, named ? `${file.name}: ${error.message}` : error.message);
+}
+
+function fillSelect(sel, count, value) {
+  if (sel.options.length !== count) {
+    sel.replaceChildren(...Array.from({ length: count }, (_, i) => new Option(String(i), String(i))));
+  }
+  sel.value = String(value);
+  sel.disabled = count <= 1;
+}
+
+/**
+ * Writes the settings a result was computed with back into the controls, and the (batch, head) shown.
+ * @param {import('./protocol.js').TraceInfo} info
+ * @param {{ batch: number, head: number }} shown
+ */
+export function syncControls(info, shown) {
+  const s = info.settings;
+  $('method').value = s.method;
+  for (const k of NUMS) $(k).value = String(s[k]);
+  for (const k of BOOLS) $(k).checked = s[k];
+  fillSelect($('head'), s.heads, shown.head);
+  fillSelect($('batch'), s.batch_size, shown.batch);
+  $('preset-desc').textContent = info.preset_description;
+}
+
+/** Selects `value` when the select has it; leaves it alone otherwise (a stale URL). */
+export function setSelect(sel, value) {
+  if ([...sel.options].some((o) => o.value === value)) sel.value = value;
+}
+
+export function setTheme(t) {
+  document.documentElement.dataset.theme = t;
+  $('theme').value = t;
+}

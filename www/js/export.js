@@ -1,0 +1,75 @@
+// Owns exports: a figure as SVG (the wasm SVG backend) or as a 2× PNG (that SVG rasterised), and the whole
+// trace as the CLI's .npz (asked of the worker); file names from the preset, the settings or the file in use.
+import { state } from './state.js';
+import { showError } from './controls.js';
+import { FRAME, figureSpec } from './figures.js';
+import { askExport } from './worker-client.js';
+import { drawFailed } from './ui-wasm.js';
+
+function download(blob, name) {
+  const a = document.createElement('a');
+  a.href = URL.createObjectURL(blob);
+  a.download = name;
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(a.href), 10000);
+}
+
+function baseName() {
+  const { preset, settings: s } = state.current.info;
+  return state.tensors ? state.tensors.name.replace(/\.[^.]*$/, '').replace(/[^\w.-]+/g, '_') : preset || `${s.method}-n${s.n}-seed${s.seed}`;
+}
+
+// The figure as SVG text from the wasm SVG backend (on the page: plotters measures text with the DOM);
+// large matrices get their cells as an embedded raster (one pixel per cell, drawn pixelated).
+function figureSVG(name) {
+  const cur = state.current;
+  const stage = cur.byName[name];
+  const r = state.ui.draw_svg(figureSpec(stage, cur), stage.values, FRAME.w, FRAME.h);
+  let svg = r.svg;
+  if (!r.painted) {
+    const { x0, x1, y0, y1 } = r.area;
+    const c = document.createElement('canvas');
+    c.width = stage.cols; c.height = stage.rows;
+    c.getContext('2d').putImageData(new ImageData(stage.rgba, stage.cols, stage.rows), 0, 0);
+    const img = `<image x="${x0}" y="${y0}" width="${x1 - x0}" height="${y1 - y0}" preserveAspectRatio="none" style="image-rendering:pixelated" href="${c.toDataURL('image/png')}"/>`;
+    svg = svg.replace(/<\/svg>\s*$/, `${img}\n</svg>\n`);
+  }
+  return svg;
+}
+
+/** Downloads stage `name` as 'svg' or 'png' (2×). */
+export async function exportFigure(name, kind) {
+  try {
+    const svg = figureSVG(name);
+    const file = `${baseName()}-${name}`;
+    if (kind === 'svg') { download(new Blob([svg], { type: 'image/svg+xml' }), `${file}.svg`); return; }
+    // PNG at 2×: the vector figure rasterised at twice its size (sharp text on HiDPI screens).
+    const url = URL.createObjectURL(new Blob([svg], { type: 'image/svg+xml' }));
+    const img = new Image();
+    img.src = url;
+    await img.decode();
+    const c = document.createElement('canvas');
+    c.width = FRAME.w * 2; c.height = FRAME.h * 2;
+    const ctx = c.getContext('2d');
+    ctx.imageSmoothingEnabled = false;
+    ctx.drawImage(img, 0, 0, c.width, c.height);
+    URL.revokeObjectURL(url);
+    const blob = await new Promise((ok) => c.toBlob(ok, 'image/png'));
+    download(blob, `${file}@2x.png`);
+  } catch (e) {
+    if (e instanceof WebAssembly.RuntimeError) drawFailed(e);
+    else showError('general', `export failed: ${e.message || e}`);
+  }
+}
+
+/** Downloads the whole trace of the session shown as the CLI's .npz. */
+export async function exportNpz() {
+  try {
+    const bytes = await askExport('npz');
+    download(new Blob([bytes], { type: 'application/octet-stream' }), `${baseName()}-trace.npz`);
+  } catch (e) {
+    showError('general', `export failed: ${e.message || e}`);
+  }
+}

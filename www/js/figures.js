@@ -1,0 +1,93 @@
+// Owns drawing one stage into one view: the frame (axes, title, labels) drawn by the wasm module with plotters
+// (draw_frame), the cells blitted from the RGBA buffer the worker made (no copy: an ImageData over it), cell
+// outlines, and the mapping from a pointer position to a cell. A view is { canvas, ctx, off, rect, frame,
+// stage }; everything about a stage (title, formula, axes, pairs) is read from the stage object.
+import { state } from './state.js';
+
+/** The size of a figure's canvas (and of an exported figure, before the PNG's 2×). */
+export const FRAME = { w: 470, h: 430 };
+
+/** [x axis, y axis, x tick labels, y tick labels]: the tokens label positions when there are n of them. */
+function axesOf(stage, cur) {
+  const toks = cur.tokens;
+  const xl = toks && stage.pairs && stage.cols === toks.length ? toks : [];
+  const yl = toks && stage.rows_are_queries && stage.rows === toks.length ? toks : [];
+  return [stage.x_axis, stage.y_axis, xl, yl];
+}
+
+/** The formula, the shape and, where the stage depends on them and there is a choice, the batch element and head. */
+function subtitleOf(stage, cur) {
+  const s = cur.info.settings;
+  const where = [
+    stage.per_batch && s.batch_size > 1 ? `b ${cur.shown.batch}` : '',
+    stage.per_head && s.heads > 1 ? `head ${cur.shown.head}` : '',
+  ].filter(Boolean).join(', ');
+  return `${stage.formula}   [${stage.rows} × ${stage.cols}]${where ? ` · ${where}` : ''}`;
+}
+
+/** The src/web/figure.rs FigureSpec of a stage's figure. */
+export function figureSpec(stage, cur) {
+  const [x_axis, y_axis, x_labels, y_labels] = axesOf(stage, cur);
+  return { title: stage.title, subtitle: subtitleOf(stage, cur), x_axis, y_axis, scale: stage.scale, x_labels, y_labels, rows: stage.rows, cols: stage.cols };
+}
+
+/** A view (its canvas, and an offscreen canvas for the cells) of `stage`, not drawn yet. */
+export function newView(stage, width, height) {
+  const canvas = document.createElement('canvas');
+  canvas.width = width;
+  canvas.height = height;
+  return { canvas, ctx: canvas.getContext('2d'), off: document.createElement('canvas'), rect: null, frame: null, stage };
+}
+
+export function drawView(v, stage, cur) {
+  v.stage = stage;
+  const r = state.ui.draw_frame(v.canvas, figureSpec(stage, cur), stage.values);
+  v.rect = r;
+  // The frame without outlines, to restore before each redraw of the pins (they overlap the axes).
+  v.frame = v.ctx.getImageData(0, 0, v.canvas.width, v.canvas.height);
+  v.off.width = stage.cols;
+  v.off.height = stage.rows;
+  v.off.getContext('2d').putImageData(new ImageData(stage.rgba, stage.cols, stage.rows), 0, 0);
+  blit(v);
+  const c = v.canvas;
+  Object.assign(c.dataset, { ...r, rows: stage.rows, cols: stage.cols });
+  c.setAttribute('aria-label', `${stage.title}: ${stage.formula}, ${stage.rows} × ${stage.cols}`);
+}
+
+/** The frame, then the cells scaled into its plot area (no smoothing: one block per cell). */
+export function blit(v) {
+  const { x0, x1, y0, y1 } = v.rect;
+  if (v.frame) v.ctx.putImageData(v.frame, 0, 0);
+  v.ctx.imageSmoothingEnabled = false;
+  v.ctx.drawImage(v.off, x0, y0, x1 - x0, y1 - y0);
+}
+
+/** The cell { i, j } under a pointer event, or null outside the plot area. */
+export function cellAt(v, e) {
+  const b = v.canvas.getBoundingClientRect();
+  const x = ((e.clientX - b.left) * v.canvas.width) / b.width;
+  const y = ((e.clientY - b.top) * v.canvas.height) / b.height;
+  const { x0, x1, y0, y1 } = v.rect;
+  if (x < x0 || x >= x1 || y < y0 || y >= y1) return null;
+  const j = Math.floor(((x - x0) / (x1 - x0)) * v.stage.cols);
+  const i = Math.floor(((y - y0) / (y1 - y0)) * v.stage.rows);
+  return { i, j };
+}
+
+/** Outlines cells (i, j) … (i + h − 1, j + w − 1) in black and yellow (visible on every colormap). */
+export function outline(v, i, j, w = 1, h = 1) {
+  const { x0, x1, y0, y1 } = v.rect;
+  const cw = (x1 - x0) / v.stage.cols;
+  const ch = (y1 - y0) / v.stage.rows;
+  const x = x0 + j * cw;
+  const y = y0 + i * ch;
+  const rw = Math.max(3, cw * w);
+  const rh = Math.max(3, ch * h);
+  const ctx = v.ctx;
+  ctx.lineWidth = 3;
+  ctx.strokeStyle = '#000';
+  ctx.strokeRect(x - 1, y - 1, rw + 2, rh + 2);
+  ctx.lineWidth = 1.5;
+  ctx.strokeStyle = '#ffd400';
+  ctx.strokeRect(x - 1, y - 1, rw + 2, rh + 2);
+}

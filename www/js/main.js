@@ -1,0 +1,106 @@
+// The page: controls → worker (computes the trace) → one figure per stage. Each figure's frame is drawn by
+// the wasm module with plotters (draw_frame); its cells are blitted from the RGBA buffer the worker made.
+// This module owns only the wiring: it loads the page's wasm, restores the URL, starts the worker, turns
+// the worker's answers into what is shown, and connects every control to what it does.
+import { $ } from './dom.js';
+import { state } from './state.js';
+import { PARAMS, tokens, clearErrors, showError, showRefusal, syncControls, setTheme } from './controls.js';
+import { startWorker, request, requestSoon } from './worker-client.js';
+import { loadUi, watchUi, drawFailed } from './ui-wasm.js';
+import { render } from './views.js';
+import { showBackend } from './status.js';
+import { EMBED, applyURL, saveURL, copyLink } from './url.js';
+import { enterPresent, exitPresent, presentKeys } from './present.js';
+import { exportNpz } from './export.js';
+import { loadFile, forgetFile, dropCandidate, acceptCandidate, fileInPlay, acceptDrops } from './file.js';
+
+/** The newest settings' result (worker-client.js passes no other): it becomes what is shown. */
+function showResult(msg) {
+  state.want = null;
+  acceptCandidate();
+  clearErrors();
+  syncControls(msg.info, msg.shown);
+  const byName = Object.fromEntries(msg.stages.map((s) => [s.name, s]));
+  const toks = tokens();
+  const n = msg.info.settings.n;
+  state.current = {
+    id: msg.id, info: msg.info, shown: msg.shown, stages: msg.stages, byName, tokens: toks.length === n ? toks : null,
+    timings: msg.timings, stageTimes: msg.info.stage_times, backendName: msg.backend.name,
+  };
+  const p = state.pinned;
+  if (p && (p.i >= n || p.j >= n)) state.pinned = null;
+  render(state.current).catch(drawFailed);
+  showBackend(msg.backend);
+  saveURL();
+}
+
+/** The newest settings were refused: the view stays, the error goes next to its control. */
+function showRefused(error) {
+  const file = fileInPlay();
+  dropCandidate();
+  showRefusal(error, file);
+}
+
+/** The worker's wasm aborted (it is being replaced): while computing the newest settings, or in no request. */
+function showFatal(error, latest) {
+  if (latest) dropCandidate();
+  showError(error.field, error.message);
+}
+
+async function main() {
+  watchUi(render);
+  await loadUi();
+  const sel = $('preset');
+  for (const { name, description } of state.ui.presets()) sel.append(Object.assign(new Option(name, name), { title: description }));
+  if (EMBED) document.body.classList.add('embed');
+  const presentStage = applyURL();
+  state.ui.set_colormaps($('seq').value, $('div').value);
+  startWorker({ result: showResult, refused: showRefused, fatal: showFatal });
+  $('controls').addEventListener('submit', (e) => e.preventDefault());
+
+  sel.addEventListener('change', () => {
+    state.pinned = null; $('head').value = '0'; $('batch').value = '0';
+    // A preset replaces any file, also one still being read or computed.
+    forgetFile();
+    request();
+  });
+  for (const id of PARAMS) {
+    const el = $(id);
+    const custom = () => { sel.value = ''; };
+    if (el.type === 'number') el.addEventListener('input', () => { custom(); requestSoon(); });
+    else el.addEventListener('change', () => { custom(); request(); });
+  }
+  for (const id of ['head', 'batch', 'backend-mode']) $(id).addEventListener('change', request);
+  $('sentence').addEventListener('input', () => {
+    const t = tokens();
+    if (t.length > 4096) { showError('tokens', `invalid tokens: got ${t.length} tokens; allowed: 1..=4096 tokens (one per position)`); return; }
+    if (t.length > 0) { sel.value = ''; $('n').value = String(t.length); }
+    requestSoon();
+  });
+  for (const id of ['seq', 'div']) $(id).addEventListener('change', () => { state.ui.set_colormaps($('seq').value, $('div').value); request(); });
+  $('theme').addEventListener('change', () => { setTheme($('theme').value); saveURL(); });
+  $('copy-link').addEventListener('click', copyLink);
+  $('present-btn').addEventListener('click', () => enterPresent(0));
+  $('export-npz').addEventListener('click', exportNpz);
+  $('tensors').addEventListener('change', () => loadFile($('tensors').files[0]));
+  $('tensors-clear').addEventListener('click', () => { forgetFile(); request(); });
+  document.addEventListener('keydown', presentKeys);
+  document.addEventListener('fullscreenchange', () => { if (!document.fullscreenElement && state.presentAt !== null) exitPresent(); });
+  acceptDrops();
+  if (EMBED) {
+    let t = 0;
+    window.addEventListener('resize', () => { clearTimeout(t); t = setTimeout(() => state.current && render(state.current), 100); });
+  }
+  if (presentStage) {
+    // Presentation restored from the URL: start on that stage once the first result is in.
+    const once = setInterval(() => {
+      if (!state.current) return;
+      clearInterval(once);
+      const at = state.current.stages.findIndex((s) => s.name === presentStage);
+      enterPresent(at < 0 ? 0 : at);
+    }, 50);
+  }
+  request();
+}
+
+main().catch((e) => showError('general', `could not start: ${e.message || e}`));

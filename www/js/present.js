@@ -1,0 +1,71 @@
+// Owns presentation mode: one stage at a time, full screen, its formula typeset by KaTeX (stage.tex), stepped
+// with the keyboard; the stage presented is in the URL.
+import { $ } from './dom.js';
+import { state } from './state.js';
+import { newView, drawView } from './figures.js';
+import { saveURL } from './url.js';
+import { hideTip } from './tooltip.js';
+
+export function enterPresent(at = 0) {
+  if (!state.current) return;
+  state.presentAt = Math.max(0, Math.min(state.current.stages.length - 1, at));
+  document.body.classList.add('presenting');
+  $('present').hidden = false;
+  hideTip();
+  drawPresent();
+  $('present').focus();
+  const el = document.documentElement;
+  if (el.requestFullscreen && !document.fullscreenElement) el.requestFullscreen().catch(() => {});
+}
+
+export function exitPresent() {
+  if (state.presentAt === null) return;
+  state.presentAt = null;
+  document.body.classList.remove('presenting');
+  $('present').hidden = true;
+  if (document.fullscreenElement && document.exitFullscreen) document.exitFullscreen().catch(() => {});
+  saveURL();
+  $('present-btn').focus();
+}
+
+function stepTo(at) {
+  if (state.presentAt === null || !state.current) return;
+  state.presentAt = Math.max(0, Math.min(state.current.stages.length - 1, at));
+  drawPresent();
+}
+
+/** Draws the stage presented (again: a new result redraws it); nothing outside presentation mode. */
+export function drawPresent() {
+  const at = state.presentAt;
+  const cur = state.current;
+  const stage = at === null ? null : cur.stages[at];
+  if (!stage) return;
+  const sec = $('present');
+  sec.dataset.stage = stage.name;
+  $('present-step').textContent = `${at + 1} / ${cur.stages.length}`;
+  $('present-title').textContent = stage.title;
+  const f = $('present-formula');
+  if (window.katex && stage.tex) window.katex.render(stage.tex, f, { displayMode: true, throwOnError: false });
+  else f.textContent = stage.formula;
+  sec.setAttribute('aria-label', `Step ${at + 1} of ${cur.stages.length}: ${stage.title}, ${stage.formula}`);
+  if (!state.presentView) {
+    // Made on first use, so the page (and an embed) has no hidden canvas.
+    const v = newView(stage, 760, 640);
+    v.canvas.setAttribute('role', 'img');
+    $('present-holder').append(v.canvas);
+    state.presentView = v;
+  }
+  drawView(state.presentView, stage, cur);
+  saveURL();
+}
+
+export function presentKeys(e) {
+  if (state.presentAt === null) return;
+  const next = ['ArrowRight', 'PageDown', ' ', 'ArrowDown'].includes(e.key);
+  const back = ['ArrowLeft', 'PageUp', 'ArrowUp'].includes(e.key);
+  const last = state.current.stages.length - 1;
+  if (next || back) { e.preventDefault(); stepTo(state.presentAt + (next ? 1 : -1)); }
+  else if (e.key === 'Home') { e.preventDefault(); stepTo(0); }
+  else if (e.key === 'End') { e.preventDefault(); stepTo(last); }
+  else if (e.key === 'Escape') { e.preventDefault(); exitPresent(); }
+}

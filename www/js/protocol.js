@@ -1,0 +1,186 @@
+// Owns the worker protocol: every message between the page (worker-client.js) and the worker (../worker.js),
+// as JSDoc typedefs, and the small constructors both sides build them with. Every message has a `kind`.
+//
+//   page → worker                          worker → page
+//   'compute' ComputeRequest         →     'result' ResultMessage | 'error' ErrorMessage
+//   'export'  ExportRequest          →     'export' ExportReply
+//   (a wasm abort, at any time)            'fatal'  FatalMessage (then the page replaces the worker)
+//   'debug-*' test hooks (DebugMessage; tests/e2e only, the page never sends them; no reply)
+//
+// A newer compute request supersedes one still waiting in the worker; the page drops any answer whose id is
+// not its newest (worker-client.js). Typed arrays in a result are transferred, never copied again.
+
+/** The three backends a request may ask for. */
+export const BACKENDS = ['auto', 'webgpu', 'cpu'];
+
+/**
+ * A scenario file picked or dropped on the page: computes from its tensors instead of generated ones.
+ * @typedef {object} ScenarioFile
+ * @property {number} id the page's pick number (part of the worker's cache key)
+ * @property {string} name the file name, for messages
+ * @property {ArrayBuffer} bytes the .npz / .npy bytes
+ */
+
+/**
+ * What to compute. `settings` is the Rust struct `Settings` of src/web/request.rs, field for field (method, n,
+ * d_model, heads, clip, seed, batch_size, causal, rel_v, per_head, tokens): controls.js builds it, the worker
+ * passes it to `compute` untouched, and the wasm refuses a missing or unknown field, naming it. Numbers may be
+ * NaN (an empty box): the wasm refuses them, naming the field.
+ * @typedef {object} Params
+ * @property {string} preset a preset name, or '' for the settings
+ * @property {object} settings src/web/request.rs Settings
+ * @property {ScenarioFile} [file] computes from this file (its x sets n, d_model and the batch)
+ */
+
+/** @typedef {{ sequential: string, diverging: string }} Colormaps  the colormap names of src/render.rs */
+
+/**
+ * page → worker: compute (or reuse the cached session for) these settings, then send the stages of (batch, head).
+ * @typedef {object} ComputeRequest
+ * @property {'compute'} kind
+ * @property {number} id the page's id of these settings (worker-client.js: state.lastId)
+ * @property {Params} params
+ * @property {number} batch batch element shown (clamped by the worker)
+ * @property {number} head head shown (clamped by the worker)
+ * @property {Colormaps} colormaps
+ * @property {'auto'|'webgpu'|'cpu'} backend
+ */
+
+/**
+ * page → worker: the session shown, exported.
+ * @typedef {object} ExportRequest
+ * @property {'export'} kind
+ * @property {number} id the page's export id (state.exportSeq)
+ * @property {'npz'} what the whole trace as the CLI's .npz
+ * @property {Colormaps} colormaps
+ */
+
+/**
+ * page → worker test hooks (tests/e2e/backend.test.mjs, reliability.test.mjs dispatch them inside the worker):
+ * 'debug-panic' panics in the wasm (sync), 'debug-panic-async' inside an async future, 'debug-lose-gpu'
+ * destroys the GPU device, 'debug-break-pipeline' rebuilds the GPU context with `kernel`'s WGSL broken,
+ * 'debug-gpu-limit' pretends the device allows only `bytes` per storage buffer binding.
+ * @typedef {object} DebugMessage
+ * @property {'debug-panic'|'debug-panic-async'|'debug-lose-gpu'|'debug-break-pipeline'|'debug-gpu-limit'} kind
+ * @property {string} [kernel] for 'debug-break-pipeline'
+ * @property {number} [bytes] for 'debug-gpu-limit'
+ */
+
+/**
+ * One stage of the trace for the (batch, head) shown: the Rust `StageMeta` of src/stage.rs (name, title,
+ * formula, tex, x_axis, y_axis, pairs, rows_are_queries, per_head, per_batch, scale: the page spells none of
+ * it), the `Cut` of src/web/session.rs (rows, cols, lo, hi) and the cut's numbers.
+ * @typedef {object} Stage
+ * @property {string} name the array name of the CLI's .npz (distances, rel_index, …, output)
+ * @property {number} rows
+ * @property {number} cols
+ * @property {Float32Array} values rows × cols, row-major (transferred)
+ * @property {Uint8ClampedArray} rgba rows × cols pixels, the cells as coloured (transferred)
+ */
+
+/**
+ * The Rust `Info` of src/web/session.rs without its stages (sent as `stages`): preset, preset_description,
+ * settings (as computed: a preset's own, a file's sizes), backend { name, note }, stage_times.
+ * @typedef {object} TraceInfo
+ */
+
+/** @typedef {{ name: string, ms: number }} Timing  one measured step (total, or one compute stage) */
+
+/**
+ * Where the trace was computed: `name` (WebGPU with the adapter, or the CPU), and why not on the GPU asked for.
+ * @typedef {{ mode: string, name: string, note: string }} BackendUsed
+ */
+
+/**
+ * worker → page: the stages of a compute request.
+ * @typedef {object} ResultMessage
+ * @property {'result'} kind
+ * @property {number} id the request's id
+ * @property {true} ok
+ * @property {TraceInfo} info
+ * @property {{ batch: number, head: number }} shown the batch element and head the stages are cut from
+ * @property {Stage[]} stages in pipeline order
+ * @property {Timing[]} timings building the scenario, the trace, cutting each stage
+ * @property {BackendUsed} backend
+ */
+
+/**
+ * Why a request was refused (or lost). `field` names the control to show it under ('general' when none);
+ * `kind` is the Rust `ErrorKind` of src/error.rs ('invalid', 'shape', 'non_finite', 'file', 'write',
+ * 'too_large', 'overflow', 'gpu'), or 'internal' (any other exception) or 'fatal' (the worker's wasm aborted).
+ * The page decides by `field` and `kind`, never by the message.
+ * @typedef {object} WorkerError
+ * @property {string} field
+ * @property {string} kind
+ * @property {string} message
+ */
+
+/**
+ * worker → page: a compute request refused.
+ * @typedef {object} ErrorMessage
+ * @property {'error'} kind
+ * @property {number} id the request's id
+ * @property {false} ok
+ * @property {WorkerError} error
+ */
+
+/**
+ * worker → page, once: its wasm instance aborted (a panic, an allocation failure); it answers nothing more.
+ * @typedef {object} FatalMessage
+ * @property {'fatal'} kind
+ * @property {number} id the compute request in flight, 0 when none
+ * @property {false} ok
+ * @property {WorkerError} error with kind 'fatal', field 'file' when the request in flight computed from a file
+ */
+
+/**
+ * worker → page: the answer to an ExportRequest.
+ * @typedef {object} ExportReply
+ * @property {'export'} kind
+ * @property {number} id the request's id
+ * @property {boolean} ok
+ * @property {Uint8Array} [data] the file's bytes, when ok
+ * @property {string} [error] why not, when not ok
+ */
+
+/** @typedef {ComputeRequest | ExportRequest | DebugMessage} ToWorker */
+/** @typedef {ResultMessage | ErrorMessage | FatalMessage | ExportReply} FromWorker */
+
+// --- page side ---
+
+/** @returns {ComputeRequest} */
+export function computeRequest(id, params, batch, head, colormaps, backend) {
+  return { kind: 'compute', id, params, batch, head, colormaps, backend };
+}
+
+/** @returns {ExportRequest} */
+export function exportRequest(id, what, colormaps) {
+  return { kind: 'export', id, what, colormaps };
+}
+
+// --- worker side ---
+
+/** @returns {ResultMessage} */
+export function resultMessage(id, info, shown, stages, timings, backend) {
+  return { kind: 'result', id, ok: true, info, shown, stages, timings, backend };
+}
+
+/** @returns {ErrorMessage} */
+export function errorMessage(id, field, kind, message) {
+  return { kind: 'error', id, ok: false, error: { field, kind, message } };
+}
+
+/** @returns {FatalMessage} */
+export function fatalMessage(id, field, message) {
+  return { kind: 'fatal', id, ok: false, error: { field, kind: 'fatal', message } };
+}
+
+/** @returns {ExportReply} */
+export function exportReply(id, data) {
+  return { kind: 'export', id, ok: true, data };
+}
+
+/** @returns {ExportReply} */
+export function exportFailed(id, error) {
+  return { kind: 'export', id, ok: false, error };
+}

@@ -1,0 +1,64 @@
+// Owns the page's mutable state: ONE object, shared by every module, so that what the page remembers between
+// events is listed (and documented) in one place. Modules read and write its fields directly; no module keeps
+// a module-level `let` of its own. Constants (tables of names, sizes) live in the modules that use them.
+export const state = {
+  // --- the page's own wasm instance (ui-wasm.js) ---
+  /** The wasm-bindgen module (namespace object) drawing frames, SVG export, preset names; null before loadUi. */
+  ui: null,
+  /** How many instances were loaded: 1 at start, +1 after each panic (also body[data-ui-instance]). */
+  uiCount: 0,
+  /** The restart of a panicked instance under way (a promise), or null: a second panic joins it. */
+  uiBroken: null,
+
+  // --- the worker and its requests (worker-client.js) ---
+  /** The Worker computing traces; replaced by a fresh one after its wasm aborts. */
+  worker: null,
+  /** The id of the newest settings: taken at every change, before its (debounced) request is sent. Only a
+   *  result or error with this id is shown; anything older is for superseded settings and is dropped. */
+  lastId: 0,
+  /** The id of the last compute request posted to the worker. */
+  sentId: 0,
+  /** The id of the last result or error taken (shown). */
+  answeredId: 0,
+  /** The timer of the debounced request (typing in a number field). */
+  debounce: 0,
+  /** The id of the last export request. */
+  exportSeq: 0,
+  /** Export requests waiting for the worker: id → callback(reply). */
+  exports: new Map(),
+
+  // --- settings from the URL and the scenario file (url.js, file.js) ---
+  /** { head, batch } from the URL, for the first request only; null once a result is shown. */
+  want: null,
+  /** The scenario file in use: { id, name, bytes }, or null (generated tensors). */
+  tensors: null,
+  /** A file sent to the worker but not yet computed: becomes `tensors` on success, dropped on an error. */
+  candidate: null,
+  /** The number of the newest file pick: a file read that finishes after a newer pick (or a clear) is dropped. */
+  fileSeq: 0,
+  /** Nested dragenter/dragleave events over the page (the drop hint shows while > 0). */
+  dragDepth: 0,
+
+  // --- what is shown (figures.js, views.js, tooltip.js) ---
+  /** The result shown: { id, info, stages, byName, tokens, timings, stageTimes, backendName }, or null. The
+   *  stages' buffers are the ones the worker transferred (no copies). */
+  current: null,
+  /** The last result drawn in full: what a panic in the page's wasm instance falls back to. */
+  good: null,
+  /** Stage name → view { figure, canvas, ctx, off, rect, frame, stage, cursor } on the page. */
+  views: new Map(),
+  /** Taken by every render: a render that awaits checks it and stops when a newer one has started. */
+  renderToken: 0,
+  /** The pinned pair { i, j } outlined in every view, or null. */
+  pinned: null,
+
+  // --- presentation mode (present.js) ---
+  /** The index (in current.stages) of the stage presented, or null outside presentation mode. */
+  presentAt: null,
+  /** The presentation's own view (made on first use), or null. */
+  presentView: null,
+
+  // --- the toolbar (url.js) ---
+  /** The timer clearing the toast ("Link copied"). */
+  toastTimer: 0,
+};

@@ -1,0 +1,40 @@
+// Owns the status line and the footer: the "computing…" indicator, where the trace was computed (and why not
+// on the GPU asked for), the compute stages' times and the drawing time.
+import { $ } from './dom.js';
+
+export function setBusy(busy) {
+  $('busy').hidden = !busy;
+}
+
+// The footer names where the trace was computed and, when the GPU asked for was not used, why; with
+// Backend = WebGPU that reason is also an inline error under the control (the view is the CPU's).
+export function showBackend(b) {
+  if (!b) return;
+  const text = b.note ? `${b.name} — ${b.note}` : b.name;
+  $('backend').textContent = text;
+  $('backend').dataset.name = b.name.startsWith('WebGPU') ? 'webgpu' : 'cpu';
+  $('err-backend-mode').textContent = b.mode === 'webgpu' && b.note ? `${b.note} (computed on the CPU instead)` : '';
+}
+
+// Milliseconds of each compute stage (src/timing.rs StageTimes::named). The CPU's are measured per head and
+// summed over heads (CPU time: heads may run in parallel), with "logits" = QKᵀ + relative + scale+mask; the
+// GPU's are each stage submitted alone and waited for, the logits one fused kernel (no parts).
+const STAGE_LABELS = { content_logits: 'QKᵀ', relative_logits: 'relative', scale_mask: 'scale+mask' };
+
+export function showStageTimes(stageTimes, backendName) {
+  const el = $('stage-times');
+  const ms = Object.fromEntries(stageTimes.map((t) => [t.name, t.ms]));
+  const f = (v) => `${v.toFixed(2)} ms`;
+  const parts = Object.keys(STAGE_LABELS).filter((n) => n in ms).map((n) => `${STAGE_LABELS[n]} ${f(ms[n])}`);
+  const gpu = backendName.startsWith('WebGPU');
+  el.textContent = `${gpu ? 'GPU stages' : 'CPU stages (Σ heads)'}: projections ${f(ms.projections)} · logits ${f(ms.logits)}${parts.length ? ` (${parts.join(', ')})` : ''} · softmax ${f(ms.softmax)} · values ${f(ms.values)} · output ${f(ms.output)}`;
+  el.title = (gpu ? 'Time of each stage on the GPU, each submitted alone and waited for. '
+    : 'Compute time of each stage on the CPU, summed over heads and batch (CPU time, not wall time). ')
+    + 'logits = QKᵀ + relative logits (gather or skew) + scale and mask; values = αV + the value term; output = the output projection.';
+}
+
+export function showTimings(timings, drawMs) {
+  const parts = timings.map((t) => `${t.name} ${t.ms.toFixed(1)} ms`);
+  const draw = drawMs.reduce((a, [, ms]) => a + ms, 0);
+  $('timings').textContent = `compute: ${parts.join(' · ')} · draw (all figures) ${draw.toFixed(0)} ms`;
+}

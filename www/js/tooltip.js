@@ -1,0 +1,141 @@
+// Owns pointing at cells: the hover tooltip, the pinned pair (outlined in every view, named in the status
+// line), the keyboard cursor of a focused figure, and what a screen reader hears (the aria-live region).
+import { $ } from './dom.js';
+import { state } from './state.js';
+import { fmt } from './format.js';
+import { blit, cellAt, outline } from './figures.js';
+import { saveURL } from './url.js';
+
+/** Wires a view's canvas: hover, click to pin, arrow keys, and leaving. */
+export function attachPointer(v) {
+  const c = v.canvas;
+  c.addEventListener('mousemove', (e) => hover(v, e));
+  c.addEventListener('mouseleave', hideTip);
+  c.addEventListener('click', (e) => click(v, e));
+  c.addEventListener('keydown', (e) => keyPin(v, e));
+  c.addEventListener('blur', () => { v.cursor = null; hideTip(); drawPins(); });
+}
+
+export function hideTip() {
+  $('tooltip').hidden = true;
+}
+
+// The parts of pair (i, j) of the shown (batch, head), read from the stages the worker sent.
+function parts(i, j) {
+  const s = state.current.byName;
+  const n = state.current.info.settings.n;
+  const at = (name) => (s[name] ? s[name].values[i * n + j] : NaN);
+  return { content: at('content_logits'), relative: at('relative_logits'), row: at('rel_index'), logit: at('logits'), weight: at('weights') };
+}
+
+function hover(v, e) {
+  const c = v.rect && cellAt(v, e);
+  if (!c) { hideTip(); return; }
+  fillTip(v, c.i, c.j);
+  placeTip(e.pageX, e.pageY);
+}
+
+// The tooltip's lines for cell (i, j) of a view; also kept in its data attributes.
+function fillTip(v, i, j) {
+  const tip = $('tooltip');
+  const cur = state.current;
+  const value = v.stage.values[i * v.stage.cols + j];
+  const lines = [`<b>${v.stage.title}</b>`, `(i, j) = (${i}, ${j})   value ${fmt(value)}`];
+  tip.dataset.stage = v.stage.name;
+  tip.dataset.i = i;
+  tip.dataset.j = j;
+  tip.dataset.value = value;
+  for (const k of ['content', 'relative', 'row']) delete tip.dataset[k];
+  if (v.stage.pairs) {
+    const p = parts(i, j);
+    const k = cur.info.settings.clip;
+    const tok = cur.tokens ? `  “${cur.tokens[i]}” → “${cur.tokens[j]}”` : '';
+    lines.push(`distance j − i = ${j - i}${tok}`);
+    lines.push(`content term q·k = ${fmt(p.content)}`);
+    lines.push(`relative term = ${fmt(p.relative)}`);
+    lines.push(cur.info.settings.method === 'shaw'
+      ? `table row clip(j − i, ${k}) + ${k} = ${fmt(p.row)}`
+      : `table row of E_r = ${p.row < 0 ? 'none (zero vector)' : fmt(p.row)}`);
+    lines.push(`logit ${fmt(p.logit)}   weight ${fmt(p.weight)}`);
+    Object.assign(tip.dataset, { content: p.content, relative: p.relative, row: p.row });
+  }
+  // Text nodes only: tokens come from the page's own input, but never as HTML.
+  const title = document.createElement('b');
+  title.textContent = lines[0].replace(/<\/?b>/g, '');
+  tip.replaceChildren(title, ...lines.slice(1).flatMap((l) => [document.createElement('br'), document.createTextNode(l)]));
+  tip.hidden = false;
+  return lines.slice(1).join('; ');
+}
+
+function placeTip(pageX, pageY) {
+  const tip = $('tooltip');
+  const pad = 14;
+  let left = pageX + pad;
+  const top = pageY + pad;
+  if (left + tip.offsetWidth > window.scrollX + window.innerWidth) left = pageX - tip.offsetWidth - pad;
+  tip.style.left = `${left}px`;
+  tip.style.top = `${top}px`;
+}
+
+export function setPin(p) {
+  state.pinned = p;
+  drawPins();
+}
+
+function click(v, e) {
+  const c = v.rect && cellAt(v, e);
+  if (!c || !v.stage.pairs) return;
+  const p = state.pinned;
+  setPin(p && p.i === c.i && p.j === c.j ? null : c);
+}
+
+// Keyboard: the arrow keys move a cursor cell of the focused figure (on (i, j) figures the cursor is
+// the pin, shown in every view); its numbers go to the tooltip and to an aria-live region.
+function keyPin(v, e) {
+  if (!state.current || !v.stage || state.presentAt !== null) return;
+  const pairs = v.stage.pairs;
+  const d = { ArrowUp: [-1, 0], ArrowDown: [1, 0], ArrowLeft: [0, -1], ArrowRight: [0, 1] }[e.key];
+  if (e.key === 'Escape') { v.cursor = null; setPin(null); hideTip(); return; }
+  if (!d && e.key !== 'Enter' && e.key !== ' ') return;
+  e.preventDefault();
+  const rows = v.stage.rows;
+  const cols = v.stage.cols;
+  const p = (pairs ? state.pinned : v.cursor) || v.cursor || { i: 0, j: 0 };
+  const c = d ? { i: Math.min(rows - 1, Math.max(0, p.i + d[0])), j: Math.min(cols - 1, Math.max(0, p.j + d[1])) } : p;
+  v.cursor = c;
+  if (pairs) setPin(c); else drawPins();
+  const said = fillTip(v, c.i, c.j);
+  const b = v.canvas.getBoundingClientRect();
+  const { x0, x1, y0, y1 } = v.rect;
+  const sx = b.width / v.canvas.width;
+  placeTip(window.scrollX + b.left + (x0 + ((c.j + 1) * (x1 - x0)) / cols) * sx, window.scrollY + b.top + (y0 + ((c.i + 1) * (y1 - y0)) / rows) * sx);
+  $('announce').textContent = `${v.stage.title}: ${said}`;
+}
+
+/** Every view's cells again, the cursors of non-pair views, and the pinned pair where it lives in each stage. */
+export function drawPins() {
+  const cur = state.current;
+  if (!cur) return;
+  const views = state.views;
+  for (const v of views.values()) if (v.rect) blit(v);
+  for (const v of views.values()) if (v.rect && v.cursor && !v.stage.pairs) outline(v, v.cursor.i, v.cursor.j);
+  const label = $('pinned');
+  saveURL();
+  if (!state.pinned) { label.textContent = ''; return; }
+  const { i, j } = state.pinned;
+  const { n, causal } = cur.info.settings;
+  const p = parts(i, j);
+  for (const [name, v] of views) {
+    const s = v.stage;
+    if (s.pairs) outline(v, i, j);
+    else if ((name === 'rel_k' || name === 'rel_v') && p.row >= 0) outline(v, p.row, 0, s.cols, 1);
+    else if (name === 'value_buckets' && p.row >= 0) outline(v, i, p.row);
+    else if (name === 'skew_qer' && j - i + n - 1 >= 0 && j - i + n - 1 < s.cols) outline(v, i, j - i + n - 1);
+    // The padded step: causal [0 | QE_rᵀ] moves every column one right; bidirectional [QE_rᵀ | 0] keeps them.
+    else if (name === 'skew_padded' && j - i + n - (causal ? 0 : 1) < s.cols) outline(v, i, j - i + n - (causal ? 0 : 1));
+    // The reshaped buffer: the slice keeps rows 1.. (causal) or columns L − 1.. (bidirectional).
+    else if (name === 'skew_reshaped') outline(v, causal ? i + 1 : i, causal ? j : j + n - 1);
+    else if (name.startsWith('output')) outline(v, i, 0, s.cols, 1);
+  }
+  label.textContent = `pinned (i, j) = (${i}, ${j}): content ${fmt(p.content)}, relative ${fmt(p.relative)}, table row ${fmt(p.row)}, weight ${fmt(p.weight)} (Esc unpins)`;
+}

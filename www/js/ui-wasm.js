@@ -1,0 +1,43 @@
+// Owns the page's own wasm instance (state.ui: frames, SVG export, preset names): loading it, and replacing it
+// after a panic, redrawing the last good view with the fresh one. The worker has an instance of its own.
+import { $ } from './dom.js';
+import { state } from './state.js';
+import { showError } from './controls.js';
+
+// Loads a fresh instance: the module's JS again under another URL (a module keeps its one instance), the
+// same .wasm. The first is ../pkg/relattn.js itself.
+export async function loadUi() {
+  state.uiCount += 1;
+  const m = await import(state.uiCount === 1 ? '../pkg/relattn.js' : `../pkg/relattn.js?instance=${state.uiCount}`);
+  await m.default();
+  if (state.uiCount > 1) m.set_colormaps($('seq').value, $('div').value);
+  state.ui = m;
+  document.body.dataset.uiInstance = String(state.uiCount);
+}
+
+// A panic in the page's instance (the hook in src/web.rs `start` calls relattnPanicked before the abort),
+// or an abort that reached a caller (an allocation failure): the error is shown, a fresh instance loaded,
+// and the last good view drawn again with it by `redraw(good)`.
+export function watchUi(redraw) {
+  globalThis.relattnPanicked = (message) => { state.uiBroken = state.uiBroken || replaceUi(message, redraw); };
+}
+
+async function replaceUi(message, redraw) {
+  await null; // after the abort has unwound to the caller
+  state.renderToken += 1; // a render under way stops at its next figure
+  showError('general', `internal error in the page's wasm module (${message}); it was restarted, the view shown is the last good one`);
+  try {
+    await loadUi();
+    if (state.good) { state.current = state.good; await redraw(state.good); }
+  } catch (e) {
+    showError('general', `could not restart the page's wasm module: ${e.message || e}`);
+  }
+  state.uiBroken = null;
+}
+
+/** A drawing (or export) failed: an abort of the instance replaces it (as its panic hook would); anything
+ *  else is shown. */
+export function drawFailed(e) {
+  if (e instanceof WebAssembly.RuntimeError) globalThis.relattnPanicked(e.message);
+  else showError('general', `could not draw: ${e.message || e}`);
+}

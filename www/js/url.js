@@ -1,0 +1,73 @@
+// Owns the shareable state: every control, the pin and the presented stage in the query string (saveURL after
+// each change, applyURL once at start), ?embed=STAGE, and "Copy link" with its toast.
+import { $ } from './dom.js';
+import { state } from './state.js';
+import { NUMS, BOOLS, setSelect, setTheme } from './controls.js';
+
+/** ?embed=STAGE: that one heatmap, sized to its frame, and nothing else (null: the whole page). */
+export const EMBED = new URLSearchParams(location.search).get('embed');
+
+export function saveURL() {
+  const cur = state.current;
+  if (!cur) return;
+  const q = new URLSearchParams();
+  if (EMBED) q.set('embed', EMBED);
+  const preset = $('preset').value;
+  if (preset) q.set('preset', preset);
+  else {
+    q.set('method', $('method').value);
+    for (const k of NUMS) q.set(k, $(k).value);
+    for (const k of BOOLS) q.set(k, $(k).checked ? '1' : '0');
+  }
+  q.set('head', $('head').value);
+  q.set('batch', $('batch').value);
+  q.set('sentence', $('sentence').value);
+  if (state.pinned) q.set('pin', `${state.pinned.i},${state.pinned.j}`);
+  q.set('seq', $('seq').value);
+  q.set('div', $('div').value);
+  q.set('theme', document.documentElement.dataset.theme);
+  q.set('backend', $('backend-mode').value);
+  if (state.presentAt !== null && cur.stages[state.presentAt]) q.set('present', cur.stages[state.presentAt].name);
+  const url = `${location.pathname}?${q}`;
+  if (url !== location.pathname + location.search) history.replaceState(null, '', url);
+}
+
+// Sets the controls (and state.want, state.pinned) from the URL before the first request; returns the stage
+// to present, if any.
+export function applyURL() {
+  const q = new URLSearchParams(location.search);
+  if (q.has('preset')) setSelect($('preset'), q.get('preset'));
+  if (q.has('method')) setSelect($('method'), q.get('method'));
+  for (const k of NUMS) if (q.has(k)) $(k).value = q.get(k);
+  for (const k of BOOLS) if (q.has(k)) $(k).checked = q.get(k) === '1';
+  if (q.has('sentence')) $('sentence').value = q.get('sentence');
+  for (const k of ['seq', 'div']) if (q.has(k)) setSelect($(k), q.get(k));
+  if (q.has('backend')) setSelect($('backend-mode'), q.get('backend'));
+  const dark = window.matchMedia && window.matchMedia('(prefers-color-scheme: dark)').matches;
+  setTheme(q.get('theme') === 'dark' || q.get('theme') === 'light' ? q.get('theme') : dark ? 'dark' : 'light');
+  state.want = { head: Number(q.get('head')) || 0, batch: Number(q.get('batch')) || 0 };
+  const pin = /^(\d+),(\d+)$/.exec(q.get('pin') || '');
+  if (pin) state.pinned = { i: Number(pin[1]), j: Number(pin[2]) };
+  return q.get('present');
+}
+
+function toast(text) {
+  $('toast').textContent = text;
+  clearTimeout(state.toastTimer);
+  state.toastTimer = setTimeout(() => { $('toast').textContent = ''; }, 4000);
+}
+
+export async function copyLink() {
+  saveURL();
+  const url = location.href;
+  try {
+    await navigator.clipboard.writeText(url);
+    toast('Link copied');
+  } catch {
+    // No clipboard permission: show the link, selected, to copy by hand.
+    const input = document.createElement('input');
+    input.value = url; input.readOnly = true; input.className = 'link-field'; input.setAttribute('aria-label', 'Link to this view');
+    $('toast').replaceChildren(input);
+    input.focus(); input.select();
+  }
+}

@@ -1,0 +1,88 @@
+// Owns the figures on the page: one <figure> per stage of the result shown, created on first need, kept in
+// pipeline order, removed when a result lacks their stage, and rendering a result into them. A render takes
+// a token (state.renderToken); after every await it stops when a newer render has started, so an older result
+// can never finish drawing over a newer one.
+import { $ } from './dom.js';
+import { state } from './state.js';
+import { FRAME, newView, drawView } from './figures.js';
+import { attachPointer, drawPins } from './tooltip.js';
+import { drawPresent } from './present.js';
+import { exportFigure } from './export.js';
+import { showTimings, showStageTimes } from './status.js';
+import { EMBED } from './url.js';
+
+/** A figure for `stage`: its canvas (focusable, described by the keyboard hint) and, except in an embed, its export buttons. */
+function newFigure(stage) {
+  const figure = document.createElement('figure');
+  figure.className = 'view';
+  figure.dataset.stage = stage.name;
+  const v = newView(stage, FRAME.w, FRAME.h);
+  v.figure = figure;
+  const canvas = v.canvas;
+  canvas.tabIndex = 0;
+  canvas.setAttribute('role', 'img');
+  canvas.setAttribute('aria-describedby', 'kbd-hint');
+  figure.append(canvas);
+  if (!EMBED) {
+    const cap = document.createElement('figcaption');
+    const png = document.createElement('button');
+    png.type = 'button'; png.className = 'export-png'; png.textContent = 'PNG';
+    const svg = document.createElement('button');
+    svg.type = 'button'; svg.className = 'export-svg'; svg.textContent = 'SVG';
+    cap.append(png, svg);
+    figure.append(cap);
+    png.addEventListener('click', () => exportFigure(v.stage.name, 'png'));
+    svg.addEventListener('click', () => exportFigure(v.stage.name, 'svg'));
+  }
+  attachPointer(v);
+  return v;
+}
+
+/** Draws result `cur` (state.current's shape) into the figures; resolves when drawn or superseded. */
+export async function render(cur) {
+  const token = ++state.renderToken;
+  const views = state.views;
+  const main = $('views');
+  const names = new Set(cur.stages.map((s) => s.name));
+  for (const [name, v] of views) {
+    if (!names.has(name)) { v.figure.remove(); views.delete(name); }
+  }
+  const drawMs = [];
+  let prev = null;
+  const shown = EMBED ? cur.stages.filter((s) => s.name === EMBED) : cur.stages;
+  if (EMBED && !shown.length) {
+    $('err-general').textContent = `embed: no stage '${EMBED}' in this trace; stages: ${cur.stages.map((s) => s.name).join(', ')}`;
+  }
+  for (const stage of shown) {
+    let v = views.get(stage.name);
+    if (!v) {
+      v = newFigure(stage);
+      views.set(stage.name, v);
+    }
+    if (EMBED) {
+      v.canvas.width = Math.max(200, window.innerWidth);
+      v.canvas.height = Math.max(160, window.innerHeight);
+    }
+    for (const b of v.figure.querySelectorAll('figcaption button')) {
+      b.setAttribute('aria-label', `Export ${stage.title} as ${b.textContent}${b.textContent === 'PNG' ? ' (2×)' : ''}`);
+    }
+    if (prev ? prev.figure.nextSibling !== v.figure : main.firstChild !== v.figure) {
+      if (prev) prev.figure.after(v.figure); else main.prepend(v.figure);
+    }
+    prev = v;
+    const t0 = performance.now();
+    drawView(v, stage, cur);
+    drawMs.push([stage.name, performance.now() - t0]);
+    // Let the page breathe between big figures; a newer render stops this one.
+    if (stage.rows * stage.cols > 65536) {
+      await new Promise((r) => setTimeout(r, 0));
+      if (token !== state.renderToken) return;
+    }
+  }
+  drawPins();
+  if (state.presentAt !== null) drawPresent();
+  showTimings(cur.timings, drawMs);
+  showStageTimes(cur.stageTimes, cur.backendName);
+  state.good = cur;
+  document.body.dataset.ready = String(cur.id);
+}

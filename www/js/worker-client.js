@@ -1,0 +1,108 @@
+// Owns the worker's lifecycle and its requests: starting it, ids, superseding, exports, and replacing it after
+// its wasm aborts. The one rule against stale answers lives here: every change of the settings takes a new id
+// (supersede) at once, before its debounced request is sent, and only an answer carrying the newest id
+// (isLatest) is passed on to the page; an older one is for superseded settings and touches neither the
+// controls nor the view. (A render already under way is stopped by its render token: views.js.)
+import { state } from './state.js';
+import { computeRequest, exportRequest } from './protocol.js';
+import { readParams, colormaps, shownSlice, backendMode, showError } from './controls.js';
+import { setBusy } from './status.js';
+
+/**
+ * Starts the worker. `h.result(msg)` gets the newest settings' ResultMessage, `h.refused(error)` their
+ * WorkerError, `h.fatal(error, latest)` a FatalMessage's error when it is the newest settings' (latest) or
+ * in no request.
+ */
+export function startWorker(h) {
+  spawn(h);
+}
+
+function spawn(handlers) {
+  state.worker = new Worker(new URL('../worker.js', import.meta.url), { type: 'module' });
+  // Assigned (not addEventListener): tests/e2e/reliability.test.mjs wraps the onmessage setter to delay answers.
+  state.worker.onmessage = (e) => receive(e.data, handlers);
+  state.worker.onerror = (e) => showError('general', `worker failed: ${e.message || e}`);
+}
+
+/** True for the newest settings' id: the only answer the page may show. */
+export function isLatest(id) {
+  return id === state.lastId;
+}
+
+/** New settings: any answer still on its way is for old ones from now on. */
+export function supersede() {
+  state.lastId += 1;
+  setBusy(true);
+}
+
+/** New settings, computed now. */
+export function request() {
+  supersede();
+  send();
+}
+
+/** New settings, computed once the typing pauses (200 ms). */
+export function requestSoon() {
+  supersede();
+  clearTimeout(state.debounce);
+  state.debounce = setTimeout(send, 200);
+}
+
+/** Sends the controls as they are now, under the newest id. */
+function send() {
+  const params = readParams();
+  const file = state.candidate || state.tensors;
+  if (file) { params.file = file; params.preset = ''; }
+  const { batch, head } = shownSlice();
+  state.sentId = state.lastId;
+  state.worker.postMessage(computeRequest(state.lastId, params, batch, head, colormaps(), backendMode()));
+}
+
+/** Asks the worker for an export of the session shown; resolves to its bytes. */
+export function askExport(what) {
+  const id = ++state.exportSeq;
+  return new Promise((ok, fail) => {
+    state.exports.set(id, (r) => (r.ok ? ok(r.data) : fail(new Error(r.error))));
+    state.worker.postMessage(exportRequest(id, what, colormaps()));
+  });
+}
+
+/** @param {import('./protocol.js').FromWorker} msg */
+function receive(msg, handlers) {
+  switch (msg.kind) {
+    case 'export': {
+      const cb = state.exports.get(msg.id);
+      state.exports.delete(msg.id);
+      if (cb) cb(msg);
+      return;
+    }
+    case 'fatal': restart(msg, handlers); return;
+    case 'result':
+    case 'error':
+      if (!isLatest(msg.id)) return; // superseded settings: the controls and the view are not touched
+      state.answeredId = msg.id;
+      setBusy(false);
+      if (msg.kind === 'result') handlers.result(msg); else handlers.refused(msg.error);
+      return;
+    default:
+  }
+}
+
+// The worker's wasm instance aborted (a panic, sync or async): it is discarded and a fresh worker started;
+// the view on screen (the last good result) stays and pending exports fail. An abort while computing the
+// latest settings is their error, next to its control (the file picker for a file); one outside any
+// compute (id 0) is shown under the controls; one for superseded settings is not shown. The latest settings,
+// when the dead worker had them and had not answered, are sent again to the fresh one.
+function restart(msg, handlers) {
+  state.worker.terminate();
+  for (const [id, cb] of state.exports) { state.exports.delete(id); cb({ ok: false, error: 'the worker was restarted' }); }
+  spawn(handlers);
+  if (isLatest(msg.id)) {
+    state.answeredId = msg.id;
+    setBusy(false);
+    handlers.fatal(msg.error, true);
+    return;
+  }
+  if (!msg.id) handlers.fatal(msg.error, false);
+  if (state.sentId === state.lastId && state.answeredId !== state.lastId) send();
+}
