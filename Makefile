@@ -60,9 +60,10 @@ deps-web: deps-wasm
 	@test -d node_modules/playwright-core -a node_modules/.package-lock.json -nt package-lock.json || npm ci --no-audit --no-fund
 
 # wasm-bindgen-test of the wasm API (tests/web.rs, tests/web_model.rs) in headless chromium (flags in
-# webdriver.json); without the native-only command line (feature cli).
+# webdriver.json); without the native-only command line (feature cli). The trained models take about 30 s
+# in this debug build, past the runner's default limit of 20 s.
 test-wasm: deps-web
-	CHROMEDRIVER=/usr/bin/chromedriver CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
+	CHROMEDRIVER=/usr/bin/chromedriver CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner WASM_BINDGEN_TEST_TIMEOUT=120 \
 	  cargo test --target wasm32-unknown-unknown --no-default-features --features test-hooks --test web --test web_model
 
 # The page end to end: serves www/ on 127.0.0.1, drives chromium; screenshots in tests/e2e/artifacts/.

@@ -176,18 +176,21 @@ async fn nll_and_predictions_match_pytorch_logits_on_a_long_window() {
     for (kind, _, fix) in MODELS {
         yield_to_browser().await;
         let mut s = session(kind);
-        // tokens_long: BWV 10.7's first 512 tokens (2 × the training context).
-        let logits = fixture(fix, "logits_long").into_dimensionality::<ndarray::Ix2>().unwrap();
-        let tokens: Vec<u32> = fixture(fix, "tokens_long").iter().map(|&t| t as u32).collect();
-        let w = run(&mut s, "10.7", 0.0, 512.0, 0.0);
+        // tokens_long: BWV 10.7's first 512 tokens (2 × the training context). Causal, so the logits of its
+        // first 320 tokens (past the context: 256) are those of the 320-token window (and a debug build
+        // stays within the test runner's patience).
+        let logits = fixture(fix, "logits_long").into_dimensionality::<ndarray::Ix2>().unwrap().slice_move(ndarray::s![..320, ..]);
+        let tokens: Vec<u32> = fixture(fix, "tokens_long").iter().take(320).map(|&t| t as u32).collect();
+        let w = run(&mut s, "10.7", 0.0, 320.0, 0.0);
         assert_eq!(w.notes.iter().map(|n| n.token).collect::<Vec<_>>(), tokens);
         let want: Vec<f64> = logits.rows().into_iter().zip(&tokens[1..]).map(|(r, &next)| -log_softmax_at(r.as_slice().unwrap(), next as usize)).collect();
         let e = w.nll.values.iter().zip(&want).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
         assert!(e <= 1e-4, "{kind}: |NLL wasm − torch| = {e:e}");
         // The same window scored without keeping weights.
-        let again: PositionNll = typed(s.nll_by_position(window("10.7", 0.0, 512.0, 0.0)));
+        yield_to_browser().await;
+        let again: PositionNll = typed(s.nll_by_position(window("10.7", 0.0, 320.0, 0.0)));
         assert_eq!(again.values, w.nll.values, "{kind}");
-        for position in [0, 255, 300, 511] {
+        for position in [0, 255, 300, 319] {
             let p: Prediction = typed(s.predict(position, 5));
             let torch = probabilities(logits.row(position).as_slice().unwrap(), 1.0);
             assert_eq!((p.position, p.candidates.len()), (position, 5));
@@ -228,68 +231,53 @@ fn distance_profiles_are_distributions_over_distances() {
 
 #[wasm_bindgen_test]
 async fn live_sampling_gives_transformer_sample_and_the_cli() {
-    // `relattn model sample --model models/chorales-KIND.safetensors --piece 10.7 --prime 64 --steps 48
-    // --temperature 1 --seed 7 --json`, native x86_64 build of b5ba6fd (its tokens 64..).
-    let cli: [(&str, [u32; 48]); 3] = [
-        (
-            "music",
-            [
-                45, 33, 28, 25, 45, 33, 28, 25, 45, 42, 26, 25, 45, 42, 26, 26, 45, 37, 28, 25, 45, 37, 28, 21, 45, 37, 28, 21, 45, 38, 29, 21, 45, 38, 29, 21,
-                45, 37, 29, 21, 45, 37, 29, 21, 45, 37, 29, 21,
-            ],
-        ),
-        (
-            "shaw",
-            [
-                44, 33, 28, 25, 44, 33, 28, 25, 44, 40, 28, 25, 44, 40, 28, 25, 44, 38, 28, 23, 44, 38, 26, 23, 44, 38, 28, 23, 44, 40, 28, 25, 44, 40, 28, 25,
-                44, 38, 28, 25, 44, 38, 28, 25, 44, 38, 28, 23,
-            ],
-        ),
-        (
-            "absolute",
-            [
-                42, 33, 28, 25, 44, 33, 25, 45, 33, 33, 25, 43, 33, 25, 42, 33, 25, 39, 33, 23, 42, 39, 30, 22, 42, 39, 30, 22, 41, 39, 30, 23, 40, 32, 23, 40,
-                32, 20, 40, 32, 23, 23, 39, 32, 23, 20, 40, 32,
-            ],
-        ),
+    // `relattn model sample --model models/chorales-KIND.safetensors --piece 10.7 --prime 32 --steps 32
+    // --temperature 1 --seed 7 --json`, native x86_64 build of b5ba6fd (its tokens 32..).
+    let cli: [(&str, [u32; 32]); 3] = [
+        ("music", [40, 35, 28, 25, 40, 35, 28, 25, 40, 37, 28, 25, 40, 37, 28, 25, 40, 37, 28, 25, 40, 37, 27, 21, 40, 37, 32, 16, 40, 37, 33, 21]),
+        ("shaw", [40, 35, 28, 23, 40, 35, 28, 25, 40, 37, 28, 25, 40, 37, 28, 25, 40, 37, 28, 25, 40, 37, 25, 21, 40, 37, 25, 21, 40, 37, 25, 21]),
+        ("absolute", [40, 35, 26, 23, 42, 35, 25, 42, 35, 35, 25, 40, 35, 25, 40, 35, 25, 25, 40, 33, 25, 40, 31, 24, 40, 33, 30, 21, 40, 37, 33, 30]),
     ];
     for (kind, want) in cli {
         yield_to_browser().await;
-        let (mut s, m) = (session(kind), transformer(kind));
-        let w = run(&mut s, "10.7", 0.0, 64.0, 0.0);
-        let info: SamplingInfo = typed(s.start_sampling(sample_request(48.0, 1.0, 7.0)));
-        assert_eq!((info.prime, info.steps), (64, 48));
+        let mut s = session(kind);
+        let w = run(&mut s, "10.7", 0.0, 32.0, 0.0);
+        let info: SamplingInfo = typed(s.start_sampling(sample_request(32.0, 1.0, 7.0)));
+        assert_eq!((info.prime, info.steps), (32, 32));
         let mut got = Vec::new();
         loop {
+            // As the worker does: a few tokens, then the browser's turn.
+            yield_to_browser().await;
             let batch: Sampled = typed(s.next_tokens(5));
             for (k, n) in batch.notes.iter().enumerate() {
-                let position = 64 + got.len() + k;
+                let position = 32 + got.len() + k;
                 assert_eq!((n.voice, n.step), (position % 4, position / 4));
             }
             got.extend(batch.notes.iter().map(|n| n.token));
-            assert_eq!((batch.drawn, batch.remaining), (got.len(), 48 - got.len()));
+            assert_eq!((batch.drawn, batch.remaining), (got.len(), 32 - got.len()));
             if batch.remaining == 0 {
                 break;
             }
         }
-        let prime: Vec<u32> = w.notes.iter().map(|n| n.token).collect();
-        let native = m.sample(&prime, 48, 1.0, 7, |_| {}).unwrap();
-        assert_eq!(got, native[64..], "{kind}: live sampling vs Transformer::sample");
         assert_eq!(got, want, "{kind}: wasm vs the native CLI");
-        assert_eq!(s.tokens(), native);
         let after: Sampled = typed(s.next_tokens(3));
         assert!(after.notes.is_empty() && after.remaining == 0);
         assert!(midly::Smf::parse(&s.midi(80)).is_ok());
+        yield_to_browser().await;
+        let prime: Vec<u32> = w.notes.iter().map(|n| n.token).collect();
+        let native = transformer(kind).sample(&prime, 32, 1.0, 7, |_| {}).unwrap();
+        assert_eq!(s.tokens(), native, "{kind}: live sampling vs Transformer::sample");
     }
     // A transposed window later in the piece, at temperature 0.5, primes with the transposed tokens.
     yield_to_browser().await;
-    let (mut s, m) = (session("shaw"), transformer("shaw"));
-    let w = run(&mut s, "30.6", 256.0, 128.0, 3.0);
+    let mut s = session("shaw");
+    let w = run(&mut s, "30.6", 256.0, 32.0, 3.0);
     typed::<SamplingInfo>(s.start_sampling(sample_request(20.0, 0.5, 123.0)));
     let got: Sampled = typed(s.next_tokens(100));
+    assert_eq!((got.notes.len(), got.notes[0].step), (20, (256 + 32) / 4));
+    yield_to_browser().await;
     let prime: Vec<u32> = w.notes.iter().map(|n| n.token).collect();
-    assert_eq!(got.notes.iter().map(|n| n.token).collect::<Vec<_>>(), m.sample(&prime, 20, 0.5, 123, |_| {}).unwrap()[128..]);
-    assert_eq!(got.notes[0].step, (256 + 128) / 4);
+    assert_eq!(got.notes.iter().map(|n| n.token).collect::<Vec<_>>(), transformer("shaw").sample(&prime, 20, 0.5, 123, |_| {}).unwrap()[32..]);
 }
 
 #[wasm_bindgen_test]
