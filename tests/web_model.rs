@@ -4,7 +4,7 @@
 //! logits; live sampling gives `Transformer::sample`'s and the CLI's tokens; bad requests name their field.
 #![cfg(target_arch = "wasm32")]
 
-use ndarray::{Array2, ArrayD, Axis};
+use ndarray::{Array2, Axis};
 use relattn::transformer::{log_softmax_at, probabilities, Transformer};
 use relattn::web::model::{DistanceProfile, ModelInfo, ModelSession, PositionNll, Prediction, Sampled, SamplingInfo, WindowInfo};
 use relattn::web::Session;
@@ -12,6 +12,9 @@ use relattn::Backend;
 use serde::de::DeserializeOwned;
 use wasm_bindgen::JsValue;
 use wasm_bindgen_test::*;
+
+#[path = "common/fixture.rs"]
+mod fixture;
 
 wasm_bindgen_test_configure!(run_in_browser);
 
@@ -65,23 +68,6 @@ fn weights(s: &mut ModelSession, layer: usize, head: usize) -> Array2<f32> {
     let (rows, cols) = (size("rows"), size("cols"));
     assert_eq!((s.values_len(), s.rgba_len()), (rows * cols, 4 * rows * cols));
     Array2::from_shape_vec((rows, cols), s.values().to_vec()).unwrap()
-}
-
-/// A fixture's array (f32, or i64 tokens as f32) and its metadata.
-fn fixture(bytes: &[u8], name: &str) -> ArrayD<f32> {
-    let st = safetensors::SafeTensors::deserialize(bytes).unwrap();
-    let t = st.tensor(name).unwrap();
-    let values: Vec<f32> = match t.dtype() {
-        safetensors::Dtype::F32 => t.data().chunks_exact(4).map(|b| f32::from_le_bytes(b.try_into().unwrap())).collect(),
-        safetensors::Dtype::I64 => t.data().chunks_exact(8).map(|b| i64::from_le_bytes(b.try_into().unwrap()) as f32).collect(),
-        other => panic!("{name}: {other:?}"),
-    };
-    ArrayD::from_shape_vec(t.shape(), values).unwrap()
-}
-
-fn fixture_meta(bytes: &[u8], key: &str) -> String {
-    let (_, m) = safetensors::SafeTensors::read_metadata(bytes).unwrap();
-    m.metadata().as_ref().unwrap()[key].clone()
 }
 
 fn max_diff<'a>(a: impl IntoIterator<Item = &'a f32>, b: impl IntoIterator<Item = &'a f32>) -> f32 {
@@ -159,11 +145,11 @@ async fn weights_equal_the_native_trace_and_pytorch() {
             assert!(e <= 1e-5, "{kind} head {h}: |wasm − native trace| = {e:e}");
         }
         // The fixture's short sequence is BWV 10.7's first 64 tokens; its weights are PyTorch's layer 1.
-        let layer: usize = fixture_meta(fix, "layer").parse().unwrap();
-        let short = fixture(fix, "tokens_short");
+        let layer: usize = fixture::meta(fix, "layer").parse().unwrap();
+        let short = fixture::array(fix, "tokens_short");
         run(&mut s, "10.7", 0.0, short.len() as f64, 0.0);
         assert_eq!(s.tokens().iter().map(|&t| t as f32).collect::<Vec<_>>(), short.iter().copied().collect::<Vec<_>>());
-        let want = fixture(fix, "weights");
+        let want = fixture::array(fix, "weights");
         for h in 0..4 {
             let e = max_diff(&weights(&mut s, layer, h), want.index_axis(Axis(0), h));
             assert!(e <= 1e-4, "{kind} layer {layer} head {h}: |wasm − torch| = {e:e}");
@@ -179,8 +165,8 @@ async fn nll_and_predictions_match_pytorch_logits_on_a_long_window() {
         // tokens_long: BWV 10.7's first 512 tokens (2 × the training context). Causal, so the logits of its
         // first 320 tokens (past the context: 256) are those of the 320-token window (and a debug build
         // stays within the test runner's patience).
-        let logits = fixture(fix, "logits_long").into_dimensionality::<ndarray::Ix2>().unwrap().slice_move(ndarray::s![..320, ..]);
-        let tokens: Vec<u32> = fixture(fix, "tokens_long").iter().take(320).map(|&t| t as u32).collect();
+        let logits = fixture::array(fix, "logits_long").into_dimensionality::<ndarray::Ix2>().unwrap().slice_move(ndarray::s![..320, ..]);
+        let tokens: Vec<u32> = fixture::array(fix, "tokens_long").iter().take(320).map(|&t| t as u32).collect();
         let w = run(&mut s, "10.7", 0.0, 320.0, 0.0);
         assert_eq!(w.notes.iter().map(|n| n.token).collect::<Vec<_>>(), tokens);
         let want: Vec<f64> = logits.rows().into_iter().zip(&tokens[1..]).map(|(r, &next)| -log_softmax_at(r.as_slice().unwrap(), next as usize)).collect();
@@ -397,11 +383,13 @@ async fn timings_of_a_long_window_and_of_sampling() {
         assert_eq!((w.length, nll.values.len(), sampled.notes.len()), (1024, 1023, 256));
         log(format!(
             "{kind}: run 1024 tokens {t_first:.0} ms, again {t_run:.0} ms (forward + weights {:.0} ms, NLL {:.3}); nll_by_position 1024 {t_nll:.0} ms; \
-             12 weight tiles {t_tiles:.0} ms; sampling: prime {} tokens {t_prime:.0} ms, 256 tokens {t_sample:.0} ms = {:.0} tokens/s",
+             12 weight tiles {t_tiles:.0} ms; sampling: prime {} tokens {t_prime:.0} ms, 256 tokens {t_sample:.0} ms = {:.0} tokens/s; \
+             wasm memory {:.0} MiB",
             w.nll.ms,
             w.nll.mean,
             info.prime,
-            256.0 / (t_sample / 1e3)
+            256.0 / (t_sample / 1e3),
+            relattn::web::memory_bytes() / (1 << 20) as f64
         ));
     }
 }
