@@ -23,9 +23,11 @@ vendor:
 	@cp -u node_modules/katex/dist/katex.min.js node_modules/katex/dist/katex.min.css www/vendor/katex/
 	@cp -ru node_modules/katex/dist/fonts www/vendor/katex/
 
+# The page's Model mode fetches the trained models and the test pieces from www/models/ (git-ignored).
 wasm: deps-wasm vendor
 	cargo build --lib --target wasm32-unknown-unknown --release $(WASM_FEATURES)
 	wasm-bindgen --target web --no-typescript --out-dir www/pkg $(WASM)
+	@mkdir -p www/models && cp -u models/chorales-*.safetensors models/chorales-test.json www/models/
 
 serve: wasm
 	@echo "relattn is served at http://127.0.0.1:$(PORT)/  (Ctrl-C stops it)"
@@ -62,11 +64,12 @@ deps-web: deps-wasm
 	@test -x /usr/bin/chromium -a -x /usr/bin/chromedriver || { apt-get update && apt-get install -y chromium chromium-driver; }
 	@test -d node_modules/playwright-core -a node_modules/.package-lock.json -nt package-lock.json || npm ci --no-audit --no-fund
 
-# wasm-bindgen-test of the wasm API (tests/web.rs) in headless chromium (flags in webdriver.json); without the
-# native-only command line (feature cli).
+# wasm-bindgen-test of the wasm API (tests/web.rs, tests/web_model.rs) in headless chromium (flags in
+# webdriver.json); without the native-only command line (feature cli). The trained models take about 30 s
+# in this debug build, past the runner's default limit of 20 s.
 test-wasm: deps-web
-	CHROMEDRIVER=/usr/bin/chromedriver CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
-	  cargo test --target wasm32-unknown-unknown --no-default-features --features test-hooks --test web
+	CHROMEDRIVER=/usr/bin/chromedriver CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner WASM_BINDGEN_TEST_TIMEOUT=120 \
+	  cargo test --target wasm32-unknown-unknown --no-default-features --features test-hooks --test web --test web_model
 
 # The page end to end: serves www/ on 127.0.0.1, drives chromium; screenshots in tests/e2e/artifacts/.
 # The wasm is built with the test hooks (the worker's debug messages call them).

@@ -400,8 +400,38 @@ impl Transformer {
 
     /// Continues `prime` by `steps` tokens drawn from softmax(logits / temperature) with ChaCha8 seeded by
     /// `seed` (temperature 0: the most likely token), through the key/value cache; `on_token` sees each new
-    /// token as it is drawn. Returns prime + continuation.
+    /// token as it is drawn. Returns prime + continuation. [`Transformer::sampler`] draws the same tokens one
+    /// call at a time.
     pub fn sample(&self, prime: &[u32], steps: usize, temperature: f32, seed: u64, mut on_token: impl FnMut(u32)) -> Result<Vec<u32>> {
+        let mut sampler = self.sampler(prime, steps, temperature, seed)?;
+        let mut out = prime.to_vec();
+        while let Some(next) = sampler.next_token(self)? {
+            out.push(next);
+            on_token(next);
+        }
+        Ok(out)
+    }
+
+    /// [`Transformer::forward_async`] keeping every layer's attention weights, in one pass through the
+    /// residual stream: each layer's attention runs as a trace (every stage, as [`Transformer::trace_async`]
+    /// gives one layer), of which the weights are kept and the rest dropped before the next layer.
+    pub async fn attention_pass_async(&self, backend: &mut Backend, tokens: &[u32]) -> Result<AttentionPass> {
+        self.check_length(tokens, true)?;
+        let mut x = self.embed(tokens, 0)?;
+        let cfg = self.config.attention();
+        let mut weights = Vec::with_capacity(self.blocks.len());
+        for (l, block) in self.blocks.iter().enumerate() {
+            let trace = backend.trace_async(&cfg, &self.scenario(l, block.ln1.apply(x.view()))).await?;
+            x += &trace.output.index_axis(Axis(0), 0);
+            x += &block.ffn(x.view());
+            weights.push(trace.weights.index_axis_move(Axis(0), 0));
+        }
+        Ok(AttentionPass { logits: matmul(self.ln_f.apply(x.view()).view(), self.embed.t()), weights })
+    }
+
+    /// A [`Sampler`] that continues `prime` as [`Transformer::sample`] does (same checks, same ChaCha8
+    /// stream), one token per [`Sampler::next_token`]; the prime is fed through the cache here.
+    pub fn sampler(&self, prime: &[u32], steps: usize, temperature: f32, seed: u64) -> Result<Sampler> {
         if prime.is_empty() {
             return Err(Error::invalid("prime", 0, "1 or more tokens"));
         }
@@ -411,22 +441,55 @@ impl Transformer {
         if steps > 1 << 16 {
             return Err(Error::invalid("steps", steps, "0..=65536"));
         }
-        let mut rng = ChaCha8Rng::seed_from_u64(seed);
         let mut cache = self.cache();
-        let mut out = prime.to_vec();
         let mut logits = Array1::zeros(0);
         for &tok in prime {
             logits = self.step(&mut cache, tok)?;
         }
-        for i in 0..steps {
-            let next = draw(logits.as_slice().expect("standard layout"), temperature, rng.random::<f64>());
-            out.push(next);
-            on_token(next);
-            if i + 1 < steps {
-                logits = self.step(&mut cache, next)?;
-            }
+        Ok(Sampler { cache, rng: ChaCha8Rng::seed_from_u64(seed), logits, temperature, left: steps })
+    }
+}
+
+/// One forward pass over T tokens with what the page shows of every layer.
+pub struct AttentionPass {
+    /// (T, vocab): row t scores token t + 1, as [`Transformer::forward_async`].
+    pub logits: Array2<f32>,
+    /// One (heads, T, T) array per layer: α[h, i, j], the weight query i gives key j in head h (each row
+    /// sums to 1; 0 for j > i, causal).
+    pub weights: Vec<Array3<f32>>,
+}
+
+/// [`Transformer::sample`] one token at a time (from [`Transformer::sampler`]): each [`Sampler::next_token`]
+/// draws u ~ U[0, 1) from the ChaCha8 stream, takes the token whose cumulative softmax(logits / temperature)
+/// first exceeds u, and feeds it through the cache for the next logits.
+pub struct Sampler {
+    cache: Cache,
+    rng: ChaCha8Rng,
+    /// (vocab): the logits of the next token.
+    logits: Array1<f32>,
+    temperature: f32,
+    /// Tokens still to draw.
+    left: usize,
+}
+
+impl Sampler {
+    /// The next token, or `None` once the `steps` asked for are drawn. The last token is not fed (no logits
+    /// after it are needed), as in [`Transformer::sample`].
+    pub fn next_token(&mut self, model: &Transformer) -> Result<Option<u32>> {
+        if self.left == 0 {
+            return Ok(None);
         }
-        Ok(out)
+        let next = draw(self.logits.as_slice().expect("standard layout"), self.temperature, self.rng.random::<f64>());
+        self.left -= 1;
+        if self.left > 0 {
+            self.logits = model.step(&mut self.cache, next)?;
+        }
+        Ok(Some(next))
+    }
+
+    /// Tokens still to draw.
+    pub fn remaining(&self) -> usize {
+        self.left
     }
 }
 

@@ -23,6 +23,7 @@ pub mod bench;
 pub mod figure;
 #[cfg(feature = "test-hooks")]
 pub mod hooks;
+pub mod model;
 pub mod request;
 pub mod session;
 

@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::rel_err;
+use common::{fixture, rel_err};
 use ndarray::{Array2, ArrayD, Axis};
 use relattn::chorales::Chorales;
 use relattn::gpu::GpuContext;
@@ -41,21 +41,13 @@ impl Fixture {
         Fixture { bytes: std::fs::read(root().join(format!("tests/fixtures/chorales-{method}.safetensors"))).unwrap() }
     }
     fn array(&self, name: &str) -> ArrayD<f32> {
-        let st = safetensors::SafeTensors::deserialize(&self.bytes).unwrap();
-        let t = st.tensor(name).unwrap();
-        let values: Vec<f32> = match t.dtype() {
-            safetensors::Dtype::F32 => t.data().chunks_exact(4).map(|b| f32::from_le_bytes(b.try_into().unwrap())).collect(),
-            safetensors::Dtype::I64 => t.data().chunks_exact(8).map(|b| i64::from_le_bytes(b.try_into().unwrap()) as f32).collect(),
-            other => panic!("{name}: {other:?}"),
-        };
-        ArrayD::from_shape_vec(t.shape(), values).unwrap()
+        fixture::array(&self.bytes, name)
     }
     fn tokens(&self, name: &str) -> Vec<u32> {
         self.array(name).iter().map(|&t| t as u32).collect()
     }
     fn meta(&self, key: &str) -> String {
-        let (_, m) = safetensors::SafeTensors::read_metadata(&self.bytes).unwrap();
-        m.metadata().as_ref().unwrap()[key].clone()
+        fixture::meta(&self.bytes, key)
     }
 }
 

@@ -4,6 +4,8 @@
 // The definition is written as the formulas' index loops on purpose (i, j, c as in the papers).
 #![allow(clippy::needless_range_loop)]
 
+pub mod fixture;
+
 use proptest::prelude::*;
 use relattn::{Config, Edge, Implementation, Method, Scenario};
 use std::ops::RangeInclusive;

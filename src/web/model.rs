@@ -1,0 +1,625 @@
+//! The page's Model mode: a trained chorale model ([`crate::transformer`]) and the test split
+//! ([`crate::chorales`]) held in the worker's wasm memory, computed on the CPU.
+//!
+//! - [`ModelSession::load`] reads a model file and the chorale data; [`ModelSession::info`] describes both
+//!   ([`ModelInfo`]: kind, config, parameters, NLLs from training, the pieces);
+//! - [`ModelSession::run`] takes a [`ModelRequest`] (piece, window, transposition) and computes one forward
+//!   pass that keeps every layer's attention weights and the logits; it answers [`WindowInfo`] (the notes,
+//!   the NLL of each position);
+//! - on that window, without computing again: [`ModelSession::weights`] (one head's (T, T) map, read
+//!   through pointers as [`super::Session::select`]'s), [`ModelSession::distance_profile`],
+//!   [`ModelSession::predict`]; [`ModelSession::trace`] computes one layer's every stage as a
+//!   [`super::Session`];
+//! - [`ModelSession::start_sampling`] and [`ModelSession::next_tokens`] continue the window a few tokens per
+//!   call, exactly as `relattn model sample` ([`Transformer::sample`]) does with the same prime, steps,
+//!   temperature and seed;
+//! - [`ModelSession::nll_by_position`] scores another window without replacing the current one (the
+//!   page's 2× and 4× training-length comparison).
+//!
+//! Positions: a window of T tokens starts at token `start` of the piece (a multiple of 4, so token t of the
+//! window is voice (t mod 4) ∈ soprano, alto, tenor, bass at 16th-note step (start + t) div 4 of the piece).
+//!
+//! Windows longer than the training context (256 tokens for the shipped models) run, up to
+//! [`CONTEXTS_PER_WINDOW`] × context: [`Transformer`] only refuses what exceeds its memory budget. Past the
+//! context each model meets distances or positions it never trained on: the Music Transformer's E_r has rows
+//! for distances −(context − 1)..0 and reads zero beyond (its relative logit is 0 there); Shaw's tables clip
+//! every distance below −k to −k (k = 64); the absolute model adds sinusoids, defined at every position, for
+//! positions it never saw (MODELS.md "Longer than trained": its NLL grows from 1.14 at 256 to 2.29 at 1024).
+
+use super::backend::CPU;
+use super::request::{whole, Inputs};
+use super::session::{BackendUsed, Cut, Session, Timing};
+use super::{js_error, palette, to_js, to_value};
+use crate::backend::Backend;
+use crate::chorales::{Chorales, VOICES};
+use crate::error::{Error, ErrorKind, Result};
+use crate::render;
+use crate::scenario::{Arrays, Spec};
+use crate::stage::Scale;
+use crate::timing::now_ms;
+use crate::transformer::{log_softmax_at, probabilities, AttentionPass, ModelConfig, ModelKind, Sampler, Transformer};
+use ndarray::{ArrayView2, Axis};
+use serde::de::{DeserializeOwned, IgnoredAny};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::task::{Context, Poll, Waker};
+use wasm_bindgen::prelude::*;
+
+/// A window may hold up to this many times the model's training context (1024 tokens for the shipped
+/// models: the longest windows MODELS.md evaluates). Running a 1024-token window grows the wasm memory to
+/// about 400 MiB (measured in chromium: the trace of one layer at a time, all layers' weights, 48 MiB, kept).
+pub const CONTEXTS_PER_WINDOW: usize = 4;
+/// Most tokens one [`ModelSession::start_sampling`] may draw.
+pub const MAX_STEPS: usize = 4096;
+
+/// Fields of a request that its struct does not name (serde-wasm-bindgen does not see
+/// `deny_unknown_fields`; a flattened map sees every key).
+type Unknown = BTreeMap<String, IgnoredAny>;
+
+/// A window of a piece: `run` and `nll_by_position`'s request. Numbers are f64 as the page's controls give
+/// them (NaN for an empty box), each checked here with its name.
+#[derive(Clone, Debug, Deserialize)]
+pub struct ModelRequest {
+    /// The piece's BWV number as in [`PieceInfo::bwv`] ("10.7"; "BWV 10.7" also works).
+    pub piece: String,
+    /// First token of the window: a multiple of 4 (windows start on a 16th-note step, as the training crops
+    /// did), at most the piece's length − 4.
+    pub start: f64,
+    /// Tokens in the window, T: 2..=min(the piece's length − start, [`CONTEXTS_PER_WINDOW`] × context).
+    pub length: f64,
+    /// Semitones added to every pitch of the window: within the window's [`WindowInfo::transpose_min`]..=
+    /// [`WindowInfo::transpose_max`], which keep every pitch in the vocabulary (MIDI `pitch_min`..=
+    /// `pitch_min` + vocab − 2).
+    pub transpose: f64,
+    #[serde(flatten)]
+    unknown: Unknown,
+}
+
+/// `start_sampling`'s request.
+#[derive(Clone, Debug, Deserialize)]
+pub struct SampleRequest {
+    /// Tokens to draw after the window, 1..=[`MAX_STEPS`].
+    pub steps: f64,
+    /// Softmax temperature, 0..=100 (0: always the most likely token).
+    pub temperature: f64,
+    /// Seed of the ChaCha8 stream, 0..=2³²−1.
+    pub seed: f64,
+    #[serde(flatten)]
+    unknown: Unknown,
+}
+
+/// One piece of the data file.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PieceInfo {
+    /// Catalogue number, e.g. "10.7".
+    pub bwv: String,
+    pub title: String,
+    /// The first time signature, e.g. "4/4".
+    pub time_signature: String,
+    /// Steps (16ths) where a bar line falls.
+    pub bars: Vec<usize>,
+    /// Tokens (4 per step).
+    pub length: usize,
+    /// The transpositions (semitones) that keep every pitch of the whole piece in the vocabulary; a window
+    /// may allow more ([`WindowInfo`]).
+    pub transpose_min: i32,
+    pub transpose_max: i32,
+}
+
+/// What [`ModelSession::info`] says about the model and its data.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ModelInfo {
+    /// The file name given to [`ModelSession::load`].
+    pub name: String,
+    /// "music", "shaw" or "absolute".
+    pub kind: ModelKind,
+    /// layers, d_model, heads, d_ff, vocab, context, clip, rel_v, edge, method.
+    pub config: ModelConfig,
+    /// Trained parameters, counted in the loaded tensors.
+    pub parameters: usize,
+    /// Mean NLL per predicted token (nats) on the test and validation splits in windows of `context`, as
+    /// measured by the training script (the file's metadata); null when the file does not say.
+    pub test_nll: Option<f64>,
+    pub valid_nll: Option<f64>,
+    /// Longest window: [`CONTEXTS_PER_WINDOW`] × context.
+    pub max_length: usize,
+    /// Most tokens one sampling may draw, [`MAX_STEPS`].
+    pub max_steps: usize,
+    /// The voices in token order: soprano, alto, tenor, bass.
+    pub voices: Vec<String>,
+    /// Display name of each token ("rest", "A1", …), indexed by token.
+    pub vocab: Vec<String>,
+    /// MIDI pitch of token 1 (token p − pitch_min + 1 is MIDI pitch p; token 0 is a rest).
+    pub pitch_min: u8,
+    /// Steps per quarter note (4: 16ths).
+    pub steps_per_quarter: usize,
+    /// "test": the split the pieces come from.
+    pub split: String,
+    pub pieces: Vec<PieceInfo>,
+}
+
+/// One token where the piano roll draws it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Note {
+    pub token: u32,
+    /// 0..4: index into [`ModelInfo::voices`], the token's position in the piece mod 4.
+    pub voice: usize,
+    /// The 16th-note step in the piece: position in the piece div 4 (sampled tokens continue past its end).
+    pub step: usize,
+    /// MIDI pitch, null for a rest.
+    pub midi: Option<u8>,
+}
+
+/// The negative log-likelihood of each predicted token of a window.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PositionNll {
+    /// T − 1 values, nats: `values[t] = −ln p(token t + 1 | tokens 0..=t)`, t = 0..T−1.
+    pub values: Vec<f64>,
+    /// Their mean (what `relattn model eval` averages over windows).
+    pub mean: f64,
+    /// Milliseconds of the forward pass (and, for [`ModelSession::run`], of keeping the weights).
+    pub ms: f64,
+}
+
+/// What [`ModelSession::run`] computed.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WindowInfo {
+    /// The piece's BWV number.
+    pub piece: String,
+    pub start: usize,
+    /// T.
+    pub length: usize,
+    pub transpose: i32,
+    /// The transpositions this window allows (keeping every pitch in the vocabulary).
+    pub transpose_min: i32,
+    pub transpose_max: i32,
+    /// The T tokens after transposition, in order.
+    pub notes: Vec<Note>,
+    pub nll: PositionNll,
+    /// The attention maps kept: layers × heads, each (T, T).
+    pub layers: usize,
+    pub heads: usize,
+}
+
+/// Attention by distance of one head over the current window.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DistanceProfile {
+    pub layer: usize,
+    pub head: usize,
+    /// d = j − i for d = −(T−1)..=0 (causal: a query sees only keys at or before it).
+    pub distances: Vec<i64>,
+    /// `mean_weight[d] = (1 / (T − |d|)) Σ_{i ≥ |d|} α[i, i + d]`: the mean weight over the T − |d| queries
+    /// that have a key at distance d (unbiased by how many queries reach that far; not a distribution).
+    pub mean_weight: Vec<f64>,
+    /// `distribution[d] = (1 / T) Σ_{i ≥ |d|} α[i, i + d]`: each query's weights as a distribution over
+    /// distances (its softmax row, 0 at distances before the window), averaged over all T queries; sums
+    /// to 1 over d.
+    pub distribution: Vec<f64>,
+}
+
+/// One candidate for the next token.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Candidate {
+    pub token: u32,
+    /// The vocabulary's name of the token ("rest", "C4", …).
+    pub name: String,
+    /// MIDI pitch, null for a rest.
+    pub midi: Option<u8>,
+    /// softmax(logits)[token] at temperature 1.
+    pub probability: f64,
+    /// 1 for the most likely token.
+    pub rank: usize,
+}
+
+/// The next-token distribution at one position of the window.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Prediction {
+    /// t: the distribution of token t + 1 given tokens 0..=t (row t of the logits).
+    pub position: usize,
+    /// The `top` most likely tokens, most likely first (ties: lower token first).
+    pub candidates: Vec<Candidate>,
+    /// The window's token t + 1 with its probability and rank; null at the last position.
+    pub actual: Option<Candidate>,
+}
+
+/// What [`ModelSession::start_sampling`] set up.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SamplingInfo {
+    /// Tokens of the prime (the current window, transposed), fed through the key/value cache.
+    pub prime: usize,
+    /// Tokens to draw.
+    pub steps: usize,
+    /// Milliseconds of feeding the prime.
+    pub ms: f64,
+}
+
+/// Tokens drawn by one [`ModelSession::next_tokens`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Sampled {
+    /// The new tokens, continuing the window (steps past its end).
+    pub notes: Vec<Note>,
+    /// Tokens drawn so far, these included.
+    pub drawn: usize,
+    /// Tokens still to draw (0: done).
+    pub remaining: usize,
+    /// Milliseconds this call took.
+    pub ms: f64,
+}
+
+/// A [`ModelRequest`] checked against the data and the model.
+struct Resolved {
+    /// The piece's BWV number.
+    piece: String,
+    start: usize,
+    transpose: i32,
+    /// The transpositions the window allows, (min, max).
+    transpose_range: (i32, i32),
+    /// The window's tokens, transposed.
+    tokens: Vec<u32>,
+}
+
+/// The window last run.
+struct Window {
+    start: usize,
+    /// The window's tokens, transposed (T).
+    tokens: Vec<u32>,
+    pass: AttentionPass,
+}
+
+/// A sampling under way: its sampler and the tokens drawn so far.
+struct Sampling {
+    sampler: Sampler,
+    drawn: Vec<u32>,
+}
+
+/// A model, its data, the window last run and the map last selected.
+#[wasm_bindgen]
+pub struct ModelSession {
+    model: Transformer,
+    data: Chorales,
+    info: ModelInfo,
+    window: Option<Window>,
+    sampling: Option<Sampling>,
+    /// The (T, T) map last selected by [`ModelSession::weights`], row-major, and its RGBA pixels.
+    values: Vec<f32>,
+    rgba: Vec<u8>,
+}
+
+/// Runs a computation of the model on the CPU backend to its end: the CPU's futures never wait (they
+/// compute when first polled), so one poll with a waker that does nothing finishes them. The one place this
+/// module names [`Backend`].
+fn on_cpu<T>(compute: impl AsyncFnOnce(&mut Backend) -> Result<T>) -> Result<T> {
+    let mut backend = Backend::Cpu;
+    let mut future = std::pin::pin!(compute(&mut backend));
+    match future.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(result) => result,
+        Poll::Pending => Err(Error::invalid("backend", "a computation that waited", "the CPU, which never waits")),
+    }
+}
+
+/// A request object, refusing a missing field, a wrong type or a field the struct does not name (field
+/// `what`).
+fn parse<T: DeserializeOwned>(value: JsValue, what: &str, unknown: impl Fn(&T) -> &Unknown) -> std::result::Result<T, JsValue> {
+    let invalid = |why: String| js_error(what, ErrorKind::Invalid, &format!("invalid {what}: {why}"));
+    let r: T = serde_wasm_bindgen::from_value(value).map_err(|e| invalid(e.to_string()))?;
+    let extra: Vec<&str> = unknown(&r).keys().map(String::as_str).collect();
+    if !extra.is_empty() {
+        return Err(invalid(format!("unknown field(s) {}", extra.join(", "))));
+    }
+    Ok(r)
+}
+
+/// The semitones that keep every pitch of `tokens` within tokens 1..vocab: (1 − lowest, vocab − 1 −
+/// highest); ±(vocab − 2) when all are rests.
+fn transpose_range(tokens: &[u32], vocab: usize) -> (i32, i32) {
+    let top = vocab as i32 - 1;
+    let pitched = tokens.iter().filter(|&&t| t != 0).map(|&t| t as i32);
+    let (lo, hi) = pitched.fold((top, 1), |(lo, hi), t| (lo.min(t), hi.max(t)));
+    (1 - lo, top - hi)
+}
+
+/// `tokens` with every pitch moved by `semitones` (rests stay), within the range of [`transpose_range`].
+fn transposed(tokens: &[u32], semitones: i32) -> Vec<u32> {
+    tokens.iter().map(|&t| if t == 0 { 0 } else { (t as i32 + semitones) as u32 }).collect()
+}
+
+/// [`PositionNll`] of a window's tokens from its logits (T, vocab).
+fn position_nll(logits: ArrayView2<f32>, tokens: &[u32], ms: f64) -> PositionNll {
+    let values: Vec<f64> =
+        logits.rows().into_iter().zip(&tokens[1..]).map(|(row, &next)| -log_softmax_at(row.as_slice().expect("standard layout"), next as usize)).collect();
+    let mean = values.iter().sum::<f64>() / values.len().max(1) as f64;
+    PositionNll { values, mean, ms }
+}
+
+impl ModelSession {
+    /// A token at position `position` of the piece as a [`Note`].
+    fn note(&self, token: u32, position: usize) -> Note {
+        Note { token, voice: position % VOICES.len(), step: position / VOICES.len(), midi: self.data.pitch(token) }
+    }
+
+    fn candidate(&self, token: u32, probability: f64, rank: usize) -> Candidate {
+        let name = self.data.vocab.get(token as usize).cloned().unwrap_or_default();
+        Candidate { token, name, midi: self.data.pitch(token), probability, rank }
+    }
+
+    fn window(&self) -> std::result::Result<&Window, JsValue> {
+        self.window.as_ref().ok_or_else(|| js_error("window", ErrorKind::Invalid, "no window yet: call run first"))
+    }
+
+    /// Layer `layer`'s head `head` of the current window, (T, T).
+    fn map(&self, layer: usize, head: usize) -> std::result::Result<ArrayView2<'_, f32>, JsValue> {
+        let w = self.window()?;
+        let c = &self.model.config;
+        if layer >= c.layers {
+            return Err(to_js(Error::invalid("layer", layer, format!("0..={}", c.layers - 1))));
+        }
+        if head >= c.heads {
+            return Err(to_js(Error::invalid("head", head, format!("0..={}", c.heads - 1))));
+        }
+        Ok(w.pass.weights[layer].index_axis(Axis(0), head))
+    }
+
+    /// A [`ModelRequest`] checked against the data and the model.
+    fn resolve(&self, request: JsValue) -> std::result::Result<Resolved, JsValue> {
+        let r: ModelRequest = parse(request, "request", |r: &ModelRequest| &r.unknown)?;
+        let piece = self.data.piece(&r.piece).map_err(to_js)?;
+        let n = piece.tokens.len();
+        let start = whole("start", r.start, 0, n - VOICES.len())?;
+        if start % VOICES.len() != 0 {
+            return Err(to_js(Error::invalid("start", start, format!("a multiple of 4 in 0..={} (windows start on a 16th-note step)", n - 4))));
+        }
+        let max = (n - start).min(self.info.max_length);
+        let length = whole("length", r.length, 2, max)?;
+        let window = &piece.tokens[start..start + length];
+        let range = transpose_range(window, self.data.vocab.len());
+        let t = r.transpose;
+        if !(t.is_finite() && t.fract() == 0.0 && (range.0 as f64..=range.1 as f64).contains(&t)) {
+            let allowed = format!("a whole number of semitones in {}..={} (keeps this window's pitches in the vocabulary)", range.0, range.1);
+            return Err(to_js(Error::invalid("transpose", t, allowed)));
+        }
+        Ok(Resolved { piece: piece.bwv.clone(), start, transpose: t as i32, transpose_range: range, tokens: transposed(window, t as i32) })
+    }
+
+    /// The map last selected by [`ModelSession::weights`]: (T, T) f32 values, row-major (what
+    /// `values_ptr`/`values_len` point at).
+    pub fn values(&self) -> &[f32] {
+        &self.values
+    }
+
+    /// The current window's tokens followed by the tokens sampled so far.
+    pub fn tokens(&self) -> Vec<u32> {
+        let window = self.window.as_ref().map_or(&[][..], |w| &w.tokens[..]);
+        let drawn = self.sampling.as_ref().map_or(&[][..], |s| &s.drawn[..]);
+        [window, drawn].concat()
+    }
+}
+
+#[wasm_bindgen]
+impl ModelSession {
+    /// A model from its safetensors file's bytes (`name`: the file's name, for errors and
+    /// [`ModelInfo::name`]) and the chorale data file's bytes (models/chorales-test.json). Errors: field
+    /// "file" (not a model or data file), "config.*", a tensor's name, or "data" (a vocabulary that is not
+    /// the model's).
+    pub fn load(model: &[u8], name: &str, data: &[u8]) -> std::result::Result<ModelSession, JsValue> {
+        let model = Transformer::load(model, name).map_err(to_js)?;
+        let data = Chorales::parse(data, "the chorale data").map_err(to_js)?;
+        let vocab = data.vocab.len();
+        if vocab != model.config.vocab {
+            return Err(to_js(Error::invalid("data", format!("{vocab} tokens"), format!("the model's vocabulary of {}", model.config.vocab))));
+        }
+        let pieces = data
+            .pieces
+            .iter()
+            .map(|p| {
+                let (transpose_min, transpose_max) = transpose_range(&p.tokens, vocab);
+                PieceInfo {
+                    bwv: p.bwv.clone(),
+                    title: p.title.clone(),
+                    time_signature: p.time_signature.clone(),
+                    bars: p.bars.clone(),
+                    length: p.tokens.len(),
+                    transpose_min,
+                    transpose_max,
+                }
+            })
+            .collect();
+        let figure = |key: &str| model.metadata.get(key).and_then(serde_json::Value::as_f64);
+        let info = ModelInfo {
+            name: name.into(),
+            kind: model.config.method,
+            config: model.config.clone(),
+            parameters: model.parameters(),
+            test_nll: figure("test_nll"),
+            valid_nll: figure("valid_nll"),
+            max_length: CONTEXTS_PER_WINDOW * model.config.context,
+            max_steps: MAX_STEPS,
+            voices: VOICES.iter().map(|v| v.to_string()).collect(),
+            vocab: data.vocab.clone(),
+            pitch_min: data.pitch_min,
+            steps_per_quarter: data.steps_per_quarter,
+            split: data.split.clone(),
+            pieces,
+        };
+        Ok(ModelSession { model, data, info, window: None, sampling: None, values: Vec::new(), rgba: Vec::new() })
+    }
+
+    /// The [`ModelInfo`].
+    pub fn info(&self) -> std::result::Result<JsValue, JsValue> {
+        to_value(&self.info)
+    }
+
+    /// Runs a [`ModelRequest`] `{ piece, start, length, transpose }`: one forward pass over the window that
+    /// keeps every layer's attention weights (layers × heads × T × T f32) and the logits (T × vocab); the
+    /// window replaces the previous one and ends any sampling. Returns the [`WindowInfo`]. Errors name the
+    /// field: "request", "piece", "start", "length", "transpose".
+    pub fn run(&mut self, request: JsValue) -> std::result::Result<JsValue, JsValue> {
+        let Resolved { piece, start, transpose, transpose_range, tokens } = self.resolve(request)?;
+        let t0 = now_ms();
+        let pass = on_cpu(async |backend| self.model.attention_pass_async(backend, &tokens).await).map_err(to_js)?;
+        let nll = position_nll(pass.logits.view(), &tokens, now_ms() - t0);
+        let notes = tokens.iter().enumerate().map(|(t, &tok)| self.note(tok, start + t)).collect();
+        let c = &self.model.config;
+        let info = WindowInfo {
+            piece,
+            start,
+            length: tokens.len(),
+            transpose,
+            transpose_min: transpose_range.0,
+            transpose_max: transpose_range.1,
+            notes,
+            nll,
+            layers: c.layers,
+            heads: c.heads,
+        };
+        self.window = Some(Window { start, tokens, pass });
+        self.sampling = None;
+        to_value(&info)
+    }
+
+    /// The [`PositionNll`] of another window (a [`ModelRequest`]), by a forward pass that keeps no weights;
+    /// the current window stays. For the 2× and 4× training-length comparison.
+    pub fn nll_by_position(&self, request: JsValue) -> std::result::Result<JsValue, JsValue> {
+        let tokens = self.resolve(request)?.tokens;
+        let t0 = now_ms();
+        let logits = on_cpu(async |backend| self.model.forward_async(backend, &tokens).await).map_err(to_js)?;
+        to_value(&position_nll(logits.view(), &tokens, now_ms() - t0))
+    }
+
+    /// Selects head `head` of layer `layer` of the current window: its (T, T) attention weights α[i, j]
+    /// (query i, key j; rows sum to 1, 0 for j > i) and their pixels in the sequential colormap; returns the
+    /// [`Cut`] `{ rows, cols, lo, hi }`. Read them without a copy: `new Float32Array(memory.buffer,
+    /// values_ptr(), values_len())`, `new Uint8ClampedArray(memory.buffer, rgba_ptr(), rgba_len())`.
+    pub fn weights(&mut self, layer: usize, head: usize) -> std::result::Result<JsValue, JsValue> {
+        let m = self.map(layer, head)?;
+        let (rgba, (lo, hi)) = render::rgba_with(m, Scale::Sequential, palette());
+        let (rows, cols) = m.dim();
+        let values = m.iter().copied().collect();
+        (self.values, self.rgba) = (values, rgba);
+        to_value(&Cut { rows, cols, lo, hi })
+    }
+
+    pub fn values_ptr(&self) -> *const f32 {
+        self.values.as_ptr()
+    }
+    pub fn values_len(&self) -> usize {
+        self.values.len()
+    }
+    pub fn rgba_ptr(&self) -> *const u8 {
+        self.rgba.as_ptr()
+    }
+    pub fn rgba_len(&self) -> usize {
+        self.rgba.len()
+    }
+
+    /// The [`DistanceProfile`] of head `head` of layer `layer` over the current window.
+    pub fn distance_profile(&self, layer: usize, head: usize) -> std::result::Result<JsValue, JsValue> {
+        let m = self.map(layer, head)?;
+        let n = m.nrows();
+        // sum[d + T − 1] = Σ_i α[i, i + d] over the queries with a key at distance d ≤ 0.
+        let mut sum = vec![0.0f64; n];
+        for (i, row) in m.rows().into_iter().enumerate() {
+            for (j, &a) in row.iter().take(i + 1).enumerate() {
+                sum[j + n - 1 - i] += a as f64;
+            }
+        }
+        let distances: Vec<i64> = (0..n).map(|k| k as i64 - (n as i64 - 1)).collect();
+        let mean_weight = sum.iter().zip(&distances).map(|(s, d)| s / (n - d.unsigned_abs() as usize) as f64).collect();
+        let distribution = sum.iter().map(|s| s / n as f64).collect();
+        to_value(&DistanceProfile { layer, head, distances, mean_weight, distribution })
+    }
+
+    /// The [`Prediction`] at position `position` of the current window: the `top` most likely next tokens
+    /// (1..=vocab) from row `position` of the logits.
+    pub fn predict(&self, position: usize, top: usize) -> std::result::Result<JsValue, JsValue> {
+        let w = self.window()?;
+        let (n, vocab) = w.pass.logits.dim();
+        if position >= n {
+            return Err(to_js(Error::invalid("position", position, format!("0..={} (the window's tokens)", n - 1))));
+        }
+        if top == 0 || top > vocab {
+            return Err(to_js(Error::invalid("top", top, format!("1..={vocab}"))));
+        }
+        let p = probabilities(w.pass.logits.row(position).as_slice().expect("standard layout"), 1.0);
+        let mut order: Vec<usize> = (0..vocab).collect();
+        order.sort_by(|&a, &b| p[b].total_cmp(&p[a]).then(a.cmp(&b)));
+        let candidates = order.iter().take(top).enumerate().map(|(r, &k)| self.candidate(k as u32, p[k], r + 1)).collect();
+        let actual = w.tokens.get(position + 1).map(|&next| {
+            let rank = order.iter().position(|&k| k == next as usize).expect("every token is ranked") + 1;
+            self.candidate(next, p[next as usize], rank)
+        });
+        to_value(&Prediction { position, candidates, actual })
+    }
+
+    /// Every stage of layer `layer`'s attention (all heads) on the current window's hidden states, as a
+    /// [`Session`] for the page's stage-by-stage figures (`select(stage, 0, head)`). Its settings are the
+    /// attention layer's: method "music" or "shaw" (the absolute model runs as Shaw with clip 0, a^V off and
+    /// a zero table), n = T.
+    pub fn trace(&self, layer: usize) -> std::result::Result<Session, JsValue> {
+        let w = self.window()?;
+        let t0 = now_ms();
+        let trace = on_cpu(async |backend| self.model.trace_async(backend, &w.tokens, layer).await).map_err(to_js)?;
+        let (_, _, n) = trace.dims();
+        let inputs = Inputs {
+            cfg: trace.config,
+            spec: Spec { n, d_model: self.model.config.d_model, batch: 1, seed: 0 },
+            arrays: Arrays::new(),
+            per_head: true,
+            preset: String::new(),
+        };
+        let timings = vec![Timing { name: "trace".into(), ms: now_ms() - t0 }];
+        Ok(Session::new(trace, &inputs, timings, BackendUsed { name: CPU.into(), note: String::new() }, Vec::new()))
+    }
+
+    /// Starts sampling after the current window (a [`SampleRequest`] `{ steps, temperature, seed }`): the
+    /// window is the prime, fed through the key/value cache now; [`ModelSession::next_tokens`] draws. The
+    /// tokens equal `relattn model sample --piece P --prime T --steps S --temperature τ --seed s` for a
+    /// window at start 0 without transposition (the CLI primes with the piece's first T tokens). Ends the
+    /// sampling before. Returns the [`SamplingInfo`]; errors name "request", "steps", "temperature", "seed"
+    /// or "window".
+    pub fn start_sampling(&mut self, request: JsValue) -> std::result::Result<JsValue, JsValue> {
+        let r: SampleRequest = parse(request, "request", |r: &SampleRequest| &r.unknown)?;
+        let steps = whole("steps", r.steps, 1, MAX_STEPS)?;
+        if !(0.0..=100.0).contains(&r.temperature) {
+            return Err(to_js(Error::invalid("temperature", r.temperature, "0..=100 (0: always the most likely token)")));
+        }
+        let seed = whole("seed", r.seed, 0, u32::MAX as usize)? as u64;
+        let w = self.window()?;
+        let t0 = now_ms();
+        let sampler = self.model.sampler(&w.tokens, steps, r.temperature as f32, seed).map_err(to_js)?;
+        let prime = w.tokens.len();
+        self.sampling = Some(Sampling { sampler, drawn: Vec::new() });
+        to_value(&SamplingInfo { prime, steps, ms: now_ms() - t0 })
+    }
+
+    /// Draws up to `count` (1..=[`MAX_STEPS`]) more tokens of the sampling started last; returns them as
+    /// [`Sampled`] (no notes once every step is drawn). Errors: "count", or "sampling" when none was started.
+    pub fn next_tokens(&mut self, count: usize) -> std::result::Result<JsValue, JsValue> {
+        if count == 0 || count > MAX_STEPS {
+            return Err(to_js(Error::invalid("count", count, format!("1..={MAX_STEPS}"))));
+        }
+        let t0 = now_ms();
+        let (w, s) = match (&self.window, &mut self.sampling) {
+            (Some(w), Some(s)) => (w, s),
+            _ => return Err(js_error("sampling", ErrorKind::Invalid, "no sampling under way: call start_sampling first")),
+        };
+        let first = w.start + w.tokens.len() + s.drawn.len();
+        let mut new = Vec::with_capacity(count);
+        while new.len() < count {
+            match s.sampler.next_token(&self.model).map_err(to_js)? {
+                Some(token) => new.push(token),
+                None => break,
+            }
+        }
+        s.drawn.extend(&new);
+        let (drawn, remaining) = (s.drawn.len(), s.sampler.remaining());
+        let notes = new.iter().enumerate().map(|(k, &tok)| self.note(tok, first + k)).collect();
+        to_value(&Sampled { notes, drawn, remaining, ms: now_ms() - t0 })
+    }
+
+    /// A standard MIDI file (♩ = `bpm`, 20..=400) of the current window followed by the tokens sampled so far,
+    /// one track per voice ([`Chorales::midi`]).
+    pub fn midi(&self, bpm: u32) -> Vec<u8> {
+        self.data.midi(&self.tokens(), bpm)
+    }
+}
