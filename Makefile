@@ -44,7 +44,7 @@ check:
 	cargo clippy --all-targets -- -D warnings
 	cargo clippy --all-targets --features test-hooks -- -D warnings
 	cargo clippy --lib --target wasm32-unknown-unknown -- -D warnings
-	cargo clippy --target wasm32-unknown-unknown --no-default-features --features test-hooks --lib --test web -- -D warnings
+	cargo clippy --target wasm32-unknown-unknown --no-default-features --features test-hooks --lib --test web --test web_model -- -D warnings
 	@for f in www/*.js www/js/*.js tests/e2e/*.mjs bench/*.mjs; do node --check "$$f" || exit 1; done
 	@echo "check: fmt, clippy (native, wasm32; with and without test hooks) and scripts OK"
 

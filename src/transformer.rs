@@ -28,6 +28,7 @@ use crate::matmul::matmul;
 use crate::model;
 use crate::relpos::Edge;
 use crate::scenario::Scenario;
+use crate::timing::StageTimes;
 use crate::trace::Trace;
 use ndarray::{s, Array1, Array2, Array3, ArrayView2, Axis, Ix1, Ix2, Ix3};
 use rand::{Rng, SeedableRng};
@@ -325,15 +326,16 @@ impl Transformer {
         Ok(matmul(self.ln_f.apply(x.view()).view(), self.embed.t()))
     }
 
-    /// Every stage of layer `layer`'s attention (all its heads) on the real hidden states `LN₁(x)`.
-    pub async fn trace_async(&self, backend: &mut Backend, tokens: &[u32], layer: usize) -> Result<Trace> {
+    /// Every stage of layer `layer`'s attention (all its heads) on the real hidden states `LN₁(x)`, and the
+    /// time of each stage of that layer.
+    pub async fn trace_async(&self, backend: &mut Backend, tokens: &[u32], layer: usize) -> Result<(Trace, StageTimes)> {
         if layer >= self.blocks.len() {
             return Err(Error::invalid("layer", layer, format!("0..{}", self.blocks.len())));
         }
         self.check_length(tokens, true)?;
         let x = self.residual(backend, tokens, layer).await?;
         let sc = self.scenario(layer, self.blocks[layer].ln1.apply(x.view()));
-        Ok(backend.trace(&self.config.attention(), &sc).await?.0)
+        backend.trace(&self.config.attention(), &sc).await
     }
 
     /// Σ −ln p(token) over `seqs`, each cut into consecutive windows of `window` tokens that predict their
@@ -421,7 +423,7 @@ impl Transformer {
         let cfg = self.config.attention();
         let mut weights = Vec::with_capacity(self.blocks.len());
         for (l, block) in self.blocks.iter().enumerate() {
-            let trace = backend.trace_async(&cfg, &self.scenario(l, block.ln1.apply(x.view()))).await?;
+            let (trace, _) = backend.trace(&cfg, &self.scenario(l, block.ln1.apply(x.view()))).await?;
             x += &trace.output.index_axis(Axis(0), 0);
             x += &block.ffn(x.view());
             weights.push(trace.weights.index_axis_move(Axis(0), 0));

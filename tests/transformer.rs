@@ -87,7 +87,7 @@ fn one_layer_matches_pytorch_inside() {
         let (m, f) = (model(method), Fixture::open(method));
         let layer: usize = f.meta("layer").parse().unwrap();
         let tokens = f.tokens("tokens_short");
-        let t = pollster::block_on(m.trace_async(&mut Backend::Cpu, &tokens, layer)).unwrap();
+        let (t, _) = pollster::block_on(m.trace_async(&mut Backend::Cpu, &tokens, layer)).unwrap();
         for (name, got) in [("q", &t.q), ("k", &t.k), ("v", &t.v)] {
             assert_close(&format!("{method} layer {layer} {name}"), &got.index_axis(Axis(0), 0).to_owned(), &f.array(name));
         }
@@ -222,7 +222,7 @@ fn cli_trace_and_sample() {
     let mut z = ndarray_npy::NpzReader::new(std::fs::File::open(&npz).unwrap()).unwrap();
     let w: ndarray::Array4<f32> = z.by_name("weights").unwrap();
     let m = model("music");
-    let t = pollster::block_on(m.trace_async(&mut Backend::Cpu, &data.pieces[0].tokens[..64], 2)).unwrap();
+    let (t, _) = pollster::block_on(m.trace_async(&mut Backend::Cpu, &data.pieces[0].tokens[..64], 2)).unwrap();
     assert_eq!(w.dim(), (1, 1, 64, 64));
     assert_eq!(w.index_axis(Axis(1), 0), t.weights.index_axis(Axis(1), 1));
     for name in ["skew_qer", "skew_sliced", "relative_logits", "e_r", "rel_index"] {

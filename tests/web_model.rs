@@ -138,7 +138,7 @@ async fn weights_equal_the_native_trace_and_pytorch() {
         // A transposed window inside the piece against the native trace of the same tokens.
         run(&mut s, "10.7", 128.0, 100.0, -3.0);
         let tokens: Vec<u32> = data.piece("10.7").unwrap().tokens[128..228].iter().map(|&t| if t == 0 { 0 } else { t - 3 }).collect();
-        let trace = m.trace_async(&mut Backend::Cpu, &tokens, 1).await.unwrap();
+        let (trace, _) = m.trace_async(&mut Backend::Cpu, &tokens, 1).await.unwrap();
         for h in 0..4 {
             let want = trace.weights.index_axis(Axis(0), 0).index_axis(Axis(0), h).to_owned();
             let e = max_diff(&weights(&mut s, 1, h), &want);

@@ -251,7 +251,7 @@ fn run_model(command: ModelCommand) -> Result<(), Stop> {
             }
             let end = start.saturating_add(length.unwrap_or(model.config.context)).min(tokens.len());
             let mut backend = backend_named(&backend)?;
-            let trace = pollster::block_on(model.trace_async(&mut backend, &tokens[start..end], layer))?.head(head)?;
+            let trace = pollster::block_on(model.trace_async(&mut backend, &tokens[start..end], layer))?.0.head(head)?;
             write_atomic(&out, |tmp| write_file(tmp, |w| trace.write_npz(w)))?;
         }
         ModelCommand::Sample { files, piece, prime, steps, temperature, seed, bpm, out, json } => {

@@ -558,7 +558,7 @@ impl ModelSession {
     pub fn trace(&self, layer: usize) -> std::result::Result<Session, JsValue> {
         let w = self.window()?;
         let t0 = now_ms();
-        let trace = on_cpu(async |backend| self.model.trace_async(backend, &w.tokens, layer).await).map_err(to_js)?;
+        let (trace, times) = on_cpu(async |backend| self.model.trace_async(backend, &w.tokens, layer).await).map_err(to_js)?;
         let (_, _, n) = trace.dims();
         let inputs = Inputs {
             cfg: trace.config,
@@ -566,9 +566,10 @@ impl ModelSession {
             arrays: Arrays::new(),
             per_head: true,
             preset: String::new(),
+            tokens: Vec::new(),
         };
         let timings = vec![Timing { name: "trace".into(), ms: now_ms() - t0 }];
-        Ok(Session::new(trace, &inputs, timings, BackendUsed { name: CPU.into(), note: String::new() }, Vec::new()))
+        Ok(Session::new(trace, &inputs, timings, BackendUsed { name: CPU.into(), note: String::new() }, &times))
     }
 
     /// Starts sampling after the current window (a [`SampleRequest`] `{ steps, temperature, seed }`): the
