@@ -120,7 +120,7 @@ async function work() {
     });
     delete info.stages; // sent as `stages`, with their values
     const name = info.backend.name;
-    const used = { mode: backend, name: name.startsWith('WebGPU') && adapterName ? `WebGPU: ${adapterName}` : name, note: info.backend.note };
+    const used = { mode: backend, onGpu: info.backend.on_gpu, name: info.backend.on_gpu && adapterName ? `WebGPU: ${adapterName}` : name, note: info.backend.note };
     self.postMessage(resultMessage(msg.id, info, shown, stages, s.timings(), used), transfer);
   } catch (err) {
     if (isAbort(err)) { fatal(err.message); return; }

@@ -177,7 +177,7 @@ pub async fn compute(request: JsValue, file: Option<Vec<u8>>) -> Result<Session,
         match take_gpu() {
             Ok((ctx, name)) => match trace_on_gpu(ctx, &name, &inputs, &sc).await {
                 Ok((trace, times)) => {
-                    let backend = BackendUsed { name, note: String::new() };
+                    let backend = BackendUsed { on_gpu: true, name, note: String::new() };
                     return Ok(Session::new(trace, &inputs, timings("trace", now_ms() - t1), backend, &times));
                 }
                 Err(why) => note = why,
@@ -191,7 +191,7 @@ pub async fn compute(request: JsValue, file: Option<Vec<u8>>) -> Result<Session,
     if t2 - t1 > 0.05 {
         timings.insert(1, Timing { name: "WebGPU (failed)".into(), ms: t2 - t1 });
     }
-    Ok(Session::new(trace, &inputs, timings, BackendUsed { name: CPU.into(), note }, &times))
+    Ok(Session::new(trace, &inputs, timings, BackendUsed { on_gpu: false, name: CPU.into(), note }, &times))
 }
 
 /// The trace on the GPU taken from the slot (and put back unless it was lost), or why it could not be had.

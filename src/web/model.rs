@@ -569,7 +569,7 @@ impl ModelSession {
             tokens: Vec::new(),
         };
         let timings = vec![Timing { name: "trace".into(), ms: now_ms() - t0 }];
-        Ok(Session::new(trace, &inputs, timings, BackendUsed { name: CPU.into(), note: String::new() }, &times))
+        Ok(Session::new(trace, &inputs, timings, BackendUsed { on_gpu: false, name: CPU.into(), note: String::new() }, &times))
     }
 
     /// Starts sampling after the current window (a [`SampleRequest`] `{ steps, temperature, seed }`): the

@@ -23,6 +23,8 @@ pub struct Timing {
 /// Where a trace was computed.
 #[derive(Clone, Debug, Serialize)]
 pub struct BackendUsed {
+    /// Whether the GPU computed it (else the CPU).
+    pub on_gpu: bool,
     /// "CPU (wasm)" or "WebGPU: <adapter>".
     pub name: String,
     /// Why the GPU asked for (Auto or WebGPU) was not used; empty when it was, or when the CPU was asked for.

@@ -268,6 +268,10 @@ test('a control added on both sides: batch sets the generated batch, the batch-e
   await page.waitForFunction(() => document.getElementById('err-batch_size').textContent !== '', null, { timeout: 10000 });
   assert.match(await page.locator('#err-batch_size').innerText(), /batch_size.*1\.\.=16/);
   assert.equal(await page.locator('#batch option').count(), 3, 'the view stays');
+  await settle(() => page.fill('#batch_size', '1'));
+  // Back to the default page for the tests after this one.
+  await page.goto(base);
+  await page.waitForFunction(() => document.body.dataset.ready && document.getElementById('busy').hidden, null, { timeout: 30000 });
 });
 
 test('n = 1024 recomputes off the main thread and redraws', async () => {

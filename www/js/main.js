@@ -25,7 +25,7 @@ function showResult(msg) {
   const n = msg.info.settings.n;
   state.current = {
     id: msg.id, info: msg.info, shown: msg.shown, stages: msg.stages, byName, tokens: toks.length === n ? toks : null,
-    timings: msg.timings, stageTimes: msg.info.stage_times, backendName: msg.backend.name,
+    timings: msg.timings, stageTimes: msg.info.stage_times, onGpu: msg.backend.onGpu,
   };
   const p = state.pinned;
   if (p && (p.i >= n || p.j >= n)) state.pinned = null;

@@ -87,8 +87,9 @@ export const BACKENDS = ['auto', 'webgpu', 'cpu'];
 /** @typedef {{ name: string, ms: number }} Timing  one measured step (total, or one compute stage) */
 
 /**
- * Where the trace was computed: `name` (WebGPU with the adapter, or the CPU), and why not on the GPU asked for.
- * @typedef {{ mode: string, name: string, note: string }} BackendUsed
+ * Where the trace was computed: `onGpu` (the Rust BackendUsed's on_gpu), `name` (WebGPU with the adapter, or
+ * the CPU), `note` (why not on the GPU asked for), `mode` (what was asked for).
+ * @typedef {{ mode: string, onGpu: boolean, name: string, note: string }} BackendUsed
  */
 
 /**

@@ -40,7 +40,7 @@ export const state = {
   dragDepth: 0,
 
   // --- what is shown (figures.js, views.js, tooltip.js) ---
-  /** The result shown: { id, info, stages, byName, tokens, timings, stageTimes, backendName }, or null. The
+  /** The result shown: { id, info, shown, stages, byName, tokens, timings, stageTimes, onGpu }, or null. The
    *  stages' buffers are the ones the worker transferred (no copies). */
   current: null,
   /** The last result drawn in full: what a panic in the page's wasm instance falls back to. */

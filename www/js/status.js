@@ -12,7 +12,7 @@ export function showBackend(b) {
   if (!b) return;
   const text = b.note ? `${b.name} — ${b.note}` : b.name;
   $('backend').textContent = text;
-  $('backend').dataset.name = b.name.startsWith('WebGPU') ? 'webgpu' : 'cpu';
+  $('backend').dataset.name = b.onGpu ? 'webgpu' : 'cpu';
   $('err-backend-mode').textContent = b.mode === 'webgpu' && b.note ? `${b.note} (computed on the CPU instead)` : '';
 }
 
@@ -21,14 +21,13 @@ export function showBackend(b) {
 // GPU's are each stage submitted alone and waited for, the logits one fused kernel (no parts).
 const STAGE_LABELS = { content_logits: 'QKᵀ', relative_logits: 'relative', scale_mask: 'scale+mask' };
 
-export function showStageTimes(stageTimes, backendName) {
+export function showStageTimes(stageTimes, onGpu) {
   const el = $('stage-times');
   const ms = Object.fromEntries(stageTimes.map((t) => [t.name, t.ms]));
   const f = (v) => `${v.toFixed(2)} ms`;
   const parts = Object.keys(STAGE_LABELS).filter((n) => n in ms).map((n) => `${STAGE_LABELS[n]} ${f(ms[n])}`);
-  const gpu = backendName.startsWith('WebGPU');
-  el.textContent = `${gpu ? 'GPU stages' : 'CPU stages (Σ heads)'}: projections ${f(ms.projections)} · logits ${f(ms.logits)}${parts.length ? ` (${parts.join(', ')})` : ''} · softmax ${f(ms.softmax)} · values ${f(ms.values)} · output ${f(ms.output)}`;
-  el.title = (gpu ? 'Time of each stage on the GPU, each submitted alone and waited for. '
+  el.textContent = `${onGpu ? 'GPU stages' : 'CPU stages (Σ heads)'}: projections ${f(ms.projections)} · logits ${f(ms.logits)}${parts.length ? ` (${parts.join(', ')})` : ''} · softmax ${f(ms.softmax)} · values ${f(ms.values)} · output ${f(ms.output)}`;
+  el.title = (onGpu ? 'Time of each stage on the GPU, each submitted alone and waited for. '
     : 'Compute time of each stage on the CPU, summed over heads and batch (CPU time, not wall time). ')
     + 'logits = QKᵀ + relative logits (gather or skew) + scale and mask; values = αV + the value term; output = the output projection.';
 }

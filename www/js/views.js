@@ -82,7 +82,7 @@ export async function render(cur) {
   drawPins();
   if (state.presentAt !== null) drawPresent();
   showTimings(cur.timings, drawMs);
-  showStageTimes(cur.stageTimes, cur.backendName);
+  showStageTimes(cur.stageTimes, cur.onGpu);
   state.good = cur;
   document.body.dataset.ready = String(cur.id);
 }
