@@ -55,11 +55,23 @@ pub struct Config {
     /// What a distance beyond the Music Transformer's table reads (Shaw always clips).
     pub edge: Edge,
     pub implementation: Implementation,
+    /// Add the content term q_i · k_j to the logits. Off, the logits are the relative term alone (the
+    /// content logits are zeros): what relative positions do by themselves, for teaching.
+    pub content: bool,
 }
 
 impl Default for Config {
     fn default() -> Self {
-        Config { method: Method::Shaw, heads: 1, clip: 2, causal: false, rel_v: true, edge: Edge::Zero, implementation: Implementation::Efficient }
+        Config {
+            method: Method::Shaw,
+            heads: 1,
+            clip: 2,
+            causal: false,
+            rel_v: true,
+            edge: Edge::Zero,
+            implementation: Implementation::Efficient,
+            content: true,
+        }
     }
 }
 
@@ -171,7 +183,7 @@ pub fn attend_head_timed(cfg: &Config, h: &HeadInput, mut trace: Option<&mut Hea
         })
     };
 
-    let mut logits = matmul(h.q, h.k.t());
+    let mut logits = if cfg.content { matmul(h.q, h.k.t()) } else { Array2::zeros((lq, h.k.nrows())) };
     check_overflow("content_logits", &logits, false)?;
     if let Some(t) = trace.as_deref_mut() {
         t.content_logits = logits.clone();

@@ -160,7 +160,15 @@ impl Stage {
     /// The stage's title, formulas and axes for a layer (its method, masking and a^V decide the text);
     /// `per_head_tables`: the relative tables differ by head.
     pub fn meta(self, cfg: &Config, per_head_tables: bool) -> StageMeta {
-        let (title, formula, tex) = self.text(Variant::of(cfg));
+        let (title, formula, tex) = match (self, cfg.content) {
+            (Stage::ContentLogits, false) => ("Content logits (off)", "0: the relative term only", r"q_i \cdot k_j \ \text{left out: } 0"),
+            (Stage::Logits, false) => (
+                "Scaled, masked logits",
+                "relative_ij / √d_head, −∞ where masked (no content term)",
+                r"e_{ij} = \frac{\text{relative}_{ij}}{\sqrt{d_h}} \quad (-\infty \text{ where masked; no content term})",
+            ),
+            _ => self.text(Variant::of(cfg)),
+        };
         let (x_axis, y_axis) = self.axes(cfg.causal);
         let head_independent = matches!(self, Stage::Distances | Stage::RelIndex | Stage::Output);
         let is_table = matches!(self, Stage::RelK | Stage::RelV);

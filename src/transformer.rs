@@ -21,7 +21,7 @@
 //! `layers.ℓ.{ln1,ln2}.{weight,bias}`, `layers.ℓ.attn.{w_q,b_q,w_k,b_k,w_v,b_v,w_o,b_o}`,
 //! `layers.ℓ.attn.{rel_k,rel_v}` (shaw) or `layers.ℓ.attn.e_r` (music), `layers.ℓ.ffn.{w1,b1,w2,b2}`.
 
-use crate::attention::{attend_head, Config, HeadInput, Implementation, Method};
+use crate::attention::{attend_head, Config, HeadInput, Method};
 use crate::backend::Backend;
 use crate::error::{Error, Result};
 use crate::matmul::matmul;
@@ -104,7 +104,7 @@ impl ModelConfig {
     /// The attention layer's configuration (every layer has the same).
     pub fn attention(&self) -> Config {
         let method = if self.method == ModelKind::Music { Method::Music } else { Method::Shaw };
-        Config { method, heads: self.heads, clip: self.clip, causal: true, rel_v: self.rel_v, edge: self.edge, implementation: Implementation::Efficient }
+        Config { method, heads: self.heads, clip: self.clip, causal: true, rel_v: self.rel_v, edge: self.edge, ..Config::default() }
     }
 }
 

@@ -128,7 +128,7 @@ fn long_sequences() {
         (Method::Shaw, 300, 500, 4, false, false, Some(u64::MAX - 7)),
     ];
     for (method, n, clip, heads, causal, per_head, mask) in cases {
-        let cfg = Config { method, heads, clip, causal, rel_v: true, edge: Edge::Zero, implementation: Implementation::Efficient };
+        let cfg = Config { method, heads, clip, causal, rel_v: true, edge: Edge::Zero, ..Config::default() };
         let sc = scenario(&cfg, n, 8, 1, per_head, n as u64, mask);
         check(&mut ctx, &cfg, &sc).unwrap_or_else(|e| panic!("{method} n {n} k {clip}: {e}"));
     }
@@ -142,6 +142,21 @@ fn materialized_is_computed_as_efficient() {
         let cfg = Config { method, heads: 2, clip: 3, causal: true, implementation: Implementation::Materialized, ..Config::default() };
         let sc = scenario(&cfg, 9, 4, 2, true, 5, Some(0b1011_0111));
         check(&mut ctx, &cfg, &sc).unwrap();
+    }
+}
+
+/// The relative term alone (content off): the GPU's logits and weights are the CPU's, and its content
+/// logits zeros, for both methods, both masks.
+#[test]
+fn relative_term_only() {
+    let Some(mut ctx) = gpu() else { return };
+    for (method, causal) in [(Method::Shaw, false), (Method::Shaw, true), (Method::Music, true), (Method::Music, false)] {
+        let cfg = Config { method, heads: 2, clip: 3, causal, content: false, ..Config::default() };
+        let sc = scenario(&cfg, 11, 8, 2, false, 3, None);
+        check(&mut ctx, &cfg, &sc).unwrap_or_else(|e| panic!("{method} causal {causal}: {e}"));
+        let (t, _) = pollster::block_on(ctx.trace(&cfg, &sc)).unwrap();
+        assert!(t.content_logits.iter().all(|v| *v == 0.0), "{method}: content logits are not zero");
+        assert_ne!(t.relative_logits, t.content_logits);
     }
 }
 

@@ -126,9 +126,9 @@ async fn bad_input_names_the_field_and_the_kind() {
     assert_eq!(named(&e), ("request".into(), "invalid".into()));
     assert!(text(&e, "message").contains("colour"), "{}", text(&e, "message"));
     js_sys::Reflect::delete_property(&o.clone().into(), &"colour".into()).unwrap();
-    js_sys::Reflect::set(&get(&o, "settings"), &"relative_only".into(), &true.into()).unwrap();
-    assert!(text(&compute(o.clone(), None).await.err().unwrap(), "message").contains("relative_only"));
-    js_sys::Reflect::delete_property(&get(&o, "settings").into(), &"relative_only".into()).unwrap();
+    js_sys::Reflect::set(&get(&o, "settings"), &"temperature".into(), &1.into()).unwrap();
+    assert!(text(&compute(o.clone(), None).await.err().unwrap(), "message").contains("temperature"));
+    js_sys::Reflect::delete_property(&get(&o, "settings").into(), &"temperature".into()).unwrap();
     js_sys::Reflect::delete_property(&get(&o, "settings").into(), &"n".into()).unwrap();
     let e = compute(o, None).await.err().unwrap();
     assert!(named(&e).0 == "request" && text(&e, "message").contains("`n`"), "{}", text(&e, "message"));
@@ -166,6 +166,24 @@ async fn a_sentence_gives_one_embedding_per_distinct_token() {
     assert_eq!(again.trace().x, t.x);
     let other = run("", &Settings { tokens, seed: 1.0, ..settings("shaw", 3.0, 8.0, 2.0, 2.0) }).await.unwrap();
     assert_ne!(other.trace().x, t.x);
+}
+
+/// The relative term alone: content logits are zeros, the logits are the relative logits scaled, the
+/// stage texts say so, and the setting comes back.
+#[wasm_bindgen_test]
+async fn relative_term_only_leaves_the_content_out() {
+    let s = run("", &Settings { relative_only: true, causal: true, ..settings("music", 7.0, 8.0, 2.0, 3.0) }).await.unwrap();
+    let t = s.trace();
+    assert!(t.content_logits.iter().all(|v| *v == 0.0));
+    let scale = 1.0 / (4.0f32).sqrt();
+    for (i, j) in [(3, 1), (6, 0), (5, 5)] {
+        assert!((t.logits[[0, 1, i, j]] - t.relative_logits[[0, 1, i, j]] * scale).abs() < 1e-6, "({i}, {j})");
+    }
+    let info = s.info().unwrap();
+    assert_eq!(get(&get(&info, "settings"), "relative_only").as_bool(), Some(true));
+    let stages: Vec<JsValue> = js_sys::Array::from(&get(&info, "stages")).iter().collect();
+    let content = stages.iter().find(|st| text(st, "name") == "content_logits").unwrap();
+    assert!(text(content, "title").contains("off"), "{}", text(content, "title"));
 }
 
 fn spec(rows: usize, cols: usize, labels: &[String], title: &str) -> JsValue {

@@ -3,7 +3,7 @@
 import init, { Bench } from './pkg/relattn.js';
 
 // The Rust `Settings` (src/web/request.rs) of a generated Shaw layer with a^V.
-const settings = (n, d_model, heads, clip) => ({ method: 'shaw', n, d_model, heads, clip, seed: 0, batch_size: 1, causal: false, rel_v: true, per_head: false });
+const settings = (n, d_model, heads, clip) => ({ method: 'shaw', n, d_model, heads, clip, seed: 0, batch_size: 1, causal: false, rel_v: true, per_head: false, relative_only: false });
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 

@@ -81,7 +81,7 @@ pub(super) struct LogitsParams {
     /// Table rows R.
     pub r: u32,
     /// [`LogitsParams::WRITE_CONTENT`] | [`LogitsParams::WRITE_RELATIVE`] | [`LogitsParams::ZERO_EDGE`] |
-    /// [`LogitsParams::ZERO_ABOVE`] | [`LogitsParams::CAUSAL`].
+    /// [`LogitsParams::ZERO_ABOVE`] | [`LogitsParams::CAUSAL`] | [`LogitsParams::NO_CONTENT`].
     pub flags: u32,
     /// The table's smallest distance: row = (j − i) − tmin.
     pub tmin: i32,
@@ -101,6 +101,8 @@ impl LogitsParams {
     pub const ZERO_ABOVE: u32 = 8;
     /// Masks keys after the query.
     pub const CAUSAL: u32 = 16;
+    /// C = 0: the logits are the relative term alone ([`crate::attention::Config::content`] off).
+    pub const NO_CONTENT: u32 = 32;
 }
 
 /// softmax.wgsl's `Params`: row softmax of a chunk's (z, rows, n) logits over the visible keys.

@@ -29,6 +29,7 @@ const WRITE_RELATIVE: u32 = 2u;  // keep S (trace)
 const ZERO_EDGE: u32 = 4u;       // distances beyond the table read zero (else the edge row)
 const ZERO_ABOVE: u32 = 8u;      // S = 0 where j > i (causal Music)
 const CAUSAL: u32 = 16u;         // mask j > i
+const NO_CONTENT: u32 = 32u;     // C = 0: the relative term alone
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> q: array<f32>;         // (n, d): all heads' queries
@@ -98,7 +99,8 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
 }
 
 /// The epilogue of one cell: relative term by index, scale, mask, stores.
-fn store(z: u32, i: u32, j: u32, content_logit: f32) {
+fn store(z: u32, i: u32, j: u32, qk: f32) {
+    let content_logit = select(qk, 0.0, (p.flags & NO_CONTENT) != 0u);
     let qi = p.i0 + i;                              // absolute query position
     let dist = i32(j) - i32(qi);                    // j − i (queries and keys have equal length)
     let last = i32(p.r) - 1;

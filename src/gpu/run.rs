@@ -130,7 +130,8 @@ impl GpuContext {
                 let flags = if record { LogitsParams::WRITE_CONTENT | LogitsParams::WRITE_RELATIVE } else { 0 }
                     | if zero_edge { LogitsParams::ZERO_EDGE } else { 0 }
                     | if cfg.method == Method::Music && cfg.causal { LogitsParams::ZERO_ABOVE } else { 0 }
-                    | if cfg.causal { LogitsParams::CAUSAL } else { 0 };
+                    | if cfg.causal { LogitsParams::CAUSAL } else { 0 }
+                    | if cfg.content { 0 } else { LogitsParams::NO_CONTENT };
                 #[rustfmt::skip]
                 let params = LogitsParams {
                     rows: u(rows), n: u(n), dh: u(dh), d: u(d), i0: u(i0), h0: u(h0), r: u(r), flags,

@@ -97,6 +97,8 @@ pub struct Settings {
     pub rel_v: bool,
     /// One relative table per head instead of one shared table.
     pub per_head: bool,
+    /// Leave the content term q_i · k_j out of the logits: the relative term alone.
+    pub relative_only: bool,
     /// A sentence's tokens: when given, n is their number and x has one seeded embedding per distinct
     /// token ([`scenario::token_embeddings`]), so repeated tokens have equal content and differ only by
     /// their relative positions.
@@ -120,6 +122,7 @@ impl Settings {
             causal: cfg.causal,
             rel_v: cfg.rel_v,
             per_head,
+            relative_only: !cfg.content,
             tokens: tokens.to_vec(),
             unknown: Unknown::new(),
         }
@@ -142,7 +145,7 @@ impl Settings {
         let clip = whole("clip", self.clip, 0, MAX_N)?;
         let seed = whole("seed", self.seed, 0, u32::MAX as usize)? as u64;
         let batch = if sentence { 1 } else { whole("batch_size", self.batch_size, 1, MAX_BATCH)? };
-        let cfg = Config { method, heads, clip, causal: self.causal, rel_v: self.rel_v, ..Config::default() };
+        let cfg = Config { method, heads, clip, causal: self.causal, rel_v: self.rel_v, content: !self.relative_only, ..Config::default() };
         Ok((cfg, Spec { n, d_model, batch, seed }))
     }
 }

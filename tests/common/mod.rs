@@ -42,7 +42,8 @@ fn dot(a: &[f64], b: &[f64]) -> f64 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
-/// e_ij = q_i·(k_j + a^K_ij)/sqrt(d_head); α = softmax over unmasked j; z_i = Σ_j α_ij (v_j + a^V_ij).
+/// e_ij = q_i·(k_j + a^K_ij)/sqrt(d_head) (q_i·a^K_ij/sqrt(d_head) with the content term off); α = softmax
+/// over unmasked j; z_i = Σ_j α_ij (v_j + a^V_ij).
 /// Queries are aligned to the last keys: d_ij = j − (i + Lk − Lq).
 pub fn head(cfg: &Config, q: &Mat, k: &Mat, v: &Mat, rel_k: &Mat, rel_v: Option<&Mat>, key_mask: Option<&[bool]>) -> HeadRef {
     let (lq, lk, dh) = (q.len(), k.len(), q[0].len());
@@ -57,7 +58,8 @@ pub fn head(cfg: &Config, q: &Mat, k: &Mat, v: &Mat, rel_k: &Mat, rel_v: Option<
             out.relative[i][j] = dot(&q[i], a_k);
             out.masked[i][j] = (cfg.causal && d > 0) || key_mask.is_some_and(|m| !m[j]);
             if !out.masked[i][j] {
-                e[j] = (dot(&q[i], &k[j]) + out.relative[i][j]) / (dh as f64).sqrt();
+                let content = if cfg.content { dot(&q[i], &k[j]) } else { 0.0 };
+                e[j] = (content + out.relative[i][j]) / (dh as f64).sqrt();
             }
         }
         let max = e.iter().copied().fold(f64::NEG_INFINITY, f64::max);
@@ -140,9 +142,10 @@ pub fn flat(m: &Mat) -> Vec<f64> {
 }
 
 /// Random configurations: both methods, `heads` and `clip` in the given ranges, causal or not, a^V on or
-/// off, either edge; the efficient implementation.
+/// off, either edge, the content term on (3 in 4) or off; the efficient implementation.
 pub fn configs(heads: RangeInclusive<usize>, clip: RangeInclusive<usize>) -> impl Strategy<Value = Config> {
-    (any::<bool>(), heads, clip, any::<bool>(), any::<bool>(), any::<bool>()).prop_map(|(music, heads, clip, causal, rel_v, clip_edge)| Config {
+    let flags = (any::<bool>(), any::<bool>(), any::<bool>(), 0..4u8);
+    (any::<bool>(), heads, clip, flags).prop_map(|(music, heads, clip, (causal, rel_v, clip_edge, content))| Config {
         method: if music { Method::Music } else { Method::Shaw },
         heads,
         clip,
@@ -150,6 +153,7 @@ pub fn configs(heads: RangeInclusive<usize>, clip: RangeInclusive<usize>) -> imp
         rel_v,
         edge: if clip_edge { Edge::Clip } else { Edge::Zero },
         implementation: Implementation::Efficient,
+        content: content != 0,
     })
 }
 

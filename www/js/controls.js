@@ -7,7 +7,7 @@ import { state } from './state.js';
 
 /** The Settings fields that are numbers and checkboxes (each change computes again; each is kept in the URL). */
 export const NUMS = ['n', 'd_model', 'heads', 'clip', 'seed', 'batch_size'];
-export const BOOLS = ['causal', 'rel_v', 'per_head'];
+export const BOOLS = ['causal', 'rel_v', 'per_head', 'relative_only'];
 /** The controls that are trace parameters. */
 export const PARAMS = ['method', ...NUMS, ...BOOLS];
 /** The fields an error can be shown next to (err-FIELD); 'file' is the file picker ('tokens': the sentence). */
