@@ -119,8 +119,12 @@ test('WebGPU (SwiftShader): the same tooltip numbers as the CPU; a lost device f
     console.log(`# ${label}: ${n} tooltip numbers agree within ${REL} relative (footer: ${f})`);
   }
 
-  // Auto picks WebGPU; after the device is lost, the next compute is on the CPU and says why.
+  // Auto leaves a software adapter (SwiftShader is WebGPU's fallback adapter) for the CPU, quietly.
   await open(page, 'preset=seed004&backend=auto');
+  assert.match(await footer(page), /^CPU \(wasm\) — this browser's WebGPU adapter is a software one .*slower than the CPU: Auto computes on the CPU/);
+  assert.equal(await page.locator('#err-backend-mode').innerText(), '', 'Auto: no inline error');
+  // WebGPU uses it; after the device is lost, the next compute is on the CPU and says why.
+  await open(page, 'preset=seed004&backend=webgpu');
   assert.match(await footer(page), /^WebGPU: /);
   const worker = page.workers()[0];
   assert.ok(worker, 'the page has its worker');
@@ -150,7 +154,7 @@ test('WebGPU forced faults (test hooks): a failed pipeline creation and a buffer
 
   // A buffer over the device's limits: the context pretends 1 KiB per binding; seed004's (n, d_model)
   // projection needs more, so the layer is refused before anything is allocated and the CPU computes it.
-  await open(page, 'preset=seed004&backend=auto');
+  await open(page, 'preset=seed004&backend=webgpu');
   assert.match(await footer(page), /^WebGPU: /);
   let worker = page.workers()[0];
   assert.ok(worker, 'the page has its worker');
@@ -164,7 +168,7 @@ test('WebGPU forced faults (test hooks): a failed pipeline creation and a buffer
 
   // A failed pipeline creation: the context is rebuilt with softmax.wgsl broken; every later compute is
   // on the CPU with the pipeline's error.
-  await open(page, 'preset=seed004&backend=auto');
+  await open(page, 'preset=seed004&backend=webgpu');
   assert.match(await footer(page), /^WebGPU: /);
   worker = page.workers().at(-1);
   await worker.evaluate(() => self.onmessage({ data: { kind: 'debug-break-pipeline', kernel: 'softmax' } }));
@@ -173,7 +177,7 @@ test('WebGPU forced faults (test hooks): a failed pipeline creation and a buffer
   assert.match(broken, /^CPU \(wasm\) — WebGPU unavailable: the compute pipeline of softmax\.wgsl failed: \S/, `pipeline failure: ${broken}`);
   assert.ok((await page.locator('figure.view').count()) >= 8, 'the view stays on screen');
   assert.deepEqual(await blankCanvases(page), [], 'no blank canvas after the pipeline fallback');
-  await settle(page, () => page.selectOption('#backend-mode', 'webgpu'));
+  // Backend = WebGPU: the reason is also shown under the control.
   assert.match(await page.locator('#err-backend-mode').innerText(), /pipeline of softmax\.wgsl failed: .*computed on the CPU instead/);
   console.log(`# failed pipeline creation: ${broken}`);
 });

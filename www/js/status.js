@@ -10,8 +10,12 @@ export function setBusy(busy) {
 // Backend = WebGPU that reason is also an inline error under the control (the view is the CPU's).
 export function showBackend(b) {
   if (!b) return;
-  const text = b.note ? `${b.name} — ${b.note}` : b.name;
-  $('backend').textContent = text;
+  // The reason is said quietly (a CPU without WebGPU is normal), on the footer's one line; all of it on hover.
+  const note = document.createElement('span');
+  note.className = 'note';
+  note.textContent = b.note ? `— ${b.note}` : '';
+  $('backend').replaceChildren(b.name, b.note ? ' ' : '', note);
+  $('backend').title = b.note ? `${b.name} — ${b.note}` : b.name;
   $('backend').dataset.name = b.onGpu ? 'webgpu' : 'cpu';
   $('err-backend-mode').textContent = b.mode === 'webgpu' && b.note ? `${b.note} (computed on the CPU instead)` : '';
 }
