@@ -50,6 +50,8 @@ pub struct StageMeta {
     pub formula: &'static str,
     /// The same formula in TeX (presentation mode, rendered by KaTeX).
     pub tex: &'static str,
+    /// What to notice in this view: two or three sentences for a student (on the page and in presentation).
+    pub notice: &'static str,
     /// Label of the columns (x) and of the rows (y).
     pub x_axis: &'static str,
     pub y_axis: &'static str,
@@ -177,6 +179,7 @@ impl Stage {
             title,
             formula,
             tex,
+            notice: self.notice(Variant::of(cfg), cfg.content),
             x_axis,
             y_axis,
             pairs: x_axis == KEY_AXIS && y_axis == QUERY_AXIS,
@@ -294,6 +297,36 @@ impl Stage {
         }
     }
 
+    /// What a student should see in the view.
+    fn notice(self, v: Variant, content: bool) -> &'static str {
+        use Variant::{MusicBidirectional as Bi, MusicCausal as Causal, Shaw, ShawValues};
+        match (self, v) {
+            (Stage::Distances, _) => "Every diagonal holds one distance: the key is that many positions after (right of) the query, or before it when negative. Everything relative attention adds is read along these diagonals.",
+            (Stage::RelIndex, Shaw | ShawValues) => "Distances beyond ±k are clipped to the table's edge rows, so the band of distinct colours is 2k + 1 diagonals wide and the corners are flat: far apart is just 'far'.",
+            (Stage::RelIndex, Causal | Bi) => "Each diagonal reads one row of E_r; −1 marks pairs that read nothing (a zero vector): keys after the query when causal, and distances beyond the table.",
+            (Stage::RelK, Shaw | ShawValues) => "2k + 1 learned vectors, one per clipped distance. Row r serves every (i, j) with clip(j − i, k) + k = r: one row, a whole diagonal.",
+            (Stage::RelK, Causal | Bi) => "One learned vector per distance. The skew never builds an (L, L, d) tensor of them: it multiplies Q by this small table once and moves the products into place.",
+            (Stage::RelV, _) => "The value-side table: the relative part of the output adds row clip(j − i, k) + k of it, weighted by α_ij. Same rows, same diagonals as w^K.",
+            (Stage::ContentLogits, _) if !content => "The content term is left out: these are zeros, so the weights below come from relative positions alone.",
+            (Stage::ContentLogits, _) => "What the tokens say about each other, whatever their positions: with a sentence, a repeated word gives equal rows and columns here.",
+            (Stage::RelativeLogits, Shaw | ShawValues) => "Cell (i, j) is q_i · w^K[clip(j − i, k) + k]: in each row, keys beyond ±k all read an edge row, so both ends of every row are flat; only the 2k + 1 diagonals near the middle differ.",
+            (Stage::RelativeLogits, Causal | Bi) => "q_i · E_r[j − i], produced by the skew from Q E_rᵀ without an (L, L, d) tensor. Compare it with Skew 4: they are the same matrix.",
+            (Stage::SkewQer, _) => "Column c holds distance c − (L − 1) for every query: the right numbers, in the wrong place. Row i's distance-0 cell is in the last column (causal) or the middle one (bidirectional).",
+            (Stage::SkewPadded, Bi) => "A zero column is appended on the right. Nothing moves yet: the trick is in how the same memory will be read next.",
+            (Stage::SkewPadded, _) => "A zero column is put in front. Nothing moves yet: the trick is in how the same memory will be read next.",
+            (Stage::SkewReshaped, Bi) => "The flat buffer, with L − 1 zeros more, read with rows of 2L − 1: each row starts one cell further along, so every row's cells shift and distance j − i lands in column j + L − 1.",
+            (Stage::SkewReshaped, _) => "The same numbers read with rows one shorter: each row slides one cell left of the row above, which moves every distance to its absolute key column. Row 0 is left over.",
+            (Stage::SkewSliced, Bi) => "Rows 0..L and columns L − 1.. of the reshaped buffer: the relative logits at absolute positions (i, j), equal to the gather q_i · E_r[j − i].",
+            (Stage::SkewSliced, _) => "Row 0 dropped: the relative logits at absolute positions. Cells above the diagonal hold leftovers of the next row; the causal mask removes them.",
+            (Stage::Logits, _) => "Content and relative terms added and scaled by 1/√d_head; masked cells are −∞ and get weight 0.",
+            (Stage::Weights, _) => "Each row sums to 1. Look for diagonals: a head that has learned (or been built) to look a fixed distance back shows a bright stripe.",
+            (Stage::ValueBuckets, _) => "Row i sums the weights of the keys that share a w^V row: the attention each distance (clipped) received from query i. Row sums are 1.",
+            (Stage::OutputContent, _) => "The usual attention output, Σ α v: what the attended tokens carry.",
+            (Stage::OutputRelative, _) => "Σ α a^V = B w^V: what the attended distances carry, computed from the small bucket matrix, not an (L, L, d) tensor.",
+            (Stage::Output, _) => "Every head's output side by side, projected by W_o: the layer's answer for each position.",
+        }
+    }
+
     /// (x, y) axis labels.
     fn axes(self, causal: bool) -> (&'static str, &'static str) {
         match self {
@@ -402,6 +435,20 @@ mod tests {
         assert!(!Stage::Output.meta(&shaw, false).per_head && Stage::Output.meta(&shaw, false).per_batch);
         assert!(Stage::RelK.meta(&music, true).per_head && !Stage::RelK.meta(&music, false).per_head);
         assert!("attention".parse::<Stage>().is_err());
+    }
+
+    /// Every stage of every variant says what to notice, in a few sentences; leaving the content term out
+    /// changes what the content logits say.
+    #[test]
+    fn every_stage_says_what_to_notice() {
+        for v in Variant::ALL {
+            for stage in Stage::ALL.into_iter().filter(|s| s.exists_in(v)) {
+                let n = stage.meta(&v.config(), false).notice;
+                assert!(n.len() > 60 && n.len() < 400 && n.ends_with('.'), "{} ({}): {n:?}", stage.name(), v.label());
+            }
+        }
+        let off = Config { content: false, ..Variant::Shaw.config() };
+        assert!(Stage::ContentLogits.meta(&off, false).notice.contains("left out"));
     }
 
     /// The shapes the skew's descriptions state are the shapes src/skew.rs produces, for both forms; the

@@ -188,6 +188,7 @@ test('presentation mode steps through every stage by keyboard, with rendered for
   for (let k = 0; k < names.length; k++) {
     seen.push(await page.getAttribute('#present', 'data-stage'));
     assert.ok(await page.locator('#present-formula .katex').count() > 0, `no KaTeX formula at ${seen.at(-1)}`);
+    assert.ok((await page.locator('#present-notice').innerText()).length > 60, `nothing to notice at ${seen.at(-1)}`);
     if (k === 5) await page.screenshot({ path: join(artifacts, 'features-present.png') });
     if (k === 0) assert.ok(Number(await page.$eval('#present canvas', (e) => e.dataset.y0)) > 50, 'the title overlaps the formula line');
     await page.keyboard.press(k % 2 ? 'PageDown' : 'ArrowRight');

@@ -87,6 +87,8 @@ test('the page loads, draws every stage, and shows the backend and timings', asy
     assert.ok(names.includes(s), `missing ${s} in ${names}`);
   }
   const vs = await assertNotBlank('default');
+  // Each figure says what to notice (src/stage.rs).
+  assert.match(await page.locator('figure[data-stage="weights"] .notice').innerText(), /Each row sums to 1/);
   assert.ok(vs.find((v) => v.stage === 'weights').cells > 0, 'weights show no variation');
   const footer = await page.locator('footer').innerText();
   assert.match(footer, /CPU \(wasm\)/);

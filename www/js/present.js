@@ -47,6 +47,7 @@ export function drawPresent() {
   const f = $('present-formula');
   if (window.katex && stage.tex) window.katex.render(stage.tex, f, { displayMode: true, throwOnError: false });
   else f.textContent = stage.formula;
+  $('present-notice').textContent = stage.notice;
   sec.setAttribute('aria-label', `Step ${at + 1} of ${cur.stages.length}: ${stage.title}, ${stage.formula}`);
   if (!state.presentView) {
     // Made on first use, so the page (and an embed) has no hidden canvas.

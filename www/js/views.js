@@ -24,6 +24,11 @@ function newFigure(stage) {
   canvas.setAttribute('aria-describedby', 'kbd-hint');
   figure.append(canvas);
   if (!EMBED) {
+    // What to notice in this stage (src/stage.rs), under the figure.
+    const notice = document.createElement('p');
+    notice.className = 'notice';
+    figure.append(notice);
+    v.notice = notice;
     const cap = document.createElement('figcaption');
     const png = document.createElement('button');
     png.type = 'button'; png.className = 'export-png'; png.textContent = 'PNG';
@@ -70,6 +75,7 @@ export async function render(cur) {
       if (prev) prev.figure.after(v.figure); else main.prepend(v.figure);
     }
     prev = v;
+    if (v.notice) v.notice.textContent = stage.notice;
     const t0 = performance.now();
     drawView(v, stage, cur);
     drawMs.push([stage.name, performance.now() - t0]);
