@@ -1,4 +1,5 @@
-//! The seeds' examples as ready scenarios (../shared/seeds/ in the project's workspace).
+//! Ready scenarios: the seeds' examples (../shared/seeds/ in the project's workspace), named as their
+//! source, and hand-built heads that show what relative positions alone can do.
 
 use crate::attention::{Config, Method};
 use crate::error::{Error, Result};
@@ -16,7 +17,7 @@ pub struct Preset {
 }
 
 /// Every preset's name.
-pub const NAMES: [&str; 5] = ["seed000-shaw", "seed000-music", "seed002", "seed003", "seed004"];
+pub const NAMES: [&str; 6] = ["seed000-shaw", "seed000-music", "seed002", "seed003", "seed004", "built-heads"];
 
 /// Seed 004's relation-key table: `np.random.seed(5); np.random.randint(-10, 10, (5, 5))`.
 pub const SEED004_TABLE: [[f32; 5]; 5] =
@@ -47,10 +48,47 @@ pub fn preset(name: &str) -> Result<Preset> {
         "seed002" => p("Seed 002: 200 × 200 distances clipped at 150, d_model 100, batch 4", Config { heads: 1, clip: 150, rel_v: false, ..shaw }, 200, 100, 4),
         "seed003" => p("Seed 003: hidden 768, 8 heads (d_head 96), k 4, seq_len 20", Config { heads: 8, clip: 4, ..shaw }, 20, 768, 1),
         "seed004" => seed004(),
+        "built-heads" => built_heads(),
         _ => return Err(Error::invalid("preset", format!("'{name}'"), NAMES.join(", "))),
     };
     preset.name = NAMES.into_iter().find(|n| *n == name).expect("matched above");
     Ok(preset)
+}
+
+/// The logit a hand-built head gives the distances it favours (before the 1/√d_head scale): 20/√8 ≈ 7,
+/// so such a key gets e⁷ ≈ 1100 times the weight of one at logit 0.
+const BUILT_LOGIT: f32 = 20.0;
+
+/// Three hand-built Shaw heads (n 12, d_model 24, k 3, relative term only): every query is the same vector
+/// u = e₀ (W_q = 0, b_q = u in each head), so q_i · w^K[r] is component 0 of table row r, and each head's
+/// w^K sets that component to [`BUILT_LOGIT`] on the distances it attends to: head 0 the previous token
+/// (j − i = −1), head 1 the next one (+1), head 2 every key with |j − i| < k (the edge rows ±k, which all
+/// farther keys share, stay 0). The weights show each pattern as a diagonal band, trained by nobody.
+fn built_heads() -> Preset {
+    let (h, dh, k, n) = (3, 8, 3usize, 12);
+    let d = h * dh;
+    let rows = 2 * k + 1;
+    let favoured = |head: usize, dist: isize| match head {
+        0 => dist == -1,
+        1 => dist == 1,
+        _ => dist.unsigned_abs() < k,
+    };
+    let rel_k = Array3::from_shape_fn((h, rows, dh), |(head, r, c)| if c == 0 && favoured(head, r as isize - k as isize) { BUILT_LOGIT } else { 0.0 });
+    let b_q = ndarray::Array1::from_shape_fn(d, |col| if col % dh == 0 { 1.0 } else { 0.0 });
+    let arrays = Arrays::from([
+        ("w_q".to_string(), Array2::<f32>::zeros((d, d)).into_dyn()),
+        ("b_q".to_string(), b_q.into_dyn()),
+        ("rel_k".to_string(), rel_k.into_dyn()),
+    ]);
+    Preset {
+        name: "built-heads",
+        description:
+            "Hand-built heads, relative term only: head 0 attends to the previous token, head 1 to the next, head 2 evenly to every key with |j − i| < k",
+        config: Config { method: Method::Shaw, heads: h, clip: k, rel_v: false, content: false, ..Config::default() },
+        spec: Spec { n, d_model: d, batch: 1, seed: 0 },
+        per_head_tables: true,
+        arrays,
+    }
 }
 
 /// Seed 004 (tensor2tensor walk-through): b 2, h 3, n 4, d_z 5, k 2. Its queries are

@@ -276,7 +276,7 @@ fn run_model(command: ModelCommand) -> Result<(), Stop> {
 /// What to compute. Unset options come from --preset, or the defaults shown.
 #[derive(Args)]
 struct Setup {
-    /// Start from a seed's example: seed000-shaw, seed000-music, seed002, seed003, seed004.
+    /// Start from a preset: the seeds' examples seed000-shaw, seed000-music, seed002, seed003, seed004, or built-heads (hand-built heads).
     #[arg(long)]
     preset: Option<String>,
     /// shaw (Shaw et al. 2018) or music (Music Transformer skew). [default: shaw]

@@ -108,7 +108,7 @@ test('the page loads, draws every stage, and shows the backend and timings', asy
 });
 
 test('each preset reproduces its seed', async () => {
-  for (const name of ['seed000-shaw', 'seed000-music', 'seed002', 'seed003', 'seed004']) {
+  for (const name of ['seed000-shaw', 'seed000-music', 'seed002', 'seed003', 'built-heads', 'seed004']) {
     await settle(() => page.selectOption('#preset', name));
     const names = await stages();
     if (name === 'seed000-music') for (const s of ['skew_qer', 'skew_padded', 'skew_reshaped', 'skew_sliced']) assert.ok(names.includes(s), `${name}: no ${s}`);

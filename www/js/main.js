@@ -51,7 +51,7 @@ async function main() {
   watchUi(render);
   await loadUi();
   const sel = $('preset');
-  for (const { name, description } of state.ui.presets()) sel.append(Object.assign(new Option(name, name), { title: description }));
+  for (const { name, description } of state.ui.presets()) sel.append(Object.assign(new Option(`${name} — ${description}`, name), { title: description }));
   if (EMBED) document.body.classList.add('embed');
   const presentStage = applyURL();
   state.ui.set_colormaps($('seq').value, $('div').value);
