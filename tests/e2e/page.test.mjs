@@ -252,6 +252,8 @@ test('the skew: a pinned pair is outlined on its own value in every step, causal
     }
     const padded = await page.locator('figure[data-stage="skew_padded"] canvas').getAttribute('aria-label');
     assert.match(padded, causal ? /zero column first, L × \(L \+ 1\)/ : /zero column last, L × 2L/);
+    // Above the diagonal (causal): a masked leftover, not a "zero vector".
+    if (causal) assert.match((await hover('skew_sliced', 1, 4)).text, /masked \(j > i\)/);
     await page.locator('figure[data-stage="skew_reshaped"]').scrollIntoViewIfNeeded();
     await page.screenshot({ path: join(artifacts, `skew-pin-${causal ? 'causal' : 'bidirectional'}.png`) });
   }

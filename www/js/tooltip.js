@@ -40,7 +40,9 @@ function fillTip(v, i, j) {
   const tip = $('tooltip');
   const cur = state.current;
   const value = v.stage.values[i * v.stage.cols + j];
-  const lines = [`<b>${v.stage.title}</b>`, `(i, j) = (${i}, ${j})   value ${fmt(value)}`];
+  // A pair is (i, j); any other cell is named by its axes (a table row and a component, a buffer's row …).
+  const where = v.stage.pairs ? `(i, j) = (${i}, ${j})` : `${v.stage.y_axis} ${i}, ${v.stage.x_axis} ${j}`;
+  const lines = [`<b>${v.stage.title}</b>`, `${where}   value ${fmt(value)}`];
   tip.dataset.stage = v.stage.name;
   tip.dataset.i = i;
   tip.dataset.j = j;
@@ -53,9 +55,11 @@ function fillTip(v, i, j) {
     lines.push(`distance j − i = ${j - i}${tok}`);
     lines.push(`content term q·k = ${fmt(p.content)}`);
     lines.push(`relative term = ${fmt(p.relative)}`);
+    const masked = cur.info.settings.causal && j > i;
     lines.push(cur.info.settings.method === 'shaw'
       ? `table row clip(j − i, ${k}) + ${k} = ${fmt(p.row)}`
-      : `table row of E_r = ${p.row < 0 ? 'none (zero vector)' : fmt(p.row)}`);
+      : `table row of E_r = ${masked ? 'none (a later key: masked)' : p.row < 0 ? 'none (beyond the table: a zero vector)' : fmt(p.row)}`);
+    if (masked) lines.push('masked (j > i): the skew leaves a leftover here, the mask removes it');
     lines.push(`logit ${fmt(p.logit)}   weight ${fmt(p.weight)}`);
     Object.assign(tip.dataset, { content: p.content, relative: p.relative, row: p.row });
   }
