@@ -220,6 +220,30 @@ test('clicking a cell pins it in every view and marks the table row it used', as
   assert.equal(await page.locator('#pinned').innerText(), '');
 });
 
+test('reverse linking: a table row pinned shades every pair that reads it, in every (i, j) view', async () => {
+  await settle(() => page.selectOption('#preset', 'seed000-shaw'));
+  const pixel = (stage, i, j) => page.$eval(`figure[data-stage="${stage}"] canvas`, (c, [ii, jj]) => {
+    const d = c.dataset;
+    const x = Math.round(Number(d.x0) + (jj + 0.5) * ((d.x1 - d.x0) / d.cols));
+    const y = Math.round(Number(d.y0) + (ii + 0.5) * ((d.y1 - d.y0) / d.rows));
+    return Array.from(c.getContext('2d').getImageData(x, y, 1, 1).data);
+  }, [i, j]);
+  // k = 7: row 9 is distance +2, read by the 10 pairs (i, i + 2) of n = 12.
+  const before = { on: await pixel('weights', 3, 5), off: await pixel('weights', 3, 4), rel: await pixel('relative_logits', 7, 9) };
+  const t = await hover('rel_k', 9, 3);
+  await page.mouse.click(t.x, t.y);
+  assert.match(await page.locator('#pinned').innerText(), /pinned table row 9 \(distance 2\): read by 10 pairs/);
+  assert.notDeepEqual(await pixel('weights', 3, 5), before.on, 'a reader of row 9 is not shaded');
+  assert.notDeepEqual(await pixel('relative_logits', 7, 9), before.rel, 'not shaded in another (i, j) view');
+  assert.deepEqual(await pixel('weights', 3, 4), before.off, 'a pair at another distance is shaded');
+  await page.locator('figure[data-stage="weights"]').scrollIntoViewIfNeeded();
+  await page.screenshot({ path: join(artifacts, 'reverse-link.png') });
+  await page.keyboard.press('Escape');
+  await page.mouse.click(t.x, t.y);
+  await page.mouse.click(t.x, t.y);
+  assert.equal(await page.locator('#pinned').innerText(), '', 'a second click unpins');
+});
+
 test('the skew: a pinned pair is outlined on its own value in every step, causal and bidirectional', async () => {
   const pixel = (stage, i, j) => page.$eval(`figure[data-stage="${stage}"] canvas`, (c, [ii, jj]) => {
     const d = c.dataset;

@@ -75,6 +75,16 @@ export function cellAt(v, e) {
 }
 
 /** Outlines cells (i, j) … (i + h − 1, j + w − 1) in black and yellow (visible on every colormap). */
+/** Shades the cells `cells` ([i, j] pairs) of a view: the pairs that read one table row. */
+export function shade(v, cells) {
+  const { x0, x1, y0, y1 } = v.rect;
+  const cw = (x1 - x0) / v.stage.cols;
+  const ch = (y1 - y0) / v.stage.rows;
+  const ctx = v.ctx;
+  ctx.fillStyle = 'rgba(255, 0, 170, 0.5)'; // magenta: in neither colormap
+  for (const [i, j] of cells) ctx.fillRect(x0 + j * cw, y0 + i * ch, Math.max(1, cw), Math.max(1, ch));
+}
+
 export function outline(v, i, j, w = 1, h = 1) {
   const { x0, x1, y0, y1 } = v.rect;
   const cw = (x1 - x0) / v.stage.cols;

@@ -51,6 +51,9 @@ export const state = {
   renderToken: 0,
   /** The pinned pair { i, j } outlined in every view, or null. */
   pinned: null,
+  /** The pinned row r of the relative tables (clicked in w^K, w^V or E_r), whose readers (every (i, j) with
+   *  rel_index = r) are shaded in every (i, j) view, or null. At most one of pinned and pinnedRow is set. */
+  pinnedRow: null,
 
   // --- presentation mode (present.js) ---
   /** The index (in current.stages) of the stage presented, or null outside presentation mode. */

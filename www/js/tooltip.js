@@ -3,7 +3,7 @@
 import { $ } from './dom.js';
 import { state } from './state.js';
 import { fmt } from './format.js';
-import { blit, cellAt, outline } from './figures.js';
+import { blit, cellAt, outline, shade } from './figures.js';
 import { saveURL } from './url.js';
 
 /** Wires a view's canvas: hover, click to pin, arrow keys, and leaving. */
@@ -83,14 +83,37 @@ function placeTip(pageX, pageY) {
 
 export function setPin(p) {
   state.pinned = p;
+  if (p) state.pinnedRow = null;
   drawPins();
 }
 
 function click(v, e) {
   const c = v.rect && cellAt(v, e);
-  if (!c || !v.stage.pairs) return;
+  if (!c) return;
+  if (isTable(v.stage)) { setRow(state.pinnedRow === c.i ? null : c.i); return; }
+  if (!v.stage.pairs) return;
   const p = state.pinned;
   setPin(p && p.i === c.i && p.j === c.j ? null : c);
+}
+
+/** The relative tables (w^K or E_r, w^V): their rows are read along diagonals of every (i, j) view. */
+function isTable(stage) {
+  return stage.name === 'rel_k' || stage.name === 'rel_v';
+}
+
+/** Pins table row `r` (null: none); a pinned pair is let go. */
+function setRow(r) {
+  state.pinnedRow = r;
+  if (r !== null) state.pinned = null;
+  drawPins();
+}
+
+/** Every pair (i, j) that reads table row r, from the rel_index stage ((n, n), −1: none). */
+function readersOf(r) {
+  const idx = state.current.byName.rel_index;
+  const out = [];
+  for (let i = 0; i < idx.rows; i++) for (let j = 0; j < idx.cols; j++) if (idx.values[i * idx.cols + j] === r) out.push([i, j]);
+  return out;
 }
 
 // Keyboard: the arrow keys move a cursor cell of the focused figure (on (i, j) figures the cursor is
@@ -99,7 +122,7 @@ function keyPin(v, e) {
   if (!state.current || !v.stage || state.presentAt !== null) return;
   const pairs = v.stage.pairs;
   const d = { ArrowUp: [-1, 0], ArrowDown: [1, 0], ArrowLeft: [0, -1], ArrowRight: [0, 1] }[e.key];
-  if (e.key === 'Escape') { v.cursor = null; setPin(null); hideTip(); return; }
+  if (e.key === 'Escape') { v.cursor = null; setPin(null); setRow(null); hideTip(); return; }
   if (!d && e.key !== 'Enter' && e.key !== ' ') return;
   e.preventDefault();
   const rows = v.stage.rows;
@@ -107,7 +130,9 @@ function keyPin(v, e) {
   const p = (pairs ? state.pinned : v.cursor) || v.cursor || { i: 0, j: 0 };
   const c = d ? { i: Math.min(rows - 1, Math.max(0, p.i + d[0])), j: Math.min(cols - 1, Math.max(0, p.j + d[1])) } : p;
   v.cursor = c;
-  if (pairs) setPin(c); else drawPins();
+  if (pairs) setPin(c);
+  else if (!d && isTable(v.stage)) setRow(c.i);
+  else drawPins();
   const said = fillTip(v, c.i, c.j);
   const b = v.canvas.getBoundingClientRect();
   const { x0, x1, y0, y1 } = v.rect;
@@ -125,6 +150,7 @@ export function drawPins() {
   for (const v of views.values()) if (v.rect && v.cursor && !v.stage.pairs) outline(v, v.cursor.i, v.cursor.j);
   const label = $('pinned');
   saveURL();
+  if (state.pinnedRow !== null) { drawRow(state.pinnedRow, label); return; }
   if (!state.pinned) { label.textContent = ''; return; }
   const { i, j } = state.pinned;
   const { n, causal } = cur.info.settings;
@@ -142,4 +168,18 @@ export function drawPins() {
     else if (name.startsWith('output')) outline(v, i, 0, s.cols, 1);
   }
   label.textContent = `pinned (i, j) = (${i}, ${j}): content ${fmt(p.content)}, relative ${fmt(p.relative)}, table row ${fmt(p.row)}, weight ${fmt(p.weight)} (Esc unpins)`;
+}
+
+/** Reverse linking: table row r outlined in the tables, and every pair that reads it shaded in every (i, j) view. */
+function drawRow(r, label) {
+  const cur = state.current;
+  const readers = readersOf(r);
+  for (const v of state.views.values()) {
+    if (!v.rect) continue;
+    if (isTable(v.stage) && r < v.stage.rows) outline(v, r, 0, v.stage.cols, 1);
+    else if (v.stage.pairs) shade(v, readers);
+  }
+  const { method, clip: k } = cur.info.settings;
+  const what = method === 'shaw' ? `distance ${r - k}${Math.abs(r - k) === k ? ' and beyond (the edge row)' : ''}` : 'one distance of E_r';
+  label.textContent = `pinned table row ${r} (${what}): read by ${readers.length} pairs (i, j), shaded in every (i, j) view (Esc unpins)`;
 }
