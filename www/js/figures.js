@@ -3,6 +3,7 @@
 // outlines, and the mapping from a pointer position to a cell. A view is { canvas, ctx, off, rect, frame,
 // stage }; everything about a stage (title, formula, axes, pairs) is read from the stage object.
 import { state } from './state.js';
+import { fmt } from './format.js';
 
 /** The size of a figure's canvas (and of an exported figure, before the PNG's 2×). */
 export const FRAME = { w: 470, h: 430 };
@@ -54,12 +55,33 @@ export function drawView(v, stage, cur) {
   c.setAttribute('aria-label', `${stage.title}: ${stage.formula}, ${stage.rows} × ${stage.cols}`);
 }
 
-/** The frame, then the cells scaled into its plot area (no smoothing: one block per cell). */
+/** The smallest cell, in canvas pixels, that gets its value written in it. */
+const VALUE_CELL = { w: 26, h: 14 };
+
+/** The frame, then the cells scaled into its plot area (no smoothing: one block per cell), with their values
+ *  written in them when the cells are large enough to read (as in the PNG and SVG exports). */
 export function blit(v) {
   const { x0, x1, y0, y1 } = v.rect;
   if (v.frame) v.ctx.putImageData(v.frame, 0, 0);
   v.ctx.imageSmoothingEnabled = false;
   v.ctx.drawImage(v.off, x0, y0, x1 - x0, y1 - y0);
+  const { rows, cols, values, rgba } = v.stage;
+  const cw = (x1 - x0) / cols;
+  const ch = (y1 - y0) / rows;
+  if (cw < VALUE_CELL.w || ch < VALUE_CELL.h) return;
+  const ctx = v.ctx;
+  ctx.font = `${Math.min(13, Math.floor(ch * 0.45), Math.floor(cw / 4))}px sans-serif`;
+  ctx.textAlign = 'center';
+  ctx.textBaseline = 'middle';
+  for (let i = 0; i < rows; i++) {
+    for (let j = 0; j < cols; j++) {
+      const k = (i * cols + j) * 4;
+      // Dark text on light cells, light text on dark ones (Rec. 709 luma of the cell's colour).
+      const luma = 0.2126 * rgba[k] + 0.7152 * rgba[k + 1] + 0.0722 * rgba[k + 2];
+      ctx.fillStyle = luma > 140 ? '#111' : '#f4f4f4';
+      ctx.fillText(fmt(values[i * cols + j]), x0 + (j + 0.5) * cw, y0 + (i + 0.5) * ch);
+    }
+  }
 }
 
 /** The cell { i, j } under a pointer event, or null outside the plot area. */
@@ -74,7 +96,6 @@ export function cellAt(v, e) {
   return { i, j };
 }
 
-/** Outlines cells (i, j) … (i + h − 1, j + w − 1) in black and yellow (visible on every colormap). */
 /** Shades the cells `cells` ([i, j] pairs) of a view: the pairs that read one table row. */
 export function shade(v, cells) {
   const { x0, x1, y0, y1 } = v.rect;
@@ -85,6 +106,7 @@ export function shade(v, cells) {
   for (const [i, j] of cells) ctx.fillRect(x0 + j * cw, y0 + i * ch, Math.max(1, cw), Math.max(1, ch));
 }
 
+/** Outlines cells (i, j) … (i + h − 1, j + w − 1) in black and yellow (visible on every colormap). */
 export function outline(v, i, j, w = 1, h = 1) {
   const { x0, x1, y0, y1 } = v.rect;
   const cw = (x1 - x0) / v.stage.cols;
