@@ -276,6 +276,16 @@ test('the skew: a pinned pair is outlined on its own value in every step, causal
     }
     const padded = await page.locator('figure[data-stage="skew_padded"] canvas').getAttribute('aria-label');
     assert.match(padded, causal ? /zero column first, L × \(L \+ 1\)/ : /zero column last, L × 2L/);
+    // n = 6: cells are large enough for their values to be written in them (more than the cell's colour).
+    const colours = await page.$eval('figure[data-stage="content_logits"] canvas', (c) => {
+      const d = c.dataset;
+      const [w, h] = [(d.x1 - d.x0) / d.cols, (d.y1 - d.y0) / d.rows];
+      const px = c.getContext('2d').getImageData(Math.round(Number(d.x0) + 3), Math.round(Number(d.y0) + 3), Math.floor(w) - 6, Math.floor(h) - 6).data;
+      const seen = new Set();
+      for (let k = 0; k < px.length; k += 4) seen.add(`${px[k]},${px[k + 1]},${px[k + 2]}`);
+      return seen.size;
+    });
+    assert.ok(colours > 4, `cell (0, 0) has ${colours} colours: no value written in it`);
     // Above the diagonal (causal): a masked leftover, not a "zero vector".
     if (causal) assert.match((await hover('skew_sliced', 1, 4)).text, /masked \(j > i\)/);
     await page.locator('figure[data-stage="skew_reshaped"]').scrollIntoViewIfNeeded();
