@@ -187,6 +187,25 @@ pub struct Figure<'a> {
     pub scale: Scale,
     /// Colormaps; `Palette::default()` is the CLI's.
     pub palette: Palette,
+    /// Background and text colours; [`Ink::LIGHT`] is the CLI's, the page follows its theme.
+    pub ink: Ink,
+}
+
+/// The colours of a figure around its cells.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ink {
+    pub background: RGBColor,
+    /// Title, ticks and axis labels.
+    pub text: RGBColor,
+    /// The subtitle.
+    pub muted: RGBColor,
+}
+
+impl Ink {
+    /// Dark text on white.
+    pub const LIGHT: Ink = Ink { background: RGBColor(255, 255, 255), text: RGBColor(0, 0, 0), muted: RGBColor(70, 70, 70) };
+    /// Light text on the dark theme's panel colour (www/style.css --panel).
+    pub const DARK: Ink = Ink { background: RGBColor(32, 32, 39), text: RGBColor(232, 232, 236), muted: RGBColor(168, 168, 179) };
 }
 
 /// Whether [`draw`] paints the cells or leaves the plot area for the caller to blit.
@@ -229,16 +248,18 @@ pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, fig: &Figure, cel
         y_labels: printable_all(&fig.y_labels),
         scale: fig.scale,
         palette: fig.palette,
+        ink: fig.ink,
     };
     let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
     let (rows, cols) = fig.matrix.dim();
     let range = value_range(fig.matrix, fig.scale);
     let lut = Lut::with_palette(fig.scale, fig.palette);
-    root.fill(&WHITE).map_err(err)?;
+    let ink = fig.ink;
+    root.fill(&ink.background).map_err(err)?;
     // Title and subtitle span the whole width; the chart and its colorbar share what is below.
-    let body = root.titled(&fig.title, ("sans-serif", 20)).map_err(err)?;
+    let body = root.titled(&fig.title, ("sans-serif", 20).into_font().color(&ink.text)).map_err(err)?;
     let (sub, body) = body.split_vertically(22);
-    sub.draw_text(&fig.subtitle, &("sans-serif", 14).into_font().color(&RGBColor(70, 70, 70)), (12, 2)).map_err(err)?;
+    sub.draw_text(&fig.subtitle, &("sans-serif", 14).into_font().color(&ink.muted), (12, 2)).map_err(err)?;
     let (w, _) = body.dim_in_pixel();
     let (main, bar) = body.split_horizontally(w.saturating_sub(110));
 
@@ -282,7 +303,9 @@ pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, fig: &Figure, cel
         .y_label_formatter(&y_fmt)
         .x_desc(&fig.x_desc)
         .y_desc(&fig.y_desc)
-        .label_style(("sans-serif", 12))
+        .label_style(("sans-serif", 12).into_font().color(&ink.text))
+        .axis_desc_style(("sans-serif", 12).into_font().color(&ink.text))
+        .axis_style(ink.text)
         .draw()
         .map_err(err)?;
     let (px, py) = chart.plotting_area().get_pixel_range();
@@ -315,12 +338,17 @@ pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, fig: &Figure, cel
                 .map_err(err)?;
         }
     }
-    draw_colorbar(&bar, range, &lut).map_err(err)?;
+    draw_colorbar(&bar, range, &lut, ink).map_err(err)?;
     Ok((px, py))
 }
 
 /// A vertical colorbar with value ticks.
-fn draw_colorbar<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, (lo, hi): (f32, f32), lut: &Lut) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+fn draw_colorbar<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    (lo, hi): (f32, f32),
+    lut: &Lut,
+    ink: Ink,
+) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
     let mut chart =
         ChartBuilder::on(area).margin_top(8).margin_bottom(56).margin_right(8).y_label_area_size(60).build_cartesian_2d(0f64..1f64, lo as f64..hi as f64)?;
     chart
@@ -330,7 +358,8 @@ fn draw_colorbar<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, (lo, hi): (f
         .y_labels(7)
         // Ticks are sums of steps: snap float residue such as −5.55e−17 to the 0 it stands for.
         .y_label_formatter(&|v| short(if v.abs() < (hi - lo) as f64 * 1e-6 { 0.0 } else { *v as f32 }))
-        .label_style(("sans-serif", 12))
+        .label_style(("sans-serif", 12).into_font().color(&ink.text))
+        .axis_style(ink.text)
         .draw()?;
     let steps = 128;
     let step = (hi - lo) as f64 / steps as f64;

@@ -14,7 +14,7 @@
 
 use crate::error::{Error, ErrorKind};
 use crate::presets;
-use crate::render::{Colormap, Palette};
+use crate::render::{Colormap, Ink, Palette};
 use serde::Serialize;
 use wasm_bindgen::prelude::*;
 
@@ -58,6 +58,19 @@ pub fn memory_bytes() -> f64 {
 thread_local! {
     /// The colormaps of this module instance (the page and the worker each set theirs).
     static PALETTE: std::cell::Cell<Palette> = std::cell::Cell::new(Palette::default());
+    /// The figures' colours around the cells (the page's theme).
+    static INK: std::cell::Cell<Ink> = const { std::cell::Cell::new(Ink::LIGHT) };
+}
+
+/// The ink set by [`set_theme`].
+pub fn ink() -> Ink {
+    INK.with(|i| i.get())
+}
+
+/// Draws the figures from now on for the page's theme: dark text on white, or light text on the dark panel.
+#[wasm_bindgen]
+pub fn set_theme(dark: bool) {
+    INK.with(|i| i.set(if dark { Ink::DARK } else { Ink::LIGHT }));
 }
 
 /// The colormaps set by [`set_colormaps`].

@@ -680,6 +680,7 @@ fn run(cli: Cli) -> Result<(), Stop> {
                 y_labels: if meta.rows_are_queries { positional(rows) } else { None },
                 scale: meta.scale,
                 palette: Default::default(),
+                ink: render::Ink::LIGHT,
             };
             write_atomic(&out, |tmp| render::save(&fig, tmp, size))?;
             if json {

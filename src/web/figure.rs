@@ -3,7 +3,7 @@
 //! leaves the cells to the page (it blits the worker's raster); [`draw_svg`] draws the whole figure as SVG.
 //! Both run in the page's own wasm instance: plotters measures text with the DOM, which the worker has not.
 
-use super::{js_error, palette, to_js, to_value};
+use super::{ink, js_error, palette, to_js, to_value};
 use crate::error::{Error, ErrorKind};
 use crate::render::{self, Cells, Figure};
 use crate::stage::Scale;
@@ -74,6 +74,7 @@ impl FigureSpec {
             y_labels: labels(&self.y_labels),
             scale: self.scale,
             palette: palette(),
+            ink: ink(),
         }
     }
 }

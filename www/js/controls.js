@@ -99,7 +99,9 @@ export function setSelect(sel, value) {
   if ([...sel.options].some((o) => o.value === value)) sel.value = value;
 }
 
+/** The page's theme; the figures follow it (drawn by the page's wasm, when loaded). */
 export function setTheme(t) {
   document.documentElement.dataset.theme = t;
   $('theme').value = t;
+  if (state.ui) state.ui.set_theme(t === 'dark');
 }

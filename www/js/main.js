@@ -10,7 +10,7 @@ import { loadUi, watchUi, drawFailed } from './ui-wasm.js';
 import { render } from './views.js';
 import { showBackend } from './status.js';
 import { EMBED, applyURL, saveURL, copyLink } from './url.js';
-import { enterPresent, exitPresent, presentKeys } from './present.js';
+import { enterPresent, exitPresent, presentKeys, attachPresentControls } from './present.js';
 import { exportNpz } from './export.js';
 import { loadFile, forgetFile, dropCandidate, acceptCandidate, fileInPlay, acceptDrops } from './file.js';
 
@@ -55,6 +55,7 @@ async function main() {
   if (EMBED) document.body.classList.add('embed');
   const presentStage = applyURL();
   state.ui.set_colormaps($('seq').value, $('div').value);
+  state.ui.set_theme($('theme').value === 'dark');
   startWorker({ result: showResult, refused: showRefused, fatal: showFatal });
   $('controls').addEventListener('submit', (e) => e.preventDefault());
 
@@ -78,13 +79,18 @@ async function main() {
     requestSoon();
   });
   for (const id of ['seq', 'div']) $(id).addEventListener('change', () => { state.ui.set_colormaps($('seq').value, $('div').value); request(); });
-  $('theme').addEventListener('change', () => { setTheme($('theme').value); saveURL(); });
+  $('theme').addEventListener('change', () => {
+    setTheme($('theme').value);
+    saveURL();
+    if (state.current) render(state.current).catch(drawFailed);
+  });
   $('copy-link').addEventListener('click', copyLink);
   $('present-btn').addEventListener('click', () => enterPresent(0));
   $('export-npz').addEventListener('click', exportNpz);
   $('tensors').addEventListener('change', () => loadFile($('tensors').files[0]));
   $('tensors-clear').addEventListener('click', () => { forgetFile(); request(); });
   document.addEventListener('keydown', presentKeys);
+  attachPresentControls();
   document.addEventListener('fullscreenchange', () => { if (!document.fullscreenElement && state.presentAt !== null) exitPresent(); });
   acceptDrops();
   if (EMBED) {

@@ -1,5 +1,5 @@
 // Owns presentation mode: one stage at a time, full screen, its formula typeset by KaTeX (stage.tex), stepped
-// with the keyboard; the stage presented is in the URL.
+// with the keyboard, the on-screen buttons or a swipe (phones); the stage presented is in the URL.
 import { $ } from './dom.js';
 import { state } from './state.js';
 import { newView, drawView } from './figures.js';
@@ -58,6 +58,21 @@ export function drawPresent() {
   }
   drawView(state.presentView, stage, cur);
   saveURL();
+}
+
+/** The on-screen previous / next / close buttons and a horizontal swipe of at least 50 px. */
+export function attachPresentControls() {
+  $('present-prev').addEventListener('click', () => stepTo(state.presentAt - 1));
+  $('present-next').addEventListener('click', () => stepTo(state.presentAt + 1));
+  $('present-close').addEventListener('click', exitPresent);
+  let x0 = null;
+  $('present').addEventListener('touchstart', (e) => { x0 = e.touches.length === 1 ? e.touches[0].clientX : null; }, { passive: true });
+  $('present').addEventListener('touchend', (e) => {
+    if (x0 === null || state.presentAt === null) return;
+    const dx = e.changedTouches[0].clientX - x0;
+    x0 = null;
+    if (Math.abs(dx) >= 50) stepTo(state.presentAt + (dx < 0 ? 1 : -1));
+  });
 }
 
 export function presentKeys(e) {

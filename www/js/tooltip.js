@@ -71,14 +71,18 @@ function fillTip(v, i, j) {
   return lines.slice(1).join('; ');
 }
 
+/** Puts the tooltip beside the point, flipped to the other side at the viewport's edges and never outside it. */
 function placeTip(pageX, pageY) {
   const tip = $('tooltip');
   const pad = 14;
+  const [minX, minY] = [window.scrollX + 4, window.scrollY + 4];
+  const [maxX, maxY] = [window.scrollX + window.innerWidth - tip.offsetWidth - 4, window.scrollY + window.innerHeight - tip.offsetHeight - 4];
   let left = pageX + pad;
-  const top = pageY + pad;
-  if (left + tip.offsetWidth > window.scrollX + window.innerWidth) left = pageX - tip.offsetWidth - pad;
-  tip.style.left = `${left}px`;
-  tip.style.top = `${top}px`;
+  let top = pageY + pad;
+  if (left > maxX) left = pageX - tip.offsetWidth - pad;
+  if (top > maxY) top = pageY - tip.offsetHeight - pad;
+  tip.style.left = `${Math.max(minX, Math.min(left, maxX))}px`;
+  tip.style.top = `${Math.max(minY, Math.min(top, maxY))}px`;
 }
 
 export function setPin(p) {

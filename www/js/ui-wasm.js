@@ -10,7 +10,10 @@ export async function loadUi() {
   state.uiCount += 1;
   const m = await import(state.uiCount === 1 ? '../pkg/relattn.js' : `../pkg/relattn.js?instance=${state.uiCount}`);
   await m.default();
-  if (state.uiCount > 1) m.set_colormaps($('seq').value, $('div').value);
+  if (state.uiCount > 1) {
+    m.set_colormaps($('seq').value, $('div').value);
+    m.set_theme($('theme').value === 'dark');
+  }
   state.ui = m;
   document.body.dataset.uiInstance = String(state.uiCount);
 }
