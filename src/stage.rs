@@ -59,6 +59,9 @@ pub struct StageMeta {
     pub pairs: bool,
     /// The rows are the query positions (token labels fit them).
     pub rows_are_queries: bool,
+    /// The cells above the diagonal (j > i) are leftovers that the causal mask removes (the causal skew's
+    /// last step): the page greys them.
+    pub leftover_above: bool,
     /// The values differ from one head to another (for tables: with one table per head).
     pub per_head: bool,
     /// The values differ from one batch element to another.
@@ -117,18 +120,18 @@ const KEY_AXIS: &str = "key j";
 const QUERY_AXIS: &str = "query i";
 
 impl Stage {
-    /// Every stage in pipeline order.
+    /// Every stage in pipeline order (the skew's steps before the relative logits they produce).
     pub const ALL: [Stage; 16] = [
         Stage::Distances,
         Stage::RelIndex,
         Stage::RelK,
         Stage::RelV,
         Stage::ContentLogits,
-        Stage::RelativeLogits,
         Stage::SkewQer,
         Stage::SkewPadded,
         Stage::SkewReshaped,
         Stage::SkewSliced,
+        Stage::RelativeLogits,
         Stage::Logits,
         Stage::Weights,
         Stage::ValueBuckets,
@@ -184,6 +187,7 @@ impl Stage {
             y_axis,
             pairs: x_axis == KEY_AXIS && y_axis == QUERY_AXIS,
             rows_are_queries: y_axis == QUERY_AXIS,
+            leftover_above: self == Stage::SkewSliced && Variant::of(cfg) == Variant::MusicCausal,
             per_head: if is_table { per_head_tables } else { !head_independent },
             per_batch: !is_table && !matches!(self, Stage::Distances | Stage::RelIndex),
             scale: self.scale(),
@@ -432,7 +436,7 @@ mod tests {
         }
         let (shaw, music) = (Variant::ShawValues.config(), Variant::MusicCausal.config());
         let pairs: Vec<&str> = Stage::ALL.iter().filter(|s| s.meta(&shaw, false).pairs).map(|s| s.name()).collect();
-        assert_eq!(pairs, ["distances", "rel_index", "content_logits", "relative_logits", "skew_sliced", "logits", "weights"]);
+        assert_eq!(pairs, ["distances", "rel_index", "content_logits", "skew_sliced", "relative_logits", "logits", "weights"]);
         assert!(!Stage::Output.meta(&shaw, false).per_head && Stage::Output.meta(&shaw, false).per_batch);
         assert!(Stage::RelK.meta(&music, true).per_head && !Stage::RelK.meta(&music, false).per_head);
         assert!("attention".parse::<Stage>().is_err());

@@ -194,7 +194,7 @@ test('presentation mode steps through every stage by keyboard, with rendered for
     await page.keyboard.press(k % 2 ? 'PageDown' : 'ArrowRight');
   }
   assert.deepEqual(seen, names);
-  assert.deepEqual(names.slice(0, 6), ['distances', 'rel_index', 'rel_k', 'content_logits', 'relative_logits', 'skew_qer']);
+  assert.deepEqual(names.slice(0, 6), ['distances', 'rel_index', 'rel_k', 'content_logits', 'skew_qer', 'skew_padded']);
   assert.equal(await page.getAttribute('#present', 'data-stage'), 'output', 'stays on the last stage');
   await page.keyboard.press('ArrowLeft');
   await page.keyboard.press('PageUp');

@@ -276,6 +276,22 @@ test('the skew: a pinned pair is outlined on its own value in every step, causal
     }
     const padded = await page.locator('figure[data-stage="skew_padded"] canvas').getAttribute('aria-label');
     assert.match(padded, causal ? /zero column first, L × \(L \+ 1\)/ : /zero column last, L × 2L/);
+    // Reverse linking through the skew: the row of E_r this pair reads, pinned, shades its diagonal's cells
+    // in every step (here: column j − i + n − 1 of Q E_rᵀ).
+    const corner = (stage, r, c) => page.$eval(`figure[data-stage="${stage}"] canvas`, (cv, [rr, cc]) => {
+      const d = cv.dataset;
+      const x = Math.round(Number(d.x0) + cc * ((d.x1 - d.x0) / d.cols)) + 4;
+      const y = Math.round(Number(d.y0) + rr * ((d.y1 - d.y0) / d.rows)) + 4;
+      return Array.from(cv.getContext('2d').getImageData(x, y, 1, 1).data);
+    }, [r, c]);
+    const row = Number((await hover('rel_index', i, j)).value);
+    const qer = [i + 1 < n ? i + 1 : i - 1, j - i + n - 1];
+    const unshaded = await corner('skew_qer', qer[0], qer[1]);
+    const e = await hover('rel_k', row, 0);
+    await page.mouse.click(e.x, e.y);
+    assert.match(await page.locator('#pinned').innerText(), new RegExp(`pinned table row ${row} .*read by \\d+ pairs`));
+    assert.notDeepEqual(await corner('skew_qer', qer[0], qer[1]), unshaded, `causal ${causal}: the diagonal is not followed into Q E_rᵀ`);
+    await page.keyboard.press('Escape');
     // n = 6: cells are large enough for their values to be written in them (more than the cell's colour).
     const colours = await page.$eval('figure[data-stage="content_logits"] canvas', (c) => {
       const d = c.dataset;
@@ -288,6 +304,10 @@ test('the skew: a pinned pair is outlined on its own value in every step, causal
     assert.ok(colours > 4, `cell (0, 0) has ${colours} colours: no value written in it`);
     // Above the diagonal (causal): a masked leftover, not a "zero vector".
     if (causal) assert.match((await hover('skew_sliced', 1, 4)).text, /masked \(j > i\)/);
+    if (causal) {
+      const [r, g, b] = await corner('skew_sliced', 1, 4);
+      assert.ok(Math.abs(r - g) < 30 && Math.abs(g - b) < 30, `a leftover (j > i) of the causal skew is not greyed: ${[r, g, b]}`);
+    }
     await page.locator('figure[data-stage="skew_reshaped"]').scrollIntoViewIfNeeded();
     await page.screenshot({ path: join(artifacts, `skew-pin-${causal ? 'causal' : 'bidirectional'}.png`) });
   }

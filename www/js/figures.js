@@ -68,6 +68,11 @@ export function blit(v) {
   const { rows, cols, values, rgba } = v.stage;
   const cw = (x1 - x0) / cols;
   const ch = (y1 - y0) / rows;
+  if (v.stage.leftover_above) {
+    // The causal skew's leftovers (j > i): greyed, the mask removes them.
+    v.ctx.fillStyle = 'rgba(128, 128, 128, 0.75)';
+    for (let i = 0; i < rows - 1; i++) v.ctx.fillRect(x0 + (i + 1) * cw, y0 + i * ch, (cols - i - 1) * cw, ch);
+  }
   if (cw < VALUE_CELL.w || ch < VALUE_CELL.h) return;
   const ctx = v.ctx;
   ctx.font = `${Math.min(13, Math.floor(ch * 0.45), Math.floor(cw / 4))}px sans-serif`;

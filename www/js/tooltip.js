@@ -161,27 +161,42 @@ export function drawPins() {
   const p = parts(i, j);
   for (const [name, v] of views) {
     const s = v.stage;
+    const at = skewCell(name, i, j, n, causal);
     if (s.pairs) outline(v, i, j);
+    else if (at) { if (at[1] < s.cols) outline(v, at[0], at[1]); }
     else if ((name === 'rel_k' || name === 'rel_v') && p.row >= 0) outline(v, p.row, 0, s.cols, 1);
     else if (name === 'value_buckets' && p.row >= 0) outline(v, i, p.row);
-    else if (name === 'skew_qer' && j - i + n - 1 >= 0 && j - i + n - 1 < s.cols) outline(v, i, j - i + n - 1);
-    // The padded step: causal [0 | QE_rᵀ] moves every column one right; bidirectional [QE_rᵀ | 0] keeps them.
-    else if (name === 'skew_padded' && j - i + n - (causal ? 0 : 1) < s.cols) outline(v, i, j - i + n - (causal ? 0 : 1));
-    // The reshaped buffer: the slice keeps rows 1.. (causal) or columns L − 1.. (bidirectional).
-    else if (name === 'skew_reshaped') outline(v, causal ? i + 1 : i, causal ? j : j + n - 1);
     else if (name.startsWith('output')) outline(v, i, 0, s.cols, 1);
   }
   label.textContent = `pinned (i, j) = (${i}, ${j}): content ${fmt(p.content)}, relative ${fmt(p.relative)}, table row ${fmt(p.row)}, weight ${fmt(p.weight)} (Esc unpins)`;
 }
 
-/** Reverse linking: table row r outlined in the tables, and every pair that reads it shaded in every (i, j) view. */
+/**
+ * Where pair (i, j) of the relative logits sits in the skew's first three steps (src/skew.rs), or null for
+ * another stage: column j − i + n − 1 of Q E_rᵀ; one further right after the causal zero column (the
+ * bidirectional one is last); in the reshaped buffer row i + 1 (causal: the slice drops row 0) or column
+ * j + n − 1 (bidirectional: it drops n − 1 columns).
+ */
+function skewCell(name, i, j, n, causal) {
+  if (name === 'skew_qer') return [i, j - i + n - 1];
+  if (name === 'skew_padded') return [i, j - i + n - (causal ? 0 : 1)];
+  if (name === 'skew_reshaped') return causal ? [i + 1, j] : [i, j + n - 1];
+  return null;
+}
+
+/**
+ * Reverse linking: table row r outlined in the tables, and every pair that reads it shaded in every (i, j)
+ * view and followed through the skew's steps (one diagonal of the result is one column of Q E_rᵀ).
+ */
 function drawRow(r, label) {
   const cur = state.current;
   const readers = readersOf(r);
-  for (const v of state.views.values()) {
+  const { n, causal } = cur.info.settings;
+  for (const [name, v] of state.views) {
     if (!v.rect) continue;
     if (isTable(v.stage) && r < v.stage.rows) outline(v, r, 0, v.stage.cols, 1);
     else if (v.stage.pairs) shade(v, readers);
+    else if (skewCell(name, 0, 0, n, causal)) shade(v, readers.map(([i, j]) => skewCell(name, i, j, n, causal)).filter(([, c]) => c < v.stage.cols));
   }
   const { method, clip: k } = cur.info.settings;
   const what = method === 'shaw' ? `distance ${r - k}${Math.abs(r - k) === k ? ' and beyond (the edge row)' : ''}` : 'one distance of E_r';
