@@ -215,6 +215,10 @@ pub enum Cells {
     Leave,
 }
 
+/// The smallest cell (width, height in pixels) that gets its value written in it; the page's figures
+/// (www/js/figures.js `VALUE_CELL`) use the same.
+pub const VALUE_CELL: (i32, i32) = (26, 14);
+
 /// Most cells drawn as vector rectangles; larger matrices are painted as one image.
 pub const MAX_VECTOR_CELLS: usize = 64 * 64;
 /// Largest matrix side that gets its values written in the cells.
@@ -275,12 +279,17 @@ pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, fig: &Figure, cel
         .y_label_area_size((36 + 7 * longest as u32).max(56))
         .build_cartesian_2d((0..cols as i32 - 1).into_segmented(), (0..rows as i32 - 1).into_segmented())
         .map_err(err)?;
-    // Column tokens (not indices) are cut to the width of a column (about 7 px a character) so neighbours
-    // never overlap.
-    let (plot_w, _) = chart.plotting_area().dim_in_pixel();
-    let fit = ((plot_w as usize / cols.min(24)) / 7).max(1);
+    // Every `step`-th row and column is labelled, a 1-2-5 step that leaves each label room (12 px text:
+    // 18 px a row; a column: its longest label at about 7 px a character); tokens are cut to that room.
+    let (plot_w, plot_h) = chart.plotting_area().dim_in_pixel();
+    let longest_x = fig.x_labels.as_ref().map_or(cols.to_string().len(), |l| l.iter().map(|t| t.chars().count()).max().unwrap_or(1));
+    // Tokens may be cut to two characters and an ellipsis; indices keep their digits.
+    let x_chars = if fig.x_labels.is_some() { longest_x.min(2) } else { longest_x };
+    let x_step = tick_step(cols, plot_w as usize / (7 * x_chars + 6));
+    let y_step = tick_step(rows, plot_h as usize / 18);
+    let fit = ((plot_w as usize * x_step / cols) / 7).max(1);
     let x_fmt = |v: &SegmentValue<i32>| match v {
-        SegmentValue::CenterOf(c) if *c < cols as i32 => {
+        SegmentValue::CenterOf(c) if *c < cols as i32 && *c as usize % x_step == 0 => {
             let t = label(&fig.x_labels, *c);
             if fig.x_labels.is_some() && t.chars().count() > fit {
                 t.chars().take(fit.saturating_sub(1).max(1)).chain(['…']).collect()
@@ -291,14 +300,17 @@ pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, fig: &Figure, cel
         _ => String::new(),
     };
     let y_fmt = |v: &SegmentValue<i32>| match v {
-        SegmentValue::CenterOf(r) if *r < rows as i32 => label(&fig.y_labels, rows as i32 - 1 - *r),
+        SegmentValue::CenterOf(r) if *r < rows as i32 && (rows - 1 - *r as usize) % y_step == 0 => label(&fig.y_labels, rows as i32 - 1 - *r),
         _ => String::new(),
     };
     chart
         .configure_mesh()
         .disable_mesh()
-        .x_labels(cols.min(24))
-        .y_labels(rows.min(24))
+        // Every row and column is a key point; the formatters keep the labels of every step-th one, and no
+        // tick marks are drawn (thousands of them would merge into a bar).
+        .x_labels(cols)
+        .y_labels(rows)
+        .set_all_tick_mark_size(0)
         .x_label_formatter(&x_fmt)
         .y_label_formatter(&y_fmt)
         .x_desc(&fig.x_desc)
@@ -326,8 +338,9 @@ pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, fig: &Figure, cel
             let img = BitMapElement::with_owned_buffer((px.start, py.start), (w as u32, h as u32), buf).ok_or("bitmap size")?;
             root.draw(&img).map_err(err)?;
         }
-        if rows <= MAX_TEXT_SIDE && cols <= MAX_TEXT_SIDE {
-            let size = (((px.end - px.start) / cols as i32).min((py.end - py.start) / rows as i32) / 3).clamp(8, 16);
+        let (cell_w, cell_h) = ((px.end - px.start) / cols as i32, (py.end - py.start) / rows as i32);
+        if rows <= MAX_TEXT_SIDE && cols <= MAX_TEXT_SIDE && cell_w >= VALUE_CELL.0 && cell_h >= VALUE_CELL.1 {
+            let size = (cell_w.min(cell_h) / 3).clamp(8, 16);
             chart
                 .draw_series(fig.matrix.indexed_iter().map(|((i, j), &v)| {
                     let c = lut.color(v, range);
@@ -340,6 +353,18 @@ pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, fig: &Figure, cel
     }
     draw_colorbar(&bar, range, &lut, ink).map_err(err)?;
     Ok((px, py))
+}
+
+/// The label step for `count` indices with room for `room` labels: 1, 2, 5, 10, 20, 50, … the smallest that fits.
+fn tick_step(count: usize, room: usize) -> usize {
+    let need = count.div_ceil(room.max(1)).max(1);
+    let mut p = 1;
+    loop {
+        if let Some(m) = [1, 2, 5].into_iter().find(|m| m * p >= need) {
+            return m * p;
+        }
+        p *= 10;
+    }
 }
 
 /// A vertical colorbar with value ticks.
@@ -410,6 +435,18 @@ fn register_fonts() {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn tick_steps_are_round_and_fit() {
+        assert_eq!(super::tick_step(12, 24), 1);
+        assert_eq!(super::tick_step(100, 24), 5);
+        assert_eq!(super::tick_step(4096, 16), 500);
+        assert_eq!(super::tick_step(4096, 0), 5000);
+        for (count, room) in [(1, 1), (37, 7), (4096, 20), (2048, 13)] {
+            let s = super::tick_step(count, room);
+            assert!(count.div_ceil(s) <= room.max(1), "{count} in {room}: step {s}");
+        }
+    }
     use super::*;
     use ndarray::arr2;
 

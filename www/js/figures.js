@@ -55,7 +55,7 @@ export function drawView(v, stage, cur) {
   c.setAttribute('aria-label', `${stage.title}: ${stage.formula}, ${stage.rows} × ${stage.cols}`);
 }
 
-/** The smallest cell, in canvas pixels, that gets its value written in it. */
+/** The smallest cell, in canvas pixels, that gets its value written in it (src/render.rs VALUE_CELL, for exports). */
 const VALUE_CELL = { w: 26, h: 14 };
 
 /** The frame, then the cells scaled into its plot area (no smoothing: one block per cell), with their values
