@@ -437,6 +437,34 @@ fn register_fonts() {
 mod tests {
 
     #[test]
+    /// At n = 4096 the axes carry a few round indices (multiples of one 1-2-5 step), not merged labels.
+    #[test]
+    fn a_large_figure_has_round_readable_ticks() {
+        let m = ndarray::Array2::<f32>::zeros((4096, 4096));
+        let fig = Figure {
+            matrix: m.view(),
+            title: "t".into(),
+            subtitle: String::new(),
+            x_desc: "key j".into(),
+            y_desc: "query i".into(),
+            x_labels: None,
+            y_labels: None,
+            scale: Scale::Sequential,
+            palette: Palette::default(),
+            ink: Ink::LIGHT,
+        };
+        super::register_fonts();
+        let mut svg = String::new();
+        {
+            let root = plotters::prelude::SVGBackend::with_string(&mut svg, (470, 430)).into_drawing_area();
+            super::draw(&root, &fig, Cells::Leave).unwrap();
+        }
+        let ticks: Vec<u64> = svg.split("<text").filter_map(|t| t.split('>').nth(1)?.split('<').next()?.trim().parse().ok()).collect();
+        assert!(ticks.len() >= 6 && ticks.len() <= 40, "{} ticks: {ticks:?}", ticks.len());
+        // The axes' indices (the colorbar of this constant matrix adds its 0 and 1).
+        assert!(ticks.iter().all(|t| t % 500 == 0 || *t == 1), "{ticks:?}");
+    }
+
     fn tick_steps_are_round_and_fit() {
         assert_eq!(super::tick_step(12, 24), 1);
         assert_eq!(super::tick_step(100, 24), 5);
