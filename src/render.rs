@@ -289,7 +289,7 @@ pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, fig: &Figure, cel
     let y_step = tick_step(rows, plot_h as usize / 18);
     let fit = ((plot_w as usize * x_step / cols) / 7).max(1);
     let x_fmt = |v: &SegmentValue<i32>| match v {
-        SegmentValue::CenterOf(c) if *c < cols as i32 && *c as usize % x_step == 0 => {
+        SegmentValue::CenterOf(c) if *c < cols as i32 && (*c as usize).is_multiple_of(x_step) => {
             let t = label(&fig.x_labels, *c);
             if fig.x_labels.is_some() && t.chars().count() > fit {
                 t.chars().take(fit.saturating_sub(1).max(1)).chain(['…']).collect()
@@ -300,7 +300,7 @@ pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, fig: &Figure, cel
         _ => String::new(),
     };
     let y_fmt = |v: &SegmentValue<i32>| match v {
-        SegmentValue::CenterOf(r) if *r < rows as i32 && (rows - 1 - *r as usize) % y_step == 0 => label(&fig.y_labels, rows as i32 - 1 - *r),
+        SegmentValue::CenterOf(r) if *r < rows as i32 && (rows - 1 - *r as usize).is_multiple_of(y_step) => label(&fig.y_labels, rows as i32 - 1 - *r),
         _ => String::new(),
     };
     chart
@@ -435,8 +435,9 @@ fn register_fonts() {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+    use ndarray::arr2;
 
-    #[test]
     /// At n = 4096 the axes carry a few round indices (multiples of one 1-2-5 step), not merged labels.
     #[test]
     fn a_large_figure_has_round_readable_ticks() {
@@ -453,11 +454,11 @@ mod tests {
             palette: Palette::default(),
             ink: Ink::LIGHT,
         };
-        super::register_fonts();
+        register_fonts();
         let mut svg = String::new();
         {
             let root = plotters::prelude::SVGBackend::with_string(&mut svg, (470, 430)).into_drawing_area();
-            super::draw(&root, &fig, Cells::Leave).unwrap();
+            draw(&root, &fig, Cells::Leave).unwrap();
         }
         let ticks: Vec<u64> = svg.split("<text").filter_map(|t| t.split('>').nth(1)?.split('<').next()?.trim().parse().ok()).collect();
         assert!(ticks.len() >= 6 && ticks.len() <= 40, "{} ticks: {ticks:?}", ticks.len());
@@ -465,18 +466,17 @@ mod tests {
         assert!(ticks.iter().all(|t| t % 500 == 0 || *t == 1), "{ticks:?}");
     }
 
+    #[test]
     fn tick_steps_are_round_and_fit() {
-        assert_eq!(super::tick_step(12, 24), 1);
-        assert_eq!(super::tick_step(100, 24), 5);
-        assert_eq!(super::tick_step(4096, 16), 500);
-        assert_eq!(super::tick_step(4096, 0), 5000);
+        assert_eq!(tick_step(12, 24), 1);
+        assert_eq!(tick_step(100, 24), 5);
+        assert_eq!(tick_step(4096, 16), 500);
+        assert_eq!(tick_step(4096, 0), 5000);
         for (count, room) in [(1, 1), (37, 7), (4096, 20), (2048, 13)] {
-            let s = super::tick_step(count, room);
+            let s = tick_step(count, room);
             assert!(count.div_ceil(s) <= room.max(1), "{count} in {room}: step {s}");
         }
     }
-    use super::*;
-    use ndarray::arr2;
 
     #[test]
     fn diverging_is_centred_and_masked_is_grey() {
