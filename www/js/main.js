@@ -1,7 +1,9 @@
 // The page: controls → worker (computes the trace) → one figure per stage. Each figure's frame is drawn by
 // the wasm module with plotters (draw_frame); its cells are blitted from the RGBA buffer the worker made.
 // This module owns only the wiring: it loads the page's wasm, restores the URL, starts the worker, turns
-// the worker's answers into what is shown, and connects every control to what it does.
+// the worker's answers into what is shown, and connects every control to what it does. Model mode (the
+// trained models) is wired by model.js; a page opened in Model mode starts its worker and its first request
+// before loading its own wasm, so that the first arcs come soon.
 import { $ } from './dom.js';
 import { state } from './state.js';
 import { PARAMS, tokens, clearErrors, showError, showRefusal, syncControls, setTheme } from './controls.js';
@@ -13,6 +15,7 @@ import { EMBED, applyURL, saveURL, copyLink } from './url.js';
 import { enterPresent, exitPresent, presentKeys } from './present.js';
 import { exportNpz } from './export.js';
 import { loadFile, forgetFile, dropCandidate, acceptCandidate, fileInPlay, acceptDrops } from './file.js';
+import { wireModel, setMode, onModelMessage, onWorkerRestart } from './model.js';
 
 /** The newest settings' result (worker-client.js passes no other): it becomes what is shown. */
 function showResult(msg) {
@@ -48,14 +51,26 @@ function showFatal(error, latest) {
 }
 
 async function main() {
+  const handlers = { result: showResult, refused: showRefused, fatal: showFatal, model: onModelMessage, restarted: onWorkerRestart };
+  wireModel(request);
+  const modelFirst = new URLSearchParams(location.search).get('mode') === 'model';
+  let presentStage = null;
+  if (modelFirst) {
+    applyURL();
+    startWorker(handlers);
+    setMode('model', request);
+  }
   watchUi(render);
   await loadUi();
   const sel = $('preset');
   for (const { name, description } of state.ui.presets()) sel.append(Object.assign(new Option(name, name), { title: description }));
   if (EMBED) document.body.classList.add('embed');
-  const presentStage = applyURL();
+  if (!modelFirst) {
+    presentStage = applyURL();
+    startWorker(handlers);
+    setMode('params', null);
+  }
   state.ui.set_colormaps($('seq').value, $('div').value);
-  startWorker({ result: showResult, refused: showRefused, fatal: showFatal });
   $('controls').addEventListener('submit', (e) => e.preventDefault());
 
   sel.addEventListener('change', () => {
@@ -100,7 +115,7 @@ async function main() {
       enterPresent(at < 0 ? 0 : at);
     }, 50);
   }
-  request();
+  if (state.mode === 'params') request();
 }
 
 main().catch((e) => showError('general', `could not start: ${e.message || e}`));
