@@ -19,6 +19,8 @@ let profile;
 let work;
 const problems = [];
 const PIECE = '10.7';
+// The forced panic of the restart test logs itself (console_error_panic_hook) on purpose.
+const expected = (text) => /debug_panic(_async)?\(\)/.test(text);
 
 // The CLI, as tests/e2e/features.test.mjs finds it: the newer of target/{release,debug}/relattn.
 function cli() {
@@ -59,7 +61,7 @@ before(async () => {
   assert.ok(existsSync(join(root, 'www', 'models', 'chorales-music.safetensors')), 'www/models is missing: run `make wasm` first');
   work = mkdtempSync(join(tmpdir(), 'relattn-e2e-model-'));
   ({ server, base } = await startServer());
-  ({ context, profile } = await launch({ args: ['--autoplay-policy=no-user-gesture-required'] }));
+  ({ context, profile } = await launch({ args: ['--autoplay-policy=no-user-gesture-required'], acceptDownloads: true }));
 });
 
 after(async () => {
@@ -70,7 +72,7 @@ after(async () => {
 /** A new tab on `query`, its errors collected, its long tasks recorded; resolves once the first model result is drawn. */
 async function open(query) {
   const p = await context.newPage();
-  watch(p, problems, { failed: (url) => !url.startsWith('blob:'), outside: true });
+  watch(p, problems, { expected, failed: (url) => !url.startsWith('blob:'), outside: true });
   await p.addInitScript(() => {
     window.longTasks = [];
     try { new PerformanceObserver((l) => { for (const e of l.getEntries()) window.longTasks.push(e.duration); }).observe({ type: 'longtask', buffered: true }); } catch { /* no long task API */ }
@@ -125,7 +127,9 @@ test('the roll and the arcs of ?mode=model&…&note=: drawn soon, equal to `rela
   copyFileSync(join(artifacts, 'model-roll.png'), join(root, 'docs', 'model-mode.png'));
   const long = await p.evaluate(() => window.longTasks);
   console.log(`first arcs ${firstArcs} ms after navigation; main-thread long tasks (ms): ${JSON.stringify(long.map((d) => Math.round(d)))}`);
-  assert.ok(firstArcs < 5000, `first arcs after ${firstArcs} ms`);
+  // #13's budgets: the first arcs within 1.5 s of a cold open; no task blocks the main thread > 100 ms.
+  assert.ok(firstArcs <= 1500, `first arcs after ${firstArcs} ms`);
+  assert.ok(long.every((d) => d <= 100), `main-thread long tasks: ${long}`);
   await p.close();
 });
 
@@ -264,6 +268,79 @@ test('the mode switch: Parameters computes its figures, Model comes back as it w
   await p.click('#mode-model');
   assert.ok(await p.locator('#model').isVisible());
   assert.match(await p.evaluate(() => location.search), /mode=model.*note=12/);
+  await p.close();
+});
+
+test('stale answers are dropped: quick changes of head and note end on the last one', async () => {
+  const p = await open(`?mode=model&model=music&piece=${PIECE}&note=100`);
+  const b = await readyId(p);
+  await p.selectOption('#m-head', '1');
+  await p.selectOption('#m-layer', '2');
+  await p.focus('#roll');
+  for (let k = 0; k < 5; k++) await p.keyboard.press('ArrowRight');
+  await p.selectOption('#m-head', '3');
+  await p.waitForFunction((x) => Number(document.body.dataset.modelReady) > x && document.getElementById('m-busy').hidden, b, { timeout: 60000 });
+  await p.waitForTimeout(500);
+  assert.match(await p.evaluate(() => location.search), /layer=2&head=3&note=105/);
+  assert.equal(await p.getAttribute('#m-tiles .tile[data-layer="2"][data-head="3"]', 'aria-pressed'), 'true');
+  // The arcs shown are the ones a fresh page opened on that URL draws.
+  const r = await roll(p);
+  const p2 = await open(await p.evaluate(() => location.search));
+  assert.deepEqual((await roll(p2)).arcs, r.arcs);
+  await p2.close();
+  await p.close();
+});
+
+test('a 1024-token window (4× the training length): drawn, the main thread never blocked > 100 ms', async () => {
+  const p = await open(`?mode=model&model=music&piece=${PIECE}&length=1024&note=1000`);
+  const r = await roll(p);
+  assert.ok(r.arcs.length > 0);
+  assert.equal(await p.locator('#m-tiles .tile canvas').count(), 12);
+  await p.evaluate(() => { window.longTasks = []; });
+  await settle(p, () => p.selectOption('#m-head', '2'));
+  await p.focus('#roll');
+  await settle(p, () => p.keyboard.press('ArrowLeft'));
+  const long = await p.evaluate(() => window.longTasks);
+  console.log(`1024 tokens: main-thread long tasks while changing head and note (ms): ${JSON.stringify(long.map((d) => Math.round(d)))}`);
+  assert.ok(long.every((d) => d <= 100), `long tasks: ${long}`);
+  await p.close();
+});
+
+test('embed (?embed=arcs) shows the roll alone; PNG export of the roll; the colormap recolours the tiles', async () => {
+  const p = await open(`?mode=model&model=music&piece=${PIECE}&note=130&embed=arcs`);
+  assert.ok(await p.locator('#roll').isVisible());
+  for (const id of ['model-form', 'm-tiles', 'toolbar', 'controls']) assert.ok(await p.locator(`#${id}`).isHidden(), `#${id} hidden`);
+  const box = await p.locator('#roll').boundingBox();
+  assert.ok(box.width >= 1400 && box.height >= 900, `the roll fills the frame: ${box.width}×${box.height}`);
+  assert.match(await p.evaluate(() => location.search), /embed=arcs/);
+  await p.close();
+
+  const q = await open(`?mode=model&model=music&piece=${PIECE}&note=130`);
+  const [download] = await Promise.all([q.waitForEvent('download'), q.click('#m-export-png')]);
+  assert.match(download.suggestedFilename(), /^relattn-music-BWV10\.7-t0-256-L0H0-note130\.png$/);
+  const png = readFileSync(await download.path());
+  assert.equal(png.subarray(1, 4).toString('latin1'), 'PNG');
+  const width = png.readUInt32BE(16);
+  const rollWidth = await q.locator('#roll').evaluate((c) => c.clientWidth);
+  assert.equal(width, 2 * rollWidth, 'drawn at 2×');
+  const tile = () => q.locator('#m-tiles .tile canvas').first().evaluate((c) => Array.from(c.getContext('2d').getImageData(0, 0, 1, 1).data));
+  const before = await tile();
+  await settle(q, () => q.selectOption('#seq', 'cividis'));
+  assert.notDeepEqual(await tile(), before, 'cividis, not viridis');
+  assert.match(await q.evaluate(() => location.search), /mode=model/);
+  await q.close();
+});
+
+test('a panic in the worker: it restarts and Model mode keeps working', async () => {
+  const p = await open(`?mode=model&model=music&piece=${PIECE}&note=60`);
+  const r = await roll(p);
+  const b = await readyId(p);
+  await p.workers().at(-1).evaluate(() => self.dispatchEvent(new MessageEvent('message', { data: { kind: 'debug-panic', id: 0 } })));
+  // The fresh worker loads the model again and answers the view shown.
+  await p.waitForFunction((x) => Number(document.body.dataset.modelReady) > x, b, { timeout: 60000 });
+  assert.deepEqual((await roll(p)).arcs, r.arcs);
+  await settle(p, () => p.selectOption('#m-head', '1'));
+  assert.equal(await p.locator('#err-general').innerText(), '');
   await p.close();
 });
 

@@ -15,7 +15,7 @@ import { EMBED, applyURL, saveURL, copyLink } from './url.js';
 import { enterPresent, exitPresent, presentKeys } from './present.js';
 import { exportNpz } from './export.js';
 import { loadFile, forgetFile, dropCandidate, acceptCandidate, fileInPlay, acceptDrops } from './file.js';
-import { wireModel, setMode, onModelMessage, onWorkerRestart } from './model.js';
+import { wireModel, setMode, onModelMessage, onWorkerRestart, recolour } from './model.js';
 
 /** The newest settings' result (worker-client.js passes no other): it becomes what is shown. */
 function showResult(msg) {
@@ -54,6 +54,7 @@ async function main() {
   const handlers = { result: showResult, refused: showRefused, fatal: showFatal, model: onModelMessage, restarted: onWorkerRestart };
   wireModel(request);
   const modelFirst = new URLSearchParams(location.search).get('mode') === 'model';
+  if (EMBED) document.body.classList.add(modelFirst ? 'embed-model' : 'embed');
   let presentStage = null;
   if (modelFirst) {
     applyURL();
@@ -64,7 +65,6 @@ async function main() {
   await loadUi();
   const sel = $('preset');
   for (const { name, description } of state.ui.presets()) sel.append(Object.assign(new Option(name, name), { title: description }));
-  if (EMBED) document.body.classList.add('embed');
   if (!modelFirst) {
     presentStage = applyURL();
     startWorker(handlers);
@@ -92,7 +92,12 @@ async function main() {
     if (t.length > 0) { sel.value = ''; $('n').value = String(t.length); }
     requestSoon();
   });
-  for (const id of ['seq', 'div']) $(id).addEventListener('change', () => { state.ui.set_colormaps($('seq').value, $('div').value); request(); });
+  for (const id of ['seq', 'div']) {
+    $(id).addEventListener('change', () => {
+      state.ui.set_colormaps($('seq').value, $('div').value);
+      if (state.mode === 'model') { recolour(); if (state.paramsStarted) request(); } else request();
+    });
+  }
   $('theme').addEventListener('change', () => { setTheme($('theme').value); saveURL(); });
   $('copy-link').addEventListener('click', copyLink);
   $('present-btn').addEventListener('click', () => enterPresent(0));

@@ -11,6 +11,7 @@ import { drawTiles, markTile, drawDistances, drawPrediction, drawNll } from './m
 import { play, stop, playing } from './sound.js';
 import { colormaps } from './controls.js';
 import { saveURL } from './url.js';
+import { exportRoll } from './export.js';
 
 const m = state.model;
 const FADE_MS = 180;
@@ -21,6 +22,12 @@ function setBusy(b) {
 
 function keyOf(kind, w) {
   return JSON.stringify([kind, w.piece, w.start, w.length, w.transpose]);
+}
+
+/** The sequential colormap changed: the tiles again. */
+export function recolour() {
+  m.recolour = true;
+  modelRequest();
 }
 
 /** New model settings (or a new selected token): a new id now, the request now or once typing pauses. */
@@ -38,7 +45,8 @@ function send() {
   const key = keyOf(kind, w);
   const s = m.shown;
   const newWindow = !s || s.key !== key;
-  const parts = { window: newWindow, head: newWindow || s.layer !== layer || s.head !== head };
+  const parts = { window: newWindow || m.recolour, head: newWindow || s.layer !== layer || s.head !== head };
+  m.recolour = false;
   // A new window keeps the token selected (the URL's note= first); the first one selects the soprano at mid-window.
   const mid = Number.isFinite(w.length) ? 4 * Math.floor(w.length / 8) : 0;
   let position = m.wantNote ?? (s ? m.position ?? mid : mid);
@@ -86,6 +94,7 @@ function showResult(msg) {
   }
   setBusy(false);
   clearModelErrors();
+  $('err-general').textContent = ''; // a worker restart's message: the new worker answered
   syncModelForm(next);
   if (msg.tiles) drawTiles(next, chooseHead); else markTile(next.layer, next.head);
   if (msg.profiles) drawDistances(next);
@@ -127,10 +136,10 @@ function fadeArcs() {
   step();
 }
 
-/** Draws the roll as state.model says. */
-export function redraw(fade = 1) {
+/** Draws the roll as state.model says (on `canvas`, the page's roll unless given, at `size` when given). */
+export function redraw(fade = 1, canvas = $('roll'), size = null) {
   if (!m.shown) return;
-  drawRoll($('roll'), m.shown, { sampled: m.sampled, position: m.position, playhead: m.play ? m.playStep : null, fade });
+  drawRoll(canvas, m.shown, { sampled: m.sampled, position: m.position, playhead: m.play ? m.playStep : null, fade, size });
 }
 
 /** Selects token `t` of the window: arcs at once (the head's weights are here), the prediction from the worker. */
@@ -284,6 +293,7 @@ export function wireModel(startParams) {
   $('m-clear').addEventListener('click', () => { m.sampled = []; $('m-clear').disabled = true; $('m-sample-status').textContent = ''; redraw(); });
   $('m-play').addEventListener('click', togglePlay);
   $('m-nll-btn').addEventListener('click', computeNll);
+  $('m-export-png').addEventListener('click', () => exportRoll((c, size) => redraw(1, c, size)));
   let t = 0;
   window.addEventListener('resize', () => {
     clearTimeout(t);

@@ -91,12 +91,13 @@ export function arcsOf(values, T, i) {
 
 /**
  * Draws the roll on `canvas` for `r` (state.model.shown), the sampled notes, the selected token, the playhead
- * step (or null) and the arcs' opacity `fade` (0..1, for the change of head).
+ * step (or null) and the arcs' opacity `fade` (0..1, for the change of head); `size` { width, height, dpr }
+ * overrides the canvas's CSS size and the screen's pixel ratio (the PNG export).
  */
-export function drawRoll(canvas, r, { sampled = [], position = null, playhead = null, fade = 1 } = {}) {
-  const dpr = window.devicePixelRatio || 1;
-  const w = canvas.clientWidth || 1200;
-  const h = canvas.clientHeight || 420;
+export function drawRoll(canvas, r, { sampled = [], position = null, playhead = null, fade = 1, size = null } = {}) {
+  const dpr = (size && size.dpr) || window.devicePixelRatio || 1;
+  const w = (size && size.width) || canvas.clientWidth || 1200;
+  const h = (size && size.height) || canvas.clientHeight || 420;
   if (canvas.width !== Math.round(w * dpr) || canvas.height !== Math.round(h * dpr)) {
     canvas.width = Math.round(w * dpr);
     canvas.height = Math.round(h * dpr);

@@ -88,6 +88,8 @@ export const state = {
     audio: null,
     /** The debounce timer of typing in a number box. */
     debounce: 0,
+    /** The next request asks for the tiles again (the colormap changed). */
+    recolour: false,
   },
 
   // --- the toolbar (url.js) ---

@@ -7,13 +7,15 @@ import { state } from './state.js';
 import { NUMS, BOOLS, setSelect, setTheme } from './controls.js';
 import { modelQuery, applyModelURL } from './model-form.js';
 
-/** ?embed=STAGE: that one heatmap, sized to its frame, and nothing else (null: the whole page). */
+/** ?embed=STAGE: that one heatmap, sized to its frame, and nothing else (null: the whole page); in Model mode,
+ *  ?embed=arcs: the piano roll with its arcs. */
 export const EMBED = new URLSearchParams(location.search).get('embed');
 
 export function saveURL() {
   const cur = state.current;
   if (state.mode === 'model') {
     const q = new URLSearchParams({ mode: 'model' });
+    if (EMBED) q.set('embed', EMBED);
     modelQuery(q);
     q.set('theme', document.documentElement.dataset.theme);
     const url = `${location.pathname}?${q}`;
