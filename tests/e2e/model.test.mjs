@@ -246,6 +246,25 @@ test('the URL round-trips; errors go next to their control and the view stays', 
   await p.close();
 });
 
+test('a URL with an unknown piece and layer: refused next to their controls, the other choices offered', async () => {
+  const p = await context.newPage();
+  watch(p, problems, { expected, failed: (url) => !url.startsWith('blob:'), outside: true });
+  await p.goto(`${base}?mode=model&model=music&piece=999&layer=7&head=1`);
+  await p.waitForFunction(() => document.getElementById('merr-piece').textContent, null, { timeout: 60000 });
+  assert.match(await p.locator('#merr-piece').innerText(), /999/);
+  assert.equal(await p.inputValue('#m-piece'), '999');
+  assert.ok((await p.locator('#m-piece option').count()) > 30, 'every test piece is offered');
+  await p.selectOption('#m-piece', '20.11');
+  await p.waitForFunction(() => document.getElementById('merr-layer').textContent, null, { timeout: 60000 });
+  assert.match(await p.locator('#merr-layer').innerText(), /layer/);
+  assert.equal(await p.locator('#merr-piece').innerText(), '');
+  await p.selectOption('#m-layer', '1');
+  await p.waitForFunction(() => document.body.dataset.modelReady, null, { timeout: 60000 });
+  assert.equal(await p.locator('#m-layer option').count(), 3);
+  assert.match(await p.evaluate(() => location.search), /piece=20\.11&start=0&length=256&transpose=0&layer=1&head=1/);
+  await p.close();
+});
+
 test('Longer than trained: NLL per position of the music and absolute models at 1024 tokens', async () => {
   const p = await open(`?mode=model&model=music&piece=${PIECE}`);
   await p.click('#m-nll-btn');

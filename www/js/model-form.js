@@ -35,18 +35,35 @@ function choose(sel, value) {
 }
 
 function fillNumbers(sel, count, value) {
-  if (sel.options.length !== count) sel.replaceChildren(...Array.from({ length: count }, (_, i) => new Option(String(i), String(i))));
+  if (sel.options.length !== count || [...sel.options].some((o, i) => o.value !== String(i))) sel.replaceChildren(...Array.from({ length: count }, (_, i) => new Option(String(i), String(i))));
   sel.value = String(Math.min(value, count - 1));
 }
 
 /** The piece select: every test piece by BWV and title (kept once filled). */
 function fillPieces(pieces, value) {
   const sel = $('m-piece');
-  if (sel.options.length !== pieces.length) {
+  if (sel.options.length !== pieces.length || sel.options[0].value !== pieces[0].bwv) {
     sel.replaceChildren(...pieces.map((p) => new Option(`BWV ${p.bwv} — ${p.title} (${p.time_signature}, ${p.length / 4} steps)`, p.bwv)));
   }
   sel.value = value;
   delete sel.dataset.want;
+}
+
+/**
+ * Offers `info`'s pieces, layers and heads after a refused request (the model loaded), keeping the value
+ * refused selected, so that another can be chosen.
+ */
+export function syncChoices(info) {
+  const keep = (sel, options) => {
+    const v = sel.value;
+    const extra = options.some((o) => o.value === v) ? [] : [new Option(v, v)];
+    sel.replaceChildren(...extra, ...options);
+    sel.value = v;
+  };
+  keep($('m-piece'), info.pieces.map((p) => new Option(`BWV ${p.bwv} — ${p.title} (${p.time_signature}, ${p.length / 4} steps)`, p.bwv)));
+  delete $('m-piece').dataset.want;
+  keep($('m-layer'), Array.from({ length: info.config.layers }, (_, i) => new Option(String(i), String(i))));
+  keep($('m-head'), Array.from({ length: info.config.heads }, (_, i) => new Option(String(i), String(i))));
 }
 
 /** Writes a result's model and window into the controls and their ranges. */

@@ -5,7 +5,7 @@
 import { $ } from './dom.js';
 import { state } from './state.js';
 import { modelRequest as modelMsg, sampleRequest, modelStop, nllRequest } from './protocol.js';
-import { readWindow, readHead, modelKind, syncModelForm, clearModelErrors, showModelError } from './model-form.js';
+import { readWindow, readHead, modelKind, syncModelForm, syncChoices, clearModelErrors, showModelError } from './model-form.js';
 import { drawRoll, hit, noteName } from './roll.js';
 import { drawTiles, markTile, drawDistances, drawPrediction, drawNll } from './model-views.js';
 import { play, stop, playing } from './sound.js';
@@ -61,7 +61,11 @@ export function onModelMessage(msg) {
     case 'model-sampled': if (msg.id === m.sampleId) sampled(msg); return;
     case 'model-nll': if (msg.id === m.nllId) { m.nll = msg; drawNll(); nllDone(); } return;
     case 'model-error':
-      if (msg.of === 'model' && msg.id === m.lastId) { setBusy(false); showModelError(msg.error); }
+      if (msg.of === 'model' && msg.id === m.lastId) {
+        setBusy(false);
+        if (msg.info) syncChoices(msg.info);
+        showModelError(msg.error);
+      }
       if (msg.of === 'model-sample' && msg.id === m.sampleId) { $('merr-sample').textContent = msg.error.message; sampleDone(); }
       if (msg.of === 'model-nll' && msg.id === m.nllId) { $('merr-nll').textContent = msg.error.message; nllDone(); }
       return;
@@ -91,6 +95,7 @@ function showResult(msg) {
     m.sampled = [];
     $('m-sample-status').textContent = '';
     $('m-clear').disabled = true;
+    if (m.nll && m.nll.piece !== next.window.piece) { m.nll = null; drawNll(); }
   }
   setBusy(false);
   clearModelErrors();
@@ -268,7 +273,7 @@ export function wireModel(startParams) {
     const s = m.shown;
     const p = s && s.info.pieces.find((x) => x.bwv === $('m-piece').value);
     if (p && Number($('m-length').value) > p.length) $('m-length').value = String(Math.min(p.length, 256));
-    m.position = 0;
+    m.position = null; // the new window's middle
     modelRequest();
   });
   for (const id of ['m-start', 'm-length', 'm-transpose']) $(id).addEventListener('input', () => modelRequest(true));

@@ -245,7 +245,8 @@ export const MODEL_KINDS = ['music', 'shaw', 'absolute'];
 /**
  * worker → page: a model request refused (field and kind as in WorkerError; field 'model' for a model or
  * data file that could not be fetched or loaded). `of` names the request: 'model', 'model-sample', 'model-nll'.
- * @typedef {{ kind: 'model-error', id: number, of: string, error: WorkerError }} ModelError
+ * A refused 'model' whose model did load carries its `info` (ModelInfo: the pieces, layers and heads to offer).
+ * @typedef {{ kind: 'model-error', id: number, of: string, error: WorkerError, info?: object }} ModelError
  */
 
 /** @typedef {ComputeRequest | ExportRequest | DebugMessage | ModelRequest | SampleRequest | ModelStop | NllRequest} ToWorker */

@@ -95,9 +95,10 @@ function shrink(rgba, n, size) {
 async function answer(ctx, m) {
   const t0 = performance.now();
   const { relattn, memory, post } = ctx;
+  let s = null;
   try {
     if (m.colormaps) relattn.set_colormaps(m.colormaps.sequential, m.colormaps.diverging);
-    const s = await session(relattn, m.model);
+    s = await session(relattn, m.model);
     const { info: win, ran } = ensureWindow(s, m.model, m.window);
     const msg = { kind: 'model-result', id: m.id, model: m.model, key: keyOf(m.model, m.window), layer: m.layer, head: m.head, position: m.position };
     const transfer = [];
@@ -135,7 +136,10 @@ async function answer(ctx, m) {
     post(msg, transfer);
   } catch (err) {
     if (ctx.isAbort(err)) throw err;
-    post(failure(m.id, 'model', err));
+    const msg = failure(m.id, 'model', err);
+    // With the model loaded, its pieces, layers and heads come along: the page's choices stay usable.
+    if (s) msg.info = s.info();
+    post(msg);
   }
 }
 
