@@ -182,6 +182,16 @@ export function drawNll() {
     s.smooth.forEach((v, k) => (k ? ctx.lineTo(X(k), Y(v)) : ctx.moveTo(X(k), Y(v))));
     ctx.stroke();
   }
+  ctx.textAlign = 'left';
+  lines.forEach((s, k) => {
+    const y = m.t + 6 + 14 * k;
+    ctx.strokeStyle = colors[s.model]; ctx.lineWidth = 2.5;
+    ctx.beginPath(); ctx.moveTo(w - m.r - 190, y); ctx.lineTo(w - m.r - 170, y); ctx.stroke();
+    ctx.fillStyle = '#333';
+    ctx.fillText(s.model === 'music' ? 'relative (Music Transformer)' : 'absolute positions', w - m.r - 164, y + 4);
+  });
+  ctx.save(); ctx.translate(12, (m.t + hh - m.b) / 2); ctx.rotate(-Math.PI / 2); ctx.textAlign = 'center'; ctx.fillStyle = '#666';
+  ctx.fillText('NLL (nats)', 0, 0); ctx.restore();
   const mean = (v, a, b) => { const x = v.slice(a, b); return x.length ? x.reduce((p, q) => p + q, 0) / x.length : NaN; };
   const parts = lines.map((s) => {
     const before = mean(s.values, 0, 255);

@@ -46,7 +46,6 @@ function send() {
   const s = m.shown;
   const newWindow = !s || s.key !== key;
   const parts = { window: newWindow || m.recolour, head: newWindow || s.layer !== layer || s.head !== head };
-  m.recolour = false;
   // A new window keeps the token selected (the URL's note= first); the first one selects the soprano at mid-window.
   const mid = Number.isFinite(w.length) ? 4 * Math.floor(w.length / 8) : 0;
   let position = m.wantNote ?? (s ? m.position ?? mid : mid);
@@ -86,6 +85,7 @@ function showResult(msg) {
   const headChanged = !prev || prev.layer !== msg.layer || prev.head !== msg.head;
   const next = { ...(prev || {}), id: msg.id, key: msg.key, model: msg.model, layer: msg.layer, head: msg.head, prediction: msg.prediction };
   if (msg.info) Object.assign(next, { info: msg.info, window: msg.window, tiles: msg.tiles });
+  if (msg.tiles) m.recolour = false;
   if (msg.values) Object.assign(next, { values: msg.values, profiles: msg.profiles });
   m.shown = next;
   m.position = msg.position;

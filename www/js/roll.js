@@ -144,7 +144,7 @@ export function drawRoll(canvas, r, { sampled = [], position = null, playhead = 
     ctx.strokeStyle = '#444'; ctx.setLineDash([4, 3]);
     ctx.beginPath(); ctx.moveTo(x, M.top - 4); ctx.lineTo(x, L.restY + 6); ctx.stroke();
     ctx.setLineDash([]);
-    ctx.fillStyle = '#444'; ctx.textAlign = 'left'; ctx.fillText('sampled →', x + 3, M.top - 5);
+    ctx.fillStyle = '#444'; ctx.textAlign = 'left'; ctx.fillText('sampled →', x + 4, L.restY - 2);
   }
   // Steps along the bottom.
   ctx.fillStyle = '#888'; ctx.textAlign = 'center'; ctx.textBaseline = 'top';

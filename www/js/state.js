@@ -88,7 +88,7 @@ export const state = {
     audio: null,
     /** The debounce timer of typing in a number box. */
     debounce: 0,
-    /** The next request asks for the tiles again (the colormap changed). */
+    /** Requests ask for the tiles again until a result brings them (the colormap changed). */
     recolour: false,
   },
 
