@@ -150,6 +150,7 @@ export function drawPrediction(p) {
 export function drawNll() {
   const n = state.model.nll;
   const c = $('m-nll');
+  if (!c) return;
   if (!n) { delete c.dataset.drawn; $('m-nll-note').textContent = ''; return; }
   const w = c.clientWidth || 900;
   const hh = c.clientHeight || 240;

@@ -244,9 +244,42 @@ function nllDone() {
 
 // --- the mode switch and the controls -------------------------------------------------------------------------
 
+/**
+ * Model mode's canvases (the roll, the NLL chart), made when the mode is first shown: a page in Parameters
+ * mode (and its ?embed=STAGE) holds the stages' canvases alone.
+ */
+function ensureCanvases() {
+  if ($('roll')) return;
+  const roll = document.createElement('canvas');
+  Object.assign(roll, { id: 'roll', tabIndex: 0 });
+  roll.setAttribute('role', 'img');
+  roll.setAttribute('aria-describedby', 'roll-hint');
+  roll.setAttribute('aria-label', "Piano roll of the window with the selected note's attention arcs");
+  $('roll-holder').replaceWith(roll);
+  roll.addEventListener('click', (e) => {
+    if (!m.shown) return;
+    const b = roll.getBoundingClientRect();
+    const t = hit(roll, m.shown, m.sampled, e.clientX - b.left, e.clientY - b.top);
+    if (t != null) select(t);
+  });
+  roll.addEventListener('keydown', (e) => {
+    if (!m.shown) return;
+    const d = { ArrowLeft: -1, ArrowRight: 1 }[e.key];
+    if (!d) return;
+    e.preventDefault();
+    select((m.position ?? 0) + d * (e.shiftKey ? 4 : 1));
+  });
+  const nll = document.createElement('canvas');
+  nll.id = 'm-nll';
+  nll.setAttribute('role', 'img');
+  nll.setAttribute('aria-label', 'NLL per position of the music and absolute models');
+  $('m-nll-holder').replaceWith(nll);
+}
+
 /** Shows mode `mode` ('params' or 'model'); `startParams()` sends Parameters mode's first request. */
 export function setMode(mode, startParams) {
   state.mode = mode === 'model' ? 'model' : 'params';
+  if (state.mode === 'model') ensureCanvases();
   document.body.dataset.mode = state.mode;
   $('mode-params').setAttribute('aria-pressed', String(state.mode === 'params'));
   $('mode-model').setAttribute('aria-pressed', String(state.mode === 'model'));
@@ -279,20 +312,6 @@ export function wireModel(startParams) {
   for (const id of ['m-start', 'm-length', 'm-transpose']) $(id).addEventListener('input', () => modelRequest(true));
   for (const id of ['m-layer', 'm-head']) $(id).addEventListener('change', () => modelRequest());
   $('m-dist-full').addEventListener('change', () => m.shown && drawDistances(m.shown));
-  const roll = $('roll');
-  roll.addEventListener('click', (e) => {
-    if (!m.shown) return;
-    const b = roll.getBoundingClientRect();
-    const t = hit(roll, m.shown, m.sampled, e.clientX - b.left, e.clientY - b.top);
-    if (t != null) select(t);
-  });
-  roll.addEventListener('keydown', (e) => {
-    if (!m.shown) return;
-    const d = { ArrowLeft: -1, ArrowRight: 1 }[e.key];
-    if (!d) return;
-    e.preventDefault();
-    select((m.position ?? 0) + d * (e.shiftKey ? 4 : 1));
-  });
   $('m-continue').addEventListener('click', startSampling);
   $('m-stop').addEventListener('click', stopSampling);
   $('m-clear').addEventListener('click', () => { m.sampled = []; $('m-clear').disabled = true; $('m-sample-status').textContent = ''; redraw(); });
