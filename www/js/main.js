@@ -15,7 +15,7 @@ import { EMBED, applyURL, saveURL, copyLink } from './url.js';
 import { enterPresent, exitPresent, presentKeys } from './present.js';
 import { exportNpz } from './export.js';
 import { loadFile, forgetFile, dropCandidate, acceptCandidate, fileInPlay, acceptDrops } from './file.js';
-import { wireModel, setMode, onModelMessage, onWorkerRestart, recolour } from './model.js';
+import { wireModel, setMode, onModelMessage, onWorkerRestart, recolour, firstShown } from './model.js';
 
 /** The newest settings' result (worker-client.js passes no other): it becomes what is shown. */
 function showResult(msg) {
@@ -52,14 +52,21 @@ function showFatal(error, latest) {
 
 async function main() {
   const handlers = { result: showResult, refused: showRefused, fatal: showFatal, model: onModelMessage, restarted: onWorkerRestart };
-  wireModel(request);
+  // Parameters mode's first request waits for the page's own wasm (it draws the figures).
+  let uiLoaded = null;
+  const uiReady = new Promise((ok) => { uiLoaded = ok; });
+  const startParams = () => uiReady.then(() => request());
+  wireModel(startParams);
   const modelFirst = new URLSearchParams(location.search).get('mode') === 'model';
   if (EMBED) document.body.classList.add(modelFirst ? 'embed-model' : 'embed');
   let presentStage = null;
   if (modelFirst) {
     applyURL();
     startWorker(handlers);
-    setMode('model', request);
+    setMode('model', startParams);
+    // The page's own wasm (Parameters mode's figures) is compiled once the first arcs are drawn, not
+    // competing with the worker for the CPU before (at most 5 s later).
+    await Promise.race([firstShown, new Promise((ok) => setTimeout(ok, 5000))]);
   }
   watchUi(render);
   await loadUi();
@@ -120,6 +127,7 @@ async function main() {
       enterPresent(at < 0 ? 0 : at);
     }, 50);
   }
+  uiLoaded();
   if (state.mode === 'params') request();
 }
 

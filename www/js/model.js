@@ -16,6 +16,10 @@ import { exportRoll } from './export.js';
 const m = state.model;
 const FADE_MS = 180;
 
+let shownFirst = null;
+/** Resolves once the first model result is drawn (or refused): main.js loads the page's own wasm after it. */
+export const firstShown = new Promise((ok) => { shownFirst = ok; });
+
 function setBusy(b) {
   $('m-busy').hidden = !b;
 }
@@ -64,6 +68,7 @@ export function onModelMessage(msg) {
         setBusy(false);
         if (msg.info) syncChoices(msg.info);
         showModelError(msg.error);
+        shownFirst();
       }
       if (msg.of === 'model-sample' && msg.id === m.sampleId) { $('merr-sample').textContent = msg.error.message; sampleDone(); }
       if (msg.of === 'model-nll' && msg.id === m.nllId) { $('merr-nll').textContent = msg.error.message; nllDone(); }
@@ -108,6 +113,7 @@ function showResult(msg) {
   if (headChanged && !first) fadeArcs(); else redraw();
   $('m-timings').textContent = `model (CPU, wasm): forward pass ${next.window.nll.ms.toFixed(0)} ms · last answer ${msg.ms.toFixed(0)} ms`;
   if (first && document.body.dataset.firstArcsMs === undefined) document.body.dataset.firstArcsMs = performance.now().toFixed(0);
+  shownFirst();
   saveURL();
   document.body.dataset.modelReady = String(msg.id);
 }
