@@ -160,7 +160,7 @@ test('attention by distance: one chart per head, each distribution sums to 1', a
     assert.ok(Math.abs(sum - 1) <= 1e-6, `head ${h}: Σ = ${sum}`);
     assert.ok((await inked(charts.nth(h))) > 0.005, `chart ${h} drawn`);
   }
-  assert.equal(await charts.nth(0).getAttribute('data-landmarks'), '-4 step,-16 beat,-64 bar');
+  assert.equal(await charts.nth(0).getAttribute('data-landmarks'), '-4 step,-16 beat,-64 bar (4/4)');
   await p.close();
 });
 
@@ -201,8 +201,9 @@ test('Continue: the sampled tokens equal `relattn model sample` with the same pr
 });
 
 test('Play: an AudioContext running, the playhead moving and selecting notes', async () => {
-  const p = await open(`?mode=model&model=music&piece=${PIECE}&length=128&note=0`);
-  await p.fill('#m-bpm', '240');
+  // 64 steps at ♩ = 120: 8 s of music, time enough on a loaded machine.
+  const p = await open(`?mode=model&model=music&piece=${PIECE}&length=256&note=0`);
+  await p.fill('#m-bpm', '120');
   await p.click('#m-play');
   await p.waitForFunction(() => document.getElementById('roll').dataset.playhead, null, { timeout: 10000 });
   assert.equal(await p.getAttribute('#m-play', 'data-audio'), 'running');

@@ -7,8 +7,15 @@
 import { $ } from './dom.js';
 import { state } from './state.js';
 
-/** Landmarks of the distance charts: with 4 voices per 16th step, −4 is the same voice one step back, −16 one beat (a quarter), −64 a bar of 4/4. */
-const LANDMARKS = [[-4, 'step'], [-16, 'beat'], [-64, 'bar']];
+/**
+ * Landmarks of the distance charts: with 4 voices per 16th step, −4 is the same voice one step back, −16 one
+ * beat (a quarter), and one bar of the piece's time signature (−64 in 4/4, −48 in 3/4).
+ */
+function landmarks(timeSignature) {
+  const [num, den] = (/^(\d+)\/(\d+)$/.exec(timeSignature || '') || [0, 4, 4]).slice(1).map(Number);
+  const bar = -4 * Math.round((num * 16) / den);
+  return [[-4, 'step'], [-16, 'beat'], [bar, `bar (${num}/${den})`]];
+}
 const HEAD_COLORS = ['#1f6fc4', '#d62728', '#2a9d3a', '#8a4fbf', '#e07000', '#555', '#17becf', '#bcbd22'];
 
 /**
@@ -61,6 +68,8 @@ export function drawDistances(r) {
   const heads = r.profiles.length;
   const T = r.window.length;
   const full = $('m-dist-full').checked;
+  const piece = r.info.pieces.find((p) => p.bwv === r.window.piece);
+  const LANDMARKS = landmarks(piece && piece.time_signature);
   const shownFrom = full ? -(T - 1) : -Math.min(64, T - 1);
   $('m-dist-layer').textContent = `layer ${r.layer}`;
   while (box.children.length > heads) box.lastChild.remove();

@@ -6,7 +6,7 @@ import { $ } from './dom.js';
 import { state } from './state.js';
 import { modelRequest as modelMsg, sampleRequest, modelStop, nllRequest } from './protocol.js';
 import { readWindow, readHead, modelKind, syncModelForm, syncChoices, clearModelErrors, showModelError } from './model-form.js';
-import { drawRoll, hit, noteName } from './roll.js';
+import { drawRoll, hit, noteName, arcsOf } from './roll.js';
 import { drawTiles, markTile, drawDistances, drawPrediction, drawNll } from './model-views.js';
 import { play, stop, playing } from './sound.js';
 import { colormaps } from './controls.js';
@@ -129,9 +129,30 @@ function describe() {
     `${w.transpose ? `, transposed ${w.transpose > 0 ? '+' : ''}${w.transpose}` : ''} · mean NLL ${w.nll.mean.toFixed(3)} nats per token`;
   const t = m.position;
   const n = t == null ? null : w.notes[t];
+  const top = arcsOf(s.values, w.length, t).sort((a, b) => b[1] - a[1]).slice(0, 3)
+    .map(([j, a]) => `${noteLabel(w.notes[j])} at ${j - t} (${a.toFixed(2)})`);
   $('m-selected').textContent = n
-    ? `Selected: token ${t} of the window (${['soprano', 'alto', 'tenor', 'bass'][n.voice]}, ${noteName(n.midi)}, step ${n.step}); arcs: layer ${s.layer}, head ${s.head}.`
+    ? `Selected: token ${t} of the window, ${noteLabel(n)}, step ${n.step}. In layer ${s.layer}, head ${s.head} it attends most to: ${top.join('; ')}.`
     : '';
+}
+
+const VOICES = ['soprano', 'alto', 'tenor', 'bass'];
+function noteLabel(n) {
+  return `${VOICES[n.voice]} ${noteName(n.midi)}`;
+}
+
+/** The roll's tooltip (its title): the token under the pointer and the selected token's weight on it. */
+function hoverRoll(e) {
+  const roll = $('roll');
+  const s = m.shown;
+  if (!s) return;
+  const b = roll.getBoundingClientRect();
+  const t = hit(roll, s, m.sampled, e.clientX - b.left, e.clientY - b.top);
+  if (t == null) { roll.title = ''; return; }
+  const n = s.window.notes[t];
+  const i = m.position;
+  const weight = i != null && t <= i && s.values ? `; weight from the selected token (distance ${t - i}): ${s.values[i * s.window.length + t].toFixed(3)}` : '';
+  roll.title = `token ${t}: ${noteLabel(n)}, step ${n.step}${weight}`;
 }
 
 let fadeRaf = 0;
@@ -268,6 +289,7 @@ function ensureCanvases() {
     const t = hit(roll, m.shown, m.sampled, e.clientX - b.left, e.clientY - b.top);
     if (t != null) select(t);
   });
+  roll.addEventListener('mousemove', hoverRoll);
   roll.addEventListener('keydown', (e) => {
     if (!m.shown) return;
     const d = { ArrowLeft: -1, ArrowRight: 1 }[e.key];

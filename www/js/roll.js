@@ -9,7 +9,7 @@ const VOICE_COLORS = ['#d62728', '#2a9d3a', '#1f6fc4', '#8a4fbf'];
 export const VOICE_NAMES = ['S', 'A', 'T', 'B'];
 const MIN_WEIGHT = 0.01;
 const M = { left: 44, right: 12, top: 18, bottom: 34 }; // margins (CSS px); the rest lane is the bottom's upper part
-const NAMES = ['C', 'C♯', 'D', 'D♯', 'E', 'F', 'F♯', 'G', 'G♯', 'A', 'A♯', 'B'];
+const NAMES = ['C', 'C#', 'D', 'D#', 'E', 'F', 'F#', 'G', 'G#', 'A', 'A#', 'B']; // as the vocabulary spells them
 
 const patterns = new Map();
 
