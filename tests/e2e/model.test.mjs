@@ -222,6 +222,30 @@ test('Continue: the sampled tokens equal `relattn model sample` with the same pr
   await p.close();
 });
 
+test('Continue: Stop ends the sampling, Clear removes its notes, a new window ends it too', async () => {
+  const p = await open(`?mode=model&model=music&piece=${PIECE}&length=64`);
+  const count = async () => ((await roll(p)).sampled ? (await roll(p)).sampled.split(',').length : 0);
+  await p.fill('#m-steps', '4000');
+  await p.click('#m-continue');
+  await p.waitForFunction(() => (document.getElementById('roll').dataset.sampled || '').split(',').length >= 32, null, { timeout: 60000 });
+  await p.click('#m-stop');
+  const n = await count();
+  await p.waitForTimeout(600);
+  assert.equal(await count(), n, 'no batch after Stop');
+  assert.match(await p.locator('#m-sample-status').innerText(), /stopped/);
+  assert.equal(await p.isDisabled('#m-stop'), true);
+  await p.click('#m-clear');
+  assert.equal(await count(), 0);
+  // Sampling again, then another window: the sampling ends and its notes go.
+  await p.click('#m-continue');
+  await p.waitForFunction(() => document.getElementById('roll').dataset.sampled, null, { timeout: 60000 });
+  await settle(p, () => p.fill('#m-length', '128'));
+  await p.waitForTimeout(400);
+  assert.equal(await count(), 0);
+  assert.equal(await p.isDisabled('#m-continue'), false);
+  await p.close();
+});
+
 test('Play: an AudioContext running, the playhead moving and selecting notes', async () => {
   // 64 steps at ♩ = 120: 8 s of music, time enough on a loaded machine.
   const p = await open(`?mode=model&model=music&piece=${PIECE}&length=256&note=0`);
