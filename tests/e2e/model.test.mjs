@@ -312,6 +312,24 @@ test('a URL with an unknown piece and layer: refused next to their controls, the
   await p.close();
 });
 
+test('a model that cannot be fetched: the error next to the model select, the view kept; the next pick works', async () => {
+  const p = await context.newPage();
+  // The 404 below is on purpose: chromium logs it.
+  watch(p, problems, { expected: (t) => expected(t) || /404/.test(t), failed: (url) => !url.startsWith('blob:'), outside: true });
+  await p.route('**/models/chorales-shaw.safetensors', (r) => r.fulfill({ status: 404, body: 'gone' }));
+  await p.goto(`${base}?mode=model&model=music&piece=${PIECE}&note=77`);
+  await p.waitForFunction(() => document.body.dataset.modelReady, null, { timeout: 60000 });
+  const r = await roll(p);
+  await p.selectOption('#m-model', 'shaw');
+  await p.waitForFunction(() => document.getElementById('merr-model').textContent, null, { timeout: 60000 });
+  assert.match(await p.locator('#merr-model').innerText(), /chorales-shaw\.safetensors.*404/);
+  assert.deepEqual((await roll(p)).arcs, r.arcs, 'the view stays');
+  await settle(p, () => p.selectOption('#m-model', 'absolute'));
+  assert.equal(await p.locator('#merr-model').innerText(), '');
+  assert.match(await p.locator('#m-summary').innerText(), /absolute positions/);
+  await p.close();
+});
+
 test('Longer than trained: NLL per position of the music and absolute models at 1024 tokens', async () => {
   const p = await open(`?mode=model&model=music&piece=${PIECE}`);
   await p.click('#m-nll-btn');
