@@ -390,7 +390,7 @@ test('a 1024-token window (4× the training length): drawn, the main thread neve
   await p.close();
 });
 
-test('embed (?embed=arcs) shows the roll alone; PNG export of the roll; the colormap recolours the tiles', async () => {
+test('embed (?embed=arcs) shows the roll alone; PNG export and full screen of the roll; the colormap recolours the tiles', async () => {
   const p = await open(`?mode=model&model=music&piece=${PIECE}&note=130&embed=arcs`);
   assert.ok(await p.locator('#roll').isVisible());
   for (const id of ['model-form', 'm-tiles', 'toolbar', 'controls']) assert.ok(await p.locator(`#${id}`).isHidden(), `#${id} hidden`);
@@ -407,6 +407,15 @@ test('embed (?embed=arcs) shows the roll alone; PNG export of the roll; the colo
   const width = png.readUInt32BE(16);
   const rollWidth = await q.locator('#roll').evaluate((c) => c.clientWidth);
   assert.equal(width, 2 * rollWidth, 'drawn at 2×');
+  await q.click('#m-fullscreen');
+  await q.waitForFunction(() => document.fullscreenElement && document.fullscreenElement.classList.contains('roll-fig'), null, { timeout: 10000 });
+  await q.waitForTimeout(200);
+  const full = await q.locator('#roll').boundingBox();
+  assert.ok(full.height > 700, `the roll fills the screen: ${full.width}×${full.height}`);
+  assert.equal(await q.evaluate(() => document.activeElement.id), 'roll', 'the arrows move the note');
+  await q.screenshot({ path: join(artifacts, 'model-fullscreen.png') });
+  await q.evaluate(() => document.exitFullscreen());
+  await q.waitForFunction(() => !document.fullscreenElement);
   const tile = () => q.locator('#m-tiles .tile canvas').first().evaluate((c) => Array.from(c.getContext('2d').getImageData(0, 0, 1, 1).data));
   const before = await tile();
   await settle(q, () => q.selectOption('#seq', 'cividis'));

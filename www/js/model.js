@@ -346,6 +346,16 @@ export function wireModel(startParams) {
   $('m-play').addEventListener('click', togglePlay);
   $('m-nll-btn').addEventListener('click', computeNll);
   $('m-export-png').addEventListener('click', () => exportRoll((c, size) => redraw(1, c, size)));
+  $('m-fullscreen').addEventListener('click', () => {
+    const fig = $('m-fullscreen').closest('figure');
+    if (document.fullscreenElement) { document.exitFullscreen().catch(() => {}); return; }
+    if (fig.requestFullscreen) fig.requestFullscreen().then(() => $('roll').focus()).catch(() => {});
+  });
+  document.addEventListener('fullscreenchange', () => {
+    if (state.mode !== 'model') return;
+    $('m-fullscreen').textContent = document.fullscreenElement ? 'Leave full screen' : 'Full screen';
+    requestAnimationFrame(() => redraw());
+  });
   let t = 0;
   window.addEventListener('resize', () => {
     clearTimeout(t);

@@ -153,7 +153,7 @@ export function drawRoll(canvas, r, { sampled = [], position = null, playhead = 
 
   // Notes.
   const rs = runs(L.notes, T);
-  const bh = Math.max(2, Math.min(L.sy - 1, 12));
+  const bh = Math.max(2, Math.min(L.sy - 1, Math.max(9, 0.7 * L.sy))); // thicker on a big (full) screen
   for (const n of rs) {
     const x = L.x(n.start) + 0.5;
     const y = L.y(n.midi) + (L.sy - bh) / 2;
