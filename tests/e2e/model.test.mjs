@@ -236,6 +236,15 @@ test('Continue: Stop ends the sampling, Clear removes its notes, a new window en
   assert.equal(await p.isDisabled('#m-stop'), true);
   await p.click('#m-clear');
   assert.equal(await count(), 0);
+  // A refused window (start 3) leaves the window, and the sampling under way, as they were.
+  await p.fill('#m-steps', '400');
+  await p.click('#m-continue');
+  await p.fill('#m-start', '3');
+  await p.waitForFunction(() => document.getElementById('merr-start').textContent, null, { timeout: 60000 });
+  await p.waitForFunction(() => document.getElementById('roll').dataset.sampleDone, null, { timeout: 60000 });
+  assert.equal(await count(), 400);
+  await settle(p, () => p.fill('#m-start', '0'));
+  assert.equal(await count(), 400, 'the same window: its sampled notes stay');
   // Sampling again, then another window: the sampling ends and its notes go.
   await p.click('#m-continue');
   await p.waitForFunction(() => document.getElementById('roll').dataset.sampled, null, { timeout: 60000 });

@@ -97,6 +97,7 @@ function showResult(msg) {
   m.wantNote = null;
   if (windowChanged) {
     if (m.sampleId) { state.worker.postMessage(modelStop(m.sampleId)); sampleDone(); }
+    if (playing()) stop(); // the music played is the old window's
     m.sampled = [];
     $('m-sample-status').textContent = '';
     $('m-clear').disabled = true;
@@ -202,6 +203,7 @@ function startSampling() {
   m.sampleSeq += 1;
   m.sampleId = m.sampleSeq;
   m.sampled = [];
+  $('roll').dataset.sampleDone = '';
   $('merr-sample').textContent = '';
   const [kind, piece, start, length, transpose] = JSON.parse(s.key);
   const num = (id) => ($(id).value.trim() === '' ? NaN : Number($(id).value));
@@ -214,6 +216,11 @@ function startSampling() {
 }
 
 function sampled(msg) {
+  if (msg.ended) {
+    $('m-sample-status').textContent = `${m.sampled.length} tokens sampled; ended (the window was computed again).`;
+    sampleDone();
+    return;
+  }
   m.sampled.push(...msg.notes);
   $('m-sample-status').textContent = `${msg.drawn} tokens sampled (${msg.drawn / 4} steps)${msg.remaining ? `, ${msg.remaining} to go…` : '; done.'}`;
   $('roll').dataset.sampleDone = msg.remaining ? '' : String(msg.id);

@@ -229,6 +229,9 @@ export const MODEL_KINDS = ['music', 'shaw', 'absolute'];
  * @property {object[]} notes the new tokens as Notes (token, voice, step, midi)
  * @property {number} drawn
  * @property {number} remaining 0 when done
+ * @property {number} ms milliseconds of drawing this batch
+ * @property {boolean} [ended] the sampling ended before its last step (stopped, superseded, or its window
+ *   was run again); no notes
  */
 
 /**

@@ -58,9 +58,9 @@ function ensureWindow(s, kind, w) {
   const key = keyOf(kind, w);
   const had = windows.get(kind);
   if (had && had.key === key) return { info: had.info, ran: false };
-  windows.delete(kind);
-  sampling = 0; // run() ends any sampling of this session
+  // A refused window throws here and changes nothing: the session keeps its window and its sampling.
   const info = s.run({ piece: String(w.piece), start: w.start, length: w.length, transpose: w.transpose });
+  sampling = 0; // run() ended any sampling of this session
   windows.set(kind, { key, info });
   return { info, ran: true };
 }
@@ -163,7 +163,11 @@ async function sample(ctx, m) {
       post({ kind: 'model-sampled', id: m.id, notes: r.notes, drawn: r.drawn, remaining: r.remaining, ms: r.ms });
       if (r.remaining === 0) break;
       await new Promise((ok) => setTimeout(ok, 0));
-      if (sampling !== m.id) return; // stopped, superseded, or the window was run again
+      if (sampling !== m.id) {
+        // Stopped, superseded, or the window was run again: said, so that a page still waiting knows.
+        post({ kind: 'model-sampled', id: m.id, notes: [], drawn: r.drawn, remaining: r.remaining, ms: 0, ended: true });
+        return;
+      }
     }
   } catch (err) {
     if (ctx.isAbort(err)) throw err;
