@@ -193,6 +193,8 @@ export function drawNll() {
     ctx.stroke();
   }
   ctx.textAlign = 'left';
+  ctx.fillStyle = 'rgba(255, 255, 255, 0.85)';
+  ctx.fillRect(w - m.r - 196, m.t - 4, 194, 14 * lines.length + 6);
   lines.forEach((s, k) => {
     const y = m.t + 6 + 14 * k;
     ctx.strokeStyle = colors[s.model]; ctx.lineWidth = 2.5;
@@ -210,6 +212,7 @@ export function drawNll() {
       (len > 256 ? ` (positions < 256: ${before.toFixed(3)}, ≥ 256: ${after.toFixed(3)})` : '');
   });
   $('m-nll-note').textContent = `BWV ${n.piece}, ${n.length} tokens from its start; a 32-position moving mean. ${parts.join('; ')}.`;
+  c.setAttribute('aria-label', `NLL per position: ${$('m-nll-note').textContent}`);
   c.dataset.drawn = '1';
   c.dataset.series = JSON.stringify(lines.map((s) => ({ model: s.model, count: s.values.length, mean: s.mean })));
 }

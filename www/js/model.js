@@ -127,7 +127,8 @@ function describe() {
   const kinds = { music: 'Music Transformer (relative)', shaw: 'Shaw et al. (relative)', absolute: 'absolute positions' };
   $('m-summary').textContent = `${kinds[s.model]}, ${s.info.parameters.toLocaleString('en')} parameters · BWV ${w.piece} ${piece ? piece.title : ''} (${piece ? piece.time_signature : ''}) · ` +
     `tokens ${w.start}…${w.start + w.length - 1} (16th steps ${w.start / 4}…${(w.start + w.length) / 4 - 1})` +
-    `${w.transpose ? `, transposed ${w.transpose > 0 ? '+' : ''}${w.transpose}` : ''} · mean NLL ${w.nll.mean.toFixed(3)} nats per token`;
+    `${w.transpose ? `, transposed ${w.transpose > 0 ? '+' : ''}${w.transpose}` : ''} · mean NLL ${w.nll.mean.toFixed(3)} nats per token` +
+    `${s.info.test_nll != null ? ` (the test split in windows of ${s.info.config.context}: ${s.info.test_nll.toFixed(3)})` : ''}`;
   const t = m.position;
   const n = t == null ? null : w.notes[t];
   const top = arcsOf(s.values, w.length, t).sort((a, b) => b[1] - a[1]).slice(0, 3)
