@@ -160,6 +160,7 @@ test('model view: one drawn tile per layer × head; a click chooses it and the a
   const tiles = p.locator('#m-tiles .tile canvas');
   assert.equal(await tiles.count(), 12, '3 layers × 4 heads');
   for (let k = 0; k < 12; k++) assert.ok((await inked(tiles.nth(k))) > 0.5, `tile ${k} is drawn`);
+  assert.equal(await tiles.nth(5).getAttribute('data-row'), '64', 'the selected query is ticked on the tiles');
   const before = await roll(p);
   await settle(p, () => p.click('#m-tiles .tile[data-layer="2"][data-head="3"]'));
   assert.equal(await p.inputValue('#m-layer'), '2');

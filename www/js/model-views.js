@@ -1,9 +1,9 @@
 // Owns Model mode's smaller views: the model view (one tile per layer × head, each that head's (T, T)
-// weights as the worker coloured them; clicking a tile chooses it), the attention-by-distance charts (per
-// head of the chosen layer, the distribution over j − i with landmarks at −4, −16 and −64), the prediction
-// at the selected token (top candidates with bars, the actual next token's rank) and the NLL-per-position
-// chart (relative vs absolute beyond the training length). Each canvas carries what the tests check
-// (data-layer/head, data-sum, data-series).
+// weights as the worker coloured them, the selected query's row ticked; clicking a tile chooses it), the
+// attention-by-distance charts (per head of the chosen layer, the distribution over j − i with landmarks at
+// −4, −16 and a bar), the prediction at the selected token (top candidates with bars, the actual next token's
+// rank) and the NLL-per-position chart (relative vs absolute beyond the training length). Each canvas
+// carries what the tests check (data-layer/head/row, data-sum, data-landmarks, data-series).
 import { $ } from './dom.js';
 import { state } from './state.js';
 
@@ -42,7 +42,8 @@ export function drawTiles(r, choose) {
       b.setAttribute('aria-label', `layer ${l}, head ${h}`);
       const c = document.createElement('canvas');
       c.width = t.size; c.height = t.size;
-      c.getContext('2d').putImageData(new ImageData(new Uint8ClampedArray(t.rgba), t.size, t.size), 0, 0);
+      c.pixels = new ImageData(new Uint8ClampedArray(t.rgba), t.size, t.size);
+      c.getContext('2d').putImageData(c.pixels, 0, 0);
       c.dataset.layer = String(l);
       c.dataset.head = String(h);
       const cap = document.createElement('span');
@@ -54,6 +55,21 @@ export function drawTiles(r, choose) {
   }
   box.replaceChildren(...els);
   markTile(r.layer, r.head);
+}
+
+/** Marks the selected query's row (token `position` of T) on every tile: a tick on each side. */
+export function markRow(position, T) {
+  for (const c of $('m-tiles').querySelectorAll('canvas')) {
+    const ctx = c.getContext('2d');
+    ctx.putImageData(c.pixels, 0, 0);
+    if (position == null) continue;
+    const y = ((position + 0.5) * c.height) / T;
+    ctx.strokeStyle = '#ff8c00';
+    ctx.lineWidth = Math.max(1, c.height / 64);
+    const tick = Math.max(3, c.width / 10);
+    ctx.beginPath(); ctx.moveTo(0, y); ctx.lineTo(tick, y); ctx.moveTo(c.width - tick, y); ctx.lineTo(c.width, y); ctx.stroke();
+    c.dataset.row = String(position);
+  }
 }
 
 export function markTile(layer, head) {

@@ -7,7 +7,7 @@ import { state } from './state.js';
 import { modelRequest as modelMsg, sampleRequest, modelStop, nllRequest } from './protocol.js';
 import { readWindow, readHead, modelKind, syncModelForm, syncChoices, clearModelErrors, showModelError } from './model-form.js';
 import { drawRoll, hit, noteName, arcsOf } from './roll.js';
-import { drawTiles, markTile, drawDistances, drawPrediction, drawNll } from './model-views.js';
+import { drawTiles, markTile, markRow, drawDistances, drawPrediction, drawNll } from './model-views.js';
 import { play, stop, playing } from './sound.js';
 import { colormaps } from './controls.js';
 import { saveURL } from './url.js';
@@ -108,6 +108,7 @@ function showResult(msg) {
   $('err-general').textContent = ''; // a worker restart's message: the new worker answered
   syncModelForm(next);
   if (msg.tiles) drawTiles(next, chooseHead); else markTile(next.layer, next.head);
+  markRow(m.position, next.window.length);
   if (msg.profiles) drawDistances(next);
   drawPrediction(next.prediction);
   describe();
@@ -185,6 +186,7 @@ export function select(t) {
   m.position = t;
   redraw();
   describe();
+  markRow(t, s.window.length);
   modelRequest();
 }
 
