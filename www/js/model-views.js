@@ -92,6 +92,7 @@ export function drawDistances(r) {
   while (box.children.length < heads) {
     const c = document.createElement('canvas');
     c.setAttribute('role', 'img');
+    c.addEventListener('mousemove', (e) => distanceHover(c, e));
     box.append(c);
   }
   r.profiles.forEach((d, h) => {
@@ -140,12 +141,23 @@ export function drawDistances(r) {
     for (const v of d) sum += v;
     let shown = 0;
     for (let dist = shownFrom; dist <= 0; dist++) shown += at(dist);
+    c.hover = { d, T, shownFrom, left: m.l, right: w - m.r };
     c.dataset.head = String(h);
     c.dataset.landmarks = LANDMARKS.filter(([dist]) => dist >= shownFrom).map(([dist, name]) => `${dist} ${name}`).join(',');
     c.dataset.sum = String(sum);
     c.dataset.shownMass = String(shown);
     c.setAttribute('aria-label', `Layer ${r.layer} head ${h}: attention by distance; ${(100 * shown).toFixed(0)}% of the weight within ${shownFrom}…0`);
   });
+}
+
+/** A distance chart's tooltip (its title): the distance under the pointer and the head's weight there. */
+function distanceHover(c, e) {
+  const hv = c.hover;
+  if (!hv) return;
+  const x = e.clientX - c.getBoundingClientRect().left;
+  const dist = Math.round(hv.shownFrom + ((x - hv.left) / (hv.right - hv.left)) * -hv.shownFrom);
+  if (dist < hv.shownFrom || dist > 0) { c.title = ''; return; }
+  c.title = `distance ${dist}: ${(100 * hv.d[dist + hv.T - 1]).toFixed(2)}% of the attention (averaged over the window's queries)`;
 }
 
 /** The prediction at the selected token: the top candidates and the actual next token's rank. */
