@@ -6,9 +6,10 @@
 // msg.backend = 'auto' | 'webgpu' | 'cpu': WebGPU is tried once (gpu_init) and its device kept for every
 // recompute; without it (or when it fails on a layer, or is lost) the CPU computes, and the result's
 // backend = { name, note } says where and why. The debug-* test hooks (protocol.js: DebugMessage) are sent
-// by tests/e2e only.
+// by tests/e2e only. Model mode's messages ('model*') go to js/worker-model.js.
 import init, * as relattn from './pkg/relattn.js';
 import { BACKENDS, resultMessage, errorMessage, fatalMessage, exportReply, exportFailed } from './js/protocol.js';
+import { onModelMessage } from './js/worker-model.js';
 
 const { set_colormaps, compute, gpu_init } = relattn;
 // The test hooks exist only in a build with the `test-hooks` feature (make test), not in make serve's.
@@ -43,6 +44,9 @@ self.onmessage = (e) => {
       }
       return;
     case 'export': ready.then(() => exportNow(m)); return;
+    case 'model': case 'model-sample': case 'model-stop': case 'model-nll':
+      ready.then((w) => onModelMessage(modelContext(w), m));
+      return;
     // Test hooks (tests/e2e/reliability.test.mjs, backend.test.mjs): the page never sends them.
     case 'debug-panic': ready.then(() => { try { hook('debug_panic')(); } catch (err) { fatal(err.message); } }); return;
     case 'debug-panic-async': ready.then(() => hook('debug_panic_async')()); return;
@@ -53,6 +57,17 @@ self.onmessage = (e) => {
     default:
   }
 };
+
+// What js/worker-model.js computes with: the module, its memory, posting, and the abort check.
+function modelContext(w) {
+  return {
+    relattn,
+    memory: () => w.memory,
+    post: (msg, transfer) => { if (!dead) self.postMessage(msg, transfer || []); },
+    isAbort,
+    fail: (err) => { if (isAbort(err)) fatal(err.message); },
+  };
+}
 
 // The browser names its adapter (vendor, architecture, description) better than wgpu's AdapterInfo does.
 let adapterName = '';

@@ -1,5 +1,6 @@
-// Owns exports: a figure as SVG (the wasm SVG backend) or as a 2× PNG (that SVG rasterised), and the whole
-// trace as the CLI's .npz (asked of the worker); file names from the preset, the settings or the file in use.
+// Owns exports: a figure as SVG (the wasm SVG backend) or as a 2× PNG (that SVG rasterised), the whole
+// trace as the CLI's .npz (asked of the worker), and Model mode's piano roll with its arcs as a PNG (the
+// canvas redrawn at 2×); file names from the preset, the settings, the file in use or the model's window.
 import { state } from './state.js';
 import { showError } from './controls.js';
 import { FRAME, figureSpec } from './figures.js';
@@ -14,6 +15,18 @@ function download(blob, name) {
   a.click();
   a.remove();
   setTimeout(() => URL.revokeObjectURL(a.href), 10000);
+}
+
+/** Model mode's roll (with the arcs and the sampled notes) as a PNG at twice its size on screen; `draw(canvas, size)` draws it. */
+export function exportRoll(draw) {
+  const s = state.model.shown;
+  if (!s) return;
+  const on = document.getElementById('roll');
+  const c = document.createElement('canvas');
+  draw(c, { width: on.clientWidth, height: on.clientHeight, dpr: 2 });
+  const w = s.window;
+  const name = `relattn-${s.model}-BWV${w.piece}-t${w.start}-${w.length}-L${s.layer}H${s.head}-note${state.model.position}.png`;
+  c.toBlob((blob) => download(blob, name), 'image/png');
 }
 
 function baseName() {

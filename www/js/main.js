@@ -1,7 +1,9 @@
 // The page: controls → worker (computes the trace) → one figure per stage. Each figure's frame is drawn by
 // the wasm module with plotters (draw_frame); its cells are blitted from the RGBA buffer the worker made.
 // This module owns only the wiring: it loads the page's wasm, restores the URL, starts the worker, turns
-// the worker's answers into what is shown, and connects every control to what it does.
+// the worker's answers into what is shown, and connects every control to what it does. Model mode (the
+// trained models) is wired by model.js; a page opened in Model mode starts its worker and its first request
+// before loading its own wasm, so that the first arcs come soon.
 import { $ } from './dom.js';
 import { state } from './state.js';
 import { PARAMS, tokens, clearErrors, showError, showRefusal, syncControls, setTheme } from './controls.js';
@@ -13,6 +15,7 @@ import { EMBED, applyURL, saveURL, copyLink } from './url.js';
 import { enterPresent, exitPresent, presentKeys, attachPresentControls } from './present.js';
 import { exportNpz } from './export.js';
 import { loadFile, forgetFile, dropCandidate, acceptCandidate, fileInPlay, acceptDrops } from './file.js';
+import { wireModel, setMode, onModelMessage, onWorkerRestart, recolour, firstShown } from './model.js';
 
 /** The newest settings' result (worker-client.js passes no other): it becomes what is shown. */
 function showResult(msg) {
@@ -48,15 +51,34 @@ function showFatal(error, latest) {
 }
 
 async function main() {
+  const handlers = { result: showResult, refused: showRefused, fatal: showFatal, model: onModelMessage, restarted: onWorkerRestart };
+  // Parameters mode's first request waits for the page's own wasm (it draws the figures).
+  let uiLoaded = null;
+  const uiReady = new Promise((ok) => { uiLoaded = ok; });
+  const startParams = () => uiReady.then(() => request());
+  wireModel(startParams);
+  const modelFirst = new URLSearchParams(location.search).get('mode') === 'model';
+  if (EMBED) document.body.classList.add(modelFirst ? 'embed-model' : 'embed');
+  let presentStage = null;
+  if (modelFirst) {
+    applyURL();
+    startWorker(handlers);
+    setMode('model', startParams);
+    // The page's own wasm (Parameters mode's figures) is compiled once the first arcs are drawn, not
+    // competing with the worker for the CPU before (at most 5 s later).
+    await Promise.race([firstShown, new Promise((ok) => setTimeout(ok, 5000))]);
+  }
   watchUi(render);
   await loadUi();
   const sel = $('preset');
   for (const { name, description } of state.ui.presets()) sel.append(Object.assign(new Option(`${name} — ${description}`, name), { title: description }));
-  if (EMBED) document.body.classList.add('embed');
-  const presentStage = applyURL();
+  if (!modelFirst) {
+    presentStage = applyURL();
+    startWorker(handlers);
+    setMode('params', null);
+  }
   state.ui.set_colormaps($('seq').value, $('div').value);
   state.ui.set_theme($('theme').value === 'dark');
-  startWorker({ result: showResult, refused: showRefused, fatal: showFatal });
   $('controls').addEventListener('submit', (e) => e.preventDefault());
 
   sel.addEventListener('change', () => {
@@ -78,7 +100,12 @@ async function main() {
     if (t.length > 0) { sel.value = ''; $('n').value = String(t.length); }
     requestSoon();
   });
-  for (const id of ['seq', 'div']) $(id).addEventListener('change', () => { state.ui.set_colormaps($('seq').value, $('div').value); request(); });
+  for (const id of ['seq', 'div']) {
+    $(id).addEventListener('change', () => {
+      state.ui.set_colormaps($('seq').value, $('div').value);
+      if (state.mode === 'model') { recolour(); if (state.paramsStarted) request(); } else request();
+    });
+  }
   $('theme').addEventListener('change', () => {
     setTheme($('theme').value);
     saveURL();
@@ -106,7 +133,8 @@ async function main() {
       enterPresent(at < 0 ? 0 : at);
     }, 50);
   }
-  request();
+  uiLoaded();
+  if (state.mode === 'params') request();
 }
 
 main().catch((e) => showError('general', `could not start: ${e.message || e}`));

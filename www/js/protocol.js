@@ -5,6 +5,11 @@
 //   'compute' ComputeRequest         →     'result' ResultMessage | 'error' ErrorMessage
 //   'export'  ExportRequest          →     'export' ExportReply
 //   (a wasm abort, at any time)            'fatal'  FatalMessage (then the page replaces the worker)
+//   Model mode (js/worker-model.js answers; js/model.js sends and drops stale answers by id):
+//   'model'        ModelRequest      →     'model-result' ModelResult | 'model-error' ModelError
+//   'model-sample' SampleRequest     →     'model-sampled' ModelSampled (one per batch of 16 tokens) | 'model-error'
+//   'model-stop'   ModelStop         →     (nothing: the sampling with that id stops after its batch)
+//   'model-nll'    NllRequest        →     'model-nll' NllResult | 'model-error'
 //   'debug-*' test hooks (DebugMessage; tests/e2e only, the page never sends them; no reply)
 //
 // A newer compute request supersedes one still waiting in the worker; the page drops any answer whose id is
@@ -144,8 +149,112 @@ export const BACKENDS = ['auto', 'webgpu', 'cpu'];
  * @property {string} [error] why not, when not ok
  */
 
-/** @typedef {ComputeRequest | ExportRequest | DebugMessage} ToWorker */
-/** @typedef {ResultMessage | ErrorMessage | FatalMessage | ExportReply} FromWorker */
+// --- Model mode -------------------------------------------------------------------------------------------
+
+/** The three trained models (models/chorales-KIND.safetensors). */
+export const MODEL_KINDS = ['music', 'shaw', 'absolute'];
+
+/**
+ * A window of a test piece: the Rust `ModelRequest` of src/web/model.rs, field for field (the wasm refuses
+ * a missing or unknown field, and a bad value naming its field). Numbers may be NaN (an empty box).
+ * @typedef {object} ModelWindow
+ * @property {string} piece BWV number, e.g. "10.7"
+ * @property {number} start first token, a multiple of 4
+ * @property {number} length tokens T
+ * @property {number} transpose semitones
+ */
+
+/**
+ * page → worker: run `window` on model `model` (reusing the window last run on that model when it is the
+ * same), then answer what `parts` asks for, for head (layer, head) and the note at `position`.
+ * @typedef {object} ModelRequest
+ * @property {'model'} kind
+ * @property {number} id the page's id (state.model.lastId); only the newest is shown
+ * @property {'music'|'shaw'|'absolute'} model
+ * @property {ModelWindow} window
+ * @property {number} layer
+ * @property {number} head
+ * @property {number} position the selected token of the window (its prediction is answered)
+ * @property {{ window: boolean, head: boolean }} parts window: info, window and tiles; head: the head's
+ *   weights and its layer's distance profiles (the page asks for what the result it shows lacks)
+ * @property {Colormaps} colormaps the tiles' colormap
+ */
+
+/**
+ * One tile of the model view: head (layer, head)'s (T, T) weights as pixels, sampled down to size × size.
+ * @typedef {{ layer: number, head: number, size: number, rgba: Uint8ClampedArray }} Tile
+ */
+
+/**
+ * worker → page: a ModelRequest's answer. `info` (the Rust ModelInfo), `window` (WindowInfo) and `tiles`
+ * only with parts.window; `values` ((T, T) f32 weights of (layer, head), row-major: row i is query i's
+ * weights over keys 0..=i) and `profiles` (per head of `layer`: DistanceProfile.distribution over
+ * distances −(T−1)..=0) only with parts.head; `prediction` (Prediction at `position`) always.
+ * @typedef {object} ModelResult
+ * @property {'model-result'} kind
+ * @property {number} id
+ * @property {string} model
+ * @property {string} key the window's key (model and ModelWindow)
+ * @property {number} layer
+ * @property {number} head
+ * @property {number} position
+ * @property {object} [info]
+ * @property {object} [window]
+ * @property {Tile[]} [tiles]
+ * @property {Float32Array} [values] transferred
+ * @property {Float64Array[]} [profiles] transferred
+ * @property {object} prediction
+ * @property {number} ms the worker's milliseconds for this answer (fetching and loading included)
+ */
+
+/**
+ * page → worker: continue the window `key` of `model` (the worker runs it first when it is not its
+ * current one): `steps` tokens at `temperature` with `seed` (the Rust SampleRequest), drawn 16 at a time.
+ * @typedef {object} SampleRequest
+ * @property {'model-sample'} kind
+ * @property {number} id the page's sampling id (state.model.sampleId): a newer one, or a ModelStop, ends it
+ * @property {string} model
+ * @property {ModelWindow} window
+ * @property {number} steps
+ * @property {number} temperature
+ * @property {number} seed
+ */
+
+/** page → worker: stop the sampling `id`. @typedef {{ kind: 'model-stop', id: number }} ModelStop */
+
+/**
+ * worker → page: a batch of sampled tokens (the Rust `Sampled`: notes, drawn, remaining, ms).
+ * @typedef {object} ModelSampled
+ * @property {'model-sampled'} kind
+ * @property {number} id the sampling's id
+ * @property {object[]} notes the new tokens as Notes (token, voice, step, midi)
+ * @property {number} drawn
+ * @property {number} remaining 0 when done
+ * @property {number} ms milliseconds of drawing this batch
+ * @property {boolean} [ended] the sampling ended before its last step (stopped, superseded, or its window
+ *   was run again); no notes
+ */
+
+/**
+ * page → worker: NLL per position of the window (piece, start 0, `length`, transpose 0) under the music
+ * and absolute models.
+ * @typedef {{ kind: 'model-nll', id: number, piece: string, length: number }} NllRequest
+ */
+
+/**
+ * worker → page: the NLLs (the Rust PositionNll per model).
+ * @typedef {{ kind: 'model-nll', id: number, piece: string, length: number, series: { model: string, values: number[], mean: number, ms: number }[] }} NllResult
+ */
+
+/**
+ * worker → page: a model request refused (field and kind as in WorkerError; field 'model' for a model or
+ * data file that could not be fetched or loaded). `of` names the request: 'model', 'model-sample', 'model-nll'.
+ * A refused 'model' whose model did load carries its `info` (ModelInfo: the pieces, layers and heads to offer).
+ * @typedef {{ kind: 'model-error', id: number, of: string, error: WorkerError, info?: object }} ModelError
+ */
+
+/** @typedef {ComputeRequest | ExportRequest | DebugMessage | ModelRequest | SampleRequest | ModelStop | NllRequest} ToWorker */
+/** @typedef {ResultMessage | ErrorMessage | FatalMessage | ExportReply | ModelResult | ModelSampled | NllResult | ModelError} FromWorker */
 
 // --- page side ---
 
@@ -184,4 +293,31 @@ export function exportReply(id, data) {
 /** @returns {ExportReply} */
 export function exportFailed(id, error) {
   return { kind: 'export', id, ok: false, error };
+}
+
+// --- Model mode ---
+
+/** @returns {ModelRequest} */
+export function modelRequest(id, model, window, layer, head, position, parts, colormaps) {
+  return { kind: 'model', id, model, window, layer, head, position, parts, colormaps };
+}
+
+/** @returns {SampleRequest} */
+export function sampleRequest(id, model, window, steps, temperature, seed) {
+  return { kind: 'model-sample', id, model, window, steps, temperature, seed };
+}
+
+/** @returns {ModelStop} */
+export function modelStop(id) {
+  return { kind: 'model-stop', id };
+}
+
+/** @returns {NllRequest} */
+export function nllRequest(id, piece, length) {
+  return { kind: 'model-nll', id, piece, length };
+}
+
+/** @returns {ModelError} */
+export function modelError(id, of, field, kind, message) {
+  return { kind: 'model-error', id, of, error: { field, kind, message } };
 }

@@ -61,6 +61,40 @@ export const state = {
   /** The presentation's own view (made on first use), or null. */
   presentView: null,
 
+  // --- Model mode (model.js, model-form.js, roll.js, model-views.js, sound.js) ---
+  /** 'params' (the stage-by-stage figures) or 'model' (the trained models); also body[data-mode]. */
+  mode: 'params',
+  /** True once Parameters mode has sent its first request (a page opened in Model mode computes none). */
+  paramsStarted: false,
+  model: {
+    /** The id of the newest ModelRequest: only its answer is shown. */
+    lastId: 0,
+    /** The result shown: { key, model, info, window, tiles, layer, head, values, profiles, prediction }, or null. */
+    shown: null,
+    /** The selected token of the window (its arcs and prediction), or null. */
+    position: null,
+    /** The URL's note=, applied to the first result only. */
+    wantNote: null,
+    /** Sampled tokens (Notes) appended after the window, and the id of the sampling under way (0: none). */
+    sampled: [],
+    sampleId: 0,
+    /** The number of the last sampling started (sampleId's source), and the steps it asked for. */
+    sampleSeq: 0,
+    sampleSteps: 0,
+    /** The playhead's step while playing (a piece step, fractional), else null. */
+    playStep: null,
+    /** The id of the newest NLL request, and its answer ({ piece, length, series }) or null. */
+    nllId: 0,
+    nll: null,
+    /** Playback: { ctx, t0, stepDur, steps, raf } while playing, else null; the AudioContext is kept in `audio`. */
+    play: null,
+    audio: null,
+    /** The debounce timer of typing in a number box. */
+    debounce: 0,
+    /** Requests ask for the tiles again until a result brings them (the colormap changed). */
+    recolour: false,
+  },
+
   // --- the toolbar (url.js) ---
   /** The timer clearing the toast ("Link copied"). */
   toastTimer: 0,

@@ -1,14 +1,27 @@
 // Owns the shareable state: every control, the pin and the presented stage in the query string (saveURL after
-// each change, applyURL once at start), ?embed=STAGE, and "Copy link" with its toast.
+// each change, applyURL once at start), ?embed=STAGE, and "Copy link" with its toast. In Model mode the query
+// is mode=model and Model mode's fields (model-form.js: model, piece, start, length, transpose, layer, head,
+// note) with the theme.
 import { $ } from './dom.js';
 import { state } from './state.js';
 import { NUMS, BOOLS, setSelect, setTheme } from './controls.js';
+import { modelQuery, applyModelURL } from './model-form.js';
 
-/** ?embed=STAGE: that one heatmap, sized to its frame, and nothing else (null: the whole page). */
+/** ?embed=STAGE: that one heatmap, sized to its frame, and nothing else (null: the whole page); in Model mode,
+ *  ?embed=arcs: the piano roll with its arcs. */
 export const EMBED = new URLSearchParams(location.search).get('embed');
 
 export function saveURL() {
   const cur = state.current;
+  if (state.mode === 'model') {
+    const q = new URLSearchParams({ mode: 'model' });
+    if (EMBED) q.set('embed', EMBED);
+    modelQuery(q);
+    q.set('theme', document.documentElement.dataset.theme);
+    const url = `${location.pathname}?${q}`;
+    if (url !== location.pathname + location.search) history.replaceState(null, '', url);
+    return;
+  }
   if (!cur) return;
   const q = new URLSearchParams();
   if (EMBED) q.set('embed', EMBED);
@@ -48,6 +61,8 @@ export function applyURL() {
   state.want = { head: Number(q.get('head')) || 0, batch: Number(q.get('batch')) || 0 };
   const pin = /^(\d+),(\d+)$/.exec(q.get('pin') || '');
   if (pin) state.pinned = { i: Number(pin[1]), j: Number(pin[2]) };
+  state.mode = q.get('mode') === 'model' ? 'model' : 'params';
+  applyModelURL(state.mode === 'model' ? q : new URLSearchParams());
   return q.get('present');
 }
 

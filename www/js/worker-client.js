@@ -11,7 +11,8 @@ import { setBusy } from './status.js';
 /**
  * Starts the worker. `h.result(msg)` gets the newest settings' ResultMessage, `h.refused(error)` their
  * WorkerError, `h.fatal(error, latest)` a FatalMessage's error when it is the newest settings' (latest) or
- * in no request.
+ * in no request; `h.model(msg)` every Model-mode message ('model-*': model.js checks their ids) and
+ * `h.restarted()` is called after the worker was replaced.
  */
 export function startWorker(h) {
   spawn(h);
@@ -37,6 +38,7 @@ export function supersede() {
 
 /** New settings, computed now. */
 export function request() {
+  state.paramsStarted = true;
   supersede();
   send();
 }
@@ -77,6 +79,9 @@ function receive(msg, handlers) {
       return;
     }
     case 'fatal': restart(msg, handlers); return;
+    case 'model-result': case 'model-error': case 'model-sampled': case 'model-nll':
+      if (handlers.model) handlers.model(msg);
+      return;
     case 'result':
     case 'error':
       if (!isLatest(msg.id)) return; // superseded settings: the controls and the view are not touched
@@ -97,6 +102,7 @@ function restart(msg, handlers) {
   state.worker.terminate();
   for (const [id, cb] of state.exports) { state.exports.delete(id); cb({ ok: false, error: 'the worker was restarted' }); }
   spawn(handlers);
+  if (handlers.restarted) handlers.restarted();
   if (isLatest(msg.id)) {
     state.answeredId = msg.id;
     setBusy(false);

@@ -1,0 +1,129 @@
+// Owns Model mode's form: reading the window (the Rust ModelRequest) and the chosen model, layer and head
+// from the controls, writing a result back into them (the pieces by BWV and title, the ranges a window
+// allows, the layers and heads the model has), the URL's model fields, and the errors shown next to each
+// control (an <output id="merr-FIELD"> per field; the wasm's error names the field).
+import { $ } from './dom.js';
+import { state } from './state.js';
+import { MODEL_KINDS } from './protocol.js';
+
+/** The fields an error can be shown next to. */
+const FIELDS = ['model', 'piece', 'start', 'length', 'transpose', 'layer', 'head'];
+/** The URL's keys of Model mode (besides mode=model). */
+export const MODEL_KEYS = ['model', 'piece', 'start', 'length', 'transpose', 'layer', 'head', 'note'];
+
+const num = (id) => ($(id).value.trim() === '' ? NaN : Number($(id).value));
+
+/** The chosen model kind. */
+export function modelKind() {
+  return $('m-model').value;
+}
+
+/** @returns {import('./protocol.js').ModelWindow} the window as the controls say (NaN for an empty box) */
+export function readWindow() {
+  return { piece: $('m-piece').value || $('m-piece').dataset.want || '', start: num('m-start'), length: num('m-length'), transpose: num('m-transpose') };
+}
+
+/** The chosen (layer, head). */
+export function readHead() {
+  return { layer: Number($('m-layer').value) || 0, head: Number($('m-head').value) || 0 };
+}
+
+/** Sets a select to `value`, adding it as an option when missing (the URL's layer before the model is known). */
+function choose(sel, value) {
+  if (![...sel.options].some((o) => o.value === value)) sel.append(new Option(value, value));
+  sel.value = value;
+}
+
+function fillNumbers(sel, count, value) {
+  if (sel.options.length !== count || [...sel.options].some((o, i) => o.value !== String(i))) sel.replaceChildren(...Array.from({ length: count }, (_, i) => new Option(String(i), String(i))));
+  sel.value = String(Math.min(value, count - 1));
+}
+
+/** The piece select: every test piece by BWV and title (kept once filled). */
+function fillPieces(pieces, value) {
+  const sel = $('m-piece');
+  if (sel.options.length !== pieces.length || sel.options[0].value !== pieces[0].bwv) {
+    sel.replaceChildren(...pieces.map((p) => new Option(`BWV ${p.bwv} — ${p.title} (${p.time_signature}, ${p.length / 4} steps)`, p.bwv)));
+  }
+  sel.value = value;
+  delete sel.dataset.want;
+}
+
+/**
+ * Offers `info`'s pieces, layers and heads after a refused request (the model loaded), keeping the value
+ * refused selected, so that another can be chosen.
+ */
+export function syncChoices(info) {
+  const keep = (sel, options) => {
+    const v = sel.value;
+    const extra = options.some((o) => o.value === v) ? [] : [new Option(v, v)];
+    sel.replaceChildren(...extra, ...options);
+    sel.value = v;
+  };
+  keep($('m-piece'), info.pieces.map((p) => new Option(`BWV ${p.bwv} — ${p.title} (${p.time_signature}, ${p.length / 4} steps)`, p.bwv)));
+  delete $('m-piece').dataset.want;
+  keep($('m-layer'), Array.from({ length: info.config.layers }, (_, i) => new Option(String(i), String(i))));
+  keep($('m-head'), Array.from({ length: info.config.heads }, (_, i) => new Option(String(i), String(i))));
+}
+
+/** Writes a result's model and window into the controls and their ranges. */
+export function syncModelForm(r) {
+  const { info, window: w } = r;
+  $('m-model').value = r.model;
+  fillPieces(info.pieces, w.piece);
+  const piece = info.pieces.find((p) => p.bwv === w.piece);
+  $('m-start').value = String(w.start);
+  $('m-length').value = String(w.length);
+  $('m-transpose').value = String(w.transpose);
+  $('m-start').max = String(piece.length - 4);
+  $('m-length').max = String(Math.min(piece.length - w.start, info.max_length));
+  $('m-transpose').min = String(w.transpose_min);
+  $('m-transpose').max = String(w.transpose_max);
+  $('m-start-range').textContent = `(0–${piece.length - 4}, ×4)`;
+  $('m-length-range').textContent = `(2–${Math.min(piece.length - w.start, info.max_length)})`;
+  $('m-transpose-range').textContent = `(${w.transpose_min}…${w.transpose_max})`;
+  fillNumbers($('m-layer'), info.config.layers, r.layer);
+  fillNumbers($('m-head'), info.config.heads, r.head);
+}
+
+export function clearModelErrors() {
+  for (const f of FIELDS) $(`merr-${f}`).textContent = '';
+  $('merr-general').textContent = '';
+  for (const el of $('model-form').querySelectorAll('[aria-invalid]')) el.removeAttribute('aria-invalid');
+}
+
+/** One error next to its control (the field named by the wasm), or under the form. */
+export function showModelError(error) {
+  clearModelErrors();
+  const field = FIELDS.includes(error.field) ? error.field : 'general';
+  $(`merr-${field}`).textContent = error.message;
+  if (field !== 'general') $(`m-${field}`).setAttribute('aria-invalid', 'true');
+}
+
+/** Model mode's fields in query `q` (url.js saveURL). */
+export function modelQuery(q) {
+  const w = readWindow();
+  const { layer, head } = readHead();
+  q.set('model', modelKind());
+  if (w.piece) q.set('piece', w.piece);
+  for (const k of ['start', 'length', 'transpose']) q.set(k, $(`m-${k}`).value);
+  q.set('layer', String(layer));
+  q.set('head', String(head));
+  if (state.model.position !== null) q.set('note', String(state.model.position));
+}
+
+/** Sets the model controls from query `q` (url.js applyURL), before the first model request. */
+export function applyModelURL(q) {
+  if (MODEL_KINDS.includes(q.get('model'))) $('m-model').value = q.get('model');
+  if (q.has('piece')) {
+    const sel = $('m-piece');
+    choose(sel, q.get('piece'));
+    sel.dataset.want = q.get('piece');
+  } else {
+    choose($('m-piece'), '10.7');
+  }
+  for (const k of ['start', 'length', 'transpose']) if (q.has(k)) $(`m-${k}`).value = q.get(k);
+  for (const k of ['layer', 'head']) if (/^\d+$/.test(q.get(k) || '')) choose($(`m-${k}`), q.get(k));
+  const note = /^\d+$/.exec(q.get('note') || '');
+  state.model.wantNote = note ? Number(note[0]) : null;
+}

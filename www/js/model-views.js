@@ -1,0 +1,246 @@
+// Owns Model mode's smaller views: the model view (one tile per layer × head, each that head's (T, T)
+// weights as the worker coloured them, the selected query's row ticked; clicking a tile chooses it), the
+// attention-by-distance charts (per head of the chosen layer, the distribution over j − i with landmarks at
+// −4, −16 and a bar), the prediction at the selected token (top candidates with bars, the actual next token's
+// rank) and the NLL-per-position chart (relative vs absolute beyond the training length). Each canvas
+// carries what the tests check (data-layer/head/row, data-sum, data-landmarks, data-series).
+import { $ } from './dom.js';
+import { state } from './state.js';
+
+/**
+ * Landmarks of the distance charts: with 4 voices per 16th step, −4 is the same voice one step back, −16 one
+ * beat (a quarter), and one bar of the piece's time signature (−64 in 4/4, −48 in 3/4).
+ */
+function landmarks(timeSignature) {
+  const [num, den] = (/^(\d+)\/(\d+)$/.exec(timeSignature || '') || [0, 4, 4]).slice(1).map(Number);
+  const bar = -4 * Math.round((num * 16) / den);
+  return [[-4, 'step'], [-16, 'beat'], [bar, `bar (${num}/${den})`]];
+}
+const HEAD_COLORS = ['#1f6fc4', '#d62728', '#2a9d3a', '#8a4fbf', '#e07000', '#555', '#17becf', '#bcbd22'];
+
+/**
+ * Draws the tiles of `r` (its `tiles`); `choose(layer, head)` is called on a click. Marks the chosen one.
+ */
+export function drawTiles(r, choose) {
+  const box = $('m-tiles');
+  const { layers, heads } = r.info.config;
+  box.style.gridTemplateColumns = `auto repeat(${heads}, max-content)`;
+  const els = [];
+  for (let l = 0; l < layers; l++) {
+    const label = document.createElement('span');
+    label.className = 'range';
+    label.textContent = `layer ${l}`;
+    label.style.alignSelf = 'center';
+    els.push(label);
+    for (let h = 0; h < heads; h++) {
+      const t = r.tiles.find((x) => x.layer === l && x.head === h);
+      const b = document.createElement('button');
+      b.type = 'button';
+      b.className = 'tile';
+      b.dataset.layer = String(l);
+      b.dataset.head = String(h);
+      b.setAttribute('aria-label', `layer ${l}, head ${h}`);
+      const c = document.createElement('canvas');
+      c.width = t.size; c.height = t.size;
+      c.pixels = new ImageData(new Uint8ClampedArray(t.rgba), t.size, t.size);
+      c.getContext('2d').putImageData(c.pixels, 0, 0);
+      c.dataset.layer = String(l);
+      c.dataset.head = String(h);
+      const cap = document.createElement('span');
+      cap.textContent = `L${l} · H${h}`;
+      b.append(c, cap);
+      b.addEventListener('click', () => choose(l, h));
+      els.push(b);
+    }
+  }
+  box.replaceChildren(...els);
+  markTile(r.layer, r.head);
+}
+
+/** Marks the selected query's row (token `position` of T) on every tile: a tick on each side. */
+export function markRow(position, T) {
+  for (const c of $('m-tiles').querySelectorAll('canvas')) {
+    const ctx = c.getContext('2d');
+    ctx.putImageData(c.pixels, 0, 0);
+    if (position == null) continue;
+    const y = ((position + 0.5) * c.height) / T;
+    ctx.strokeStyle = '#ff8c00';
+    ctx.lineWidth = Math.max(1, c.height / 64);
+    const tick = Math.max(3, c.width / 10);
+    ctx.beginPath(); ctx.moveTo(0, y); ctx.lineTo(tick, y); ctx.moveTo(c.width - tick, y); ctx.lineTo(c.width, y); ctx.stroke();
+    c.dataset.row = String(position);
+  }
+}
+
+export function markTile(layer, head) {
+  for (const b of $('m-tiles').querySelectorAll('.tile')) {
+    b.setAttribute('aria-pressed', String(Number(b.dataset.layer) === layer && Number(b.dataset.head) === head));
+  }
+}
+
+/** Draws one chart per head of `r.layer`: profiles[h] over distances −(T−1)..=0, shown from −range. */
+export function drawDistances(r) {
+  const box = $('m-dist');
+  const heads = r.profiles.length;
+  const T = r.window.length;
+  const full = $('m-dist-full').checked;
+  const piece = r.info.pieces.find((p) => p.bwv === r.window.piece);
+  const LANDMARKS = landmarks(piece && piece.time_signature);
+  const shownFrom = full ? -(T - 1) : -Math.min(64, T - 1);
+  $('m-dist-layer').textContent = `layer ${r.layer}`;
+  while (box.children.length > heads) box.lastChild.remove();
+  while (box.children.length < heads) {
+    const c = document.createElement('canvas');
+    c.setAttribute('role', 'img');
+    c.addEventListener('mousemove', (e) => distanceHover(c, e));
+    box.append(c);
+  }
+  r.profiles.forEach((d, h) => {
+    const c = box.children[h];
+    const w = c.clientWidth || 320;
+    const hh = c.clientHeight || 150;
+    const dpr = window.devicePixelRatio || 1;
+    c.width = Math.round(w * dpr); c.height = Math.round(hh * dpr);
+    const ctx = c.getContext('2d');
+    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    ctx.fillStyle = '#fff'; ctx.fillRect(0, 0, w, hh);
+    const m = { l: 36, r: 14, t: 18, b: 20 };
+    // distribution[k] is distance k − (T − 1).
+    const at = (dist) => d[dist + T - 1];
+    let top = 0;
+    for (let dist = shownFrom; dist <= 0; dist++) top = Math.max(top, at(dist));
+    top = top > 0 ? top * 1.1 : 1;
+    const X = (dist) => m.l + ((dist - shownFrom) / Math.max(1, -shownFrom)) * (w - m.l - m.r);
+    const Y = (v) => hh - m.b - (v / top) * (hh - m.t - m.b);
+    ctx.font = '10px system-ui, sans-serif';
+    for (const [dist, name] of LANDMARKS) {
+      if (dist < shownFrom) continue;
+      ctx.strokeStyle = '#ccc'; ctx.setLineDash([3, 3]);
+      ctx.beginPath(); ctx.moveTo(X(dist), m.t); ctx.lineTo(X(dist), hh - m.b); ctx.stroke();
+      ctx.setLineDash([]);
+      ctx.fillStyle = '#777'; ctx.textAlign = dist === shownFrom ? 'left' : 'center';
+      ctx.fillText(`${dist} ${name}`, X(dist), m.t - 6);
+    }
+    ctx.strokeStyle = '#999'; ctx.lineWidth = 1;
+    ctx.beginPath(); ctx.moveTo(m.l, hh - m.b); ctx.lineTo(w - m.r, hh - m.b); ctx.stroke();
+    ctx.fillStyle = '#777'; ctx.textAlign = 'center';
+    ctx.fillText(String(shownFrom), X(shownFrom) + 8, hh - 6);
+    ctx.fillText('0', X(0) - 4, hh - 6);
+    ctx.textAlign = 'right';
+    ctx.fillText(top.toFixed(2), m.l - 3, m.t + 14);
+    ctx.fillText('0', m.l - 3, hh - m.b);
+    ctx.strokeStyle = HEAD_COLORS[h % HEAD_COLORS.length]; ctx.lineWidth = 1.5;
+    ctx.beginPath();
+    for (let dist = shownFrom; dist <= 0; dist++) {
+      if (dist === shownFrom) ctx.moveTo(X(dist), Y(at(dist))); else ctx.lineTo(X(dist), Y(at(dist)));
+    }
+    ctx.stroke();
+    ctx.fillStyle = '#333'; ctx.textAlign = 'left';
+    ctx.fillText(`head ${h}`, m.l + 4, m.t + 14);
+    let sum = 0;
+    for (const v of d) sum += v;
+    let shown = 0;
+    for (let dist = shownFrom; dist <= 0; dist++) shown += at(dist);
+    c.hover = { d, T, shownFrom, left: m.l, right: w - m.r };
+    c.dataset.head = String(h);
+    c.dataset.landmarks = LANDMARKS.filter(([dist]) => dist >= shownFrom).map(([dist, name]) => `${dist} ${name}`).join(',');
+    c.dataset.sum = String(sum);
+    c.dataset.shownMass = String(shown);
+    c.setAttribute('aria-label', `Layer ${r.layer} head ${h}: attention by distance; ${(100 * shown).toFixed(0)}% of the weight within ${shownFrom}…0`);
+  });
+}
+
+/** A distance chart's tooltip (its title): the distance under the pointer and the head's weight there. */
+function distanceHover(c, e) {
+  const hv = c.hover;
+  if (!hv) return;
+  const x = e.clientX - c.getBoundingClientRect().left;
+  const dist = Math.round(hv.shownFrom + ((x - hv.left) / (hv.right - hv.left)) * -hv.shownFrom);
+  if (dist < hv.shownFrom || dist > 0) { c.title = ''; return; }
+  c.title = `distance ${dist}: ${(100 * hv.d[dist + hv.T - 1]).toFixed(2)}% of the attention (averaged over the window's queries)`;
+}
+
+/** The prediction at the selected token: the top candidates and the actual next token's rank. */
+export function drawPrediction(p) {
+  const list = $('m-predict');
+  if (!p) { list.replaceChildren(); $('m-actual').textContent = ''; return; }
+  const top = p.candidates[0] ? p.candidates[0].probability : 1;
+  list.replaceChildren(...p.candidates.map((c) => {
+    const li = document.createElement('li');
+    if (p.actual && p.actual.token === c.token) li.className = 'actual';
+    const rank = document.createElement('span'); rank.textContent = `${c.rank}.`;
+    const name = document.createElement('span'); name.textContent = c.name;
+    const bar = document.createElement('span'); bar.className = 'bar'; bar.style.width = `${(100 * c.probability) / top}%`;
+    const pr = document.createElement('span'); pr.textContent = `${(100 * c.probability).toFixed(1)}%`;
+    li.append(rank, name, bar, pr);
+    li.dataset.token = String(c.token);
+    li.dataset.probability = String(c.probability);
+    return li;
+  }));
+  $('m-actual').textContent = p.actual
+    ? `The piece's next token: ${p.actual.name}, rank ${p.actual.rank} (p = ${(100 * p.actual.probability).toFixed(1)}%).`
+    : 'The last token of the window: the piece goes on beyond it.';
+  $('m-actual').dataset.rank = p.actual ? String(p.actual.rank) : '';
+}
+
+/** The NLL-per-position chart of state.model.nll (moving mean over 32 positions, the raw values faint). */
+export function drawNll() {
+  const n = state.model.nll;
+  const c = $('m-nll');
+  if (!c) return;
+  if (!n) { delete c.dataset.drawn; $('m-nll-note').textContent = ''; return; }
+  const w = c.clientWidth || 900;
+  const hh = c.clientHeight || 240;
+  const dpr = window.devicePixelRatio || 1;
+  c.width = Math.round(w * dpr); c.height = Math.round(hh * dpr);
+  const ctx = c.getContext('2d');
+  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+  ctx.fillStyle = '#fff'; ctx.fillRect(0, 0, w, hh);
+  const m = { l: 40, r: 10, t: 14, b: 22 };
+  const len = n.series[0].values.length;
+  const smooth = (v) => v.map((_, k) => { const a = Math.max(0, k - 31); let s = 0; for (let q = a; q <= k; q++) s += v[q]; return s / (k - a + 1); });
+  const lines = n.series.map((s) => ({ ...s, smooth: smooth(s.values) }));
+  const top = Math.max(4, ...lines.map((s) => Math.max(...s.smooth))) * 1.05;
+  const X = (k) => m.l + (k / Math.max(1, len - 1)) * (w - m.l - m.r);
+  const Y = (v) => hh - m.b - (Math.min(v, top) / top) * (hh - m.t - m.b);
+  ctx.font = '11px system-ui, sans-serif';
+  ctx.strokeStyle = '#999'; ctx.beginPath(); ctx.moveTo(m.l, hh - m.b); ctx.lineTo(w - m.r, hh - m.b); ctx.moveTo(m.l, m.t); ctx.lineTo(m.l, hh - m.b); ctx.stroke();
+  ctx.fillStyle = '#666'; ctx.textAlign = 'right';
+  for (let v = 0; v <= top; v += 1) ctx.fillText(`${v}`, m.l - 4, Y(v) + 4);
+  ctx.textAlign = 'center';
+  for (let k = 0; k <= len; k += 256) {
+    ctx.fillText(String(k), X(Math.min(k, len - 1)), hh - 6);
+    if (k > 0) { ctx.strokeStyle = k === 256 ? '#e07000' : '#ddd'; ctx.setLineDash([4, 3]); ctx.beginPath(); ctx.moveTo(X(k), m.t); ctx.lineTo(X(k), hh - m.b); ctx.stroke(); ctx.setLineDash([]); }
+  }
+  if (len > 256) { ctx.fillStyle = '#e07000'; ctx.fillText('training length', X(256), m.t - 2); }
+  const colors = { music: '#1f6fc4', absolute: '#d62728' };
+  for (const s of lines) {
+    ctx.strokeStyle = colors[s.model]; ctx.lineWidth = 1.8;
+    ctx.beginPath();
+    s.smooth.forEach((v, k) => (k ? ctx.lineTo(X(k), Y(v)) : ctx.moveTo(X(k), Y(v))));
+    ctx.stroke();
+  }
+  ctx.textAlign = 'left';
+  ctx.fillStyle = 'rgba(255, 255, 255, 0.85)';
+  ctx.fillRect(w - m.r - 196, m.t - 4, 194, 14 * lines.length + 6);
+  lines.forEach((s, k) => {
+    const y = m.t + 6 + 14 * k;
+    ctx.strokeStyle = colors[s.model]; ctx.lineWidth = 2.5;
+    ctx.beginPath(); ctx.moveTo(w - m.r - 190, y); ctx.lineTo(w - m.r - 170, y); ctx.stroke();
+    ctx.fillStyle = '#333';
+    ctx.fillText(s.model === 'music' ? 'relative (Music Transformer)' : 'absolute positions', w - m.r - 164, y + 4);
+  });
+  ctx.save(); ctx.translate(12, (m.t + hh - m.b) / 2); ctx.rotate(-Math.PI / 2); ctx.textAlign = 'center'; ctx.fillStyle = '#666';
+  ctx.fillText('NLL (nats)', 0, 0); ctx.restore();
+  const mean = (v, a, b) => { const x = v.slice(a, b); return x.length ? x.reduce((p, q) => p + q, 0) / x.length : NaN; };
+  const parts = lines.map((s) => {
+    const before = mean(s.values, 0, 255);
+    const after = mean(s.values, 255, len);
+    return `${s.model === 'music' ? 'relative (Music Transformer)' : 'absolute'}: mean ${s.mean.toFixed(3)} nats` +
+      (len > 256 ? ` (positions < 256: ${before.toFixed(3)}, ≥ 256: ${after.toFixed(3)})` : '');
+  });
+  $('m-nll-note').textContent = `BWV ${n.piece}, ${n.length} tokens from its start; a 32-position moving mean. ${parts.join('; ')}.`;
+  c.setAttribute('aria-label', `NLL per position: ${$('m-nll-note').textContent}`);
+  c.dataset.drawn = '1';
+  c.dataset.series = JSON.stringify(lines.map((s) => ({ model: s.model, count: s.values.length, mean: s.mean })));
+}

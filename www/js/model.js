@@ -1,0 +1,374 @@
+// Owns Model mode's wiring: the Parameters | Model switch, the model form's events, the requests to the
+// worker (ids: only the newest ModelRequest's answer is shown, only the newest sampling's batches are kept),
+// turning answers into state.model.shown and drawing it (roll.js, model-views.js), the selected token
+// (click, ← / →, the URL's note=, the playhead), Continue (sampling), Play (sound.js) and the NLL chart.
+import { $ } from './dom.js';
+import { state } from './state.js';
+import { modelRequest as modelMsg, sampleRequest, modelStop, nllRequest } from './protocol.js';
+import { readWindow, readHead, modelKind, syncModelForm, syncChoices, clearModelErrors, showModelError } from './model-form.js';
+import { drawRoll, hit, noteName, arcsOf } from './roll.js';
+import { drawTiles, markTile, markRow, drawDistances, drawPrediction, drawNll } from './model-views.js';
+import { play, stop, playing } from './sound.js';
+import { colormaps } from './controls.js';
+import { saveURL } from './url.js';
+import { exportRoll } from './export.js';
+
+const m = state.model;
+const FADE_MS = 180;
+
+let shownFirst = null;
+/** Resolves once the first model result is drawn (or refused): main.js loads the page's own wasm after it. */
+export const firstShown = new Promise((ok) => { shownFirst = ok; });
+
+function setBusy(b) {
+  $('m-busy').hidden = !b;
+}
+
+function keyOf(kind, w) {
+  return JSON.stringify([kind, w.piece, w.start, w.length, w.transpose]);
+}
+
+/** The sequential colormap changed: the tiles again. */
+export function recolour() {
+  m.recolour = true;
+  modelRequest();
+}
+
+/** New model settings (or a new selected token): a new id now, the request now or once typing pauses. */
+export function modelRequest(soon = false) {
+  m.lastId += 1;
+  setBusy(true);
+  clearTimeout(m.debounce);
+  if (soon) m.debounce = setTimeout(send, 200); else send();
+}
+
+function send() {
+  const kind = modelKind();
+  const w = readWindow();
+  const { layer, head } = readHead();
+  const key = keyOf(kind, w);
+  const s = m.shown;
+  const newWindow = !s || s.key !== key;
+  const parts = { window: newWindow || m.recolour, head: newWindow || s.layer !== layer || s.head !== head };
+  // A new window keeps the token selected (the URL's note= first); the first one selects the soprano at mid-window.
+  const mid = Number.isFinite(w.length) ? 4 * Math.floor(w.length / 8) : 0;
+  let position = m.wantNote ?? (s ? m.position ?? mid : mid);
+  if (Number.isFinite(w.length) && w.length >= 1) position = Math.max(0, Math.min(position, w.length - 1));
+  state.worker.postMessage(modelMsg(m.lastId, kind, w, layer, head, position, parts, colormaps()));
+}
+
+/** A worker message of Model mode (worker-client.js passes every 'model*' message here). */
+export function onModelMessage(msg) {
+  switch (msg.kind) {
+    case 'model-result': if (msg.id === m.lastId) showResult(msg); return;
+    case 'model-sampled': if (msg.id === m.sampleId) sampled(msg); return;
+    case 'model-nll': if (msg.id === m.nllId) { m.nll = msg; drawNll(); nllDone(); } return;
+    case 'model-error':
+      if (msg.of === 'model' && msg.id === m.lastId) {
+        setBusy(false);
+        if (msg.info) syncChoices(msg.info);
+        showModelError(msg.error);
+        shownFirst();
+      }
+      if (msg.of === 'model-sample' && msg.id === m.sampleId) { $('merr-sample').textContent = msg.error.message; sampleDone(); }
+      if (msg.of === 'model-nll' && msg.id === m.nllId) { $('merr-nll').textContent = msg.error.message; nllDone(); }
+      return;
+    default:
+  }
+}
+
+/** The worker was replaced (its wasm aborted): the new one has no window; ask again for the view shown. */
+export function onWorkerRestart() {
+  if (m.sampleId) sampleDone();
+  if (state.mode === 'model') modelRequest();
+}
+
+function showResult(msg) {
+  const first = !m.shown;
+  const prev = m.shown;
+  const windowChanged = !prev || prev.key !== msg.key;
+  const headChanged = !prev || prev.layer !== msg.layer || prev.head !== msg.head;
+  const next = { ...(prev || {}), id: msg.id, key: msg.key, model: msg.model, layer: msg.layer, head: msg.head, prediction: msg.prediction };
+  if (msg.info) Object.assign(next, { info: msg.info, window: msg.window, tiles: msg.tiles });
+  if (msg.tiles) m.recolour = false;
+  if (msg.values) Object.assign(next, { values: msg.values, profiles: msg.profiles });
+  m.shown = next;
+  m.position = msg.position;
+  m.wantNote = null;
+  if (windowChanged) {
+    if (m.sampleId) { state.worker.postMessage(modelStop(m.sampleId)); sampleDone(); }
+    if (playing()) stop(); // the music played is the old window's
+    m.sampled = [];
+    $('m-sample-status').textContent = '';
+    $('m-clear').disabled = true;
+    if (m.nll && m.nll.piece !== next.window.piece) { m.nll = null; drawNll(); }
+  }
+  setBusy(false);
+  clearModelErrors();
+  $('err-general').textContent = ''; // a worker restart's message: the new worker answered
+  syncModelForm(next);
+  if (msg.tiles) drawTiles(next, chooseHead); else markTile(next.layer, next.head);
+  markRow(m.position, next.window.length);
+  if (msg.profiles) drawDistances(next);
+  drawPrediction(next.prediction);
+  describe();
+  if (headChanged && !first) fadeArcs(); else redraw();
+  $('m-timings').textContent = `model (CPU, wasm): forward pass ${next.window.nll.ms.toFixed(0)} ms · last answer ${msg.ms.toFixed(0)} ms`;
+  if (first && document.body.dataset.firstArcsMs === undefined) document.body.dataset.firstArcsMs = performance.now().toFixed(0);
+  shownFirst();
+  saveURL();
+  document.body.dataset.modelReady = String(msg.id);
+}
+
+/** The window's summary and the selected token's line. */
+function describe() {
+  const s = m.shown;
+  const w = s.window;
+  const piece = s.info.pieces.find((p) => p.bwv === w.piece);
+  const kinds = { music: 'Music Transformer (relative)', shaw: 'Shaw et al. (relative)', absolute: 'absolute positions' };
+  $('m-summary').textContent = `${kinds[s.model]}, ${s.info.parameters.toLocaleString('en')} parameters · BWV ${w.piece} ${piece ? piece.title : ''} (${piece ? piece.time_signature : ''}) · ` +
+    `tokens ${w.start}…${w.start + w.length - 1} (16th steps ${w.start / 4}…${(w.start + w.length) / 4 - 1})` +
+    `${w.transpose ? `, transposed ${w.transpose > 0 ? '+' : ''}${w.transpose}` : ''} · mean NLL ${w.nll.mean.toFixed(3)} nats per token` +
+    `${s.info.test_nll != null ? ` (the test split in windows of ${s.info.config.context}: ${s.info.test_nll.toFixed(3)})` : ''}`;
+  const t = m.position;
+  const n = t == null ? null : w.notes[t];
+  const top = arcsOf(s.values, w.length, t).sort((a, b) => b[1] - a[1]).slice(0, 3)
+    .map(([j, a]) => `${noteLabel(w.notes[j])} at ${j - t} (${a.toFixed(2)})`);
+  $('m-selected').textContent = n
+    ? `Selected: token ${t} of the window, ${noteLabel(n)}, step ${n.step}. In layer ${s.layer}, head ${s.head} it attends most to: ${top.join('; ')}.`
+    : '';
+}
+
+const VOICES = ['soprano', 'alto', 'tenor', 'bass'];
+function noteLabel(n) {
+  return `${VOICES[n.voice]} ${noteName(n.midi)}`;
+}
+
+/** The roll's tooltip (its title): the token under the pointer and the selected token's weight on it. */
+function hoverRoll(e) {
+  const roll = $('roll');
+  const s = m.shown;
+  if (!s) return;
+  const b = roll.getBoundingClientRect();
+  const t = hit(roll, s, m.sampled, e.clientX - b.left, e.clientY - b.top);
+  if (t == null) { roll.title = ''; return; }
+  const n = s.window.notes[t];
+  const i = m.position;
+  const weight = i != null && t <= i && s.values ? `; weight from the selected token (distance ${t - i}): ${s.values[i * s.window.length + t].toFixed(3)}` : '';
+  roll.title = `token ${t}: ${noteLabel(n)}, step ${n.step}${weight}`;
+}
+
+let fadeRaf = 0;
+/** Redraws the roll with the arcs fading in (a change of head or layer). */
+function fadeArcs() {
+  cancelAnimationFrame(fadeRaf);
+  const t0 = performance.now();
+  const step = () => {
+    const f = Math.min(1, (performance.now() - t0) / FADE_MS);
+    redraw(f);
+    if (f < 1) fadeRaf = requestAnimationFrame(step);
+  };
+  step();
+}
+
+/** Draws the roll as state.model says (on `canvas`, the page's roll unless given, at `size` when given). */
+export function redraw(fade = 1, canvas = $('roll'), size = null) {
+  if (!m.shown) return;
+  drawRoll(canvas, m.shown, { sampled: m.sampled, position: m.position, playhead: m.play ? m.playStep : null, fade, size });
+}
+
+/** Selects token `t` of the window: arcs at once (the head's weights are here), the prediction from the worker. */
+export function select(t) {
+  const s = m.shown;
+  if (!s || t == null) return;
+  t = Math.max(0, Math.min(t, s.window.length - 1));
+  if (t === m.position) return;
+  m.position = t;
+  redraw();
+  describe();
+  markRow(t, s.window.length);
+  modelRequest();
+}
+
+function chooseHead(layer, head) {
+  $('m-layer').value = String(layer);
+  $('m-head').value = String(head);
+  markTile(layer, head);
+  modelRequest();
+}
+
+// --- Continue ---------------------------------------------------------------------------------------------
+
+function startSampling() {
+  const s = m.shown;
+  if (!s) return;
+  if (m.sampleId) state.worker.postMessage(modelStop(m.sampleId));
+  m.sampleSeq += 1;
+  m.sampleId = m.sampleSeq;
+  m.sampled = [];
+  $('roll').dataset.sampleDone = '';
+  $('merr-sample').textContent = '';
+  const [kind, piece, start, length, transpose] = JSON.parse(s.key);
+  const num = (id) => ($(id).value.trim() === '' ? NaN : Number($(id).value));
+  m.sampleSteps = num('m-steps');
+  state.worker.postMessage(sampleRequest(m.sampleId, kind, { piece, start, length, transpose }, m.sampleSteps, num('m-temperature'), num('m-seed')));
+  $('m-continue').disabled = true;
+  $('m-stop').disabled = false;
+  $('m-sample-status').textContent = 'sampling…';
+  redraw();
+}
+
+function sampled(msg) {
+  if (msg.ended) {
+    $('m-sample-status').textContent = `${m.sampled.length} tokens sampled; ended (the window was computed again).`;
+    sampleDone();
+    return;
+  }
+  m.sampled.push(...msg.notes);
+  $('m-sample-status').textContent = `${msg.drawn} tokens sampled (${msg.drawn / 4} steps)${msg.remaining ? `, ${msg.remaining} to go…` : '; done.'}`;
+  $('roll').dataset.sampleDone = msg.remaining ? '' : String(msg.id);
+  redraw();
+  if (!msg.remaining) sampleDone();
+}
+
+function sampleDone() {
+  m.sampleId = 0;
+  $('m-continue').disabled = false;
+  $('m-stop').disabled = true;
+  $('m-clear').disabled = m.sampled.length === 0;
+}
+
+function stopSampling() {
+  if (!m.sampleId) return;
+  state.worker.postMessage(modelStop(m.sampleId));
+  $('m-sample-status').textContent = `${m.sampled.length} tokens sampled; stopped.`;
+  sampleDone();
+}
+
+// --- Play -------------------------------------------------------------------------------------------------
+
+function togglePlay() {
+  if (playing()) { stop(); return; }
+  const s = m.shown;
+  if (!s) return;
+  const notes = s.window.notes.concat(m.sampled);
+  const from = s.window.notes[0].step;
+  const voice = (m.position ?? 0) % 4;
+  play(notes, from, (step) => {
+    m.playStep = step;
+    const t = (Math.floor(step) - from) * 4 + voice;
+    if (t < s.window.length && t !== m.position) select(t); else redraw();
+  }, () => { m.playStep = null; redraw(); }).catch((e) => { $('merr-general').textContent = `sound: ${e.message || e}`; });
+}
+
+// --- NLL ----------------------------------------------------------------------------------------------------
+
+function computeNll() {
+  const s = m.shown;
+  if (!s) return;
+  const piece = s.info.pieces.find((p) => p.bwv === s.window.piece);
+  m.nllId += 1;
+  $('merr-nll').textContent = '';
+  $('m-nll-btn').disabled = true;
+  $('m-nll-btn').textContent = 'Computing…';
+  state.worker.postMessage(nllRequest(m.nllId, s.window.piece, Math.min(1024, piece.length)));
+}
+
+function nllDone() {
+  $('m-nll-btn').disabled = false;
+  $('m-nll-btn').textContent = 'Compute NLL per position: relative (music) vs absolute';
+}
+
+// --- the mode switch and the controls -------------------------------------------------------------------------
+
+/**
+ * Model mode's canvases (the roll, the NLL chart), made when the mode is first shown: a page in Parameters
+ * mode (and its ?embed=STAGE) holds the stages' canvases alone.
+ */
+function ensureCanvases() {
+  if ($('roll')) return;
+  const roll = document.createElement('canvas');
+  Object.assign(roll, { id: 'roll', tabIndex: 0 });
+  roll.setAttribute('role', 'img');
+  roll.setAttribute('aria-describedby', 'roll-hint');
+  roll.setAttribute('aria-label', "Piano roll of the window with the selected note's attention arcs");
+  $('roll-holder').replaceWith(roll);
+  roll.addEventListener('click', (e) => {
+    if (!m.shown) return;
+    const b = roll.getBoundingClientRect();
+    const t = hit(roll, m.shown, m.sampled, e.clientX - b.left, e.clientY - b.top);
+    if (t != null) select(t);
+  });
+  roll.addEventListener('mousemove', hoverRoll);
+  roll.addEventListener('keydown', (e) => {
+    if (!m.shown) return;
+    const d = { ArrowLeft: -1, ArrowRight: 1 }[e.key];
+    if (!d) return;
+    e.preventDefault();
+    select((m.position ?? 0) + d * (e.shiftKey ? 4 : 1));
+  });
+  const nll = document.createElement('canvas');
+  nll.id = 'm-nll';
+  nll.setAttribute('role', 'img');
+  nll.setAttribute('aria-label', 'NLL per position of the music and absolute models');
+  $('m-nll-holder').replaceWith(nll);
+}
+
+/** Shows mode `mode` ('params' or 'model'); `startParams()` sends Parameters mode's first request. */
+export function setMode(mode, startParams) {
+  state.mode = mode === 'model' ? 'model' : 'params';
+  if (state.mode === 'model') ensureCanvases();
+  document.body.dataset.mode = state.mode;
+  $('mode-params').setAttribute('aria-pressed', String(state.mode === 'params'));
+  $('mode-model').setAttribute('aria-pressed', String(state.mode === 'model'));
+  if (state.mode === 'model') {
+    if (!m.shown && state.worker) modelRequest();
+    else redraw();
+  } else {
+    if (playing()) stop();
+    if (!state.paramsStarted && startParams) startParams();
+  }
+  saveURL();
+}
+
+/** Connects Model mode's controls (once, at start). */
+export function wireModel(startParams) {
+  $('mode-params').addEventListener('click', () => setMode('params', startParams));
+  $('mode-model').addEventListener('click', () => setMode('model', startParams));
+  $('model-form').addEventListener('submit', (e) => e.preventDefault());
+  $('m-model').addEventListener('change', () => modelRequest());
+  $('m-piece').addEventListener('change', () => {
+    // A new piece: its window from the start, untransposed (its ranges differ).
+    $('m-start').value = '0';
+    $('m-transpose').value = '0';
+    const s = m.shown;
+    const p = s && s.info.pieces.find((x) => x.bwv === $('m-piece').value);
+    if (p && Number($('m-length').value) > p.length) $('m-length').value = String(Math.min(p.length, 256));
+    m.position = null; // the new window's middle
+    modelRequest();
+  });
+  for (const id of ['m-start', 'm-length', 'm-transpose']) $(id).addEventListener('input', () => modelRequest(true));
+  for (const id of ['m-layer', 'm-head']) $(id).addEventListener('change', () => modelRequest());
+  $('m-dist-full').addEventListener('change', () => m.shown && drawDistances(m.shown));
+  $('m-continue').addEventListener('click', startSampling);
+  $('m-stop').addEventListener('click', stopSampling);
+  $('m-clear').addEventListener('click', () => { m.sampled = []; $('m-clear').disabled = true; $('m-sample-status').textContent = ''; redraw(); });
+  $('m-play').addEventListener('click', togglePlay);
+  $('m-nll-btn').addEventListener('click', computeNll);
+  $('m-export-png').addEventListener('click', () => exportRoll((c, size) => redraw(1, c, size)));
+  $('m-fullscreen').addEventListener('click', () => {
+    const fig = $('m-fullscreen').closest('figure');
+    if (document.fullscreenElement) { document.exitFullscreen().catch(() => {}); return; }
+    if (fig.requestFullscreen) fig.requestFullscreen().then(() => $('roll').focus()).catch(() => {});
+  });
+  document.addEventListener('fullscreenchange', () => {
+    if (state.mode !== 'model') return;
+    $('m-fullscreen').textContent = document.fullscreenElement ? 'Leave full screen' : 'Full screen';
+    requestAnimationFrame(() => redraw());
+  });
+  let t = 0;
+  window.addEventListener('resize', () => {
+    clearTimeout(t);
+    t = setTimeout(() => { if (state.mode === 'model' && m.shown) { redraw(); drawDistances(m.shown); drawNll(); } }, 100);
+  });
+}

@@ -1,0 +1,222 @@
+// Owns the worker's half of Model mode (../worker.js hands it every 'model*' message): the trained models'
+// ModelSessions (src/web/model.rs; one per kind, fetched and loaded on first use, then kept), the test
+// pieces' bytes (fetched once), the window each session last ran, the sampling loop (16 tokens a batch,
+// yielding between batches so that a stop or a newer request gets in) and the NLL comparison. Everything is
+// computed here, in wasm on the CPU; the page only draws. Messages are typed in protocol.js.
+import { MODEL_KINDS, modelError } from './protocol.js';
+
+const TILE = 128; // the model view's tiles: at most TILE × TILE pixels each
+const BATCH = 16; // tokens per ModelSampled
+
+/** @type {Map<string, Promise<any>>} kind → its ModelSession (a promise: loading is shared) */
+const sessions = new Map();
+/** kind → { key, info }: the window its session ran last and its WindowInfo */
+const windows = new Map();
+let dataBytes = null; // Promise<Uint8Array> of models/chorales-test.json
+let pending = null; // the newest 'model' request not yet answered (a newer one replaces it)
+let busy = false;
+let sampling = 0; // the id of the sampling under way, 0 when none
+
+/** An Error with the wasm errors' shape ({ field, kind }): shown next to control `field`. */
+function typed(field, kind, message) {
+  return Object.assign(new Error(message), { field, kind });
+}
+
+async function fetchBytes(url) {
+  let r;
+  try {
+    r = await fetch(url);
+  } catch (e) {
+    throw typed('model', 'file', `could not fetch ${url}: ${e.message || e}`);
+  }
+  if (!r.ok) throw typed('model', 'file', `could not fetch ${url}: HTTP ${r.status} (run make wasm, which copies models/ to www/models/)`);
+  return new Uint8Array(await r.arrayBuffer());
+}
+
+/** The ModelSession of `kind`, loaded once (a failed load is forgotten, so a retry fetches again). */
+function session(relattn, kind) {
+  if (!MODEL_KINDS.includes(kind)) return Promise.reject(typed('model', 'invalid', `invalid model: got '${kind}'; allowed: ${MODEL_KINDS.join(', ')}`));
+  if (!sessions.has(kind)) {
+    if (!dataBytes) {
+      dataBytes = fetchBytes('models/chorales-test.json');
+      dataBytes.catch(() => { dataBytes = null; });
+    }
+    const name = `chorales-${kind}.safetensors`;
+    const p = Promise.all([fetchBytes(`models/${name}`), dataBytes]).then(([m, d]) => relattn.ModelSession.load(m, name, d));
+    p.catch(() => { sessions.delete(kind); windows.delete(kind); });
+    sessions.set(kind, p);
+  }
+  return sessions.get(kind);
+}
+
+function keyOf(kind, w) {
+  return JSON.stringify([kind, w.piece, w.start, w.length, w.transpose]);
+}
+
+/** Makes `w` the current window of session `s` (of `kind`), running it unless it already is; returns { info, ran }. */
+function ensureWindow(s, kind, w) {
+  const key = keyOf(kind, w);
+  const had = windows.get(kind);
+  if (had && had.key === key) return { info: had.info, ran: false };
+  // A refused window throws here and changes nothing: the session keeps its window and its sampling.
+  const info = s.run({ piece: String(w.piece), start: w.start, length: w.length, transpose: w.transpose });
+  sampling = 0; // run() ended any sampling of this session
+  windows.set(kind, { key, info });
+  return { info, ran: true };
+}
+
+/** rgba (n × n pixels) sampled down to size × size: each pixel the brightest of its block (a thin diagonal stays). */
+function shrink(rgba, n, size) {
+  if (size === n) return rgba.slice();
+  const out = new Uint8ClampedArray(size * size * 4);
+  for (let y = 0; y < size; y++) {
+    const y0 = Math.floor((y * n) / size);
+    const y1 = Math.max(y0 + 1, Math.floor(((y + 1) * n) / size));
+    for (let x = 0; x < size; x++) {
+      const x0 = Math.floor((x * n) / size);
+      const x1 = Math.max(x0 + 1, Math.floor(((x + 1) * n) / size));
+      let best = -1;
+      let at = 0;
+      for (let sy = y0; sy < y1; sy++) {
+        for (let sx = x0; sx < x1; sx++) {
+          const a = 4 * (sy * n + sx);
+          const l = rgba[a] + rgba[a + 1] + rgba[a + 2];
+          if (l > best) { best = l; at = a; }
+        }
+      }
+      const b = 4 * (y * size + x);
+      out[b] = rgba[at]; out[b + 1] = rgba[at + 1]; out[b + 2] = rgba[at + 2]; out[b + 3] = rgba[at + 3];
+    }
+  }
+  return out;
+}
+
+/** Answers one ModelRequest (posting a ModelResult or a ModelError). */
+async function answer(ctx, m) {
+  const t0 = performance.now();
+  const { relattn, memory, post } = ctx;
+  let s = null;
+  try {
+    if (m.colormaps) relattn.set_colormaps(m.colormaps.sequential, m.colormaps.diverging);
+    s = await session(relattn, m.model);
+    const { info: win, ran } = ensureWindow(s, m.model, m.window);
+    const msg = { kind: 'model-result', id: m.id, model: m.model, key: keyOf(m.model, m.window), layer: m.layer, head: m.head, position: m.position };
+    const transfer = [];
+    const parts = m.parts || { window: true, head: true };
+    if (parts.window || ran) {
+      const info = s.info();
+      msg.info = info;
+      msg.window = win;
+      const { layers, heads } = info.config;
+      msg.tiles = [];
+      for (let l = 0; l < layers; l++) {
+        for (let h = 0; h < heads; h++) {
+          const cut = s.weights(l, h);
+          const size = Math.min(cut.rows, TILE);
+          const rgba = shrink(new Uint8ClampedArray(memory().buffer, s.rgba_ptr(), s.rgba_len()), cut.rows, size);
+          msg.tiles.push({ layer: l, head: h, size, rgba });
+          transfer.push(rgba.buffer);
+        }
+      }
+    }
+    if (parts.head || parts.window || ran) {
+      s.weights(m.layer, m.head);
+      msg.values = new Float32Array(memory().buffer, s.values_ptr(), s.values_len()).slice();
+      transfer.push(msg.values.buffer);
+      const heads = s.info().config.heads;
+      msg.profiles = [];
+      for (let h = 0; h < heads; h++) {
+        const d = Float64Array.from(s.distance_profile(m.layer, h).distribution);
+        msg.profiles.push(d);
+        transfer.push(d.buffer);
+      }
+    }
+    msg.prediction = s.predict(m.position, 8);
+    msg.ms = performance.now() - t0;
+    post(msg, transfer);
+  } catch (err) {
+    if (ctx.isAbort(err)) throw err;
+    const msg = failure(m.id, 'model', err);
+    // With the model loaded, its pieces, layers and heads come along: the page's choices stay usable.
+    if (s) msg.info = s.info();
+    post(msg);
+  }
+}
+
+function failure(id, of, err) {
+  const t = err && typeof err.kind === 'string';
+  return modelError(id, of, t ? err.field : 'general', t ? err.kind : 'internal', (err && err.message) || String(err));
+}
+
+/** Runs the sampling of SampleRequest `m`, posting each batch, until done, stopped or superseded. */
+async function sample(ctx, m) {
+  const { relattn, post } = ctx;
+  sampling = m.id;
+  try {
+    const s = await session(relattn, m.model);
+    if (sampling !== m.id) return;
+    ensureWindow(s, m.model, m.window);
+    sampling = m.id; // ensureWindow may have ended an older sampling of this session, not this one
+    s.start_sampling({ steps: m.steps, temperature: m.temperature, seed: m.seed });
+    for (;;) {
+      const r = s.next_tokens(BATCH);
+      post({ kind: 'model-sampled', id: m.id, notes: r.notes, drawn: r.drawn, remaining: r.remaining, ms: r.ms });
+      if (r.remaining === 0) break;
+      await new Promise((ok) => setTimeout(ok, 0));
+      if (sampling !== m.id) {
+        // Stopped, superseded, or the window was run again: said, so that a page still waiting knows.
+        post({ kind: 'model-sampled', id: m.id, notes: [], drawn: r.drawn, remaining: r.remaining, ms: 0, ended: true });
+        return;
+      }
+    }
+  } catch (err) {
+    if (ctx.isAbort(err)) throw err;
+    post(failure(m.id, 'model-sample', err));
+  }
+  if (sampling === m.id) sampling = 0;
+}
+
+/** NllRequest `m`: the music and absolute models on the same window (start 0, no transposition). */
+async function nll(ctx, m) {
+  const { relattn, post } = ctx;
+  try {
+    const series = [];
+    for (const kind of ['music', 'absolute']) {
+      const s = await session(relattn, kind);
+      const r = s.nll_by_position({ piece: String(m.piece), start: 0, length: m.length, transpose: 0 });
+      series.push({ model: kind, values: r.values, mean: r.mean, ms: r.ms });
+      await new Promise((ok) => setTimeout(ok, 0));
+    }
+    post({ kind: 'model-nll', id: m.id, piece: m.piece, length: m.length, series });
+  } catch (err) {
+    if (ctx.isAbort(err)) throw err;
+    post(failure(m.id, 'model-nll', err));
+  }
+}
+
+async function drain(ctx) {
+  busy = true;
+  while (pending) {
+    const m = pending;
+    pending = null;
+    await answer(ctx, m);
+  }
+  busy = false;
+}
+
+/**
+ * One 'model*' message. ctx = { relattn (the wasm-bindgen module, initialised), memory() (its memory), post(msg,
+ * transfer), isAbort(err) }. Requests wait for nothing but their own; only the newest 'model' is answered.
+ */
+export function onModelMessage(ctx, m) {
+  switch (m.kind) {
+    case 'model':
+      pending = m;
+      if (!busy) drain(ctx).catch(ctx.fail);
+      return;
+    case 'model-sample': sample(ctx, m).catch(ctx.fail); return;
+    case 'model-stop': if (sampling === m.id) sampling = 0; return;
+    case 'model-nll': nll(ctx, m).catch(ctx.fail); return;
+    default:
+  }
+}
