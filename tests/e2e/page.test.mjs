@@ -274,6 +274,20 @@ test('the skew: a pinned pair is outlined on its own value in every step, causal
       assert.equal(Number((await hover(stage, r, c)).value), want, `causal ${causal}: ${stage} (${r}, ${c}) holds the pair's relative logit`);
       assert.notDeepEqual(await pixel(stage, r, c), before[stage], `causal ${causal}: the pin is not drawn in ${stage} at (${r}, ${c})`);
     }
+    // Presentation: stepping to a skew step with the pin on, the pinned cell is outlined there too.
+    await page.click('#present-btn');
+    await page.waitForSelector('#present:not([hidden])');
+    for (let k = 0; k < 20 && (await page.getAttribute('#present', 'data-stage')) !== 'skew_reshaped'; k++) await page.keyboard.press('ArrowRight');
+    const edge = await page.$eval('#present canvas', (c, [r, col]) => {
+      const d = c.dataset;
+      const x = Math.round(Number(d.x0) + col * ((d.x1 - d.x0) / d.cols)) - 1;
+      const y = Math.round(Number(d.y0) + r * ((d.y1 - d.y0) / d.rows)) - 1;
+      return Array.from(c.getContext('2d').getImageData(x, y, 1, 1).data);
+    }, at.skew_reshaped);
+    const [er, eg, eb] = edge;
+    assert.ok((er > 200 && eg > 170 && eb < 90) || (er < 50 && eg < 50 && eb < 50), `causal ${causal}: no outline at the pinned cell of the presented reshaped step: ${edge}`);
+    await page.keyboard.press('Escape');
+    await page.waitForSelector('#present', { state: 'hidden' });
     const padded = await page.locator('figure[data-stage="skew_padded"] canvas').getAttribute('aria-label');
     assert.match(padded, causal ? /zero column first, L × \(L \+ 1\)/ : /zero column last, L × 2L/);
     // Reverse linking through the skew: the row of E_r this pair reads, pinned, shades its diagonal's cells

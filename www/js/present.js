@@ -4,7 +4,7 @@ import { $ } from './dom.js';
 import { state } from './state.js';
 import { newView, drawView } from './figures.js';
 import { saveURL } from './url.js';
-import { hideTip } from './tooltip.js';
+import { hideTip, drawPins } from './tooltip.js';
 
 export function enterPresent(at = 0) {
   if (!state.current) return;
@@ -57,7 +57,7 @@ export function drawPresent() {
     state.presentView = v;
   }
   drawView(state.presentView, stage, cur);
-  saveURL();
+  drawPins();
 }
 
 /** The on-screen previous / next / close buttons and a horizontal swipe of at least 50 px. */

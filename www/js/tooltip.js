@@ -145,11 +145,18 @@ function keyPin(v, e) {
   $('announce').textContent = `${v.stage.title}: ${said}`;
 }
 
+/** The views drawn now, by stage name: the page's figures, or in presentation mode the stage presented (so
+ *  stepping through the skew with a pin follows its cell, or a pinned row's diagonal, from step to step). */
+function shownViews() {
+  const v = state.presentView;
+  return state.presentAt !== null && v && v.rect ? new Map([[v.stage.name, v]]) : state.views;
+}
+
 /** Every view's cells again, the cursors of non-pair views, and the pinned pair where it lives in each stage. */
 export function drawPins() {
   const cur = state.current;
   if (!cur) return;
-  const views = state.views;
+  const views = shownViews();
   for (const v of views.values()) if (v.rect) blit(v);
   for (const v of views.values()) if (v.rect && v.cursor && !v.stage.pairs) outline(v, v.cursor.i, v.cursor.j);
   const label = $('pinned');
@@ -192,7 +199,7 @@ function drawRow(r, label) {
   const cur = state.current;
   const readers = readersOf(r);
   const { n, causal } = cur.info.settings;
-  for (const [name, v] of state.views) {
+  for (const [name, v] of shownViews()) {
     if (!v.rect) continue;
     if (isTable(v.stage) && r < v.stage.rows) outline(v, r, 0, v.stage.cols, 1);
     else if (v.stage.pairs) shade(v, readers);
