@@ -144,6 +144,34 @@ pub fn rgba_with(m: ArrayView2<f32>, scale: Scale, palette: Palette) -> (Vec<u8>
     (out, range)
 }
 
+/// [`rgba_with`] with at most `max_side` pixels a side: a larger matrix is cut into blocks of cells, each drawn
+/// as one pixel in the colour of its most extreme value (the largest; on a diverging scale the largest in
+/// magnitude; masked −∞ cells only when the whole block is masked), so a band one cell wide (the clip band,
+/// a diagonal) stays visible where sampling one cell per pixel would drop it. Returns the pixels, their
+/// (rows, cols) and the colour range, which is the whole matrix's.
+pub fn rgba_pooled(m: ArrayView2<f32>, scale: Scale, palette: Palette, max_side: usize) -> (Vec<u8>, (usize, usize), (f32, f32)) {
+    let (rows, cols) = m.dim();
+    let (br, bc) = (rows.div_ceil(max_side.max(1)).max(1), cols.div_ceil(max_side.max(1)).max(1));
+    if br == 1 && bc == 1 {
+        let (px, range) = rgba_with(m, scale, palette);
+        return (px, (rows, cols), range);
+    }
+    let range = value_range(m, scale);
+    let lut = Lut::with_palette(scale, palette);
+    let extremity = |v: f32| if scale == Scale::Diverging { v.abs() } else { v };
+    let (pr, pc) = (rows.div_ceil(br), cols.div_ceil(bc));
+    let mut out = Vec::with_capacity(pr * pc * 4);
+    for bi in 0..pr {
+        for bj in 0..pc {
+            let block = m.slice(ndarray::s![bi * br..((bi + 1) * br).min(rows), bj * bc..((bj + 1) * bc).min(cols)]);
+            let pick = block.iter().copied().filter(|v| *v != f32::NEG_INFINITY).reduce(|a, b| if extremity(b) > extremity(a) { b } else { a });
+            let [r, g, b] = pick.map_or(MASKED, |v| lut.color(v, range));
+            out.extend_from_slice(&[r, g, b, 255]);
+        }
+    }
+    (out, (pr, pc), range)
+}
+
 /// RGB pixels of the matrix resampled (nearest cell) to w × h, for plotters' bitmap element.
 fn rgb_resampled(m: ArrayView2<f32>, range: (f32, f32), lut: &Lut, w: usize, h: usize) -> Vec<u8> {
     let (rows, cols) = m.dim();
@@ -464,6 +492,22 @@ mod tests {
         assert!(ticks.len() >= 6 && ticks.len() <= 40, "{} ticks: {ticks:?}", ticks.len());
         // The axes' indices (the colorbar of this constant matrix adds its 0 and 1).
         assert!(ticks.iter().all(|t| t % 500 == 0 || *t == 1), "{ticks:?}");
+    }
+
+    /// A one-cell diagonal of a 1000 × 1000 matrix survives pooling to 100 × 100 (nearest sampling keeps
+    /// about a third of it); small matrices are not pooled.
+    #[test]
+    fn pooling_keeps_a_one_cell_band() {
+        let m = ndarray::Array2::from_shape_fn((1000, 1000), |(i, j)| if i == j { 1.0 } else { 0.0 });
+        let (px, dims, _) = rgba_pooled(m.view(), Scale::Sequential, Palette::default(), 100);
+        assert_eq!(dims, (100, 100));
+        let top = Lut::new(Scale::Sequential).color(1.0, (0.0, 1.0));
+        for d in 0..100 {
+            assert_eq!(&px[(d * 100 + d) * 4..(d * 100 + d) * 4 + 3], &top, "block ({d}, {d})");
+        }
+        assert_eq!(&px[4..7], &Lut::new(Scale::Sequential).color(0.0, (0.0, 1.0)), "an off-diagonal block");
+        let small = ndarray::Array2::<f32>::zeros((30, 40));
+        assert_eq!(rgba_pooled(small.view(), Scale::Diverging, Palette::default(), 100).1, (30, 40));
     }
 
     #[test]

@@ -134,6 +134,16 @@ async fn bad_input_names_the_field_and_the_kind() {
     assert!(named(&e).0 == "request" && text(&e, "message").contains("`n`"), "{}", text(&e, "message"));
 }
 
+/// A stage larger than the raster's side is pooled for the screen (its values stay whole for the tooltip).
+#[wasm_bindgen_test]
+async fn a_large_stage_has_a_pooled_raster_and_whole_values() {
+    let mut s = run("", &settings("shaw", 1200.0, 8.0, 1.0, 16.0)).await.unwrap();
+    let w = stage_names(&s).iter().position(|n| n == "weights").unwrap();
+    let cut = s.select(w, 0, 0).unwrap();
+    assert_eq!((num(&cut, "rows"), num(&cut, "cols"), num(&cut, "raster_rows"), num(&cut, "raster_cols")), (1200.0, 1200.0, 400.0, 400.0));
+    assert_eq!((s.values_len(), s.rgba_len()), (1200 * 1200, 400 * 400 * 4));
+}
+
 /// The batch control: a generated batch of 3 sequences, each with its own x.
 #[wasm_bindgen_test]
 async fn batch_setting_gives_that_many_sequences() {
@@ -334,8 +344,9 @@ async fn property_every_setting_gives_a_trace_or_a_named_error() {
                 assert_eq!(session.trace().dims().2 as f64, s.n, "{label}");
                 let heads = session.trace().dims().1;
                 for i in 0..stage_names(&session).len() {
-                    session.select(i, 0, heads - 1).unwrap_or_else(|e| panic!("{label}: stage {i}: {e:?}"));
-                    assert_eq!(session.values_len() * 4, session.rgba_len(), "{label}");
+                    let cut = session.select(i, 0, heads - 1).unwrap_or_else(|e| panic!("{label}: stage {i}: {e:?}"));
+                    assert_eq!(session.values_len() as f64, num(&cut, "rows") * num(&cut, "cols"), "{label}");
+                    assert_eq!(session.rgba_len() as f64, num(&cut, "raster_rows") * num(&cut, "raster_cols") * 4.0, "{label}");
                 }
                 assert!(session.select(0, 0, heads).is_err(), "{label}: a head out of range");
             }

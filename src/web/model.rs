@@ -496,7 +496,7 @@ impl ModelSession {
         let (rows, cols) = m.dim();
         let values = m.iter().copied().collect();
         (self.values, self.rgba) = (values, rgba);
-        to_value(&Cut { rows, cols, lo, hi })
+        to_value(&Cut { rows, cols, raster_rows: rows, raster_cols: cols, lo, hi })
     }
 
     pub fn values_ptr(&self) -> *const f32 {

@@ -48,11 +48,18 @@ pub struct Info {
     pub stage_times: Vec<Timing>,
 }
 
+/// The most pixels a side of a stage's raster: larger stages are pooled ([`render::rgba_pooled`]); their
+/// values stay whole (the tooltip reads the exact cell).
+pub const RASTER_SIDE: usize = 512;
+
 /// The stage last selected: its shape and colour range (values and pixels behind the pointers).
 #[derive(Clone, Copy, Debug, Serialize)]
 pub struct Cut {
     pub rows: usize,
     pub cols: usize,
+    /// The raster's shape: (rows, cols), or pooled to at most [`RASTER_SIDE`] a side.
+    pub raster_rows: usize,
+    pub raster_cols: usize,
     /// The colour range: values at or below `lo` get the map's first colour, at or above `hi` its last.
     pub lo: f32,
     pub hi: f32,
@@ -98,7 +105,7 @@ impl Session {
         let t0 = now_ms();
         let stage = self.stages.get(i).copied().ok_or_else(|| to_js(Error::invalid("stage", i, format!("0..{}", self.stages.len()))))?;
         let m: Array2<f32> = self.trace.stage(stage, batch, head).map_err(to_js)?;
-        let (rgba, (lo, hi)) = render::rgba_with(m.view(), stage.scale(), palette());
+        let (rgba, (raster_rows, raster_cols), (lo, hi)) = render::rgba_pooled(m.view(), stage.scale(), palette(), RASTER_SIDE);
         let (rows, cols) = m.dim();
         self.values = m.as_standard_layout().iter().copied().collect();
         self.rgba = rgba;
@@ -107,7 +114,7 @@ impl Session {
             Some(t) => t.ms = ms,
             None => self.timings.push(Timing { name: stage.name().into(), ms }),
         }
-        Ok(Cut { rows, cols, lo, hi })
+        Ok(Cut { rows, cols, raster_rows, raster_cols, lo, hi })
     }
 }
 

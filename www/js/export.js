@@ -44,8 +44,8 @@ function figureSVG(name) {
   if (!r.painted) {
     const { x0, x1, y0, y1 } = r.area;
     const c = document.createElement('canvas');
-    c.width = stage.cols; c.height = stage.rows;
-    c.getContext('2d').putImageData(new ImageData(stage.rgba, stage.cols, stage.rows), 0, 0);
+    c.width = stage.raster_cols; c.height = stage.raster_rows;
+    c.getContext('2d').putImageData(new ImageData(stage.rgba, stage.raster_cols, stage.raster_rows), 0, 0);
     const img = `<image x="${x0}" y="${y0}" width="${x1 - x0}" height="${y1 - y0}" preserveAspectRatio="none" style="image-rendering:pixelated" href="${c.toDataURL('image/png')}"/>`;
     svg = svg.replace(/<\/svg>\s*$/, `${img}\n</svg>\n`);
   }

@@ -46,9 +46,10 @@ export function drawView(v, stage, cur) {
   v.rect = r;
   // The frame without outlines, to restore before each redraw of the pins (they overlap the axes).
   v.frame = v.ctx.getImageData(0, 0, v.canvas.width, v.canvas.height);
-  v.off.width = stage.cols;
-  v.off.height = stage.rows;
-  v.off.getContext('2d').putImageData(new ImageData(stage.rgba, stage.cols, stage.rows), 0, 0);
+  // The raster: one pixel per cell, or per block of cells when the stage is larger than RASTER_SIDE.
+  v.off.width = stage.raster_cols;
+  v.off.height = stage.raster_rows;
+  v.off.getContext('2d').putImageData(new ImageData(stage.rgba, stage.raster_cols, stage.raster_rows), 0, 0);
   blit(v);
   const c = v.canvas;
   Object.assign(c.dataset, { ...r, rows: stage.rows, cols: stage.cols });
@@ -63,7 +64,8 @@ const VALUE_CELL = { w: 26, h: 14 };
 export function blit(v) {
   const { x0, x1, y0, y1 } = v.rect;
   if (v.frame) v.ctx.putImageData(v.frame, 0, 0);
-  v.ctx.imageSmoothingEnabled = false;
+  // Enlarged: one sharp block per cell; shrunk: smoothed, so no row or column of the raster is dropped.
+  v.ctx.imageSmoothingEnabled = v.off.width > x1 - x0 || v.off.height > y1 - y0;
   v.ctx.drawImage(v.off, x0, y0, x1 - x0, y1 - y0);
   const { rows, cols, values, rgba } = v.stage;
   const cw = (x1 - x0) / cols;
@@ -73,7 +75,7 @@ export function blit(v) {
     v.ctx.fillStyle = 'rgba(128, 128, 128, 0.75)';
     for (let i = 0; i < rows - 1; i++) v.ctx.fillRect(x0 + (i + 1) * cw, y0 + i * ch, (cols - i - 1) * cw, ch);
   }
-  if (cw < VALUE_CELL.w || ch < VALUE_CELL.h) return;
+  if (cw < VALUE_CELL.w || ch < VALUE_CELL.h || v.stage.raster_cols !== cols) return;
   const ctx = v.ctx;
   ctx.font = `${Math.min(13, Math.floor(ch * 0.45), Math.floor(cw / 4))}px sans-serif`;
   ctx.textAlign = 'center';

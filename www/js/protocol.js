@@ -79,8 +79,10 @@ export const BACKENDS = ['auto', 'webgpu', 'cpu'];
  * @property {string} name the array name of the CLI's .npz (distances, rel_index, …, output)
  * @property {number} rows
  * @property {number} cols
+ * @property {number} raster_rows the raster's rows: `rows`, or fewer when pooled (src/web/session.rs RASTER_SIDE)
+ * @property {number} raster_cols
  * @property {Float32Array} values rows × cols, row-major (transferred)
- * @property {Uint8ClampedArray} rgba rows × cols pixels, the cells as coloured (transferred)
+ * @property {Uint8ClampedArray} rgba raster_rows × raster_cols pixels, the cells as coloured (transferred)
  */
 
 /**
