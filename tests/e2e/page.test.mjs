@@ -87,6 +87,10 @@ test('the page loads, draws every stage, and shows the backend and timings', asy
     assert.ok(names.includes(s), `missing ${s} in ${names}`);
   }
   const vs = await assertNotBlank('default');
+  // A glossary of the controls' terms, one click away.
+  await page.click('#glossary summary');
+  for (const term of ['n', 'd_model', 'heads, d_head', 'k (clip)']) assert.ok(await page.locator('#glossary dt', { hasText: term }).count() > 0, `no glossary entry for ${term}`);
+  await page.click('#glossary summary');
   // Each figure says what to notice (src/stage.rs).
   assert.match(await page.locator('figure[data-stage="weights"] .notice').innerText(), /Each row sums to 1/);
   assert.ok(vs.find((v) => v.stage === 'weights').cells > 0, 'weights show no variation');
