@@ -243,6 +243,9 @@ pub enum Cells {
     Leave,
 }
 
+/// Width of the colorbar and its tick labels, in pixels (the rest of the figure's width is the chart's).
+const COLORBAR_WIDTH: u32 = 84;
+
 /// The smallest cell (width, height in pixels) that gets its value written in it; the page's figures
 /// (www/js/figures.js `VALUE_CELL`) use the same.
 pub const VALUE_CELL: (i32, i32) = (26, 14);
@@ -293,7 +296,7 @@ pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, fig: &Figure, cel
     let (sub, body) = body.split_vertically(22);
     sub.draw_text(&fig.subtitle, &("sans-serif", 14).into_font().color(&ink.muted), (12, 2)).map_err(err)?;
     let (w, _) = body.dim_in_pixel();
-    let (main, bar) = body.split_horizontally(w.saturating_sub(110));
+    let (main, bar) = body.split_horizontally(w.saturating_sub(COLORBAR_WIDTH));
 
     let label = |labels: &Option<Vec<String>>, i: i32| match labels {
         Some(l) => l.get(i as usize).cloned().unwrap_or_default(),
@@ -303,7 +306,7 @@ pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, fig: &Figure, cel
     let longest = fig.y_labels.as_ref().map_or(rows.to_string().len(), |l| l.iter().map(|t| t.chars().count()).max().unwrap_or(1));
     let mut chart = ChartBuilder::on(&main)
         .margin(8)
-        .x_label_area_size(48)
+        .x_label_area_size(40)
         .y_label_area_size((36 + 7 * longest as u32).max(56))
         .build_cartesian_2d((0..cols as i32 - 1).into_segmented(), (0..rows as i32 - 1).into_segmented())
         .map_err(err)?;
@@ -403,7 +406,7 @@ fn draw_colorbar<DB: DrawingBackend>(
     ink: Ink,
 ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
     let mut chart =
-        ChartBuilder::on(area).margin_top(8).margin_bottom(56).margin_right(8).y_label_area_size(60).build_cartesian_2d(0f64..1f64, lo as f64..hi as f64)?;
+        ChartBuilder::on(area).margin_top(8).margin_bottom(48).margin_right(4).y_label_area_size(50).build_cartesian_2d(0f64..1f64, lo as f64..hi as f64)?;
     chart
         .configure_mesh()
         .disable_mesh()
