@@ -400,7 +400,7 @@ test('a 1024-token window (4× the training length): drawn, the main thread neve
   await p.close();
 });
 
-test('embed (?embed=arcs) shows the roll alone; PNG export and full screen of the roll; the colormap recolours the tiles', async () => {
+test('embed (?embed=arcs, tiles) shows that view alone; PNG export and full screen of the roll; the colormap recolours the tiles', async () => {
   const p = await open(`?mode=model&model=music&piece=${PIECE}&note=130&embed=arcs`);
   assert.ok(await p.locator('#roll').isVisible());
   for (const id of ['model-form', 'm-tiles', 'toolbar', 'controls']) assert.ok(await p.locator(`#${id}`).isHidden(), `#${id} hidden`);
@@ -408,6 +408,15 @@ test('embed (?embed=arcs) shows the roll alone; PNG export and full screen of th
   assert.ok(box.width >= 1400 && box.height >= 900, `the roll fills the frame: ${box.width}×${box.height}`);
   assert.match(await p.evaluate(() => location.search), /embed=arcs/);
   await p.close();
+  // The other views embed too; an unknown name is said.
+  const t = await open(`?mode=model&model=music&piece=${PIECE}&embed=tiles`);
+  assert.equal(await t.locator('#m-tiles .tile canvas').count(), 12);
+  assert.ok(await t.locator('#m-tiles').isVisible());
+  for (const id of ['roll', 'm-dist', 'm-predict', 'model-form']) assert.ok(await t.locator(`#${id}`).isHidden(), `#${id} hidden`);
+  await t.close();
+  const bad = await open(`?mode=model&model=music&piece=${PIECE}&embed=bogus`);
+  assert.match(await bad.locator('#err-general').innerText(), /embed: no view 'bogus'.*arcs, tiles, distance, prediction, nll/);
+  await bad.close();
 
   const q = await open(`?mode=model&model=music&piece=${PIECE}&note=130`);
   const [download] = await Promise.all([q.waitForEvent('download'), q.click('#m-export-png')]);

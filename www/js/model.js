@@ -105,7 +105,7 @@ function showResult(msg) {
   }
   setBusy(false);
   clearModelErrors();
-  $('err-general').textContent = ''; // a worker restart's message: the new worker answered
+  if (!document.body.classList.contains('embed-model')) $('err-general').textContent = ''; // a worker restart's message: the new worker answered
   syncModelForm(next);
   if (msg.tiles) drawTiles(next, chooseHead); else markTile(next.layer, next.head);
   markRow(m.position, next.window.length);
@@ -280,6 +280,19 @@ function nllDone() {
 }
 
 // --- the mode switch and the controls -------------------------------------------------------------------------
+
+/** Model mode's views by their ?embed= name. */
+const EMBEDS = { arcs: '.roll-fig', tiles: '#m-panel-tiles', distance: '#m-panel-dist', prediction: '#m-panel-predict', nll: '#m-panel-nll' };
+
+/** ?mode=model&embed=NAME: marks that view as the one shown (style.css hides the rest); an unknown name is said. */
+export function applyModelEmbed(name) {
+  const sel = EMBEDS[name];
+  if (!sel) {
+    $('err-general').textContent = `embed: no view '${name}' in Model mode; views: ${Object.keys(EMBEDS).join(', ')}`;
+    return;
+  }
+  document.querySelector(sel).classList.add('embed-target');
+}
 
 /**
  * Model mode's canvases (the roll, the NLL chart), made when the mode is first shown: a page in Parameters
