@@ -259,6 +259,7 @@ test('Continue: Stop ends the sampling, Clear removes its notes, a new window en
 test('Play: an AudioContext running, the playhead moving and selecting notes', async () => {
   // 64 steps at ♩ = 120: 8 s of music, time enough on a loaded machine.
   const p = await open(`?mode=model&model=music&piece=${PIECE}&length=256&note=0`);
+  await p.evaluate(() => { window.longTasks = []; });
   await p.fill('#m-bpm', '120');
   await p.click('#m-play');
   await p.waitForFunction(() => document.getElementById('roll').dataset.playhead, null, { timeout: 10000 });
@@ -269,8 +270,12 @@ test('Play: an AudioContext running, the playhead moving and selecting notes', a
   assert.ok(Number(r.playhead) > a, `the playhead moves: ${a} → ${r.playhead}`);
   assert.ok(Number(r.position) > 0, `the selected note follows: ${r.position}`);
   assert.equal(await p.evaluate(() => document.getElementById('m-play').textContent), 'Stop');
+  const long = await p.evaluate(() => window.longTasks);
+  assert.ok(long.every((d) => d <= 100), `main-thread long tasks while playing: ${long}`);
   await p.click('#m-play');
   assert.equal(await p.evaluate(() => document.getElementById('m-play').textContent), 'Play');
+  const at = (await roll(p)).position;
+  assert.match(await p.evaluate(() => location.search), new RegExp(`note=${at}(&|$)`), 'the note the music stopped on is in the URL');
   await p.close();
 });
 

@@ -116,7 +116,7 @@ function showResult(msg) {
   $('m-timings').textContent = `model (CPU, wasm): forward pass ${next.window.nll.ms.toFixed(0)} ms · last answer ${msg.ms.toFixed(0)} ms`;
   if (first && document.body.dataset.firstArcsMs === undefined) document.body.dataset.firstArcsMs = performance.now().toFixed(0);
   shownFirst();
-  saveURL();
+  if (!playing()) saveURL(); // while playing, the note changes many times a second: saved when it stops
   document.body.dataset.modelReady = String(msg.id);
 }
 
@@ -258,7 +258,7 @@ function togglePlay() {
     m.playStep = step;
     const t = (Math.floor(step) - from) * 4 + voice;
     if (t < s.window.length && t !== m.position) select(t); else redraw();
-  }, () => { m.playStep = null; redraw(); }).catch((e) => { $('merr-general').textContent = `sound: ${e.message || e}`; });
+  }, () => { m.playStep = null; redraw(); saveURL(); }).catch((e) => { $('merr-general').textContent = `sound: ${e.message || e}`; });
 }
 
 // --- NLL ----------------------------------------------------------------------------------------------------
