@@ -254,10 +254,14 @@ function togglePlay() {
   const notes = s.window.notes.concat(m.sampled);
   const from = s.window.notes[0].step;
   const voice = (m.position ?? 0) % 4;
+  let lastPx = -1;
   play(notes, from, (step) => {
     m.playStep = step;
     const t = (Math.floor(step) - from) * 4 + voice;
-    if (t < s.window.length && t !== m.position) select(t); else redraw();
+    if (t < s.window.length && t !== m.position) { select(t); return; }
+    // The roll is drawn again only when the playhead has moved a pixel (a long window moves it slowly).
+    const px = Math.round(((step - from) * $('roll').clientWidth) / ((s.window.length + m.sampled.length) / 4));
+    if (px !== lastPx) { lastPx = px; redraw(); }
   }, () => { m.playStep = null; redraw(); saveURL(); }).catch((e) => { $('merr-general').textContent = `sound: ${e.message || e}`; });
 }
 
