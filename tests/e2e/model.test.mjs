@@ -196,7 +196,15 @@ test('selection: click and arrow keys move the selected token; the prediction fo
   assert.equal((await roll(p)).position, '41');
   await settle(p, () => p.keyboard.press('Shift+ArrowLeft'));
   assert.equal((await roll(p)).position, '37');
-  assert.match(await p.evaluate(() => location.search), /note=37/);
+  await settle(p, () => p.keyboard.press('ArrowDown'));
+  assert.equal((await roll(p)).position, '38', 'the tenor below the alto');
+  await settle(p, () => p.keyboard.press('ArrowUp'));
+  await settle(p, () => p.keyboard.press('ArrowUp'));
+  assert.equal((await roll(p)).position, '36', 'the soprano');
+  await p.keyboard.press('ArrowUp');
+  await p.waitForTimeout(200);
+  assert.equal((await roll(p)).position, '36', 'nothing above the soprano');
+  assert.match(await p.evaluate(() => location.search), /note=36/);
   // A click on a note selects a token of its step.
   const box = await p.locator('#roll').boundingBox();
   await settle(p, () => p.mouse.click(box.x + box.width * 0.75, box.y + box.height * 0.3));

@@ -255,6 +255,7 @@ function togglePlay() {
   const from = s.window.notes[0].step;
   const voice = (m.position ?? 0) % 4;
   let lastPx = -1;
+  $('m-selected').setAttribute('aria-live', 'off'); // not a note read aloud at every 16th
   play(notes, from, (step) => {
     m.playStep = step;
     const t = (Math.floor(step) - from) * 4 + voice;
@@ -262,7 +263,7 @@ function togglePlay() {
     // The roll is drawn again only when the playhead has moved a pixel (a long window moves it slowly).
     const px = Math.round(((step - from) * $('roll').clientWidth) / ((s.window.length + m.sampled.length) / 4));
     if (px !== lastPx) { lastPx = px; redraw(); }
-  }, () => { m.playStep = null; redraw(); saveURL(); }).catch((e) => { $('merr-general').textContent = `sound: ${e.message || e}`; });
+  }, () => { m.playStep = null; redraw(); saveURL(); $('m-selected').setAttribute('aria-live', 'polite'); }).catch((e) => { $('merr-general').textContent = `sound: ${e.message || e}`; });
 }
 
 // --- NLL ----------------------------------------------------------------------------------------------------
@@ -319,10 +320,21 @@ function ensureCanvases() {
   roll.addEventListener('mousemove', hoverRoll);
   roll.addEventListener('keydown', (e) => {
     if (!m.shown) return;
-    const d = { ArrowLeft: -1, ArrowRight: 1 }[e.key];
-    if (!d) return;
+    const t = m.position ?? 0;
+    const T = m.shown.window.length;
+    // ← / →: the previous / next token (Shift: the same voice a step away); ↑ / ↓: the voice above / below at
+    // the same step; Home / End: the first / last token.
+    const to = {
+      ArrowLeft: t - (e.shiftKey ? 4 : 1),
+      ArrowRight: t + (e.shiftKey ? 4 : 1),
+      ArrowUp: t % 4 > 0 ? t - 1 : t,
+      ArrowDown: t % 4 < 3 ? t + 1 : t,
+      Home: 0,
+      End: T - 1,
+    }[e.key];
+    if (to === undefined) return;
     e.preventDefault();
-    select((m.position ?? 0) + d * (e.shiftKey ? 4 : 1));
+    select(to);
   });
   const nll = document.createElement('canvas');
   nll.id = 'm-nll';
