@@ -15,7 +15,7 @@ import { EMBED, applyURL, saveURL, copyLink } from './url.js';
 import { enterPresent, exitPresent, presentKeys, attachPresentControls } from './present.js';
 import { exportNpz } from './export.js';
 import { loadFile, forgetFile, dropCandidate, acceptCandidate, fileInPlay, acceptDrops } from './file.js';
-import { wireModel, setMode, onModelMessage, onWorkerRestart, recolour, firstShown } from './model.js';
+import { wireModel, setMode, onModelMessage, onWorkerRestart, recolour, firstShown, applyModelEmbed } from './model.js';
 
 /** The newest settings' result (worker-client.js passes no other): it becomes what is shown. */
 function showResult(msg) {
@@ -59,6 +59,7 @@ async function main() {
   wireModel(startParams);
   const modelFirst = new URLSearchParams(location.search).get('mode') === 'model';
   if (EMBED) document.body.classList.add(modelFirst ? 'embed-model' : 'embed');
+  if (EMBED && modelFirst) applyModelEmbed(EMBED);
   let presentStage = null;
   if (modelFirst) {
     applyURL();

@@ -82,6 +82,7 @@ export function syncModelForm(r) {
   $('m-start-range').textContent = `(0–${piece.length - 4}, ×4)`;
   $('m-length-range').textContent = `(2–${Math.min(piece.length - w.start, info.max_length)})`;
   $('m-transpose-range').textContent = `(${w.transpose_min}…${w.transpose_max})`;
+  $('m-transpose-range').title = `This window allows ${w.transpose_min}…${w.transpose_max} semitones; the whole piece ${piece.transpose_min}…${piece.transpose_max} (every pitch stays in the vocabulary)`;
   fillNumbers($('m-layer'), info.config.layers, r.layer);
   fillNumbers($('m-head'), info.config.heads, r.head);
 }

@@ -105,7 +105,7 @@ function showResult(msg) {
   }
   setBusy(false);
   clearModelErrors();
-  $('err-general').textContent = ''; // a worker restart's message: the new worker answered
+  if (!document.body.classList.contains('embed-model')) $('err-general').textContent = ''; // a worker restart's message: the new worker answered
   syncModelForm(next);
   if (msg.tiles) drawTiles(next, chooseHead); else markTile(next.layer, next.head);
   markRow(m.position, next.window.length);
@@ -116,7 +116,7 @@ function showResult(msg) {
   $('m-timings').textContent = `model (CPU, wasm): forward pass ${next.window.nll.ms.toFixed(0)} ms · last answer ${msg.ms.toFixed(0)} ms`;
   if (first && document.body.dataset.firstArcsMs === undefined) document.body.dataset.firstArcsMs = performance.now().toFixed(0);
   shownFirst();
-  saveURL();
+  if (!playing()) saveURL(); // while playing, the note changes many times a second: saved when it stops
   document.body.dataset.modelReady = String(msg.id);
 }
 
@@ -254,11 +254,16 @@ function togglePlay() {
   const notes = s.window.notes.concat(m.sampled);
   const from = s.window.notes[0].step;
   const voice = (m.position ?? 0) % 4;
+  let lastPx = -1;
+  $('m-selected').setAttribute('aria-live', 'off'); // not a note read aloud at every 16th
   play(notes, from, (step) => {
     m.playStep = step;
     const t = (Math.floor(step) - from) * 4 + voice;
-    if (t < s.window.length && t !== m.position) select(t); else redraw();
-  }, () => { m.playStep = null; redraw(); }).catch((e) => { $('merr-general').textContent = `sound: ${e.message || e}`; });
+    if (t < s.window.length && t !== m.position) { select(t); return; }
+    // The roll is drawn again only when the playhead has moved a pixel (a long window moves it slowly).
+    const px = Math.round(((step - from) * $('roll').clientWidth) / ((s.window.length + m.sampled.length) / 4));
+    if (px !== lastPx) { lastPx = px; redraw(); }
+  }, () => { m.playStep = null; redraw(); saveURL(); $('m-selected').setAttribute('aria-live', 'polite'); }).catch((e) => { $('merr-general').textContent = `sound: ${e.message || e}`; });
 }
 
 // --- NLL ----------------------------------------------------------------------------------------------------
@@ -281,6 +286,19 @@ function nllDone() {
 
 // --- the mode switch and the controls -------------------------------------------------------------------------
 
+/** Model mode's views by their ?embed= name. */
+const EMBEDS = { arcs: '.roll-fig', tiles: '#m-panel-tiles', distance: '#m-panel-dist', prediction: '#m-panel-predict', nll: '#m-panel-nll' };
+
+/** ?mode=model&embed=NAME: marks that view as the one shown (style.css hides the rest); an unknown name is said. */
+export function applyModelEmbed(name) {
+  const sel = EMBEDS[name];
+  if (!sel) {
+    $('err-general').textContent = `embed: no view '${name}' in Model mode; views: ${Object.keys(EMBEDS).join(', ')}`;
+    return;
+  }
+  document.querySelector(sel).classList.add('embed-target');
+}
+
 /**
  * Model mode's canvases (the roll, the NLL chart), made when the mode is first shown: a page in Parameters
  * mode (and its ?embed=STAGE) holds the stages' canvases alone.
@@ -302,10 +320,21 @@ function ensureCanvases() {
   roll.addEventListener('mousemove', hoverRoll);
   roll.addEventListener('keydown', (e) => {
     if (!m.shown) return;
-    const d = { ArrowLeft: -1, ArrowRight: 1 }[e.key];
-    if (!d) return;
+    const t = m.position ?? 0;
+    const T = m.shown.window.length;
+    // ← / →: the previous / next token (Shift: the same voice a step away); ↑ / ↓: the voice above / below at
+    // the same step; Home / End: the first / last token.
+    const to = {
+      ArrowLeft: t - (e.shiftKey ? 4 : 1),
+      ArrowRight: t + (e.shiftKey ? 4 : 1),
+      ArrowUp: t % 4 > 0 ? t - 1 : t,
+      ArrowDown: t % 4 < 3 ? t + 1 : t,
+      Home: 0,
+      End: T - 1,
+    }[e.key];
+    if (to === undefined) return;
     e.preventDefault();
-    select((m.position ?? 0) + d * (e.shiftKey ? 4 : 1));
+    select(to);
   });
   const nll = document.createElement('canvas');
   nll.id = 'm-nll';

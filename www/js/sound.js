@@ -1,11 +1,13 @@
 // Owns Model mode's sound: Play/Stop of the window and its sampled continuation with Web Audio (no files):
 // one triangle-wave voice per part, a held note (the same pitch in consecutive 16th steps) one tone with a
-// short attack and release, at the tempo of the ♩ = box. While it plays, `onStep(step)` is called each
-// animation frame with the playhead's (fractional) 16th step, from the first step of the window.
+// short attack and release, at the tempo of the ♩ = box, scheduled 1.5 s ahead as it plays (never thousands
+// of nodes in one task). While it plays, `onStep(step)` is called each animation frame with the playhead's
+// (fractional) 16th step, from the first step of the window.
 import { $ } from './dom.js';
 import { state } from './state.js';
 
 const GAIN = 0.12;
+const LOOKAHEAD = 1.5; // seconds of music scheduled ahead
 
 function freq(midi) {
   return 440 * 2 ** ((midi - 69) / 12);
@@ -42,24 +44,34 @@ export async function play(notes, fromStep, onStep, onEnd) {
   const master = ctx.createGain();
   master.gain.value = 1;
   master.connect(ctx.destination);
-  for (const n of tones(notes)) {
-    if (n.end <= fromStep) continue;
-    const a = t0 + (Math.max(n.start, fromStep) - fromStep) * stepDur;
-    const b = t0 + (n.end - fromStep) * stepDur;
-    const osc = ctx.createOscillator();
-    osc.type = 'triangle';
-    osc.frequency.value = freq(n.midi);
-    const g = ctx.createGain();
-    g.gain.setValueAtTime(0, a);
-    g.gain.linearRampToValueAtTime(GAIN, a + 0.015);
-    g.gain.setValueAtTime(GAIN, Math.max(a + 0.015, b - 0.04));
-    g.gain.linearRampToValueAtTime(0, b);
-    osc.connect(g).connect(master);
-    osc.start(a);
-    osc.stop(b + 0.02);
-  }
-  const p = { ctx, master, t0, stepDur, fromStep, last, raf: 0, onEnd };
+  const queue = tones(notes).filter((n) => n.end > fromStep).sort((a, b) => a.start - b.start);
+  const p = { ctx, master, t0, stepDur, fromStep, last, raf: 0, timer: 0, onEnd, queue, next: 0 };
   m.play = p;
+  // The tones are scheduled a little ahead of time (LOOKAHEAD s), a few at a time: a long piece never
+  // makes thousands of nodes in one task on the main thread.
+  const schedule = () => {
+    const horizon = ctx.currentTime + LOOKAHEAD;
+    while (p.next < queue.length) {
+      const n = queue[p.next];
+      const a = t0 + (Math.max(n.start, fromStep) - fromStep) * stepDur;
+      if (a > horizon) break;
+      p.next += 1;
+      const b = t0 + (n.end - fromStep) * stepDur;
+      const osc = ctx.createOscillator();
+      osc.type = 'triangle';
+      osc.frequency.value = freq(n.midi);
+      const g = ctx.createGain();
+      g.gain.setValueAtTime(0, a);
+      g.gain.linearRampToValueAtTime(GAIN, a + 0.015);
+      g.gain.setValueAtTime(GAIN, Math.max(a + 0.015, b - 0.04));
+      g.gain.linearRampToValueAtTime(0, b);
+      osc.connect(g).connect(master);
+      osc.start(a);
+      osc.stop(b + 0.02);
+    }
+  };
+  schedule();
+  p.timer = setInterval(schedule, 250);
   $('m-play').textContent = 'Stop';
   $('m-play').dataset.audio = ctx.state;
   const frame = () => {
@@ -78,6 +90,7 @@ export function stop() {
   if (!p) return;
   state.model.play = null;
   cancelAnimationFrame(p.raf);
+  clearInterval(p.timer);
   try { p.master.gain.setValueAtTime(0, p.ctx.currentTime); p.master.disconnect(); } catch { /* already gone */ }
   $('m-play').textContent = 'Play';
   $('m-play').dataset.audio = p.ctx.state;

@@ -8,7 +8,7 @@ import { NUMS, BOOLS, setSelect, setTheme } from './controls.js';
 import { modelQuery, applyModelURL } from './model-form.js';
 
 /** ?embed=STAGE: that one heatmap, sized to its frame, and nothing else (null: the whole page); in Model mode,
- *  ?embed=arcs: the piano roll with its arcs. */
+ *  ?embed=arcs (the piano roll with its arcs), tiles, distance, prediction or nll (model.js applyModelEmbed). */
 export const EMBED = new URLSearchParams(location.search).get('embed');
 
 export function saveURL() {
