@@ -9,7 +9,7 @@
 // by tests/e2e only. Model mode's messages ('model*') go to js/worker-model.js.
 import init, * as relattn from './pkg/relattn.js';
 import { BACKENDS, resultMessage, errorMessage, fatalMessage, exportReply, exportFailed } from './js/protocol.js';
-import { onModelMessage } from './js/worker-model.js';
+import { onModelMessage, layerSession } from './js/worker-model.js';
 
 const { set_colormaps, compute, gpu_init } = relattn;
 // The test hooks exist only in a build with the `test-hooks` feature (make test), not in make serve's.
@@ -82,6 +82,7 @@ async function nameAdapter(status) {
 
 // The cached session is reused while the request (settings, preset, file, backend) is the same.
 function keyOf(p, backend) {
+  if (p.model) return `model:${JSON.stringify(p.model)}`;
   return backend + (p.preset ? `|preset:${p.preset}` : JSON.stringify([p.file ? p.file.id : null, p.settings]));
 }
 
@@ -112,7 +113,8 @@ async function work() {
       if (backend !== 'cpu') await (gpuTried = gpuTried || gpu_init().then(nameAdapter));
       // src/web/request.rs Request: { backend, preset, file_name, settings }; the file's bytes beside it.
       const request = { backend, preset: p.file ? '' : p.preset || '', file_name: p.file ? p.file.name : '', settings: p.settings };
-      const s = await compute(request, p.file ? new Uint8Array(p.file.bytes) : undefined);
+      // params.model: one layer of a trained model (Model mode's "stages of this head"), on the CPU.
+      const s = p.model ? await layerSession(relattn, p.model) : await compute(request, p.file ? new Uint8Array(p.file.bytes) : undefined);
       if (session) session.free();
       session = s;
       sessionKey = key;

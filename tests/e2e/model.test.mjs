@@ -10,7 +10,7 @@ import { execFileSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { root, artifacts, prepare, startServer, launch, watch, close } from './harness.mjs';
+import { root, artifacts, prepare, startServer, launch, watch, close, hover } from './harness.mjs';
 
 let server;
 let base;
@@ -377,6 +377,26 @@ test('the mode switch: Parameters computes its figures, Model comes back as it w
   await p.click('#mode-model');
   assert.ok(await p.locator('#model').isVisible());
   assert.match(await p.evaluate(() => location.search), /mode=model.*note=12/);
+  await p.close();
+});
+
+test('this head, stage by stage: the chosen layer and head in Parameters mode\'s figures, on the real hidden states', async () => {
+  const [layer, head, note] = [1, 2, 40];
+  const p = await open(`?mode=model&model=music&piece=${PIECE}&start=0&length=64&transpose=0&layer=${layer}&head=${head}&note=${note}`);
+  const arcs = (await roll(p)).arcs;
+  await p.click('#m-stages');
+  await p.waitForFunction(() => document.body.dataset.ready && document.getElementById('busy').hidden
+    && document.querySelector('figure[data-stage="weights"] canvas')?.dataset.rows === '64', null, { timeout: 60000 });
+  assert.ok(await p.locator('#model').isHidden() && await p.locator('#views').isVisible());
+  assert.match(await p.locator('#preset-desc').innerText(), /layer 1, on BWV 10\.7/);
+  assert.equal(await p.inputValue('#head'), String(head));
+  for (const s of ['skew_qer', 'skew_sliced', 'relative_logits', 'weights']) assert.ok(await p.locator(`figure[data-stage="${s}"]`).count() === 1, `no ${s}`);
+  // The weights the arcs were drawn from, cell by cell.
+  for (const [j, a] of arcs.slice(0, 4)) {
+    const t = await hover(p, 'weights', note, j);
+    assert.ok(Math.abs(Number(t.value) - a) <= 1e-4, `weights (${note}, ${j}): ${t.value} vs the arc's ${a}`);
+  }
+  await p.screenshot({ path: join(artifacts, 'model-head-stages.png') });
   await p.close();
 });
 

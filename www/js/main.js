@@ -23,6 +23,12 @@ function showResult(msg) {
   acceptCandidate();
   clearErrors();
   syncControls(msg.info, msg.shown);
+  const src = state.modelSource;
+  if (src) {
+    const w = src.window;
+    $('preset-desc').textContent = `The trained model “${src.kind}”, layer ${src.layer}, on BWV ${w.piece} (tokens ${w.start}…${w.start + w.length - 1}, transposed ${w.transpose}): `
+      + 'every stage of its heads on the real hidden states. Any control leaves it.';
+  }
   const byName = Object.fromEntries(msg.stages.map((s) => [s.name, s]));
   const toks = tokens();
   const n = msg.info.settings.n;
@@ -84,18 +90,20 @@ async function main() {
 
   sel.addEventListener('change', () => {
     state.pinned = null; $('head').value = '0'; $('batch').value = '0';
+    state.modelSource = null;
     // A preset replaces any file, also one still being read or computed.
     forgetFile();
     request();
   });
   for (const id of PARAMS) {
     const el = $(id);
-    const custom = () => { sel.value = ''; };
+    const custom = () => { sel.value = ''; state.modelSource = null; };
     if (el.type === 'number') el.addEventListener('input', () => { custom(); requestSoon(); });
     else el.addEventListener('change', () => { custom(); request(); });
   }
   for (const id of ['head', 'batch', 'backend-mode']) $(id).addEventListener('change', request);
   $('sentence').addEventListener('input', () => {
+    state.modelSource = null;
     const t = tokens();
     if (t.length > 4096) { showError('tokens', `invalid tokens: got ${t.length} tokens; allowed: 1..=4096 tokens (one per position)`); return; }
     if (t.length > 0) { sel.value = ''; $('n').value = String(t.length); }
@@ -115,7 +123,7 @@ async function main() {
   $('copy-link').addEventListener('click', copyLink);
   $('present-btn').addEventListener('click', () => enterPresent(0));
   $('export-npz').addEventListener('click', exportNpz);
-  $('tensors').addEventListener('change', () => loadFile($('tensors').files[0]));
+  $('tensors').addEventListener('change', () => { state.modelSource = null; loadFile($('tensors').files[0]); });
   $('tensors-clear').addEventListener('click', () => { forgetFile(); request(); });
   document.addEventListener('keydown', presentKeys);
   attachPresentControls();

@@ -12,6 +12,7 @@ import { play, stop, playing } from './sound.js';
 import { colormaps } from './controls.js';
 import { saveURL } from './url.js';
 import { exportRoll } from './export.js';
+import { request as requestTrace } from './worker-client.js';
 
 const m = state.model;
 const FADE_MS = 180;
@@ -364,6 +365,15 @@ export function setMode(mode, startParams) {
 export function wireModel(startParams) {
   $('mode-params').addEventListener('click', () => setMode('params', startParams));
   $('mode-model').addEventListener('click', () => setMode('model', startParams));
+  // The chosen layer and head, stage by stage, in Parameters mode's figures (src/web/model.rs trace).
+  $('m-stages').addEventListener('click', () => {
+    const { layer, head } = readHead();
+    state.modelSource = { kind: modelKind(), window: readWindow(), layer };
+    state.want = { batch: 0, head };
+    state.pinned = null;
+    setMode('params', null);
+    requestTrace();
+  });
   $('model-form').addEventListener('submit', (e) => e.preventDefault());
   $('m-model').addEventListener('change', () => modelRequest());
   $('m-piece').addEventListener('change', () => {

@@ -66,6 +66,9 @@ export const state = {
   mode: 'params',
   /** True once Parameters mode has sent its first request (a page opened in Model mode computes none). */
   paramsStarted: false,
+  /** Model mode's layer shown stage by stage in Parameters mode: { kind, window, layer }, or null (until a
+   *  control, a preset or a file asks for something else). */
+  modelSource: null,
   model: {
     /** The id of the newest ModelRequest: only its answer is shown. */
     lastId: 0,

@@ -55,6 +55,7 @@ function send() {
   const params = readParams();
   const file = state.candidate || state.tensors;
   if (file) { params.file = file; params.preset = ''; }
+  if (state.modelSource) params.model = state.modelSource;
   const { batch, head } = shownSlice();
   state.sentId = state.lastId;
   state.worker.postMessage(computeRequest(state.lastId, params, batch, head, colormaps(), backendMode()));

@@ -208,6 +208,17 @@ async function drain(ctx) {
  * One 'model*' message. ctx = { relattn (the wasm-bindgen module, initialised), memory() (its memory), post(msg,
  * transfer), isAbort(err) }. Requests wait for nothing but their own; only the newest 'model' is answered.
  */
+/**
+ * One layer of a trained model on a window, as a trace Session (src/web/model.rs ModelSession::trace): the
+ * stages of every head of that layer on the real hidden states, for Parameters mode's figures.
+ * @param {{ kind: string, window: object, layer: number }} source
+ */
+export async function layerSession(relattn, source) {
+  const s = await session(relattn, source.kind);
+  ensureWindow(s, source.kind, source.window);
+  return s.trace(source.layer);
+}
+
 export function onModelMessage(ctx, m) {
   switch (m.kind) {
     case 'model':
