@@ -44,7 +44,7 @@ self.onmessage = (e) => {
       }
       return;
     case 'export': ready.then(() => exportNow(m)); return;
-    case 'model': case 'model-sample': case 'model-stop': case 'model-nll':
+    case 'model': case 'model-sample': case 'model-stop': case 'model-nll': case 'model-compare':
       ready.then((w) => onModelMessage(modelContext(w), m));
       return;
     // Test hooks (tests/e2e/reliability.test.mjs, backend.test.mjs): the page never sends them.

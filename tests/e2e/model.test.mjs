@@ -400,6 +400,20 @@ test('this head, stage by stage: the chosen layer and head in Parameters mode\'s
   await p.close();
 });
 
+test('the three models side by side: one row of distance charts each, every distribution sums to 1', async () => {
+  const p = await open(`?mode=model&model=music&piece=${PIECE}&start=0&length=128&layer=1&note=64`);
+  await p.click('#m-compare-btn');
+  await p.waitForFunction(() => document.querySelectorAll('#m-compare .compare-row').length === 3, null, { timeout: 60000 });
+  const rows = await p.$$eval('#m-compare .compare-row', (rs) => rs.map((r) => ({ model: r.dataset.model, sums: JSON.parse(r.dataset.sums), charts: r.querySelectorAll('canvas').length })));
+  assert.deepEqual(rows.map((r) => r.model), ['music', 'shaw', 'absolute']);
+  for (const r of rows) {
+    assert.equal(r.charts, 4, `${r.model}: ${r.charts} charts`);
+    r.sums.forEach((v, h) => assert.ok(Math.abs(v - 1) <= 1e-6, `${r.model} head ${h}: sums to ${v}`));
+  }
+  await p.locator('#m-panel-dist').screenshot({ path: join(artifacts, 'model-compare.png') });
+  await p.close();
+});
+
 test('stale answers are dropped: quick changes of head and note end on the last one', async () => {
   const p = await open(`?mode=model&model=music&piece=${PIECE}&note=100`);
   const b = await readyId(p);

@@ -79,8 +79,7 @@ export function markTile(layer, head) {
 }
 
 /** Draws one chart per head of `r.layer`: profiles[h] over distances −(T−1)..=0, shown from −range. */
-export function drawDistances(r) {
-  const box = $('m-dist');
+export function drawDistances(r, box = $('m-dist')) {
   const heads = r.profiles.length;
   const T = r.window.length;
   const full = $('m-dist-full').checked;

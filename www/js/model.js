@@ -4,7 +4,7 @@
 // (click, ← / →, the URL's note=, the playhead), Continue (sampling), Play (sound.js) and the NLL chart.
 import { $ } from './dom.js';
 import { state } from './state.js';
-import { modelRequest as modelMsg, sampleRequest, modelStop, nllRequest } from './protocol.js';
+import { modelRequest as modelMsg, sampleRequest, modelStop, nllRequest, compareRequest } from './protocol.js';
 import { readWindow, readHead, modelKind, syncModelForm, syncChoices, clearModelErrors, showModelError } from './model-form.js';
 import { drawRoll, hit, noteName, arcsOf } from './roll.js';
 import { drawTiles, markTile, markRow, drawDistances, drawPrediction, drawNll } from './model-views.js';
@@ -64,6 +64,7 @@ export function onModelMessage(msg) {
     case 'model-result': if (msg.id === m.lastId) showResult(msg); return;
     case 'model-sampled': if (msg.id === m.sampleId) sampled(msg); return;
     case 'model-nll': if (msg.id === m.nllId) { m.nll = msg; drawNll(); nllDone(); } return;
+    case 'model-compare': if (msg.id === m.compareId) { m.compare = msg; drawCompare(); compareDone(); } return;
     case 'model-error':
       if (msg.of === 'model' && msg.id === m.lastId) {
         setBusy(false);
@@ -73,6 +74,7 @@ export function onModelMessage(msg) {
       }
       if (msg.of === 'model-sample' && msg.id === m.sampleId) { $('merr-sample').textContent = msg.error.message; sampleDone(); }
       if (msg.of === 'model-nll' && msg.id === m.nllId) { $('merr-nll').textContent = msg.error.message; nllDone(); }
+      if (msg.of === 'model-compare' && msg.id === m.compareId) { $('merr-compare').textContent = msg.error.message; compareDone(); }
       return;
     default:
   }
@@ -285,6 +287,45 @@ function nllDone() {
   $('m-nll-btn').textContent = 'Compute NLL per position: relative (music) vs absolute';
 }
 
+// --- the three models side by side ----------------------------------------------------------------------------
+
+function computeCompare() {
+  const s = m.shown;
+  if (!s) return;
+  m.compareId += 1;
+  $('merr-compare').textContent = '';
+  $('m-compare-btn').disabled = true;
+  state.worker.postMessage(compareRequest(m.compareId, s.window, readHead().layer));
+}
+
+function compareDone() {
+  $('m-compare-btn').disabled = false;
+}
+
+/** One row of distance charts per model (the window and layer they were computed for). */
+function drawCompare() {
+  const c = m.compare;
+  const s = m.shown;
+  if (!c || !s) return;
+  const box = $('m-compare');
+  box.replaceChildren();
+  for (const { model, profiles } of c.series) {
+    const row = document.createElement('div');
+    row.className = 'compare-row';
+    row.dataset.model = model;
+    // Each head's distribution sums to 1 (kept for the tests).
+    row.dataset.sums = JSON.stringify(profiles.map((d) => d.reduce((a, b) => a + b, 0)));
+    const h = document.createElement('h3');
+    h.textContent = `${model}, layer ${c.layer}`;
+    const charts = document.createElement('div');
+    charts.className = 'dist';
+    row.append(h, charts);
+    box.append(row);
+    drawDistances({ ...s, window: c.window, layer: c.layer, profiles }, charts);
+  }
+  $('m-dist-layer').textContent = `layer ${readHead().layer}`;
+}
+
 // --- the mode switch and the controls -------------------------------------------------------------------------
 
 /** Model mode's views by their ?embed= name. */
@@ -388,12 +429,13 @@ export function wireModel(startParams) {
   });
   for (const id of ['m-start', 'm-length', 'm-transpose']) $(id).addEventListener('input', () => modelRequest(true));
   for (const id of ['m-layer', 'm-head']) $(id).addEventListener('change', () => modelRequest());
-  $('m-dist-full').addEventListener('change', () => m.shown && drawDistances(m.shown));
+  $('m-dist-full').addEventListener('change', () => { if (m.shown) { drawDistances(m.shown); drawCompare(); } });
   $('m-continue').addEventListener('click', startSampling);
   $('m-stop').addEventListener('click', stopSampling);
   $('m-clear').addEventListener('click', () => { m.sampled = []; $('m-clear').disabled = true; $('m-sample-status').textContent = ''; redraw(); });
   $('m-play').addEventListener('click', togglePlay);
   $('m-nll-btn').addEventListener('click', computeNll);
+  $('m-compare-btn').addEventListener('click', computeCompare);
   $('m-export-png').addEventListener('click', () => exportRoll((c, size) => redraw(1, c, size)));
   $('m-fullscreen').addEventListener('click', () => {
     const fig = $('m-fullscreen').closest('figure');

@@ -10,6 +10,7 @@
 //   'model-sample' SampleRequest     →     'model-sampled' ModelSampled (one per batch of 16 tokens) | 'model-error'
 //   'model-stop'   ModelStop         →     (nothing: the sampling with that id stops after its batch)
 //   'model-nll'    NllRequest        →     'model-nll' NllResult | 'model-error'
+//   'model-compare' CompareRequest   →     'model-compare' CompareResult | 'model-error'
 //   'debug-*' test hooks (DebugMessage; tests/e2e only, the page never sends them; no reply)
 //
 // A newer compute request supersedes one still waiting in the worker; the page drops any answer whose id is
@@ -312,6 +313,20 @@ export function sampleRequest(id, model, window, steps, temperature, seed) {
 /** @returns {ModelStop} */
 export function modelStop(id) {
   return { kind: 'model-stop', id };
+}
+
+/**
+ * page → worker: the attention-by-distance profiles of every head of `layer` for the three models on one window.
+ * @typedef {{ kind: 'model-compare', id: number, window: object, layer: number }} CompareRequest
+ */
+/**
+ * worker → page: per model, its profiles (one per head: the distribution over distances −(T−1)…0).
+ * @typedef {{ kind: 'model-compare', id: number, layer: number, window: object, series: { model: string, profiles: Float64Array[] }[] }} CompareResult
+ */
+
+/** @returns {CompareRequest} */
+export function compareRequest(id, window, layer) {
+  return { kind: 'model-compare', id, window, layer };
 }
 
 /** @returns {NllRequest} */

@@ -88,6 +88,9 @@ export const state = {
     playStep: null,
     /** The id of the newest NLL request, and its answer ({ piece, length, series }) or null. */
     nllId: 0,
+    /** The id of the last three-model comparison asked for, and its answer (model.js drawCompare). */
+    compareId: 0,
+    compare: null,
     nll: null,
     /** Playback: { ctx, t0, stepDur, steps, raf } while playing, else null; the AudioContext is kept in `audio`. */
     play: null,

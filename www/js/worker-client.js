@@ -80,7 +80,7 @@ function receive(msg, handlers) {
       return;
     }
     case 'fatal': restart(msg, handlers); return;
-    case 'model-result': case 'model-error': case 'model-sampled': case 'model-nll':
+    case 'model-result': case 'model-error': case 'model-sampled': case 'model-nll': case 'model-compare':
       if (handlers.model) handlers.model(msg);
       return;
     case 'result':

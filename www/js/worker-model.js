@@ -194,6 +194,32 @@ async function nll(ctx, m) {
   }
 }
 
+/** The three models' distance profiles for one window and layer, side by side. */
+async function compare(ctx, m) {
+  const { relattn, post } = ctx;
+  try {
+    const series = [];
+    const transfer = [];
+    for (const kind of MODEL_KINDS) {
+      const s = await session(relattn, kind);
+      ensureWindow(s, kind, m.window);
+      const heads = s.info().config.heads;
+      const profiles = [];
+      for (let h = 0; h < heads; h++) {
+        const d = Float64Array.from(s.distance_profile(m.layer, h).distribution);
+        profiles.push(d);
+        transfer.push(d.buffer);
+      }
+      series.push({ model: kind, profiles });
+      await new Promise((ok) => setTimeout(ok, 0));
+    }
+    post({ kind: 'model-compare', id: m.id, layer: m.layer, window: m.window, series }, transfer);
+  } catch (err) {
+    if (ctx.isAbort(err)) throw err;
+    post(failure(m.id, 'model-compare', err));
+  }
+}
+
 async function drain(ctx) {
   busy = true;
   while (pending) {
@@ -228,6 +254,7 @@ export function onModelMessage(ctx, m) {
     case 'model-sample': sample(ctx, m).catch(ctx.fail); return;
     case 'model-stop': if (sampling === m.id) sampling = 0; return;
     case 'model-nll': nll(ctx, m).catch(ctx.fail); return;
+    case 'model-compare': compare(ctx, m).catch(ctx.fail); return;
     default:
   }
 }
