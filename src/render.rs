@@ -135,13 +135,18 @@ pub fn rgba(m: ArrayView2<f32>, scale: Scale) -> (Vec<u8>, (f32, f32)) {
 /// [`rgba`] with the palette's colormaps.
 pub fn rgba_with(m: ArrayView2<f32>, scale: Scale, palette: Palette) -> (Vec<u8>, (f32, f32)) {
     let range = value_range(m, scale);
+    (rgba_in_range(m, scale, palette, range), range)
+}
+
+/// One RGBA pixel per cell, coloured over `range` (a window of a larger matrix keeps the matrix's colours).
+pub fn rgba_in_range(m: ArrayView2<f32>, scale: Scale, palette: Palette, range: (f32, f32)) -> Vec<u8> {
     let lut = Lut::with_palette(scale, palette);
     let mut out = Vec::with_capacity(m.len() * 4);
     for &v in m.iter() {
         let [r, g, b] = lut.color(v, range);
         out.extend_from_slice(&[r, g, b, 255]);
     }
-    (out, range)
+    out
 }
 
 /// [`rgba_with`] with at most `max_side` pixels a side: a larger matrix is cut into blocks of cells, each drawn
@@ -217,6 +222,9 @@ pub struct Figure<'a> {
     pub palette: Palette,
     /// Background and text colours; [`Ink::LIGHT`] is the CLI's, the page follows its theme.
     pub ink: Ink,
+    /// The colour range, when it is not the matrix's own ([`value_range`]): a zoomed window of a stage keeps
+    /// the whole stage's colours.
+    pub range: Option<(f32, f32)>,
 }
 
 /// The colours of a figure around its cells.
@@ -284,10 +292,11 @@ pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, fig: &Figure, cel
         scale: fig.scale,
         palette: fig.palette,
         ink: fig.ink,
+        range: fig.range,
     };
     let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
     let (rows, cols) = fig.matrix.dim();
-    let range = value_range(fig.matrix, fig.scale);
+    let range = fig.range.unwrap_or_else(|| value_range(fig.matrix, fig.scale));
     let lut = Lut::with_palette(fig.scale, fig.palette);
     let ink = fig.ink;
     root.fill(&ink.background).map_err(err)?;
@@ -484,6 +493,7 @@ mod tests {
             scale: Scale::Sequential,
             palette: Palette::default(),
             ink: Ink::LIGHT,
+            range: None,
         };
         register_fonts();
         let mut svg = String::new();

@@ -681,6 +681,7 @@ fn run(cli: Cli) -> Result<(), Stop> {
                 scale: meta.scale,
                 palette: Default::default(),
                 ink: render::Ink::LIGHT,
+                range: None,
             };
             write_atomic(&out, |tmp| render::save(&fig, tmp, size))?;
             if json {

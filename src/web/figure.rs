@@ -29,6 +29,19 @@ pub struct FigureSpec {
     pub y_labels: Vec<String>,
     pub rows: usize,
     pub cols: usize,
+    /// The colour range [lo, hi] when it is not the values' own (a zoomed window keeps its stage's colours).
+    #[serde(default)]
+    pub range: Option<[f32; 2]>,
+}
+
+/// Cells to colour: their shape, scale and colour range.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CellsSpec {
+    pub rows: usize,
+    pub cols: usize,
+    pub scale: Scale,
+    pub range: [f32; 2],
 }
 
 /// The plot area in pixels: columns `x0..x1`, rows `y0..y1`.
@@ -56,10 +69,8 @@ impl FigureSpec {
         serde_wasm_bindgen::from_value(spec).map_err(|e| js_error("figure", ErrorKind::Invalid, &format!("invalid figure: {e}")))
     }
 
-    /// `values` (rows × cols, row-major) as a matrix, or an error naming `values`.
     fn matrix(&self, values: &[f32]) -> Result<Array2<f32>, JsValue> {
-        Array2::from_shape_vec((self.rows, self.cols), values.to_vec())
-            .map_err(|_| to_js(Error::invalid("values", format!("{} values", values.len()), format!("{} × {} values", self.rows, self.cols))))
+        matrix(values, self.rows, self.cols)
     }
 
     fn figure<'a>(&self, m: &'a Array2<f32>) -> Figure<'a> {
@@ -75,8 +86,15 @@ impl FigureSpec {
             scale: self.scale,
             palette: palette(),
             ink: ink(),
+            range: self.range.map(|[lo, hi]| (lo, hi)),
         }
     }
+}
+
+/// `values` (rows × cols, row-major) as a matrix, or an error naming `values`.
+fn matrix(values: &[f32], rows: usize, cols: usize) -> Result<Array2<f32>, JsValue> {
+    Array2::from_shape_vec((rows, cols), values.to_vec())
+        .map_err(|_| to_js(Error::invalid("values", format!("{} values", values.len()), format!("{rows} × {cols} values"))))
 }
 
 /// A drawing failure on `target` ("canvas" or "svg").
@@ -110,4 +128,14 @@ pub fn draw_svg(spec: JsValue, values: &[f32], width: u32, height: u32) -> Resul
         r
     };
     to_value(&Svg { svg, painted, area: Area { x0: x.start, x1: x.end, y0: y.start, y1: y.end } })
+}
+
+/// `values` ([`CellsSpec`]'s rows × cols, row-major) as RGBA pixels over the spec's colour range: the page's
+/// zoomed window of a stage, coloured like the whole stage.
+#[wasm_bindgen]
+pub fn colour(spec: JsValue, values: &[f32]) -> Result<Vec<u8>, JsValue> {
+    let spec: CellsSpec = serde_wasm_bindgen::from_value(spec).map_err(|e| js_error("cells", ErrorKind::Invalid, &format!("invalid cells: {e}")))?;
+    let m = matrix(values, spec.rows, spec.cols)?;
+    let [lo, hi] = spec.range;
+    Ok(render::rgba_in_range(m.view(), spec.scale, palette(), (lo, hi)))
 }

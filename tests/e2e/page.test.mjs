@@ -350,6 +350,60 @@ test('a control added on both sides: batch sets the generated batch, the batch-e
   await page.waitForFunction(() => document.body.dataset.ready && document.getElementById('busy').hidden, null, { timeout: 30000 });
 });
 
+test('zoom and pan: + / Ctrl+wheel zoom into a figure, dragging pans, 0 resets; the cells read stay exact, a minimap shows where', async () => {
+  await page.goto(`${base}?method=shaw&n=64&d_model=16&heads=1&clip=4&seed=3&sentence=&backend=cpu`);
+  await page.waitForFunction(() => document.body.dataset.ready && document.getElementById('busy').hidden, null, { timeout: 30000 });
+  const canvas = page.locator('figure[data-stage="weights"] canvas');
+  const data = () => canvas.evaluate((c) => ({ ...c.dataset, width: c.width }));
+  /** Hovers stage cell (i, j) through the view's window; returns the tooltip's data. */
+  const at = async (i, j) => {
+    await canvas.scrollIntoViewIfNeeded();
+    const box = await canvas.boundingBox();
+    const d = await data();
+    const scale = box.width / d.width;
+    const x = box.x + (Number(d.x0) + (j - Number(d.c0) + 0.5) * ((d.x1 - d.x0) / d.cols)) * scale;
+    const y = box.y + (Number(d.y0) + (i - Number(d.r0) + 0.5) * ((d.y1 - d.y0) / d.rows)) * scale;
+    await page.mouse.move(x, y);
+    await page.waitForFunction(([ii, jj]) => { const t = document.getElementById('tooltip'); return !t.hidden && Number(t.dataset.i) === ii && Number(t.dataset.j) === jj; }, [i, j], { timeout: 5000 });
+    return page.locator('#tooltip').evaluate((t) => ({ ...t.dataset }));
+  };
+  const before = await at(40, 41);
+  await canvas.focus();
+  await page.keyboard.press('+');
+  let d = await data();
+  assert.deepEqual([d.rows, d.cols, d.r0, d.c0], ['32', '32', '16', '16'], 'zoomed on the centre');
+  assert.equal((await at(40, 41)).value, before.value, 'the zoomed cell holds the same value');
+  const magenta = await canvas.evaluate((c) => {
+    const px = c.getContext('2d').getImageData(Number(c.dataset.x1) - 90, Number(c.dataset.y0), 90, 90).data;
+    for (let k = 0; k < px.length; k += 4) if (px[k] > 200 && px[k + 1] < 80 && px[k + 2] > 120) return true;
+    return false;
+  });
+  assert.ok(magenta, 'no minimap window drawn');
+  // Ctrl + wheel zooms in further, at the pointer.
+  await page.keyboard.down('Control');
+  await page.mouse.wheel(0, -100);
+  await page.keyboard.up('Control');
+  d = await data();
+  assert.equal(d.rows, '16');
+  // Dragging pans.
+  const box = await canvas.boundingBox();
+  const [cx, cy] = [box.x + box.width / 3, box.y + box.height / 2];
+  const r0 = Number(d.r0);
+  await page.mouse.move(cx, cy);
+  await page.mouse.down();
+  await page.mouse.move(cx, cy - 60, { steps: 4 });
+  await page.mouse.up();
+  assert.ok(Number((await data()).r0) > r0, 'dragging up does not pan down');
+  assert.equal(await page.locator('#pinned').innerText(), '', 'a drag is not a pick');
+  await page.screenshot({ path: join(artifacts, 'zoom.png') });
+  await canvas.focus();
+  await page.keyboard.press('0');
+  d = await data();
+  assert.deepEqual([d.rows, d.r0], ['64', '0'], '0 resets');
+  await page.goto(base);
+  await page.waitForFunction(() => document.body.dataset.ready && document.getElementById('busy').hidden, null, { timeout: 30000 });
+});
+
 test('n = 1024 recomputes off the main thread and redraws', async () => {
   await settle(() => page.fill('#sentence', ''));
   await settle(() => page.selectOption('#method', 'music'));

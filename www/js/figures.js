@@ -1,7 +1,9 @@
 // Owns drawing one stage into one view: the frame (axes, title, labels) drawn by the wasm module with plotters
 // (draw_frame), the cells blitted from the RGBA buffer the worker made (no copy: an ImageData over it), cell
 // outlines, and the mapping from a pointer position to a cell. A view is { canvas, ctx, off, rect, frame,
-// stage }; everything about a stage (title, formula, axes, pairs) is read from the stage object.
+// stage, win, cells }; everything about a stage (title, formula, axes, pairs) is read from the stage object.
+// `win` is the window of the stage shown ({ r0, c0, rows, cols }, null: all of it; zoom.js sets it): a zoomed
+// view draws those cells alone, coloured by the page's wasm over the whole stage's range, with a minimap.
 import { state } from './state.js';
 import { fmt } from './format.js';
 
@@ -14,6 +16,21 @@ function axesOf(stage, cur) {
   const xl = toks && stage.pairs && stage.cols === toks.length ? toks : [];
   const yl = toks && stage.rows_are_queries && stage.rows === toks.length ? toks : [];
   return [stage.x_axis, stage.y_axis, xl, yl];
+}
+
+/** The window of a view's stage shown: the whole stage, or the zoomed one (clamped to the stage). */
+export function windowOf(v) {
+  const { rows, cols } = v.stage;
+  const w = v.win;
+  if (!w) return { r0: 0, c0: 0, rows, cols };
+  const wr = Math.min(w.rows, rows);
+  const wc = Math.min(w.cols, cols);
+  return { r0: Math.max(0, Math.min(w.r0, rows - wr)), c0: Math.max(0, Math.min(w.c0, cols - wc)), rows: wr, cols: wc };
+}
+
+/** The labels of positions from..from + count − 1: the tokens' (when there are some) or the indices. */
+function labelsOf(tokens, from, count) {
+  return Array.from({ length: count }, (_, k) => (tokens.length ? tokens[from + k] : String(from + k)));
 }
 
 /** The formula, the shape and, where the stage depends on them and there is a choice, the batch element and head. */
@@ -42,18 +59,45 @@ export function newView(stage, width, height) {
 
 export function drawView(v, stage, cur) {
   v.stage = stage;
-  const r = state.ui.draw_frame(v.canvas, figureSpec(stage, cur), stage.values);
+  const full = { r0: 0, c0: 0, rows: stage.rows, cols: stage.cols };
+  const w = windowOf(v);
+  const zoomed = w.rows < stage.rows || w.cols < stage.cols;
+  v.win = zoomed ? w : null;
+  const spec = figureSpec(stage, cur);
+  let values = stage.values;
+  if (zoomed) {
+    values = new Float32Array(w.rows * w.cols);
+    for (let i = 0; i < w.rows; i++) values.set(stage.values.subarray((w.r0 + i) * stage.cols + w.c0, (w.r0 + i) * stage.cols + w.c0 + w.cols), i * w.cols);
+    Object.assign(spec, {
+      rows: w.rows, cols: w.cols, range: [stage.lo, stage.hi],
+      x_labels: labelsOf(spec.x_labels, w.c0, w.cols), y_labels: labelsOf(spec.y_labels, w.r0, w.rows),
+      subtitle: `${spec.subtitle} · rows ${w.r0}–${w.r0 + w.rows - 1}, columns ${w.c0}–${w.c0 + w.cols - 1} (0 resets)`,
+    });
+  }
+  const r = state.ui.draw_frame(v.canvas, spec, values);
   v.rect = r;
   // The frame without outlines, to restore before each redraw of the pins (they overlap the axes).
   v.frame = v.ctx.getImageData(0, 0, v.canvas.width, v.canvas.height);
-  // The raster: one pixel per cell, or per block of cells when the stage is larger than RASTER_SIDE.
-  v.off.width = stage.raster_cols;
-  v.off.height = stage.raster_rows;
-  v.off.getContext('2d').putImageData(new ImageData(stage.rgba, stage.raster_cols, stage.raster_rows), 0, 0);
+  if (zoomed) {
+    // The window's cells, coloured like the whole stage; the whole stage's raster is kept for the minimap.
+    const rgba = new Uint8ClampedArray(state.ui.colour({ rows: w.rows, cols: w.cols, scale: stage.scale, range: [stage.lo, stage.hi] }, values));
+    v.cells = { ...w, values, rgba };
+    v.mini = v.mini || document.createElement('canvas');
+    v.mini.width = stage.raster_cols;
+    v.mini.height = stage.raster_rows;
+    v.mini.getContext('2d').putImageData(new ImageData(stage.rgba, stage.raster_cols, stage.raster_rows), 0, 0);
+  } else {
+    v.cells = { ...full, values, rgba: stage.raster_cols === stage.cols ? stage.rgba : null };
+  }
+  // The raster: one pixel per cell (of the window), or per block of cells when the stage is larger than RASTER_SIDE.
+  const [pw, ph, px] = zoomed ? [w.cols, w.rows, v.cells.rgba] : [stage.raster_cols, stage.raster_rows, stage.rgba];
+  v.off.width = pw;
+  v.off.height = ph;
+  v.off.getContext('2d').putImageData(new ImageData(px, pw, ph), 0, 0);
   blit(v);
   const c = v.canvas;
-  Object.assign(c.dataset, { ...r, rows: stage.rows, cols: stage.cols });
-  c.setAttribute('aria-label', `${stage.title}: ${stage.formula}, ${stage.rows} × ${stage.cols}`);
+  Object.assign(c.dataset, { ...r, rows: w.rows, cols: w.cols, r0: w.r0, c0: w.c0 });
+  c.setAttribute('aria-label', `${stage.title}: ${stage.formula}, ${stage.rows} × ${stage.cols}${zoomed ? `, zoomed to rows ${w.r0}–${w.r0 + w.rows - 1}, columns ${w.c0}–${w.c0 + w.cols - 1}` : ''}`);
 }
 
 /** The smallest cell, in canvas pixels, that gets its value written in it (src/render.rs VALUE_CELL, for exports). */
@@ -67,15 +111,19 @@ export function blit(v) {
   // Enlarged: one sharp block per cell; shrunk: smoothed, so no row or column of the raster is dropped.
   v.ctx.imageSmoothingEnabled = v.off.width > x1 - x0 || v.off.height > y1 - y0;
   v.ctx.drawImage(v.off, x0, y0, x1 - x0, y1 - y0);
-  const { rows, cols, values, rgba } = v.stage;
+  const { r0, c0, rows, cols, values, rgba } = v.cells;
   const cw = (x1 - x0) / cols;
   const ch = (y1 - y0) / rows;
   if (v.stage.leftover_above) {
     // The causal skew's leftovers (j > i): greyed, the mask removes them.
     v.ctx.fillStyle = 'rgba(128, 128, 128, 0.75)';
-    for (let i = 0; i < rows - 1; i++) v.ctx.fillRect(x0 + (i + 1) * cw, y0 + i * ch, (cols - i - 1) * cw, ch);
+    for (let i = 0; i < rows; i++) {
+      const from = Math.max(0, r0 + i + 1 - c0);
+      if (from < cols) v.ctx.fillRect(x0 + from * cw, y0 + i * ch, (cols - from) * cw, ch);
+    }
   }
-  if (cw < VALUE_CELL.w || ch < VALUE_CELL.h || v.stage.raster_cols !== cols) return;
+  if (v.win) drawMinimap(v);
+  if (cw < VALUE_CELL.w || ch < VALUE_CELL.h || !rgba) return;
   const ctx = v.ctx;
   ctx.font = `${Math.min(13, Math.floor(ch * 0.45), Math.floor(cw / 4))}px sans-serif`;
   ctx.textAlign = 'center';
@@ -91,35 +139,62 @@ export function blit(v) {
   }
 }
 
-/** The cell { i, j } under a pointer event, or null outside the plot area. */
+/** The minimap of a zoomed view: the whole stage, small, in the plot's top-right corner, and the window on it. */
+function drawMinimap(v) {
+  const { x1, y0 } = v.rect;
+  const { rows, cols } = v.stage;
+  const side = 72;
+  const [mw, mh] = rows > cols ? [Math.max(8, (side * cols) / rows), side] : [side, Math.max(8, (side * rows) / cols)];
+  const [mx, my] = [x1 - mw - 4, y0 + 4];
+  const ctx = v.ctx;
+  ctx.imageSmoothingEnabled = true;
+  ctx.fillStyle = '#fff';
+  ctx.fillRect(mx - 2, my - 2, mw + 4, mh + 4);
+  ctx.drawImage(v.mini, mx, my, mw, mh);
+  const w = v.win;
+  ctx.lineWidth = 1.5;
+  ctx.strokeStyle = '#ff00aa';
+  ctx.strokeRect(mx + (w.c0 / cols) * mw, my + (w.r0 / rows) * mh, Math.max(2, (w.cols / cols) * mw), Math.max(2, (w.rows / rows) * mh));
+}
+
+/** The cell { i, j } of the stage under a pointer event (through the zoom window), or null outside the plot area. */
 export function cellAt(v, e) {
   const b = v.canvas.getBoundingClientRect();
   const x = ((e.clientX - b.left) * v.canvas.width) / b.width;
   const y = ((e.clientY - b.top) * v.canvas.height) / b.height;
   const { x0, x1, y0, y1 } = v.rect;
   if (x < x0 || x >= x1 || y < y0 || y >= y1) return null;
-  const j = Math.floor(((x - x0) / (x1 - x0)) * v.stage.cols);
-  const i = Math.floor(((y - y0) / (y1 - y0)) * v.stage.rows);
+  const w = windowOf(v);
+  const j = w.c0 + Math.floor(((x - x0) / (x1 - x0)) * w.cols);
+  const i = w.r0 + Math.floor(((y - y0) / (y1 - y0)) * w.rows);
   return { i, j };
+}
+
+/** Where cell (i, j) of the stage is drawn: { x, y, cw, ch } in canvas pixels, or null outside the window. */
+function cellBox(v, i, j) {
+  const { x0, x1, y0, y1 } = v.rect;
+  const w = windowOf(v);
+  if (i < w.r0 || j < w.c0 || i >= w.r0 + w.rows || j >= w.c0 + w.cols) return null;
+  const cw = (x1 - x0) / w.cols;
+  const ch = (y1 - y0) / w.rows;
+  return { x: x0 + (j - w.c0) * cw, y: y0 + (i - w.r0) * ch, cw, ch };
 }
 
 /** Shades the cells `cells` ([i, j] pairs) of a view: the pairs that read one table row. */
 export function shade(v, cells) {
-  const { x0, x1, y0, y1 } = v.rect;
-  const cw = (x1 - x0) / v.stage.cols;
-  const ch = (y1 - y0) / v.stage.rows;
   const ctx = v.ctx;
   ctx.fillStyle = 'rgba(255, 0, 170, 0.5)'; // magenta: in neither colormap
-  for (const [i, j] of cells) ctx.fillRect(x0 + j * cw, y0 + i * ch, Math.max(1, cw), Math.max(1, ch));
+  for (const [i, j] of cells) {
+    const b = cellBox(v, i, j);
+    if (b) ctx.fillRect(b.x, b.y, Math.max(1, b.cw), Math.max(1, b.ch));
+  }
 }
 
 /** Outlines cells (i, j) … (i + h − 1, j + w − 1) in black and yellow (visible on every colormap). */
 export function outline(v, i, j, w = 1, h = 1) {
-  const { x0, x1, y0, y1 } = v.rect;
-  const cw = (x1 - x0) / v.stage.cols;
-  const ch = (y1 - y0) / v.stage.rows;
-  const x = x0 + j * cw;
-  const y = y0 + i * ch;
+  const b = cellBox(v, i, j);
+  if (!b) return;
+  const { x, y, cw, ch } = b;
   const rw = Math.max(3, cw * w);
   const rh = Math.max(3, ch * h);
   const ctx = v.ctx;

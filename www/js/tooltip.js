@@ -92,6 +92,7 @@ export function setPin(p) {
 }
 
 function click(v, e) {
+  if (v.dragged) { v.dragged = false; return; } // the end of a pan (zoom.js), not a pick
   const c = v.rect && cellAt(v, e);
   if (!c) return;
   if (isTable(v.stage)) { setRow(state.pinnedRow === c.i ? null : c.i); return; }

@@ -6,6 +6,7 @@ import { $ } from './dom.js';
 import { state } from './state.js';
 import { FRAME, newView, drawView } from './figures.js';
 import { attachPointer, drawPins } from './tooltip.js';
+import { attachZoom } from './zoom.js';
 import { drawPresent } from './present.js';
 import { exportFigure } from './export.js';
 import { showTimings, showStageTimes } from './status.js';
@@ -40,6 +41,7 @@ function newFigure(stage) {
     svg.addEventListener('click', () => exportFigure(v.stage.name, 'svg'));
   }
   attachPointer(v);
+  attachZoom(v);
   return v;
 }
 
