@@ -4,10 +4,10 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { root, artifacts, prepare, startServer, launch, watch, close, hover, npyF32 } from './harness.mjs';
+import { root, artifacts, prepare, startServer, launch, watch, close, hover, npyF32, cli } from './harness.mjs';
 
 let server;
 let base;
@@ -28,15 +28,6 @@ async function open(query, viewport = { width: 1500, height: 1000 }) {
   return p;
 }
 
-// The CLI: the newer of target/{release,debug}/relattn (`make test` builds the debug one first), or built here;
-// under $CARGO_TARGET_DIR when it is set, as cargo does.
-function cli() {
-  const target = process.env.CARGO_TARGET_DIR || join(root, 'target');
-  const built = ['release', 'debug'].map((b) => join(target, b, 'relattn')).filter((p) => existsSync(p));
-  if (built.length) return built.sort((a, b) => statSync(b).mtimeMs - statSync(a).mtimeMs)[0];
-  execFileSync('cargo', ['build', '--bin', 'relattn'], { cwd: root, stdio: 'inherit' });
-  return join(target, 'debug', 'relattn');
-}
 
 before(async () => {
   prepare();

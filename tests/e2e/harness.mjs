@@ -3,8 +3,8 @@
 // collect a page's errors into a test file's `problems`, and teardown. Not a test file itself: node --test
 // only runs *.test.mjs (and the like) in this folder.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -17,6 +17,16 @@ export const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 // SwiftShader (software Vulkan) adapter; without that flag requestAdapter() resolves to null.
 export const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
   '--disable-component-update', '--disable-sync', '--disable-dev-shm-usage'];
+
+/** The CLI: the newer of target/{release,debug}/relattn (`make test` builds the debug one first), or built here;
+ *  under $CARGO_TARGET_DIR when it is set, as cargo does. */
+export function cli() {
+  const target = process.env.CARGO_TARGET_DIR || join(root, 'target');
+  const built = ['release', 'debug'].map((b) => join(target, b, 'relattn')).filter((p) => existsSync(p));
+  if (built.length) return built.sort((a, b) => statSync(b).mtimeMs - statSync(a).mtimeMs)[0];
+  execFileSync('cargo', ['build', '--bin', 'relattn'], { cwd: root, stdio: 'inherit' });
+  return join(target, 'debug', 'relattn');
+}
 
 /** Fails unless www/pkg is built; makes the artifacts folder. */
 export function prepare() {

@@ -7,10 +7,10 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { root, artifacts, prepare, startServer, launch, watch, close, hover } from './harness.mjs';
+import { root, artifacts, prepare, startServer, launch, watch, close, hover, cli } from './harness.mjs';
 
 let server;
 let base;
@@ -21,15 +21,6 @@ const problems = [];
 const PIECE = '10.7';
 // The forced panic of the restart test logs itself (console_error_panic_hook) on purpose.
 const expected = (text) => /debug_panic(_async)?\(\)/.test(text);
-
-// The CLI, as tests/e2e/features.test.mjs finds it: the newer of target/{release,debug}/relattn.
-function cli() {
-  const target = process.env.CARGO_TARGET_DIR || join(root, 'target');
-  const built = ['release', 'debug'].map((b) => join(target, b, 'relattn')).filter((p) => existsSync(p));
-  if (built.length) return built.sort((a, b) => statSync(b).mtimeMs - statSync(a).mtimeMs)[0];
-  execFileSync('cargo', ['build', '--bin', 'relattn'], { cwd: root, stdio: 'inherit' });
-  return join(target, 'debug', 'relattn');
-}
 
 /** The float32 array named `name` in a stored (uncompressed) .npz, as the CLI writes it: { shape, data }. */
 function npzArray(buf, name) {
