@@ -405,6 +405,32 @@ test('the three models side by side: one row of distance charts each, every dist
   await p.close();
 });
 
+test('Present: the model\'s slides, roll with arcs → every head → attention by distance → this head stage by stage', async () => {
+  const p = await open(`?mode=model&model=music&piece=${PIECE}&start=0&length=64&layer=1&head=2&note=40`);
+  await p.click('#m-present');
+  const slide = () => p.evaluate(() => document.body.dataset.modelSlide || null);
+  const shown = async () => ({ roll: await p.locator('.roll-fig').isVisible(), tiles: await p.locator('#m-panel-tiles').isVisible(), dist: await p.locator('#m-panel-dist').isVisible() });
+  assert.equal(await slide(), 'roll');
+  assert.deepEqual(await shown(), { roll: true, tiles: false, dist: false });
+  assert.ok((await roll(p)).arcs.length > 0, 'the arcs are drawn on the roll slide');
+  await p.keyboard.press('ArrowRight');
+  assert.equal(await slide(), 'tiles');
+  assert.deepEqual(await shown(), { roll: false, tiles: true, dist: false });
+  await p.keyboard.press('ArrowRight');
+  assert.equal(await slide(), 'dist');
+  await p.screenshot({ path: join(artifacts, 'model-slide-dist.png') });
+  await p.keyboard.press('ArrowLeft');
+  assert.equal(await slide(), 'tiles');
+  await p.keyboard.press('ArrowRight');
+  await p.keyboard.press('ArrowRight');
+  // The last step: this head's stages, presented on its weights.
+  await p.waitForSelector('#present:not([hidden])', { timeout: 60000 });
+  assert.equal(await p.getAttribute('#present', 'data-stage'), 'weights');
+  assert.equal(await slide(), null);
+  await p.keyboard.press('Escape');
+  await p.close();
+});
+
 test('stale answers are dropped: quick changes of head and note end on the last one', async () => {
   const p = await open(`?mode=model&model=music&piece=${PIECE}&note=100`);
   const b = await readyId(p);

@@ -38,7 +38,13 @@ function showResult(msg) {
   };
   const p = state.pinned;
   if (p && (p.i >= n || p.j >= n)) state.pinned = null;
-  render(state.current).catch(drawFailed);
+  render(state.current).then(() => {
+    // The model slides' last step: this head's stages, presented from `presentWhenReady`.
+    const want = state.presentWhenReady;
+    if (!want) return;
+    state.presentWhenReady = null;
+    enterPresent(Math.max(0, state.current.stages.findIndex((s) => s.name === want)));
+  }).catch(drawFailed);
   showBackend(msg.backend);
   saveURL();
 }

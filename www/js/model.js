@@ -326,6 +326,48 @@ function drawCompare() {
   $('m-dist-layer').textContent = `layer ${readHead().layer}`;
 }
 
+// --- the model's slides ---------------------------------------------------------------------------------------
+
+/** The slides in order, each one panel of Model mode; after the last comes the chosen head stage by stage. */
+const SLIDES = [['roll', '.roll-fig'], ['tiles', '#m-panel-tiles'], ['dist', '#m-panel-dist']];
+
+/** Shows slide `name` alone, full screen (null: back to the page). */
+function presentModel(name) {
+  for (const [, sel] of SLIDES) document.querySelector(sel).removeAttribute('data-slide');
+  state.modelSlide = name;
+  $('m-slide-keys').hidden = !name;
+  if (!name) {
+    delete document.body.dataset.modelSlide;
+    if (document.fullscreenElement && document.exitFullscreen) document.exitFullscreen().catch(() => {});
+  } else {
+    document.body.dataset.modelSlide = name;
+    document.querySelector(SLIDES.find(([n]) => n === name)[1]).setAttribute('data-slide', '');
+    const el = document.documentElement;
+    if (el.requestFullscreen && !document.fullscreenElement) el.requestFullscreen().catch(() => {});
+  }
+  // The panels draw at their new size.
+  if (m.shown) { redraw(); drawDistances(m.shown); drawCompare(); }
+}
+
+/** → / PageDown / Space next, ← / PageUp back, Esc leaves; after the last slide, the head's stages presented. */
+function modelSlideKeys(e) {
+  if (!state.modelSlide) return;
+  const at = SLIDES.findIndex(([n]) => n === state.modelSlide);
+  if (['ArrowRight', 'PageDown', ' '].includes(e.key)) {
+    e.preventDefault();
+    if (at + 1 < SLIDES.length) { presentModel(SLIDES[at + 1][0]); return; }
+    presentModel(null);
+    state.presentWhenReady = 'weights';
+    $('m-stages').click();
+  } else if (['ArrowLeft', 'PageUp'].includes(e.key)) {
+    e.preventDefault();
+    if (at > 0) presentModel(SLIDES[at - 1][0]);
+  } else if (e.key === 'Escape') {
+    e.preventDefault();
+    presentModel(null);
+  }
+}
+
 // --- the mode switch and the controls -------------------------------------------------------------------------
 
 /** Model mode's views by their ?embed= name. */
@@ -406,6 +448,8 @@ export function setMode(mode, startParams) {
 export function wireModel(startParams) {
   $('mode-params').addEventListener('click', () => setMode('params', startParams));
   $('mode-model').addEventListener('click', () => setMode('model', startParams));
+  $('m-present').addEventListener('click', () => presentModel('roll'));
+  document.addEventListener('keydown', modelSlideKeys);
   // The chosen layer and head, stage by stage, in Parameters mode's figures (src/web/model.rs trace).
   $('m-stages').addEventListener('click', () => {
     const { layer, head } = readHead();

@@ -66,6 +66,10 @@ export const state = {
   mode: 'params',
   /** True once Parameters mode has sent its first request (a page opened in Model mode computes none). */
   paramsStarted: false,
+  /** Model mode's slide shown ('roll', 'tiles', 'dist'), or null (model.js presentModel). */
+  modelSlide: null,
+  /** A stage to present once the next result is drawn (the model slides' last step), or null. */
+  presentWhenReady: null,
   /** Model mode's layer shown stage by stage in Parameters mode: { kind, window, layer }, or null (until a
    *  control, a preset or a file asks for something else). */
   modelSource: null,
