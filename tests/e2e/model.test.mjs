@@ -431,6 +431,20 @@ test('Present: the model\'s slides, roll with arcs → every head → attention 
   await p.close();
 });
 
+test('each Model mode panel exports as PNG and SVG', async () => {
+  const p = await open(`?mode=model&model=shaw&piece=${PIECE}&start=0&length=64&layer=0&head=1&note=20`);
+  for (const panel of ['m-panel-tiles', 'm-panel-dist']) {
+    for (const kind of ['png', 'svg']) {
+      const [dl] = await Promise.all([p.waitForEvent('download'), p.click(`#${panel} [data-export="${kind}"]`)]);
+      const bytes = readFileSync(await dl.path());
+      assert.match(dl.suggestedFilename(), new RegExp(`relattn-shaw-BWV10\\.7-t0-64-L0-${panel.slice(8)}\\.${kind}$`));
+      if (kind === 'png') assert.deepEqual([...bytes.subarray(0, 8)], [137, 80, 78, 71, 13, 10, 26, 10], `${panel}: not a PNG`);
+      else assert.match(bytes.toString(), /^<svg [^>]*>\n<title>[^<]+<\/title>\n<image [^>]*href="data:image\/png;base64,/, `${panel}: not the SVG`);
+    }
+  }
+  await p.close();
+});
+
 test('stale answers are dropped: quick changes of head and note end on the last one', async () => {
   const p = await open(`?mode=model&model=music&piece=${PIECE}&note=100`);
   const b = await readyId(p);

@@ -29,6 +29,42 @@ export function exportRoll(draw) {
   c.toBlob((blob) => download(blob, name), 'image/png');
 }
 
+/**
+ * A Model mode panel (every head, attention by distance, NLL) as an image: its title and its canvases where
+ * they stand, at 2×. 'png' downloads that image; 'svg' an SVG with the title as text and the canvases as one
+ * embedded raster (they are drawn on canvases, not as vectors).
+ */
+export function exportPanel(panel, kind) {
+  const s = state.model.shown;
+  if (!s) return;
+  const box = panel.getBoundingClientRect();
+  const title = panel.querySelector('h2').textContent.trim();
+  const scale = 2;
+  const top = 28;
+  const c = document.createElement('canvas');
+  c.width = Math.round(box.width * scale);
+  c.height = Math.round((box.height + top) * scale);
+  const ctx = c.getContext('2d');
+  ctx.fillStyle = '#fff';
+  ctx.fillRect(0, 0, c.width, c.height);
+  ctx.scale(scale, scale);
+  ctx.fillStyle = '#111';
+  ctx.font = 'bold 14px sans-serif';
+  ctx.fillText(title, 8, 18);
+  for (const cv of panel.querySelectorAll('canvas')) {
+    const b = cv.getBoundingClientRect();
+    if (b.width && b.height) ctx.drawImage(cv, b.left - box.left, b.top - box.top + top, b.width, b.height);
+  }
+  const w = s.window;
+  const name = `relattn-${s.model}-BWV${w.piece}-t${w.start}-${w.length}-L${s.layer}-${panel.id.replace(/^m-panel-/, '')}`;
+  if (kind === 'png') { c.toBlob((blob) => download(blob, `${name}.png`), 'image/png'); return; }
+  const [W, H] = [box.width, box.height + top];
+  const esc = (t) => t.replace(/&/g, '&amp;').replace(/</g, '&lt;');
+  const svg = `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}">\n<title>${esc(title)}</title>\n`
+    + `<image x="0" y="0" width="${W}" height="${H}" href="${c.toDataURL('image/png')}"/>\n</svg>\n`;
+  download(new Blob([svg], { type: 'image/svg+xml' }), `${name}.svg`);
+}
+
 function baseName() {
   const { preset, settings: s } = state.current.info;
   return state.tensors ? state.tensors.name.replace(/\.[^.]*$/, '').replace(/[^\w.-]+/g, '_') : preset || `${s.method}-n${s.n}-seed${s.seed}`;

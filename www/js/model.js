@@ -11,7 +11,7 @@ import { drawTiles, markTile, markRow, drawDistances, drawPrediction, drawNll } 
 import { play, stop, playing } from './sound.js';
 import { colormaps } from './controls.js';
 import { saveURL } from './url.js';
-import { exportRoll } from './export.js';
+import { exportRoll, exportPanel } from './export.js';
 import { request as requestTrace } from './worker-client.js';
 
 const m = state.model;
@@ -449,6 +449,7 @@ export function wireModel(startParams) {
   $('mode-params').addEventListener('click', () => setMode('params', startParams));
   $('mode-model').addEventListener('click', () => setMode('model', startParams));
   $('m-present').addEventListener('click', () => presentModel('roll'));
+  for (const b of document.querySelectorAll('#model .panel-export button')) b.addEventListener('click', () => exportPanel(b.closest('section'), b.dataset.export));
   document.addEventListener('keydown', modelSlideKeys);
   // The chosen layer and head, stage by stage, in Parameters mode's figures (src/web/model.rs trace).
   $('m-stages').addEventListener('click', () => {
