@@ -442,6 +442,8 @@ test('each Model mode panel exports as PNG and SVG', async () => {
       else assert.match(bytes.toString(), /^<svg [^>]*>\n<title>[^<]+<\/title>\n<image [^>]*href="data:image\/png;base64,/, `${panel}: not the SVG`);
     }
   }
+  const [dl] = await Promise.all([p.waitForEvent('download'), p.click('#m-export-svg')]);
+  assert.match(readFileSync(await dl.path()).toString(), /^<svg [^>]*>\n<title>BWV 10\.7: layer 0, head 1, note 20<\/title>\n<image /);
   await p.close();
 });
 

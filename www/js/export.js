@@ -18,15 +18,24 @@ function download(blob, name) {
 }
 
 /** Model mode's roll (with the arcs and the sampled notes) as a PNG at twice its size on screen; `draw(canvas, size)` draws it. */
-export function exportRoll(draw) {
+export function exportRoll(draw, kind = 'png') {
   const s = state.model.shown;
   if (!s) return;
   const on = document.getElementById('roll');
   const c = document.createElement('canvas');
   draw(c, { width: on.clientWidth, height: on.clientHeight, dpr: 2 });
   const w = s.window;
-  const name = `relattn-${s.model}-BWV${w.piece}-t${w.start}-${w.length}-L${s.layer}H${s.head}-note${state.model.position}.png`;
-  c.toBlob((blob) => download(blob, name), 'image/png');
+  const name = `relattn-${s.model}-BWV${w.piece}-t${w.start}-${w.length}-L${s.layer}H${s.head}-note${state.model.position}`;
+  if (kind === 'png') c.toBlob((blob) => download(blob, `${name}.png`), 'image/png');
+  else download(rasterSVG(c, on.clientWidth, on.clientHeight, `BWV ${w.piece}: layer ${s.layer}, head ${s.head}, note ${state.model.position}`), `${name}.svg`);
+}
+
+/** An SVG of `width` × `height` with `title` and canvas `c` embedded as a PNG. */
+function rasterSVG(c, width, height, title) {
+  const esc = (t) => t.replace(/&/g, '&amp;').replace(/</g, '&lt;');
+  const svg = `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}">\n<title>${esc(title)}</title>\n`
+    + `<image x="0" y="0" width="${width}" height="${height}" href="${c.toDataURL('image/png')}"/>\n</svg>\n`;
+  return new Blob([svg], { type: 'image/svg+xml' });
 }
 
 /**
@@ -57,12 +66,8 @@ export function exportPanel(panel, kind) {
   }
   const w = s.window;
   const name = `relattn-${s.model}-BWV${w.piece}-t${w.start}-${w.length}-L${s.layer}-${panel.id.replace(/^m-panel-/, '')}`;
-  if (kind === 'png') { c.toBlob((blob) => download(blob, `${name}.png`), 'image/png'); return; }
-  const [W, H] = [box.width, box.height + top];
-  const esc = (t) => t.replace(/&/g, '&amp;').replace(/</g, '&lt;');
-  const svg = `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}">\n<title>${esc(title)}</title>\n`
-    + `<image x="0" y="0" width="${W}" height="${H}" href="${c.toDataURL('image/png')}"/>\n</svg>\n`;
-  download(new Blob([svg], { type: 'image/svg+xml' }), `${name}.svg`);
+  if (kind === 'png') c.toBlob((blob) => download(blob, `${name}.png`), 'image/png');
+  else download(rasterSVG(c, box.width, box.height + top, title), `${name}.svg`);
 }
 
 function baseName() {

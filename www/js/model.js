@@ -481,7 +481,8 @@ export function wireModel(startParams) {
   $('m-play').addEventListener('click', togglePlay);
   $('m-nll-btn').addEventListener('click', computeNll);
   $('m-compare-btn').addEventListener('click', computeCompare);
-  $('m-export-png').addEventListener('click', () => exportRoll((c, size) => redraw(1, c, size)));
+  $('m-export-png').addEventListener('click', () => exportRoll((c, size) => redraw(1, c, size), 'png'));
+  $('m-export-svg').addEventListener('click', () => exportRoll((c, size) => redraw(1, c, size), 'svg'));
   $('m-fullscreen').addEventListener('click', () => {
     const fig = $('m-fullscreen').closest('figure');
     if (document.fullscreenElement) { document.exitFullscreen().catch(() => {}); return; }
