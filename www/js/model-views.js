@@ -79,6 +79,18 @@ export function markTile(layer, head) {
 }
 
 /** Draws one chart per head of `r.layer`: profiles[h] over distances −(T−1)..=0, shown from −range. */
+/** A chart canvas sized to its CSS box (or w × h) at the screen's pixel ratio, white: { ctx, w, h } in CSS pixels. */
+function blank(c, w0, h0) {
+  const w = c.clientWidth || w0;
+  const h = c.clientHeight || h0;
+  const dpr = window.devicePixelRatio || 1;
+  c.width = Math.round(w * dpr); c.height = Math.round(h * dpr);
+  const ctx = c.getContext('2d');
+  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+  ctx.fillStyle = '#fff'; ctx.fillRect(0, 0, w, h);
+  return { ctx, w, h };
+}
+
 export function drawDistances(r, box = $('m-dist')) {
   const heads = r.profiles.length;
   const T = r.window.length;
@@ -96,13 +108,7 @@ export function drawDistances(r, box = $('m-dist')) {
   }
   r.profiles.forEach((d, h) => {
     const c = box.children[h];
-    const w = c.clientWidth || 320;
-    const hh = c.clientHeight || 150;
-    const dpr = window.devicePixelRatio || 1;
-    c.width = Math.round(w * dpr); c.height = Math.round(hh * dpr);
-    const ctx = c.getContext('2d');
-    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-    ctx.fillStyle = '#fff'; ctx.fillRect(0, 0, w, hh);
+    const { ctx, w, h: hh } = blank(c, 320, 150);
     const m = { l: 36, r: 14, t: 18, b: 20 };
     // distribution[k] is distance k − (T − 1).
     const at = (dist) => d[dist + T - 1];
@@ -188,13 +194,7 @@ export function drawNll() {
   const c = $('m-nll');
   if (!c) return;
   if (!n) { delete c.dataset.drawn; $('m-nll-note').textContent = ''; return; }
-  const w = c.clientWidth || 900;
-  const hh = c.clientHeight || 240;
-  const dpr = window.devicePixelRatio || 1;
-  c.width = Math.round(w * dpr); c.height = Math.round(hh * dpr);
-  const ctx = c.getContext('2d');
-  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-  ctx.fillStyle = '#fff'; ctx.fillRect(0, 0, w, hh);
+  const { ctx, w, h: hh } = blank(c, 900, 240);
   const m = { l: 40, r: 10, t: 14, b: 22 };
   const len = n.series[0].values.length;
   const smooth = (v) => v.map((_, k) => { const a = Math.max(0, k - 31); let s = 0; for (let q = a; q <= k; q++) s += v[q]; return s / (k - a + 1); });
