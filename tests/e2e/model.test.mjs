@@ -388,6 +388,16 @@ test('this head, stage by stage: the chosen layer and head in Parameters mode\'s
     assert.ok(Math.abs(Number(t.value) - a) <= 1e-4, `weights (${note}, ${j}): ${t.value} vs the arc's ${a}`);
   }
   await p.screenshot({ path: join(artifacts, 'model-head-stages.png') });
+  // The link keeps it: opened again, the same layer of the same model on the same window.
+  const url = p.url();
+  assert.match(url, /source=music%2C10\.7%2C0%2C64%2C0%2C1|source=music,10\.7,0,64,0,1/);
+  const q = await context.newPage();
+  await q.goto(url);
+  await q.waitForFunction(() => document.body.dataset.ready && document.querySelector('figure[data-stage="weights"] canvas')?.dataset.rows === '64', null, { timeout: 60000 });
+  assert.match(await q.locator('#preset-desc').innerText(), /layer 1, on BWV 10\.7/);
+  const again = await hover(q, 'weights', note, arcs[0][0]);
+  assert.ok(Math.abs(Number(again.value) - arcs[0][1]) <= 1e-4, 'the reopened link shows the same weights');
+  await q.close();
   await p.close();
 });
 

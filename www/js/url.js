@@ -40,6 +40,9 @@ export function saveURL() {
   q.set('div', $('div').value);
   q.set('theme', document.documentElement.dataset.theme);
   q.set('backend', $('backend-mode').value);
+  // A trained model's layer shown stage by stage: model, piece, start, length, transpose, layer.
+  const src = state.modelSource;
+  if (src) q.set('source', [src.kind, src.window.piece, src.window.start, src.window.length, src.window.transpose, src.layer].join(','));
   if (state.presentAt !== null && cur.stages[state.presentAt]) q.set('present', cur.stages[state.presentAt].name);
   const url = `${location.pathname}?${q}`;
   if (url !== location.pathname + location.search) history.replaceState(null, '', url);
@@ -59,6 +62,11 @@ export function applyURL() {
   const dark = window.matchMedia && window.matchMedia('(prefers-color-scheme: dark)').matches;
   setTheme(q.get('theme') === 'dark' || q.get('theme') === 'light' ? q.get('theme') : dark ? 'dark' : 'light');
   state.want = { head: Number(q.get('head')) || 0, batch: Number(q.get('batch')) || 0 };
+  const src = /^(music|shaw|absolute),([^,]+),(\d+),(\d+),(-?\d+),(\d+)$/.exec(q.get('source') || '');
+  if (src) {
+    const [, kind, piece, start, length, transpose, layer] = src;
+    state.modelSource = { kind, window: { piece, start: Number(start), length: Number(length), transpose: Number(transpose) }, layer: Number(layer) };
+  }
   const pin = /^(\d+),(\d+)$/.exec(q.get('pin') || '');
   if (pin) state.pinned = { i: Number(pin[1]), j: Number(pin[2]) };
   state.mode = q.get('mode') === 'model' ? 'model' : 'params';
