@@ -319,11 +319,20 @@ impl Transformer {
         Ok(x)
     }
 
+    /// The output head: LN_f(x) · Embedᵀ, (T, vocab). Finite weights can still leave float32's range in the
+    /// residual stream or here (the fuzzer found models that do): such logits are refused with
+    /// [`Error::Overflow`] rather than returned as ±∞ or NaN.
+    fn logits(&self, x: ArrayView2<f32>) -> Result<Array2<f32>> {
+        let logits = matmul(self.ln_f.apply(x).view(), self.embed.t());
+        crate::error::check_overflow("logits", &logits, false)?;
+        Ok(logits)
+    }
+
     /// The logits (T, vocab) of every position: row t scores token t + 1.
     pub async fn forward_async(&self, backend: &mut Backend, tokens: &[u32]) -> Result<Array2<f32>> {
         self.check_length(tokens, false)?;
         let x = self.residual(backend, tokens, self.blocks.len()).await?;
-        Ok(matmul(self.ln_f.apply(x.view()).view(), self.embed.t()))
+        self.logits(x.view())
     }
 
     /// Every stage of layer `layer`'s attention (all its heads) on the real hidden states `LN₁(x)`, and the
@@ -397,7 +406,7 @@ impl Transformer {
             x += &block.ffn(x.view());
         }
         cache.len = lk;
-        Ok(matmul(self.ln_f.apply(x.view()).view(), self.embed.t()).index_axis_move(Axis(0), 0))
+        Ok(self.logits(x.view())?.index_axis_move(Axis(0), 0))
     }
 
     /// Continues `prime` by `steps` tokens drawn from softmax(logits / temperature) with ChaCha8 seeded by
@@ -428,7 +437,7 @@ impl Transformer {
             x += &block.ffn(x.view());
             weights.push(trace.weights.index_axis_move(Axis(0), 0));
         }
-        Ok(AttentionPass { logits: matmul(self.ln_f.apply(x.view()).view(), self.embed.t()), weights })
+        Ok(AttentionPass { logits: self.logits(x.view())?, weights })
     }
 
     /// A [`Sampler`] that continues `prime` as [`Transformer::sample`] does (same checks, same ChaCha8
