@@ -63,7 +63,7 @@ fn run(s: &mut ModelSession, piece: &str, start: f64, length: f64, transpose: f6
 
 /// The (T, T) map of `layer`, `head` as the page reads it.
 fn weights(s: &mut ModelSession, layer: usize, head: usize) -> Array2<f32> {
-    let cut = s.weights(layer, head).unwrap();
+    let cut = s.weights(layer, head, usize::MAX).unwrap();
     let size = |k: &str| js_sys::Reflect::get(&cut, &k.into()).unwrap().as_f64().unwrap() as usize;
     let (rows, cols) = (size("rows"), size("cols"));
     assert_eq!((s.values_len(), s.rgba_len()), (rows * cols, 4 * rows * cols));
@@ -285,7 +285,7 @@ fn trace_is_a_session_of_the_window() {
 fn bad_requests_name_their_field() {
     let mut s = session("shaw");
     // Before any window.
-    assert_eq!(field(&s.weights(0, 0).unwrap_err()), "window");
+    assert_eq!(field(&s.weights(0, 0, 128).unwrap_err()), "window");
     assert_eq!(field(&s.predict(0, 1).unwrap_err()), "window");
     assert_eq!(field(&s.start_sampling(sample_request(4.0, 1.0, 0.0)).unwrap_err()), "window");
     assert_eq!(field(&s.next_tokens(1).unwrap_err()), "sampling");
@@ -317,8 +317,8 @@ fn bad_requests_name_their_field() {
     run(&mut s, "10.7", 0.0, 64.0, w.transpose_max as f64);
     assert_eq!(field(&s.run(window("10.7", 0.0, 64.0, w.transpose_max as f64 + 1.0)).unwrap_err()), "transpose");
     for (e, want) in [
-        (s.weights(3, 0).unwrap_err(), "layer"),
-        (s.weights(0, 4).unwrap_err(), "head"),
+        (s.weights(3, 0, 128).unwrap_err(), "layer"),
+        (s.weights(0, 4, 128).unwrap_err(), "head"),
         (s.distance_profile(usize::MAX, 0).unwrap_err(), "layer"),
         (s.distance_profile(0, 9).unwrap_err(), "head"),
         (s.predict(64, 3).unwrap_err(), "position"),
@@ -369,7 +369,7 @@ async fn timings_of_a_long_window_and_of_sampling() {
         let t0 = now();
         for layer in 0..3 {
             for head in 0..4 {
-                s.weights(layer, head).unwrap();
+                s.weights(layer, head, 128).unwrap();
             }
         }
         let t_tiles = now() - t0;

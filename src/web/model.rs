@@ -487,16 +487,17 @@ impl ModelSession {
     }
 
     /// Selects head `head` of layer `layer` of the current window: its (T, T) attention weights α[i, j]
-    /// (query i, key j; rows sum to 1, 0 for j > i) and their pixels in the sequential colormap; returns the
-    /// [`Cut`] `{ rows, cols, lo, hi }`. Read them without a copy: `new Float32Array(memory.buffer,
+    /// (query i, key j; rows sum to 1, 0 for j > i) and their pixels in the sequential colormap, pooled to at
+    /// most `raster_side` a side ([`render::rgba_pooled`]: a thin diagonal stays); returns the [`Cut`]
+    /// `{ rows, cols, raster_rows, raster_cols, lo, hi }`. Read them without a copy: `new Float32Array(memory.buffer,
     /// values_ptr(), values_len())`, `new Uint8ClampedArray(memory.buffer, rgba_ptr(), rgba_len())`.
-    pub fn weights(&mut self, layer: usize, head: usize) -> std::result::Result<JsValue, JsValue> {
+    pub fn weights(&mut self, layer: usize, head: usize, raster_side: usize) -> std::result::Result<JsValue, JsValue> {
         let m = self.map(layer, head)?;
-        let (rgba, (lo, hi)) = render::rgba_with(m, Scale::Sequential, palette());
+        let (rgba, (raster_rows, raster_cols), (lo, hi)) = render::rgba_pooled(m, Scale::Sequential, palette(), raster_side);
         let (rows, cols) = m.dim();
         let values = m.iter().copied().collect();
         (self.values, self.rgba) = (values, rgba);
-        to_value(&Cut { rows, cols, raster_rows: rows, raster_cols: cols, lo, hi })
+        to_value(&Cut { rows, cols, raster_rows, raster_cols, lo, hi })
     }
 
     pub fn values_ptr(&self) -> *const f32 {

@@ -65,32 +65,6 @@ function ensureWindow(s, kind, w) {
   return { info, ran: true };
 }
 
-/** rgba (n × n pixels) sampled down to size × size: each pixel the brightest of its block (a thin diagonal stays). */
-function shrink(rgba, n, size) {
-  if (size === n) return rgba.slice();
-  const out = new Uint8ClampedArray(size * size * 4);
-  for (let y = 0; y < size; y++) {
-    const y0 = Math.floor((y * n) / size);
-    const y1 = Math.max(y0 + 1, Math.floor(((y + 1) * n) / size));
-    for (let x = 0; x < size; x++) {
-      const x0 = Math.floor((x * n) / size);
-      const x1 = Math.max(x0 + 1, Math.floor(((x + 1) * n) / size));
-      let best = -1;
-      let at = 0;
-      for (let sy = y0; sy < y1; sy++) {
-        for (let sx = x0; sx < x1; sx++) {
-          const a = 4 * (sy * n + sx);
-          const l = rgba[a] + rgba[a + 1] + rgba[a + 2];
-          if (l > best) { best = l; at = a; }
-        }
-      }
-      const b = 4 * (y * size + x);
-      out[b] = rgba[at]; out[b + 1] = rgba[at + 1]; out[b + 2] = rgba[at + 2]; out[b + 3] = rgba[at + 3];
-    }
-  }
-  return out;
-}
-
 /** Answers one ModelRequest (posting a ModelResult or a ModelError). */
 async function answer(ctx, m) {
   const t0 = performance.now();
@@ -111,16 +85,16 @@ async function answer(ctx, m) {
       msg.tiles = [];
       for (let l = 0; l < layers; l++) {
         for (let h = 0; h < heads; h++) {
-          const cut = s.weights(l, h);
-          const size = Math.min(cut.rows, TILE);
-          const rgba = shrink(new Uint8ClampedArray(memory().buffer, s.rgba_ptr(), s.rgba_len()), cut.rows, size);
-          msg.tiles.push({ layer: l, head: h, size, rgba });
+          // Pooled in Rust to at most TILE a side, each pixel its block's largest weight (a thin diagonal stays).
+          const cut = s.weights(l, h, TILE);
+          const rgba = new Uint8ClampedArray(memory().buffer, s.rgba_ptr(), s.rgba_len()).slice();
+          msg.tiles.push({ layer: l, head: h, size: cut.raster_rows, rgba });
           transfer.push(rgba.buffer);
         }
       }
     }
     if (parts.head || parts.window || ran) {
-      s.weights(m.layer, m.head);
+      s.weights(m.layer, m.head, TILE);
       msg.values = new Float32Array(memory().buffer, s.values_ptr(), s.values_len()).slice();
       transfer.push(msg.values.buffer);
       const heads = s.info().config.heads;
