@@ -14,6 +14,7 @@
 //! The value term `B w^V` is Shaw's a^V; the Music Transformer has none.
 
 use crate::error::{check_overflow, Error, Result};
+use crate::fused;
 use crate::matmul::matmul;
 use crate::relpos::{distance, Edge, RelTable};
 use crate::shaw;
@@ -168,8 +169,13 @@ pub fn attend_head(cfg: &Config, h: &HeadInput, trace: Option<&mut HeadTrace>) -
 
 /// [`attend_head`], adding the milliseconds of each of its stages (keeping that stage's intermediate for
 /// `trace` included) into `times` when given; projections and output are the layer's, left as they are.
+/// With neither, the efficient implementation runs fused ([`crate::fused`]: no (Lq, Lk) array);
+/// otherwise stage by stage, each stage a whole (Lq, Lk) array.
 pub fn attend_head_timed(cfg: &Config, h: &HeadInput, mut trace: Option<&mut HeadTrace>, times: Option<&mut StageTimes>) -> Result<Array2<f32>> {
     check_head(cfg, h)?;
+    if trace.is_none() && times.is_none() && cfg.implementation == Implementation::Efficient {
+        return fused::attend_head(cfg, h);
+    }
     let (lq, dh) = (h.q.nrows(), h.q.ncols());
     let layout = cfg.layout();
     // Milliseconds since the previous lap (0 when not timed).
@@ -317,7 +323,7 @@ fn softmax(row: &mut [f32]) {
 
 /// Folds `row` with `f` in LANES independent lanes, then folds the lanes.
 #[inline(always)]
-fn reduce(row: &[f32], init: f32, f: impl Fn(f32, f32) -> f32) -> f32 {
+pub(crate) fn reduce(row: &[f32], init: f32, f: impl Fn(f32, f32) -> f32) -> f32 {
     let mut lanes = [init; LANES];
     let mut chunks = row.chunks_exact(LANES);
     for c in &mut chunks {
@@ -331,7 +337,7 @@ fn reduce(row: &[f32], init: f32, f: impl Fn(f32, f32) -> f32) -> f32 {
 /// e^x for x ≤ 0 (−∞ gives 0), within 2 ulp: x = n·ln2 + r with n rounded to nearest (by the 1.5·2²³
 /// trick, no floor call), e^r by Cephes' degree-6 polynomial, 2^n by writing the exponent bits.
 #[inline(always)]
-fn exp_nonpositive(x: f32) -> f32 {
+pub(crate) fn exp_nonpositive(x: f32) -> f32 {
     const ROUND: f32 = 12_582_912.0; // 1.5 · 2^23
     let xc = if x > -87.0 { x } else { -87.0 };
     let t = xc * std::f32::consts::LOG2_E + ROUND;

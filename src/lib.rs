@@ -16,6 +16,7 @@ pub mod attention;
 pub mod backend;
 pub mod chorales;
 pub mod error;
+pub mod fused;
 pub mod gpu;
 pub mod matmul;
 pub mod model;

@@ -19,7 +19,41 @@ pub fn matmul(a: ArrayView2<f32>, b: ArrayView2<f32>) -> Array2<f32> {
     }
     #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
     {
-        a.dot(&b)
+        // `.dot()` answers some shapes (a single column, a single row) in column-major order.
+        let c = a.dot(&b);
+        if c.is_standard_layout() {
+            c
+        } else {
+            c.as_standard_layout().into_owned()
+        }
+    }
+}
+
+/// [`matmul`] with A's rows split across rayon's threads natively (one product per thread's band of rows,
+/// at least 64 rows each): what the layer's projections use, since matrixmultiply computes one product
+/// on one thread. The same as [`matmul`] in wasm (one thread).
+pub fn matmul_rows_parallel(a: ArrayView2<f32>, b: ArrayView2<f32>) -> Array2<f32> {
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        use ndarray::{s, ArrayViewMut2};
+        use rayon::prelude::*;
+        let (m, n) = (a.nrows(), b.ncols());
+        let band = m.div_ceil(rayon::current_num_threads()).max(64);
+        if band >= m || n == 0 {
+            return matmul(a, b);
+        }
+        let mut c = Array2::zeros((m, n));
+        let bands = c.as_slice_mut().expect("a fresh array is contiguous").par_chunks_mut(band * n);
+        bands.enumerate().for_each(|(k, c_k)| {
+            let rows = k * band..k * band + c_k.len() / n;
+            let mut c_k = ArrayViewMut2::from_shape((rows.len(), n), c_k).expect("a band of whole rows");
+            c_k.assign(&matmul(a.slice(s![rows, ..]), b));
+        });
+        c
+    }
+    #[cfg(target_arch = "wasm32")]
+    {
+        matmul(a, b)
     }
 }
 
