@@ -400,16 +400,21 @@ fn control_characters_in_tokens_give_a_valid_svg() {
 fn memory_estimate_covers_the_measured_peak() {
     let d = dir();
     let out = path(&d, "t.npz");
+    // `compute` keeps the trace; `bench` runs the fused forward, which keeps no (n, n) array.
     let run = |args: &[&str]| -> (f64, f64) {
-        let mut all = vec!["compute", "--json", "--out", s(&out)];
-        all.extend(args);
+        let all = match args {
+            ["bench", rest @ ..] => [&["bench", "--reps", "1", "--threads", "2"], rest].concat(),
+            _ => [&["compute", "--json", "--out", s(&out)], args].concat(),
+        };
         let o = relattn(&all);
         assert!(o.status.success(), "{args:?}: {}", String::from_utf8_lossy(&o.stderr));
         let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
         (j["estimate_bytes"].as_f64().unwrap() / 1048576.0, j["peak_rss_mib"].as_f64().unwrap())
     };
     let (_, baseline) = run(&["--n", "2", "--d-model", "2"]);
-    let grid: [&[&str]; 8] = [
+    let grid: [&[&str]; 10] = [
+        &["bench", "--n", "4096", "--d-model", "64", "--heads", "4", "--clip", "16"],
+        &["bench", "--method", "music", "--causal", "--n", "2048", "--d-model", "128", "--heads", "2", "--batch", "2"],
         &["--n", "512", "--d-model", "64", "--heads", "4"],
         &["--n", "384", "--d-model", "32", "--heads", "2", "--batch", "3", "--causal"],
         &["--method", "music", "--n", "384", "--d-model", "32", "--heads", "2", "--clip", "64"],

@@ -600,7 +600,7 @@ fn forward_flops(cfg: &Config, (b, n, d): (usize, usize, usize)) -> f64 {
 fn bench(setup: &Setup, reps: u64, threads: Option<u64>, backend: &str, save_output: Option<&Path>, stages: bool) -> relattn::Result<serde_json::Value> {
     let threads = threads.map_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()), |t| t as usize);
     let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().map_err(|e| Error::invalid("threads", threads, e))?;
-    let (cfg, sc, _) = setup.scenario(false, threads, 0)?;
+    let (cfg, sc, estimate) = setup.scenario(false, threads, 0)?;
     let mut backend = backend_named(backend)?;
     pool.install(|| -> relattn::Result<serde_json::Value> {
         // One warm-up (pipelines, buffers), then the timed repetitions.
@@ -632,7 +632,7 @@ fn bench(setup: &Setup, reps: u64, threads: Option<u64>, backend: &str, save_out
             "threads": threads, "reps": reps,
             "ms_per_forward": median, "ms_min": ms[0],
             "gflop_per_s": forward_flops(&cfg, sc.dims()) / median / 1e6,
-            "peak_rss_mib": peak_rss,
+            "peak_rss_mib": peak_rss, "estimate_bytes": estimate,
             "stages_ms": stages,
         }))
     })
