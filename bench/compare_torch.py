@@ -18,7 +18,9 @@ For every n in --sizes, without and with a^V:
 2. ``torch`` worker (its own process): times the peer's forward under torch.inference_mode() with
    torch.set_num_threads(2) (median after a warm-up) and saves its output.
 3. relattn: ``relattn bench --tensors in.npz --heads 8 --clip 16 [--no-rel-v] --threads 2 --save-output``.
-4. The outputs are compared (max |a − b| / max |b|, b = torch) and each side's peak RSS is its own child's.
+4. The outputs are compared in a child (max |a − b| / max |b|, b = torch). Each side's peak memory is its
+   own VmHWM (/proc/self/status: the resident high-water mark of the process's own image; a forked child's
+   ru_maxrss would count the driver's memory at the fork).
 5. The machine's sgemm peak (bench/peak_matmul.py's torch.mm, 2 threads) is measured in the same run, so
    "% of peak" is relattn's GFLOP/s (counted flops, see `relattn bench`) over it.
 
@@ -56,7 +58,8 @@ def default_reps(n):
 
 def worker_export(args):
     """The scenario .npz for n: x (1, n, 512) ~ N(0, 1); w_q, w_k, w_v, w_o (512, 512) and the tables
-    (2k+1, 64) Xavier-uniform; biases uniform in ±0.1."""
+    (2k+1, 64) Xavier-uniform; biases uniform in ±0.1. w^V only with --rel-v (relattn refuses a table it
+    would not use); the other arrays are the same either way."""
     import numpy as np
     rng = np.random.default_rng(0)
     rows, dh = 2 * CLIP + 1, HIDDEN // HEADS
@@ -70,7 +73,9 @@ def worker_export(args):
         arrays["w_" + name] = xavier((HIDDEN, HIDDEN))
         arrays["b_" + name] = rng.uniform(-0.1, 0.1, HIDDEN).astype(np.float32)
     arrays["rel_k"] = xavier((rows, dh))
-    arrays["rel_v"] = xavier((rows, dh))
+    rel_v = xavier((rows, dh))
+    if args.rel_v:
+        arrays["rel_v"] = rel_v
     np.savez(args.npz, **arrays)
 
 
@@ -99,6 +104,13 @@ def peer_forward(torch, t, rel_index, rel_v):
     return torch.addmm(t["b_o"], z.transpose(1, 2).reshape(b * n, d), t["w_o"]).view(b, n, d)
 
 
+def worker_peak(args):
+    """Prints the sgemm peak as one JSON line (in a child: the driver stays small, so the children it forks
+    start with a small resident set and their peak RSS is their own)."""
+    import json
+    print(json.dumps({"gflop_per_s": peak(THREADS)}))
+
+
 def worker_torch(args):
     """Times the peer's forward for n; prints one JSON line."""
     import json
@@ -120,7 +132,22 @@ def worker_torch(args):
     np.save(args.save_output, out.numpy().astype(np.float32))
     times.sort()
     print(json.dumps({"ms_per_forward": times[len(times) // 2], "torch": torch.__version__,
-                      "threads": torch.get_num_threads()}))
+                      "threads": torch.get_num_threads(), "peak_rss_mib": vm_hwm_mib()}))
+
+
+def vm_hwm_mib():
+    """This process's resident high-water mark in MiB (what `relattn bench` reports as peak_rss_mib)."""
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmHWM:")) / 1024
+
+
+def worker_compare(args):
+    """Prints max |relattn − torch| / max |torch| of the two saved outputs (relattn's, torch's) as one JSON
+    line."""
+    import json
+    import numpy as np
+    a, b = load_output(args.outputs[0]), np.load(args.outputs[1])
+    print(json.dumps({"error": float(np.abs(a - b).max() / np.abs(b).max())}))
 
 
 # ------------------------------------------------------------------------------------------------ main
@@ -146,23 +173,22 @@ def table(rows, peak_gflops):
 
 
 def measure(n, rel_v, reps, binary, me, work, env, timeout):
-    """One row: the peer and relattn on the same exported tensors."""
-    import numpy as np
-    npz = os.path.join(work, f"in_{n}.npz")
-    if not os.path.exists(npz):
-        rc, _, err, _, _ = run_measured(me + ["--worker", "export", "--n", str(n), "--npz", npz], timeout, env)
-        if rc != 0:
-            raise SystemExit(f"error: exporting n = {n} failed:\n{err}")
+    """One row: the peer and relattn on the same exported tensors (the driver imports neither numpy nor
+    torch, so that it stays small)."""
     flag = ["--rel-v"] if rel_v else []
+    npz = os.path.join(work, f"in_{n}_{'rel_v' if rel_v else 'no_rel_v'}.npz")
+    rc, _, err, _, _ = run_measured(me + ["--worker", "export", "--n", str(n), "--npz", npz, *flag], timeout, env)
+    if rc != 0:
+        raise SystemExit(f"error: exporting n = {n} failed:\n{err}")
     torch_out, rel_out = os.path.join(work, "torch_out.npy"), os.path.join(work, "relattn_out.npy")
     row = {"n": n, "rel_v": rel_v, "torch_ms": None, "rel_ms": None, "torch_mib": None, "rel_mib": None, "gflops": None,
            "err": None, "torch_fail": None, "rel_fail": None}
     print(f"[n={n} a^V {'on' if rel_v else 'off'}] torch ({reps} reps)...", file=sys.stderr, flush=True)
-    rc, out, err, _, row["torch_mib"] = run_measured(
+    rc, out, err, _, _ = run_measured(
         me + ["--worker", "torch", "--npz", npz, "--save-output", torch_out, "--reps", str(reps), *flag], timeout, env)
     info = last_json(out) if rc == 0 else None
     if info:
-        row["torch_ms"] = info["ms_per_forward"]
+        row["torch_ms"], row["torch_mib"] = info["ms_per_forward"], info["peak_rss_mib"]
     else:
         row["torch_fail"] = failure(rc, err)
     print(f"[n={n} a^V {'on' if rel_v else 'off'}] relattn ({reps} reps)...", file=sys.stderr, flush=True)
@@ -170,15 +196,15 @@ def measure(n, rel_v, reps, binary, me, work, env, timeout):
            "--threads", str(THREADS), "--save-output", rel_out, "--max-memory-mb", "20000"]
     if not rel_v:
         cmd.append("--no-rel-v")
-    rc, out, err, _, row["rel_mib"] = run_measured(cmd, timeout, env)
+    rc, out, err, _, _ = run_measured(cmd, timeout, env)
     info = last_json(out) if rc == 0 else None
     if info:
-        row["rel_ms"], row["gflops"] = info["ms_per_forward"], info["gflop_per_s"]
+        row["rel_ms"], row["gflops"], row["rel_mib"] = info["ms_per_forward"], info["gflop_per_s"], info["peak_rss_mib"]
     else:
         row["rel_fail"] = failure(rc, err)
     if row["torch_ms"] is not None and row["rel_ms"] is not None:
-        a, b = load_output(rel_out), np.load(torch_out)
-        row["err"] = float(np.abs(a - b).max() / np.abs(b).max())
+        rc, out, err, _, _ = run_measured(me + ["--worker", "compare", "--outputs", rel_out, torch_out], timeout, env)
+        row["err"] = last_json(out)["error"] if rc == 0 else None
     return row
 
 
@@ -192,15 +218,16 @@ def main():
     ap.add_argument("--timeout", type=float, default=1800, help="seconds allowed per measured process")
     ap.add_argument("--keep", metavar="DIR", help="keep the .npz/.npy files in DIR")
     # internal: one isolated measurement
-    ap.add_argument("--worker", choices=["export", "torch"], help=argparse.SUPPRESS)
+    ap.add_argument("--worker", choices=["export", "peak", "torch", "compare"], help=argparse.SUPPRESS)
     ap.add_argument("--n", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--npz", help=argparse.SUPPRESS)
     ap.add_argument("--save-output", help=argparse.SUPPRESS)
     ap.add_argument("--rel-v", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--outputs", nargs=2, help=argparse.SUPPRESS)
     args = ap.parse_args()
 
     if args.worker:
-        {"export": worker_export, "torch": worker_torch}[args.worker](args)
+        {"export": worker_export, "peak": worker_peak, "torch": worker_torch, "compare": worker_compare}[args.worker](args)
         return
 
     ensure("numpy")
@@ -215,7 +242,10 @@ def main():
     os.makedirs(work, exist_ok=True)
     me = [sys.executable, os.path.abspath(__file__)]
     print("[setup] the sgemm peak (torch.mm, 2 threads)...", file=sys.stderr, flush=True)
-    peak_gflops = peak(THREADS)
+    rc, out, err, _, _ = run_measured(me + ["--worker", "peak"], args.timeout, env)
+    if rc != 0:
+        raise SystemExit(f"error: measuring the sgemm peak failed:\n{err}")
+    peak_gflops = last_json(out)["gflop_per_s"]
     rows = [measure(n, rel_v, args.reps or default_reps(n), binary, me, work, env, args.timeout)
             for n in args.sizes for rel_v in (False, True)]
     text = table(rows, peak_gflops)
