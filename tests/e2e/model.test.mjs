@@ -169,11 +169,10 @@ for (const [label, flags, footer] of [
     try {
       const p = b.page;
       watch(p, problems, { expected, failed: (url) => !url.startsWith('blob:'), outside: true });
-      await p.goto(`${base}?mode=model`);
-      const adapter = await p.evaluate(async () => (navigator.gpu && (await navigator.gpu.requestAdapter()) ? 'adapter' : 'none'));
-      if (flags.length && adapter !== 'adapter') { t.skip('no WebGPU adapter in headless chromium'); return; }
       await p.goto(`${base}?mode=model&model=music&piece=${PIECE}&start=0&length=256&transpose=0&layer=${layer}&head=${head}&note=${note}&backend=webgpu`);
       await p.waitForFunction(() => document.body.dataset.modelReady, null, { timeout: 120000 });
+      const adapter = await p.evaluate(async () => (navigator.gpu && (await navigator.gpu.requestAdapter()) ? 'adapter' : 'none'));
+      if (flags.length && adapter !== 'adapter') { t.skip('no WebGPU adapter in headless chromium'); return; }
       const f = await p.locator('#backend').innerText();
       console.log(`# ${label}: footer "${f}"; ${await p.locator('#m-timings').innerText()}`);
       assert.match(f, footer);

@@ -336,22 +336,24 @@ function drawCompare() {
 /** The slides in order, each one panel of Model mode; after the last comes the chosen head stage by stage. */
 const SLIDES = [['roll', '.roll-fig'], ['tiles', '#m-panel-tiles'], ['dist', '#m-panel-dist']];
 
-/** Shows slide `name` alone, full screen (null: back to the page). */
+/** Shows slide `name` alone, full screen (null: back to the page); resolves once full screen is left or entered. */
 function presentModel(name) {
+  let done = Promise.resolve();
   for (const [, sel] of SLIDES) document.querySelector(sel).removeAttribute('data-slide');
   state.modelSlide = name;
   $('m-slide-keys').hidden = !name;
   if (!name) {
     delete document.body.dataset.modelSlide;
-    if (document.fullscreenElement && document.exitFullscreen) document.exitFullscreen().catch(() => {});
+    if (document.fullscreenElement && document.exitFullscreen) done = document.exitFullscreen().catch(() => {});
   } else {
     document.body.dataset.modelSlide = name;
     document.querySelector(SLIDES.find(([n]) => n === name)[1]).setAttribute('data-slide', '');
     const el = document.documentElement;
-    if (el.requestFullscreen && !document.fullscreenElement) el.requestFullscreen().catch(() => {});
+    if (el.requestFullscreen && !document.fullscreenElement) done = el.requestFullscreen().catch(() => {});
   }
   // The panels draw at their new size.
   if (m.shown) { redraw(); drawDistances(m.shown); drawCompare(); }
+  return done;
 }
 
 /** → / PageDown / Space next, ← / PageUp back, Esc leaves; after the last slide, the head's stages presented. */
@@ -361,9 +363,9 @@ function modelSlideKeys(e) {
   if (['ArrowRight', 'PageDown', ' '].includes(e.key)) {
     e.preventDefault();
     if (at + 1 < SLIDES.length) { presentModel(SLIDES[at + 1][0]); return; }
-    presentModel(null);
+    // Once full screen is left: its fullscreenchange, coming after the stages are presented, would end them.
     state.presentWhenReady = 'weights';
-    $('m-stages').click();
+    presentModel(null).then(() => $('m-stages').click());
   } else if (['ArrowLeft', 'PageUp'].includes(e.key)) {
     e.preventDefault();
     if (at > 0) presentModel(SLIDES[at - 1][0]);
