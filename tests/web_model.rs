@@ -1,12 +1,14 @@
 //! The Model mode's wasm API (src/web/model.rs) in a headless browser (wasm-bindgen-test, `make test-wasm`):
 //! the shipped models and test pieces load; a window's attention weights are causal distributions equal to
 //! the native trace and to PyTorch's (tests/fixtures); NLL, predictions and distance profiles agree with the
-//! logits; live sampling gives `Transformer::sample`'s and the CLI's tokens; bad requests name their field.
+//! logits; live sampling gives `Transformer::sample`'s and the CLI's tokens; bad requests name their field;
+//! a window asked on WebGPU in a browser without an adapter is computed on the CPU, which says why.
 #![cfg(target_arch = "wasm32")]
 
 use ndarray::{Array2, Axis};
 use relattn::transformer::{log_softmax_at, probabilities, Transformer};
 use relattn::web::model::{DistanceProfile, ModelInfo, ModelSession, PositionNll, Prediction, Sampled, SamplingInfo, WindowInfo};
+use relattn::web::session::BackendUsed;
 use relattn::web::Session;
 use relattn::Backend;
 use serde::de::DeserializeOwned;
@@ -45,8 +47,13 @@ fn object(fields: &[(&str, JsValue)]) -> JsValue {
     o.into()
 }
 
+/// A window to compute on the CPU.
 fn window(piece: &str, start: f64, length: f64, transpose: f64) -> JsValue {
-    object(&[("piece", piece.into()), ("start", start.into()), ("length", length.into()), ("transpose", transpose.into())])
+    window_on(piece, start, length, transpose, "cpu")
+}
+
+fn window_on(piece: &str, start: f64, length: f64, transpose: f64, backend: &str) -> JsValue {
+    object(&[("piece", piece.into()), ("start", start.into()), ("length", length.into()), ("transpose", transpose.into()), ("backend", backend.into())])
 }
 
 fn sample_request(steps: f64, temperature: f64, seed: f64) -> JsValue {
@@ -57,12 +64,12 @@ fn typed<T: DeserializeOwned>(v: Result<JsValue, JsValue>) -> T {
     serde_wasm_bindgen::from_value(v.unwrap_or_else(|e| panic!("{e:?}"))).unwrap()
 }
 
-fn run(s: &mut ModelSession, piece: &str, start: f64, length: f64, transpose: f64) -> WindowInfo {
-    typed(s.run(window(piece, start, length, transpose)))
+async fn run(s: &ModelSession, piece: &str, start: f64, length: f64, transpose: f64) -> WindowInfo {
+    typed(s.run(window(piece, start, length, transpose)).await)
 }
 
 /// The (T, T) map of `layer`, `head` as the page reads it.
-fn weights(s: &mut ModelSession, layer: usize, head: usize) -> Array2<f32> {
+fn weights(s: &ModelSession, layer: usize, head: usize) -> Array2<f32> {
     let cut = s.weights(layer, head, usize::MAX).unwrap();
     let size = |k: &str| js_sys::Reflect::get(&cut, &k.into()).unwrap().as_f64().unwrap() as usize;
     let (rows, cols) = (size("rows"), size("cols"));
@@ -107,9 +114,9 @@ fn each_model_loads_with_its_config_and_the_pieces() {
 }
 
 #[wasm_bindgen_test]
-fn a_window_gives_notes_nll_and_causal_distributions() {
-    let mut s = session("music");
-    let w = run(&mut s, "BWV 10.7", 64.0, 96.0, 2.0);
+async fn a_window_gives_notes_nll_and_causal_distributions() {
+    let s = session("music");
+    let w = run(&s, "BWV 10.7", 64.0, 96.0, 2.0).await;
     assert_eq!((w.piece.as_str(), w.start, w.length, w.transpose, w.layers, w.heads), ("10.7", 64, 96, 2, 3, 4));
     assert_eq!((w.notes.len(), w.nll.values.len()), (96, 95));
     for (t, n) in w.notes.iter().enumerate() {
@@ -117,9 +124,10 @@ fn a_window_gives_notes_nll_and_causal_distributions() {
         assert_eq!(n.midi, (n.token != 0).then(|| 33 + n.token as u8 - 1));
     }
     assert!(w.nll.values.iter().all(|v| v.is_finite() && *v >= 0.0) && w.nll.mean > 0.0 && w.nll.ms >= 0.0);
+    assert_eq!(w.nll.backend, BackendUsed { on_gpu: false, name: "CPU (wasm)".into(), note: String::new() });
     for layer in 0..3 {
         for head in 0..4 {
-            let m = weights(&mut s, layer, head);
+            let m = weights(&s, layer, head);
             assert_eq!(m.dim(), (96, 96));
             for (i, row) in m.rows().into_iter().enumerate() {
                 assert!((row.sum() - 1.0).abs() < 1e-5, "layer {layer} head {head} row {i} sums to {}", row.sum());
@@ -134,24 +142,24 @@ async fn weights_equal_the_native_trace_and_pytorch() {
     let data = relattn::chorales::Chorales::parse(DATA, "data").unwrap();
     for (kind, _, fix) in MODELS {
         yield_to_browser().await;
-        let (mut s, m) = (session(kind), transformer(kind));
+        let (s, m) = (session(kind), transformer(kind));
         // A transposed window inside the piece against the native trace of the same tokens.
-        run(&mut s, "10.7", 128.0, 100.0, -3.0);
+        run(&s, "10.7", 128.0, 100.0, -3.0).await;
         let tokens: Vec<u32> = data.piece("10.7").unwrap().tokens[128..228].iter().map(|&t| if t == 0 { 0 } else { t - 3 }).collect();
         let (trace, _) = m.trace_async(&mut Backend::Cpu, &tokens, 1).await.unwrap();
         for h in 0..4 {
             let want = trace.weights.index_axis(Axis(0), 0).index_axis(Axis(0), h).to_owned();
-            let e = max_diff(&weights(&mut s, 1, h), &want);
+            let e = max_diff(&weights(&s, 1, h), &want);
             assert!(e <= 1e-5, "{kind} head {h}: |wasm − native trace| = {e:e}");
         }
         // The fixture's short sequence is BWV 10.7's first 64 tokens; its weights are PyTorch's layer 1.
         let layer: usize = fixture::meta(fix, "layer").parse().unwrap();
         let short = fixture::array(fix, "tokens_short");
-        run(&mut s, "10.7", 0.0, short.len() as f64, 0.0);
+        run(&s, "10.7", 0.0, short.len() as f64, 0.0).await;
         assert_eq!(s.tokens().iter().map(|&t| t as f32).collect::<Vec<_>>(), short.iter().copied().collect::<Vec<_>>());
         let want = fixture::array(fix, "weights");
         for h in 0..4 {
-            let e = max_diff(&weights(&mut s, layer, h), want.index_axis(Axis(0), h));
+            let e = max_diff(&weights(&s, layer, h), want.index_axis(Axis(0), h));
             assert!(e <= 1e-4, "{kind} layer {layer} head {h}: |wasm − torch| = {e:e}");
         }
     }
@@ -161,20 +169,20 @@ async fn weights_equal_the_native_trace_and_pytorch() {
 async fn nll_and_predictions_match_pytorch_logits_on_a_long_window() {
     for (kind, _, fix) in MODELS {
         yield_to_browser().await;
-        let mut s = session(kind);
+        let s = session(kind);
         // tokens_long: BWV 10.7's first 512 tokens (2 × the training context). Causal, so the logits of its
         // first 320 tokens (past the context: 256) are those of the 320-token window (and a debug build
         // stays within the test runner's patience).
         let logits = fixture::array(fix, "logits_long").into_dimensionality::<ndarray::Ix2>().unwrap().slice_move(ndarray::s![..320, ..]);
         let tokens: Vec<u32> = fixture::array(fix, "tokens_long").iter().take(320).map(|&t| t as u32).collect();
-        let w = run(&mut s, "10.7", 0.0, 320.0, 0.0);
+        let w = run(&s, "10.7", 0.0, 320.0, 0.0).await;
         assert_eq!(w.notes.iter().map(|n| n.token).collect::<Vec<_>>(), tokens);
         let want: Vec<f64> = logits.rows().into_iter().zip(&tokens[1..]).map(|(r, &next)| -log_softmax_at(r.as_slice().unwrap(), next as usize)).collect();
         let e = w.nll.values.iter().zip(&want).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
         assert!(e <= 1e-4, "{kind}: |NLL wasm − torch| = {e:e}");
         // The same window scored without keeping weights.
         yield_to_browser().await;
-        let again: PositionNll = typed(s.nll_by_position(window("10.7", 0.0, 320.0, 0.0)));
+        let again: PositionNll = typed(s.nll_by_position(window("10.7", 0.0, 320.0, 0.0)).await);
         assert_eq!(again.values, w.nll.values, "{kind}");
         for position in [0, 255, 300, 319] {
             let p: Prediction = typed(s.predict(position, 5));
@@ -198,13 +206,13 @@ async fn nll_and_predictions_match_pytorch_logits_on_a_long_window() {
 }
 
 #[wasm_bindgen_test]
-fn distance_profiles_are_distributions_over_distances() {
-    let mut s = session("shaw");
-    run(&mut s, "30.6", 0.0, 80.0, 0.0);
+async fn distance_profiles_are_distributions_over_distances() {
+    let s = session("shaw");
+    run(&s, "30.6", 0.0, 80.0, 0.0).await;
     for layer in 0..3 {
         for head in 0..4 {
             let p: DistanceProfile = typed(s.distance_profile(layer, head));
-            let m = weights(&mut s, layer, head);
+            let m = weights(&s, layer, head);
             assert_eq!((p.distances.len(), p.distances[0], p.distances[79]), (80, -79, 0));
             assert!((p.distribution.iter().sum::<f64>() - 1.0).abs() < 1e-5, "layer {layer} head {head}");
             // d = 0: the diagonal's mean over all 80 queries; d = −79: only query 79 reaches key 0.
@@ -226,8 +234,8 @@ async fn live_sampling_gives_transformer_sample_and_the_cli() {
     ];
     for (kind, want) in cli {
         yield_to_browser().await;
-        let mut s = session(kind);
-        let w = run(&mut s, "10.7", 0.0, 32.0, 0.0);
+        let s = session(kind);
+        let w = run(&s, "10.7", 0.0, 32.0, 0.0).await;
         let info: SamplingInfo = typed(s.start_sampling(sample_request(32.0, 1.0, 7.0)));
         assert_eq!((info.prime, info.steps), (32, 32));
         let mut got = Vec::new();
@@ -256,8 +264,8 @@ async fn live_sampling_gives_transformer_sample_and_the_cli() {
     }
     // A transposed window later in the piece, at temperature 0.5, primes with the transposed tokens.
     yield_to_browser().await;
-    let mut s = session("shaw");
-    let w = run(&mut s, "30.6", 256.0, 32.0, 3.0);
+    let s = session("shaw");
+    let w = run(&s, "30.6", 256.0, 32.0, 3.0).await;
     typed::<SamplingInfo>(s.start_sampling(sample_request(20.0, 0.5, 123.0)));
     let got: Sampled = typed(s.next_tokens(100));
     assert_eq!((got.notes.len(), got.notes[0].step), (20, (256 + 32) / 4));
@@ -267,23 +275,24 @@ async fn live_sampling_gives_transformer_sample_and_the_cli() {
 }
 
 #[wasm_bindgen_test]
-fn trace_is_a_session_of_the_window() {
-    let mut s = session("music");
-    run(&mut s, "20.11", 16.0, 48.0, 0.0);
-    let mut trace: Session = s.trace(2).unwrap();
+async fn trace_is_a_session_of_the_window() {
+    let s = session("music");
+    run(&s, "20.11", 16.0, 48.0, 0.0).await;
+    let mut trace: Session = s.trace(2, "cpu".into()).await.unwrap();
     let i = trace.trace().stages().iter().position(|&st| st == relattn::stage::Stage::Weights).unwrap();
     for head in 0..4 {
         let cut = trace.cut(i, 0, head).unwrap();
         assert_eq!((cut.rows, cut.cols), (48, 48));
         let got = trace.trace().weights.index_axis(Axis(0), 0).index_axis(Axis(0), head).to_owned();
-        assert!(max_diff(&got, &weights(&mut s, 2, head)) <= 1e-6, "head {head}");
+        assert!(max_diff(&got, &weights(&s, 2, head)) <= 1e-6, "head {head}");
     }
-    assert_eq!(field(&s.trace(3).err().unwrap()), "layer");
+    assert_eq!(field(&s.trace(3, "cpu".into()).await.err().unwrap()), "layer");
+    assert_eq!(field(&s.trace(0, "gpu".into()).await.err().unwrap()), "backend");
 }
 
 #[wasm_bindgen_test]
-fn bad_requests_name_their_field() {
-    let mut s = session("shaw");
+async fn bad_requests_name_their_field() {
+    let s = session("shaw");
     // Before any window.
     assert_eq!(field(&s.weights(0, 0, 128).unwrap_err()), "window");
     assert_eq!(field(&s.predict(0, 1).unwrap_err()), "window");
@@ -303,19 +312,32 @@ fn bad_requests_name_their_field() {
         (window("10.7", 0.0, 64.0, 40.0), "transpose"),
         (window("10.7", 0.0, 64.0, -40.0), "transpose"),
         (window("10.7", 0.0, 64.0, 0.5), "transpose"),
-        (object(&[("piece", "10.7".into()), ("start", 0.0.into()), ("length", 8.0.into())]), "request"),
-        (object(&[("piece", "10.7".into()), ("start", 0.0.into()), ("length", 8.0.into()), ("transpose", 0.0.into()), ("step", 1.0.into())]), "request"),
+        (window_on("10.7", 0.0, 64.0, 0.0, "gpu"), "backend"),
+        (window_on("10.7", 0.0, 64.0, 0.0, "WebGPU"), "backend"),
+        (object(&[("piece", "10.7".into()), ("start", 0.0.into()), ("length", 8.0.into()), ("backend", "cpu".into())]), "request"),
+        (object(&[("piece", "10.7".into()), ("start", 0.0.into()), ("length", 8.0.into()), ("transpose", 0.0.into())]), "request"),
+        (
+            object(&[
+                ("piece", "10.7".into()),
+                ("start", 0.0.into()),
+                ("length", 8.0.into()),
+                ("transpose", 0.0.into()),
+                ("backend", "cpu".into()),
+                ("step", 1.0.into()),
+            ]),
+            "request",
+        ),
         (JsValue::from_str("10.7"), "request"),
     ];
     for (request, want) in bad {
-        let e = s.run(request.clone()).unwrap_err();
+        let e = s.run(request.clone()).await.unwrap_err();
         assert_eq!(field(&e), want, "{request:?}: {e:?}");
-        assert_eq!(field(&s.nll_by_position(request.clone()).unwrap_err()), want, "{request:?}");
+        assert_eq!(field(&s.nll_by_position(request.clone()).await.unwrap_err()), want, "{request:?}");
     }
-    let w = run(&mut s, "10.7", 0.0, 64.0, 0.0);
+    let w = run(&s, "10.7", 0.0, 64.0, 0.0).await;
     assert_eq!((w.transpose_min, w.transpose_max), (-22, 7));
-    run(&mut s, "10.7", 0.0, 64.0, w.transpose_max as f64);
-    assert_eq!(field(&s.run(window("10.7", 0.0, 64.0, w.transpose_max as f64 + 1.0)).unwrap_err()), "transpose");
+    run(&s, "10.7", 0.0, 64.0, w.transpose_max as f64).await;
+    assert_eq!(field(&s.run(window("10.7", 0.0, 64.0, w.transpose_max as f64 + 1.0)).await.unwrap_err()), "transpose");
     for (e, want) in [
         (s.weights(3, 0, 128).unwrap_err(), "layer"),
         (s.weights(0, 4, 128).unwrap_err(), "head"),
@@ -356,15 +378,15 @@ async fn timings_of_a_long_window_and_of_sampling() {
     let now = || js_sys::Date::now();
     for (kind, _, _) in MODELS {
         yield_to_browser().await;
-        let mut s = session(kind);
+        let s = session(kind);
         let t0 = now();
-        run(&mut s, "190.7", 0.0, 1024.0, 0.0);
+        run(&s, "190.7", 0.0, 1024.0, 0.0).await;
         let t_first = now() - t0;
         let t0 = now();
-        let w = run(&mut s, "190.7", 0.0, 1024.0, 0.0);
+        let w = run(&s, "190.7", 0.0, 1024.0, 0.0).await;
         let t_run = now() - t0;
         let t0 = now();
-        let nll: PositionNll = typed(s.nll_by_position(window("190.7", 0.0, 1024.0, 0.0)));
+        let nll: PositionNll = typed(s.nll_by_position(window("190.7", 0.0, 1024.0, 0.0)).await);
         let t_nll = now() - t0;
         let t0 = now();
         for layer in 0..3 {
@@ -373,7 +395,7 @@ async fn timings_of_a_long_window_and_of_sampling() {
             }
         }
         let t_tiles = now() - t0;
-        run(&mut s, "190.7", 0.0, 256.0, 0.0);
+        run(&s, "190.7", 0.0, 256.0, 0.0).await;
         let t0 = now();
         let info: SamplingInfo = typed(s.start_sampling(sample_request(256.0, 1.0, 0.0)));
         let t_prime = now() - t0;
@@ -392,4 +414,33 @@ async fn timings_of_a_long_window_and_of_sampling() {
             relattn::web::memory_bytes() / (1 << 20) as f64
         ));
     }
+}
+
+/// WebGPU asked for where the browser has no adapter (this runner's chromium runs without
+/// --enable-unsafe-webgpu; tests/e2e/model.test.mjs runs the page on SwiftShader's): the window, its NLL and
+/// a layer's trace are computed on the CPU, equal to the CPU's, and say why. Auto says so too.
+#[wasm_bindgen_test]
+async fn webgpu_without_an_adapter_falls_back_to_the_cpu_with_the_reason() {
+    let status = relattn::web::backend::gpu_init().await.unwrap();
+    let get = |k: &str| js_sys::Reflect::get(&status, &k.into()).unwrap();
+    let reason = get("reason").as_string().unwrap();
+    if get("available").as_bool().unwrap() {
+        log("this browser has a WebGPU adapter: the fallback is checked by tests/e2e/model.test.mjs".into());
+        return;
+    }
+    let s = session("music");
+    let cpu = run(&s, "10.7", 0.0, 48.0, 0.0).await;
+    let cpu_weights = weights(&s, 1, 2);
+    for choice in ["webgpu", "auto"] {
+        let w: WindowInfo = typed(s.run(window_on("10.7", 0.0, 48.0, 0.0, choice)).await);
+        let b = &w.nll.backend;
+        assert_eq!(b, &BackendUsed { on_gpu: false, name: "CPU (wasm)".into(), note: reason.clone() }, "{choice}");
+        assert_eq!(w.nll.values, cpu.nll.values, "{choice}");
+        assert_eq!(weights(&s, 1, 2), cpu_weights, "{choice}");
+        let nll: PositionNll = typed(s.nll_by_position(window_on("10.7", 0.0, 48.0, 0.0, choice)).await);
+        assert_eq!((&nll.values, &nll.backend), (&cpu.nll.values, b), "{choice}");
+    }
+    let info = s.trace(1, "webgpu".into()).await.unwrap().info().unwrap();
+    let backend: BackendUsed = serde_wasm_bindgen::from_value(js_sys::Reflect::get(&info, &"backend".into()).unwrap()).unwrap();
+    assert!(!backend.on_gpu && backend.note == reason && !reason.is_empty(), "{backend:?}");
 }

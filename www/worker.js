@@ -4,8 +4,8 @@
 // params = { preset, settings, file? }: settings are src/web/request.rs Settings, passed through untouched;
 // file = { id, name, bytes } computes from a scenario file; msg.colormaps = { sequential, diverging }.
 // msg.backend = 'auto' | 'webgpu' | 'cpu': WebGPU is tried once (gpu_init) and its device kept for every
-// recompute; without it (or when it fails on a layer, or is lost) the CPU computes, and the result's
-// backend = { name, note } says where and why. The debug-* test hooks (protocol.js: DebugMessage) are sent
+// recompute, Model mode's too; without it (or when it fails on a layer, or is lost) the CPU computes, and the
+// result's backend = { name, note } says where and why. The debug-* test hooks (protocol.js: DebugMessage) are sent
 // by tests/e2e only. Model mode's messages ('model*') go to js/worker-model.js.
 import init, * as relattn from './pkg/relattn.js';
 import { BACKENDS, resultMessage, errorMessage, fatalMessage, exportReply, exportFailed } from './js/protocol.js';
@@ -58,11 +58,14 @@ self.onmessage = (e) => {
   }
 };
 
-// What js/worker-model.js computes with: the module, its memory, posting, and the abort check.
+// What js/worker-model.js computes with: the module, its memory, the GPU's first try and the footer's
+// backend line, posting, and the abort check.
 function modelContext(w) {
   return {
     relattn,
     memory: () => w.memory,
+    tryGpu,
+    used,
     post: (msg, transfer) => { if (!dead) self.postMessage(msg, transfer || []); },
     isAbort,
     fail: (err) => { if (isAbort(err)) fatal(err.message); },
@@ -80,9 +83,22 @@ async function nameAdapter(status) {
   return status;
 }
 
-// The cached session is reused while the request (settings, preset, file, backend) is the same.
+// WebGPU is tried once, by the first request that asks for it ('auto' or 'webgpu'); resolves when it was.
+function tryGpu(backend) {
+  if (backend !== 'auto' && backend !== 'webgpu') return Promise.resolve();
+  gpuTried = gpuTried || gpu_init().then(nameAdapter);
+  return gpuTried;
+}
+
+// Where a computation ran, as the footer shows it (protocol.js BackendUsed), from the Rust BackendUsed `b`
+// of a computation asked to run on `backend`.
+function used(backend, b) {
+  return { mode: backend, onGpu: b.on_gpu, name: b.on_gpu && adapterName ? `WebGPU: ${adapterName}` : b.name, note: b.note };
+}
+
+// The cached session is reused while the request (settings, preset, file or model layer, backend) is the same.
 function keyOf(p, backend) {
-  if (p.model) return `model:${JSON.stringify(p.model)}`;
+  if (p.model) return `${backend}|model:${JSON.stringify(p.model)}`;
   return backend + (p.preset ? `|preset:${p.preset}` : JSON.stringify([p.file ? p.file.id : null, p.settings]));
 }
 
@@ -110,11 +126,11 @@ async function work() {
     const key = keyOf(p, backend);
     if (msg.colormaps) set_colormaps(msg.colormaps.sequential, msg.colormaps.diverging);
     if (key !== sessionKey || !session) {
-      if (backend !== 'cpu') await (gpuTried = gpuTried || gpu_init().then(nameAdapter));
+      await tryGpu(backend);
       // src/web/request.rs Request: { backend, preset, file_name, settings }; the file's bytes beside it.
       const request = { backend, preset: p.file ? '' : p.preset || '', file_name: p.file ? p.file.name : '', settings: p.settings };
-      // params.model: one layer of a trained model (Model mode's "stages of this head"), on the CPU.
-      const s = p.model ? await layerSession(relattn, p.model) : await compute(request, p.file ? new Uint8Array(p.file.bytes) : undefined);
+      // params.model: one layer of a trained model (Model mode's "stages of this head"), on the same backend.
+      const s = p.model ? await layerSession(modelContext(wasm), p.model, backend) : await compute(request, p.file ? new Uint8Array(p.file.bytes) : undefined);
       if (session) session.free();
       session = s;
       sessionKey = key;
@@ -136,9 +152,7 @@ async function work() {
       transfer.push(values.buffer, rgba.buffer);
     });
     delete info.stages; // sent as `stages`, with their values
-    const name = info.backend.name;
-    const used = { mode: backend, onGpu: info.backend.on_gpu, name: info.backend.on_gpu && adapterName ? `WebGPU: ${adapterName}` : name, note: info.backend.note };
-    self.postMessage(resultMessage(msg.id, info, shown, stages, s.timings(), used), transfer);
+    self.postMessage(resultMessage(msg.id, info, shown, stages, s.timings(), used(backend, info.backend)), transfer);
   } catch (err) {
     if (isAbort(err)) { fatal(err.message); return; }
     const message = (err && err.message) || String(err);

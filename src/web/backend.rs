@@ -1,8 +1,9 @@
-//! Where the page computes: [`compute`] runs a [`Request`] through [`Backend`] — the GPU of this wasm
+//! Where the page computes: [`with_backend`] runs a computation — [`compute`]'s trace of a [`Request`],
+//! or a trained model's pass ([`super::model::ModelSession`]) — on a [`Backend`]: the GPU of this wasm
 //! instance (the worker's), a WebGPU device tried once by [`gpu_init`] and kept in a slot for every later
-//! compute, or the CPU. Whatever goes wrong on the GPU — no `navigator.gpu`, no adapter, no device, a
+//! computation, or the CPU. Whatever goes wrong on the GPU — no `navigator.gpu`, no adapter, no device, a
 //! kernel whose pipeline fails to build, a device lost later, an error on the device during a compute, or
-//! a layer beyond the device's limits — the trace is computed on the CPU instead, and the session's
+//! a layer beyond the device's limits — the computation runs on the CPU instead, and its
 //! [`BackendUsed::note`] says why.
 
 use super::request::{BackendChoice, Inputs, Request};
@@ -10,10 +11,7 @@ use super::session::{BackendUsed, Session, Timing};
 use super::{to_js, to_value};
 use crate::backend::Backend;
 use crate::gpu::{GpuContext, GpuError};
-use crate::scenario::Scenario;
 use crate::timing::now_ms;
-use crate::timing::StageTimes;
-use crate::trace::Trace;
 use serde::Serialize;
 use std::cell::RefCell;
 use std::sync::Mutex;
@@ -160,9 +158,8 @@ pub fn gpu_destroy_for_test() -> bool {
 }
 
 /// Computes the trace of a [`Request`] (a plain object; `file`: a scenario file's bytes, named by
-/// `request.file_name`): `backend` "cpu" on the CPU; "auto" or "webgpu" on the GPU from [`gpu_init`] when it
-/// has one and can compute this layer, else on the CPU with the reason in [`BackendUsed::note`]. Throws an
-/// `Error` with `field` and `kind` for bad input.
+/// `request.file_name`) where `request.backend` says ([`with_backend`]). Throws an `Error` with `field` and
+/// `kind` for bad input.
 #[wasm_bindgen]
 pub async fn compute(request: JsValue, file: Option<Vec<u8>>) -> Result<Session, JsValue> {
     let t0 = now_ms();
@@ -171,42 +168,59 @@ pub async fn compute(request: JsValue, file: Option<Vec<u8>>) -> Result<Session,
     drop(file);
     let sc = inputs.scenario()?;
     let t1 = now_ms();
-    let timings = |what: &str, ms: f64| vec![Timing { name: "scenario".into(), ms: t1 - t0 }, Timing { name: what.into(), ms }];
+    let ran = with_backend(request.backend, async |backend| backend.trace(&inputs.cfg, &sc).await).await;
+    let (trace, times) = ran.result.map_err(to_js)?;
+    let mut timings = vec![Timing { name: "scenario".into(), ms: t1 - t0 }, Timing { name: "trace".into(), ms: now_ms() - t1 - ran.gpu_failed_ms }];
+    if ran.gpu_failed_ms > 0.05 {
+        timings.insert(1, Timing { name: "WebGPU (failed)".into(), ms: ran.gpu_failed_ms });
+    }
+    Ok(Session::new(trace, &inputs, timings, ran.backend, &times))
+}
+
+/// What [`with_backend`] computed, and where.
+pub(super) struct Ran<T> {
+    pub result: crate::error::Result<T>,
+    pub backend: BackendUsed,
+    /// Milliseconds spent on the GPU before it failed and the CPU computed instead (0 when it did not fail).
+    pub gpu_failed_ms: f64,
+}
+
+/// Runs `f` where `choice` says, the one place that decides between the GPU and the CPU (for
+/// [`compute`] and the Model mode's [`super::model::ModelSession`]): [`BackendChoice::Cpu`] on
+/// [`Backend::Cpu`]; Auto or WebGPU on the GPU from [`gpu_init`], taken out of its slot while `f` awaits it
+/// and put back after (a compute that finds it taken computes on the CPU). Auto leaves a software adapter
+/// alone. When the GPU cannot be had or fails — no context, a device error during `f`, an error from `f`,
+/// the device lost — `f` runs again on the CPU and [`BackendUsed::note`] says why.
+pub(super) async fn with_backend<T>(choice: BackendChoice, f: impl AsyncFn(&mut Backend) -> crate::error::Result<T>) -> Ran<T> {
+    let t0 = now_ms();
     let mut note = String::new();
-    if request.backend != BackendChoice::Cpu {
+    if choice != BackendChoice::Cpu {
         match take_gpu() {
             // A software adapter (WebGPU's fallback adapter, SwiftShader in headless chromium) is slower than
             // this CPU code (n 2048: 12.0 s against 3.2 s): Auto leaves it alone; WebGPU uses it.
-            Ok((ctx, name)) if request.backend == BackendChoice::Auto && ctx.adapter_info().device_type == wgpu::DeviceType::Cpu => {
+            Ok((ctx, name)) if choice == BackendChoice::Auto && ctx.adapter_info().device_type == wgpu::DeviceType::Cpu => {
                 note = "this browser's WebGPU adapter is a software one (its fallback adapter), slower than the CPU: Auto computes on the CPU (choose WebGPU to use it)".into();
                 GPU.with(|g| *g.borrow_mut() = Gpu::Ready(ctx, name));
             }
-            Ok((ctx, name)) => match trace_on_gpu(ctx, &name, &inputs, &sc).await {
-                Ok((trace, times)) => {
-                    let backend = BackendUsed { on_gpu: true, name, note: String::new() };
-                    return Ok(Session::new(trace, &inputs, timings("trace", now_ms() - t1), backend, &times));
-                }
+            Ok((ctx, name)) => match on_gpu(ctx, &name, &f).await {
+                Ok(value) => return Ran { result: Ok(value), backend: BackendUsed { on_gpu: true, name, note: String::new() }, gpu_failed_ms: 0.0 },
                 Err(why) => note = why,
             },
             Err(why) => note = why,
         }
     }
-    let t2 = now_ms();
-    let (trace, times) = Backend::Cpu.trace(&inputs.cfg, &sc).await.map_err(to_js)?;
-    let mut timings = timings("trace", now_ms() - t2);
-    if request.backend != BackendChoice::Cpu && t2 - t1 > 0.05 {
-        timings.insert(1, Timing { name: "WebGPU (failed)".into(), ms: t2 - t1 });
-    }
-    Ok(Session::new(trace, &inputs, timings, BackendUsed { on_gpu: false, name: CPU.into(), note }, &times))
+    let gpu_failed_ms = now_ms() - t0;
+    let result = f(&mut Backend::Cpu).await;
+    Ran { result, backend: BackendUsed { on_gpu: false, name: CPU.into(), note }, gpu_failed_ms }
 }
 
-/// The trace on the GPU taken from the slot (and put back unless it was lost), or why it could not be had.
-async fn trace_on_gpu(ctx: GpuContext, name: &str, inputs: &Inputs, sc: &Scenario) -> Result<(Trace, StageTimes), String> {
+/// `f` on the GPU taken from the slot (put back unless it was lost), or why it failed.
+async fn on_gpu<T>(ctx: GpuContext, name: &str, f: &impl AsyncFn(&mut Backend) -> crate::error::Result<T>) -> Result<T, String> {
     let device = ctx.device().clone();
     let oom = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
     let invalid = device.push_error_scope(wgpu::ErrorFilter::Validation);
     let mut gpu = Backend::Gpu(ctx);
-    let result = gpu.trace(&inputs.cfg, sc).await;
+    let result = f(&mut gpu).await;
     let (invalid, oom) = (invalid.pop(), oom.pop());
     let device_error = match (invalid.await, oom.await) {
         (Some(e), _) | (None, Some(e)) => Some(e.to_string()),

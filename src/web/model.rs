@@ -1,11 +1,15 @@
 //! The page's Model mode: a trained chorale model ([`crate::transformer`]) and the test split
-//! ([`crate::chorales`]) held in the worker's wasm memory, computed on the CPU.
+//! ([`crate::chorales`]) held in the worker's wasm memory. A window's forward pass, its NLL and a layer's
+//! trace are computed where the request's `backend` says, by [`with_backend`] as Parameters mode's compute:
+//! on WebGPU when it is usable, else on the CPU with the reason ([`BackendUsed`]). Sampling with the
+//! key/value cache runs on the CPU ([`Transformer::step`] has no [`crate::Backend`] path: one query row at
+//! a time).
 //!
 //! - [`ModelSession::load`] reads a model file and the chorale data; [`ModelSession::info`] describes both
 //!   ([`ModelInfo`]: kind, config, parameters, NLLs from training, the pieces);
-//! - [`ModelSession::run`] takes a [`ModelRequest`] (piece, window, transposition) and computes one forward
-//!   pass that keeps every layer's attention weights and the logits; it answers [`WindowInfo`] (the notes,
-//!   the NLL of each position);
+//! - [`ModelSession::run`] takes a [`ModelRequest`] (piece, window, transposition, backend) and computes one
+//!   forward pass that keeps every layer's attention weights and the logits; it answers [`WindowInfo`] (the
+//!   notes, the NLL of each position, where it was computed);
 //! - on that window, without computing again: [`ModelSession::weights`] (one head's (T, T) map, read
 //!   through pointers as [`super::Session::select`]'s), [`ModelSession::distance_profile`],
 //!   [`ModelSession::predict`]; [`ModelSession::trace`] computes one layer's every stage as a
@@ -26,13 +30,12 @@
 //! every distance below −k to −k (k = 64); the absolute model adds sinusoids, defined at every position, for
 //! positions it never saw (MODELS.md "Longer than trained": its NLL grows from 1.14 at 256 to 2.29 at 1024).
 
-use super::backend::CPU;
-use super::request::{whole, Inputs};
+use super::backend::with_backend;
+use super::request::{whole, BackendChoice, Inputs};
 use super::session::{BackendUsed, Cut, Session, Timing};
 use super::{js_error, palette, to_js, to_value};
-use crate::backend::Backend;
 use crate::chorales::{Chorales, VOICES};
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, ErrorKind};
 use crate::render;
 use crate::scenario::{Arrays, Spec};
 use crate::stage::Scale;
@@ -41,9 +44,8 @@ use crate::transformer::{log_softmax_at, probabilities, AttentionPass, ModelConf
 use ndarray::{ArrayView2, Axis};
 use serde::de::{DeserializeOwned, IgnoredAny};
 use serde::{Deserialize, Serialize};
+use std::cell::{Ref, RefCell};
 use std::collections::BTreeMap;
-use std::future::Future;
-use std::task::{Context, Poll, Waker};
 use wasm_bindgen::prelude::*;
 
 /// A window may hold up to this many times the model's training context (1024 tokens for the shipped
@@ -72,6 +74,9 @@ pub struct ModelRequest {
     /// [`WindowInfo::transpose_max`], which keep every pitch in the vocabulary (MIDI `pitch_min`..=
     /// `pitch_min` + vocab − 2).
     pub transpose: f64,
+    /// Where to compute, as Parameters mode's request spells it ([`BackendChoice`]): "auto" (WebGPU when
+    /// usable, not a software adapter), "webgpu" or "cpu".
+    pub backend: String,
     #[serde(flatten)]
     unknown: Unknown,
 }
@@ -160,6 +165,8 @@ pub struct PositionNll {
     pub mean: f64,
     /// Milliseconds of the forward pass (and, for [`ModelSession::run`], of keeping the weights).
     pub ms: f64,
+    /// Where the forward pass ran (and, when not on the GPU asked for, why).
+    pub backend: BackendUsed,
 }
 
 /// What [`ModelSession::run`] computed.
@@ -257,6 +264,7 @@ struct Resolved {
     transpose_range: (i32, i32),
     /// The window's tokens, transposed.
     tokens: Vec<u32>,
+    backend: BackendChoice,
 }
 
 /// The window last run.
@@ -273,29 +281,40 @@ struct Sampling {
     drawn: Vec<u32>,
 }
 
+/// What a [`ModelSession`]'s methods change: the window last run, the sampling under way, and the map last
+/// selected by [`ModelSession::weights`].
+#[derive(Default)]
+struct State {
+    window: Option<Window>,
+    sampling: Option<Sampling>,
+    /// The (T, T) map last selected, row-major, and its RGBA pixels.
+    values: Vec<f32>,
+    rgba: Vec<u8>,
+}
+
+impl State {
+    fn window(&self) -> std::result::Result<&Window, JsValue> {
+        self.window.as_ref().ok_or_else(|| js_error("window", ErrorKind::Invalid, "no window yet: call run first"))
+    }
+}
+
 /// A model, its data, the window last run and the map last selected.
+///
+/// The methods that compute ([`ModelSession::run`], [`ModelSession::nll_by_position`],
+/// [`ModelSession::trace`]) are async: on the GPU they await the device. While the promise of one is
+/// pending, wasm-bindgen holds a shared borrow of the session, and a method taking `&mut self` called
+/// meanwhile would throw ("recursive use of an object"); the worker does call others meanwhile (a sampling,
+/// the NLL comparison, the models side by side run beside a window's pass). So every method takes `&self`:
+/// the model and the data never change after [`ModelSession::load`], and what does ([`State`]) is in a
+/// `RefCell` borrowed only between awaits, never across one. A computation reads the tokens it needs first
+/// (its own request's, or a copy of the window's), awaits, and only then stores what it computed: the last
+/// pass to finish is the window.
 #[wasm_bindgen]
 pub struct ModelSession {
     model: Transformer,
     data: Chorales,
     info: ModelInfo,
-    window: Option<Window>,
-    sampling: Option<Sampling>,
-    /// The (T, T) map last selected by [`ModelSession::weights`], row-major, and its RGBA pixels.
-    values: Vec<f32>,
-    rgba: Vec<u8>,
-}
-
-/// Runs a computation of the model on the CPU backend to its end: the CPU's futures never wait (they
-/// compute when first polled), so one poll with a waker that does nothing finishes them. The one place this
-/// module names [`Backend`].
-fn on_cpu<T>(compute: impl AsyncFnOnce(&mut Backend) -> Result<T>) -> Result<T> {
-    let mut backend = Backend::Cpu;
-    let mut future = std::pin::pin!(compute(&mut backend));
-    match future.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
-        Poll::Ready(result) => result,
-        Poll::Pending => Err(Error::invalid("backend", "a computation that waited", "the CPU, which never waits")),
-    }
+    state: RefCell<State>,
 }
 
 /// A request object, refusing a missing field, a wrong type or a field the struct does not name (field
@@ -324,12 +343,12 @@ fn transposed(tokens: &[u32], semitones: i32) -> Vec<u32> {
     tokens.iter().map(|&t| if t == 0 { 0 } else { (t as i32 + semitones) as u32 }).collect()
 }
 
-/// [`PositionNll`] of a window's tokens from its logits (T, vocab).
-fn position_nll(logits: ArrayView2<f32>, tokens: &[u32], ms: f64) -> PositionNll {
+/// [`PositionNll`] of a window's tokens from its logits (T, vocab), computed on `backend` in `ms`.
+fn position_nll(logits: ArrayView2<f32>, tokens: &[u32], ms: f64, backend: BackendUsed) -> PositionNll {
     let values: Vec<f64> =
         logits.rows().into_iter().zip(&tokens[1..]).map(|(row, &next)| -log_softmax_at(row.as_slice().expect("standard layout"), next as usize)).collect();
     let mean = values.iter().sum::<f64>() / values.len().max(1) as f64;
-    PositionNll { values, mean, ms }
+    PositionNll { values, mean, ms, backend }
 }
 
 impl ModelSession {
@@ -343,13 +362,9 @@ impl ModelSession {
         Candidate { token, name, midi: self.data.pitch(token), probability, rank }
     }
 
-    fn window(&self) -> std::result::Result<&Window, JsValue> {
-        self.window.as_ref().ok_or_else(|| js_error("window", ErrorKind::Invalid, "no window yet: call run first"))
-    }
-
-    /// Layer `layer`'s head `head` of the current window, (T, T).
-    fn map(&self, layer: usize, head: usize) -> std::result::Result<ArrayView2<'_, f32>, JsValue> {
-        let w = self.window()?;
+    /// Layer `layer`'s head `head` of the current window of `state`, (T, T).
+    fn map<'a>(&self, state: &'a State, layer: usize, head: usize) -> std::result::Result<ArrayView2<'a, f32>, JsValue> {
+        let w = state.window()?;
         let c = &self.model.config;
         if layer >= c.layers {
             return Err(to_js(Error::invalid("layer", layer, format!("0..={}", c.layers - 1))));
@@ -378,19 +393,21 @@ impl ModelSession {
             let allowed = format!("a whole number of semitones in {}..={} (keeps this window's pitches in the vocabulary)", range.0, range.1);
             return Err(to_js(Error::invalid("transpose", t, allowed)));
         }
-        Ok(Resolved { piece: piece.bwv.clone(), start, transpose: t as i32, transpose_range: range, tokens: transposed(window, t as i32) })
+        let backend = BackendChoice::named(&r.backend)?;
+        Ok(Resolved { piece: piece.bwv.clone(), start, transpose: t as i32, transpose_range: range, tokens: transposed(window, t as i32), backend })
     }
 
     /// The map last selected by [`ModelSession::weights`]: (T, T) f32 values, row-major (what
     /// `values_ptr`/`values_len` point at).
-    pub fn values(&self) -> &[f32] {
-        &self.values
+    pub fn values(&self) -> Ref<'_, [f32]> {
+        Ref::map(self.state.borrow(), |s| &s.values[..])
     }
 
     /// The current window's tokens followed by the tokens sampled so far.
     pub fn tokens(&self) -> Vec<u32> {
-        let window = self.window.as_ref().map_or(&[][..], |w| &w.tokens[..]);
-        let drawn = self.sampling.as_ref().map_or(&[][..], |s| &s.drawn[..]);
+        let s = self.state.borrow();
+        let window = s.window.as_ref().map_or(&[][..], |w| &w.tokens[..]);
+        let drawn = s.sampling.as_ref().map_or(&[][..], |s| &s.drawn[..]);
         [window, drawn].concat()
     }
 }
@@ -441,7 +458,7 @@ impl ModelSession {
             split: data.split.clone(),
             pieces,
         };
-        Ok(ModelSession { model, data, info, window: None, sampling: None, values: Vec::new(), rgba: Vec::new() })
+        Ok(ModelSession { model, data, info, state: RefCell::default() })
     }
 
     /// The [`ModelInfo`].
@@ -449,15 +466,17 @@ impl ModelSession {
         to_value(&self.info)
     }
 
-    /// Runs a [`ModelRequest`] `{ piece, start, length, transpose }`: one forward pass over the window that
-    /// keeps every layer's attention weights (layers × heads × T × T f32) and the logits (T × vocab); the
-    /// window replaces the previous one and ends any sampling. Returns the [`WindowInfo`]. Errors name the
-    /// field: "request", "piece", "start", "length", "transpose".
-    pub fn run(&mut self, request: JsValue) -> std::result::Result<JsValue, JsValue> {
-        let Resolved { piece, start, transpose, transpose_range, tokens } = self.resolve(request)?;
+    /// Runs a [`ModelRequest`] `{ piece, start, length, transpose, backend }`: one forward pass over the
+    /// window, on the backend asked for ([`with_backend`]), that keeps every layer's attention weights
+    /// (layers × heads × T × T f32) and the logits (T × vocab); once computed, the window replaces the
+    /// previous one and ends any sampling. Returns the [`WindowInfo`] (where it ran: `nll.backend`). Errors
+    /// name the field: "request", "piece", "start", "length", "transpose", "backend".
+    pub async fn run(&self, request: JsValue) -> std::result::Result<JsValue, JsValue> {
+        let Resolved { piece, start, transpose, transpose_range, tokens, backend } = self.resolve(request)?;
         let t0 = now_ms();
-        let pass = on_cpu(async |backend| self.model.attention_pass_async(backend, &tokens).await).map_err(to_js)?;
-        let nll = position_nll(pass.logits.view(), &tokens, now_ms() - t0);
+        let ran = with_backend(backend, async |b| self.model.attention_pass_async(b, &tokens).await).await;
+        let pass = ran.result.map_err(to_js)?;
+        let nll = position_nll(pass.logits.view(), &tokens, now_ms() - t0, ran.backend);
         let notes = tokens.iter().enumerate().map(|(t, &tok)| self.note(tok, start + t)).collect();
         let c = &self.model.config;
         let info = WindowInfo {
@@ -472,18 +491,20 @@ impl ModelSession {
             layers: c.layers,
             heads: c.heads,
         };
-        self.window = Some(Window { start, tokens, pass });
-        self.sampling = None;
+        let mut state = self.state.borrow_mut();
+        state.window = Some(Window { start, tokens, pass });
+        state.sampling = None;
         to_value(&info)
     }
 
-    /// The [`PositionNll`] of another window (a [`ModelRequest`]), by a forward pass that keeps no weights;
-    /// the current window stays. For the 2× and 4× training-length comparison.
-    pub fn nll_by_position(&self, request: JsValue) -> std::result::Result<JsValue, JsValue> {
-        let tokens = self.resolve(request)?.tokens;
+    /// The [`PositionNll`] of another window (a [`ModelRequest`]), by a forward pass that keeps no weights,
+    /// on the backend asked for; the current window stays. For the 2× and 4× training-length comparison.
+    pub async fn nll_by_position(&self, request: JsValue) -> std::result::Result<JsValue, JsValue> {
+        let Resolved { tokens, backend, .. } = self.resolve(request)?;
         let t0 = now_ms();
-        let logits = on_cpu(async |backend| self.model.forward_async(backend, &tokens).await).map_err(to_js)?;
-        to_value(&position_nll(logits.view(), &tokens, now_ms() - t0))
+        let ran = with_backend(backend, async |b| self.model.forward_async(b, &tokens).await).await;
+        let logits = ran.result.map_err(to_js)?;
+        to_value(&position_nll(logits.view(), &tokens, now_ms() - t0, ran.backend))
     }
 
     /// Selects head `head` of layer `layer` of the current window: its (T, T) attention weights α[i, j]
@@ -491,31 +512,33 @@ impl ModelSession {
     /// most `raster_side` a side ([`render::rgba_pooled`]: a thin diagonal stays); returns the [`Cut`]
     /// `{ rows, cols, raster_rows, raster_cols, lo, hi }`. Read them without a copy: `new Float32Array(memory.buffer,
     /// values_ptr(), values_len())`, `new Uint8ClampedArray(memory.buffer, rgba_ptr(), rgba_len())`.
-    pub fn weights(&mut self, layer: usize, head: usize, raster_side: usize) -> std::result::Result<JsValue, JsValue> {
-        let m = self.map(layer, head)?;
+    pub fn weights(&self, layer: usize, head: usize, raster_side: usize) -> std::result::Result<JsValue, JsValue> {
+        let mut state = self.state.borrow_mut();
+        let m = self.map(&state, layer, head)?;
         let (rgba, (raster_rows, raster_cols), (lo, hi)) = render::rgba_pooled(m, Scale::Sequential, palette(), raster_side);
         let (rows, cols) = m.dim();
         let values = m.iter().copied().collect();
-        (self.values, self.rgba) = (values, rgba);
+        (state.values, state.rgba) = (values, rgba);
         to_value(&Cut { rows, cols, raster_rows, raster_cols, lo, hi })
     }
 
     pub fn values_ptr(&self) -> *const f32 {
-        self.values.as_ptr()
+        self.state.borrow().values.as_ptr()
     }
     pub fn values_len(&self) -> usize {
-        self.values.len()
+        self.state.borrow().values.len()
     }
     pub fn rgba_ptr(&self) -> *const u8 {
-        self.rgba.as_ptr()
+        self.state.borrow().rgba.as_ptr()
     }
     pub fn rgba_len(&self) -> usize {
-        self.rgba.len()
+        self.state.borrow().rgba.len()
     }
 
     /// The [`DistanceProfile`] of head `head` of layer `layer` over the current window.
     pub fn distance_profile(&self, layer: usize, head: usize) -> std::result::Result<JsValue, JsValue> {
-        let m = self.map(layer, head)?;
+        let state = self.state.borrow();
+        let m = self.map(&state, layer, head)?;
         let n = m.nrows();
         // sum[d + T − 1] = Σ_i α[i, i + d] over the queries with a key at distance d ≤ 0.
         let mut sum = vec![0.0f64; n];
@@ -533,7 +556,8 @@ impl ModelSession {
     /// The [`Prediction`] at position `position` of the current window: the `top` most likely next tokens
     /// (1..=vocab) from row `position` of the logits.
     pub fn predict(&self, position: usize, top: usize) -> std::result::Result<JsValue, JsValue> {
-        let w = self.window()?;
+        let state = self.state.borrow();
+        let w = state.window()?;
         let (n, vocab) = w.pass.logits.dim();
         if position >= n {
             return Err(to_js(Error::invalid("position", position, format!("0..={} (the window's tokens)", n - 1))));
@@ -553,13 +577,17 @@ impl ModelSession {
     }
 
     /// Every stage of layer `layer`'s attention (all heads) on the current window's hidden states, as a
-    /// [`Session`] for the page's stage-by-stage figures (`select(stage, 0, head)`). Its settings are the
-    /// attention layer's: method "music" or "shaw" (the absolute model runs as Shaw with clip 0, a^V off and
-    /// a zero table), n = T.
-    pub fn trace(&self, layer: usize) -> std::result::Result<Session, JsValue> {
-        let w = self.window()?;
+    /// [`Session`] for the page's stage-by-stage figures (`select(stage, 0, head)`), computed on `backend`
+    /// ("auto", "webgpu" or "cpu", as [`ModelRequest::backend`]; the session's info says where). Its settings
+    /// are the attention layer's: method "music" or "shaw" (the absolute model runs as Shaw with clip 0, a^V
+    /// off and a zero table), n = T. Errors: "window", "backend", "layer".
+    pub async fn trace(&self, layer: usize, backend: String) -> std::result::Result<Session, JsValue> {
+        let choice = BackendChoice::named(&backend)?;
+        // A copy: another window may be run while this one awaits the GPU.
+        let tokens = self.state.borrow().window()?.tokens.clone();
         let t0 = now_ms();
-        let (trace, times) = on_cpu(async |backend| self.model.trace_async(backend, &w.tokens, layer).await).map_err(to_js)?;
+        let ran = with_backend(choice, async |b| self.model.trace_async(b, &tokens, layer).await).await;
+        let (trace, times) = ran.result.map_err(to_js)?;
         let (_, _, n) = trace.dims();
         let inputs = Inputs {
             cfg: trace.config,
@@ -570,38 +598,43 @@ impl ModelSession {
             tokens: Vec::new(),
         };
         let timings = vec![Timing { name: "trace".into(), ms: now_ms() - t0 }];
-        Ok(Session::new(trace, &inputs, timings, BackendUsed { on_gpu: false, name: CPU.into(), note: String::new() }, &times))
+        Ok(Session::new(trace, &inputs, timings, ran.backend, &times))
     }
 
     /// Starts sampling after the current window (a [`SampleRequest`] `{ steps, temperature, seed }`): the
-    /// window is the prime, fed through the key/value cache now; [`ModelSession::next_tokens`] draws. The
+    /// window is the prime, fed through the key/value cache now, on the CPU (as every cached step:
+    /// [`Transformer::step`] has no GPU path); [`ModelSession::next_tokens`] draws. The
     /// tokens equal `relattn model sample --piece P --prime T --steps S --temperature τ --seed s` for a
     /// window at start 0 without transposition (the CLI primes with the piece's first T tokens). Ends the
     /// sampling before. Returns the [`SamplingInfo`]; errors name "request", "steps", "temperature", "seed"
     /// or "window".
-    pub fn start_sampling(&mut self, request: JsValue) -> std::result::Result<JsValue, JsValue> {
+    pub fn start_sampling(&self, request: JsValue) -> std::result::Result<JsValue, JsValue> {
         let r: SampleRequest = parse(request, "request", |r: &SampleRequest| &r.unknown)?;
         let steps = whole("steps", r.steps, 1, MAX_STEPS)?;
         if !(0.0..=100.0).contains(&r.temperature) {
             return Err(to_js(Error::invalid("temperature", r.temperature, "0..=100 (0: always the most likely token)")));
         }
         let seed = whole("seed", r.seed, 0, u32::MAX as usize)? as u64;
-        let w = self.window()?;
+        let mut state = self.state.borrow_mut();
+        let w = state.window()?;
         let t0 = now_ms();
         let sampler = self.model.sampler(&w.tokens, steps, r.temperature as f32, seed).map_err(to_js)?;
         let prime = w.tokens.len();
-        self.sampling = Some(Sampling { sampler, drawn: Vec::new() });
+        state.sampling = Some(Sampling { sampler, drawn: Vec::new() });
         to_value(&SamplingInfo { prime, steps, ms: now_ms() - t0 })
     }
 
-    /// Draws up to `count` (1..=[`MAX_STEPS`]) more tokens of the sampling started last; returns them as
-    /// [`Sampled`] (no notes once every step is drawn). Errors: "count", or "sampling" when none was started.
-    pub fn next_tokens(&mut self, count: usize) -> std::result::Result<JsValue, JsValue> {
+    /// Draws up to `count` (1..=[`MAX_STEPS`]) more tokens of the sampling started last, on the CPU; returns
+    /// them as [`Sampled`] (no notes once every step is drawn). Errors: "count", or "sampling" when none was
+    /// started.
+    pub fn next_tokens(&self, count: usize) -> std::result::Result<JsValue, JsValue> {
         if count == 0 || count > MAX_STEPS {
             return Err(to_js(Error::invalid("count", count, format!("1..={MAX_STEPS}"))));
         }
         let t0 = now_ms();
-        let (w, s) = match (&self.window, &mut self.sampling) {
+        let mut state = self.state.borrow_mut();
+        let state = &mut *state;
+        let (w, s) = match (&state.window, &mut state.sampling) {
             (Some(w), Some(s)) => (w, s),
             _ => return Err(js_error("sampling", ErrorKind::Invalid, "no sampling under way: call start_sampling first")),
         };

@@ -40,6 +40,16 @@ pub enum BackendChoice {
     Cpu,
 }
 
+impl BackendChoice {
+    /// The choice named `name` (as a [`Request`]'s `backend` spells it: "auto", "webgpu" or "cpu"), or an
+    /// error naming field "backend".
+    pub fn named(name: &str) -> Result<BackendChoice, JsValue> {
+        use serde::de::IntoDeserializer;
+        let parsed: Result<BackendChoice, serde::de::value::Error> = BackendChoice::deserialize(name.into_deserializer());
+        parsed.map_err(|e| js_error("backend", ErrorKind::Invalid, &format!("invalid backend: {e}")))
+    }
+}
+
 /// Fields of a request that no struct here has (serde's `deny_unknown_fields` is not seen by
 /// serde-wasm-bindgen, which reads only the fields a struct names; a flattened map sees every key).
 type Unknown = BTreeMap<String, IgnoredAny>;

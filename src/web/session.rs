@@ -10,7 +10,7 @@ use crate::stage::{Stage, StageMeta};
 use crate::timing::{now_ms, StageTimes};
 use crate::trace::Trace;
 use ndarray::Array2;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use wasm_bindgen::prelude::*;
 
 /// A named duration in milliseconds.
@@ -20,8 +20,8 @@ pub struct Timing {
     pub ms: f64,
 }
 
-/// Where a trace was computed.
-#[derive(Clone, Debug, Serialize)]
+/// Where a trace (or a trained model's pass) was computed.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct BackendUsed {
     /// Whether the GPU computed it (else the CPU).
     pub on_gpu: bool,

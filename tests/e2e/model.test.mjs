@@ -1,7 +1,9 @@
 // End-to-end tests of the page's Model mode (?mode=model): the trained chorale models in the worker's wasm,
 // the piano roll with attention arcs checked against `relattn model trace`, the model view's tiles, the
 // attention-by-distance charts, the prediction, Continue checked against `relattn model sample`, Play with
-// Web Audio and its playhead, the NLL comparison, errors next to their controls, the URL and the mode switch.
+// Web Audio and its playhead, the NLL comparison, errors next to their controls, the URL and the mode switch;
+// the arcs on both backends, as backend.test.mjs runs Parameters mode: WebGPU (SwiftShader's software adapter
+// in chromium --enable-unsafe-webgpu) and the CPU fallback (chromium without WebGPU), the footer saying which.
 // Run with `make test-e2e` (builds www/pkg and copies the models to www/models). The roll's screenshot is
 // also the README's docs/model-mode.png.
 import { test, before, after } from 'node:test';
@@ -84,6 +86,25 @@ async function settle(p, act) {
 
 const roll = (p) => p.locator('#roll').evaluate((c) => ({ ...c.dataset, arcs: JSON.parse(c.dataset.arcs || '[]') }));
 
+/**
+ * The arcs drawn from token `note` of the music model's window 0..256 of PIECE in (layer, head) against
+ * `relattn model trace`: the keys with weight ≥ 0.01, each weight within 1e-4.
+ */
+function assertArcsAreTheCli(arcs, layer, head, note, label = '') {
+  const T = 256;
+  const ref = join(work, `trace-${layer}-${head}.npz`);
+  if (!existsSync(ref)) {
+    execFileSync(cli(), ['model', 'trace', '--model', join(root, 'models', 'chorales-music.safetensors'), '--data', join(root, 'models', 'chorales-test.json'),
+      '--piece', PIECE, '--start', '0', '--length', String(T), '--layer', String(layer), '--head', String(head), '--out', ref]);
+  }
+  const w = npzArray(readFileSync(ref), 'weights');
+  assert.equal(w.data.length % (T * T), 0, `weights shape ${w.shape}`);
+  const row = Array.from(w.data.subarray(note * T, note * T + T));
+  const want = row.map((a, j) => [j, a]).filter(([, a]) => a >= 0.01);
+  assert.deepEqual(arcs.map(([j]) => j), want.map(([j]) => j), `${label}the arcs go to the keys with weight ≥ 0.01`);
+  arcs.forEach(([j, a], k) => assert.ok(Math.abs(a - want[k][1]) <= 1e-4, `${label}key ${j}: ${a} vs the CLI's ${want[k][1]}`));
+}
+
 /** The share of a canvas's pixels that are not white (or transparent). */
 const inked = (locator) => locator.evaluate((c) => {
   const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
@@ -101,17 +122,7 @@ test('the roll and the arcs of ?mode=model&…&note=: drawn soon, equal to `rela
   assert.ok(Number(r.bars) > 20, `notes drawn: ${r.bars}`);
   assert.ok(r.arcs.length > 0, 'arcs drawn');
   assert.ok((await inked(p.locator('#roll'))) > 0.02, 'the roll is not blank');
-
-  const ref = join(work, 'trace.npz');
-  execFileSync(cli(), ['model', 'trace', '--model', join(root, 'models', 'chorales-music.safetensors'), '--data', join(root, 'models', 'chorales-test.json'),
-    '--piece', PIECE, '--start', '0', '--length', '256', '--layer', String(layer), '--head', String(head), '--out', ref]);
-  const w = npzArray(readFileSync(ref), 'weights');
-  const T = 256;
-  assert.equal(w.data.length % (T * T), 0, `weights shape ${w.shape}`);
-  const row = Array.from(w.data.subarray(note * T, note * T + T));
-  const want = row.map((a, j) => [j, a]).filter(([, a]) => a >= 0.01);
-  assert.deepEqual(r.arcs.map(([j]) => j), want.map(([j]) => j), 'the arcs go to the keys with weight ≥ 0.01');
-  r.arcs.forEach(([j, a], k) => assert.ok(Math.abs(a - want[k][1]) <= 1e-4, `key ${j}: ${a} vs the CLI's ${want[k][1]}`));
+  assertArcsAreTheCli(r.arcs, layer, head, note);
 
   await p.locator('.roll-fig').screenshot({ path: join(artifacts, 'model-roll.png') });
   await p.screenshot({ path: join(artifacts, 'model-page.png'), fullPage: true });
@@ -145,6 +156,42 @@ test('the roll and the arcs of ?mode=model&…&note=: drawn soon, equal to `rela
   assert.ok(best <= 1500, `first arcs after ${best} ms`);
   assert.ok(long.every((d) => d <= 100), `main-thread long tasks: ${long}`);
 });
+
+// Both backends with WebGPU chosen: SwiftShader's adapter computes (a software one, which Auto would leave
+// alone), and a chromium without WebGPU falls back to the CPU and says why. Then the CPU chosen, in Model mode.
+for (const [label, flags, footer] of [
+  ['WebGPU (SwiftShader)', ['--enable-unsafe-webgpu'], /^WebGPU: \S/],
+  ['the CPU fallback', [], /^CPU \(wasm\) — WebGPU unavailable: /],
+]) {
+  test(`${label}: the arcs equal \`relattn model trace\`; the footer says where they were computed`, async (t) => {
+    const [layer, head, note] = [1, 2, 130];
+    const b = await launch({ args: flags });
+    try {
+      const p = b.page;
+      watch(p, problems, { expected, failed: (url) => !url.startsWith('blob:'), outside: true });
+      await p.goto(`${base}?mode=model&model=music&piece=${PIECE}&start=0&length=256&transpose=0&layer=${layer}&head=${head}&note=${note}&backend=webgpu`);
+      await p.waitForFunction(() => document.body.dataset.modelReady, null, { timeout: 120000 });
+      const adapter = await p.evaluate(async () => (navigator.gpu && (await navigator.gpu.requestAdapter()) ? 'adapter' : 'none'));
+      if (flags.length && adapter !== 'adapter') { t.skip('no WebGPU adapter in headless chromium'); return; }
+      const f = await p.locator('#backend').innerText();
+      console.log(`# ${label}: footer "${f}"; ${await p.locator('#m-timings').innerText()}`);
+      assert.match(f, footer);
+      const inline = await p.locator('#err-backend-mode').innerText();
+      if (flags.length) assert.equal(inline, '');
+      else assert.match(inline, /WebGPU unavailable: .*computed on the CPU instead/);
+      assertArcsAreTheCli((await roll(p)).arcs, layer, head, note, `${label}: `);
+      assert.match(await p.evaluate(() => location.search), /backend=webgpu/);
+      // The Backend in the toolbar is Model mode's too: the CPU chosen, the window is computed again there.
+      await settle(p, () => p.selectOption('#backend-mode', 'cpu'));
+      assert.equal(await p.locator('#backend').innerText(), 'CPU (wasm)');
+      assertArcsAreTheCli((await roll(p)).arcs, layer, head, note, `${label}, then the CPU: `);
+      assert.match(await p.evaluate(() => location.search), /backend=cpu/);
+      await p.screenshot({ path: join(artifacts, `model-backend-${flags.length ? 'webgpu' : 'fallback'}.png`) });
+    } finally {
+      await close(b);
+    }
+  });
+}
 
 test('model view: one drawn tile per layer × head; a click chooses it and the arcs follow', async () => {
   const p = await open(`?mode=model&model=shaw&piece=${PIECE}&length=128&note=64`);
@@ -281,7 +328,7 @@ test('Play: an AudioContext running, the playhead moving and selecting notes', a
 });
 
 test('the URL round-trips; errors go next to their control and the view stays', async () => {
-  const q = `?mode=model&model=absolute&piece=40.6&start=16&length=96&transpose=-2&layer=1&head=3&note=50&theme=light`;
+  const q = `?mode=model&model=absolute&piece=40.6&start=16&length=96&transpose=-2&layer=1&head=3&note=50&theme=light&backend=auto`;
   const p = await open(q);
   assert.equal(await p.evaluate(() => location.search), q);
   assert.equal(await p.inputValue('#m-model'), 'absolute');

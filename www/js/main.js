@@ -15,7 +15,7 @@ import { EMBED, applyURL, saveURL, copyLink } from './url.js';
 import { enterPresent, exitPresent, presentKeys, attachPresentControls } from './present.js';
 import { exportNpz } from './export.js';
 import { loadFile, forgetFile, dropCandidate, acceptCandidate, fileInPlay, acceptDrops } from './file.js';
-import { wireModel, setMode, onModelMessage, onWorkerRestart, recolour, firstShown, applyModelEmbed } from './model.js';
+import { wireModel, setMode, onModelMessage, onWorkerRestart, recolour, firstShown, applyModelEmbed, modelRequest } from './model.js';
 
 /** The newest settings' result (worker-client.js passes no other): it becomes what is shown. */
 function showResult(msg) {
@@ -34,7 +34,7 @@ function showResult(msg) {
   const n = msg.info.settings.n;
   state.current = {
     id: msg.id, info: msg.info, shown: msg.shown, stages: msg.stages, byName, tokens: toks.length === n ? toks : null,
-    timings: msg.timings, stageTimes: msg.info.stage_times, onGpu: msg.backend.onGpu,
+    timings: msg.timings, stageTimes: msg.info.stage_times, onGpu: msg.backend.onGpu, backend: msg.backend,
   };
   const p = state.pinned;
   if (p && (p.i >= n || p.j >= n)) state.pinned = null;
@@ -107,7 +107,9 @@ async function main() {
     if (el.type === 'number') el.addEventListener('input', () => { custom(); requestSoon(); });
     else el.addEventListener('change', () => { custom(); request(); });
   }
-  for (const id of ['head', 'batch', 'backend-mode']) $(id).addEventListener('change', request);
+  for (const id of ['head', 'batch']) $(id).addEventListener('change', request);
+  // The Backend (in the toolbar) is both modes': the mode shown computes again, the other when shown (setMode).
+  $('backend-mode').addEventListener('change', () => (state.mode === 'model' ? modelRequest() : request()));
   $('sentence').addEventListener('input', () => {
     state.modelSource = null;
     const t = tokens();

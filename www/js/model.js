@@ -1,7 +1,8 @@
 // Owns Model mode's wiring: the Parameters | Model switch, the model form's events, the requests to the
 // worker (ids: only the newest ModelRequest's answer is shown, only the newest sampling's batches are kept),
 // turning answers into state.model.shown and drawing it (roll.js, model-views.js), the selected token
-// (click, ← / →, the URL's note=, the playhead), Continue (sampling), Play (sound.js) and the NLL chart.
+// (click, ← / →, the URL's note=, the playhead), Continue (sampling), Play (sound.js) and the NLL chart. Every
+// request carries the page's Backend (the toolbar's, Parameters mode's too); the footer says where it ran.
 import { $ } from './dom.js';
 import { state } from './state.js';
 import { modelRequest as modelMsg, sampleRequest, modelStop, nllRequest, compareRequest } from './protocol.js';
@@ -9,7 +10,8 @@ import { readWindow, readHead, modelKind, syncModelForm, syncChoices, clearModel
 import { drawRoll, hit, noteName, arcsOf } from './roll.js';
 import { drawTiles, markTile, markRow, drawDistances, drawPrediction, drawNll } from './model-views.js';
 import { play, stop, playing } from './sound.js';
-import { colormaps } from './controls.js';
+import { colormaps, backendMode } from './controls.js';
+import { showBackend } from './status.js';
 import { saveURL } from './url.js';
 import { exportRoll, exportPanel } from './export.js';
 import { request as requestTrace } from './worker-client.js';
@@ -25,8 +27,9 @@ function setBusy(b) {
   $('m-busy').hidden = !b;
 }
 
-function keyOf(kind, w) {
-  return JSON.stringify([kind, w.piece, w.start, w.length, w.transpose]);
+/** The window's key, as the worker's (worker-model.js keyOf): another backend is another window. */
+function keyOf(kind, w, backend) {
+  return JSON.stringify([kind, w.piece, w.start, w.length, w.transpose, backend]);
 }
 
 /** The sequential colormap changed: the tiles again. */
@@ -47,7 +50,8 @@ function send() {
   const kind = modelKind();
   const w = readWindow();
   const { layer, head } = readHead();
-  const key = keyOf(kind, w);
+  const backend = backendMode();
+  const key = keyOf(kind, w, backend);
   const s = m.shown;
   const newWindow = !s || s.key !== key;
   const parts = { window: newWindow || m.recolour, head: newWindow || s.layer !== layer || s.head !== head };
@@ -55,7 +59,7 @@ function send() {
   const mid = Number.isFinite(w.length) ? 4 * Math.floor(w.length / 8) : 0;
   let position = m.wantNote ?? (s ? m.position ?? mid : mid);
   if (Number.isFinite(w.length) && w.length >= 1) position = Math.max(0, Math.min(position, w.length - 1));
-  state.worker.postMessage(modelMsg(m.lastId, kind, w, layer, head, position, parts, colormaps()));
+  state.worker.postMessage(modelMsg(m.lastId, kind, w, layer, head, position, parts, colormaps(), backend));
 }
 
 /** A worker message of Model mode (worker-client.js passes every 'model*' message here). */
@@ -91,7 +95,7 @@ function showResult(msg) {
   const prev = m.shown;
   const windowChanged = !prev || prev.key !== msg.key;
   const headChanged = !prev || prev.layer !== msg.layer || prev.head !== msg.head;
-  const next = { ...(prev || {}), id: msg.id, key: msg.key, model: msg.model, layer: msg.layer, head: msg.head, prediction: msg.prediction };
+  const next = { ...(prev || {}), id: msg.id, key: msg.key, model: msg.model, layer: msg.layer, head: msg.head, prediction: msg.prediction, backend: msg.backend };
   if (msg.info) Object.assign(next, { info: msg.info, window: msg.window, tiles: msg.tiles });
   if (msg.tiles) m.recolour = false;
   if (msg.values) Object.assign(next, { values: msg.values, profiles: msg.profiles });
@@ -116,7 +120,8 @@ function showResult(msg) {
   drawPrediction(next.prediction);
   describe();
   if (headChanged && !first) fadeArcs(); else redraw();
-  $('m-timings').textContent = `model (CPU, wasm): forward pass ${next.window.nll.ms.toFixed(0)} ms · last answer ${msg.ms.toFixed(0)} ms`;
+  showBackend(msg.backend);
+  $('m-timings').textContent = `model: forward pass ${next.window.nll.ms.toFixed(0)} ms · last answer ${msg.ms.toFixed(0)} ms`;
   if (first && document.body.dataset.firstArcsMs === undefined) document.body.dataset.firstArcsMs = performance.now().toFixed(0);
   shownFirst();
   if (!playing()) saveURL(); // while playing, the note changes many times a second: saved when it stops
@@ -211,10 +216,10 @@ function startSampling() {
   m.sampled = [];
   $('roll').dataset.sampleDone = '';
   $('merr-sample').textContent = '';
-  const [kind, piece, start, length, transpose] = JSON.parse(s.key);
+  const [kind, piece, start, length, transpose, backend] = JSON.parse(s.key);
   const num = (id) => ($(id).value.trim() === '' ? NaN : Number($(id).value));
   m.sampleSteps = num('m-steps');
-  state.worker.postMessage(sampleRequest(m.sampleId, kind, { piece, start, length, transpose }, m.sampleSteps, num('m-temperature'), num('m-seed')));
+  state.worker.postMessage(sampleRequest(m.sampleId, kind, { piece, start, length, transpose }, m.sampleSteps, num('m-temperature'), num('m-seed'), backend));
   $('m-continue').disabled = true;
   $('m-stop').disabled = false;
   $('m-sample-status').textContent = 'sampling…';
@@ -279,7 +284,7 @@ function computeNll() {
   $('merr-nll').textContent = '';
   $('m-nll-btn').disabled = true;
   $('m-nll-btn').textContent = 'Computing…';
-  state.worker.postMessage(nllRequest(m.nllId, s.window.piece, Math.min(1024, piece.length)));
+  state.worker.postMessage(nllRequest(m.nllId, s.window.piece, Math.min(1024, piece.length), backendMode()));
 }
 
 function nllDone() {
@@ -295,7 +300,7 @@ function computeCompare() {
   m.compareId += 1;
   $('merr-compare').textContent = '';
   $('m-compare-btn').disabled = true;
-  state.worker.postMessage(compareRequest(m.compareId, s.window, readHead().layer));
+  state.worker.postMessage(compareRequest(m.compareId, s.window, readHead().layer, backendMode()));
 }
 
 function compareDone() {
@@ -331,22 +336,24 @@ function drawCompare() {
 /** The slides in order, each one panel of Model mode; after the last comes the chosen head stage by stage. */
 const SLIDES = [['roll', '.roll-fig'], ['tiles', '#m-panel-tiles'], ['dist', '#m-panel-dist']];
 
-/** Shows slide `name` alone, full screen (null: back to the page). */
+/** Shows slide `name` alone, full screen (null: back to the page); resolves once full screen is left or entered. */
 function presentModel(name) {
+  let done = Promise.resolve();
   for (const [, sel] of SLIDES) document.querySelector(sel).removeAttribute('data-slide');
   state.modelSlide = name;
   $('m-slide-keys').hidden = !name;
   if (!name) {
     delete document.body.dataset.modelSlide;
-    if (document.fullscreenElement && document.exitFullscreen) document.exitFullscreen().catch(() => {});
+    if (document.fullscreenElement && document.exitFullscreen) done = document.exitFullscreen().catch(() => {});
   } else {
     document.body.dataset.modelSlide = name;
     document.querySelector(SLIDES.find(([n]) => n === name)[1]).setAttribute('data-slide', '');
     const el = document.documentElement;
-    if (el.requestFullscreen && !document.fullscreenElement) el.requestFullscreen().catch(() => {});
+    if (el.requestFullscreen && !document.fullscreenElement) done = el.requestFullscreen().catch(() => {});
   }
   // The panels draw at their new size.
   if (m.shown) { redraw(); drawDistances(m.shown); drawCompare(); }
+  return done;
 }
 
 /** → / PageDown / Space next, ← / PageUp back, Esc leaves; after the last slide, the head's stages presented. */
@@ -356,9 +363,9 @@ function modelSlideKeys(e) {
   if (['ArrowRight', 'PageDown', ' '].includes(e.key)) {
     e.preventDefault();
     if (at + 1 < SLIDES.length) { presentModel(SLIDES[at + 1][0]); return; }
-    presentModel(null);
+    // Once full screen is left: its fullscreenchange, coming after the stages are presented, would end them.
     state.presentWhenReady = 'weights';
-    $('m-stages').click();
+    presentModel(null).then(() => $('m-stages').click());
   } else if (['ArrowLeft', 'PageUp'].includes(e.key)) {
     e.preventDefault();
     if (at > 0) presentModel(SLIDES[at - 1][0]);
@@ -434,12 +441,15 @@ export function setMode(mode, startParams) {
   document.body.dataset.mode = state.mode;
   $('mode-params').setAttribute('aria-pressed', String(state.mode === 'params'));
   $('mode-model').setAttribute('aria-pressed', String(state.mode === 'model'));
+  // Each mode's footer line is its own result's; a result of another Backend than the one chosen is asked again.
   if (state.mode === 'model') {
-    if (!m.shown && state.worker) modelRequest();
-    else redraw();
+    if (m.shown) { redraw(); showBackend(m.shown.backend); }
+    if (state.worker && (!m.shown || m.shown.backend.mode !== backendMode())) modelRequest();
   } else {
     if (playing()) stop();
+    if (state.current) showBackend(state.current.backend);
     if (!state.paramsStarted && startParams) startParams();
+    else if (state.current && state.current.backend.mode !== backendMode()) requestTrace();
   }
   saveURL();
 }

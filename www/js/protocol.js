@@ -158,8 +158,9 @@ export const BACKENDS = ['auto', 'webgpu', 'cpu'];
 export const MODEL_KINDS = ['music', 'shaw', 'absolute'];
 
 /**
- * A window of a test piece: the Rust `ModelRequest` of src/web/model.rs, field for field (the wasm refuses
- * a missing or unknown field, and a bad value naming its field). Numbers may be NaN (an empty box).
+ * A window of a test piece: the Rust `ModelRequest` of src/web/model.rs, field for field but its `backend`,
+ * which the worker adds from the request's (the wasm refuses a missing or unknown field, and a bad value
+ * naming its field). Numbers may be NaN (an empty box).
  * @typedef {object} ModelWindow
  * @property {string} piece BWV number, e.g. "10.7"
  * @property {number} start first token, a multiple of 4
@@ -181,6 +182,7 @@ export const MODEL_KINDS = ['music', 'shaw', 'absolute'];
  * @property {{ window: boolean, head: boolean }} parts window: info, window and tiles; head: the head's
  *   weights and its layer's distance profiles (the page asks for what the result it shows lacks)
  * @property {Colormaps} colormaps the tiles' colormap
+ * @property {'auto'|'webgpu'|'cpu'} backend where to run the window (the page's Backend, as ComputeRequest's)
  */
 
 /**
@@ -197,7 +199,7 @@ export const MODEL_KINDS = ['music', 'shaw', 'absolute'];
  * @property {'model-result'} kind
  * @property {number} id
  * @property {string} model
- * @property {string} key the window's key (model and ModelWindow)
+ * @property {string} key the window's key (model, ModelWindow and backend)
  * @property {number} layer
  * @property {number} head
  * @property {number} position
@@ -208,6 +210,8 @@ export const MODEL_KINDS = ['music', 'shaw', 'absolute'];
  * @property {Float64Array[]} [profiles] transferred
  * @property {object} prediction
  * @property {number} ms the worker's milliseconds for this answer (fetching and loading included)
+ * @property {BackendUsed} backend where the window's forward pass ran (WindowInfo's nll.backend), as
+ *   ResultMessage's
  */
 
 /**
@@ -221,6 +225,8 @@ export const MODEL_KINDS = ['music', 'shaw', 'absolute'];
  * @property {number} steps
  * @property {number} temperature
  * @property {number} seed
+ * @property {'auto'|'webgpu'|'cpu'} backend where to run the window when it must be (the sampling itself
+ *   runs on the CPU: the key/value cache's steps have no GPU path)
  */
 
 /** page → worker: stop the sampling `id`. @typedef {{ kind: 'model-stop', id: number }} ModelStop */
@@ -240,8 +246,8 @@ export const MODEL_KINDS = ['music', 'shaw', 'absolute'];
 
 /**
  * page → worker: NLL per position of the window (piece, start 0, `length`, transpose 0) under the music
- * and absolute models.
- * @typedef {{ kind: 'model-nll', id: number, piece: string, length: number }} NllRequest
+ * and absolute models, computed on `backend`.
+ * @typedef {{ kind: 'model-nll', id: number, piece: string, length: number, backend: string }} NllRequest
  */
 
 /**
@@ -301,13 +307,13 @@ export function exportFailed(id, error) {
 // --- Model mode ---
 
 /** @returns {ModelRequest} */
-export function modelRequest(id, model, window, layer, head, position, parts, colormaps) {
-  return { kind: 'model', id, model, window, layer, head, position, parts, colormaps };
+export function modelRequest(id, model, window, layer, head, position, parts, colormaps, backend) {
+  return { kind: 'model', id, model, window, layer, head, position, parts, colormaps, backend };
 }
 
 /** @returns {SampleRequest} */
-export function sampleRequest(id, model, window, steps, temperature, seed) {
-  return { kind: 'model-sample', id, model, window, steps, temperature, seed };
+export function sampleRequest(id, model, window, steps, temperature, seed, backend) {
+  return { kind: 'model-sample', id, model, window, steps, temperature, seed, backend };
 }
 
 /** @returns {ModelStop} */
@@ -317,7 +323,7 @@ export function modelStop(id) {
 
 /**
  * page → worker: the attention-by-distance profiles of every head of `layer` for the three models on one window.
- * @typedef {{ kind: 'model-compare', id: number, window: object, layer: number }} CompareRequest
+ * @typedef {{ kind: 'model-compare', id: number, window: object, layer: number, backend: string }} CompareRequest
  */
 /**
  * worker → page: per model, its profiles (one per head: the distribution over distances −(T−1)…0).
@@ -325,13 +331,13 @@ export function modelStop(id) {
  */
 
 /** @returns {CompareRequest} */
-export function compareRequest(id, window, layer) {
-  return { kind: 'model-compare', id, window, layer };
+export function compareRequest(id, window, layer, backend) {
+  return { kind: 'model-compare', id, window, layer, backend };
 }
 
 /** @returns {NllRequest} */
-export function nllRequest(id, piece, length) {
-  return { kind: 'model-nll', id, piece, length };
+export function nllRequest(id, piece, length, backend) {
+  return { kind: 'model-nll', id, piece, length, backend };
 }
 
 /** @returns {ModelError} */

@@ -1,7 +1,7 @@
 // Owns the shareable state: every control, the pin and the presented stage in the query string (saveURL after
 // each change, applyURL once at start), ?embed=STAGE, and "Copy link" with its toast. In Model mode the query
 // is mode=model and Model mode's fields (model-form.js: model, piece, start, length, transpose, layer, head,
-// note) with the theme.
+// note) with the theme and the backend.
 import { $ } from './dom.js';
 import { state } from './state.js';
 import { NUMS, BOOLS, setSelect, setTheme } from './controls.js';
@@ -18,6 +18,7 @@ export function saveURL() {
     if (EMBED) q.set('embed', EMBED);
     modelQuery(q);
     q.set('theme', document.documentElement.dataset.theme);
+    q.set('backend', $('backend-mode').value);
     const url = `${location.pathname}?${q}`;
     if (url !== location.pathname + location.search) history.replaceState(null, '', url);
     return;

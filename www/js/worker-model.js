@@ -2,7 +2,10 @@
 // ModelSessions (src/web/model.rs; one per kind, fetched and loaded on first use, then kept), the test
 // pieces' bytes (fetched once), the window each session last ran, the sampling loop (16 tokens a batch,
 // yielding between batches so that a stop or a newer request gets in) and the NLL comparison. Everything is
-// computed here, in wasm on the CPU; the page only draws. Messages are typed in protocol.js.
+// computed here, in wasm: a window's pass, the NLLs and a layer's trace on the backend each request asks for
+// (WebGPU when usable, else the CPU, which says why: src/web/backend.rs with_backend), sampling on the CPU;
+// the page only draws. The computing methods are async (they may await the GPU), so other messages are
+// answered meanwhile. Messages are typed in protocol.js.
 import { MODEL_KINDS, modelError } from './protocol.js';
 
 const TILE = 128; // the model view's tiles: at most TILE × TILE pixels each
@@ -16,6 +19,7 @@ let dataBytes = null; // Promise<Uint8Array> of models/chorales-test.json
 let pending = null; // the newest 'model' request not yet answered (a newer one replaces it)
 let busy = false;
 let sampling = 0; // the id of the sampling under way, 0 when none
+let runs = 0; // windows run so far: a run ends its session's sampling (ModelSession::run), so a sampling ends at the next
 
 /** An Error with the wasm errors' shape ({ field, kind }): shown next to control `field`. */
 function typed(field, kind, message) {
@@ -49,18 +53,22 @@ function session(relattn, kind) {
   return sessions.get(kind);
 }
 
-function keyOf(kind, w) {
-  return JSON.stringify([kind, w.piece, w.start, w.length, w.transpose]);
+function keyOf(kind, w, backend) {
+  return JSON.stringify([kind, w.piece, w.start, w.length, w.transpose, backend]);
 }
 
-/** Makes `w` the current window of session `s` (of `kind`), running it unless it already is; returns { info, ran }. */
-function ensureWindow(s, kind, w) {
-  const key = keyOf(kind, w);
+/**
+ * Makes `w` the current window of session `s` (of `kind`), running it on `backend` unless it already is
+ * (WebGPU tried first when asked for); resolves to { info, ran }.
+ */
+async function ensureWindow(ctx, s, kind, w, backend) {
+  const key = keyOf(kind, w, backend);
   const had = windows.get(kind);
   if (had && had.key === key) return { info: had.info, ran: false };
+  await ctx.tryGpu(backend);
   // A refused window throws here and changes nothing: the session keeps its window and its sampling.
-  const info = s.run({ piece: String(w.piece), start: w.start, length: w.length, transpose: w.transpose });
-  sampling = 0; // run() ended any sampling of this session
+  const info = await s.run({ piece: String(w.piece), start: w.start, length: w.length, transpose: w.transpose, backend });
+  runs += 1;
   windows.set(kind, { key, info });
   return { info, ran: true };
 }
@@ -73,8 +81,11 @@ async function answer(ctx, m) {
   try {
     if (m.colormaps) relattn.set_colormaps(m.colormaps.sequential, m.colormaps.diverging);
     s = await session(relattn, m.model);
-    const { info: win, ran } = ensureWindow(s, m.model, m.window);
-    const msg = { kind: 'model-result', id: m.id, model: m.model, key: keyOf(m.model, m.window), layer: m.layer, head: m.head, position: m.position };
+    const { info: win, ran } = await ensureWindow(ctx, s, m.model, m.window, m.backend);
+    const msg = {
+      kind: 'model-result', id: m.id, model: m.model, key: keyOf(m.model, m.window, m.backend), layer: m.layer, head: m.head, position: m.position,
+      backend: ctx.used(m.backend, win.nll.backend),
+    };
     const transfer = [];
     const parts = m.parts || { window: true, head: true };
     if (parts.window || ran) {
@@ -122,22 +133,26 @@ function failure(id, of, err) {
   return modelError(id, of, t ? err.field : 'general', t ? err.kind : 'internal', (err && err.message) || String(err));
 }
 
-/** Runs the sampling of SampleRequest `m`, posting each batch, until done, stopped or superseded. */
+/**
+ * Runs the sampling of SampleRequest `m` (on the CPU; its window on `m.backend` when it must be run first),
+ * posting each batch, until done, stopped, superseded, or a window is run again.
+ */
 async function sample(ctx, m) {
   const { relattn, post } = ctx;
   sampling = m.id;
   try {
     const s = await session(relattn, m.model);
     if (sampling !== m.id) return;
-    ensureWindow(s, m.model, m.window);
-    sampling = m.id; // ensureWindow may have ended an older sampling of this session, not this one
+    await ensureWindow(ctx, s, m.model, m.window, m.backend);
+    if (sampling !== m.id) return; // stopped or superseded while the window ran
+    const at = runs;
     s.start_sampling({ steps: m.steps, temperature: m.temperature, seed: m.seed });
     for (;;) {
       const r = s.next_tokens(BATCH);
       post({ kind: 'model-sampled', id: m.id, notes: r.notes, drawn: r.drawn, remaining: r.remaining, ms: r.ms });
       if (r.remaining === 0) break;
       await new Promise((ok) => setTimeout(ok, 0));
-      if (sampling !== m.id) {
+      if (sampling !== m.id || runs !== at) {
         // Stopped, superseded, or the window was run again: said, so that a page still waiting knows.
         post({ kind: 'model-sampled', id: m.id, notes: [], drawn: r.drawn, remaining: r.remaining, ms: 0, ended: true });
         return;
@@ -155,9 +170,10 @@ async function nll(ctx, m) {
   const { relattn, post } = ctx;
   try {
     const series = [];
+    await ctx.tryGpu(m.backend);
     for (const kind of ['music', 'absolute']) {
       const s = await session(relattn, kind);
-      const r = s.nll_by_position({ piece: String(m.piece), start: 0, length: m.length, transpose: 0 });
+      const r = await s.nll_by_position({ piece: String(m.piece), start: 0, length: m.length, transpose: 0, backend: m.backend });
       series.push({ model: kind, values: r.values, mean: r.mean, ms: r.ms });
       await new Promise((ok) => setTimeout(ok, 0));
     }
@@ -176,7 +192,7 @@ async function compare(ctx, m) {
     const transfer = [];
     for (const kind of MODEL_KINDS) {
       const s = await session(relattn, kind);
-      ensureWindow(s, kind, m.window);
+      await ensureWindow(ctx, s, kind, m.window, m.backend);
       const heads = s.info().config.heads;
       const profiles = [];
       for (let h = 0; h < heads; h++) {
@@ -210,13 +226,14 @@ async function drain(ctx) {
  */
 /**
  * One layer of a trained model on a window, as a trace Session (src/web/model.rs ModelSession::trace): the
- * stages of every head of that layer on the real hidden states, for Parameters mode's figures.
+ * stages of every head of that layer on the real hidden states, for Parameters mode's figures, computed on
+ * `backend` (the worker tried WebGPU already when it is asked for).
  * @param {{ kind: string, window: object, layer: number }} source
  */
-export async function layerSession(relattn, source) {
-  const s = await session(relattn, source.kind);
-  ensureWindow(s, source.kind, source.window);
-  return s.trace(source.layer);
+export async function layerSession(ctx, source, backend) {
+  const s = await session(ctx.relattn, source.kind);
+  await ensureWindow(ctx, s, source.kind, source.window, backend);
+  return s.trace(source.layer, backend);
 }
 
 export function onModelMessage(ctx, m) {
