@@ -10,7 +10,7 @@
 //! are grey.
 
 use crate::stage::Scale;
-use ndarray::ArrayView2;
+use ndarray::{Array2, ArrayView2};
 use plotters::coord::ranged1d::SegmentValue;
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -149,42 +149,44 @@ pub fn rgba_in_range(m: ArrayView2<f32>, scale: Scale, palette: Palette, range: 
     out
 }
 
-/// [`rgba_with`] with at most `max_side` pixels a side: a larger matrix is cut into blocks of cells, each drawn
-/// as one pixel in the colour of its most extreme value (the largest; on a diverging scale the largest in
-/// magnitude; masked −∞ cells only when the whole block is masked), so a band one cell wide (the clip band,
-/// a diagonal) stays visible where sampling one cell per pixel would drop it. Returns the pixels, their
-/// (rows, cols) and the colour range, which is the whole matrix's.
+/// [`rgba_with`] with at most `max_side` pixels a side: a larger matrix is [`pool`]ed, so a band one cell wide
+/// (the clip band, a diagonal) stays visible where sampling one cell per pixel would drop it. Returns the
+/// pixels, their (rows, cols) and the colour range, which is the whole matrix's.
 pub fn rgba_pooled(m: ArrayView2<f32>, scale: Scale, palette: Palette, max_side: usize) -> (Vec<u8>, (usize, usize), (f32, f32)) {
     let (rows, cols) = m.dim();
-    let (br, bc) = (rows.div_ceil(max_side.max(1)).max(1), cols.div_ceil(max_side.max(1)).max(1));
-    if br == 1 && bc == 1 {
+    if rows <= max_side.max(1) && cols <= max_side.max(1) {
         let (px, range) = rgba_with(m, scale, palette);
         return (px, (rows, cols), range);
     }
     let range = value_range(m, scale);
-    let lut = Lut::with_palette(scale, palette);
-    let extremity = |v: f32| if scale == Scale::Diverging { v.abs() } else { v };
-    let (pr, pc) = (rows.div_ceil(br), cols.div_ceil(bc));
-    let mut out = Vec::with_capacity(pr * pc * 4);
-    for bi in 0..pr {
-        for bj in 0..pc {
-            let block = m.slice(ndarray::s![bi * br..((bi + 1) * br).min(rows), bj * bc..((bj + 1) * bc).min(cols)]);
-            let pick = block.iter().copied().filter(|v| *v != f32::NEG_INFINITY).reduce(|a, b| if extremity(b) > extremity(a) { b } else { a });
-            let [r, g, b] = pick.map_or(MASKED, |v| lut.color(v, range));
-            out.extend_from_slice(&[r, g, b, 255]);
-        }
-    }
-    (out, (pr, pc), range)
+    let pooled = pool(m, scale, max_side, max_side);
+    (rgba_in_range(pooled.view(), scale, palette, range), pooled.dim(), range)
 }
 
-/// RGB pixels of the matrix resampled (nearest cell) to w × h, for plotters' bitmap element.
-fn rgb_resampled(m: ArrayView2<f32>, range: (f32, f32), lut: &Lut, w: usize, h: usize) -> Vec<u8> {
+/// The matrix cut into blocks of cells, at most `max_rows` × `max_cols` of them, each replaced by its most
+/// extreme value (the largest; on a diverging scale the largest in magnitude; −∞, a masked cell, only when
+/// the whole block is masked): what one pixel of a heatmap smaller than the matrix shows.
+fn pool(m: ArrayView2<f32>, scale: Scale, max_rows: usize, max_cols: usize) -> Array2<f32> {
     let (rows, cols) = m.dim();
+    let (br, bc) = (rows.div_ceil(max_rows.max(1)).max(1), cols.div_ceil(max_cols.max(1)).max(1));
+    let extremity = |v: f32| if scale == Scale::Diverging { v.abs() } else { v };
+    Array2::from_shape_fn((rows.div_ceil(br), cols.div_ceil(bc)), |(bi, bj)| {
+        let block = m.slice(ndarray::s![bi * br..((bi + 1) * br).min(rows), bj * bc..((bj + 1) * bc).min(cols)]);
+        let pick = block.iter().copied().filter(|v| *v != f32::NEG_INFINITY).reduce(|a, b| if extremity(b) > extremity(a) { b } else { a });
+        pick.unwrap_or(f32::NEG_INFINITY)
+    })
+}
+
+/// RGB pixels of the matrix drawn w × h, for plotters' bitmap element: [`pool`]ed to at most one block per
+/// pixel (as the page's rasters are), then each pixel takes its block (nearest).
+fn rgb_pooled(m: ArrayView2<f32>, scale: Scale, range: (f32, f32), lut: &Lut, w: usize, h: usize) -> Vec<u8> {
+    let pooled = pool(m, scale, h, w);
+    let (rows, cols) = pooled.dim();
     let mut out = Vec::with_capacity(w * h * 3);
     for y in 0..h {
         let i = y * rows / h;
         for x in 0..w {
-            out.extend_from_slice(&lut.color(m[[i, x * cols / w]], range));
+            out.extend_from_slice(&lut.color(pooled[[i, x * cols / w]], range));
         }
     }
     out
@@ -374,7 +376,7 @@ pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, fig: &Figure, cel
             chart.draw_series(fig.matrix.indexed_iter().map(|((i, j), &v)| rect(i, j, lut.color(v, range)))).map_err(err)?;
         } else {
             let (w, h) = ((px.end - px.start) as usize, (py.end - py.start) as usize);
-            let buf = rgb_resampled(fig.matrix, range, &lut, w, h);
+            let buf = rgb_pooled(fig.matrix, fig.scale, range, &lut, w, h);
             let img = BitMapElement::with_owned_buffer((px.start, py.start), (w as u32, h as u32), buf).ok_or("bitmap size")?;
             root.draw(&img).map_err(err)?;
         }
@@ -554,6 +556,24 @@ mod tests {
         for name in Colormap::NAMES {
             assert_eq!(Colormap::from_name(name).map(Colormap::name), Some(name));
         }
+    }
+
+    /// A one-cell diagonal in a 2048 × 2048 matrix drawn 300 × 300 (the CLI's bitmap): pooled, every pixel
+    /// row shows it; the nearest cell per pixel (before) missed it in most rows.
+    #[test]
+    fn bitmaps_pool_like_the_page() {
+        let m = Array2::from_shape_fn((2048, 2048), |(i, j)| if i == j { 1.0 } else { 0.0 });
+        let lut = Lut::new(Scale::Sequential);
+        let (w, h) = (300, 300);
+        let px = rgb_pooled(m.view(), Scale::Sequential, (0.0, 1.0), &lut, w, h);
+        let top = lut.color(1.0, (0.0, 1.0));
+        for y in 0..h {
+            assert!(px[y * w * 3..(y + 1) * w * 3].chunks(3).any(|c| c == top), "row {y} lost the diagonal");
+        }
+        let (pooled, dims, range) = rgba_pooled(m.view(), Scale::Sequential, Palette::default(), 512);
+        assert_eq!((dims, range, pooled.len()), ((512, 512), (0.0, 1.0), 512 * 512 * 4));
+        let masked = Array2::from_elem((4, 4), f32::NEG_INFINITY);
+        assert_eq!(pool(masked.view(), Scale::Diverging, 2, 2), Array2::from_elem((2, 2), f32::NEG_INFINITY));
     }
 
     #[test]
