@@ -17,12 +17,12 @@ pub enum GpuError {
     #[error("the adapter '{adapter}' ({backend}) gave no device: {reason}")]
     NoDevice { adapter: String, backend: String, reason: String },
 
-    /// A kernel's shader or compute pipeline failed to build (`kernel`: matmul, logits, softmax, buckets).
+    /// A kernel's shader or compute pipeline failed to build (`kernel`: matmul, logits, softmax, buckets, attend).
     #[error("the compute pipeline of {kernel}.wgsl failed: {reason}")]
     Pipeline { kernel: String, reason: String },
 
-    /// A kernel name that is not one of the four (the test hook that breaks a kernel).
-    #[error("no kernel named '{0}' (matmul, logits, softmax, buckets)")]
+    /// A kernel name that is not one of the five (the test hook that breaks a kernel).
+    #[error("no kernel named '{0}' (matmul, logits, softmax, buckets, attend)")]
     NoSuchKernel(String),
 
     /// The layer does not fit the device: `what` needs more than its `max_binding` bytes per storage

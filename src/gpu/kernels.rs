@@ -1,4 +1,4 @@
-//! The four kernels: their WGSL (the files beside this one), their parameters as the `Params` uniform
+//! The five kernels: their WGSL (the files beside this one), their parameters as the `Params` uniform
 //! each file declares (mirrored field by field, flags as the named constants the WGSL tests), and the
 //! encoding of one dispatch of each.
 
@@ -11,12 +11,16 @@ pub(super) const BLOCK: usize = 64;
 /// Side of the square workgroup of buckets.wgsl.
 pub(super) const TILE: usize = 16;
 
+/// Widest head attend.wgsl takes (its private accumulators' size); wider heads take the unfused kernels.
+pub(super) const ATTEND_MAX_DH: usize = 64;
+
 /// Every kernel's name and WGSL source, in the order of [`Kernels`].
-pub(super) const SOURCES: [(&str, &str); 4] = [
+pub(super) const SOURCES: [(&str, &str); 5] = [
     ("matmul", include_str!("matmul.wgsl")),
     ("logits", include_str!("logits.wgsl")),
     ("softmax", include_str!("softmax.wgsl")),
     ("buckets", include_str!("buckets.wgsl")),
+    ("attend", include_str!("attend.wgsl")),
 ];
 
 /// The compiled compute pipelines, one per kernel of [`SOURCES`].
@@ -25,6 +29,7 @@ pub(super) struct Kernels {
     pub logits: wgpu::ComputePipeline,
     pub softmax: wgpu::ComputePipeline,
     pub buckets: wgpu::ComputePipeline,
+    pub attend: wgpu::ComputePipeline,
 }
 
 /// matmul.wgsl's `Params`: `C[z] (+)= A[z]·B[z] (+ bias)` for `z` (m, k)·(k, n) matrices, each operand's
@@ -144,6 +149,47 @@ impl BucketsParams {
     pub const ZERO_EDGE: u32 = 1;
 }
 
+/// attend.wgsl's `Params`: one chunk's output `z_i = Σ_j α_ij (v_j + a^V_ij)` in one kernel (online
+/// softmax, no (rows, n) array) for queries `i0 .. i0 + rows` of heads `h0 ..` (the grid's y).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+pub(super) struct AttendParams {
+    /// Query rows in the chunk.
+    pub rows: u32,
+    /// Keys.
+    pub n: u32,
+    /// Head width d_head, at most [`ATTEND_MAX_DH`].
+    pub dh: u32,
+    /// Model width d_model.
+    pub d: u32,
+    /// First query of the chunk.
+    pub i0: u32,
+    /// First head of the chunk.
+    pub h0: u32,
+    /// Table rows R.
+    pub r: u32,
+    /// [`AttendParams::ZERO_EDGE`] | [`AttendParams::CAUSAL`] | [`AttendParams::NO_CONTENT`] | [`AttendParams::REL_V`].
+    pub flags: u32,
+    /// The table's smallest distance: row = (j − i) − tmin.
+    pub tmin: i32,
+    /// 1/sqrt(d_head).
+    pub scale: f32,
+    /// Elements between two heads' w^V tables (0: one table shared by every head).
+    pub v_stride: u32,
+    pub _pad: u32,
+}
+
+impl AttendParams {
+    /// Distances beyond the table read zero (else the edge row).
+    pub const ZERO_EDGE: u32 = LogitsParams::ZERO_EDGE;
+    /// Masks keys after the query.
+    pub const CAUSAL: u32 = LogitsParams::CAUSAL;
+    /// The logits are the relative term alone.
+    pub const NO_CONTENT: u32 = LogitsParams::NO_CONTENT;
+    /// Adds Shaw's value term a^V.
+    pub const REL_V: u32 = 64;
+}
+
 /// One operand of matmul.wgsl: element (z, row, col) is at `off + z·zs + row·rs + col·cs`.
 #[derive(Clone, Copy)]
 pub(super) struct Operand<'a> {
@@ -229,6 +275,14 @@ impl GpuContext {
         weights: &wgpu::Buffer,
     ) {
         self.dispatch(enc, &self.kernels.softmax, params, &[logits, mask, weights], [params.rows as usize, heads, 1]);
+    }
+
+    /// The output of `heads` heads' chunk rows, written into their columns of `bufs[6]` (n, d): reads q, k,
+    /// v (n, d), P (heads, rows, R), the key mask (n) and w^V (any buffer when `params.flags` has no
+    /// [`AttendParams::REL_V`]).
+    pub(super) fn attend(&self, enc: &mut wgpu::CommandEncoder, params: &AttendParams, heads: usize, bufs: [&wgpu::Buffer; 7]) {
+        const ROWS: usize = 64;
+        self.dispatch(enc, &self.kernels.attend, params, &bufs, [(params.rows as usize).div_ceil(ROWS), heads, 1]);
     }
 
     /// Shaw's value buckets (heads, rows, R) from the weights (heads, rows, n).

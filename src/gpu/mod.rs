@@ -8,6 +8,9 @@
 //!   1/sqrt(d_head); the Music Transformer's skew is this same gather (src/skew.rs shows they are equal).
 //! - `softmax.wgsl`: stable row softmax with the causal and key-padding masks; fully masked rows give zeros.
 //! - `buckets.wgsl`: Shaw's value buckets `B[i, r] = Σ_{j: row(j−i) = r} α_ij`.
+//! - `attend.wgsl`: a forward's whole head in one kernel (logits by tile, online softmax, `Σ_j α_ij (v_j +
+//!   a^V_ij)`), no (rows, n) array: what [`GpuContext::output`] runs for heads up to 64 wide; traces and
+//!   the profiled [`GpuContext::forward`] use the four kernels above, stage by stage.
 //!
 //! Work is cut into chunks of (heads, query rows): after the projections everything is row-local, so a
 //! chunk needs only its rows of the (rows, n) logits and weights. Small layers run every head in one chunk;

@@ -2,7 +2,7 @@
 //! the output, a trace every intermediate ([`Recorded`]), and either may time each stage.
 
 use super::context::GpuContext;
-use super::kernels::{rows_of, u, BucketsParams, LogitsParams, Operand, SoftmaxParams};
+use super::kernels::{rows_of, u, AttendParams, BucketsParams, LogitsParams, Operand, SoftmaxParams, ATTEND_MAX_DH};
 use super::plan::{plan, Chunk};
 use super::record::Recorded;
 use crate::attention::{Config, Implementation, Method};
@@ -85,6 +85,8 @@ impl GpuContext {
         let music_skew = record && cfg.method == Method::Music && cfg.implementation == Implementation::Efficient;
         let keep_buckets = record && rel_v.is_some() && cfg.implementation == Implementation::Efficient;
         let zero_edge = layout.edge == Edge::Zero;
+        // A forward that keeps and times nothing runs each chunk in attend.wgsl (no (rows, n) arrays).
+        let fused = !record && !profile && cfg.implementation == Implementation::Efficient && dh <= ATTEND_MAX_DH;
         let mut clock = profile.then(Clock::start);
 
         // Weights, biases and tables: once per call.
@@ -98,7 +100,8 @@ impl GpuContext {
         let dummy = [self.buffer("dummy_content", 16), self.buffer("dummy_relative", 16)];
         let max_work = chunks.iter().map(|c| c.hc * c.rows).max().unwrap_or(0);
         let [q, k, v, x, heads, out] = ["q", "k", "v", "x", "heads", "out"].map(|role| self.buffer(role, n * d * 4));
-        let [logits, weights] = ["logits", "weights"].map(|role| self.buffer(role, max_work * n * 4));
+        let work = if fused { 0 } else { max_work * n * 4 };
+        let [logits, weights] = ["logits", "weights"].map(|role| self.buffer(role, work));
         let [content, relative] = if record { ["content", "relative"].map(|role| self.buffer(role, max_work * n * 4)) } else { dummy.clone() };
         let [p, buckets] = ["p", "buckets"].map(|role| self.buffer(role, max_work * r * 4));
         let [oc, orl] = ["out_content", "out_relative"].map(|role| self.buffer(role, max_work * dh * 4));
@@ -127,6 +130,20 @@ impl GpuContext {
                 let (t_off, t_zs) = if shared { (0, 0) } else { (h0 * r * dh, r * dh) };
                 let tk = Operand { buf: &rel_k_buf, off: t_off, rs: 1, cs: dh, zs: t_zs };
                 self.matmul(&mut enc, (rows, r, dh, hc), rows_of(&q, i0 * d + h0 * dh, d, dh), tk, rows_of(&p, 0, r, rows * r), None, false);
+                if fused {
+                    let flags = if zero_edge { AttendParams::ZERO_EDGE } else { 0 }
+                        | if cfg.causal { AttendParams::CAUSAL } else { 0 }
+                        | if cfg.content { 0 } else { AttendParams::NO_CONTENT }
+                        | if rel_v_buf.is_some() { AttendParams::REL_V } else { 0 };
+                    #[rustfmt::skip]
+                    let params = AttendParams {
+                        rows: u(rows), n: u(n), dh: u(dh), d: u(d), i0: u(i0), h0: u(h0), r: u(r), flags,
+                        tmin: layout.min as i32, scale, v_stride: if shared { 0 } else { u(r * dh) }, _pad: 0,
+                    };
+                    let w_v = rel_v_buf.as_ref().unwrap_or(&dummy[0]);
+                    self.attend(&mut enc, &params, hc, [&q, &k, &v, &p, &mask, w_v, &heads]);
+                    continue;
+                }
                 let flags = if record { LogitsParams::WRITE_CONTENT | LogitsParams::WRITE_RELATIVE } else { 0 }
                     | if zero_edge { LogitsParams::ZERO_EDGE } else { 0 }
                     | if cfg.method == Method::Music && cfg.causal { LogitsParams::ZERO_ABOVE } else { 0 }
