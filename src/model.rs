@@ -57,19 +57,7 @@ fn sum_of_products(terms: &[&[u64]]) -> Option<u64> {
 /// against peak RSS in tests/cli.rs `memory_estimate_covers_the_measured_peak`.
 pub fn estimate_bytes(cfg: &Config, s: &Sizes) -> Option<u64> {
     let u = |v: usize| v as u64;
-    let (b, n, d, h) = (u(s.batch), u(s.n), u(s.d_model), u(cfg.heads.max(1)));
-    let dh = d / h;
-    let r = match (cfg.method, cfg.causal) {
-        (Method::Music, true) => u(cfg.clip).checked_add(1)?,
-        _ => u(cfg.clip).checked_mul(2)?.checked_add(1)?,
-    };
-    let t = if s.per_head_tables { h } else { 1 };
-    let tables = if cfg.has_rel_v() { 2 } else { 1 };
-    let (music, w) = match (cfg.method, cfg.causal) {
-        (Method::Music, true) => (1, n + 1),
-        (Method::Music, false) => (1, n.checked_mul(2)?.max(1)),
-        (Method::Shaw, _) => (0, 0),
-    };
+    let Counts { b, n, d, dh, r, t, tables, music, w, .. } = Counts::of(cfg, s)?;
     let materialized = u((cfg.implementation == Implementation::Materialized) as usize);
     // The wasm kernel packs B whole (src/matmul.rs); matrixmultiply packs in fixed-size blocks.
     let packing = if cfg!(target_arch = "wasm32") { 2 } else { 0 };
@@ -80,14 +68,56 @@ pub fn estimate_bytes(cfg: &Config, s: &Sizes) -> Option<u64> {
         sum_of_products(&[&[4, n, n], &[2, n, r], &[packing, r, dh], &[4, n, dh], &[6, music, n, w], &[music, w, dh], &[materialized, n, n, dh]])?
     };
     let fixed = sum_of_products(&[&[8, b, n, d], &[4, d, d], &[4, d], &[tables, t, r, dh], &[b, n]])?;
-    let stored = if s.trace {
-        let per_head = sum_of_products(&[&[4, n, n], &[1, n, r], &[2, n, dh], &[3, music, n, w], &[music, n, n]])?;
-        sum_of_products(&[&[2, b, h, per_head], &[4, n, n], &[tables, t, r, dh], &[2, b, n, d]])?
-    } else {
-        0
-    };
+    let stored = if s.trace { trace_floats(cfg, s)? } else { 0 };
     let bytes = sum_of_products(&[&[4, fixed], &[4, u(s.parallel.max(1)), head], &[4, stored]])?;
     bytes.checked_add(bytes / 8)
+}
+
+/// Bytes a trace keeps beyond the layer's work (the "trace" line of [`estimate_bytes`], with its eighth for
+/// the allocator), or `None` when that overflows u64.
+pub fn trace_bytes(cfg: &Config, s: &Sizes) -> Option<u64> {
+    let bytes = trace_floats(cfg, s)?.checked_mul(4)?;
+    bytes.checked_add(bytes / 8)
+}
+
+/// The sizes [`estimate_bytes`]'s formula names, as u64: b, n, d, h, d_h, R, t, the tables (1 + a^V),
+/// whether the skew is kept (Music) and the skew's width L' + 1; `None` when R overflows.
+struct Counts {
+    b: u64,
+    n: u64,
+    d: u64,
+    h: u64,
+    dh: u64,
+    r: u64,
+    t: u64,
+    tables: u64,
+    music: u64,
+    w: u64,
+}
+
+impl Counts {
+    fn of(cfg: &Config, s: &Sizes) -> Option<Counts> {
+        let u = |v: usize| v as u64;
+        let (b, n, d, h) = (u(s.batch), u(s.n), u(s.d_model), u(cfg.heads.max(1)));
+        let r = match (cfg.method, cfg.causal) {
+            (Method::Music, true) => u(cfg.clip).checked_add(1)?,
+            _ => u(cfg.clip).checked_mul(2)?.checked_add(1)?,
+        };
+        let (music, w) = match (cfg.method, cfg.causal) {
+            (Method::Music, true) => (1, n + 1),
+            (Method::Music, false) => (1, n.checked_mul(2)?.max(1)),
+            (Method::Shaw, _) => (0, 0),
+        };
+        let t = if s.per_head_tables { h } else { 1 };
+        Some(Counts { b, n, d, h, dh: d / h, r, t, tables: if cfg.has_rel_v() { 2 } else { 1 }, music, w })
+    }
+}
+
+/// The f32s of [`estimate_bytes`]'s "trace" line.
+fn trace_floats(cfg: &Config, s: &Sizes) -> Option<u64> {
+    let Counts { b, n, d, h, dh, r, t, tables, music, w } = Counts::of(cfg, s)?;
+    let per_head = sum_of_products(&[&[4, n, n], &[1, n, r], &[2, n, dh], &[3, music, n, w], &[music, n, n]])?;
+    sum_of_products(&[&[2, b, h, per_head], &[4, n, n], &[tables, t, r, dh], &[2, b, n, d]])
 }
 
 /// Refuses a request whose estimate plus `extra` bytes (what the caller adds, such as a figure) exceeds

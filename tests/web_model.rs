@@ -81,6 +81,12 @@ fn max_diff<'a>(a: impl IntoIterator<Item = &'a f32>, b: impl IntoIterator<Item 
     a.into_iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max)
 }
 
+/// NLL per position from a pass that keeps every weight (staged) and one that keeps none (the fused
+/// forward, src/fused.rs): equal within float rounding.
+fn same_nll(a: &[f64], b: &[f64]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| (x - y).abs() <= 1e-5 * x.abs().max(1.0))
+}
+
 fn field(e: &JsValue) -> String {
     js_sys::Reflect::get(e, &"field".into()).unwrap().as_string().unwrap_or_else(|| panic!("no field in {e:?}"))
 }
@@ -183,7 +189,7 @@ async fn nll_and_predictions_match_pytorch_logits_on_a_long_window() {
         // The same window scored without keeping weights.
         yield_to_browser().await;
         let again: PositionNll = typed(s.nll_by_position(window("10.7", 0.0, 320.0, 0.0)).await);
-        assert_eq!(again.values, w.nll.values, "{kind}");
+        assert!(same_nll(&again.values, &w.nll.values), "{kind}");
         for position in [0, 255, 300, 319] {
             let p: Prediction = typed(s.predict(position, 5));
             let torch = probabilities(logits.row(position).as_slice().unwrap(), 1.0);
@@ -438,7 +444,8 @@ async fn webgpu_without_an_adapter_falls_back_to_the_cpu_with_the_reason() {
         assert_eq!(w.nll.values, cpu.nll.values, "{choice}");
         assert_eq!(weights(&s, 1, 2), cpu_weights, "{choice}");
         let nll: PositionNll = typed(s.nll_by_position(window_on("10.7", 0.0, 48.0, 0.0, choice)).await);
-        assert_eq!((&nll.values, &nll.backend), (&cpu.nll.values, b), "{choice}");
+        assert_eq!(&nll.backend, b, "{choice}");
+        assert!(same_nll(&nll.values, &cpu.nll.values), "{choice}");
     }
     let info = s.trace(1, "webgpu".into()).await.unwrap().info().unwrap();
     let backend: BackendUsed = serde_wasm_bindgen::from_value(js_sys::Reflect::get(&info, &"backend".into()).unwrap()).unwrap();

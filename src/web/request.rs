@@ -223,7 +223,7 @@ pub fn page_bytes(cfg: &Config, spec: &Spec, per_head_tables: bool) -> Option<u6
     let (b, n, h) = (spec.batch as u64, spec.n as u64, cfg.heads.max(1) as u64);
     let sizes = |trace| model::Sizes { batch: spec.batch, n: spec.n, d_model: spec.d_model, per_head_tables, trace, parallel: 1 };
     let with_trace = model::estimate_bytes(cfg, &sizes(true))?;
-    let stored = with_trace - model::estimate_bytes(cfg, &sizes(false))?;
+    let stored = model::trace_bytes(cfg, &sizes(true))?;
     let rows = cfg.table_rows() as u64;
     let buckets = if cfg.has_rel_v() { n.checked_mul(rows)? } else { 0 };
     let widest = if cfg.method == Method::Music { 2 * n } else { n }.max(rows);
