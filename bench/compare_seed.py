@@ -329,21 +329,27 @@ def table(rows):
 
 # ------------------------------------------------------------------------------------------------ main
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--sizes", type=int, nargs="+", default=[128, 512, 1024, 2048, 4096], help="sequence lengths n")
-    ap.add_argument("--seed-file", default=DEFAULT_SEED, help="the seed notebook dump (default: %(default)s)")
+def arguments(doc, sizes, reps_help, out, workers):
+    """The options of a comparison script (this one and compare_torch.py): the public ones, then the internal
+    ones of its isolated workers (`workers`: their names)."""
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    ap.add_argument("--sizes", type=int, nargs="+", default=sizes, help="sequence lengths n")
     ap.add_argument("--relattn", default=os.path.join(ROOT, "target", "release", "relattn"), help="relattn binary")
     ap.add_argument("--no-build", action="store_true", help="do not run cargo build --release first")
-    ap.add_argument("--reps", type=int, default=None, help="timed repetitions for both (default: 10/5/3/1 by n)")
-    ap.add_argument("--out", default=DEFAULT_OUT, help="markdown results file (default: %(default)s)")
+    ap.add_argument("--reps", type=int, default=None, help=f"timed repetitions for both (default: {reps_help} by n)")
+    ap.add_argument("--out", default=out, help="markdown results file (default: %(default)s)")
     ap.add_argument("--timeout", type=float, default=1800, help="seconds allowed per measured process")
     ap.add_argument("--keep", metavar="DIR", help="keep the .npz/.npy files in DIR")
-    # internal: one isolated measurement
-    ap.add_argument("--worker", choices=["export", "seed"], help=argparse.SUPPRESS)
+    ap.add_argument("--worker", choices=workers, help=argparse.SUPPRESS)
     ap.add_argument("--n", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--npz", help=argparse.SUPPRESS)
     ap.add_argument("--save-output", help=argparse.SUPPRESS)
+    return ap
+
+
+def main():
+    ap = arguments(__doc__, [128, 512, 1024, 2048, 4096], "10/5/3/1", DEFAULT_OUT, ["export", "seed"])
+    ap.add_argument("--seed-file", default=DEFAULT_SEED, help="the seed notebook dump (default: %(default)s)")
     args = ap.parse_args()
 
     if args.worker:

@@ -39,7 +39,7 @@ import sys
 import tempfile
 import time
 
-from compare_seed import ensure, failure, last_json, load_output, machine, relattn_binary, run_measured
+from compare_seed import arguments, ensure, failure, last_json, load_output, machine, relattn_binary, run_measured
 from peak_matmul import peak
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -209,19 +209,7 @@ def measure(n, rel_v, reps, binary, me, work, env, timeout):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--sizes", type=int, nargs="+", default=[256, 512, 1024, 2048, 4096, 8192], help="sequence lengths n")
-    ap.add_argument("--relattn", default=os.path.join(ROOT, "target", "release", "relattn"), help="relattn binary")
-    ap.add_argument("--no-build", action="store_true", help="do not run cargo build --release first")
-    ap.add_argument("--reps", type=int, default=None, help="timed repetitions for both (default: 20/10/5/3/2 by n)")
-    ap.add_argument("--out", default=DEFAULT_OUT, help="markdown results file (default: %(default)s)")
-    ap.add_argument("--timeout", type=float, default=1800, help="seconds allowed per measured process")
-    ap.add_argument("--keep", metavar="DIR", help="keep the .npz/.npy files in DIR")
-    # internal: one isolated measurement
-    ap.add_argument("--worker", choices=["export", "peak", "torch", "compare"], help=argparse.SUPPRESS)
-    ap.add_argument("--n", type=int, help=argparse.SUPPRESS)
-    ap.add_argument("--npz", help=argparse.SUPPRESS)
-    ap.add_argument("--save-output", help=argparse.SUPPRESS)
+    ap = arguments(__doc__, [256, 512, 1024, 2048, 4096, 8192], "20/10/5/3/2", DEFAULT_OUT, ["export", "peak", "torch", "compare"])
     ap.add_argument("--rel-v", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--outputs", nargs=2, help=argparse.SUPPRESS)
     args = ap.parse_args()

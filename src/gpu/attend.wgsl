@@ -20,7 +20,7 @@ struct Params {
     i0: u32, h0: u32, r: u32, flags: u32,      // first query, first head, table rows R, flags below
     tmin: i32, scale: f32, v_stride: u32, _pad0: u32,   // smallest distance, 1/sqrt(d_head), w^V's per-head stride (0: shared)
 }
-// Mirrored in Rust by kernels.rs's AttendParams (same fields, same flags; the values logits.wgsl uses).
+// Mirrored in Rust by kernels.rs's RowsParams (same fields, same flags; logits.wgsl takes the same struct).
 const ZERO_EDGE: u32 = 4u;       // distances beyond the table read zero (else the edge row)
 const CAUSAL: u32 = 16u;         // mask j > i
 const NO_CONTENT: u32 = 32u;     // the relative term alone

@@ -66,16 +66,18 @@ impl MatmulParams {
     pub const ACCUMULATE: u32 = 2;
 }
 
-/// logits.wgsl's `Params`: one chunk's logits `E = (QKᵀ + P[i, row(j − i)]) / sqrt(d_head)` for queries
-/// `i0 .. i0 + rows` of heads `h0 ..` (the grid's z).
+/// The `Params` of logits.wgsl and attend.wgsl, the two kernels that take a chunk of query rows of a range
+/// of heads: queries `i0 .. i0 + rows` of heads `h0 ..` (the grid's z in logits.wgsl, y in attend.wgsl).
+/// logits.wgsl writes `E = (QKᵀ + P[i, row(j − i)]) / sqrt(d_head)`; attend.wgsl the heads' output
+/// `z_i = Σ_j α_ij (v_j + a^V_ij)` with no (rows, n) array.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Pod, Zeroable)]
-pub(super) struct LogitsParams {
+pub(super) struct RowsParams {
     /// Query rows in the chunk.
     pub rows: u32,
     /// Keys.
     pub n: u32,
-    /// Head width d_head.
+    /// Head width d_head (attend.wgsl: at most [`ATTEND_MAX_DH`]).
     pub dh: u32,
     /// Model width d_model.
     pub d: u32,
@@ -85,29 +87,33 @@ pub(super) struct LogitsParams {
     pub h0: u32,
     /// Table rows R.
     pub r: u32,
-    /// [`LogitsParams::WRITE_CONTENT`] | [`LogitsParams::WRITE_RELATIVE`] | [`LogitsParams::ZERO_EDGE`] |
-    /// [`LogitsParams::ZERO_ABOVE`] | [`LogitsParams::CAUSAL`] | [`LogitsParams::NO_CONTENT`].
+    /// [`RowsParams::WRITE_CONTENT`] | [`RowsParams::WRITE_RELATIVE`] | [`RowsParams::ZERO_EDGE`] |
+    /// [`RowsParams::ZERO_ABOVE`] | [`RowsParams::CAUSAL`] | [`RowsParams::NO_CONTENT`] | [`RowsParams::REL_V`].
     pub flags: u32,
     /// The table's smallest distance: row = (j − i) − tmin.
     pub tmin: i32,
     /// 1/sqrt(d_head).
     pub scale: f32,
-    pub _pad: [u32; 2],
+    /// attend.wgsl: elements between two heads' w^V tables (0: one table shared by every head).
+    pub v_stride: u32,
+    pub _pad: u32,
 }
 
-impl LogitsParams {
-    /// Keeps the content logits C (a trace).
+impl RowsParams {
+    /// logits.wgsl keeps the content logits C (a trace).
     pub const WRITE_CONTENT: u32 = 1;
-    /// Keeps the relative logits S (a trace).
+    /// logits.wgsl keeps the relative logits S (a trace).
     pub const WRITE_RELATIVE: u32 = 2;
     /// Distances beyond the table read zero (else the edge row).
     pub const ZERO_EDGE: u32 = 4;
-    /// S = 0 where j > i (causal Music Transformer).
+    /// logits.wgsl: S = 0 where j > i (causal Music Transformer).
     pub const ZERO_ABOVE: u32 = 8;
     /// Masks keys after the query.
     pub const CAUSAL: u32 = 16;
     /// C = 0: the logits are the relative term alone ([`crate::attention::Config::content`] off).
     pub const NO_CONTENT: u32 = 32;
+    /// attend.wgsl adds Shaw's value term a^V.
+    pub const REL_V: u32 = 64;
 }
 
 /// softmax.wgsl's `Params`: row softmax of a chunk's (z, rows, n) logits over the visible keys.
@@ -147,47 +153,6 @@ pub(super) struct BucketsParams {
 impl BucketsParams {
     /// Keys beyond the table give nothing (else the edge rows collect them).
     pub const ZERO_EDGE: u32 = 1;
-}
-
-/// attend.wgsl's `Params`: one chunk's output `z_i = Σ_j α_ij (v_j + a^V_ij)` in one kernel (online
-/// softmax, no (rows, n) array) for queries `i0 .. i0 + rows` of heads `h0 ..` (the grid's y).
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Pod, Zeroable)]
-pub(super) struct AttendParams {
-    /// Query rows in the chunk.
-    pub rows: u32,
-    /// Keys.
-    pub n: u32,
-    /// Head width d_head, at most [`ATTEND_MAX_DH`].
-    pub dh: u32,
-    /// Model width d_model.
-    pub d: u32,
-    /// First query of the chunk.
-    pub i0: u32,
-    /// First head of the chunk.
-    pub h0: u32,
-    /// Table rows R.
-    pub r: u32,
-    /// [`AttendParams::ZERO_EDGE`] | [`AttendParams::CAUSAL`] | [`AttendParams::NO_CONTENT`] | [`AttendParams::REL_V`].
-    pub flags: u32,
-    /// The table's smallest distance: row = (j − i) − tmin.
-    pub tmin: i32,
-    /// 1/sqrt(d_head).
-    pub scale: f32,
-    /// Elements between two heads' w^V tables (0: one table shared by every head).
-    pub v_stride: u32,
-    pub _pad: u32,
-}
-
-impl AttendParams {
-    /// Distances beyond the table read zero (else the edge row).
-    pub const ZERO_EDGE: u32 = LogitsParams::ZERO_EDGE;
-    /// Masks keys after the query.
-    pub const CAUSAL: u32 = LogitsParams::CAUSAL;
-    /// The logits are the relative term alone.
-    pub const NO_CONTENT: u32 = LogitsParams::NO_CONTENT;
-    /// Adds Shaw's value term a^V.
-    pub const REL_V: u32 = 64;
 }
 
 /// One operand of matmul.wgsl: element (z, row, col) is at `off + z·zs + row·rs + col·cs`.
@@ -259,7 +224,7 @@ impl GpuContext {
 
     /// The fused logits of `heads` heads: reads q, k (n, d), P (heads, rows, R) and the key mask (n); writes
     /// content, relative (when asked in `params.flags`) and logits, each (heads, rows, n).
-    pub(super) fn logits(&self, enc: &mut wgpu::CommandEncoder, params: &LogitsParams, heads: usize, bufs: [&wgpu::Buffer; 7]) {
+    pub(super) fn logits(&self, enc: &mut wgpu::CommandEncoder, params: &RowsParams, heads: usize, bufs: [&wgpu::Buffer; 7]) {
         let groups = [(params.n as usize).div_ceil(BLOCK), (params.rows as usize).div_ceil(BLOCK), heads];
         self.dispatch(enc, &self.kernels.logits, params, &bufs, groups);
     }
@@ -279,8 +244,8 @@ impl GpuContext {
 
     /// The output of `heads` heads' chunk rows, written into their columns of `bufs[6]` (n, d): reads q, k,
     /// v (n, d), P (heads, rows, R), the key mask (n) and w^V (any buffer when `params.flags` has no
-    /// [`AttendParams::REL_V`]).
-    pub(super) fn attend(&self, enc: &mut wgpu::CommandEncoder, params: &AttendParams, heads: usize, bufs: [&wgpu::Buffer; 7]) {
+    /// [`RowsParams::REL_V`]).
+    pub(super) fn attend(&self, enc: &mut wgpu::CommandEncoder, params: &RowsParams, heads: usize, bufs: [&wgpu::Buffer; 7]) {
         const ROWS: usize = 64;
         self.dispatch(enc, &self.kernels.attend, params, &bufs, [(params.rows as usize).div_ceil(ROWS), heads, 1]);
     }

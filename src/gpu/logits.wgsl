@@ -21,9 +21,9 @@
 struct Params {
     rows: u32, n: u32, dh: u32, d: u32,        // rows in the chunk, keys, head width, model width
     i0: u32, h0: u32, r: u32, flags: u32,      // first query, first head, table rows R, flags below
-    tmin: i32, scale: f32, _pad0: u32, _pad1: u32,
+    tmin: i32, scale: f32, v_stride: u32, _pad0: u32,   // v_stride: attend.wgsl's, unused here
 }
-// Mirrored in Rust by kernels.rs's LogitsParams (same fields, same flags).
+// Mirrored in Rust by kernels.rs's RowsParams (same fields, same flags; attend.wgsl takes the same struct).
 const WRITE_CONTENT: u32 = 1u;   // keep C (trace)
 const WRITE_RELATIVE: u32 = 2u;  // keep S (trace)
 const ZERO_EDGE: u32 = 4u;       // distances beyond the table read zero (else the edge row)

@@ -2,7 +2,7 @@
 //! the output, a trace every intermediate ([`Recorded`]), and either may time each stage.
 
 use super::context::GpuContext;
-use super::kernels::{rows_of, u, AttendParams, BucketsParams, LogitsParams, Operand, SoftmaxParams, ATTEND_MAX_DH};
+use super::kernels::{rows_of, u, BucketsParams, Operand, RowsParams, SoftmaxParams, ATTEND_MAX_DH};
 use super::plan::{plan, Chunk};
 use super::record::Recorded;
 use crate::attention::{Config, Implementation, Method};
@@ -130,30 +130,24 @@ impl GpuContext {
                 let (t_off, t_zs) = if shared { (0, 0) } else { (h0 * r * dh, r * dh) };
                 let tk = Operand { buf: &rel_k_buf, off: t_off, rs: 1, cs: dh, zs: t_zs };
                 self.matmul(&mut enc, (rows, r, dh, hc), rows_of(&q, i0 * d + h0 * dh, d, dh), tk, rows_of(&p, 0, r, rows * r), None, false);
+                let masks = if zero_edge { RowsParams::ZERO_EDGE } else { 0 }
+                    | if cfg.causal { RowsParams::CAUSAL } else { 0 }
+                    | if cfg.content { 0 } else { RowsParams::NO_CONTENT };
+                #[rustfmt::skip]
+                let chunk = RowsParams {
+                    rows: u(rows), n: u(n), dh: u(dh), d: u(d), i0: u(i0), h0: u(h0), r: u(r), flags: masks,
+                    tmin: layout.min as i32, scale, v_stride: if shared { 0 } else { u(r * dh) }, _pad: 0,
+                };
                 if fused {
-                    let flags = if zero_edge { AttendParams::ZERO_EDGE } else { 0 }
-                        | if cfg.causal { AttendParams::CAUSAL } else { 0 }
-                        | if cfg.content { 0 } else { AttendParams::NO_CONTENT }
-                        | if rel_v_buf.is_some() { AttendParams::REL_V } else { 0 };
-                    #[rustfmt::skip]
-                    let params = AttendParams {
-                        rows: u(rows), n: u(n), dh: u(dh), d: u(d), i0: u(i0), h0: u(h0), r: u(r), flags,
-                        tmin: layout.min as i32, scale, v_stride: if shared { 0 } else { u(r * dh) }, _pad: 0,
-                    };
+                    let flags = masks | if rel_v_buf.is_some() { RowsParams::REL_V } else { 0 };
                     let w_v = rel_v_buf.as_ref().unwrap_or(&dummy[0]);
-                    self.attend(&mut enc, &params, hc, [&q, &k, &v, &p, &mask, w_v, &heads]);
+                    self.attend(&mut enc, &RowsParams { flags, ..chunk }, hc, [&q, &k, &v, &p, &mask, w_v, &heads]);
                     continue;
                 }
-                let flags = if record { LogitsParams::WRITE_CONTENT | LogitsParams::WRITE_RELATIVE } else { 0 }
-                    | if zero_edge { LogitsParams::ZERO_EDGE } else { 0 }
-                    | if cfg.method == Method::Music && cfg.causal { LogitsParams::ZERO_ABOVE } else { 0 }
-                    | if cfg.causal { LogitsParams::CAUSAL } else { 0 }
-                    | if cfg.content { 0 } else { LogitsParams::NO_CONTENT };
-                #[rustfmt::skip]
-                let params = LogitsParams {
-                    rows: u(rows), n: u(n), dh: u(dh), d: u(d), i0: u(i0), h0: u(h0), r: u(r), flags,
-                    tmin: layout.min as i32, scale, _pad: [0; 2],
-                };
+                let flags = masks
+                    | if record { RowsParams::WRITE_CONTENT | RowsParams::WRITE_RELATIVE } else { 0 }
+                    | if cfg.method == Method::Music && cfg.causal { RowsParams::ZERO_ABOVE } else { 0 };
+                let params = RowsParams { flags, ..chunk };
                 self.logits(&mut enc, &params, hc, [&q, &k, &p, &mask, &content, &relative, &logits]);
                 let ms = self.mark(&mut enc, &mut clock).await?;
                 times.logits.add(&LogitTimes::Fused(ms));
