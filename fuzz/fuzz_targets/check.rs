@@ -19,11 +19,18 @@ pub fn check_scenario_bytes(data: &[u8]) {
             continue;
         }
         if let Ok(sc) = Scenario::build(&cfg, &spec, arrays.clone(), false) {
-            match model::trace(&cfg, &sc) {
-                Ok(t) => assert!(t.weights.iter().all(|w| w.is_finite()), "weights are finite"),
+            // The trace (staged) and the forward (fused, src/fused.rs) agree: the same output within
+            // rounding, or both refuse the same overflow.
+            match (model::trace(&cfg, &sc), model::forward(&cfg, &sc)) {
+                (Ok(t), Ok(out)) => {
+                    assert!(t.weights.iter().all(|w| w.is_finite()), "weights are finite");
+                    let scale = t.output.iter().fold(f32::MIN_POSITIVE, |m, v| m.max(v.abs()));
+                    let diff = t.output.iter().zip(&out).fold(0.0f32, |m, (a, b)| m.max((a - b).abs()));
+                    assert!(diff <= 1e-4 * scale, "the fused forward differs from the trace by {diff} (scale {scale})");
+                }
                 // Finite inputs past float32's range: refused with the array's name, as they should be.
-                Err(relattn::Error::Overflow { .. }) => {}
-                Err(e) => panic!("a built scenario computes or names an overflow: {e}"),
+                (Err(relattn::Error::Overflow { .. }), Err(relattn::Error::Overflow { .. })) => {}
+                (Err(e), _) | (_, Err(e)) => panic!("a built scenario computes on both paths or names an overflow on both: {e}"),
             }
         }
     }
