@@ -21,9 +21,9 @@
 
 use crate::attention::{exp_nonpositive, reduce, Config, HeadInput};
 use crate::error::{Error, Result};
-use crate::matmul::matmul;
+use crate::matmul::{matmul, matmul_add};
 use crate::relpos::{Edge, RelTable};
-use ndarray::{s, Array1, Array2, ArrayView1, ArrayViewMut1};
+use ndarray::{s, Array1, Array2, ArrayView1, ArrayViewMut1, ArrayViewMut2};
 use std::ops::Range;
 
 /// Queries per tile: each tile reads the head's K and V once, so larger tiles pack them fewer times.
@@ -40,9 +40,16 @@ pub fn attend_head(cfg: &Config, h: &HeadInput) -> Result<Array2<f32>> {
     let (lq, dh) = h.q.dim();
     let lk = h.k.nrows();
     let scale = 1.0 / (dh as f32).sqrt();
-    let p = matmul(h.q, h.rel_k.t());
+    // This head's Q, K and V as contiguous (L, d_head) copies (they arrive as column slices of the layer's
+    // (n, d_model) projections): the tiles' products pack them again and again, reading rows of d_head
+    // floats instead of d_model-strided ones (4–5% faster at n 2048 and 8192).
+    let (q, k, v) = (h.q.as_standard_layout(), h.k.as_standard_layout(), h.v.as_standard_layout());
+    let p = matmul(q.view(), h.rel_k.t());
     let rel_v = h.rel_v.filter(|_| cfg.has_rel_v());
     let mut z = Array2::zeros((lq, dh));
+    // One logits buffer for every tile of this head (a fresh 512 KiB array per tile cost 7% in the
+    // kernel's page clearing).
+    let mut buffer = Array2::zeros((TQ.min(lq), TK.min(lk)));
     for i0 in (0..lq).step_by(TQ) {
         let i1 = (i0 + TQ).min(lq);
         // Keys up to the last one visible to the tile's last query.
@@ -50,9 +57,13 @@ pub fn attend_head(cfg: &Config, h: &HeadInput) -> Result<Array2<f32>> {
         let mut tile = Tile::new(i1 - i0, dh, rel_v.map(|t| t.nrows()));
         for j0 in (0..keys).step_by(TK) {
             let j1 = (j0 + TK).min(keys);
-            let mut e = if cfg.content { matmul(h.q.slice(s![i0..i1, ..]), h.k.slice(s![j0..j1, ..]).t()) } else { Array2::zeros((i1 - i0, j1 - j0)) };
+            let mut e = buffer.slice_mut(s![..i1 - i0, ..j1 - j0]);
+            e.fill(0.0);
+            if cfg.content {
+                matmul_add(q.slice(s![i0..i1, ..]), k.slice(s![j0..j1, ..]).t(), e.view_mut());
+            }
             softmax_tile(&Pass { cfg, h, p: &p, scale, i0, keys: j0..j1 }, &mut tile, &mut e)?;
-            tile.out += &matmul(e.view(), h.v.slice(s![j0..j1, ..]));
+            matmul_add(e.view(), v.slice(s![j0..j1, ..]), tile.out.view_mut());
         }
         z.slice_mut(s![i0..i1, ..]).assign(&tile.finish(rel_v));
     }
@@ -75,7 +86,7 @@ struct Pass<'a, 'h> {
 /// the tile's running state: relative term, scale, overflow check, masks, then [`Tile::absorb`] and the
 /// buckets, row by row. Natively on x86-64 the loops are compiled twice and the AVX2 copy runs where the
 /// CPU has it (8 lanes instead of SSE2's 4); wasm has SIMD128 throughout.
-fn softmax_tile(pass: &Pass, tile: &mut Tile, e: &mut Array2<f32>) -> Result<()> {
+fn softmax_tile(pass: &Pass, tile: &mut Tile, e: &mut ArrayViewMut2<f32>) -> Result<()> {
     #[cfg(target_arch = "x86_64")]
     if std::is_x86_feature_detected!("avx2") {
         // SAFETY: the CPU has AVX2, checked just above.
@@ -86,12 +97,12 @@ fn softmax_tile(pass: &Pass, tile: &mut Tile, e: &mut Array2<f32>) -> Result<()>
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn softmax_tile_avx2(pass: &Pass, tile: &mut Tile, e: &mut Array2<f32>) -> Result<()> {
+unsafe fn softmax_tile_avx2(pass: &Pass, tile: &mut Tile, e: &mut ArrayViewMut2<f32>) -> Result<()> {
     softmax_tile_portable(pass, tile, e)
 }
 
 #[inline(always)]
-fn softmax_tile_portable(pass: &Pass, tile: &mut Tile, e: &mut Array2<f32>) -> Result<()> {
+fn softmax_tile_portable(pass: &Pass, tile: &mut Tile, e: &mut ArrayViewMut2<f32>) -> Result<()> {
     let Pass { cfg, h, p, scale, i0, .. } = *pass;
     let (j0, j1) = (pass.keys.start, pass.keys.end);
     let (lq, lk) = (h.q.nrows(), h.k.nrows());
@@ -100,7 +111,7 @@ fn softmax_tile_portable(pass: &Pass, tile: &mut Tile, e: &mut Array2<f32>) -> R
     let p = p.as_slice().expect("a fresh product is contiguous");
     for (t, mut e_i) in e.outer_iter_mut().enumerate() {
         let i = i0 + t;
-        let e_i = e_i.as_slice_mut().expect("a fresh tile is contiguous");
+        let e_i = e_i.as_slice_mut().expect("a tile's rows are contiguous");
         let p_i = &p[i * r..(i + 1) * r];
         for_each_run(layout, i, lq, lk, j0..j1, |run, rows| rows.add_logits(&mut e_i[run.start - j0..run.end - j0], p_i));
         e_i.iter_mut().for_each(|e| *e *= scale);

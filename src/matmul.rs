@@ -5,27 +5,31 @@
 //! `.cargo/config.toml`) a register-tiled kernel written with `core::arch::wasm32` f32x4 intrinsics is used
 //! instead.
 
-use ndarray::{Array2, ArrayView2};
+use ndarray::{Array2, ArrayView2, ArrayViewMut2};
 
 /// `C = A · B`, `C[i, j] = Σ_p A[i, p] · B[p, j]`: A (m, k), B (k, n) → C (m, n), in standard layout.
 ///
 /// A and B may be any views (strided column slices, transposes such as `k.t()`); the wasm kernel packs them.
 /// Panics when `a.ncols() != b.nrows()`, as `.dot()` does.
 pub fn matmul(a: ArrayView2<f32>, b: ArrayView2<f32>) -> Array2<f32> {
-    assert_eq!(a.ncols(), b.nrows(), "matmul: A is {:?}, B is {:?}", a.dim(), b.dim());
+    let mut c = Array2::zeros((a.nrows(), b.ncols()));
+    matmul_add(a, b, c.view_mut());
+    c
+}
+
+/// `C += A · B` into an existing C (m, n) whose rows are contiguous (column stride 1; any row stride, such
+/// as a corner of a larger buffer): what lets a caller reuse one buffer for many products. Panics when the
+/// shapes do not match or C's columns are strided.
+pub fn matmul_add(a: ArrayView2<f32>, b: ArrayView2<f32>, mut c: ArrayViewMut2<f32>) {
+    assert!(a.ncols() == b.nrows() && c.dim() == (a.nrows(), b.ncols()), "matmul: A is {:?}, B is {:?}, C is {:?}", a.dim(), b.dim(), c.dim());
+    assert!(c.ncols() <= 1 || c.strides()[1] == 1, "matmul: C's columns must be contiguous");
     #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
     {
-        simd128::matmul(a, b)
+        simd128::matmul_add(a, b, c)
     }
     #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
     {
-        // `.dot()` answers some shapes (a single column, a single row) in column-major order.
-        let c = a.dot(&b);
-        if c.is_standard_layout() {
-            c
-        } else {
-            c.as_standard_layout().into_owned()
-        }
+        ndarray::linalg::general_mat_mul(1.0, &a, &b, 1.0, &mut c)
     }
 }
 
@@ -35,7 +39,7 @@ pub fn matmul(a: ArrayView2<f32>, b: ArrayView2<f32>) -> Array2<f32> {
 pub fn matmul_rows_parallel(a: ArrayView2<f32>, b: ArrayView2<f32>) -> Array2<f32> {
     #[cfg(not(target_arch = "wasm32"))]
     {
-        use ndarray::{s, ArrayViewMut2};
+        use ndarray::s;
         use rayon::prelude::*;
         let (m, n) = (a.nrows(), b.ncols());
         let band = m.div_ceil(rayon::current_num_threads()).max(64);
@@ -46,8 +50,8 @@ pub fn matmul_rows_parallel(a: ArrayView2<f32>, b: ArrayView2<f32>) -> Array2<f3
         let bands = c.as_slice_mut().expect("a fresh array is contiguous").par_chunks_mut(band * n);
         bands.enumerate().for_each(|(k, c_k)| {
             let rows = k * band..k * band + c_k.len() / n;
-            let mut c_k = ArrayViewMut2::from_shape((rows.len(), n), c_k).expect("a band of whole rows");
-            c_k.assign(&matmul(a.slice(s![rows, ..]), b));
+            let c_k = ArrayViewMut2::from_shape((rows.len(), n), c_k).expect("a band of whole rows");
+            matmul_add(a.slice(s![rows, ..]), b, c_k);
         });
         c
     }
@@ -63,19 +67,20 @@ pub fn matmul_rows_parallel(a: ArrayView2<f32>, b: ArrayView2<f32>) -> Array2<f3
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
 mod simd128 {
     use core::arch::wasm32::*;
-    use ndarray::{Array2, ArrayView2};
+    use ndarray::{ArrayView2, ArrayViewMut2};
 
     const MR: usize = 4;
     const NR: usize = 8;
     const KC: usize = 256;
 
-    pub fn matmul(a: ArrayView2<f32>, b: ArrayView2<f32>) -> Array2<f32> {
+    /// `C += A · B`, C with contiguous rows (see [`super::matmul_add`]).
+    pub fn matmul_add(a: ArrayView2<f32>, b: ArrayView2<f32>, mut c: ArrayViewMut2<f32>) {
         let (m, k) = a.dim();
         let n = b.ncols();
-        let mut c = Array2::<f32>::zeros((m, n));
         if m == 0 || n == 0 || k == 0 {
-            return c;
+            return;
         }
+        let ldc = c.strides()[0] as usize;
         let (sa0, sa1) = (a.strides()[0], a.strides()[1]);
         let (sb0, sb1) = (b.strides()[0], b.strides()[1]);
         let (pa_ptr, pb_ptr) = (a.as_ptr(), b.as_ptr());
@@ -126,14 +131,13 @@ mod simd128 {
                     let j0 = jp * NR;
                     let cols = (n - j0).min(NR);
                     let panel = &bp[jp * NR * kc..(jp + 1) * NR * kc];
-                    // SAFETY: the packs hold kc·MR and kc·NR values; C is (m, n) in standard layout and the
+                    // SAFETY: the packs hold kc·MR and kc·NR values; C is (m, n) with row stride ldc and the
                     // tile (i0.., j0..) is written within rows × cols.
-                    unsafe { kernel(kc, ap.as_ptr(), panel.as_ptr(), cs.add(i0 * n + j0), n, rows, cols) };
+                    unsafe { kernel(kc, ap.as_ptr(), panel.as_ptr(), cs.add(i0 * ldc + j0), ldc, rows, cols) };
                 }
             }
             k0 += kc;
         }
-        c
     }
 
     /// C[0..rows, 0..cols] += Ap (kc × MR) · Bp (kc × NR), C with row stride `ldc`.
