@@ -20,7 +20,7 @@ pub fn matmul(a: ArrayView2<f32>, b: ArrayView2<f32>) -> Array2<f32> {
 /// `C += A · B` into an existing C (m, n) whose rows are contiguous (column stride 1; any row stride, such
 /// as a corner of a larger buffer): what lets a caller reuse one buffer for many products. Panics when the
 /// shapes do not match or C's columns are strided.
-pub fn matmul_add(a: ArrayView2<f32>, b: ArrayView2<f32>, mut c: ArrayViewMut2<f32>) {
+pub fn matmul_add(a: ArrayView2<f32>, b: ArrayView2<f32>, c: ArrayViewMut2<f32>) {
     assert!(a.ncols() == b.nrows() && c.dim() == (a.nrows(), b.ncols()), "matmul: A is {:?}, B is {:?}, C is {:?}", a.dim(), b.dim(), c.dim());
     assert!(c.ncols() <= 1 || c.strides()[1] == 1, "matmul: C's columns must be contiguous");
     #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
@@ -29,6 +29,7 @@ pub fn matmul_add(a: ArrayView2<f32>, b: ArrayView2<f32>, mut c: ArrayViewMut2<f
     }
     #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
     {
+        let mut c = c;
         ndarray::linalg::general_mat_mul(1.0, &a, &b, 1.0, &mut c)
     }
 }
