@@ -22,7 +22,7 @@ pub fn matmul(a: ArrayView2<f32>, b: ArrayView2<f32>) -> Array2<f32> {
 /// shapes do not match or C's columns are strided.
 pub fn matmul_add(a: ArrayView2<f32>, b: ArrayView2<f32>, c: ArrayViewMut2<f32>) {
     assert!(a.ncols() == b.nrows() && c.dim() == (a.nrows(), b.ncols()), "matmul: A is {:?}, B is {:?}, C is {:?}", a.dim(), b.dim(), c.dim());
-    assert!(c.ncols() <= 1 || c.strides()[1] == 1, "matmul: C's columns must be contiguous");
+    assert!(c.is_empty() || c.ncols() == 1 || c.strides()[1] == 1, "matmul: C's columns must be contiguous");
     #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
     {
         simd128::matmul_add(a, b, c)
