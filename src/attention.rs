@@ -16,7 +16,7 @@
 use crate::error::{check_overflow, Error, Result};
 use crate::fused;
 use crate::matmul::matmul;
-use crate::relpos::{distance, Edge, RelTable};
+use crate::relpos::{distance, visible_keys, Edge, RelTable};
 use crate::shaw;
 use crate::skew::{self, SkewSteps};
 use crate::timing::{now_ms, LogitTimes, StageTimes};
@@ -277,8 +277,7 @@ fn relative_logits(cfg: &Config, h: &HeadInput, layout: RelTable, trace: Option<
 fn scale_and_mask(logits: &mut Array2<f32>, scale: f32, causal: bool, key_mask: Option<ArrayView1<bool>>) {
     let (lq, lk) = logits.dim();
     for (i, mut row) in logits.rows_mut().into_iter().enumerate() {
-        // Keys j ≤ i + Lk − Lq are visible to query i under the causal mask.
-        let visible = if causal { (i + lk + 1).saturating_sub(lq).min(lk) } else { lk };
+        let visible = if causal { visible_keys(i, lq, lk) } else { lk };
         row.slice_mut(s![..visible]).mapv_inplace(|e| e * scale);
         row.slice_mut(s![visible..]).fill(f32::NEG_INFINITY);
         if let Some(m) = key_mask {

@@ -20,9 +20,9 @@
 //! The tiles' products go through [`matmul`] (matrixmultiply natively, the SIMD128 kernel in wasm).
 
 use crate::attention::{exp_nonpositive, reduce, Config, HeadInput};
-use crate::error::{Error, Result};
+use crate::error::{any_non_finite, Error, Result};
 use crate::matmul::{matmul, matmul_add};
-use crate::relpos::{Edge, RelTable};
+use crate::relpos::{visible_keys, Edge, RelTable};
 use ndarray::{s, Array1, Array2, ArrayView1, ArrayViewMut1, ArrayViewMut2};
 use std::ops::Range;
 
@@ -53,7 +53,7 @@ pub fn attend_head(cfg: &Config, h: &HeadInput) -> Result<Array2<f32>> {
     for i0 in (0..lq).step_by(TQ) {
         let i1 = (i0 + TQ).min(lq);
         // Keys up to the last one visible to the tile's last query.
-        let keys = if cfg.causal { visible(i1 - 1, lq, lk) } else { lk };
+        let keys = if cfg.causal { visible_keys(i1 - 1, lq, lk) } else { lk };
         let mut tile = Tile::new(i1 - i0, dh, rel_v.map(|t| t.nrows()));
         for j0 in (0..keys).step_by(TK) {
             let j1 = (j0 + TK).min(keys);
@@ -115,11 +115,11 @@ fn softmax_tile_portable(pass: &Pass, tile: &mut Tile, e: &mut ArrayViewMut2<f32
         let p_i = &p[i * r..(i + 1) * r];
         for_each_run(layout, i, lq, lk, j0..j1, |run, rows| rows.add_logits(&mut e_i[run.start - j0..run.end - j0], p_i));
         e_i.iter_mut().for_each(|e| *e *= scale);
-        // v·0 is NaN for NaN and ±∞ only: one vectorized pass finds overflow (before any −∞ mask).
-        if reduce(e_i, 0.0, |a, v| a + v * 0.0).is_nan() {
+        // Before any −∞ mask: every value must be finite here.
+        if any_non_finite(e_i, false) {
             return Err(overflow(cfg, h, i, j0 + e_i.iter().position(|v| !v.is_finite()).expect("a non-finite logit"), p_i));
         }
-        let end = if cfg.causal { visible(i, lq, lk).clamp(j0, j1) } else { j1 };
+        let end = if cfg.causal { visible_keys(i, lq, lk).clamp(j0, j1) } else { j1 };
         e_i[end - j0..].fill(f32::NEG_INFINITY);
         if let Some(m) = h.key_mask {
             e_i.iter_mut().zip(m.slice(s![j0..j1])).for_each(|(e, &keep)| *e = if keep { *e } else { f32::NEG_INFINITY });
@@ -140,12 +140,6 @@ fn overflow(cfg: &Config, h: &HeadInput, i: usize, j: usize, p_i: &[f32]) -> Err
     let logit = (content + row.map_or(0.0, |r| p_i[r])) / (h.q.ncols() as f32).sqrt();
     let (array, value) = if content.is_finite() { ("logits", logit) } else { ("content_logits", content) };
     Error::Overflow { array: array.into(), index: vec![i, j], value: value as f64 }
-}
-
-/// Keys j ≤ i + Lk − Lq are visible to query i under the causal mask (queries aligned to the last keys):
-/// the end of its visible range.
-fn visible(i: usize, lq: usize, lk: usize) -> usize {
-    (i + lk + 1).saturating_sub(lq).min(lk)
 }
 
 /// The running state of a tile of queries: maxima, sums, outputs and a^V buckets.

@@ -88,6 +88,13 @@ impl RelTable {
     }
 }
 
+/// The end of query `i`'s visible keys under the causal mask: keys j ≤ i + Lk − Lq (distance ≤ 0) are
+/// visible, so they are `0..visible_keys(i, lq, lk)`.
+#[inline]
+pub fn visible_keys(i: usize, lq: usize, lk: usize) -> usize {
+    (i + lk + 1).saturating_sub(lq).min(lk)
+}
+
 /// Distance `j − (i + Lk − Lq)` of query `i` to key `j`.
 #[inline]
 pub fn distance(i: usize, j: usize, lq: usize, lk: usize) -> isize {
