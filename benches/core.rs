@@ -4,7 +4,7 @@
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use ndarray::Array2;
 use relattn::attention::softmax_rows;
-use relattn::relpos::RelTable;
+use relattn::relpos::{QueryRows, RelTable};
 use relattn::render::rgba;
 use relattn::scenario::Arrays;
 use relattn::stage::Scale;
@@ -26,12 +26,12 @@ fn relative_logits(c: &mut Criterion) {
         for k in [16, 128] {
             let t = matrix(2 * k + 1, 64, 2);
             g.bench_with_input(BenchmarkId::new(format!("efficient_k{k}"), n), &n, |b, &n| {
-                b.iter(|| shaw::relative_logits(q.view(), t.view(), RelTable::shaw(k), black_box(n)))
+                b.iter(|| shaw::relative_logits(q.view(), t.view(), RelTable::shaw(k), black_box(n), QueryRows::all(n)))
             });
         }
         let t = matrix(33, 64, 2);
         g.bench_with_input(BenchmarkId::new("materialized_k16", n), &n, |b, &n| {
-            b.iter(|| shaw::relative_logits_materialized(q.view(), t.view(), RelTable::shaw(16), black_box(n)))
+            b.iter(|| shaw::relative_logits_materialized(q.view(), t.view(), RelTable::shaw(16), black_box(n), QueryRows::all(n)))
         });
     }
     g.finish();
@@ -55,10 +55,10 @@ fn value_term(c: &mut Criterion) {
         let w = matrix(n, n, 4).mapv(|v| v.abs() / n as f32);
         let t = matrix(33, 64, 5);
         g.bench_with_input(BenchmarkId::new("buckets_k16", n), &n, |b, _| {
-            b.iter(|| shaw::relative_values(shaw::value_buckets(w.view(), RelTable::shaw(16)).view(), t.view()))
+            b.iter(|| shaw::relative_values(shaw::value_buckets(w.view(), RelTable::shaw(16), QueryRows::all(n)).view(), t.view()))
         });
         g.bench_with_input(BenchmarkId::new("materialized_k16", n), &n, |b, _| {
-            b.iter(|| shaw::relative_values_materialized(w.view(), t.view(), RelTable::shaw(16)))
+            b.iter(|| shaw::relative_values_materialized(w.view(), t.view(), RelTable::shaw(16), QueryRows::all(n)))
         });
     }
     g.finish();

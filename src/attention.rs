@@ -16,12 +16,13 @@
 use crate::error::{check_overflow, Error, Result};
 use crate::fused;
 use crate::matmul::matmul;
-use crate::relpos::{distance, visible_keys, Edge, RelTable};
+use crate::relpos::{distance, visible_keys, Edge, QueryRows, RelTable};
 use crate::shaw;
 use crate::skew::{self, SkewSteps};
 use crate::timing::{now_ms, LogitTimes, StageTimes};
 use ndarray::{s, Array2, ArrayView1, ArrayView2, Zip};
 use std::fmt;
+use std::ops::Range;
 use std::str::FromStr;
 
 /// Which relative attention.
@@ -171,12 +172,33 @@ pub fn attend_head(cfg: &Config, h: &HeadInput, trace: Option<&mut HeadTrace>) -
 /// `trace` included) into `times` when given; projections and output are the layer's, left as they are.
 /// With neither, the efficient implementation runs fused ([`crate::fused`]: no (Lq, Lk) array);
 /// otherwise stage by stage, each stage a whole (Lq, Lk) array.
-pub fn attend_head_timed(cfg: &Config, h: &HeadInput, mut trace: Option<&mut HeadTrace>, times: Option<&mut StageTimes>) -> Result<Array2<f32>> {
+pub fn attend_head_timed(cfg: &Config, h: &HeadInput, trace: Option<&mut HeadTrace>, times: Option<&mut StageTimes>) -> Result<Array2<f32>> {
     check_head(cfg, h)?;
     if trace.is_none() && times.is_none() && cfg.implementation == Implementation::Efficient {
         return fused::attend_head(cfg, h);
     }
+    staged(cfg, h, 0..h.q.nrows(), trace, times)
+}
+
+/// Rows `rows` of one head stage by stage: z (rows, d_head), and those rows of every stage in `trace` (each
+/// (rows, ·); the skew's reshaped buffer has the rows `rows.start..=rows.end`, see [`skew::skew_rows`]).
+/// Each query row's stages depend on that row of Q and on every key, so a head's trace can be computed a
+/// block of rows at a time, in O(rows · Lk) memory (the page's traces of long sequences). Errors as
+/// [`attend_head`]'s; a row range beyond the queries names "rows".
+pub fn attend_rows(cfg: &Config, h: &HeadInput, rows: Range<usize>, trace: &mut HeadTrace) -> Result<Array2<f32>> {
+    check_head(cfg, h)?;
+    let lq = h.q.nrows();
+    if rows.start >= rows.end || rows.end > lq {
+        return Err(Error::invalid("rows", format!("{}..{}", rows.start, rows.end), format!("a non-empty range within 0..{lq}")));
+    }
+    staged(cfg, h, rows, Some(trace), None)
+}
+
+/// The staged path ([`attend_head_timed`] and [`attend_rows`]) for the query rows `rows`.
+fn staged(cfg: &Config, h: &HeadInput, rows: Range<usize>, mut trace: Option<&mut HeadTrace>, times: Option<&mut StageTimes>) -> Result<Array2<f32>> {
     let (lq, dh) = (h.q.nrows(), h.q.ncols());
+    let block = QueryRows { first: rows.start, lq };
+    let q = h.q.slice(s![rows.clone(), ..]);
     let layout = cfg.layout();
     // Milliseconds since the previous lap (0 when not timed).
     let mut clock = times.is_some().then(now_ms);
@@ -189,7 +211,7 @@ pub fn attend_head_timed(cfg: &Config, h: &HeadInput, mut trace: Option<&mut Hea
         })
     };
 
-    let mut logits = if cfg.content { matmul(h.q, h.k.t()) } else { Array2::zeros((lq, h.k.nrows())) };
+    let mut logits = if cfg.content { matmul(q, h.k.t()) } else { Array2::zeros((rows.len(), h.k.nrows())) };
     check_overflow("content_logits", &logits, false)?;
     if let Some(t) = trace.as_deref_mut() {
         t.content_logits = logits.clone();
@@ -198,9 +220,9 @@ pub fn attend_head_timed(cfg: &Config, h: &HeadInput, mut trace: Option<&mut Hea
 
     if trace.is_none() && cfg.method == Method::Shaw && cfg.implementation == Implementation::Efficient {
         // Forward only: add the gathered relative logits straight into the content logits.
-        shaw::add_relative_logits(logits.view_mut(), h.q, h.rel_k, layout);
+        shaw::add_relative_logits(logits.view_mut(), q, h.rel_k, layout, block);
     } else {
-        let rel = relative_logits(cfg, h, layout, trace.as_deref_mut());
+        let rel = relative_logits(cfg, h, rows.clone(), layout, trace.as_deref_mut());
         logits += &rel;
         if let Some(t) = trace.as_deref_mut() {
             t.relative_logits = rel;
@@ -208,7 +230,7 @@ pub fn attend_head_timed(cfg: &Config, h: &HeadInput, mut trace: Option<&mut Hea
     }
     let relative_ms = lap();
 
-    scale_and_mask(&mut logits, 1.0 / (dh as f32).sqrt(), cfg.causal, h.key_mask);
+    scale_and_mask(&mut logits, 1.0 / (dh as f32).sqrt(), cfg.causal, h.key_mask, block);
     // NaN or +∞ here would pass the softmax as a wrong but finite weight.
     check_overflow("logits", &logits, true)?;
     if let Some(t) = trace.as_deref_mut() {
@@ -222,12 +244,12 @@ pub fn attend_head_timed(cfg: &Config, h: &HeadInput, mut trace: Option<&mut Hea
     let out_content = matmul(weights.view(), h.v);
     let (buckets, out_relative) = match (cfg.has_rel_v(), h.rel_v, cfg.implementation) {
         (true, Some(w_v), Implementation::Efficient) => {
-            let b = shaw::value_buckets(weights.view(), layout);
+            let b = shaw::value_buckets(weights.view(), layout, block);
             let r = shaw::relative_values(b.view(), w_v);
             (Some(b), r)
         }
-        (true, Some(w_v), Implementation::Materialized) => (None, shaw::relative_values_materialized(weights.view(), w_v, layout)),
-        _ => (None, Array2::zeros((lq, dh))),
+        (true, Some(w_v), Implementation::Materialized) => (None, shaw::relative_values_materialized(weights.view(), w_v, layout, block)),
+        _ => (None, Array2::zeros((rows.len(), dh))),
     };
     let z = &out_content + &out_relative;
     if let Some(t) = trace {
@@ -244,17 +266,21 @@ pub fn attend_head_timed(cfg: &Config, h: &HeadInput, mut trace: Option<&mut Hea
     Ok(z)
 }
 
-/// The relative logits (Lq, Lk) on their own, recording the skew's steps in `trace`.
-fn relative_logits(cfg: &Config, h: &HeadInput, layout: RelTable, trace: Option<&mut HeadTrace>) -> Array2<f32> {
+/// The relative logits (rows, Lk) of the query rows `rows` on their own, recording the skew's steps in `trace`.
+fn relative_logits(cfg: &Config, h: &HeadInput, rows: Range<usize>, layout: RelTable, trace: Option<&mut HeadTrace>) -> Array2<f32> {
     let (lq, lk) = (h.q.nrows(), h.k.nrows());
+    let block = QueryRows { first: rows.start, lq };
+    let q = h.q.slice(s![rows.clone(), ..]);
     let mut rel = match (cfg.method, cfg.implementation) {
-        (_, Implementation::Materialized) => shaw::relative_logits_materialized(h.q, h.rel_k, layout, lk),
+        (_, Implementation::Materialized) => shaw::relative_logits_materialized(q, h.rel_k, layout, lk, block),
         // The skew needs a square (L, L) product; a cached decoding step (Lq < Lk) reads E_r by the gather.
-        (Method::Shaw, Implementation::Efficient) => shaw::relative_logits(h.q, h.rel_k, layout, lk),
-        (Method::Music, Implementation::Efficient) if lq != lk => shaw::relative_logits(h.q, h.rel_k, layout, lk),
+        (Method::Shaw, Implementation::Efficient) => shaw::relative_logits(q, h.rel_k, layout, lk, block),
+        (Method::Music, Implementation::Efficient) if lq != lk => shaw::relative_logits(q, h.rel_k, layout, lk, block),
         (Method::Music, Implementation::Efficient) => {
             let table = skew::table_for_length(h.rel_k, layout, lq, cfg.causal);
-            let steps = skew::skew(matmul(h.q, table.t()).view(), cfg.causal);
+            let read = skew::qer_rows(lq, cfg.causal, rows.clone());
+            let qer = matmul(h.q.slice(s![read.clone(), ..]), table.t());
+            let steps = skew::skew_rows(qer.view(), read.start, cfg.causal, rows);
             let sliced = steps.sliced.clone();
             if let Some(t) = trace {
                 t.skew = Some(steps);
@@ -265,7 +291,7 @@ fn relative_logits(cfg: &Config, h: &HeadInput, layout: RelTable, trace: Option<
     if cfg.method == Method::Music && cfg.causal {
         // The masked skew leaves the next row's values above the diagonal; they are masked, show them as 0.
         Zip::indexed(&mut rel).for_each(|(i, j), s| {
-            if distance(i, j, lq, lk) > 0 {
+            if distance(block.query(i), j, lq, lk) > 0 {
                 *s = 0.0;
             }
         });
@@ -273,11 +299,12 @@ fn relative_logits(cfg: &Config, h: &HeadInput, layout: RelTable, trace: Option<
     rel
 }
 
-/// `e ← e · scale`, then −∞ for keys after the query (causal) and for padding keys.
-fn scale_and_mask(logits: &mut Array2<f32>, scale: f32, causal: bool, key_mask: Option<ArrayView1<bool>>) {
-    let (lq, lk) = logits.dim();
+/// `e ← e · scale`, then −∞ for keys after the query (causal) and for padding keys; `logits` are the query
+/// rows `block`'s.
+fn scale_and_mask(logits: &mut Array2<f32>, scale: f32, causal: bool, key_mask: Option<ArrayView1<bool>>, block: QueryRows) {
+    let lk = logits.ncols();
     for (i, mut row) in logits.rows_mut().into_iter().enumerate() {
-        let visible = if causal { visible_keys(i, lq, lk) } else { lk };
+        let visible = if causal { visible_keys(block.query(i), block.lq, lk) } else { lk };
         row.slice_mut(s![..visible]).mapv_inplace(|e| e * scale);
         row.slice_mut(s![visible..]).fill(f32::NEG_INFINITY);
         if let Some(m) = key_mask {

@@ -88,6 +88,28 @@ impl RelTable {
     }
 }
 
+/// A block of query rows of an (Lq, Lk) attention: row `r` of the block is query `first + r` of `lq`. Every
+/// function here that takes a query index takes it in the whole (`first + r`), so a block's relative
+/// positions are the whole's; [`QueryRows::all`] is the whole.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QueryRows {
+    pub first: usize,
+    pub lq: usize,
+}
+
+impl QueryRows {
+    /// All `lq` queries.
+    pub fn all(lq: usize) -> Self {
+        QueryRows { first: 0, lq }
+    }
+
+    /// The query that row `r` of the block is.
+    #[inline]
+    pub fn query(&self, r: usize) -> usize {
+        self.first + r
+    }
+}
+
 /// The end of query `i`'s visible keys under the causal mask: keys j ≤ i + Lk − Lq (distance ≤ 0) are
 /// visible, so they are `0..visible_keys(i, lq, lk)`.
 #[inline]

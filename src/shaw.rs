@@ -15,17 +15,18 @@
 //! Both take any [`RelTable`], so the Music Transformer's direct gather is the same code with its table.
 
 use crate::matmul::matmul;
-use crate::relpos::{distance, Edge, RelTable};
+use crate::relpos::{distance, Edge, QueryRows, RelTable};
 use ndarray::{s, Array2, Array3, ArrayView2, ArrayViewMut2, Zip};
 
-/// Adds the relative logits `P[i, row(d_ij)]`, `P = Q · tableᵀ`, into `out` (Lq, Lk).
-/// `q` is (Lq, d_head), `table` is (R, d_head); a pair outside a zero-edged table adds nothing.
-pub fn add_relative_logits(mut out: ArrayViewMut2<f32>, q: ArrayView2<f32>, table: ArrayView2<f32>, layout: RelTable) {
-    let (lq, lk) = out.dim();
-    let p = matmul(q, table.t()); // (Lq, R)
+/// Adds the relative logits `P[i, row(d_ij)]`, `P = Q · tableᵀ`, into `out` (rows, Lk) for the query rows
+/// `rows` ([`QueryRows::all`]: every query). `q` is those rows' (rows, d_head), `table` is (R, d_head); a
+/// pair outside a zero-edged table adds nothing.
+pub fn add_relative_logits(mut out: ArrayViewMut2<f32>, q: ArrayView2<f32>, table: ArrayView2<f32>, layout: RelTable, rows: QueryRows) {
+    let lk = out.ncols();
+    let p = matmul(q, table.t()); // (rows, R)
     let last = layout.rows() - 1;
     for (i, (mut row, p_i)) in out.outer_iter_mut().zip(p.outer_iter()).enumerate() {
-        let seg = layout.segments(i, lq, lk);
+        let seg = layout.segments(rows.query(i), rows.lq, lk);
         if layout.edge == Edge::Clip {
             row.slice_mut(s![seg.left]).mapv_inplace(|v| v + p_i[0]);
             row.slice_mut(s![seg.right]).mapv_inplace(|v| v + p_i[last]);
@@ -35,20 +36,20 @@ pub fn add_relative_logits(mut out: ArrayViewMut2<f32>, q: ArrayView2<f32>, tabl
     }
 }
 
-/// Relative logits (Lq, Lk) by the efficient gather of `Q · tableᵀ`.
-pub fn relative_logits(q: ArrayView2<f32>, table: ArrayView2<f32>, layout: RelTable, lk: usize) -> Array2<f32> {
+/// Relative logits (rows, Lk) of the query rows `rows` by the efficient gather of `Q · tableᵀ`.
+pub fn relative_logits(q: ArrayView2<f32>, table: ArrayView2<f32>, layout: RelTable, lk: usize, rows: QueryRows) -> Array2<f32> {
     let mut out = Array2::zeros((q.nrows(), lk));
-    add_relative_logits(out.view_mut(), q, table, layout);
+    add_relative_logits(out.view_mut(), q, table, layout, rows);
     out
 }
 
-/// The (Lq, Lk, d_head) tensor `A[i, j] = table[row(d_ij)]` (zeros outside a zero-edged table).
-/// This is what the seeds build; it costs Lq·Lk·d_head floats.
-pub fn gather_table(table: ArrayView2<f32>, layout: RelTable, lq: usize, lk: usize) -> Array3<f32> {
-    let mut a = Array3::zeros((lq, lk, table.ncols()));
-    for i in 0..lq {
+/// The (count, Lk, d_head) tensor `A[i, j] = table[row(d_ij)]` of `count` query rows from `rows.first`
+/// (zeros outside a zero-edged table). This is what the seeds build; it costs Lq·Lk·d_head floats.
+pub fn gather_table(table: ArrayView2<f32>, layout: RelTable, rows: QueryRows, count: usize, lk: usize) -> Array3<f32> {
+    let mut a = Array3::zeros((count, lk, table.ncols()));
+    for i in 0..count {
         for j in 0..lk {
-            if let Some(r) = layout.row(distance(i, j, lq, lk)) {
+            if let Some(r) = layout.row(distance(rows.query(i), j, rows.lq, lk)) {
                 a.slice_mut(s![i, j, ..]).assign(&table.row(r));
             }
         }
@@ -56,21 +57,22 @@ pub fn gather_table(table: ArrayView2<f32>, layout: RelTable, lq: usize, lk: usi
     a
 }
 
-/// Relative logits (Lq, Lk) the materialized way: `S[i, j] = q_i · A[i, j]`.
-pub fn relative_logits_materialized(q: ArrayView2<f32>, table: ArrayView2<f32>, layout: RelTable, lk: usize) -> Array2<f32> {
-    let a = gather_table(table, layout, q.nrows(), lk);
+/// Relative logits (rows, Lk) of the query rows `rows` the materialized way: `S[i, j] = q_i · A[i, j]`.
+pub fn relative_logits_materialized(q: ArrayView2<f32>, table: ArrayView2<f32>, layout: RelTable, lk: usize, rows: QueryRows) -> Array2<f32> {
+    let a = gather_table(table, layout, rows, q.nrows(), lk);
     let mut out = Array2::zeros((q.nrows(), lk));
     Zip::from(out.rows_mut()).and(q.rows()).and(a.outer_iter()).for_each(|mut s_i, q_i, a_i| s_i.assign(&a_i.dot(&q_i)));
     out
 }
 
-/// Sums each query's weights into the table rows they read: `B[i, r] = Σ_{j: row(d_ij) = r} α_ij`, (Lq, R).
-pub fn value_buckets(weights: ArrayView2<f32>, layout: RelTable) -> Array2<f32> {
-    let (lq, lk) = weights.dim();
+/// Sums each query's weights into the table rows they read: `B[i, r] = Σ_{j: row(d_ij) = r} α_ij`, (rows, R),
+/// for the weights (rows, Lk) of the query rows `rows`.
+pub fn value_buckets(weights: ArrayView2<f32>, layout: RelTable, rows: QueryRows) -> Array2<f32> {
+    let (count, lk) = weights.dim();
     let last = layout.rows() - 1;
-    let mut buckets = Array2::zeros((lq, layout.rows()));
+    let mut buckets = Array2::zeros((count, layout.rows()));
     for (i, (w_i, mut b_i)) in weights.outer_iter().zip(buckets.outer_iter_mut()).enumerate() {
-        let seg = layout.segments(i, lq, lk);
+        let seg = layout.segments(rows.query(i), rows.lq, lk);
         if layout.edge == Edge::Clip {
             b_i[0] += w_i.slice(s![seg.left]).sum();
             b_i[last] += w_i.slice(s![seg.right]).sum();
@@ -81,11 +83,12 @@ pub fn value_buckets(weights: ArrayView2<f32>, layout: RelTable) -> Array2<f32> 
     buckets
 }
 
-/// The value term the materialized way: `Σ_j α_ij A[i, j]`, (Lq, d_head).
-pub fn relative_values_materialized(weights: ArrayView2<f32>, table: ArrayView2<f32>, layout: RelTable) -> Array2<f32> {
-    let (lq, lk) = weights.dim();
-    let a = gather_table(table, layout, lq, lk);
-    let mut out = Array2::zeros((lq, table.ncols()));
+/// The value term the materialized way: `Σ_j α_ij A[i, j]`, (rows, d_head), for the weights (rows, Lk) of
+/// the query rows `rows`.
+pub fn relative_values_materialized(weights: ArrayView2<f32>, table: ArrayView2<f32>, layout: RelTable, rows: QueryRows) -> Array2<f32> {
+    let (count, lk) = weights.dim();
+    let a = gather_table(table, layout, rows, count, lk);
+    let mut out = Array2::zeros((count, table.ncols()));
     Zip::from(out.rows_mut()).and(weights.rows()).and(a.outer_iter()).for_each(|mut z_i, w_i, a_i| {
         z_i.assign(&a_i.t().dot(&w_i));
     });
@@ -107,22 +110,22 @@ mod tests {
     fn seed_004_relation_key_logits() {
         let table = arr2(&[[-7., 4., 5., -4., 6.], [-1., -2., -6., -3., 6.], [6., -3., 2., 5., 7.], [-3., 6., 2., 3., 1.], [-9., 5., 8., -1., 0.]]);
         let x = Array::range(0., 120., 1.).into_shape_with_order((6, 4, 5)).unwrap();
-        let first = relative_logits(x.index_axis(Axis(0), 0), table.view(), RelTable::shaw(2), 4);
+        let first = relative_logits(x.index_axis(Axis(0), 0), table.view(), RelTable::shaw(2), 4, QueryRows::all(4));
         assert_eq!(first, arr2(&[[44., 23., 18., 18.], [-29., 129., 68., 33.], [66., -59., 214., 113.], [86., 86., -89., 299.]]));
-        let last = relative_logits(x.index_axis(Axis(0), 5), table.view(), RelTable::shaw(2), 4);
+        let last = relative_logits(x.index_axis(Axis(0), 5), table.view(), RelTable::shaw(2), 4, QueryRows::all(4));
         assert_eq!(last, arr2(&[[1744., 923., 318., 318.], [-629., 1829., 968., 333.], [466., -659., 1914., 1013.], [486., 486., -689., 1999.]]));
-        let m = relative_logits_materialized(x.index_axis(Axis(0), 5), table.view(), RelTable::shaw(2), 4);
+        let m = relative_logits_materialized(x.index_axis(Axis(0), 5), table.view(), RelTable::shaw(2), 4, QueryRows::all(4));
         assert_eq!(m, last);
     }
 
     #[test]
     fn buckets_keep_the_weight_mass() {
         let w = Array2::from_elem((3, 7), 1.0 / 7.0);
-        let b = value_buckets(w.view(), RelTable::shaw(1));
+        let b = value_buckets(w.view(), RelTable::shaw(1), QueryRows::all(3));
         for row in b.rows() {
             assert!((row.sum() - 1.0).abs() < 1e-6);
         }
-        let a = gather_table(arr2(&[[1., 1.], [2., 2.], [3., 3.]]).view(), RelTable::shaw(1), 1, 3);
+        let a = gather_table(arr2(&[[1., 1.], [2., 2.], [3., 3.]]).view(), RelTable::shaw(1), QueryRows::all(1), 1, 3);
         // One query aligned to the last of three keys: distances −2, −1, 0 read rows 0, 0, 1.
         assert_eq!(a.sum_axis(Axis(2)), arr2(&[[2., 2., 4.]]));
     }

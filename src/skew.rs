@@ -17,7 +17,8 @@
 //! our default for this method) missing distances read zero vectors, with `Edge::Clip` (Shaw) the edge row.
 
 use crate::relpos::RelTable;
-use ndarray::{s, Array1, Array2, ArrayView2};
+use ndarray::{s, Array2, ArrayView2};
+use std::ops::Range;
 
 /// The four stages of a skew, each a 2-D matrix for display.
 #[derive(Clone, Debug, PartialEq)]
@@ -57,35 +58,84 @@ pub fn table_for_length(e_r: ArrayView2<f32>, layout: RelTable, l: usize, causal
 
 /// Skew `qer` into (L, L) absolute positions, keeping every step. `causal` picks the form.
 pub fn skew(qer: ArrayView2<f32>, causal: bool) -> SkewSteps {
+    let l = length(qer.ncols(), causal);
+    skew_rows(qer, 0, causal, 0..l)
+}
+
+/// L of a `cols`-wide `Q · Eᵀ`: L columns masked, 2L−1 unmasked.
+fn length(cols: usize, causal: bool) -> usize {
     if causal {
-        skew_masked(qer)
+        cols
     } else {
-        skew_unmasked(qer)
+        cols.div_ceil(2)
     }
 }
 
-/// Masked form: (L, L) → pad left (L, L+1) → reshape (L+1, L) → drop row 0 (L, L).
-fn skew_masked(qer: ArrayView2<f32>) -> SkewSteps {
-    let l = qer.nrows();
-    let mut padded = Array2::zeros((l, l + 1));
-    padded.slice_mut(s![.., 1..]).assign(&qer);
-    let flat: Array1<f32> = padded.iter().copied().collect();
-    let reshaped = flat.into_shape_with_order((l + 1, l)).expect("(L, L+1) has (L+1)·L cells");
-    let sliced = reshaped.slice(s![1.., ..]).to_owned();
-    SkewSteps { qer: qer.to_owned(), padded, reshaped, sliced }
+/// The widths of the padded and of the reshaped buffers: (L+1, L) masked, (2L, 2L−1) unmasked.
+fn widths(l: usize, causal: bool) -> (usize, usize) {
+    if causal {
+        (l + 1, l)
+    } else {
+        (2 * l, 2 * l - 1)
+    }
 }
 
-/// Unmasked form: (L, 2L−1) → pad right (L, 2L) → flatten, pad L−1 zeros, reshape (L+1, 2L−1)
-/// → rows 0..L, columns L−1.. (L, L).
-fn skew_unmasked(qer: ArrayView2<f32>) -> SkewSteps {
-    let l = qer.nrows();
-    let mut padded = Array2::zeros((l, 2 * l));
-    padded.slice_mut(s![.., ..2 * l - 1]).assign(&qer);
-    let mut flat: Vec<f32> = padded.iter().copied().collect();
-    flat.resize(flat.len() + l - 1, 0.0);
-    let reshaped = Array2::from_shape_vec((l + 1, 2 * l - 1), flat).expect("L·2L + L−1 = (L+1)(2L−1)");
-    let sliced = reshaped.slice(s![..l, l - 1..]).to_owned();
-    SkewSteps { qer: qer.to_owned(), padded, reshaped, sliced }
+/// Cell (r, c) of the reshaped buffer is element `r · W' + c` of the padded one read in row-major order
+/// (the same memory with rows W' long instead of W): its (row, column) there, or `None` past the padded
+/// buffer's end (the unmasked form's L−1 extra zeros).
+fn reshaped_source(l: usize, causal: bool, r: usize, c: usize) -> Option<(usize, usize)> {
+    let (w, w2) = widths(l, causal);
+    let f = r * w2 + c;
+    (f < l * w).then_some((f / w, f % w))
+}
+
+/// The rows of `Q · Eᵀ` that the skew's steps for query rows `queries` read: the queries' own, and the
+/// neighbours the reshape moves into them (the row before; masked, the next row's leftovers).
+pub fn qer_rows(l: usize, causal: bool, queries: Range<usize>) -> Range<usize> {
+    let (w, w2) = widths(l, causal);
+    let reshaped = queries.start..queries.end + 1;
+    let first = (reshaped.start * w2 / w).min(queries.start);
+    let last = ((reshaped.end * w2 - 1) / w).min(l - 1).max(queries.end - 1);
+    first..last + 1
+}
+
+/// The skew's steps for query rows `queries` of a length-L layer, from `qer`: rows
+/// `first..first + qer.nrows()` of `Q · Eᵀ`, at least [`qer_rows`]`(queries)`. The steps hold the queries'
+/// rows of `Q · Eᵀ`, of the padded buffer and of the result, and rows `queries.start..=queries.end` of the
+/// reshaped buffer (all L+1 of them when `queries` is `0..L`). Every cell is read by index from the one
+/// before, as the pad, the reshape and the slice place it:
+///
+/// ```text
+/// padded[i, c]   = 0 in the zero column (first masked, last unmasked), else qer[i, c − 1] (masked) or qer[i, c]
+/// reshaped[r, c] = padded[f / W, f % W],  f = r·W' + c   (0 past the end)
+/// sliced[i, j]   = reshaped[i + 1, j] (masked)  or  reshaped[i, j + L − 1] (unmasked)
+/// ```
+pub fn skew_rows(qer: ArrayView2<f32>, first: usize, causal: bool, queries: Range<usize>) -> SkewSteps {
+    let l = length(qer.ncols(), causal);
+    let (w, w2) = widths(l, causal);
+    let held = first..first + qer.nrows();
+    debug_assert!({
+        let need = qer_rows(l, causal, queries.clone());
+        held.start <= need.start && need.end <= held.end
+    });
+    let padded_at = |i: usize, c: usize| -> f32 {
+        let row = qer.row(i - held.start);
+        match (causal, c) {
+            (true, 0) => 0.0,
+            (true, c) => row[c - 1],
+            (false, c) if c == w - 1 => 0.0,
+            (false, c) => row[c],
+        }
+    };
+    let rows = queries.len();
+    let reshaped = Array2::from_shape_fn((rows + 1, w2), |(r, c)| reshaped_source(l, causal, queries.start + r, c).map_or(0.0, |(i, c)| padded_at(i, c)));
+    let sliced = Array2::from_shape_fn((rows, l), |(i, j)| if causal { reshaped[[i + 1, j]] } else { reshaped[[i, j + l - 1]] });
+    SkewSteps {
+        qer: qer.slice(s![queries.start - held.start..queries.end - held.start, ..]).to_owned(),
+        padded: Array2::from_shape_fn((rows, w), |(i, c)| padded_at(queries.start + i, c)),
+        reshaped,
+        sliced,
+    }
 }
 
 #[cfg(test)]
@@ -109,7 +159,7 @@ mod tests {
                     let e_r = ramp(rows, 4, 0.25);
                     let table = table_for_length(e_r.view(), layout, l, causal);
                     let steps = skew(q.dot(&table.t()).view(), causal);
-                    let direct = relative_logits(q.view(), e_r.view(), layout, l);
+                    let direct = relative_logits(q.view(), e_r.view(), layout, l, crate::relpos::QueryRows::all(l));
                     for i in 0..l {
                         for j in 0..l {
                             if !causal || j <= i {

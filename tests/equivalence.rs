@@ -7,7 +7,7 @@ mod common;
 use common::{flat, rel_err};
 use ndarray::{Array2, Array3, Axis};
 use proptest::prelude::*;
-use relattn::attention::{attend_head, HeadInput, HeadTrace};
+use relattn::attention::{attend_head, attend_rows, HeadInput, HeadTrace};
 use relattn::scenario::Arrays;
 use relattn::{model, Config, Implementation, Method, Scenario, Spec};
 
@@ -109,6 +109,56 @@ proptest! {
         let z = attend_head(&cfg, &input, None).unwrap();
         let e = rel_err(z.iter(), flat(&want.z));
         prop_assert!(e <= TOL, "{cfg:?} lq {lq} lk {lk}: {e:e}");
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+
+    /// A head's trace computed a block of query rows at a time ([`attend_rows`], the page's traces of long
+    /// sequences) equals the whole head's rows: every stage, the skew's steps (its reshaped buffer's rows
+    /// start..=end), the output; blocks cut at random, both implementations.
+    #[test]
+    fn row_blocks_match_the_whole_head(cfg in common::configs(1..=1, 0..=14), materialized in any::<bool>(), n in 1usize..=40,
+                                        d_head in 1usize..=6, seed in any::<u64>(), cuts in proptest::collection::vec(1usize..=40, 0..6)) {
+        let implementation = if materialized { Implementation::Materialized } else { Implementation::Efficient };
+        let cfg = Config { implementation, ..cfg };
+        let sc = Scenario::build(&cfg, &Spec { n, d_model: d_head, batch: 1, seed }, Arrays::new(), false).unwrap();
+        let t = model::trace(&cfg, &sc).unwrap();
+        let head = |a: &ndarray::Array4<f32>| a.index_axis(Axis(0), 0).index_axis(Axis(0), 0).to_owned();
+        let (q, k, v) = (t.q.index_axis(Axis(0), 0), t.k.index_axis(Axis(0), 0), t.v.index_axis(Axis(0), 0));
+        let input = HeadInput { q, k, v, rel_k: t.rel_k.index_axis(Axis(0), 0), rel_v: t.rel_v.as_ref().map(|a| a.index_axis(Axis(0), 0)), key_mask: None };
+        let mut bounds: Vec<usize> = cuts.into_iter().filter(|&c| c < n).chain([0, n]).collect();
+        bounds.sort_unstable();
+        bounds.dedup();
+        for w in bounds.windows(2) {
+            let (a, b) = (w[0], w[1]);
+            let mut part = HeadTrace::default();
+            let z = attend_rows(&cfg, &input, a..b, &mut part).unwrap();
+            let rows = |m: Array2<f32>| m.slice(ndarray::s![a..b, ..]).to_owned();
+            let close = |got: &Array2<f32>, want: &Array2<f32>| got.dim() == want.dim() && rel_err(got.iter(), want.iter().map(|&v| v as f64)) <= 1e-6;
+            for (name, got, want) in [
+                ("content_logits", &part.content_logits, rows(head(&t.content_logits))),
+                ("relative_logits", &part.relative_logits, rows(head(&t.relative_logits))),
+                ("weights", &part.weights, rows(head(&t.weights))),
+                ("output_content", &part.out_content, rows(head(&t.out_content))),
+                ("output_relative", &part.out_relative, rows(head(&t.out_relative))),
+                ("heads", &z, t.heads.index_axis(Axis(0), 0).slice(ndarray::s![a..b, ..]).to_owned()),
+            ] {
+                prop_assert!(close(got, &want), "{cfg:?} n {n} rows {a}..{b}: {name} differs");
+            }
+            let finite = |m: &Array2<f32>| m.mapv(|v| if v.is_finite() { v } else { -1e30 });
+            prop_assert!(close(&finite(&part.logits), &finite(&rows(head(&t.logits)))), "{cfg:?} rows {a}..{b}: logits differ");
+            if let Some(bk) = &t.value_buckets {
+                prop_assert!(close(part.value_buckets.as_ref().unwrap(), &rows(head(bk))), "rows {a}..{b}: buckets differ");
+            }
+            prop_assert_eq!(part.skew.is_some(), t.skew.is_some());
+            if let (Some(got), Some(whole)) = (&part.skew, &t.skew) {
+                prop_assert!(close(&got.qer, &rows(head(&whole.qer))) && close(&got.padded, &rows(head(&whole.padded))) && close(&got.sliced, &rows(head(&whole.sliced))));
+                let reshaped = head(&whole.reshaped).slice(ndarray::s![a..=b, ..]).to_owned();
+                prop_assert!(close(&got.reshaped, &reshaped), "{cfg:?} n {n} rows {a}..{b}: reshaped rows differ");
+            }
+        }
     }
 }
 
