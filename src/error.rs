@@ -128,6 +128,14 @@ impl std::fmt::Display for Bytes {
 
 pub type Result<T> = std::result::Result<T, Error>;
 
+/// Refuses an index `i` of `field` outside `0..count` ("0..=count−1" as the allowed range).
+pub fn check_index(field: &str, i: usize, count: usize) -> Result<()> {
+    if i >= count {
+        return Err(Error::invalid(field, i, format!("0..={}", count.saturating_sub(1))));
+    }
+    Ok(())
+}
+
 /// An [`Error::Overflow`] naming `name` at the first NaN or ±Inf of `a` (with `masked`, −∞ is allowed:
 /// masking writes it into logits). Finite inputs can still leave float32's range (x ≈ 3e38, weights ≈ 1e30).
 pub fn check_overflow<S: Data<Elem = f32>, D: Dimension>(name: &str, a: &ArrayBase<S, D>, masked: bool) -> Result<()> {

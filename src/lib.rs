@@ -5,6 +5,7 @@
 //! - [`skew`]: the Music Transformer's skew, masked and unmasked.
 //! - [`attention`]: one head, end to end; [`model`]: projections, heads, output.
 //! - [`scenario`]: the tensors of a layer, from a file or generated; [`trace`]: every intermediate;
+//!   [`layer`]: a layer whose stages are computed for one (batch, head) when looked at;
 //!   [`stage`]: each view of a trace and its title, formula and axes (the one place they are spelled).
 //! - [`render`]: colormaps, heatmap rasters and figures; [`timing`]: per-stage times of either backend.
 //! - [`gpu`]: the same layer and trace on a GPU (wgpu: Vulkan natively, WebGPU in the browser);
@@ -18,6 +19,7 @@ pub mod chorales;
 pub mod error;
 pub mod fused;
 pub mod gpu;
+pub mod layer;
 pub mod matmul;
 pub mod model;
 pub mod presets;

@@ -203,17 +203,38 @@ fn map_heads<R: Send>(count: usize, f: impl Fn(usize) -> R + Sync + Send) -> Vec
     }
 }
 
-/// Runs the layer; with `record`, keeps every intermediate; with `timed`, measures each stage.
-fn run(cfg: &Config, sc: &Scenario, record: bool, timed: bool) -> Result<(Array3<f32>, Option<Trace>, Option<StageTimes>)> {
-    let (b, n, d) = sc.dims();
-    let (h, dh) = (cfg.heads, d / cfg.heads);
-    let t0 = timed.then(now_ms);
+/// Q, K and V of a layer, (b, n, d_model) each.
+pub struct Projections {
+    pub q: Array3<f32>,
+    pub k: Array3<f32>,
+    pub v: Array3<f32>,
+}
+
+/// `x W_q + b_q`, `x W_k + b_k`, `x W_v + b_v`; an overflow names "q", "k" or "v".
+pub fn projections(sc: &Scenario) -> Result<Projections> {
     let q = project(&sc.x, &sc.w_q, &sc.b_q);
     let k = project(&sc.x, &sc.w_k, &sc.b_k);
     let v = project(&sc.x, &sc.w_v, &sc.b_v);
     for (name, a) in [("q", &q), ("k", &k), ("v", &v)] {
         check_overflow(name, a, false)?;
     }
+    Ok(Projections { q, k, v })
+}
+
+/// What [`run`] computed: the output, and the trace (with `record`) or else the projections.
+struct Run {
+    output: Array3<f32>,
+    trace: Option<Trace>,
+    projections: Option<Projections>,
+    times: Option<StageTimes>,
+}
+
+/// Runs the layer; with `record`, keeps every intermediate; with `timed`, measures each stage.
+fn run(cfg: &Config, sc: &Scenario, record: bool, timed: bool) -> Result<Run> {
+    let (b, n, d) = sc.dims();
+    let (h, dh) = (cfg.heads, d / cfg.heads);
+    let t0 = timed.then(now_ms);
+    let Projections { q, k, v } = projections(sc)?;
     let mut times = t0.map(|t0| StageTimes { projections: now_ms() - t0, ..StageTimes::default() });
     let results = map_heads(b * h, |idx| {
         let (bi, hi) = (idx / h, idx % h);
@@ -248,31 +269,41 @@ fn run(cfg: &Config, sc: &Scenario, record: bool, timed: bool) -> Result<(Array3
     if let (Some(sum), Some(t)) = (times.as_mut(), t_out) {
         sum.output = now_ms() - t;
     }
-    let trace = record.then(|| assemble(cfg, sc, traces, q, k, v, heads, output.clone()));
-    Ok((output, trace, times))
+    let (trace, projections) = if record {
+        (Some(assemble(cfg, sc, traces, q, k, v, heads, output.clone())), None)
+    } else {
+        (None, Some(Projections { q, k, v }))
+    };
+    Ok(Run { output, trace, projections, times })
 }
 
 /// The layer's output (b, n, d_model), keeping only one head's (n, n) work arrays at a time.
 pub fn forward(cfg: &Config, sc: &Scenario) -> Result<Array3<f32>> {
-    Ok(run(cfg, sc, false, false)?.0)
+    Ok(run(cfg, sc, false, false)?.output)
 }
 
 /// The output and every intermediate.
 pub fn trace(cfg: &Config, sc: &Scenario) -> Result<Trace> {
-    Ok(run(cfg, sc, true, false)?.1.expect("recorded"))
+    Ok(run(cfg, sc, true, false)?.trace.expect("recorded"))
 }
 
 /// [`forward`] and the milliseconds of each stage (head stages summed over heads and batch: CPU time,
 /// the heads run in parallel natively).
 pub fn forward_timed(cfg: &Config, sc: &Scenario) -> Result<(Array3<f32>, StageTimes)> {
-    let (output, _, times) = run(cfg, sc, false, true)?;
-    Ok((output, times.expect("timed")))
+    let r = run(cfg, sc, false, true)?;
+    Ok((r.output, r.times.expect("timed")))
+}
+
+/// [`forward_timed`], keeping the projections it computed (a [`crate::layer::Layer`] computes stages from them).
+pub fn forward_projected(cfg: &Config, sc: &Scenario) -> Result<(Projections, Array3<f32>, StageTimes)> {
+    let r = run(cfg, sc, false, true)?;
+    Ok((r.projections.expect("not recorded"), r.output, r.times.expect("timed")))
 }
 
 /// [`trace`] and the milliseconds of each stage, as in [`forward_timed`].
 pub fn trace_timed(cfg: &Config, sc: &Scenario) -> Result<(Trace, StageTimes)> {
-    let (_, trace, times) = run(cfg, sc, true, true)?;
-    Ok((trace.expect("recorded"), times.expect("timed")))
+    let r = run(cfg, sc, true, true)?;
+    Ok((r.trace.expect("recorded"), r.times.expect("timed")))
 }
 
 /// Stacks per-head traces (batch-major, then head) into (b, h, ·, ·) arrays and assembles the trace.

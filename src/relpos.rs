@@ -11,6 +11,7 @@
 //! Shaw et al. clip to the edge row (`clip(d, k) + k`), tensor2tensor's Music Transformer reads a zero vector.
 
 use ndarray::Array2;
+use std::ops::Range;
 
 /// What a distance outside a table's rows reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -123,15 +124,16 @@ pub fn distance(i: usize, j: usize, lq: usize, lk: usize) -> isize {
     j as isize - (i as isize + lk as isize - lq as isize)
 }
 
-/// The (Lq, Lk) matrix of distances `j − i` (queries aligned to the last keys).
-pub fn distances(lq: usize, lk: usize) -> Array2<i64> {
-    Array2::from_shape_fn((lq, lk), |(i, j)| distance(i, j, lq, lk) as i64)
+/// The (queries, Lk) matrix of distances `j − i` of the query rows `queries` of Lq (queries aligned to the
+/// last keys; `0..lq`: the whole matrix).
+pub fn distances(queries: Range<usize>, lq: usize, lk: usize) -> Array2<i64> {
+    Array2::from_shape_fn((queries.len(), lk), |(i, j)| distance(queries.start + i, j, lq, lk) as i64)
 }
 
-/// The (Lq, Lk) matrix of table rows, `-1` where the pair reads a zero vector.
-/// For Shaw's table this is `clip(j − i, k) + k`, in `0..=2k`.
-pub fn row_matrix(lq: usize, lk: usize, table: RelTable) -> Array2<i64> {
-    Array2::from_shape_fn((lq, lk), |(i, j)| table.row(distance(i, j, lq, lk)).map_or(-1, |r| r as i64))
+/// The (queries, Lk) matrix of table rows of the query rows `queries` of Lq, `-1` where the pair reads a
+/// zero vector. For Shaw's table this is `clip(j − i, k) + k`, in `0..=2k`.
+pub fn row_matrix(queries: Range<usize>, lq: usize, lk: usize, table: RelTable) -> Array2<i64> {
+    Array2::from_shape_fn((queries.len(), lk), |(i, j)| table.row(distance(queries.start + i, j, lq, lk)).map_or(-1, |r| r as i64))
 }
 
 #[cfg(test)]
@@ -142,12 +144,12 @@ mod tests {
     fn seed_004_lookup_table() {
         // ../shared/seeds/004: n = 4, k = 2.
         let expected = ndarray::arr2(&[[2, 3, 4, 4], [1, 2, 3, 4], [0, 1, 2, 3], [0, 0, 1, 2]]);
-        assert_eq!(row_matrix(4, 4, RelTable::shaw(2)), expected);
+        assert_eq!(row_matrix(0..4, 4, 4, RelTable::shaw(2)), expected);
     }
 
     #[test]
     fn large_clip_never_clips() {
-        let m = row_matrix(5, 5, RelTable::shaw(9));
+        let m = row_matrix(0..5, 5, 5, RelTable::shaw(9));
         assert_eq!(m[[0, 4]], 13);
         assert_eq!(m[[4, 0]], 5);
     }
@@ -155,7 +157,9 @@ mod tests {
     #[test]
     fn queries_align_to_last_keys() {
         // One query against three keys: it is the last position, so distances are −2, −1, 0.
-        assert_eq!(distances(1, 3), ndarray::arr2(&[[-2, -1, 0]]));
+        assert_eq!(distances(0..1, 1, 3), ndarray::arr2(&[[-2, -1, 0]]));
+        // Rows 1..3 of a (4, 4) problem.
+        assert_eq!(distances(1..3, 4, 4), ndarray::arr2(&[[-1, 0, 1, 2], [-2, -1, 0, 1]]));
     }
 
     #[test]

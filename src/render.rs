@@ -22,18 +22,46 @@ pub const MASKED: [u8; 3] = [150, 150, 150];
 
 /// The value range a colormap spans: [min, max] of the finite values, symmetric [−m, m] when diverging.
 pub fn value_range(m: ArrayView2<f32>, scale: Scale) -> (f32, f32) {
-    let finite = m.iter().copied().filter(|v| v.is_finite());
-    let (lo, hi) = finite.fold((f32::INFINITY, f32::NEG_INFINITY), |(lo, hi), v| (lo.min(v), hi.max(v)));
-    if lo > hi {
-        return (0.0, 1.0);
+    let mut extent = Extent::default();
+    extent.add(m.iter().copied());
+    extent.range(scale)
+}
+
+/// The least and the greatest finite value seen, gathered piece by piece (a stage computed in blocks).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Extent {
+    lo: f32,
+    hi: f32,
+}
+
+impl Default for Extent {
+    fn default() -> Self {
+        Extent { lo: f32::INFINITY, hi: f32::NEG_INFINITY }
     }
-    match scale {
-        Scale::Diverging => {
-            let m = lo.abs().max(hi.abs()).max(f32::MIN_POSITIVE);
-            (-m, m)
+}
+
+impl Extent {
+    pub fn add(&mut self, values: impl Iterator<Item = f32>) {
+        for v in values.filter(|v| v.is_finite()) {
+            self.lo = self.lo.min(v);
+            self.hi = self.hi.max(v);
         }
-        Scale::Sequential if lo == hi => (lo, lo + 1.0),
-        Scale::Sequential => (lo, hi),
+    }
+
+    /// The colormap's range over the values seen ([`value_range`]): (0, 1) when none was finite.
+    pub fn range(&self, scale: Scale) -> (f32, f32) {
+        let (lo, hi) = (self.lo, self.hi);
+        if lo > hi {
+            return (0.0, 1.0);
+        }
+        match scale {
+            Scale::Diverging => {
+                let m = lo.abs().max(hi.abs()).max(f32::MIN_POSITIVE);
+                (-m, m)
+            }
+            Scale::Sequential if lo == hi => (lo, lo + 1.0),
+            Scale::Sequential => (lo, hi),
+        }
     }
 }
 
@@ -153,28 +181,65 @@ pub fn rgba_in_range(m: ArrayView2<f32>, scale: Scale, palette: Palette, range: 
 /// (the clip band, a diagonal) stays visible where sampling one cell per pixel would drop it. Returns the
 /// pixels, their (rows, cols) and the colour range, which is the whole matrix's.
 pub fn rgba_pooled(m: ArrayView2<f32>, scale: Scale, palette: Palette, max_side: usize) -> (Vec<u8>, (usize, usize), (f32, f32)) {
-    let (rows, cols) = m.dim();
-    if rows <= max_side.max(1) && cols <= max_side.max(1) {
-        let (px, range) = rgba_with(m, scale, palette);
-        return (px, (rows, cols), range);
-    }
-    let range = value_range(m, scale);
-    let pooled = pool(m, scale, max_side, max_side);
-    (rgba_in_range(pooled.view(), scale, palette, range), pooled.dim(), range)
+    let mut pooler = Pooler::new(m.dim(), scale, max_side);
+    pooler.add(m, 0);
+    pooler.rgba(palette)
 }
 
 /// The matrix cut into blocks of cells, at most `max_rows` × `max_cols` of them, each replaced by its most
 /// extreme value (the largest; on a diverging scale the largest in magnitude; −∞, a masked cell, only when
 /// the whole block is masked): what one pixel of a heatmap smaller than the matrix shows.
 fn pool(m: ArrayView2<f32>, scale: Scale, max_rows: usize, max_cols: usize) -> Array2<f32> {
-    let (rows, cols) = m.dim();
-    let (br, bc) = (rows.div_ceil(max_rows.max(1)).max(1), cols.div_ceil(max_cols.max(1)).max(1));
-    let extremity = |v: f32| if scale == Scale::Diverging { v.abs() } else { v };
-    Array2::from_shape_fn((rows.div_ceil(br), cols.div_ceil(bc)), |(bi, bj)| {
-        let block = m.slice(ndarray::s![bi * br..((bi + 1) * br).min(rows), bj * bc..((bj + 1) * bc).min(cols)]);
-        let pick = block.iter().copied().filter(|v| *v != f32::NEG_INFINITY).reduce(|a, b| if extremity(b) > extremity(a) { b } else { a });
-        pick.unwrap_or(f32::NEG_INFINITY)
-    })
+    let mut pooler = Pooler::with_blocks(m.dim(), scale, max_rows, max_cols);
+    pooler.add(m, 0);
+    pooler.pooled
+}
+
+/// A matrix [`pool`]ed and its [`Extent`] measured from its rows given in any number of pieces (one
+/// (rows, cols) stage computed a block of query rows at a time): the same blocks, the same picks and the same
+/// range as from the whole matrix at once.
+pub struct Pooler {
+    scale: Scale,
+    /// Cells a block spans: rows, columns.
+    block: (usize, usize),
+    pooled: Array2<f32>,
+    extent: Extent,
+}
+
+impl Pooler {
+    /// For a (rows, cols) matrix shown in at most `max_side` × `max_side` pixels (one per cell when it fits).
+    pub fn new(dim: (usize, usize), scale: Scale, max_side: usize) -> Pooler {
+        Pooler::with_blocks(dim, scale, max_side, max_side)
+    }
+
+    fn with_blocks((rows, cols): (usize, usize), scale: Scale, max_rows: usize, max_cols: usize) -> Pooler {
+        let block = (rows.div_ceil(max_rows.max(1)).max(1), cols.div_ceil(max_cols.max(1)).max(1));
+        let pooled = Array2::from_elem((rows.div_ceil(block.0), cols.div_ceil(block.1)), f32::NEG_INFINITY);
+        Pooler { scale, block, pooled, extent: Extent::default() }
+    }
+
+    /// Adds the matrix's rows `first..first + part.nrows()`.
+    pub fn add(&mut self, part: ArrayView2<f32>, first: usize) {
+        let extremity = |v: f32| if self.scale == Scale::Diverging { v.abs() } else { v };
+        let (br, bc) = self.block;
+        for (r, row) in part.outer_iter().enumerate() {
+            let mut pooled = self.pooled.row_mut((first + r) / br);
+            for (j, &v) in row.iter().enumerate() {
+                let cell = &mut pooled[j / bc];
+                // The first non-masked value of a block, then any more extreme one.
+                if v != f32::NEG_INFINITY && (*cell == f32::NEG_INFINITY || extremity(v) > extremity(*cell)) {
+                    *cell = v;
+                }
+            }
+        }
+        self.extent.add(part.iter().copied());
+    }
+
+    /// The pooled cells coloured over the range of every value added: pixels, their (rows, cols), the range.
+    pub fn rgba(&self, palette: Palette) -> (Vec<u8>, (usize, usize), (f32, f32)) {
+        let range = self.extent.range(self.scale);
+        (rgba_in_range(self.pooled.view(), self.scale, palette, range), self.pooled.dim(), range)
+    }
 }
 
 /// RGB pixels of the matrix drawn w × h, for plotters' bitmap element: [`pool`]ed to at most one block per
@@ -523,6 +588,28 @@ mod tests {
         assert_eq!(&px[4..7], &Lut::new(Scale::Sequential).color(0.0, (0.0, 1.0)), "an off-diagonal block");
         let small = ndarray::Array2::<f32>::zeros((30, 40));
         assert_eq!(rgba_pooled(small.view(), Scale::Diverging, Palette::default(), 100).1, (30, 40));
+    }
+
+    /// A matrix pooled from its rows in pieces of any size (a stage computed a block of queries at a time)
+    /// gives the pixels and the range of the whole matrix pooled at once; masked cells, ties, both scales.
+    #[test]
+    fn pooling_in_pieces_equals_pooling_whole() {
+        let m = ndarray::Array2::from_shape_fn((301, 77), |(i, j)| match (i * 31 + j * 7) % 13 {
+            0 => f32::NEG_INFINITY,
+            r => (r as f32 - 6.0) * if i > 150 { 0.5 } else { 1.0 },
+        });
+        for scale in [Scale::Sequential, Scale::Diverging] {
+            for side in [8, 50, 100, 400] {
+                let whole = rgba_pooled(m.view(), scale, Palette::default(), side);
+                for piece in [1, 3, 64, 300] {
+                    let mut pooler = Pooler::new(m.dim(), scale, side);
+                    for first in (0..m.nrows()).step_by(piece) {
+                        pooler.add(m.slice(ndarray::s![first..(first + piece).min(m.nrows()), ..]), first);
+                    }
+                    assert_eq!(pooler.rgba(Palette::default()), whole, "{scale:?} side {side} pieces of {piece}");
+                }
+            }
+        }
     }
 
     #[test]

@@ -69,6 +69,43 @@ pub struct StageMeta {
     pub scale: Scale,
 }
 
+/// Which of the optional stages a layer's trace has: w^V and the relative output with a^V, the value buckets
+/// (a^V, efficient implementation), the skew's steps (the Music Transformer, efficient, Lq = Lk).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Present {
+    pub rel_v: bool,
+    pub value_buckets: bool,
+    pub skew: bool,
+}
+
+impl Present {
+    pub fn has(&self, s: Stage) -> bool {
+        match s {
+            Stage::RelV | Stage::OutputRelative => self.rel_v,
+            Stage::ValueBuckets => self.value_buckets,
+            Stage::SkewQer | Stage::SkewPadded | Stage::SkewReshaped | Stage::SkewSliced => self.skew,
+            _ => true,
+        }
+    }
+
+    /// The stages present, in pipeline order.
+    pub fn stages(&self) -> Vec<Stage> {
+        Stage::ALL.into_iter().filter(|s| self.has(*s)).collect()
+    }
+
+    /// Refuses a stage this trace does not have, saying why (field "stage").
+    pub fn check(&self, stage: Stage) -> Result<()> {
+        if self.has(stage) {
+            return Ok(());
+        }
+        let why = match stage {
+            Stage::SkewQer | Stage::SkewPadded | Stage::SkewReshaped | Stage::SkewSliced => "only the Music Transformer (efficient) has skew stages",
+            _ => "only Shaw's method with a^V on has w^V stages",
+        };
+        Err(Error::invalid("stage", format!("'{stage}'"), why))
+    }
+}
+
 /// The variants of a layer whose stages are described differently.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Variant {

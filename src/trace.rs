@@ -5,12 +5,12 @@
 //! [`Stage::name`] (plus `x`, `q`, `k`, `v`, `heads`).
 
 use crate::attention::{Config, Method};
-use crate::error::{Error, Result};
+use crate::error::{check_index, Error, Result};
 use crate::model::table_of;
 use crate::relpos;
 use crate::scenario::Scenario;
 use crate::skew::SkewSteps;
-use crate::stage::{Stage, StageMeta};
+use crate::stage::{Present, Stage, StageMeta};
 use ndarray::{s, Array2, Array3, Array4, Axis};
 
 /// The Music Transformer's skew stages for every (batch, head).
@@ -87,8 +87,8 @@ impl Trace {
         let (_, n, _) = sc.dims();
         Trace {
             config: *cfg,
-            distances: relpos::distances(n, n),
-            rel_index: relpos::row_matrix(n, n, cfg.layout()),
+            distances: relpos::distances(0..n, n, n),
+            rel_index: relpos::row_matrix(0..n, n, n, cfg.layout()),
             rel_k: sc.rel_k.clone(),
             rel_v: sc.rel_v.clone(),
             x: sc.x.clone(),
@@ -170,9 +170,7 @@ impl Trace {
     /// Refuses a head beyond the trace's; returns the number of heads.
     fn check_head(&self, head: usize) -> Result<usize> {
         let (_, h, _) = self.dims();
-        if head >= h {
-            return Err(Error::invalid("head", head, format!("0..={}", h - 1)));
-        }
+        check_index("head", head, h)?;
         Ok(h)
     }
 
@@ -183,32 +181,18 @@ impl Trace {
 
     /// The stages this trace has (skew steps only for the Music Transformer, w^V only with a^V).
     pub fn stages(&self) -> Vec<Stage> {
-        Stage::ALL.into_iter().filter(|s| self.has(*s)).collect()
+        self.present().stages()
     }
 
-    fn has(&self, s: Stage) -> bool {
-        match s {
-            Stage::RelV | Stage::OutputRelative => self.rel_v.is_some(),
-            Stage::ValueBuckets => self.value_buckets.is_some(),
-            Stage::SkewQer | Stage::SkewPadded | Stage::SkewReshaped | Stage::SkewSliced => self.skew.is_some(),
-            _ => true,
-        }
+    fn present(&self) -> Present {
+        Present { rel_v: self.rel_v.is_some(), value_buckets: self.value_buckets.is_some(), skew: self.skew.is_some() }
     }
 
     /// The 2-D matrix a view shows for one batch element and head.
     pub fn stage(&self, stage: Stage, batch: usize, head: usize) -> Result<Array2<f32>> {
-        let (b, _, _) = self.dims();
-        if batch >= b {
-            return Err(Error::invalid("batch index", batch, format!("0..={}", b - 1)));
-        }
+        check_index("batch index", batch, self.dims().0)?;
         self.check_head(head)?;
-        if !self.has(stage) {
-            let why = match stage {
-                Stage::SkewQer | Stage::SkewPadded | Stage::SkewReshaped | Stage::SkewSliced => "only the Music Transformer (efficient) has skew stages",
-                _ => "only Shaw's method with a^V on has w^V stages",
-            };
-            return Err(Error::invalid("stage", format!("'{stage}'"), why));
-        }
+        self.present().check(stage)?;
         let bh = |a: &Array4<f32>| a.index_axis(Axis(0), batch).index_axis(Axis(0), head).to_owned();
         let table = |t: &Array3<f32>| table_of(t, head).to_owned();
         let skew = || self.skew.as_ref().expect("checked by has()");

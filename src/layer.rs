@@ -1,0 +1,230 @@
+//! A layer whose stages are computed when they are looked at.
+//!
+//! A [`crate::Trace`] keeps every stage of every (batch, head): b·h·Lq·Lk floats a stage, 2 GiB for each
+//! of them at n 8192 with 8 heads. A [`Layer`] keeps what the forward pass needs and gives — the scenario,
+//! the projections Q, K, V and the output, O(b·n·d_model) — and computes the stages of one (batch, head)
+//! when they are asked for, a block of [`BLOCK`] query rows at a time ([`attend_rows`]: a query row's
+//! stages depend on its row of Q and on every key), in O(BLOCK·n) memory:
+//!
+//! ```text
+//! stage rows a..b of (batch, head) = attend_rows(q_h[a..b], k_h, v_h, tables)    (b − a, n) each
+//! ```
+//!
+//! The values are those of [`crate::model::trace`] (the same staged code, tested block against whole in
+//! tests/equivalence.rs).
+
+use crate::attention::{attend_rows, Config, HeadInput, HeadTrace};
+use crate::error::{check_index, Result};
+use crate::model::{table_of, Projections};
+use crate::relpos;
+use crate::scenario::Scenario;
+use crate::stage::{Present, Stage, StageMeta};
+use ndarray::{s, Array2, Array3, ArrayView2, Axis};
+use std::ops::Range;
+
+/// Query rows computed together: a block's stages take BLOCK·n floats each (4 MiB at n 8192).
+pub const BLOCK: usize = 128;
+
+/// A layer's inputs, projections and output, from which any (batch, head)'s stages are computed.
+pub struct Layer {
+    pub config: Config,
+    pub scenario: Scenario,
+    pub projections: Projections,
+    /// (b, n, d_model)
+    pub output: Array3<f32>,
+    present: Present,
+}
+
+impl Layer {
+    /// The layer of `cfg` on `sc`, with the projections and the output its forward pass computed.
+    pub fn new(cfg: &Config, scenario: Scenario, projections: Projections, output: Array3<f32>) -> Result<Layer> {
+        let mut layer = Layer { config: *cfg, scenario, projections, output, present: Present { rel_v: false, value_buckets: false, skew: false } };
+        // The optional stages are the ones the staged path computes (one query row tells).
+        let mut probe = HeadTrace::default();
+        attend_rows(cfg, &layer.head_input(0, 0), 0..1, &mut probe)?;
+        layer.present = Present { rel_v: layer.scenario.rel_v.is_some(), value_buckets: probe.value_buckets.is_some(), skew: probe.skew.is_some() };
+        Ok(layer)
+    }
+
+    /// (b, h, n).
+    pub fn dims(&self) -> (usize, usize, usize) {
+        let (b, n, _) = self.scenario.dims();
+        (b, self.config.heads, n)
+    }
+
+    /// The stages this layer has, in pipeline order (those of its whole trace).
+    pub fn stages(&self) -> Vec<Stage> {
+        self.present.stages()
+    }
+
+    /// What the page and the CLI say about a stage of this layer ([`Stage::meta`]).
+    pub fn meta(&self, stage: Stage) -> StageMeta {
+        stage.meta(&self.config, self.scenario.rel_k.dim().0 > 1)
+    }
+
+    /// The (rows, cols) of a stage of one (batch, head).
+    pub fn shape(&self, stage: Stage) -> (usize, usize) {
+        let (_, _, n) = self.dims();
+        let (d, dh) = (self.scenario.dims().2, self.scenario.rel_k.dim().2);
+        let (rows, l) = (self.config.table_rows(), if self.config.causal { n } else { 2 * n - 1 });
+        match stage {
+            Stage::RelK | Stage::RelV => (rows, dh),
+            Stage::SkewQer => (n, l),
+            Stage::SkewPadded => (n, l + 1),
+            Stage::SkewReshaped => (n + 1, l),
+            Stage::ValueBuckets => (n, rows),
+            Stage::OutputContent | Stage::OutputRelative => (n, dh),
+            Stage::Output => (n, d),
+            _ => (n, n),
+        }
+    }
+
+    /// Rows `rows` of a stage of (batch, head) (a table's rows are its own, not queries' ones; the skew's
+    /// reshaped buffer has n + 1 rows). Errors name "batch index", "head", "stage" or "rows".
+    pub fn rows(&self, stage: Stage, batch: usize, head: usize, rows: Range<usize>) -> Result<Array2<f32>> {
+        let (b, h, n) = self.dims();
+        check_index("batch index", batch, b)?;
+        check_index("head", head, h)?;
+        self.present.check(stage)?;
+        let (total, _) = self.shape(stage);
+        if rows.start >= rows.end || rows.end > total {
+            return Err(crate::Error::invalid("rows", format!("{}..{}", rows.start, rows.end), format!("a non-empty range within 0..{total}")));
+        }
+        if matches!(stage, Stage::RelK | Stage::RelV) {
+            return Ok(self.table(stage, head).slice(s![rows, ..]).to_owned());
+        }
+        // The reshaped buffer's rows a..=b come with the queries a..b (its last row with the last query).
+        let queries = if stage == Stage::SkewReshaped { rows.start.min(n - 1)..rows.end.min(n) } else { rows.clone() };
+        let block = self.block(stage, batch, head, queries.clone())?;
+        let first = rows.start - queries.start;
+        Ok(block.slice(s![first..first + rows.len(), ..]).to_owned())
+    }
+
+    /// Every stage of (batch, head) row by row, [`BLOCK`] query rows at a time: `f(k, first, part)` gets
+    /// rows `first..first + part.nrows()` of stage `self.stages()[k]`, each row once, in order (a table at
+    /// once, with the first block).
+    pub fn each_block(&self, batch: usize, head: usize, mut f: impl FnMut(usize, usize, ArrayView2<f32>)) -> Result<()> {
+        let (b, h, n) = self.dims();
+        check_index("batch index", batch, b)?;
+        check_index("head", head, h)?;
+        let stages = self.stages();
+        for a in (0..n).step_by(BLOCK) {
+            let queries = a..(a + BLOCK).min(n);
+            let mut trace = HeadTrace::default();
+            attend_rows(&self.config, &self.head_input(batch, head), queries.clone(), &mut trace)?;
+            for (k, &stage) in stages.iter().enumerate() {
+                match stage {
+                    Stage::RelK | Stage::RelV if a == 0 => f(k, 0, self.table(stage, head)),
+                    Stage::RelK | Stage::RelV => {}
+                    // Rows a..=b: the next block gives row b, except after the last one.
+                    Stage::SkewReshaped => {
+                        let m = &trace.skew.as_ref().expect("present").reshaped;
+                        let keep = if queries.end == n { m.nrows() } else { m.nrows() - 1 };
+                        f(k, a, m.slice(s![..keep, ..]));
+                    }
+                    _ => f(k, a, self.of_block(stage, batch, queries.clone(), &trace).view()),
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The (rows, ·) block of a stage computed from query rows `queries` (the reshaped buffer's rows
+    /// `queries.start..=queries.end`).
+    fn block(&self, stage: Stage, batch: usize, head: usize, queries: Range<usize>) -> Result<Array2<f32>> {
+        let mut trace = HeadTrace::default();
+        if !matches!(stage, Stage::Distances | Stage::RelIndex | Stage::Output) {
+            attend_rows(&self.config, &self.head_input(batch, head), queries.clone(), &mut trace)?;
+        }
+        Ok(self.of_block(stage, batch, queries, &trace))
+    }
+
+    /// A stage's rows for the query rows `queries`, from their [`HeadTrace`] (for the stages of a head).
+    fn of_block(&self, stage: Stage, batch: usize, queries: Range<usize>, t: &HeadTrace) -> Array2<f32> {
+        let (_, _, n) = self.dims();
+        let skew = || t.skew.as_ref().expect("present");
+        match stage {
+            Stage::Distances => relpos::distances(queries, n, n).mapv(|v| v as f32),
+            Stage::RelIndex => relpos::row_matrix(queries, n, n, self.config.layout()).mapv(|v| v as f32),
+            Stage::Output => self.output.slice(s![batch, queries, ..]).to_owned(),
+            Stage::RelK | Stage::RelV => unreachable!("tables are not computed in blocks"),
+            Stage::ContentLogits => t.content_logits.clone(),
+            Stage::RelativeLogits => t.relative_logits.clone(),
+            Stage::SkewQer => skew().qer.clone(),
+            Stage::SkewPadded => skew().padded.clone(),
+            Stage::SkewReshaped => skew().reshaped.clone(),
+            Stage::SkewSliced => skew().sliced.clone(),
+            Stage::Logits => t.logits.clone(),
+            Stage::Weights => t.weights.clone(),
+            Stage::ValueBuckets => t.value_buckets.clone().expect("present"),
+            Stage::OutputContent => t.out_content.clone(),
+            Stage::OutputRelative => t.out_relative.clone(),
+        }
+    }
+
+    /// Table w^K (or E_r) or w^V of `head`, (R, d_head).
+    fn table(&self, stage: Stage, head: usize) -> ArrayView2<'_, f32> {
+        let t = if stage == Stage::RelK { &self.scenario.rel_k } else { self.scenario.rel_v.as_ref().expect("present") };
+        table_of(t, head)
+    }
+
+    /// Head `head` of batch element `batch`: its columns of Q, K, V, its tables, its key mask.
+    fn head_input(&self, batch: usize, head: usize) -> HeadInput<'_> {
+        let dh = self.scenario.dims().2 / self.config.heads;
+        let cols = s![.., head * dh..(head + 1) * dh];
+        let p = &self.projections;
+        HeadInput {
+            q: p.q.index_axis(Axis(0), batch).slice_move(cols),
+            k: p.k.index_axis(Axis(0), batch).slice_move(cols),
+            v: p.v.index_axis(Axis(0), batch).slice_move(cols),
+            rel_k: table_of(&self.scenario.rel_k, head),
+            rel_v: self.scenario.rel_v.as_ref().map(|t| table_of(t, head)),
+            key_mask: self.scenario.key_mask.as_ref().map(|m| m.row(batch)),
+        }
+    }
+}
+
+#[cfg(all(test, not(target_arch = "wasm32")))]
+mod tests {
+    use super::*;
+    use crate::attention::{Implementation, Method};
+    use crate::model;
+    use crate::scenario::{Arrays, Spec};
+
+    /// Every stage of every (batch, head), gathered from [`Layer::each_block`] and cut by [`Layer::rows`],
+    /// equals the whole trace's, for lengths across blocks, both methods, both masks, a^V, per-head tables
+    /// and a key mask; the shapes are the trace's.
+    #[test]
+    fn stages_on_demand_equal_the_whole_trace() {
+        let cases = [(Method::Shaw, false, true, 300), (Method::Shaw, true, false, 129), (Method::Music, true, false, 257), (Method::Music, false, false, 130)];
+        for (method, causal, rel_v, n) in cases {
+            let cfg = Config { method, heads: 2, clip: 5, causal, rel_v, implementation: Implementation::Efficient, ..Config::default() };
+            let mut given = Arrays::new();
+            given.insert("key_mask".into(), ndarray::Array2::from_shape_fn((2, n), |(b, j)| ((b + j) % 7 != 3) as u8 as f32).into_dyn());
+            let sc = Scenario::build(&cfg, &Spec { n, d_model: 8, batch: 2, seed: 3 }, given, true).unwrap();
+            let whole = model::trace(&cfg, &sc).unwrap();
+            let (p, output, _) = model::forward_projected(&cfg, &sc).unwrap();
+            let layer = Layer::new(&cfg, sc, p, output).unwrap();
+            assert_eq!(layer.stages(), whole.stages(), "{method:?} causal {causal}");
+            let close = |a: &Array2<f32>, b: &Array2<f32>| a.dim() == b.dim() && a.iter().zip(b).all(|(x, y)| x == y || (x - y).abs() <= 1e-5 * y.abs().max(1.0));
+            for batch in 0..2 {
+                for head in 0..2 {
+                    let stages = layer.stages();
+                    let mut gathered: Vec<Array2<f32>> = stages.iter().map(|&s| Array2::from_elem(layer.shape(s), f32::NAN)).collect();
+                    layer.each_block(batch, head, |k, first, part| gathered[k].slice_mut(s![first..first + part.nrows(), ..]).assign(&part)).unwrap();
+                    for (k, &stage) in stages.iter().enumerate() {
+                        let want = whole.stage(stage, batch, head).unwrap();
+                        assert!(close(&gathered[k], &want), "{method:?} causal {causal} b{batch} h{head} {stage}: blocks differ");
+                        let (rows, _) = want.dim();
+                        for r in [0..rows, rows / 2..rows / 2 + 1, rows - 1..rows] {
+                            let got = layer.rows(stage, batch, head, r.clone()).unwrap();
+                            assert!(close(&got, &want.slice(s![r.clone(), ..]).to_owned()), "{method:?} causal {causal} {stage} rows {r:?}");
+                        }
+                    }
+                }
+            }
+            assert_eq!(layer.rows(Stage::Weights, 0, 0, 0..n + 1).unwrap_err().field(), "rows");
+            assert_eq!(layer.rows(Stage::Weights, 2, 0, 0..1).unwrap_err().field(), "batch index");
+        }
+    }
+}
