@@ -3,7 +3,7 @@
 
 use crate::error::Result;
 use crate::gpu::GpuContext;
-use crate::model;
+use crate::model::{self, Projections};
 use crate::scenario::Scenario;
 use crate::timing::StageTimes;
 use crate::trace::Trace;
@@ -40,6 +40,18 @@ impl Backend {
         match self {
             Backend::Cpu => model::forward_timed(cfg, sc),
             Backend::Gpu(ctx) => ctx.forward(cfg, sc).await,
+        }
+    }
+
+    /// [`Backend::forward`] and the projections Q, K, V a [`crate::layer::Layer`] computes its stages from
+    /// (the CPU's forward keeps its own; the GPU's stay on the GPU, so the CPU computes them again).
+    pub async fn forward_projected(&mut self, cfg: &Config, sc: &Scenario) -> Result<(Projections, Array3<f32>, StageTimes)> {
+        match self {
+            Backend::Cpu => model::forward_projected(cfg, sc),
+            Backend::Gpu(ctx) => {
+                let (output, times) = ctx.forward(cfg, sc).await?;
+                Ok((model::projections(sc)?, output, times))
+            }
         }
     }
 

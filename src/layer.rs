@@ -13,7 +13,7 @@
 //! The values are those of [`crate::model::trace`] (the same staged code, tested block against whole in
 //! tests/equivalence.rs).
 
-use crate::attention::{attend_rows, Config, HeadInput, HeadTrace};
+use crate::attention::{attend_rows, Config, HeadInput, HeadTrace, Method};
 use crate::error::{check_index, Result};
 use crate::model::{table_of, Projections};
 use crate::relpos;
@@ -24,6 +24,30 @@ use std::ops::Range;
 
 /// Query rows computed together: a block's stages take BLOCK·n floats each (4 MiB at n 8192).
 pub const BLOCK: usize = 128;
+
+/// Bytes one block of a head's stages takes while [`Layer::each_block`] or [`Layer::rows`] computes it, or
+/// `None` past u64. In f32s, with B = [`BLOCK`], R table rows, L' the skew's width (n causal, 2n − 1
+/// bidirectional) for the Music Transformer:
+///
+/// ```text
+/// 6·B·n (content, relative, logits and their trace copies, weights) + 2·B·(R + d_h) (buckets, outputs)
+///   + B·max(n, L' + 1) (the stage handed on) + Music 4·B·(L' + 1) + L'·d_h (the skew's steps, its table)
+/// ```
+///
+/// plus an eighth for the allocator.
+pub fn block_bytes(cfg: &Config, n: usize, d_head: usize) -> Option<u64> {
+    let u = |v: usize| v as u64;
+    let (b, n, dh, r) = (u(BLOCK.min(n.max(1))), u(n), u(d_head), u(cfg.table_rows()));
+    let w = match (cfg.method, cfg.causal) {
+        (Method::Music, true) => n,
+        (Method::Music, false) => n.checked_mul(2)?.saturating_sub(1),
+        (Method::Shaw, _) => 0,
+    };
+    let music = if cfg.method == Method::Music { b.checked_mul(4)?.checked_mul(w + 1)?.checked_add(w.checked_mul(dh)?)? } else { 0 };
+    let floats = b.checked_mul(6)?.checked_mul(n)?.checked_add(b.checked_mul(2)?.checked_mul(r.checked_add(dh)?)?)?.checked_add(b.checked_mul(n.max(w + 1))?)?.checked_add(music)?;
+    let bytes = floats.checked_mul(4)?;
+    bytes.checked_add(bytes / 8)
+}
 
 /// A layer's inputs, projections and output, from which any (batch, head)'s stages are computed.
 pub struct Layer {
@@ -187,7 +211,7 @@ impl Layer {
 #[cfg(all(test, not(target_arch = "wasm32")))]
 mod tests {
     use super::*;
-    use crate::attention::{Implementation, Method};
+    use crate::attention::Implementation;
     use crate::model;
     use crate::scenario::{Arrays, Spec};
 

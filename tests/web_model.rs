@@ -285,11 +285,11 @@ async fn trace_is_a_session_of_the_window() {
     let s = session("music");
     run(&s, "20.11", 16.0, 48.0, 0.0).await;
     let mut trace: Session = s.trace(2, "cpu".into()).await.unwrap();
-    let i = trace.trace().stages().iter().position(|&st| st == relattn::stage::Stage::Weights).unwrap();
+    let i = trace.trace().unwrap().stages().iter().position(|&st| st == relattn::stage::Stage::Weights).unwrap();
     for head in 0..4 {
         let cut = trace.cut(i, 0, head).unwrap();
         assert_eq!((cut.rows, cut.cols), (48, 48));
-        let got = trace.trace().weights.index_axis(Axis(0), 0).index_axis(Axis(0), head).to_owned();
+        let got = trace.trace().unwrap().weights.index_axis(Axis(0), 0).index_axis(Axis(0), head).to_owned();
         assert!(max_diff(&got, &weights(&s, 2, head)) <= 1e-6, "head {head}");
     }
     assert_eq!(field(&s.trace(3, "cpu".into()).await.err().unwrap()), "layer");

@@ -8,7 +8,7 @@
 // result's backend = { name, note } says where and why. The debug-* test hooks (protocol.js: DebugMessage) are sent
 // by tests/e2e only. Model mode's messages ('model*') go to js/worker-model.js.
 import init, * as relattn from './pkg/relattn.js';
-import { BACKENDS, resultMessage, errorMessage, fatalMessage, exportReply, exportFailed } from './js/protocol.js';
+import { BACKENDS, resultMessage, errorMessage, fatalMessage, exportReply, exportFailed, cellsReply, cellsFailed } from './js/protocol.js';
 import { onModelMessage, layerSession } from './js/worker-model.js';
 
 const { set_colormaps, compute, gpu_init } = relattn;
@@ -19,6 +19,8 @@ const ready = init();
 let wasm = null;
 let session = null;
 let sessionKey = '';
+let sessionStages = []; // the session's stage names, in Info order
+let sessionResults = new Set(); // the ids of the results sent from this session
 let pending = null;
 let scheduled = false;
 let gpuTried = null;
@@ -44,6 +46,7 @@ self.onmessage = (e) => {
       }
       return;
     case 'export': ready.then(() => exportNow(m)); return;
+    case 'cells': ready.then(() => cellsNow(m)); return;
     case 'model': case 'model-sample': case 'model-stop': case 'model-nll': case 'model-compare':
       ready.then((w) => onModelMessage(modelContext(w), m));
       return;
@@ -113,6 +116,21 @@ function exportNow(m) {
   }
 }
 
+// Exact values of a stage sent without them (a tooltip's cell, a zoomed window): read from the session that
+// result `m.result` was sent from, or refused as stale when the page has moved on.
+function cellsNow(m) {
+  try {
+    if (!session || !sessionResults.has(m.result)) throw new Error('stale: the session shown has changed');
+    const i = sessionStages.indexOf(m.stage);
+    if (i < 0) throw new Error(`no stage '${m.stage}' in this trace`);
+    const values = session.cells(i, m.batch, m.head, m.r0, m.c0, m.rows, m.cols);
+    self.postMessage(cellsReply(m.id, values), [values.buffer]);
+  } catch (err) {
+    if (isAbort(err)) { fatal(err.message); return; }
+    self.postMessage(cellsFailed(m.id, (err && err.message) || String(err)));
+  }
+}
+
 // `scheduled` stays true while a compute awaits the GPU, so computes never overlap.
 async function work() {
   wasm = wasm || (await ready);
@@ -134,6 +152,8 @@ async function work() {
       if (session) session.free();
       session = s;
       sessionKey = key;
+      sessionStages = s.info().stages.map((st) => st.name);
+      sessionResults = new Set();
     }
     const s = session;
     const info = s.info(); // src/web/session.rs Info
@@ -144,15 +164,20 @@ async function work() {
     const stages = [];
     const transfer = [];
     info.stages.forEach((meta, i) => {
-      const cut = s.select(i, shown.batch, shown.head); // { rows, cols, lo, hi }
-      // Zero-copy views into the wasm memory, copied once into buffers that move to the page.
-      const values = new Float32Array(wasm.memory.buffer, s.values_ptr(), s.values_len()).slice();
+      // { rows, cols, raster_rows, raster_cols, lo, hi, has_values }: the first select of a (batch, head) cuts
+      // every stage of it (computing them, for a layer held on demand).
+      const cut = s.select(i, shown.batch, shown.head);
+      // Zero-copy views into the wasm memory, copied once into buffers that move to the page. A stage past
+      // VALUES_CELLS comes without its values (null): the page asks for the cells it needs ('cells').
+      const values = cut.has_values ? new Float32Array(wasm.memory.buffer, s.values_ptr(), s.values_len()).slice() : null;
       const rgba = new Uint8ClampedArray(wasm.memory.buffer, s.rgba_ptr(), s.rgba_len()).slice();
       stages.push({ ...meta, ...cut, values, rgba });
-      transfer.push(values.buffer, rgba.buffer);
+      transfer.push(rgba.buffer);
+      if (values) transfer.push(values.buffer);
     });
     delete info.stages; // sent as `stages`, with their values
-    self.postMessage(resultMessage(msg.id, info, shown, stages, s.timings(), used(backend, info.backend)), transfer);
+    sessionResults.add(msg.id);
+    self.postMessage(resultMessage(msg.id, info, shown, stages, s.timings(), used(backend, info.backend), wasm.memory.buffer.byteLength), transfer);
   } catch (err) {
     if (isAbort(err)) { fatal(err.message); return; }
     const message = (err && err.message) || String(err);

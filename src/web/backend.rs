@@ -6,10 +6,11 @@
 //! a layer beyond the device's limits — the computation runs on the CPU instead, and its
 //! [`BackendUsed::note`] says why.
 
-use super::request::{BackendChoice, Inputs, Request};
+use super::request::{BackendChoice, Holding, Inputs, Request};
 use super::session::{BackendUsed, Session, Timing};
 use super::{to_js, to_value};
 use crate::backend::Backend;
+use crate::layer::Layer;
 use crate::gpu::{GpuContext, GpuError};
 use crate::timing::now_ms;
 use serde::Serialize;
@@ -166,15 +167,29 @@ pub async fn compute(request: JsValue, file: Option<Vec<u8>>) -> Result<Session,
     let request = Request::parse(request)?;
     let mut inputs = Inputs::resolve(&request, file.as_deref())?;
     drop(file);
-    let sc = inputs.scenario()?;
+    let (sc, holding) = inputs.scenario()?;
     let t1 = now_ms();
-    let ran = with_backend(request.backend, async |backend| backend.trace(&inputs.cfg, &sc).await).await;
-    let (trace, times) = ran.result.map_err(to_js)?;
-    let mut timings = vec![Timing { name: "scenario".into(), ms: t1 - t0 }, Timing { name: "trace".into(), ms: now_ms() - t1 - ran.gpu_failed_ms }];
-    if ran.gpu_failed_ms > 0.05 {
-        timings.insert(1, Timing { name: "WebGPU (failed)".into(), ms: ran.gpu_failed_ms });
+    let cfg = inputs.cfg;
+    let timings = |name: &str, gpu_failed_ms: f64| {
+        let mut t = vec![Timing { name: "scenario".into(), ms: t1 - t0 }, Timing { name: name.into(), ms: now_ms() - t1 - gpu_failed_ms }];
+        if gpu_failed_ms > 0.05 {
+            t.insert(1, Timing { name: "WebGPU (failed)".into(), ms: gpu_failed_ms });
+        }
+        t
+    };
+    match holding {
+        Holding::Whole => {
+            let ran = with_backend(request.backend, async |backend| backend.trace(&cfg, &sc).await).await;
+            let (trace, times) = ran.result.map_err(to_js)?;
+            Ok(Session::whole(trace, &inputs, timings("trace", ran.gpu_failed_ms), ran.backend, &times))
+        }
+        Holding::OnDemand => {
+            let ran = with_backend(request.backend, async |backend| backend.forward_projected(&cfg, &sc).await).await;
+            let (projections, output, times) = ran.result.map_err(to_js)?;
+            let layer = Layer::new(&cfg, sc, projections, output).map_err(to_js)?;
+            Ok(Session::on_demand(layer, &inputs, timings("forward", ran.gpu_failed_ms), ran.backend, &times))
+        }
     }
-    Ok(Session::new(trace, &inputs, timings, ran.backend, &times))
 }
 
 /// What [`with_backend`] computed, and where.

@@ -7,7 +7,7 @@ use super::{ink, js_error, palette, to_js, to_value};
 use crate::error::{Error, ErrorKind};
 use crate::render::{self, Cells, Figure};
 use crate::stage::Scale;
-use ndarray::Array2;
+use ndarray::{Array2, ArrayView2, CowArray, Ix2};
 use plotters::prelude::*;
 use plotters_canvas::CanvasBackend;
 use serde::{Deserialize, Serialize};
@@ -69,14 +69,19 @@ impl FigureSpec {
         serde_wasm_bindgen::from_value(spec).map_err(|e| js_error("figure", ErrorKind::Invalid, &format!("invalid figure: {e}")))
     }
 
-    fn matrix(&self, values: &[f32]) -> Result<Array2<f32>, JsValue> {
-        matrix(values, self.rows, self.cols)
+    /// The figure's cells: `values` (rows × cols, row-major), or none at all with a `range` (a stage sent
+    /// without its values: the frame is drawn around the cells, which the caller blits).
+    fn cells<'a>(&self, values: &'a [f32], zero: &'a Array2<f32>) -> Result<CowArray<'a, f32, Ix2>, JsValue> {
+        if values.is_empty() && self.range.is_some() {
+            return Ok(zero.broadcast((self.rows, self.cols)).expect("a 1 × 1 array broadcasts to any shape").into());
+        }
+        Ok(matrix(values, self.rows, self.cols)?.into())
     }
 
-    fn figure<'a>(&self, m: &'a Array2<f32>) -> Figure<'a> {
+    fn figure<'a>(&self, m: ArrayView2<'a, f32>) -> Figure<'a> {
         let labels = |l: &Vec<String>| if l.is_empty() { None } else { Some(l.clone()) };
         Figure {
-            matrix: m.view(),
+            matrix: m,
             title: self.title.clone(),
             subtitle: self.subtitle.clone(),
             x_desc: self.x_axis.clone(),
@@ -103,13 +108,15 @@ fn draw_error(target: &str, reason: impl ToString) -> JsValue {
 }
 
 /// Draws a figure's frame on `canvas` (title, subtitle, axes with labels or indices, colorbar) and leaves
-/// the cells to the caller; `values` set the colour range. Returns the plot [`Area`] in canvas pixels.
+/// the cells to the caller; the spec's `range`, or else `values`, set the colour range (`values` may be empty
+/// with a `range`). Returns the plot [`Area`] in canvas pixels.
 #[wasm_bindgen]
 pub fn draw_frame(canvas: web_sys::HtmlCanvasElement, spec: JsValue, values: &[f32]) -> Result<JsValue, JsValue> {
     let spec = FigureSpec::parse(spec)?;
-    let m = spec.matrix(values)?;
+    let zero = Array2::zeros((1, 1));
+    let m = spec.cells(values, &zero)?;
     let root = CanvasBackend::with_canvas_object(canvas).ok_or_else(|| draw_error("canvas", "no 2-D context"))?.into_drawing_area();
-    let (x, y) = render::draw(&root, &spec.figure(&m), Cells::Leave).map_err(|e| draw_error("canvas", e))?;
+    let (x, y) = render::draw(&root, &spec.figure(m.view()), Cells::Leave).map_err(|e| draw_error("canvas", e))?;
     root.present().map_err(|e| draw_error("canvas", e))?;
     to_value(&Area { x0: x.start, x1: x.end, y0: y.start, y1: y.end })
 }
@@ -118,12 +125,13 @@ pub fn draw_frame(canvas: web_sys::HtmlCanvasElement, spec: JsValue, values: &[f
 #[wasm_bindgen]
 pub fn draw_svg(spec: JsValue, values: &[f32], width: u32, height: u32) -> Result<JsValue, JsValue> {
     let spec = FigureSpec::parse(spec)?;
-    let m = spec.matrix(values)?;
-    let painted = spec.rows * spec.cols <= render::MAX_VECTOR_CELLS;
+    let zero = Array2::zeros((1, 1));
+    let m = spec.cells(values, &zero)?;
+    let painted = spec.rows * spec.cols <= render::MAX_VECTOR_CELLS && !values.is_empty();
     let mut svg = String::new();
     let (x, y) = {
         let root = SVGBackend::with_string(&mut svg, (width, height)).into_drawing_area();
-        let r = render::draw(&root, &spec.figure(&m), if painted { Cells::Paint } else { Cells::Leave }).map_err(|e| draw_error("svg", e))?;
+        let r = render::draw(&root, &spec.figure(m.view()), if painted { Cells::Paint } else { Cells::Leave }).map_err(|e| draw_error("svg", e))?;
         root.present().map_err(|e| draw_error("svg", e))?;
         r
     };

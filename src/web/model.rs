@@ -510,7 +510,7 @@ impl ModelSession {
     /// Selects head `head` of layer `layer` of the current window: its (T, T) attention weights α[i, j]
     /// (query i, key j; rows sum to 1, 0 for j > i) and their pixels in the sequential colormap, pooled to at
     /// most `raster_side` a side ([`render::rgba_pooled`]: a thin diagonal stays); returns the [`Cut`]
-    /// `{ rows, cols, raster_rows, raster_cols, lo, hi }`. Read them without a copy: `new Float32Array(memory.buffer,
+    /// `{ rows, cols, raster_rows, raster_cols, lo, hi, has_values: true }`. Read them without a copy: `new Float32Array(memory.buffer,
     /// values_ptr(), values_len())`, `new Uint8ClampedArray(memory.buffer, rgba_ptr(), rgba_len())`.
     pub fn weights(&self, layer: usize, head: usize, raster_side: usize) -> std::result::Result<JsValue, JsValue> {
         let mut state = self.state.borrow_mut();
@@ -519,7 +519,7 @@ impl ModelSession {
         let (rows, cols) = m.dim();
         let values = m.iter().copied().collect();
         (state.values, state.rgba) = (values, rgba);
-        to_value(&Cut { rows, cols, raster_rows, raster_cols, lo, hi })
+        to_value(&Cut { rows, cols, raster_rows, raster_cols, lo, hi, has_values: true })
     }
 
     pub fn values_ptr(&self) -> *const f32 {
@@ -598,7 +598,7 @@ impl ModelSession {
             tokens: Vec::new(),
         };
         let timings = vec![Timing { name: "trace".into(), ms: now_ms() - t0 }];
-        Ok(Session::new(trace, &inputs, timings, ran.backend, &times))
+        Ok(Session::whole(trace, &inputs, timings, ran.backend, &times))
     }
 
     /// Starts sampling after the current window (a [`SampleRequest`] `{ steps, temperature, seed }`): the

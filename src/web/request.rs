@@ -6,27 +6,45 @@
 
 use crate::attention::{Config, Method};
 use crate::error::{Bytes, Error, ErrorKind};
+use crate::layer;
 use crate::model;
 use crate::presets;
+use crate::stage::Stage;
 use crate::scenario::{self, Arrays, Scenario, Spec};
 use serde::de::IgnoredAny;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use wasm_bindgen::JsValue;
 
+use super::session::{RASTER_SIDE, VALUES_CELLS};
 use super::{js_error, to_js};
 
 /// Largest sequence length the page accepts.
-pub const MAX_N: usize = 4096;
+pub const MAX_N: usize = 8192;
 /// Largest d_model the page accepts.
 pub const MAX_D_MODEL: usize = 4096;
 /// Most heads.
 pub const MAX_HEADS: usize = 64;
 /// Largest batch of a generated scenario.
 pub const MAX_BATCH: usize = 16;
-/// Memory one trace may take in the browser, by [`page_bytes`] (1.5 GiB: wasm32 has at most 4 GiB in all,
-/// and the worker holds the trace shown while it computes the next one).
+/// Memory one layer may take in the browser, by [`page_bytes`] (1.5 GiB: wasm32 has at most 4 GiB in all,
+/// and the worker holds the layer shown while it computes the next one).
 pub const MEMORY_LIMIT: u64 = 3 << 29;
+
+/// The largest whole trace the page computes ([`page_bytes`] of [`Holding::Whole`]): past it, a layer's stages
+/// are computed for the (batch, head) shown when it is shown ([`Holding::OnDemand`]), so the wasm memory
+/// (which never shrinks) stays small.
+pub const WHOLE_LIMIT: u64 = 256 << 20;
+
+/// How the page holds a layer's stages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Holding {
+    /// Every stage of every (batch, head), computed at once, on the backend asked for.
+    Whole,
+    /// The layer's forward pass on the backend asked for; the stages of the (batch, head) shown computed when
+    /// shown, on the CPU ([`crate::layer::Layer`]).
+    OnDemand,
+}
 
 /// Where to compute.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
@@ -206,20 +224,35 @@ impl Inputs {
         Ok(Inputs { cfg, spec, arrays, per_head: request.settings.per_head, preset: String::new(), tokens })
     }
 
-    /// The scenario, after checking that its trace fits [`MEMORY_LIMIT`] (on either backend the trace is
-    /// held in the wasm memory).
-    pub fn scenario(&mut self) -> Result<Scenario, JsValue> {
-        page_budget(&self.cfg, &self.spec, self.per_head)?;
-        Scenario::build(&self.cfg, &self.spec, std::mem::take(&mut self.arrays), self.per_head).map_err(to_js)
+    /// The scenario and how its stages are held ([`holding`]), after checking that it fits [`MEMORY_LIMIT`]
+    /// (on either backend the stages are held in the wasm memory).
+    pub fn scenario(&mut self) -> Result<(Scenario, Holding), JsValue> {
+        let holding = page_budget(&self.cfg, &self.spec, self.per_head)?;
+        let sc = Scenario::build(&self.cfg, &self.spec, std::mem::take(&mut self.arrays), self.per_head).map_err(to_js)?;
+        Ok((sc, holding))
     }
 }
 
-/// Bytes a trace takes at its peak in this module's wasm memory, or `None` past u64. [`model::estimate_bytes`]
-/// plus what the page adds, measured in chromium with [`super::memory_bytes`] (README "Reliability"): the
-/// per-head traces and their stacked copies coexist while the trace is assembled, the distance and row
-/// matrices are i64, the value buckets have 2k+1 columns (k up to 4096), and [`super::Session::select`]
-/// holds a stage three times (the cut, its values, its pixels).
+/// How a layer's stages are held, and the bytes that takes at its peak in this module's wasm memory ([`page_bytes`]):
+/// whole when that fits [`WHOLE_LIMIT`], else on demand; `None` past u64.
+pub fn holding(cfg: &Config, spec: &Spec, per_head_tables: bool) -> Option<(Holding, u64)> {
+    match whole_bytes(cfg, spec, per_head_tables) {
+        Some(b) if b <= WHOLE_LIMIT => Some((Holding::Whole, b)),
+        _ => Some((Holding::OnDemand, on_demand_bytes(cfg, spec, per_head_tables)?)),
+    }
+}
+
+/// Bytes a layer takes at its peak in this module's wasm memory, held as [`holding`] says, or `None` past u64.
 pub fn page_bytes(cfg: &Config, spec: &Spec, per_head_tables: bool) -> Option<u64> {
+    holding(cfg, spec, per_head_tables).map(|(_, b)| b)
+}
+
+/// Bytes a whole trace takes at its peak in this module's wasm memory, or `None` past u64.
+/// [`model::estimate_bytes`] plus what the page adds, measured in chromium with [`super::memory_bytes`]
+/// (README "Reliability"): the per-head traces and their stacked copies coexist while the trace is
+/// assembled, the distance and row matrices are i64, the value buckets have 2k+1 columns (k up to 4096), and
+/// [`super::Session::select`] holds a stage three times (the cut, its values, its pixels).
+fn whole_bytes(cfg: &Config, spec: &Spec, per_head_tables: bool) -> Option<u64> {
     let (b, n, h) = (spec.batch as u64, spec.n as u64, cfg.heads.max(1) as u64);
     let sizes = |trace| model::Sizes { batch: spec.batch, n: spec.n, d_model: spec.d_model, per_head_tables, trace, parallel: 1 };
     let with_trace = model::estimate_bytes(cfg, &sizes(true))?;
@@ -231,12 +264,46 @@ pub fn page_bytes(cfg: &Config, spec: &Spec, per_head_tables: bool) -> Option<u6
     with_trace.checked_add(stored)?.checked_add(extra)
 }
 
-/// Refuses a trace whose [`page_bytes`] exceed [`MEMORY_LIMIT`], before any of it is allocated: the message
-/// has the estimate, the limit and the largest n that would fit with these heads (field "n", kind too_large).
-fn page_budget(cfg: &Config, spec: &Spec, per_head_tables: bool) -> Result<(), JsValue> {
-    let fits = |n: usize| page_bytes(cfg, &Spec { n, ..*spec }, per_head_tables).is_some_and(|b| b <= MEMORY_LIMIT);
-    if fits(spec.n) {
-        return Ok(());
+/// Bytes a layer held on demand takes at its peak in this module's wasm memory, or `None` past u64: the
+/// forward pass ([`model::estimate_bytes`] without a trace, its projections and output kept), one block of a
+/// head's stages ([`layer::block_bytes`]) and the cuts of every stage of the head shown (a pooled copy and
+/// its pixels, [`RASTER_SIDE`]² each, and the values of those of at most [`VALUES_CELLS`] cells, twice: made
+/// and sent).
+fn on_demand_bytes(cfg: &Config, spec: &Spec, per_head_tables: bool) -> Option<u64> {
+    let sizes = model::Sizes { batch: spec.batch, n: spec.n, d_model: spec.d_model, per_head_tables, trace: false, parallel: 1 };
+    let forward = model::estimate_bytes(cfg, &sizes)?;
+    let block = layer::block_bytes(cfg, spec.n, spec.d_model / cfg.heads.max(1))?;
+    let stages = Stage::ALL.len() as u64;
+    let raster = (RASTER_SIDE * RASTER_SIDE) as u64;
+    let values = (spec.n as u64).checked_mul(spec.n as u64)?.min(VALUES_CELLS as u64);
+    let cuts = stages.checked_mul(raster.checked_mul(8)?.checked_add(values.checked_mul(8)?)?)?;
+    forward.checked_add(block)?.checked_add(cuts)
+}
+
+/// The most (query, key) pairs, Σ over batch and heads (b·h·n²), one request computes in the page: n 8192
+/// with 8 heads (about 5 s for the forward pass in the wasm build on 2 cores). Memory bounds the rest; this
+/// bounds the time, so that no setting or file (whose x sets n and the batch) keeps the worker busy for minutes.
+pub const MAX_PAIRS: u64 = 8 * 8192 * 8192;
+
+/// b·h·n², or `None` past u64.
+fn pairs(cfg: &Config, spec: &Spec) -> Option<u64> {
+    (spec.batch as u64).checked_mul(cfg.heads as u64)?.checked_mul((spec.n as u64).checked_mul(spec.n as u64)?)
+}
+
+/// Refuses a layer whose [`page_bytes`] exceed [`MEMORY_LIMIT`] or whose pairs exceed [`MAX_PAIRS`], before any
+/// of it is allocated: the message has the estimate, the limit and the largest n that would fit with these heads
+/// (field "n", kind too_large). Returns how it is held.
+fn page_budget(cfg: &Config, spec: &Spec, per_head_tables: bool) -> Result<Holding, JsValue> {
+    let held = holding(cfg, spec, per_head_tables);
+    let work = pairs(cfg, spec);
+    let fits = |n: usize| {
+        let spec = Spec { n, ..*spec };
+        page_bytes(cfg, &spec, per_head_tables).is_some_and(|b| b <= MEMORY_LIMIT) && pairs(cfg, &spec).is_some_and(|p| p <= MAX_PAIRS)
+    };
+    if let (Some((holding, bytes)), Some(work)) = (held, work) {
+        if bytes <= MEMORY_LIMIT && work <= MAX_PAIRS {
+            return Ok(holding);
+        }
     }
     let lo = model::largest_fitting(0, spec.n, fits); // 0: no n fits
     let hint = if lo >= 1 {
@@ -244,14 +311,17 @@ fn page_budget(cfg: &Config, spec: &Spec, per_head_tables: bool) -> Result<(), J
     } else {
         "use fewer heads or a smaller batch".into()
     };
-    let needs = page_bytes(cfg, spec, per_head_tables).map_or("more than 16 EiB".into(), |b| format!("about {}", Bytes(b)));
-    let message = format!(
-        "too large for the page: this trace (n = {}, batch = {}, d_model = {}, heads = {}) needs {needs} of memory, but the page's limit is {}; {hint}",
-        spec.n,
-        spec.batch,
-        spec.d_model,
-        cfg.heads,
-        Bytes(MEMORY_LIMIT)
-    );
+    let layer = format!("this layer (n = {}, batch = {}, d_model = {}, heads = {})", spec.n, spec.batch, spec.d_model, cfg.heads);
+    let message = match held {
+        Some((_, bytes)) if bytes <= MEMORY_LIMIT => format!(
+            "too large for the page: {layer} has {} (query, key) pairs (batch × heads × n²), but the page computes at most {MAX_PAIRS} (n 8192 with 8 heads); {hint}",
+            work.map_or("more than 2⁶⁴".into(), |w| w.to_string())
+        ),
+        held => format!(
+            "too large for the page: {layer} needs {} of memory, but the page's limit is {}; {hint}",
+            held.map_or("more than 16 EiB".into(), |(_, b)| format!("about {}", Bytes(b))),
+            Bytes(MEMORY_LIMIT)
+        ),
+    };
     Err(js_error("n", ErrorKind::TooLarge, &message))
 }

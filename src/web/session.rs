@@ -1,15 +1,21 @@
-//! A computed trace, held in the worker's wasm memory: [`Session::info`] describes it (one serde struct),
-//! [`Session::select`] cuts one stage of one (batch, head) for the page to read without a copy.
+//! A computed layer, held in the worker's wasm memory: [`Session::info`] describes it (one serde struct),
+//! [`Session::select`] cuts the stages of one (batch, head) for the page to read without a copy, and
+//! [`Session::cells`] reads exact values of a stage too large to send whole. The layer is a whole trace
+//! when it fits [`super::request::WHOLE_LIMIT`], else a [`Layer`] whose (batch, head) selected is computed
+//! when selected.
 
 use super::request::{Inputs, Settings};
 use super::{palette, to_js, to_value};
-use crate::error::Error;
+use crate::attention::Config;
+use crate::error::{check_index, Error};
+use crate::layer::Layer;
 use crate::presets;
-use crate::render;
+use crate::render::Pooler;
 use crate::stage::{Stage, StageMeta};
 use crate::timing::{now_ms, StageTimes};
 use crate::trace::Trace;
-use ndarray::Array2;
+use ndarray::{s, ArrayView2};
+use std::ops::Range;
 use serde::{Deserialize, Serialize};
 use wasm_bindgen::prelude::*;
 
@@ -46,13 +52,37 @@ pub struct Info {
     /// Milliseconds of each compute stage ([`StageTimes::named`]): on the CPU head stages summed over heads
     /// and the logits in their three parts; on the GPU each stage submitted alone and waited for.
     pub stage_times: Vec<Timing>,
+    /// The stages of the (batch, head) shown are computed when it is selected, on the CPU (the whole trace
+    /// would not fit [`super::request::WHOLE_LIMIT`]); `backend` is where the layer's forward pass ran.
+    pub on_demand: bool,
 }
 
-/// The most pixels a side of a stage's raster: larger stages are pooled ([`render::rgba_pooled`]); their
-/// values stay whole (the tooltip reads the exact cell).
+impl Info {
+    fn new(cfg: &Config, inputs: &Inputs, (b, n, d_model): (usize, usize, usize), stages: Vec<StageMeta>, backend: BackendUsed, stage_times: &StageTimes, on_demand: bool) -> Info {
+        let preset_description = if inputs.preset.is_empty() { "" } else { presets::preset(&inputs.preset).map(|p| p.description).unwrap_or("") };
+        let spec = crate::scenario::Spec { n, batch: b, d_model, ..inputs.spec };
+        Info {
+            preset: inputs.preset.clone(),
+            preset_description: preset_description.into(),
+            settings: Settings::of(cfg, &spec, inputs.per_head, &inputs.tokens),
+            stages,
+            backend,
+            stage_times: stage_times.named().into_iter().map(|(name, ms)| Timing { name: name.into(), ms }).collect(),
+            on_demand,
+        }
+    }
+}
+
+/// The most pixels a side of a stage's raster: larger stages are pooled ([`render::Pooler`]); the tooltip
+/// reads the exact cell ([`Session::cells`]).
 pub const RASTER_SIDE: usize = 512;
 
-/// The stage last selected: its shape and colour range (values and pixels behind the pointers).
+/// The most cells of a stage whose values come with its raster ([`Session::select`]), and the most cells
+/// one [`Session::cells`] reads: 1024 × 1024 (4 MiB). Larger stages send their raster alone; the page asks
+/// for the cells it shows in numbers (a tooltip, a zoomed window).
+pub const VALUES_CELLS: usize = 1 << 20;
+
+/// A stage of the (batch, head) selected: its shape and colour range (values and pixels behind the pointers).
 #[derive(Clone, Copy, Debug, Serialize)]
 pub struct Cut {
     pub rows: usize,
@@ -63,96 +93,225 @@ pub struct Cut {
     /// The colour range: values at or below `lo` get the map's first colour, at or above `hi` its last.
     pub lo: f32,
     pub hi: f32,
+    /// The values come with the raster (at most [`VALUES_CELLS`]); otherwise read them with [`Session::cells`].
+    pub has_values: bool,
 }
 
-/// One trace and the stage last selected.
-#[wasm_bindgen]
-pub struct Session {
-    trace: Trace,
-    stages: Vec<Stage>,
-    info: Info,
+/// What a session cuts its stages from.
+enum Source {
+    /// Every stage of every (batch, head), computed at once (on the GPU when it computes): the page's traces
+    /// that fit [`super::request::WHOLE_LIMIT`] and the Model mode's layers.
+    Whole(Trace),
+    /// The layer ([`Layer`]): the stages of the (batch, head) selected are computed when it is selected, a
+    /// block of query rows at a time, on the CPU.
+    OnDemand(Layer),
+}
+
+/// A cut made: the [`Cut`], its values (empty when not `has_values`) and its pixels.
+struct Made {
+    cut: Cut,
     values: Vec<f32>,
     rgba: Vec<u8>,
-    /// Building the scenario, computing the trace, and cutting each stage last selected.
+}
+
+/// The (batch, head) selected and every stage of it, cut together (on demand, one pass over its blocks).
+struct Shown {
+    batch: usize,
+    head: usize,
+    cuts: Vec<Made>,
+    /// The stage the pointers give.
+    selected: usize,
+}
+
+/// One computed layer and the (batch, head) selected.
+#[wasm_bindgen]
+pub struct Session {
+    source: Source,
+    stages: Vec<Stage>,
+    info: Info,
+    shown: Option<Shown>,
+    /// Building the scenario, computing the layer, and cutting the stages of each (batch, head) selected.
     timings: Vec<Timing>,
 }
 
 impl Session {
-    /// A session around a trace computed on either backend.
-    pub fn new(trace: Trace, inputs: &Inputs, timings: Vec<Timing>, backend: BackendUsed, stage_times: &StageTimes) -> Session {
+    /// A session around a trace computed whole on either backend.
+    pub fn whole(trace: Trace, inputs: &Inputs, timings: Vec<Timing>, backend: BackendUsed, stage_times: &StageTimes) -> Session {
         let stages = trace.stages();
-        let preset_description = if inputs.preset.is_empty() { "" } else { presets::preset(&inputs.preset).map(|p| p.description).unwrap_or("") };
+        let metas = stages.iter().map(|&s| trace.meta(s)).collect();
         let (b, _, n) = trace.dims();
-        let spec = crate::scenario::Spec { n, batch: b, d_model: trace.x.dim().2, ..inputs.spec };
-        let info = Info {
-            preset: inputs.preset.clone(),
-            preset_description: preset_description.into(),
-            settings: Settings::of(&trace.config, &spec, inputs.per_head, &inputs.tokens),
-            stages: stages.iter().map(|&s| trace.meta(s)).collect(),
-            backend,
-            stage_times: stage_times.named().into_iter().map(|(name, ms)| Timing { name: name.into(), ms }).collect(),
-        };
-        Session { trace, stages, info, values: Vec::new(), rgba: Vec::new(), timings }
+        let d_model = trace.x.dim().2;
+        let info = Info::new(&trace.config, inputs, (b, n, d_model), metas, backend, stage_times, false);
+        Session { source: Source::Whole(trace), stages, info, shown: None, timings }
     }
 
-    /// The trace.
-    pub fn trace(&self) -> &Trace {
-        &self.trace
+    /// A session around a layer whose stages are computed when selected.
+    pub fn on_demand(layer: Layer, inputs: &Inputs, timings: Vec<Timing>, backend: BackendUsed, stage_times: &StageTimes) -> Session {
+        let stages = layer.stages();
+        let metas = stages.iter().map(|&s| layer.meta(s)).collect();
+        let info = Info::new(&layer.config, inputs, layer.scenario.dims(), metas, backend, stage_times, true);
+        Session { source: Source::OnDemand(layer), stages, info, shown: None, timings }
+    }
+
+    /// The trace, when it was computed whole.
+    pub fn trace(&self) -> Option<&Trace> {
+        match &self.source {
+            Source::Whole(t) => Some(t),
+            Source::OnDemand(_) => None,
+        }
     }
 
     /// [`Session::select`] as a Rust value.
     pub fn cut(&mut self, i: usize, batch: usize, head: usize) -> Result<Cut, JsValue> {
-        let t0 = now_ms();
-        let stage = self.stages.get(i).copied().ok_or_else(|| to_js(Error::invalid("stage", i, format!("0..{}", self.stages.len()))))?;
-        let m: Array2<f32> = self.trace.stage(stage, batch, head).map_err(to_js)?;
-        let (rgba, (raster_rows, raster_cols), (lo, hi)) = render::rgba_pooled(m.view(), stage.scale(), palette(), RASTER_SIDE);
-        let (rows, cols) = m.dim();
-        self.values = m.as_standard_layout().iter().copied().collect();
-        self.rgba = rgba;
-        let ms = now_ms() - t0;
-        match self.timings.iter_mut().find(|t| t.name == stage.name()) {
-            Some(t) => t.ms = ms,
-            None => self.timings.push(Timing { name: stage.name().into(), ms }),
+        self.check(i, batch, head)?;
+        if !self.shown.as_ref().is_some_and(|s| (s.batch, s.head) == (batch, head)) {
+            let t0 = now_ms();
+            self.shown = None; // the previous cuts' memory goes before the new ones take theirs
+            let cuts = self.make_cuts(batch, head).map_err(to_js)?;
+            let ms = now_ms() - t0;
+            let name = "stages of the head shown";
+            match self.timings.iter_mut().find(|t| t.name == name) {
+                Some(t) => t.ms = ms,
+                None => self.timings.push(Timing { name: name.into(), ms }),
+            }
+            self.shown = Some(Shown { batch, head, cuts, selected: 0 });
         }
-        Ok(Cut { rows, cols, raster_rows, raster_cols, lo, hi })
+        let shown = self.shown.as_mut().expect("made above");
+        shown.selected = i;
+        Ok(shown.cuts[i].cut)
+    }
+
+    /// [`Session::cells`] as a Rust value.
+    pub fn read_cells(&self, i: usize, batch: usize, head: usize, rows: Range<usize>, cols: Range<usize>) -> Result<Vec<f32>, JsValue> {
+        self.check(i, batch, head)?;
+        let stage = self.stages[i];
+        let (all_rows, all_cols) = self.shape(stage);
+        let within = |r: &Range<usize>, n: usize| r.start < r.end && r.end <= n;
+        if !within(&rows, all_rows) || !within(&cols, all_cols) {
+            let given = format!("rows {}..{}, columns {}..{}", rows.start, rows.end, cols.start, cols.end);
+            return Err(to_js(Error::invalid("cells", given, format!("non-empty ranges within the stage's {all_rows} × {all_cols}"))));
+        }
+        if rows.len() * cols.len() > VALUES_CELLS {
+            return Err(to_js(Error::invalid("cells", format!("{} cells", rows.len() * cols.len()), format!("at most {VALUES_CELLS} cells at once"))));
+        }
+        let m = match &self.source {
+            Source::Whole(t) => t.stage(stage, batch, head).map(|m| m.slice(s![rows, cols]).to_owned()),
+            Source::OnDemand(l) => l.rows(stage, batch, head, rows).map(|m| m.slice(s![.., cols]).to_owned()),
+        };
+        Ok(m.map_err(to_js)?.iter().copied().collect())
+    }
+
+    /// Refuses a stage, batch element or head outside the session's.
+    fn check(&self, i: usize, batch: usize, head: usize) -> Result<(), JsValue> {
+        let s = &self.info.settings;
+        check_index("stage", i, self.stages.len()).map_err(to_js)?;
+        check_index("batch index", batch, s.batch_size as usize).map_err(to_js)?;
+        check_index("head", head, s.heads as usize).map_err(to_js)
+    }
+
+    /// The (rows, cols) of a stage of one (batch, head).
+    fn shape(&self, stage: Stage) -> (usize, usize) {
+        match &self.source {
+            Source::Whole(t) => t.stage(stage, 0, 0).map(|m| m.dim()).unwrap_or((0, 0)),
+            Source::OnDemand(l) => l.shape(stage),
+        }
+    }
+
+    /// Every stage of (batch, head) cut and coloured: pooled to [`RASTER_SIDE`], with its values when they are
+    /// at most [`VALUES_CELLS`].
+    fn make_cuts(&self, batch: usize, head: usize) -> crate::error::Result<Vec<Made>> {
+        let palette = palette();
+        let mut parts: Vec<(Pooler, Option<Vec<f32>>, (usize, usize))> = Vec::with_capacity(self.stages.len());
+        let start = |stage: Stage, dim: (usize, usize)| {
+            let values = (dim.0 * dim.1 <= VALUES_CELLS).then(|| Vec::with_capacity(dim.0 * dim.1));
+            (Pooler::new(dim, stage.scale(), RASTER_SIDE), values, dim)
+        };
+        let add = |part: &mut (Pooler, Option<Vec<f32>>, (usize, usize)), first: usize, m: ArrayView2<f32>| {
+            part.0.add(m, first);
+            if let Some(v) = part.1.as_mut() {
+                v.extend(m.iter().copied());
+            }
+        };
+        match &self.source {
+            Source::Whole(t) => {
+                for &stage in &self.stages {
+                    let m = t.stage(stage, batch, head)?;
+                    let mut part = start(stage, m.dim());
+                    add(&mut part, 0, m.view());
+                    parts.push(part);
+                }
+            }
+            Source::OnDemand(l) => {
+                parts.extend(self.stages.iter().map(|&stage| start(stage, l.shape(stage))));
+                l.each_block(batch, head, |k, first, m| add(&mut parts[k], first, m))?;
+            }
+        }
+        Ok(parts
+            .into_iter()
+            .map(|(pooler, values, (rows, cols))| {
+                let (rgba, (raster_rows, raster_cols), (lo, hi)) = pooler.rgba(palette);
+                let has_values = values.is_some();
+                Made { cut: Cut { rows, cols, raster_rows, raster_cols, lo, hi, has_values }, values: values.unwrap_or_default(), rgba }
+            })
+            .collect())
+    }
+
+    /// The cut the pointers give (the last selected).
+    fn selected(&self) -> Option<&Made> {
+        self.shown.as_ref().map(|s| &s.cuts[s.selected])
     }
 }
 
 #[wasm_bindgen]
 impl Session {
-    /// The [`Info`]: `{ preset, preset_description, settings, stages, backend, stage_times }`.
+    /// The [`Info`]: `{ preset, preset_description, settings, stages, backend, stage_times, on_demand }`.
     pub fn info(&self) -> Result<JsValue, JsValue> {
         to_value(&self.info)
     }
 
-    /// `[{ name, ms }]`: building the scenario, the trace, and cutting and colouring each selected stage.
+    /// `[{ name, ms }]`: building the scenario, the layer, and cutting the stages of the head shown.
     pub fn timings(&self) -> Result<JsValue, JsValue> {
         to_value(&self.timings)
     }
 
-    /// The whole trace as an .npz (uncompressed), under the CLI's names (`relattn compute --out`).
+    /// The whole trace as an .npz (uncompressed), under the CLI's names (`relattn compute --out`); a layer
+    /// computed on demand is refused (field "export": its whole trace does not fit the page).
     pub fn npz(&self) -> Result<Vec<u8>, JsValue> {
+        let Source::Whole(trace) = &self.source else {
+            let why = "this layer's stages are computed one head at a time (its whole trace does not fit the page's memory)";
+            return Err(to_js(Error::invalid("export", "the whole trace", format!("{why}: export it with `relattn compute … --out trace.npz`"))));
+        };
         let mut out = std::io::Cursor::new(Vec::new());
-        self.trace.write_npz(&mut out).map_err(to_js)?;
+        trace.write_npz(&mut out).map_err(to_js)?;
         Ok(out.into_inner())
     }
 
-    /// Cuts stage `i` (of [`Info::stages`]) of (batch, head) and colours it; returns the [`Cut`]
-    /// `{ rows, cols, lo, hi }`; read the values and pixels through the pointers below.
+    /// Selects stage `i` (of [`Info::stages`]) of (batch, head), cutting and colouring every stage of that
+    /// (batch, head) the first time it is selected; returns the [`Cut`]
+    /// `{ rows, cols, raster_rows, raster_cols, lo, hi, has_values }`; read the values and pixels through the
+    /// pointers below.
     pub fn select(&mut self, i: usize, batch: usize, head: usize) -> Result<JsValue, JsValue> {
         to_value(&self.cut(i, batch, head)?)
     }
 
+    /// The values of stage `i` of (batch, head) in rows `r0..r0 + rows`, columns `c0..c0 + cols`, row-major (at
+    /// most [`VALUES_CELLS`]): the tooltip's exact cell and a zoomed window of a stage sent without values.
+    /// Errors name "stage", "batch index", "head" or "cells".
+    #[allow(clippy::too_many_arguments)]
+    pub fn cells(&self, i: usize, batch: usize, head: usize, r0: usize, c0: usize, rows: usize, cols: usize) -> Result<Vec<f32>, JsValue> {
+        self.read_cells(i, batch, head, r0..r0.saturating_add(rows), c0..c0.saturating_add(cols))
+    }
+
     pub fn values_ptr(&self) -> *const f32 {
-        self.values.as_ptr()
+        self.selected().map_or(std::ptr::null(), |m| m.values.as_ptr())
     }
     pub fn values_len(&self) -> usize {
-        self.values.len()
+        self.selected().map_or(0, |m| m.values.len())
     }
     pub fn rgba_ptr(&self) -> *const u8 {
-        self.rgba.as_ptr()
+        self.selected().map_or(std::ptr::null(), |m| m.rgba.as_ptr())
     }
     pub fn rgba_len(&self) -> usize {
-        self.rgba.len()
+        self.selected().map_or(0, |m| m.rgba.len())
     }
 }

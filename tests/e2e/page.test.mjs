@@ -177,7 +177,7 @@ test('every control recomputes; bad input shows an inline error and keeps the vi
   await page.waitForFunction(() => document.getElementById('err-n').textContent !== '', null, { timeout: 10000 });
   const msg = await page.locator('#err-n').innerText();
   assert.match(msg, /invalid n/);
-  assert.match(msg, /1\.\.=4096/);
+  assert.match(msg, /1\.\.=8192/);
   assert.equal(await page.getAttribute('#n', 'aria-invalid'), 'true');
   assert.equal(await readyId(), before, 'the view changed on bad input');
   assert.equal((await stages()).length, figures);
@@ -423,6 +423,50 @@ test('n = 1024 recomputes off the main thread and redraws', async () => {
   assert.match(await page.locator('footer').innerText(), /trace [\d.]+ ms/);
   await page.evaluate(() => window.scrollTo(0, 0));
   await page.screenshot({ path: join(artifacts, 'n1024.png') });
+});
+
+test('n = 8192 with 8 heads: held on demand, every stage drawn pooled; the tooltip, a row and a zoomed window read exact cells', async () => {
+  const t0 = Date.now();
+  await page.goto(`${base}?method=shaw&n=8192&d_model=512&heads=8&clip=16&seed=0&causal=0&rel_v=1&per_head=0&sentence=&backend=cpu`);
+  await page.waitForFunction(() => document.body.dataset.ready && document.getElementById('busy').hidden, null, { timeout: 300000 });
+  const opened = Date.now() - t0;
+  const cur = () => page.evaluate(() => import('./js/state.js').then(({ state: s }) => ({
+    onDemand: s.current.info.on_demand, memory: s.current.memory, head: s.current.shown.head, timings: s.current.timings,
+    withValues: s.current.stages.filter((st) => st.values).map((st) => st.name),
+  })));
+  const c = await cur();
+  assert.ok(c.onDemand, 'n 8192 × 8 heads is held on demand');
+  // Only the stages of at most 1024 × 1024 cells come with their values: the tables, buckets and head outputs.
+  assert.deepEqual(c.withValues, ['rel_k', 'rel_v', 'value_buckets', 'output_content', 'output_relative']);
+  assert.ok(c.memory < 1.5 * 2 ** 30, `worker memory ${c.memory}`);
+  await assertNotBlank('n = 8192 × 8 heads');
+  assert.equal(await page.locator('figure[data-stage="weights"] canvas').evaluate((cv) => cv.dataset.rows), '8192');
+  // The tooltip asks for the cell: '…', then the exact value; a row of the weights (asked the same way) sums to 1
+  // and holds it.
+  const t = await hover('weights', 5000, 4990, 16);
+  await page.waitForFunction(() => { const tip = document.getElementById('tooltip'); return tip.dataset.value !== '' && !tip.innerText.includes('…'); }, null, { timeout: 20000 });
+  const tip = await page.locator('#tooltip').evaluate((el) => ({ ...el.dataset, text: el.innerText }));
+  const row = await page.evaluate((i) => import('./js/worker-client.js').then((m) => m.askCells('weights', i, 0, 1, 8192)).then((v) => Array.from(v)), Number(tip.i));
+  assert.ok(Math.abs(row.reduce((a, b) => a + b, 0) - 1) < 1e-3, 'the row sums to 1');
+  assert.equal(Number(tip.value), row[Number(tip.j)], `tooltip (${t.i}, ${t.j})`);
+  assert.match(tip.text, /content term q·k = -?[\d.]/);
+  // Three zooms (8192 → 1024 a side): the window's cells come from the worker; the value under the pointer is the same.
+  const canvas = page.locator('figure[data-stage="weights"] canvas');
+  await canvas.focus();
+  for (let k = 0; k < 3; k++) await page.keyboard.press('+');
+  assert.equal(await canvas.evaluate((cv) => cv.dataset.rows), '1024');
+  await page.waitForFunction(() => import('./js/state.js').then(({ state: s }) => { const v = s.views.get('weights'); return v.asked && v.asked.values && v.cells.values; }), null, { timeout: 20000, polling: 200 });
+  await page.keyboard.press('0');
+  // Another head: its stages are computed when it is selected.
+  const t1 = Date.now();
+  await settle(() => page.selectOption('#head', '5'), 300000);
+  const switched = Date.now() - t1;
+  assert.equal((await cur()).head, 5);
+  console.log(`n 8192 × 8 heads: first view ${opened} ms, another head ${switched} ms, worker memory ${(c.memory / 2 ** 20).toFixed(0)} MiB; ${JSON.stringify((await cur()).timings)}`);
+  await page.evaluate(() => window.scrollTo(0, 0));
+  await page.screenshot({ path: join(artifacts, 'n8192.png') });
+  await page.goto(base);
+  await page.waitForFunction(() => document.body.dataset.ready && document.getElementById('busy').hidden, null, { timeout: 30000 });
 });
 
 test('no console errors or page errors', () => {

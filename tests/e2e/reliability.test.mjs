@@ -94,10 +94,10 @@ test('the page has a Content-Security-Policy that forbids other origins', async 
 test('out-of-range values typed into the controls: an error next to that control, the view stays', async () => {
   let view = await snapshot();
   const cases = [
-    ['n', '0', /invalid n/], ['n', '-5', /invalid n/], ['n', '4097', /invalid n/], ['n', '2.5', /invalid n/], ['n', '1e400', /invalid n.*not a number/],
+    ['n', '0', /invalid n/], ['n', '-5', /invalid n/], ['n', '8193', /invalid n/], ['n', '2.5', /invalid n/], ['n', '1e400', /invalid n.*not a number/],
     ['d_model', '0', /invalid d_model/], ['d_model', '99999', /invalid d_model/],
     ['heads', '0', /invalid heads/], ['heads', '5', /divisor of d_model/], ['heads', '65', /invalid heads/],
-    ['clip', '-1', /invalid clip/], ['clip', '5000', /invalid clip/],
+    ['clip', '-1', /invalid clip/], ['clip', '9000', /invalid clip/],
     ['seed', '-1', /invalid seed/], ['seed', '1e20', /invalid seed/], ['seed', '', /invalid seed.*not a number/],
   ];
   for (const [id, value, re] of cases) {
@@ -111,22 +111,23 @@ test('out-of-range values typed into the controls: an error next to that control
   }
 });
 
-test('the memory budget: n 4096 with 8 heads and Music n 4096 are refused with the estimate, the limit and a smaller n', async () => {
+test('the budget: n 8192 × 64 heads (time) and d_model 4096 × batch 4 (memory) are refused with the limit and a smaller n', async () => {
   await settle(() => page.fill('#seed', '1'));
   const view = await snapshot();
+  await page.fill('#heads', '64');
+  await page.fill('#n', '8192');
+  const pairs = await refused('n', /too large/, view);
+  assert.match(pairs, /4294967296 \(query, key\) pairs.*at most 536870912 \(n 8192 with 8 heads\); use n ≤ 2896 with 64 head/);
   await page.fill('#heads', '8');
-  await page.fill('#n', '4096');
-  const text = await refused('n', /too large/, view);
-  assert.match(text, /needs about [\d.]+ GiB.*limit is 1\.50 GiB.*use n ≤ \d+ with 8 head/);
-  await page.fill('#heads', '1');
-  await page.selectOption('#method', 'music');
-  await page.check('#per_head');
-  await page.fill('#clip', '4096');
-  assert.match(await refused('n', /too large.*heads = 1\)/, view), /use n ≤ \d+ with 1 head\(s\)$/);
-  // The suggested n works.
-  const n = Number(/use n ≤ (\d+)/.exec(await page.locator('#err-n').innerText())[1]);
-  assert.ok(n > 512 && n < 4096, `${n}`);
-  await page.fill('#clip', '3');
+  await page.fill('#batch_size', '4');
+  await page.fill('#d_model', '4096');
+  const memory = await refused('n', /too large.*batch = 4, d_model = 4096/, view);
+  assert.match(memory, /needs about [\d.]+ GiB.*limit is 1\.50 GiB.*use n ≤ \d+ with 8 head/);
+  const n = Number(/use n ≤ (\d+)/.exec(memory)[1]);
+  assert.ok(n > 256 && n < 8192, `${n}`);
+  await page.fill('#batch_size', '1');
+  await page.fill('#d_model', '64');
+  await page.fill('#heads', '2');
   await settle(() => page.fill('#n', '64'));
   assert.equal(await page.locator('#err-n').innerText(), '');
 });
@@ -141,8 +142,9 @@ test('files: corrupt, NaN (named with its index) and a huge n are refused next t
   x[13] = NaN;
   await page.setInputFiles('#tensors', { name: 'nan.npy', mimeType: 'application/octet-stream', buffer: npyF32([5, 8], x) });
   assert.match(await refused('file', /non-finite/, view), /'x'.*NaN at index \[1, 5\]/);
-  await drop('huge.npy', npyF32([4000, 2], new Array(8000).fill(0.5)));
-  assert.match(await refused('file', /huge\.npy: too large/, view), /n = 4000.*use n ≤ \d+/);
+  // x sets n: 30000 positions have 9·10⁸ pairs, past the page's 8192² · 8.
+  await drop('huge.npy', npyF32([30000, 2], new Array(60000).fill(0.5)));
+  assert.match(await refused('file', /huge\.npy: too large/, view), /n = 30000.*use n ≤ \d+/);
   assert.equal(await page.locator('#tensors-name').innerText(), '');
 });
 

@@ -80,7 +80,8 @@ function baseName() {
 function figureSVG(name) {
   const cur = state.current;
   const stage = cur.byName[name];
-  const r = state.ui.draw_svg(figureSpec(stage, cur), stage.values, FRAME.w, FRAME.h);
+  // A stage sent without its values (past VALUES_CELLS) is too large to paint as vectors anyway: its raster goes in.
+  const r = state.ui.draw_svg({ ...figureSpec(stage, cur), range: [stage.lo, stage.hi] }, stage.values || new Float32Array(0), FRAME.w, FRAME.h);
   let svg = r.svg;
   if (!r.painted) {
     const { x0, x1, y0, y1 } = r.area;

@@ -6,6 +6,8 @@
 // view draws those cells alone, coloured by the page's wasm over the whole stage's range, with a minimap.
 import { state } from './state.js';
 import { fmt } from './format.js';
+import { askCells } from './worker-client.js';
+import { drawPins } from './tooltip.js';
 
 /** The size of a figure's canvas (and of an exported figure, before the PNG's 2×). */
 export const FRAME = { w: 470, h: 430 };
@@ -57,40 +59,70 @@ export function newView(stage, width, height) {
   return { canvas, ctx: canvas.getContext('2d'), off: document.createElement('canvas'), rect: null, frame: null, stage };
 }
 
+/**
+ * The values of window `w` of a view's stage: copied out of the stage's values, or — for a stage sent without
+ * them — asked of the worker (askCells; refused past VALUES_CELLS), null until they come: the view is drawn
+ * again then.
+ */
+function windowValues(v, stage, w) {
+  if (stage.values) {
+    const values = new Float32Array(w.rows * w.cols);
+    for (let i = 0; i < w.rows; i++) values.set(stage.values.subarray((w.r0 + i) * stage.cols + w.c0, (w.r0 + i) * stage.cols + w.c0 + w.cols), i * w.cols);
+    return values;
+  }
+  const key = [state.current.id, stage.name, w.r0, w.c0, w.rows, w.cols].join('|');
+  if (v.asked && v.asked.key === key) return v.asked.values;
+  const asked = { key, values: null };
+  v.asked = asked;
+  askCells(stage.name, w.r0, w.c0, w.rows, w.cols).then((values) => {
+    if (v.asked !== asked) return;
+    asked.values = values;
+    drawView(v, v.stage, state.current);
+    drawPins();
+  }).catch(() => { /* too many cells (the pooled raster stays), or a newer result */ });
+  return null;
+}
+
 export function drawView(v, stage, cur) {
   v.stage = stage;
   const full = { r0: 0, c0: 0, rows: stage.rows, cols: stage.cols };
   const w = windowOf(v);
   const zoomed = w.rows < stage.rows || w.cols < stage.cols;
   v.win = zoomed ? w : null;
-  const spec = figureSpec(stage, cur);
+  // The stage's colour range always: a window keeps it, and a stage sent without values has only it.
+  const spec = { ...figureSpec(stage, cur), range: [stage.lo, stage.hi] };
   let values = stage.values;
   if (zoomed) {
-    values = new Float32Array(w.rows * w.cols);
-    for (let i = 0; i < w.rows; i++) values.set(stage.values.subarray((w.r0 + i) * stage.cols + w.c0, (w.r0 + i) * stage.cols + w.c0 + w.cols), i * w.cols);
+    values = windowValues(v, stage, w);
     Object.assign(spec, {
-      rows: w.rows, cols: w.cols, range: [stage.lo, stage.hi],
+      rows: w.rows, cols: w.cols,
       x_labels: labelsOf(spec.x_labels, w.c0, w.cols), y_labels: labelsOf(spec.y_labels, w.r0, w.rows),
       subtitle: `${spec.subtitle} · rows ${w.r0}–${w.r0 + w.rows - 1}, columns ${w.c0}–${w.c0 + w.cols - 1} (0 resets)`,
     });
   }
-  const r = state.ui.draw_frame(v.canvas, spec, values);
+  const r = state.ui.draw_frame(v.canvas, spec, values || NO_VALUES);
   v.rect = r;
   // The frame without outlines, to restore before each redraw of the pins (they overlap the axes).
   v.frame = v.ctx.getImageData(0, 0, v.canvas.width, v.canvas.height);
+  v.crop = null;
   if (zoomed) {
     // The window's cells, coloured like the whole stage; the whole stage's raster is kept for the minimap.
-    const rgba = new Uint8ClampedArray(state.ui.colour({ rows: w.rows, cols: w.cols, scale: stage.scale, range: [stage.lo, stage.hi] }, values));
+    const rgba = values && new Uint8ClampedArray(state.ui.colour({ rows: w.rows, cols: w.cols, scale: stage.scale, range: [stage.lo, stage.hi] }, values));
     v.cells = { ...w, values, rgba };
     v.mini = v.mini || document.createElement('canvas');
     v.mini.width = stage.raster_cols;
     v.mini.height = stage.raster_rows;
     v.mini.getContext('2d').putImageData(new ImageData(stage.rgba, stage.raster_cols, stage.raster_rows), 0, 0);
+    // Until its cells come (or when there are too many to ask for), the window of the pooled raster.
+    if (!rgba) {
+      const [sy, sx] = [stage.raster_rows / stage.rows, stage.raster_cols / stage.cols];
+      v.crop = [w.c0 * sx, w.r0 * sy, Math.max(1, w.cols * sx), Math.max(1, w.rows * sy)];
+    }
   } else {
     v.cells = { ...full, values, rgba: stage.raster_cols === stage.cols ? stage.rgba : null };
   }
   // The raster: one pixel per cell (of the window), or per block of cells when the stage is larger than RASTER_SIDE.
-  const [pw, ph, px] = zoomed ? [w.cols, w.rows, v.cells.rgba] : [stage.raster_cols, stage.raster_rows, stage.rgba];
+  const [pw, ph, px] = zoomed && v.cells.rgba ? [w.cols, w.rows, v.cells.rgba] : [stage.raster_cols, stage.raster_rows, stage.rgba];
   v.off.width = pw;
   v.off.height = ph;
   v.off.getContext('2d').putImageData(new ImageData(px, pw, ph), 0, 0);
@@ -99,6 +131,9 @@ export function drawView(v, stage, cur) {
   Object.assign(c.dataset, { ...r, rows: w.rows, cols: w.cols, r0: w.r0, c0: w.c0 });
   c.setAttribute('aria-label', `${stage.title}: ${stage.formula}, ${stage.rows} × ${stage.cols}${zoomed ? `, zoomed to rows ${w.r0}–${w.r0 + w.rows - 1}, columns ${w.c0}–${w.c0 + w.cols - 1}` : ''}`);
 }
+
+/** What draw_frame gets for a stage sent without its values (its spec's range colours the colorbar). */
+const NO_VALUES = new Float32Array(0);
 
 /** The smallest cell, in canvas pixels, that gets its value written in it (src/render.rs VALUE_CELL, for exports). */
 const VALUE_CELL = { w: 26, h: 14 };
@@ -109,8 +144,10 @@ export function blit(v) {
   const { x0, x1, y0, y1 } = v.rect;
   if (v.frame) v.ctx.putImageData(v.frame, 0, 0);
   // Enlarged: one sharp block per cell; shrunk: smoothed, so no row or column of the raster is dropped.
-  v.ctx.imageSmoothingEnabled = v.off.width > x1 - x0 || v.off.height > y1 - y0;
-  v.ctx.drawImage(v.off, x0, y0, x1 - x0, y1 - y0);
+  const [sw, sh] = v.crop ? [v.crop[2], v.crop[3]] : [v.off.width, v.off.height];
+  v.ctx.imageSmoothingEnabled = sw > x1 - x0 || sh > y1 - y0;
+  if (v.crop) v.ctx.drawImage(v.off, ...v.crop, x0, y0, x1 - x0, y1 - y0);
+  else v.ctx.drawImage(v.off, x0, y0, x1 - x0, y1 - y0);
   const { r0, c0, rows, cols, values, rgba } = v.cells;
   const cw = (x1 - x0) / cols;
   const ch = (y1 - y0) / rows;

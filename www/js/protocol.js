@@ -4,6 +4,7 @@
 //   page → worker                          worker → page
 //   'compute' ComputeRequest         →     'result' ResultMessage | 'error' ErrorMessage
 //   'export'  ExportRequest          →     'export' ExportReply
+//   'cells'   CellsRequest           →     'cells'  CellsReply (exact values of a stage sent without them)
 //   (a wasm abort, at any time)            'fatal'  FatalMessage (then the page replaces the worker)
 //   Model mode (js/worker-model.js answers; js/model.js sends and drops stale answers by id):
 //   'model'        ModelRequest      →     'model-result' ModelResult | 'model-error' ModelError
@@ -82,13 +83,16 @@ export const BACKENDS = ['auto', 'webgpu', 'cpu'];
  * @property {number} cols
  * @property {number} raster_rows the raster's rows: `rows`, or fewer when pooled (src/web/session.rs RASTER_SIDE)
  * @property {number} raster_cols
- * @property {Float32Array} values rows × cols, row-major (transferred)
+ * @property {boolean} has_values whether `values` came (stages of at most VALUES_CELLS cells, src/web/session.rs)
+ * @property {Float32Array|null} values rows × cols, row-major (transferred); null past VALUES_CELLS: ask for
+ *   the cells needed with a CellsRequest
  * @property {Uint8ClampedArray} rgba raster_rows × raster_cols pixels, the cells as coloured (transferred)
  */
 
 /**
  * The Rust `Info` of src/web/session.rs without its stages (sent as `stages`): preset, preset_description,
- * settings (as computed: a preset's own, a file's sizes), backend { name, note }, stage_times.
+ * settings (as computed: a preset's own, a file's sizes), backend { name, note }, stage_times, on_demand (the
+ * stages of the head shown were computed when it was shown, on the CPU: the whole trace would not fit).
  * @typedef {object} TraceInfo
  */
 
@@ -111,6 +115,7 @@ export const BACKENDS = ['auto', 'webgpu', 'cpu'];
  * @property {Stage[]} stages in pipeline order
  * @property {Timing[]} timings building the scenario, the trace, cutting each stage
  * @property {BackendUsed} backend
+ * @property {number} memory bytes of the worker's wasm memory after cutting the stages (it only grows)
  */
 
 /**
@@ -150,6 +155,17 @@ export const BACKENDS = ['auto', 'webgpu', 'cpu'];
  * @property {boolean} ok
  * @property {Uint8Array} [data] the file's bytes, when ok
  * @property {string} [error] why not, when not ok
+ */
+
+/**
+ * page → worker: values of stage `stage` of (batch, head) in rows r0..r0+rows, columns c0..c0+cols (at most
+ * VALUES_CELLS), from the session that sent result `result` (refused as stale when it is no longer held).
+ * @typedef {{ kind: 'cells', id: number, result: number, stage: string, batch: number, head: number, r0: number, c0: number, rows: number, cols: number }} CellsRequest
+ */
+
+/**
+ * worker → page: the answer to a CellsRequest.
+ * @typedef {{ kind: 'cells', id: number, ok: boolean, values?: Float32Array, error?: string }} CellsReply
  */
 
 // --- Model mode -------------------------------------------------------------------------------------------
@@ -262,7 +278,7 @@ export const MODEL_KINDS = ['music', 'shaw', 'absolute'];
  * @typedef {{ kind: 'model-error', id: number, of: string, error: WorkerError, info?: object }} ModelError
  */
 
-/** @typedef {ComputeRequest | ExportRequest | DebugMessage | ModelRequest | SampleRequest | ModelStop | NllRequest} ToWorker */
+/** @typedef {ComputeRequest | ExportRequest | CellsRequest | DebugMessage | ModelRequest | SampleRequest | ModelStop | NllRequest} ToWorker */
 /** @typedef {ResultMessage | ErrorMessage | FatalMessage | ExportReply | ModelResult | ModelSampled | NllResult | ModelError} FromWorker */
 
 // --- page side ---
@@ -277,11 +293,16 @@ export function exportRequest(id, what, colormaps) {
   return { kind: 'export', id, what, colormaps };
 }
 
+/** @returns {CellsRequest} */
+export function cellsRequest(id, result, stage, batch, head, r0, c0, rows, cols) {
+  return { kind: 'cells', id, result, stage, batch, head, r0, c0, rows, cols };
+}
+
 // --- worker side ---
 
 /** @returns {ResultMessage} */
-export function resultMessage(id, info, shown, stages, timings, backend) {
-  return { kind: 'result', id, ok: true, info, shown, stages, timings, backend };
+export function resultMessage(id, info, shown, stages, timings, backend, memory) {
+  return { kind: 'result', id, ok: true, info, shown, stages, timings, backend, memory };
 }
 
 /** @returns {ErrorMessage} */
@@ -302,6 +323,16 @@ export function exportReply(id, data) {
 /** @returns {ExportReply} */
 export function exportFailed(id, error) {
   return { kind: 'export', id, ok: false, error };
+}
+
+/** @returns {CellsReply} */
+export function cellsReply(id, values) {
+  return { kind: 'cells', id, ok: true, values };
+}
+
+/** @returns {CellsReply} */
+export function cellsFailed(id, error) {
+  return { kind: 'cells', id, ok: false, error };
 }
 
 // --- Model mode ---

@@ -22,9 +22,9 @@ export const state = {
   answeredId: 0,
   /** The timer of the debounced request (typing in a number field). */
   debounce: 0,
-  /** The id of the last export request. */
+  /** The id of the last export or cells request. */
   exportSeq: 0,
-  /** Export requests waiting for the worker: id → callback(reply). */
+  /** Export and cells requests waiting for the worker: id → callback(reply). */
   exports: new Map(),
 
   // --- settings from the URL and the scenario file (url.js, file.js) ---
@@ -40,8 +40,9 @@ export const state = {
   dragDepth: 0,
 
   // --- what is shown (figures.js, views.js, tooltip.js) ---
-  /** The result shown: { id, info, shown, stages, byName, tokens, timings, stageTimes, onGpu }, or null. The
-   *  stages' buffers are the ones the worker transferred (no copies). */
+  /** The result shown: { id, info, shown, stages, byName, tokens, timings, stageTimes, onGpu, backend, memory,
+   *  asked }, or null. The stages' buffers are the ones the worker transferred (no copies); `asked` holds the
+   *  cells of stages sent without values that the tooltip has asked for ('name|i|j' → value). */
   current: null,
   /** The last result drawn in full: what a panic in the page's wasm instance falls back to. */
   good: null,

@@ -36,8 +36,9 @@ export function showStageTimes(stageTimes, onGpu) {
     + 'logits = QKᵀ + relative logits (gather or skew) + scale and mask; values = αV + the value term; output = the output projection.';
 }
 
-export function showTimings(timings, drawMs) {
+/** The compute timings, the figures' drawing time and the worker's wasm memory (bytes; it never shrinks). */
+export function showTimings(timings, drawMs, memory) {
   const parts = timings.map((t) => `${t.name} ${t.ms.toFixed(1)} ms`);
   const draw = drawMs.reduce((a, [, ms]) => a + ms, 0);
-  $('timings').textContent = `compute: ${parts.join(' · ')} · draw (all figures) ${draw.toFixed(0)} ms`;
+  $('timings').textContent = `compute: ${parts.join(' · ')} · draw (all figures) ${draw.toFixed(0)} ms · worker memory ${(memory / 2 ** 20).toFixed(0)} MiB`;
 }

@@ -5,6 +5,7 @@ import { state } from './state.js';
 import { fmt } from './format.js';
 import { blit, cellAt, outline, shade } from './figures.js';
 import { saveURL } from './url.js';
+import { askCells } from './worker-client.js';
 
 /** Wires a view's canvas: hover, click to pin, arrow keys, and leaving. */
 export function attachPointer(v) {
@@ -20,12 +21,44 @@ export function hideTip() {
   $('tooltip').hidden = true;
 }
 
-// The parts of pair (i, j) of the shown (batch, head), read from the stages the worker sent.
+/** The stages a pair (i, j) is read from, by part. */
+const PARTS = { content: 'content_logits', relative: 'relative_logits', row: 'rel_index', logit: 'logits', weight: 'weights' };
+
+/**
+ * Cell (i, j) of stage `name` of the result shown: from the values the worker sent with it, or from the cells
+ * asked for so far (a stage sent without its values); undefined while not known, NaN when the trace lacks it.
+ */
+function cellOf(name, i, j) {
+  const cur = state.current;
+  const s = cur.byName[name];
+  if (!s) return NaN;
+  if (s.values) return s.values[i * s.cols + j];
+  return cur.asked ? cur.asked.get(`${name}|${i}|${j}`) : undefined;
+}
+
+/**
+ * Asks the worker for the cells (i, j) of the stages `names` not known yet (askCells: one cell each); calls
+ * `then` once they are, if the same result is still shown. Returns whether any was missing.
+ */
+function askMissing(names, i, j, then) {
+  const cur = state.current;
+  const missing = names.filter((n) => cellOf(n, i, j) === undefined);
+  if (!missing.length) return false;
+  if (!cur.asked || cur.asked.size > 4096) cur.asked = new Map();
+  Promise.all(missing.map((n) => askCells(n, i, j, 1, 1).then((v) => cur.asked.set(`${n}|${i}|${j}`, v[0]))))
+    .then(() => { if (state.current === cur) then(); })
+    .catch(() => { /* a newer result, or the worker restarted: nothing to fill */ });
+  return true;
+}
+
+/** A cell's value as text: '…' while it is being asked for. */
+function shown(v) {
+  return v === undefined ? '…' : fmt(v);
+}
+
+// The parts of pair (i, j) of the shown (batch, head) (undefined while asked for).
 function parts(i, j) {
-  const s = state.current.byName;
-  const n = state.current.info.settings.n;
-  const at = (name) => (s[name] ? s[name].values[i * n + j] : NaN);
-  return { content: at('content_logits'), relative: at('relative_logits'), row: at('rel_index'), logit: at('logits'), weight: at('weights') };
+  return Object.fromEntries(Object.entries(PARTS).map(([part, name]) => [part, cellOf(name, i, j)]));
 }
 
 function hover(v, e) {
@@ -35,33 +68,43 @@ function hover(v, e) {
   placeTip(e.pageX, e.pageY);
 }
 
-// The tooltip's lines for cell (i, j) of a view; also kept in its data attributes.
-function fillTip(v, i, j) {
+// The tooltip's lines for cell (i, j) of a view; also kept in its data attributes. Values of a stage sent
+// without them are asked for: '…' until they come, then the tooltip (if still on that cell) and the
+// announcement are written again.
+function fillTip(v, i, j, announce = false) {
   const tip = $('tooltip');
   const cur = state.current;
-  const value = v.stage.values[i * v.stage.cols + j];
+  const key = `${cur.id}|${v.stage.name}|${i}|${j}`;
+  tip.dataset.key = key;
+  const names = [v.stage.name, ...(v.stage.pairs ? Object.values(PARTS) : [])];
+  askMissing(names, i, j, () => {
+    if (tip.dataset.key !== key || tip.hidden) return;
+    const said = fillTip(v, i, j);
+    if (announce) $('announce').textContent = `${v.stage.title}: ${said}`;
+  });
+  const value = cellOf(v.stage.name, i, j);
   // A pair is (i, j); any other cell is named by its axes (a table row and a component, a buffer's row …).
   const where = v.stage.pairs ? `(i, j) = (${i}, ${j})` : `${v.stage.y_axis} ${i}, ${v.stage.x_axis} ${j}`;
-  const lines = [`<b>${v.stage.title}</b>`, `${where}   value ${fmt(value)}`];
+  const lines = [`<b>${v.stage.title}</b>`, `${where}   value ${shown(value)}`];
   tip.dataset.stage = v.stage.name;
   tip.dataset.i = i;
   tip.dataset.j = j;
-  tip.dataset.value = value;
+  tip.dataset.value = value ?? '';
   for (const k of ['content', 'relative', 'row']) delete tip.dataset[k];
   if (v.stage.pairs) {
     const p = parts(i, j);
     const k = cur.info.settings.clip;
     const tok = cur.tokens ? `  “${cur.tokens[i]}” → “${cur.tokens[j]}”` : '';
     lines.push(`distance j − i = ${j - i}${tok}`);
-    lines.push(`content term q·k = ${fmt(p.content)}`);
-    lines.push(`relative term = ${fmt(p.relative)}`);
+    lines.push(`content term q·k = ${shown(p.content)}`);
+    lines.push(`relative term = ${shown(p.relative)}`);
     const masked = cur.info.settings.causal && j > i;
     lines.push(cur.info.settings.method === 'shaw'
-      ? `table row clip(j − i, ${k}) + ${k} = ${fmt(p.row)}`
-      : `table row of E_r = ${masked ? 'none (a later key: masked)' : p.row < 0 ? 'none (beyond the table: a zero vector)' : fmt(p.row)}`);
+      ? `table row clip(j − i, ${k}) + ${k} = ${shown(p.row)}`
+      : `table row of E_r = ${masked ? 'none (a later key: masked)' : p.row < 0 ? 'none (beyond the table: a zero vector)' : shown(p.row)}`);
     if (masked) lines.push('masked (j > i): the skew leaves a leftover here, the mask removes it');
-    lines.push(`logit ${fmt(p.logit)}   weight ${fmt(p.weight)}`);
-    Object.assign(tip.dataset, { content: p.content, relative: p.relative, row: p.row });
+    lines.push(`logit ${shown(p.logit)}   weight ${shown(p.weight)}`);
+    Object.assign(tip.dataset, { content: p.content ?? '', relative: p.relative ?? '', row: p.row ?? '' });
   }
   // Text nodes only: tokens come from the page's own input, but never as HTML.
   const title = document.createElement('b');
@@ -113,9 +156,11 @@ function setRow(r) {
   drawPins();
 }
 
-/** Every pair (i, j) that reads table row r, from the rel_index stage ((n, n), −1: none). */
+/** Every pair (i, j) that reads table row r, from the rel_index stage ((n, n), −1: none); null when that stage
+ *  came without its values (n > 1024: its cells are smaller than a pixel, the diagonals show in the rasters). */
 function readersOf(r) {
   const idx = state.current.byName.rel_index;
+  if (!idx.values) return null;
   const out = [];
   for (let i = 0; i < idx.rows; i++) for (let j = 0; j < idx.cols; j++) if (idx.values[i * idx.cols + j] === r) out.push([i, j]);
   return out;
@@ -138,7 +183,7 @@ function keyPin(v, e) {
   if (pairs) setPin(c);
   else if (!d && isTable(v.stage)) setRow(c.i);
   else drawPins();
-  const said = fillTip(v, c.i, c.j);
+  const said = fillTip(v, c.i, c.j, true);
   const b = v.canvas.getBoundingClientRect();
   const { x0, x1, y0, y1 } = v.rect;
   const sx = b.width / v.canvas.width;
@@ -166,6 +211,9 @@ export function drawPins() {
   if (!state.pinned) { label.textContent = ''; return; }
   const { i, j } = state.pinned;
   const { n, causal } = cur.info.settings;
+  // Parts of a stage sent without values are asked for; the pins are drawn again when they come.
+  const pin = state.pinned;
+  askMissing(Object.values(PARTS), i, j, () => { if (state.pinned === pin) drawPins(); });
   const p = parts(i, j);
   for (const [name, v] of views) {
     const s = v.stage;
@@ -176,7 +224,7 @@ export function drawPins() {
     else if (name === 'value_buckets' && p.row >= 0) outline(v, i, p.row);
     else if (name.startsWith('output')) outline(v, i, 0, s.cols, 1);
   }
-  label.textContent = `pinned (i, j) = (${i}, ${j}): content ${fmt(p.content)}, relative ${fmt(p.relative)}, table row ${fmt(p.row)}, weight ${fmt(p.weight)} (Esc unpins)`;
+  label.textContent = `pinned (i, j) = (${i}, ${j}): content ${shown(p.content)}, relative ${shown(p.relative)}, table row ${shown(p.row)}, weight ${shown(p.weight)} (Esc unpins)`;
 }
 
 /**
@@ -203,10 +251,12 @@ function drawRow(r, label) {
   for (const [name, v] of shownViews()) {
     if (!v.rect) continue;
     if (isTable(v.stage) && r < v.stage.rows) outline(v, r, 0, v.stage.cols, 1);
+    else if (!readers) continue;
     else if (v.stage.pairs) shade(v, readers);
     else if (skewCell(name, 0, 0, n, causal)) shade(v, readers.map(([i, j]) => skewCell(name, i, j, n, causal)).filter(([, c]) => c < v.stage.cols));
   }
   const { method, clip: k } = cur.info.settings;
   const what = method === 'shaw' ? `distance ${r - k}${Math.abs(r - k) === k ? ' and beyond (the edge row)' : ''}` : 'one distance of E_r';
-  label.textContent = `pinned table row ${r} (${what}): read by ${readers.length} pairs (i, j), shaded in every (i, j) view (Esc unpins)`;
+  const read = readers ? `read by ${readers.length} pairs (i, j), shaded in every (i, j) view` : 'its readers are shaded when the stages come with their values (n ≤ 1024)';
+  label.textContent = `pinned table row ${r} (${what}): ${read} (Esc unpins)`;
 }

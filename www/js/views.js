@@ -89,7 +89,7 @@ export async function render(cur) {
   }
   drawPins();
   if (state.presentAt !== null) drawPresent();
-  showTimings(cur.timings, drawMs);
+  showTimings(cur.timings, drawMs, cur.memory);
   showStageTimes(cur.stageTimes, cur.onGpu);
   state.good = cur;
   document.body.dataset.ready = String(cur.id);

@@ -4,7 +4,7 @@
 // (isLatest) is passed on to the page; an older one is for superseded settings and touches neither the
 // controls nor the view. (A render already under way is stopped by its render token: views.js.)
 import { state } from './state.js';
-import { computeRequest, exportRequest } from './protocol.js';
+import { computeRequest, exportRequest, cellsRequest } from './protocol.js';
 import { readParams, colormaps, shownSlice, backendMode, showError } from './controls.js';
 import { setBusy } from './status.js';
 
@@ -70,10 +70,24 @@ export function askExport(what) {
   });
 }
 
+/**
+ * Asks the worker for the values of `stage` of the result shown, rows r0..r0+rows and columns c0..c0+cols (a
+ * stage sent without its values); resolves to a Float32Array (row-major), rejects when the result shown has
+ * changed or the worker was restarted.
+ */
+export function askCells(stage, r0, c0, rows, cols) {
+  const cur = state.current;
+  const id = ++state.exportSeq;
+  return new Promise((ok, fail) => {
+    state.exports.set(id, (r) => (r.ok ? ok(r.values) : fail(new Error(r.error))));
+    state.worker.postMessage(cellsRequest(id, cur.id, stage, cur.shown.batch, cur.shown.head, r0, c0, rows, cols));
+  });
+}
+
 /** @param {import('./protocol.js').FromWorker} msg */
 function receive(msg, handlers) {
   switch (msg.kind) {
-    case 'export': {
+    case 'export': case 'cells': {
       const cb = state.exports.get(msg.id);
       state.exports.delete(msg.id);
       if (cb) cb(msg);
