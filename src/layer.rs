@@ -44,7 +44,12 @@ pub fn block_bytes(cfg: &Config, n: usize, d_head: usize) -> Option<u64> {
         (Method::Shaw, _) => 0,
     };
     let music = if cfg.method == Method::Music { b.checked_mul(4)?.checked_mul(w + 1)?.checked_add(w.checked_mul(dh)?)? } else { 0 };
-    let floats = b.checked_mul(6)?.checked_mul(n)?.checked_add(b.checked_mul(2)?.checked_mul(r.checked_add(dh)?)?)?.checked_add(b.checked_mul(n.max(w + 1))?)?.checked_add(music)?;
+    let floats = b
+        .checked_mul(6)?
+        .checked_mul(n)?
+        .checked_add(b.checked_mul(2)?.checked_mul(r.checked_add(dh)?)?)?
+        .checked_add(b.checked_mul(n.max(w + 1))?)?
+        .checked_add(music)?;
     let bytes = floats.checked_mul(4)?;
     bytes.checked_add(bytes / 8)
 }
@@ -230,7 +235,8 @@ mod tests {
             let (p, output, _) = model::forward_projected(&cfg, &sc).unwrap();
             let layer = Layer::new(&cfg, sc, p, output).unwrap();
             assert_eq!(layer.stages(), whole.stages(), "{method:?} causal {causal}");
-            let close = |a: &Array2<f32>, b: &Array2<f32>| a.dim() == b.dim() && a.iter().zip(b).all(|(x, y)| x == y || (x - y).abs() <= 1e-5 * y.abs().max(1.0));
+            let close =
+                |a: &Array2<f32>, b: &Array2<f32>| a.dim() == b.dim() && a.iter().zip(b).all(|(x, y)| x == y || (x - y).abs() <= 1e-5 * y.abs().max(1.0));
             for batch in 0..2 {
                 for head in 0..2 {
                     let stages = layer.stages();

@@ -269,11 +269,8 @@ fn run(cfg: &Config, sc: &Scenario, record: bool, timed: bool) -> Result<Run> {
     if let (Some(sum), Some(t)) = (times.as_mut(), t_out) {
         sum.output = now_ms() - t;
     }
-    let (trace, projections) = if record {
-        (Some(assemble(cfg, sc, traces, q, k, v, heads, output.clone())), None)
-    } else {
-        (None, Some(Projections { q, k, v }))
-    };
+    let (trace, projections) =
+        if record { (Some(assemble(cfg, sc, traces, q, k, v, heads, output.clone())), None) } else { (None, Some(Projections { q, k, v })) };
     Ok(Run { output, trace, projections, times })
 }
 

@@ -394,7 +394,12 @@ async fn property_every_setting_gives_a_trace_or_a_named_error() {
         let label = format!("case {case}: {s:?}");
         let whole = |v: f64, hi: usize, lo: f64| v.fract() == 0.0 && (lo..=hi as f64).contains(&v);
         // A large trace that fits the budget would be slow here, not wrong: those are left to the e2e test.
-        if (s.n > 64.0 || s.d_model > 64.0) && whole(s.n, MAX_N, 1.0) && whole(s.d_model, MAX_D_MODEL, 1.0) && whole(s.heads, MAX_HEADS, 1.0) && whole(s.clip, MAX_N, 0.0) {
+        if (s.n > 64.0 || s.d_model > 64.0)
+            && whole(s.n, MAX_N, 1.0)
+            && whole(s.d_model, MAX_D_MODEL, 1.0)
+            && whole(s.heads, MAX_HEADS, 1.0)
+            && whole(s.clip, MAX_N, 0.0)
+        {
             let cfg = Config {
                 method: if method == "music" { Method::Music } else { Method::Shaw },
                 heads: s.heads as usize,

@@ -15,8 +15,8 @@ use crate::stage::{Stage, StageMeta};
 use crate::timing::{now_ms, StageTimes};
 use crate::trace::Trace;
 use ndarray::{s, ArrayView2};
-use std::ops::Range;
 use serde::{Deserialize, Serialize};
+use std::ops::Range;
 use wasm_bindgen::prelude::*;
 
 /// A named duration in milliseconds.
@@ -58,7 +58,15 @@ pub struct Info {
 }
 
 impl Info {
-    fn new(cfg: &Config, inputs: &Inputs, (b, n, d_model): (usize, usize, usize), stages: Vec<StageMeta>, backend: BackendUsed, stage_times: &StageTimes, on_demand: bool) -> Info {
+    fn new(
+        cfg: &Config,
+        inputs: &Inputs,
+        (b, n, d_model): (usize, usize, usize),
+        stages: Vec<StageMeta>,
+        backend: BackendUsed,
+        stage_times: &StageTimes,
+        on_demand: bool,
+    ) -> Info {
         let preset_description = if inputs.preset.is_empty() { "" } else { presets::preset(&inputs.preset).map(|p| p.description).unwrap_or("") };
         let spec = crate::scenario::Spec { n, batch: b, d_model, ..inputs.spec };
         Info {
@@ -97,7 +105,8 @@ pub struct Cut {
     pub has_values: bool,
 }
 
-/// What a session cuts its stages from.
+/// What a session cuts its stages from (one session a worker: the variants' sizes do not matter).
+#[allow(clippy::large_enum_variant)]
 enum Source {
     /// Every stage of every (batch, head), computed at once (on the GPU when it computes): the page's traces
     /// that fit [`super::request::WHOLE_LIMIT`] and the Model mode's layers.
@@ -112,6 +121,36 @@ struct Made {
     cut: Cut,
     values: Vec<f32>,
     rgba: Vec<u8>,
+}
+
+/// One stage of a (batch, head) being cut, from its rows in order: pooled, and its values kept when they are at
+/// most [`VALUES_CELLS`].
+struct Cutting {
+    dim: (usize, usize),
+    pooler: Pooler,
+    values: Option<Vec<f32>>,
+}
+
+impl Cutting {
+    fn new(stage: Stage, dim: (usize, usize)) -> Cutting {
+        let values = (dim.0 * dim.1 <= VALUES_CELLS).then(|| Vec::with_capacity(dim.0 * dim.1));
+        Cutting { dim, pooler: Pooler::new(dim, stage.scale(), RASTER_SIDE), values }
+    }
+
+    /// Rows `first..first + m.nrows()`.
+    fn add(&mut self, first: usize, m: ArrayView2<f32>) {
+        self.pooler.add(m, first);
+        if let Some(v) = self.values.as_mut() {
+            v.extend(m.iter().copied());
+        }
+    }
+
+    fn finish(self, palette: crate::render::Palette) -> Made {
+        let (rgba, (raster_rows, raster_cols), (lo, hi)) = self.pooler.rgba(palette);
+        let (rows, cols) = self.dim;
+        let cut = Cut { rows, cols, raster_rows, raster_cols, lo, hi, has_values: self.values.is_some() };
+        Made { cut, values: self.values.unwrap_or_default(), rgba }
+    }
 }
 
 /// The (batch, head) selected and every stage of it, cut together (on demand, one pass over its blocks).
@@ -164,7 +203,7 @@ impl Session {
     /// [`Session::select`] as a Rust value.
     pub fn cut(&mut self, i: usize, batch: usize, head: usize) -> Result<Cut, JsValue> {
         self.check(i, batch, head)?;
-        if !self.shown.as_ref().is_some_and(|s| (s.batch, s.head) == (batch, head)) {
+        if self.shown.as_ref().is_none_or(|s| (s.batch, s.head) != (batch, head)) {
             let t0 = now_ms();
             self.shown = None; // the previous cuts' memory goes before the new ones take theirs
             let cuts = self.make_cuts(batch, head).map_err(to_js)?;
@@ -220,40 +259,23 @@ impl Session {
     /// Every stage of (batch, head) cut and coloured: pooled to [`RASTER_SIDE`], with its values when they are
     /// at most [`VALUES_CELLS`].
     fn make_cuts(&self, batch: usize, head: usize) -> crate::error::Result<Vec<Made>> {
-        let palette = palette();
-        let mut parts: Vec<(Pooler, Option<Vec<f32>>, (usize, usize))> = Vec::with_capacity(self.stages.len());
-        let start = |stage: Stage, dim: (usize, usize)| {
-            let values = (dim.0 * dim.1 <= VALUES_CELLS).then(|| Vec::with_capacity(dim.0 * dim.1));
-            (Pooler::new(dim, stage.scale(), RASTER_SIDE), values, dim)
-        };
-        let add = |part: &mut (Pooler, Option<Vec<f32>>, (usize, usize)), first: usize, m: ArrayView2<f32>| {
-            part.0.add(m, first);
-            if let Some(v) = part.1.as_mut() {
-                v.extend(m.iter().copied());
-            }
-        };
+        let mut cutting: Vec<Cutting> = Vec::with_capacity(self.stages.len());
         match &self.source {
             Source::Whole(t) => {
                 for &stage in &self.stages {
                     let m = t.stage(stage, batch, head)?;
-                    let mut part = start(stage, m.dim());
-                    add(&mut part, 0, m.view());
-                    parts.push(part);
+                    let mut c = Cutting::new(stage, m.dim());
+                    c.add(0, m.view());
+                    cutting.push(c);
                 }
             }
             Source::OnDemand(l) => {
-                parts.extend(self.stages.iter().map(|&stage| start(stage, l.shape(stage))));
-                l.each_block(batch, head, |k, first, m| add(&mut parts[k], first, m))?;
+                cutting.extend(self.stages.iter().map(|&stage| Cutting::new(stage, l.shape(stage))));
+                l.each_block(batch, head, |k, first, m| cutting[k].add(first, m))?;
             }
         }
-        Ok(parts
-            .into_iter()
-            .map(|(pooler, values, (rows, cols))| {
-                let (rgba, (raster_rows, raster_cols), (lo, hi)) = pooler.rgba(palette);
-                let has_values = values.is_some();
-                Made { cut: Cut { rows, cols, raster_rows, raster_cols, lo, hi, has_values }, values: values.unwrap_or_default(), rgba }
-            })
-            .collect())
+        let palette = palette();
+        Ok(cutting.into_iter().map(|c| c.finish(palette)).collect())
     }
 
     /// The cut the pointers give (the last selected).
