@@ -10,7 +10,7 @@ use crate::attention::Config;
 use crate::error::{check_index, Error};
 use crate::layer::Layer;
 use crate::presets;
-use crate::render::Pooler;
+use crate::render::{Palette, Pooler};
 use crate::stage::{Stage, StageMeta};
 use crate::timing::{now_ms, StageTimes};
 use crate::trace::Trace;
@@ -145,7 +145,7 @@ impl Cutting {
         }
     }
 
-    fn finish(self, palette: crate::render::Palette) -> Made {
+    fn finish(self, palette: Palette) -> Made {
         let (rgba, (raster_rows, raster_cols), (lo, hi)) = self.pooler.rgba(palette);
         let (rows, cols) = self.dim;
         let cut = Cut { rows, cols, raster_rows, raster_cols, lo, hi, has_values: self.values.is_some() };
@@ -153,10 +153,12 @@ impl Cutting {
     }
 }
 
-/// The (batch, head) selected and every stage of it, cut together (on demand, one pass over its blocks).
+/// The (batch, head) selected and every stage of it, cut together (on demand, one pass over its blocks) and
+/// coloured with `palette`.
 struct Shown {
     batch: usize,
     head: usize,
+    palette: Palette,
     cuts: Vec<Made>,
     /// The stage the pointers give.
     selected: usize,
@@ -203,17 +205,18 @@ impl Session {
     /// [`Session::select`] as a Rust value.
     pub fn cut(&mut self, i: usize, batch: usize, head: usize) -> Result<Cut, JsValue> {
         self.check(i, batch, head)?;
-        if self.shown.as_ref().is_none_or(|s| (s.batch, s.head) != (batch, head)) {
+        let palette = palette();
+        if self.shown.as_ref().is_none_or(|s| (s.batch, s.head, s.palette) != (batch, head, palette)) {
             let t0 = now_ms();
             self.shown = None; // the previous cuts' memory goes before the new ones take theirs
-            let cuts = self.make_cuts(batch, head).map_err(to_js)?;
+            let cuts = self.make_cuts(batch, head, palette).map_err(to_js)?;
             let ms = now_ms() - t0;
             let name = "stages of the head shown";
             match self.timings.iter_mut().find(|t| t.name == name) {
                 Some(t) => t.ms = ms,
                 None => self.timings.push(Timing { name: name.into(), ms }),
             }
-            self.shown = Some(Shown { batch, head, cuts, selected: 0 });
+            self.shown = Some(Shown { batch, head, palette, cuts, selected: 0 });
         }
         let shown = self.shown.as_mut().expect("made above");
         shown.selected = i;
@@ -256,9 +259,9 @@ impl Session {
         }
     }
 
-    /// Every stage of (batch, head) cut and coloured: pooled to [`RASTER_SIDE`], with its values when they are
-    /// at most [`VALUES_CELLS`].
-    fn make_cuts(&self, batch: usize, head: usize) -> crate::error::Result<Vec<Made>> {
+    /// Every stage of (batch, head) cut and coloured with `palette`: pooled to [`RASTER_SIDE`], with its values
+    /// when they are at most [`VALUES_CELLS`].
+    fn make_cuts(&self, batch: usize, head: usize, palette: Palette) -> crate::error::Result<Vec<Made>> {
         let mut cutting: Vec<Cutting> = Vec::with_capacity(self.stages.len());
         match &self.source {
             Source::Whole(t) => {
@@ -274,7 +277,6 @@ impl Session {
                 l.each_block(batch, head, |k, first, m| cutting[k].add(first, m))?;
             }
         }
-        let palette = palette();
         Ok(cutting.into_iter().map(|c| c.finish(palette)).collect())
     }
 
