@@ -43,14 +43,14 @@ impl Backend {
         }
     }
 
-    /// [`Backend::forward`] and the projections Q, K, V a [`crate::layer::Layer`] computes its stages from
+    /// [`Backend::output`] and the projections Q, K, V a [`crate::layer::Layer`] computes its stages from
     /// (the CPU's forward keeps its own; the GPU's stay on the GPU, so the CPU computes them again).
-    pub async fn forward_projected(&mut self, cfg: &Config, sc: &Scenario) -> Result<(Projections, Array3<f32>, StageTimes)> {
+    pub async fn forward_projected(&mut self, cfg: &Config, sc: &Scenario) -> Result<(Projections, Array3<f32>)> {
         match self {
             Backend::Cpu => model::forward_projected(cfg, sc),
             Backend::Gpu(ctx) => {
-                let (output, times) = ctx.forward(cfg, sc).await?;
-                Ok((model::projections(sc)?, output, times))
+                let output = ctx.output(cfg, sc).await?;
+                Ok((model::projections(sc)?, output))
             }
         }
     }

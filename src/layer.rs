@@ -232,7 +232,7 @@ mod tests {
             given.insert("key_mask".into(), ndarray::Array2::from_shape_fn((2, n), |(b, j)| ((b + j) % 7 != 3) as u8 as f32).into_dyn());
             let sc = Scenario::build(&cfg, &Spec { n, d_model: 8, batch: 2, seed: 3 }, given, true).unwrap();
             let whole = model::trace(&cfg, &sc).unwrap();
-            let (p, output, _) = model::forward_projected(&cfg, &sc).unwrap();
+            let (p, output) = model::forward_projected(&cfg, &sc).unwrap();
             let layer = Layer::new(&cfg, sc, p, output).unwrap();
             assert_eq!(layer.stages(), whole.stages(), "{method:?} causal {causal}");
             let close =

@@ -291,10 +291,11 @@ pub fn forward_timed(cfg: &Config, sc: &Scenario) -> Result<(Array3<f32>, StageT
     Ok((r.output, r.times.expect("timed")))
 }
 
-/// [`forward_timed`], keeping the projections it computed (a [`crate::layer::Layer`] computes stages from them).
-pub fn forward_projected(cfg: &Config, sc: &Scenario) -> Result<(Projections, Array3<f32>, StageTimes)> {
-    let r = run(cfg, sc, false, true)?;
-    Ok((r.projections.expect("not recorded"), r.output, r.times.expect("timed")))
+/// [`forward`] (fused, untimed: timing the stages would run them one by one, each a whole (n, n) array),
+/// keeping the projections it computed (a [`crate::layer::Layer`] computes stages from them).
+pub fn forward_projected(cfg: &Config, sc: &Scenario) -> Result<(Projections, Array3<f32>)> {
+    let r = run(cfg, sc, false, false)?;
+    Ok((r.projections.expect("not recorded"), r.output))
 }
 
 /// [`trace`] and the milliseconds of each stage, as in [`forward_timed`].

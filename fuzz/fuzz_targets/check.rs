@@ -41,7 +41,7 @@ pub fn check_scenario_bytes(data: &[u8]) {
 /// gathered block by block as the page's session does, within rounding (masked cells alike).
 fn check_on_demand(cfg: &relattn::Config, sc: &relattn::Scenario, t: &relattn::Trace) {
     use relattn::{layer::Layer, model};
-    let (p, output, _) = model::forward_projected(cfg, sc).expect("the forward ran above");
+    let (p, output) = model::forward_projected(cfg, sc).expect("the forward ran above");
     let layer = Layer::new(cfg, sc.clone(), p, output).expect("a scenario whose trace ran has a layer");
     assert_eq!(layer.stages(), t.stages());
     let stages = layer.stages();

@@ -185,9 +185,9 @@ pub async fn compute(request: JsValue, file: Option<Vec<u8>>) -> Result<Session,
         }
         Holding::OnDemand => {
             let ran = with_backend(request.backend, async |backend| backend.forward_projected(&cfg, &sc).await).await;
-            let (projections, output, times) = ran.result.map_err(to_js)?;
+            let (projections, output) = ran.result.map_err(to_js)?;
             let layer = Layer::new(&cfg, sc, projections, output).map_err(to_js)?;
-            Ok(Session::on_demand(layer, &inputs, timings("forward", ran.gpu_failed_ms), ran.backend, &times))
+            Ok(Session::on_demand(layer, &inputs, timings("forward", ran.gpu_failed_ms), ran.backend))
         }
     }
 }

@@ -50,7 +50,8 @@ pub struct Info {
     pub stages: Vec<StageMeta>,
     pub backend: BackendUsed,
     /// Milliseconds of each compute stage ([`StageTimes::named`]): on the CPU head stages summed over heads
-    /// and the logits in their three parts; on the GPU each stage submitted alone and waited for.
+    /// and the logits in their three parts; on the GPU each stage submitted alone and waited for; none for a
+    /// layer held on demand (its forward pass ran fused).
     pub stage_times: Vec<Timing>,
     /// The stages of the (batch, head) shown are computed when it is selected, on the CPU (the whole trace
     /// would not fit [`super::request::WHOLE_LIMIT`]); `backend` is where the layer's forward pass ran.
@@ -64,7 +65,7 @@ impl Info {
         (b, n, d_model): (usize, usize, usize),
         stages: Vec<StageMeta>,
         backend: BackendUsed,
-        stage_times: &StageTimes,
+        stage_times: Option<&StageTimes>,
         on_demand: bool,
     ) -> Info {
         let preset_description = if inputs.preset.is_empty() { "" } else { presets::preset(&inputs.preset).map(|p| p.description).unwrap_or("") };
@@ -75,7 +76,7 @@ impl Info {
             settings: Settings::of(cfg, &spec, inputs.per_head, &inputs.tokens),
             stages,
             backend,
-            stage_times: stage_times.named().into_iter().map(|(name, ms)| Timing { name: name.into(), ms }).collect(),
+            stage_times: stage_times.map_or(Vec::new(), |t| t.named().into_iter().map(|(name, ms)| Timing { name: name.into(), ms }).collect()),
             on_demand,
         }
     }
@@ -182,15 +183,15 @@ impl Session {
         let metas = stages.iter().map(|&s| trace.meta(s)).collect();
         let (b, _, n) = trace.dims();
         let d_model = trace.x.dim().2;
-        let info = Info::new(&trace.config, inputs, (b, n, d_model), metas, backend, stage_times, false);
+        let info = Info::new(&trace.config, inputs, (b, n, d_model), metas, backend, Some(stage_times), false);
         Session { source: Source::Whole(trace), stages, info, shown: None, timings }
     }
 
-    /// A session around a layer whose stages are computed when selected.
-    pub fn on_demand(layer: Layer, inputs: &Inputs, timings: Vec<Timing>, backend: BackendUsed, stage_times: &StageTimes) -> Session {
+    /// A session around a layer whose stages are computed when selected (its forward ran fused: no stage times).
+    pub fn on_demand(layer: Layer, inputs: &Inputs, timings: Vec<Timing>, backend: BackendUsed) -> Session {
         let stages = layer.stages();
         let metas = stages.iter().map(|&s| layer.meta(s)).collect();
-        let info = Info::new(&layer.config, inputs, layer.scenario.dims(), metas, backend, stage_times, true);
+        let info = Info::new(&layer.config, inputs, layer.scenario.dims(), metas, backend, None, true);
         Session { source: Source::OnDemand(layer), stages, info, shown: None, timings }
     }
 
@@ -227,18 +228,21 @@ impl Session {
     pub fn read_cells(&self, i: usize, batch: usize, head: usize, rows: Range<usize>, cols: Range<usize>) -> Result<Vec<f32>, JsValue> {
         self.check(i, batch, head)?;
         let stage = self.stages[i];
-        let (all_rows, all_cols) = self.shape(stage);
-        let within = |r: &Range<usize>, n: usize| r.start < r.end && r.end <= n;
-        if !within(&rows, all_rows) || !within(&cols, all_cols) {
-            let given = format!("rows {}..{}, columns {}..{}", rows.start, rows.end, cols.start, cols.end);
-            return Err(to_js(Error::invalid("cells", given, format!("non-empty ranges within the stage's {all_rows} × {all_cols}"))));
-        }
-        if rows.len() * cols.len() > VALUES_CELLS {
-            return Err(to_js(Error::invalid("cells", format!("{} cells", rows.len() * cols.len()), format!("at most {VALUES_CELLS} cells at once"))));
-        }
+        // The ranges, checked against the stage's (rows, cols) before anything of it is computed.
+        let within = |(all_rows, all_cols): (usize, usize)| {
+            let fits = |r: &Range<usize>, n: usize| r.start < r.end && r.end <= n;
+            if !fits(&rows, all_rows) || !fits(&cols, all_cols) {
+                let given = format!("rows {}..{}, columns {}..{}", rows.start, rows.end, cols.start, cols.end);
+                return Err(Error::invalid("cells", given, format!("non-empty ranges within the stage's {all_rows} × {all_cols}")));
+            }
+            if rows.len() * cols.len() > VALUES_CELLS {
+                return Err(Error::invalid("cells", format!("{} cells", rows.len() * cols.len()), format!("at most {VALUES_CELLS} cells at once")));
+            }
+            Ok(())
+        };
         let m = match &self.source {
-            Source::Whole(t) => t.stage(stage, batch, head).map(|m| m.slice(s![rows, cols]).to_owned()),
-            Source::OnDemand(l) => l.rows(stage, batch, head, rows).map(|m| m.slice(s![.., cols]).to_owned()),
+            Source::Whole(t) => t.stage(stage, batch, head).and_then(|m| within(m.dim()).map(|()| m.slice_move(s![rows.clone(), cols.clone()]))),
+            Source::OnDemand(l) => within(l.shape(stage)).and_then(|()| l.rows(stage, batch, head, rows.clone())).map(|m| m.slice_move(s![.., cols.clone()])),
         };
         Ok(m.map_err(to_js)?.iter().copied().collect())
     }
@@ -249,14 +253,6 @@ impl Session {
         check_index("stage", i, self.stages.len()).map_err(to_js)?;
         check_index("batch index", batch, s.batch_size as usize).map_err(to_js)?;
         check_index("head", head, s.heads as usize).map_err(to_js)
-    }
-
-    /// The (rows, cols) of a stage of one (batch, head).
-    fn shape(&self, stage: Stage) -> (usize, usize) {
-        match &self.source {
-            Source::Whole(t) => t.stage(stage, 0, 0).map(|m| m.dim()).unwrap_or((0, 0)),
-            Source::OnDemand(l) => l.shape(stage),
-        }
     }
 
     /// Every stage of (batch, head) cut and coloured with `palette`: pooled to [`RASTER_SIDE`], with its values

@@ -464,6 +464,14 @@ test('n = 8192 with 8 heads: held on demand, every stage drawn pooled; the toolt
   const switched = Date.now() - t1;
   assert.equal((await cur()).head, 5);
   console.log(`n 8192 × 8 heads: first view ${opened} ms, another head ${switched} ms, worker memory ${(c.memory / 2 ** 20).toFixed(0)} MiB; ${JSON.stringify((await cur()).timings)}`);
+  // The Music Transformer's bidirectional skew at n 8192: its steps are (8192, 16383) … (8193, 16383), cut on demand too.
+  const t2 = Date.now();
+  await settle(() => page.selectOption('#method', 'music'), 300000);
+  const music = await cur();
+  assert.equal(await page.locator('figure[data-stage="skew_reshaped"] canvas').evaluate((cv) => cv.dataset.rows), '8193');
+  assert.ok(music.memory < 1.5 * 2 ** 30, `worker memory ${music.memory}`);
+  await assertNotBlank('Music n 8192 × 8 heads');
+  console.log(`Music n 8192 × 8 heads (bidirectional): ${Date.now() - t2} ms, worker memory ${(music.memory / 2 ** 20).toFixed(0)} MiB; ${JSON.stringify(music.timings)}`);
   await page.evaluate(() => window.scrollTo(0, 0));
   await page.screenshot({ path: join(artifacts, 'n8192.png') });
   await page.goto(base);

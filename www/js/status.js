@@ -27,6 +27,12 @@ const STAGE_LABELS = { content_logits: 'QKᵀ', relative_logits: 'relative', sca
 
 export function showStageTimes(stageTimes, onGpu) {
   const el = $('stage-times');
+  if (!stageTimes.length) {
+    // A layer held on demand: its forward pass ran fused, one pass a head, with no stage to time apart.
+    el.textContent = `${onGpu ? 'GPU' : 'CPU'} forward pass fused (no per-stage times); the head shown computed stage by stage when shown`;
+    el.title = '';
+    return;
+  }
   const ms = Object.fromEntries(stageTimes.map((t) => [t.name, t.ms]));
   const f = (v) => `${v.toFixed(2)} ms`;
   const parts = Object.keys(STAGE_LABELS).filter((n) => n in ms).map((n) => `${STAGE_LABELS[n]} ${f(ms[n])}`);
