@@ -119,6 +119,25 @@ test('WebGPU (SwiftShader): the same tooltip numbers as the CPU; a lost device f
     console.log(`# ${label}: ${n} tooltip numbers agree within ${REL} relative (footer: ${f})`);
   }
 
+  // A layer held on demand (its whole trace would pass 256 MiB): the forward pass on WebGPU (attend.wgsl), the
+  // head's stages on the CPU; the output equals the CPU's.
+  const big = 'method=shaw&n=700&d_model=64&heads=16&batch_size=2&clip=8&seed=3&causal=0&rel_v=1';
+  await page.goto(`${base}?${big}&backend=webgpu`);
+  await page.waitForFunction(() => document.body.dataset.ready && document.getElementById('busy').hidden, null, { timeout: 180000 });
+  assert.match(await footer(page), /^WebGPU: /);
+  assert.match(await page.locator('#timings').innerText(), /forward [\d.]+ ms · stages of the head shown [\d.]+ ms/);
+  assert.match(await page.locator('#stage-times').innerText(), /^GPU forward pass fused/);
+  const outputOf = () => page.evaluate(() => import('./js/state.js').then(({ state: s }) => ({ onDemand: s.current.info.on_demand, out: Array.from(s.current.byName.output.values) })));
+  const onGpu = await outputOf();
+  await page.selectOption('#backend-mode', 'cpu');
+  await page.waitForFunction(() => document.getElementById('backend').innerText.startsWith('CPU') && document.getElementById('busy').hidden, null, { timeout: 60000 });
+  const onCpu = await outputOf();
+  assert.ok(onGpu.onDemand && onCpu.onDemand && onGpu.out.length === 700 * 64, 'held on demand on both backends');
+  const scale = Math.max(1, ...onCpu.out.map(Math.abs));
+  const worst = Math.max(...onGpu.out.map((v, k) => Math.abs(v - onCpu.out[k])));
+  assert.ok(worst <= REL * scale, `on demand: the WebGPU output differs from the CPU's by ${worst} (scale ${scale})`);
+  console.log(`# held on demand (n 700 × 16 heads × batch 2): WebGPU and CPU outputs agree within ${(worst / scale).toExponential(1)} relative`);
+
   // Auto leaves a software adapter (SwiftShader is WebGPU's fallback adapter) for the CPU, quietly.
   await open(page, 'preset=seed004&backend=auto');
   assert.match(await footer(page), /^CPU \(wasm\) — this browser's WebGPU adapter is a software one .*slower than the CPU: Auto computes on the CPU/);
