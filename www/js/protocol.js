@@ -113,7 +113,7 @@ export const BACKENDS = ['auto', 'webgpu', 'cpu'];
  * @property {TraceInfo} info
  * @property {{ batch: number, head: number }} shown the batch element and head the stages are cut from
  * @property {Stage[]} stages in pipeline order
- * @property {Timing[]} timings building the scenario, the trace, cutting each stage
+ * @property {Timing[]} timings building the scenario, the trace (or the forward pass, for a layer held on demand), cutting the stages of the head shown
  * @property {BackendUsed} backend
  * @property {number} memory bytes of the worker's wasm memory after cutting the stages (it only grows)
  */

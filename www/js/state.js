@@ -41,8 +41,9 @@ export const state = {
 
   // --- what is shown (figures.js, views.js, tooltip.js) ---
   /** The result shown: { id, info, shown, stages, byName, tokens, timings, stageTimes, onGpu, backend, memory,
-   *  asked }, or null. The stages' buffers are the ones the worker transferred (no copies); `asked` holds the
-   *  cells of stages sent without values that the tooltip has asked for ('name|i|j' → value). */
+   *  asked, asking }, or null. The stages' buffers are the ones the worker transferred (no copies); `asked` holds
+   *  the cells of stages sent without values that the tooltip and pins have asked for ('name|i|j' → value),
+   *  `asking` those on their way (tooltip.js). */
   current: null,
   /** The last result drawn in full: what a panic in the page's wasm instance falls back to. */
   good: null,

@@ -42,12 +42,16 @@ function cellOf(name, i, j) {
  */
 function askMissing(names, i, j, then) {
   const cur = state.current;
-  const missing = names.filter((n) => cellOf(n, i, j) === undefined);
+  if (!cur.asked || cur.asked.size > 4096) { cur.asked = new Map(); cur.asking = new Set(); }
+  // Cells already on their way are not asked for again (the first asker's `then` redraws).
+  const missing = names.filter((n) => cellOf(n, i, j) === undefined && !cur.asking.has(`${n}|${i}|${j}`));
   if (!missing.length) return false;
-  if (!cur.asked || cur.asked.size > 4096) cur.asked = new Map();
-  Promise.all(missing.map((n) => askCells(n, i, j, 1, 1).then((v) => cur.asked.set(`${n}|${i}|${j}`, v[0]))))
+  const keys = missing.map((n) => `${n}|${i}|${j}`);
+  for (const k of keys) cur.asking.add(k);
+  Promise.all(missing.map((n, k) => askCells(n, i, j, 1, 1).then((v) => cur.asked.set(keys[k], v[0]))))
     .then(() => { if (state.current === cur) then(); })
-    .catch(() => { /* a newer result, or the worker restarted: nothing to fill */ });
+    .catch(() => { /* a newer result, or the worker restarted: nothing to fill */ })
+    .finally(() => { for (const k of keys) cur.asking.delete(k); });
   return true;
 }
 
