@@ -54,6 +54,13 @@ pub fn block_bytes(cfg: &Config, n: usize, d_head: usize) -> Option<u64> {
     bytes.checked_add(bytes / 8)
 }
 
+/// The most floats one stage of a layer of `cfg` holds, or `None` past u64: (n + 1) × the widest of 2n (a
+/// Music layer's skew is (n + 1) × (2n − 1) unmasked), R and d_model — what [`Layer::stage`] adds to the layer.
+pub fn largest_stage_floats(cfg: &Config, n: usize, d_model: usize) -> Option<u64> {
+    let widest = (n as u64).checked_mul(2)?.max(cfg.table_rows() as u64).max(d_model as u64);
+    (n as u64).checked_add(1)?.checked_mul(widest)
+}
+
 /// A layer's inputs, projections and output, from which any (batch, head)'s stages are computed.
 pub struct Layer {
     pub config: Config,
@@ -127,6 +134,19 @@ impl Layer {
         let block = self.block(stage, batch, head, queries.clone())?;
         let first = rows.start - queries.start;
         Ok(block.slice(s![first..first + rows.len(), ..]).to_owned())
+    }
+
+    /// A whole stage of (batch, head), gathered from [`Layer::each_block`]: O(BLOCK·n) work memory beside it.
+    pub fn stage(&self, stage: Stage, batch: usize, head: usize) -> Result<Array2<f32>> {
+        self.present.check(stage)?;
+        let k = self.stages().iter().position(|&s| s == stage).expect("checked present");
+        let mut out = Array2::zeros(self.shape(stage));
+        self.each_block(batch, head, |i, first, part| {
+            if i == k {
+                out.slice_mut(s![first..first + part.nrows(), ..]).assign(&part);
+            }
+        })?;
+        Ok(out)
     }
 
     /// Every stage of (batch, head) row by row, [`BLOCK`] query rows at a time: `f(k, first, part)` gets

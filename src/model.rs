@@ -121,11 +121,12 @@ fn trace_floats(cfg: &Config, s: &Sizes) -> Option<u64> {
     sum_of_products(&[&[2, b, h, per_head], &[4, n, n], &[tables, t, r, dh], &[2, b, n, d]])
 }
 
-/// Refuses a request whose estimate plus `extra` bytes (what the caller adds, such as a figure) exceeds
-/// `limit`, naming the size that, reduced alone, fits best (the least reduction relative to its value:
-/// n, batch, d_model or clip, with the largest value that fits). Returns the estimate.
-pub fn check_budget(cfg: &Config, s: &Sizes, extra: u64, limit: u64) -> Result<u64> {
-    let total = |cfg: &Config, s: &Sizes| estimate_bytes(cfg, s).and_then(|e| e.checked_add(extra));
+/// Refuses a request whose estimate plus `extra` bytes (what the caller adds for those sizes, such as a figure
+/// or a stage; `None`: past u64) exceeds `limit`, naming the size that, reduced alone, fits best (the least
+/// reduction relative to its value: n, batch, d_model or clip, with the largest value that fits). Returns the
+/// estimate.
+pub fn check_budget(cfg: &Config, s: &Sizes, extra: impl Fn(&Config, &Sizes) -> Option<u64>, limit: u64) -> Result<u64> {
+    let total = |cfg: &Config, s: &Sizes| estimate_bytes(cfg, s).and_then(|e| e.checked_add(extra(cfg, s)?));
     let estimate = total(cfg, s);
     if let Some(e) = estimate.filter(|&e| e <= limit) {
         return Ok(e);

@@ -303,7 +303,7 @@ impl Transformer {
         #[cfg(target_arch = "wasm32")]
         let parallel = 1;
         let sizes = model::Sizes { batch: 1, n: tokens.len(), d_model: self.config.d_model, per_head_tables: true, trace, parallel };
-        model::check_budget(&self.config.attention(), &sizes, 0, model::DEFAULT_MEMORY_LIMIT).map(|_| ())
+        model::check_budget(&self.config.attention(), &sizes, |_, _| Some(0), model::DEFAULT_MEMORY_LIMIT).map(|_| ())
     }
 
     /// The residual stream entering layer `stop` (all layers when `stop` = layers), (T, d_model).

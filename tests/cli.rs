@@ -116,6 +116,23 @@ fn tensors_from_a_file_are_used_and_the_rest_generated() {
     assert_eq!(q[[0, 2, 1]], 0.9, "W_q = I, b_q = 0: Q = x");
 }
 
+/// `render` draws one head's stage of a layer whose whole trace would not fit the budget: the trace of n 2048 ×
+/// 8 heads (Music, bidirectional) is refused at 400 MiB, its skew's reshaped buffer (2049 × 4095) of head 5 is
+/// drawn within it (the forward pass and that head's stages a block of rows at a time); too little memory for
+/// that names the largest n that fits.
+#[test]
+fn render_computes_one_head_of_a_layer_too_large_to_trace() {
+    let d = dir();
+    let out = path(&d, "reshaped.png");
+    let layer = ["--method", "music", "--n", "2048", "--d-model", "128", "--heads", "8", "--clip", "64", "--max-memory-mb", "400"];
+    fails(&[&["compute", "--out", s(&path(&d, "t.npz"))][..], &layer[..]].concat(), &["the trace with n = 2048", "400.0 MiB"]);
+    let o = relattn(&[&["render", "--stage", "skew_reshaped", "--head", "5", "--out", s(&out), "--json"][..], &layer[..]].concat());
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(std::fs::read(&out).unwrap().starts_with(b"\x89PNG"));
+    let small = ["--method", "music", "--n", "2048", "--d-model", "128", "--heads", "8", "--max-memory-mb", "40"];
+    fails(&[&["render", "--stage", "weights", "--out", s(&out)][..], &small[..]].concat(), &["the forward pass with n = 2048", "40.0 MiB", "n ≤"]);
+}
+
 #[test]
 fn render_writes_svg_and_png() {
     let d = dir();

@@ -15,7 +15,7 @@ pub fn check_scenario_bytes(data: &[u8]) {
             _ => (1, 4, 4),
         };
         let sizes = model::Sizes { batch: b, n, d_model: d, per_head_tables: false, trace: true, parallel: 1 };
-        if model::check_budget(&cfg, &sizes, 0, 64 << 20).is_err() {
+        if model::check_budget(&cfg, &sizes, |_, _| Some(0), 64 << 20).is_err() {
             continue;
         }
         if let Ok(sc) = Scenario::build(&cfg, &spec, arrays.clone(), false) {

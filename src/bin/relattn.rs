@@ -6,6 +6,7 @@ use relattn::attention::{Config, Implementation, Method};
 use relattn::chorales::Chorales;
 use relattn::error::Bytes;
 use relattn::gpu::GpuContext;
+use relattn::layer::{block_bytes, largest_stage_floats, Layer};
 use relattn::model::{self, Sizes, DEFAULT_MEMORY_LIMIT};
 use relattn::presets;
 use relattn::render::{self, Figure};
@@ -388,14 +389,28 @@ impl Setup {
     /// Builds the scenario and its trace within the memory budget (plus `extra` bytes the caller needs).
     /// The trace, the milliseconds of each stage and the memory estimate.
     fn trace(&self, extra: u64) -> relattn::Result<(Trace, StageTimes, u64)> {
-        let (cfg, sc, estimate) = self.scenario(true, rayon::current_num_threads(), extra)?;
+        let (cfg, sc, estimate) = self.scenario(true, rayon::current_num_threads(), |_, _| Some(extra))?;
         let (t, times) = pollster::block_on(Backend::Cpu.trace(&cfg, &sc))?;
         Ok((t, times, estimate))
     }
 
+    /// Builds the scenario and a [`Layer`] of it (its forward pass, fused), within the memory budget of the
+    /// forward, one block of a head's stages, one whole stage and `extra` bytes: what rendering one stage of one
+    /// head needs, however many heads the layer has.
+    fn layer(&self, extra: u64) -> relattn::Result<Layer> {
+        let work = |cfg: &Config, s: &Sizes| {
+            let stage = largest_stage_floats(cfg, s.n, s.d_model)?.checked_mul(4)?;
+            stage.checked_add(block_bytes(cfg, s.n, s.d_model / cfg.heads.max(1))?)?.checked_add(extra)
+        };
+        let (cfg, sc, _) = self.scenario(false, rayon::current_num_threads(), work)?;
+        let (projections, output) = model::forward_projected(&cfg, &sc)?;
+        Layer::new(&cfg, sc, projections, output)
+    }
+
     /// Builds the scenario once its memory estimate (with or without a trace, `parallel` heads at once,
-    /// plus `extra` bytes) fits the budget; returns it with the estimate.
-    fn scenario(&self, trace: bool, parallel: usize, extra: u64) -> relattn::Result<(Config, Scenario, u64)> {
+    /// plus the `extra` bytes the caller needs for these sizes; `None`: past u64) fits the budget; returns it
+    /// with the estimate.
+    fn scenario(&self, trace: bool, parallel: usize, extra: impl Fn(&Config, &Sizes) -> Option<u64>) -> relattn::Result<(Config, Scenario, u64)> {
         let (cfg, spec, arrays, per_head) = self.resolve()?;
         let sizes = sizes_of(&arrays, &spec)?;
         relattn::scenario::check_config(&cfg, &sizes)?;
@@ -554,13 +569,12 @@ fn say(line: impl std::fmt::Display) -> Result<(), Stop> {
     })
 }
 
-fn summary(t: &Trace, out: &Path, ms: f64) -> serde_json::Value {
-    let (b, h, n) = t.dims();
+fn summary(cfg: &Config, (b, h, n): (usize, usize, usize), d_model: usize, stages: &[Stage], out: &Path, ms: f64) -> serde_json::Value {
     serde_json::json!({
-        "method": t.config.method.to_string(),
-        "batch": b, "heads": h, "n": n, "d_model": t.output.dim().2, "clip": t.config.clip,
-        "causal": t.config.causal, "rel_v": t.rel_v.is_some(),
-        "stages": t.stages().iter().map(|s| s.name()).collect::<Vec<_>>(),
+        "method": cfg.method.to_string(),
+        "batch": b, "heads": h, "n": n, "d_model": d_model, "clip": cfg.clip,
+        "causal": cfg.causal, "rel_v": stages.contains(&Stage::RelV),
+        "stages": stages.iter().map(|s| s.name()).collect::<Vec<_>>(),
         "out": out.display().to_string(),
         "ms": ms,
     })
@@ -600,7 +614,7 @@ fn forward_flops(cfg: &Config, (b, n, d): (usize, usize, usize)) -> f64 {
 fn bench(setup: &Setup, reps: u64, threads: Option<u64>, backend: &str, save_output: Option<&Path>, stages: bool) -> relattn::Result<serde_json::Value> {
     let threads = threads.map_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()), |t| t as usize);
     let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().map_err(|e| Error::invalid("threads", threads, e))?;
-    let (cfg, sc, estimate) = setup.scenario(false, threads, 0)?;
+    let (cfg, sc, estimate) = setup.scenario(false, threads, |_, _| Some(0))?;
     let mut backend = backend_named(backend)?;
     pool.install(|| -> relattn::Result<serde_json::Value> {
         // One warm-up (pipelines, buffers), then the timed repetitions.
@@ -654,7 +668,7 @@ fn run(cli: Cli) -> Result<(), Stop> {
             let (t, times, estimate) = setup.trace(0)?;
             write_atomic(&out, |tmp| write_file(tmp, |w| t.write_npz(w)))?;
             if json {
-                let mut s = summary(&t, &out, start.elapsed().as_secs_f64() * 1e3);
+                let mut s = summary(&t.config, t.dims(), t.output.dim().2, &t.stages(), &out, start.elapsed().as_secs_f64() * 1e3);
                 s["stages_ms"] = stages_json(&times);
                 s["estimate_bytes"] = estimate.into();
                 s["peak_rss_mib"] = peak_rss_mib().into();
@@ -663,9 +677,9 @@ fn run(cli: Cli) -> Result<(), Stop> {
         }
         Command::Render { setup, stage, head, batch_index, tokens, size, out, json } => {
             let size = parse_size(&size)?;
-            let (t, _, _) = setup.trace(render::figure_bytes(size))?;
-            let m = t.stage(stage, batch_index, head)?;
-            let (_, _, n) = t.dims();
+            let layer = setup.layer(render::figure_bytes(size))?;
+            let m = layer.stage(stage, batch_index, head)?;
+            let (_, _, n) = layer.dims();
             let tokens: Option<Vec<String>> = tokens.map(|s| s.split_whitespace().map(String::from).collect());
             if let Some(tok) = &tokens {
                 if tok.len() != n {
@@ -674,7 +688,7 @@ fn run(cli: Cli) -> Result<(), Stop> {
             }
             let positional = |len: usize| tokens.clone().filter(|_| len == n);
             let (rows, cols) = m.dim();
-            let meta = t.meta(stage);
+            let meta = layer.meta(stage);
             let fig = Figure {
                 matrix: m.view(),
                 title: if meta.per_head { format!("{} — head {head}", meta.title) } else { meta.title.into() },
@@ -690,7 +704,8 @@ fn run(cli: Cli) -> Result<(), Stop> {
             };
             write_atomic(&out, |tmp| render::save(&fig, tmp, size))?;
             if json {
-                say(summary(&t, &out, start.elapsed().as_secs_f64() * 1e3))?;
+                let d_model = layer.output.dim().2;
+                say(summary(&layer.config, layer.dims(), d_model, &layer.stages(), &out, start.elapsed().as_secs_f64() * 1e3))?;
             }
         }
     }

@@ -29,7 +29,7 @@ impl Bench {
             serde_wasm_bindgen::from_value(settings).map_err(|e| js_error("settings", ErrorKind::Invalid, &format!("invalid settings: {e}")))?;
         let (cfg, spec) = settings.check()?;
         let sizes = model::Sizes { batch: spec.batch, n: spec.n, d_model: spec.d_model, per_head_tables: settings.per_head, trace: false, parallel: 1 };
-        model::check_budget(&cfg, &sizes, 0, MEMORY_LIMIT).map_err(to_js)?;
+        model::check_budget(&cfg, &sizes, |_, _| Some(0), MEMORY_LIMIT).map_err(to_js)?;
         let sc = Scenario::build(&cfg, &spec, Arrays::new(), settings.per_head).map_err(to_js)?;
         Ok(Bench { cfg, sc, rgba: Vec::new() })
     }
