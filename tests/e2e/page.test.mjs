@@ -3,6 +3,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import { artifacts, prepare, startServer, launch, watch, close } from './harness.mjs';
 
 let server;
@@ -442,6 +443,13 @@ test('n = 8192 with 8 heads: held on demand, every stage drawn pooled; the toolt
   assert.ok(c.memory < 1.5 * 2 ** 30, `worker memory ${c.memory}`);
   await assertNotBlank('n = 8192 × 8 heads');
   assert.equal(await page.locator('figure[data-stage="weights"] canvas').evaluate((cv) => cv.dataset.rows), '8192');
+  // No whole trace to export: the export says so and names the CLI.
+  await page.click('#export-npz');
+  await page.waitForFunction(() => document.getElementById('err-general').textContent.includes('relattn compute'), null, { timeout: 10000 });
+  // A figure's SVG: the vector frame with the pooled cells embedded as a raster.
+  const [dl] = await Promise.all([page.waitForEvent('download'), page.click('figure[data-stage="weights"] .export-svg')]);
+  const svg = readFileSync(await dl.path(), 'utf8');
+  assert.ok(svg.startsWith('<svg') && svg.includes('<image') && svg.includes('[8192 × 8192]'), svg.slice(0, 300));
   // The tooltip asks for the cell: '…', then the exact value; a row of the weights (asked the same way) sums to 1
   // and holds it.
   const t = await hover('weights', 5000, 4990, 16);
