@@ -13,7 +13,7 @@
 //! The values are those of [`crate::model::trace`] (the same staged code, tested block against whole in
 //! tests/equivalence.rs).
 
-use crate::attention::{attend_rows, Config, HeadInput, HeadTrace, Method};
+use crate::attention::{attend_rows, Config, HeadInput, HeadTrace, Implementation, Method};
 use crate::error::{check_index, Result};
 use crate::model::{table_of, Projections};
 use crate::relpos;
@@ -32,6 +32,7 @@ pub const BLOCK: usize = 128;
 /// ```text
 /// 6·B·n (content, relative, logits and their trace copies, weights) + 2·B·(R + d_h) (buckets, outputs)
 ///   + B·max(n, L' + 1) (the stage handed on) + Music 4·B·(L' + 1) + L'·d_h (the skew's steps, its table)
+///   + materialized B·n·d_h (the gathered (B, n, d_h) table)
 /// ```
 ///
 /// plus an eighth for the allocator.
@@ -44,12 +45,14 @@ pub fn block_bytes(cfg: &Config, n: usize, d_head: usize) -> Option<u64> {
         (Method::Shaw, _) => 0,
     };
     let music = if cfg.method == Method::Music { b.checked_mul(4)?.checked_mul(w + 1)?.checked_add(w.checked_mul(dh)?)? } else { 0 };
+    let gathered = if cfg.implementation == Implementation::Materialized { b.checked_mul(n)?.checked_mul(dh)? } else { 0 };
     let floats = b
         .checked_mul(6)?
         .checked_mul(n)?
         .checked_add(b.checked_mul(2)?.checked_mul(r.checked_add(dh)?)?)?
         .checked_add(b.checked_mul(n.max(w + 1))?)?
-        .checked_add(music)?;
+        .checked_add(music)?
+        .checked_add(gathered)?;
     let bytes = floats.checked_mul(4)?;
     bytes.checked_add(bytes / 8)
 }
@@ -236,7 +239,6 @@ impl Layer {
 #[cfg(all(test, not(target_arch = "wasm32")))]
 mod tests {
     use super::*;
-    use crate::attention::Implementation;
     use crate::model;
     use crate::scenario::{Arrays, Spec};
 

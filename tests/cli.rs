@@ -417,10 +417,13 @@ fn control_characters_in_tokens_give_a_valid_svg() {
 fn memory_estimate_covers_the_measured_peak() {
     let d = dir();
     let out = path(&d, "t.npz");
-    // `compute` keeps the trace; `bench` runs the fused forward, which keeps no (n, n) array.
+    // `compute` keeps the trace; `bench` runs the fused forward, which keeps no (n, n) array; `render` the fused
+    // forward and one head's stages a block of rows at a time, keeping one stage.
+    let png = path(&d, "f.png");
     let run = |args: &[&str]| -> (f64, f64) {
         let all = match args {
             ["bench", rest @ ..] => [&["bench", "--reps", "1", "--threads", "2"], rest].concat(),
+            ["render", rest @ ..] => [&["render", "--json", "--out", s(&png)], rest].concat(),
             _ => [&["compute", "--json", "--out", s(&out)], args].concat(),
         };
         let o = relattn(&all);
@@ -429,8 +432,10 @@ fn memory_estimate_covers_the_measured_peak() {
         (j["estimate_bytes"].as_f64().unwrap() / 1048576.0, j["peak_rss_mib"].as_f64().unwrap())
     };
     let (_, baseline) = run(&["--n", "2", "--d-model", "2"]);
-    let grid: [&[&str]; 10] = [
+    let grid: [&[&str]; 12] = [
         &["bench", "--n", "4096", "--d-model", "64", "--heads", "4", "--clip", "16"],
+        &["render", "--stage", "weights", "--n", "4096", "--d-model", "256", "--heads", "8", "--clip", "16"],
+        &["render", "--stage", "skew_reshaped", "--method", "music", "--n", "2048", "--d-model", "128", "--heads", "4", "--clip", "64"],
         &["bench", "--method", "music", "--causal", "--n", "2048", "--d-model", "128", "--heads", "2", "--batch", "2"],
         &["--n", "512", "--d-model", "64", "--heads", "4"],
         &["--n", "384", "--d-model", "32", "--heads", "2", "--batch", "3", "--causal"],

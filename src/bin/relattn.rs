@@ -397,14 +397,14 @@ impl Setup {
     /// Builds the scenario and a [`Layer`] of it (its forward pass, fused), within the memory budget of the
     /// forward, one block of a head's stages, one whole stage and `extra` bytes: what rendering one stage of one
     /// head needs, however many heads the layer has.
-    fn layer(&self, extra: u64) -> relattn::Result<Layer> {
+    fn layer(&self, extra: u64) -> relattn::Result<(Layer, u64)> {
         let work = |cfg: &Config, s: &Sizes| {
             let stage = largest_stage_floats(cfg, s.n, s.d_model)?.checked_mul(4)?;
             stage.checked_add(block_bytes(cfg, s.n, s.d_model / cfg.heads.max(1))?)?.checked_add(extra)
         };
-        let (cfg, sc, _) = self.scenario(false, rayon::current_num_threads(), work)?;
+        let (cfg, sc, estimate) = self.scenario(false, rayon::current_num_threads(), work)?;
         let (projections, output) = model::forward_projected(&cfg, &sc)?;
-        Layer::new(&cfg, sc, projections, output)
+        Ok((Layer::new(&cfg, sc, projections, output)?, estimate))
     }
 
     /// Builds the scenario once its memory estimate (with or without a trace, `parallel` heads at once,
@@ -677,7 +677,7 @@ fn run(cli: Cli) -> Result<(), Stop> {
         }
         Command::Render { setup, stage, head, batch_index, tokens, size, out, json } => {
             let size = parse_size(&size)?;
-            let layer = setup.layer(render::figure_bytes(size))?;
+            let (layer, estimate) = setup.layer(render::figure_bytes(size))?;
             let m = layer.stage(stage, batch_index, head)?;
             let (_, _, n) = layer.dims();
             let tokens: Option<Vec<String>> = tokens.map(|s| s.split_whitespace().map(String::from).collect());
@@ -705,7 +705,10 @@ fn run(cli: Cli) -> Result<(), Stop> {
             write_atomic(&out, |tmp| render::save(&fig, tmp, size))?;
             if json {
                 let d_model = layer.output.dim().2;
-                say(summary(&layer.config, layer.dims(), d_model, &layer.stages(), &out, start.elapsed().as_secs_f64() * 1e3))?;
+                let mut s = summary(&layer.config, layer.dims(), d_model, &layer.stages(), &out, start.elapsed().as_secs_f64() * 1e3);
+                s["estimate_bytes"] = estimate.into();
+                s["peak_rss_mib"] = peak_rss_mib().into();
+                say(s)?;
             }
         }
     }
