@@ -19,7 +19,7 @@ use crate::model::{table_of, Projections};
 use crate::relpos;
 use crate::scenario::Scenario;
 use crate::stage::{Present, Stage, StageMeta};
-use ndarray::{s, Array2, Array3, ArrayView2, Axis};
+use ndarray::{s, Array2, Array3, ArrayView2, Axis, CowArray, Ix2};
 use std::ops::Range;
 
 /// Query rows computed together: a block's stages take BLOCK·n floats each (4 MiB at n 8192).
@@ -168,13 +168,12 @@ impl Layer {
                 match stage {
                     Stage::RelK | Stage::RelV if a == 0 => f(k, 0, self.table(stage, head)),
                     Stage::RelK | Stage::RelV => {}
-                    // Rows a..=b: the next block gives row b, except after the last one.
-                    Stage::SkewReshaped => {
-                        let m = &trace.skew.as_ref().expect("present").reshaped;
-                        let keep = if queries.end == n { m.nrows() } else { m.nrows() - 1 };
+                    _ => {
+                        let m = self.of_block(stage, batch, queries.clone(), &trace);
+                        // The reshaped buffer's rows a..=b: the next block gives row b, except after the last one.
+                        let keep = if stage == Stage::SkewReshaped && queries.end < n { m.nrows() - 1 } else { m.nrows() };
                         f(k, a, m.slice(s![..keep, ..]));
                     }
-                    _ => f(k, a, self.of_block(stage, batch, queries.clone(), &trace).view()),
                 }
             }
         }
@@ -188,29 +187,30 @@ impl Layer {
         if !matches!(stage, Stage::Distances | Stage::RelIndex | Stage::Output) {
             attend_rows(&self.config, &self.head_input(batch, head), queries.clone(), &mut trace)?;
         }
-        Ok(self.of_block(stage, batch, queries, &trace))
+        Ok(self.of_block(stage, batch, queries, &trace).into_owned())
     }
 
-    /// A stage's rows for the query rows `queries`, from their [`HeadTrace`] (for the stages of a head).
-    fn of_block(&self, stage: Stage, batch: usize, queries: Range<usize>, t: &HeadTrace) -> Array2<f32> {
+    /// A stage's rows for the query rows `queries`: a view of their [`HeadTrace`] (for the stages of a head)
+    /// or of the layer's output, computed for the distances and table rows.
+    fn of_block<'a>(&'a self, stage: Stage, batch: usize, queries: Range<usize>, t: &'a HeadTrace) -> CowArray<'a, f32, Ix2> {
         let (_, _, n) = self.dims();
         let skew = || t.skew.as_ref().expect("present");
         match stage {
-            Stage::Distances => relpos::distances(queries, n, n).mapv(|v| v as f32),
-            Stage::RelIndex => relpos::row_matrix(queries, n, n, self.config.layout()).mapv(|v| v as f32),
-            Stage::Output => self.output.slice(s![batch, queries, ..]).to_owned(),
+            Stage::Distances => relpos::distances(queries, n, n).mapv(|v| v as f32).into(),
+            Stage::RelIndex => relpos::row_matrix(queries, n, n, self.config.layout()).mapv(|v| v as f32).into(),
+            Stage::Output => self.output.slice(s![batch, queries, ..]).into(),
             Stage::RelK | Stage::RelV => unreachable!("tables are not computed in blocks"),
-            Stage::ContentLogits => t.content_logits.clone(),
-            Stage::RelativeLogits => t.relative_logits.clone(),
-            Stage::SkewQer => skew().qer.clone(),
-            Stage::SkewPadded => skew().padded.clone(),
-            Stage::SkewReshaped => skew().reshaped.clone(),
-            Stage::SkewSliced => skew().sliced.clone(),
-            Stage::Logits => t.logits.clone(),
-            Stage::Weights => t.weights.clone(),
-            Stage::ValueBuckets => t.value_buckets.clone().expect("present"),
-            Stage::OutputContent => t.out_content.clone(),
-            Stage::OutputRelative => t.out_relative.clone(),
+            Stage::ContentLogits => t.content_logits.view().into(),
+            Stage::RelativeLogits => t.relative_logits.view().into(),
+            Stage::SkewQer => skew().qer.view().into(),
+            Stage::SkewPadded => skew().padded.view().into(),
+            Stage::SkewReshaped => skew().reshaped.view().into(),
+            Stage::SkewSliced => skew().sliced.view().into(),
+            Stage::Logits => t.logits.view().into(),
+            Stage::Weights => t.weights.view().into(),
+            Stage::ValueBuckets => t.value_buckets.as_ref().expect("present").view().into(),
+            Stage::OutputContent => t.out_content.view().into(),
+            Stage::OutputRelative => t.out_relative.view().into(),
         }
     }
 

@@ -29,7 +29,7 @@ pub fn value_range(m: ArrayView2<f32>, scale: Scale) -> (f32, f32) {
 
 /// The least and the greatest finite value seen, gathered piece by piece (a stage computed in blocks).
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Extent {
+struct Extent {
     lo: f32,
     hi: f32,
 }
@@ -41,7 +41,7 @@ impl Default for Extent {
 }
 
 impl Extent {
-    pub fn add(&mut self, values: impl Iterator<Item = f32>) {
+    fn add(&mut self, values: impl Iterator<Item = f32>) {
         for v in values.filter(|v| v.is_finite()) {
             self.lo = self.lo.min(v);
             self.hi = self.hi.max(v);
@@ -49,7 +49,7 @@ impl Extent {
     }
 
     /// The colormap's range over the values seen ([`value_range`]): (0, 1) when none was finite.
-    pub fn range(&self, scale: Scale) -> (f32, f32) {
+    fn range(&self, scale: Scale) -> (f32, f32) {
         let (lo, hi) = (self.lo, self.hi);
         if lo > hi {
             return (0.0, 1.0);

@@ -195,12 +195,12 @@ impl Trace {
         self.present().check(stage)?;
         let bh = |a: &Array4<f32>| a.index_axis(Axis(0), batch).index_axis(Axis(0), head).to_owned();
         let table = |t: &Array3<f32>| table_of(t, head).to_owned();
-        let skew = || self.skew.as_ref().expect("checked by has()");
+        let skew = || self.skew.as_ref().expect("checked present");
         Ok(match stage {
             Stage::Distances => self.distances.mapv(|v| v as f32),
             Stage::RelIndex => self.rel_index.mapv(|v| v as f32),
             Stage::RelK => table(&self.rel_k),
-            Stage::RelV => table(self.rel_v.as_ref().expect("checked by has()")),
+            Stage::RelV => table(self.rel_v.as_ref().expect("checked present")),
             Stage::ContentLogits => bh(&self.content_logits),
             Stage::RelativeLogits => bh(&self.relative_logits),
             Stage::SkewQer => bh(&skew().qer),
@@ -209,7 +209,7 @@ impl Trace {
             Stage::SkewSliced => bh(&skew().sliced),
             Stage::Logits => bh(&self.logits),
             Stage::Weights => bh(&self.weights),
-            Stage::ValueBuckets => bh(self.value_buckets.as_ref().expect("checked by has()")),
+            Stage::ValueBuckets => bh(self.value_buckets.as_ref().expect("checked present")),
             Stage::OutputContent => bh(&self.out_content),
             Stage::OutputRelative => bh(&self.out_relative),
             Stage::Output => self.output.index_axis(Axis(0), batch).to_owned(),

@@ -35,7 +35,7 @@ use super::request::{whole, BackendChoice, Inputs};
 use super::session::{BackendUsed, Cut, Session, Timing};
 use super::{js_error, palette, to_js, to_value};
 use crate::chorales::{Chorales, VOICES};
-use crate::error::{Error, ErrorKind};
+use crate::error::{check_index, Error, ErrorKind};
 use crate::render;
 use crate::scenario::{Arrays, Spec};
 use crate::stage::Scale;
@@ -366,12 +366,8 @@ impl ModelSession {
     fn map<'a>(&self, state: &'a State, layer: usize, head: usize) -> std::result::Result<ArrayView2<'a, f32>, JsValue> {
         let w = state.window()?;
         let c = &self.model.config;
-        if layer >= c.layers {
-            return Err(to_js(Error::invalid("layer", layer, format!("0..={}", c.layers - 1))));
-        }
-        if head >= c.heads {
-            return Err(to_js(Error::invalid("head", head, format!("0..={}", c.heads - 1))));
-        }
+        check_index("layer", layer, c.layers).map_err(to_js)?;
+        check_index("head", head, c.heads).map_err(to_js)?;
         Ok(w.pass.weights[layer].index_axis(Axis(0), head))
     }
 
