@@ -89,6 +89,25 @@ impl RelTable {
     }
 }
 
+impl RelTable {
+    /// The keys of query `i` (of Lq, against Lk keys) that read row `r`: one range, since the row a key reads
+    /// never decreases as the key moves right. Row `r` holds distance `min + r`; with [`Edge::Clip`] the
+    /// first row also holds every distance below `min` and the last every distance above `max`. Empty when
+    /// no key of `i` reads `r`, or `r` is not a row. Reverse linking: the pairs that read a pinned table row.
+    pub fn readers(&self, r: usize, i: usize, lq: usize, lk: usize) -> Range<usize> {
+        if r >= self.rows() {
+            return 0..0;
+        }
+        let clip = self.edge == Edge::Clip;
+        let d = self.min + r as isize;
+        let off = i as isize + lk as isize - lq as isize;
+        let clamp = |j: isize| j.clamp(0, lk as isize) as usize;
+        let lo = if clip && d == self.min { 0 } else { clamp(off + d) };
+        let hi = if clip && d == self.max { lk } else { clamp(off + d + 1) };
+        lo..hi.max(lo)
+    }
+}
+
 /// A block of query rows of an (Lq, Lk) attention: row `r` of the block is query `first + r` of `lq`. Every
 /// function here that takes a query index takes it in the whole (`first + r`), so a block's relative
 /// positions are the whole's; [`QueryRows::all`] is the whole.
@@ -181,6 +200,24 @@ mod tests {
                             edge(table.rows() - 1)
                         };
                         assert_eq!(row, want, "{table:?} lq {lq} lk {lk} ({i},{j})");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn readers_are_the_keys_that_read_the_row() {
+        let tables = [RelTable::shaw(0), RelTable::shaw(2), RelTable::shaw(20), RelTable::music_causal(3, Edge::Zero), RelTable::music_causal(4, Edge::Clip)];
+        let tables = tables.into_iter().chain([RelTable::music_bidirectional(5, Edge::Zero), RelTable::music_bidirectional(5, Edge::Clip)]);
+        for table in tables {
+            for (lq, lk) in [(1, 1), (4, 4), (3, 9), (9, 3), (7, 7)] {
+                let rows = row_matrix(0..lq, lq, lk, table);
+                for r in 0..table.rows() + 2 {
+                    for i in 0..lq {
+                        let want: Vec<usize> = (0..lk).filter(|&j| rows[[i, j]] == r as i64).collect();
+                        let got: Vec<usize> = table.readers(r, i, lq, lk).collect();
+                        assert_eq!(got, want, "{table:?} lq {lq} lk {lk} row {r} query {i}");
                     }
                 }
             }

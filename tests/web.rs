@@ -155,6 +155,28 @@ async fn a_large_stage_has_a_pooled_raster_and_cells_on_request() {
     assert_eq!(named(&s.cells(99, 0, 0, 0, 0, 1, 1).err().unwrap()).0, "stage");
 }
 
+/// Reverse linking: the keys of each query that read a table row are the pairs whose rel_index is that row
+/// (Shaw's clipped edges, Music's causal and bidirectional tables); a row past the table names "row".
+#[wasm_bindgen_test]
+async fn table_readers_are_the_pairs_whose_rel_index_is_the_row() {
+    for (method, causal, clip) in [("shaw", false, 2.0), ("shaw", true, 0.0), ("music", true, 3.0), ("music", false, 2.0)] {
+        let s = run("", &Settings { causal, ..settings(method, 9.0, 8.0, 2.0, clip) }).await.unwrap();
+        let t = s.trace().unwrap();
+        let rows = t.config.table_rows();
+        for r in 0..rows {
+            let runs = s.table_readers(r).unwrap();
+            assert_eq!(runs.len(), 2 * 9);
+            for (i, keys) in runs.chunks(2).enumerate() {
+                let want: Vec<usize> = (0..9).filter(|&j| t.rel_index[[i, j]] == r as i64).collect();
+                assert_eq!((keys[0] as usize..keys[1] as usize).collect::<Vec<_>>(), want, "{method} causal {causal}: row {r}, query {i}");
+            }
+        }
+        let e = s.table_readers(rows).err().unwrap();
+        assert_eq!(named(&e).0, "row");
+        assert!(text(&e, "message").contains(&format!("0..={}", rows - 1)), "{}", text(&e, "message"));
+    }
+}
+
 /// Past WHOLE_LIMIT a layer is held on demand: the forward pass, then the stages of the (batch, head) selected
 /// computed when selected, equal to that head computed whole (attend_head with a trace); its raster is that
 /// stage's pooled; the export is refused with a reason; a table and the output are cut too.
@@ -204,6 +226,14 @@ async fn a_layer_too_large_to_hold_whole_computes_the_head_shown() {
             let w: Vec<f32> = m.slice(ndarray::s![r0..r0 + 3, c0..c0 + 3]).iter().copied().collect();
             assert!(got.iter().zip(&w).all(|(g, w)| close(g, w)), "{name} at ({r0}, {c0}): {got:?} vs {w:?}");
         }
+    }
+    // Reverse linking reads the layer's rel_index: the last row (distances 8 and beyond) of query i is read by
+    // its keys i + 8 ..
+    let runs = s.table_readers(16).unwrap();
+    for i in [0, 350, 699] {
+        let row = s.cells(at("rel_index"), b, h, i, 0, 1, 700).unwrap();
+        let want: Vec<usize> = (0..700).filter(|&j| row[j] == 16.0).collect();
+        assert_eq!((runs[2 * i] as usize..runs[2 * i + 1] as usize).collect::<Vec<_>>(), want, "query {i}");
     }
     // w^V (a shared table) comes whole with its values; the output's rows are the layer's.
     let cut = s.select(at("rel_v"), b, h).unwrap();

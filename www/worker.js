@@ -8,7 +8,7 @@
 // result's backend = { name, note } says where and why. The debug-* test hooks (protocol.js: DebugMessage) are sent
 // by tests/e2e only. Model mode's messages ('model*') go to js/worker-model.js.
 import init, * as relattn from './pkg/relattn.js';
-import { BACKENDS, resultMessage, errorMessage, fatalMessage, exportReply, exportFailed, cellsReply, cellsFailed } from './js/protocol.js';
+import { BACKENDS, resultMessage, errorMessage, fatalMessage, exportReply, exportFailed, cellsReply, cellsFailed, readersReply, readersFailed } from './js/protocol.js';
 import { onModelMessage, layerSession } from './js/worker-model.js';
 
 const { set_colormaps, compute, gpu_init } = relattn;
@@ -47,6 +47,7 @@ self.onmessage = (e) => {
       return;
     case 'export': ready.then(() => exportNow(m)); return;
     case 'cells': ready.then(() => cellsNow(m)); return;
+    case 'readers': ready.then(() => readersNow(m)); return;
     case 'model': case 'model-sample': case 'model-stop': case 'model-nll': case 'model-compare':
       ready.then((w) => onModelMessage(modelContext(w), m));
       return;
@@ -128,6 +129,18 @@ function cellsNow(m) {
   } catch (err) {
     if (isAbort(err)) { fatal(err.message); return; }
     self.postMessage(cellsFailed(m.id, (err && err.message) || String(err)));
+  }
+}
+
+// The pairs that read a pinned table row, from the session that result `m.result` was sent from.
+function readersNow(m) {
+  try {
+    if (!session || !sessionResults.has(m.result)) throw new Error('stale: the session shown has changed');
+    const runs = session.table_readers(m.row);
+    self.postMessage(readersReply(m.id, runs), [runs.buffer]);
+  } catch (err) {
+    if (isAbort(err)) { fatal(err.message); return; }
+    self.postMessage(readersFailed(m.id, (err && err.message) || String(err)));
   }
 }
 

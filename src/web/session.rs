@@ -247,6 +247,14 @@ impl Session {
         Ok(m.map_err(to_js)?.iter().copied().collect())
     }
 
+    /// The layer's settings (the trace's, or the layer held on demand's).
+    fn config(&self) -> &Config {
+        match &self.source {
+            Source::Whole(t) => &t.config,
+            Source::OnDemand(l) => &l.config,
+        }
+    }
+
     /// Refuses a stage, batch element or head outside the session's.
     fn check(&self, i: usize, batch: usize, head: usize) -> Result<(), JsValue> {
         let s = &self.info.settings;
@@ -320,6 +328,17 @@ impl Session {
     #[allow(clippy::too_many_arguments)]
     pub fn cells(&self, i: usize, batch: usize, head: usize, r0: usize, c0: usize, rows: usize, cols: usize) -> Result<Vec<f32>, JsValue> {
         self.read_cells(i, batch, head, r0..r0.saturating_add(rows), c0..c0.saturating_add(cols))
+    }
+
+    /// Reverse linking: the pairs (i, j) that read row `row` of the relative tables (those whose rel_index is
+    /// `row`), as one range of keys per query, `lo..hi`: 2n numbers `[lo_0, hi_0, lo_1, hi_1, …]`
+    /// ([`crate::relpos::RelTable::readers`]; the same for every batch element and head). The error names
+    /// "row" and the table's rows.
+    pub fn table_readers(&self, row: usize) -> Result<Vec<u32>, JsValue> {
+        let cfg = self.config();
+        check_index("row", row, cfg.table_rows()).map_err(to_js)?;
+        let (n, table) = (self.info.settings.n as usize, cfg.layout());
+        Ok((0..n).map(|i| table.readers(row, i, n, n)).flat_map(|keys| [keys.start as u32, keys.end as u32]).collect())
     }
 
     pub fn values_ptr(&self) -> *const f32 {

@@ -62,6 +62,11 @@ async function assertNotBlank(label) {
   return vs;
 }
 
+/** Waits until the pinned line matches `re` (a pinned table row's readers come from the worker). */
+function pinnedMatches(re, timeout = 10000) {
+  return page.waitForFunction((src) => new RegExp(src).test(document.getElementById('pinned').innerText), re.source, { timeout });
+}
+
 /** Hovers cell (i, j) of a stage's figure; returns the tooltip's data and text. */
 async function hover(stage, i, j, tol = 0) {
   const canvas = page.locator(`figure[data-stage="${stage}"] canvas`);
@@ -237,7 +242,7 @@ test('reverse linking: a table row pinned shades every pair that reads it, in ev
   const before = { on: await pixel('weights', 3, 5), off: await pixel('weights', 3, 4), rel: await pixel('relative_logits', 7, 9) };
   const t = await hover('rel_k', 9, 3);
   await page.mouse.click(t.x, t.y);
-  assert.match(await page.locator('#pinned').innerText(), /pinned table row 9 \(distance 2\): read by 10 pairs/);
+  await pinnedMatches(/pinned table row 9 \(distance 2\): read by 10 pairs/);
   assert.notDeepEqual(await pixel('weights', 3, 5), before.on, 'a reader of row 9 is not shaded');
   assert.notDeepEqual(await pixel('relative_logits', 7, 9), before.rel, 'not shaded in another (i, j) view');
   assert.deepEqual(await pixel('weights', 3, 4), before.off, 'a pair at another distance is shaded');
@@ -308,7 +313,7 @@ test('the skew: a pinned pair is outlined on its own value in every step, causal
     const unshaded = await corner('skew_qer', qer[0], qer[1]);
     const e = await hover('rel_k', row, 0);
     await page.mouse.click(e.x, e.y);
-    assert.match(await page.locator('#pinned').innerText(), new RegExp(`pinned table row ${row} .*read by \\d+ pairs`));
+    await pinnedMatches(new RegExp(`pinned table row ${row} .*read by \\d+ pairs`));
     assert.notDeepEqual(await corner('skew_qer', qer[0], qer[1]), unshaded, `causal ${causal}: the diagonal is not followed into Q E_rᵀ`);
     await page.keyboard.press('Escape');
     // n = 6: cells are large enough for their values to be written in them (more than the cell's colour).
@@ -466,6 +471,29 @@ test('n = 8192 with 8 heads: held on demand, every stage drawn pooled; the toolt
   assert.equal(await canvas.evaluate((cv) => cv.dataset.rows), '1024');
   await page.waitForFunction(() => import('./js/state.js').then(({ state: s }) => { const v = s.views.get('weights'); return v.asked && v.asked.values && v.cells.values; }), null, { timeout: 20000, polling: 200 });
   await page.keyboard.press('0');
+  // A table row pinned: its readers come from the worker and are shaded though no (n, n) stage came with its
+  // values. Row 16 is distance 0 (the diagonal: 8192 pairs); row 0 the edge, j − i ≤ −16 (8176 · 8177 / 2 pairs).
+  const weightsPixel = (i, j) => page.$eval('figure[data-stage="weights"] canvas', (cv, [ii, jj]) => {
+    const d = cv.dataset;
+    const x = Math.floor(Number(d.x0) + (jj + 0.5) * ((d.x1 - d.x0) / d.cols));
+    const y = Math.floor(Number(d.y0) + (ii + 0.5) * ((d.y1 - d.y0) / d.rows));
+    return Array.from(cv.getContext('2d').getImageData(x, y, 1, 1).data);
+  }, [i, j]);
+  const before = { diagonal: await weightsPixel(4000, 4000), below: await weightsPixel(6000, 1000), above: await weightsPixel(1000, 6000) };
+  let e = await hover('rel_k', 16, 3);
+  await page.mouse.click(e.x, e.y);
+  await pinnedMatches(/pinned table row 16 \(distance 0\): read by 8192 pairs/, 20000);
+  assert.notDeepEqual(await weightsPixel(4000, 4000), before.diagonal, 'the diagonal is not shaded');
+  assert.deepEqual(await weightsPixel(6000, 1000), before.below, 'a pair far below the diagonal is shaded');
+  await page.keyboard.press('Escape');
+  e = await hover('rel_k', 0, 3);
+  await page.mouse.click(e.x, e.y);
+  await pinnedMatches(/pinned table row 0 \(distance -16 and beyond \(the edge row\)\): read by 33427576 pairs/, 20000);
+  assert.notDeepEqual(await weightsPixel(6000, 1000), before.below, 'the lower corner is not shaded');
+  assert.deepEqual(await weightsPixel(1000, 6000), before.above, 'the upper corner is shaded');
+  await page.locator('figure[data-stage="weights"]').scrollIntoViewIfNeeded();
+  await page.screenshot({ path: join(artifacts, 'n8192-row.png') });
+  await page.keyboard.press('Escape');
   // Another head: its stages are computed when it is selected.
   const t1 = Date.now();
   await settle(() => page.selectOption('#head', '5'), 300000);

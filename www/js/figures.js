@@ -217,14 +217,25 @@ function cellBox(v, i, j) {
   return { x: x0 + (j - w.c0) * cw, y: y0 + (i - w.r0) * ch, cw, ch };
 }
 
-/** Shades the cells `cells` ([i, j] pairs) of a view: the pairs that read one table row. */
-export function shade(v, cells) {
+/**
+ * Shades runs of cells of a view, [i, c0, c1] for cells (i, c0) … (i, c1 − 1), where they lie in its window:
+ * the pairs that read one table row. One path, filled once: runs that share a pixel (cells under a pixel,
+ * n past the raster's side) are not darkened twice.
+ */
+export function shade(v, runs) {
+  const { x0, x1, y0, y1 } = v.rect;
+  const w = windowOf(v);
+  const cw = (x1 - x0) / w.cols;
+  const ch = (y1 - y0) / w.rows;
   const ctx = v.ctx;
-  ctx.fillStyle = 'rgba(255, 0, 170, 0.5)'; // magenta: in neither colormap
-  for (const [i, j] of cells) {
-    const b = cellBox(v, i, j);
-    if (b) ctx.fillRect(b.x, b.y, Math.max(1, b.cw), Math.max(1, b.ch));
+  ctx.beginPath();
+  for (const [i, c0, c1] of runs) {
+    const a = Math.max(c0, w.c0);
+    const b = Math.min(c1, w.c0 + w.cols);
+    if (i >= w.r0 && i < w.r0 + w.rows && a < b) ctx.rect(x0 + (a - w.c0) * cw, y0 + (i - w.r0) * ch, Math.max(1, (b - a) * cw), Math.max(1, ch));
   }
+  ctx.fillStyle = 'rgba(255, 0, 170, 0.5)'; // magenta: in neither colormap
+  ctx.fill();
 }
 
 /** Outlines cells (i, j) … (i + h − 1, j + w − 1) in black and yellow (visible on every colormap). */

@@ -5,6 +5,7 @@
 //   'compute' ComputeRequest         →     'result' ResultMessage | 'error' ErrorMessage
 //   'export'  ExportRequest          →     'export' ExportReply
 //   'cells'   CellsRequest           →     'cells'  CellsReply (exact values of a stage sent without them)
+//   'readers' ReadersRequest         →     'readers' ReadersReply (the pairs that read a pinned table row)
 //   (a wasm abort, at any time)            'fatal'  FatalMessage (then the page replaces the worker)
 //   Model mode (js/worker-model.js answers; js/model.js sends and drops stale answers by id):
 //   'model'        ModelRequest      →     'model-result' ModelResult | 'model-error' ModelError
@@ -168,6 +169,18 @@ export const BACKENDS = ['auto', 'webgpu', 'cpu'];
  * @typedef {{ kind: 'cells', id: number, ok: boolean, values?: Float32Array, error?: string }} CellsReply
  */
 
+/**
+ * page → worker: the pairs (i, j) that read row `row` of the relative tables, from the session that sent result
+ * `result` (refused as stale when it is no longer held).
+ * @typedef {{ kind: 'readers', id: number, result: number, row: number }} ReadersRequest
+ */
+
+/**
+ * worker → page: the answer to a ReadersRequest: `runs` holds one range of keys per query i, lo..hi, as
+ * [lo_0, hi_0, lo_1, hi_1, …] (src/relpos.rs RelTable::readers).
+ * @typedef {{ kind: 'readers', id: number, ok: boolean, runs?: Uint32Array, error?: string }} ReadersReply
+ */
+
 // --- Model mode -------------------------------------------------------------------------------------------
 
 /** The three trained models (models/chorales-KIND.safetensors). */
@@ -278,8 +291,8 @@ export const MODEL_KINDS = ['music', 'shaw', 'absolute'];
  * @typedef {{ kind: 'model-error', id: number, of: string, error: WorkerError, info?: object }} ModelError
  */
 
-/** @typedef {ComputeRequest | ExportRequest | CellsRequest | DebugMessage | ModelRequest | SampleRequest | ModelStop | NllRequest} ToWorker */
-/** @typedef {ResultMessage | ErrorMessage | FatalMessage | ExportReply | ModelResult | ModelSampled | NllResult | ModelError} FromWorker */
+/** @typedef {ComputeRequest | ExportRequest | CellsRequest | ReadersRequest | DebugMessage | ModelRequest | SampleRequest | ModelStop | NllRequest} ToWorker */
+/** @typedef {ResultMessage | ErrorMessage | FatalMessage | ExportReply | CellsReply | ReadersReply | ModelResult | ModelSampled | NllResult | ModelError} FromWorker */
 
 // --- page side ---
 
@@ -296,6 +309,11 @@ export function exportRequest(id, what, colormaps) {
 /** @returns {CellsRequest} */
 export function cellsRequest(id, result, stage, batch, head, r0, c0, rows, cols) {
   return { kind: 'cells', id, result, stage, batch, head, r0, c0, rows, cols };
+}
+
+/** @returns {ReadersRequest} */
+export function readersRequest(id, result, row) {
+  return { kind: 'readers', id, result, row };
 }
 
 // --- worker side ---
@@ -333,6 +351,16 @@ export function cellsReply(id, values) {
 /** @returns {CellsReply} */
 export function cellsFailed(id, error) {
   return { kind: 'cells', id, ok: false, error };
+}
+
+/** @returns {ReadersReply} */
+export function readersReply(id, runs) {
+  return { kind: 'readers', id, ok: true, runs };
+}
+
+/** @returns {ReadersReply} */
+export function readersFailed(id, error) {
+  return { kind: 'readers', id, ok: false, error };
 }
 
 // --- Model mode ---

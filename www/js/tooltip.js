@@ -5,7 +5,7 @@ import { state } from './state.js';
 import { fmt } from './format.js';
 import { blit, cellAt, outline, shade } from './figures.js';
 import { saveURL } from './url.js';
-import { askCells } from './worker-client.js';
+import { askCells, askReaders } from './worker-client.js';
 
 /** Wires a view's canvas: hover, click to pin, arrow keys, and leaving. */
 export function attachPointer(v) {
@@ -160,14 +160,25 @@ function setRow(r) {
   drawPins();
 }
 
-/** Every pair (i, j) that reads table row r, from the rel_index stage ((n, n), −1: none); null when that stage
- *  came without its values (n > 1024: its cells are smaller than a pixel, the diagonals show in the rasters). */
+/**
+ * The pairs (i, j) that read table row r (rel_index = r) as runs [i, lo, hi], keys lo … hi − 1 of query i: asked
+ * of the worker (src/relpos.rs RelTable::readers) once per result and row; null while they come (the pins are
+ * drawn again then).
+ */
 function readersOf(r) {
-  const idx = state.current.byName.rel_index;
-  if (!idx.values) return null;
-  const out = [];
-  for (let i = 0; i < idx.rows; i++) for (let j = 0; j < idx.cols; j++) if (idx.values[i * idx.cols + j] === r) out.push([i, j]);
-  return out;
+  const cur = state.current;
+  if (!cur.readers || cur.readers.row !== r) {
+    const asked = { row: r, runs: null };
+    cur.readers = asked;
+    askReaders(r)
+      .then((keys) => {
+        asked.runs = [];
+        for (let i = 0; 2 * i < keys.length; i++) if (keys[2 * i] < keys[2 * i + 1]) asked.runs.push([i, keys[2 * i], keys[2 * i + 1]]);
+        if (state.current === cur && state.pinnedRow === r) drawPins();
+      })
+      .catch(() => { if (cur.readers === asked) cur.readers = null; /* a newer result, or the worker restarted */ });
+  }
+  return cur.readers.runs;
 }
 
 // Keyboard: the arrow keys move a cursor cell of the focused figure (on (i, j) figures the cursor is
@@ -257,10 +268,14 @@ function drawRow(r, label) {
     if (isTable(v.stage) && r < v.stage.rows) outline(v, r, 0, v.stage.cols, 1);
     else if (!readers) continue;
     else if (v.stage.pairs) shade(v, readers);
-    else if (skewCell(name, 0, 0, n, causal)) shade(v, readers.map(([i, j]) => skewCell(name, i, j, n, causal)).filter(([, c]) => c < v.stage.cols));
+    else if (skewCell(name, 0, 0, n, causal)) {
+      // A run of keys is a run of columns in every step of the skew (the column moves one with the key).
+      shade(v, readers.map(([i, lo, hi]) => { const [row, c] = skewCell(name, i, lo, n, causal); return [row, c, c + hi - lo]; }));
+    }
   }
   const { method, clip: k } = cur.info.settings;
   const what = method === 'shaw' ? `distance ${r - k}${Math.abs(r - k) === k ? ' and beyond (the edge row)' : ''}` : 'one distance of E_r';
-  const read = readers ? `read by ${readers.length} pairs (i, j), shaded in every (i, j) view` : 'its readers are shaded when the stages come with their values (n ≤ 1024)';
+  const pairs = readers && readers.reduce((sum, [, lo, hi]) => sum + hi - lo, 0);
+  const read = readers ? `read by ${pairs} pairs (i, j), shaded in every (i, j) view` : 'its readers: …';
   label.textContent = `pinned table row ${r} (${what}): ${read} (Esc unpins)`;
 }

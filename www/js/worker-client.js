@@ -4,7 +4,7 @@
 // (isLatest) is passed on to the page; an older one is for superseded settings and touches neither the
 // controls nor the view. (A render already under way is stopped by its render token: views.js.)
 import { state } from './state.js';
-import { computeRequest, exportRequest, cellsRequest } from './protocol.js';
+import { computeRequest, exportRequest, cellsRequest, readersRequest } from './protocol.js';
 import { readParams, colormaps, shownSlice, backendMode, showError } from './controls.js';
 import { setBusy } from './status.js';
 
@@ -84,10 +84,23 @@ export function askCells(stage, r0, c0, rows, cols) {
   });
 }
 
+/**
+ * Asks the worker for the pairs of the result shown that read table row `row`; resolves to a Uint32Array of
+ * one key range per query, [lo_0, hi_0, lo_1, hi_1, …]; rejects as askCells does.
+ */
+export function askReaders(row) {
+  const cur = state.current;
+  const id = ++state.exportSeq;
+  return new Promise((ok, fail) => {
+    state.exports.set(id, (r) => (r.ok ? ok(r.runs) : fail(new Error(r.error))));
+    state.worker.postMessage(readersRequest(id, cur.id, row));
+  });
+}
+
 /** @param {import('./protocol.js').FromWorker} msg */
 function receive(msg, handlers) {
   switch (msg.kind) {
-    case 'export': case 'cells': {
+    case 'export': case 'cells': case 'readers': {
       const cb = state.exports.get(msg.id);
       state.exports.delete(msg.id);
       if (cb) cb(msg);
