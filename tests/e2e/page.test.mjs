@@ -479,11 +479,19 @@ test('n = 8192 with 8 heads: held on demand, every stage drawn pooled; the toolt
     const y = Math.floor(Number(d.y0) + (ii + 0.5) * ((d.y1 - d.y0) / d.rows));
     return Array.from(cv.getContext('2d').getImageData(x, y, 1, 1).data);
   }, [i, j]);
-  const before = { diagonal: await weightsPixel(4000, 4000), below: await weightsPixel(6000, 1000), above: await weightsPixel(1000, 6000) };
+  // B's column 16 is outlined: a pixel just left of it (its outline's edge).
+  const bucketsEdge = () => page.$eval('figure[data-stage="value_buckets"] canvas', (cv) => {
+    const d = cv.dataset;
+    const x = Math.round(Number(d.x0) + 16 * ((d.x1 - d.x0) / d.cols)) - 2;
+    const y = Math.round((Number(d.y0) + Number(d.y1)) / 2);
+    return Array.from(cv.getContext('2d').getImageData(x, y, 1, 1).data);
+  });
+  const before = { diagonal: await weightsPixel(4000, 4000), below: await weightsPixel(6000, 1000), above: await weightsPixel(1000, 6000), buckets: await bucketsEdge() };
   let e = await hover('rel_k', 16, 3);
   await page.mouse.click(e.x, e.y);
   await pinnedMatches(/pinned table row 16 \(distance 0\): read by 8192 pairs/, 20000);
   assert.notDeepEqual(await weightsPixel(4000, 4000), before.diagonal, 'the diagonal is not shaded');
+  assert.notDeepEqual(await bucketsEdge(), before.buckets, "B's column 16 is not outlined");
   assert.deepEqual(await weightsPixel(6000, 1000), before.below, 'a pair far below the diagonal is shaded');
   await page.keyboard.press('Escape');
   e = await hover('rel_k', 0, 3);

@@ -256,8 +256,9 @@ function skewCell(name, i, j, n, causal) {
 }
 
 /**
- * Reverse linking: table row r outlined in the tables, and every pair that reads it shaded in every (i, j)
- * view and followed through the skew's steps (one diagonal of the result is one column of Q E_rᵀ).
+ * Reverse linking: table row r outlined in the tables and its column in the weight per w^V row, and every pair
+ * that reads it shaded in every (i, j) view and followed through the skew's steps (one diagonal of the result
+ * is one column of Q E_rᵀ).
  */
 function drawRow(r, label) {
   const cur = state.current;
@@ -266,6 +267,8 @@ function drawRow(r, label) {
   for (const [name, v] of shownViews()) {
     if (!v.rect) continue;
     if (isTable(v.stage) && r < v.stage.rows) outline(v, r, 0, v.stage.cols, 1);
+    // B[i, r]: the weight each query gives the pairs that read row r, summed (Shaw's a^V = B·w^V).
+    else if (name === 'value_buckets' && r < v.stage.cols) outline(v, 0, r, 1, v.stage.rows);
     else if (!readers) continue;
     else if (v.stage.pairs) shade(v, readers);
     else if (skewCell(name, 0, 0, n, causal)) {
