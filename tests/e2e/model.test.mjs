@@ -434,6 +434,24 @@ test('this head, stage by stage: the chosen layer and head in Parameters mode\'s
     const t = await hover(p, 'weights', note, j);
     assert.ok(Math.abs(Number(t.value) - a) <= 1e-4, `weights (${note}, ${j}): ${t.value} vs the arc's ${a}`);
   }
+  // A row of E_r pinned: its readers follow the model's own table (causal, 256 rows for distances −255 … 0,
+  // zero beyond): row r is distance r − 255, read by the max(0, r − 191) pairs (i, i + r − 255) of 64 tokens.
+  // The rows are about a pixel high: the pointer goes near row 250, then row 100, and the tooltip says which.
+  const table = p.locator('figure[data-stage="rel_k"] canvas');
+  await table.scrollIntoViewIfNeeded();
+  for (const near of [250, 100]) {
+    const box = await table.boundingBox();
+    const d = await table.evaluate((c) => ({ ...c.dataset, width: c.width }));
+    const scale = box.width / d.width;
+    await p.mouse.move(box.x + (Number(d.x0) + 3.5 * ((d.x1 - d.x0) / d.cols)) * scale, box.y + (Number(d.y0) + (near + 0.5) * ((d.y1 - d.y0) / d.rows)) * scale);
+    await p.waitForFunction(() => { const t = document.getElementById('tooltip'); return !t.hidden && t.dataset.stage === 'rel_k'; }, null, { timeout: 5000 });
+    const row = Number(await p.locator('#tooltip').evaluate((t) => t.dataset.i));
+    assert.ok(Math.abs(row - near) <= 3, `row ${row} under the pointer, near ${near}`);
+    await p.mouse.down();
+    await p.mouse.up();
+    await p.waitForFunction((re) => new RegExp(re).test(document.getElementById('pinned').innerText), `pinned table row ${row} .*read by ${Math.max(0, row - 191)} pairs`, { timeout: 10000 });
+    await p.keyboard.press('Escape');
+  }
   await p.screenshot({ path: join(artifacts, 'model-head-stages.png') });
   // The link keeps it: opened again, the same layer of the same model on the same window.
   const url = p.url();
