@@ -8,7 +8,7 @@
 // result's backend = { name, note } says where and why. The debug-* test hooks (protocol.js: DebugMessage) are sent
 // by tests/e2e only. Model mode's messages ('model*') go to js/worker-model.js.
 import init, * as relattn from './pkg/relattn.js';
-import { BACKENDS, resultMessage, errorMessage, fatalMessage, exportReply, exportFailed, cellsReply, cellsFailed, readersReply, readersFailed } from './js/protocol.js';
+import { BACKENDS, progressMessage, resultMessage, errorMessage, fatalMessage, exportReply, exportFailed, cellsReply, cellsFailed, readersReply, readersFailed } from './js/protocol.js';
 import { onModelMessage, layerSession } from './js/worker-model.js';
 
 const { set_colormaps, compute, gpu_init } = relattn;
@@ -157,6 +157,7 @@ async function work() {
     const key = keyOf(p, backend);
     if (msg.colormaps) set_colormaps(msg.colormaps.sequential, msg.colormaps.diverging);
     if (key !== sessionKey || !session) {
+      self.postMessage(progressMessage(msg.id, 'computing the layer…'));
       await tryGpu(backend);
       // src/web/request.rs Request: { backend, preset, file_name, settings }; the file's bytes beside it.
       const request = { backend, preset: p.file ? '' : p.preset || '', file_name: p.file ? p.file.name : '', settings: p.settings };
@@ -174,6 +175,8 @@ async function work() {
       batch: Math.min(Math.max(0, msg.batch | 0), info.settings.batch_size - 1),
       head: Math.min(Math.max(0, msg.head | 0), info.settings.heads - 1),
     };
+    // A layer held on demand computes the stages of the (batch, head) shown now: seconds at n 8192.
+    if (info.on_demand) self.postMessage(progressMessage(msg.id, `computing the stages of head ${shown.head}${info.settings.batch_size > 1 ? `, batch element ${shown.batch}` : ''} (held on demand: ${info.settings.n} query rows)…`));
     const stages = [];
     const transfer = [];
     info.stages.forEach((meta, i) => {

@@ -435,6 +435,8 @@ test('n = 1024 recomputes off the main thread and redraws', async () => {
 test('n = 8192 with 8 heads: held on demand, every stage drawn pooled; the tooltip, a row and a zoomed window read exact cells', async () => {
   const t0 = Date.now();
   await page.goto(`${base}?method=shaw&n=8192&d_model=512&heads=8&clip=16&seed=0&causal=0&rel_v=1&per_head=0&sentence=&backend=cpu`);
+  // The busy line says what takes the time: the layer, then the stages of the head shown.
+  await page.waitForFunction(() => document.getElementById('busy-text').textContent.startsWith('computing the stages of head 0 (held on demand: 8192 query rows'), null, { timeout: 300000, polling: 50 });
   await page.waitForFunction(() => document.body.dataset.ready && document.getElementById('busy').hidden, null, { timeout: 300000 });
   const opened = Date.now() - t0;
   const cur = () => page.evaluate(() => import('./js/state.js').then(({ state: s }) => ({
@@ -502,11 +504,18 @@ test('n = 8192 with 8 heads: held on demand, every stage drawn pooled; the toolt
   await page.locator('figure[data-stage="weights"]').scrollIntoViewIfNeeded();
   await page.screenshot({ path: join(artifacts, 'n8192-row.png') });
   await page.keyboard.press('Escape');
-  // Another head: its stages are computed when it is selected.
+  // Another head: its stages are computed when it is selected (and the busy line says so).
+  await page.evaluate(() => {
+    const el = document.getElementById('busy-text');
+    window.busyTexts = [];
+    new MutationObserver(() => window.busyTexts.push(el.textContent)).observe(el, { childList: true, characterData: true, subtree: true });
+  });
   const t1 = Date.now();
   await settle(() => page.selectOption('#head', '5'), 300000);
   const switched = Date.now() - t1;
   assert.equal((await cur()).head, 5);
+  const said = await page.evaluate(() => window.busyTexts);
+  assert.ok(said.some((t) => t.startsWith('computing the stages of head 5 (')), JSON.stringify(said));
   console.log(`n 8192 × 8 heads: first view ${opened} ms, another head ${switched} ms, worker memory ${(c.memory / 2 ** 20).toFixed(0)} MiB; ${JSON.stringify((await cur()).timings)}`);
   // The Music Transformer's bidirectional skew at n 8192: its steps are (8192, 16383) … (8193, 16383), cut on demand too.
   const t2 = Date.now();

@@ -2,7 +2,8 @@
 // as JSDoc typedefs, and the small constructors both sides build them with. Every message has a `kind`.
 //
 //   page → worker                          worker → page
-//   'compute' ComputeRequest         →     'result' ResultMessage | 'error' ErrorMessage
+//   'compute' ComputeRequest         →     'progress' ProgressMessage (none or more), then
+//                                          'result' ResultMessage | 'error' ErrorMessage
 //   'export'  ExportRequest          →     'export' ExportReply
 //   'cells'   CellsRequest           →     'cells'  CellsReply (exact values of a stage sent without them)
 //   'readers' ReadersRequest         →     'readers' ReadersReply (the pairs that read a pinned table row)
@@ -159,6 +160,11 @@ export const BACKENDS = ['auto', 'webgpu', 'cpu'];
  */
 
 /**
+ * worker → page: what the compute of request `id` is doing now (the busy line says it).
+ * @typedef {{ kind: 'progress', id: number, text: string }} ProgressMessage
+ */
+
+/**
  * page → worker: values of stage `stage` of (batch, head) in rows r0..r0+rows, columns c0..c0+cols (at most
  * VALUES_CELLS), from the session that sent result `result` (refused as stale when it is no longer held).
  * @typedef {{ kind: 'cells', id: number, result: number, stage: string, batch: number, head: number, r0: number, c0: number, rows: number, cols: number }} CellsRequest
@@ -292,7 +298,7 @@ export const MODEL_KINDS = ['music', 'shaw', 'absolute'];
  */
 
 /** @typedef {ComputeRequest | ExportRequest | CellsRequest | ReadersRequest | DebugMessage | ModelRequest | SampleRequest | ModelStop | NllRequest} ToWorker */
-/** @typedef {ResultMessage | ErrorMessage | FatalMessage | ExportReply | CellsReply | ReadersReply | ModelResult | ModelSampled | NllResult | ModelError} FromWorker */
+/** @typedef {ResultMessage | ProgressMessage | ErrorMessage | FatalMessage | ExportReply | CellsReply | ReadersReply | ModelResult | ModelSampled | NllResult | ModelError} FromWorker */
 
 // --- page side ---
 
@@ -317,6 +323,11 @@ export function readersRequest(id, result, row) {
 }
 
 // --- worker side ---
+
+/** @returns {ProgressMessage} */
+export function progressMessage(id, text) {
+  return { kind: 'progress', id, text };
+}
 
 /** @returns {ResultMessage} */
 export function resultMessage(id, info, shown, stages, timings, backend, memory) {

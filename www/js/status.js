@@ -4,6 +4,12 @@ import { $ } from './dom.js';
 
 export function setBusy(busy) {
   $('busy').hidden = !busy;
+  if (busy) $('busy-text').textContent = 'computing…';
+}
+
+/** What the worker is computing now, while busy (a layer held on demand takes seconds per head). */
+export function showProgress(text) {
+  $('busy-text').textContent = text;
 }
 
 // The footer names where the trace was computed and, when the GPU asked for was not used, why; with

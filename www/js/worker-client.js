@@ -6,7 +6,7 @@
 import { state } from './state.js';
 import { computeRequest, exportRequest, cellsRequest, readersRequest } from './protocol.js';
 import { readParams, colormaps, shownSlice, backendMode, showError } from './controls.js';
-import { setBusy } from './status.js';
+import { setBusy, showProgress } from './status.js';
 
 /**
  * Starts the worker. `h.result(msg)` gets the newest settings' ResultMessage, `h.refused(error)` their
@@ -107,6 +107,7 @@ function receive(msg, handlers) {
       return;
     }
     case 'fatal': restart(msg, handlers); return;
+    case 'progress': if (isLatest(msg.id)) showProgress(msg.text); return;
     case 'model-result': case 'model-error': case 'model-sampled': case 'model-nll': case 'model-compare':
       if (handlers.model) handlers.model(msg);
       return;
