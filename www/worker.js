@@ -45,9 +45,9 @@ self.onmessage = (e) => {
         setTimeout(work, 0);
       }
       return;
-    case 'export': ready.then(() => exportNow(m)); return;
-    case 'cells': ready.then(() => cellsNow(m)); return;
-    case 'readers': ready.then(() => readersNow(m)); return;
+    case 'export': ready.then(() => answer(m, exportBytes, exportReply, exportFailed)); return;
+    case 'cells': ready.then(() => answer(m, () => cellsOf(m), cellsReply, cellsFailed)); return;
+    case 'readers': ready.then(() => answer(m, () => sessionOf(m.result).table_readers(m.row), readersReply, readersFailed)); return;
     case 'model': case 'model-sample': case 'model-stop': case 'model-nll': case 'model-compare':
       ready.then((w) => onModelMessage(modelContext(w), m));
       return;
@@ -106,42 +106,37 @@ function keyOf(p, backend) {
   return backend + (p.preset ? `|preset:${p.preset}` : JSON.stringify([p.file ? p.file.id : null, p.settings]));
 }
 
+// Answers the page's message `m` with `reply(m.id, work())` (its typed array's buffer transferred), or with
+// `failed(m.id, why)` when `work` throws; an abort of the wasm instance is fatal.
+function answer(m, work, reply, failed) {
+  try {
+    const out = work();
+    self.postMessage(reply(m.id, out), [out.buffer]);
+  } catch (err) {
+    if (isAbort(err)) { fatal(err.message); return; }
+    self.postMessage(failed(m.id, (err && err.message) || String(err)));
+  }
+}
+
+// The session that result `id` was sent from, or an error when the page has moved on from it.
+function sessionOf(id) {
+  if (!session || !sessionResults.has(id)) throw new Error('stale: the session shown has changed');
+  return session;
+}
+
 // The session shown, as the CLI's trace .npz (bytes).
-function exportNow(m) {
-  try {
-    if (!session) throw new Error('nothing computed yet');
-    self.postMessage(exportReply(m.id, session.npz()));
-  } catch (err) {
-    if (isAbort(err)) { fatal(err.message); return; }
-    self.postMessage(exportFailed(m.id, (err && err.message) || String(err)));
-  }
+function exportBytes() {
+  if (!session) throw new Error('nothing computed yet');
+  return session.npz();
 }
 
-// Exact values of a stage sent without them (a tooltip's cell, a zoomed window): read from the session that
-// result `m.result` was sent from, or refused as stale when the page has moved on.
-function cellsNow(m) {
-  try {
-    if (!session || !sessionResults.has(m.result)) throw new Error('stale: the session shown has changed');
-    const i = sessionStages.indexOf(m.stage);
-    if (i < 0) throw new Error(`no stage '${m.stage}' in this trace`);
-    const values = session.cells(i, m.batch, m.head, m.r0, m.c0, m.rows, m.cols);
-    self.postMessage(cellsReply(m.id, values), [values.buffer]);
-  } catch (err) {
-    if (isAbort(err)) { fatal(err.message); return; }
-    self.postMessage(cellsFailed(m.id, (err && err.message) || String(err)));
-  }
-}
-
-// The pairs that read a pinned table row, from the session that result `m.result` was sent from.
-function readersNow(m) {
-  try {
-    if (!session || !sessionResults.has(m.result)) throw new Error('stale: the session shown has changed');
-    const runs = session.table_readers(m.row);
-    self.postMessage(readersReply(m.id, runs), [runs.buffer]);
-  } catch (err) {
-    if (isAbort(err)) { fatal(err.message); return; }
-    self.postMessage(readersFailed(m.id, (err && err.message) || String(err)));
-  }
+// Exact values of a stage sent without them (a tooltip's cell, a zoomed window), from the session of result
+// `m.result`.
+function cellsOf(m) {
+  const s = sessionOf(m.result);
+  const i = sessionStages.indexOf(m.stage);
+  if (i < 0) throw new Error(`no stage '${m.stage}' in this trace`);
+  return s.cells(i, m.batch, m.head, m.r0, m.c0, m.rows, m.cols);
 }
 
 // `scheduled` stays true while a compute awaits the GPU, so computes never overlap.

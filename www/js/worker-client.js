@@ -61,13 +61,21 @@ function send() {
   state.worker.postMessage(computeRequest(state.lastId, params, batch, head, colormaps(), backendMode()));
 }
 
-/** Asks the worker for an export of the session shown; resolves to its bytes. */
-export function askExport(what) {
+/**
+ * Sends the worker the question `request(id)` builds; resolves to `pick(reply)`, rejects with the reply's
+ * error (or when the worker is restarted: restart() fails every question waiting).
+ */
+function ask(request, pick) {
   const id = ++state.exportSeq;
   return new Promise((ok, fail) => {
-    state.exports.set(id, (r) => (r.ok ? ok(r.data) : fail(new Error(r.error))));
-    state.worker.postMessage(exportRequest(id, what, colormaps()));
+    state.exports.set(id, (r) => (r.ok ? ok(pick(r)) : fail(new Error(r.error))));
+    state.worker.postMessage(request(id));
   });
+}
+
+/** Asks the worker for an export of the session shown; resolves to its bytes. */
+export function askExport(what) {
+  return ask((id) => exportRequest(id, what, colormaps()), (r) => r.data);
 }
 
 /**
@@ -77,11 +85,7 @@ export function askExport(what) {
  */
 export function askCells(stage, r0, c0, rows, cols) {
   const cur = state.current;
-  const id = ++state.exportSeq;
-  return new Promise((ok, fail) => {
-    state.exports.set(id, (r) => (r.ok ? ok(r.values) : fail(new Error(r.error))));
-    state.worker.postMessage(cellsRequest(id, cur.id, stage, cur.shown.batch, cur.shown.head, r0, c0, rows, cols));
-  });
+  return ask((id) => cellsRequest(id, cur.id, stage, cur.shown.batch, cur.shown.head, r0, c0, rows, cols), (r) => r.values);
 }
 
 /**
@@ -90,11 +94,7 @@ export function askCells(stage, r0, c0, rows, cols) {
  */
 export function askReaders(row) {
   const cur = state.current;
-  const id = ++state.exportSeq;
-  return new Promise((ok, fail) => {
-    state.exports.set(id, (r) => (r.ok ? ok(r.runs) : fail(new Error(r.error))));
-    state.worker.postMessage(readersRequest(id, cur.id, row));
-  });
+  return ask((id) => readersRequest(id, cur.id, row), (r) => r.runs);
 }
 
 /** @param {import('./protocol.js').FromWorker} msg */
