@@ -11,7 +11,7 @@ use crate::relpos;
 use crate::scenario::Scenario;
 use crate::skew::SkewSteps;
 use crate::stage::{Present, Stage, StageMeta};
-use ndarray::{s, Array2, Array3, Array4, Axis};
+use ndarray::{s, Array2, Array3, Array4, Axis, CowArray, Ix2};
 
 /// The Music Transformer's skew stages for every (batch, head).
 #[derive(Clone, Debug)]
@@ -190,15 +190,21 @@ impl Trace {
 
     /// The 2-D matrix a view shows for one batch element and head.
     pub fn stage(&self, stage: Stage, batch: usize, head: usize) -> Result<Array2<f32>> {
+        self.stage_view(stage, batch, head).map(CowArray::into_owned)
+    }
+
+    /// [`Trace::stage`] without a copy where the trace holds it as f32 (every stage but the distances and the
+    /// table rows, which are i64): what reading a few cells or pooling a stage needs.
+    pub fn stage_view<'a>(&'a self, stage: Stage, batch: usize, head: usize) -> Result<CowArray<'a, f32, Ix2>> {
         check_index("batch index", batch, self.dims().0)?;
         self.check_head(head)?;
         self.present().check(stage)?;
-        let bh = |a: &Array4<f32>| a.index_axis(Axis(0), batch).index_axis(Axis(0), head).to_owned();
-        let table = |t: &Array3<f32>| table_of(t, head).to_owned();
+        let bh = |a: &'a Array4<f32>| -> CowArray<'a, f32, Ix2> { a.index_axis(Axis(0), batch).index_axis_move(Axis(0), head).into() };
+        let table = |t: &'a Array3<f32>| -> CowArray<'a, f32, Ix2> { table_of(t, head).into() };
         let skew = || self.skew.as_ref().expect("checked present");
         Ok(match stage {
-            Stage::Distances => self.distances.mapv(|v| v as f32),
-            Stage::RelIndex => self.rel_index.mapv(|v| v as f32),
+            Stage::Distances => self.distances.mapv(|v| v as f32).into(),
+            Stage::RelIndex => self.rel_index.mapv(|v| v as f32).into(),
             Stage::RelK => table(&self.rel_k),
             Stage::RelV => table(self.rel_v.as_ref().expect("checked present")),
             Stage::ContentLogits => bh(&self.content_logits),
@@ -212,7 +218,7 @@ impl Trace {
             Stage::ValueBuckets => bh(self.value_buckets.as_ref().expect("checked present")),
             Stage::OutputContent => bh(&self.out_content),
             Stage::OutputRelative => bh(&self.out_relative),
-            Stage::Output => self.output.index_axis(Axis(0), batch).to_owned(),
+            Stage::Output => self.output.index_axis(Axis(0), batch).into(),
         })
     }
 

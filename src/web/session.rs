@@ -241,8 +241,10 @@ impl Session {
             Ok(())
         };
         let m = match &self.source {
-            Source::Whole(t) => t.stage(stage, batch, head).and_then(|m| within(m.dim()).map(|()| m.slice_move(s![rows.clone(), cols.clone()]))),
-            Source::OnDemand(l) => within(l.shape(stage)).and_then(|()| l.rows(stage, batch, head, rows.clone())).map(|m| m.slice_move(s![.., cols.clone()])),
+            Source::Whole(t) => t.stage_view(stage, batch, head).and_then(|m| within(m.dim()).map(|()| m.slice_move(s![rows.clone(), cols.clone()]))),
+            Source::OnDemand(l) => {
+                within(l.shape(stage)).and_then(|()| l.rows(stage, batch, head, rows.clone())).map(|m| m.slice_move(s![.., cols.clone()]).into())
+            }
         };
         Ok(m.map_err(to_js)?.iter().copied().collect())
     }
@@ -270,7 +272,7 @@ impl Session {
         match &self.source {
             Source::Whole(t) => {
                 for &stage in &self.stages {
-                    let m = t.stage(stage, batch, head)?;
+                    let m = t.stage_view(stage, batch, head)?;
                     let mut c = Cutting::new(stage, m.dim());
                     c.add(0, m.view());
                     cutting.push(c);
