@@ -15,6 +15,10 @@ use serde::{Deserialize, Serialize};
 
 /// Voices per step, in serialisation order.
 pub const VOICES: [&str; 4] = ["soprano", "alto", "tenor", "bass"];
+/// Ticks per quarter note of the MIDI files written: each step lasts 480 / steps_per_quarter ticks.
+pub const TICKS_PER_QUARTER: u16 = 480;
+/// Tempi a MIDI file may have, quarter notes per minute.
+pub const BPM: std::ops::RangeInclusive<u32> = 20..=400;
 
 /// One chorale.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -45,7 +49,8 @@ pub struct Chorales {
 }
 
 impl Chorales {
-    /// Parses and checks a data file: every token in the vocabulary, whole steps, bars within the piece.
+    /// Parses and checks a data file: every token in the vocabulary, whole steps, bars within the piece,
+    /// steps that last a whole number of MIDI ticks (steps_per_quarter divides [`TICKS_PER_QUARTER`]).
     pub fn parse(bytes: &[u8], file_name: &str) -> Result<Chorales> {
         let data: Chorales =
             serde_json::from_slice(bytes).map_err(|e| Error::File { path: file_name.into(), reason: format!("not a chorale data file: {e}") })?;
@@ -55,6 +60,14 @@ impl Chorales {
                 "vocab",
                 data.vocab.len(),
                 format!("2..={} names (MIDI pitches from pitch_min = {} to 127, and rest)", 129 - data.pitch_min as usize, data.pitch_min),
+            ));
+        }
+        let spq = data.steps_per_quarter;
+        if spq == 0 || TICKS_PER_QUARTER as usize % spq != 0 {
+            return Err(Error::invalid(
+                "steps_per_quarter",
+                spq,
+                format!("a divisor of {TICKS_PER_QUARTER} (the MIDI ticks per quarter note) in 1..={TICKS_PER_QUARTER}: 1, 2, 3, 4, 5, 6, 8, …"),
             ));
         }
         for p in &data.pieces {
@@ -89,15 +102,26 @@ impl Chorales {
         (token != 0).then(|| self.pitch_min + (token - 1) as u8)
     }
 
-    /// A standard MIDI file (format 1, 480 ticks per quarter, ♩ = `bpm`) with one track per voice: a note
-    /// starts where a voice's pitch changes and lasts while it repeats. A trailing partial step is dropped.
-    pub fn midi(&self, tokens: &[u32], bpm: u32) -> Vec<u8> {
-        const TICKS_PER_QUARTER: u16 = 480;
-        let tick = (TICKS_PER_QUARTER as usize / self.steps_per_quarter.max(1)) as u32;
+    /// A standard MIDI file (format 1, [`TICKS_PER_QUARTER`] ticks per quarter, ♩ = `bpm` in [`BPM`]) with
+    /// one track per voice: a note starts where a voice's pitch changes and lasts while it repeats. A
+    /// trailing partial step is dropped. Errors: "bpm" out of its range; "tokens" past the vocabulary or so
+    /// many that the file's ticks would pass the 28-bit delta of a MIDI event.
+    pub fn midi(&self, tokens: &[u32], bpm: u32) -> Result<Vec<u8>> {
+        if !BPM.contains(&bpm) {
+            return Err(Error::invalid("bpm", bpm, format!("{}..={} quarter notes per minute", BPM.start(), BPM.end())));
+        }
+        if let Some((i, t)) = tokens.iter().enumerate().find(|(_, &t)| t as usize >= self.vocab.len()) {
+            return Err(Error::invalid("tokens", format!("{t} at {i}"), format!("0..{}", self.vocab.len())));
+        }
+        let tick = (TICKS_PER_QUARTER as usize / self.steps_per_quarter) as u32;
         let steps = tokens.len() / VOICES.len();
+        let max_steps = (u28::max_value().as_int() / tick) as usize;
+        if steps > max_steps {
+            return Err(Error::invalid("tokens", tokens.len(), format!("at most {} (4 per step; a MIDI event's delta is 28 bits)", max_steps * VOICES.len())));
+        }
         let event = |delta: u32, kind| TrackEvent { delta: u28::new(delta), kind };
         let end = event(0, TrackEventKind::Meta(MetaMessage::EndOfTrack));
-        let tempo = 60_000_000 / bpm.clamp(20, 400);
+        let tempo = 60_000_000 / bpm;
         let mut tracks = vec![vec![event(0, TrackEventKind::Meta(MetaMessage::Tempo(u24::new(tempo)))), end]];
         for (v, name) in VOICES.iter().enumerate() {
             let channel = u4::new(v as u8);
@@ -129,7 +153,7 @@ impl Chorales {
         smf.tracks = tracks;
         let mut out = Vec::new();
         smf.write(&mut out).expect("writing to a Vec cannot fail");
-        out
+        Ok(out)
     }
 }
 
@@ -160,7 +184,7 @@ mod tests {
     #[test]
     fn held_notes_become_one_midi_note_per_voice() {
         let d = data();
-        let smf = d.midi(&d.pieces[0].tokens, 120);
+        let smf = d.midi(&d.pieces[0].tokens, 120).unwrap();
         let parsed = Smf::parse(&smf).unwrap();
         assert_eq!(parsed.tracks.len(), 5);
         let ons = |t: usize| parsed.tracks[t].iter().filter(|e| matches!(e.kind, TrackEventKind::Midi { message: MidiMessage::NoteOn { .. }, .. })).count();

@@ -157,6 +157,15 @@ pub(crate) fn any_non_finite(s: &[f32], masked: bool) -> bool {
 }
 
 impl Error {
+    /// The error with its array named as a part of `stage` (an overflow in "logits" inside "layers.1.attn" →
+    /// "layers.1.attn.logits"): a model's forward pass says which layer and stage left float32's range.
+    pub fn in_stage(self, stage: &str) -> Self {
+        match self {
+            Error::Overflow { array, index, value } => Error::Overflow { array: format!("{stage}.{array}"), index, value },
+            other => other,
+        }
+    }
+
     /// The error with `outer` put before its index (an overflow found in one head, placed in (b, h, ·, ·)).
     pub fn within(self, outer: &[usize]) -> Self {
         match self {

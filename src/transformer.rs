@@ -23,7 +23,7 @@
 
 use crate::attention::{attend_head, Config, HeadInput, Method};
 use crate::backend::Backend;
-use crate::error::{Error, Result};
+use crate::error::{check_overflow, Error, Result};
 use crate::matmul::matmul;
 use crate::model;
 use crate::relpos::Edge;
@@ -83,7 +83,7 @@ impl ModelConfig {
         bound("heads", self.heads, 1, self.d_model)?;
         bound("d_ff", self.d_ff, 1, 16384)?;
         bound("vocab", self.vocab, 2, 65536)?;
-        bound("context", self.context, 1, 65536)?;
+        bound("context", self.context, 1, MAX_CONTEXT)?;
         if !self.d_model.is_multiple_of(self.heads) {
             return Err(Error::invalid("config.heads", self.heads, format!("a divisor of d_model = {}", self.d_model)));
         }
@@ -114,18 +114,25 @@ struct LayerNorm {
 }
 
 impl LayerNorm {
-    /// `(x − mean) / sqrt(var + ε) · weight + bias` over each row.
-    fn apply(&self, x: ArrayView2<f32>) -> Array2<f32> {
+    /// `(x − mean) / sqrt(var + ε) · weight + bias` over each row, in float32 as PyTorch's. `name`
+    /// ("layers.ℓ.ln1") names the [`Error::Overflow`] of a row whose mean or variance leaves float32's range:
+    /// the sum of squares overflows long before the values do (d_model values of 2e19 suffice), and
+    /// 1/sqrt(∞) = 0 would silently turn every such row into `bias`, all rows alike.
+    fn apply(&self, x: ArrayView2<f32>, name: &str) -> Result<Array2<f32>> {
         let mut out = x.to_owned();
         let d = x.ncols() as f32;
-        for mut row in out.rows_mut() {
+        for (i, mut row) in out.rows_mut().into_iter().enumerate() {
             let mean = row.sum() / d;
             let var = row.iter().map(|v| (v - mean) * (v - mean)).sum::<f32>() / d;
+            if !var.is_finite() {
+                return Err(Error::Overflow { array: format!("{name} (variance of the row)"), index: vec![i], value: var as f64 });
+            }
             let inv = 1.0 / (var + LN_EPS).sqrt();
             row.zip_mut_with(&self.weight, |v, w| *v = (*v - mean) * inv * w);
             row += &self.bias;
         }
-        out
+        check_overflow(name, &out, false)?;
+        Ok(out)
     }
 }
 
@@ -268,7 +275,8 @@ impl Transformer {
         self.embed.len() + blocks + ln(&self.ln_f)
     }
 
-    /// `E[token] · √d_model` (+ PE[position] for the absolute model), one row per token.
+    /// `E[token] · √d_model` (+ PE[first_position + t] for the absolute model), one row per token;
+    /// "embedding" names an overflow (an embedding near float32's limit, scaled by √d_model).
     fn embed(&self, tokens: &[u32], first_position: usize) -> Result<Array2<f32>> {
         let d = self.config.d_model;
         let scale = (d as f32).sqrt();
@@ -282,6 +290,7 @@ impl Transformer {
                 add_sinusoid(row.as_slice_mut().expect("a row of a standard array"), first_position + t);
             }
         }
+        check_overflow("embedding", &x, false)?;
         Ok(x)
     }
 
@@ -306,25 +315,42 @@ impl Transformer {
         model::check_budget(&self.config.attention(), &sizes, |_, _| Some(0), model::DEFAULT_MEMORY_LIMIT).map(|_| ())
     }
 
+    /// LN₁ of the residual stream `x` entering layer `l`: its attention's input, (T, d_model).
+    fn attention_input(&self, l: usize, x: ArrayView2<f32>) -> Result<Array2<f32>> {
+        self.blocks[l].ln1.apply(x, &format!("layers.{l}.ln1"))
+    }
+
+    /// The rest of layer `l` once its attention gave `attn` (T, d_model): x ← x + attn, x ← x + FFN(x), each
+    /// stage checked for values that left float32's range (an [`Error::Overflow`] naming the layer and the
+    /// stage: "layers.ℓ.residual after attention", "layers.ℓ.ln2", "layers.ℓ.ffn.w1", "layers.ℓ.ffn.w2",
+    /// "layers.ℓ.residual").
+    fn finish_layer(&self, l: usize, x: &mut Array2<f32>, attn: ArrayView2<f32>) -> Result<()> {
+        *x += &attn;
+        check_overflow(&format!("layers.{l}.residual after attention"), &*x, false)?;
+        let ffn = self.blocks[l].ffn(l, x.view())?;
+        *x += &ffn;
+        check_overflow(&format!("layers.{l}.residual"), &*x, false)
+    }
+
     /// The residual stream entering layer `stop` (all layers when `stop` = layers), (T, d_model).
     async fn residual(&self, backend: &mut Backend, tokens: &[u32], stop: usize) -> Result<Array2<f32>> {
         let mut x = self.embed(tokens, 0)?;
         let cfg = self.config.attention();
-        for (l, block) in self.blocks.iter().enumerate().take(stop) {
-            let sc = self.scenario(l, block.ln1.apply(x.view()));
-            let attn = backend.output(&cfg, &sc).await?;
-            x += &attn.index_axis(Axis(0), 0);
-            x += &block.ffn(x.view());
+        for l in 0..stop {
+            let sc = self.scenario(l, self.attention_input(l, x.view())?);
+            let attn = backend.output(&cfg, &sc).await.map_err(|e| e.in_stage(&format!("layers.{l}.attn")))?;
+            self.finish_layer(l, &mut x, attn.index_axis(Axis(0), 0))?;
         }
         Ok(x)
     }
 
     /// The output head: LN_f(x) · Embedᵀ, (T, vocab). Finite weights can still leave float32's range in the
-    /// residual stream or here (the fuzzer found models that do): such logits are refused with
-    /// [`Error::Overflow`] rather than returned as ±∞ or NaN.
+    /// residual stream or here (the fuzzer found models that do): every stage of the forward pass is checked,
+    /// and such values are refused with [`Error::Overflow`] naming the stage ("embedding", "layers.ℓ.ln1",
+    /// "layers.ℓ.attn.logits", …, "ln_f", "logits") rather than returned as ±∞, NaN or rows made alike.
     fn logits(&self, x: ArrayView2<f32>) -> Result<Array2<f32>> {
-        let logits = matmul(self.ln_f.apply(x).view(), self.embed.t());
-        crate::error::check_overflow("logits", &logits, false)?;
+        let logits = matmul(self.ln_f.apply(x, "ln_f")?.view(), self.embed.t());
+        check_overflow("logits", &logits, false)?;
         Ok(logits)
     }
 
@@ -343,13 +369,14 @@ impl Transformer {
         }
         self.check_length(tokens, true)?;
         let x = self.residual(backend, tokens, layer).await?;
-        let sc = self.scenario(layer, self.blocks[layer].ln1.apply(x.view()));
-        backend.trace(&self.config.attention(), &sc).await
+        let sc = self.scenario(layer, self.attention_input(layer, x.view())?);
+        backend.trace(&self.config.attention(), &sc).await.map_err(|e| e.in_stage(&format!("layers.{layer}.attn")))
     }
 
     /// Σ −ln p(token) over `seqs`, each cut into consecutive windows of `window` tokens that predict their
     /// tokens 1.. from the tokens before them in the window (the training script's evaluation), and the
-    /// number of predicted tokens. Nats; accumulated in f64.
+    /// number of predicted tokens (≥ 1: sequences with no window of 2 tokens are refused, naming "tokens",
+    /// rather than averaged to NaN). Nats; accumulated in f64.
     pub async fn nll_async(&self, backend: &mut Backend, seqs: &[&[u32]], window: usize) -> Result<(f64, usize)> {
         if window < 2 {
             return Err(Error::invalid("window", window, "2 or more"));
@@ -364,31 +391,61 @@ impl Transformer {
                 }
             }
         }
+        if count == 0 {
+            return Err(Error::invalid(
+                "tokens",
+                format!("{} sequences with no 2 tokens to predict from", seqs.len()),
+                "at least one sequence of 2 or more tokens",
+            ));
+        }
         Ok((total, count))
     }
 
-    /// An empty key/value cache for [`Transformer::step`].
-    pub fn cache(&self) -> Cache {
-        Cache { keys: vec![Vec::new(); self.blocks.len()], values: vec![Vec::new(); self.blocks.len()], len: 0 }
+    /// An empty key/value cache for [`Transformer::step`] whose tokens attend to the last `context` tokens
+    /// fed (themselves included; at least 1).
+    pub fn cache(&self, context: usize) -> Cache {
+        let layers = self.blocks.len();
+        Cache { keys: vec![Vec::new(); layers], values: vec![Vec::new(); layers], rows: 0, len: 0, context: context.max(1) }
     }
 
     /// Feeds one token after the `cache.len` already fed and returns the logits of the next one (vocab):
     /// each layer projects only the new token, appends its key and value to the cache and attends with
-    /// Lq = 1 query against the Lk = cache.len keys (the query is the last position). CPU.
+    /// Lq = 1 query against the last Lk = min(cache.len + 1, context) keys (the query is the last position).
+    /// A sliding window: a step costs O(context · d_model) however many tokens came before, and the cache
+    /// holds O(context · d_model). With context ≥ every token fed, the logits are the full forward pass's;
+    /// with a shorter one, those of a forward pass whose causal mask also hides keys context or more tokens
+    /// back (keys fed earlier still reach the query through the layers below). CPU. On an error the cache
+    /// is as it was.
     pub fn step(&self, cache: &mut Cache, token: u32) -> Result<Array1<f32>> {
+        cache.make_room(self.config.d_model);
+        let result = self.step_layers(cache, token);
+        match &result {
+            Ok(_) => {
+                cache.rows += 1;
+                cache.len += 1;
+            }
+            Err(_) => cache.truncate(self.config.d_model),
+        }
+        result
+    }
+
+    /// [`Transformer::step`] before the cache counts the new row.
+    fn step_layers(&self, cache: &mut Cache, token: u32) -> Result<Array1<f32>> {
         let mut x = self.embed(&[token], cache.len)?;
         let cfg = self.config.attention();
         let (d, dh) = (self.config.d_model, self.config.d_model / self.config.heads);
-        let lk = cache.len + 1;
+        let rows = cache.rows + 1;
+        let lk = rows.min(cache.context);
         for (l, block) in self.blocks.iter().enumerate() {
             let a = &block.attn;
-            let h = block.ln1.apply(x.view());
+            let h = self.attention_input(l, x.view())?;
             let proj = |i: usize| matmul(h.view(), a.w[i].view()) + &a.b[i];
             let q = proj(0);
             cache.keys[l].extend(proj(1).iter());
             cache.values[l].extend(proj(2).iter());
-            let keys = ArrayView2::from_shape((lk, d), &cache.keys[l]).expect("len rows of d_model");
-            let values = ArrayView2::from_shape((lk, d), &cache.values[l]).expect("len rows of d_model");
+            let held = (rows - lk) * d..rows * d;
+            let keys = ArrayView2::from_shape((lk, d), &cache.keys[l][held.clone()]).expect("lk rows of d_model");
+            let values = ArrayView2::from_shape((lk, d), &cache.values[l][held]).expect("lk rows of d_model");
             let mut heads = Array2::zeros((1, d));
             for hi in 0..self.config.heads {
                 let cols = s![.., hi * dh..(hi + 1) * dh];
@@ -400,21 +457,58 @@ impl Transformer {
                     rel_v: a.rel_v.as_ref().map(|t| t.index_axis(Axis(0), hi)),
                     key_mask: None,
                 };
-                heads.slice_mut(cols).assign(&attend_head(&cfg, &input, None)?);
+                let z = attend_head(&cfg, &input, None).map_err(|e| e.in_stage(&format!("layers.{l}.attn")).within(&[hi]))?;
+                heads.slice_mut(cols).assign(&z);
             }
-            x += &(matmul(heads.view(), a.w[3].view()) + &a.b[3]);
-            x += &block.ffn(x.view());
+            let attn = matmul(heads.view(), a.w[3].view()) + &a.b[3];
+            self.finish_layer(l, &mut x, attn.view())?;
         }
-        cache.len = lk;
         Ok(self.logits(x.view())?.index_axis_move(Axis(0), 0))
     }
 
-    /// Continues `prime` by `steps` tokens drawn from softmax(logits / temperature) with ChaCha8 seeded by
-    /// `seed` (temperature 0: the most likely token), through the key/value cache; `on_token` sees each new
-    /// token as it is drawn. Returns prime + continuation. [`Transformer::sampler`] draws the same tokens one
-    /// call at a time.
-    pub fn sample(&self, prime: &[u32], steps: usize, temperature: f32, seed: u64, mut on_token: impl FnMut(u32)) -> Result<Vec<u32>> {
-        let mut sampler = self.sampler(prime, steps, temperature, seed)?;
+    /// Feeds `tokens` (1..=context of them) into an empty `cache` in one forward pass (the fused layer, causal
+    /// over the T tokens) and returns the logits of the token after the last (vocab): the cache then holds
+    /// what T calls of [`Transformer::step`] would have left, up to float32 rounding, for O(T · d_model)
+    /// memory and one pass instead of T. On an error the cache is left empty.
+    pub fn prefill(&self, cache: &mut Cache, tokens: &[u32]) -> Result<Array1<f32>> {
+        if cache.len > 0 {
+            return Err(Error::invalid("cache", format!("{} tokens fed", cache.len), "an empty cache"));
+        }
+        if tokens.len() > cache.context {
+            return Err(Error::invalid("tokens", tokens.len(), format!("1..={} (the cache's context)", cache.context)));
+        }
+        self.check_length(tokens, false)?;
+        let result = self.prefill_layers(cache, tokens);
+        match &result {
+            Ok(_) => (cache.rows, cache.len) = (tokens.len(), tokens.len()),
+            Err(_) => cache.truncate(self.config.d_model),
+        }
+        result
+    }
+
+    /// [`Transformer::prefill`] before the cache counts the rows.
+    fn prefill_layers(&self, cache: &mut Cache, tokens: &[u32]) -> Result<Array1<f32>> {
+        let mut x = self.embed(tokens, 0)?;
+        let cfg = self.config.attention();
+        for (l, block) in self.blocks.iter().enumerate() {
+            let a = &block.attn;
+            let h = self.attention_input(l, x.view())?;
+            let project = |i: usize| matmul(h.view(), a.w[i].view()) + &a.b[i];
+            cache.keys[l] = project(1).iter().copied().collect();
+            cache.values[l] = project(2).iter().copied().collect();
+            let attn = model::forward(&cfg, &self.scenario(l, h)).map_err(|e| e.in_stage(&format!("layers.{l}.attn")))?;
+            self.finish_layer(l, &mut x, attn.index_axis(Axis(0), 0))?;
+        }
+        let last = x.nrows() - 1;
+        Ok(self.logits(x.slice(s![last.., ..]))?.index_axis_move(Axis(0), 0))
+    }
+
+    /// Continues `prime` by `settings.steps` tokens drawn from softmax(logits / temperature) with ChaCha8
+    /// seeded by `settings.seed` (temperature 0: the most likely token), through the key/value cache with a
+    /// sliding context ([`SampleSettings::context`]); `on_token` sees each new token as it is drawn. Returns
+    /// prime + continuation. [`Transformer::sampler`] draws the same tokens one call at a time.
+    pub fn sample(&self, prime: &[u32], settings: &SampleSettings, mut on_token: impl FnMut(u32)) -> Result<Vec<u32>> {
+        let mut sampler = self.sampler(prime, settings)?;
         let mut out = prime.to_vec();
         while let Some(next) = sampler.next_token(self)? {
             out.push(next);
@@ -431,33 +525,69 @@ impl Transformer {
         let mut x = self.embed(tokens, 0)?;
         let cfg = self.config.attention();
         let mut weights = Vec::with_capacity(self.blocks.len());
-        for (l, block) in self.blocks.iter().enumerate() {
-            let (trace, _) = backend.trace(&cfg, &self.scenario(l, block.ln1.apply(x.view()))).await?;
-            x += &trace.output.index_axis(Axis(0), 0);
-            x += &block.ffn(x.view());
+        for l in 0..self.blocks.len() {
+            let sc = self.scenario(l, self.attention_input(l, x.view())?);
+            let (trace, _) = backend.trace(&cfg, &sc).await.map_err(|e| e.in_stage(&format!("layers.{l}.attn")))?;
+            self.finish_layer(l, &mut x, trace.output.index_axis(Axis(0), 0))?;
             weights.push(trace.weights.index_axis_move(Axis(0), 0));
         }
         Ok(AttentionPass { logits: self.logits(x.view())?, weights })
     }
 
     /// A [`Sampler`] that continues `prime` as [`Transformer::sample`] does (same checks, same ChaCha8
-    /// stream), one token per [`Sampler::next_token`]; the prime is fed through the cache here.
-    pub fn sampler(&self, prime: &[u32], steps: usize, temperature: f32, seed: u64) -> Result<Sampler> {
+    /// stream), one token per [`Sampler::next_token`]. The prime's last `settings.context` tokens are fed
+    /// here in one pass ([`Transformer::prefill`]); tokens before them are not read, so a prime of any
+    /// length costs one forward pass of at most `context` tokens. Errors name "prime", "steps",
+    /// "temperature" or "context".
+    pub fn sampler(&self, prime: &[u32], settings: &SampleSettings) -> Result<Sampler> {
+        settings.check()?;
         if prime.is_empty() {
             return Err(Error::invalid("prime", 0, "1 or more tokens"));
         }
-        if !(0.0..=100.0).contains(&temperature) {
-            return Err(Error::invalid("temperature", temperature, "0..=100 (0: always the most likely token)"));
+        let mut cache = self.cache(settings.context);
+        let fed = &prime[prime.len().saturating_sub(settings.context)..];
+        let logits = self.prefill(&mut cache, fed)?;
+        Ok(Sampler { cache, rng: ChaCha8Rng::seed_from_u64(settings.seed), logits, temperature: settings.temperature, left: settings.steps })
+    }
+}
+
+/// Most tokens one sampling may draw ([`SampleSettings::steps`]).
+pub const MAX_SAMPLE_STEPS: usize = 1 << 16;
+/// Longest context a model or a sampling may have ([`ModelConfig::context`], [`SampleSettings::context`]).
+pub const MAX_CONTEXT: usize = 1 << 16;
+
+/// How [`Transformer::sample`] draws.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SampleSettings {
+    /// Tokens to draw, 0..=[`MAX_SAMPLE_STEPS`].
+    pub steps: usize,
+    /// softmax(logits / temperature), 0..=100 (0: always the most likely token).
+    pub temperature: f32,
+    /// Seed of the ChaCha8 stream: the same seed gives the same tokens.
+    pub seed: u64,
+    /// Tokens each new token attends to (itself and the context − 1 before it), 1..=[`MAX_CONTEXT`]: the
+    /// model's training context is the length its NLL is measured at, and the natural choice.
+    pub context: usize,
+}
+
+impl SampleSettings {
+    /// The model's own context and the given draws.
+    pub fn new(model: &Transformer, steps: usize, temperature: f32, seed: u64) -> SampleSettings {
+        SampleSettings { steps, temperature, seed, context: model.config.context }
+    }
+
+    /// Refuses a value out of its range, naming the field.
+    pub fn check(&self) -> Result<()> {
+        if !(0.0..=100.0).contains(&self.temperature) {
+            return Err(Error::invalid("temperature", self.temperature, "0..=100 (0: always the most likely token)"));
         }
-        if steps > 1 << 16 {
-            return Err(Error::invalid("steps", steps, "0..=65536"));
+        if self.steps > MAX_SAMPLE_STEPS {
+            return Err(Error::invalid("steps", self.steps, format!("0..={MAX_SAMPLE_STEPS}")));
         }
-        let mut cache = self.cache();
-        let mut logits = Array1::zeros(0);
-        for &tok in prime {
-            logits = self.step(&mut cache, tok)?;
+        if !(1..=MAX_CONTEXT).contains(&self.context) {
+            return Err(Error::invalid("context", self.context, format!("1..={MAX_CONTEXT} tokens")));
         }
-        Ok(Sampler { cache, rng: ChaCha8Rng::seed_from_u64(seed), logits, temperature, left: steps })
+        Ok(())
     }
 }
 
@@ -505,21 +635,53 @@ impl Sampler {
 }
 
 impl Block {
-    /// `gelu(LN₂(x) W₁ + b₁) W₂ + b₂`.
-    fn ffn(&self, x: ArrayView2<f32>) -> Array2<f32> {
-        let mut u = matmul(self.ln2.apply(x).view(), self.w1.view()) + &self.b1;
+    /// `gelu(LN₂(x) W₁ + b₁) W₂ + b₂` of layer `l`, each stage checked ("layers.ℓ.ln2", "layers.ℓ.ffn.w1",
+    /// "layers.ℓ.ffn.w2").
+    fn ffn(&self, l: usize, x: ArrayView2<f32>) -> Result<Array2<f32>> {
+        let mut u = matmul(self.ln2.apply(x, &format!("layers.{l}.ln2"))?.view(), self.w1.view()) + &self.b1;
         u.mapv_inplace(gelu);
-        matmul(u.view(), self.w2.view()) + &self.b2
+        check_overflow(&format!("layers.{l}.ffn.w1"), &u, false)?;
+        let out = matmul(u.view(), self.w2.view()) + &self.b2;
+        check_overflow(&format!("layers.{l}.ffn.w2"), &out, false)?;
+        Ok(out)
     }
 }
 
-/// The keys and values of every fed token, per layer, (len, d_model) row-major.
+/// The keys and values of the tokens fed, per layer, (rows, d_model) row-major: the last `context` rows are
+/// attended to, and older ones are dropped in batches (see [`Cache::make_room`]).
 #[derive(Clone, Debug)]
 pub struct Cache {
     keys: Vec<Vec<f32>>,
     values: Vec<Vec<f32>>,
-    /// Tokens fed so far.
+    /// Rows held per layer.
+    rows: usize,
+    /// Tokens fed so far (the position of the next one: the absolute model's sinusoid).
     pub len: usize,
+    /// Keys each new token attends to.
+    context: usize,
+}
+
+impl Cache {
+    /// Before a step: once the rows held pass `context` by min(context, 1024), drops the oldest so that
+    /// context − 1 remain (the new token's row makes context): memory stays O(context · d_model) and the copy
+    /// costs O(d_model) per step on average.
+    fn make_room(&mut self, d: usize) {
+        if self.rows < self.context + self.context.min(1024) {
+            return;
+        }
+        let dropped = self.rows + 1 - self.context;
+        for t in self.keys.iter_mut().chain(self.values.iter_mut()) {
+            t.drain(..dropped * d);
+        }
+        self.rows -= dropped;
+    }
+
+    /// Drops whatever a failed step or prefill appended past the rows counted.
+    fn truncate(&mut self, d: usize) {
+        for t in self.keys.iter_mut().chain(self.values.iter_mut()) {
+            t.truncate(self.rows * d);
+        }
+    }
 }
 
 /// `½u(1 + tanh(√(2/π)(u + 0.044715u³)))`.

@@ -6,11 +6,11 @@
 
 mod common;
 
-use common::{fixture, rel_err};
+use common::{fixture, rel_err, Mat};
 use ndarray::{Array2, ArrayD, Axis};
 use relattn::chorales::Chorales;
 use relattn::gpu::GpuContext;
-use relattn::transformer::Transformer;
+use relattn::transformer::{SampleSettings, Transformer};
 use relattn::{Backend, Error};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -118,7 +118,7 @@ fn cached_decoding_gives_the_full_forward() {
         let (m, f) = (model(method), Fixture::open(method));
         let tokens = f.tokens("tokens_long");
         let full = pollster::block_on(m.forward_async(&mut Backend::Cpu, &tokens)).unwrap();
-        let mut cache = m.cache();
+        let mut cache = m.cache(tokens.len());
         let mut stepped = Array2::zeros(full.dim());
         for (t, &tok) in tokens.iter().enumerate() {
             stepped.row_mut(t).assign(&m.step(&mut cache, tok).unwrap());
@@ -129,18 +129,187 @@ fn cached_decoding_gives_the_full_forward() {
     }
 }
 
+/// The model of `method` by its definition (src/transformer.rs's doc, MODELS.md), in f64 plain loops over the
+/// file's tensors, with a causal mask that also hides keys `context` or more tokens back: the logits (T, vocab).
+/// Attention is the tests' f64 definition of one head (common::head) for each query over its window of keys.
+fn banded_forward_by_definition(method: &str, tokens: &[u32], context: usize) -> Vec<Vec<f64>> {
+    let bytes = std::fs::read(model_path(method)).unwrap();
+    let get = |name: &str| fixture::array(&bytes, name);
+    let mat = |name: &str| -> Mat {
+        let a = get(name);
+        let (r, c) = (a.shape()[0], a.shape()[1]);
+        (0..r).map(|i| (0..c).map(|j| a[[i, j]] as f64).collect()).collect()
+    };
+    let vec = |name: &str| -> Vec<f64> { get(name).iter().map(|&v| v as f64).collect() };
+    let m = model(method);
+    let (d, heads) = (m.config.d_model, m.config.heads);
+    let dh = d / heads;
+    let cfg = m.config.attention();
+    let affine = |x: &Mat, w: &Mat, b: &[f64]| -> Mat {
+        x.iter().map(|row| (0..w[0].len()).map(|c| b[c] + row.iter().zip(w).map(|(v, wr)| v * wr[c]).sum::<f64>()).collect()).collect()
+    };
+    let norm = |x: &Mat, prefix: &str| -> Mat {
+        let (g, b) = (vec(&format!("{prefix}.weight")), vec(&format!("{prefix}.bias")));
+        x.iter()
+            .map(|row| {
+                let mean = row.iter().sum::<f64>() / d as f64;
+                let var = row.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / d as f64;
+                row.iter().enumerate().map(|(c, v)| (v - mean) / (var + 1e-5).sqrt() * g[c] + b[c]).collect()
+            })
+            .collect()
+    };
+    let embed = mat("embed");
+    let mut x: Mat = tokens
+        .iter()
+        .enumerate()
+        .map(|(p, &t)| {
+            (0..d)
+                .map(|c| {
+                    let pe = if method == "absolute" {
+                        let angle = p as f64 / 10000f64.powf((c - c % 2) as f64 / d as f64);
+                        if c % 2 == 0 {
+                            angle.sin()
+                        } else {
+                            angle.cos()
+                        }
+                    } else {
+                        0.0
+                    };
+                    embed[t as usize][c] * (d as f64).sqrt() + pe
+                })
+                .collect()
+        })
+        .collect();
+    for l in 0..m.config.layers {
+        let p = format!("layers.{l}");
+        let h = norm(&x, &format!("{p}.ln1"));
+        let proj = |n: &str| affine(&h, &mat(&format!("{p}.attn.w_{n}")), &vec(&format!("{p}.attn.b_{n}")));
+        let (q, k, v) = (proj("q"), proj("k"), proj("v"));
+        let table = |name: &str, hi: usize| -> Option<Mat> {
+            let t = ["e_r", "rel_k", "rel_v"].contains(&name).then(|| get(&format!("{p}.attn.{name}")))?;
+            Some((0..t.shape()[1]).map(|r| (0..dh).map(|c| t[[hi, r, c]] as f64).collect()).collect())
+        };
+        let mut concat = vec![vec![0.0; d]; tokens.len()];
+        for hi in 0..heads {
+            let rel_k = match method {
+                "music" => table("e_r", hi).unwrap(),
+                "shaw" => table("rel_k", hi).unwrap(),
+                _ => vec![vec![0.0; dh]],
+            };
+            let rel_v = if m.config.rel_v { table("rel_v", hi) } else { None };
+            let cols = |a: &Mat, rows: std::ops::Range<usize>| -> Mat { a[rows].iter().map(|r| r[hi * dh..(hi + 1) * dh].to_vec()).collect() };
+            for i in 0..tokens.len() {
+                let keys = (i + 1).saturating_sub(context)..i + 1;
+                let z = common::head(&cfg, &cols(&q, i..i + 1), &cols(&k, keys.clone()), &cols(&v, keys), &rel_k, rel_v.as_ref(), None).z;
+                concat[i][hi * dh..(hi + 1) * dh].copy_from_slice(&z[0]);
+            }
+        }
+        let attn = affine(&concat, &mat(&format!("{p}.attn.w_o")), &vec(&format!("{p}.attn.b_o")));
+        x.iter_mut().zip(&attn).for_each(|(r, a)| r.iter_mut().zip(a).for_each(|(v, a)| *v += a));
+        let gelu = |u: f64| 0.5 * u * (1.0 + ((2.0 / std::f64::consts::PI).sqrt() * (u + 0.044715 * u.powi(3))).tanh());
+        let mut hidden = affine(&norm(&x, &format!("{p}.ln2")), &mat(&format!("{p}.ffn.w1")), &vec(&format!("{p}.ffn.b1")));
+        hidden.iter_mut().for_each(|r| r.iter_mut().for_each(|u| *u = gelu(*u)));
+        let ffn = affine(&hidden, &mat(&format!("{p}.ffn.w2")), &vec(&format!("{p}.ffn.b2")));
+        x.iter_mut().zip(&ffn).for_each(|(r, a)| r.iter_mut().zip(a).for_each(|(v, a)| *v += a));
+    }
+    norm(&x, "ln_f").iter().map(|r| embed.iter().map(|e| r.iter().zip(e).map(|(a, b)| a * b).sum()).collect()).collect()
+}
+
+/// Sampling's sliding context: the prime's last `context` tokens fed in one pass, then one step per token,
+/// each attending to the `context` keys before it, give the logits of a forward pass whose causal mask also
+/// hides keys `context` or more back (by the f64 definition), past the points where the cache drops its
+/// oldest rows; and with a context as long as the sequence, the full forward's.
+#[test]
+fn sliding_context_is_a_banded_causal_forward() {
+    for method in METHODS {
+        let m = model(method);
+        let tokens = Fixture::open(method).tokens("tokens_long");
+        let (context, tokens) = (9, &tokens[..48]);
+        let want = banded_forward_by_definition(method, tokens, context);
+        let mut cache = m.cache(context);
+        let mut got = Array2::zeros((tokens.len(), m.config.vocab));
+        got.row_mut(context - 1).assign(&m.prefill(&mut cache, &tokens[..context]).unwrap());
+        for (t, &tok) in tokens.iter().enumerate().skip(context) {
+            got.row_mut(t).assign(&m.step(&mut cache, tok).unwrap());
+        }
+        assert_eq!(cache.len, tokens.len());
+        let rows = context - 1..tokens.len();
+        let e = rel_err(got.slice(ndarray::s![rows.clone(), ..]).iter(), rows.flat_map(|t| want[t].clone()));
+        assert!(e <= TOL, "{method}: sliding cache vs banded definition {e:e}");
+        // The whole sequence in the context: the prefill's last row is the full forward's.
+        let full = pollster::block_on(m.forward_async(&mut Backend::Cpu, tokens)).unwrap();
+        let last = m.prefill(&mut m.cache(tokens.len()), tokens).unwrap();
+        let e = rel_err(last.iter(), full.row(tokens.len() - 1).iter().map(|&v| v as f64));
+        assert!(e <= TOL, "{method}: prefill vs forward {e:e}");
+    }
+}
+
+/// A prime longer than the context is read from its last `context` tokens only, so the same music follows
+/// whatever came before them; settings out of range name their field.
+#[test]
+fn sampling_reads_the_last_context_tokens_of_the_prime() {
+    let m = model("shaw");
+    let prime = Fixture::open("shaw").tokens("tokens_long");
+    let settings = SampleSettings { context: 16, ..SampleSettings::new(&m, 24, 1.0, 5) };
+    let long = m.sample(&prime, &settings, |_| {}).unwrap();
+    let short = m.sample(&prime[prime.len() - 16..], &settings, |_| {}).unwrap();
+    assert_eq!(long[prime.len()..], short[16..]);
+    for (bad, field) in [
+        (SampleSettings { context: 0, ..settings }, "context"),
+        (SampleSettings { steps: (1 << 16) + 1, ..settings }, "steps"),
+        (SampleSettings { temperature: f32::NAN, ..settings }, "temperature"),
+    ] {
+        let err = m.sampler(&prime, &bad).map(|_| ()).unwrap_err();
+        assert!(matches!(&err, Error::Invalid { field: f, .. } if f == field), "{err}");
+    }
+    let err = m.sampler(&[], &settings).map(|_| ()).unwrap_err();
+    assert!(matches!(&err, Error::Invalid { field, .. } if field == "prime"), "{err}");
+}
+
+/// Finite weights whose forward pass leaves float32's range are refused naming the layer and the stage,
+/// on every path (forward, trace, the cache), never returned as rows made alike by an infinite variance.
+#[test]
+fn overflow_in_the_forward_pass_names_the_layer_and_stage() {
+    let scaled = |tensor: &'static str, by: f32| {
+        rewritten(move |t, _| {
+            let e = t.iter_mut().find(|(n, ..)| n == tensor).unwrap();
+            e.3 = e.3.chunks_exact(4).flat_map(|b| (f32::from_le_bytes(b.try_into().unwrap()) * by).to_le_bytes()).collect();
+        })
+    };
+    let tokens = Fixture::open("shaw").tokens("tokens_short");
+    for (tensor, by, stage) in [("embed", 1e36, "layers.0.ln1"), ("layers.0.ffn.w2", 1e30, "layers.1.ln1"), ("layers.2.ffn.w2", 1e30, "ln_f")] {
+        let m = Transformer::load(&scaled(tensor, by), "m.safetensors").unwrap();
+        let named = |e: Error| matches!(&e, Error::Overflow { array, .. } if array.starts_with(stage)).then_some(()).ok_or(e);
+        named(pollster::block_on(m.forward_async(&mut Backend::Cpu, &tokens)).unwrap_err()).unwrap();
+        if stage != "ln_f" {
+            // A trace of the last layer runs the layers below it, not what follows.
+            named(pollster::block_on(m.trace_async(&mut Backend::Cpu, &tokens, 2)).map(|_| ()).unwrap_err()).unwrap();
+        }
+        named(m.step(&mut m.cache(8), tokens[0]).unwrap_err()).unwrap();
+        named(m.sampler(&tokens, &SampleSettings::new(&m, 4, 1.0, 0)).map(|_| ()).unwrap_err()).unwrap();
+        // The CLI: exit 2, one line naming the stage, nothing on stdout.
+        let file = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(file.path(), scaled(tensor, by)).unwrap();
+        let out = cli(&["model", "eval", "--model", file.path().to_str().unwrap(), "--data", "tests/fixtures/chorales-subset.json", "--json"]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!((out.status.code(), out.stdout.len(), err.lines().count()), (Some(2), 0, 1), "{tensor}: {err}");
+        assert!(err.contains(&format!("overflow in '{stage}")), "{tensor}: {err}");
+    }
+}
+
 #[test]
 fn sampling_is_deterministic_for_a_seed() {
     let m = model("music");
     let prime = Fixture::open("music").tokens("tokens_short");
     let mut seen = Vec::new();
-    let a = m.sample(&prime[..16], 24, 1.0, 7, |t| seen.push(t)).unwrap();
-    assert_eq!(a, m.sample(&prime[..16], 24, 1.0, 7, |_| {}).unwrap());
+    let settings = |steps, temperature, seed| SampleSettings::new(&m, steps, temperature, seed);
+    let a = m.sample(&prime[..16], &settings(24, 1.0, 7), |t| seen.push(t)).unwrap();
+    assert_eq!(a, m.sample(&prime[..16], &settings(24, 1.0, 7), |_| {}).unwrap());
     assert_eq!((a.len(), &a[..16], &a[16..]), (40, &prime[..16], &seen[..]));
     assert!(a.iter().all(|&t| (t as usize) < m.config.vocab));
-    let others: Vec<Vec<u32>> = (0..4).map(|s| m.sample(&prime[..16], 24, 1.0, 100 + s, |_| {}).unwrap()).collect();
+    let others: Vec<Vec<u32>> = (0..4).map(|s| m.sample(&prime[..16], &settings(24, 1.0, 100 + s), |_| {}).unwrap()).collect();
     assert!(others.iter().any(|o| *o != a), "four other seeds all gave seed 7's music");
-    let err = m.sample(&prime[..16], 4, -1.0, 0, |_| {}).unwrap_err();
+    let err = m.sample(&prime[..16], &settings(4, -1.0, 0), |_| {}).unwrap_err();
     assert!(matches!(&err, Error::Invalid { field, .. } if field == "temperature"), "{err}");
 }
 

@@ -6,7 +6,7 @@
 #![cfg(target_arch = "wasm32")]
 
 use ndarray::{Array2, Axis};
-use relattn::transformer::{log_softmax_at, probabilities, Transformer};
+use relattn::transformer::{log_softmax_at, probabilities, SampleSettings, Transformer};
 use relattn::web::model::{DistanceProfile, ModelInfo, ModelSession, PositionNll, Prediction, Sampled, SamplingInfo, WindowInfo};
 use relattn::web::session::BackendUsed;
 use relattn::web::Session;
@@ -262,10 +262,14 @@ async fn live_sampling_gives_transformer_sample_and_the_cli() {
         assert_eq!(got, want, "{kind}: wasm vs the native CLI");
         let after: Sampled = typed(s.next_tokens(3));
         assert!(after.notes.is_empty() && after.remaining == 0);
-        assert!(midly::Smf::parse(&s.midi(80)).is_ok());
+        assert!(midly::Smf::parse(&s.midi(80).unwrap()).is_ok());
         yield_to_browser().await;
         let prime: Vec<u32> = w.notes.iter().map(|n| n.token).collect();
-        let native = transformer(kind).sample(&prime, 32, 1.0, 7, |_| {}).unwrap();
+        let native = {
+            let t = transformer(kind);
+            t.sample(&prime, &SampleSettings::new(&t, 32, 1.0, 7), |_| {})
+        }
+        .unwrap();
         assert_eq!(s.tokens(), native, "{kind}: live sampling vs Transformer::sample");
     }
     // A transposed window later in the piece, at temperature 0.5, primes with the transposed tokens.
@@ -277,7 +281,14 @@ async fn live_sampling_gives_transformer_sample_and_the_cli() {
     assert_eq!((got.notes.len(), got.notes[0].step), (20, (256 + 32) / 4));
     yield_to_browser().await;
     let prime: Vec<u32> = w.notes.iter().map(|n| n.token).collect();
-    assert_eq!(got.notes.iter().map(|n| n.token).collect::<Vec<_>>(), transformer("shaw").sample(&prime, 20, 0.5, 123, |_| {}).unwrap()[32..]);
+    assert_eq!(
+        got.notes.iter().map(|n| n.token).collect::<Vec<_>>(),
+        {
+            let t = transformer("shaw");
+            t.sample(&prime, &SampleSettings::new(&t, 20, 0.5, 123), |_| {})
+        }
+        .unwrap()[32..]
+    );
 }
 
 #[wasm_bindgen_test]

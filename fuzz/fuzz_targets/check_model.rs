@@ -18,7 +18,7 @@ pub fn check_model_bytes(data: &[u8]) {
     };
     assert_eq!(logits.dim(), (2, model.config.vocab));
     assert!(logits.iter().all(|v| v.is_finite()), "finite logits from the forward pass");
-    let mut cache = model.cache();
+    let mut cache = model.cache(tokens.len());
     for &t in &tokens {
         let step = model.step(&mut cache, t).expect("a model whose forward pass runs steps");
         assert!(step.iter().all(|v| v.is_finite()), "finite logits");

@@ -3,7 +3,7 @@
 
 use clap::{Args, Parser, Subcommand};
 use relattn::attention::{Config, Implementation, Method};
-use relattn::chorales::Chorales;
+use relattn::chorales::{Chorales, BPM};
 use relattn::error::Bytes;
 use relattn::gpu::GpuContext;
 use relattn::layer::{block_bytes, largest_stage_floats, Layer};
@@ -12,7 +12,7 @@ use relattn::presets;
 use relattn::render::{self, Figure};
 use relattn::scenario::{read_arrays, read_at_most, sizes_of, Arrays, Scenario, Spec, MAX_FILE_BYTES};
 use relattn::timing::StageTimes;
-use relattn::transformer::Transformer;
+use relattn::transformer::{SampleSettings, Transformer, MAX_CONTEXT, MAX_SAMPLE_STEPS};
 use relattn::{Backend, Edge, Error, Stage, Trace};
 use std::io::{Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
@@ -134,9 +134,10 @@ enum ModelCommand {
     Eval {
         #[command(flatten)]
         files: ModelFiles,
-        /// Tokens per window (each window predicts its tokens 1.. from the ones before); default: the model's context.
-        #[arg(long)]
-        window: Option<usize>,
+        /// Tokens per window, 2 or more (each window predicts its tokens 1.. from the ones before); default: the
+        /// model's context.
+        #[arg(long, allow_negative_numbers = true)]
+        window: Option<i64>,
         /// Where the layers run: cpu, or gpu (wgpu: Vulkan).
         #[arg(long, default_value = "cpu", value_parser = ["cpu", "gpu"])]
         backend: String,
@@ -151,18 +152,19 @@ enum ModelCommand {
         /// The piece's BWV number, e.g. 10.7.
         #[arg(long)]
         piece: String,
-        /// First token of the window (a multiple of 4 keeps the voices in place).
-        #[arg(long, default_value_t = 0)]
-        start: usize,
-        /// Tokens in the window; default: the model's context (or the rest of the piece).
-        #[arg(long)]
-        length: Option<usize>,
-        /// Layer (0-based).
-        #[arg(long)]
-        layer: usize,
-        /// Head (0-based).
-        #[arg(long)]
-        head: usize,
+        /// First token of the window, 0..=(the piece's tokens − 1) (a multiple of 4 keeps the voices in place).
+        #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
+        start: i64,
+        /// Tokens in the window, 1..=(the piece's tokens from --start); default: the model's context (or the
+        /// rest of the piece, if shorter).
+        #[arg(long, allow_negative_numbers = true)]
+        length: Option<i64>,
+        /// Layer, 0..=(layers − 1).
+        #[arg(long, allow_negative_numbers = true)]
+        layer: i64,
+        /// Head, 0..=(heads − 1).
+        #[arg(long, allow_negative_numbers = true)]
+        head: i64,
         /// Where the layers run: cpu, or gpu (wgpu: Vulkan).
         #[arg(long, default_value = "cpu", value_parser = ["cpu", "gpu"])]
         backend: String,
@@ -170,27 +172,34 @@ enum ModelCommand {
         #[arg(long)]
         out: PathBuf,
     },
-    /// Continue the first --prime tokens of a piece by --steps sampled tokens and write a MIDI file.
+    /// Continue the first --prime tokens of a piece by --steps sampled tokens and write a MIDI file. Each new
+    /// token attends to the --context tokens before it (a sliding window, fed from the prime's last --context
+    /// tokens in one pass), so the time grows linearly with --steps: 65536 steps take minutes, not hours. The
+    /// MIDI file is written only once every step is drawn; Ctrl-C stops with nothing written.
     Sample {
         #[command(flatten)]
         files: ModelFiles,
         /// The piece's BWV number, e.g. 10.7.
         #[arg(long)]
         piece: String,
-        /// Tokens of the piece to start from (4 per 16th-note step).
-        #[arg(long, default_value_t = 64)]
-        prime: usize,
-        /// Tokens to sample.
-        #[arg(long, default_value_t = 256)]
-        steps: usize,
+        /// Tokens of the piece to start from, 1..=(the piece's tokens) (4 per 16th-note step).
+        #[arg(long, default_value_t = 64, allow_negative_numbers = true)]
+        prime: i64,
+        /// Tokens to sample, 0..=65536.
+        #[arg(long, default_value_t = 256, allow_negative_numbers = true)]
+        steps: i64,
+        /// Tokens each new token attends to (itself included), 1..=65536; default: the model's context (the
+        /// length it was trained and evaluated at).
+        #[arg(long, allow_negative_numbers = true)]
+        context: Option<i64>,
         /// Softmax temperature, 0..=100 (0: always the most likely token).
-        #[arg(long, default_value_t = 1.0)]
+        #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
         temperature: f32,
-        /// Seed of the sampler (ChaCha8); the same seed gives the same music.
-        #[arg(long, default_value_t = 0)]
+        /// Seed of the sampler (ChaCha8), 0..=18446744073709551615; the same seed gives the same music.
+        #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
         seed: u64,
-        /// Tempo of the MIDI file, quarter notes per minute.
-        #[arg(long, default_value_t = 80)]
+        /// Tempo of the MIDI file, 20..=400 quarter notes per minute.
+        #[arg(long, default_value_t = 80, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(*BPM.start() as i64..=*BPM.end() as i64))]
         bpm: u32,
         /// Where to write the MIDI file (.mid).
         #[arg(long)]
@@ -227,6 +236,16 @@ fn backend_named(name: &str) -> relattn::Result<Backend> {
     })
 }
 
+/// `value` of option `field` as an index or count in `range`, refused naming the option, the value and the range
+/// (`why` says what bounds it, e.g. "the piece's tokens").
+fn in_range(field: &str, value: i64, range: std::ops::RangeInclusive<usize>, why: &str) -> relattn::Result<usize> {
+    match usize::try_from(value) {
+        Ok(v) if range.contains(&v) => Ok(v),
+        _ if range.is_empty() => Err(Error::invalid(field, value, format!("nothing: {why} leaves no value"))),
+        _ => Err(Error::invalid(field, value, format!("{}..={} ({why})", range.start(), range.end()))),
+    }
+}
+
 fn run_model(command: ModelCommand) -> Result<(), Stop> {
     match command {
         ModelCommand::Info { model } => {
@@ -237,10 +256,24 @@ fn run_model(command: ModelCommand) -> Result<(), Stop> {
         }
         ModelCommand::Eval { files, window, backend, json } => {
             let (model, data) = files.load()?;
-            let window = window.unwrap_or(model.config.context);
+            let window = match window {
+                Some(w) => in_range("window", w, 2..=usize::MAX, "tokens per window")?,
+                None => model.config.context,
+            };
+            if data.pieces.is_empty() {
+                let given = format!("{}: no pieces (the {} split), so no token to predict", files.data.display(), data.split);
+                return Err(Error::invalid("data", given, "a data file with at least one piece (every piece of --data is evaluated)").into());
+            }
             let seqs: Vec<&[u32]> = data.pieces.iter().map(|p| p.tokens.as_slice()).collect();
             let mut backend = backend_named(&backend)?;
-            let (total, count) = pollster::block_on(model.nll_async(&mut backend, &seqs, window))?;
+            let mut progress = Progress::new("evaluating", "pieces", seqs.len());
+            let (mut total, mut count) = (0.0, 0);
+            for (i, seq) in seqs.iter().enumerate() {
+                let (t, c) = pollster::block_on(model.nll_async(&mut backend, &[seq], window))?;
+                (total, count) = (total + t, count + c);
+                progress.tick(i + 1);
+            }
+            progress.finish();
             let nll = total / count as f64;
             if json {
                 say(serde_json::json!({ "nll": nll, "tokens": count, "pieces": seqs.len(), "window": window, "backend": backend.name() }))?;
@@ -251,31 +284,100 @@ fn run_model(command: ModelCommand) -> Result<(), Stop> {
         ModelCommand::Trace { files, piece, start, length, layer, head, backend, out } => {
             let (model, data) = files.load()?;
             let tokens = &data.piece(&piece)?.tokens;
-            if start >= tokens.len() {
-                return Err(Error::invalid("start", start, format!("0..{} (the piece's tokens)", tokens.len())).into());
-            }
-            let end = start.saturating_add(length.unwrap_or(model.config.context)).min(tokens.len());
+            let layer = in_range("layer", layer, 0..=model.config.layers - 1, "the model's layers")?;
+            let head = in_range("head", head, 0..=model.config.heads - 1, "the model's heads")?;
+            let start = in_range("start", start, 0..=tokens.len() - 1, "the piece's tokens")?;
+            let rest = tokens.len() - start;
+            let length = match length {
+                Some(l) => in_range("length", l, 1..=rest, "the piece's tokens from --start")?,
+                None => model.config.context.min(rest),
+            };
             let mut backend = backend_named(&backend)?;
-            let trace = pollster::block_on(model.trace_async(&mut backend, &tokens[start..end], layer))?.0.head(head)?;
+            let trace = pollster::block_on(model.trace_async(&mut backend, &tokens[start..start + length], layer))?.0.head(head)?;
             write_atomic(&out, |tmp| write_file(tmp, |w| trace.write_npz(w)))?;
         }
-        ModelCommand::Sample { files, piece, prime, steps, temperature, seed, bpm, out, json } => {
+        ModelCommand::Sample { files, piece, prime, steps, context, temperature, seed, bpm, out, json } => {
             let (model, data) = files.load()?;
             let tokens = &data.piece(&piece)?.tokens;
-            if prime == 0 || prime > tokens.len() {
-                return Err(Error::invalid("prime", prime, format!("1..={} (the piece's tokens)", tokens.len())).into());
+            let prime = in_range("prime", prime, 1..=tokens.len(), "the piece's tokens")?;
+            let steps = in_range("steps", steps, 0..=MAX_SAMPLE_STEPS, "tokens one sampling may draw")?;
+            let context = match context {
+                Some(c) => in_range("context", c, 1..=MAX_CONTEXT, "tokens a new token may attend to")?,
+                None => model.config.context,
+            };
+            let settings = SampleSettings { steps, temperature, seed, context };
+            let interrupted = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let flag = interrupted.clone();
+            // Without a handler Ctrl-C ends the process as before (nothing is written until the end either way).
+            let _ = ctrlc::set_handler(move || flag.store(true, std::sync::atomic::Ordering::SeqCst));
+            let mut sampler = model.sampler(&tokens[..prime], &settings)?;
+            let mut all = tokens[..prime].to_vec();
+            let mut progress = Progress::new("sampling", "tokens", steps);
+            while let Some(next) = sampler.next_token(&model)? {
+                all.push(next);
+                progress.tick(all.len() - prime);
+                if interrupted.load(std::sync::atomic::Ordering::SeqCst) {
+                    progress.finish();
+                    return Err(Stop::Interrupted(format!(
+                        "interrupted after {} of {steps} tokens; nothing written to {} (the MIDI file is written only when every step is drawn)",
+                        all.len() - prime,
+                        out.display()
+                    )));
+                }
             }
-            let all = model.sample(&tokens[..prime], steps, temperature, seed, |_| {})?;
-            let midi = data.midi(&all, bpm);
+            progress.finish();
+            let midi = data.midi(&all, bpm)?;
             write_atomic(&out, |tmp| {
                 write_file(tmp, |w| w.write_all(&midi).map_err(|e| Error::Write { path: tmp.display().to_string(), reason: e.to_string() }))
             })?;
             if json {
-                say(serde_json::json!({ "prime": prime, "tokens": all, "out": out.display().to_string() }))?;
+                say(serde_json::json!({ "prime": prime, "context": context, "tokens": all, "out": out.display().to_string() }))?;
             }
         }
     }
     Ok(())
+}
+
+/// A progress line on stderr for work that takes more than [`Progress::QUIET`]: "sampling: 1200 of 65536
+/// tokens (3 s)", at most once a second, rewritten in place on a terminal and one line each otherwise.
+struct Progress {
+    what: &'static str,
+    unit: &'static str,
+    total: usize,
+    start: std::time::Instant,
+    last: Option<std::time::Instant>,
+    terminal: bool,
+}
+
+impl Progress {
+    /// Quiet for this long: quick commands print nothing on stderr.
+    const QUIET: std::time::Duration = std::time::Duration::from_secs(2);
+
+    fn new(what: &'static str, unit: &'static str, total: usize) -> Progress {
+        use std::io::IsTerminal;
+        Progress { what, unit, total, start: std::time::Instant::now(), last: None, terminal: std::io::stderr().is_terminal() }
+    }
+
+    fn tick(&mut self, done: usize) {
+        let now = std::time::Instant::now();
+        if now - self.start < Self::QUIET || self.last.is_some_and(|t| now - t < std::time::Duration::from_secs(1)) {
+            return;
+        }
+        self.last = Some(now);
+        let line = format!("{}: {done} of {} {} ({} s)", self.what, self.total, self.unit, (now - self.start).as_secs());
+        if self.terminal {
+            eprint!("\r{line}");
+        } else {
+            eprintln!("{line}");
+        }
+    }
+
+    /// Ends a line rewritten in place.
+    fn finish(&mut self) {
+        if self.terminal && self.last.is_some() {
+            eprintln!();
+        }
+    }
 }
 
 /// What to compute. Unset options come from --preset, or the defaults shown.
@@ -546,10 +648,11 @@ impl<W: Seek> Seek for FirstError<W> {
     }
 }
 
-/// Why a command stopped early: an error to report (exit code 2), or stdout closed by its reader (`| head`),
-/// which ends quietly.
+/// Why a command stopped early: an error to report (exit code 2), Ctrl-C (what was done and left undone;
+/// exit code 130, as a shell reports SIGINT), or stdout closed by its reader (`| head`), which ends quietly.
 enum Stop {
     Failed(Error),
+    Interrupted(String),
     StdoutClosed,
 }
 
@@ -715,12 +818,34 @@ fn run(cli: Cli) -> Result<(), Stop> {
     Ok(())
 }
 
+/// clap's usage error as one line: its message and any tip, without the usage block and the pointer to --help
+/// ("error: invalid value '70000' for '--steps <STEPS>': 70000 is not in 0..=65536").
+fn one_line(e: &clap::Error) -> String {
+    let text = e.render().to_string();
+    let parts: Vec<&str> =
+        text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with("Usage:") && !l.starts_with("For more information")).collect();
+    parts.join(" ")
+}
+
 fn main() -> ExitCode {
-    match run(Cli::parse()) {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // --help, --version, and the help shown for a command given without its subcommand.
+        Err(e) if !e.use_stderr() || e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => e.exit(),
+        Err(e) => {
+            eprintln!("{}", one_line(&e));
+            return ExitCode::from(2);
+        }
+    };
+    match run(cli) {
         Ok(()) | Err(Stop::StdoutClosed) => ExitCode::SUCCESS,
         Err(Stop::Failed(e)) => {
             eprintln!("error: {e}");
             ExitCode::from(2)
+        }
+        Err(Stop::Interrupted(why)) => {
+            eprintln!("error: {why}");
+            ExitCode::from(130)
         }
     }
 }

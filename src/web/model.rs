@@ -40,7 +40,7 @@ use crate::render;
 use crate::scenario::{Arrays, Spec};
 use crate::stage::Scale;
 use crate::timing::now_ms;
-use crate::transformer::{log_softmax_at, probabilities, AttentionPass, ModelConfig, ModelKind, Sampler, Transformer};
+use crate::transformer::{log_softmax_at, probabilities, AttentionPass, ModelConfig, ModelKind, SampleSettings, Sampler, Transformer};
 use ndarray::{ArrayView2, Axis};
 use serde::de::{DeserializeOwned, IgnoredAny};
 use serde::{Deserialize, Serialize};
@@ -598,8 +598,9 @@ impl ModelSession {
     }
 
     /// Starts sampling after the current window (a [`SampleRequest`] `{ steps, temperature, seed }`): the
-    /// window is the prime, fed through the key/value cache now, on the CPU (as every cached step:
-    /// [`Transformer::step`] has no GPU path); [`ModelSession::next_tokens`] draws. The
+    /// window is the prime, its last context tokens (the model's training context) fed into the key/value
+    /// cache now in one pass, on the CPU (as every cached step: [`Transformer::step`] has no GPU path);
+    /// [`ModelSession::next_tokens`] draws, each token attending to the context before it. The
     /// tokens equal `relattn model sample --piece P --prime T --steps S --temperature τ --seed s` for a
     /// window at start 0 without transposition (the CLI primes with the piece's first T tokens). Ends the
     /// sampling before. Returns the [`SamplingInfo`]; errors name "request", "steps", "temperature", "seed"
@@ -614,7 +615,8 @@ impl ModelSession {
         let mut state = self.state.borrow_mut();
         let w = state.window()?;
         let t0 = now_ms();
-        let sampler = self.model.sampler(&w.tokens, steps, r.temperature as f32, seed).map_err(to_js)?;
+        let settings = SampleSettings::new(&self.model, steps, r.temperature as f32, seed);
+        let sampler = self.model.sampler(&w.tokens, &settings).map_err(to_js)?;
         let prime = w.tokens.len();
         state.sampling = Some(Sampling { sampler, drawn: Vec::new() });
         to_value(&SamplingInfo { prime, steps, ms: now_ms() - t0 })
@@ -648,9 +650,9 @@ impl ModelSession {
         to_value(&Sampled { notes, drawn, remaining, ms: now_ms() - t0 })
     }
 
-    /// A standard MIDI file (♩ = `bpm`, 20..=400) of the current window followed by the tokens sampled so far,
-    /// one track per voice ([`Chorales::midi`]).
-    pub fn midi(&self, bpm: u32) -> Vec<u8> {
-        self.data.midi(&self.tokens(), bpm)
+    /// A standard MIDI file (♩ = `bpm`, [`crate::chorales::BPM`]) of the current window followed by the
+    /// tokens sampled so far, one track per voice ([`Chorales::midi`]). Errors name "bpm".
+    pub fn midi(&self, bpm: u32) -> std::result::Result<Vec<u8>, JsValue> {
+        self.data.midi(&self.tokens(), bpm).map_err(to_js)
     }
 }
