@@ -54,6 +54,9 @@ impl Chorales {
     pub fn parse(bytes: &[u8], file_name: &str) -> Result<Chorales> {
         let data: Chorales =
             serde_json::from_slice(bytes).map_err(|e| Error::File { path: file_name.into(), reason: format!("not a chorale data file: {e}") })?;
+        if data.pitch_min > 127 {
+            return Err(Error::invalid("pitch_min", data.pitch_min, "0..=127 (a MIDI pitch)"));
+        }
         let highest = data.pitch_min as usize + data.vocab.len().saturating_sub(2);
         if data.vocab.len() < 2 || highest > 127 {
             return Err(Error::invalid(
@@ -199,12 +202,31 @@ mod tests {
     }
 
     #[test]
+    fn midi_refuses_a_tempo_out_of_range_naming_bpm() {
+        let d = data();
+        for bpm in [0, 19, 401, u32::MAX] {
+            assert_eq!(d.midi(&d.pieces[0].tokens, bpm).unwrap_err().field(), "bpm", "{bpm}");
+        }
+        for bpm in [20, 400] {
+            assert!(d.midi(&d.pieces[0].tokens, bpm).is_ok());
+        }
+        assert_eq!(d.midi(&[9, 0, 0, 0], 80).unwrap_err().field(), "tokens");
+    }
+
+    #[test]
     fn bad_files_name_the_field() {
         let mut d = data();
         d.pieces[0].tokens[3] = 9;
         let bytes = serde_json::to_vec(&d).unwrap();
         let err = Chorales::parse(&bytes, "x.json").unwrap_err();
         assert!(matches!(&err, Error::Invalid { field, .. } if field == "tokens of BWV 10.7"), "{err}");
+        for (spq, ok) in [(0, false), (7, false), (100000, false), (1, true), (4, true), (480, true), (960, false)] {
+            let bytes = serde_json::to_vec(&Chorales { steps_per_quarter: spq, ..data() }).unwrap();
+            let got = Chorales::parse(&bytes, "x.json");
+            assert!(got.is_ok() == ok && got.as_ref().err().is_none_or(|e| e.field() == "steps_per_quarter"), "{spq}: {got:?}");
+        }
+        let bytes = serde_json::to_vec(&Chorales { pitch_min: 200, ..data() }).unwrap();
+        assert_eq!(Chorales::parse(&bytes, "x.json").unwrap_err().field(), "pitch_min");
         let err = Chorales::parse(b"{", "x.json").unwrap_err();
         assert!(matches!(err, Error::File { .. }));
     }

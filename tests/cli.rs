@@ -24,12 +24,14 @@ fn s(p: &Path) -> &str {
     p.to_str().unwrap()
 }
 
-/// Runs a failing command; checks exit code 2, no panic, and that stderr holds every `needles`.
+/// Runs a failing command; checks exit code 2, no panic, one line on stderr and nothing on stdout, and that
+/// stderr holds every `needles`.
 fn fails(args: &[&str], needles: &[&str]) {
     let out = relattn(args);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
     assert!(!err.contains("panicked"), "{args:?} panicked: {err}");
+    assert_eq!((err.lines().count(), out.stdout.len()), (1, 0), "{args:?}: one line on stderr, none on stdout: {err}");
     for n in needles {
         assert!(err.contains(n), "{args:?}: expected '{n}' in: {err}");
     }
@@ -215,6 +217,99 @@ fn every_bad_input_is_named_with_exit_code_2() {
     fails(&["compute", "--tensors", s(&bad), "--out", o], &["'e_r' not used", "--method music"]);
     write_npz(&bad, &[("x", ArrayD::zeros(IxDyn(&[2, 3, 4, 5])))]);
     fails(&["compute", "--tensors", s(&bad), "--out", o], &["shape mismatch in 'x'", "(b, n, d_model)"]);
+}
+
+/// The model commands' options at and past their ranges: one line naming the option, the value and the range.
+#[test]
+fn model_options_out_of_range_name_the_option_value_and_range() {
+    let d = dir();
+    let (mid, npz) = (path(&d, "s.mid"), path(&d, "t.npz"));
+    let model = ["--model", "models/chorales-music.safetensors"];
+    let sample = |extra: &[&str], needles: &[&str]| {
+        fails(&[&["model", "sample"], &model[..], &["--piece", "10.7", "--out", s(&mid)], extra].concat(), needles);
+        assert!(!mid.exists(), "{extra:?}: nothing written");
+    };
+    let trace = |extra: &[&str], needles: &[&str]| {
+        fails(&[&["model", "trace"], &model[..], &["--piece", "10.7", "--out", s(&npz)], extra].concat(), needles);
+        assert!(!npz.exists(), "{extra:?}: nothing written");
+    };
+    // BWV 10.7 has 1408 tokens; the model 3 layers of 4 heads.
+    trace(&["--layer", "-1", "--head", "0"], &["invalid layer", "got -1", "0..=2"]);
+    trace(&["--layer", "3", "--head", "0"], &["invalid layer", "got 3", "0..=2"]);
+    trace(&["--layer", "0", "--head", "-1"], &["invalid head", "got -1", "0..=3"]);
+    trace(&["--layer", "0", "--head", "0", "--start", "-1"], &["invalid start", "got -1", "0..=1407"]);
+    trace(&["--layer", "0", "--head", "0", "--start", "1408"], &["invalid start", "got 1408", "0..=1407"]);
+    trace(&["--layer", "0", "--head", "0", "--length", "0"], &["invalid length", "got 0", "1..=1408"]);
+    trace(&["--layer", "0", "--head", "0", "--start", "8", "--length", "-1"], &["invalid length", "got -1", "1..=1400"]);
+    trace(&["--layer", "0", "--head", "0", "--start", "8", "--length", "1401"], &["invalid length", "got 1401", "1..=1400"]);
+    trace(&["--head", "0"], &["--layer <LAYER>", "not provided"]);
+    sample(&["--prime", "-1"], &["invalid prime", "got -1", "1..=1408"]);
+    sample(&["--prime", "0"], &["invalid prime", "got 0", "1..=1408"]);
+    sample(&["--prime", "1409"], &["invalid prime", "got 1409", "1..=1408"]);
+    sample(&["--steps", "-1"], &["invalid steps", "got -1", "0..=65536"]);
+    sample(&["--steps", "65537"], &["invalid steps", "got 65537", "0..=65536"]);
+    sample(&["--context", "0"], &["invalid context", "got 0", "1..=65536"]);
+    sample(&["--temperature", "-1"], &["invalid temperature", "got -1", "0..=100"]);
+    sample(&["--temperature", "NaN"], &["invalid temperature", "got NaN", "0..=100"]);
+    sample(&["--bpm", "0"], &["--bpm <BPM>", "0 is not in 20..=400"]);
+    sample(&["--bpm", "4294967295"], &["--bpm <BPM>", "4294967295 is not in 20..=400"]);
+    sample(&["--bpm", "-5"], &["--bpm <BPM>", "-5 is not in 20..=400"]);
+    sample(&["--seed", "-1"], &["--seed <SEED>", "'-1'"]);
+    sample(&["--no-such-option"], &["unexpected argument '--no-such-option'"]);
+    let eval = |extra: &[&str], needles: &[&str]| fails(&[&["model", "eval"], &model[..], extra].concat(), needles);
+    eval(&["--window", "-1"], &["invalid window", "got -1", "2 or more"]);
+    eval(&["--window", "1"], &["invalid window", "got 1", "2 or more"]);
+    let help = String::from_utf8_lossy(&relattn(&["model", "sample", "--help"]).stdout).into_owned();
+    for range in ["20..=400", "0..=65536", "1..=65536", "0..=100"] {
+        assert!(help.contains(range), "sample --help gives the range {range}: {help}");
+    }
+}
+
+/// Chorale data that would give silent results: no pieces (eval's NaN), steps of no MIDI ticks.
+#[test]
+fn chorale_data_with_no_tokens_or_bad_steps_is_refused_naming_the_field() {
+    let d = dir();
+    let data: serde_json::Value = serde_json::from_slice(&std::fs::read("tests/fixtures/chorales-subset.json").unwrap()).unwrap();
+    let with = |key: &str, value: serde_json::Value| {
+        let mut v = data.clone();
+        v[key] = value;
+        let p = path(&d, &format!("{key}-{}.json", v[key]));
+        std::fs::write(&p, serde_json::to_vec(&v).unwrap()).unwrap();
+        p
+    };
+    let model = "models/chorales-shaw.safetensors";
+    let empty = with("pieces", serde_json::json!([]));
+    for json in [&[][..], &["--json"]] {
+        fails(&[&["model", "eval", "--model", model, "--data", s(&empty)], json].concat(), &["invalid data", s(&empty), "no pieces", "at least one piece"]);
+    }
+    for spq in [0, 7, 100000] {
+        let p = with("steps_per_quarter", serde_json::json!(spq));
+        fails(&["model", "eval", "--model", model, "--data", s(&p)], &["invalid steps_per_quarter", &format!("got {spq}"), "a divisor of 480"]);
+    }
+}
+
+/// A long sampling says how far it is on stderr, and Ctrl-C stops it with exit code 130, saying how many
+/// tokens were drawn, with nothing written.
+#[test]
+fn a_long_sampling_shows_progress_and_stops_on_ctrl_c_writing_nothing() {
+    use std::io::{BufRead, BufReader};
+    let d = dir();
+    let mid = path(&d, "s.mid");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_relattn"))
+        .args(["model", "sample", "--model", "models/chorales-music.safetensors", "--piece", "10.7", "--steps", "65536", "--out", s(&mid)])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let first = lines.next().expect("a progress line").unwrap();
+    assert!(first.starts_with("sampling: ") && first.contains(" of 65536 tokens ("), "{first}");
+    Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    let rest: Vec<String> = lines.map(Result::unwrap).collect();
+    let status = child.wait().unwrap();
+    let last = rest.last().expect("a last line");
+    assert_eq!(status.code(), Some(130), "{rest:?}");
+    assert!(last.starts_with("error: interrupted after ") && last.contains("of 65536 tokens; nothing written"), "{last}");
+    assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 0, "no MIDI file and no temporary file");
 }
 
 #[test]

@@ -1,12 +1,13 @@
-//! Replays the fuzzers' kept corpora (fuzz/corpus/scenario/, fuzz/corpus/npy_header/, fuzz/corpus/model/) and
-//! every crash they ever found (tests/fuzz_regressions/, named after their target) through the scenario or
-//! model loader: errors are fine, panics and aborts are not.
+//! Replays the fuzzers' kept corpora (fuzz/corpus/scenario/, fuzz/corpus/npy_header/, fuzz/corpus/model/,
+//! fuzz/corpus/chorales/) and every crash they ever found (tests/fuzz_regressions/, named after their target)
+//! through the scenario, model or chorale data loader: errors are fine, panics and aborts are not.
 
 mod common;
 
 include!("../fuzz/fuzz_targets/check.rs");
 include!("../fuzz/fuzz_targets/header.rs");
 include!("../fuzz/fuzz_targets/check_model.rs");
+include!("../fuzz/fuzz_targets/check_chorales.rs");
 
 /// Replays every file of `dir` (relative to the repository) through the check of the target that made it.
 fn replay(dir: &str) -> usize {
@@ -21,6 +22,8 @@ fn replay(dir: &str) -> usize {
                 check_npy_header(&bytes)
             } else if made_by("model") {
                 check_model_bytes(&bytes)
+            } else if made_by("chorales") {
+                check_chorales_bytes(&bytes)
             } else {
                 check_scenario_bytes(&bytes)
             }
@@ -35,6 +38,7 @@ fn corpus_loads_or_errors() {
     assert!(replay("fuzz/corpus/scenario") >= 10);
     assert!(replay("fuzz/corpus/npy_header") >= 10);
     assert!(replay("fuzz/corpus/model") >= 9);
+    assert!(replay("fuzz/corpus/chorales") >= 10);
 }
 
 #[test]

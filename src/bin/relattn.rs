@@ -241,7 +241,7 @@ fn backend_named(name: &str) -> relattn::Result<Backend> {
 fn in_range(field: &str, value: i64, range: std::ops::RangeInclusive<usize>, why: &str) -> relattn::Result<usize> {
     match usize::try_from(value) {
         Ok(v) if range.contains(&v) => Ok(v),
-        _ if range.is_empty() => Err(Error::invalid(field, value, format!("nothing: {why} leaves no value"))),
+        _ if *range.end() == usize::MAX => Err(Error::invalid(field, value, format!("{} or more ({why})", range.start()))),
         _ => Err(Error::invalid(field, value, format!("{}..={} ({why})", range.start(), range.end()))),
     }
 }
