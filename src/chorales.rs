@@ -66,7 +66,7 @@ impl Chorales {
             ));
         }
         let spq = data.steps_per_quarter;
-        if spq == 0 || TICKS_PER_QUARTER as usize % spq != 0 {
+        if spq == 0 || !(TICKS_PER_QUARTER as usize).is_multiple_of(spq) {
             return Err(Error::invalid(
                 "steps_per_quarter",
                 spq,

@@ -198,10 +198,10 @@ fn banded_forward_by_definition(method: &str, tokens: &[u32], context: usize) ->
             };
             let rel_v = if m.config.rel_v { table("rel_v", hi) } else { None };
             let cols = |a: &Mat, rows: std::ops::Range<usize>| -> Mat { a[rows].iter().map(|r| r[hi * dh..(hi + 1) * dh].to_vec()).collect() };
-            for i in 0..tokens.len() {
+            for (i, row) in concat.iter_mut().enumerate() {
                 let keys = (i + 1).saturating_sub(context)..i + 1;
                 let z = common::head(&cfg, &cols(&q, i..i + 1), &cols(&k, keys.clone()), &cols(&v, keys), &rel_k, rel_v.as_ref(), None).z;
-                concat[i][hi * dh..(hi + 1) * dh].copy_from_slice(&z[0]);
+                row[hi * dh..(hi + 1) * dh].copy_from_slice(&z[0]);
             }
         }
         let attn = affine(&concat, &mat(&format!("{p}.attn.w_o")), &vec(&format!("{p}.attn.b_o")));

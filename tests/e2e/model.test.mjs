@@ -283,6 +283,13 @@ test('Continue: Stop ends the sampling, Clear removes its notes, a new window en
   assert.equal(await p.isDisabled('#m-stop'), true);
   await p.click('#m-clear');
   assert.equal(await count(), 0);
+  // A refused Continue (steps past the page's 4096) says why and leaves no 'sampling…' behind.
+  await p.fill('#m-steps', '5000');
+  await p.click('#m-continue');
+  await p.waitForFunction(() => document.getElementById('merr-sample').textContent, null, { timeout: 60000 });
+  assert.match(await p.locator('#merr-sample').innerText(), /steps.*5000.*1\.\.=4096/);
+  assert.equal(await p.locator('#m-sample-status').innerText(), '');
+  assert.equal(await p.isDisabled('#m-continue'), false);
   // A refused window (start 3) leaves the window, and the sampling under way, as they were.
   await p.fill('#m-steps', '400');
   await p.click('#m-continue');

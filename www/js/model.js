@@ -76,7 +76,12 @@ export function onModelMessage(msg) {
         showModelError(msg.error);
         shownFirst();
       }
-      if (msg.of === 'model-sample' && msg.id === m.sampleId) { $('merr-sample').textContent = msg.error.message; sampleDone(); }
+      if (msg.of === 'model-sample' && msg.id === m.sampleId) {
+        // A refused Continue: the reason beside its controls, no 'sampling…' left behind.
+        $('m-sample-status').textContent = '';
+        $('merr-sample').textContent = msg.error.message;
+        sampleDone();
+      }
       if (msg.of === 'model-nll' && msg.id === m.nllId) { $('merr-nll').textContent = msg.error.message; nllDone(); }
       if (msg.of === 'model-compare' && msg.id === m.compareId) { $('merr-compare').textContent = msg.error.message; compareDone(); }
       return;
