@@ -1,7 +1,7 @@
 # relattn: two commands do all set-up on a fresh machine.
 #   make serve   installs what is missing, builds the wasm, serves www/ and prints the URL
 #   make test    installs what the tests need and runs every test
-#   make check   formatting, clippy with warnings as errors (native and wasm32), the scripts' syntax
+#   make check   formatting, clippy with warnings as errors (native, wasm32, fuzz targets), the scripts' syntax, Python lint
 PORT ?= 8080
 WASM_BINDGEN_VERSION = $(shell sed -n '/^name = "wasm-bindgen"$$/{n;s/version = "\(.*\)"/\1/p;}' Cargo.lock)
 WASM = $(or $(CARGO_TARGET_DIR),target)/wasm32-unknown-unknown/release/relattn.wasm
@@ -36,17 +36,22 @@ serve: wasm
 test: test-rust test-web
 
 # The gate CI runs before the tests (eframe_template's check.sh): rustfmt (rustfmt.toml), clippy with warnings
-# as errors on every native target and on the wasm32 library, each with and without the test hooks, and
-# node's syntax check of every script.
+# as errors on every native target and on the wasm32 library, each with and without the test hooks, and on
+# the fuzz targets (their own crate, fuzz/); node's syntax check of every script; ruff's pyflakes rules (F)
+# on the offline Python of train/ and bench/ (static: neither torch nor music21 is needed).
 check:
 	@rustup target list --installed | grep -qx wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
 	cargo fmt --check
+	rustfmt --check --edition 2021 fuzz/fuzz_targets/*.rs
 	cargo clippy --all-targets -- -D warnings
 	cargo clippy --all-targets --features test-hooks -- -D warnings
 	cargo clippy --lib --target wasm32-unknown-unknown -- -D warnings
 	cargo clippy --target wasm32-unknown-unknown --no-default-features --features test-hooks --lib --test web --test web_model -- -D warnings
+	cargo clippy --manifest-path fuzz/Cargo.toml --bins --target-dir target/fuzz -- -D warnings
 	@for f in www/*.js www/js/*.js tests/e2e/*.mjs bench/*.mjs; do node --check "$$f" || exit 1; done
-	@echo "check: fmt, clippy (native, wasm32; with and without test hooks) and scripts OK"
+	@python3 -m ruff --version >/dev/null 2>&1 || python3 -m pip install --quiet ruff
+	python3 -m ruff check --select F --no-cache train bench
+	@echo "check: fmt, clippy (native, wasm32, with and without test hooks; the fuzz targets), scripts and Python OK"
 
 # Mesa's software Vulkan (lavapipe), so tests/gpu.rs has an adapter on a machine without a GPU.
 deps-gpu:

@@ -6,7 +6,6 @@ The three models differ only in `method` (and Shaw's clip). Every number here is
 metadata by export.py, so MODELS.md and the shipped files can be checked against each other.
 """
 import argparse
-import json
 import math
 import os
 import time

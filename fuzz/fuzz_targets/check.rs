@@ -47,7 +47,9 @@ fn check_on_demand(cfg: &relattn::Config, sc: &relattn::Scenario, t: &relattn::T
     let stages = layer.stages();
     for b in 0..t.dims().0 {
         let mut gathered: Vec<ndarray::Array2<f32>> = stages.iter().map(|&s| ndarray::Array2::from_elem(layer.shape(s), f32::NAN)).collect();
-        layer.each_block(b, 0, |k, first, part| gathered[k].slice_mut(ndarray::s![first..first + part.nrows(), ..]).assign(&part)).expect("blocks of a layer that ran");
+        layer
+            .each_block(b, 0, |k, first, part| gathered[k].slice_mut(ndarray::s![first..first + part.nrows(), ..]).assign(&part))
+            .expect("blocks of a layer that ran");
         for (k, &stage) in stages.iter().enumerate() {
             let want = t.stage(stage, b, 0).expect("a stage of the trace");
             let scale = want.iter().filter(|v| v.is_finite()).fold(f32::MIN_POSITIVE, |m, v| m.max(v.abs()));

@@ -17,14 +17,11 @@
 
 struct Params {
     rows: u32, n: u32, dh: u32, d: u32,        // rows in the chunk, keys, head width, model width
-    i0: u32, h0: u32, r: u32, flags: u32,      // first query, first head, table rows R, flags below
+    i0: u32, h0: u32, r: u32, flags: u32,      // first query, first head, table rows R, flags: see below
     tmin: i32, scale: f32, v_stride: u32, _pad0: u32,   // smallest distance, 1/sqrt(d_head), w^V's per-head stride (0: shared)
 }
-// Mirrored in Rust by kernels.rs's RowsParams (same fields, same flags; logits.wgsl takes the same struct).
-const ZERO_EDGE: u32 = 4u;       // distances beyond the table read zero (else the edge row)
-const CAUSAL: u32 = 16u;         // mask j > i
-const NO_CONTENT: u32 = 32u;     // the relative term alone
-const REL_V: u32 = 64u;          // add Shaw's a^V
+// Mirrored in Rust by kernels.rs's RowsParams, field by field (its tests compare the two); logits.wgsl takes the same struct.
+// Flags tested here: ZERO_EDGE, CAUSAL, NO_CONTENT, REL_V (kernels.rs's `flag` module, written ahead of this file as constants).
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> q: array<f32>;         // (n, d): all heads' queries

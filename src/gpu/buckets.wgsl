@@ -9,10 +9,10 @@
 
 struct Params {
     rows: u32, n: u32, i0: u32, r: u32,
-    tmin: i32, flags: u32, _pad0: u32, _pad1: u32,   // flags below
+    tmin: i32, flags: u32, _pad0: u32, _pad1: u32,   // flags: see below
 }
-// Mirrored in Rust by kernels.rs's BucketsParams (same fields, same flag).
-const ZERO_EDGE: u32 = 1u;   // keys beyond the table give nothing (else the edge rows collect them)
+// Mirrored in Rust by kernels.rs's BucketsParams, field by field (its tests compare the two).
+// Flags tested here: ZERO_EDGE (kernels.rs's `flag` module, written ahead of this file as constants).
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> weights: array<f32>;

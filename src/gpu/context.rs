@@ -2,7 +2,7 @@
 //! keeps them (with the buffers of [`super::buffers`]) from one compute to the next.
 
 use super::error::{one_line, GpuError};
-use super::kernels::{Kernels, SOURCES};
+use super::kernels::{flag, Kernels, SOURCES};
 use super::plan::WORK_BYTES;
 use std::collections::HashMap;
 
@@ -66,7 +66,7 @@ impl GpuContext {
         }
         let mut pipelines = Vec::with_capacity(SOURCES.len());
         for (name, source) in SOURCES {
-            let source = if broken == Some(name) { BROKEN } else { source };
+            let source = format!("{}\n{}", flag::wgsl(), if broken == Some(name) { BROKEN } else { source });
             let label = format!("{name}.wgsl");
             let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
             let module = device.create_shader_module(wgpu::ShaderModuleDescriptor { label: Some(&label), source: wgpu::ShaderSource::Wgsl(source.into()) });

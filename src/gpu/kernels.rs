@@ -1,6 +1,6 @@
 //! The five kernels: their WGSL (the files beside this one), their parameters as the `Params` uniform
-//! each file declares (mirrored field by field, flags as the named constants the WGSL tests), and the
-//! encoding of one dispatch of each.
+//! each file declares (mirrored field by field, checked by this file's tests), the flags they test (one
+//! set, [`flag`], written into every kernel's source ahead of it), and the encoding of one dispatch of each.
 
 use super::context::GpuContext;
 use bytemuck::{Pod, Zeroable};
@@ -14,7 +14,50 @@ pub(super) const TILE: usize = 16;
 /// Widest head attend.wgsl takes (its private accumulators' size); wider heads take the unfused kernels.
 pub(super) const ATTEND_MAX_DH: usize = 64;
 
-/// Every kernel's name and WGSL source, in the order of [`Kernels`].
+/// The bits of a `Params` uniform's `flags`: one set for every kernel, so a name means the same bit
+/// everywhere. The WGSL sees them as constants of the same names ([`flag::wgsl`], prepended to each kernel).
+pub(super) mod flag {
+    /// logits.wgsl keeps the content logits C (a trace).
+    pub const WRITE_CONTENT: u32 = 1;
+    /// logits.wgsl keeps the relative logits S (a trace).
+    pub const WRITE_RELATIVE: u32 = 2;
+    /// Distances beyond the table read zero, else the edge row (logits.wgsl, attend.wgsl); buckets.wgsl:
+    /// keys beyond the table give nothing, else the edge rows collect them.
+    pub const ZERO_EDGE: u32 = 4;
+    /// logits.wgsl: S = 0 where j > i (causal Music Transformer).
+    pub const ZERO_ABOVE: u32 = 8;
+    /// Masks keys after the query (logits.wgsl, softmax.wgsl, attend.wgsl).
+    pub const CAUSAL: u32 = 16;
+    /// C = 0: the logits are the relative term alone ([`crate::attention::Config::content`] off).
+    pub const NO_CONTENT: u32 = 32;
+    /// attend.wgsl adds Shaw's value term a^V.
+    pub const REL_V: u32 = 64;
+    /// matmul.wgsl adds `bias[bias_off + col]` to every row.
+    pub const ADD_BIAS: u32 = 128;
+    /// matmul.wgsl adds the product into C instead of overwriting it.
+    pub const ACCUMULATE: u32 = 256;
+
+    /// Every flag by name.
+    pub const ALL: [(&str, u32); 9] = [
+        ("WRITE_CONTENT", WRITE_CONTENT),
+        ("WRITE_RELATIVE", WRITE_RELATIVE),
+        ("ZERO_EDGE", ZERO_EDGE),
+        ("ZERO_ABOVE", ZERO_ABOVE),
+        ("CAUSAL", CAUSAL),
+        ("NO_CONTENT", NO_CONTENT),
+        ("REL_V", REL_V),
+        ("ADD_BIAS", ADD_BIAS),
+        ("ACCUMULATE", ACCUMULATE),
+    ];
+
+    /// The flags as WGSL constants (`const CAUSAL: u32 = 16u;` …), written ahead of every kernel.
+    pub fn wgsl() -> String {
+        ALL.iter().map(|(name, bit)| format!("const {name}: u32 = {bit}u;\n")).collect()
+    }
+}
+
+/// Every kernel's name and WGSL source (without the [`flag`] constants written ahead of it), in the order
+/// of [`Kernels`].
 pub(super) const SOURCES: [(&str, &str); 5] = [
     ("matmul", include_str!("matmul.wgsl")),
     ("logits", include_str!("logits.wgsl")),
@@ -32,127 +75,113 @@ pub(super) struct Kernels {
     pub attend: wgpu::ComputePipeline,
 }
 
+/// Declares a kernel's `Params` uniform as a `#[repr(C)]` Pod struct of 4-byte scalars (u32, i32, f32), and
+/// its `LAYOUT`: each field's name, WGSL type and byte offset, which the tests compare with the WGSL struct.
+macro_rules! params {
+    ($(#[$meta:meta])* struct $name:ident { $($(#[$field_meta:meta])* $field:ident: $ty:ident,)* }) => {
+        $(#[$meta])*
+        #[repr(C)]
+        #[derive(Clone, Copy, Debug, Pod, Zeroable)]
+        pub(super) struct $name { $($(#[$field_meta])* pub $field: $ty,)* }
+
+        #[cfg(test)]
+        impl $name {
+            /// Each field's name, WGSL type and byte offset, in order.
+            const LAYOUT: &'static [(&'static str, &'static str, usize)] = &[$((stringify!($field), stringify!($ty), std::mem::offset_of!($name, $field)),)*];
+        }
+    };
+}
+
+params! {
 /// matmul.wgsl's `Params`: `C[z] (+)= A[z]·B[z] (+ bias)` for `z` (m, k)·(k, n) matrices, each operand's
 /// element (z, row, col) at `off + z·zs + row·rs + col·cs` (f32 elements).
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Pod, Zeroable)]
-pub(super) struct MatmulParams {
-    pub m: u32,
-    pub n: u32,
-    pub k: u32,
-    /// [`MatmulParams::ADD_BIAS`] | [`MatmulParams::ACCUMULATE`].
-    pub flags: u32,
-    pub a_off: u32,
-    pub a_rs: u32,
-    pub a_cs: u32,
-    pub a_zs: u32,
-    pub b_off: u32,
-    pub b_rs: u32,
-    pub b_cs: u32,
-    pub b_zs: u32,
-    pub c_off: u32,
-    pub c_rs: u32,
-    pub c_cs: u32,
-    pub c_zs: u32,
+struct MatmulParams {
+    m: u32,
+    n: u32,
+    k: u32,
+    /// [`flag::ADD_BIAS`] | [`flag::ACCUMULATE`].
+    flags: u32,
+    a_off: u32,
+    a_rs: u32,
+    a_cs: u32,
+    a_zs: u32,
+    b_off: u32,
+    b_rs: u32,
+    b_cs: u32,
+    b_zs: u32,
+    c_off: u32,
+    c_rs: u32,
+    c_cs: u32,
+    c_zs: u32,
     /// First element of the bias in its buffer.
-    pub bias_off: u32,
-    pub _pad: [u32; 3],
+    bias_off: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
+}
 }
 
-impl MatmulParams {
-    /// Adds `bias[bias_off + col]` to every row.
-    pub const ADD_BIAS: u32 = 1;
-    /// Adds the product into C instead of overwriting it.
-    pub const ACCUMULATE: u32 = 2;
-}
-
+params! {
 /// The `Params` of logits.wgsl and attend.wgsl, the two kernels that take a chunk of query rows of a range
 /// of heads: queries `i0 .. i0 + rows` of heads `h0 ..` (the grid's z in logits.wgsl, y in attend.wgsl).
 /// logits.wgsl writes `E = (QKᵀ + P[i, row(j − i)]) / sqrt(d_head)`; attend.wgsl the heads' output
 /// `z_i = Σ_j α_ij (v_j + a^V_ij)` with no (rows, n) array.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Pod, Zeroable)]
-pub(super) struct RowsParams {
+struct RowsParams {
     /// Query rows in the chunk.
-    pub rows: u32,
+    rows: u32,
     /// Keys.
-    pub n: u32,
+    n: u32,
     /// Head width d_head (attend.wgsl: at most [`ATTEND_MAX_DH`]).
-    pub dh: u32,
+    dh: u32,
     /// Model width d_model.
-    pub d: u32,
+    d: u32,
     /// First query of the chunk.
-    pub i0: u32,
+    i0: u32,
     /// First head of the chunk.
-    pub h0: u32,
+    h0: u32,
     /// Table rows R.
-    pub r: u32,
-    /// [`RowsParams::WRITE_CONTENT`] | [`RowsParams::WRITE_RELATIVE`] | [`RowsParams::ZERO_EDGE`] |
-    /// [`RowsParams::ZERO_ABOVE`] | [`RowsParams::CAUSAL`] | [`RowsParams::NO_CONTENT`] | [`RowsParams::REL_V`].
-    pub flags: u32,
+    r: u32,
+    /// [`flag::WRITE_CONTENT`] | [`flag::WRITE_RELATIVE`] | [`flag::ZERO_EDGE`] | [`flag::ZERO_ABOVE`] |
+    /// [`flag::CAUSAL`] | [`flag::NO_CONTENT`] | [`flag::REL_V`].
+    flags: u32,
     /// The table's smallest distance: row = (j − i) − tmin.
-    pub tmin: i32,
+    tmin: i32,
     /// 1/sqrt(d_head).
-    pub scale: f32,
+    scale: f32,
     /// attend.wgsl: elements between two heads' w^V tables (0: one table shared by every head).
-    pub v_stride: u32,
-    pub _pad: u32,
+    v_stride: u32,
+    _pad0: u32,
+}
 }
 
-impl RowsParams {
-    /// logits.wgsl keeps the content logits C (a trace).
-    pub const WRITE_CONTENT: u32 = 1;
-    /// logits.wgsl keeps the relative logits S (a trace).
-    pub const WRITE_RELATIVE: u32 = 2;
-    /// Distances beyond the table read zero (else the edge row).
-    pub const ZERO_EDGE: u32 = 4;
-    /// logits.wgsl: S = 0 where j > i (causal Music Transformer).
-    pub const ZERO_ABOVE: u32 = 8;
-    /// Masks keys after the query.
-    pub const CAUSAL: u32 = 16;
-    /// C = 0: the logits are the relative term alone ([`crate::attention::Config::content`] off).
-    pub const NO_CONTENT: u32 = 32;
-    /// attend.wgsl adds Shaw's value term a^V.
-    pub const REL_V: u32 = 64;
-}
-
+params! {
 /// softmax.wgsl's `Params`: row softmax of a chunk's (z, rows, n) logits over the visible keys.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Pod, Zeroable)]
-pub(super) struct SoftmaxParams {
-    pub rows: u32,
-    pub n: u32,
+struct SoftmaxParams {
+    rows: u32,
+    n: u32,
     /// First query of the chunk.
-    pub i0: u32,
-    /// [`SoftmaxParams::CAUSAL`].
-    pub flags: u32,
+    i0: u32,
+    /// [`flag::CAUSAL`].
+    flags: u32,
+}
 }
 
-impl SoftmaxParams {
-    /// Masks keys after the query.
-    pub const CAUSAL: u32 = 1;
-}
-
+params! {
 /// buckets.wgsl's `Params`: Shaw's value buckets `B[i, r] = Σ_{j: row(j−i) = r} α_ij` of a chunk.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Pod, Zeroable)]
-pub(super) struct BucketsParams {
-    pub rows: u32,
-    pub n: u32,
+struct BucketsParams {
+    rows: u32,
+    n: u32,
     /// First query of the chunk.
-    pub i0: u32,
+    i0: u32,
     /// Table rows R.
-    pub r: u32,
+    r: u32,
     /// The table's smallest distance.
-    pub tmin: i32,
-    /// [`BucketsParams::ZERO_EDGE`].
-    pub flags: u32,
-    pub _pad: [u32; 2],
+    tmin: i32,
+    /// [`flag::ZERO_EDGE`].
+    flags: u32,
+    _pad0: u32,
+    _pad1: u32,
 }
-
-impl BucketsParams {
-    /// Keys beyond the table give nothing (else the edge rows collect them).
-    pub const ZERO_EDGE: u32 = 1;
 }
 
 /// One operand of matmul.wgsl: element (z, row, col) is at `off + z·zs + row·rs + col·cs`.
@@ -209,7 +238,7 @@ impl GpuContext {
         bias: Option<(&wgpu::Buffer, usize)>,
         accumulate: bool,
     ) {
-        let flags = if bias.is_some() { MatmulParams::ADD_BIAS } else { 0 } | if accumulate { MatmulParams::ACCUMULATE } else { 0 };
+        let flags = if bias.is_some() { flag::ADD_BIAS } else { 0 } | if accumulate { flag::ACCUMULATE } else { 0 };
         let (bias_buf, bias_off) = bias.unwrap_or((a.buf, 0));
         #[rustfmt::skip]
         let params = MatmulParams {
@@ -217,7 +246,7 @@ impl GpuContext {
             a_off: u(a.off), a_rs: u(a.rs), a_cs: u(a.cs), a_zs: u(a.zs),
             b_off: u(b.off), b_rs: u(b.rs), b_cs: u(b.cs), b_zs: u(b.zs),
             c_off: u(c.off), c_rs: u(c.rs), c_cs: u(c.cs), c_zs: u(c.zs),
-            bias_off: u(bias_off), _pad: [0; 3],
+            bias_off: u(bias_off), ..Zeroable::zeroed()
         };
         self.dispatch(enc, &self.kernels.matmul, &params, &[a.buf, b.buf, bias_buf, c.buf], [n.div_ceil(BLOCK), m.div_ceil(BLOCK), z]);
     }
@@ -244,7 +273,7 @@ impl GpuContext {
 
     /// The output of `heads` heads' chunk rows, written into their columns of `bufs[6]` (n, d): reads q, k,
     /// v (n, d), P (heads, rows, R), the key mask (n) and w^V (any buffer when `params.flags` has no
-    /// [`RowsParams::REL_V`]).
+    /// [`flag::REL_V`]).
     pub(super) fn attend(&self, enc: &mut wgpu::CommandEncoder, params: &RowsParams, heads: usize, bufs: [&wgpu::Buffer; 7]) {
         const ROWS: usize = 64;
         self.dispatch(enc, &self.kernels.attend, params, &bufs, [(params.rows as usize).div_ceil(ROWS), heads, 1]);
@@ -254,5 +283,65 @@ impl GpuContext {
     pub(super) fn buckets(&self, enc: &mut wgpu::CommandEncoder, params: &BucketsParams, heads: usize, weights: &wgpu::Buffer, buckets: &wgpu::Buffer) {
         let groups = [(params.r as usize).div_ceil(TILE), (params.rows as usize).div_ceil(TILE), heads];
         self.dispatch(enc, &self.kernels.buckets, params, &[weights, buckets], groups);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The fields of a WGSL source's `struct Params { … }`, (name, type) in order, comments dropped.
+    fn wgsl_params(source: &str) -> Vec<(String, String)> {
+        let code: String = source.lines().map(|l| l.split("//").next().unwrap_or("")).collect::<Vec<_>>().join("\n");
+        let body = code.split("struct Params {").nth(1).and_then(|rest| rest.split('}').next()).expect("a struct Params");
+        body.split(',')
+            .filter(|f| !f.trim().is_empty())
+            .map(|f| {
+                let (name, ty) = f.split_once(':').expect("name: type");
+                (name.trim().to_string(), ty.trim().to_string())
+            })
+            .collect()
+    }
+
+    /// Each kernel's WGSL `Params` and the Rust struct written into its uniform agree: the same field names in
+    /// the same order, the same scalar types, the same byte offsets (WGSL packs 4-byte scalars one after the
+    /// other) and the same size (a uniform's is a multiple of 16 bytes).
+    #[test]
+    fn rust_params_match_every_wgsl_struct() {
+        type Layout = &'static [(&'static str, &'static str, usize)];
+        let rust: [(&str, Layout, usize); 5] = [
+            ("matmul", MatmulParams::LAYOUT, size_of::<MatmulParams>()),
+            ("logits", RowsParams::LAYOUT, size_of::<RowsParams>()),
+            ("softmax", SoftmaxParams::LAYOUT, size_of::<SoftmaxParams>()),
+            ("buckets", BucketsParams::LAYOUT, size_of::<BucketsParams>()),
+            ("attend", RowsParams::LAYOUT, size_of::<RowsParams>()),
+        ];
+        for (kernel, layout, size) in rust {
+            let (_, source) = SOURCES.iter().find(|(name, _)| *name == kernel).expect("a kernel of that name");
+            let wgsl = wgsl_params(source);
+            let offsets: Vec<(&str, &str, usize)> = wgsl.iter().enumerate().map(|(i, (name, ty))| (name.as_str(), ty.as_str(), 4 * i)).collect();
+            assert_eq!(layout, &offsets[..], "{kernel}.wgsl's Params against kernels.rs");
+            assert!(wgsl.iter().all(|(_, ty)| ["u32", "i32", "f32"].contains(&ty.as_str())), "{kernel}: 4-byte scalars only");
+            assert_eq!(size, (4 * wgsl.len()).next_multiple_of(16), "{kernel}: size");
+        }
+    }
+
+    /// The flags are distinct bits, declared once (in Rust, written ahead of each kernel), and every flag a
+    /// kernel tests is one of them: no kernel declares its own, so a name is the same bit in every kernel.
+    #[test]
+    fn flags_are_one_set_of_distinct_bits() {
+        let bits: u32 = flag::ALL.iter().map(|(_, bit)| bit).fold(0, |acc, bit| {
+            assert!(bit.is_power_of_two() && acc & bit == 0, "bit {bit} is one bit, used once");
+            acc | bit
+        });
+        assert_eq!(bits.count_ones() as usize, flag::ALL.len());
+        for (kernel, source) in SOURCES {
+            assert!(!flag::ALL.iter().any(|(name, _)| source.contains(&format!("const {name}:"))), "{kernel} declares a flag of its own");
+            for (at, _) in source.match_indices("p.flags & ") {
+                let name: String = source[at + 10..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+                assert!(flag::ALL.iter().any(|(n, _)| *n == name), "{kernel} tests '{name}', not a flag of kernels.rs");
+            }
+        }
+        assert!(flag::wgsl().contains("const CAUSAL: u32 = 16u;"));
     }
 }

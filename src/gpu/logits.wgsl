@@ -20,16 +20,11 @@
 
 struct Params {
     rows: u32, n: u32, dh: u32, d: u32,        // rows in the chunk, keys, head width, model width
-    i0: u32, h0: u32, r: u32, flags: u32,      // first query, first head, table rows R, flags below
+    i0: u32, h0: u32, r: u32, flags: u32,      // first query, first head, table rows R, flags: see below
     tmin: i32, scale: f32, v_stride: u32, _pad0: u32,   // v_stride: attend.wgsl's, unused here
 }
-// Mirrored in Rust by kernels.rs's RowsParams (same fields, same flags; attend.wgsl takes the same struct).
-const WRITE_CONTENT: u32 = 1u;   // keep C (trace)
-const WRITE_RELATIVE: u32 = 2u;  // keep S (trace)
-const ZERO_EDGE: u32 = 4u;       // distances beyond the table read zero (else the edge row)
-const ZERO_ABOVE: u32 = 8u;      // S = 0 where j > i (causal Music)
-const CAUSAL: u32 = 16u;         // mask j > i
-const NO_CONTENT: u32 = 32u;     // C = 0: the relative term alone
+// Mirrored in Rust by kernels.rs's RowsParams, field by field (its tests compare the two); attend.wgsl takes the same struct.
+// Flags tested here: WRITE_CONTENT, WRITE_RELATIVE, ZERO_EDGE, ZERO_ABOVE, CAUSAL, NO_CONTENT (kernels.rs's `flag` module, written ahead of this file as constants).
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> q: array<f32>;         // (n, d): all heads' queries

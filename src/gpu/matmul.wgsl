@@ -15,15 +15,14 @@
 // Grid: x = ceil(N / 64), y = ceil(M / 64), z = batch (heads of the chunk).
 
 struct Params {
-    m: u32, n: u32, k: u32, flags: u32,            // flags below
+    m: u32, n: u32, k: u32, flags: u32,            // flags: see below
     a_off: u32, a_rs: u32, a_cs: u32, a_zs: u32,
     b_off: u32, b_rs: u32, b_cs: u32, b_zs: u32,
     c_off: u32, c_rs: u32, c_cs: u32, c_zs: u32,
     bias_off: u32, _pad0: u32, _pad1: u32, _pad2: u32,
 }
-// Mirrored in Rust by kernels.rs's MatmulParams (same fields, same flags).
-const ADD_BIAS: u32 = 1u;     // add bias[bias_off + col]
-const ACCUMULATE: u32 = 2u;   // add into C instead of overwriting it
+// Mirrored in Rust by kernels.rs's MatmulParams, field by field (its tests compare the two).
+// Flags tested here: ADD_BIAS, ACCUMULATE (kernels.rs's `flag` module, written ahead of this file as constants).
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> a: array<f32>;

@@ -2,7 +2,7 @@
 //! the output, a trace every intermediate ([`Recorded`]), and either may time each stage.
 
 use super::context::GpuContext;
-use super::kernels::{rows_of, u, BucketsParams, Operand, RowsParams, SoftmaxParams, ATTEND_MAX_DH};
+use super::kernels::{flag, rows_of, u, BucketsParams, Operand, RowsParams, SoftmaxParams, ATTEND_MAX_DH};
 use super::plan::{plan, Chunk};
 use super::record::Recorded;
 use crate::attention::{Config, Implementation, Method};
@@ -11,6 +11,7 @@ use crate::relpos::Edge;
 use crate::scenario::Scenario;
 use crate::timing::{now_ms, LogitTimes, StageTimes};
 use crate::trace::Trace;
+use bytemuck::Zeroable;
 use ndarray::{Array2, Array3, ArrayView3, Axis};
 
 /// The time since the last lap, for profiling: each stage is submitted alone and waited for.
@@ -130,29 +131,28 @@ impl GpuContext {
                 let (t_off, t_zs) = if shared { (0, 0) } else { (h0 * r * dh, r * dh) };
                 let tk = Operand { buf: &rel_k_buf, off: t_off, rs: 1, cs: dh, zs: t_zs };
                 self.matmul(&mut enc, (rows, r, dh, hc), rows_of(&q, i0 * d + h0 * dh, d, dh), tk, rows_of(&p, 0, r, rows * r), None, false);
-                let masks = if zero_edge { RowsParams::ZERO_EDGE } else { 0 }
-                    | if cfg.causal { RowsParams::CAUSAL } else { 0 }
-                    | if cfg.content { 0 } else { RowsParams::NO_CONTENT };
+                let masks =
+                    if zero_edge { flag::ZERO_EDGE } else { 0 } | if cfg.causal { flag::CAUSAL } else { 0 } | if cfg.content { 0 } else { flag::NO_CONTENT };
                 #[rustfmt::skip]
                 let chunk = RowsParams {
                     rows: u(rows), n: u(n), dh: u(dh), d: u(d), i0: u(i0), h0: u(h0), r: u(r), flags: masks,
-                    tmin: layout.min as i32, scale, v_stride: if shared { 0 } else { u(r * dh) }, _pad: 0,
+                    tmin: layout.min as i32, scale, v_stride: if shared { 0 } else { u(r * dh) }, _pad0: 0,
                 };
                 if fused {
-                    let flags = masks | if rel_v_buf.is_some() { RowsParams::REL_V } else { 0 };
+                    let flags = masks | if rel_v_buf.is_some() { flag::REL_V } else { 0 };
                     let w_v = rel_v_buf.as_ref().unwrap_or(&dummy[0]);
                     self.attend(&mut enc, &RowsParams { flags, ..chunk }, hc, [&q, &k, &v, &p, &mask, w_v, &heads]);
                     continue;
                 }
                 let flags = masks
-                    | if record { RowsParams::WRITE_CONTENT | RowsParams::WRITE_RELATIVE } else { 0 }
-                    | if cfg.method == Method::Music && cfg.causal { RowsParams::ZERO_ABOVE } else { 0 };
+                    | if record { flag::WRITE_CONTENT | flag::WRITE_RELATIVE } else { 0 }
+                    | if cfg.method == Method::Music && cfg.causal { flag::ZERO_ABOVE } else { 0 };
                 let params = RowsParams { flags, ..chunk };
                 self.logits(&mut enc, &params, hc, [&q, &k, &p, &mask, &content, &relative, &logits]);
                 let ms = self.mark(&mut enc, &mut clock).await?;
                 times.logits.add(&LogitTimes::Fused(ms));
 
-                let causal = if cfg.causal { SoftmaxParams::CAUSAL } else { 0 };
+                let causal = if cfg.causal { flag::CAUSAL } else { 0 };
                 self.softmax(&mut enc, &SoftmaxParams { rows: u(rows), n: u(n), i0: u(i0), flags: causal }, hc, &logits, &mask, &weights);
                 times.softmax += self.mark(&mut enc, &mut clock).await?;
 
@@ -168,8 +168,8 @@ impl GpuContext {
                     false,
                 );
                 if let Some(tv) = &rel_v_buf {
-                    let edge = if zero_edge { BucketsParams::ZERO_EDGE } else { 0 };
-                    let params = BucketsParams { rows: u(rows), n: u(n), i0: u(i0), r: u(r), tmin: layout.min as i32, flags: edge, _pad: [0; 2] };
+                    let edge = if zero_edge { flag::ZERO_EDGE } else { 0 };
+                    let params = BucketsParams { rows: u(rows), n: u(n), i0: u(i0), r: u(r), tmin: layout.min as i32, flags: edge, ..Zeroable::zeroed() };
                     self.buckets(&mut enc, &params, hc, &weights, &buckets);
                     let wv = Operand { buf: tv, off: t_off, rs: dh, cs: 1, zs: t_zs };
                     let (dst, off, rs, zs) = if record { (&orl, 0, dh, rows * dh) } else { (&heads, i0 * d + h0 * dh, d, dh) };

@@ -7,10 +7,10 @@
 // Grid: x = rows in the chunk, y = heads in the chunk. Buffers are (z, rows, n).
 
 struct Params {
-    rows: u32, n: u32, i0: u32, flags: u32,    // flags below
+    rows: u32, n: u32, i0: u32, flags: u32,    // flags: see below
 }
-// Mirrored in Rust by kernels.rs's SoftmaxParams (same fields, same flag).
-const CAUSAL: u32 = 1u;   // mask j > i
+// Mirrored in Rust by kernels.rs's SoftmaxParams, field by field (its tests compare the two).
+// Flags tested here: CAUSAL (kernels.rs's `flag` module, written ahead of this file as constants).
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> logits: array<f32>;
