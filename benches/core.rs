@@ -3,12 +3,14 @@
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use ndarray::Array2;
-use relattn::attention::softmax_rows;
-use relattn::relpos::{QueryRows, RelTable};
+use relattn::core::softmax::softmax_rows;
+use relattn::layer::forward;
+use relattn::layer::scenario::Arrays;
+use relattn::layer::stage::Scale;
+use relattn::positions::shaw;
+use relattn::positions::table::{QueryRows, RelTable};
 use relattn::render::rgba;
-use relattn::scenario::Arrays;
-use relattn::stage::Scale;
-use relattn::{model, shaw, Config, Implementation, Scenario, Spec};
+use relattn::{Config, Implementation, Scenario, Spec};
 use std::hint::black_box;
 
 /// Deterministic values in [−1, 1).
@@ -72,7 +74,7 @@ fn forward(c: &mut Criterion) {
         for implementation in [Implementation::Efficient, Implementation::Materialized] {
             let cfg = Config { heads: 8, clip: 16, implementation, ..Config::default() };
             let sc = Scenario::build(&cfg, &Spec { n, d_model: 512, batch: 1, seed: 0 }, Arrays::new(), false).unwrap();
-            g.bench_with_input(BenchmarkId::new(format!("{implementation:?}").to_lowercase(), n), &n, |b, _| b.iter(|| model::forward(&cfg, &sc).unwrap()));
+            g.bench_with_input(BenchmarkId::new(format!("{implementation:?}").to_lowercase(), n), &n, |b, _| b.iter(|| forward::forward(&cfg, &sc).unwrap()));
         }
     }
     g.finish();

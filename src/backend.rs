@@ -1,13 +1,13 @@
-//! Where the layer runs: the CPU ([`crate::model`]) or a GPU ([`crate::gpu`]), with the same results and
+//! Where the layer runs: the CPU ([`crate::layer::forward`]) or a GPU ([`crate::gpu`]), with the same results and
 //! the same [`StageTimes`], behind one async interface (natively, block on it with pollster).
 
+use crate::attention::Config;
 use crate::error::Result;
 use crate::gpu::GpuContext;
-use crate::model::{self, Projections};
-use crate::scenario::Scenario;
+use crate::layer::forward::{self, Projections};
+use crate::layer::scenario::Scenario;
+use crate::layer::trace::Trace;
 use crate::timing::StageTimes;
-use crate::trace::Trace;
-use crate::Config;
 use ndarray::Array3;
 
 /// The CPU, or a GPU context built once and reused (one per app, so its size does not matter).
@@ -29,7 +29,7 @@ impl Backend {
     /// The output and every intermediate, and the time of each stage.
     pub async fn trace(&mut self, cfg: &Config, sc: &Scenario) -> Result<(Trace, StageTimes)> {
         match self {
-            Backend::Cpu => model::trace_timed(cfg, sc),
+            Backend::Cpu => forward::trace_timed(cfg, sc),
             Backend::Gpu(ctx) => ctx.trace(cfg, sc).await,
         }
     }
@@ -38,19 +38,19 @@ impl Backend {
     /// alone and waited for, a little slower than [`Backend::output`]).
     pub async fn forward(&mut self, cfg: &Config, sc: &Scenario) -> Result<(Array3<f32>, StageTimes)> {
         match self {
-            Backend::Cpu => model::forward_timed(cfg, sc),
+            Backend::Cpu => forward::forward_timed(cfg, sc),
             Backend::Gpu(ctx) => ctx.forward(cfg, sc).await,
         }
     }
 
-    /// [`Backend::output`] and the projections Q, K, V a [`crate::layer::Layer`] computes its stages from
+    /// [`Backend::output`] and the projections Q, K, V a [`crate::layer::on_demand::Layer`] computes its stages from
     /// (the CPU's forward keeps its own; the GPU's stay on the GPU, so the CPU computes them again).
     pub async fn forward_projected(&mut self, cfg: &Config, sc: &Scenario) -> Result<(Projections, Array3<f32>)> {
         match self {
-            Backend::Cpu => model::forward_projected(cfg, sc),
+            Backend::Cpu => forward::forward_projected(cfg, sc),
             Backend::Gpu(ctx) => {
                 let output = ctx.output(cfg, sc).await?;
-                Ok((model::projections(sc)?, output))
+                Ok((forward::projections(sc)?, output))
             }
         }
     }
@@ -59,7 +59,7 @@ impl Backend {
     /// model's layer needs).
     pub async fn output(&mut self, cfg: &Config, sc: &Scenario) -> Result<Array3<f32>> {
         match self {
-            Backend::Cpu => model::forward(cfg, sc),
+            Backend::Cpu => forward::forward(cfg, sc),
             Backend::Gpu(ctx) => ctx.output(cfg, sc).await,
         }
     }

@@ -9,7 +9,7 @@
 //! signed scores (the default [`Palette`]; the page may pick cividis or purple–green); masked (−∞) cells
 //! are grey.
 
-use crate::stage::Scale;
+use crate::layer::stage::Scale;
 use ndarray::{Array2, ArrayView2};
 use plotters::coord::ranged1d::SegmentValue;
 use plotters::coord::Shift;
@@ -177,7 +177,7 @@ pub fn rgba_in_range(m: ArrayView2<f32>, scale: Scale, palette: Palette, range: 
     out
 }
 
-/// [`rgba_with`] with at most `max_side` pixels a side: a larger matrix is [`pool`]ed, so a band one cell wide
+/// [`rgba_with`] with at most `max_side` pixels a side: a larger matrix is pooled (`pool`), so a band one cell wide
 /// (the clip band, a diagonal) stays visible where sampling one cell per pixel would drop it. Returns the
 /// pixels, their (rows, cols) and the colour range, which is the whole matrix's.
 pub fn rgba_pooled(m: ArrayView2<f32>, scale: Scale, palette: Palette, max_side: usize) -> (Vec<u8>, (usize, usize), (f32, f32)) {
@@ -195,7 +195,7 @@ fn pool(m: ArrayView2<f32>, scale: Scale, max_rows: usize, max_cols: usize) -> A
     pooler.pooled
 }
 
-/// A matrix [`pool`]ed and its [`Extent`] measured from its rows given in any number of pieces (one
+/// A matrix pooled (`pool`) and its `Extent` measured from its rows given in any number of pieces (one
 /// (rows, cols) stage computed a block of query rows at a time): the same blocks, the same picks and the same
 /// range as from the whole matrix at once.
 pub struct Pooler {
@@ -512,8 +512,8 @@ pub fn figure_bytes((w, h): (u32, u32)) -> u64 {
 
 /// Writes a figure to an .svg or .png file of `size` pixels.
 #[cfg(not(target_arch = "wasm32"))]
-pub fn save(fig: &Figure, path: &std::path::Path, size: (u32, u32)) -> crate::Result<()> {
-    let file_err = |reason: String| crate::Error::Write { path: path.display().to_string(), reason };
+pub fn save(fig: &Figure, path: &std::path::Path, size: (u32, u32)) -> crate::error::Result<()> {
+    let file_err = |reason: String| crate::error::Error::Write { path: path.display().to_string(), reason };
     register_fonts();
     match path.extension().and_then(|e| e.to_str()) {
         Some("svg") => {
@@ -526,7 +526,7 @@ pub fn save(fig: &Figure, path: &std::path::Path, size: (u32, u32)) -> crate::Re
             draw(&root, fig, Cells::Paint).map_err(file_err)?;
             root.present().map_err(|e| file_err(e.to_string()))
         }
-        other => Err(crate::Error::invalid("out", format!("extension {:?}", other.unwrap_or("")), ".svg or .png")),
+        other => Err(crate::error::Error::invalid("out", format!("extension {:?}", other.unwrap_or("")), ".svg or .png")),
     }
 }
 

@@ -3,7 +3,7 @@
 //! - [`compute`] (in [`backend`]) takes a [`Request`] — the page's settings, a preset or a scenario file —
 //!   and computes its trace on WebGPU or the CPU, giving a [`Session`];
 //! - [`Session::info`] is the typed answer: the settings used, the stages with their metadata
-//!   ([`crate::stage::StageMeta`]), where it ran and how long each stage took;
+//!   ([`crate::layer::stage::StageMeta`]), where it ran and how long each stage took;
 //! - [`Session::select`] cuts one stage of one (batch, head) into f32 values and an RGBA raster that
 //!   JavaScript reads straight out of the wasm memory (`new Float32Array(memory.buffer, ptr, len)`), no copy;
 //! - [`figure::draw_frame`] and [`figure::draw_svg`] draw a figure's frame from a [`figure::FigureSpec`].
@@ -13,7 +13,7 @@
 //! www/js/protocol.js documents the same structs on the JavaScript side.
 
 use crate::error::{Error, ErrorKind};
-use crate::presets;
+use crate::layer::presets;
 use crate::render::{Colormap, Ink, Palette};
 use serde::Serialize;
 use wasm_bindgen::prelude::*;

@@ -418,7 +418,7 @@ fn tensors_must_be_a_regular_file_within_the_limit() {
     assert!(String::from_utf8_lossy(&fifo_out.stderr).contains("not a regular file"));
     // Over the limit: refused from its size, before reading (a sparse file, no disk used).
     let big = path(&d, "big.npz");
-    std::fs::File::create(&big).unwrap().set_len(relattn::scenario::MAX_FILE_BYTES + 1).unwrap();
+    std::fs::File::create(&big).unwrap().set_len(relattn::layer::scenario::MAX_FILE_BYTES + 1).unwrap();
     fails(&["compute", "--tensors", s(&big), "--out", o], &["cannot read", "1.00 GiB is over the limit of 1.00 GiB"]);
 }
 

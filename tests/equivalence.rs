@@ -8,8 +8,9 @@ use common::{flat, rel_err};
 use ndarray::{Array2, Array3, Axis};
 use proptest::prelude::*;
 use relattn::attention::{attend_head, attend_rows, HeadInput, HeadTrace};
-use relattn::scenario::Arrays;
-use relattn::{model, Config, Implementation, Method, Scenario, Spec};
+use relattn::layer::forward;
+use relattn::layer::scenario::Arrays;
+use relattn::{Config, Implementation, Method, Scenario, Spec};
 
 const TOL: f64 = 1e-5;
 
@@ -18,7 +19,7 @@ fn check_layer(cfg: &Config, sc: &Scenario) -> Result<(), TestCaseError> {
     let want = common::layer(cfg, sc);
     for implementation in [Implementation::Efficient, Implementation::Materialized] {
         let cfg = Config { implementation, ..*cfg };
-        let t = model::trace(&cfg, sc).unwrap();
+        let t = forward::trace(&cfg, sc).unwrap();
         for (bi, heads) in want.heads.iter().enumerate() {
             for (h, r) in heads.iter().enumerate() {
                 let got_rel = t.relative_logits.index_axis(Axis(0), bi).index_axis(Axis(0), h).to_owned();
@@ -33,8 +34,8 @@ fn check_layer(cfg: &Config, sc: &Scenario) -> Result<(), TestCaseError> {
             prop_assert!(e <= TOL, "{implementation:?} output b{bi}: {e:e}");
         }
         prop_assert!(t.weights.iter().all(|w| w.is_finite()) && t.output.iter().all(|v| v.is_finite()));
-        // Without a trace the efficient implementation runs fused (src/fused.rs), the materialized one staged.
-        let fwd = model::forward(&cfg, sc).unwrap();
+        // Without a trace the efficient implementation runs fused (src/attention/fused.rs), the materialized one staged.
+        let fwd = forward::forward(&cfg, sc).unwrap();
         for (bi, want) in want.output.iter().enumerate() {
             let e = rel_err(fwd.index_axis(Axis(0), bi).iter(), flat(want));
             prop_assert!(e <= TOL, "{implementation:?} forward b{bi}: {e:e}");
@@ -88,7 +89,7 @@ proptest! {
 proptest! {
     #![proptest_config(ProptestConfig { cases: 40, ..ProptestConfig::default() })]
 
-    /// The fused forward (src/fused.rs) over lengths that cross its query and key tiles (256, 512), Lq ≤ Lk
+    /// The fused forward (src/attention/fused.rs) over lengths that cross its query and key tiles (256, 512), Lq ≤ Lk
     /// (decoding with a cache) and Lq > Lk, every method, edge, mask and content switch, against the f64
     /// definition.
     #[test]
@@ -124,7 +125,7 @@ proptest! {
         let implementation = if materialized { Implementation::Materialized } else { Implementation::Efficient };
         let cfg = Config { implementation, ..cfg };
         let sc = Scenario::build(&cfg, &Spec { n, d_model: d_head, batch: 1, seed }, Arrays::new(), false).unwrap();
-        let t = model::trace(&cfg, &sc).unwrap();
+        let t = forward::trace(&cfg, &sc).unwrap();
         let head = |a: &ndarray::Array4<f32>| a.index_axis(Axis(0), 0).index_axis(Axis(0), 0).to_owned();
         let (q, k, v) = (t.q.index_axis(Axis(0), 0), t.k.index_axis(Axis(0), 0), t.v.index_axis(Axis(0), 0));
         let input = HeadInput { q, k, v, rel_k: t.rel_k.index_axis(Axis(0), 0), rel_v: t.rel_v.as_ref().map(|a| a.index_axis(Axis(0), 0)), key_mask: None };
@@ -168,7 +169,7 @@ fn fully_masked_rows_give_zeros() {
     let cfg = Config { heads: 2, ..Config::default() };
     let given = Arrays::from([("key_mask".to_string(), Array2::<f32>::zeros((1, 5)).into_dyn())]);
     let sc = Scenario::build(&cfg, &Spec { n: 5, d_model: 8, batch: 1, seed: 3 }, given, false).unwrap();
-    let t = model::trace(&cfg, &sc).unwrap();
+    let t = forward::trace(&cfg, &sc).unwrap();
     assert!(t.weights.iter().all(|&w| w == 0.0));
     assert!(t.out_content.iter().chain(t.out_relative.iter()).all(|&v| v == 0.0));
     // output = 0 · W_o + b_o, with b_o generated as zeros.
@@ -182,7 +183,7 @@ fn huge_logits_stay_finite() {
     let spec = Spec { n: 16, d_model: 8, batch: 1, seed: 9 };
     let sc = Scenario::build(&cfg, &spec, Arrays::new(), false).unwrap();
     let sc = Scenario { x: sc.x.mapv(|v| v * 1e4), ..sc };
-    let t = model::trace(&cfg, &sc).unwrap();
+    let t = forward::trace(&cfg, &sc).unwrap();
     assert!(t.weights.iter().all(|w| w.is_finite()));
     for row in t.weights.rows() {
         assert!((row.sum() - 1.0).abs() < 1e-5);

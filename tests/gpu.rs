@@ -8,10 +8,12 @@ mod common;
 use common::rel_err;
 use ndarray::{Array2, Array4};
 use proptest::prelude::*;
-use relattn::gpu::{GpuContext, GpuError};
-use relattn::scenario::Arrays;
+use relattn::error::gpu::GpuError;
+use relattn::gpu::GpuContext;
+use relattn::layer::forward;
+use relattn::layer::scenario::Arrays;
 use relattn::timing::LogitTimes;
-use relattn::{model, Config, Edge, Error, Implementation, Method, Scenario, Spec, Trace};
+use relattn::{Config, Edge, Error, Implementation, Method, Scenario, Spec, Trace};
 use std::sync::{Mutex, OnceLock};
 
 const TOL: f64 = 1e-4;
@@ -88,7 +90,7 @@ fn trace(ctx: &mut GpuContext, cfg: &Config, sc: &Scenario) -> Trace {
 /// GPU trace vs CPU trace, the GPU's profiled forward vs its own trace (its stage times are the logits
 /// kernel's, no logit parts), and its output alone (attend.wgsl) vs the CPU.
 fn check(ctx: &mut GpuContext, cfg: &Config, sc: &Scenario) -> Result<(), TestCaseError> {
-    let want = model::trace(cfg, sc).unwrap();
+    let want = forward::trace(cfg, sc).unwrap();
     let got = trace(ctx, cfg, sc);
     same_trace(&got, &want)?;
     let (fwd, times) = pollster::block_on(ctx.forward(cfg, sc)).unwrap();

@@ -4,8 +4,9 @@ mod common;
 
 use common::{flat, rel_err};
 use ndarray::{s, Array4, Axis};
-use relattn::presets::preset;
-use relattn::{model, Implementation, Scenario, Stage};
+use relattn::layer::forward;
+use relattn::layer::presets::preset;
+use relattn::{Implementation, Scenario, Stage};
 
 fn build(name: &str) -> (relattn::Config, Scenario) {
     let p = preset(name).unwrap();
@@ -35,7 +36,7 @@ pub fn seed004_expected() -> Array4<f32> {
 fn seed004_worked_example_exactly() {
     let (cfg, sc) = build("seed004");
     for implementation in [Implementation::Efficient, Implementation::Materialized] {
-        let t = model::trace(&relattn::Config { implementation, ..cfg }, &sc).unwrap();
+        let t = forward::trace(&relattn::Config { implementation, ..cfg }, &sc).unwrap();
         assert_eq!(t.relative_logits, seed004_expected(), "{implementation:?}");
         assert_eq!(t.rel_index, ndarray::arr2(&[[2, 3, 4, 4], [1, 2, 3, 4], [0, 1, 2, 3], [0, 0, 1, 2]]));
         // The queries are the seed's x = arange(120).reshape(2, 3, 4, 5): batch 1, head 1 (columns 5..10), row 2.
@@ -48,16 +49,16 @@ fn seed000_both_approaches_run() {
     for name in ["seed000-shaw", "seed000-music"] {
         let (cfg, sc) = build(name);
         assert_eq!(sc.dims(), (1, 12, 512));
-        let t = model::trace(&cfg, &sc).unwrap();
+        let t = forward::trace(&cfg, &sc).unwrap();
         assert_eq!(t.weights.dim(), (1, 1, 12, 12));
         assert_eq!(t.output.dim(), (1, 12, 512));
         let want = common::layer(&cfg, &sc);
         assert!(rel_err(t.output.iter(), flat(&want.output[0])) < 1e-5, "{name}");
-        let m = model::trace(&relattn::Config { implementation: Implementation::Materialized, ..cfg }, &sc).unwrap();
+        let m = forward::trace(&relattn::Config { implementation: Implementation::Materialized, ..cfg }, &sc).unwrap();
         assert!(rel_err(m.output.iter(), t.output.iter().map(|&v| v as f64)) < 1e-5, "{name} materialized");
     }
     let (cfg, sc) = build("seed000-music");
-    let t = model::trace(&cfg, &sc).unwrap();
+    let t = forward::trace(&cfg, &sc).unwrap();
     let skew = t.skew.as_ref().unwrap();
     assert_eq!((skew.qer.dim(), skew.padded.dim(), skew.reshaped.dim(), skew.sliced.dim()), ((1, 1, 12, 12), (1, 1, 12, 13), (1, 1, 13, 12), (1, 1, 12, 12)));
     // Seed 000's E_r = embedding(positions) has 12 rows, distances −11..=0: nothing clips.
@@ -68,13 +69,13 @@ fn seed000_both_approaches_run() {
 #[test]
 fn seed002_clip_150_on_200_positions() {
     let (cfg, sc) = build("seed002");
-    let t = model::trace(&cfg, &sc).unwrap();
+    let t = forward::trace(&cfg, &sc).unwrap();
     assert_eq!(t.weights.dim(), (4, 1, 200, 200));
     assert_eq!(t.rel_index[[0, 199]], 300);
     assert_eq!(t.rel_index[[199, 0]], 0);
     assert_eq!(t.rel_index[[10, 20]], 160);
     assert_eq!(t.stage(Stage::RelK, 0, 0).unwrap().dim(), (301, 100));
-    let m = model::trace(&relattn::Config { implementation: Implementation::Materialized, ..cfg }, &sc).unwrap();
+    let m = forward::trace(&relattn::Config { implementation: Implementation::Materialized, ..cfg }, &sc).unwrap();
     assert!(rel_err(m.relative_logits.iter(), t.relative_logits.iter().map(|&v| v as f64)) < 1e-5);
 }
 
@@ -82,7 +83,7 @@ fn seed002_clip_150_on_200_positions() {
 fn seed003_multi_head_matches_definition() {
     let (cfg, sc) = build("seed003");
     assert_eq!((cfg.heads, cfg.clip, sc.dims()), (8, 4, (1, 20, 768)));
-    let t = model::trace(&cfg, &sc).unwrap();
+    let t = forward::trace(&cfg, &sc).unwrap();
     let want = common::layer(&cfg, &sc);
     assert!(rel_err(t.output.iter(), flat(&want.output[0])) < 1e-5);
     for h in 0..8 {

@@ -8,9 +8,9 @@ mod common;
 
 use common::{fixture, rel_err, Mat};
 use ndarray::{Array2, ArrayD, Axis};
-use relattn::chorales::Chorales;
 use relattn::gpu::GpuContext;
-use relattn::transformer::{SampleSettings, Transformer};
+use relattn::trained::chorales::Chorales;
+use relattn::trained::transformer::{SampleSettings, Transformer};
 use relattn::{Backend, Error};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -129,7 +129,7 @@ fn cached_decoding_gives_the_full_forward() {
     }
 }
 
-/// The model of `method` by its definition (src/transformer.rs's doc, MODELS.md), in f64 plain loops over the
+/// The model of `method` by its definition (src/trained/transformer.rs's doc, MODELS.md), in f64 plain loops over the
 /// file's tensors, with a causal mask that also hides keys `context` or more tokens back: the logits (T, vocab).
 /// Attention is the tests' f64 definition of one head (common::head) for each query over its window of keys.
 fn banded_forward_by_definition(method: &str, tokens: &[u32], context: usize) -> Vec<Vec<f64>> {

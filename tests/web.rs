@@ -2,8 +2,10 @@
 //! out, errors with a field and a kind, zero-copy stage buffers, figures, and the memory budget.
 #![cfg(target_arch = "wasm32")]
 
-use relattn::attention::{Config, Method};
-use relattn::scenario::Spec;
+use relattn::attention::Config;
+
+use relattn::layer::scenario::Spec;
+use relattn::positions::Method;
 use relattn::web::figure::{draw_frame, draw_svg};
 use relattn::web::request::{page_bytes, MAX_D_MODEL, MAX_HEADS, MAX_N, MEMORY_LIMIT};
 use relattn::web::{compute, memory_bytes, set_colormaps, Session, Settings};
@@ -65,7 +67,7 @@ async fn seed004_relative_logits_match_the_seed() {
     assert_eq!(s.trace().unwrap().rel_index[[1, 0]], 1);
 }
 
-/// Every stage comes with its metadata from src/stage.rs: the page spells none of it.
+/// Every stage comes with its metadata from src/layer/stage.rs: the page spells none of it.
 #[wasm_bindgen_test]
 async fn info_carries_the_stage_metadata() {
     let mut s = run("", &Settings { causal: true, ..settings("music", 6.0, 8.0, 2.0, 3.0) }).await.unwrap();
@@ -194,7 +196,7 @@ async fn a_layer_too_large_to_hold_whole_computes_the_head_shown() {
     assert!(named(&e).0 == "export" && text(&e, "message").contains("relattn compute"), "{}", text(&e, "message"));
     // The reference: batch 1, head 11, whole, on the same scenario.
     let sc = relattn::Scenario::build(&cfg, &sp, Default::default(), false).unwrap();
-    let p = relattn::model::projections(&sc).unwrap();
+    let p = relattn::layer::forward::projections(&sc).unwrap();
     let (b, h, dh) = (1, 11, 4);
     let cols = ndarray::s![.., h * dh..(h + 1) * dh];
     let input = HeadInput {
@@ -211,9 +213,9 @@ async fn a_layer_too_large_to_hold_whole_computes_the_head_shown() {
     let at = |name: &str| names.iter().position(|n| n == name).unwrap();
     let close = |g: &f32, w: &f32| (g - w).abs() <= 1e-5 * w.abs().max(1.0);
     for (name, m, scale) in [
-        ("weights", &want.weights, relattn::stage::Scale::Sequential),
-        ("relative_logits", &want.relative_logits, relattn::stage::Scale::Diverging),
-        ("value_buckets", want.value_buckets.as_ref().unwrap(), relattn::stage::Scale::Sequential),
+        ("weights", &want.weights, relattn::layer::stage::Scale::Sequential),
+        ("relative_logits", &want.relative_logits, relattn::layer::stage::Scale::Diverging),
+        ("value_buckets", want.value_buckets.as_ref().unwrap(), relattn::layer::stage::Scale::Sequential),
     ] {
         let cut = s.select(at(name), b, h).unwrap();
         let (rows, cols) = m.dim();
@@ -239,7 +241,7 @@ async fn a_layer_too_large_to_hold_whole_computes_the_head_shown() {
     let cut = s.select(at("rel_v"), b, h).unwrap();
     assert_eq!((num(&cut, "rows"), num(&cut, "cols"), get(&cut, "has_values").as_bool()), (17.0, 4.0, Some(true)));
     assert_eq!(s.values_len(), 17 * 4);
-    let out = relattn::model::forward(&cfg, &sc).unwrap();
+    let out = relattn::layer::forward::forward(&cfg, &sc).unwrap();
     let got = s.cells(at("output"), b, h, 699, 0, 1, 64).unwrap();
     assert!(got.iter().zip(out.slice(ndarray::s![b, 699, ..])).all(|(g, w)| close(g, w)), "output row 699");
 }

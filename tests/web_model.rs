@@ -6,7 +6,7 @@
 #![cfg(target_arch = "wasm32")]
 
 use ndarray::{Array2, Axis};
-use relattn::transformer::{log_softmax_at, probabilities, SampleSettings, Transformer};
+use relattn::trained::transformer::{log_softmax_at, probabilities, SampleSettings, Transformer};
 use relattn::web::model::{DistanceProfile, ModelInfo, ModelSession, PositionNll, Prediction, Sampled, SamplingInfo, WindowInfo};
 use relattn::web::session::BackendUsed;
 use relattn::web::Session;
@@ -82,7 +82,7 @@ fn max_diff<'a>(a: impl IntoIterator<Item = &'a f32>, b: impl IntoIterator<Item 
 }
 
 /// NLL per position from a pass that keeps every weight (staged) and one that keeps none (the fused
-/// forward, src/fused.rs): equal within float rounding.
+/// forward, src/attention/fused.rs): equal within float rounding.
 fn same_nll(a: &[f64], b: &[f64]) -> bool {
     a.len() == b.len() && a.iter().zip(b).all(|(x, y)| (x - y).abs() <= 1e-5 * x.abs().max(1.0))
 }
@@ -145,7 +145,7 @@ async fn a_window_gives_notes_nll_and_causal_distributions() {
 
 #[wasm_bindgen_test]
 async fn weights_equal_the_native_trace_and_pytorch() {
-    let data = relattn::chorales::Chorales::parse(DATA, "data").unwrap();
+    let data = relattn::trained::chorales::Chorales::parse(DATA, "data").unwrap();
     for (kind, _, fix) in MODELS {
         yield_to_browser().await;
         let (s, m) = (session(kind), transformer(kind));
@@ -296,7 +296,7 @@ async fn trace_is_a_session_of_the_window() {
     let s = session("music");
     run(&s, "20.11", 16.0, 48.0, 0.0).await;
     let mut trace: Session = s.trace(2, "cpu".into()).await.unwrap();
-    let i = trace.trace().unwrap().stages().iter().position(|&st| st == relattn::stage::Stage::Weights).unwrap();
+    let i = trace.trace().unwrap().stages().iter().position(|&st| st == relattn::layer::stage::Stage::Weights).unwrap();
     for head in 0..4 {
         let cut = trace.cut(i, 0, head).unwrap();
         assert_eq!((cut.rows, cut.cols), (48, 48));

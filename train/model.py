@@ -1,11 +1,11 @@
-"""The decoder relattn runs (src/transformer.rs), in PyTorch, with relattn's conventions, so the trained
+"""The decoder relattn runs (src/trained/transformer.rs), in PyTorch, with relattn's conventions, so the trained
 weights load with no conversion:
 
     x      = E[tokens] · √d_model  (+ sinusoidal positions, `absolute` only)           (T, d_model)
     layer  : x ← x + Attn(LN₁(x));   x ← x + gelu(LN₂(x) W₁ + b₁) W₂ + b₂
     logits = LN_f(x) · Eᵀ                                                               (T, vocab), tied
 
-Attention is relattn's layer (src/model.rs, src/attention.rs): Q = x W_q + b_q (W stored (in, out)), head h
+Attention is relattn's layer (src/layer/forward.rs, src/attention/mod.rs): Q = x W_q + b_q (W stored (in, out)), head h
 reads columns h·d_head..(h+1)·d_head, logits = (Q Kᵀ + S) / √d_head with keys after the query masked,
 α = softmax, z = α V (+ B w^V for Shaw), out = concat_h(z) W_o + b_o. The relative term S, distance d = j − i:
 - `shaw`  (Shaw et al. 2018): S_ij = q_i · w^K[clip(d, k) + k]; value term Σ_j α_ij w^V[clip(d, k) + k],
@@ -139,7 +139,7 @@ class Decoder(nn.Module):
         return self.ln_f(x) @ self.embed.T
 
     def tensors(self):
-        """The weights under relattn's names (src/transformer.rs): every array (in, out)."""
+        """The weights under relattn's names (src/trained/transformer.rs): every array (in, out)."""
         out = {"embed": self.embed, "ln_f.weight": self.ln_f.weight, "ln_f.bias": self.ln_f.bias}
         for i, layer in enumerate(self.layers):
             p = f"layers.{i}."

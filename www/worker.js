@@ -192,7 +192,7 @@ async function work() {
   } catch (err) {
     if (isAbort(err)) { fatal(err.message); return; }
     const message = (err && err.message) || String(err);
-    // The wasm's errors carry their field and kind (src/error.rs ErrorKind); anything else is internal.
+    // The wasm's errors carry their field and kind (src/error/mod.rs ErrorKind); anything else is internal.
     const typed = err && typeof err.kind === 'string';
     self.postMessage(errorMessage(msg.id, typed ? err.field : 'general', typed ? err.kind : 'internal', message));
   }

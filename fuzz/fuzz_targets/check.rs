@@ -4,7 +4,8 @@
 /// scenario or give an error, for each method; a scenario within a small memory budget computes a trace
 /// (or names the array that overflowed float32).
 pub fn check_scenario_bytes(data: &[u8]) {
-    use relattn::{model, scenario, Config, Method, Scenario, Spec};
+    use relattn::layer::{forward, scenario};
+    use relattn::{Config, Method, Scenario, Spec};
     let Ok(arrays) = scenario::read_arrays(data, "input.npz") else { return };
     for (method, causal) in [(Method::Shaw, false), (Method::Music, true)] {
         let cfg = Config { method, causal, heads: 1, clip: 2, ..Config::default() };
@@ -14,14 +15,14 @@ pub fn check_scenario_bytes(data: &[u8]) {
             Some([b, n, d]) => (*b, *n, *d),
             _ => (1, 4, 4),
         };
-        let sizes = model::Sizes { batch: b, n, d_model: d, per_head_tables: false, trace: true, parallel: 1 };
-        if model::check_budget(&cfg, &sizes, |_, _| Some(0), 64 << 20).is_err() {
+        let sizes = forward::Sizes { batch: b, n, d_model: d, per_head_tables: false, trace: true, parallel: 1 };
+        if forward::check_budget(&cfg, &sizes, |_, _| Some(0), 64 << 20).is_err() {
             continue;
         }
         if let Ok(sc) = Scenario::build(&cfg, &spec, arrays.clone(), false) {
-            // The trace (staged) and the forward (fused, src/fused.rs) agree: the same output within
+            // The trace (staged) and the forward (fused, src/attention/fused.rs) agree: the same output within
             // rounding, or both refuse the same overflow.
-            match (model::trace(&cfg, &sc), model::forward(&cfg, &sc)) {
+            match (forward::trace(&cfg, &sc), forward::forward(&cfg, &sc)) {
                 (Ok(t), Ok(out)) => {
                     assert!(t.weights.iter().all(|w| w.is_finite()), "weights are finite");
                     let scale = t.output.iter().fold(f32::MIN_POSITIVE, |m, v| m.max(v.abs()));
@@ -40,8 +41,8 @@ pub fn check_scenario_bytes(data: &[u8]) {
 /// The layer held on demand (the page's long sequences) gives every stage of every batch element of the trace,
 /// gathered block by block as the page's session does, within rounding (masked cells alike).
 fn check_on_demand(cfg: &relattn::Config, sc: &relattn::Scenario, t: &relattn::Trace) {
-    use relattn::{layer::Layer, model};
-    let (p, output) = model::forward_projected(cfg, sc).expect("the forward ran above");
+    use relattn::layer::{forward, on_demand::Layer};
+    let (p, output) = forward::forward_projected(cfg, sc).expect("the forward ran above");
     let layer = Layer::new(cfg, sc.clone(), p, output).expect("a scenario whose trace ran has a layer");
     assert_eq!(layer.stages(), t.stages());
     let stages = layer.stages();

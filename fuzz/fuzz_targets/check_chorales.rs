@@ -5,7 +5,7 @@
 /// back with one track per voice and the tempo track, or refuses it naming "tokens" (a piece too long
 /// for the MIDI format's 28-bit event times).
 pub fn check_chorales_bytes(data: &[u8]) {
-    use relattn::chorales::{Chorales, BPM, VOICES};
+    use relattn::trained::chorales::{Chorales, BPM, VOICES};
     let Ok(chorales) = Chorales::parse(data, "input.json") else { return };
     for piece in chorales.pieces.iter().take(8) {
         assert!(chorales.piece(&piece.bwv).is_ok(), "a piece is found by its own number: {:?}", piece.bwv);

@@ -5,7 +5,7 @@
 /// float32's range (the fuzzer found such models: weights near 1e30 make q·k infinite, or the logits), and a
 /// model that runs steps its cache to finite logits too.
 pub fn check_model_bytes(data: &[u8]) {
-    use relattn::transformer::Transformer;
+    use relattn::trained::transformer::Transformer;
     let Ok(model) = Transformer::load(data, "input.safetensors") else { return };
     if model.parameters() > 1 << 16 {
         return;

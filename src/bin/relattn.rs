@@ -2,17 +2,18 @@
 //! Errors print one line naming the field, what was given and what is allowed, and exit with code 2.
 
 use clap::{Args, Parser, Subcommand};
-use relattn::attention::{Config, Implementation, Method};
-use relattn::chorales::{Chorales, BPM};
+use relattn::attention::{Config, Implementation};
 use relattn::error::Bytes;
 use relattn::gpu::GpuContext;
-use relattn::layer::{block_bytes, largest_stage_floats, Layer};
-use relattn::model::{self, Sizes, DEFAULT_MEMORY_LIMIT};
-use relattn::presets;
+use relattn::layer::forward::{self, Sizes, DEFAULT_MEMORY_LIMIT};
+use relattn::layer::on_demand::{block_bytes, largest_stage_floats, Layer};
+use relattn::layer::presets;
+use relattn::layer::scenario::{read_arrays, read_at_most, sizes_of, Arrays, Scenario, Spec, MAX_FILE_BYTES};
+use relattn::positions::Method;
 use relattn::render::{self, Figure};
-use relattn::scenario::{read_arrays, read_at_most, sizes_of, Arrays, Scenario, Spec, MAX_FILE_BYTES};
 use relattn::timing::StageTimes;
-use relattn::transformer::{SampleSettings, Transformer, MAX_CONTEXT, MAX_SAMPLE_STEPS};
+use relattn::trained::chorales::{Chorales, BPM};
+use relattn::trained::transformer::{SampleSettings, Transformer, MAX_CONTEXT, MAX_SAMPLE_STEPS};
 use relattn::{Backend, Edge, Error, Stage, Trace};
 use std::io::{Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
@@ -505,7 +506,7 @@ impl Setup {
             stage.checked_add(block_bytes(cfg, s.n, s.d_model / cfg.heads.max(1))?)?.checked_add(extra)
         };
         let (cfg, sc, estimate) = self.scenario(false, rayon::current_num_threads(), work)?;
-        let (projections, output) = model::forward_projected(&cfg, &sc)?;
+        let (projections, output) = forward::forward_projected(&cfg, &sc)?;
         Ok((Layer::new(&cfg, sc, projections, output)?, estimate))
     }
 
@@ -515,10 +516,10 @@ impl Setup {
     fn scenario(&self, trace: bool, parallel: usize, extra: impl Fn(&Config, &Sizes) -> Option<u64>) -> relattn::Result<(Config, Scenario, u64)> {
         let (cfg, spec, arrays, per_head) = self.resolve()?;
         let sizes = sizes_of(&arrays, &spec)?;
-        relattn::scenario::check_config(&cfg, &sizes)?;
+        relattn::layer::scenario::check_config(&cfg, &sizes)?;
         let limit = self.max_memory_mb.map_or(DEFAULT_MEMORY_LIMIT, |mb| mb << 20);
         let request = Sizes { batch: sizes.batch, n: sizes.n, d_model: sizes.d_model, per_head_tables: per_head, trace, parallel };
-        let estimate = model::check_budget(&cfg, &request, extra, limit)?;
+        let estimate = forward::check_budget(&cfg, &request, extra, limit)?;
         Ok((cfg, Scenario::build(&cfg, &spec, arrays, per_head)?, estimate))
     }
 }

@@ -2,7 +2,7 @@
 //! buffer results are copied into and read back from (asynchronously: WebGPU has no blocking map).
 
 use super::context::GpuContext;
-use super::error::GpuError;
+use crate::error::gpu::GpuError;
 use crate::error::Result;
 
 impl GpuContext {

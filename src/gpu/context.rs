@@ -1,9 +1,9 @@
 //! Device set-up: the adapter and device request, the kernels' compute pipelines, and the context that
 //! keeps them (with the buffers of [`super::buffers`]) from one compute to the next.
 
-use super::error::{one_line, GpuError};
 use super::kernels::{flag, Kernels, SOURCES};
 use super::plan::WORK_BYTES;
+use crate::error::gpu::GpuError;
 use std::collections::HashMap;
 
 /// A device, its queue, the compiled kernels and buffers kept between calls: build once, reuse for
@@ -125,4 +125,9 @@ impl GpuContext {
     pub fn pretend_max_binding_for_test(&mut self, bytes: u64) {
         self.limits.max_storage_buffer_binding_size = bytes;
     }
+}
+
+/// `e`'s text on one line (wgpu's validation errors span several).
+fn one_line(e: impl std::fmt::Display) -> String {
+    e.to_string().split_whitespace().collect::<Vec<_>>().join(" ")
 }

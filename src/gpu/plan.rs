@@ -1,8 +1,8 @@
 //! How a layer is cut into chunks of (heads, query rows) that fit [`WORK_BYTES`] and the device's limits,
 //! or why it cannot run on this device.
 
-use super::error::GpuError;
 use super::kernels::{BLOCK, TILE};
+use crate::error::gpu::GpuError;
 
 /// Largest work buffer of one chunk ((heads, rows, n) logits or weights), in bytes.
 pub const WORK_BYTES: u64 = 128 << 20;

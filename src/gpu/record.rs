@@ -3,9 +3,9 @@
 
 use super::plan::Chunk;
 use crate::attention::Config;
-use crate::scenario::Scenario;
-use crate::skew;
-use crate::trace::{Computed, SkewTrace, Trace};
+use crate::layer::scenario::Scenario;
+use crate::layer::trace::{Computed, SkewTrace, Trace};
+use crate::positions::music;
 use ndarray::{s, Array2, Array3, Array4, ArrayView3};
 
 /// The intermediates read back so far, (b, h, ...) like [`Trace`].
@@ -113,7 +113,7 @@ impl Recorded {
     }
 
     /// The Music Transformer's skew steps from P: `Q·E_rᵀ` column c holds distance c − (n − 1), which reads
-    /// table row `row(c − (n − 1))` of P (zero beyond a zero-edged table), then [`skew::skew`].
+    /// table row `row(c − (n − 1))` of P (zero beyond a zero-edged table), then [`music::skew`].
     fn skew_steps(&self, cfg: &Config) -> SkewTrace {
         let p = self.p.as_ref().expect("kept for the skew");
         let (b, h, n, _) = p.dim();
@@ -125,7 +125,7 @@ impl Recorded {
             for hi in 0..h {
                 let ph = p.slice(s![bi, hi, .., ..]);
                 let qer = Array2::from_shape_fn((n, cols), |(i, c)| rows[c].map_or(0.0, |r| ph[[i, r]]));
-                steps.push(skew::skew(qer.view(), cfg.causal));
+                steps.push(music::skew(qer.view(), cfg.causal));
             }
         }
         SkewTrace::stack(&steps, h, |st| st)

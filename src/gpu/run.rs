@@ -5,12 +5,13 @@ use super::context::GpuContext;
 use super::kernels::{flag, rows_of, u, BucketsParams, Operand, RowsParams, SoftmaxParams, ATTEND_MAX_DH};
 use super::plan::{plan, Chunk};
 use super::record::Recorded;
-use crate::attention::{Config, Implementation, Method};
+use crate::attention::{Config, Implementation};
 use crate::error::{Error, Result};
-use crate::relpos::Edge;
-use crate::scenario::Scenario;
+use crate::layer::scenario::Scenario;
+use crate::layer::trace::Trace;
+use crate::positions::table::Edge;
+use crate::positions::Method;
 use crate::timing::{now_ms, LogitTimes, StageTimes};
-use crate::trace::Trace;
 use bytemuck::Zeroable;
 use ndarray::{Array2, Array3, ArrayView3, Axis};
 
@@ -34,7 +35,7 @@ impl Clock {
 }
 
 impl GpuContext {
-    /// The output and every intermediate, the same [`Trace`] as the CPU's [`crate::model::trace`], and the
+    /// The output and every intermediate, the same [`Trace`] as the CPU's [`crate::layer::forward::trace`], and the
     /// time of each stage (each submitted alone and waited for).
     pub async fn trace(&mut self, cfg: &Config, sc: &Scenario) -> Result<(Trace, StageTimes)> {
         let (_, trace, times) = self.run(cfg, sc, true, true).await?;

@@ -5,10 +5,10 @@ use super::request::{Settings, MEMORY_LIMIT};
 use super::{js_error, to_js};
 use crate::attention::Config;
 use crate::error::ErrorKind;
-use crate::model;
+use crate::layer::forward;
+use crate::layer::scenario::{Arrays, Scenario};
+use crate::layer::stage::Scale;
 use crate::render;
-use crate::scenario::{Arrays, Scenario};
-use crate::stage::Scale;
 use ndarray::Array2;
 use wasm_bindgen::prelude::*;
 
@@ -28,15 +28,15 @@ impl Bench {
         let settings: Settings =
             serde_wasm_bindgen::from_value(settings).map_err(|e| js_error("settings", ErrorKind::Invalid, &format!("invalid settings: {e}")))?;
         let (cfg, spec) = settings.check()?;
-        let sizes = model::Sizes { batch: spec.batch, n: spec.n, d_model: spec.d_model, per_head_tables: settings.per_head, trace: false, parallel: 1 };
-        model::check_budget(&cfg, &sizes, |_, _| Some(0), MEMORY_LIMIT).map_err(to_js)?;
+        let sizes = forward::Sizes { batch: spec.batch, n: spec.n, d_model: spec.d_model, per_head_tables: settings.per_head, trace: false, parallel: 1 };
+        forward::check_budget(&cfg, &sizes, |_, _| Some(0), MEMORY_LIMIT).map_err(to_js)?;
         let sc = Scenario::build(&cfg, &spec, Arrays::new(), settings.per_head).map_err(to_js)?;
         Ok(Bench { cfg, sc, rgba: Vec::new() })
     }
 
     /// One forward pass.
     pub fn forward(&self) -> Result<(), JsValue> {
-        model::forward(&self.cfg, &self.sc).map(drop).map_err(to_js)
+        forward::forward(&self.cfg, &self.sc).map(drop).map_err(to_js)
     }
 
     /// Colours a side × side matrix of signed values into RGBA; returns the pixels' address in wasm memory.

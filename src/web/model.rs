@@ -1,5 +1,5 @@
-//! The page's Model mode: a trained chorale model ([`crate::transformer`]) and the test split
-//! ([`crate::chorales`]) held in the worker's wasm memory. A window's forward pass, its NLL and a layer's
+//! The page's Model mode: a trained chorale model ([`crate::trained::transformer`]) and the test split
+//! ([`crate::trained::chorales`]) held in the worker's wasm memory. A window's forward pass, its NLL and a layer's
 //! trace are computed where the request's `backend` says, by [`with_backend`] as Parameters mode's compute:
 //! on WebGPU when it is usable, else on the CPU with the reason ([`BackendUsed`]). Sampling with the
 //! key/value cache runs on the CPU ([`Transformer::step`] has no [`crate::Backend`] path: one query row at
@@ -34,13 +34,13 @@ use super::backend::with_backend;
 use super::request::{whole, BackendChoice, Inputs};
 use super::session::{BackendUsed, Cut, Session, Timing};
 use super::{js_error, palette, to_js, to_value};
-use crate::chorales::{Chorales, VOICES};
 use crate::error::{check_index, Error, ErrorKind};
+use crate::layer::scenario::{Arrays, Spec};
+use crate::layer::stage::Scale;
 use crate::render;
-use crate::scenario::{Arrays, Spec};
-use crate::stage::Scale;
 use crate::timing::now_ms;
-use crate::transformer::{log_softmax_at, probabilities, AttentionPass, ModelConfig, ModelKind, SampleSettings, Sampler, Transformer};
+use crate::trained::chorales::{Chorales, VOICES};
+use crate::trained::transformer::{log_softmax_at, probabilities, AttentionPass, ModelConfig, ModelKind, SampleSettings, Sampler, Transformer};
 use ndarray::{ArrayView2, Axis};
 use serde::de::{DeserializeOwned, IgnoredAny};
 use serde::{Deserialize, Serialize};
@@ -650,7 +650,7 @@ impl ModelSession {
         to_value(&Sampled { notes, drawn, remaining, ms: now_ms() - t0 })
     }
 
-    /// A standard MIDI file (♩ = `bpm`, [`crate::chorales::BPM`]) of the current window followed by the
+    /// A standard MIDI file (♩ = `bpm`, [`crate::trained::chorales::BPM`]) of the current window followed by the
     /// tokens sampled so far, one track per voice ([`Chorales::midi`]). Errors name "bpm".
     pub fn midi(&self, bpm: u32) -> std::result::Result<Vec<u8>, JsValue> {
         self.data.midi(&self.tokens(), bpm).map_err(to_js)

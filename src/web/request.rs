@@ -4,13 +4,15 @@
 //! page writes the controls from what was computed. Adding a control means adding its field here and
 //! reading it in `www/js/controls.js`.
 
-use crate::attention::{Config, Method};
+use crate::attention::Config;
+
 use crate::error::{Bytes, Error, ErrorKind};
-use crate::layer;
-use crate::model;
-use crate::presets;
-use crate::scenario::{self, Arrays, Scenario, Spec};
-use crate::stage::Stage;
+use crate::layer::forward;
+use crate::layer::on_demand;
+use crate::layer::presets;
+use crate::layer::scenario::{self, Arrays, Scenario, Spec};
+use crate::layer::stage::Stage;
+use crate::positions::Method;
 use serde::de::IgnoredAny;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -42,7 +44,7 @@ pub enum Holding {
     /// Every stage of every (batch, head), computed at once, on the backend asked for.
     Whole,
     /// The layer's forward pass on the backend asked for; the stages of the (batch, head) shown computed when
-    /// shown, on the CPU ([`crate::layer::Layer`]).
+    /// shown, on the CPU ([`crate::layer::on_demand::Layer`]).
     OnDemand,
 }
 
@@ -248,15 +250,15 @@ pub fn page_bytes(cfg: &Config, spec: &Spec, per_head_tables: bool) -> Option<u6
 }
 
 /// Bytes a whole trace takes at its peak in this module's wasm memory, or `None` past u64.
-/// [`model::estimate_bytes`] plus what the page adds, measured in chromium with [`super::memory_bytes`]
+/// [`forward::estimate_bytes`] plus what the page adds, measured in chromium with [`super::memory_bytes`]
 /// (README "Reliability"): the per-head traces and their stacked copies coexist while the trace is
 /// assembled, the distance and row matrices are i64, the value buckets have 2k+1 columns (k up to 4096), and
 /// [`super::Session::select`] holds a stage three times (the cut, its values, its pixels).
 fn whole_bytes(cfg: &Config, spec: &Spec, per_head_tables: bool) -> Option<u64> {
     let (b, n, h) = (spec.batch as u64, spec.n as u64, cfg.heads.max(1) as u64);
-    let sizes = |trace| model::Sizes { batch: spec.batch, n: spec.n, d_model: spec.d_model, per_head_tables, trace, parallel: 1 };
-    let with_trace = model::estimate_bytes(cfg, &sizes(true))?;
-    let stored = model::trace_bytes(cfg, &sizes(true))?;
+    let sizes = |trace| forward::Sizes { batch: spec.batch, n: spec.n, d_model: spec.d_model, per_head_tables, trace, parallel: 1 };
+    let with_trace = forward::estimate_bytes(cfg, &sizes(true))?;
+    let stored = forward::trace_bytes(cfg, &sizes(true))?;
     let rows = cfg.table_rows() as u64;
     let buckets = if cfg.has_rel_v() { n.checked_mul(rows)? } else { 0 };
     let widest = if cfg.method == Method::Music { 2 * n } else { n }.max(rows);
@@ -265,14 +267,14 @@ fn whole_bytes(cfg: &Config, spec: &Spec, per_head_tables: bool) -> Option<u64> 
 }
 
 /// Bytes a layer held on demand takes at its peak in this module's wasm memory, or `None` past u64: the
-/// forward pass ([`model::estimate_bytes`] without a trace, its projections and output kept), one block of a
-/// head's stages ([`layer::block_bytes`]) and the cuts of every stage of the head shown (a pooled copy and
+/// forward pass ([`forward::estimate_bytes`] without a trace, its projections and output kept), one block of a
+/// head's stages ([`on_demand::block_bytes`]) and the cuts of every stage of the head shown (a pooled copy and
 /// its pixels, [`RASTER_SIDE`]² each, and the values of those of at most [`VALUES_CELLS`] cells, twice: made
 /// and sent).
 fn on_demand_bytes(cfg: &Config, spec: &Spec, per_head_tables: bool) -> Option<u64> {
-    let sizes = model::Sizes { batch: spec.batch, n: spec.n, d_model: spec.d_model, per_head_tables, trace: false, parallel: 1 };
-    let forward = model::estimate_bytes(cfg, &sizes)?;
-    let block = layer::block_bytes(cfg, spec.n, spec.d_model / cfg.heads.max(1))?;
+    let sizes = forward::Sizes { batch: spec.batch, n: spec.n, d_model: spec.d_model, per_head_tables, trace: false, parallel: 1 };
+    let forward = forward::estimate_bytes(cfg, &sizes)?;
+    let block = on_demand::block_bytes(cfg, spec.n, spec.d_model / cfg.heads.max(1))?;
     let stages = Stage::ALL.len() as u64;
     let raster = (RASTER_SIDE * RASTER_SIDE) as u64;
     let values = (spec.n as u64).checked_mul(spec.n as u64)?.min(VALUES_CELLS as u64);
@@ -305,7 +307,7 @@ fn page_budget(cfg: &Config, spec: &Spec, per_head_tables: bool) -> Result<Holdi
             return Ok(holding);
         }
     }
-    let lo = model::largest_fitting(0, spec.n, fits); // 0: no n fits
+    let lo = forward::largest_fitting(0, spec.n, fits); // 0: no n fits
     let hint = if lo >= 1 {
         format!("use n ≤ {lo} with {} head(s){}", cfg.heads, if cfg.heads > 1 { ", or fewer heads" } else { "" })
     } else {

@@ -8,12 +8,12 @@ use super::request::{Inputs, Settings};
 use super::{palette, to_js, to_value};
 use crate::attention::Config;
 use crate::error::{check_index, Error};
-use crate::layer::Layer;
-use crate::presets;
+use crate::layer::on_demand::Layer;
+use crate::layer::presets;
+use crate::layer::stage::{Stage, StageMeta};
+use crate::layer::trace::Trace;
 use crate::render::{Palette, Pooler};
-use crate::stage::{Stage, StageMeta};
 use crate::timing::{now_ms, StageTimes};
-use crate::trace::Trace;
 use ndarray::{s, ArrayView2};
 use serde::{Deserialize, Serialize};
 use std::ops::Range;
@@ -69,7 +69,7 @@ impl Info {
         on_demand: bool,
     ) -> Info {
         let preset_description = if inputs.preset.is_empty() { "" } else { presets::preset(&inputs.preset).map(|p| p.description).unwrap_or("") };
-        let spec = crate::scenario::Spec { n, batch: b, d_model, ..inputs.spec };
+        let spec = crate::layer::scenario::Spec { n, batch: b, d_model, ..inputs.spec };
         Info {
             preset: inputs.preset.clone(),
             preset_description: preset_description.into(),
@@ -334,7 +334,7 @@ impl Session {
 
     /// Reverse linking: the pairs (i, j) that read row `row` of the relative tables (those whose rel_index is
     /// `row`), as one range of keys per query, `lo..hi`: 2n numbers `[lo_0, hi_0, lo_1, hi_1, …]`
-    /// ([`crate::relpos::RelTable::readers`]; the same for every batch element and head). The error names
+    /// ([`crate::positions::table::RelTable::readers`]; the same for every batch element and head). The error names
     /// "row" and the table's rows.
     pub fn table_readers(&self, row: usize) -> Result<Vec<u32>, JsValue> {
         let cfg = self.config();

@@ -97,7 +97,7 @@ test('the page loads, draws every stage, and shows the backend and timings', asy
   await page.click('#glossary summary');
   for (const term of ['n', 'd_model', 'heads, d_head', 'k (clip)']) assert.ok(await page.locator('#glossary dt', { hasText: term }).count() > 0, `no glossary entry for ${term}`);
   await page.click('#glossary summary');
-  // Each figure says what to notice (src/stage.rs).
+  // Each figure says what to notice (src/layer/stage.rs).
   assert.match(await page.locator('figure[data-stage="weights"] .notice').innerText(), /Each row sums to 1/);
   assert.ok(vs.find((v) => v.stage === 'weights').cells > 0, 'weights show no variation');
   const footer = await page.locator('footer').innerText();
@@ -266,7 +266,7 @@ test('the skew: a pinned pair is outlined on its own value in every step, causal
     await page.goto(`${base}?method=music&n=${n}&d_model=16&heads=1&clip=5&causal=${causal ? 1 : 0}&rel_v=0&sentence=&backend=cpu`);
     await page.waitForFunction(() => document.body.dataset.ready && document.getElementById('busy').hidden, null, { timeout: 30000 });
     const [i, j] = causal ? [3, 1] : [2, 3];
-    // Where (i, j) of the relative logits sits in each step (src/skew.rs): column j − i + n − 1 of Q E_rᵀ, one
+    // Where (i, j) of the relative logits sits in each step (src/positions/music.rs): column j − i + n − 1 of Q E_rᵀ, one
     // further right after the causal zero column (the bidirectional one is last), and in the reshaped buffer
     // row i + 1 (causal: the slice drops row 0) or column j + n − 1 (bidirectional: the slice drops n − 1 columns).
     const at = {

@@ -76,7 +76,7 @@ export const BACKENDS = ['auto', 'webgpu', 'cpu'];
  */
 
 /**
- * One stage of the trace for the (batch, head) shown: the Rust `StageMeta` of src/stage.rs (name, title,
+ * One stage of the trace for the (batch, head) shown: the Rust `StageMeta` of src/layer/stage.rs (name, title,
  * formula, tex, x_axis, y_axis, pairs, rows_are_queries, per_head, per_batch, scale: the page spells none of
  * it), the `Cut` of src/web/session.rs (rows, cols, lo, hi) and the cut's numbers.
  * @typedef {object} Stage
@@ -122,7 +122,7 @@ export const BACKENDS = ['auto', 'webgpu', 'cpu'];
 
 /**
  * Why a request was refused (or lost). `field` names the control to show it under ('general' when none);
- * `kind` is the Rust `ErrorKind` of src/error.rs ('invalid', 'shape', 'non_finite', 'file', 'write',
+ * `kind` is the Rust `ErrorKind` of src/error/mod.rs ('invalid', 'shape', 'non_finite', 'file', 'write',
  * 'too_large', 'overflow', 'gpu'), or 'internal' (any other exception) or 'fatal' (the worker's wasm aborted).
  * The page decides by `field` and `kind`, never by the message.
  * @typedef {object} WorkerError
@@ -183,7 +183,7 @@ export const BACKENDS = ['auto', 'webgpu', 'cpu'];
 
 /**
  * worker → page: the answer to a ReadersRequest: `runs` holds one range of keys per query i, lo..hi, as
- * [lo_0, hi_0, lo_1, hi_1, …] (src/relpos.rs RelTable::readers).
+ * [lo_0, hi_0, lo_1, hi_1, …] (src/positions/table.rs RelTable::readers).
  * @typedef {{ kind: 'readers', id: number, ok: boolean, runs?: Uint32Array, error?: string }} ReadersReply
  */
 

@@ -162,7 +162,7 @@ function setRow(r) {
 
 /**
  * The pairs (i, j) that read table row r (rel_index = r) as runs [i, lo, hi], keys lo … hi − 1 of query i: asked
- * of the worker (src/relpos.rs RelTable::readers) once per result and row; null while they come (the pins are
+ * of the worker (src/positions/table.rs RelTable::readers) once per result and row; null while they come (the pins are
  * drawn again then).
  */
 function readersOf(r) {
@@ -243,7 +243,7 @@ export function drawPins() {
 }
 
 /**
- * Where pair (i, j) of the relative logits sits in the skew's first three steps (src/skew.rs), or null for
+ * Where pair (i, j) of the relative logits sits in the skew's first three steps (src/positions/music.rs), or null for
  * another stage: column j − i + n − 1 of Q E_rᵀ; one further right after the causal zero column (the
  * bidirectional one is last); in the reshaped buffer row i + 1 (causal: the slice drops row 0) or column
  * j + n − 1 (bidirectional: it drops n − 1 columns).

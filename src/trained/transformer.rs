@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! x      = E[tokens] · √d_model  (+ PE sinusoids, absolute model only)        (T, d_model)
-//! layer ℓ: h = LN₁(x);  x ← x + Attn_ℓ(h)                                     relattn's model::forward on h
+//! layer ℓ: h = LN₁(x);  x ← x + Attn_ℓ(h)                                     relattn's forward::forward on h
 //!          x ← x + gelu(LN₂(x) W₁ + b₁) W₂ + b₂                              W₁ (d_model, d_ff), W₂ (d_ff, d_model)
 //! logits = LN_f(x) · Eᵀ                                                        (T, vocab), tied embeddings
 //! ```
@@ -21,15 +21,18 @@
 //! `layers.ℓ.{ln1,ln2}.{weight,bias}`, `layers.ℓ.attn.{w_q,b_q,w_k,b_k,w_v,b_v,w_o,b_o}`,
 //! `layers.ℓ.attn.{rel_k,rel_v}` (shaw) or `layers.ℓ.attn.e_r` (music), `layers.ℓ.ffn.{w1,b1,w2,b2}`.
 
-use crate::attention::{attend_head, Config, HeadInput, Method};
+use crate::attention::{attend_head, Config, HeadInput};
+
 use crate::backend::Backend;
-use crate::error::{check_overflow, Error, Result};
-use crate::matmul::matmul;
-use crate::model;
-use crate::relpos::Edge;
-use crate::scenario::Scenario;
+use crate::core::finite::check_overflow;
+use crate::core::matmul::matmul;
+use crate::error::{Error, Result};
+use crate::layer::forward;
+use crate::layer::scenario::Scenario;
+use crate::layer::trace::Trace;
+use crate::positions::table::Edge;
+use crate::positions::Method;
 use crate::timing::StageTimes;
-use crate::trace::Trace;
 use ndarray::{s, Array1, Array2, Array3, ArrayView2, Axis, Ix1, Ix2, Ix3};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -247,7 +250,7 @@ impl Transformer {
         }
         let ln_f = t.layer_norm("ln_f", d)?;
         if let Some(extra) = t.st.names().into_iter().find(|n| !t.used.iter().any(|u| u == n)) {
-            return Err(Error::invalid("tensor", format!("'{extra}' in {file_name}"), "only the tensors of this config (see src/transformer.rs)"));
+            return Err(Error::invalid("tensor", format!("'{extra}' in {file_name}"), "only the tensors of this config (see src/trained/transformer.rs)"));
         }
         Ok(Transformer { config, metadata, embed, blocks, ln_f })
     }
@@ -311,8 +314,8 @@ impl Transformer {
         let parallel = rayon::current_num_threads();
         #[cfg(target_arch = "wasm32")]
         let parallel = 1;
-        let sizes = model::Sizes { batch: 1, n: tokens.len(), d_model: self.config.d_model, per_head_tables: true, trace, parallel };
-        model::check_budget(&self.config.attention(), &sizes, |_, _| Some(0), model::DEFAULT_MEMORY_LIMIT).map(|_| ())
+        let sizes = forward::Sizes { batch: 1, n: tokens.len(), d_model: self.config.d_model, per_head_tables: true, trace, parallel };
+        forward::check_budget(&self.config.attention(), &sizes, |_, _| Some(0), forward::DEFAULT_MEMORY_LIMIT).map(|_| ())
     }
 
     /// LN₁ of the residual stream `x` entering layer `l`: its attention's input, (T, d_model).
@@ -496,7 +499,7 @@ impl Transformer {
             let project = |i: usize| matmul(h.view(), a.w[i].view()) + &a.b[i];
             cache.keys[l] = project(1).iter().copied().collect();
             cache.values[l] = project(2).iter().copied().collect();
-            let attn = model::forward(&cfg, &self.scenario(l, h)).map_err(|e| e.in_stage(&format!("layers.{l}.attn")))?;
+            let attn = forward::forward(&cfg, &self.scenario(l, h)).map_err(|e| e.in_stage(&format!("layers.{l}.attn")))?;
             self.finish_layer(l, &mut x, attn.index_axis(Axis(0), 0))?;
         }
         let last = x.nrows() - 1;
@@ -648,7 +651,7 @@ impl Block {
 }
 
 /// The keys and values of the tokens fed, per layer, (rows, d_model) row-major: the last `context` rows are
-/// attended to, and older ones are dropped in batches (see [`Cache::make_room`]).
+/// attended to, and older ones are dropped in batches (`Cache::make_room`).
 #[derive(Clone, Debug)]
 pub struct Cache {
     keys: Vec<Vec<f32>>,

@@ -14,8 +14,8 @@
 //!
 //! Both take any [`RelTable`], so the Music Transformer's direct gather is the same code with its table.
 
-use crate::matmul::matmul;
-use crate::relpos::{distance, Edge, QueryRows, RelTable};
+use crate::core::matmul::matmul;
+use crate::positions::table::{distance, Edge, QueryRows, RelTable};
 use ndarray::{s, Array2, Array3, ArrayView2, ArrayViewMut2, Zip};
 
 /// Adds the relative logits `P[i, row(d_ij)]`, `P = Q · tableᵀ`, into `out` (rows, Lk) for the query rows

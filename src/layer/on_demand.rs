@@ -10,15 +10,17 @@
 //! stage rows a..b of (batch, head) = attend_rows(q_h[a..b], k_h, v_h, tables)    (b − a, n) each
 //! ```
 //!
-//! The values are those of [`crate::model::trace`] (the same staged code, tested block against whole in
+//! The values are those of [`crate::layer::forward::trace`] (the same staged code, tested block against whole in
 //! tests/equivalence.rs).
 
-use crate::attention::{attend_rows, Config, HeadInput, HeadTrace, Implementation, Method};
+use crate::attention::{attend_rows, Config, HeadInput, HeadTrace, Implementation};
+
 use crate::error::{check_index, Result};
-use crate::model::{table_of, Projections};
-use crate::relpos;
-use crate::scenario::Scenario;
-use crate::stage::{Present, Stage, StageMeta};
+use crate::layer::forward::{table_of, Projections};
+use crate::layer::scenario::Scenario;
+use crate::layer::stage::{Present, Stage, StageMeta};
+use crate::positions::table;
+use crate::positions::Method;
 use ndarray::{s, Array2, Array3, ArrayView2, Axis, CowArray, Ix2};
 use std::ops::Range;
 
@@ -127,7 +129,7 @@ impl Layer {
         self.present.check(stage)?;
         let (total, _) = self.shape(stage);
         if rows.start >= rows.end || rows.end > total {
-            return Err(crate::Error::invalid("rows", format!("{}..{}", rows.start, rows.end), format!("a non-empty range within 0..{total}")));
+            return Err(crate::error::Error::invalid("rows", format!("{}..{}", rows.start, rows.end), format!("a non-empty range within 0..{total}")));
         }
         if matches!(stage, Stage::RelK | Stage::RelV) {
             return Ok(self.table(stage, head).slice(s![rows, ..]).to_owned());
@@ -196,8 +198,8 @@ impl Layer {
         let (_, _, n) = self.dims();
         let skew = || t.skew.as_ref().expect("present");
         match stage {
-            Stage::Distances => relpos::distances(queries, n, n).mapv(|v| v as f32).into(),
-            Stage::RelIndex => relpos::row_matrix(queries, n, n, self.config.layout()).mapv(|v| v as f32).into(),
+            Stage::Distances => table::distances(queries, n, n).mapv(|v| v as f32).into(),
+            Stage::RelIndex => table::row_matrix(queries, n, n, self.config.layout()).mapv(|v| v as f32).into(),
             Stage::Output => self.output.slice(s![batch, queries, ..]).into(),
             Stage::RelK | Stage::RelV => unreachable!("tables are not computed in blocks"),
             Stage::ContentLogits => t.content_logits.view().into(),
@@ -239,8 +241,8 @@ impl Layer {
 #[cfg(all(test, not(target_arch = "wasm32")))]
 mod tests {
     use super::*;
-    use crate::model;
-    use crate::scenario::{Arrays, Spec};
+    use crate::layer::forward;
+    use crate::layer::scenario::{Arrays, Spec};
 
     /// Every stage of every (batch, head), gathered from [`Layer::each_block`] and cut by [`Layer::rows`],
     /// equals the whole trace's, for lengths across blocks, both methods, both masks, a^V, per-head tables
@@ -253,8 +255,8 @@ mod tests {
             let mut given = Arrays::new();
             given.insert("key_mask".into(), ndarray::Array2::from_shape_fn((2, n), |(b, j)| ((b + j) % 7 != 3) as u8 as f32).into_dyn());
             let sc = Scenario::build(&cfg, &Spec { n, d_model: 8, batch: 2, seed: 3 }, given, true).unwrap();
-            let whole = model::trace(&cfg, &sc).unwrap();
-            let (p, output) = model::forward_projected(&cfg, &sc).unwrap();
+            let whole = forward::trace(&cfg, &sc).unwrap();
+            let (p, output) = forward::forward_projected(&cfg, &sc).unwrap();
             let layer = Layer::new(&cfg, sc, p, output).unwrap();
             assert_eq!(layer.stages(), whole.stages(), "{method:?} causal {causal}");
             let close =

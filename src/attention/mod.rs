@@ -11,28 +11,23 @@
 //! output          z = α V  +  B w^V,  B[i, r] = Σ_{j: row(j−i) = r} α_ij     (Lq, d_head)
 //! ```
 //!
-//! The value term `B w^V` is Shaw's a^V; the Music Transformer has none.
+//! The value term `B w^V` is Shaw's a^V; the Music Transformer has none. [`fused`]: the same forward
+//! with no (Lq, Lk) array.
 
-use crate::error::{check_overflow, Error, Result};
-use crate::fused;
-use crate::matmul::matmul;
-use crate::relpos::{distance, visible_keys, Edge, QueryRows, RelTable};
-use crate::shaw;
-use crate::skew::{self, SkewSteps};
+pub mod fused;
+
+use crate::core::finite::check_overflow;
+use crate::core::matmul::matmul;
+use crate::core::softmax::softmax_rows;
+use crate::error::{Error, Result};
+use crate::positions::music::{self, SkewSteps};
+use crate::positions::shaw;
+use crate::positions::table::{distance, visible_keys, Edge, QueryRows, RelTable};
+use crate::positions::Method;
 use crate::timing::{now_ms, LogitTimes, StageTimes};
 use ndarray::{s, Array2, ArrayView1, ArrayView2, Zip};
-use std::fmt;
 use std::ops::Range;
 use std::str::FromStr;
-
-/// Which relative attention.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Method {
-    /// Shaw, Uszkoreit & Vaswani 2018: tables w^K, w^V of 2k+1 rows indexed by clip(j − i, k) + k.
-    Shaw,
-    /// Huang et al. 2018: a table E_r of relative embeddings, turned into absolute positions by the skew.
-    Music,
-}
 
 /// How the relative terms are computed; both give the same numbers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -80,19 +75,12 @@ impl Default for Config {
 impl Config {
     /// Rows of the relative table: 2k+1 for Shaw and bidirectional Music, k+1 for causal Music.
     pub fn table_rows(&self) -> usize {
-        match (self.method, self.causal) {
-            (Method::Music, true) => self.clip + 1,
-            _ => 2 * self.clip + 1,
-        }
+        self.layout().rows()
     }
 
-    /// The distances the relative table's rows cover and what lies beyond them.
+    /// The distances the relative table's rows cover and what lies beyond them ([`Method::table`]).
     pub fn layout(&self) -> RelTable {
-        match (self.method, self.causal) {
-            (Method::Shaw, _) => RelTable::shaw(self.clip),
-            (Method::Music, true) => RelTable::music_causal(self.table_rows(), self.edge),
-            (Method::Music, false) => RelTable::music_bidirectional(self.table_rows(), self.edge),
-        }
+        self.method.table(self.clip, self.causal, self.edge)
     }
 
     /// Whether the output has Shaw's value term.
@@ -170,7 +158,7 @@ pub fn attend_head(cfg: &Config, h: &HeadInput, trace: Option<&mut HeadTrace>) -
 
 /// [`attend_head`], adding the milliseconds of each of its stages (keeping that stage's intermediate for
 /// `trace` included) into `times` when given; projections and output are the layer's, left as they are.
-/// With neither, the efficient implementation runs fused ([`crate::fused`]: no (Lq, Lk) array);
+/// With neither, the efficient implementation runs fused ([`crate::attention::fused`]: no (Lq, Lk) array);
 /// otherwise stage by stage, each stage a whole (Lq, Lk) array.
 pub fn attend_head_timed(cfg: &Config, h: &HeadInput, trace: Option<&mut HeadTrace>, times: Option<&mut StageTimes>) -> Result<Array2<f32>> {
     check_head(cfg, h)?;
@@ -181,7 +169,7 @@ pub fn attend_head_timed(cfg: &Config, h: &HeadInput, trace: Option<&mut HeadTra
 }
 
 /// Rows `rows` of one head stage by stage: z (rows, d_head), and those rows of every stage in `trace` (each
-/// (rows, ·); the skew's reshaped buffer has the rows `rows.start..=rows.end`, see [`skew::skew_rows`]).
+/// (rows, ·); the skew's reshaped buffer has the rows `rows.start..=rows.end`, see [`music::skew_rows`]).
 /// Each query row's stages depend on that row of Q and on every key, so a head's trace can be computed a
 /// block of rows at a time, in O(rows · Lk) memory (the page's traces of long sequences). Errors as
 /// [`attend_head`]'s; a row range beyond the queries names "rows".
@@ -277,10 +265,10 @@ fn relative_logits(cfg: &Config, h: &HeadInput, rows: Range<usize>, layout: RelT
         (Method::Shaw, Implementation::Efficient) => shaw::relative_logits(q, h.rel_k, layout, lk, block),
         (Method::Music, Implementation::Efficient) if lq != lk => shaw::relative_logits(q, h.rel_k, layout, lk, block),
         (Method::Music, Implementation::Efficient) => {
-            let table = skew::table_for_length(h.rel_k, layout, lq, cfg.causal);
-            let read = skew::qer_rows(lq, cfg.causal, rows.clone());
+            let table = music::table_for_length(h.rel_k, layout, lq, cfg.causal);
+            let read = music::qer_rows(lq, cfg.causal, rows.clone());
             let qer = matmul(h.q.slice(s![read.clone(), ..]), table.t());
-            let steps = skew::skew_rows(qer.view(), read.start, cfg.causal, rows);
+            let steps = music::skew_rows(qer.view(), read.start, cfg.causal, rows);
             let sliced = steps.sliced.clone();
             if let Some(t) = trace {
                 t.skew = Some(steps);
@@ -317,90 +305,6 @@ fn scale_and_mask(logits: &mut Array2<f32>, scale: f32, causal: bool, key_mask: 
     }
 }
 
-/// Row-wise softmax in place, stable for logits of any magnitude: `exp(e − max) / Σ exp(e − max)`.
-/// A row that is all −inf (every key masked) becomes zeros.
-pub fn softmax_rows(a: &mut Array2<f32>) {
-    for mut row in a.rows_mut() {
-        match row.as_slice_mut() {
-            Some(r) => softmax(r),
-            None => {
-                let mut r = row.to_vec();
-                softmax(&mut r);
-                row.assign(&ndarray::ArrayView1::from(&r));
-            }
-        }
-    }
-}
-
-/// Lanes of the hand-split reductions below, so the compiler can keep them in vector registers.
-const LANES: usize = 8;
-
-/// Softmax of one row; written as plain loops that vectorize (SSE2 natively, SIMD128 in wasm).
-fn softmax(row: &mut [f32]) {
-    let max = reduce(row, f32::NEG_INFINITY, |m, v| if v > m { v } else { m });
-    if max == f32::NEG_INFINITY {
-        row.fill(0.0);
-        return;
-    }
-    row.iter_mut().for_each(|v| *v = exp_nonpositive(*v - max));
-    let inv = 1.0 / reduce(row, 0.0, |s, v| s + v);
-    row.iter_mut().for_each(|v| *v *= inv);
-}
-
-/// Folds `row` with `f` in LANES independent lanes, then folds the lanes.
-#[inline(always)]
-pub(crate) fn reduce(row: &[f32], init: f32, f: impl Fn(f32, f32) -> f32) -> f32 {
-    let mut lanes = [init; LANES];
-    let mut chunks = row.chunks_exact(LANES);
-    for c in &mut chunks {
-        for k in 0..LANES {
-            lanes[k] = f(lanes[k], c[k]);
-        }
-    }
-    chunks.remainder().iter().chain(&lanes).fold(init, |a, &v| f(a, v))
-}
-
-/// e^x for x ≤ 0 (−∞ gives 0), within 2 ulp: x = n·ln2 + r with n rounded to nearest (by the 1.5·2²³
-/// trick, no floor call), e^r by Cephes' degree-6 polynomial, 2^n by writing the exponent bits.
-#[inline(always)]
-pub(crate) fn exp_nonpositive(x: f32) -> f32 {
-    const ROUND: f32 = 12_582_912.0; // 1.5 · 2^23
-    let xc = if x > -87.0 { x } else { -87.0 };
-    let t = xc * std::f32::consts::LOG2_E + ROUND;
-    let n = t - ROUND;
-    // t's low mantissa bits hold n: a bit cast, not a (saturating, unvectorizable) float-to-int conversion.
-    let n_bits = t.to_bits().wrapping_sub(ROUND.to_bits());
-    let r = xc - n * 0.693_359_4 + n * 2.121_944_4e-4;
-    let p = ((((1.987_569_1e-4 * r + 1.398_199_9e-3) * r + 8.333_452e-3) * r + 4.166_579_6e-2) * r + 1.666_666_5e-1) * r + 0.5;
-    let y = p * r * r + r + 1.0;
-    let scale = f32::from_bits(n_bits.wrapping_add(127) << 23);
-    if x < -87.0 {
-        0.0
-    } else {
-        y * scale
-    }
-}
-
-impl FromStr for Method {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<Self> {
-        match s {
-            "shaw" => Ok(Method::Shaw),
-            "music" => Ok(Method::Music),
-            _ => Err(Error::invalid("method", format!("'{s}'"), "shaw, music")),
-        }
-    }
-}
-
-impl fmt::Display for Method {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Method::Shaw => "shaw",
-            Method::Music => "music",
-        })
-    }
-}
-
 impl FromStr for Implementation {
     type Err = Error;
     fn from_str(s: &str) -> Result<Self> {
@@ -409,54 +313,5 @@ impl FromStr for Implementation {
             "materialized" => Ok(Implementation::Materialized),
             _ => Err(Error::invalid("implementation", format!("'{s}'"), "efficient, materialized")),
         }
-    }
-}
-
-impl FromStr for Edge {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<Self> {
-        match s {
-            "zero" => Ok(Edge::Zero),
-            "clip" => Ok(Edge::Clip),
-            _ => Err(Error::invalid("edge", format!("'{s}'"), "zero, clip")),
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use ndarray::arr2;
-
-    #[test]
-    fn exp_is_accurate() {
-        for i in 0..=200_000 {
-            let x = -(i as f32) * 87.0 / 200_000.0;
-            let (got, want) = (exp_nonpositive(x), (x as f64).exp());
-            assert!(((got as f64 - want) / want).abs() < 3e-7, "exp({x}) = {got}, want {want}");
-        }
-        assert_eq!(exp_nonpositive(f32::NEG_INFINITY), 0.0);
-        assert_eq!(exp_nonpositive(-1000.0), 0.0);
-        assert_eq!(exp_nonpositive(0.0), 1.0);
-    }
-
-    #[test]
-    fn softmax_rows_of_any_length() {
-        for n in [1, 7, 8, 9, 17, 100] {
-            let mut a = Array2::from_shape_fn((2, n), |(i, j)| (i as f32 - j as f32) * 0.37);
-            softmax_rows(&mut a);
-            for row in a.rows() {
-                let sum: f32 = row.sum();
-                assert!((sum - 1.0).abs() < 1e-6, "n {n}: {sum}");
-            }
-            assert!(a[[0, 0]] > a[[0, n - 1]] || n == 1);
-        }
-    }
-
-    #[test]
-    fn softmax_masked_row_is_zero_and_huge_logits_are_finite() {
-        let mut a = arr2(&[[f32::NEG_INFINITY, f32::NEG_INFINITY], [1e30, -1e30], [3e4, 3e4]]);
-        softmax_rows(&mut a);
-        assert_eq!(a, arr2(&[[0.0, 0.0], [1.0, 0.0], [0.5, 0.5]]));
     }
 }

@@ -1,9 +1,11 @@
 //! Ready scenarios: the seeds' examples (../shared/seeds/ in the project's workspace), named as their
 //! source, and hand-built heads that show what relative positions alone can do.
 
-use crate::attention::{Config, Method};
+use crate::attention::Config;
+
 use crate::error::{Error, Result};
-use crate::scenario::{Arrays, Spec};
+use crate::layer::scenario::{Arrays, Spec};
+use crate::positions::Method;
 use ndarray::{Array, Array2, Array3};
 
 /// A named example: its configuration, sizes and any fixed arrays.

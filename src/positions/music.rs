@@ -2,7 +2,7 @@
 //! memory-efficient *skew* (pad, reshape, slice) instead of gathering an (L, L, d_head) tensor.
 //!
 //! Column `c` of `Q · E_rᵀ` holds the relative distance `c − (L − 1)`. After the skew, cell (i, j) holds
-//! `q_i · E_r[row(j − i)]`, the same value as the direct gather [`crate::shaw::relative_logits`] with the
+//! `q_i · E_r[row(j − i)]`, the same value as the direct gather [`crate::positions::shaw::relative_logits`] with the
 //! Music table layout, which the tests use to check the skew.
 //!
 //! - Masked (causal) form: `E` has L rows, distances −(L−1)..=0. `QEᵀ` (L, L) → pad one zero column on the
@@ -13,10 +13,10 @@
 //!   (L+1, 2L−1) → keep rows 0..L and columns L−1.. (L, L).
 //!
 //! A user's table E_r (R, d_head) may be shorter than the sequence needs. [`table_for_length`] builds the L
-//! (or 2L−1) rows the skew needs through a [`RelTable`]: with [`crate::relpos::Edge::Zero`] (tensor2tensor,
+//! (or 2L−1) rows the skew needs through a [`RelTable`]: with [`crate::positions::table::Edge::Zero`] (tensor2tensor,
 //! our default for this method) missing distances read zero vectors, with `Edge::Clip` (Shaw) the edge row.
 
-use crate::relpos::RelTable;
+use crate::positions::table::RelTable;
 use ndarray::{s, Array2, ArrayView2};
 use std::ops::Range;
 
@@ -141,8 +141,8 @@ pub fn skew_rows(qer: ArrayView2<f32>, first: usize, causal: bool, queries: Rang
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::relpos::Edge;
-    use crate::shaw::relative_logits;
+    use crate::positions::shaw::relative_logits;
+    use crate::positions::table::Edge;
 
     fn ramp(rows: usize, cols: usize, scale: f32) -> Array2<f32> {
         Array2::from_shape_fn((rows, cols), |(i, j)| ((i * 7 + j * 3) % 11) as f32 * scale - 2.0)
@@ -159,7 +159,7 @@ mod tests {
                     let e_r = ramp(rows, 4, 0.25);
                     let table = table_for_length(e_r.view(), layout, l, causal);
                     let steps = skew(q.dot(&table.t()).view(), causal);
-                    let direct = relative_logits(q.view(), e_r.view(), layout, l, crate::relpos::QueryRows::all(l));
+                    let direct = relative_logits(q.view(), e_r.view(), layout, l, crate::positions::table::QueryRows::all(l));
                     for i in 0..l {
                         for j in 0..l {
                             if !causal || j <= i {

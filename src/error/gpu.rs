@@ -62,8 +62,3 @@ impl std::fmt::Display for DeviceErrorKind {
         })
     }
 }
-
-/// `e`'s text on one line (wgpu's validation errors span several).
-pub(super) fn one_line(e: impl std::fmt::Display) -> String {
-    e.to_string().split_whitespace().collect::<Vec<_>>().join(" ")
-}

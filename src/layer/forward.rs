@@ -6,13 +6,16 @@
 //! output = concat_h(z_h) W_o + b_o                              (b, n, d_model)
 //! ```
 
-use crate::attention::{attend_head_timed, Config, HeadInput, HeadTrace, Implementation, Method};
-use crate::error::{check_overflow, Bytes, Error, Result};
-use crate::fused;
-use crate::matmul::matmul_rows_parallel;
-use crate::scenario::Scenario;
+use crate::attention::{attend_head_timed, Config, HeadInput, HeadTrace, Implementation};
+
+use crate::attention::fused;
+use crate::core::finite::check_overflow;
+use crate::core::matmul::matmul_rows_parallel;
+use crate::error::{Bytes, Error, Result};
+use crate::layer::scenario::Scenario;
+use crate::layer::trace::{stack_heads, Computed, SkewTrace, Trace};
+use crate::positions::Method;
 use crate::timing::{now_ms, StageTimes};
-use crate::trace::{stack_heads, Computed, SkewTrace, Trace};
 use ndarray::{s, Array2, Array3, ArrayView2, Axis};
 
 /// Memory budget of one request unless the caller sets another.
@@ -60,7 +63,7 @@ pub fn estimate_bytes(cfg: &Config, s: &Sizes) -> Option<u64> {
     let u = |v: usize| v as u64;
     let Counts { b, n, d, dh, r, t, tables, music, w, .. } = Counts::of(cfg, s)?;
     let materialized = u((cfg.implementation == Implementation::Materialized) as usize);
-    // The wasm kernel packs B whole (src/matmul.rs); matrixmultiply packs in fixed-size blocks.
+    // The wasm kernel packs B whole (src/core/matmul.rs); matrixmultiply packs in fixed-size blocks.
     let packing = if cfg!(target_arch = "wasm32") { 2 } else { 0 };
     let fused = !s.trace && cfg.implementation == Implementation::Efficient;
     let head = if fused {
@@ -293,7 +296,7 @@ pub fn forward_timed(cfg: &Config, sc: &Scenario) -> Result<(Array3<f32>, StageT
 }
 
 /// [`forward`] (fused, untimed: timing the stages would run them one by one, each a whole (n, n) array),
-/// keeping the projections it computed (a [`crate::layer::Layer`] computes stages from them).
+/// keeping the projections it computed (a [`crate::layer::on_demand::Layer`] computes stages from them).
 pub fn forward_projected(cfg: &Config, sc: &Scenario) -> Result<(Projections, Array3<f32>)> {
     let r = run(cfg, sc, false, false)?;
     Ok((r.projections.expect("not recorded"), r.output))
@@ -342,7 +345,7 @@ fn assemble(
 #[cfg(all(test, not(target_arch = "wasm32")))]
 mod tests {
     use super::*;
-    use crate::scenario::Spec;
+    use crate::layer::scenario::Spec;
 
     #[test]
     fn stage_times_are_present_and_non_negative() {
@@ -352,7 +355,7 @@ mod tests {
             let (t, times) = trace_timed(&cfg, &sc).unwrap();
             let (out, forward_times) = forward_timed(&cfg, &sc).unwrap();
             assert_eq!(t.output, trace(&cfg, &sc).unwrap().output);
-            // The forward runs fused (src/fused.rs), the timed one stage by stage: equal within rounding.
+            // The forward runs fused (src/attention/fused.rs), the timed one stage by stage: equal within rounding.
             let fused = forward(&cfg, &sc).unwrap();
             let scale = out.iter().fold(1.0f32, |m, v| m.max(v.abs()));
             assert!(out.iter().zip(&fused).all(|(a, b)| (a - b).abs() <= 1e-5 * scale), "{method:?}: fused and staged outputs differ");

@@ -14,8 +14,10 @@
 //! The RNG is ChaCha8 seeded with the seed; each array draws from its own stream, so giving one array in a
 //! file never changes the values generated for another.
 
-use crate::attention::{Config, Method};
+use crate::attention::Config;
+
 use crate::error::{Bytes, Error, Result};
+use crate::positions::Method;
 use ndarray::{Array1, Array2, Array3, ArrayD, Axis, Dimension, Ix1, Ix2, Ix3};
 use ndarray_npy::npy::header::Header;
 use ndarray_npy::ReadNpyExt;

@@ -19,10 +19,13 @@
 //! With the causal mask a query tile stops at its last visible key, so half the tiles are never computed.
 //! The tiles' products go through [`matmul`] (matrixmultiply natively, the SIMD128 kernel in wasm).
 
-use crate::attention::{exp_nonpositive, reduce, Config, HeadInput};
-use crate::error::{any_non_finite, Error, Result};
-use crate::matmul::{matmul, matmul_add};
-use crate::relpos::{visible_keys, Edge, RelTable};
+use crate::attention::{Config, HeadInput};
+
+use crate::core::finite::any_non_finite;
+use crate::core::matmul::{matmul, matmul_add};
+use crate::core::softmax::{exp_nonpositive, reduce};
+use crate::error::{Error, Result};
+use crate::positions::table::{visible_keys, Edge, RelTable};
 use ndarray::{s, Array1, Array2, ArrayView1, ArrayViewMut1, ArrayViewMut2};
 use std::ops::Range;
 
@@ -136,7 +139,7 @@ fn softmax_tile_portable(pass: &Pass, tile: &mut Tile, e: &mut ArrayViewMut2<f32
 /// after the relative term and the scale ("logits").
 fn overflow(cfg: &Config, h: &HeadInput, i: usize, j: usize, p_i: &[f32]) -> Error {
     let content = if cfg.content { h.q.row(i).dot(&h.k.row(j)) } else { 0.0 };
-    let row = cfg.layout().row(crate::relpos::distance(i, j, h.q.nrows(), h.k.nrows()));
+    let row = cfg.layout().row(crate::positions::table::distance(i, j, h.q.nrows(), h.k.nrows()));
     let logit = (content + row.map_or(0.0, |r| p_i[r])) / (h.q.ncols() as f32).sqrt();
     let (array, value) = if content.is_finite() { ("logits", logit) } else { ("content_logits", content) };
     Error::Overflow { array: array.into(), index: vec![i, j], value: value as f64 }

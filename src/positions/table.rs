@@ -10,8 +10,10 @@
 //! A [`RelTable`] names the distances its rows cover, `min..=max`, and what happens outside them:
 //! Shaw et al. clip to the edge row (`clip(d, k) + k`), tensor2tensor's Music Transformer reads a zero vector.
 
+use crate::error::{Error, Result};
 use ndarray::Array2;
 use std::ops::Range;
+use std::str::FromStr;
 
 /// What a distance outside a table's rows reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -153,6 +155,17 @@ pub fn distances(queries: Range<usize>, lq: usize, lk: usize) -> Array2<i64> {
 /// zero vector. For Shaw's table this is `clip(j − i, k) + k`, in `0..=2k`.
 pub fn row_matrix(queries: Range<usize>, lq: usize, lk: usize, table: RelTable) -> Array2<i64> {
     Array2::from_shape_fn((queries.len(), lk), |(i, j)| table.row(distance(queries.start + i, j, lq, lk)).map_or(-1, |r| r as i64))
+}
+
+impl FromStr for Edge {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "zero" => Ok(Edge::Zero),
+            "clip" => Ok(Edge::Clip),
+            _ => Err(Error::invalid("edge", format!("'{s}'"), "zero, clip")),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -1,16 +1,18 @@
 //! A trace: every intermediate of one forward pass, the thing the page and the CLI show.
 //!
-//! Arrays are indexed (b, h, ...) for per-head stages. [`Stage`] ([`crate::stage`]) names each view; [`Trace::stage`] cuts
+//! Arrays are indexed (b, h, ...) for per-head stages. [`Stage`] ([`crate::layer::stage`]) names each view; [`Trace::stage`] cuts
 //! the 2-D matrix of one (batch, head); [`Trace::write_npz`] saves everything under the names in
 //! [`Stage::name`] (plus `x`, `q`, `k`, `v`, `heads`).
 
-use crate::attention::{Config, Method};
+use crate::attention::Config;
+
 use crate::error::{check_index, Error, Result};
-use crate::model::table_of;
-use crate::relpos;
-use crate::scenario::Scenario;
-use crate::skew::SkewSteps;
-use crate::stage::{Present, Stage, StageMeta};
+use crate::layer::forward::table_of;
+use crate::layer::scenario::Scenario;
+use crate::layer::stage::{Present, Stage, StageMeta};
+use crate::positions::music::SkewSteps;
+use crate::positions::table;
+use crate::positions::Method;
 use ndarray::{s, Array2, Array3, Array4, Axis, CowArray, Ix2};
 
 /// The Music Transformer's skew stages for every (batch, head).
@@ -87,8 +89,8 @@ impl Trace {
         let (_, n, _) = sc.dims();
         Trace {
             config: *cfg,
-            distances: relpos::distances(0..n, n, n),
-            rel_index: relpos::row_matrix(0..n, n, n, cfg.layout()),
+            distances: table::distances(0..n, n, n),
+            rel_index: table::row_matrix(0..n, n, n, cfg.layout()),
             rel_k: sc.rel_k.clone(),
             rel_v: sc.rel_v.clone(),
             x: sc.x.clone(),

@@ -1,0 +1,105 @@
+//! The row softmax every backend's CPU path uses, and the vectorized reductions and e^x it is built from.
+
+use ndarray::Array2;
+
+/// Row-wise softmax in place, stable for logits of any magnitude: `exp(e − max) / Σ exp(e − max)`.
+/// A row that is all −inf (every key masked) becomes zeros.
+pub fn softmax_rows(a: &mut Array2<f32>) {
+    for mut row in a.rows_mut() {
+        match row.as_slice_mut() {
+            Some(r) => softmax(r),
+            None => {
+                let mut r = row.to_vec();
+                softmax(&mut r);
+                row.assign(&ndarray::ArrayView1::from(&r));
+            }
+        }
+    }
+}
+
+/// Lanes of the hand-split reductions below, so the compiler can keep them in vector registers.
+const LANES: usize = 8;
+
+/// Softmax of one row; written as plain loops that vectorize (SSE2 natively, SIMD128 in wasm).
+fn softmax(row: &mut [f32]) {
+    let max = reduce(row, f32::NEG_INFINITY, |m, v| if v > m { v } else { m });
+    if max == f32::NEG_INFINITY {
+        row.fill(0.0);
+        return;
+    }
+    row.iter_mut().for_each(|v| *v = exp_nonpositive(*v - max));
+    let inv = 1.0 / reduce(row, 0.0, |s, v| s + v);
+    row.iter_mut().for_each(|v| *v *= inv);
+}
+
+/// Folds `row` with `f` in LANES independent lanes, then folds the lanes.
+#[inline(always)]
+pub(crate) fn reduce(row: &[f32], init: f32, f: impl Fn(f32, f32) -> f32) -> f32 {
+    let mut lanes = [init; LANES];
+    let mut chunks = row.chunks_exact(LANES);
+    for c in &mut chunks {
+        for k in 0..LANES {
+            lanes[k] = f(lanes[k], c[k]);
+        }
+    }
+    chunks.remainder().iter().chain(&lanes).fold(init, |a, &v| f(a, v))
+}
+
+/// e^x for x ≤ 0 (−∞ gives 0), within 2 ulp: x = n·ln2 + r with n rounded to nearest (by the 1.5·2²³
+/// trick, no floor call), e^r by Cephes' degree-6 polynomial, 2^n by writing the exponent bits.
+#[inline(always)]
+pub(crate) fn exp_nonpositive(x: f32) -> f32 {
+    const ROUND: f32 = 12_582_912.0; // 1.5 · 2^23
+    let xc = if x > -87.0 { x } else { -87.0 };
+    let t = xc * std::f32::consts::LOG2_E + ROUND;
+    let n = t - ROUND;
+    // t's low mantissa bits hold n: a bit cast, not a (saturating, unvectorizable) float-to-int conversion.
+    let n_bits = t.to_bits().wrapping_sub(ROUND.to_bits());
+    let r = xc - n * 0.693_359_4 + n * 2.121_944_4e-4;
+    let p = ((((1.987_569_1e-4 * r + 1.398_199_9e-3) * r + 8.333_452e-3) * r + 4.166_579_6e-2) * r + 1.666_666_5e-1) * r + 0.5;
+    let y = p * r * r + r + 1.0;
+    let scale = f32::from_bits(n_bits.wrapping_add(127) << 23);
+    if x < -87.0 {
+        0.0
+    } else {
+        y * scale
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ndarray::arr2;
+
+    #[test]
+    fn exp_is_accurate() {
+        for i in 0..=200_000 {
+            let x = -(i as f32) * 87.0 / 200_000.0;
+            let (got, want) = (exp_nonpositive(x), (x as f64).exp());
+            assert!(((got as f64 - want) / want).abs() < 3e-7, "exp({x}) = {got}, want {want}");
+        }
+        assert_eq!(exp_nonpositive(f32::NEG_INFINITY), 0.0);
+        assert_eq!(exp_nonpositive(-1000.0), 0.0);
+        assert_eq!(exp_nonpositive(0.0), 1.0);
+    }
+
+    #[test]
+    fn softmax_rows_of_any_length() {
+        for n in [1, 7, 8, 9, 17, 100] {
+            let mut a = Array2::from_shape_fn((2, n), |(i, j)| (i as f32 - j as f32) * 0.37);
+            softmax_rows(&mut a);
+            for row in a.rows() {
+                let sum: f32 = row.sum();
+                assert!((sum - 1.0).abs() < 1e-6, "n {n}: {sum}");
+            }
+            assert!(a[[0, 0]] > a[[0, n - 1]] || n == 1);
+        }
+    }
+
+    #[test]
+    fn softmax_masked_row_is_zero_and_huge_logits_are_finite() {
+        let mut a = arr2(&[[f32::NEG_INFINITY, f32::NEG_INFINITY], [1e30, -1e30], [3e4, 3e4]]);
+        softmax_rows(&mut a);
+        assert_eq!(a, arr2(&[[0.0, 0.0], [1.0, 0.0], [0.5, 0.5]]));
+    }
+}
