@@ -5,10 +5,10 @@
 //                                                           read by index, never an n×n×d_head tensor)
 //     E[i, j] = (C + S) / sqrt(d_head)                      (scaled)
 //
-// row(d) is the table layout of relattn::relpos::RelTable: row = d − min inside min..=max; beyond it Shaw
+// row(d) is the table layout of relattn::positions::table::RelTable: row = d − min inside min..=max; beyond it Shaw
 // clips to the edge row (flag ZERO_EDGE off) and the Music Transformer reads zero (ZERO_EDGE on) or clips.
 // For the Music Transformer this gather IS the skew: the skew's sliced (i, j) cell is q_i · E_r[row(j − i)]
-// (src/skew.rs proves it on the CPU); causal Music shows S = 0 above the diagonal (flag ZERO_ABOVE).
+// (src/positions/music.rs proves it on the CPU); causal Music shows S = 0 above the diagonal (flag ZERO_ABOVE).
 //
 // Masked cells (j > i under CAUSAL, or a padding key) are written as 0 here: WGSL lets a compiler assume no
 // infinities, so −∞ never travels through the GPU; softmax.wgsl recomputes the same mask, and the host

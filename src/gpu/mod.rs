@@ -32,6 +32,7 @@
 //! - `plan`: the cut of a layer into (heads, rows) chunks against [`WORK_BYTES`] and the device's limits.
 //! - `run`: a forward or trace: checks, uploads, every chunk's kernels, profiling, readback.
 //! - `record`: a trace's intermediates read back chunk by chunk, and the [`crate::layer::trace::Trace`] of them.
+//!
 //! Why the GPU could not run is a [`crate::error::gpu::GpuError`] (with the other errors, which every floor uses).
 
 mod buffers;
