@@ -20,12 +20,12 @@ use crate::core::finite::check_overflow;
 use crate::core::matmul::matmul;
 use crate::core::softmax::softmax_rows;
 use crate::error::{Error, Result};
-use crate::positions::music::{self, SkewSteps};
+use crate::positions::music::SkewSteps;
 use crate::positions::shaw;
-use crate::positions::table::{distance, visible_keys, Edge, QueryRows, RelTable};
-use crate::positions::Method;
+use crate::positions::table::{visible_keys, Edge, QueryRows, RelTable};
+use crate::positions::{self, Method};
 use crate::timing::{now_ms, LogitTimes, StageTimes};
-use ndarray::{s, Array2, ArrayView1, ArrayView2, Zip};
+use ndarray::{s, Array2, ArrayView1, ArrayView2};
 use std::ops::Range;
 use std::str::FromStr;
 
@@ -85,7 +85,7 @@ impl Config {
 
     /// Whether the output has Shaw's value term.
     pub fn has_rel_v(&self) -> bool {
-        self.method == Method::Shaw && self.rel_v
+        self.rel_v && self.method.has_value_term()
     }
 }
 
@@ -206,7 +206,7 @@ fn staged(cfg: &Config, h: &HeadInput, rows: Range<usize>, mut trace: Option<&mu
     }
     let content_ms = lap();
 
-    if trace.is_none() && cfg.method == Method::Shaw && cfg.implementation == Implementation::Efficient {
+    if trace.is_none() && !cfg.method.skews() && cfg.implementation == Implementation::Efficient {
         // Forward only: add the gathered relative logits straight into the content logits.
         shaw::add_relative_logits(logits.view_mut(), q, h.rel_k, layout, block);
     } else {
@@ -254,37 +254,12 @@ fn staged(cfg: &Config, h: &HeadInput, rows: Range<usize>, mut trace: Option<&mu
     Ok(z)
 }
 
-/// The relative logits (rows, Lk) of the query rows `rows` on their own, recording the skew's steps in `trace`.
+/// The relative logits (rows, Lk) of the query rows `rows` on their own, by the scheme
+/// ([`positions::relative_logits`]), recording the skew's steps in `trace`.
 fn relative_logits(cfg: &Config, h: &HeadInput, rows: Range<usize>, layout: RelTable, trace: Option<&mut HeadTrace>) -> Array2<f32> {
-    let (lq, lk) = (h.q.nrows(), h.k.nrows());
-    let block = QueryRows { first: rows.start, lq };
-    let q = h.q.slice(s![rows.clone(), ..]);
-    let mut rel = match (cfg.method, cfg.implementation) {
-        (_, Implementation::Materialized) => shaw::relative_logits_materialized(q, h.rel_k, layout, lk, block),
-        // The skew needs a square (L, L) product; a cached decoding step (Lq < Lk) reads E_r by the gather.
-        (Method::Shaw, Implementation::Efficient) => shaw::relative_logits(q, h.rel_k, layout, lk, block),
-        (Method::Music, Implementation::Efficient) if lq != lk => shaw::relative_logits(q, h.rel_k, layout, lk, block),
-        (Method::Music, Implementation::Efficient) => {
-            let table = music::table_for_length(h.rel_k, layout, lq, cfg.causal);
-            let read = music::qer_rows(lq, cfg.causal, rows.clone());
-            let qer = matmul(h.q.slice(s![read.clone(), ..]), table.t());
-            let steps = music::skew_rows(qer.view(), read.start, cfg.causal, rows);
-            let sliced = steps.sliced.clone();
-            if let Some(t) = trace {
-                t.skew = Some(steps);
-            }
-            sliced
-        }
-    };
-    if cfg.method == Method::Music && cfg.causal {
-        // The masked skew leaves the next row's values above the diagonal; they are masked, show them as 0.
-        Zip::indexed(&mut rel).for_each(|(i, j), s| {
-            if distance(block.query(i), j, lq, lk) > 0 {
-                *s = 0.0;
-            }
-        });
-    }
-    rel
+    let materialized = cfg.implementation == Implementation::Materialized;
+    let skew = trace.map(|t| &mut t.skew);
+    positions::relative_logits(cfg.method, materialized, cfg.causal, h.q, h.rel_k, layout, h.k.nrows(), rows, skew)
 }
 
 /// `e ← e · scale`, then −∞ for keys after the query (causal) and for padding keys; `logits` are the query

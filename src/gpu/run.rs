@@ -10,7 +10,6 @@ use crate::error::{Error, Result};
 use crate::layer::scenario::Scenario;
 use crate::layer::trace::Trace;
 use crate::positions::table::Edge;
-use crate::positions::Method;
 use crate::timing::{now_ms, LogitTimes, StageTimes};
 use bytemuck::Zeroable;
 use ndarray::{Array2, Array3, ArrayView3, Axis};
@@ -84,7 +83,7 @@ impl GpuContext {
         };
         let chunks = plan(&self.limits, self.work_bytes, n, d, h, r, dh)?;
         let shared = th == 1;
-        let music_skew = record && cfg.method == Method::Music && cfg.implementation == Implementation::Efficient;
+        let music_skew = record && cfg.method.skews() && cfg.implementation == Implementation::Efficient;
         let keep_buckets = record && rel_v.is_some() && cfg.implementation == Implementation::Efficient;
         let zero_edge = layout.edge == Edge::Zero;
         // A forward that keeps and times nothing runs each chunk in attend.wgsl (no (rows, n) arrays).
@@ -147,7 +146,7 @@ impl GpuContext {
                 }
                 let flags = masks
                     | if record { flag::WRITE_CONTENT | flag::WRITE_RELATIVE } else { 0 }
-                    | if cfg.method == Method::Music && cfg.causal { flag::ZERO_ABOVE } else { 0 };
+                    | if cfg.method.zeroes_above_diagonal(cfg.causal) { flag::ZERO_ABOVE } else { 0 };
                 let params = RowsParams { flags, ..chunk };
                 self.logits(&mut enc, &params, hc, [&q, &k, &p, &mask, &content, &relative, &logits]);
                 let ms = self.mark(&mut enc, &mut clock).await?;

@@ -14,7 +14,6 @@ use crate::core::matmul::matmul_rows_parallel;
 use crate::error::{Bytes, Error, Result};
 use crate::layer::scenario::Scenario;
 use crate::layer::trace::{stack_heads, Computed, SkewTrace, Trace};
-use crate::positions::Method;
 use crate::timing::{now_ms, StageTimes};
 use ndarray::{s, Array2, Array3, ArrayView2, Axis};
 
@@ -103,15 +102,9 @@ impl Counts {
     fn of(cfg: &Config, s: &Sizes) -> Option<Counts> {
         let u = |v: usize| v as u64;
         let (b, n, d, h) = (u(s.batch), u(s.n), u(s.d_model), u(cfg.heads.max(1)));
-        let r = match (cfg.method, cfg.causal) {
-            (Method::Music, true) => u(cfg.clip).checked_add(1)?,
-            _ => u(cfg.clip).checked_mul(2)?.checked_add(1)?,
-        };
-        let (music, w) = match (cfg.method, cfg.causal) {
-            (Method::Music, true) => (1, n + 1),
-            (Method::Music, false) => (1, n.checked_mul(2)?.max(1)),
-            (Method::Shaw, _) => (0, 0),
-        };
+        let r = cfg.method.table_rows(u(cfg.clip), cfg.causal)?;
+        // The skew's padded and reshaped rows: one column more than Q·E_rᵀ.
+        let (music, w) = if cfg.method.skews() { (1, cfg.method.skew_columns(n, cfg.causal)? + 1) } else { (0, 0) };
         let t = if s.per_head_tables { h } else { 1 };
         Some(Counts { b, n, d, h, dh: d / h, r, t, tables: if cfg.has_rel_v() { 2 } else { 1 }, music, w })
     }
@@ -346,6 +339,7 @@ fn assemble(
 mod tests {
     use super::*;
     use crate::layer::scenario::Spec;
+    use crate::positions::Method;
 
     #[test]
     fn stage_times_are_present_and_non_negative() {

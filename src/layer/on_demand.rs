@@ -20,7 +20,6 @@ use crate::layer::forward::{table_of, Projections};
 use crate::layer::scenario::Scenario;
 use crate::layer::stage::{Present, Stage, StageMeta};
 use crate::positions::table;
-use crate::positions::Method;
 use ndarray::{s, Array2, Array3, ArrayView2, Axis, CowArray, Ix2};
 use std::ops::Range;
 
@@ -41,12 +40,8 @@ pub const BLOCK: usize = 128;
 pub fn block_bytes(cfg: &Config, n: usize, d_head: usize) -> Option<u64> {
     let u = |v: usize| v as u64;
     let (b, n, dh, r) = (u(BLOCK.min(n.max(1))), u(n), u(d_head), u(cfg.table_rows()));
-    let w = match (cfg.method, cfg.causal) {
-        (Method::Music, true) => n,
-        (Method::Music, false) => n.checked_mul(2)?.saturating_sub(1),
-        (Method::Shaw, _) => 0,
-    };
-    let music = if cfg.method == Method::Music { b.checked_mul(4)?.checked_mul(w + 1)?.checked_add(w.checked_mul(dh)?)? } else { 0 };
+    let w = cfg.method.skew_columns(n, cfg.causal)?;
+    let music = if cfg.method.skews() { b.checked_mul(4)?.checked_mul(w + 1)?.checked_add(w.checked_mul(dh)?)? } else { 0 };
     let gathered = if cfg.implementation == Implementation::Materialized { b.checked_mul(n)?.checked_mul(dh)? } else { 0 };
     let floats = b
         .checked_mul(6)?
@@ -243,6 +238,7 @@ mod tests {
     use super::*;
     use crate::layer::forward;
     use crate::layer::scenario::{Arrays, Spec};
+    use crate::positions::Method;
 
     /// Every stage of every (batch, head), gathered from [`Layer::each_block`] and cut by [`Layer::rows`],
     /// equals the whole trace's, for lengths across blocks, both methods, both masks, a^V, per-head tables

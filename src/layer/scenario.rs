@@ -320,7 +320,8 @@ impl Scenario {
         let rows = cfg.table_rows();
         let table_heads = if per_head_tables { cfg.heads } else { 1 };
         let mut table = |name: &str| -> Result<Array3<f32>> {
-            let expected = || format!("[{rows}, {dh}] or [{}, {rows}, {dh}] = ({}, d_head) or (heads, {0}, d_head)", cfg.heads, table_rows_formula(cfg));
+            let expected =
+                || format!("[{rows}, {dh}] or [{}, {rows}, {dh}] = ({}, d_head) or (heads, {0}, d_head)", cfg.heads, cfg.method.rows_formula(cfg.causal));
             match given.remove(name) {
                 Some(a) if a.shape() == [rows, dh] => Ok(a.into_dimensionality::<Ix2>().expect("2-D").insert_axis(Axis(0))),
                 Some(a) if a.shape() == [cfg.heads, rows, dh] => Ok(a.into_dimensionality::<Ix3>().expect("3-D")),
@@ -328,9 +329,11 @@ impl Scenario {
                 None => Ok(xavier(seed, name, (table_heads, rows, dh))),
             }
         };
-        let (rel_k, rel_v) = match cfg.method {
-            Method::Shaw => (table("rel_k")?, if cfg.rel_v { Some(table("rel_v")?) } else { None }),
-            Method::Music => (table("e_r")?, None),
+        let (logits_table, values_table) = cfg.method.table_names();
+        let rel_k = table(logits_table)?;
+        let rel_v = match values_table {
+            Some(name) if cfg.rel_v => Some(table(name)?),
+            _ => None,
         };
         let key_mask = match given.remove("key_mask") {
             Some(a) if a.shape() == [b, n] => {
@@ -343,11 +346,15 @@ impl Scenario {
             None => None,
         };
         if let Some(name) = given.keys().next() {
-            let wanted = match cfg.method {
-                Method::Shaw => "rel_k and rel_v are Shaw's tables; e_r belongs to --method music",
-                Method::Music => "e_r is the Music Transformer's table; rel_k and rel_v belong to --method shaw",
+            let reads = |m: Method| {
+                let (k, v) = m.table_names();
+                [Some(k), v].into_iter().flatten().collect::<Vec<_>>()
             };
-            let hint = if name == "rel_v" && cfg.method == Method::Shaw { "a^V is switched off (--no-rel-v)" } else { wanted };
+            let hint = match Method::ALL.into_iter().find(|&m| reads(m).contains(&name.as_str())) {
+                _ if Some(name.as_str()) == values_table => "a^V is switched off (--no-rel-v)".to_string(),
+                Some(owner) => format!("'{name}' belongs to --method {owner}; --method {} reads {}", cfg.method, reads(cfg.method).join(", ")),
+                None => format!("--method {} reads {}", cfg.method, reads(cfg.method).join(", ")),
+            };
             return Err(Error::invalid("array", format!("'{name}' not used by this configuration"), hint));
         }
         Ok(Scenario { x, w_q, w_k, w_v, w_o, b_q, b_k, b_v, b_o, rel_k, rel_v, key_mask })
@@ -356,12 +363,5 @@ impl Scenario {
     /// (b, n, d_model).
     pub fn dims(&self) -> (usize, usize, usize) {
         self.x.dim()
-    }
-}
-
-fn table_rows_formula(cfg: &Config) -> &'static str {
-    match (cfg.method, cfg.causal) {
-        (Method::Music, true) => "k+1",
-        _ => "2k+1",
     }
 }

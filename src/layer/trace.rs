@@ -12,7 +12,6 @@ use crate::layer::scenario::Scenario;
 use crate::layer::stage::{Present, Stage, StageMeta};
 use crate::positions::music::SkewSteps;
 use crate::positions::table;
-use crate::positions::Method;
 use ndarray::{s, Array2, Array3, Array4, Axis, CowArray, Ix2};
 
 /// The Music Transformer's skew stages for every (batch, head).
@@ -232,8 +231,9 @@ impl Trace {
         npz.add_array("distances", &self.distances).map_err(io)?;
         npz.add_array("rel_index", &self.rel_index).map_err(io)?;
         npz.add_array("rel_k", &self.rel_k).map_err(io)?;
-        if self.config.method == Method::Music {
-            npz.add_array("e_r", &self.rel_k).map_err(io)?;
+        let (logits_table, _) = self.config.method.table_names();
+        if logits_table != "rel_k" {
+            npz.add_array(logits_table, &self.rel_k).map_err(io)?;
         }
         if let Some(t) = &self.rel_v {
             npz.add_array("rel_v", t).map_err(io)?;

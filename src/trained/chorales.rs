@@ -88,9 +88,11 @@ impl Chorales {
     }
 
     /// The piece with catalogue number `bwv` ("10.7" or "bwv10.7").
+    /// A number given with its prefix or spaces ("BWV 10.7") in the file is found the same way.
     pub fn piece(&self, bwv: &str) -> Result<&Piece> {
-        let want = bwv.trim().trim_start_matches("BWV").trim_start_matches("bwv").trim();
-        self.pieces.iter().find(|p| p.bwv == want).ok_or_else(|| {
+        let number = |s: &str| s.trim().trim_start_matches("BWV").trim_start_matches("bwv").trim().to_string();
+        let want = number(bwv);
+        self.pieces.iter().find(|p| number(&p.bwv) == want).ok_or_else(|| {
             let some: Vec<&str> = self.pieces.iter().take(8).map(|p| p.bwv.as_str()).collect();
             Error::invalid(
                 "piece",
@@ -180,6 +182,8 @@ mod tests {
         let d = data();
         assert_eq!(d.piece("bwv10.7").unwrap().bwv, "10.7");
         assert_eq!(d.piece("BWV 10.7").unwrap().bwv, "10.7");
+        let prefixed = Chorales { pieces: vec![Piece { bwv: " BWV 1".into(), ..d.pieces[0].clone() }], ..d.clone() };
+        assert_eq!(prefixed.piece("1").unwrap().bwv, " BWV 1", "a prefixed number in the file (found by the chorales fuzz target)");
         let err = d.piece("11").unwrap_err();
         assert!(matches!(&err, Error::Invalid { field, .. } if field == "piece"), "{err}");
     }

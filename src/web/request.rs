@@ -261,7 +261,8 @@ fn whole_bytes(cfg: &Config, spec: &Spec, per_head_tables: bool) -> Option<u64> 
     let stored = forward::trace_bytes(cfg, &sizes(true))?;
     let rows = cfg.table_rows() as u64;
     let buckets = if cfg.has_rel_v() { n.checked_mul(rows)? } else { 0 };
-    let widest = if cfg.method == Method::Music { 2 * n } else { n }.max(rows);
+    // The skew's padded rows take up to 2n columns.
+    let widest = if cfg.method.skews() { 2 * n } else { n }.max(rows);
     let extra = buckets.checked_mul(2 * b * h + 1)?.checked_mul(4)?.checked_add(16 * n * n)?.checked_add(n.checked_mul(widest)?.checked_mul(12)?)?;
     with_trace.checked_add(stored)?.checked_add(extra)
 }
