@@ -6,6 +6,7 @@
 #![cfg(target_arch = "wasm32")]
 
 use ndarray::{Array2, Axis};
+use relattn::trained::heads::{describe, Meter};
 use relattn::trained::transformer::{log_softmax_at, probabilities, SampleSettings, Transformer};
 use relattn::web::model::{DistanceProfile, ModelInfo, ModelSession, PositionNll, Prediction, Sampled, SamplingInfo, WindowInfo};
 use relattn::web::session::BackendUsed;
@@ -215,6 +216,8 @@ async fn nll_and_predictions_match_pytorch_logits_on_a_long_window() {
 async fn distance_profiles_are_distributions_over_distances() {
     let s = session("shaw");
     run(&s, "30.6", 0.0, 80.0, 0.0).await;
+    let info: ModelInfo = typed(s.info());
+    let piece = info.pieces.iter().find(|p| p.bwv == "30.6").unwrap();
     for layer in 0..3 {
         for head in 0..4 {
             let p: DistanceProfile = typed(s.distance_profile(layer, head));
@@ -225,6 +228,11 @@ async fn distance_profiles_are_distributions_over_distances() {
             let diagonal = m.diag().iter().map(|&v| v as f64).sum::<f64>() / 80.0;
             assert!((p.mean_weight[79] - diagonal).abs() < 1e-6 && (p.distribution[79] - diagonal).abs() < 1e-6);
             assert!((p.mean_weight[0] - m[[79, 0]] as f64).abs() < 1e-7 && (p.distribution[0] - m[[79, 0]] as f64 / 80.0).abs() < 1e-7);
+            // The head's description is its profile's, in the piece's meter; the landmarks are the predicted
+            // voice one 16th, one beat and one bar back.
+            let meter = Meter::of(&piece.time_signature, 4);
+            assert_eq!(p.description, describe(&p.distribution, meter), "layer {layer} head {head}");
+            assert_eq!(p.landmarks.iter().map(|l| l.distance).collect::<Vec<_>>(), [-3, 1 - 4 * meter.beat, 1 - 4 * meter.bar]);
         }
     }
 }

@@ -1,6 +1,8 @@
 //! The trained chorale models: a decoder of relattn's layers loaded from a safetensors file, with a key/value
 //! cache for sampling ([`transformer`]), and the Bach chorale data they were trained on, with MIDI
-//! ([`chorales`]).
+//! ([`chorales`]); what a head reads named as music, and a head's one-line description from its
+//! attention by distance ([`heads`]).
 
 pub mod chorales;
+pub mod heads;
 pub mod transformer;

@@ -40,6 +40,7 @@ use crate::layer::stage::Scale;
 use crate::render;
 use crate::timing::now_ms;
 use crate::trained::chorales::{Chorales, VOICES};
+use crate::trained::heads::{self, Landmark, Meter};
 use crate::trained::transformer::{log_softmax_at, probabilities, AttentionPass, ModelConfig, ModelKind, SampleSettings, Sampler, Transformer};
 use ndarray::{ArrayView2, Axis};
 use serde::de::{DeserializeOwned, IgnoredAny};
@@ -201,8 +202,14 @@ pub struct DistanceProfile {
     pub mean_weight: Vec<f64>,
     /// `distribution[d] = (1 / T) Σ_{i ≥ |d|} α[i, i + d]`: each query's weights as a distribution over
     /// distances (its softmax row, 0 at distances before the window), averaged over all T queries; sums
-    /// to 1 over d.
+    /// to 1 over d ([`heads::distance_distribution`]).
     pub distribution: Vec<f64>,
+    /// What the head does, in one line, from `distribution` ([`heads::describe`]): "98 % on the predicted
+    /// voice, one 16th back".
+    pub description: String,
+    /// The distances the charts mark, each named by what it reaches relative to the predicted token
+    /// ([`heads::landmarks`]: one 16th, one beat and one bar back in the piece's meter).
+    pub landmarks: Vec<Landmark>,
 }
 
 /// One candidate for the next token.
@@ -270,6 +277,8 @@ struct Resolved {
 /// The window last run.
 struct Window {
     start: usize,
+    /// The piece's meter, which names distances ([`crate::trained::heads`]).
+    meter: Meter,
     /// The window's tokens, transposed (T).
     tokens: Vec<u32>,
     pass: AttentionPass,
@@ -475,6 +484,8 @@ impl ModelSession {
         let nll = position_nll(pass.logits.view(), &tokens, now_ms() - t0, ran.backend);
         let notes = tokens.iter().enumerate().map(|(t, &tok)| self.note(tok, start + t)).collect();
         let c = &self.model.config;
+        let time_signature = self.data.piece(&piece).map(|p| p.time_signature.as_str()).unwrap_or("");
+        let meter = Meter::of(time_signature, self.data.steps_per_quarter);
         let info = WindowInfo {
             piece,
             start,
@@ -488,7 +499,7 @@ impl ModelSession {
             heads: c.heads,
         };
         let mut state = self.state.borrow_mut();
-        state.window = Some(Window { start, tokens, pass });
+        state.window = Some(Window { start, tokens, pass, meter });
         state.sampling = None;
         to_value(&info)
     }
@@ -535,18 +546,14 @@ impl ModelSession {
     pub fn distance_profile(&self, layer: usize, head: usize) -> std::result::Result<JsValue, JsValue> {
         let state = self.state.borrow();
         let m = self.map(&state, layer, head)?;
+        let meter = state.window()?.meter;
         let n = m.nrows();
-        // sum[d + T − 1] = Σ_i α[i, i + d] over the queries with a key at distance d ≤ 0.
-        let mut sum = vec![0.0f64; n];
-        for (i, row) in m.rows().into_iter().enumerate() {
-            for (j, &a) in row.iter().take(i + 1).enumerate() {
-                sum[j + n - 1 - i] += a as f64;
-            }
-        }
+        let distribution = heads::distance_distribution(m);
         let distances: Vec<i64> = (0..n).map(|k| k as i64 - (n as i64 - 1)).collect();
-        let mean_weight = sum.iter().zip(&distances).map(|(s, d)| s / (n - d.unsigned_abs() as usize) as f64).collect();
-        let distribution = sum.iter().map(|s| s / n as f64).collect();
-        to_value(&DistanceProfile { layer, head, distances, mean_weight, distribution })
+        // The sum over the queries at distance d, spread over the T − |d| that reach it.
+        let mean_weight = distribution.iter().zip(&distances).map(|(p, d)| p * n as f64 / (n - d.unsigned_abs() as usize) as f64).collect();
+        let description = heads::describe(&distribution, meter);
+        to_value(&DistanceProfile { layer, head, distances, mean_weight, distribution, description, landmarks: heads::landmarks(meter) })
     }
 
     /// The [`Prediction`] at position `position` of the current window: the `top` most likely next tokens

@@ -221,7 +221,16 @@ test('attention by distance: one chart per head, each distribution sums to 1', a
     assert.ok(Math.abs(sum - 1) <= 1e-6, `head ${h}: Σ = ${sum}`);
     assert.ok((await inked(charts.nth(h))) > 0.005, `chart ${h} drawn`);
   }
-  assert.equal(await charts.nth(0).getAttribute('data-landmarks'), '-4 step,-16 beat,-64 bar (4/4)');
+  // The query at token i predicts token i + 1: the predicted voice one 16th back is d = −3 (src/trained/heads.rs).
+  assert.equal(await charts.nth(0).getAttribute('data-landmarks'), '-3 16th,-15 beat,-63 bar');
+  for (let h = 0; h < 4; h++) assert.ok(await charts.nth(h).getAttribute('data-description'), `head ${h} describes itself`);
+  // Layer 1, head 0 of the Music model reads the predicted voice one 16th back, and says so on its chart and tile.
+  await settle(p, () => p.click('#m-tiles .tile[data-layer="1"][data-head="0"]'));
+  const said = await charts.nth(0).getAttribute('data-description');
+  assert.match(said, /^9\d % on the predicted voice, one 16th back$/);
+  assert.equal(await p.getAttribute('#m-tiles .tile[data-layer="1"][data-head="0"]', 'data-description'), said);
+  assert.equal(await p.locator('#m-tiles .tile[data-layer="1"][data-head="0"] .tile-what').innerText(), said);
+  await p.locator('#m-dist').screenshot({ path: join(artifacts, 'model-distances.png') });
   await p.close();
 });
 

@@ -1,21 +1,13 @@
 // Owns Model mode's smaller views: the model view (one tile per layer × head, each that head's (T, T)
 // weights as the worker coloured them, the selected query's row ticked; clicking a tile chooses it), the
-// attention-by-distance charts (per head of the chosen layer, the distribution over j − i with landmarks at
-// −4, −16 and a bar), the prediction at the selected token (top candidates with bars, the actual next token's
-// rank) and the NLL-per-position chart (relative vs absolute beyond the training length). Each canvas
-// carries what the tests check (data-layer/head/row, data-sum, data-landmarks, data-series).
+// attention-by-distance charts (per head of the chosen layer, the distribution over j − i with the landmarks
+// and each head's one-line description that the worker computes: src/trained/heads.rs), the prediction at the
+// selected token (top candidates with bars, the actual next token's rank) and the NLL-per-position chart
+// (relative vs absolute beyond the training length). Each canvas carries what the tests check
+// (data-layer/head/row, data-sum, data-landmarks, data-description, data-series).
 import { $ } from './dom.js';
 import { state } from './state.js';
 
-/**
- * Landmarks of the distance charts: with 4 voices per 16th step, −4 is the same voice one step back, −16 one
- * beat (a quarter), and one bar of the piece's time signature (−64 in 4/4, −48 in 3/4).
- */
-function landmarks(timeSignature) {
-  const [num, den] = (/^(\d+)\/(\d+)$/.exec(timeSignature || '') || [0, 4, 4]).slice(1).map(Number);
-  const bar = -4 * Math.round((num * 16) / den);
-  return [[-4, 'step'], [-16, 'beat'], [bar, `bar (${num}/${den})`]];
-}
 const HEAD_COLORS = ['#1f6fc4', '#d62728', '#2a9d3a', '#8a4fbf', '#e07000', '#555', '#17becf', '#bcbd22'];
 
 /**
@@ -48,7 +40,13 @@ export function drawTiles(r, choose) {
       c.dataset.head = String(h);
       const cap = document.createElement('span');
       cap.textContent = `L${l} · H${h}`;
-      b.append(c, cap);
+      // What the head does, measured on this window (src/trained/heads.rs).
+      const what = document.createElement('span');
+      what.className = 'tile-what';
+      what.textContent = t.description;
+      b.dataset.description = t.description;
+      b.setAttribute('aria-label', `layer ${l}, head ${h}: ${t.description}`);
+      b.append(c, cap, what);
       b.addEventListener('click', () => choose(l, h));
       els.push(b);
     }
@@ -95,8 +93,6 @@ export function drawDistances(r, box = $('m-dist')) {
   const heads = r.profiles.length;
   const T = r.window.length;
   const full = $('m-dist-full').checked;
-  const piece = r.info.pieces.find((p) => p.bwv === r.window.piece);
-  const LANDMARKS = landmarks(piece && piece.time_signature);
   const shownFrom = full ? -(T - 1) : -Math.min(64, T - 1);
   $('m-dist-layer').textContent = `layer ${r.layer}`;
   while (box.children.length > heads) box.lastChild.remove();
@@ -108,8 +104,8 @@ export function drawDistances(r, box = $('m-dist')) {
   }
   r.profiles.forEach((d, h) => {
     const c = box.children[h];
-    const { ctx, w, h: hh } = blank(c, 320, 150);
-    const m = { l: 36, r: 14, t: 18, b: 20 };
+    const { ctx, w, h: hh } = blank(c, 320, 166);
+    const m = { l: 36, r: 14, t: 18, b: 36 };
     // distribution[k] is distance k − (T − 1).
     const at = (dist) => d[dist + T - 1];
     let top = 0;
@@ -118,7 +114,7 @@ export function drawDistances(r, box = $('m-dist')) {
     const X = (dist) => m.l + ((dist - shownFrom) / Math.max(1, -shownFrom)) * (w - m.l - m.r);
     const Y = (v) => hh - m.b - (v / top) * (hh - m.t - m.b);
     ctx.font = '10px system-ui, sans-serif';
-    for (const [dist, name] of LANDMARKS) {
+    for (const { distance: dist, label: name } of r.landmarks) {
       if (dist < shownFrom) continue;
       ctx.strokeStyle = '#ccc'; ctx.setLineDash([3, 3]);
       ctx.beginPath(); ctx.moveTo(X(dist), m.t); ctx.lineTo(X(dist), hh - m.b); ctx.stroke();
@@ -129,8 +125,8 @@ export function drawDistances(r, box = $('m-dist')) {
     ctx.strokeStyle = '#999'; ctx.lineWidth = 1;
     ctx.beginPath(); ctx.moveTo(m.l, hh - m.b); ctx.lineTo(w - m.r, hh - m.b); ctx.stroke();
     ctx.fillStyle = '#777'; ctx.textAlign = 'center';
-    ctx.fillText(String(shownFrom), X(shownFrom) + 8, hh - 6);
-    ctx.fillText('0', X(0) - 4, hh - 6);
+    ctx.fillText(String(shownFrom), X(shownFrom) + 8, hh - m.b + 12);
+    ctx.fillText('0', X(0) - 4, hh - m.b + 12);
     ctx.textAlign = 'right';
     ctx.fillText(top.toFixed(2), m.l - 3, m.t + 14);
     ctx.fillText('0', m.l - 3, hh - m.b);
@@ -142,16 +138,20 @@ export function drawDistances(r, box = $('m-dist')) {
     ctx.stroke();
     ctx.fillStyle = '#333'; ctx.textAlign = 'left';
     ctx.fillText(`head ${h}`, m.l + 4, m.t + 14);
+    const what = r.descriptions[h];
+    ctx.fillText(what, 4, hh - 6, w - 8);
     let sum = 0;
     for (const v of d) sum += v;
     let shown = 0;
     for (let dist = shownFrom; dist <= 0; dist++) shown += at(dist);
     c.hover = { d, T, shownFrom, left: m.l, right: w - m.r };
     c.dataset.head = String(h);
-    c.dataset.landmarks = LANDMARKS.filter(([dist]) => dist >= shownFrom).map(([dist, name]) => `${dist} ${name}`).join(',');
+    c.dataset.landmarks = r.landmarks.filter((k) => k.distance >= shownFrom).map((k) => `${k.distance} ${k.label}`).join(',');
+    c.dataset.description = what;
+    c.hover.landmarks = r.landmarks;
     c.dataset.sum = String(sum);
     c.dataset.shownMass = String(shown);
-    c.setAttribute('aria-label', `Layer ${r.layer} head ${h}: attention by distance; ${(100 * shown).toFixed(0)}% of the weight within ${shownFrom}…0`);
+    c.setAttribute('aria-label', `Layer ${r.layer} head ${h}: ${what}; attention by distance, ${(100 * shown).toFixed(0)}% of the weight within ${shownFrom}…0`);
   });
 }
 
@@ -162,7 +162,8 @@ function distanceHover(c, e) {
   const x = e.clientX - c.getBoundingClientRect().left;
   const dist = Math.round(hv.shownFrom + ((x - hv.left) / (hv.right - hv.left)) * -hv.shownFrom);
   if (dist < hv.shownFrom || dist > 0) { c.title = ''; return; }
-  c.title = `distance ${dist}: ${(100 * hv.d[dist + hv.T - 1]).toFixed(2)}% of the attention (averaged over the window's queries)`;
+  const mark = hv.landmarks.find((k) => k.distance === dist);
+  c.title = `distance ${dist}${mark ? ` (${mark.name})` : ''}: ${(100 * hv.d[dist + hv.T - 1]).toFixed(2)}% of the attention (averaged over the window's queries)`;
 }
 
 /** The prediction at the selected token: the top candidates and the actual next token's rank. */

@@ -103,7 +103,7 @@ function showResult(msg) {
   const next = { ...(prev || {}), id: msg.id, key: msg.key, model: msg.model, layer: msg.layer, head: msg.head, prediction: msg.prediction, backend: msg.backend };
   if (msg.info) Object.assign(next, { info: msg.info, window: msg.window, tiles: msg.tiles });
   if (msg.tiles) m.recolour = false;
-  if (msg.values) Object.assign(next, { values: msg.values, profiles: msg.profiles });
+  if (msg.values) Object.assign(next, { values: msg.values, profiles: msg.profiles, descriptions: msg.descriptions, landmarks: msg.landmarks });
   m.shown = next;
   m.position = msg.position;
   m.wantNote = null;
@@ -319,7 +319,7 @@ function drawCompare() {
   if (!c || !s) return;
   const box = $('m-compare');
   box.replaceChildren();
-  for (const { model, profiles } of c.series) {
+  for (const { model, profiles, descriptions, landmarks } of c.series) {
     const row = document.createElement('div');
     row.className = 'compare-row';
     row.dataset.model = model;
@@ -331,7 +331,7 @@ function drawCompare() {
     charts.className = 'dist';
     row.append(h, charts);
     box.append(row);
-    drawDistances({ ...s, window: c.window, layer: c.layer, profiles }, charts);
+    drawDistances({ ...s, window: c.window, layer: c.layer, profiles, descriptions, landmarks }, charts);
   }
   $('m-dist-layer').textContent = `layer ${readHead().layer}`;
 }

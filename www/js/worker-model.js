@@ -99,7 +99,8 @@ async function answer(ctx, m) {
           // Pooled in Rust to at most TILE a side, each pixel its block's largest weight (a thin diagonal stays).
           const cut = s.weights(l, h, TILE);
           const rgba = new Uint8ClampedArray(memory().buffer, s.rgba_ptr(), s.rgba_len()).slice();
-          msg.tiles.push({ layer: l, head: h, size: cut.raster_rows, rgba });
+          const { description } = s.distance_profile(l, h);
+          msg.tiles.push({ layer: l, head: h, size: cut.raster_rows, rgba, description });
           transfer.push(rgba.buffer);
         }
       }
@@ -110,9 +111,13 @@ async function answer(ctx, m) {
       transfer.push(msg.values.buffer);
       const heads = s.info().config.heads;
       msg.profiles = [];
+      msg.descriptions = [];
       for (let h = 0; h < heads; h++) {
-        const d = Float64Array.from(s.distance_profile(m.layer, h).distribution);
+        const p = s.distance_profile(m.layer, h);
+        const d = Float64Array.from(p.distribution);
         msg.profiles.push(d);
+        msg.descriptions.push(p.description);
+        msg.landmarks = p.landmarks;
         transfer.push(d.buffer);
       }
     }
@@ -195,12 +200,17 @@ async function compare(ctx, m) {
       await ensureWindow(ctx, s, kind, m.window, m.backend);
       const heads = s.info().config.heads;
       const profiles = [];
+      const descriptions = [];
+      let landmarks = [];
       for (let h = 0; h < heads; h++) {
-        const d = Float64Array.from(s.distance_profile(m.layer, h).distribution);
+        const p = s.distance_profile(m.layer, h);
+        const d = Float64Array.from(p.distribution);
         profiles.push(d);
+        descriptions.push(p.description);
+        landmarks = p.landmarks;
         transfer.push(d.buffer);
       }
-      series.push({ model: kind, profiles });
+      series.push({ model: kind, profiles, descriptions, landmarks });
       await new Promise((ok) => setTimeout(ok, 0));
     }
     post({ kind: 'model-compare', id: m.id, layer: m.layer, window: m.window, series }, transfer);
