@@ -451,7 +451,7 @@ fn heads_describe_themselves_from_their_profiles() {
                 eprintln!("{method} layer {l} head {h}: {said}");
                 assert!(!said.is_empty());
                 if method == "music" && l == 1 && h == 0 {
-                    let pct: f64 = said.split(" %").next().unwrap().parse().unwrap();
+                    let pct: f64 = said.split("\u{a0}%").next().unwrap().parse().unwrap();
                     assert!(pct >= 90.0 && said.ends_with("on the predicted voice, one 16th back"), "{said}");
                 }
             }

@@ -102,9 +102,9 @@ pub fn distance_distribution(weights: ArrayView2<f32>) -> Vec<f64> {
     sum.iter().map(|s| s / n as f64).collect()
 }
 
-/// "99 %" of a share.
+/// "99 %" of a share, with a no-break space (a caption wraps before the number, not inside it).
 fn percent(share: f64) -> String {
-    format!("{:.0} %", 100.0 * share)
+    format!("{:.0}\u{a0}%", 100.0 * share)
 }
 
 /// A head's one-line description from its [`distance_distribution`] (index k: distance k − (T − 1)):
@@ -200,13 +200,16 @@ mod tests {
     #[test]
     fn descriptions_follow_the_profile() {
         let say = |masses: &[(i64, f64)]| describe(&profile(128, masses), FOUR_FOUR);
-        assert_eq!(say(&[(-3, 0.99), (0, 0.01)]), "99 % on the predicted voice, one 16th back");
-        assert_eq!(say(&[(-3, 0.4), (-15, 0.3), (0, 0.3)]), "40 % on the predicted voice, one 16th back, 30 % on the query token itself");
+        assert_eq!(say(&[(-3, 0.99), (0, 0.01)]), "99\u{a0}% on the predicted voice, one 16th back");
+        assert_eq!(say(&[(-3, 0.4), (-15, 0.3), (0, 0.3)]), "40\u{a0}% on the predicted voice, one 16th back, 30\u{a0}% on the query token itself");
         let voice: Vec<(i64, f64)> = (1..=8).map(|s| (1 - 4 * s, 0.09)).chain([(0, 0.28)]).collect();
-        assert_eq!(say(&voice), "72 % on the predicted voice, spread over 2 beats back");
+        assert_eq!(say(&voice), "72\u{a0}% on the predicted voice, spread over 2 beats back");
         let bar: Vec<(i64, f64)> = (0..60).map(|k| (-k, 0.9 / 60.0)).chain([(-100, 0.1)]).collect();
-        assert_eq!(say(&bar), "spread over the last bar (90 %)");
-        assert_eq!(say(&[(-3, 0.38), (-50, 0.2), (-100, 0.21), (-120, 0.21)]), "38 % on the predicted voice, one 16th back, the rest spread over the window");
+        assert_eq!(say(&bar), "spread over the last bar (90\u{a0}%)");
+        assert_eq!(
+            say(&[(-3, 0.38), (-50, 0.2), (-100, 0.21), (-120, 0.21)]),
+            "38\u{a0}% on the predicted voice, one 16th back, the rest spread over the window"
+        );
         let flat: Vec<(i64, f64)> = (0..128).map(|k| (-k, 1.0 / 128.0)).collect();
         assert!(say(&flat).starts_with("spread over the window; most on"), "{}", say(&flat));
     }

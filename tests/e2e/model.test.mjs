@@ -227,7 +227,7 @@ test('attention by distance: one chart per head, each distribution sums to 1', a
   // Layer 1, head 0 of the Music model reads the predicted voice one 16th back, and says so on its chart and tile.
   await settle(p, () => p.click('#m-tiles .tile[data-layer="1"][data-head="0"]'));
   const said = await charts.nth(0).getAttribute('data-description');
-  assert.match(said, /^9\d % on the predicted voice, one 16th back$/);
+  assert.match(said, /^9\d\u00a0% on the predicted voice, one 16th back$/);
   assert.equal(await p.getAttribute('#m-tiles .tile[data-layer="1"][data-head="0"]', 'data-description'), said);
   assert.equal(await p.locator('#m-tiles .tile[data-layer="1"][data-head="0"] .tile-what').innerText(), said);
   await p.locator('#m-dist').screenshot({ path: join(artifacts, 'model-distances.png') });
