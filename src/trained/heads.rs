@@ -15,7 +15,7 @@ use crate::trained::chorales::VOICES;
 use ndarray::ArrayView2;
 
 /// The meter of a piece in 16th-note steps: steps per beat and per bar.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Meter {
     pub beat: i64,
     pub bar: i64,
@@ -62,6 +62,24 @@ pub fn name_distance(d: i64, meter: Meter) -> String {
         1 => "the query token itself".into(),
         _ if back % V == 0 => format!("the predicted voice, {}", steps_back(back / V, meter)),
         _ => format!("another voice, {back} tokens before the predicted one"),
+    }
+}
+
+/// [`name_distance`] for one query whose predicted token (i + 1) is in voice `predicted_voice`
+/// (0..4: soprano, alto, tenor, bass): names the key's voice and how far before the predicted token's step
+/// it lies: "the predicted voice (alto), one 16th back", "the soprano of the predicted token's step", "the
+/// bass, 2 16ths back", "the query token itself (the tenor)".
+pub fn name_key(d: i64, predicted_voice: usize, meter: Meter) -> String {
+    let back = 1 - d;
+    // The key's voice and step, counted from the predicted token's step.
+    let at = predicted_voice as i64 - back;
+    let (voice, steps) = (VOICES[at.rem_euclid(V) as usize], -at.div_euclid(V));
+    match back {
+        ..=0 => "a key after the query (masked)".into(),
+        1 => format!("the query token itself (the {voice})"),
+        _ if back % V == 0 => format!("the predicted voice ({voice}), {}", steps_back(steps, meter)),
+        _ if steps == 0 => format!("the {voice} of the predicted token's step"),
+        _ => format!("the {voice}, {}", steps_back(steps, meter)),
     }
 }
 
@@ -184,6 +202,15 @@ mod tests {
         assert_eq!(name(0), "the query token itself");
         assert_eq!(name(-4), "another voice, 5 tokens before the predicted one");
         assert_eq!(name(2), "a key after the query (masked)");
+        // Predicting the alto (voice 1) of a step: d = −3 is the alto a step back, d = −1 the soprano two
+        // tokens back... of the same step; predicting the soprano, the token before is the bass a step back.
+        assert_eq!(name_key(-3, 1, FOUR_FOUR), "the predicted voice (alto), one 16th back");
+        assert_eq!(name_key(0, 1, FOUR_FOUR), "the query token itself (the soprano)");
+        assert_eq!(name_key(0, 0, FOUR_FOUR), "the query token itself (the bass)");
+        assert_eq!(name_key(-1, 3, FOUR_FOUR), "the alto of the predicted token's step");
+        assert_eq!(name_key(-1, 0, FOUR_FOUR), "the tenor, one 16th back");
+        assert_eq!(name_key(-15, 2, FOUR_FOUR), "the predicted voice (tenor), one beat back");
+        assert_eq!(name_key(-16, 2, FOUR_FOUR), "the alto, one beat back");
         let marks: Vec<(i64, String)> = landmarks(Meter::of("3/4", 4)).into_iter().map(|m| (m.distance, m.label)).collect();
         assert_eq!(marks, [(-3, "16th".into()), (-15, "beat".into()), (-47, "bar".into())]);
     }

@@ -188,6 +188,8 @@ pub struct WindowInfo {
     /// The attention maps kept: layers × heads, each (T, T).
     pub layers: usize,
     pub heads: usize,
+    /// The piece's meter in 16th-note steps, which names distances ([`name_key`]).
+    pub meter: Meter,
 }
 
 /// Attention by distance of one head over the current window.
@@ -497,6 +499,7 @@ impl ModelSession {
             nll,
             layers: c.layers,
             heads: c.heads,
+            meter,
         };
         let mut state = self.state.borrow_mut();
         state.window = Some(Window { start, tokens, pass, meter });
@@ -662,4 +665,20 @@ impl ModelSession {
     pub fn midi(&self, bpm: u32) -> std::result::Result<Vec<u8>, JsValue> {
         self.data.midi(&self.tokens(), bpm).map_err(to_js)
     }
+}
+
+/// What the key at distance `d` = j − i reaches for a query whose predicted token (i + 1) is in voice
+/// `predicted_voice` (0..4), in a meter of `beat` and `bar` steps ([`WindowInfo::meter`]): the page's roll
+/// tooltip and selected-note sentence name distances with it ([`heads::name_key`]), as the charts do.
+#[wasm_bindgen]
+pub fn name_key(d: i32, predicted_voice: u32, beat: u32, bar: u32) -> String {
+    let meter = Meter { beat: beat.max(1) as i64, bar: bar.max(1) as i64 };
+    heads::name_key(d as i64, (predicted_voice % VOICES.len() as u32) as usize, meter)
+}
+
+/// What the key at distance `d` reaches relative to the predicted token, whatever voice is predicted
+/// ([`heads::name_distance`]): the distance charts' tooltip.
+#[wasm_bindgen]
+pub fn name_distance(d: i32, beat: u32, bar: u32) -> String {
+    heads::name_distance(d as i64, Meter { beat: beat.max(1) as i64, bar: bar.max(1) as i64 })
 }

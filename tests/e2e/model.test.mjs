@@ -230,6 +230,28 @@ test('attention by distance: one chart per head, each distribution sums to 1', a
   assert.match(said, /^9\d\u00a0% on the predicted voice, one 16th back$/);
   assert.equal(await p.getAttribute('#m-tiles .tile[data-layer="1"][data-head="0"]', 'data-description'), said);
   assert.equal(await p.locator('#m-tiles .tile[data-layer="1"][data-head="0"] .tile-what').innerText(), said);
+  // The y axis reads as a share: its top is the chart's largest share, labelled "max", never past 1.
+  const max = Number(await charts.nth(0).getAttribute('data-max'));
+  assert.ok(max > 0.9 && max <= 1, `max ${max}`);
+  // Hovering names the distance by what it reaches and gives the share, in the page's own tooltip.
+  await charts.nth(0).scrollIntoViewIfNeeded();
+  const box = await charts.nth(0).boundingBox();
+  const hv = await charts.nth(0).evaluate((c) => ({ left: c.hover.left, right: c.hover.right, from: c.hover.shownFrom }));
+  const x = box.x + hv.left + ((-3 - hv.from) / -hv.from) * (hv.right - hv.left);
+  await p.mouse.move(x, box.y + box.height / 2);
+  await p.waitForFunction(() => !document.getElementById('tooltip').hidden);
+  const tip = await p.locator('#tooltip').innerText();
+  assert.match(tip, /distance -3\n.*the predicted voice, one 16th back\nshare of the attention 0\.9\d{3}/s);
+  // The selected-note sentence names where the head looks from the token being predicted.
+  assert.match(await p.locator('#m-selected').innerText(), /predicts the next token, the (soprano|alto|tenor|bass)\. .*the predicted voice \((soprano|alto|tenor|bass)\), one 16th back/);
+  // The whole window: the landmarks' labels never overlap (a label that would is left out).
+  await p.check('#m-dist-full');
+  for (let h = 0; h < 4; h++) {
+    for (const row of JSON.parse(await charts.nth(h).getAttribute('data-label-rows'))) {
+      row.sort((a, b) => a[0] - b[0]);
+      for (let k = 1; k < row.length; k++) assert.ok(row[k - 1][1] <= row[k][0], `head ${h}: labels ${JSON.stringify(row)} overlap`);
+    }
+  }
   await p.locator('#m-dist').screenshot({ path: join(artifacts, 'model-distances.png') });
   await p.close();
 });

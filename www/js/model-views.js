@@ -7,6 +7,7 @@
 // (data-layer/head/row, data-sum, data-landmarks, data-description, data-series).
 import { $ } from './dom.js';
 import { state } from './state.js';
+import { hideTip, showTip } from './tooltip.js';
 
 const HEAD_COLORS = ['#1f6fc4', '#d62728', '#2a9d3a', '#8a4fbf', '#e07000', '#555', '#17becf', '#bcbd22'];
 
@@ -100,36 +101,53 @@ export function drawDistances(r, box = $('m-dist')) {
     const c = document.createElement('canvas');
     c.setAttribute('role', 'img');
     c.addEventListener('mousemove', (e) => distanceHover(c, e));
+    c.addEventListener('mouseleave', hideTip);
     box.append(c);
   }
   r.profiles.forEach((d, h) => {
     const c = box.children[h];
-    const { ctx, w, h: hh } = blank(c, 320, 166);
-    const m = { l: 36, r: 14, t: 18, b: 36 };
-    // distribution[k] is distance k − (T − 1).
+    const { ctx, w, h: hh } = blank(c, 320, 170);
+    const m = { l: 54, r: 14, t: 28, b: 36 };
+    // distribution[k] is distance k − (T − 1): a share of the attention, 0…1.
     const at = (dist) => d[dist + T - 1];
-    let top = 0;
-    for (let dist = shownFrom; dist <= 0; dist++) top = Math.max(top, at(dist));
-    top = top > 0 ? top * 1.1 : 1;
+    let max = 0;
+    for (let dist = shownFrom; dist <= 0; dist++) max = Math.max(max, at(dist));
+    // The y axis runs to the chart's largest share (labelled "max", never past 1), with room above its peak.
+    const top = max > 0 ? Math.min(1, max) * 1.12 : 1;
     const X = (dist) => m.l + ((dist - shownFrom) / Math.max(1, -shownFrom)) * (w - m.l - m.r);
     const Y = (v) => hh - m.b - (v / top) * (hh - m.t - m.b);
     ctx.font = '10px system-ui, sans-serif';
+    // Landmark labels on two rows above the plot; one that would overlap a label already placed is left out
+    // (its dashed line stays, and hovering names it).
+    const placed = [[], []];
     for (const { distance: dist, label: name } of r.landmarks) {
       if (dist < shownFrom) continue;
       ctx.strokeStyle = '#ccc'; ctx.setLineDash([3, 3]);
       ctx.beginPath(); ctx.moveTo(X(dist), m.t); ctx.lineTo(X(dist), hh - m.b); ctx.stroke();
       ctx.setLineDash([]);
-      ctx.fillStyle = '#777'; ctx.textAlign = dist === shownFrom ? 'left' : 'center';
-      ctx.fillText(`${dist} ${name}`, X(dist), m.t - 6);
+      const text = `${dist} ${name}`;
+      const width = ctx.measureText(text).width;
+      const left = Math.max(2, Math.min(X(dist) - width / 2, w - 2 - width));
+      const row = placed.findIndex((spans) => spans.every(([a, b]) => left + width + 4 <= a || b + 4 <= left));
+      if (row < 0) continue;
+      placed[row].push([left, left + width]);
+      ctx.fillStyle = '#777'; ctx.textAlign = 'left';
+      ctx.fillText(text, left, row === 0 ? 10 : 21);
     }
+    c.dataset.labelRows = JSON.stringify(placed);
     ctx.strokeStyle = '#999'; ctx.lineWidth = 1;
     ctx.beginPath(); ctx.moveTo(m.l, hh - m.b); ctx.lineTo(w - m.r, hh - m.b); ctx.stroke();
     ctx.fillStyle = '#777'; ctx.textAlign = 'center';
     ctx.fillText(String(shownFrom), X(shownFrom) + 8, hh - m.b + 12);
     ctx.fillText('0', X(0) - 4, hh - m.b + 12);
     ctx.textAlign = 'right';
-    ctx.fillText(top.toFixed(2), m.l - 3, m.t + 14);
+    if (max > 0) {
+      ctx.strokeStyle = '#ddd';
+      ctx.beginPath(); ctx.moveTo(m.l, Y(max)); ctx.lineTo(w - m.r, Y(max)); ctx.stroke();
+      ctx.fillText(`max ${max.toFixed(2)}`, m.l - 3, Y(max) + 3, m.l - 4);
+    }
     ctx.fillText('0', m.l - 3, hh - m.b);
+    c.dataset.max = String(max);
     ctx.strokeStyle = HEAD_COLORS[h % HEAD_COLORS.length]; ctx.lineWidth = 1.5;
     ctx.beginPath();
     for (let dist = shownFrom; dist <= 0; dist++) {
@@ -144,7 +162,7 @@ export function drawDistances(r, box = $('m-dist')) {
     for (const v of d) sum += v;
     let shown = 0;
     for (let dist = shownFrom; dist <= 0; dist++) shown += at(dist);
-    c.hover = { d, T, shownFrom, left: m.l, right: w - m.r };
+    c.hover = { d, T, shownFrom, left: m.l, right: w - m.r, head: h, layer: r.layer, what: r.descriptions[h], meter: r.meter || r.window.meter };
     c.dataset.head = String(h);
     c.dataset.landmarks = r.landmarks.filter((k) => k.distance >= shownFrom).map((k) => `${k.distance} ${k.label}`).join(',');
     c.dataset.description = what;
@@ -155,15 +173,21 @@ export function drawDistances(r, box = $('m-dist')) {
   });
 }
 
-/** A distance chart's tooltip (its title): the distance under the pointer and the head's weight there. */
+/** A distance chart's tooltip (the page's own): the distance under the pointer, what it reaches, and the head's share there. */
 function distanceHover(c, e) {
   const hv = c.hover;
   if (!hv) return;
   const x = e.clientX - c.getBoundingClientRect().left;
   const dist = Math.round(hv.shownFrom + ((x - hv.left) / (hv.right - hv.left)) * -hv.shownFrom);
-  if (dist < hv.shownFrom || dist > 0) { c.title = ''; return; }
+  if (dist < hv.shownFrom || dist > 0) { hideTip(); return; }
+  const share = hv.d[dist + hv.T - 1];
   const mark = hv.landmarks.find((k) => k.distance === dist);
-  c.title = `distance ${dist}${mark ? ` (${mark.name})` : ''}: ${(100 * hv.d[dist + hv.T - 1]).toFixed(2)}% of the attention (averaged over the window's queries)`;
+  c.dataset.hovered = String(dist);
+  showTip(`layer ${hv.layer}, head ${hv.head}: distance ${dist}`, [
+    state.ui ? state.ui.name_distance(dist, hv.meter.beat, hv.meter.bar) : (mark ? mark.name : ''),
+    `share of the attention ${share.toFixed(4)} (${(100 * share).toFixed(2)} %, averaged over the window's queries)`,
+    hv.what,
+  ], e.pageX, e.pageY);
 }
 
 /** The prediction at the selected token: the top candidates and the actual next token's rank. */

@@ -146,13 +146,19 @@ function describe() {
   const t = m.position;
   const n = t == null ? null : w.notes[t];
   const top = arcsOf(s.values, w.length, t).sort((a, b) => b[1] - a[1]).slice(0, 3)
-    .map(([j, a]) => `${noteLabel(w.notes[j])} at ${j - t} (${a.toFixed(2)})`);
+    .map(([j, a]) => `${noteLabel(w.notes[j])} at ${j - t}, ${keyName(j - t, n)} (${a.toFixed(2)})`);
   $('m-selected').textContent = n
-    ? `Selected: token ${t} of the window, ${noteLabel(n)}, step ${n.step}. In layer ${s.layer}, head ${s.head} it attends most to: ${top.join('; ')}.`
+    ? `Selected: token ${t} of the window, ${noteLabel(n)}, step ${n.step}; it predicts the next token, the ${VOICES[(n.voice + 1) % 4]}. ` +
+      `In layer ${s.layer}, head ${s.head} it attends most to: ${top.join('; ')}.`
     : '';
 }
 
 const VOICES = ['soprano', 'alto', 'tenor', 'bass'];
+/** What the key at distance `d` from the query note `q` reaches, named from the token q predicts (src/trained/heads.rs). */
+function keyName(d, q) {
+  const { beat, bar } = m.shown.window.meter;
+  return state.ui ? state.ui.name_key(d, (q.voice + 1) % 4, beat, bar) : `distance ${d}`;
+}
 function noteLabel(n) {
   return `${VOICES[n.voice]} ${noteName(n.midi)}`;
 }
@@ -167,7 +173,8 @@ function hoverRoll(e) {
   if (t == null) { roll.title = ''; return; }
   const n = s.window.notes[t];
   const i = m.position;
-  const weight = i != null && t <= i && s.values ? `; weight from the selected token (distance ${t - i}): ${s.values[i * s.window.length + t].toFixed(3)}` : '';
+  const weight = i != null && t <= i && s.values
+    ? `; weight from the selected token (distance ${t - i}, ${keyName(t - i, s.window.notes[i])}): ${s.values[i * s.window.length + t].toFixed(3)}` : '';
   roll.title = `token ${t}: ${noteLabel(n)}, step ${n.step}${weight}`;
 }
 
@@ -331,7 +338,7 @@ function drawCompare() {
     charts.className = 'dist';
     row.append(h, charts);
     box.append(row);
-    drawDistances({ ...s, window: c.window, layer: c.layer, profiles, descriptions, landmarks }, charts);
+    drawDistances({ ...s, window: c.window, layer: c.layer, profiles, descriptions, landmarks, meter: s.window.meter }, charts);
   }
   $('m-dist-layer').textContent = `layer ${readHead().layer}`;
 }

@@ -118,6 +118,16 @@ function fillTip(v, i, j, announce = false) {
   return lines.slice(1).join('; ');
 }
 
+/** Shows the page's tooltip at page point (pageX, pageY): `title` in bold, then `lines`, as text nodes only. */
+export function showTip(title, lines, pageX, pageY) {
+  const tip = $('tooltip');
+  const b = document.createElement('b');
+  b.textContent = title;
+  tip.replaceChildren(b, ...lines.flatMap((l) => [document.createElement('br'), document.createTextNode(l)]));
+  tip.hidden = false;
+  placeTip(pageX, pageY);
+}
+
 /** Puts the tooltip beside the point, flipped to the other side at the viewport's edges and never outside it. */
 function placeTip(pageX, pageY) {
   const tip = $('tooltip');
