@@ -518,29 +518,46 @@ test('the three models side by side: one row of distance charts each, every dist
   await p.close();
 });
 
-test('Present: the model\'s slides, roll with arcs → every head → attention by distance → this head stage by stage', async () => {
+test('Present: five titled, numbered slides at projector size → this head stage by stage from its first stage → Esc back to Model mode', async () => {
   const p = await open(`?mode=model&model=music&piece=${PIECE}&start=0&length=64&layer=1&head=2&note=40`);
+  await p.setViewportSize({ width: 1280, height: 720 });
   await p.click('#m-present');
   const slide = () => p.evaluate(() => document.body.dataset.modelSlide || null);
-  const shown = async () => ({ roll: await p.locator('.roll-fig').isVisible(), tiles: await p.locator('#m-panel-tiles').isVisible(), dist: await p.locator('#m-panel-dist').isVisible() });
-  assert.equal(await slide(), 'roll');
-  assert.deepEqual(await shown(), { roll: true, tiles: false, dist: false });
-  assert.ok((await roll(p)).arcs.length > 0, 'the arcs are drawn on the roll slide');
-  await p.keyboard.press('ArrowRight');
-  assert.equal(await slide(), 'tiles');
-  assert.deepEqual(await shown(), { roll: false, tiles: true, dist: false });
-  await p.keyboard.press('ArrowRight');
-  assert.equal(await slide(), 'dist');
-  await p.screenshot({ path: join(artifacts, 'model-slide-dist.png') });
+  const panels = { roll: '.roll-fig', tiles: '#m-panel-tiles', dist: '#m-panel-dist', predict: '#m-panel-predict', nll: '#m-panel-nll' };
+  const order = Object.keys(panels);
+  for (const [k, name] of order.entries()) {
+    if (k > 0) await p.keyboard.press('ArrowRight');
+    assert.equal(await slide(), name);
+    for (const [other, sel] of Object.entries(panels)) assert.equal(await p.locator(sel).isVisible(), other === name, `${name}: ${other} shown?`);
+    const title = await p.locator('#m-slide-title').innerText();
+    assert.match(title, new RegExp(`^${k + 1} / 5 · \\S`), `${name}: "${title}"`);
+    // Text at projector size: the title and every label on the slide at least 14 px.
+    const small = await p.evaluate((sel) => [...document.querySelectorAll(`${sel} *`)]
+      .filter((e) => e.offsetParent && e.childNodes.length && [...e.childNodes].some((n) => n.nodeType === 3 && n.textContent.trim()))
+      .map((e) => [e.tagName, e.textContent.trim().slice(0, 30), parseFloat(getComputedStyle(e).fontSize)])
+      .filter(([, , px]) => px < 14), panels[name]);
+    assert.deepEqual(small, [], `${name}: text under 14 px`);
+    if (name === 'roll') assert.ok((await roll(p)).arcs.length > 0, 'the arcs are drawn on the roll slide');
+    if (name === 'dist') await p.screenshot({ path: join(artifacts, 'model-slide-dist.png') });
+  }
+  // The NLL slide computes its chart on arrival.
+  await p.waitForFunction(() => document.getElementById('m-nll') && document.getElementById('m-nll').dataset.drawn, null, { timeout: 120000 });
+  await p.screenshot({ path: join(artifacts, 'model-slide-nll.png') });
   await p.keyboard.press('ArrowLeft');
-  assert.equal(await slide(), 'tiles');
+  assert.equal(await slide(), 'predict');
   await p.keyboard.press('ArrowRight');
   await p.keyboard.press('ArrowRight');
-  // The last step: this head's stages, presented on its weights.
+  // The last step: this head's stages, presented from the first.
   await p.waitForSelector('#present:not([hidden])', { timeout: 60000 });
-  assert.equal(await p.getAttribute('#present', 'data-stage'), 'weights');
+  assert.match(await p.locator('#present-step').innerText(), /^1 \/ \d+$/);
   assert.equal(await slide(), null);
+  await p.keyboard.press('ArrowRight');
+  assert.match(await p.locator('#present-step').innerText(), /^2 \/ \d+$/);
+  // Esc: back to Model mode, the window and head as they were.
   await p.keyboard.press('Escape');
+  await p.waitForFunction(() => document.body.dataset.mode === 'model');
+  assert.equal(await p.inputValue('#m-head'), '2');
+  assert.ok(await p.locator('#roll').isVisible());
   await p.close();
 });
 

@@ -40,10 +40,10 @@ function showResult(msg) {
   if (p && (p.i >= n || p.j >= n)) state.pinned = null;
   render(state.current).then(() => {
     // The model slides' last step: this head's stages, presented from `presentWhenReady`.
-    const want = state.presentWhenReady;
-    if (!want) return;
+    const at = state.presentWhenReady;
+    if (at == null) return;
     state.presentWhenReady = null;
-    enterPresent(Math.max(0, state.current.stages.findIndex((s) => s.name === want)));
+    enterPresent(at);
   }).catch(drawFailed);
   showBackend(msg.backend);
   saveURL();

@@ -5,7 +5,7 @@
 // selected token (top candidates with bars, the actual next token's rank) and the NLL-per-position chart
 // (relative vs absolute beyond the training length). Each canvas carries what the tests check
 // (data-layer/head/row, data-sum, data-landmarks, data-description, data-series).
-import { $ } from './dom.js';
+import { $, textPx } from './dom.js';
 import { state } from './state.js';
 import { hideTip, showTip } from './tooltip.js';
 
@@ -107,7 +107,8 @@ export function drawDistances(r, box = $('m-dist')) {
   r.profiles.forEach((d, h) => {
     const c = box.children[h];
     const { ctx, w, h: hh } = blank(c, 320, 170);
-    const m = { l: 54, r: 14, t: 28, b: 36 };
+    const big = document.body.dataset.modelSlide ? 1.5 : 1;
+    const m = { l: 54 * big, r: 14, t: 28 * big, b: 36 * big };
     // distribution[k] is distance k − (T − 1): a share of the attention, 0…1.
     const at = (dist) => d[dist + T - 1];
     let max = 0;
@@ -116,7 +117,8 @@ export function drawDistances(r, box = $('m-dist')) {
     const top = max > 0 ? Math.min(1, max) * 1.12 : 1;
     const X = (dist) => m.l + ((dist - shownFrom) / Math.max(1, -shownFrom)) * (w - m.l - m.r);
     const Y = (v) => hh - m.b - (v / top) * (hh - m.t - m.b);
-    ctx.font = '10px system-ui, sans-serif';
+    const fs = textPx(10);
+    ctx.font = `${fs}px system-ui, sans-serif`;
     // Landmark labels on two rows above the plot; one that would overlap a label already placed is left out
     // (its dashed line stays, and hovering names it).
     const placed = [[], []];
@@ -132,14 +134,14 @@ export function drawDistances(r, box = $('m-dist')) {
       if (row < 0) continue;
       placed[row].push([left, left + width]);
       ctx.fillStyle = '#777'; ctx.textAlign = 'left';
-      ctx.fillText(text, left, row === 0 ? 10 : 21);
+      ctx.fillText(text, left, row === 0 ? fs : 2 * fs + 2);
     }
     c.dataset.labelRows = JSON.stringify(placed);
     ctx.strokeStyle = '#999'; ctx.lineWidth = 1;
     ctx.beginPath(); ctx.moveTo(m.l, hh - m.b); ctx.lineTo(w - m.r, hh - m.b); ctx.stroke();
     ctx.fillStyle = '#777'; ctx.textAlign = 'center';
-    ctx.fillText(String(shownFrom), X(shownFrom) + 8, hh - m.b + 12);
-    ctx.fillText('0', X(0) - 4, hh - m.b + 12);
+    ctx.fillText(String(shownFrom), X(shownFrom) + 8, hh - m.b + fs + 2);
+    ctx.fillText('0', X(0) - 4, hh - m.b + fs + 2);
     ctx.textAlign = 'right';
     if (max > 0) {
       ctx.strokeStyle = '#ddd';
@@ -155,7 +157,7 @@ export function drawDistances(r, box = $('m-dist')) {
     }
     ctx.stroke();
     ctx.fillStyle = '#333'; ctx.textAlign = 'left';
-    ctx.fillText(`head ${h}`, m.l + 4, m.t + 14);
+    ctx.fillText(`head ${h}`, m.l + 4, m.t + fs + 4);
     const what = r.descriptions[h];
     ctx.fillText(what, 4, hh - 6, w - 8);
     let sum = 0;
@@ -219,15 +221,18 @@ export function drawNll() {
   const c = $('m-nll');
   if (!c) return;
   if (!n) { delete c.dataset.drawn; $('m-nll-note').textContent = ''; return; }
+  // Shown before it is measured (style.css hides it until drawn), so it is drawn at its displayed size.
+  c.dataset.drawn = '1';
   const { ctx, w, h: hh } = blank(c, 900, 240);
-  const m = { l: 40, r: 10, t: 14, b: 22 };
+  const fs = textPx(11);
+  const m = { l: 40 * fs / 11, r: 10, t: 14, b: 22 * fs / 11 };
   const len = n.series[0].values.length;
   const smooth = (v) => v.map((_, k) => { const a = Math.max(0, k - 31); let s = 0; for (let q = a; q <= k; q++) s += v[q]; return s / (k - a + 1); });
   const lines = n.series.map((s) => ({ ...s, smooth: smooth(s.values) }));
   const top = Math.max(4, ...lines.map((s) => Math.max(...s.smooth))) * 1.05;
   const X = (k) => m.l + (k / Math.max(1, len - 1)) * (w - m.l - m.r);
   const Y = (v) => hh - m.b - (Math.min(v, top) / top) * (hh - m.t - m.b);
-  ctx.font = '11px system-ui, sans-serif';
+  ctx.font = `${fs}px system-ui, sans-serif`;
   ctx.strokeStyle = '#999'; ctx.beginPath(); ctx.moveTo(m.l, hh - m.b); ctx.lineTo(w - m.r, hh - m.b); ctx.moveTo(m.l, m.t); ctx.lineTo(m.l, hh - m.b); ctx.stroke();
   ctx.fillStyle = '#666'; ctx.textAlign = 'right';
   for (let v = 0; v <= top; v += 1) ctx.fillText(`${v}`, m.l - 4, Y(v) + 4);
@@ -244,15 +249,20 @@ export function drawNll() {
     s.smooth.forEach((v, k) => (k ? ctx.lineTo(X(k), Y(v)) : ctx.moveTo(X(k), Y(v))));
     ctx.stroke();
   }
+  // The legend, sized to its text, in the top right corner.
   ctx.textAlign = 'left';
+  const names = lines.map((s) => (s.model === 'music' ? 'relative (Music Transformer)' : 'absolute positions'));
+  const text = Math.max(...names.map((t) => ctx.measureText(t).width));
+  const row = fs + 4;
+  const x0 = w - m.r - text - 36;
   ctx.fillStyle = 'rgba(255, 255, 255, 0.85)';
-  ctx.fillRect(w - m.r - 196, m.t - 4, 194, 14 * lines.length + 6);
+  ctx.fillRect(x0 - 4, m.t - 4, text + 40, row * lines.length + 6);
   lines.forEach((s, k) => {
-    const y = m.t + 6 + 14 * k;
+    const y = m.t + row / 2 + row * k;
     ctx.strokeStyle = colors[s.model]; ctx.lineWidth = 2.5;
-    ctx.beginPath(); ctx.moveTo(w - m.r - 190, y); ctx.lineTo(w - m.r - 170, y); ctx.stroke();
+    ctx.beginPath(); ctx.moveTo(x0, y); ctx.lineTo(x0 + 20, y); ctx.stroke();
     ctx.fillStyle = '#333';
-    ctx.fillText(s.model === 'music' ? 'relative (Music Transformer)' : 'absolute positions', w - m.r - 164, y + 4);
+    ctx.fillText(names[k], x0 + 26, y + fs / 3);
   });
   ctx.save(); ctx.translate(12, (m.t + hh - m.b) / 2); ctx.rotate(-Math.PI / 2); ctx.textAlign = 'center'; ctx.fillStyle = '#666';
   ctx.fillText('NLL (nats)', 0, 0); ctx.restore();
@@ -265,6 +275,5 @@ export function drawNll() {
   });
   $('m-nll-note').textContent = `BWV ${n.piece}, ${n.length} tokens from its start; a 32-position moving mean. ${parts.join('; ')}.`;
   c.setAttribute('aria-label', `NLL per position: ${$('m-nll-note').textContent}`);
-  c.dataset.drawn = '1';
   c.dataset.series = JSON.stringify(lines.map((s) => ({ model: s.model, count: s.values.length, mean: s.mean })));
 }

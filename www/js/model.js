@@ -345,8 +345,17 @@ function drawCompare() {
 
 // --- the model's slides ---------------------------------------------------------------------------------------
 
-/** The slides in order, each one panel of Model mode; after the last comes the chosen head stage by stage. */
-const SLIDES = [['roll', '.roll-fig'], ['tiles', '#m-panel-tiles'], ['dist', '#m-panel-dist']];
+/**
+ * The slides in order, each one panel of Model mode with its title; after the last comes the chosen head stage
+ * by stage (Parameters mode's presentation from its first stage), and Esc there returns here.
+ */
+const SLIDES = [
+  ['roll', '.roll-fig', () => `The window and what the selected note attends to (layer ${m.shown.layer}, head ${m.shown.head})`],
+  ['tiles', '#m-panel-tiles', () => 'Every layer and head, and what each does'],
+  ['dist', '#m-panel-dist', () => `Attention by distance, layer ${m.shown.layer}`],
+  ['predict', '#m-panel-predict', () => 'The next token after the selected one'],
+  ['nll', '#m-panel-nll', () => 'Longer than trained: loss per position'],
+];
 
 /** Shows slide `name` alone, full screen (null: back to the page); resolves once full screen is left or entered. */
 function presentModel(name) {
@@ -354,6 +363,11 @@ function presentModel(name) {
   for (const [, sel] of SLIDES) document.querySelector(sel).removeAttribute('data-slide');
   state.modelSlide = name;
   $('m-slide-keys').hidden = !name;
+  const at = SLIDES.findIndex(([n]) => n === name);
+  $('m-slide-title').hidden = !name;
+  $('m-slide-title').textContent = name && m.shown ? `${at + 1} / ${SLIDES.length} · ${SLIDES[at][2]()}` : '';
+  // The NLL slide shows its chart: computed on arrival when it is not yet.
+  if (name === 'nll' && !m.nll && !$('m-nll-btn').disabled) $('m-nll-btn').click();
   if (!name) {
     delete document.body.dataset.modelSlide;
     if (document.fullscreenElement && document.exitFullscreen) done = document.exitFullscreen().catch(() => {});
@@ -363,8 +377,8 @@ function presentModel(name) {
     const el = document.documentElement;
     if (el.requestFullscreen && !document.fullscreenElement) done = el.requestFullscreen().catch(() => {});
   }
-  // The panels draw at their new size.
-  if (m.shown) { redraw(); drawDistances(m.shown); drawCompare(); }
+  // The panels draw at their new size (and text size: 14 px or more on a slide).
+  if (m.shown) { redraw(); drawDistances(m.shown); drawCompare(); drawNll(); }
   return done;
 }
 
@@ -376,7 +390,10 @@ function modelSlideKeys(e) {
     e.preventDefault();
     if (at + 1 < SLIDES.length) { presentModel(SLIDES[at + 1][0]); return; }
     // Once full screen is left: its fullscreenchange, coming after the stages are presented, would end them.
-    state.presentWhenReady = 'weights';
+    // The stages are presented from the first (the indices, the table, the logits, the skew's steps in
+    // order, the weights, the outputs); Esc there returns to Model mode as it was left.
+    state.presentWhenReady = 0;
+    state.afterPresent = () => setMode('model', null);
     presentModel(null).then(() => $('m-stages').click());
   } else if (['ArrowLeft', 'PageUp'].includes(e.key)) {
     e.preventDefault();

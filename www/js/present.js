@@ -26,6 +26,9 @@ export function exitPresent() {
   if (document.fullscreenElement && document.exitFullscreen) document.exitFullscreen().catch(() => {});
   saveURL();
   $('present-btn').focus();
+  const after = state.afterPresent;
+  state.afterPresent = null;
+  if (after) after();
 }
 
 function stepTo(at) {

@@ -5,10 +5,12 @@
 // ≥ 0.01 in the chosen head (width and opacity ∝ weight; a rest's end is on the rest lane at the bottom).
 // For the tests the canvas carries data-position (the selected token), data-arcs (JSON [[key, weight], …]
 // as drawn), data-bars, data-sampled (the sampled tokens) and data-playhead.
+import { textPx } from './dom.js';
+
 const VOICE_COLORS = ['#d62728', '#2a9d3a', '#1f6fc4', '#8a4fbf'];
 export const VOICE_NAMES = ['S', 'A', 'T', 'B'];
 const MIN_WEIGHT = 0.01;
-const M = { left: 44, right: 12, top: 18, bottom: 34 }; // margins (CSS px); the rest lane is the bottom's upper part
+const M = { left: 44, right: 12, top: 18, bottom: 52 }; // margins (CSS px); the rest lane is the bottom's upper part, the legend its last line
 const NAMES = ['C', 'C#', 'D', 'D#', 'E', 'F', 'F#', 'G', 'G#', 'A', 'A#', 'B']; // as the vocabulary spells them
 
 const patterns = new Map();
@@ -112,7 +114,7 @@ export function drawRoll(canvas, r, { sampled = [], position = null, playhead = 
   const spq = r.info.steps_per_quarter;
 
   // Pitch lines at every C, and labels.
-  ctx.font = '11px system-ui, sans-serif';
+  ctx.font = `${textPx(11)}px system-ui, sans-serif`;
   ctx.textBaseline = 'middle';
   for (let m = L.lo; m <= L.hi; m++) {
     if (m % 12 !== 0) continue;
@@ -150,6 +152,21 @@ export function drawRoll(canvas, r, { sampled = [], position = null, playhead = 
   ctx.fillStyle = '#888'; ctx.textAlign = 'center'; ctx.textBaseline = 'top';
   const every = Math.max(spq, Math.ceil(60 / L.sx / spq) * spq);
   for (let s = Math.ceil(L.s0 / every) * every; s <= s1; s += every) ctx.fillText(String(s), L.x(s), h - M.bottom + 18);
+  // The legend and the axis's name, on the last line (so an exported roll explains itself).
+  ctx.textBaseline = 'alphabetic';
+  ctx.textAlign = 'left';
+  let lx = M.left;
+  const ly = h - 6;
+  const fs = textPx(11);
+  for (const [v, name] of ['soprano', 'alto', 'tenor', 'bass'].entries()) {
+    ctx.fillStyle = VOICE_COLORS[v];
+    ctx.fillRect(lx, ly - fs + 2, fs - 2, fs - 2);
+    ctx.fillStyle = '#444';
+    ctx.fillText(name, lx + fs + 2, ly);
+    lx += fs + 6 + ctx.measureText(name).width + 10;
+  }
+  ctx.fillStyle = '#888'; ctx.textAlign = 'right';
+  ctx.fillText('16th-note step (bar numbers above); pitch up', w - M.right, ly);
 
   // Notes.
   const rs = runs(L.notes, T);

@@ -72,6 +72,8 @@ export const state = {
   modelSlide: null,
   /** A stage to present once the next result is drawn (the model slides' last step), or null. */
   presentWhenReady: null,
+  /** What leaving that presentation does (the model slides: back to Model mode), or null. */
+  afterPresent: null,
   /** Model mode's layer shown stage by stage in Parameters mode: { kind, window, layer }, or null (until a
    *  control, a preset or a file asks for something else). */
   modelSource: null,
