@@ -569,7 +569,13 @@ test('each Model mode panel exports as PNG and SVG', async () => {
       const bytes = readFileSync(await dl.path());
       assert.match(dl.suggestedFilename(), new RegExp(`relattn-shaw-BWV10\\.7-t0-64-L0-${panel.slice(8)}\\.${kind}$`));
       if (kind === 'png') assert.deepEqual([...bytes.subarray(0, 8)], [137, 80, 78, 71, 13, 10, 26, 10], `${panel}: not a PNG`);
-      else assert.match(bytes.toString(), /^<svg [^>]*>\n<title>[^<]+<\/title>\n<image [^>]*href="data:image\/png;base64,/, `${panel}: not the SVG`);
+      else {
+        assert.match(bytes.toString(), /^<svg [^>]*>\n<title>[^<]+<\/title>\n<image [^>]*href="data:image\/png;base64,/, `${panel}: not the SVG`);
+        // The title says what and where, without the page's hints.
+        const title = /<title>([^<]+)<\/title>/.exec(bytes.toString())[1];
+        assert.match(title, / — shaw model, BWV 10\.7, tokens 0…63, layer 0, head 1$/, title);
+        assert.doesNotMatch(title, /click/);
+      }
     }
   }
   const [dl] = await Promise.all([p.waitForEvent('download'), p.click('#m-export-svg')]);
@@ -637,6 +643,17 @@ test('embed (?embed=arcs, tiles) shows that view alone; PNG export and full scre
   assert.ok(await t.locator('#m-tiles').isVisible());
   for (const id of ['roll', 'm-dist', 'm-predict', 'model-form']) assert.ok(await t.locator(`#${id}`).isHidden(), `#${id} hidden`);
   await t.close();
+  // embed=distance fits a 960 × 300 frame; embed=nll computes its chart on open.
+  const dist = await open(`?mode=model&model=music&piece=${PIECE}&embed=distance`);
+  await dist.setViewportSize({ width: 960, height: 300 });
+  await dist.waitForFunction(() => document.querySelectorAll('#m-dist canvas').length === 4);
+  const fits = await dist.evaluate(() => [...document.querySelectorAll('#m-dist canvas')].map((c) => c.getBoundingClientRect()).every((b) => b.bottom <= 300 && b.right <= 960 && b.height >= 150));
+  assert.ok(fits, 'every distance chart inside 960 × 300');
+  await dist.screenshot({ path: join(artifacts, 'model-embed-distance.png') });
+  await dist.close();
+  const nll = await open(`?mode=model&model=music&piece=${PIECE}&embed=nll`);
+  await nll.waitForFunction(() => document.getElementById('m-nll') && document.getElementById('m-nll').dataset.drawn, null, { timeout: 120000 });
+  await nll.close();
   const bad = await open(`?mode=model&model=music&piece=${PIECE}&embed=bogus`);
   assert.match(await bad.locator('#err-general').innerText(), /embed: no view 'bogus'.*arcs, tiles, distance, prediction, nll/);
   await bad.close();

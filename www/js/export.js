@@ -47,7 +47,10 @@ export function exportPanel(panel, kind) {
   const s = state.model.shown;
   if (!s) return;
   const box = panel.getBoundingClientRect();
-  const title = panel.querySelector('h2').textContent.trim();
+  const w = s.window;
+  // The panel's heading without its on-page hints ("(click a tile…)"), and what it was computed on.
+  const heading = [...panel.querySelector('h2').childNodes].filter((n) => !(n.classList && n.classList.contains('range'))).map((n) => n.textContent).join('').trim();
+  const title = `${heading} — ${s.model} model, BWV ${w.piece}, tokens ${w.start}…${w.start + w.length - 1}${w.transpose ? ` (transposed ${w.transpose})` : ''}, layer ${s.layer}, head ${s.head}`;
   const scale = 2;
   const top = 28;
   const c = document.createElement('canvas');
@@ -59,15 +62,39 @@ export function exportPanel(panel, kind) {
   ctx.scale(scale, scale);
   ctx.fillStyle = '#111';
   ctx.font = 'bold 14px sans-serif';
-  ctx.fillText(title, 8, 18);
+  ctx.fillText(title, 8, 18, box.width - 16);
   for (const cv of panel.querySelectorAll('canvas')) {
     const b = cv.getBoundingClientRect();
     if (b.width && b.height) ctx.drawImage(cv, b.left - box.left, b.top - box.top + top, b.width, b.height);
   }
-  const w = s.window;
+  // The panel's own text that explains its canvases (tile captions and what each head does, the compare
+  // view's rows, notes), each where it is on the page, wrapped to its width.
+  ctx.font = '11px sans-serif';
+  ctx.fillStyle = '#333';
+  for (const el of panel.querySelectorAll('.tile span, .compare-row h3, .desc, .axis-note')) {
+    const b = el.getBoundingClientRect();
+    if (!b.width || !el.textContent.trim()) continue;
+    wrapText(ctx, el.textContent.trim(), b.left - box.left, b.top - box.top + top + 11, b.width, 13, getComputedStyle(el).textAlign === 'center');
+  }
   const name = `relattn-${s.model}-BWV${w.piece}-t${w.start}-${w.length}-L${s.layer}-${panel.id.replace(/^m-panel-/, '')}`;
   if (kind === 'png') c.toBlob((blob) => download(blob, `${name}.png`), 'image/png');
   else download(rasterSVG(c, box.width, box.height + top, title), `${name}.svg`);
+}
+
+/** Draws `text` from (x, y) in lines of at most `width` px, `lineHeight` apart (centred within `width` when asked). */
+function wrapText(ctx, text, x, y, width, lineHeight, centred) {
+  let line = '';
+  const flush = () => {
+    ctx.textAlign = centred ? 'center' : 'left';
+    ctx.fillText(line, centred ? x + width / 2 : x, y, width);
+    y += lineHeight;
+  };
+  for (const word of text.split(/\s+/)) {
+    const next = line ? `${line} ${word}` : word;
+    if (line && ctx.measureText(next).width > width) { flush(); line = word; } else line = next;
+  }
+  if (line) flush();
+  ctx.textAlign = 'left';
 }
 
 function baseName() {

@@ -108,7 +108,12 @@ export function drawDistances(r, box = $('m-dist')) {
     const c = box.children[h];
     const { ctx, w, h: hh } = blank(c, 320, 170);
     const big = document.body.dataset.modelSlide ? 1.5 : 1;
-    const m = { l: 54 * big, r: 14, t: 28 * big, b: 36 * big };
+    const fs = textPx(10);
+    ctx.font = `${fs}px system-ui, sans-serif`;
+    // The head's description under the axis, on as many lines as the width needs.
+    const what = r.descriptions[h];
+    const lines = wrapLines(ctx, what, w - 8);
+    const m = { l: 64 * big, r: 14, t: 28 * big, b: (fs + 4) * (lines.length + 1) + 8 };
     // distribution[k] is distance k − (T − 1): a share of the attention, 0…1.
     const at = (dist) => d[dist + T - 1];
     let max = 0;
@@ -117,8 +122,6 @@ export function drawDistances(r, box = $('m-dist')) {
     const top = max > 0 ? Math.min(1, max) * 1.12 : 1;
     const X = (dist) => m.l + ((dist - shownFrom) / Math.max(1, -shownFrom)) * (w - m.l - m.r);
     const Y = (v) => hh - m.b - (v / top) * (hh - m.t - m.b);
-    const fs = textPx(10);
-    ctx.font = `${fs}px system-ui, sans-serif`;
     // Landmark labels on two rows above the plot; one that would overlap a label already placed is left out
     // (its dashed line stays, and hovering names it).
     const placed = [[], []];
@@ -142,11 +145,17 @@ export function drawDistances(r, box = $('m-dist')) {
     ctx.fillStyle = '#777'; ctx.textAlign = 'center';
     ctx.fillText(String(shownFrom), X(shownFrom) + 8, hh - m.b + fs + 2);
     ctx.fillText('0', X(0) - 4, hh - m.b + fs + 2);
+    // The axis's name between its end ticks, in full where it fits.
+    const room = w - m.l - m.r - ctx.measureText(`${shownFrom}  0`).width - 24;
+    const axis = ['distance j − i (key − query)', 'distance j − i', 'j − i'].find((t) => ctx.measureText(t).width <= room) || '';
+    ctx.fillText(axis, (m.l + w - m.r) / 2, hh - m.b + fs + 2);
+    ctx.save(); ctx.translate(fs, (m.t + hh - m.b) / 2); ctx.rotate(-Math.PI / 2);
+    ctx.fillText('share of attention', 0, 0); ctx.restore();
     ctx.textAlign = 'right';
     if (max > 0) {
       ctx.strokeStyle = '#ddd';
       ctx.beginPath(); ctx.moveTo(m.l, Y(max)); ctx.lineTo(w - m.r, Y(max)); ctx.stroke();
-      ctx.fillText(`max ${max.toFixed(2)}`, m.l - 3, Y(max) + 3, m.l - 4);
+      ctx.fillText(`max ${max.toFixed(2)}`, m.l - 3, Y(max) + 3, m.l - fs - 6);
     }
     ctx.fillText('0', m.l - 3, hh - m.b);
     c.dataset.max = String(max);
@@ -158,8 +167,7 @@ export function drawDistances(r, box = $('m-dist')) {
     ctx.stroke();
     ctx.fillStyle = '#333'; ctx.textAlign = 'left';
     ctx.fillText(`head ${h}`, m.l + 4, m.t + fs + 4);
-    const what = r.descriptions[h];
-    ctx.fillText(what, 4, hh - 6, w - 8);
+    lines.forEach((line, k) => ctx.fillText(line, 4, hh - m.b + (fs + 4) * (k + 2)));
     let sum = 0;
     for (const v of d) sum += v;
     let shown = 0;
@@ -173,6 +181,18 @@ export function drawDistances(r, box = $('m-dist')) {
     c.dataset.shownMass = String(shown);
     c.setAttribute('aria-label', `Layer ${r.layer} head ${h}: ${what}; attention by distance, ${(100 * shown).toFixed(0)}% of the weight within ${shownFrom}…0`);
   });
+}
+
+/** `text` split into lines of at most `width` px in the context's font, breaking between words. */
+function wrapLines(ctx, text, width) {
+  const lines = [];
+  let line = '';
+  for (const word of text.split(' ')) {
+    const next = line ? `${line} ${word}` : word;
+    if (line && ctx.measureText(next).width > width) { lines.push(line); line = word; } else line = next;
+  }
+  if (line) lines.push(line);
+  return lines;
 }
 
 /** A distance chart's tooltip (the page's own): the distance under the pointer, what it reaches, and the head's share there. */
@@ -225,7 +245,7 @@ export function drawNll() {
   c.dataset.drawn = '1';
   const { ctx, w, h: hh } = blank(c, 900, 240);
   const fs = textPx(11);
-  const m = { l: 40 * fs / 11, r: 10, t: 14, b: 22 * fs / 11 };
+  const m = { l: 40 * fs / 11, r: 10, t: 14, b: 2 * fs + 14 };
   const len = n.series[0].values.length;
   const smooth = (v) => v.map((_, k) => { const a = Math.max(0, k - 31); let s = 0; for (let q = a; q <= k; q++) s += v[q]; return s / (k - a + 1); });
   const lines = n.series.map((s) => ({ ...s, smooth: smooth(s.values) }));
@@ -238,7 +258,7 @@ export function drawNll() {
   for (let v = 0; v <= top; v += 1) ctx.fillText(`${v}`, m.l - 4, Y(v) + 4);
   ctx.textAlign = 'center';
   for (let k = 0; k <= len; k += 256) {
-    ctx.fillText(String(k), X(Math.min(k, len - 1)), hh - 6);
+    ctx.fillText(String(k), X(Math.min(k, len - 1)), hh - m.b + fs + 3);
     if (k > 0) { ctx.strokeStyle = k === 256 ? '#e07000' : '#ddd'; ctx.setLineDash([4, 3]); ctx.beginPath(); ctx.moveTo(X(k), m.t); ctx.lineTo(X(k), hh - m.b); ctx.stroke(); ctx.setLineDash([]); }
   }
   if (len > 256) { ctx.fillStyle = '#e07000'; ctx.fillText('training length', X(256), m.t - 2); }
@@ -266,6 +286,8 @@ export function drawNll() {
   });
   ctx.save(); ctx.translate(12, (m.t + hh - m.b) / 2); ctx.rotate(-Math.PI / 2); ctx.textAlign = 'center'; ctx.fillStyle = '#666';
   ctx.fillText('NLL (nats)', 0, 0); ctx.restore();
+  ctx.textAlign = 'center'; ctx.fillStyle = '#666';
+  ctx.fillText('position in the window (token), from the piece\'s start', (m.l + w - m.r) / 2, hh - 4);
   const mean = (v, a, b) => { const x = v.slice(a, b); return x.length ? x.reduce((p, q) => p + q, 0) / x.length : NaN; };
   const parts = lines.map((s) => {
     const before = mean(s.values, 0, 255);

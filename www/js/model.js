@@ -127,6 +127,8 @@ function showResult(msg) {
   if (headChanged && !first) fadeArcs(); else redraw();
   showBackend(msg.backend);
   $('m-timings').textContent = `model: forward pass ${next.window.nll.ms.toFixed(0)} ms · last answer ${msg.ms.toFixed(0)} ms`;
+  // ?embed=nll shows its chart: computed once the model has answered.
+  if (first && !m.nll && $('m-panel-nll').classList.contains('embed-target') && !$('m-nll-btn').disabled) $('m-nll-btn').click();
   if (first && document.body.dataset.firstArcsMs === undefined) document.body.dataset.firstArcsMs = performance.now().toFixed(0);
   shownFirst();
   if (!playing()) saveURL(); // while playing, the note changes many times a second: saved when it stops
@@ -490,6 +492,12 @@ export function wireModel(startParams) {
   $('m-present').addEventListener('click', () => presentModel('roll'));
   for (const b of document.querySelectorAll('#model .panel-export button')) b.addEventListener('click', () => exportPanel(b.closest('section'), b.dataset.export));
   document.addEventListener('keydown', modelSlideKeys);
+  // The charts are drawn at their displayed size: again when the window (or an embedding frame) resizes.
+  let resizing = 0;
+  window.addEventListener('resize', () => {
+    cancelAnimationFrame(resizing);
+    resizing = requestAnimationFrame(() => { if (m.shown && state.mode === 'model') { redraw(); drawDistances(m.shown); drawCompare(); drawNll(); } });
+  });
   // The chosen layer and head, stage by stage, in Parameters mode's figures (src/web/model.rs trace).
   $('m-stages').addEventListener('click', () => {
     const { layer, head } = readHead();
