@@ -169,7 +169,9 @@ test('the URL restores the exact view, pinned cell included', async () => {
   await page.selectOption('#theme', 'light');
 });
 
-test('presentation mode steps through every stage by keyboard, with rendered formulas', async () => {
+test('presentation mode steps through every stage by keyboard, with rendered formulas, at projector size', async () => {
+  const viewport = page.viewportSize();
+  await page.setViewportSize({ width: 1280, height: 720 });
   await settle(() => page.selectOption('#preset', 'seed000-music'));
   const names = await page.$$eval('figure.view', (fs) => fs.map((f) => f.dataset.stage));
   await page.focus('#present-btn');
@@ -182,6 +184,13 @@ test('presentation mode steps through every stage by keyboard, with rendered for
     assert.ok((await page.locator('#present-notice').innerText()).length > 60, `nothing to notice at ${seen.at(-1)}`);
     if (k === 5) await page.screenshot({ path: join(artifacts, 'features-present.png') });
     if (k === 0) assert.ok(Number(await page.$eval('#present canvas', (e) => e.dataset.y0)) > 50, 'the title overlaps the formula line');
+    if (k === 0) {
+      // The figure fills the slide and is shown at 14/12 of its drawing or more: its 12 px labels, ticks and
+      // values reach 14 px at 1280 × 720.
+      const [w, cw, h, ch] = await page.$eval('#present canvas', (c) => [c.width, c.clientWidth, c.height, c.clientHeight]);
+      assert.ok(cw / w >= 14 / 12 - 0.01 && ch / h >= 14 / 12 - 0.01, `drawn ${w}×${h}, shown ${cw}×${ch}`);
+      assert.ok(ch >= 0.55 * 720, `the figure takes ${ch} px of 720`);
+    }
     await page.keyboard.press(k % 2 ? 'PageDown' : 'ArrowRight');
   }
   assert.deepEqual(seen, names);
@@ -195,6 +204,7 @@ test('presentation mode steps through every stage by keyboard, with rendered for
   await page.keyboard.press('Escape');
   await page.waitForSelector('#present', { state: 'hidden' });
   assert.ok(await page.locator('#controls').isVisible());
+  await page.setViewportSize(viewport);
 });
 
 test('embed mode shows exactly one canvas, sized to its frame', async () => {

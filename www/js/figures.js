@@ -162,7 +162,10 @@ export function blit(v) {
   if (v.win) drawMinimap(v);
   if (cw < VALUE_CELL.w || ch < VALUE_CELL.h || !rgba) return;
   const ctx = v.ctx;
-  ctx.font = `${Math.min(13, Math.floor(ch * 0.45), Math.floor(cw / 4))}px sans-serif`;
+  const px = Math.min(13, Math.floor(ch * 0.45), Math.floor(cw / 4));
+  // A view that must stay legible (the presentation's) writes no value smaller than its minimum.
+  if (v.minValuePx && px < v.minValuePx) return;
+  ctx.font = `${px}px sans-serif`;
   ctx.textAlign = 'center';
   ctx.textBaseline = 'middle';
   for (let i = 0; i < rows; i++) {

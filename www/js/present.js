@@ -52,11 +52,19 @@ export function drawPresent() {
   else f.textContent = stage.formula;
   $('present-notice').textContent = stage.notice;
   sec.setAttribute('aria-label', `Step ${at + 1} of ${cur.stages.length}: ${stage.title}, ${stage.formula}`);
-  if (!state.presentView) {
-    // Made on first use, so the page (and an embed) has no hidden canvas.
-    const v = newView(stage, 760, 640);
+  // Drawn at 12/14 of the size it is shown at, so the figure's 12 px labels and ticks (and the cell values it
+  // writes, 12 px or more) reach a projector at 14 px or more: at 1280 × 720 too.
+  const holder = $('present-holder');
+  const [w, h] = [Math.max(200, holder.clientWidth), Math.max(200, holder.clientHeight)];
+  const size = [Math.round((w * 12) / 14), Math.round((h * 12) / 14)];
+  const old = state.presentView;
+  if (!old || old.canvas.width !== size[0] || old.canvas.height !== size[1]) {
+    // Made on first use, so the page (and an embed) has no hidden canvas; made again at a new size.
+    const v = newView(stage, size[0], size[1]);
     v.canvas.setAttribute('role', 'img');
-    $('present-holder').append(v.canvas);
+    v.minValuePx = 12;
+    Object.assign(v.canvas.style, { width: `${w}px`, height: `${h}px` });
+    if (old) old.canvas.replaceWith(v.canvas); else holder.append(v.canvas);
     state.presentView = v;
   }
   drawView(state.presentView, stage, cur);
