@@ -235,9 +235,8 @@ export function drawPrediction(p) {
   $('m-actual').dataset.rank = p.actual ? String(p.actual.rank) : '';
 }
 
-/** The NLL-per-position chart of state.model.nll (moving mean over 32 positions, the raw values faint). */
-export function drawNll() {
-  const n = state.model.nll;
+/** The NLL-per-position chart of NllResult `n`, or none (moving mean over 32 positions, the raw values faint). */
+export function drawNll(n) {
   const c = $('m-nll');
   if (!c) return;
   if (!n) { delete c.dataset.drawn; $('m-nll-note').textContent = ''; return; }

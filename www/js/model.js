@@ -1,14 +1,18 @@
-// Owns Model mode's wiring: the Parameters | Model switch, the model form's events, the requests to the
-// worker (ids: only the newest ModelRequest's answer is shown, only the newest sampling's batches are kept),
-// turning answers into state.model.shown and drawing it (roll.js, model-views.js), the selected token
-// (click, ← / →, the URL's note=, the playhead), Continue (sampling), Play (sound.js) and the NLL chart. Every
-// request carries the page's Backend (the toolbar's, Parameters mode's too); the footer says where it ran.
+// Owns Model mode's wiring: the Parameters | Model switch, the model form's events, the window's requests to
+// the worker (ids: only the newest ModelRequest's answer is shown), turning answers into state.model.shown and
+// drawing it (roll.js, model-views.js), the selected token (click, ← / →, the URL's note=, the playhead) and
+// Play (sound.js). Continue (model-sampling.js), the comparisons (model-compare.js) and the slides
+// (model-slides.js) own their state and are given what they need here. Every request carries the page's
+// Backend (the toolbar's, Parameters mode's too); the footer says where it ran.
 import { $ } from './dom.js';
 import { state } from './state.js';
-import { modelRequest as modelMsg, sampleRequest, modelStop, nllRequest, compareRequest } from './protocol.js';
+import { modelRequest as modelMsg } from './protocol.js';
 import { readWindow, readHead, modelKind, syncModelForm, syncChoices, clearModelErrors, showModelError } from './model-form.js';
 import { drawRoll, hit, noteName, arcsOf } from './roll.js';
-import { drawTiles, markTile, markRow, drawDistances, drawPrediction, drawNll } from './model-views.js';
+import { drawTiles, markTile, markRow, drawDistances, drawPrediction } from './model-views.js';
+import { wireSampling, sampledNotes, onSampled, onSampleRefused, endSampling } from './model-sampling.js';
+import { wireComparisons, onComparison, drawComparisons, ensureNll, windowShown } from './model-compare.js';
+import { wireSlides } from './model-slides.js';
 import { play, stop, playing } from './sound.js';
 import { colormaps, backendMode } from './controls.js';
 import { showBackend } from './status.js';
@@ -66,9 +70,8 @@ function send() {
 export function onModelMessage(msg) {
   switch (msg.kind) {
     case 'model-result': if (msg.id === m.lastId) showResult(msg); return;
-    case 'model-sampled': if (msg.id === m.sampleId) sampled(msg); return;
-    case 'model-nll': if (msg.id === m.nllId) { m.nll = msg; drawNll(); nllDone(); } return;
-    case 'model-compare': if (msg.id === m.compareId) { m.compare = msg; drawCompare(); compareDone(); } return;
+    case 'model-sampled': onSampled(msg); return;
+    case 'model-nll': case 'model-compare': onComparison(msg); return;
     case 'model-error':
       if (msg.of === 'model' && msg.id === m.lastId) {
         setBusy(false);
@@ -76,14 +79,8 @@ export function onModelMessage(msg) {
         showModelError(msg.error);
         shownFirst();
       }
-      if (msg.of === 'model-sample' && msg.id === m.sampleId) {
-        // A refused Continue: the reason beside its controls, no 'sampling…' left behind.
-        $('m-sample-status').textContent = '';
-        $('merr-sample').textContent = msg.error.message;
-        sampleDone();
-      }
-      if (msg.of === 'model-nll' && msg.id === m.nllId) { $('merr-nll').textContent = msg.error.message; nllDone(); }
-      if (msg.of === 'model-compare' && msg.id === m.compareId) { $('merr-compare').textContent = msg.error.message; compareDone(); }
+      if (msg.of === 'model-sample') onSampleRefused(msg);
+      if (msg.of === 'model-nll' || msg.of === 'model-compare') onComparison(msg);
       return;
     default:
   }
@@ -91,7 +88,7 @@ export function onModelMessage(msg) {
 
 /** The worker was replaced (its wasm aborted): the new one has no window; ask again for the view shown. */
 export function onWorkerRestart() {
-  if (m.sampleId) sampleDone();
+  endSampling(false);
   if (state.mode === 'model') modelRequest();
 }
 
@@ -108,12 +105,9 @@ function showResult(msg) {
   m.position = msg.position;
   m.wantNote = null;
   if (windowChanged) {
-    if (m.sampleId) { state.worker.postMessage(modelStop(m.sampleId)); sampleDone(); }
+    endSampling(true);
     if (playing()) stop(); // the music played is the old window's
-    m.sampled = [];
-    $('m-sample-status').textContent = '';
-    $('m-clear').disabled = true;
-    if (m.nll && m.nll.piece !== next.window.piece) { m.nll = null; drawNll(); }
+    windowShown(next.window.piece);
   }
   setBusy(false);
   clearModelErrors();
@@ -128,7 +122,7 @@ function showResult(msg) {
   showBackend(msg.backend);
   $('m-timings').textContent = `model: forward pass ${next.window.nll.ms.toFixed(0)} ms · last answer ${msg.ms.toFixed(0)} ms`;
   // ?embed=nll shows its chart: computed once the model has answered.
-  if (first && !m.nll && $('m-panel-nll').classList.contains('embed-target') && !$('m-nll-btn').disabled) $('m-nll-btn').click();
+  if (first && $('m-panel-nll').classList.contains('embed-target')) ensureNll();
   if (first && document.body.dataset.firstArcsMs === undefined) document.body.dataset.firstArcsMs = performance.now().toFixed(0);
   shownFirst();
   if (!playing()) saveURL(); // while playing, the note changes many times a second: saved when it stops
@@ -171,7 +165,7 @@ function hoverRoll(e) {
   const s = m.shown;
   if (!s) return;
   const b = roll.getBoundingClientRect();
-  const t = hit(roll, s, m.sampled, e.clientX - b.left, e.clientY - b.top);
+  const t = hit(roll, s, sampledNotes(), e.clientX - b.left, e.clientY - b.top);
   if (t == null) { roll.title = ''; return; }
   const n = s.window.notes[t];
   const i = m.position;
@@ -196,7 +190,7 @@ function fadeArcs() {
 /** Draws the roll as state.model says (on `canvas`, the page's roll unless given, at `size` when given). */
 export function redraw(fade = 1, canvas = $('roll'), size = null) {
   if (!m.shown) return;
-  drawRoll(canvas, m.shown, { sampled: m.sampled, position: m.position, playhead: m.play ? m.playStep : null, fade, size });
+  drawRoll(canvas, m.shown, { sampled: sampledNotes(), position: m.position, playhead: m.play ? m.playStep : null, fade, size });
 }
 
 /** Selects token `t` of the window: arcs at once (the head's weights are here), the prediction from the worker. */
@@ -219,61 +213,13 @@ function chooseHead(layer, head) {
   modelRequest();
 }
 
-// --- Continue ---------------------------------------------------------------------------------------------
-
-function startSampling() {
-  const s = m.shown;
-  if (!s) return;
-  if (m.sampleId) state.worker.postMessage(modelStop(m.sampleId));
-  m.sampleSeq += 1;
-  m.sampleId = m.sampleSeq;
-  m.sampled = [];
-  $('roll').dataset.sampleDone = '';
-  $('merr-sample').textContent = '';
-  const [kind, piece, start, length, transpose, backend] = JSON.parse(s.key);
-  const num = (id) => ($(id).value.trim() === '' ? NaN : Number($(id).value));
-  m.sampleSteps = num('m-steps');
-  state.worker.postMessage(sampleRequest(m.sampleId, kind, { piece, start, length, transpose }, m.sampleSteps, num('m-temperature'), num('m-seed'), backend));
-  $('m-continue').disabled = true;
-  $('m-stop').disabled = false;
-  $('m-sample-status').textContent = 'sampling…';
-  redraw();
-}
-
-function sampled(msg) {
-  if (msg.ended) {
-    $('m-sample-status').textContent = `${m.sampled.length} tokens sampled; ended (the window was computed again).`;
-    sampleDone();
-    return;
-  }
-  m.sampled.push(...msg.notes);
-  $('m-sample-status').textContent = `${msg.drawn} tokens sampled (${msg.drawn / 4} steps)${msg.remaining ? `, ${msg.remaining} to go…` : '; done.'}`;
-  $('roll').dataset.sampleDone = msg.remaining ? '' : String(msg.id);
-  redraw();
-  if (!msg.remaining) sampleDone();
-}
-
-function sampleDone() {
-  m.sampleId = 0;
-  $('m-continue').disabled = false;
-  $('m-stop').disabled = true;
-  $('m-clear').disabled = m.sampled.length === 0;
-}
-
-function stopSampling() {
-  if (!m.sampleId) return;
-  state.worker.postMessage(modelStop(m.sampleId));
-  $('m-sample-status').textContent = `${m.sampled.length} tokens sampled; stopped.`;
-  sampleDone();
-}
-
 // --- Play -------------------------------------------------------------------------------------------------
 
 function togglePlay() {
   if (playing()) { stop(); return; }
   const s = m.shown;
   if (!s) return;
-  const notes = s.window.notes.concat(m.sampled);
+  const notes = s.window.notes.concat(sampledNotes());
   const from = s.window.notes[0].step;
   const voice = (m.position ?? 0) % 4;
   let lastPx = -1;
@@ -283,127 +229,9 @@ function togglePlay() {
     const t = (Math.floor(step) - from) * 4 + voice;
     if (t < s.window.length && t !== m.position) { select(t); return; }
     // The roll is drawn again only when the playhead has moved a pixel (a long window moves it slowly).
-    const px = Math.round(((step - from) * $('roll').clientWidth) / ((s.window.length + m.sampled.length) / 4));
+    const px = Math.round(((step - from) * $('roll').clientWidth) / ((s.window.length + sampledNotes().length) / 4));
     if (px !== lastPx) { lastPx = px; redraw(); }
   }, () => { m.playStep = null; redraw(); saveURL(); $('m-selected').setAttribute('aria-live', 'polite'); }).catch((e) => { $('merr-general').textContent = `sound: ${e.message || e}`; });
-}
-
-// --- NLL ----------------------------------------------------------------------------------------------------
-
-function computeNll() {
-  const s = m.shown;
-  if (!s) return;
-  const piece = s.info.pieces.find((p) => p.bwv === s.window.piece);
-  m.nllId += 1;
-  $('merr-nll').textContent = '';
-  $('m-nll-btn').disabled = true;
-  $('m-nll-btn').textContent = 'Computing…';
-  state.worker.postMessage(nllRequest(m.nllId, s.window.piece, Math.min(1024, piece.length), backendMode()));
-}
-
-function nllDone() {
-  $('m-nll-btn').disabled = false;
-  $('m-nll-btn').textContent = 'Compute NLL per position: relative (music) vs absolute';
-}
-
-// --- the three models side by side ----------------------------------------------------------------------------
-
-function computeCompare() {
-  const s = m.shown;
-  if (!s) return;
-  m.compareId += 1;
-  $('merr-compare').textContent = '';
-  $('m-compare-btn').disabled = true;
-  state.worker.postMessage(compareRequest(m.compareId, s.window, readHead().layer, backendMode()));
-}
-
-function compareDone() {
-  $('m-compare-btn').disabled = false;
-}
-
-/** One row of distance charts per model (the window and layer they were computed for). */
-function drawCompare() {
-  const c = m.compare;
-  const s = m.shown;
-  if (!c || !s) return;
-  const box = $('m-compare');
-  box.replaceChildren();
-  for (const { model, profiles, descriptions, landmarks } of c.series) {
-    const row = document.createElement('div');
-    row.className = 'compare-row';
-    row.dataset.model = model;
-    // Each head's distribution sums to 1 (kept for the tests).
-    row.dataset.sums = JSON.stringify(profiles.map((d) => d.reduce((a, b) => a + b, 0)));
-    const h = document.createElement('h3');
-    h.textContent = `${model}, layer ${c.layer}`;
-    const charts = document.createElement('div');
-    charts.className = 'dist';
-    row.append(h, charts);
-    box.append(row);
-    drawDistances({ ...s, window: c.window, layer: c.layer, profiles, descriptions, landmarks, meter: s.window.meter }, charts);
-  }
-  $('m-dist-layer').textContent = `layer ${readHead().layer}`;
-}
-
-// --- the model's slides ---------------------------------------------------------------------------------------
-
-/**
- * The slides in order, each one panel of Model mode with its title; after the last comes the chosen head stage
- * by stage (Parameters mode's presentation from its first stage), and Esc there returns here.
- */
-const SLIDES = [
-  ['roll', '.roll-fig', () => `The window and what the selected note attends to (layer ${m.shown.layer}, head ${m.shown.head})`],
-  ['tiles', '#m-panel-tiles', () => 'Every layer and head, and what each does'],
-  ['dist', '#m-panel-dist', () => `Attention by distance, layer ${m.shown.layer}`],
-  ['predict', '#m-panel-predict', () => 'The next token after the selected one'],
-  ['nll', '#m-panel-nll', () => 'Longer than trained: loss per position'],
-];
-
-/** Shows slide `name` alone, full screen (null: back to the page); resolves once full screen is left or entered. */
-function presentModel(name) {
-  let done = Promise.resolve();
-  for (const [, sel] of SLIDES) document.querySelector(sel).removeAttribute('data-slide');
-  state.modelSlide = name;
-  $('m-slide-keys').hidden = !name;
-  const at = SLIDES.findIndex(([n]) => n === name);
-  $('m-slide-title').hidden = !name;
-  $('m-slide-title').textContent = name && m.shown ? `${at + 1} / ${SLIDES.length} · ${SLIDES[at][2]()}` : '';
-  // The NLL slide shows its chart: computed on arrival when it is not yet.
-  if (name === 'nll' && !m.nll && !$('m-nll-btn').disabled) $('m-nll-btn').click();
-  if (!name) {
-    delete document.body.dataset.modelSlide;
-    if (document.fullscreenElement && document.exitFullscreen) done = document.exitFullscreen().catch(() => {});
-  } else {
-    document.body.dataset.modelSlide = name;
-    document.querySelector(SLIDES.find(([n]) => n === name)[1]).setAttribute('data-slide', '');
-    const el = document.documentElement;
-    if (el.requestFullscreen && !document.fullscreenElement) done = el.requestFullscreen().catch(() => {});
-  }
-  // The panels draw at their new size (and text size: 14 px or more on a slide).
-  if (m.shown) { redraw(); drawDistances(m.shown); drawCompare(); drawNll(); }
-  return done;
-}
-
-/** → / PageDown / Space next, ← / PageUp back, Esc leaves; after the last slide, the head's stages presented. */
-function modelSlideKeys(e) {
-  if (!state.modelSlide) return;
-  const at = SLIDES.findIndex(([n]) => n === state.modelSlide);
-  if (['ArrowRight', 'PageDown', ' '].includes(e.key)) {
-    e.preventDefault();
-    if (at + 1 < SLIDES.length) { presentModel(SLIDES[at + 1][0]); return; }
-    // Once full screen is left: its fullscreenchange, coming after the stages are presented, would end them.
-    // The stages are presented from the first (the indices, the table, the logits, the skew's steps in
-    // order, the weights, the outputs); Esc there returns to Model mode as it was left.
-    state.presentWhenReady = 0;
-    state.afterPresent = () => setMode('model', null);
-    presentModel(null).then(() => $('m-stages').click());
-  } else if (['ArrowLeft', 'PageUp'].includes(e.key)) {
-    e.preventDefault();
-    if (at > 0) presentModel(SLIDES[at - 1][0]);
-  } else if (e.key === 'Escape') {
-    e.preventDefault();
-    presentModel(null);
-  }
 }
 
 // --- the mode switch and the controls -------------------------------------------------------------------------
@@ -436,7 +264,7 @@ function ensureCanvases() {
   roll.addEventListener('click', (e) => {
     if (!m.shown) return;
     const b = roll.getBoundingClientRect();
-    const t = hit(roll, m.shown, m.sampled, e.clientX - b.left, e.clientY - b.top);
+    const t = hit(roll, m.shown, sampledNotes(), e.clientX - b.left, e.clientY - b.top);
     if (t != null) select(t);
   });
   roll.addEventListener('mousemove', hoverRoll);
@@ -489,14 +317,22 @@ export function setMode(mode, startParams) {
 export function wireModel(startParams) {
   $('mode-params').addEventListener('click', () => setMode('params', startParams));
   $('mode-model').addEventListener('click', () => setMode('model', startParams));
-  $('m-present').addEventListener('click', () => presentModel('roll'));
   for (const b of document.querySelectorAll('#model .panel-export button')) b.addEventListener('click', () => exportPanel(b.closest('section'), b.dataset.export));
-  document.addEventListener('keydown', modelSlideKeys);
+  const shown = () => m.shown;
+  wireSampling(shown, () => redraw());
+  wireComparisons(shown, () => readHead().layer);
+  wireSlides(shown, redrawAll, () => {
+    // This head's stages from the first (the indices, the table, the logits, the skew's steps in order, the
+    // weights, the outputs); Esc there returns to Model mode as it was left.
+    state.presentWhenReady = 0;
+    state.afterPresent = () => setMode('model', null);
+    $('m-stages').click();
+  });
   // The charts are drawn at their displayed size: again when the window (or an embedding frame) resizes.
   let resizing = 0;
   window.addEventListener('resize', () => {
     cancelAnimationFrame(resizing);
-    resizing = requestAnimationFrame(() => { if (m.shown && state.mode === 'model') { redraw(); drawDistances(m.shown); drawCompare(); drawNll(); } });
+    resizing = requestAnimationFrame(() => { if (m.shown && state.mode === 'model') redrawAll(); });
   });
   // The chosen layer and head, stage by stage, in Parameters mode's figures (src/web/model.rs trace).
   $('m-stages').addEventListener('click', () => {
@@ -521,13 +357,8 @@ export function wireModel(startParams) {
   });
   for (const id of ['m-start', 'm-length', 'm-transpose']) $(id).addEventListener('input', () => modelRequest(true));
   for (const id of ['m-layer', 'm-head']) $(id).addEventListener('change', () => modelRequest());
-  $('m-dist-full').addEventListener('change', () => { if (m.shown) { drawDistances(m.shown); drawCompare(); } });
-  $('m-continue').addEventListener('click', startSampling);
-  $('m-stop').addEventListener('click', stopSampling);
-  $('m-clear').addEventListener('click', () => { m.sampled = []; $('m-clear').disabled = true; $('m-sample-status').textContent = ''; redraw(); });
+  $('m-dist-full').addEventListener('change', () => { if (m.shown) redrawAll(); });
   $('m-play').addEventListener('click', togglePlay);
-  $('m-nll-btn').addEventListener('click', computeNll);
-  $('m-compare-btn').addEventListener('click', computeCompare);
   $('m-export-png').addEventListener('click', () => exportRoll((c, size) => redraw(1, c, size), 'png'));
   $('m-export-svg').addEventListener('click', () => exportRoll((c, size) => redraw(1, c, size), 'svg'));
   $('m-fullscreen').addEventListener('click', () => {
@@ -540,9 +371,12 @@ export function wireModel(startParams) {
     $('m-fullscreen').textContent = document.fullscreenElement ? 'Leave full screen' : 'Full screen';
     requestAnimationFrame(() => redraw());
   });
-  let t = 0;
-  window.addEventListener('resize', () => {
-    clearTimeout(t);
-    t = setTimeout(() => { if (state.mode === 'model' && m.shown) { redraw(); drawDistances(m.shown); drawNll(); } }, 100);
-  });
+}
+
+/** Every chart of Model mode drawn again (a new size, a slide, the whole window asked for). */
+function redrawAll() {
+  if (!m.shown) return;
+  redraw();
+  drawDistances(m.shown);
+  drawComparisons();
 }

@@ -254,7 +254,7 @@ export const MODEL_KINDS = ['music', 'shaw', 'absolute'];
  * current one): `steps` tokens at `temperature` with `seed` (the Rust SampleRequest), drawn 16 at a time.
  * @typedef {object} SampleRequest
  * @property {'model-sample'} kind
- * @property {number} id the page's sampling id (state.model.sampleId): a newer one, or a ModelStop, ends it
+ * @property {number} id the page's sampling id (model-sampling.js): a newer one, or a ModelStop, ends it
  * @property {string} model
  * @property {ModelWindow} window
  * @property {number} steps

@@ -68,9 +68,7 @@ export const state = {
   mode: 'params',
   /** True once Parameters mode has sent its first request (a page opened in Model mode computes none). */
   paramsStarted: false,
-  /** Model mode's slide shown ('roll', 'tiles', 'dist'), or null (model.js presentModel). */
-  modelSlide: null,
-  /** A stage to present once the next result is drawn (the model slides' last step), or null. */
+  /** The index of the stage to present once the next result is drawn (the model slides' last step), or null. */
   presentWhenReady: null,
   /** What leaving that presentation does (the model slides: back to Model mode), or null. */
   afterPresent: null,
@@ -86,20 +84,8 @@ export const state = {
     position: null,
     /** The URL's note=, applied to the first result only. */
     wantNote: null,
-    /** Sampled tokens (Notes) appended after the window, and the id of the sampling under way (0: none). */
-    sampled: [],
-    sampleId: 0,
-    /** The number of the last sampling started (sampleId's source), and the steps it asked for. */
-    sampleSeq: 0,
-    sampleSteps: 0,
     /** The playhead's step while playing (a piece step, fractional), else null. */
     playStep: null,
-    /** The id of the newest NLL request, and its answer ({ piece, length, series }) or null. */
-    nllId: 0,
-    /** The id of the last three-model comparison asked for, and its answer (model.js drawCompare). */
-    compareId: 0,
-    compare: null,
-    nll: null,
     /** Playback: { ctx, t0, stepDur, steps, raf } while playing, else null; the AudioContext is kept in `audio`. */
     play: null,
     audio: null,
