@@ -13,6 +13,7 @@ use relattn::positions::Method;
 use relattn::render::{self, Figure};
 use relattn::timing::StageTimes;
 use relattn::trained::chorales::{Chorales, BPM};
+use relattn::trained::music_stats;
 use relattn::trained::transformer::{SampleSettings, Transformer, MAX_CONTEXT, MAX_SAMPLE_STEPS};
 use relattn::{Backend, Edge, Error, Stage, Trace};
 use std::io::{Seek, SeekFrom, Write};
@@ -209,6 +210,36 @@ enum ModelCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Figures that say whether four-part music holds together (voice crossings, parallel fifths and octaves,
+    /// key fraction, chord changes, voice ranges, note length, longest repeat; src/trained/music_stats.rs):
+    /// of the pieces of --data, or, with --model, of --samples continuations sampled after the first --prime
+    /// tokens of its pieces in turn (seeds --seed, --seed + 1, …).
+    Stats {
+        /// A model to sample from (without: the figures of the data's own pieces).
+        #[arg(long)]
+        model: Option<PathBuf>,
+        /// Tokenised chorales (JSON written by train/export.py).
+        #[arg(long, default_value = "models/chorales-test.json")]
+        data: PathBuf,
+        /// Continuations to sample, 1..=256.
+        #[arg(long, default_value_t = 16, allow_negative_numbers = true)]
+        samples: i64,
+        /// Tokens per continuation, a multiple of 4 in 4..=65536.
+        #[arg(long, default_value_t = 512, allow_negative_numbers = true)]
+        length: i64,
+        /// Tokens of each piece to start from, a multiple of 4 in 4..=(the shortest piece's tokens).
+        #[arg(long, default_value_t = 64, allow_negative_numbers = true)]
+        prime: i64,
+        /// Softmax temperature, 0..=100 (0: always the most likely token).
+        #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
+        temperature: f32,
+        /// Seed of the first continuation's sampler; the k-th uses seed + k.
+        #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
+        seed: u64,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 fn load_model(path: &Path) -> relattn::Result<Transformer> {
@@ -247,8 +278,64 @@ fn in_range(field: &str, value: i64, range: std::ops::RangeInclusive<usize>, why
     }
 }
 
+/// A multiple of 4 (whole 16th-note steps) in `range`, named by `field`.
+fn whole_steps(field: &str, value: i64, range: std::ops::RangeInclusive<usize>, why: &str) -> relattn::Result<usize> {
+    let v = in_range(field, value, range.clone(), why)?;
+    if !v.is_multiple_of(4) {
+        return Err(Error::invalid(field, value, format!("a multiple of 4 (whole steps of 4 voices) in {}..={} ({why})", range.start(), range.end())));
+    }
+    Ok(v)
+}
+
 fn run_model(command: ModelCommand) -> Result<(), Stop> {
     match command {
+        ModelCommand::Stats { model, data, samples, length, prime, temperature, seed, json } => {
+            let chorales = Chorales::parse(&read_bytes(&data, "a chorale data file", "a .json data file")?, &data.display().to_string())?;
+            if chorales.pieces.is_empty() {
+                return Err(Error::invalid("data", format!("{}: no pieces", data.display()), "a data file with at least one piece").into());
+            }
+            let sequences: Vec<Vec<u32>> = match model {
+                None => chorales.pieces.iter().map(|p| p.tokens.clone()).collect(),
+                Some(path) => {
+                    let m = load_model(&path)?;
+                    if chorales.vocab.len() != m.config.vocab {
+                        return Err(Error::invalid("data", format!("{} tokens in {}", chorales.vocab.len(), data.display()), format!("the model's vocabulary of {}", m.config.vocab)).into());
+                    }
+                    let samples = in_range("samples", samples, 1..=256, "continuations")?;
+                    let length = whole_steps("length", length, 4..=MAX_SAMPLE_STEPS, "tokens per continuation")?;
+                    let shortest = chorales.pieces.iter().map(|p| p.tokens.len()).min().unwrap_or(0);
+                    let prime = whole_steps("prime", prime, 4..=shortest, "the shortest piece's tokens")?;
+                    let mut progress = Progress::new("sampling", "continuations", samples);
+                    let mut out = Vec::with_capacity(samples);
+                    for k in 0..samples {
+                        let piece = &chorales.pieces[k % chorales.pieces.len()];
+                        let settings = SampleSettings::new(&m, length, temperature, seed.wrapping_add(k as u64));
+                        out.push(m.sample(&piece.tokens[..prime], &settings, |_| {})?[prime..].to_vec());
+                        progress.tick(k + 1);
+                    }
+                    progress.finish();
+                    out
+                }
+            };
+            let f = music_stats::figures(sequences.iter().map(Vec::as_slice), chorales.pitch_min);
+            if json {
+                say(serde_json::to_string(&f).expect("figures print"))?;
+            } else {
+                say(format!("{} sequences, {} steps", f.sequences, f.steps))?;
+                say(format!("voice crossings per step          {:.3}", f.crossings_per_step))?;
+                say(format!("parallel fifths per 100 changes   {:.2}", f.parallel_fifths_per_100_changes))?;
+                say(format!("parallel octaves per 100 changes  {:.2}", f.parallel_octaves_per_100_changes))?;
+                say(format!("key fraction (Krumhansl)          {:.3}", f.key_fraction))?;
+                say(format!("chord changes per step            {:.3}", f.chord_changes_per_step))?;
+                for v in &f.voices {
+                    let show = |p: Option<u8>| p.map_or("-".to_string(), |p| p.to_string());
+                    let mean = v.mean.map_or("-".to_string(), |m| format!("{m:.1}"));
+                    say(format!("{:<8} MIDI {}..{}, mean {mean}", v.voice, show(v.lowest), show(v.highest)))?;
+                }
+                say(format!("mean note length (16ths)          {:.2}", f.mean_note_length))?;
+                say(format!("longest repeat (steps)            {}", f.longest_repeat))?;
+            }
+        }
         ModelCommand::Info { model } => {
             let m = load_model(&model)?;
             let mut info = m.metadata.clone();
