@@ -251,6 +251,11 @@ fn model_options_out_of_range_name_the_option_value_and_range() {
     sample(&["--context", "0"], &["invalid context", "got 0", "1..=65536"]);
     sample(&["--temperature", "-1"], &["invalid temperature", "got -1", "0..=100"]);
     sample(&["--temperature", "NaN"], &["invalid temperature", "got NaN", "0..=100"]);
+    sample(&["--top-k", "54"], &["invalid top_k", "got 54", "0..=53"]);
+    sample(&["--top-k", "-1"], &["invalid top_k", "got -1", "0..=53"]);
+    sample(&["--top-p", "0"], &["invalid top_p", "got 0", "(0, 1]"]);
+    sample(&["--top-p", "1.5"], &["invalid top_p", "got 1.5", "(0, 1]"]);
+    sample(&["--top-p", "NaN"], &["invalid top_p", "got NaN", "(0, 1]"]);
     sample(&["--bpm", "0"], &["--bpm <BPM>", "0 is not in 20..=400"]);
     sample(&["--bpm", "4294967295"], &["--bpm <BPM>", "4294967295 is not in 20..=400"]);
     sample(&["--bpm", "-5"], &["--bpm <BPM>", "-5 is not in 20..=400"]);

@@ -475,7 +475,9 @@ fn cli_stats_of_bach_and_of_sampled_continuations() {
     let path = model_path("music");
     let sampled = stdout_json(&cli(&["model", "stats", "--model", path.to_str().unwrap(), "--samples", "2", "--length", "32", "--prime", "16", "--json"]));
     assert_eq!((sampled["sequences"].as_u64(), sampled["steps"].as_u64()), (Some(2), Some(16)));
-    for (args, needle) in [(["--length", "30"], "invalid length: got 30; allowed: a multiple of 4"), (["--samples", "0"], "invalid samples: got 0; allowed: 1..=256")] {
+    for (args, needle) in
+        [(["--length", "30"], "invalid length: got 30; allowed: a multiple of 4"), (["--samples", "0"], "invalid samples: got 0; allowed: 1..=256")]
+    {
         let out = cli(&[&["model", "stats", "--model", path.to_str().unwrap()], &args[..]].concat());
         assert_eq!(out.status.code(), Some(2));
         assert!(String::from_utf8_lossy(&out.stderr).contains(needle), "{}", String::from_utf8_lossy(&out.stderr));

@@ -58,7 +58,8 @@ fn window_on(piece: &str, start: f64, length: f64, transpose: f64, backend: &str
 }
 
 fn sample_request(steps: f64, temperature: f64, seed: f64) -> JsValue {
-    object(&[("steps", steps.into()), ("temperature", temperature.into()), ("seed", seed.into())])
+    let (top_k, top_p) = (relattn::trained::transformer::DEFAULT_TOP_K as f64, relattn::trained::transformer::DEFAULT_TOP_P as f64);
+    object(&[("steps", steps.into()), ("temperature", temperature.into()), ("top_k", top_k.into()), ("top_p", top_p.into()), ("seed", seed.into())])
 }
 
 fn typed<T: DeserializeOwned>(v: Result<JsValue, JsValue>) -> T {
@@ -376,6 +377,22 @@ async fn bad_requests_name_their_field() {
         (s.start_sampling(sample_request(4.0, -1.0, 0.0)).unwrap_err(), "temperature"),
         (s.start_sampling(sample_request(4.0, f64::NAN, 0.0)).unwrap_err(), "temperature"),
         (s.start_sampling(sample_request(4.0, 1.0, -1.0)).unwrap_err(), "seed"),
+        (
+            s.start_sampling(object(&[
+                ("steps", 4.0.into()),
+                ("temperature", 1.0.into()),
+                ("top_k", 54.0.into()),
+                ("top_p", 1.0.into()),
+                ("seed", 0.0.into()),
+            ]))
+            .unwrap_err(),
+            "top_k",
+        ),
+        (
+            s.start_sampling(object(&[("steps", 4.0.into()), ("temperature", 1.0.into()), ("top_k", 0.0.into()), ("top_p", 0.0.into()), ("seed", 0.0.into())]))
+                .unwrap_err(),
+            "top_p",
+        ),
         (s.start_sampling(object(&[("steps", 4.0.into())])).unwrap_err(), "request"),
         (s.next_tokens(1).unwrap_err(), "sampling"),
     ] {

@@ -14,7 +14,7 @@ use relattn::render::{self, Figure};
 use relattn::timing::StageTimes;
 use relattn::trained::chorales::{Chorales, BPM};
 use relattn::trained::music_stats;
-use relattn::trained::transformer::{SampleSettings, Transformer, MAX_CONTEXT, MAX_SAMPLE_STEPS};
+use relattn::trained::transformer::{SampleSettings, Transformer, DEFAULT_TOP_K, DEFAULT_TOP_P, MAX_CONTEXT, MAX_SAMPLE_STEPS};
 use relattn::{Backend, Edge, Error, Stage, Trace};
 use std::io::{Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
@@ -197,6 +197,13 @@ enum ModelCommand {
         /// Softmax temperature, 0..=100 (0: always the most likely token).
         #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
         temperature: f32,
+        /// Draw only from the K most likely tokens, 0..=vocab (0: every token).
+        #[arg(long, default_value_t = DEFAULT_TOP_K as i64, allow_negative_numbers = true)]
+        top_k: i64,
+        /// Draw only from the fewest most likely tokens whose probabilities reach P (nucleus), in (0, 1] (1:
+        /// every token).
+        #[arg(long, default_value_t = DEFAULT_TOP_P, allow_negative_numbers = true)]
+        top_p: f32,
         /// Seed of the sampler (ChaCha8), 0..=18446744073709551615; the same seed gives the same music.
         #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
         seed: u64,
@@ -233,6 +240,13 @@ enum ModelCommand {
         /// Softmax temperature, 0..=100 (0: always the most likely token).
         #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
         temperature: f32,
+        /// Draw only from the K most likely tokens, 0..=vocab (0: every token).
+        #[arg(long, default_value_t = DEFAULT_TOP_K as i64, allow_negative_numbers = true)]
+        top_k: i64,
+        /// Draw only from the fewest most likely tokens whose probabilities reach P (nucleus), in (0, 1] (1:
+        /// every token).
+        #[arg(long, default_value_t = DEFAULT_TOP_P, allow_negative_numbers = true)]
+        top_p: f32,
         /// Seed of the first continuation's sampler; the k-th uses seed + k.
         #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
         seed: u64,
@@ -289,7 +303,7 @@ fn whole_steps(field: &str, value: i64, range: std::ops::RangeInclusive<usize>, 
 
 fn run_model(command: ModelCommand) -> Result<(), Stop> {
     match command {
-        ModelCommand::Stats { model, data, samples, length, prime, temperature, seed, json } => {
+        ModelCommand::Stats { model, data, samples, length, prime, temperature, top_k, top_p, seed, json } => {
             let chorales = Chorales::parse(&read_bytes(&data, "a chorale data file", "a .json data file")?, &data.display().to_string())?;
             if chorales.pieces.is_empty() {
                 return Err(Error::invalid("data", format!("{}: no pieces", data.display()), "a data file with at least one piece").into());
@@ -299,17 +313,23 @@ fn run_model(command: ModelCommand) -> Result<(), Stop> {
                 Some(path) => {
                     let m = load_model(&path)?;
                     if chorales.vocab.len() != m.config.vocab {
-                        return Err(Error::invalid("data", format!("{} tokens in {}", chorales.vocab.len(), data.display()), format!("the model's vocabulary of {}", m.config.vocab)).into());
+                        return Err(Error::invalid(
+                            "data",
+                            format!("{} tokens in {}", chorales.vocab.len(), data.display()),
+                            format!("the model's vocabulary of {}", m.config.vocab),
+                        )
+                        .into());
                     }
                     let samples = in_range("samples", samples, 1..=256, "continuations")?;
                     let length = whole_steps("length", length, 4..=MAX_SAMPLE_STEPS, "tokens per continuation")?;
                     let shortest = chorales.pieces.iter().map(|p| p.tokens.len()).min().unwrap_or(0);
                     let prime = whole_steps("prime", prime, 4..=shortest, "the shortest piece's tokens")?;
+                    let top_k = in_range("top_k", top_k, 0..=m.config.vocab, "0: every token; the vocabulary's size")?;
                     let mut progress = Progress::new("sampling", "continuations", samples);
                     let mut out = Vec::with_capacity(samples);
                     for k in 0..samples {
                         let piece = &chorales.pieces[k % chorales.pieces.len()];
-                        let settings = SampleSettings::new(&m, length, temperature, seed.wrapping_add(k as u64));
+                        let settings = SampleSettings { top_k, top_p, ..SampleSettings::new(&m, length, temperature, seed.wrapping_add(k as u64)) };
                         out.push(m.sample(&piece.tokens[..prime], &settings, |_| {})?[prime..].to_vec());
                         progress.tick(k + 1);
                     }
@@ -384,7 +404,7 @@ fn run_model(command: ModelCommand) -> Result<(), Stop> {
             let trace = pollster::block_on(model.trace_async(&mut backend, &tokens[start..start + length], layer))?.0.head(head)?;
             write_atomic(&out, |tmp| write_file(tmp, |w| trace.write_npz(w)))?;
         }
-        ModelCommand::Sample { files, piece, prime, steps, context, temperature, seed, bpm, out, json } => {
+        ModelCommand::Sample { files, piece, prime, steps, context, temperature, top_k, top_p, seed, bpm, out, json } => {
             let (model, data) = files.load()?;
             let tokens = &data.piece(&piece)?.tokens;
             let prime = in_range("prime", prime, 1..=tokens.len(), "the piece's tokens")?;
@@ -393,7 +413,8 @@ fn run_model(command: ModelCommand) -> Result<(), Stop> {
                 Some(c) => in_range("context", c, 1..=MAX_CONTEXT, "tokens a new token may attend to")?,
                 None => model.config.context,
             };
-            let settings = SampleSettings { steps, temperature, seed, context };
+            let top_k = in_range("top_k", top_k, 0..=model.config.vocab, "0: every token; the vocabulary's size")?;
+            let settings = SampleSettings { steps, temperature, top_k, top_p, seed, context };
             let interrupted = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
             let flag = interrupted.clone();
             // Without a handler Ctrl-C ends the process as before (nothing is written until the end either way).

@@ -262,13 +262,16 @@ mod tests {
         let scale: Vec<[u8; 4]> = [60u8, 62, 64, 65, 67, 69, 71, 72].iter().map(|&s| [s + 12, 64, 55, 48]).collect();
         let f = figures([tokens(&scale).as_slice()], 30);
         assert_eq!(f.key_fraction, 1.0);
-        assert_eq!(key_of(&{
-            let mut h = [0.0; 12];
-            for pc in [0, 4, 7, 0, 2, 4, 5, 7, 9, 11, 0, 7] {
-                h[pc] += 1.0;
-            }
-            h
-        }), (0, false));
+        assert_eq!(
+            key_of(&{
+                let mut h = [0.0; 12];
+                for pc in [0, 4, 7, 0, 2, 4, 5, 7, 9, 11, 0, 7] {
+                    h[pc] += 1.0;
+                }
+                h
+            }),
+            (0, false)
+        );
         // A sharp-four chromatic note lowers the fraction.
         let mut off = scale.clone();
         off[3][0] = 78; // F#5

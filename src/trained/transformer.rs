@@ -550,9 +550,17 @@ impl Transformer {
         let mut cache = self.cache(settings.context);
         let fed = &prime[prime.len().saturating_sub(settings.context)..];
         let logits = self.prefill(&mut cache, fed)?;
-        Ok(Sampler { cache, rng: ChaCha8Rng::seed_from_u64(settings.seed), logits, temperature: settings.temperature, left: settings.steps })
+        if settings.top_k > self.config.vocab {
+            return Err(Error::invalid("top_k", settings.top_k, format!("0..={} (0: every token; the vocabulary has {0})", self.config.vocab)));
+        }
+        Ok(Sampler { cache, rng: ChaCha8Rng::seed_from_u64(settings.seed), logits, settings: *settings, left: settings.steps })
     }
 }
+
+/// The sampler's defaults, the same in the CLI and the page, chosen by the figures of the music sampled
+/// (`relattn model stats`, MODELS.md): no top-k, a nucleus of 0.95.
+pub const DEFAULT_TOP_K: usize = 0;
+pub const DEFAULT_TOP_P: f32 = 0.95;
 
 /// Most tokens one sampling may draw ([`SampleSettings::steps`]).
 pub const MAX_SAMPLE_STEPS: usize = 1 << 16;
@@ -566,6 +574,11 @@ pub struct SampleSettings {
     pub steps: usize,
     /// softmax(logits / temperature), 0..=100 (0: always the most likely token).
     pub temperature: f32,
+    /// Only the `top_k` most likely tokens are drawn from, 0..=vocab (0: every token).
+    pub top_k: usize,
+    /// Only the fewest most likely tokens whose probabilities reach `top_p` are drawn from (nucleus), in
+    /// (0, 1] (1: every token).
+    pub top_p: f32,
     /// Seed of the ChaCha8 stream: the same seed gives the same tokens.
     pub seed: u64,
     /// Tokens each new token attends to (itself and the context − 1 before it), 1..=[`MAX_CONTEXT`]: the
@@ -574,15 +587,19 @@ pub struct SampleSettings {
 }
 
 impl SampleSettings {
-    /// The model's own context and the given draws.
+    /// The model's own context, the default truncation ([`DEFAULT_TOP_K`], [`DEFAULT_TOP_P`]) and the given
+    /// draws.
     pub fn new(model: &Transformer, steps: usize, temperature: f32, seed: u64) -> SampleSettings {
-        SampleSettings { steps, temperature, seed, context: model.config.context }
+        SampleSettings { steps, temperature, top_k: DEFAULT_TOP_K, top_p: DEFAULT_TOP_P, seed, context: model.config.context }
     }
 
     /// Refuses a value out of its range, naming the field.
     pub fn check(&self) -> Result<()> {
         if !(0.0..=100.0).contains(&self.temperature) {
             return Err(Error::invalid("temperature", self.temperature, "0..=100 (0: always the most likely token)"));
+        }
+        if !(self.top_p > 0.0 && self.top_p <= 1.0) {
+            return Err(Error::invalid("top_p", self.top_p, "a share in (0, 1] (1: every token)"));
         }
         if self.steps > MAX_SAMPLE_STEPS {
             return Err(Error::invalid("steps", self.steps, format!("0..={MAX_SAMPLE_STEPS}")));
@@ -611,7 +628,7 @@ pub struct Sampler {
     rng: ChaCha8Rng,
     /// (vocab): the logits of the next token.
     logits: Array1<f32>,
-    temperature: f32,
+    settings: SampleSettings,
     /// Tokens still to draw.
     left: usize,
 }
@@ -623,7 +640,7 @@ impl Sampler {
         if self.left == 0 {
             return Ok(None);
         }
-        let next = draw(self.logits.as_slice().expect("standard layout"), self.temperature, self.rng.random::<f64>());
+        let next = draw(self.logits.as_slice().expect("standard layout"), &self.settings, self.rng.random::<f64>());
         self.left -= 1;
         if self.left > 0 {
             self.logits = model.step(&mut self.cache, next)?;
@@ -724,9 +741,36 @@ pub fn probabilities(logits: &[f32], temperature: f32) -> Vec<f64> {
     e.into_iter().map(|v| v / sum).collect()
 }
 
-/// The token whose cumulative probability first exceeds `u` ∈ [0, 1).
-fn draw(logits: &[f32], temperature: f32, u: f64) -> u32 {
-    let p = probabilities(logits, temperature);
+/// [`probabilities`] kept to the `top_k` most likely tokens (0: every token) and then to the fewest most likely
+/// whose probabilities reach `top_p` (nucleus sampling, Holtzman et al. 2020; 1: every token), renormalized.
+/// Equal probabilities keep the lower token first.
+pub fn truncated_probabilities(logits: &[f32], temperature: f32, top_k: usize, top_p: f32) -> Vec<f64> {
+    let mut p = probabilities(logits, temperature);
+    if top_k == 0 && top_p >= 1.0 {
+        return p;
+    }
+    let mut order: Vec<usize> = (0..p.len()).collect();
+    order.sort_by(|&a, &b| p[b].total_cmp(&p[a]).then(a.cmp(&b)));
+    let mut keep = if top_k == 0 { p.len() } else { top_k.min(p.len()) };
+    let mut acc = 0.0;
+    for (n, &i) in order.iter().enumerate().take(keep) {
+        acc += p[i];
+        if acc >= top_p as f64 {
+            keep = n + 1;
+            break;
+        }
+    }
+    for &i in &order[keep..] {
+        p[i] = 0.0;
+    }
+    let sum: f64 = p.iter().sum();
+    p.iter_mut().for_each(|v| *v /= sum);
+    p
+}
+
+/// The token whose cumulative probability (of [`truncated_probabilities`]) first exceeds `u` ∈ [0, 1).
+fn draw(logits: &[f32], settings: &SampleSettings, u: f64) -> u32 {
+    let p = truncated_probabilities(logits, settings.temperature, settings.top_k, settings.top_p);
     let mut acc = 0.0;
     for (i, pi) in p.iter().enumerate() {
         acc += pi;
@@ -761,8 +805,18 @@ mod tests {
     #[test]
     fn drawing_follows_the_cumulative_probabilities() {
         let logits = [0.0f32, (3.0f32).ln()]; // p = 0.25, 0.75
-        assert_eq!((draw(&logits, 1.0, 0.2), draw(&logits, 1.0, 0.3), draw(&logits, 1.0, 0.999)), (0, 1, 1));
-        assert_eq!(draw(&logits, 0.0, 0.0), 1);
+        let at = |temperature, top_k, top_p| SampleSettings { steps: 1, temperature, top_k, top_p, seed: 0, context: 1 };
+        let plain = at(1.0, 0, 1.0);
+        assert_eq!((draw(&logits, &plain, 0.2), draw(&logits, &plain, 0.3), draw(&logits, &plain, 0.999)), (0, 1, 1));
+        assert_eq!(draw(&logits, &at(0.0, 0, 1.0), 0.0), 1);
+        // Truncated to the most likely token by top-k 1 or by a nucleus of 0.7 (< 0.75): token 1 always.
+        assert_eq!((draw(&logits, &at(1.0, 1, 1.0), 0.2), draw(&logits, &at(1.0, 0, 0.7), 0.2)), (1, 1));
+        // p = 0.1, 0.2, 0.3, 0.4: the nucleus 0.65 keeps 0.4 and 0.3 (0.7 ≥ 0.65), renormalized to 4/7, 3/7.
+        let four = [0.1f32.ln(), 0.2f32.ln(), 0.3f32.ln(), 0.4f32.ln()];
+        let p = truncated_probabilities(&four, 1.0, 0, 0.65);
+        assert!(p[0] == 0.0 && p[1] == 0.0 && (p[2] - 3.0 / 7.0).abs() < 1e-6 && (p[3] - 4.0 / 7.0).abs() < 1e-6, "{p:?}");
+        let p = truncated_probabilities(&four, 1.0, 3, 1.0);
+        assert!(p[0] == 0.0 && (p[1] - 2.0 / 9.0).abs() < 1e-6, "{p:?}");
         let p = probabilities(&logits, 1.0);
         assert!((p[0] - 0.25).abs() < 1e-6 && (p[1] - 0.75).abs() < 1e-6, "{p:?}");
         assert!((log_softmax_at(&logits, 0) - 0.25f64.ln()).abs() < 1e-7);

@@ -41,7 +41,9 @@ use crate::render;
 use crate::timing::now_ms;
 use crate::trained::chorales::{Chorales, VOICES};
 use crate::trained::heads::{self, Landmark, Meter};
-use crate::trained::transformer::{log_softmax_at, probabilities, AttentionPass, ModelConfig, ModelKind, SampleSettings, Sampler, Transformer};
+use crate::trained::transformer::{
+    log_softmax_at, probabilities, AttentionPass, ModelConfig, ModelKind, SampleSettings, Sampler, Transformer, DEFAULT_TOP_K, DEFAULT_TOP_P,
+};
 use ndarray::{ArrayView2, Axis};
 use serde::de::{DeserializeOwned, IgnoredAny};
 use serde::{Deserialize, Serialize};
@@ -89,6 +91,10 @@ pub struct SampleRequest {
     pub steps: f64,
     /// Softmax temperature, 0..=100 (0: always the most likely token).
     pub temperature: f64,
+    /// Draw only from the `top_k` most likely tokens, 0..=vocab (0: every token).
+    pub top_k: f64,
+    /// Draw only from the fewest most likely tokens whose probabilities reach `top_p`, (0, 1] (1: every token).
+    pub top_p: f64,
     /// Seed of the ChaCha8 stream, 0..=2³²−1.
     pub seed: f64,
     #[serde(flatten)]
@@ -132,6 +138,9 @@ pub struct ModelInfo {
     pub max_length: usize,
     /// Most tokens one sampling may draw, [`MAX_STEPS`].
     pub max_steps: usize,
+    /// The sampler's defaults ([`crate::trained::transformer::DEFAULT_TOP_K`], `DEFAULT_TOP_P`), as the CLI's.
+    pub top_k: usize,
+    pub top_p: f32,
     /// The voices in token order: soprano, alto, tenor, bass.
     pub voices: Vec<String>,
     /// Display name of each token ("rest", "A1", …), indexed by token.
@@ -458,6 +467,8 @@ impl ModelSession {
             valid_nll: figure("valid_nll"),
             max_length: CONTEXTS_PER_WINDOW * model.config.context,
             max_steps: MAX_STEPS,
+            top_k: DEFAULT_TOP_K,
+            top_p: DEFAULT_TOP_P,
             voices: VOICES.iter().map(|v| v.to_string()).collect(),
             vocab: data.vocab.clone(),
             pitch_min: data.pitch_min,
@@ -622,10 +633,14 @@ impl ModelSession {
             return Err(to_js(Error::invalid("temperature", r.temperature, "0..=100 (0: always the most likely token)")));
         }
         let seed = whole("seed", r.seed, 0, u32::MAX as usize)? as u64;
+        let top_k = whole("top_k", r.top_k, 0, self.model.config.vocab)?;
+        if !(r.top_p > 0.0 && r.top_p <= 1.0) {
+            return Err(to_js(Error::invalid("top_p", r.top_p, "a share in (0, 1] (1: every token)")));
+        }
         let mut state = self.state.borrow_mut();
         let w = state.window()?;
         let t0 = now_ms();
-        let settings = SampleSettings::new(&self.model, steps, r.temperature as f32, seed);
+        let settings = SampleSettings { top_k, top_p: r.top_p as f32, ..SampleSettings::new(&self.model, steps, r.temperature as f32, seed) };
         let sampler = self.model.sampler(&w.tokens, &settings).map_err(to_js)?;
         let prime = w.tokens.len();
         state.sampling = Some(Sampling { sampler, drawn: Vec::new() });

@@ -64,6 +64,9 @@ export function syncChoices(info) {
   delete $('m-piece').dataset.want;
   keep($('m-layer'), Array.from({ length: info.config.layers }, (_, i) => new Option(String(i), String(i))));
   keep($('m-head'), Array.from({ length: info.config.heads }, (_, i) => new Option(String(i), String(i))));
+  // The sampler's defaults are the runtime's (the CLI's too), until one is typed.
+  if ($('m-top-k').value === '') $('m-top-k').value = String(info.top_k);
+  if ($('m-top-p').value === '') $('m-top-p').value = String(Math.round(info.top_p * 1000) / 1000);
 }
 
 /** Writes a result's model and window into the controls and their ranges. */

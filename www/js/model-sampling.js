@@ -38,7 +38,7 @@ function start(s) {
   $('merr-sample').textContent = '';
   const [kind, piece, start, length, transpose, backend] = JSON.parse(s.key);
   const num = (id) => ($(id).value.trim() === '' ? NaN : Number($(id).value));
-  state.worker.postMessage(sampleRequest(sampling.id, kind, { piece, start, length, transpose }, num('m-steps'), num('m-temperature'), num('m-seed'), backend));
+  state.worker.postMessage(sampleRequest(sampling.id, kind, { piece, start, length, transpose }, num('m-steps'), num('m-temperature'), num('m-top-k'), num('m-top-p'), num('m-seed'), backend));
   $('m-continue').disabled = true;
   $('m-stop').disabled = false;
   $('m-sample-status').textContent = 'sampling…';

@@ -259,6 +259,8 @@ export const MODEL_KINDS = ['music', 'shaw', 'absolute'];
  * @property {ModelWindow} window
  * @property {number} steps
  * @property {number} temperature
+ * @property {number} top_k draw only from the K most likely tokens (0: every token)
+ * @property {number} top_p draw only from the nucleus of probability P (1: every token)
  * @property {number} seed
  * @property {'auto'|'webgpu'|'cpu'} backend where to run the window when it must be (the sampling itself
  *   runs on the CPU: the key/value cache's steps have no GPU path)
@@ -382,8 +384,8 @@ export function modelRequest(id, model, window, layer, head, position, parts, co
 }
 
 /** @returns {SampleRequest} */
-export function sampleRequest(id, model, window, steps, temperature, seed, backend) {
-  return { kind: 'model-sample', id, model, window, steps, temperature, seed, backend };
+export function sampleRequest(id, model, window, steps, temperature, topK, topP, seed, backend) {
+  return { kind: 'model-sample', id, model, window, steps, temperature, top_k: topK, top_p: topP, seed, backend };
 }
 
 /** @returns {ModelStop} */

@@ -151,7 +151,7 @@ async function sample(ctx, m) {
     await ensureWindow(ctx, s, m.model, m.window, m.backend);
     if (sampling !== m.id) return; // stopped or superseded while the window ran
     const at = runs;
-    s.start_sampling({ steps: m.steps, temperature: m.temperature, seed: m.seed });
+    s.start_sampling({ steps: m.steps, temperature: m.temperature, top_k: m.top_k, top_p: m.top_p, seed: m.seed });
     for (;;) {
       const r = s.next_tokens(BATCH);
       post({ kind: 'model-sampled', id: m.id, notes: r.notes, drawn: r.drawn, remaining: r.remaining, ms: r.ms });
