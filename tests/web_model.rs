@@ -57,8 +57,13 @@ fn window_on(piece: &str, start: f64, length: f64, transpose: f64, backend: &str
     object(&[("piece", piece.into()), ("start", start.into()), ("length", length.into()), ("transpose", transpose.into()), ("backend", backend.into())])
 }
 
+/// A SampleRequest with the sampler's default truncation.
 fn sample_request(steps: f64, temperature: f64, seed: f64) -> JsValue {
-    let (top_k, top_p) = (relattn::trained::transformer::DEFAULT_TOP_K as f64, relattn::trained::transformer::DEFAULT_TOP_P as f64);
+    sample_request_with(steps, temperature, relattn::trained::transformer::DEFAULT_TOP_P as f64, seed)
+}
+
+fn sample_request_with(steps: f64, temperature: f64, top_p: f64, seed: f64) -> JsValue {
+    let top_k = relattn::trained::transformer::DEFAULT_TOP_K as f64;
     object(&[("steps", steps.into()), ("temperature", temperature.into()), ("top_k", top_k.into()), ("top_p", top_p.into()), ("seed", seed.into())])
 }
 
@@ -241,7 +246,8 @@ async fn distance_profiles_are_distributions_over_distances() {
 #[wasm_bindgen_test]
 async fn live_sampling_gives_transformer_sample_and_the_cli() {
     // `relattn model sample --model models/chorales-KIND.safetensors --piece 10.7 --prime 32 --steps 32
-    // --temperature 1 --seed 7 --json`, native x86_64 build of b5ba6fd (its tokens 32..).
+    // --temperature 1 --top-p 1 --seed 7 --json`, native x86_64 build of b5ba6fd (its tokens 32..; the same
+    // with this commit's sliding context, which covers all 64 tokens, and no truncation).
     let cli: [(&str, [u32; 32]); 3] = [
         ("music", [40, 35, 28, 25, 40, 35, 28, 25, 40, 37, 28, 25, 40, 37, 28, 25, 40, 37, 28, 25, 40, 37, 27, 21, 40, 37, 32, 16, 40, 37, 33, 21]),
         ("shaw", [40, 35, 28, 23, 40, 35, 28, 25, 40, 37, 28, 25, 40, 37, 28, 25, 40, 37, 28, 25, 40, 37, 25, 21, 40, 37, 25, 21, 40, 37, 25, 21]),
@@ -251,7 +257,7 @@ async fn live_sampling_gives_transformer_sample_and_the_cli() {
         yield_to_browser().await;
         let s = session(kind);
         let w = run(&s, "10.7", 0.0, 32.0, 0.0).await;
-        let info: SamplingInfo = typed(s.start_sampling(sample_request(32.0, 1.0, 7.0)));
+        let info: SamplingInfo = typed(s.start_sampling(sample_request_with(32.0, 1.0, 1.0, 7.0)));
         assert_eq!((info.prime, info.steps), (32, 32));
         let mut got = Vec::new();
         loop {
@@ -276,7 +282,7 @@ async fn live_sampling_gives_transformer_sample_and_the_cli() {
         let prime: Vec<u32> = w.notes.iter().map(|n| n.token).collect();
         let native = {
             let t = transformer(kind);
-            t.sample(&prime, &SampleSettings::new(&t, 32, 1.0, 7), |_| {})
+            t.sample(&prime, &SampleSettings { top_p: 1.0, ..SampleSettings::new(&t, 32, 1.0, 7) }, |_| {})
         }
         .unwrap();
         assert_eq!(s.tokens(), native, "{kind}: live sampling vs Transformer::sample");
