@@ -288,6 +288,8 @@ test('Continue: the sampled tokens equal `relattn model sample` with the same pr
   await p.fill('#m-steps', String(steps));
   await p.fill('#m-temperature', String(temperature));
   await p.fill('#m-seed', String(seed));
+  // The sampler's defaults are the CLI's (top-k 0, top-p 0.95: the runtime's constants).
+  assert.deepEqual([await p.inputValue('#m-top-k'), await p.inputValue('#m-top-p')], ['0', '0.95']);
   await p.click('#m-continue');
   await p.waitForFunction(() => document.getElementById('roll').dataset.sampleDone, null, { timeout: 60000 });
   const got = (await roll(p)).sampled.split(',').map(Number);

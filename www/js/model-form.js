@@ -64,7 +64,11 @@ export function syncChoices(info) {
   delete $('m-piece').dataset.want;
   keep($('m-layer'), Array.from({ length: info.config.layers }, (_, i) => new Option(String(i), String(i))));
   keep($('m-head'), Array.from({ length: info.config.heads }, (_, i) => new Option(String(i), String(i))));
-  // The sampler's defaults are the runtime's (the CLI's too), until one is typed.
+  samplerDefaults(info);
+}
+
+/** The sampler's defaults are the runtime's (the CLI's too), until one is typed. */
+function samplerDefaults(info) {
   if ($('m-top-k').value === '') $('m-top-k').value = String(info.top_k);
   if ($('m-top-p').value === '') $('m-top-p').value = String(Math.round(info.top_p * 1000) / 1000);
 }
@@ -88,6 +92,7 @@ export function syncModelForm(r) {
   $('m-transpose-range').title = `This window allows ${w.transpose_min}…${w.transpose_max} semitones; the whole piece ${piece.transpose_min}…${piece.transpose_max} (every pitch stays in the vocabulary)`;
   fillNumbers($('m-layer'), info.config.layers, r.layer);
   fillNumbers($('m-head'), info.config.heads, r.head);
+  samplerDefaults(info);
 }
 
 export function clearModelErrors() {
