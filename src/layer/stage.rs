@@ -362,6 +362,7 @@ impl Stage {
             (Stage::SkewReshaped, _) => "The same numbers read with rows one shorter: each row slides one cell left of the row above, which moves every distance to its absolute key column. Row 0 is left over.",
             (Stage::SkewSliced, Bi) => "Rows 0..L and columns L − 1.. of the reshaped buffer: the relative logits at absolute positions (i, j), equal to the gather q_i · E_r[j − i].",
             (Stage::SkewSliced, _) => "Row 0 dropped: the relative logits at absolute positions. Cells above the diagonal hold leftovers of the next row; the causal mask removes them.",
+            (Stage::Logits, _) if !content => "The relative term alone (the content term is left out), scaled by 1/√d_head; masked cells are −∞ and get weight 0.",
             (Stage::Logits, _) => "Content and relative terms added and scaled by 1/√d_head; masked cells are −∞ and get weight 0.",
             (Stage::Weights, _) => "Each row sums to 1. Look for diagonals: a head that has learned (or been built) to look a fixed distance back shows a bright stripe.",
             (Stage::ValueBuckets, _) => "Row i sums the weights of the keys that share a w^V row: the attention each distance (clipped) received from query i. Row sums are 1.",

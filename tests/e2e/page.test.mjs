@@ -153,8 +153,10 @@ test('every control recomputes; bad input shows an inline error and keeps the vi
   assert.equal((await page.$eval('figure[data-stage="weights"] canvas', (c) => c.dataset.rows)), '10');
   await settle(() => page.selectOption('#method', 'music'));
   assert.ok((await stages()).includes('skew_sliced'));
+  assert.equal(await page.isDisabled('#rel_v'), true, 'a^V is Shaw\'s: off for the Music Transformer');
   await settle(() => page.check('#causal'));
   await settle(() => page.selectOption('#method', 'shaw'));
+  assert.equal(await page.isDisabled('#rel_v'), false);
   await settle(() => page.fill('#d_model', '32'));
   await settle(() => page.fill('#heads', '4'));
   assert.equal(await page.locator('#head option').count(), 4);

@@ -92,6 +92,38 @@ test('presentation on a phone: on-screen previous, next and close, and a swipe',
   await p.close();
 });
 
+test('Model mode on a phone: the tiles fit 390 px, a swipe steps the slides and never leaves the page', async () => {
+  const p = await context.newPage();
+  await p.setViewportSize({ width: 390, height: 844 });
+  watch(p, problems, { outside: true });
+  await p.goto(`${base}?mode=model&model=music&piece=10.7&length=64&backend=cpu`);
+  await p.waitForFunction(() => document.querySelectorAll('#m-tiles .tile canvas').length === 12, null, { timeout: 60000 });
+  assert.equal(await overflow(p), 0, 'Model mode is wider than the phone');
+  const right = await p.$$eval('#m-tiles .tile', (ts) => Math.max(...ts.map((t) => t.getBoundingClientRect().right)));
+  assert.ok(right <= 390, `a tile reaches ${right} px`);
+  await p.screenshot({ path: join(artifacts, 'screen-phone-model.png'), fullPage: true });
+  const url = p.url();
+  await p.click('#m-present');
+  const slide = () => p.evaluate(() => document.body.dataset.modelSlide || null);
+  assert.equal(await slide(), 'roll');
+  const swipe = (from, to) => p.evaluate(([a, b]) => {
+    const el = document.body;
+    const touch = (x) => new Touch({ identifier: 1, target: el, clientX: x, clientY: 400 });
+    el.dispatchEvent(new TouchEvent('touchstart', { touches: [touch(a)], changedTouches: [touch(a)], bubbles: true }));
+    el.dispatchEvent(new TouchEvent('touchend', { touches: [], changedTouches: [touch(b)], bubbles: true }));
+  }, [from, to]);
+  await swipe(300, 120);
+  assert.equal(await slide(), 'tiles', 'a swipe to the left steps forward');
+  await swipe(120, 300);
+  assert.equal(await slide(), 'roll', 'a swipe to the right steps back');
+  await swipe(120, 300);
+  assert.equal(await slide(), 'roll', 'no slide before the first');
+  assert.equal(p.url(), url, 'the browser did not navigate');
+  assert.equal(await p.evaluate(() => getComputedStyle(document.body).overscrollBehaviorX), 'none');
+  await p.keyboard.press('Escape');
+  await p.close();
+});
+
 test('no console errors, page errors or outside requests on any screen', () => {
   assert.deepEqual(problems, []);
 });

@@ -89,6 +89,7 @@ export function syncControls(info, shown) {
   $('method').value = s.method;
   for (const k of NUMS) $(k).value = String(s[k]);
   for (const k of BOOLS) $(k).checked = s[k];
+  relVFollowsMethod();
   fillSelect($('head'), s.heads, shown.head);
   fillSelect($('batch'), s.batch_size, shown.batch);
   $('preset-desc').textContent = info.preset_description;
@@ -104,4 +105,11 @@ export function setTheme(t) {
   document.documentElement.dataset.theme = t;
   $('theme').value = t;
   if (state.ui) state.ui.set_theme(t === 'dark');
+}
+
+/** Shaw's a^V has no meaning for the Music Transformer (it has no value term): its box is off there. */
+export function relVFollowsMethod() {
+  const music = $('method').value === 'music';
+  $('rel_v').disabled = music;
+  $('rel_v').title = music ? 'The Music Transformer has no relative value term (a^V is Shaw et al.\'s)' : '';
 }

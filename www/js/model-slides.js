@@ -30,6 +30,26 @@ export function wireSlides(shownResult, redraw, toStagesThenBack) {
   toStages = toStagesThenBack;
   $('m-present').addEventListener('click', () => present('roll'));
   document.addEventListener('keydown', keys);
+  // A horizontal swipe of 50 px or more steps as ← / → do (style.css keeps it from being a browser gesture).
+  let x0 = null;
+  document.addEventListener('touchstart', (e) => { x0 = current && e.touches.length === 1 ? e.touches[0].clientX : null; }, { passive: true });
+  document.addEventListener('touchend', (e) => {
+    if (x0 === null || !current) return;
+    const dx = e.changedTouches[0].clientX - x0;
+    x0 = null;
+    if (Math.abs(dx) >= 50) step(dx < 0 ? 1 : -1);
+  });
+}
+
+/** One slide on (1) or back (−1); on from the last: the head's stages. */
+function step(by) {
+  const at = SLIDES.findIndex(([n]) => n === current);
+  if (by > 0 && at + 1 >= SLIDES.length) {
+    // Once full screen is left: its fullscreenchange, coming after the stages are presented, would end them.
+    present(null).then(toStages);
+  } else if (at + by >= 0) {
+    present(SLIDES[at + by][0]);
+  }
 }
 
 /** Shows slide `name` alone, full screen (null: back to the page); resolves once full screen is left or entered. */
@@ -61,15 +81,12 @@ function present(name) {
 /** → / PageDown / Space next, ← / PageUp back, Esc leaves; after the last slide, the head's stages presented. */
 function keys(e) {
   if (!current) return;
-  const at = SLIDES.findIndex(([n]) => n === current);
   if (['ArrowRight', 'PageDown', ' '].includes(e.key)) {
     e.preventDefault();
-    if (at + 1 < SLIDES.length) { present(SLIDES[at + 1][0]); return; }
-    // Once full screen is left: its fullscreenchange, coming after the stages are presented, would end them.
-    present(null).then(toStages);
+    step(1);
   } else if (['ArrowLeft', 'PageUp'].includes(e.key)) {
     e.preventDefault();
-    if (at > 0) present(SLIDES[at - 1][0]);
+    step(-1);
   } else if (e.key === 'Escape') {
     e.preventDefault();
     present(null);
