@@ -48,7 +48,8 @@ impl Extent {
         }
     }
 
-    /// The colormap's range over the values seen ([`value_range`]): (0, 1) when none was finite.
+    /// The colormap's range over the values seen ([`value_range`]): (0, 1) when none was finite, (−1, 1) for
+    /// a diverging stage of zeros.
     fn range(&self, scale: Scale) -> (f32, f32) {
         let (lo, hi) = (self.lo, self.hi);
         if lo > hi {
@@ -56,8 +57,13 @@ impl Extent {
         }
         match scale {
             Scale::Diverging => {
-                let m = lo.abs().max(hi.abs()).max(f32::MIN_POSITIVE);
-                (-m, m)
+                // All zeros (the content term off): ±1, so the colorbar reads 0 in the middle, not ±1.18e-38.
+                let m = lo.abs().max(hi.abs());
+                if m < f32::MIN_POSITIVE {
+                    (-1.0, 1.0)
+                } else {
+                    (-m, m)
+                }
             }
             Scale::Sequential if lo == hi => (lo, lo + 1.0),
             Scale::Sequential => (lo, hi),
@@ -542,6 +548,14 @@ fn register_fonts() {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_stage_of_zeros_gets_a_readable_range() {
+        let zeros = ndarray::Array2::<f32>::zeros((3, 3));
+        assert_eq!(value_range(zeros.view(), Scale::Diverging), (-1.0, 1.0));
+        assert_eq!(value_range(zeros.view(), Scale::Sequential), (0.0, 1.0));
+    }
+
     use super::*;
     use ndarray::arr2;
 

@@ -468,6 +468,10 @@ test('this head, stage by stage: the chosen layer and head in Parameters mode\'s
   assert.ok(await p.locator('#model').isHidden() && await p.locator('#views').isVisible());
   assert.match(await p.locator('#preset-desc').innerText(), /layer 1, on BWV 10\.7/);
   assert.equal(await p.inputValue('#head'), String(head));
+  // The sentence is the window's tokens (voice:pitch), which label the axes.
+  const words = (await p.inputValue('#sentence')).split(' ');
+  assert.equal(words.length, 64);
+  assert.ok(words.every((w) => /^[SATB]:([A-G]#?-?\d+|rest)$/.test(w)), words.slice(0, 8).join(' '));
   for (const s of ['skew_qer', 'skew_sliced', 'relative_logits', 'weights']) assert.ok(await p.locator(`figure[data-stage="${s}"]`).count() === 1, `no ${s}`);
   // The weights the arcs were drawn from, cell by cell.
   for (const [j, a] of arcs.slice(0, 4)) {

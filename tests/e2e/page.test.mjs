@@ -167,6 +167,11 @@ test('every control recomputes; bad input shows an inline error and keeps the vi
   await settle(() => page.check('#rel_v'));
   await settle(() => page.uncheck('#rel_v'));
   assert.ok(!(await stages()).includes('rel_v'), 'a^V off still shows w^V');
+  // The content term off: its stage is zeros, coloured over ±1 (not ±1.18e-38), and the logits' note says so.
+  await settle(() => page.check('#relative_only'));
+  assert.equal(await page.getAttribute('figure[data-stage="content_logits"]', 'data-range'), '-1 1');
+  assert.match(await page.locator('figure[data-stage="logits"] .notice').innerText(), /relative term alone/);
+  await settle(() => page.uncheck('#relative_only'));
   await settle(() => page.check('#per_head'));
   await settle(() => page.fill('#seed', '7'));
   await settle(() => page.fill('#sentence', 'a b c d e f'));
@@ -246,6 +251,12 @@ test('reverse linking: a table row pinned shades every pair that reads it, in ev
   await page.mouse.click(t.x, t.y);
   await pinnedMatches(/pinned table row 9 \(distance 2\): read by 10 pairs/);
   assert.notDeepEqual(await pixel('weights', 3, 5), before.on, 'a reader of row 9 is not shaded');
+  // The pinned row is in the link, and the link brings it back.
+  assert.match(page.url(), /[?&]row=9(&|$)/);
+  const again = await page.context().newPage();
+  await again.goto(page.url());
+  await again.waitForFunction(() => document.body.dataset.ready && /pinned table row 9/.test(document.getElementById('pinned').innerText), null, { timeout: 30000 });
+  await again.close();
   assert.notDeepEqual(await pixel('relative_logits', 7, 9), before.rel, 'not shaded in another (i, j) view');
   assert.deepEqual(await pixel('weights', 3, 4), before.off, 'a pair at another distance is shaded');
   await page.locator('figure[data-stage="weights"]').scrollIntoViewIfNeeded();

@@ -8,7 +8,7 @@ import { $ } from './dom.js';
 import { state } from './state.js';
 import { modelRequest as modelMsg } from './protocol.js';
 import { readWindow, readHead, modelKind, syncModelForm, syncChoices, clearModelErrors, showModelError } from './model-form.js';
-import { drawRoll, hit, noteName, arcsOf } from './roll.js';
+import { drawRoll, hit, noteName, arcsOf, VOICE_NAMES } from './roll.js';
 import { drawTiles, markTile, markRow, drawDistances, drawPrediction } from './model-views.js';
 import { wireSampling, sampledNotes, onSampled, onSampleRefused, endSampling } from './model-sampling.js';
 import { wireComparisons, onComparison, drawComparisons, ensureNll, windowShown } from './model-compare.js';
@@ -340,6 +340,9 @@ export function wireModel(startParams) {
     state.modelSource = { kind: modelKind(), window: readWindow(), layer };
     state.want = { batch: 0, head };
     state.pinned = null;
+    state.pinnedRow = null;
+    // The axes name the window's tokens (voice and pitch), not the sentence Parameters mode had.
+    if (m.shown) $('sentence').value = m.shown.window.notes.map((n) => `${VOICE_NAMES[n.voice]}:${noteName(n.midi)}`).join(' ');
     setMode('params', null);
     requestTrace();
   });

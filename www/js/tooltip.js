@@ -168,6 +168,7 @@ function setRow(r) {
   state.pinnedRow = r;
   if (r !== null) state.pinned = null;
   drawPins();
+  saveURL();
 }
 
 /**

@@ -37,6 +37,7 @@ export function saveURL() {
   q.set('batch', $('batch').value);
   q.set('sentence', $('sentence').value);
   if (state.pinned) q.set('pin', `${state.pinned.i},${state.pinned.j}`);
+  if (state.pinnedRow != null) q.set('row', String(state.pinnedRow));
   q.set('seq', $('seq').value);
   q.set('div', $('div').value);
   q.set('theme', document.documentElement.dataset.theme);
@@ -70,6 +71,8 @@ export function applyURL() {
   }
   const pin = /^(\d+),(\d+)$/.exec(q.get('pin') || '');
   if (pin) state.pinned = { i: Number(pin[1]), j: Number(pin[2]) };
+  const row = /^(\d+)$/.exec(q.get('row') || '');
+  if (row && !pin) state.pinnedRow = Number(row[1]);
   state.mode = q.get('mode') === 'model' ? 'model' : 'params';
   applyModelURL(state.mode === 'model' ? q : new URLSearchParams());
   return q.get('present');

@@ -78,6 +78,7 @@ export async function render(cur) {
     }
     prev = v;
     if (v.notice) v.notice.textContent = stage.notice;
+    v.figure.dataset.range = `${stage.lo} ${stage.hi}`;
     const t0 = performance.now();
     drawView(v, stage, cur);
     drawMs.push([stage.name, performance.now() - t0]);
