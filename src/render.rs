@@ -375,8 +375,16 @@ pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, fig: &Figure, cel
     root.fill(&ink.background).map_err(err)?;
     // Title and subtitle span the whole width; the chart and its colorbar share what is below.
     let body = root.titled(&fig.title, ("sans-serif", 20).into_font().color(&ink.text)).map_err(err)?;
-    let (sub, body) = body.split_vertically(22);
-    sub.draw_text(&fig.subtitle, &("sans-serif", 14).into_font().color(&ink.muted), (12, 2)).map_err(err)?;
+    // The subtitle (formula, shape, a zoomed window's rows and columns) on as many lines as the width needs
+    // (two at most, the second cut with an ellipsis), never clipped mid-word at the figure's edge.
+    let sub_font = ("sans-serif", 14).into_font().color(&ink.muted);
+    let room = body.dim_in_pixel().0.saturating_sub(24);
+    let width = |t: &str| body.estimate_text_size(t, &sub_font).map_or(0, |(w, _)| w);
+    let lines = wrap_to(&fig.subtitle, room, 2, width);
+    let (sub, body) = body.split_vertically(22 * lines.len().max(1) as u32);
+    for (k, line) in lines.iter().enumerate() {
+        sub.draw_text(line, &sub_font, (12, 2 + 22 * k as i32)).map_err(err)?;
+    }
     let (w, _) = body.dim_in_pixel();
     let (main, bar) = body.split_horizontally(w.saturating_sub(COLORBAR_WIDTH));
 
@@ -536,6 +544,34 @@ pub fn save(fig: &Figure, path: &std::path::Path, size: (u32, u32)) -> crate::er
     }
 }
 
+/// `text` in at most `max_lines` lines of at most `room` pixels (`width` measures a line), breaking between
+/// words; what does not fit ends the last line with "…".
+fn wrap_to(text: &str, room: u32, max_lines: usize, width: impl Fn(&str) -> u32) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    let mut words = text.split(' ').peekable();
+    while let Some(word) = words.next() {
+        let full = lines.len() >= max_lines;
+        match lines.last_mut() {
+            Some(line) if width(&format!("{line} {word}")) <= room => {
+                line.push(' ');
+                line.push_str(word);
+            }
+            Some(line) if full => {
+                // Out of lines: cut the last one to fit with an ellipsis.
+                let rest: Vec<&str> = std::iter::once(word).chain(words.by_ref()).collect();
+                let mut cut = format!("{line} {}", rest.join(" "));
+                while !cut.is_empty() && width(&format!("{cut}…")) > room {
+                    cut.pop();
+                }
+                *line = format!("{}…", cut.trim_end());
+                break;
+            }
+            _ => lines.push(word.to_string()),
+        }
+    }
+    lines
+}
+
 /// Native text needs a font: DejaVu Sans, embedded.
 #[cfg(not(target_arch = "wasm32"))]
 fn register_fonts() {
@@ -548,6 +584,14 @@ fn register_fonts() {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn subtitles_wrap_between_words_and_end_with_an_ellipsis() {
+        let width = |t: &str| 10 * t.chars().count() as u32; // 10 px a character
+        assert_eq!(wrap_to("a bb ccc", 100, 2, width), ["a bb ccc"]);
+        assert_eq!(wrap_to("aaaa bbbb cccc", 90, 2, width), ["aaaa bbbb", "cccc"]);
+        assert_eq!(wrap_to("aaaa bbbb cccc dddd eeee", 90, 2, width), ["aaaa bbbb", "cccc ddd…"]);
+    }
 
     #[test]
     fn a_stage_of_zeros_gets_a_readable_range() {
