@@ -87,11 +87,13 @@ async function nameAdapter(status) {
   return status;
 }
 
-// WebGPU is tried once, by the first request that asks for it ('auto' or 'webgpu'); resolves when it was.
+// WebGPU is tried once, by the first request that asks for it ('auto' or 'webgpu'). 'webgpu' waits until it
+// was; 'auto' does not: its first view is computed on the CPU at once while the device and its pipelines are
+// set up beside it (seconds on a software adapter), and the next request decides.
 function tryGpu(backend) {
   if (backend !== 'auto' && backend !== 'webgpu') return Promise.resolve();
   gpuTried = gpuTried || gpu_init().then(nameAdapter);
-  return gpuTried;
+  return backend === 'auto' ? Promise.resolve() : gpuTried;
 }
 
 // Where a computation ran, as the footer shows it (protocol.js BackendUsed), from the Rust BackendUsed `b`

@@ -272,6 +272,12 @@ fn take_gpu() -> Result<(GpuContext, String), String> {
                 *g = Gpu::Gone(why.clone());
                 Err(why)
             }
+            // Busy with no name: gpu_init is still building the device and its pipelines (seconds on a
+            // software adapter), which Auto does not wait for.
+            Gpu::Busy(name) if name.is_empty() => {
+                *g = Gpu::Busy(name);
+                Err("WebGPU is still being set up: this view was computed on the CPU (the next one decides)".into())
+            }
             Gpu::Busy(name) => {
                 *g = Gpu::Busy(name);
                 Err(GpuError::Busy.to_string())
