@@ -360,6 +360,49 @@ test('keyboard: controls reachable with labels, the cursor cell is announced', a
   await page.screenshot({ path: join(artifacts, 'features-light.png') });
 });
 
+test('the guided tour: opens on a first plain visit, each step sets the controls, remembered once finished', async () => {
+  const p = await context.newPage();
+  watch(p, problems, watchOptions);
+  // A first visit: nothing remembered (set before the page's scripts run, so nothing is reloaded).
+  await p.addInitScript(() => localStorage.removeItem('relattn-tour-done'));
+  await p.goto(base);
+  await p.waitForFunction(() => document.body.dataset.ready && document.getElementById('busy').hidden, null, { timeout: 30000 });
+  assert.ok(await p.locator('#tour').isVisible(), 'the tour opens by itself on a first plain visit');
+  assert.equal(await p.locator('#tour-step').innerText(), '1 / 6');
+  // Opening by itself changes nothing: Start sets the first step's controls.
+  assert.notEqual(await p.inputValue('#preset'), 'built-heads');
+  assert.equal(await p.locator('#tour-next').innerText(), 'Start');
+  await settle(() => p.click('#tour-next'), p);
+  assert.equal(await p.inputValue('#preset'), 'built-heads');
+  await p.click('#tour-next');
+  assert.equal(await p.locator('#tour-step').innerText(), '2 / 6');
+  await settle(() => p.click('#tour-next'), p);
+  assert.equal(await p.inputValue('#sentence'), 'the cat saw the dog');
+  await settle(() => p.click('#tour-next'), p);
+  assert.deepEqual([await p.inputValue('#method'), await p.inputValue('#n'), await p.isChecked('#causal')], ['music', '6', true]);
+  assert.ok(await p.locator('figure[data-stage="skew_sliced"]').count() === 1, 'the skew is shown');
+  await settle(() => p.click('#tour-next'), p);
+  assert.equal(await p.inputValue('#n'), '512');
+  await p.click('#tour-next');
+  await p.waitForFunction(() => document.body.dataset.mode === 'model');
+  assert.equal(await p.locator('#tour-next').innerText(), 'Finish');
+  await p.screenshot({ path: join(artifacts, 'features-tour.png') });
+  await p.click('#tour-next');
+  assert.ok(await p.locator('#tour').isHidden(), 'Finish closes the tour');
+  await p.waitForFunction(() => document.body.dataset.modelReady, null, { timeout: 60000 });
+  await p.close();
+  // Remembered: a plain visit again does not open it; the Tour button does.
+  const again = await context.newPage();
+  watch(again, problems, watchOptions);
+  await again.goto(base);
+  await again.waitForFunction(() => document.body.dataset.ready && document.getElementById('busy').hidden, null, { timeout: 30000 });
+  assert.ok(await again.locator('#tour').isHidden(), 'the finished tour opened again');
+  await again.click('#tour-btn');
+  assert.ok(await again.locator('#tour').isVisible());
+  await again.click('#tour-close');
+  await again.close();
+});
+
 test('no console errors, page errors or requests outside the page\'s origin', () => {
   assert.deepEqual(problems, []);
 });

@@ -16,6 +16,7 @@ import { enterPresent, exitPresent, presentKeys, attachPresentControls } from '.
 import { exportNpz } from './export.js';
 import { loadFile, forgetFile, dropCandidate, acceptCandidate, fileInPlay, acceptDrops } from './file.js';
 import { wireModel, setMode, onModelMessage, onWorkerRestart, recolour, firstShown, applyModelEmbed, modelRequest } from './model.js';
+import { wireTour } from './tour.js';
 
 /** The newest settings' result (worker-client.js passes no other): it becomes what is shown. */
 function showResult(msg) {
@@ -69,6 +70,7 @@ async function main() {
   const uiReady = new Promise((ok) => { uiLoaded = ok; });
   const startParams = () => uiReady.then(() => request());
   wireModel(startParams);
+  wireTour();
   const modelFirst = new URLSearchParams(location.search).get('mode') === 'model';
   if (EMBED) document.body.classList.add(modelFirst ? 'embed-model' : 'embed');
   if (EMBED && modelFirst) applyModelEmbed(EMBED);
