@@ -393,31 +393,29 @@ pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, fig: &Figure, cel
         None => i.to_string(),
     };
     // Room for the longest row label (tokens can be long) beside the axis title.
-    let longest = fig.y_labels.as_ref().map_or(rows.to_string().len(), |l| l.iter().map(|t| t.chars().count()).max().unwrap_or(1));
+    // Labels are measured in the figure's own font (not counted in characters), so none overlaps its
+    // neighbour or the axis title.
+    let label_font = ("sans-serif", 12).into_font();
+    let label_style = TextStyle::from(label_font.clone());
+    let px = |t: &str| main.estimate_text_size(t, &label_style).map_or(7 * t.chars().count() as u32, |(w, _)| w);
+    let widest = |labels: &Option<Vec<String>>, count: usize| match labels {
+        Some(l) => l.iter().map(|t| px(t)).max().unwrap_or(0),
+        None => px(&count.saturating_sub(1).to_string()),
+    };
     let mut chart = ChartBuilder::on(&main)
         .margin(8)
         .x_label_area_size(40)
-        .y_label_area_size((36 + 7 * longest as u32).max(56))
+        .y_label_area_size((36 + widest(&fig.y_labels, rows)).max(56))
         .build_cartesian_2d((0..cols as i32 - 1).into_segmented(), (0..rows as i32 - 1).into_segmented())
         .map_err(err)?;
     // Every `step`-th row and column is labelled, a 1-2-5 step that leaves each label room (12 px text:
-    // 18 px a row; a column: its longest label at about 7 px a character); tokens are cut to that room.
+    // 18 px a row; a column: its widest label, measured, and 6 px between); tokens are cut to that room with
+    // an ellipsis (two characters at least: the tooltip has the whole token), never overlapping.
     let (plot_w, plot_h) = chart.plotting_area().dim_in_pixel();
-    let longest_x = fig.x_labels.as_ref().map_or(cols.to_string().len(), |l| l.iter().map(|t| t.chars().count()).max().unwrap_or(1));
-    // Tokens may be cut to two characters and an ellipsis; indices keep their digits.
-    let x_chars = if fig.x_labels.is_some() { longest_x.min(2) } else { longest_x };
-    let x_step = tick_step(cols, plot_w as usize / (7 * x_chars + 6));
+    let (x_step, x_shown) = column_labels(fig.x_labels.as_deref(), cols, plot_w, &px);
     let y_step = tick_step(rows, plot_h as usize / 18);
-    let fit = ((plot_w as usize * x_step / cols) / 7).max(1);
     let x_fmt = |v: &SegmentValue<i32>| match v {
-        SegmentValue::CenterOf(c) if *c < cols as i32 && (*c as usize).is_multiple_of(x_step) => {
-            let t = label(&fig.x_labels, *c);
-            if fig.x_labels.is_some() && t.chars().count() > fit {
-                t.chars().take(fit.saturating_sub(1).max(1)).chain(['…']).collect()
-            } else {
-                t
-            }
-        }
+        SegmentValue::CenterOf(c) if *c < cols as i32 && (*c as usize).is_multiple_of(x_step) => x_shown[*c as usize / x_step].clone(),
         _ => String::new(),
     };
     let y_fmt = |v: &SegmentValue<i32>| match v {
@@ -436,7 +434,7 @@ pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, fig: &Figure, cel
         .y_label_formatter(&y_fmt)
         .x_desc(&fig.x_desc)
         .y_desc(&fig.y_desc)
-        .label_style(("sans-serif", 12).into_font().color(&ink.text))
+        .label_style(label_font.clone().color(&ink.text))
         .axis_desc_style(("sans-serif", 12).into_font().color(&ink.text))
         .axis_style(ink.text)
         .draw()
@@ -544,6 +542,38 @@ pub fn save(fig: &Figure, path: &std::path::Path, size: (u32, u32)) -> crate::er
     }
 }
 
+/// The column labels of a figure `plot_w` pixels wide: every `step`-th of the `cols` columns (a 1-2-5 step
+/// leaving each label its measured width, `px`, and 6 px between), and those labels — indices as they are,
+/// tokens cut with an ellipsis to their slot (two characters and the ellipsis at least decide the step; the
+/// tooltip has the whole token) — so that no two overlap.
+fn column_labels(tokens: Option<&[String]>, cols: usize, plot_w: u32, px: &impl Fn(&str) -> u32) -> (usize, Vec<String>) {
+    let cut = |t: &str, chars: usize| format!("{}…", t.chars().take(chars).collect::<String>());
+    let need = match tokens {
+        Some(l) => l.iter().map(|t| if t.chars().count() > 2 { px(t).min(px(&cut(t, 2))) } else { px(t) }).max().unwrap_or(0),
+        None => px(&cols.saturating_sub(1).to_string()),
+    };
+    let step = tick_step(cols, plot_w as usize / (need as usize + 6).max(1));
+    let slot = (plot_w as usize * step / cols.max(1)).saturating_sub(6) as u32;
+    let shown = (0..cols)
+        .step_by(step)
+        .map(|c| match tokens {
+            None => c.to_string(),
+            Some(l) => {
+                let t = l.get(c).cloned().unwrap_or_default();
+                if px(&t) <= slot {
+                    return t;
+                }
+                let mut chars = t.chars().count();
+                while chars > 1 && px(&cut(&t, chars)) > slot {
+                    chars -= 1;
+                }
+                cut(&t, chars)
+            }
+        })
+        .collect();
+    (step, shown)
+}
+
 /// `text` in at most `max_lines` lines of at most `room` pixels (`width` measures a line), breaking between
 /// words; what does not fit ends the last line with "…".
 fn wrap_to(text: &str, room: u32, max_lines: usize, width: impl Fn(&str) -> u32) -> Vec<String> {
@@ -584,6 +614,36 @@ fn register_fonts() {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn column_labels_never_overlap_and_cut_words_with_an_ellipsis() {
+        // A width like a proportional font's: 'w' and 'm' wide, 'i' narrow.
+        let px = |t: &str| {
+            t.chars()
+                .map(|c| match c {
+                    'w' | 'm' => 10,
+                    'i' | 'l' => 3,
+                    '…' => 9,
+                    _ => 7,
+                })
+                .sum::<u32>()
+        };
+        let words: Vec<String> = "the wombat swims while mice swim in willow woods".split(' ').map(String::from).collect();
+        for plot_w in [60, 120, 250, 400, 900] {
+            let (step, shown) = column_labels(Some(&words), words.len(), plot_w, &px);
+            let slot = plot_w as usize * step / words.len();
+            for (k, t) in shown.iter().enumerate() {
+                assert!(px(t) as usize <= slot.saturating_sub(6) || t.chars().count() <= 2, "{plot_w} px: '{t}' in a slot of {slot}");
+                let whole = &words[k * step];
+                assert!(t == whole || (t.ends_with('…') && whole.starts_with(t.trim_end_matches('…'))), "{t} of {whole}");
+            }
+        }
+        // Wide enough: every word whole.
+        let (step, shown) = column_labels(Some(&words), words.len(), 900, &px);
+        assert_eq!((step, shown), (1, words.clone()));
+        // Indices keep their digits.
+        assert_eq!(column_labels(None, 12, 600, &px).1[..3], ["0", "1", "2"]);
+    }
 
     #[test]
     fn subtitles_wrap_between_words_and_end_with_an_ellipsis() {
