@@ -288,7 +288,9 @@ test('Continue: the sampled tokens equal `relattn model sample` with the same pr
   await p.fill('#m-steps', String(steps));
   await p.fill('#m-temperature', String(temperature));
   await p.fill('#m-seed', String(seed));
-  // The sampler's defaults are the CLI's (top-k 0, top-p 0.95: the runtime's constants).
+  // Continue counts tokens, and says so; the sampler's defaults are the CLI's (top-k 0, top-p 0.95: the
+  // runtime's constants).
+  assert.match(await p.locator('label:has(#m-steps)').innerText(), /^tokens/);
   assert.deepEqual([await p.inputValue('#m-top-k'), await p.inputValue('#m-top-p')], ['0', '0.95']);
   await p.click('#m-continue');
   await p.waitForFunction(() => document.getElementById('roll').dataset.sampleDone, null, { timeout: 60000 });
@@ -527,6 +529,9 @@ test('the three models side by side: one row of distance charts each, every dist
 test('Present: five titled, numbered slides at projector size → this head stage by stage from its first stage → Esc back to Model mode', async () => {
   const p = await open(`?mode=model&model=music&piece=${PIECE}&start=0&length=64&layer=1&head=2&note=40`);
   await p.setViewportSize({ width: 1280, height: 720 });
+  // The Present button sits inside the page's margin, as the panels do.
+  const [button, panel] = [await p.locator('#m-present').boundingBox(), await p.locator('#m-panel-tiles').boundingBox()];
+  assert.ok(button.x >= panel.x - 1, `Present at x ${button.x}, the panels at ${panel.x}`);
   await p.click('#m-present');
   const slide = () => p.evaluate(() => document.body.dataset.modelSlide || null);
   const panels = { roll: '.roll-fig', tiles: '#m-panel-tiles', dist: '#m-panel-dist', predict: '#m-panel-predict', nll: '#m-panel-nll' };

@@ -80,10 +80,13 @@ async function hover(stage, i, j, tol = 0) {
   const y = box.y + (Number(d.y0) + (i + 0.5) * ch) * scale;
   await page.mouse.move(x, y);
   const tip = page.locator('#tooltip');
+  // A tolerance asked for (a pooled figure, many cells to a pixel) is at least a pixel and a half of cells.
+  const perPixel = Math.max(1 / (cw * scale), 1 / (ch * scale));
+  const within = tol > 0 ? Math.max(tol, Math.ceil(1.5 * perPixel)) : 0;
   await page.waitForFunction(([s, ii, jj, tl]) => {
     const t = document.getElementById('tooltip');
     return !t.hidden && t.dataset.stage === s && Math.abs(t.dataset.i - ii) <= tl && Math.abs(t.dataset.j - jj) <= tl;
-  }, [stage, i, j, tol], { timeout: 5000 });
+  }, [stage, i, j, within], { timeout: 5000 });
   return { ...(await tip.evaluate((t) => ({ ...t.dataset }))), text: await tip.innerText(), x, y };
 }
 
