@@ -261,6 +261,23 @@ fn model_options_out_of_range_name_the_option_value_and_range() {
     sample(&["--bpm", "-5"], &["--bpm <BPM>", "-5 is not in 20..=400"]);
     sample(&["--seed", "-1"], &["--seed <SEED>", "'-1'"]);
     sample(&["--no-such-option"], &["unexpected argument '--no-such-option'"]);
+    // An opening chord instead of a piece: four names of the vocabulary, soprano to bass.
+    let opening = |extra: &[&str], needles: &[&str]| {
+        fails(&[&["model", "sample"], &model[..], &["--out", s(&mid)], extra].concat(), needles);
+        assert!(!mid.exists(), "{extra:?}: nothing written");
+    };
+    opening(&[], &["invalid piece", "neither --piece nor --opening", "--opening"]);
+    opening(&["--opening", "C5 G4 E4"], &["invalid opening", "'C5 G4 E4'", "four names", "A1..=C6"]);
+    opening(&["--opening", "C5 G4 E4 H2"], &["invalid opening", "'H2'"]);
+    opening(&["--opening", "C5 G4 E4 C3", "--piece", "10.7"], &["'--opening <OPENING>' cannot be used with '--piece <PIECE>'"]);
+    let out = relattn(&[&["model", "sample"], &model[..], &["--opening", "C5 G4 E4 C3", "--steps", "8", "--out", s(&mid), "--json"]].concat());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let tokens: Vec<u64> = json["tokens"].as_array().unwrap().iter().map(|t| t.as_u64().unwrap()).collect();
+    // C5, G4, E4, C3 in a vocabulary starting at A1 (MIDI 33) after the rest: tokens 40, 35, 32, 16.
+    assert_eq!((tokens.len(), &tokens[..4]), (12, &[40, 35, 32, 16][..]));
+    assert!(midly::Smf::parse(&std::fs::read(&mid).unwrap()).is_ok());
+    std::fs::remove_file(&mid).unwrap();
     let eval = |extra: &[&str], needles: &[&str]| fails(&[&["model", "eval"], &model[..], extra].concat(), needles);
     eval(&["--window", "-1"], &["invalid window", "got -1", "2 or more"]);
     eval(&["--window", "1"], &["invalid window", "got 1", "2 or more"]);

@@ -12,7 +12,7 @@ use relattn::layer::scenario::{read_arrays, read_at_most, sizes_of, Arrays, Scen
 use relattn::positions::Method;
 use relattn::render::{self, Figure};
 use relattn::timing::StageTimes;
-use relattn::trained::chorales::{Chorales, BPM};
+use relattn::trained::chorales::{Chorales, BPM, VOICES};
 use relattn::trained::music_stats;
 use relattn::trained::transformer::{SampleSettings, Transformer, DEFAULT_TOP_K, DEFAULT_TOP_P, MAX_CONTEXT, MAX_SAMPLE_STEPS};
 use relattn::{Backend, Edge, Error, Stage, Trace};
@@ -174,18 +174,23 @@ enum ModelCommand {
         #[arg(long)]
         out: PathBuf,
     },
-    /// Continue the first --prime tokens of a piece by --steps sampled tokens and write a MIDI file. Each new
+    /// Continue the first --prime tokens of a piece (or an --opening chord) by --steps sampled tokens and write
+    /// a MIDI file. Each new
     /// token attends to the --context tokens before it (a sliding window, fed from the prime's last --context
     /// tokens in one pass), so the time grows linearly with --steps: 65536 steps take minutes, not hours. The
     /// MIDI file is written only once every step is drawn; Ctrl-C stops with nothing written.
     Sample {
         #[command(flatten)]
         files: ModelFiles,
-        /// The piece's BWV number, e.g. 10.7.
+        /// The piece's BWV number, e.g. 10.7 (or --opening).
+        #[arg(long, conflicts_with = "opening")]
+        piece: Option<String>,
+        /// Start from a chord instead of a piece: four names of the data's vocabulary, soprano to bass (e.g.
+        /// "C5 G4 E4 C3"; "rest" for a silent voice); the continuation follows it.
         #[arg(long)]
-        piece: String,
+        opening: Option<String>,
         /// Tokens of the piece to start from, 1..=(the piece's tokens) (4 per 16th-note step).
-        #[arg(long, default_value_t = 64, allow_negative_numbers = true)]
+        #[arg(long, default_value_t = 64, allow_negative_numbers = true, conflicts_with = "opening")]
         prime: i64,
         /// Tokens to sample, 0..=65536.
         #[arg(long, default_value_t = 256, allow_negative_numbers = true)]
@@ -404,10 +409,20 @@ fn run_model(command: ModelCommand) -> Result<(), Stop> {
             let trace = pollster::block_on(model.trace_async(&mut backend, &tokens[start..start + length], layer))?.0.head(head)?;
             write_atomic(&out, |tmp| write_file(tmp, |w| trace.write_npz(w)))?;
         }
-        ModelCommand::Sample { files, piece, prime, steps, context, temperature, top_k, top_p, seed, bpm, out, json } => {
+        ModelCommand::Sample { files, piece, opening, prime, steps, context, temperature, top_k, top_p, seed, bpm, out, json } => {
             let (model, data) = files.load()?;
-            let tokens = &data.piece(&piece)?.tokens;
-            let prime = in_range("prime", prime, 1..=tokens.len(), "the piece's tokens")?;
+            let (tokens, prime) = match (&piece, &opening) {
+                (Some(piece), _) => {
+                    let tokens = data.piece(piece)?.tokens.clone();
+                    let prime = in_range("prime", prime, 1..=tokens.len(), "the piece's tokens")?;
+                    (tokens, prime)
+                }
+                (None, Some(chord)) => (data.chord(chord)?.to_vec(), VOICES.len()),
+                (None, None) => {
+                    let allowed = "--piece (a BWV number of --data, e.g. 10.7) or --opening (a chord, e.g. \"C5 G4 E4 C3\")";
+                    return Err(Error::invalid("piece", "neither --piece nor --opening", allowed).into());
+                }
+            };
             let steps = in_range("steps", steps, 0..=MAX_SAMPLE_STEPS, "tokens one sampling may draw")?;
             let context = match context {
                 Some(c) => in_range("context", c, 1..=MAX_CONTEXT, "tokens a new token may attend to")?,

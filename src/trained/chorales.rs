@@ -102,6 +102,28 @@ impl Chorales {
         })
     }
 
+    /// The tokens of a chord given as four names of the vocabulary, soprano to bass ("C5 G4 E4 C3"; "rest"
+    /// for a silent voice): an opening to sample from. Errors name "opening" and the vocabulary's range.
+    pub fn chord(&self, names: &str) -> Result<[u32; 4]> {
+        let allowed = || {
+            format!(
+                "four names, soprano to bass, each \"rest\" or a pitch {}..={} of the vocabulary (e.g. \"C5 G4 E4 C3\")",
+                self.vocab[1.min(self.vocab.len() - 1)],
+                self.vocab[self.vocab.len() - 1]
+            )
+        };
+        let words: Vec<&str> = names.split_whitespace().collect();
+        if words.len() != VOICES.len() {
+            return Err(Error::invalid("opening", format!("'{names}'"), allowed()));
+        }
+        let mut chord = [0u32; 4];
+        for (t, w) in chord.iter_mut().zip(&words) {
+            *t = self.vocab.iter().position(|v| v.eq_ignore_ascii_case(w)).ok_or_else(|| Error::invalid("opening", format!("'{w}' in '{names}'"), allowed()))?
+                as u32;
+        }
+        Ok(chord)
+    }
+
     /// The MIDI pitch of a token, `None` for a rest.
     pub fn pitch(&self, token: u32) -> Option<u8> {
         (token != 0).then(|| self.pitch_min + (token - 1) as u8)
@@ -215,6 +237,15 @@ mod tests {
             assert!(d.midi(&d.pieces[0].tokens, bpm).is_ok());
         }
         assert_eq!(d.midi(&[9, 0, 0, 0], 80).unwrap_err().field(), "tokens");
+    }
+
+    #[test]
+    fn an_opening_chord_is_four_names_of_the_vocabulary() {
+        let d = data();
+        assert_eq!(d.chord("D4 C#4 c4 rest").unwrap(), [3, 2, 1, 0]);
+        for bad in ["C4 C4 C4", "C4 C4 C4 C4 C4", "C4 C4 C4 H9"] {
+            assert_eq!(d.chord(bad).unwrap_err().field(), "opening", "{bad}");
+        }
     }
 
     #[test]
