@@ -238,6 +238,7 @@ async fn distance_profiles_are_distributions_over_distances() {
             // voice one 16th, one beat and one bar back.
             let meter = Meter::of(&piece.time_signature, 4);
             assert_eq!(p.description, describe(&p.distribution, meter), "layer {layer} head {head}");
+            assert_eq!(s.head_description(layer, head).unwrap(), p.description, "the tiles' description is the profile's");
             assert_eq!(p.landmarks.iter().map(|l| l.distance).collect::<Vec<_>>(), [-3, 1 - 4 * meter.beat, 1 - 4 * meter.bar]);
         }
     }

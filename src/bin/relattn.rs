@@ -268,16 +268,33 @@ fn load_model(path: &Path) -> relattn::Result<Transformer> {
 impl ModelFiles {
     fn load(&self) -> relattn::Result<(Transformer, Chorales)> {
         let model = load_model(&self.model)?;
-        let data = Chorales::parse(&read_bytes(&self.data, "a chorale data file", "a .json data file")?, &self.data.display().to_string())?;
-        if data.vocab.len() != model.config.vocab {
-            return Err(Error::invalid(
-                "data",
-                format!("{} tokens in {}", data.vocab.len(), self.data.display()),
-                format!("the model's vocabulary of {}", model.config.vocab),
-            ));
-        }
+        let data = read_chorales(&self.data)?;
+        same_vocabulary(&model, &data, &self.data)?;
         Ok((model, data))
     }
+}
+
+/// Reads a chorale data file (see [`read_bytes`]).
+fn read_chorales(path: &Path) -> relattn::Result<Chorales> {
+    Chorales::parse(&read_bytes(path, "a chorale data file", "a .json data file")?, &path.display().to_string())
+}
+
+/// Refuses data (read from `path`) whose vocabulary is not the model's, naming "data".
+fn same_vocabulary(model: &Transformer, data: &Chorales, path: &Path) -> relattn::Result<()> {
+    if data.vocab.len() != model.config.vocab {
+        let given = format!("{} tokens in {}", data.vocab.len(), path.display());
+        return Err(Error::invalid("data", given, format!("the model's vocabulary of {}", model.config.vocab)));
+    }
+    Ok(())
+}
+
+/// Refuses data (read from `path`) with no pieces, naming "data": nothing to evaluate or measure.
+fn with_pieces(data: &Chorales, path: &Path) -> relattn::Result<()> {
+    if data.pieces.is_empty() {
+        let given = format!("{}: no pieces (the {} split), so no token to predict", path.display(), data.split);
+        return Err(Error::invalid("data", given, "a data file with at least one piece (every piece of --data is read)"));
+    }
+    Ok(())
 }
 
 fn backend_named(name: &str) -> relattn::Result<Backend> {
@@ -309,22 +326,13 @@ fn whole_steps(field: &str, value: i64, range: std::ops::RangeInclusive<usize>, 
 fn run_model(command: ModelCommand) -> Result<(), Stop> {
     match command {
         ModelCommand::Stats { model, data, samples, length, prime, temperature, top_k, top_p, seed, json } => {
-            let chorales = Chorales::parse(&read_bytes(&data, "a chorale data file", "a .json data file")?, &data.display().to_string())?;
-            if chorales.pieces.is_empty() {
-                return Err(Error::invalid("data", format!("{}: no pieces", data.display()), "a data file with at least one piece").into());
-            }
+            let chorales = read_chorales(&data)?;
+            with_pieces(&chorales, &data)?;
             let sequences: Vec<Vec<u32>> = match model {
                 None => chorales.pieces.iter().map(|p| p.tokens.clone()).collect(),
                 Some(path) => {
                     let m = load_model(&path)?;
-                    if chorales.vocab.len() != m.config.vocab {
-                        return Err(Error::invalid(
-                            "data",
-                            format!("{} tokens in {}", chorales.vocab.len(), data.display()),
-                            format!("the model's vocabulary of {}", m.config.vocab),
-                        )
-                        .into());
-                    }
+                    same_vocabulary(&m, &chorales, &data)?;
                     let samples = in_range("samples", samples, 1..=256, "continuations")?;
                     let length = whole_steps("length", length, 4..=MAX_SAMPLE_STEPS, "tokens per continuation")?;
                     let shortest = chorales.pieces.iter().map(|p| p.tokens.len()).min().unwrap_or(0);
@@ -373,10 +381,7 @@ fn run_model(command: ModelCommand) -> Result<(), Stop> {
                 Some(w) => in_range("window", w, 2..=usize::MAX, "tokens per window")?,
                 None => model.config.context,
             };
-            if data.pieces.is_empty() {
-                let given = format!("{}: no pieces (the {} split), so no token to predict", files.data.display(), data.split);
-                return Err(Error::invalid("data", given, "a data file with at least one piece (every piece of --data is evaluated)").into());
-            }
+            with_pieces(&data, &files.data)?;
             let seqs: Vec<&[u32]> = data.pieces.iter().map(|p| p.tokens.as_slice()).collect();
             let mut backend = backend_named(&backend)?;
             let mut progress = Progress::new("evaluating", "pieces", seqs.len());

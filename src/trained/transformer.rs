@@ -22,7 +22,6 @@
 //! `layers.ℓ.attn.{rel_k,rel_v}` (shaw) or `layers.ℓ.attn.e_r` (music), `layers.ℓ.ffn.{w1,b1,w2,b2}`.
 
 use crate::attention::{attend_head, Config, HeadInput};
-
 use crate::backend::Backend;
 use crate::core::finite::check_overflow;
 use crate::core::matmul::matmul;
@@ -493,13 +492,12 @@ impl Transformer {
     fn prefill_layers(&self, cache: &mut Cache, tokens: &[u32]) -> Result<Array1<f32>> {
         let mut x = self.embed(tokens, 0)?;
         let cfg = self.config.attention();
-        for (l, block) in self.blocks.iter().enumerate() {
-            let a = &block.attn;
-            let h = self.attention_input(l, x.view())?;
-            let project = |i: usize| matmul(h.view(), a.w[i].view()) + &a.b[i];
-            cache.keys[l] = project(1).iter().copied().collect();
-            cache.values[l] = project(2).iter().copied().collect();
-            let attn = forward::forward(&cfg, &self.scenario(l, h)).map_err(|e| e.in_stage(&format!("layers.{l}.attn")))?;
+        for l in 0..self.blocks.len() {
+            let sc = self.scenario(l, self.attention_input(l, x.view())?);
+            // The forward's own projections: its keys and values are the cache's (batch 1, row-major).
+            let (projected, attn) = forward::forward_projected(&cfg, &sc).map_err(|e| e.in_stage(&format!("layers.{l}.attn")))?;
+            cache.keys[l] = projected.k.into_iter().collect();
+            cache.values[l] = projected.v.into_iter().collect();
             self.finish_layer(l, &mut x, attn.index_axis(Axis(0), 0))?;
         }
         let last = x.nrows() - 1;
@@ -544,15 +542,15 @@ impl Transformer {
     /// "temperature" or "context".
     pub fn sampler(&self, prime: &[u32], settings: &SampleSettings) -> Result<Sampler> {
         settings.check()?;
+        if settings.top_k > self.config.vocab {
+            return Err(Error::invalid("top_k", settings.top_k, format!("0..={} (0: every token; the vocabulary has {0})", self.config.vocab)));
+        }
         if prime.is_empty() {
             return Err(Error::invalid("prime", 0, "1 or more tokens"));
         }
         let mut cache = self.cache(settings.context);
         let fed = &prime[prime.len().saturating_sub(settings.context)..];
         let logits = self.prefill(&mut cache, fed)?;
-        if settings.top_k > self.config.vocab {
-            return Err(Error::invalid("top_k", settings.top_k, format!("0..={} (0: every token; the vocabulary has {0})", self.config.vocab)));
-        }
         Ok(Sampler { cache, rng: ChaCha8Rng::seed_from_u64(settings.seed), logits, settings: *settings, left: settings.steps })
     }
 }

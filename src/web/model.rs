@@ -570,6 +570,14 @@ impl ModelSession {
         to_value(&DistanceProfile { layer, head, distances, mean_weight, distribution, description, landmarks: heads::landmarks(meter) })
     }
 
+    /// What head `head` of layer `layer` does over the current window, in one line (its
+    /// [`DistanceProfile::description`], [`heads::describe`]), without the profile: the model view's tiles.
+    pub fn head_description(&self, layer: usize, head: usize) -> std::result::Result<String, JsValue> {
+        let state = self.state.borrow();
+        let m = self.map(&state, layer, head)?;
+        Ok(heads::describe(&heads::distance_distribution(m), state.window()?.meter))
+    }
+
     /// The [`Prediction`] at position `position` of the current window: the `top` most likely next tokens
     /// (1..=vocab) from row `position` of the logits.
     pub fn predict(&self, position: usize, top: usize) -> std::result::Result<JsValue, JsValue> {
@@ -633,10 +641,8 @@ impl ModelSession {
             return Err(to_js(Error::invalid("temperature", r.temperature, "0..=100 (0: always the most likely token)")));
         }
         let seed = whole("seed", r.seed, 0, u32::MAX as usize)? as u64;
+        // top_p is the sampler's to check (SampleSettings::check), as the CLI's is.
         let top_k = whole("top_k", r.top_k, 0, self.model.config.vocab)?;
-        if !(r.top_p > 0.0 && r.top_p <= 1.0) {
-            return Err(to_js(Error::invalid("top_p", r.top_p, "a share in (0, 1] (1: every token)")));
-        }
         let mut state = self.state.borrow_mut();
         let w = state.window()?;
         let t0 = now_ms();

@@ -99,8 +99,7 @@ async function answer(ctx, m) {
           // Pooled in Rust to at most TILE a side, each pixel its block's largest weight (a thin diagonal stays).
           const cut = s.weights(l, h, TILE);
           const rgba = new Uint8ClampedArray(memory().buffer, s.rgba_ptr(), s.rgba_len()).slice();
-          const { description } = s.distance_profile(l, h);
-          msg.tiles.push({ layer: l, head: h, size: cut.raster_rows, rgba, description });
+          msg.tiles.push({ layer: l, head: h, size: cut.raster_rows, rgba, description: s.head_description(l, h) });
           transfer.push(rgba.buffer);
         }
       }
