@@ -5,3 +5,16 @@ export const $ = (id) => document.getElementById(id);
 export function textPx(px) {
   return document.body.dataset.modelSlide ? Math.max(14, px) : px;
 }
+
+/** `text` split into lines of at most `width` px in the context's font, breaking between words. */
+export function wrapLines(ctx, text, width) {
+  // Spaces, tabs and line breaks separate words; a no-break space ("98 %") does not.
+  const lines = [];
+  let line = '';
+  for (const word of text.split(/[ \t\r\n]+/)) {
+    const next = line ? `${line} ${word}` : word;
+    if (line && ctx.measureText(next).width > width) { lines.push(line); line = word; } else line = next;
+  }
+  if (line) lines.push(line);
+  return lines;
+}

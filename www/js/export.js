@@ -1,6 +1,7 @@
 // Owns exports: a figure as SVG (the wasm SVG backend) or as a 2× PNG (that SVG rasterised), the whole
 // trace as the CLI's .npz (asked of the worker), and Model mode's piano roll with its arcs as a PNG (the
 // canvas redrawn at 2×); file names from the preset, the settings, the file in use or the model's window.
+import { wrapLines } from './dom.js';
 import { state } from './state.js';
 import { showError } from './controls.js';
 import { FRAME, figureSpec } from './figures.js';
@@ -83,17 +84,8 @@ export function exportPanel(panel, kind) {
 
 /** Draws `text` from (x, y) in lines of at most `width` px, `lineHeight` apart (centred within `width` when asked). */
 function wrapText(ctx, text, x, y, width, lineHeight, centred) {
-  let line = '';
-  const flush = () => {
-    ctx.textAlign = centred ? 'center' : 'left';
-    ctx.fillText(line, centred ? x + width / 2 : x, y, width);
-    y += lineHeight;
-  };
-  for (const word of text.split(/\s+/)) {
-    const next = line ? `${line} ${word}` : word;
-    if (line && ctx.measureText(next).width > width) { flush(); line = word; } else line = next;
-  }
-  if (line) flush();
+  ctx.textAlign = centred ? 'center' : 'left';
+  wrapLines(ctx, text, width).forEach((line, k) => ctx.fillText(line, centred ? x + width / 2 : x, y + k * lineHeight, width));
   ctx.textAlign = 'left';
 }
 

@@ -5,7 +5,7 @@
 // selected token (top candidates with bars, the actual next token's rank) and the NLL-per-position chart
 // (relative vs absolute beyond the training length). Each canvas carries what the tests check
 // (data-layer/head/row, data-sum, data-landmarks, data-description, data-series).
-import { $, textPx } from './dom.js';
+import { $, textPx, wrapLines } from './dom.js';
 import { state } from './state.js';
 import { hideTip, showTip } from './tooltip.js';
 
@@ -181,18 +181,6 @@ export function drawDistances(r, box = $('m-dist')) {
     c.dataset.shownMass = String(shown);
     c.setAttribute('aria-label', `Layer ${r.layer} head ${h}: ${what}; attention by distance, ${(100 * shown).toFixed(0)}% of the weight within ${shownFrom}…0`);
   });
-}
-
-/** `text` split into lines of at most `width` px in the context's font, breaking between words. */
-function wrapLines(ctx, text, width) {
-  const lines = [];
-  let line = '';
-  for (const word of text.split(' ')) {
-    const next = line ? `${line} ${word}` : word;
-    if (line && ctx.measureText(next).width > width) { lines.push(line); line = word; } else line = next;
-  }
-  if (line) lines.push(line);
-  return lines;
 }
 
 /** A distance chart's tooltip (the page's own): the distance under the pointer, what it reaches, and the head's share there. */
