@@ -7,7 +7,7 @@
 //! softmax):
 //!
 //! ```text
-//! e_ij = (q_i · k_j + P[i, row(d_ij)]) / sqrt(d_head),  −∞ where masked     (TQ, TK) tile; no q·k when content is off
+//! e_ij = (q_i · k_j + P[i, row(d_ij)]) / sqrt(d_head) + b[d_ij],  −∞ where masked   (TQ, TK) tile; no q·k when content is off
 //! m_i' = max(m_i, max_j e_ij),   γ_i = exp(m_i − m_i')                      (γ = 0 while m_i = −∞)
 //! p_ij = exp(e_ij − m_i')
 //! l_i ← γ_i l_i + Σ_j p_ij
@@ -16,7 +16,8 @@
 //! z_i = (o_i + b_i w^V) / l_i                                                zeros when every key is masked
 //! ```
 //!
-//! With the causal mask a query tile stops at its last visible key, so half the tiles are never computed.
+//! b is ALiBi's or T5's bias by distance (zero for the other schemes; RoPE's Q and K arrive rotated, and
+//! they have no table, so P has no columns). With the causal mask a query tile stops at its last visible key, so half the tiles are never computed.
 //! The tiles' products go through [`matmul`] (matrixmultiply natively, the SIMD128 kernel in wasm).
 
 use crate::attention::{Config, HeadInput};
@@ -47,7 +48,8 @@ pub fn attend_head(cfg: &Config, h: &HeadInput) -> Result<Array2<f32>> {
     // (n, d_model) projections): the tiles' products pack them again and again, reading rows of d_head
     // floats instead of d_model-strided ones (4–5% faster at n 2048 and 8192).
     let (q, k, v) = (h.q.as_standard_layout(), h.k.as_standard_layout(), h.v.as_standard_layout());
-    let p = matmul(q.view(), h.rel_k.t());
+    let p = if cfg.method.has_vector_table() { matmul(q.view(), h.rel_k.t()) } else { Array2::zeros((lq, 0)) };
+    let bias = cfg.scheme().distance_bias(h.rel_k, lq, lk);
     let rel_v = h.rel_v.filter(|_| cfg.has_rel_v());
     let mut z = Array2::zeros((lq, dh));
     // One logits buffer for every tile of this head (a fresh 512 KiB array per tile cost 7% in the
@@ -65,7 +67,7 @@ pub fn attend_head(cfg: &Config, h: &HeadInput) -> Result<Array2<f32>> {
             if cfg.content {
                 matmul_add(q.slice(s![i0..i1, ..]), k.slice(s![j0..j1, ..]).t(), e.view_mut());
             }
-            softmax_tile(&Pass { cfg, h, p: &p, scale, i0, keys: j0..j1 }, &mut tile, &mut e)?;
+            softmax_tile(&Pass { cfg, h, p: &p, bias: bias.as_ref(), scale, i0, keys: j0..j1 }, &mut tile, &mut e)?;
             matmul_add(e.view(), v.slice(s![j0..j1, ..]), tile.out.view_mut());
         }
         z.slice_mut(s![i0..i1, ..]).assign(&tile.finish(rel_v));
@@ -79,6 +81,8 @@ struct Pass<'a, 'h> {
     h: &'a HeadInput<'h>,
     /// P = Q Tᵀ (Lq, R), standard layout.
     p: &'a Array2<f32>,
+    /// The bias by distance, element j − i + Lq − 1 ([`crate::positions::Scheme::distance_bias`]).
+    bias: Option<&'a Array1<f32>>,
     scale: f32,
     /// The tile's first query.
     i0: usize,
@@ -106,7 +110,7 @@ unsafe fn softmax_tile_avx2(pass: &Pass, tile: &mut Tile, e: &mut ArrayViewMut2<
 
 #[inline(always)]
 fn softmax_tile_portable(pass: &Pass, tile: &mut Tile, e: &mut ArrayViewMut2<f32>) -> Result<()> {
-    let Pass { cfg, h, p, scale, i0, .. } = *pass;
+    let Pass { cfg, h, p, bias, scale, i0, .. } = *pass;
     let (j0, j1) = (pass.keys.start, pass.keys.end);
     let (lq, lk) = (h.q.nrows(), h.k.nrows());
     let layout = cfg.layout();
@@ -116,11 +120,18 @@ fn softmax_tile_portable(pass: &Pass, tile: &mut Tile, e: &mut ArrayViewMut2<f32
         let i = i0 + t;
         let e_i = e_i.as_slice_mut().expect("a tile's rows are contiguous");
         let p_i = &p[i * r..(i + 1) * r];
-        for_each_run(layout, i, lq, lk, j0..j1, |run, rows| rows.add_logits(&mut e_i[run.start - j0..run.end - j0], p_i));
+        if r > 0 {
+            for_each_run(layout, i, lq, lk, j0..j1, |run, rows| rows.add_logits(&mut e_i[run.start - j0..run.end - j0], p_i));
+        }
         e_i.iter_mut().for_each(|e| *e *= scale);
+        if let Some(b) = bias {
+            // Keys j0..j1 of query i read b[j − i + Lq − 1]: one contiguous run.
+            let first = j0 + lq - 1 - i;
+            e_i.iter_mut().zip(&b.as_slice().expect("a fresh bias is contiguous")[first..first + (j1 - j0)]).for_each(|(e, b)| *e += b);
+        }
         // Before any −∞ mask: every value must be finite here.
         if any_non_finite(e_i, false) {
-            return Err(overflow(cfg, h, i, j0 + e_i.iter().position(|v| !v.is_finite()).expect("a non-finite logit"), p_i));
+            return Err(overflow(cfg, h, i, j0 + e_i.iter().position(|v| !v.is_finite()).expect("a non-finite logit"), p_i, bias));
         }
         let end = if cfg.causal { visible_keys(i, lq, lk).clamp(j0, j1) } else { j1 };
         e_i[end - j0..].fill(f32::NEG_INFINITY);
@@ -136,11 +147,13 @@ fn softmax_tile_portable(pass: &Pass, tile: &mut Tile, e: &mut ArrayViewMut2<f32
 }
 
 /// The overflow at (i, j): in q_i · k_j itself ("content_logits", as the staged path reports it), or
-/// after the relative term and the scale ("logits").
-fn overflow(cfg: &Config, h: &HeadInput, i: usize, j: usize, p_i: &[f32]) -> Error {
+/// after the relative term, the scale and the bias ("logits").
+fn overflow(cfg: &Config, h: &HeadInput, i: usize, j: usize, p_i: &[f32], bias: Option<&Array1<f32>>) -> Error {
     let content = if cfg.content { h.q.row(i).dot(&h.k.row(j)) } else { 0.0 };
-    let row = cfg.layout().row(crate::positions::table::distance(i, j, h.q.nrows(), h.k.nrows()));
-    let logit = (content + row.map_or(0.0, |r| p_i[r])) / (h.q.ncols() as f32).sqrt();
+    let (lq, lk) = (h.q.nrows(), h.k.nrows());
+    let row = cfg.layout().row(crate::positions::table::distance(i, j, lq, lk));
+    let b = bias.map_or(0.0, |b| b[j + lq - 1 - i]);
+    let logit = (content + row.map_or(0.0, |r| p_i[r])) / (h.q.ncols() as f32).sqrt() + b;
     let (array, value) = if content.is_finite() { ("logits", logit) } else { ("content_logits", content) };
     Error::Overflow { array: array.into(), index: vec![i, j], value: value as f64 }
 }

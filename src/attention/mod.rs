@@ -7,6 +7,8 @@
 //! content_logits  C = Q Kᵀ                                   (Lq, Lk)
 //! relative_logits S = q_i · T[row(j − i)]                    (Lq, Lk)   gather or skew, see shaw / skew
 //! logits          E = (C + S) / sqrt(d_head), −inf where masked
+//!                 ALiBi, T5: E = C / sqrt(d_head) + b(j − i), S = b the bias by distance (added after the scale)
+//!                 RoPE: Q and K rotated by position first (q'_i = R_i q_i), no S
 //! weights         α = softmax_j(E), a row with every key masked gives zeros
 //! output          z = α V  +  B w^V,  B[i, r] = Σ_{j: row(j−i) = r} α_ij     (Lq, d_head)
 //! ```
@@ -21,9 +23,11 @@ use crate::core::matmul::matmul;
 use crate::core::softmax::softmax_rows;
 use crate::error::{Error, Result};
 use crate::positions::music::SkewSteps;
+use crate::positions::rope::Rope;
 use crate::positions::shaw;
+use crate::positions::t5::Buckets;
 use crate::positions::table::{visible_keys, Edge, QueryRows, RelTable};
-use crate::positions::{self, Method};
+use crate::positions::{self, Method, Scheme};
 use crate::timing::{now_ms, LogitTimes, StageTimes};
 use ndarray::{s, Array2, ArrayView1, ArrayView2};
 use std::ops::Range;
@@ -55,6 +59,10 @@ pub struct Config {
     /// Add the content term q_i · k_j to the logits. Off, the logits are the relative term alone (the
     /// content logits are zeros): what relative positions do by themselves, for teaching.
     pub content: bool,
+    /// RoPE's options (method rope).
+    pub rope: Rope,
+    /// T5's buckets (method t5).
+    pub buckets: Buckets,
 }
 
 impl Default for Config {
@@ -68,19 +76,27 @@ impl Default for Config {
             edge: Edge::Zero,
             implementation: Implementation::Efficient,
             content: true,
+            rope: Rope::default(),
+            buckets: Buckets::default(),
         }
     }
 }
 
 impl Config {
-    /// Rows of the relative table: 2k+1 for Shaw and bidirectional Music, k+1 for causal Music.
-    pub fn table_rows(&self) -> usize {
-        self.layout().rows()
+    /// The position scheme and its options.
+    pub fn scheme(&self) -> Scheme {
+        Scheme { method: self.method, clip: self.clip, causal: self.causal, edge: self.edge, rope: self.rope, buckets: self.buckets }
     }
 
-    /// The distances the relative table's rows cover and what lies beyond them ([`Method::table`]).
+    /// Rows of the relative table ([`Scheme::table_rows`]): 2k+1 for Shaw and bidirectional Music, k+1 for
+    /// causal Music, 1 (the slope) for ALiBi, the buckets for T5, 0 for RoPE.
+    pub fn table_rows(&self) -> usize {
+        self.scheme().table_rows()
+    }
+
+    /// The distances the vector table's rows cover and what lies beyond them ([`Scheme::layout`]).
     pub fn layout(&self) -> RelTable {
-        self.method.table(self.clip, self.causal, self.edge)
+        self.scheme().layout()
     }
 
     /// Whether the output has Shaw's value term.
@@ -98,7 +114,8 @@ pub struct HeadInput<'a> {
     pub k: ArrayView2<'a, f32>,
     /// (Lk, d_head)
     pub v: ArrayView2<'a, f32>,
-    /// (R, d_head): w^K or E_r, R = `Config::table_rows`.
+    /// (R, d_head): w^K or E_r, R = `Config::table_rows`; (1, 1) ALiBi's slope; (B, 1) T5's bias per
+    /// bucket; (0, d_head) for RoPE.
     pub rel_k: ArrayView2<'a, f32>,
     /// (R, d_head): w^V, used when `Config::has_rel_v`.
     pub rel_v: Option<ArrayView2<'a, f32>>,
@@ -122,6 +139,8 @@ pub struct HeadTrace {
     pub out_content: Array2<f32>,
     /// B w^V, (Lq, d_head); zeros without a^V.
     pub out_relative: Array2<f32>,
+    /// RoPE's rotated Q (the rows traced) and K (every key), (·, d_head).
+    pub rotated: Option<(Array2<f32>, Array2<f32>)>,
 }
 
 fn check_head(cfg: &Config, h: &HeadInput) -> Result<()> {
@@ -136,7 +155,10 @@ fn check_head(cfg: &Config, h: &HeadInput) -> Result<()> {
     };
     want("k", &h.k, lk)?;
     want("v", &h.v, lk)?;
-    want("rel_k", &h.rel_k, cfg.table_rows())?;
+    let width = cfg.scheme().table_width(dh);
+    if h.rel_k.dim() != (cfg.table_rows(), width) {
+        return Err(Error::shape("rel_k", h.rel_k.shape(), format!("[{}, {width}]", cfg.table_rows())));
+    }
     if let Some(t) = &h.rel_v {
         want("rel_v", t, cfg.table_rows())?;
     }
@@ -162,10 +184,42 @@ pub fn attend_head(cfg: &Config, h: &HeadInput, trace: Option<&mut HeadTrace>) -
 /// otherwise stage by stage, each stage a whole (Lq, Lk) array.
 pub fn attend_head_timed(cfg: &Config, h: &HeadInput, trace: Option<&mut HeadTrace>, times: Option<&mut StageTimes>) -> Result<Array2<f32>> {
     check_head(cfg, h)?;
+    let rotated = rotate(cfg, h);
+    let h = &with_rotated(h, rotated.as_ref());
     if trace.is_none() && times.is_none() && cfg.implementation == Implementation::Efficient {
         return fused::attend_head(cfg, h);
     }
-    staged(cfg, h, 0..h.q.nrows(), trace, times)
+    let all = 0..h.q.nrows();
+    keep_rotated(trace, rotated.as_ref(), all.clone(), |trace| staged(cfg, h, all, trace, times))
+}
+
+/// `h` with RoPE's rotated Q and K in place of its own.
+fn with_rotated<'a, 'b: 'a>(h: &HeadInput<'b>, rotated: Option<&'a (Array2<f32>, Array2<f32>)>) -> HeadInput<'a> {
+    let (q, k) = match rotated {
+        Some((q, k)) => (q.view(), k.view()),
+        None => (h.q.reborrow(), h.k.reborrow()),
+    };
+    HeadInput { q, k, v: h.v.reborrow(), rel_k: h.rel_k.reborrow(), rel_v: h.rel_v.map(|t| t.reborrow()), key_mask: h.key_mask.map(|m| m.reborrow()) }
+}
+
+/// RoPE's Q and K rotated by their positions (query i at i + Lk − Lq, key j at j); `None` for other schemes.
+fn rotate(cfg: &Config, h: &HeadInput) -> Option<(Array2<f32>, Array2<f32>)> {
+    let (lq, lk) = (h.q.nrows() as isize, h.k.nrows() as isize);
+    cfg.method.rotates().then(|| (cfg.rope.rotate(h.q, lk - lq), cfg.rope.rotate(h.k, 0)))
+}
+
+/// Runs `f` with `trace`, then keeps the rotated Q (rows `rows`) and K in it.
+fn keep_rotated<T>(
+    mut trace: Option<&mut HeadTrace>,
+    rotated: Option<&(Array2<f32>, Array2<f32>)>,
+    rows: Range<usize>,
+    f: impl FnOnce(Option<&mut HeadTrace>) -> T,
+) -> T {
+    let out = f(trace.as_deref_mut());
+    if let (Some(t), Some((q, k))) = (trace, rotated) {
+        t.rotated = Some((q.slice(s![rows, ..]).to_owned(), k.clone()));
+    }
+    out
 }
 
 /// Rows `rows` of one head stage by stage: z (rows, d_head), and those rows of every stage in `trace` (each
@@ -179,7 +233,9 @@ pub fn attend_rows(cfg: &Config, h: &HeadInput, rows: Range<usize>, trace: &mut 
     if rows.start >= rows.end || rows.end > lq {
         return Err(Error::invalid("rows", format!("{}..{}", rows.start, rows.end), format!("a non-empty range within 0..{lq}")));
     }
-    staged(cfg, h, rows, Some(trace), None)
+    let rotated = rotate(cfg, h);
+    let h = &with_rotated(h, rotated.as_ref());
+    keep_rotated(Some(trace), rotated.as_ref(), rows.clone(), |trace| staged(cfg, h, rows, trace, None))
 }
 
 /// The staged path ([`attend_head_timed`] and [`attend_rows`]) for the query rows `rows`.
@@ -206,19 +262,26 @@ fn staged(cfg: &Config, h: &HeadInput, rows: Range<usize>, mut trace: Option<&mu
     }
     let content_ms = lap();
 
-    if trace.is_none() && !cfg.method.skews() && cfg.implementation == Implementation::Efficient {
+    let method = cfg.method;
+    // ALiBi's and T5's bias, added after the scale.
+    let mut bias = None;
+    if trace.is_none() && method == Method::Shaw && cfg.implementation == Implementation::Efficient {
         // Forward only: add the gathered relative logits straight into the content logits.
         shaw::add_relative_logits(logits.view_mut(), q, h.rel_k, layout, block);
-    } else {
-        let rel = relative_logits(cfg, h, rows.clone(), layout, trace.as_deref_mut());
-        logits += &rel;
+    } else if method.has_relative_term() {
+        let rel = relative_logits(cfg, h, rows.clone(), trace.as_deref_mut());
+        if method.adds_distance_bias() {
+            bias = Some(rel.clone());
+        } else {
+            logits += &rel;
+        }
         if let Some(t) = trace.as_deref_mut() {
             t.relative_logits = rel;
         }
     }
     let relative_ms = lap();
 
-    scale_and_mask(&mut logits, 1.0 / (dh as f32).sqrt(), cfg.causal, h.key_mask, block);
+    scale_and_mask(&mut logits, 1.0 / (dh as f32).sqrt(), bias.as_ref(), cfg.causal, h.key_mask, block);
     // NaN or +∞ here would pass the softmax as a wrong but finite weight.
     check_overflow("logits", &logits, true)?;
     if let Some(t) = trace.as_deref_mut() {
@@ -256,19 +319,22 @@ fn staged(cfg: &Config, h: &HeadInput, rows: Range<usize>, mut trace: Option<&mu
 
 /// The relative logits (rows, Lk) of the query rows `rows` on their own, by the scheme
 /// ([`positions::relative_logits`]), recording the skew's steps in `trace`.
-fn relative_logits(cfg: &Config, h: &HeadInput, rows: Range<usize>, layout: RelTable, trace: Option<&mut HeadTrace>) -> Array2<f32> {
+fn relative_logits(cfg: &Config, h: &HeadInput, rows: Range<usize>, trace: Option<&mut HeadTrace>) -> Array2<f32> {
     let materialized = cfg.implementation == Implementation::Materialized;
     let skew = trace.map(|t| &mut t.skew);
-    positions::relative_logits(cfg.method, materialized, cfg.causal, h.q, h.rel_k, layout, h.k.nrows(), rows, skew)
+    positions::relative_logits(&cfg.scheme(), materialized, h.q, h.rel_k, h.k.nrows(), rows, skew)
 }
 
-/// `e ← e · scale`, then −∞ for keys after the query (causal) and for padding keys; `logits` are the query
-/// rows `block`'s.
-fn scale_and_mask(logits: &mut Array2<f32>, scale: f32, causal: bool, key_mask: Option<ArrayView1<bool>>, block: QueryRows) {
+/// `e ← e · scale + bias` (ALiBi's or T5's, when given), then −∞ for keys after the query (causal) and for
+/// padding keys; `logits` and `bias` are the query rows `block`'s.
+fn scale_and_mask(logits: &mut Array2<f32>, scale: f32, bias: Option<&Array2<f32>>, causal: bool, key_mask: Option<ArrayView1<bool>>, block: QueryRows) {
     let lk = logits.ncols();
     for (i, mut row) in logits.rows_mut().into_iter().enumerate() {
         let visible = if causal { visible_keys(block.query(i), block.lq, lk) } else { lk };
         row.slice_mut(s![..visible]).mapv_inplace(|e| e * scale);
+        if let Some(b) = bias {
+            row.slice_mut(s![..visible]).zip_mut_with(&b.slice(s![i, ..visible]), |e, b| *e += b);
+        }
         row.slice_mut(s![visible..]).fill(f32::NEG_INFINITY);
         if let Some(m) = key_mask {
             row.zip_mut_with(&m, |e, &keep| {

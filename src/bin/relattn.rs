@@ -9,6 +9,7 @@ use relattn::layer::forward::{self, Sizes, DEFAULT_MEMORY_LIMIT};
 use relattn::layer::on_demand::{block_bytes, largest_stage_floats, Layer};
 use relattn::layer::presets;
 use relattn::layer::scenario::{read_arrays, read_at_most, sizes_of, Arrays, Scenario, Spec, MAX_FILE_BYTES};
+use relattn::positions::rope::PairLayout;
 use relattn::positions::Method;
 use relattn::render::{self, Figure};
 use relattn::timing::StageTimes;
@@ -60,8 +61,9 @@ enum Command {
     Render {
         #[command(flatten)]
         setup: Setup,
-        /// Stage to draw: distances, rel_index, rel_k, rel_v, content_logits, relative_logits, skew_qer, skew_padded,
-        /// skew_reshaped, skew_sliced, logits, weights, value_buckets, output_content, output_relative, output.
+        /// Stage to draw: distances, rel_index, rel_k, rel_v, slopes, rope_angles, rope_kernel, rotated_q, rotated_k,
+        /// content_logits, relative_logits, skew_qer, skew_padded, skew_reshaped, skew_sliced, logits, weights,
+        /// value_buckets, output_content, output_relative, output.
         #[arg(long, value_parser = clap::value_parser!(Stage))]
         stage: Stage,
         /// Head to draw (0-based).
@@ -515,9 +517,29 @@ struct Setup {
     /// Start from a preset: the seeds' examples seed000-shaw, seed000-music, seed002, seed003, seed004, or built-heads (hand-built heads).
     #[arg(long)]
     preset: Option<String>,
-    /// shaw (Shaw et al. 2018) or music (Music Transformer skew). [default: shaw]
+    /// shaw (Shaw et al. 2018), music (Music Transformer skew), rope (rotary), alibi (linear bias) or t5 (bucketed
+    /// bias). [default: shaw]
     #[arg(long, value_parser = clap::value_parser!(Method))]
     method: Option<Method>,
+    /// RoPE: θ_p = base^(−2p/d_rot), above 1 up to 1e9. [default: 10000]
+    #[arg(long)]
+    rope_base: Option<f32>,
+    /// RoPE: the rotated share of d_head (GPT-NeoX's rotary_pct), above 0 up to 1. [default: 1]
+    #[arg(long)]
+    rope_fraction: Option<f32>,
+    /// RoPE: pairs (2p, 2p+1) as the paper and GPT-J (interleaved) or (p, p + d_rot/2) as GPT-NeoX and Llama (half).
+    /// [default: interleaved]
+    #[arg(long, value_parser = clap::value_parser!(PairLayout))]
+    rope_layout: Option<PairLayout>,
+    /// RoPE: positions divided by this (linear interpolation), 0.01 to 1000. [default: 1]
+    #[arg(long)]
+    rope_scale: Option<f32>,
+    /// T5: number of buckets, 2 (4 and even bidirectional) to 1024. [default: 32]
+    #[arg(long, allow_negative_numbers = true)]
+    t5_buckets: Option<i64>,
+    /// T5: distances from this on share the last bucket; above the exact buckets, up to 1048576. [default: 128]
+    #[arg(long, allow_negative_numbers = true)]
+    t5_max_distance: Option<i64>,
     /// Number of heads; must divide d_model. [default: 1]
     #[arg(long)]
     heads: Option<usize>,
@@ -552,7 +574,7 @@ struct Setup {
     #[arg(long)]
     seed: Option<u64>,
     /// Scenario file (.npz from np.savez, or an .npy holding x) with any of: x, w_q, w_k, w_v, w_o, b_q, b_k, b_v, b_o,
-    /// rel_k, rel_v, e_r, key_mask.
+    /// rel_k, rel_v, e_r, alibi_slopes, t5_bias, key_mask.
     #[arg(long)]
     tensors: Option<PathBuf>,
     /// Memory budget in MiB (1..=8796093022207); larger requests are refused before computing. [default: 8192]
@@ -580,6 +602,19 @@ impl Setup {
         };
         if let Some(m) = self.method {
             cfg.method = m;
+        }
+        let rope = &mut cfg.rope;
+        rope.base = self.rope_base.unwrap_or(rope.base);
+        rope.fraction = self.rope_fraction.unwrap_or(rope.fraction);
+        rope.layout = self.rope_layout.unwrap_or(rope.layout);
+        rope.scale = self.rope_scale.unwrap_or(rope.scale);
+        // Out of range (negative too) is refused by the scheme's check, naming the option.
+        let count = |name: &str, v: i64| usize::try_from(v).map_err(|_| Error::invalid(name, v, "a positive integer"));
+        if let Some(b) = self.t5_buckets {
+            cfg.buckets.count = count("t5_buckets", b)?;
+        }
+        if let Some(d) = self.t5_max_distance {
+            cfg.buckets.max_distance = count("t5_max_distance", d)?;
         }
         if let Some(h) = self.heads {
             cfg.heads = h;
@@ -873,7 +908,7 @@ fn bench(setup: &Setup, reps: u64, threads: Option<u64>, backend: &str, save_out
         let (b, n, d) = sc.dims();
         let median = ms[ms.len() / 2];
         Ok(serde_json::json!({
-            "backend": backend.name(), "adapter": adapter, "method": cfg.method.to_string(), "implementation": format!("{:?}", cfg.implementation).to_lowercase(),
+            "backend": backend.runs_on(&cfg), "adapter": adapter, "method": cfg.method.to_string(), "implementation": format!("{:?}", cfg.implementation).to_lowercase(),
             "batch": b, "n": n, "d_model": d, "heads": cfg.heads, "clip": cfg.clip, "causal": cfg.causal, "rel_v": cfg.has_rel_v(),
             "threads": threads, "reps": reps,
             "ms_per_forward": median, "ms_min": ms[0],

@@ -106,6 +106,7 @@ impl Recorded {
             skew,
             out_content: self.out_content,
             out_relative: self.out_relative,
+            rotated: None,
             heads: self.heads,
             output,
         };

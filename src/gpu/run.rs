@@ -83,7 +83,7 @@ impl GpuContext {
         };
         let chunks = plan(&self.limits, self.work_bytes, n, d, h, r, dh)?;
         let shared = th == 1;
-        let music_skew = record && cfg.method.skews() && cfg.implementation == Implementation::Efficient;
+        let music_skew = record && cfg.scheme().skews() && cfg.implementation == Implementation::Efficient;
         let keep_buckets = record && rel_v.is_some() && cfg.implementation == Implementation::Efficient;
         let zero_edge = layout.edge == Edge::Zero;
         // A forward that keeps and times nothing runs each chunk in attend.wgsl (no (rows, n) arrays).
@@ -146,7 +146,7 @@ impl GpuContext {
                 }
                 let flags = masks
                     | if record { flag::WRITE_CONTENT | flag::WRITE_RELATIVE } else { 0 }
-                    | if cfg.method.zeroes_above_diagonal(cfg.causal) { flag::ZERO_ABOVE } else { 0 };
+                    | if cfg.scheme().zeroes_above_diagonal() { flag::ZERO_ABOVE } else { 0 };
                 let params = RowsParams { flags, ..chunk };
                 self.logits(&mut enc, &params, hc, [&q, &k, &p, &mask, &content, &relative, &logits]);
                 let ms = self.mark(&mut enc, &mut clock).await?;

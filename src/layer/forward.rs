@@ -102,9 +102,9 @@ impl Counts {
     fn of(cfg: &Config, s: &Sizes) -> Option<Counts> {
         let u = |v: usize| v as u64;
         let (b, n, d, h) = (u(s.batch), u(s.n), u(s.d_model), u(cfg.heads.max(1)));
-        let r = cfg.method.table_rows(u(cfg.clip), cfg.causal)?;
+        let r = cfg.scheme().table_rows_u64()?;
         // The skew's padded and reshaped rows: one column more than Q·E_rᵀ.
-        let (music, w) = if cfg.method.skews() { (1, cfg.method.skew_columns(n, cfg.causal)? + 1) } else { (0, 0) };
+        let (music, w) = if cfg.scheme().skews() { (1, cfg.scheme().skew_columns(n)? + 1) } else { (0, 0) };
         let t = if s.per_head_tables { h } else { 1 };
         Some(Counts { b, n, d, h, dh: d / h, r, t, tables: if cfg.has_rel_v() { 2 } else { 1 }, music, w })
     }
@@ -317,6 +317,10 @@ fn assemble(
     let stack = |f: fn(&HeadTrace) -> &Array2<f32>| stack_heads(&traces, h, f);
     let skew = traces[0].skew.is_some().then(|| SkewTrace::stack(&traces, h, |t| t.skew.as_ref().expect("every head has a skew")));
     let value_buckets = traces[0].value_buckets.is_some().then(|| stack_heads(&traces, h, |t| t.value_buckets.as_ref().expect("every head has buckets")));
+    let rotated = traces[0].rotated.is_some().then(|| {
+        let part = |k: usize| stack_heads(&traces, h, |t| t.rotated.as_ref().map(|r| if k == 0 { &r.0 } else { &r.1 }).expect("every head is rotated"));
+        (part(0), part(1))
+    });
     let computed = Computed {
         q,
         k,
@@ -329,6 +333,7 @@ fn assemble(
         skew,
         out_content: stack(|t| &t.out_content),
         out_relative: stack(|t| &t.out_relative),
+        rotated,
         heads,
         output,
     };

@@ -19,6 +19,7 @@ use crate::error::{check_index, Result};
 use crate::layer::forward::{table_of, Projections};
 use crate::layer::scenario::Scenario;
 use crate::layer::stage::{Present, Stage, StageMeta};
+use crate::layer::trace::{rope_kernel, scheme_stage};
 use crate::positions::table;
 use ndarray::{s, Array2, Array3, ArrayView2, Axis, CowArray, Ix2};
 use std::ops::Range;
@@ -40,8 +41,8 @@ pub const BLOCK: usize = 128;
 pub fn block_bytes(cfg: &Config, n: usize, d_head: usize) -> Option<u64> {
     let u = |v: usize| v as u64;
     let (b, n, dh, r) = (u(BLOCK.min(n.max(1))), u(n), u(d_head), u(cfg.table_rows()));
-    let w = cfg.method.skew_columns(n, cfg.causal)?;
-    let music = if cfg.method.skews() { b.checked_mul(4)?.checked_mul(w + 1)?.checked_add(w.checked_mul(dh)?)? } else { 0 };
+    let w = cfg.scheme().skew_columns(n)?;
+    let music = if cfg.scheme().skews() { b.checked_mul(4)?.checked_mul(w + 1)?.checked_add(w.checked_mul(dh)?)? } else { 0 };
     let gathered = if cfg.implementation == Implementation::Materialized { b.checked_mul(n)?.checked_mul(dh)? } else { 0 };
     let floats = b
         .checked_mul(6)?
@@ -74,11 +75,13 @@ pub struct Layer {
 impl Layer {
     /// The layer of `cfg` on `sc`, with the projections and the output its forward pass computed.
     pub fn new(cfg: &Config, scenario: Scenario, projections: Projections, output: Array3<f32>) -> Result<Layer> {
-        let mut layer = Layer { config: *cfg, scenario, projections, output, present: Present { rel_v: false, value_buckets: false, skew: false } };
+        let mut layer =
+            Layer { config: *cfg, scenario, projections, output, present: Present { method: cfg.method, rel_v: false, value_buckets: false, skew: false } };
         // The optional stages are the ones the staged path computes (one query row tells).
         let mut probe = HeadTrace::default();
         attend_rows(cfg, &layer.head_input(0, 0), 0..1, &mut probe)?;
-        layer.present = Present { rel_v: layer.scenario.rel_v.is_some(), value_buckets: probe.value_buckets.is_some(), skew: probe.skew.is_some() };
+        layer.present =
+            Present { method: cfg.method, rel_v: layer.scenario.rel_v.is_some(), value_buckets: probe.value_buckets.is_some(), skew: probe.skew.is_some() };
         Ok(layer)
     }
 
@@ -101,10 +104,14 @@ impl Layer {
     /// The (rows, cols) of a stage of one (batch, head).
     pub fn shape(&self, stage: Stage) -> (usize, usize) {
         let (_, _, n) = self.dims();
-        let (d, dh) = (self.scenario.dims().2, self.scenario.rel_k.dim().2);
+        let d = self.scenario.dims().2;
         let (rows, l) = (self.config.table_rows(), if self.config.causal { n } else { 2 * n - 1 });
+        let (dh, d_head) = (self.config.scheme().table_width(d / self.config.heads), d / self.config.heads);
         match stage {
             Stage::RelK | Stage::RelV => (rows, dh),
+            Stage::Slopes => (self.config.heads, 1),
+            Stage::RopeAngles => (n, self.config.rope.rotated_dims(d_head) / 2),
+            Stage::RotatedQ | Stage::RotatedK => (n, d_head),
             Stage::SkewQer => (n, l),
             Stage::SkewPadded => (n, l + 1),
             Stage::SkewReshaped => (n + 1, l),
@@ -128,6 +135,9 @@ impl Layer {
         }
         if matches!(stage, Stage::RelK | Stage::RelV) {
             return Ok(self.table(stage, head).slice(s![rows, ..]).to_owned());
+        }
+        if let Some(m) = self.scheme_stage(stage) {
+            return Ok(m.slice(s![rows, ..]).to_owned());
         }
         // The reshaped buffer's rows a..=b come with the queries a..b (its last row with the last query).
         let queries = if stage == Stage::SkewReshaped { rows.start.min(n - 1)..rows.end.min(n) } else { rows.clone() };
@@ -165,6 +175,8 @@ impl Layer {
                 match stage {
                     Stage::RelK | Stage::RelV if a == 0 => f(k, 0, self.table(stage, head)),
                     Stage::RelK | Stage::RelV => {}
+                    Stage::Slopes | Stage::RopeAngles if a == 0 => f(k, 0, self.scheme_stage(stage).expect("a scheme stage").view()),
+                    Stage::Slopes | Stage::RopeAngles => {}
                     _ => {
                         let m = self.of_block(stage, batch, queries.clone(), &trace);
                         // The reshaped buffer's rows a..=b: the next block gives row b, except after the last one.
@@ -181,7 +193,7 @@ impl Layer {
     /// `queries.start..=queries.end`).
     fn block(&self, stage: Stage, batch: usize, head: usize, queries: Range<usize>) -> Result<Array2<f32>> {
         let mut trace = HeadTrace::default();
-        if !matches!(stage, Stage::Distances | Stage::RelIndex | Stage::Output) {
+        if !matches!(stage, Stage::Distances | Stage::RelIndex | Stage::RopeKernel | Stage::Output) {
             attend_rows(&self.config, &self.head_input(batch, head), queries.clone(), &mut trace)?;
         }
         Ok(self.of_block(stage, batch, queries, &trace).into_owned())
@@ -194,9 +206,12 @@ impl Layer {
         let skew = || t.skew.as_ref().expect("present");
         match stage {
             Stage::Distances => table::distances(queries, n, n).mapv(|v| v as f32).into(),
-            Stage::RelIndex => table::row_matrix(queries, n, n, self.config.layout()).mapv(|v| v as f32).into(),
+            Stage::RelIndex => self.config.scheme().row_matrix(queries, n, n).mapv(|v| v as f32).into(),
             Stage::Output => self.output.slice(s![batch, queries, ..]).into(),
-            Stage::RelK | Stage::RelV => unreachable!("tables are not computed in blocks"),
+            Stage::RopeKernel => rope_kernel(&self.config, queries, n, self.scenario.dims().2 / self.config.heads).into(),
+            Stage::RelK | Stage::RelV | Stage::Slopes | Stage::RopeAngles => unreachable!("tables are not computed in blocks"),
+            Stage::RotatedQ => t.rotated.as_ref().expect("present").0.view().into(),
+            Stage::RotatedK => t.rotated.as_ref().expect("present").1.slice(s![queries, ..]).into(),
             Stage::ContentLogits => t.content_logits.view().into(),
             Stage::RelativeLogits => t.relative_logits.view().into(),
             Stage::SkewQer => skew().qer.view().into(),
@@ -209,6 +224,12 @@ impl Layer {
             Stage::OutputContent => t.out_content.view().into(),
             Stage::OutputRelative => t.out_relative.view().into(),
         }
+    }
+
+    /// A stage the scheme computes from its options and tables alone ([`scheme_stage`]).
+    fn scheme_stage(&self, stage: Stage) -> Option<Array2<f32>> {
+        let (_, _, n) = self.dims();
+        scheme_stage(&self.config, stage, &self.scenario.rel_k, n, self.scenario.dims().2 / self.config.heads)
     }
 
     /// Table w^K (or E_r) or w^V of `head`, (R, d_head).

@@ -9,6 +9,8 @@
 //! | `b_q`, `b_k`, `b_v`, `b_o` | (d_model) | zeros |
 //! | `rel_k`, `rel_v` (Shaw) | (2k+1, d_head) or (h, 2k+1, d_head) | Xavier-uniform per head table |
 //! | `e_r` (Music) | (R, d_head) or (h, R, d_head); R = k+1 causal, 2k+1 bidirectional | Xavier-uniform |
+//! | `alibi_slopes` (ALiBi) | (h) | the paper's geometric sequence ([`crate::positions::alibi::slopes`]) |
+//! | `t5_bias` (T5) | (B) or (B, h), as Hugging Face's `relative_attention_bias.weight` | Xavier-uniform per head |
 //! | `key_mask` | (b, n) of 0/1, 0 = padding | none |
 //!
 //! The RNG is ChaCha8 seeded with the seed; each array draws from its own stream, so giving one array in a
@@ -17,7 +19,7 @@
 use crate::attention::Config;
 
 use crate::error::{Bytes, Error, Result};
-use crate::positions::Method;
+use crate::positions::{alibi, Method};
 use ndarray::{Array1, Array2, Array3, ArrayD, Axis, Dimension, Ix1, Ix2, Ix3};
 use ndarray_npy::npy::header::Header;
 use ndarray_npy::ReadNpyExt;
@@ -69,7 +71,7 @@ pub struct Scenario {
 pub type Arrays = BTreeMap<String, ArrayD<f32>>;
 
 /// The array names a scenario file may hold.
-pub const NAMES: [&str; 13] = ["x", "w_q", "w_k", "w_v", "w_o", "b_q", "b_k", "b_v", "b_o", "rel_k", "rel_v", "e_r", "key_mask"];
+pub const NAMES: [&str; 15] = ["x", "w_q", "w_k", "w_v", "w_o", "b_q", "b_k", "b_v", "b_o", "rel_k", "rel_v", "e_r", "alibi_slopes", "t5_bias", "key_mask"];
 
 /// Most bytes of arrays a scenario file may hold once decompressed, and most bytes of the file itself.
 pub const MAX_FILE_BYTES: u64 = 1 << 30;
@@ -263,7 +265,7 @@ pub fn check_config(cfg: &Config, spec: &Spec) -> Result<()> {
     if !spec.d_model.is_multiple_of(cfg.heads) {
         return Err(Error::invalid("heads", cfg.heads, format!("a divisor of d_model = {}", spec.d_model)));
     }
-    Ok(())
+    cfg.scheme().check(spec.d_model / cfg.heads)
 }
 
 /// The sizes of a request: from `x` when the file has it ((n, d_model) or (b, n, d_model), every size
@@ -318,10 +320,12 @@ impl Scenario {
         let (b_q, b_k, b_v, b_o) = (bias("b_q")?, bias("b_k")?, bias("b_v")?, bias("b_o")?);
 
         let rows = cfg.table_rows();
+        let (logits_table, values_table) = cfg.method.table_names();
+        // ALiBi's slopes or T5's biases, read here: their shapes are their own.
+        let scalars = if cfg.method.has_vector_table() { None } else { given.remove(logits_table) };
         let table_heads = if per_head_tables { cfg.heads } else { 1 };
         let mut table = |name: &str| -> Result<Array3<f32>> {
-            let expected =
-                || format!("[{rows}, {dh}] or [{}, {rows}, {dh}] = ({}, d_head) or (heads, {0}, d_head)", cfg.heads, cfg.method.rows_formula(cfg.causal));
+            let expected = || format!("[{rows}, {dh}] or [{}, {rows}, {dh}] = ({}, d_head) or (heads, {0}, d_head)", cfg.heads, cfg.scheme().rows_formula());
             match given.remove(name) {
                 Some(a) if a.shape() == [rows, dh] => Ok(a.into_dimensionality::<Ix2>().expect("2-D").insert_axis(Axis(0))),
                 Some(a) if a.shape() == [cfg.heads, rows, dh] => Ok(a.into_dimensionality::<Ix3>().expect("3-D")),
@@ -329,8 +333,25 @@ impl Scenario {
                 None => Ok(xavier(seed, name, (table_heads, rows, dh))),
             }
         };
-        let (logits_table, values_table) = cfg.method.table_names();
-        let rel_k = table(logits_table)?;
+        let rel_k = match cfg.method {
+            Method::Shaw | Method::Music => table(logits_table)?,
+            Method::Rope => Array3::zeros((1, 0, dh)),
+            Method::Alibi => match scalars {
+                Some(a) if a.shape() == [cfg.heads] => a.into_shape_with_order((cfg.heads, 1, 1)).expect("h values"),
+                Some(a) => return Err(Error::Shape { array: logits_table.into(), given: dims(&a), expected: format!("[{}] = (heads)", cfg.heads) }),
+                None => Array3::from_shape_vec((cfg.heads, 1, 1), alibi::slopes(cfg.heads)).expect("h slopes"),
+            },
+            Method::T5 => match scalars {
+                Some(a) if a.shape() == [rows] => a.into_shape_with_order((1, rows, 1)).expect("B values"),
+                // Hugging Face's nn.Embedding(num_buckets, n_heads): bucket-major, a column per head.
+                Some(a) if a.shape() == [rows, cfg.heads] => a.into_dimensionality::<Ix2>().expect("2-D").t().to_owned().insert_axis(Axis(2)),
+                Some(a) => {
+                    let expected = format!("[{rows}] or [{rows}, {}] = (buckets) or (buckets, heads)", cfg.heads);
+                    return Err(Error::Shape { array: logits_table.into(), given: dims(&a), expected });
+                }
+                None => xavier(seed, logits_table, (table_heads, rows, 1)),
+            },
+        };
         let rel_v = match values_table {
             Some(name) if cfg.rel_v => Some(table(name)?),
             _ => None,
@@ -348,11 +369,12 @@ impl Scenario {
         if let Some(name) = given.keys().next() {
             let reads = |m: Method| {
                 let (k, v) = m.table_names();
-                [Some(k), v].into_iter().flatten().collect::<Vec<_>>()
+                [Some(k), v].into_iter().flatten().filter(|t| !t.is_empty()).collect::<Vec<_>>()
             };
             let hint = match Method::ALL.into_iter().find(|&m| reads(m).contains(&name.as_str())) {
                 _ if Some(name.as_str()) == values_table => "a^V is switched off (--no-rel-v)".to_string(),
                 Some(owner) => format!("'{name}' belongs to --method {owner}; --method {} reads {}", cfg.method, reads(cfg.method).join(", ")),
+                None if reads(cfg.method).is_empty() => format!("--method {} reads no table", cfg.method),
                 None => format!("--method {} reads {}", cfg.method, reads(cfg.method).join(", ")),
             };
             return Err(Error::invalid("array", format!("'{name}' not used by this configuration"), hint));

@@ -18,6 +18,11 @@ pub enum Stage {
     RelIndex,
     RelK,
     RelV,
+    Slopes,
+    RopeAngles,
+    RopeKernel,
+    RotatedQ,
+    RotatedK,
     ContentLogits,
     RelativeLogits,
     SkewQer,
@@ -71,10 +76,12 @@ pub struct StageMeta {
     pub scale: Scale,
 }
 
-/// Which of the optional stages a layer's trace has: w^V and the relative output with a^V, the value buckets
-/// (a^V, efficient implementation), the skew's steps (the Music Transformer, efficient, Lq = Lk).
+/// Which of the optional stages a layer's trace has: the scheme's own (its index and table, ALiBi's slopes,
+/// RoPE's angles, kernel and rotated Q and K), w^V and the relative output with a^V, the value buckets (a^V,
+/// efficient implementation), the skew's steps (the Music Transformer, efficient, Lq = Lk).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Present {
+    pub method: Method,
     pub rel_v: bool,
     pub value_buckets: bool,
     pub skew: bool,
@@ -82,7 +89,13 @@ pub struct Present {
 
 impl Present {
     pub fn has(&self, s: Stage) -> bool {
+        let m = self.method;
         match s {
+            Stage::RelIndex => m.has_index(),
+            Stage::RelK => m.has_vector_table() || m == Method::T5,
+            Stage::Slopes => m == Method::Alibi,
+            Stage::RopeAngles | Stage::RopeKernel | Stage::RotatedQ | Stage::RotatedK => m.rotates(),
+            Stage::RelativeLogits => m.has_relative_term(),
             Stage::RelV | Stage::OutputRelative => self.rel_v,
             Stage::ValueBuckets => self.value_buckets,
             Stage::SkewQer | Stage::SkewPadded | Stage::SkewReshaped | Stage::SkewSliced => self.skew,
@@ -102,6 +115,11 @@ impl Present {
         }
         let why = match stage {
             Stage::SkewQer | Stage::SkewPadded | Stage::SkewReshaped | Stage::SkewSliced => "only the Music Transformer (efficient) has skew stages",
+            Stage::RelIndex => "RoPE and ALiBi read no table rows",
+            Stage::RelK => "RoPE has no table and ALiBi's slopes are the 'slopes' stage",
+            Stage::Slopes => "only ALiBi has slopes",
+            Stage::RopeAngles | Stage::RopeKernel | Stage::RotatedQ | Stage::RotatedK => "only RoPE rotates Q and K",
+            Stage::RelativeLogits => "RoPE adds no relative term (its positions are in the content logits)",
             _ => "only Shaw's method with a^V on has w^V stages",
         };
         Err(Error::invalid("stage", format!("'{stage}'"), why))
@@ -119,10 +137,27 @@ enum Variant {
     MusicCausal,
     /// Unmasked: E_r for −k..=k, tensor2tensor's skew with a zero column last.
     MusicBidirectional,
+    /// RoPE: Q and K rotated, no relative term.
+    Rope,
+    /// ALiBi, masked: m_h·(j − i).
+    AlibiCausal,
+    /// ALiBi, unmasked: −m_h·|j − i|.
+    AlibiBidirectional,
+    /// T5's bias per bucket.
+    T5,
 }
 
 impl Variant {
-    const ALL: [Variant; 4] = [Variant::Shaw, Variant::ShawValues, Variant::MusicCausal, Variant::MusicBidirectional];
+    const ALL: [Variant; 8] = [
+        Variant::Shaw,
+        Variant::ShawValues,
+        Variant::MusicCausal,
+        Variant::MusicBidirectional,
+        Variant::Rope,
+        Variant::AlibiCausal,
+        Variant::AlibiBidirectional,
+        Variant::T5,
+    ];
 
     fn of(cfg: &Config) -> Variant {
         match (cfg.method, cfg.causal) {
@@ -130,6 +165,10 @@ impl Variant {
             (Method::Shaw, _) => Variant::Shaw,
             (Method::Music, true) => Variant::MusicCausal,
             (Method::Music, false) => Variant::MusicBidirectional,
+            (Method::Rope, _) => Variant::Rope,
+            (Method::Alibi, true) => Variant::AlibiCausal,
+            (Method::Alibi, false) => Variant::AlibiBidirectional,
+            (Method::T5, _) => Variant::T5,
         }
     }
 
@@ -140,6 +179,10 @@ impl Variant {
             Variant::ShawValues => (Method::Shaw, false, true),
             Variant::MusicCausal => (Method::Music, true, false),
             Variant::MusicBidirectional => (Method::Music, false, false),
+            Variant::Rope => (Method::Rope, false, false),
+            Variant::AlibiCausal => (Method::Alibi, true, false),
+            Variant::AlibiBidirectional => (Method::Alibi, false, false),
+            Variant::T5 => (Method::T5, false, false),
         };
         Config { method, causal, rel_v, ..Config::default() }
     }
@@ -150,6 +193,10 @@ impl Variant {
             Variant::ShawValues => "Shaw with a^V",
             Variant::MusicCausal => "Music, causal",
             Variant::MusicBidirectional => "Music, bidirectional",
+            Variant::Rope => "RoPE",
+            Variant::AlibiCausal => "ALiBi, causal",
+            Variant::AlibiBidirectional => "ALiBi, bidirectional",
+            Variant::T5 => "T5",
         }
     }
 }
@@ -160,11 +207,16 @@ const QUERY_AXIS: &str = "query i";
 
 impl Stage {
     /// Every stage in pipeline order (the skew's steps before the relative logits they produce).
-    pub const ALL: [Stage; 16] = [
+    pub const ALL: [Stage; 21] = [
         Stage::Distances,
         Stage::RelIndex,
         Stage::RelK,
         Stage::RelV,
+        Stage::Slopes,
+        Stage::RopeAngles,
+        Stage::RopeKernel,
+        Stage::RotatedQ,
+        Stage::RotatedK,
         Stage::ContentLogits,
         Stage::SkewQer,
         Stage::SkewPadded,
@@ -186,6 +238,11 @@ impl Stage {
             Stage::RelIndex => "rel_index",
             Stage::RelK => "rel_k",
             Stage::RelV => "rel_v",
+            Stage::Slopes => "slopes",
+            Stage::RopeAngles => "rope_angles",
+            Stage::RopeKernel => "rope_kernel",
+            Stage::RotatedQ => "rotated_q",
+            Stage::RotatedK => "rotated_k",
             Stage::ContentLogits => "content_logits",
             Stage::RelativeLogits => "relative_logits",
             Stage::SkewQer => "skew_qer",
@@ -204,17 +261,17 @@ impl Stage {
     /// The stage's title, formulas and axes for a layer (its method, masking and a^V decide the text);
     /// `per_head_tables`: the relative tables differ by head.
     pub fn meta(self, cfg: &Config, per_head_tables: bool) -> StageMeta {
-        let (title, formula, tex) = match (self, cfg.content) {
+        let (title, formula, tex) = match (self, cfg.content && !cfg.method.rotates()) {
             (Stage::ContentLogits, false) => ("Content logits (off)", "0: the relative term only", r"q_i \cdot k_j \ \text{left out: } 0"),
-            (Stage::Logits, false) => (
+            (Stage::Logits, false) if cfg.method.has_vector_table() => (
                 "Scaled, masked logits",
                 "relative_ij / √d_head, −∞ where masked (no content term)",
                 r"e_{ij} = \frac{\text{relative}_{ij}}{\sqrt{d_h}} \quad (-\infty \text{ where masked; no content term})",
             ),
             _ => self.text(Variant::of(cfg)),
         };
-        let (x_axis, y_axis) = self.axes(cfg.causal);
-        let head_independent = matches!(self, Stage::Distances | Stage::RelIndex | Stage::Output);
+        let (x_axis, y_axis) = self.axes(cfg);
+        let head_independent = matches!(self, Stage::Distances | Stage::RelIndex | Stage::Output | Stage::Slopes | Stage::RopeAngles | Stage::RopeKernel);
         let is_table = matches!(self, Stage::RelK | Stage::RelV);
         StageMeta {
             name: self.name(),
@@ -228,17 +285,38 @@ impl Stage {
             rows_are_queries: y_axis == QUERY_AXIS,
             leftover_above: self == Stage::SkewSliced && Variant::of(cfg) == Variant::MusicCausal,
             per_head: if is_table { per_head_tables } else { !head_independent },
-            per_batch: !is_table && !matches!(self, Stage::Distances | Stage::RelIndex),
+            per_batch: !is_table && !matches!(self, Stage::Distances | Stage::RelIndex | Stage::Slopes | Stage::RopeAngles | Stage::RopeKernel),
             scale: self.scale(),
         }
     }
 
     /// Title, plain formula and TeX formula.
     fn text(self, v: Variant) -> (&'static str, &'static str, &'static str) {
-        use Variant::{MusicBidirectional as Bi, MusicCausal as Causal, Shaw, ShawValues};
+        use Variant::{AlibiBidirectional, AlibiCausal, MusicBidirectional as Bi, MusicCausal as Causal, Rope, Shaw, ShawValues, T5};
         match (self, v) {
             (Stage::Distances, _) => ("Relative distance j − i", "d_ij = j − i", r"d_{ij} = j - i"),
-            (Stage::RelIndex, Shaw | ShawValues) => (
+            (Stage::RelIndex, T5) => (
+                "Bucket of j − i",
+                "bucket(j − i): exact up to B'/2, log-spaced to max_distance",
+                r"r_{ij} = \operatorname{bucket}(j - i) = \begin{cases} n & n < E \\ E + \bigl\lfloor \frac{\ln(n / E)}{\ln(D / E)}\,(B' - E) \bigr\rfloor & n \ge E \end{cases}",
+            ),
+            (Stage::RelK, T5) => {
+                ("Bias per bucket b_h", "one learned scalar per bucket (and head)", r"b_h \in \mathbb{R}^{B}: \text{ one learned scalar per bucket}")
+            }
+            (Stage::Slopes, _) => ("ALiBi slope per head m_h", "m_h = 2^(−8h/H), h = 1 … H", r"m_h = 2^{-8h/H}, \quad h = 1, \dots, H"),
+            (Stage::RopeAngles, _) => (
+                "Rotation angles φ",
+                "φ_mp = (m / s) · base^(−2p / d_rot)",
+                r"\varphi_{mp} = \frac{m}{s}\,\theta_p, \qquad \theta_p = \text{base}^{-2p / d_{rot}}",
+            ),
+            (Stage::RopeKernel, _) => (
+                "RoPE's relative kernel",
+                "κ(j − i): the logit of q = k = (1, …, 1) at that distance, (Σ_p 2 cos(d θ_p / s) + d_head − d_rot) / d_head",
+                r"\kappa(j - i) = \frac{1}{d_h}\Bigl(\sum_p 2 \cos\bigl((j - i)\,\theta_p / s\bigr) + d_h - d_{rot}\Bigr), \quad q = k = \mathbf{1}",
+            ),
+            (Stage::RotatedQ, _) => ("Rotated queries q'", "q'_i = R(φ_i) q_i: each pair turned by its angle", r"q'_i = R(\varphi_i)\, q_i"),
+            (Stage::RotatedK, _) => ("Rotated keys k'", "k'_j = R(φ_j) k_j: each pair turned by its angle", r"k'_j = R(\varphi_j)\, k_j"),
+            (Stage::RelIndex, Shaw | ShawValues | Rope | AlibiCausal | AlibiBidirectional) => (
                 "Table row clip(j − i, k) + k",
                 "max(−k, min(k, j − i)) + k",
                 r"r_{ij} = \operatorname{clip}(j - i,\, k) + k = \max\bigl(-k, \min(k,\, j - i)\bigr) + k",
@@ -248,7 +326,7 @@ impl Stage {
                 "row of distance j − i in E_r",
                 r"r_{ij} = \text{row of } E_r \text{ for distance } j - i \quad (-1\text{: zero vector})",
             ),
-            (Stage::RelK, Shaw | ShawValues) => (
+            (Stage::RelK, Shaw | ShawValues | Rope | AlibiCausal | AlibiBidirectional) => (
                 "Relative key table w^K",
                 "rows for distances −k … k",
                 r"w^K = \bigl(w^K_{-k}, \dots, w^K_{k}\bigr), \qquad a^K_{ij} = w^K_{\operatorname{clip}(j - i,\, k)}",
@@ -262,8 +340,14 @@ impl Stage {
                 r"E_r \in \mathbb{R}^{(2k + 1) \times d_h}: \text{ one row per distance } -k, \dots, k",
             ),
             (Stage::RelV, _) => ("Relative value table w^V", "a^V_ij = w^V[clip(j − i, k) + k]", r"a^V_{ij} = w^V_{\operatorname{clip}(j - i,\, k)}"),
+            (Stage::ContentLogits, Rope) => {
+                ("Logits of rotated Q and K", "q'_i · k'_j = q_i · R(φ_j − φ_i) k_j", r"q'_i \cdot k'_j = q_i^{\top} R(\varphi_j - \varphi_i)\, k_j")
+            }
             (Stage::ContentLogits, _) => ("Content logits QKᵀ", "q_i · k_j", r"q_i \cdot k_j = (x_i W^Q)\,(x_j W^K)^{\top}"),
-            (Stage::RelativeLogits, Shaw | ShawValues) => (
+            (Stage::RelativeLogits, AlibiCausal) => ("ALiBi bias", "m_h · (j − i), added after the scale", r"b_{ij} = m_h\,(j - i)"),
+            (Stage::RelativeLogits, AlibiBidirectional) => ("ALiBi bias", "−m_h · |j − i|, added after the scale", r"b_{ij} = -m_h\,\lvert j - i \rvert"),
+            (Stage::RelativeLogits, T5) => ("T5 bias", "b_h[bucket(j − i)], added after the scale", r"b_{ij} = b_h\bigl[\operatorname{bucket}(j - i)\bigr]"),
+            (Stage::RelativeLogits, Shaw | ShawValues | Rope) => (
                 "Relative logits",
                 "q_i · a^K_ij = (Q w^Kᵀ)[i, clip(j − i, k) + k]",
                 r"q_i \cdot a^K_{ij} = \bigl(Q\, {w^K}^{\top}\bigr)\bigl[i,\ \operatorname{clip}(j - i,\, k) + k\bigr]",
@@ -312,6 +396,16 @@ impl Stage {
                 "(q_i·k_j + relative_ij) / √d_head, −∞ where masked",
                 r"e_{ij} = \frac{q_i \cdot k_j + q_i \cdot a^K_{ij}}{\sqrt{d_h}} \quad (-\infty \text{ where masked})",
             ),
+            (Stage::Logits, Rope) => (
+                "Scaled, masked logits",
+                "q'_i·k'_j / √d_head, −∞ where masked",
+                r"e_{ij} = \frac{q'_i \cdot k'_j}{\sqrt{d_h}} \quad (-\infty \text{ where masked})",
+            ),
+            (Stage::Logits, AlibiCausal | AlibiBidirectional | T5) => (
+                "Scaled, masked logits",
+                "q_i·k_j / √d_head + bias_ij, −∞ where masked",
+                r"e_{ij} = \frac{q_i \cdot k_j}{\sqrt{d_h}} + b_{ij} \quad (-\infty \text{ where masked})",
+            ),
             (Stage::Logits, Causal | Bi) => (
                 "Scaled, masked logits",
                 "(q_i·k_j + relative_ij) / √d_head, −∞ where masked",
@@ -342,17 +436,30 @@ impl Stage {
 
     /// What a student should see in the view.
     fn notice(self, v: Variant, content: bool) -> &'static str {
-        use Variant::{MusicBidirectional as Bi, MusicCausal as Causal, Shaw, ShawValues};
+        use Variant::{AlibiBidirectional, AlibiCausal, MusicBidirectional as Bi, MusicCausal as Causal, Rope, Shaw, ShawValues, T5};
         match (self, v) {
+            (Stage::RelIndex, T5) => "Small distances get a bucket each; beyond half the buckets, distances share log-spaced buckets up to max_distance, and everything farther reads the last one. Keys after the query use the other half (bidirectional) or bucket 0 (causal).",
+            (Stage::RelK, T5) => "One learned number per bucket (per head): the whole of T5's position signal. A head that prefers nearby keys learns large values for the first buckets.",
+            (Stage::Slopes, _) => "A geometric sequence: each head penalises distance at its own rate, from steep (short-range heads) to almost flat (long-range ones). Nothing here is learned.",
+            (Stage::RopeAngles, _) => "Each column is one frequency: the first pairs turn fast with the position, the last ones barely move. A row is the rotation applied to that position's q and k.",
+            (Stage::RopeKernel, _) => "The logit q = k = (1, …, 1) would give at each pair: 1 on the diagonal, oscillating and shrinking as |j − i| grows. Every diagonal holds one value: that is what makes RoPE relative.",
+            (Stage::RotatedQ, _) => "Q after rotation: row i is q_i with each pair turned by position i's angles. The vectors keep their lengths; only their directions move.",
+            (Stage::RotatedK, _) => "K after rotation by each key's position. Because both sides turn, q'_i · k'_j depends on the positions only through j − i.",
+            (Stage::ContentLogits, Rope) => "Content and position in one product: the dot products of rotated vectors. Move both tokens by the same amount and this cell does not change.",
+            (Stage::RelativeLogits, AlibiCausal) => "A penalty growing linearly with distance into the past, steeper for this head's larger slope. Added after the scale, it never depends on the tokens.",
+            (Stage::RelativeLogits, AlibiBidirectional) => "−m_h·|j − i|: the same linear penalty both ways, zero on the diagonal. Added after the scale, it never depends on the tokens.",
+            (Stage::RelativeLogits, T5) => "Each cell is this head's bias for the pair's bucket: constant along each diagonal near the middle, then in widening bands, then flat beyond max_distance.",
+            (Stage::Logits, Rope) => "The rotated products scaled by 1/√d_head; masked cells are −∞ and get weight 0.",
+            (Stage::Logits, AlibiCausal | AlibiBidirectional | T5) => "The content logits scaled by 1/√d_head plus the bias, which is not scaled; masked cells are −∞ and get weight 0.",
             (Stage::Distances, _) => "Every diagonal holds one distance: the key is that many positions after (right of) the query, or before it when negative. Everything relative attention adds is read along these diagonals.",
-            (Stage::RelIndex, Shaw | ShawValues) => "Distances beyond ±k are clipped to the table's edge rows, so the band of distinct colours is 2k + 1 diagonals wide and the corners are flat: far apart is just 'far'.",
+            (Stage::RelIndex, Shaw | ShawValues | Rope | AlibiCausal | AlibiBidirectional) => "Distances beyond ±k are clipped to the table's edge rows, so the band of distinct colours is 2k + 1 diagonals wide and the corners are flat: far apart is just 'far'.",
             (Stage::RelIndex, Causal | Bi) => "Each diagonal reads one row of E_r; −1 marks pairs that read nothing (a zero vector): keys after the query when causal, and distances beyond the table.",
-            (Stage::RelK, Shaw | ShawValues) => "2k + 1 learned vectors, one per clipped distance. Row r serves every (i, j) with clip(j − i, k) + k = r: one row, a whole diagonal.",
+            (Stage::RelK, Shaw | ShawValues | Rope | AlibiCausal | AlibiBidirectional) => "2k + 1 learned vectors, one per clipped distance. Row r serves every (i, j) with clip(j − i, k) + k = r: one row, a whole diagonal.",
             (Stage::RelK, Causal | Bi) => "One learned vector per distance. The skew never builds an (L, L, d) tensor of them: it multiplies Q by this small table once and moves the products into place.",
             (Stage::RelV, _) => "The value-side table: the relative part of the output adds row clip(j − i, k) + k of it, weighted by α_ij. Same rows, same diagonals as w^K.",
             (Stage::ContentLogits, _) if !content => "The content term is left out: these are zeros, so the weights below come from relative positions alone.",
             (Stage::ContentLogits, _) => "What the tokens say about each other, whatever their positions: with a sentence, a repeated word gives equal rows and columns here.",
-            (Stage::RelativeLogits, Shaw | ShawValues) => "Cell (i, j) is q_i · w^K[clip(j − i, k) + k]: in each row, keys beyond ±k all read an edge row, so both ends of every row are flat; only the 2k + 1 diagonals near the middle differ.",
+            (Stage::RelativeLogits, Shaw | ShawValues | Rope) => "Cell (i, j) is q_i · w^K[clip(j − i, k) + k]: in each row, keys beyond ±k all read an edge row, so both ends of every row are flat; only the 2k + 1 diagonals near the middle differ.",
             (Stage::RelativeLogits, Causal) => "q_i · E_r[j − i], produced by the skew from Q E_rᵀ without an (L, L, d) tensor. On and below the diagonal it is Skew 4; above it, Skew 4's leftovers are zeroed here (those keys are masked anyway).",
             (Stage::RelativeLogits, Bi) => "q_i · E_r[j − i], produced by the skew from Q E_rᵀ without an (L, L, d) tensor. Compare it with Skew 4: they are the same matrix.",
             (Stage::SkewQer, _) => "Column c holds distance c − (L − 1) for every query: the right numbers, in the wrong place. Row i's distance-0 cell is in the last column (causal) or the middle one (bidirectional).",
@@ -373,9 +480,15 @@ impl Stage {
     }
 
     /// (x, y) axis labels.
-    fn axes(self, causal: bool) -> (&'static str, &'static str) {
+    fn axes(self, cfg: &Config) -> (&'static str, &'static str) {
+        let causal = cfg.causal;
         match self {
+            Stage::RelK if cfg.method == Method::T5 => ("bias", "bucket r"),
             Stage::RelK | Stage::RelV => ("component of the row (d_head)", "table row r"),
+            Stage::Slopes => ("slope m_h", "head h"),
+            Stage::RopeAngles => ("pair p (frequency θ_p)", "position m"),
+            Stage::RotatedQ => ("component (d_head)", QUERY_AXIS),
+            Stage::RotatedK => ("component (d_head)", "key j"),
             Stage::SkewQer => ("column c (distance c − (n − 1))", QUERY_AXIS),
             Stage::SkewPadded if causal => ("column (zero column first)", QUERY_AXIS),
             Stage::SkewPadded => ("column (zero column last)", QUERY_AXIS),
@@ -390,7 +503,7 @@ impl Stage {
     /// The colour scale that fits the stage's values.
     pub fn scale(self) -> Scale {
         match self {
-            Stage::RelIndex | Stage::Weights | Stage::ValueBuckets => Scale::Sequential,
+            Stage::RelIndex | Stage::Weights | Stage::ValueBuckets | Stage::Slopes | Stage::RopeAngles => Scale::Sequential,
             _ => Scale::Diverging,
         }
     }
@@ -440,11 +553,9 @@ pub fn markdown_table() -> String {
 impl Stage {
     /// Whether a layer of this variant has the stage (skew steps: the Music Transformer; w^V stages: Shaw with a^V).
     fn exists_in(self, v: Variant) -> bool {
-        match self {
-            Stage::SkewQer | Stage::SkewPadded | Stage::SkewReshaped | Stage::SkewSliced => matches!(v, Variant::MusicCausal | Variant::MusicBidirectional),
-            Stage::RelV | Stage::ValueBuckets | Stage::OutputRelative => v == Variant::ShawValues,
-            _ => true,
-        }
+        let values = v == Variant::ShawValues;
+        let skew = matches!(v, Variant::MusicCausal | Variant::MusicBidirectional);
+        Present { method: v.config().method, rel_v: values, value_buckets: values, skew }.has(self)
     }
 }
 
@@ -476,7 +587,7 @@ mod tests {
         }
         let (shaw, music) = (Variant::ShawValues.config(), Variant::MusicCausal.config());
         let pairs: Vec<&str> = Stage::ALL.iter().filter(|s| s.meta(&shaw, false).pairs).map(|s| s.name()).collect();
-        assert_eq!(pairs, ["distances", "rel_index", "content_logits", "skew_sliced", "relative_logits", "logits", "weights"]);
+        assert_eq!(pairs, ["distances", "rel_index", "rope_kernel", "content_logits", "skew_sliced", "relative_logits", "logits", "weights"]);
         assert!(!Stage::Output.meta(&shaw, false).per_head && Stage::Output.meta(&shaw, false).per_batch);
         assert!(Stage::RelK.meta(&music, true).per_head && !Stage::RelK.meta(&music, false).per_head);
         assert!("attention".parse::<Stage>().is_err());

@@ -51,6 +51,8 @@ pub struct Trace {
     /// (b, h, Lq, d_head) each.
     pub out_content: Array4<f32>,
     pub out_relative: Array4<f32>,
+    /// RoPE's rotated Q and K, (b, h, n, d_head) each.
+    pub rotated: Option<(Array4<f32>, Array4<f32>)>,
     /// Heads concatenated, before W_o, (b, Lq, d_model).
     pub heads: Array3<f32>,
     /// (b, Lq, d_model).
@@ -75,6 +77,8 @@ pub struct Computed {
     /// (b, h, Lq, d_head) each.
     pub out_content: Array4<f32>,
     pub out_relative: Array4<f32>,
+    /// RoPE's rotated Q and K, (b, h, n, d_head) each.
+    pub rotated: Option<(Array4<f32>, Array4<f32>)>,
     /// Heads concatenated, (b, Lq, d_model), and the output (b, Lq, d_model).
     pub heads: Array3<f32>,
     pub output: Array3<f32>,
@@ -84,12 +88,13 @@ impl Trace {
     /// The trace of `computed` for `cfg` on `sc`: the CPU's and the GPU's are assembled here alike, with
     /// the distances j − i, the table rows they read, the tables and x taken from the inputs.
     pub fn assemble(cfg: &Config, sc: &Scenario, computed: Computed) -> Trace {
-        let Computed { q, k, v, content_logits, relative_logits, logits, weights, value_buckets, skew, out_content, out_relative, heads, output } = computed;
+        let Computed { q, k, v, content_logits, relative_logits, logits, weights, value_buckets, skew, out_content, out_relative, rotated, heads, output } =
+            computed;
         let (_, n, _) = sc.dims();
         Trace {
             config: *cfg,
             distances: table::distances(0..n, n, n),
-            rel_index: table::row_matrix(0..n, n, n, cfg.layout()),
+            rel_index: cfg.scheme().row_matrix(0..n, n, n),
             rel_k: sc.rel_k.clone(),
             rel_v: sc.rel_v.clone(),
             x: sc.x.clone(),
@@ -104,10 +109,29 @@ impl Trace {
             skew,
             out_content,
             out_relative,
+            rotated,
             heads,
             output,
         }
     }
+}
+
+/// The stages a scheme computes from its options and tables alone, the same for every batch element (and, but
+/// for the slopes' table, every head): ALiBi's slopes (h, 1) from its (h, 1, 1) table, RoPE's angle table (n,
+/// d_rot/2) for d_head `dh`. `None` for any other stage.
+pub fn scheme_stage(cfg: &Config, stage: Stage, tables: &Array3<f32>, n: usize, dh: usize) -> Option<Array2<f32>> {
+    match stage {
+        Stage::Slopes => Some(tables.index_axis(Axis(2), 0).to_owned()),
+        Stage::RopeAngles => Some(cfg.rope.angles(0, n, dh)),
+        _ => None,
+    }
+}
+
+/// RoPE's relative kernel at the pairs of the query rows `queries` of n: κ(j − i) at (i, j), the same curve
+/// along every diagonal ([`crate::positions::rope::Rope::kernel`]).
+pub fn rope_kernel(cfg: &Config, queries: std::ops::Range<usize>, n: usize, dh: usize) -> Array2<f32> {
+    let kernel = cfg.rope.kernel(1 - n as isize..n as isize, dh);
+    Array2::from_shape_fn((queries.len(), n), |(i, j)| kernel[j + n - 1 - (queries.start + i)])
 }
 
 /// One matrix per (batch, head), batch-major then head (`h` heads), stacked into (b, h, rows, cols).
@@ -150,6 +174,10 @@ impl Trace {
         for a in [&mut self.content_logits, &mut self.relative_logits, &mut self.logits, &mut self.weights, &mut self.out_content, &mut self.out_relative] {
             one(a);
         }
+        if let Some((q, k)) = self.rotated.as_mut() {
+            one(q);
+            one(k);
+        }
         if let Some(b) = self.value_buckets.as_mut() {
             one(b);
         }
@@ -158,7 +186,10 @@ impl Trace {
                 one(a);
             }
         }
-        table(&mut self.rel_k);
+        // ALiBi's slopes stay whole: the slopes stage shows every head's.
+        if self.config.method != crate::positions::Method::Alibi {
+            table(&mut self.rel_k);
+        }
         if let Some(t) = self.rel_v.as_mut() {
             table(t);
         }
@@ -186,7 +217,7 @@ impl Trace {
     }
 
     fn present(&self) -> Present {
-        Present { rel_v: self.rel_v.is_some(), value_buckets: self.value_buckets.is_some(), skew: self.skew.is_some() }
+        Present { method: self.config.method, rel_v: self.rel_v.is_some(), value_buckets: self.value_buckets.is_some(), skew: self.skew.is_some() }
     }
 
     /// The 2-D matrix a view shows for one batch element and head.
@@ -203,10 +234,21 @@ impl Trace {
         let bh = |a: &'a Array4<f32>| -> CowArray<'a, f32, Ix2> { a.index_axis(Axis(0), batch).index_axis_move(Axis(0), head).into() };
         let table = |t: &'a Array3<f32>| -> CowArray<'a, f32, Ix2> { table_of(t, head).into() };
         let skew = || self.skew.as_ref().expect("checked present");
+        let rotated = || self.rotated.as_ref().expect("checked present");
+        let dh = self.q.dim().2 / self.dims().1;
+        if let Some(m) = scheme_stage(&self.config, stage, &self.rel_k, self.dims().2, dh) {
+            return Ok(m.into());
+        }
+        if stage == Stage::RopeKernel {
+            return Ok(rope_kernel(&self.config, 0..self.dims().2, self.dims().2, dh).into());
+        }
         Ok(match stage {
             Stage::Distances => self.distances.mapv(|v| v as f32).into(),
             Stage::RelIndex => self.rel_index.mapv(|v| v as f32).into(),
             Stage::RelK => table(&self.rel_k),
+            Stage::Slopes | Stage::RopeAngles | Stage::RopeKernel => unreachable!("computed above"),
+            Stage::RotatedQ => bh(&rotated().0),
+            Stage::RotatedK => bh(&rotated().1),
             Stage::RelV => table(self.rel_v.as_ref().expect("checked present")),
             Stage::ContentLogits => bh(&self.content_logits),
             Stage::RelativeLogits => bh(&self.relative_logits),
@@ -232,8 +274,11 @@ impl Trace {
         npz.add_array("rel_index", &self.rel_index).map_err(io)?;
         npz.add_array("rel_k", &self.rel_k).map_err(io)?;
         let (logits_table, _) = self.config.method.table_names();
-        if logits_table != "rel_k" {
+        if !logits_table.is_empty() && logits_table != "rel_k" {
             npz.add_array(logits_table, &self.rel_k).map_err(io)?;
+        }
+        for stage in [Stage::Slopes, Stage::RopeAngles, Stage::RopeKernel].into_iter().filter(|&st| self.present().has(st)) {
+            npz.add_array(stage.name(), &self.stage(stage, 0, 0)?).map_err(io)?;
         }
         if let Some(t) = &self.rel_v {
             npz.add_array("rel_v", t).map_err(io)?;
@@ -254,6 +299,9 @@ impl Trace {
         }
         if let Some(s) = &self.skew {
             four.extend([("skew_qer", &s.qer), ("skew_padded", &s.padded), ("skew_reshaped", &s.reshaped), ("skew_sliced", &s.sliced)]);
+        }
+        if let Some((q, k)) = &self.rotated {
+            four.extend([("rotated_q", q), ("rotated_k", k)]);
         }
         for (name, a) in four {
             npz.add_array(name, a).map_err(io)?;

@@ -50,6 +50,11 @@ impl RelTable {
         RelTable { min: -m, max: m, edge }
     }
 
+    /// No rows: no distance reads anything (the schemes without a vector table).
+    pub fn empty() -> Self {
+        RelTable { min: 0, max: -1, edge: Edge::Zero }
+    }
+
     /// Number of rows, `max − min + 1`.
     pub fn rows(&self) -> usize {
         (self.max - self.min + 1) as usize

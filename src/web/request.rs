@@ -12,6 +12,8 @@ use crate::layer::on_demand;
 use crate::layer::presets;
 use crate::layer::scenario::{self, Arrays, Scenario, Spec};
 use crate::layer::stage::Stage;
+use crate::positions::rope::Rope;
+use crate::positions::t5::{Buckets, MAX_BUCKETS, MAX_DISTANCE};
 use crate::positions::Method;
 use serde::de::IgnoredAny;
 use serde::{Deserialize, Serialize};
@@ -109,7 +111,7 @@ impl Request {
 /// here, with its name, rather than refused by the deserializer.
 #[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
 pub struct Settings {
-    /// "shaw" or "music".
+    /// "shaw", "music", "rope", "alibi" or "t5".
     pub method: String,
     /// Sequence length, 1..=[`MAX_N`].
     pub n: f64,
@@ -134,8 +136,39 @@ pub struct Settings {
     /// their relative positions.
     #[serde(default)]
     pub tokens: Vec<String>,
+    /// RoPE's base, rotated fraction of d_head, pair layout ("interleaved" or "half") and position scale
+    /// ([`Rope`]; ranges in [`Rope::check`]).
+    #[serde(default = "default_rope_base")]
+    pub rope_base: f64,
+    #[serde(default = "one")]
+    pub rope_fraction: f64,
+    #[serde(default = "default_rope_layout")]
+    pub rope_layout: String,
+    #[serde(default = "one")]
+    pub rope_scale: f64,
+    /// T5's buckets and max_distance ([`Buckets`]; ranges in [`Buckets::check`]).
+    #[serde(default = "default_t5_buckets")]
+    pub t5_buckets: f64,
+    #[serde(default = "default_t5_max_distance")]
+    pub t5_max_distance: f64,
     #[serde(flatten, skip_serializing)]
     pub unknown: Unknown,
+}
+
+fn one() -> f64 {
+    1.0
+}
+fn default_rope_base() -> f64 {
+    Rope::default().base as f64
+}
+fn default_rope_layout() -> String {
+    Rope::default().layout.to_string()
+}
+fn default_t5_buckets() -> f64 {
+    Buckets::default().count as f64
+}
+fn default_t5_max_distance() -> f64 {
+    Buckets::default().max_distance as f64
 }
 
 impl Settings {
@@ -154,6 +187,12 @@ impl Settings {
             per_head,
             relative_only: !cfg.content,
             tokens: tokens.to_vec(),
+            rope_base: cfg.rope.base as f64,
+            rope_fraction: cfg.rope.fraction as f64,
+            rope_layout: cfg.rope.layout.to_string(),
+            rope_scale: cfg.rope.scale as f64,
+            t5_buckets: cfg.buckets.count as f64,
+            t5_max_distance: cfg.buckets.max_distance as f64,
             unknown: Unknown::new(),
         }
     }
@@ -175,7 +214,18 @@ impl Settings {
         let clip = whole("clip", self.clip, 0, MAX_N)?;
         let seed = whole("seed", self.seed, 0, u32::MAX as usize)? as u64;
         let batch = if sentence { 1 } else { whole("batch_size", self.batch_size, 1, MAX_BATCH)? };
-        let cfg = Config { method, heads, clip, causal: self.causal, rel_v: self.rel_v, content: !self.relative_only, ..Config::default() };
+        // RoPE's numbers are ranged by the scheme's check (in Scenario::build), naming the option.
+        let rope = Rope {
+            base: self.rope_base as f32,
+            fraction: self.rope_fraction as f32,
+            layout: self.rope_layout.parse().map_err(to_js)?,
+            scale: self.rope_scale as f32,
+        };
+        let buckets = Buckets {
+            count: whole("t5_buckets", self.t5_buckets, 2, MAX_BUCKETS)?,
+            max_distance: whole("t5_max_distance", self.t5_max_distance, 1, MAX_DISTANCE)?,
+        };
+        let cfg = Config { method, heads, clip, causal: self.causal, rel_v: self.rel_v, content: !self.relative_only, rope, buckets, ..Config::default() };
         Ok((cfg, Spec { n, d_model, batch, seed }))
     }
 }
@@ -262,7 +312,7 @@ fn whole_bytes(cfg: &Config, spec: &Spec, per_head_tables: bool) -> Option<u64> 
     let rows = cfg.table_rows() as u64;
     let buckets = if cfg.has_rel_v() { n.checked_mul(rows)? } else { 0 };
     // The skew's padded rows take up to 2n columns.
-    let widest = if cfg.method.skews() { 2 * n } else { n }.max(rows);
+    let widest = if cfg.scheme().skews() { 2 * n } else { n }.max(rows);
     let extra = buckets.checked_mul(2 * b * h + 1)?.checked_mul(4)?.checked_add(16 * n * n)?.checked_add(n.checked_mul(widest)?.checked_mul(12)?)?;
     with_trace.checked_add(stored)?.checked_add(extra)
 }

@@ -334,13 +334,13 @@ impl Session {
 
     /// Reverse linking: the pairs (i, j) that read row `row` of the relative tables (those whose rel_index is
     /// `row`), as one range of keys per query, `lo..hi`: 2n numbers `[lo_0, hi_0, lo_1, hi_1, …]`
-    /// ([`crate::positions::table::RelTable::readers`]; the same for every batch element and head). The error names
-    /// "row" and the table's rows.
+    /// ([`crate::positions::Scheme::readers`]: a table row, or a T5 bucket; the same for every batch element and
+    /// head). The error names "row" and the table's rows.
     pub fn table_readers(&self, row: usize) -> Result<Vec<u32>, JsValue> {
         let cfg = self.config();
         check_index("row", row, cfg.table_rows()).map_err(to_js)?;
-        let (n, table) = (self.info.settings.n as usize, cfg.layout());
-        Ok((0..n).map(|i| table.readers(row, i, n, n)).flat_map(|keys| [keys.start as u32, keys.end as u32]).collect())
+        let (n, scheme) = (self.info.settings.n as usize, cfg.scheme());
+        Ok((0..n).map(|i| scheme.readers(row, i, n, n)).flat_map(|keys| [keys.start as u32, keys.end as u32]).collect())
     }
 
     pub fn values_ptr(&self) -> *const f32 {

@@ -7,6 +7,8 @@
 pub mod fixture;
 
 use proptest::prelude::*;
+use relattn::positions::rope::{PairLayout, Rope};
+use relattn::positions::t5::Buckets;
 use relattn::{Config, Edge, Implementation, Method, Scenario};
 use std::ops::RangeInclusive;
 
@@ -34,8 +36,29 @@ pub fn table_row(cfg: &Config, d: i64) -> Option<usize> {
     }
     match (cfg.method, cfg.edge) {
         (Method::Shaw, _) | (Method::Music, Edge::Clip) => Some((d.clamp(lo, hi) - lo) as usize),
-        (Method::Music, Edge::Zero) => None,
+        _ => None,
     }
+}
+
+/// RoPE by Su et al.'s definition: row r of `x` (at position `first + r`) with pair p = (a, b) turned by the
+/// angle (position / scale) · base^(−2p / d_rot); d_rot = ⌊fraction · d_head⌋ rounded down to even, the
+/// pairs (2p, 2p + 1) interleaved or (p, p + d_rot/2) half-split.
+pub fn rotate(rope: &Rope, x: &Mat, first: i64) -> Mat {
+    let dh = x[0].len();
+    let d_rot = ((dh as f64 * rope.fraction as f64) as usize) & !1;
+    x.iter()
+        .enumerate()
+        .map(|(r, row)| {
+            let mut out = row.clone();
+            for p in 0..d_rot / 2 {
+                let (a, b) = if rope.layout == PairLayout::Interleaved { (2 * p, 2 * p + 1) } else { (p, p + d_rot / 2) };
+                let angle = (first + r as i64) as f64 / rope.scale as f64 * (rope.base as f64).powf(-2.0 * p as f64 / d_rot as f64);
+                out[a] = row[a] * angle.cos() - row[b] * angle.sin();
+                out[b] = row[b] * angle.cos() + row[a] * angle.sin();
+            }
+            out
+        })
+        .collect()
 }
 
 fn dot(a: &[f64], b: &[f64]) -> f64 {
@@ -43,10 +66,19 @@ fn dot(a: &[f64], b: &[f64]) -> f64 {
 }
 
 /// e_ij = q_i·(k_j + a^K_ij)/sqrt(d_head) (q_i·a^K_ij/sqrt(d_head) with the content term off); α = softmax
-/// over unmasked j; z_i = Σ_j α_ij (v_j + a^V_ij).
-/// Queries are aligned to the last keys: d_ij = j − (i + Lk − Lq).
+/// over unmasked j; z_i = Σ_j α_ij (v_j + a^V_ij). ALiBi: e_ij = q_i·k_j/sqrt(d_head) + m·(j − i) causal,
+/// − m·|j − i| otherwise, m = `rel_k[0][0]`; T5: + `rel_k[bucket(j − i)][0]` (the bucket function is the
+/// library's, checked against Hugging Face's in tests/positions.rs); RoPE: q and k rotated ([`rotate`]), no
+/// relative term. Queries are aligned to the last keys: d_ij = j − (i + Lk − Lq).
 pub fn head(cfg: &Config, q: &Mat, k: &Mat, v: &Mat, rel_k: &Mat, rel_v: Option<&Mat>, key_mask: Option<&[bool]>) -> HeadRef {
     let (lq, lk, dh) = (q.len(), k.len(), q[0].len());
+    let rotated;
+    let (q, k) = if cfg.method == Method::Rope {
+        rotated = (rotate(&cfg.rope, q, lk as i64 - lq as i64), rotate(&cfg.rope, k, 0));
+        (&rotated.0, &rotated.1)
+    } else {
+        (q, k)
+    };
     let zero = vec![0.0; dh];
     let mut out =
         HeadRef { relative: vec![vec![0.0; lk]; lq], weights: vec![vec![0.0; lk]; lq], z: vec![vec![0.0; dh]; lq], masked: vec![vec![false; lk]; lq] };
@@ -54,12 +86,20 @@ pub fn head(cfg: &Config, q: &Mat, k: &Mat, v: &Mat, rel_k: &Mat, rel_v: Option<
         let mut e = vec![f64::NEG_INFINITY; lk];
         for j in 0..lk {
             let d = j as i64 - (i as i64 + lk as i64 - lq as i64);
-            let a_k = table_row(cfg, d).map_or(&zero, |r| &rel_k[r]);
-            out.relative[i][j] = dot(&q[i], a_k);
+            out.relative[i][j] = match cfg.method {
+                Method::Shaw | Method::Music => dot(&q[i], table_row(cfg, d).map_or(&zero, |r| &rel_k[r])),
+                Method::Alibi if cfg.causal => rel_k[0][0] * d as f64,
+                Method::Alibi => -rel_k[0][0] * d.abs() as f64,
+                Method::T5 => rel_k[cfg.buckets.bucket(d as isize, cfg.causal)][0],
+                Method::Rope => 0.0,
+            };
             out.masked[i][j] = (cfg.causal && d > 0) || key_mask.is_some_and(|m| !m[j]);
             if !out.masked[i][j] {
                 let content = if cfg.content { dot(&q[i], &k[j]) } else { 0.0 };
-                e[j] = (content + out.relative[i][j]) / (dh as f64).sqrt();
+                e[j] = match cfg.method {
+                    Method::Alibi | Method::T5 => content / (dh as f64).sqrt() + out.relative[i][j],
+                    _ => (content + out.relative[i][j]) / (dh as f64).sqrt(),
+                };
             }
         }
         let max = e.iter().copied().fold(f64::NEG_INFINITY, f64::max);
@@ -141,20 +181,39 @@ pub fn flat(m: &Mat) -> Vec<f64> {
     m.iter().flatten().copied().collect()
 }
 
-/// Random configurations: both methods, `heads` and `clip` in the given ranges, causal or not, a^V on or
-/// off, either edge, the content term on (3 in 4) or off; the efficient implementation.
+/// Random configurations: every method, `heads` and `clip` in the given ranges, causal or not, a^V on or
+/// off, either edge, the content term on (3 in 4) or off, RoPE's options (base, fraction, layout, scale) and
+/// T5's buckets; the efficient implementation. The d_head of the tests (≥ 2) leaves RoPE a pair at any
+/// fraction drawn here (½ or 1).
 pub fn configs(heads: RangeInclusive<usize>, clip: RangeInclusive<usize>) -> impl Strategy<Value = Config> {
     let flags = (any::<bool>(), any::<bool>(), any::<bool>(), 0..4u8);
-    (any::<bool>(), heads, clip, flags).prop_map(|(music, heads, clip, (causal, rel_v, clip_edge, content))| Config {
-        method: if music { Method::Music } else { Method::Shaw },
-        heads,
-        clip,
-        causal,
-        rel_v,
-        edge: if clip_edge { Edge::Clip } else { Edge::Zero },
-        implementation: Implementation::Efficient,
-        content: content != 0,
-    })
+    let rope = (prop_oneof![Just(10000.0f32), Just(50.0)], any::<bool>(), any::<bool>(), prop_oneof![Just(1.0f32), Just(2.5)]);
+    let buckets = prop_oneof![Just((4, 5)), Just((8, 20)), Just((32, 128))];
+    (0..Method::ALL.len(), heads, clip, flags, rope, buckets).prop_map(
+        |(method, heads, clip, (causal, rel_v, clip_edge, content), (base, half, partial, scale), (count, max_distance))| Config {
+            method: Method::ALL[method],
+            heads,
+            clip,
+            causal,
+            rel_v,
+            edge: if clip_edge { Edge::Clip } else { Edge::Zero },
+            implementation: Implementation::Efficient,
+            content: content != 0,
+            rope: Rope { base, fraction: if partial { 0.5 } else { 1.0 }, layout: if half { PairLayout::Half } else { PairLayout::Interleaved }, scale },
+            buckets: Buckets { count, max_distance },
+        },
+    )
+}
+
+/// `cfg` and `d_head` made to fit each other: RoPE needs a rotated pair, so its d_head is at least 2 and its
+/// fraction 1 where half of d_head has no pair. Other methods are left as they are.
+pub fn fit(cfg: Config, d_head: usize) -> (Config, usize) {
+    if cfg.method != Method::Rope {
+        return (cfg, d_head);
+    }
+    let d_head = d_head.max(2);
+    let rope = if cfg.rope.rotated_dims(d_head) < 2 { Rope { fraction: 1.0, ..cfg.rope } } else { cfg.rope };
+    (Config { rope, ..cfg }, d_head)
 }
 
 /// An .npy file's bytes: `descr` and `shape` in the header, then `data`.

@@ -6,12 +6,14 @@ import { $ } from './dom.js';
 import { state } from './state.js';
 
 /** The Settings fields that are numbers and checkboxes (each change computes again; each is kept in the URL). */
-export const NUMS = ['n', 'd_model', 'heads', 'clip', 'seed', 'batch_size'];
+export const NUMS = ['n', 'd_model', 'heads', 'clip', 'seed', 'batch_size', 'rope_base', 'rope_fraction', 'rope_scale', 't5_buckets', 't5_max_distance'];
+/** The Settings fields that are selects. */
+export const CHOICES = ['method', 'rope_layout'];
 export const BOOLS = ['causal', 'rel_v', 'per_head', 'relative_only'];
 /** The controls that are trace parameters. */
-export const PARAMS = ['method', ...NUMS, ...BOOLS];
+export const PARAMS = [...CHOICES, ...NUMS, ...BOOLS];
 /** The fields an error can be shown next to (err-FIELD); 'file' is the file picker ('tokens': the sentence). */
-export const FIELDS = ['preset', 'method', ...NUMS, 'tokens', 'file'];
+export const FIELDS = ['preset', ...CHOICES, ...NUMS, 'tokens', 'file'];
 
 /** The sentence's tokens: with some, x is built from them (one vector per distinct token) and n is their number. */
 export function tokens() {
@@ -21,7 +23,8 @@ export function tokens() {
 
 /** @returns {import('./protocol.js').Params} the controls as they are (an empty number field is NaN) */
 export function readParams() {
-  const settings = { method: $('method').value };
+  const settings = {};
+  for (const k of CHOICES) settings[k] = $(k).value;
   for (const k of NUMS) settings[k] = $(k).value.trim() === '' ? NaN : Number($(k).value);
   for (const k of BOOLS) settings[k] = $(k).checked;
   // The sentence makes x when it has n tokens (typing it sets n); with another n, x is random and unlabelled.
@@ -86,7 +89,7 @@ function fillSelect(sel, count, value) {
  */
 export function syncControls(info, shown) {
   const s = info.settings;
-  $('method').value = s.method;
+  for (const k of CHOICES) $(k).value = s[k];
   for (const k of NUMS) $(k).value = String(s[k]);
   for (const k of BOOLS) $(k).checked = s[k];
   relVFollowsMethod();
@@ -107,9 +110,18 @@ export function setTheme(t) {
   if (state.ui) state.ui.set_theme(t === 'dark');
 }
 
-/** Shaw's a^V has no meaning for the Music Transformer (it has no value term): its box is off there. */
+/**
+ * The controls follow the method: a^V is Shaw et al.'s alone (the others have no value term), k is the table
+ * size of Shaw's and the Music Transformer's, and RoPE's and T5's options show with their method only.
+ */
 export function relVFollowsMethod() {
-  const music = $('method').value === 'music';
-  $('rel_v').disabled = music;
-  $('rel_v').title = music ? 'The Music Transformer has no relative value term (a^V is Shaw et al.\'s)' : '';
+  const method = $('method').value;
+  const shaw = method === 'shaw';
+  $('rel_v').disabled = !shaw;
+  $('rel_v').title = shaw ? '' : 'Only Shaw et al. have a relative value term a^V';
+  const table = shaw || method === 'music';
+  $('clip').disabled = !table;
+  $('clip').title = table ? '' : 'k sizes the tables of Shaw et al. and the Music Transformer; this method has none';
+  for (const el of document.querySelectorAll('.scheme-rope')) el.hidden = method !== 'rope';
+  for (const el of document.querySelectorAll('.scheme-t5')) el.hidden = method !== 't5';
 }

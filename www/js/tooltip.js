@@ -60,9 +60,16 @@ function shown(v) {
   return v === undefined ? '…' : fmt(v);
 }
 
-// The parts of pair (i, j) of the shown (batch, head) (undefined while asked for).
+// The parts of pair (i, j) of the shown (batch, head) (undefined while asked for; null for a stage the
+// method has not: RoPE has no relative term, RoPE and ALiBi no table row).
 function parts(i, j) {
-  return Object.fromEntries(Object.entries(PARTS).map(([part, name]) => [part, cellOf(name, i, j)]));
+  const has = state.current.byName;
+  return Object.fromEntries(Object.entries(PARTS).map(([part, name]) => [part, has[name] ? cellOf(name, i, j) : null]));
+}
+
+/** The PARTS stages the shown result has. */
+function presentParts() {
+  return Object.values(PARTS).filter((name) => state.current.byName[name]);
 }
 
 function hover(v, e) {
@@ -80,7 +87,7 @@ function fillTip(v, i, j, announce = false) {
   const cur = state.current;
   const key = `${cur.id}|${v.stage.name}|${i}|${j}`;
   tip.dataset.key = key;
-  const names = [v.stage.name, ...(v.stage.pairs ? Object.values(PARTS) : [])];
+  const names = [v.stage.name, ...(v.stage.pairs ? presentParts() : [])];
   askMissing(names, i, j, () => {
     if (tip.dataset.key !== key || tip.hidden) return;
     const said = fillTip(v, i, j);
@@ -100,13 +107,15 @@ function fillTip(v, i, j, announce = false) {
     const k = cur.info.settings.clip;
     const tok = cur.tokens ? `  “${cur.tokens[i]}” → “${cur.tokens[j]}”` : '';
     lines.push(`distance j − i = ${j - i}${tok}`);
-    lines.push(`content term q·k = ${shown(p.content)}`);
-    lines.push(`relative term = ${shown(p.relative)}`);
+    const method = cur.info.settings.method;
     const masked = cur.info.settings.causal && j > i;
-    lines.push(cur.info.settings.method === 'shaw'
-      ? `table row clip(j − i, ${k}) + ${k} = ${shown(p.row)}`
-      : `table row of E_r = ${masked ? 'none (a later key: masked)' : p.row < 0 ? 'none (beyond the table: a zero vector)' : shown(p.row)}`);
-    if (masked) lines.push('masked (j > i): the skew leaves a leftover here, the mask removes it');
+    lines.push(method === 'rope' ? `rotated q'·k' = ${shown(p.content)} (the positions are inside it)` : `content term q·k = ${shown(p.content)}`);
+    if (method === 'alibi' || method === 't5') lines.push(`bias (added after the scale) = ${shown(p.relative)}`);
+    else if (p.relative !== null) lines.push(`relative term = ${shown(p.relative)}`);
+    if (method === 'shaw') lines.push(`table row clip(j − i, ${k}) + ${k} = ${shown(p.row)}`);
+    else if (method === 'music') lines.push(`table row of E_r = ${masked ? 'none (a later key: masked)' : p.row < 0 ? 'none (beyond the table: a zero vector)' : shown(p.row)}`);
+    else if (method === 't5') lines.push(`bucket of j − i = ${shown(p.row)}`);
+    if (masked) lines.push(method === 'music' ? 'masked (j > i): the skew leaves a leftover here, the mask removes it' : 'masked (j > i)');
     lines.push(`logit ${shown(p.logit)}   weight ${shown(p.weight)}`);
     Object.assign(tip.dataset, { content: p.content ?? '', relative: p.relative ?? '', row: p.row ?? '' });
   }
@@ -288,7 +297,8 @@ function drawRow(r, label) {
     }
   }
   const { method, clip: k } = cur.info.settings;
-  const what = method === 'shaw' ? `distance ${r - k}${Math.abs(r - k) === k ? ' and beyond (the edge row)' : ''}` : 'one distance of E_r';
+  const what = method === 'shaw' ? `distance ${r - k}${Math.abs(r - k) === k ? ' and beyond (the edge row)' : ''}`
+    : method === 't5' ? 'one bucket of distances' : 'one distance of E_r';
   const pairs = readers && readers.reduce((sum, [, lo, hi]) => sum + hi - lo, 0);
   const read = readers ? `read by ${pairs} pairs (i, j), shaded in every (i, j) view` : 'its readers: …';
   label.textContent = `pinned table row ${r} (${what}): ${read} (Esc unpins)`;

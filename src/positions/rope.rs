@@ -1,0 +1,224 @@
+//! Rotary position embeddings (RoPE; Su et al. 2021, "RoFormer"): rotate each pair of components of q and
+//! k by an angle proportional to the position, so that q_i · k_j depends on the positions only through j − i.
+//!
+//! With d_rot = the rotated components of d_head (all of them, or a fraction as GPT-NeoX's `rotary_pct`),
+//! p = 0 .. d_rot/2 − 1 and the position m divided by the scale s (linear position interpolation, as Hugging
+//! Face's `rope_scaling = {"type": "linear"}`):
+//!
+//! ```text
+//! θ_p      = base^(−2p / d_rot)                                   frequencies (base 10000)
+//! φ_mp     = (m / s) · θ_p                                        the angle table (position × pair)
+//! (x_a, x_b) → (x_a cos φ − x_b sin φ,  x_b cos φ + x_a sin φ)     pair p of row m; components past d_rot unrotated
+//! q'_i · k'_j = Σ_p Re[(q_ia + i q_ib)(k_ja − i k_jb) e^{−i (j − i) θ_p / s}] + unrotated part
+//! ```
+//!
+//! The pair (a, b) of p is (2p, 2p + 1) in the paper's and GPT-J's *interleaved* layout, (p, p + d_rot/2) in
+//! GPT-NeoX's and Llama's *half-split* layout (`rotate_half`): the same weights give different numbers.
+
+use crate::error::{Error, Result};
+use ndarray::{Array1, Array2, ArrayView2};
+use std::str::FromStr;
+
+/// Which components form a rotated pair.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PairLayout {
+    /// (2p, 2p + 1): the paper, GPT-J, Mesh-TensorFlow.
+    Interleaved,
+    /// (p, p + d_rot/2): GPT-NeoX, Llama, Mistral, Qwen (Hugging Face's `rotate_half`).
+    Half,
+}
+
+/// RoPE's options.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Rope {
+    /// θ_p = base^(−2p/d_rot): 10000 in the paper, Llama 1–2, GPT-NeoX.
+    pub base: f32,
+    /// The rotated share of d_head (GPT-NeoX's `rotary_pct`, 0.25 in NeoX-20B; 1 elsewhere).
+    pub fraction: f32,
+    pub layout: PairLayout,
+    /// Positions are divided by this (linear interpolation: 2 stretches a model to twice its context).
+    pub scale: f32,
+}
+
+impl Default for Rope {
+    fn default() -> Self {
+        Rope { base: 10000.0, fraction: 1.0, layout: PairLayout::Interleaved, scale: 1.0 }
+    }
+}
+
+/// The allowed ranges of the options, as messages say them.
+pub const BASE_RANGE: (f32, f32) = (1.0, 1e9);
+pub const SCALE_RANGE: (f32, f32) = (0.01, 1000.0);
+
+impl Rope {
+    /// d_rot: `fraction · d_head` rounded down to an even number (GPT-NeoX: `int(d_head · rotary_pct)`).
+    pub fn rotated_dims(&self, d_head: usize) -> usize {
+        ((d_head as f32 * self.fraction) as usize) & !1
+    }
+
+    /// Refuses options outside their ranges, naming the option; `d_head` must leave at least one pair.
+    pub fn check(&self, d_head: usize) -> Result<()> {
+        let finite_in = |name: &str, v: f32, (lo, hi): (f32, f32), open_low: bool| {
+            let ok = v.is_finite() && if open_low { v > lo } else { v >= lo } && v <= hi;
+            let low = if open_low { format!("above {lo}") } else { format!("from {lo}") };
+            if ok {
+                Ok(())
+            } else {
+                Err(Error::invalid(name, v.to_string(), format!("{low} to {hi}")))
+            }
+        };
+        finite_in("rope_base", self.base, BASE_RANGE, true)?;
+        finite_in("rope_scale", self.scale, SCALE_RANGE, false)?;
+        finite_in("rope_fraction", self.fraction, (0.0, 1.0), true)?;
+        if self.rotated_dims(d_head) < 2 {
+            let least = 2.0 / d_head as f32;
+            return Err(Error::invalid("rope_fraction", self.fraction.to_string(), format!("at least {least} so that d_head {d_head} has a rotated pair")));
+        }
+        Ok(())
+    }
+
+    /// θ_p for p in 0..d_rot/2, computed as Hugging Face does in f32: `1 / base^(2p / d_rot)`.
+    pub fn frequencies(&self, d_head: usize) -> Array1<f32> {
+        let d_rot = self.rotated_dims(d_head);
+        Array1::from_shape_fn(d_rot / 2, |p| 1.0 / self.base.powf((2 * p) as f32 / d_rot as f32))
+    }
+
+    /// The angle table φ (positions, d_rot/2) for positions `first .. first + count` (negative for queries
+    /// before the first key, when there are more queries than keys). As Hugging Face's linear scaling, the
+    /// frequency is divided by the scale: φ = m · (θ_p / s).
+    pub fn angles(&self, first: isize, count: usize, d_head: usize) -> Array2<f32> {
+        let theta = self.frequencies(d_head);
+        Array2::from_shape_fn((count, theta.len()), |(m, p)| (first + m as isize) as f32 * (theta[p] / self.scale))
+    }
+
+    /// The components (a, b) of pair p.
+    pub fn pair(&self, p: usize, d_rot: usize) -> (usize, usize) {
+        match self.layout {
+            PairLayout::Interleaved => (2 * p, 2 * p + 1),
+            PairLayout::Half => (p, p + d_rot / 2),
+        }
+    }
+
+    /// x (rows, d_head) with row r at position `first + r`, each pair rotated by its angle.
+    pub fn rotate(&self, x: ArrayView2<f32>, first: isize) -> Array2<f32> {
+        let d_head = x.ncols();
+        let d_rot = self.rotated_dims(d_head);
+        let angles = self.angles(first, x.nrows(), d_head);
+        let mut out = x.to_owned();
+        for (mut row, phi) in out.outer_iter_mut().zip(angles.outer_iter()) {
+            for (p, &phi) in phi.iter().enumerate() {
+                let (a, b) = self.pair(p, d_rot);
+                // Hugging Face takes cos and sin of the f32 angle in f32; f64 then rounded is as close.
+                let (sin, cos) = (phi as f64).sin_cos();
+                let (sin, cos) = (sin as f32, cos as f32);
+                let (xa, xb) = (row[a], row[b]);
+                row[a] = xa * cos - xb * sin;
+                row[b] = xb * cos + xa * sin;
+            }
+        }
+        out
+    }
+
+    /// The relative kernel: the logit of the pair q = k = (1, …, 1) at each distance d = j − i in `distances`,
+    /// divided by d_head, `(Σ_p 2 cos(d θ_p / s) + (d_head − d_rot)) / d_head`: 1 at d = 0 and, for every (q, k),
+    /// a function of d alone. Its decay with |d| is the long-distance decay of Su et al.'s §3.4.3.
+    pub fn kernel(&self, distances: impl Iterator<Item = isize>, d_head: usize) -> Array1<f32> {
+        let theta = self.frequencies(d_head);
+        let unrotated = (d_head - self.rotated_dims(d_head)) as f64;
+        distances
+            .map(|d| {
+                let rotated: f64 = theta.iter().map(|&t| 2.0 * ((d as f32 * (t / self.scale)) as f64).cos()).sum();
+                ((rotated + unrotated) / d_head as f64) as f32
+            })
+            .collect()
+    }
+}
+
+impl FromStr for PairLayout {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "interleaved" => Ok(PairLayout::Interleaved),
+            "half" => Ok(PairLayout::Half),
+            _ => Err(Error::invalid("rope_layout", format!("'{s}'"), "interleaved, half")),
+        }
+    }
+}
+
+impl std::fmt::Display for PairLayout {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            PairLayout::Interleaved => "interleaved",
+            PairLayout::Half => "half",
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ndarray::Array2;
+
+    /// RoPE's defining property: after rotation q'_i · k'_j depends on i and j only through j − i, for both
+    /// layouts, partial rotation and a scale; and rotation keeps each row's norm.
+    #[test]
+    fn rotated_dot_products_depend_on_the_distance_only() {
+        let dh = 8;
+        let q = Array2::from_shape_fn((1, dh), |(_, c)| (c as f32 * 0.7).sin() + 0.3);
+        let k = Array2::from_shape_fn((1, dh), |(_, c)| (c as f32 * 1.3).cos() - 0.2);
+        for rope in [
+            Rope::default(),
+            Rope { layout: PairLayout::Half, ..Rope::default() },
+            Rope { fraction: 0.5, base: 100.0, ..Rope::default() },
+            Rope { scale: 4.0, layout: PairLayout::Half, ..Rope::default() },
+        ] {
+            let dot = |i: isize, j: isize| rope.rotate(q.view(), i).row(0).dot(&rope.rotate(k.view(), j).row(0));
+            for (i, j, shift) in [(0, 3, 5), (7, 2, 11), (4, 4, 30)] {
+                assert!((dot(i, j) - dot(i + shift, j + shift)).abs() < 1e-4, "{rope:?} ({i},{j})+{shift}");
+            }
+            let norm = |a: Array2<f32>| a.iter().map(|v| v * v).sum::<f32>();
+            assert!((norm(rope.rotate(q.view(), 9)) - norm(q.clone())).abs() < 1e-4);
+        }
+    }
+
+    #[test]
+    fn layouts_pair_different_components() {
+        let x = Array2::from_shape_fn((1, 4), |(_, c)| c as f32 + 1.0);
+        let turn = |layout| Rope { base: 1.0 + f32::EPSILON, layout, ..Rope::default() }.rotate(x.view(), 1);
+        // θ_p ≈ 1 for both pairs: interleaved rotates (1, 2) and (3, 4), half-split (1, 3) and (2, 4).
+        let (c, s) = (1f32.cos(), 1f32.sin());
+        let inter = turn(PairLayout::Interleaved);
+        let half = turn(PairLayout::Half);
+        assert!((inter[[0, 0]] - (c - 2.0 * s)).abs() < 1e-4 && (inter[[0, 1]] - (2.0 * c + s)).abs() < 1e-4);
+        assert!((half[[0, 0]] - (c - 3.0 * s)).abs() < 1e-4 && (half[[0, 2]] - (3.0 * c + s)).abs() < 1e-4);
+    }
+
+    #[test]
+    fn partial_rotation_leaves_the_rest() {
+        let rope = Rope { fraction: 0.25, ..Rope::default() };
+        assert_eq!(rope.rotated_dims(16), 4);
+        assert_eq!(rope.rotated_dims(6), 0);
+        let x = Array2::from_shape_fn((3, 16), |(r, c)| (r * 16 + c) as f32);
+        let y = rope.rotate(x.view(), 2);
+        assert_eq!(y.slice(ndarray::s![.., 4..]), x.slice(ndarray::s![.., 4..]));
+        assert!(rope.check(6).is_err() && rope.check(16).is_ok());
+    }
+
+    #[test]
+    fn kernel_is_one_at_zero_and_decays() {
+        let rope = Rope::default();
+        let k = rope.kernel([0isize, 1, 10, 100, 1000].into_iter(), 64);
+        assert!((k[0] - 1.0).abs() < 1e-6);
+        assert!(k[1] < k[0] && k[3].abs() < k[1] && k[4].abs() < 0.5);
+    }
+
+    #[test]
+    fn options_are_ranged_by_name() {
+        let bad = |r: Rope| r.check(16).unwrap_err().to_string();
+        assert!(bad(Rope { base: 1.0, ..Rope::default() }).contains("rope_base"));
+        assert!(bad(Rope { scale: f32::NAN, ..Rope::default() }).contains("rope_scale"));
+        assert!(bad(Rope { fraction: 0.0, ..Rope::default() }).contains("rope_fraction"));
+        assert!("sideways".parse::<PairLayout>().unwrap_err().to_string().contains("interleaved, half"));
+    }
+}
