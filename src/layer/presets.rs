@@ -5,6 +5,7 @@ use crate::attention::Config;
 
 use crate::error::{Error, Result};
 use crate::layer::scenario::{Arrays, Spec};
+use crate::positions::rope::{PairLayout, Rope};
 use crate::positions::Method;
 use ndarray::{Array, Array2, Array3};
 
@@ -19,7 +20,8 @@ pub struct Preset {
 }
 
 /// Every preset's name.
-pub const NAMES: [&str; 6] = ["seed000-shaw", "seed000-music", "seed002", "seed003", "seed004", "built-heads"];
+pub const NAMES: [&str; 10] =
+    ["seed000-shaw", "seed000-music", "seed002", "seed003", "seed004", "built-heads", "rope-kernel", "rope-half-split", "alibi-slopes", "t5-buckets"];
 
 /// Seed 004's relation-key table: `np.random.seed(5); np.random.randint(-10, 10, (5, 5))`.
 pub const SEED004_TABLE: [[f32; 5]; 5] =
@@ -51,6 +53,34 @@ pub fn preset(name: &str) -> Result<Preset> {
         "seed003" => p("Seed 003: hidden 768, 8 heads (d_head 96), k 4, seq_len 20", Config { heads: 8, clip: 4, ..shaw }, 20, 768, 1),
         "seed004" => seed004(),
         "built-heads" => built_heads(),
+        "rope-kernel" => p(
+            "RoPE as in the paper and GPT-J (interleaved pairs, base 10000), d_head 64: see the relative kernel's decay, and that the logits' diagonals carry the positions",
+            Config { method: Method::Rope, heads: 1, ..Config::default() },
+            64,
+            64,
+            1,
+        ),
+        "rope-half-split" => p(
+            "The same weights as rope-kernel with Llama's and GPT-NeoX's half-split pairs: other rotated Q and K, other logits; the kernel is the same",
+            Config { method: Method::Rope, heads: 1, rope: Rope { layout: PairLayout::Half, ..Rope::default() }, ..Config::default() },
+            64,
+            64,
+            1,
+        ),
+        "alibi-slopes" => p(
+            "ALiBi with 8 heads, causal: slopes 1/2, 1/4, … 1/256 (the slopes stage); each head's bias is a penalty of its own steepness",
+            Config { method: Method::Alibi, heads: 8, causal: true, ..Config::default() },
+            32,
+            64,
+            1,
+        ),
+        "t5-buckets" => p(
+            "T5's 32 buckets and max_distance 128 at n 512, bidirectional: exact buckets near the diagonal, log-spaced bands, then flat",
+            Config { method: Method::T5, heads: 1, ..Config::default() },
+            512,
+            64,
+            1,
+        ),
         _ => return Err(Error::invalid("preset", format!("'{name}'"), NAMES.join(", "))),
     };
     preset.name = NAMES.into_iter().find(|n| *n == name).expect("matched above");

@@ -81,7 +81,7 @@ impl Buckets {
         let limit = limit as isize;
         let mut reading = (-limit..=limit).filter(|&d| self.bucket(d, causal) == b);
         let lo = reading.next()?;
-        Some((lo, reading.last().unwrap_or(lo)))
+        Some((lo, reading.next_back().unwrap_or(lo)))
     }
 }
 

@@ -1,0 +1,116 @@
+// End-to-end tests of RoPE, ALiBi and T5's buckets on the page: their stages, values read against the papers'
+// formulas, their controls, reverse linking from a T5 bucket, and a refused option that keeps the result shown.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { artifacts, prepare, startServer, launch, watch, close, hover } from './harness.mjs';
+
+let server;
+let context;
+let page;
+let profile;
+const problems = [];
+
+before(async () => {
+  prepare();
+  let base;
+  ({ server, base } = await startServer());
+  ({ context, page, profile } = await launch());
+  watch(page, problems);
+  await page.goto(`${base}?backend=cpu`);
+  await page.waitForFunction(() => document.body.dataset.ready, null, { timeout: 30000 });
+});
+
+after(() => close({ context, server, profile }));
+
+const readyId = () => page.evaluate(() => Number(document.body.dataset.ready || 0));
+
+/** Runs `act`, then waits until the page shows a newer result and is no longer busy. */
+async function settle(act, timeout = 30000) {
+  const before = await readyId();
+  await act();
+  await page.waitForFunction((b) => Number(document.body.dataset.ready || 0) > b && document.getElementById('busy').hidden, before, { timeout });
+}
+
+const stages = () => page.$$eval('figure.view', (fs) => fs.map((f) => f.dataset.stage));
+const near = (a, b, tol = 1e-3) => Math.abs(Number(a) - b) <= tol * Math.max(1, Math.abs(b));
+
+test('each scheme shows its own stages and controls', async () => {
+  const want = {
+    rope: { has: ['rope_angles', 'rope_kernel', 'rotated_q', 'rotated_k', 'content_logits', 'weights'], not: ['rel_index', 'rel_k', 'relative_logits', 'slopes'] },
+    alibi: { has: ['slopes', 'relative_logits', 'weights'], not: ['rel_index', 'rel_k', 'rotated_q'] },
+    t5: { has: ['rel_index', 'rel_k', 'relative_logits', 'weights'], not: ['slopes', 'rotated_q', 'rel_v'] },
+  };
+  for (const [method, { has, not }] of Object.entries(want)) {
+    await settle(() => page.selectOption('#method', method));
+    const names = await stages();
+    for (const s of has) assert.ok(names.includes(s), `${method}: no ${s} in ${names}`);
+    for (const s of not) assert.ok(!names.includes(s), `${method}: ${s} shown`);
+    assert.equal(await page.locator('#rope_base').isVisible(), method === 'rope');
+    assert.equal(await page.locator('#t5_buckets').isVisible(), method === 't5');
+    assert.ok(await page.locator('#rel_v').isDisabled() && await page.locator('#clip').isDisabled(), `${method}: a^V and k are Shaw's and Music's`);
+    await page.screenshot({ path: join(artifacts, `scheme-${method}.png`) });
+  }
+});
+
+test('ALiBi: the paper\'s slopes, and a bias of m·(j − i) added after the scale', async () => {
+  await settle(() => page.selectOption('#preset', 'alibi-slopes'));
+  for (let h = 0; h < 8; h++) assert.ok(near((await hover(page, 'slopes', h, 0)).value, 2 ** -(h + 1)), `slope of head ${h}`);
+  const t = await hover(page, 'relative_logits', 5, 2);
+  assert.ok(near(t.value, 0.5 * (2 - 5)), t.text);
+  assert.match(t.text, /bias \(added after the scale\) = -1\.5/);
+  assert.doesNotMatch(t.text, /table row/);
+});
+
+test('T5: buckets as Hugging Face computes them, and a pinned bucket shades its readers', async () => {
+  await settle(() => page.selectOption('#preset', 't5-buckets'));
+  assert.ok((await stages()).includes('rel_index'));
+  // The preset's settings at n 160, so that a cell is a few pixels wide.
+  await page.fill('#n', '160');
+  await settle(() => page.dispatchEvent('#n', 'change'));
+  // Bidirectional, 32 buckets, max_distance 128: keys after the query use 16..31; d = 7 is exact (23),
+  // d = 100 is log-spaced (31), d = −12 … −15 share bucket 9.
+  for (const [j, b] of [[7, 23], [100, 31], [0, 0]]) assert.equal(Number((await hover(page, 'rel_index', 0, j)).value), b, `bucket of ${j}`);
+  assert.equal(Number((await hover(page, 'rel_index', 20, 6)).value), 9);
+  const tip = await hover(page, 'rel_index', 20, 6);
+  assert.match(tip.text, /bucket of j − i = 9/);
+  const bias = Number((await hover(page, 'rel_k', 9, 0)).value);
+  assert.ok(near((await hover(page, 'relative_logits', 20, 6)).value, bias), 'the bias is the bucket\'s');
+  const canvas = page.locator('figure[data-stage="rel_k"] canvas');
+  const box = await canvas.boundingBox();
+  const d = await canvas.evaluate((c) => ({ ...c.dataset, width: c.width }));
+  const scale = box.width / d.width;
+  await page.mouse.click(box.x + ((Number(d.x0) + Number(d.x1)) / 2) * scale, box.y + (Number(d.y0) + ((9 + 0.5) * (d.y1 - d.y0)) / d.rows) * scale);
+  // Distances −15 … −12 at n 160: Σ (160 − |d|) = 586 pairs.
+  await page.waitForFunction(() => /pinned table row 9 \(one bucket of distances\): read by 586 pairs/.test(document.getElementById('pinned').innerText), null, { timeout: 10000 });
+  await page.keyboard.press('Escape');
+});
+
+test('RoPE: a kernel of the distance alone, layouts that differ on the same weights, options refused by name', async () => {
+  await settle(() => page.selectOption('#preset', 'rope-kernel'));
+  // κ(0) = 1 on the diagonal; every diagonal holds one value.
+  for (const i of [0, 10, 40]) assert.ok(near((await hover(page, 'rope_kernel', i, i)).value, 1), `κ(0) at ${i}`);
+  assert.ok(near((await hover(page, 'rope_kernel', 3, 9)).value, Number((await hover(page, 'rope_kernel', 30, 36)).value), 1e-5));
+  const t = await hover(page, 'content_logits', 4, 2);
+  assert.match(t.text, /rotated q'·k' = /);
+  const interleaved = Number((await hover(page, 'rotated_q', 5, 1)).value);
+  await settle(() => page.selectOption('#preset', 'rope-half-split'));
+  assert.equal(await page.inputValue('#rope_layout'), 'half');
+  const half = Number((await hover(page, 'rotated_q', 5, 1)).value);
+  assert.ok(Math.abs(half - interleaved) > 1e-3, `the same component after both layouts: ${half} vs ${interleaved}`);
+  // A fraction that leaves no pair is refused naming the option; the result shown stays.
+  const shown = await readyId();
+  await page.fill('#rope_fraction', '0.01');
+  await page.dispatchEvent('#rope_fraction', 'change');
+  await page.waitForFunction(() => document.getElementById('err-rope_fraction').textContent !== '', null, { timeout: 10000 });
+  assert.match(await page.locator('#err-rope_fraction').innerText(), /rope_fraction.*0\.01.*at least/);
+  assert.equal(await readyId(), shown);
+  assert.ok((await stages()).includes('rotated_q'));
+  await page.fill('#rope_fraction', '1');
+  await settle(() => page.dispatchEvent('#rope_fraction', 'change'));
+  assert.equal(await page.locator('#err-rope_fraction').innerText(), '');
+});
+
+test('no console or page errors', () => {
+  assert.deepEqual(problems, []);
+});
