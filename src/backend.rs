@@ -10,18 +10,11 @@ use crate::layer::trace::Trace;
 use crate::timing::StageTimes;
 use ndarray::Array3;
 
-/// The CPU, or a GPU context built once and reused (one per app, so its size does not matter). The GPU's
-/// kernels compute the schemes with a vector table (Shaw, the Music Transformer); a layer of another scheme
-/// (RoPE, ALiBi, T5) runs on the CPU whichever is chosen, and [`Backend::runs_on`] says so.
+/// The CPU, or a GPU context built once and reused (one per app, so its size does not matter).
 #[allow(clippy::large_enum_variant)]
 pub enum Backend {
     Cpu,
     Gpu(GpuContext),
-}
-
-/// Whether the GPU's kernels compute `cfg`'s scheme.
-fn gpu_has_kernels(cfg: &Config) -> bool {
-    cfg.method.has_vector_table()
 }
 
 impl Backend {
@@ -33,45 +26,29 @@ impl Backend {
         }
     }
 
-    /// "cpu" or "gpu": where a layer of `cfg` runs (the CPU for a scheme the kernels do not have).
-    pub fn runs_on(&self, cfg: &Config) -> &'static str {
-        match self {
-            Backend::Gpu(_) if gpu_has_kernels(cfg) => "gpu",
-            _ => "cpu",
-        }
-    }
-
-    /// The GPU context, when there is one and it has the kernels of `cfg`'s scheme.
-    fn gpu_for(&mut self, cfg: &Config) -> Option<&mut GpuContext> {
-        match self {
-            Backend::Gpu(ctx) if gpu_has_kernels(cfg) => Some(ctx),
-            _ => None,
-        }
-    }
-
     /// The output and every intermediate, and the time of each stage.
     pub async fn trace(&mut self, cfg: &Config, sc: &Scenario) -> Result<(Trace, StageTimes)> {
-        match self.gpu_for(cfg) {
-            None => forward::trace_timed(cfg, sc),
-            Some(ctx) => ctx.trace(cfg, sc).await,
+        match self {
+            Backend::Cpu => forward::trace_timed(cfg, sc),
+            Backend::Gpu(ctx) => ctx.trace(cfg, sc).await,
         }
     }
 
     /// The layer's output (b, n, d_model) and the time of each stage (on the GPU each stage is submitted
     /// alone and waited for, a little slower than [`Backend::output`]).
     pub async fn forward(&mut self, cfg: &Config, sc: &Scenario) -> Result<(Array3<f32>, StageTimes)> {
-        match self.gpu_for(cfg) {
-            None => forward::forward_timed(cfg, sc),
-            Some(ctx) => ctx.forward(cfg, sc).await,
+        match self {
+            Backend::Cpu => forward::forward_timed(cfg, sc),
+            Backend::Gpu(ctx) => ctx.forward(cfg, sc).await,
         }
     }
 
     /// [`Backend::output`] and the projections Q, K, V a [`crate::layer::on_demand::Layer`] computes its stages from
     /// (the CPU's forward keeps its own; the GPU's stay on the GPU, so the CPU computes them again).
     pub async fn forward_projected(&mut self, cfg: &Config, sc: &Scenario) -> Result<(Projections, Array3<f32>)> {
-        match self.gpu_for(cfg) {
-            None => forward::forward_projected(cfg, sc),
-            Some(ctx) => {
+        match self {
+            Backend::Cpu => forward::forward_projected(cfg, sc),
+            Backend::Gpu(ctx) => {
                 let output = ctx.output(cfg, sc).await?;
                 Ok((forward::projections(sc)?, output))
             }
@@ -81,9 +58,9 @@ impl Backend {
     /// The layer's output (b, n, d_model) alone, as fast as the backend goes (what a timed repetition or a
     /// model's layer needs).
     pub async fn output(&mut self, cfg: &Config, sc: &Scenario) -> Result<Array3<f32>> {
-        match self.gpu_for(cfg) {
-            None => forward::forward(cfg, sc),
-            Some(ctx) => ctx.output(cfg, sc).await,
+        match self {
+            Backend::Cpu => forward::forward(cfg, sc),
+            Backend::Gpu(ctx) => ctx.output(cfg, sc).await,
         }
     }
 }

@@ -113,6 +113,7 @@ proptest! {
                              per_head in any::<bool>(), seed in any::<u64>(), mask in proptest::option::of(any::<u64>()),
                              work_rows in proptest::option::of(1usize..=12)) {
         let Some(mut ctx) = gpu() else { return Ok(()) };
+        let (cfg, d_head) = common::fit(cfg, d_head);
         let sc = scenario(&cfg, n, d_head, batch, per_head, seed, mask);
         // A cap of `work_rows` rows of the widest work array forces per-head and row-tiled chunks.
         let row_bytes = (n.max(cfg.table_rows()).max(d_head) * 4) as u64;

@@ -908,7 +908,7 @@ fn bench(setup: &Setup, reps: u64, threads: Option<u64>, backend: &str, save_out
         let (b, n, d) = sc.dims();
         let median = ms[ms.len() / 2];
         Ok(serde_json::json!({
-            "backend": backend.runs_on(&cfg), "adapter": adapter, "method": cfg.method.to_string(), "implementation": format!("{:?}", cfg.implementation).to_lowercase(),
+            "backend": backend.name(), "adapter": adapter, "method": cfg.method.to_string(), "implementation": format!("{:?}", cfg.implementation).to_lowercase(),
             "batch": b, "n": n, "d_model": d, "heads": cfg.heads, "clip": cfg.clip, "causal": cfg.causal, "rel_v": cfg.has_rel_v(),
             "threads": threads, "reps": reps,
             "ms_per_forward": median, "ms_min": ms[0],

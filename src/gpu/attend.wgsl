@@ -9,6 +9,8 @@
 //                                                                   Σ_j α_ij a^V_ij, equal to B·w^V
 //     out_i = z / l                                                  zeros when no key is visible
 //
+// With DISTANCE_BIAS (ALiBi, T5): e_ij = q_i · k_j / sqrt(d_head) + bias[h, j − i + n − 1] (no table: R = 0).
+//
 // row(d) as in logits.wgsl (ZERO_EDGE: beyond the table reads nothing, else the edge row); no −∞ is ever
 // formed (a flag says whether a row has seen a visible key). Each invocation owns one query row and keeps
 // q_i and z_i in private arrays of MAX_DH floats: heads wider than that take the unfused kernels. The
@@ -21,7 +23,7 @@ struct Params {
     tmin: i32, scale: f32, v_stride: u32, _pad0: u32,   // smallest distance, 1/sqrt(d_head), w^V's per-head stride (0: shared)
 }
 // Mirrored in Rust by kernels.rs's RowsParams, field by field (its tests compare the two); logits.wgsl takes the same struct.
-// Flags tested here: ZERO_EDGE, CAUSAL, NO_CONTENT, REL_V (kernels.rs's `flag` module, written ahead of this file as constants).
+// Flags tested here: ZERO_EDGE, CAUSAL, NO_CONTENT, REL_V, DISTANCE_BIAS (kernels.rs's `flag` module, written ahead of this file as constants).
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> q: array<f32>;         // (n, d): all heads' queries
@@ -31,6 +33,7 @@ struct Params {
 @group(0) @binding(5) var<storage, read> key_mask: array<u32>;  // (n): 0 = padding
 @group(0) @binding(6) var<storage, read> rel_v: array<f32>;     // (1 or h, R, d_head): w^V
 @group(0) @binding(7) var<storage, read_write> heads: array<f32>;   // (n, d): the heads concatenated
+@group(0) @binding(8) var<storage, read> dbias: array<f32>;         // (h, 2n − 1): bias by distance, DISTANCE_BIAS
 
 const ROWS: u32 = 64u;     // query rows per workgroup, one per invocation
 const TK: u32 = 32u;       // keys per shared tile
@@ -110,7 +113,10 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
                     if (row >= 0) {
                         rel = prel[(z * p.rows + i) * p.r + u32(row)];
                     }
-                    let ek = (dot + rel) * p.scale;
+                    var ek = (dot + rel) * p.scale;
+                    if ((p.flags & DISTANCE_BIAS) != 0u) {
+                        ek = dot * p.scale + dbias[(p.h0 + z) * (2u * p.n - 1u) + j + p.n - 1u - qi];
+                    }
                     e[kk] = ek;
                     if (!(seen || found) || ek > tile_max) {
                         tile_max = ek;

@@ -83,9 +83,9 @@ impl GpuContext {
             }
             pipelines.push(pipeline);
         }
-        let [matmul, logits, softmax, buckets, attend] =
-            <[wgpu::ComputePipeline; 5]>::try_from(pipelines).unwrap_or_else(|_| unreachable!("one pipeline per kernel"));
-        let kernels = Kernels { matmul, logits, softmax, buckets, attend };
+        let [matmul, logits, softmax, buckets, attend, rope] =
+            <[wgpu::ComputePipeline; 6]>::try_from(pipelines).unwrap_or_else(|_| unreachable!("one pipeline per kernel"));
+        let kernels = Kernels { matmul, logits, softmax, buckets, attend, rope };
         let limits = device.limits();
         Ok(GpuContext { device, queue, kernels, limits, buffers: HashMap::new(), staging: None, work_bytes: WORK_BYTES })
     }

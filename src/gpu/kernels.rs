@@ -36,9 +36,13 @@ pub(super) mod flag {
     pub const ADD_BIAS: u32 = 128;
     /// matmul.wgsl adds the product into C instead of overwriting it.
     pub const ACCUMULATE: u32 = 256;
+    /// logits.wgsl, attend.wgsl: add the head's bias by distance after the scale (ALiBi, T5) instead of a table's.
+    pub const DISTANCE_BIAS: u32 = 512;
+    /// rope.wgsl: pairs (p, p + d_rot/2) instead of (2p, 2p + 1).
+    pub const HALF_SPLIT: u32 = 1024;
 
     /// Every flag by name.
-    pub const ALL: [(&str, u32); 9] = [
+    pub const ALL: [(&str, u32); 11] = [
         ("WRITE_CONTENT", WRITE_CONTENT),
         ("WRITE_RELATIVE", WRITE_RELATIVE),
         ("ZERO_EDGE", ZERO_EDGE),
@@ -48,6 +52,8 @@ pub(super) mod flag {
         ("REL_V", REL_V),
         ("ADD_BIAS", ADD_BIAS),
         ("ACCUMULATE", ACCUMULATE),
+        ("DISTANCE_BIAS", DISTANCE_BIAS),
+        ("HALF_SPLIT", HALF_SPLIT),
     ];
 
     /// The flags as WGSL constants (`const CAUSAL: u32 = 16u;` …), written ahead of every kernel.
@@ -58,12 +64,13 @@ pub(super) mod flag {
 
 /// Every kernel's name and WGSL source (without the [`flag`] constants written ahead of it), in the order
 /// of [`Kernels`].
-pub(super) const SOURCES: [(&str, &str); 5] = [
+pub(super) const SOURCES: [(&str, &str); 6] = [
     ("matmul", include_str!("matmul.wgsl")),
     ("logits", include_str!("logits.wgsl")),
     ("softmax", include_str!("softmax.wgsl")),
     ("buckets", include_str!("buckets.wgsl")),
     ("attend", include_str!("attend.wgsl")),
+    ("rope", include_str!("rope.wgsl")),
 ];
 
 /// The compiled compute pipelines, one per kernel of [`SOURCES`].
@@ -73,6 +80,7 @@ pub(super) struct Kernels {
     pub softmax: wgpu::ComputePipeline,
     pub buckets: wgpu::ComputePipeline,
     pub attend: wgpu::ComputePipeline,
+    pub rope: wgpu::ComputePipeline,
 }
 
 /// Declares a kernel's `Params` uniform as a `#[repr(C)]` Pod struct of 4-byte scalars (u32, i32, f32), and
@@ -167,6 +175,21 @@ struct SoftmaxParams {
 }
 
 params! {
+/// rope.wgsl's `Params`: every head's rows of an (n, d) projection rotated, d_rot components of each head.
+struct RopeParams {
+    n: u32,
+    d: u32,
+    dh: u32,
+    d_rot: u32,
+    /// [`flag::HALF_SPLIT`].
+    flags: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
+}
+}
+
+params! {
 /// buckets.wgsl's `Params`: Shaw's value buckets `B[i, r] = Σ_{j: row(j−i) = r} α_ij` of a chunk.
 struct BucketsParams {
     rows: u32,
@@ -252,8 +275,9 @@ impl GpuContext {
     }
 
     /// The fused logits of `heads` heads: reads q, k (n, d), P (heads, rows, R) and the key mask (n); writes
-    /// content, relative (when asked in `params.flags`) and logits, each (heads, rows, n).
-    pub(super) fn logits(&self, enc: &mut wgpu::CommandEncoder, params: &RowsParams, heads: usize, bufs: [&wgpu::Buffer; 7]) {
+    /// content, relative (when asked in `params.flags`) and logits, each (heads, rows, n); reads the bias by
+    /// distance (h, 2n − 1) with [`flag::DISTANCE_BIAS`] (any buffer without).
+    pub(super) fn logits(&self, enc: &mut wgpu::CommandEncoder, params: &RowsParams, heads: usize, bufs: [&wgpu::Buffer; 8]) {
         let groups = [(params.n as usize).div_ceil(BLOCK), (params.rows as usize).div_ceil(BLOCK), heads];
         self.dispatch(enc, &self.kernels.logits, params, &bufs, groups);
     }
@@ -273,10 +297,24 @@ impl GpuContext {
 
     /// The output of `heads` heads' chunk rows, written into their columns of `bufs[6]` (n, d): reads q, k,
     /// v (n, d), P (heads, rows, R), the key mask (n) and w^V (any buffer when `params.flags` has no
-    /// [`flag::REL_V`]).
-    pub(super) fn attend(&self, enc: &mut wgpu::CommandEncoder, params: &RowsParams, heads: usize, bufs: [&wgpu::Buffer; 7]) {
+    /// [`flag::REL_V`]) and the bias by distance (h, 2n − 1) with [`flag::DISTANCE_BIAS`] (any buffer without).
+    pub(super) fn attend(&self, enc: &mut wgpu::CommandEncoder, params: &RowsParams, heads: usize, bufs: [&wgpu::Buffer; 8]) {
         const ROWS: usize = 64;
         self.dispatch(enc, &self.kernels.attend, params, &bufs, [(params.rows as usize).div_ceil(ROWS), heads, 1]);
+    }
+
+    /// RoPE: `dst` (n, d) = every head's rows of `src` rotated by the angles whose cos and sin (n, d_rot/2)
+    /// are given.
+    pub(super) fn rope(
+        &self,
+        enc: &mut wgpu::CommandEncoder,
+        params: &RopeParams,
+        src: &wgpu::Buffer,
+        cos: &wgpu::Buffer,
+        sin: &wgpu::Buffer,
+        dst: &wgpu::Buffer,
+    ) {
+        self.dispatch(enc, &self.kernels.rope, params, &[src, cos, sin, dst], [(params.d as usize).div_ceil(64), params.n as usize, 1]);
     }
 
     /// Shaw's value buckets (heads, rows, R) from the weights (heads, rows, n).
@@ -309,12 +347,13 @@ mod tests {
     #[test]
     fn rust_params_match_every_wgsl_struct() {
         type Layout = &'static [(&'static str, &'static str, usize)];
-        let rust: [(&str, Layout, usize); 5] = [
+        let rust: [(&str, Layout, usize); 6] = [
             ("matmul", MatmulParams::LAYOUT, size_of::<MatmulParams>()),
             ("logits", RowsParams::LAYOUT, size_of::<RowsParams>()),
             ("softmax", SoftmaxParams::LAYOUT, size_of::<SoftmaxParams>()),
             ("buckets", BucketsParams::LAYOUT, size_of::<BucketsParams>()),
             ("attend", RowsParams::LAYOUT, size_of::<RowsParams>()),
+            ("rope", RopeParams::LAYOUT, size_of::<RopeParams>()),
         ];
         for (kernel, layout, size) in rust {
             let (_, source) = SOURCES.iter().find(|(name, _)| *name == kernel).expect("a kernel of that name");

@@ -5,6 +5,9 @@
 //                                                           read by index, never an n×n×d_head tensor)
 //     E[i, j] = (C + S) / sqrt(d_head)                      (scaled)
 //
+// With DISTANCE_BIAS (ALiBi, T5) the relative term is the head's bias by distance, added after the scale:
+// S[i, j] = bias[h, j − i + n − 1], E = C / sqrt(d_head) + S (the host reads no table: R = 0, ZERO_EDGE).
+//
 // row(d) is the table layout of relattn::positions::table::RelTable: row = d − min inside min..=max; beyond it Shaw
 // clips to the edge row (flag ZERO_EDGE off) and the Music Transformer reads zero (ZERO_EDGE on) or clips.
 // For the Music Transformer this gather IS the skew: the skew's sliced (i, j) cell is q_i · E_r[row(j − i)]
@@ -24,7 +27,7 @@ struct Params {
     tmin: i32, scale: f32, v_stride: u32, _pad0: u32,   // v_stride: attend.wgsl's, unused here
 }
 // Mirrored in Rust by kernels.rs's RowsParams, field by field (its tests compare the two); attend.wgsl takes the same struct.
-// Flags tested here: WRITE_CONTENT, WRITE_RELATIVE, ZERO_EDGE, ZERO_ABOVE, CAUSAL, NO_CONTENT (kernels.rs's `flag` module, written ahead of this file as constants).
+// Flags tested here: WRITE_CONTENT, WRITE_RELATIVE, ZERO_EDGE, ZERO_ABOVE, CAUSAL, NO_CONTENT, DISTANCE_BIAS (kernels.rs's `flag` module, written ahead of this file as constants).
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> q: array<f32>;         // (n, d): all heads' queries
@@ -34,6 +37,7 @@ struct Params {
 @group(0) @binding(5) var<storage, read_write> content: array<f32>;   // (z, rows, n)
 @group(0) @binding(6) var<storage, read_write> relative: array<f32>;  // (z, rows, n)
 @group(0) @binding(7) var<storage, read_write> logits: array<f32>;    // (z, rows, n)
+@group(0) @binding(8) var<storage, read> dbias: array<f32>;           // (h, 2n − 1): bias by distance, DISTANCE_BIAS
 
 const BLOCK: u32 = 64u;
 const STEP: u32 = 16u;
@@ -117,6 +121,10 @@ fn store(z: u32, i: u32, j: u32, qk: f32) {
     }
     let masked = ((p.flags & CAUSAL) != 0u && dist > 0) || key_mask[j] == 0u;
     var e = (content_logit + rel) * p.scale;
+    if ((p.flags & DISTANCE_BIAS) != 0u) {
+        rel = dbias[(p.h0 + z) * (2u * p.n - 1u) + u32(dist + i32(p.n) - 1)];
+        e = content_logit * p.scale + rel;
+    }
     if (masked) {
         e = 0.0;
     }

@@ -23,11 +23,13 @@ pub(super) struct Recorded {
     pub k: Array3<f32>,
     pub v: Array3<f32>,
     pub heads: Array3<f32>,
+    /// RoPE's rotated Q and K, (b, n, d).
+    pub rotated: Option<(Array3<f32>, Array3<f32>)>,
 }
 
 impl Recorded {
     #[allow(clippy::too_many_arguments)]
-    pub(super) fn new(b: usize, h: usize, n: usize, d: usize, dh: usize, r: usize, keep_p: bool, keep_buckets: bool) -> Self {
+    pub(super) fn new(b: usize, h: usize, n: usize, d: usize, dh: usize, r: usize, keep_p: bool, keep_buckets: bool, rotated: bool) -> Self {
         let nn = || Array4::zeros((b, h, n, n));
         Recorded {
             content: nn(),
@@ -42,6 +44,7 @@ impl Recorded {
             k: Array3::zeros((b, n, d)),
             v: Array3::zeros((b, n, d)),
             heads: Array3::zeros((b, n, d)),
+            rotated: rotated.then(|| (Array3::zeros((b, n, d)), Array3::zeros((b, n, d)))),
         }
     }
 
@@ -94,6 +97,16 @@ impl Recorded {
             }
         }
         let skew = music_skew.then(|| self.skew_steps(cfg));
+        // (b, n, d) → (b, h, n, d_head), as the CPU's per-head traces stack.
+        let by_head = |a: Array3<f32>| {
+            let (b, n, d) = a.dim();
+            a.into_shape_with_order((b, n, h, d / h)).expect("heads divide d").permuted_axes([0, 2, 1, 3]).as_standard_layout().into_owned()
+        };
+        let rotated = self.rotated.take().map(|(q, k)| (by_head(q), by_head(k)));
+        if !cfg.method.has_relative_term() {
+            // RoPE adds no relative term: no relative logits, as on the CPU.
+            self.relative = Array4::zeros((b, h, 0, 0));
+        }
         let computed = Computed {
             q: self.q,
             k: self.k,
@@ -106,7 +119,7 @@ impl Recorded {
             skew,
             out_content: self.out_content,
             out_relative: self.out_relative,
-            rotated: None,
+            rotated,
             heads: self.heads,
             output,
         };

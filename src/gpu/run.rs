@@ -2,13 +2,15 @@
 //! the output, a trace every intermediate ([`Recorded`]), and either may time each stage.
 
 use super::context::GpuContext;
-use super::kernels::{flag, rows_of, u, BucketsParams, Operand, RowsParams, SoftmaxParams, ATTEND_MAX_DH};
+use super::kernels::{flag, rows_of, u, BucketsParams, Operand, RopeParams, RowsParams, SoftmaxParams, ATTEND_MAX_DH};
 use super::plan::{plan, Chunk};
 use super::record::Recorded;
 use crate::attention::{Config, Implementation};
 use crate::error::{Error, Result};
+use crate::layer::forward::table_of;
 use crate::layer::scenario::Scenario;
 use crate::layer::trace::Trace;
+use crate::positions::rope::PairLayout;
 use crate::positions::table::Edge;
 use crate::timing::{now_ms, LogitTimes, StageTimes};
 use bytemuck::Zeroable;
@@ -70,11 +72,15 @@ impl GpuContext {
         if h == 0 || d % h != 0 {
             return Err(Error::invalid("heads", h, format!("a divisor of d_model = {d}")));
         }
-        let (dh, r, layout) = (d / h, cfg.table_rows(), cfg.layout());
+        let (dh, layout, scheme) = (d / h, cfg.layout(), cfg.scheme());
         let (th, tr, tc) = sc.rel_k.dim();
-        if (th != 1 && th != h) || tr != r || tc != dh {
-            return Err(Error::shape("rel_k", sc.rel_k.shape(), format!("[1 or {h}, {r}, {dh}]")));
+        let width = scheme.table_width(dh);
+        if (th != 1 && th != h) || tr != cfg.table_rows() || tc != width {
+            return Err(Error::shape("rel_k", sc.rel_k.shape(), format!("[1 or {h}, {}, {width}]", cfg.table_rows())));
         }
+        // The rows of the vector table that P = Q·Tᵀ has: none for ALiBi and T5 (their bias by distance is
+        // added instead) and for RoPE (whose Q and K are rotated instead).
+        let r = if cfg.method.has_vector_table() { cfg.table_rows() } else { 0 };
         let rel_v = match (cfg.has_rel_v(), &sc.rel_v) {
             (true, Some(t)) if t.dim() == (th, r, dh) => Some(t),
             (true, Some(t)) => return Err(Error::shape("rel_v", t.shape(), format!("[{th}, {r}, {dh}]"))),
@@ -85,7 +91,7 @@ impl GpuContext {
         let shared = th == 1;
         let music_skew = record && cfg.scheme().skews() && cfg.implementation == Implementation::Efficient;
         let keep_buckets = record && rel_v.is_some() && cfg.implementation == Implementation::Efficient;
-        let zero_edge = layout.edge == Edge::Zero;
+        let zero_edge = layout.edge == Edge::Zero || r == 0;
         // A forward that keeps and times nothing runs each chunk in attend.wgsl (no (rows, n) arrays).
         let fused = !record && !profile && cfg.implementation == Implementation::Efficient && dh <= ATTEND_MAX_DH;
         let mut clock = profile.then(Clock::start);
@@ -99,8 +105,31 @@ impl GpuContext {
         let rel_k_buf = self.upload("rel_k", &sc.rel_k.as_standard_layout().into_owned().into_raw_vec_and_offset().0);
         let rel_v_buf = rel_v.map(|t| self.upload("rel_v", &t.as_standard_layout().into_owned().into_raw_vec_and_offset().0));
         let dummy = [self.buffer("dummy_content", 16), self.buffer("dummy_relative", 16)];
+        // ALiBi's and T5's bias by distance, (h, 2n − 1), computed from each head's table as the CPU does.
+        let dist_bias: Option<wgpu::Buffer> = cfg.method.adds_distance_bias().then(|| {
+            let all: Vec<f32> = (0..h).flat_map(|hh| scheme.distance_bias(table_of(&sc.rel_k, hh), n, n).expect("a bias scheme")).collect();
+            self.upload("distance_bias", &all)
+        });
+        let bias_flag = if dist_bias.is_some() { flag::DISTANCE_BIAS } else { 0 };
+        // RoPE: the rotated Q and K the logits read, from the angles' cos and sin (the CPU's values).
+        let rope = cfg.method.rotates().then(|| {
+            let (cos, sin) = cfg.rope.cos_sin(0, n, dh);
+            let contiguous = |a: Array2<f32>| a.into_raw_vec_and_offset().0;
+            let params = RopeParams {
+                n: u(n),
+                d: u(d),
+                dh: u(dh),
+                d_rot: u(cfg.rope.rotated_dims(dh)),
+                flags: if cfg.rope.layout == PairLayout::Half { flag::HALF_SPLIT } else { 0 },
+                ..Zeroable::zeroed()
+            };
+            (params, self.upload("rope_cos", &contiguous(cos)), self.upload("rope_sin", &contiguous(sin)))
+        });
         let max_work = chunks.iter().map(|c| c.hc * c.rows).max().unwrap_or(0);
         let [q, k, v, x, heads, out] = ["q", "k", "v", "x", "heads", "out"].map(|role| self.buffer(role, n * d * 4));
+        let rotated = rope.is_some().then(|| ["q_rotated", "k_rotated"].map(|role| self.buffer(role, n * d * 4)));
+        // The Q and K the logits read: rotated for RoPE.
+        let (qr, kr) = rotated.as_ref().map_or((&q, &k), |[a, b]| (a, b));
         let work = if fused { 0 } else { max_work * n * 4 };
         let [logits, weights] = ["logits", "weights"].map(|role| self.buffer(role, work));
         let [content, relative] = if record { ["content", "relative"].map(|role| self.buffer(role, max_work * n * 4)) } else { dummy.clone() };
@@ -109,7 +138,9 @@ impl GpuContext {
 
         let mut output = Array3::zeros((b, n, d));
         let mut times = StageTimes { logits: LogitTimes::Fused(0.0), ..StageTimes::default() };
-        let mut rec = record.then(|| Recorded::new(b, h, n, d, dh, r, music_skew, keep_buckets));
+        let mut rec = record.then(|| Recorded::new(b, h, n, d, dh, r, music_skew, keep_buckets, rope.is_some()));
+        let no_bias = self.buffer("dummy_bias", 16);
+        let bias_buf = dist_bias.as_ref().unwrap_or(&no_bias);
         let scale = 1.0 / (dh as f32).sqrt();
 
         for bi in 0..b {
@@ -124,31 +155,39 @@ impl GpuContext {
             for (wi, dst) in [&q, &k, &v].into_iter().enumerate() {
                 self.matmul(&mut enc, (n, d, d, 1), rows_of(&x, 0, d, 0), rows_of(&w[wi], 0, d, 0), rows_of(dst, 0, d, 0), Some((&bias, wi * d)), false);
             }
+            if let (Some((params, cos, sin)), Some([q_rot, k_rot])) = (&rope, &rotated) {
+                self.rope(&mut enc, params, &q, cos, sin, q_rot);
+                self.rope(&mut enc, params, &k, cos, sin, k_rot);
+            }
             times.projections += self.mark(&mut enc, &mut clock).await?;
 
             for &Chunk { h0, hc, i0, rows } in &chunks {
                 // P = Q·Tᵀ, (hc, rows, R): B(c, r) = T[head, r, c].
                 let (t_off, t_zs) = if shared { (0, 0) } else { (h0 * r * dh, r * dh) };
-                let tk = Operand { buf: &rel_k_buf, off: t_off, rs: 1, cs: dh, zs: t_zs };
-                self.matmul(&mut enc, (rows, r, dh, hc), rows_of(&q, i0 * d + h0 * dh, d, dh), tk, rows_of(&p, 0, r, rows * r), None, false);
-                let masks =
-                    if zero_edge { flag::ZERO_EDGE } else { 0 } | if cfg.causal { flag::CAUSAL } else { 0 } | if cfg.content { 0 } else { flag::NO_CONTENT };
+                if r > 0 {
+                    let tk = Operand { buf: &rel_k_buf, off: t_off, rs: 1, cs: dh, zs: t_zs };
+                    self.matmul(&mut enc, (rows, r, dh, hc), rows_of(&q, i0 * d + h0 * dh, d, dh), tk, rows_of(&p, 0, r, rows * r), None, false);
+                }
+                let masks = if zero_edge { flag::ZERO_EDGE } else { 0 }
+                    | if cfg.causal { flag::CAUSAL } else { 0 }
+                    | if cfg.content { 0 } else { flag::NO_CONTENT }
+                    | bias_flag;
                 #[rustfmt::skip]
                 let chunk = RowsParams {
                     rows: u(rows), n: u(n), dh: u(dh), d: u(d), i0: u(i0), h0: u(h0), r: u(r), flags: masks,
-                    tmin: layout.min as i32, scale, v_stride: if shared { 0 } else { u(r * dh) }, _pad0: 0,
+                    tmin: if r > 0 { layout.min as i32 } else { 0 }, scale, v_stride: if shared { 0 } else { u(r * dh) }, _pad0: 0,
                 };
                 if fused {
                     let flags = masks | if rel_v_buf.is_some() { flag::REL_V } else { 0 };
                     let w_v = rel_v_buf.as_ref().unwrap_or(&dummy[0]);
-                    self.attend(&mut enc, &RowsParams { flags, ..chunk }, hc, [&q, &k, &v, &p, &mask, w_v, &heads]);
+                    self.attend(&mut enc, &RowsParams { flags, ..chunk }, hc, [qr, kr, &v, &p, &mask, w_v, &heads, bias_buf]);
                     continue;
                 }
                 let flags = masks
                     | if record { flag::WRITE_CONTENT | flag::WRITE_RELATIVE } else { 0 }
                     | if cfg.scheme().zeroes_above_diagonal() { flag::ZERO_ABOVE } else { 0 };
                 let params = RowsParams { flags, ..chunk };
-                self.logits(&mut enc, &params, hc, [&q, &k, &p, &mask, &content, &relative, &logits]);
+                self.logits(&mut enc, &params, hc, [qr, kr, &p, &mask, &content, &relative, &logits, bias_buf]);
                 let ms = self.mark(&mut enc, &mut clock).await?;
                 times.logits.add(&LogitTimes::Fused(ms));
 
@@ -199,7 +238,10 @@ impl GpuContext {
                 rec.heads.index_axis_mut(Axis(0), bi).assign(&concat);
             }
             self.matmul(&mut enc, (n, d, d, 1), rows_of(&heads, 0, d, 0), rows_of(&w[3], 0, d, 0), rows_of(&out, 0, d, 0), Some((&bias, 3 * d)), false);
-            let want: Vec<(&wgpu::Buffer, usize)> = if record { vec![(&out, n * d), (&q, n * d), (&k, n * d), (&v, n * d)] } else { vec![(&out, n * d)] };
+            let mut want: Vec<(&wgpu::Buffer, usize)> = if record { vec![(&out, n * d), (&q, n * d), (&k, n * d), (&v, n * d)] } else { vec![(&out, n * d)] };
+            if record && rotated.is_some() {
+                want.extend([(qr, n * d), (kr, n * d)]);
+            }
             let parts = self.read(enc, &want).await?;
             let as_nd = |data: &Vec<f32>| ArrayView3::from_shape((1, n, d), data).expect("n·d values").index_axis_move(Axis(0), 0).to_owned();
             output.index_axis_mut(Axis(0), bi).assign(&as_nd(&parts[0]));
@@ -207,6 +249,10 @@ impl GpuContext {
                 rec.q.index_axis_mut(Axis(0), bi).assign(&as_nd(&parts[1]));
                 rec.k.index_axis_mut(Axis(0), bi).assign(&as_nd(&parts[2]));
                 rec.v.index_axis_mut(Axis(0), bi).assign(&as_nd(&parts[3]));
+                if let Some((q_rot, k_rot)) = rec.rotated.as_mut() {
+                    q_rot.index_axis_mut(Axis(0), bi).assign(&as_nd(&parts[4]));
+                    k_rot.index_axis_mut(Axis(0), bi).assign(&as_nd(&parts[5]));
+                }
             }
             if let Some(clock) = clock.as_mut() {
                 times.output += clock.lap();

@@ -71,6 +71,9 @@ impl Rope {
         finite_in("rope_base", self.base, BASE_RANGE, true)?;
         finite_in("rope_scale", self.scale, SCALE_RANGE, false)?;
         finite_in("rope_fraction", self.fraction, (0.0, 1.0), true)?;
+        if d_head < 2 {
+            return Err(Error::invalid("heads", format!("d_head = d_model / heads = {d_head}"), "a d_head of 2 or more: RoPE rotates pairs of components"));
+        }
         if self.rotated_dims(d_head) < 2 {
             let least = 2.0 / d_head as f32;
             return Err(Error::invalid("rope_fraction", self.fraction.to_string(), format!("at least {least} so that d_head {d_head} has a rotated pair")));
@@ -100,18 +103,22 @@ impl Rope {
         }
     }
 
+    /// cos φ and sin φ of [`Rope::angles`], (count, d_rot/2) each: what [`Rope::rotate`] turns by, and what
+    /// the GPU's rope.wgsl is given, so that both backends rotate by the same numbers. Hugging Face takes cos
+    /// and sin of the f32 angle in f32; f64 then rounded is as close.
+    pub fn cos_sin(&self, first: isize, count: usize, d_head: usize) -> (Array2<f32>, Array2<f32>) {
+        let angles = self.angles(first, count, d_head);
+        (angles.mapv(|a| (a as f64).cos() as f32), angles.mapv(|a| (a as f64).sin() as f32))
+    }
+
     /// x (rows, d_head) with row r at position `first + r`, each pair rotated by its angle.
     pub fn rotate(&self, x: ArrayView2<f32>, first: isize) -> Array2<f32> {
-        let d_head = x.ncols();
-        let d_rot = self.rotated_dims(d_head);
-        let angles = self.angles(first, x.nrows(), d_head);
+        let d_rot = self.rotated_dims(x.ncols());
+        let (cos, sin) = self.cos_sin(first, x.nrows(), x.ncols());
         let mut out = x.to_owned();
-        for (mut row, phi) in out.outer_iter_mut().zip(angles.outer_iter()) {
-            for (p, &phi) in phi.iter().enumerate() {
+        for ((mut row, cos), sin) in out.outer_iter_mut().zip(cos.outer_iter()).zip(sin.outer_iter()) {
+            for (p, (&cos, &sin)) in cos.iter().zip(sin.iter()).enumerate() {
                 let (a, b) = self.pair(p, d_rot);
-                // Hugging Face takes cos and sin of the f32 angle in f32; f64 then rounded is as close.
-                let (sin, cos) = (phi as f64).sin_cos();
-                let (sin, cos) = (sin as f32, cos as f32);
                 let (xa, xb) = (row[a], row[b]);
                 row[a] = xa * cos - xb * sin;
                 row[b] = xb * cos + xa * sin;
@@ -203,6 +210,7 @@ mod tests {
         let y = rope.rotate(x.view(), 2);
         assert_eq!(y.slice(ndarray::s![.., 4..]), x.slice(ndarray::s![.., 4..]));
         assert!(rope.check(6).is_err() && rope.check(16).is_ok());
+        assert_eq!(Rope::default().check(1).unwrap_err().field(), "heads");
     }
 
     #[test]
