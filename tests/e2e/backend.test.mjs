@@ -113,6 +113,10 @@ test('WebGPU (SwiftShader): the same tooltip numbers as the CPU; a lost device f
   const scenarios = [
     ['seed004', 'preset=seed004', [[0, 0], [0, 1], [1, 0], [1, 1], [2, 3], [3, 2]]],
     [`music seed ${seed}`, `method=music&n=24&d_model=32&heads=2&clip=6&seed=${seed}&causal=1&rel_v=0`, [[0, 0], [5, 2], [11, 11], [17, 3], [23, 20], [23, 23]]],
+    // The other schemes' kernels: rope.wgsl, and the bias by distance in logits.wgsl.
+    [`rope seed ${seed}`, `method=rope&n=20&d_model=32&heads=2&seed=${seed}&rope_layout=half&rope_fraction=0.5&causal=0`, [[0, 0], [3, 7], [19, 2]]],
+    [`alibi seed ${seed}`, `method=alibi&n=20&d_model=24&heads=3&seed=${seed}&causal=1`, [[0, 0], [9, 4], [19, 2]]],
+    [`t5 seed ${seed}`, `method=t5&n=40&d_model=32&heads=2&seed=${seed}&per_head=1&t5_buckets=8&t5_max_distance=20`, [[0, 0], [3, 30], [39, 2]]],
   ];
   for (const [label, query, cells] of scenarios) {
     await open(page, `${query}&backend=webgpu`);

@@ -4,7 +4,7 @@
 // note) with the theme and the backend.
 import { $ } from './dom.js';
 import { state } from './state.js';
-import { NUMS, BOOLS, setSelect, setTheme } from './controls.js';
+import { CHOICES, NUMS, BOOLS, setSelect, setTheme, relVFollowsMethod } from './controls.js';
 import { modelQuery, applyModelURL } from './model-form.js';
 
 /** ?embed=STAGE: that one heatmap, sized to its frame, and nothing else (null: the whole page); in Model mode,
@@ -29,7 +29,7 @@ export function saveURL() {
   const preset = $('preset').value;
   if (preset) q.set('preset', preset);
   else {
-    q.set('method', $('method').value);
+    for (const k of CHOICES) q.set(k, $(k).value);
     for (const k of NUMS) q.set(k, $(k).value);
     for (const k of BOOLS) q.set(k, $(k).checked ? '1' : '0');
   }
@@ -55,7 +55,8 @@ export function saveURL() {
 export function applyURL() {
   const q = new URLSearchParams(location.search);
   if (q.has('preset')) setSelect($('preset'), q.get('preset'));
-  if (q.has('method')) setSelect($('method'), q.get('method'));
+  for (const k of CHOICES) if (q.has(k)) setSelect($(k), q.get(k));
+  relVFollowsMethod();
   for (const k of NUMS) if (q.has(k)) $(k).value = q.get(k);
   for (const k of BOOLS) if (q.has(k)) $(k).checked = q.get(k) === '1';
   if (q.has('sentence')) $('sentence').value = q.get('sentence');
