@@ -50,7 +50,7 @@ impl Backend {
             Backend::Cpu => forward::forward_projected(cfg, sc),
             Backend::Gpu(ctx) => {
                 let output = ctx.output(cfg, sc).await?;
-                Ok((forward::projections(sc)?, output))
+                Ok((forward::projections(cfg, sc)?, output))
             }
         }
     }

@@ -20,6 +20,7 @@ use wasm_bindgen::prelude::*;
 
 pub mod backend;
 pub mod bench;
+pub mod compare;
 pub mod figure;
 #[cfg(feature = "test-hooks")]
 pub mod hooks;

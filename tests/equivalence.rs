@@ -71,7 +71,7 @@ proptest! {
         let mut mat = |r: usize, c: usize| Array2::from_shape_simple_fn((r, c), || it.next().unwrap());
         let (q, k, v, tk, tv) = (mat(lq, d_head), mat(lk, d_head), mat(lk, d_head), mat(rows, d_head), mat(rows, d_head));
         let mask = Array2::from_shape_fn((1, lk), |(_, j)| j % 3 != 1).index_axis_move(Axis(0), 0);
-        let input = HeadInput { q: q.view(), k: k.view(), v: v.view(), rel_k: tk.view(), rel_v: Some(tv.view()), key_mask: Some(mask.view()) };
+        let input = HeadInput { q: q.view(), k: k.view(), v: v.view(), rel_k: tk.view(), rel_v: Some(tv.view()), key_mask: Some(mask.view()), rope: None };
         let to_mat = |a: &Array2<f32>| -> common::Mat { a.rows().into_iter().map(|r| r.iter().map(|&x| x as f64).collect()).collect() };
         let want = common::head(&cfg, &to_mat(&q), &to_mat(&k), &to_mat(&v), &to_mat(&tk), Some(&to_mat(&tv)), Some(mask.as_slice().unwrap()));
         for implementation in [Implementation::Efficient, Implementation::Materialized] {
@@ -107,7 +107,7 @@ proptest! {
         let width = cfg.scheme().table_width(d_head);
         let (q, k, v, tk, tv) = (mat(lq, d_head), mat(lk, d_head), mat(lk, d_head), mat(rows, width), mat(rows, d_head));
         let mask = Array2::from_shape_fn((1, lk), |(_, j)| !masked || j % 5 != 2).index_axis_move(Axis(0), 0);
-        let input = HeadInput { q: q.view(), k: k.view(), v: v.view(), rel_k: tk.view(), rel_v: Some(tv.view()), key_mask: Some(mask.view()) };
+        let input = HeadInput { q: q.view(), k: k.view(), v: v.view(), rel_k: tk.view(), rel_v: Some(tv.view()), key_mask: Some(mask.view()), rope: None };
         let to_mat = |a: &Array2<f32>| -> common::Mat { a.rows().into_iter().map(|r| r.iter().map(|&x| x as f64).collect()).collect() };
         let want = common::head(&cfg, &to_mat(&q), &to_mat(&k), &to_mat(&v), &to_mat(&tk), Some(&to_mat(&tv)), Some(mask.as_slice().unwrap()));
         let z = attend_head(&cfg, &input, None).unwrap();
@@ -134,7 +134,7 @@ proptest! {
         let t = forward::trace(&cfg, &sc).unwrap();
         let head = |a: &ndarray::Array4<f32>| a.index_axis(Axis(0), 0).index_axis(Axis(0), 0).to_owned();
         let (q, k, v) = (t.q.index_axis(Axis(0), 0), t.k.index_axis(Axis(0), 0), t.v.index_axis(Axis(0), 0));
-        let input = HeadInput { q, k, v, rel_k: t.rel_k.index_axis(Axis(0), 0), rel_v: t.rel_v.as_ref().map(|a| a.index_axis(Axis(0), 0)), key_mask: None };
+        let input = HeadInput { q, k, v, rel_k: t.rel_k.index_axis(Axis(0), 0), rel_v: t.rel_v.as_ref().map(|a| a.index_axis(Axis(0), 0)), key_mask: None, rope: None };
         let mut bounds: Vec<usize> = cuts.into_iter().filter(|&c| c < n).chain([0, n]).collect();
         bounds.sort_unstable();
         bounds.dedup();

@@ -206,6 +206,7 @@ async fn a_layer_too_large_to_hold_whole_computes_the_head_shown() {
         rel_k: sc.rel_k.index_axis(ndarray::Axis(0), 0),
         rel_v: sc.rel_v.as_ref().map(|t| t.index_axis(ndarray::Axis(0), 0)),
         key_mask: None,
+        rope: None,
     };
     let mut want = HeadTrace::default();
     attend_head(&cfg, &input, Some(&mut want)).unwrap();

@@ -8,7 +8,7 @@
 // result's backend = { name, note } says where and why. The debug-* test hooks (protocol.js: DebugMessage) are sent
 // by tests/e2e only. Model mode's messages ('model*') go to js/worker-model.js.
 import init, * as relattn from './pkg/relattn.js';
-import { BACKENDS, progressMessage, resultMessage, errorMessage, fatalMessage, exportReply, exportFailed, cellsReply, cellsFailed, readersReply, readersFailed } from './js/protocol.js';
+import { BACKENDS, progressMessage, resultMessage, errorMessage, fatalMessage, exportReply, exportFailed, cellsReply, cellsFailed, readersReply, readersFailed, schemesReply, schemesFailed } from './js/protocol.js';
 import { onModelMessage, layerSession } from './js/worker-model.js';
 
 const { set_colormaps, compute, gpu_init } = relattn;
@@ -48,6 +48,7 @@ self.onmessage = (e) => {
     case 'export': ready.then(() => answer(m, exportBytes, exportReply, exportFailed)); return;
     case 'cells': ready.then(() => answer(m, () => cellsOf(m), cellsReply, cellsFailed)); return;
     case 'readers': ready.then(() => answer(m, () => sessionOf(m.result).table_readers(m.row), readersReply, readersFailed)); return;
+    case 'schemes': ready.then(() => compareSchemes(m)); return;
     case 'model': case 'model-sample': case 'model-stop': case 'model-nll': case 'model-compare':
       ready.then((w) => onModelMessage(modelContext(w), m));
       return;
@@ -117,6 +118,17 @@ function answer(m, work, reply, failed) {
   } catch (err) {
     if (isAbort(err)) { fatal(err.message); return; }
     self.postMessage(failed(m.id, (err && err.message) || String(err)));
+  }
+}
+
+// The six schemes on the settings shown (src/web/compare.rs), their rasters transferred.
+function compareSchemes(m) {
+  try {
+    const schemes = relattn.compare_schemes({ settings: m.settings }, m.batch, m.head);
+    self.postMessage(schemesReply(m.id, schemes), schemes.map((s) => s.rgba.buffer));
+  } catch (err) {
+    if (isAbort(err)) { fatal(err.message); return; }
+    self.postMessage(schemesFailed(m.id, (err && err.message) || String(err)));
   }
 }
 

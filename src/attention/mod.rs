@@ -23,7 +23,7 @@ use crate::core::matmul::matmul;
 use crate::core::softmax::softmax_rows;
 use crate::error::{Error, Result};
 use crate::positions::music::SkewSteps;
-use crate::positions::rope::Rope;
+use crate::positions::rope::{Rope, RopeTable};
 use crate::positions::shaw;
 use crate::positions::t5::Buckets;
 use crate::positions::table::{visible_keys, Edge, QueryRows, RelTable};
@@ -121,6 +121,9 @@ pub struct HeadInput<'a> {
     pub rel_v: Option<ArrayView2<'a, f32>>,
     /// (Lk): false where a key is padding.
     pub key_mask: Option<ArrayView1<'a, bool>>,
+    /// RoPE's cos and sin for the positions of the queries and keys, made once for every head of a layer;
+    /// `None`: made for this head.
+    pub rope: Option<&'a RopeTable>,
 }
 
 /// Every intermediate of one head, for display.
@@ -199,13 +202,40 @@ fn with_rotated<'a, 'b: 'a>(h: &HeadInput<'b>, rotated: Option<&'a (Array2<f32>,
         Some((q, k)) => (q.view(), k.view()),
         None => (h.q.reborrow(), h.k.reborrow()),
     };
-    HeadInput { q, k, v: h.v.reborrow(), rel_k: h.rel_k.reborrow(), rel_v: h.rel_v.map(|t| t.reborrow()), key_mask: h.key_mask.map(|m| m.reborrow()) }
+    HeadInput {
+        q,
+        k,
+        v: h.v.reborrow(),
+        rel_k: h.rel_k.reborrow(),
+        rel_v: h.rel_v.map(|t| t.reborrow()),
+        key_mask: h.key_mask.map(|m| m.reborrow()),
+        rope: h.rope,
+    }
 }
 
-/// RoPE's Q and K rotated by their positions (query i at i + Lk − Lq, key j at j); `None` for other schemes.
+/// RoPE's Q and K rotated by their positions (query i at i + Lk − Lq, key j at j), with the head's table when
+/// it covers them, else one made here; `None` for other schemes.
 fn rotate(cfg: &Config, h: &HeadInput) -> Option<(Array2<f32>, Array2<f32>)> {
-    let (lq, lk) = (h.q.nrows() as isize, h.k.nrows() as isize);
-    cfg.method.rotates().then(|| (cfg.rope.rotate(h.q, lk - lq), cfg.rope.rotate(h.k, 0)))
+    if !cfg.method.rotates() {
+        return None;
+    }
+    let (lq, lk, dh) = (h.q.nrows(), h.k.nrows(), h.q.ncols());
+    let first = lk as isize - lq as isize;
+    let made;
+    let table = match h.rope {
+        Some(t) if t.rope == cfg.rope && t.covers(first.min(0), lk.max(lq), dh) => t,
+        _ => {
+            made = rope_table(cfg, lq, lk, dh);
+            &made
+        }
+    };
+    Some((table.rotate(h.q, first), table.rotate(h.k, 0)))
+}
+
+/// The RoPE table for Lq queries aligned to the last of Lk keys: positions min(Lk − Lq, 0) .. Lk.
+pub fn rope_table(cfg: &Config, lq: usize, lk: usize, d_head: usize) -> RopeTable {
+    let first = (lk as isize - lq as isize).min(0);
+    cfg.rope.table(first, (lk as isize - first) as usize, d_head)
 }
 
 /// Runs `f` with `trace`, then keeps the rotated Q (rows `rows`) and K in it.
@@ -355,4 +385,19 @@ impl FromStr for Implementation {
             _ => Err(Error::invalid("implementation", format!("'{s}'"), "efficient, materialized")),
         }
     }
+}
+
+/// A head's attention by distance, from its weights α (Lq, Lk) with queries aligned to the last keys:
+/// `profile[d + Lk − 1] = (1/Lq) Σ_i α[i, j]` over the pairs at distance d = j − (i + Lk − Lq), for d in
+/// −(Lk − 1)..=Lq − 1: each query's softmax row as a distribution over distances, averaged over the queries
+/// (it sums to 1 when no row is fully masked; causal weights put nothing at d > 0).
+pub fn by_distance(weights: ArrayView2<f32>) -> Vec<f64> {
+    let (lq, lk) = weights.dim();
+    let mut sum = vec![0.0f64; lq + lk - 1];
+    for (i, row) in weights.rows().into_iter().enumerate() {
+        for (j, &a) in row.iter().enumerate() {
+            sum[(positions::table::distance(i, j, lq, lk) + lk as isize - 1) as usize] += a as f64;
+        }
+    }
+    sum.iter().map(|s| s / lq as f64).collect()
 }

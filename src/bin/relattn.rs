@@ -517,8 +517,8 @@ struct Setup {
     /// Start from a preset: the seeds' examples seed000-shaw, seed000-music, seed002, seed003, seed004, or built-heads (hand-built heads).
     #[arg(long)]
     preset: Option<String>,
-    /// shaw (Shaw et al. 2018), music (Music Transformer skew), rope (rotary), alibi (linear bias) or t5 (bucketed
-    /// bias). [default: shaw]
+    /// shaw (Shaw et al. 2018), music (Music Transformer skew), rope (rotary), alibi (linear bias), t5 (bucketed
+    /// bias) or absolute (sinusoids added to x). [default: shaw]
     #[arg(long, value_parser = clap::value_parser!(Method))]
     method: Option<Method>,
     /// RoPE: θ_p = base^(−2p/d_rot), above 1 up to 1e9. [default: 10000]

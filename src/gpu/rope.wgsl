@@ -5,7 +5,7 @@
 //     dst_a = src_a cos φ_mp − src_b sin φ_mp
 //     dst_b = src_b cos φ_mp + src_a sin φ_mp            components d_rot .. d_head of a head are copied
 //
-// cos and sin (n, d_rot/2) come from the host (relattn::positions::rope::Rope::cos_sin, the CPU's own
+// cos and sin (n, d_rot/2) come from the host (relattn::positions::rope::Rope::table, the CPU's own
 // values), so both backends rotate by the same numbers. One invocation per output element.
 // Grid: x = ceil(d / 64), y = n.
 

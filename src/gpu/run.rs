@@ -7,10 +7,10 @@ use super::plan::{plan, Chunk};
 use super::record::Recorded;
 use crate::attention::{Config, Implementation};
 use crate::error::{Error, Result};
-use crate::layer::forward::table_of;
+use crate::layer::forward::{self, table_of};
 use crate::layer::scenario::Scenario;
 use crate::layer::trace::Trace;
-use crate::positions::rope::PairLayout;
+use crate::positions::rope::{PairLayout, RopeTable};
 use crate::positions::table::Edge;
 use crate::timing::{now_ms, LogitTimes, StageTimes};
 use bytemuck::Zeroable;
@@ -113,7 +113,7 @@ impl GpuContext {
         let bias_flag = if dist_bias.is_some() { flag::DISTANCE_BIAS } else { 0 };
         // RoPE: the rotated Q and K the logits read, from the angles' cos and sin (the CPU's values).
         let rope = cfg.method.rotates().then(|| {
-            let (cos, sin) = cfg.rope.cos_sin(0, n, dh);
+            let RopeTable { cos, sin, .. } = cfg.rope.table(0, n, dh);
             let contiguous = |a: Array2<f32>| a.into_raw_vec_and_offset().0;
             let params = RopeParams {
                 n: u(n),
@@ -136,6 +136,8 @@ impl GpuContext {
         let [p, buckets] = ["p", "buckets"].map(|role| self.buffer(role, max_work * r * 4));
         let [oc, orl] = ["out_content", "out_relative"].map(|role| self.buffer(role, max_work * dh * 4));
 
+        // x, or x + PE for absolute positions.
+        let input = forward::input(cfg, sc);
         let mut output = Array3::zeros((b, n, d));
         let mut times = StageTimes { logits: LogitTimes::Fused(0.0), ..StageTimes::default() };
         let mut rec = record.then(|| Recorded::new(b, h, n, d, dh, r, music_skew, keep_buckets, rope.is_some()));
@@ -145,7 +147,7 @@ impl GpuContext {
 
         for bi in 0..b {
             let mut enc = self.encoder();
-            let xb = sc.x.index_axis(Axis(0), bi).as_standard_layout().into_owned().into_raw_vec_and_offset().0;
+            let xb = input.index_axis(Axis(0), bi).as_standard_layout().into_owned().into_raw_vec_and_offset().0;
             self.queue.write_buffer(&x, 0, bytemuck::cast_slice(&xb));
             let mask: Vec<u32> = match &sc.key_mask {
                 Some(m) => m.row(bi).iter().map(|&keep| u32::from(keep)).collect(),

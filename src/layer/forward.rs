@@ -6,7 +6,7 @@
 //! output = concat_h(z_h) W_o + b_o                              (b, n, d_model)
 //! ```
 
-use crate::attention::{attend_head_timed, Config, HeadInput, HeadTrace, Implementation};
+use crate::attention::{attend_head_timed, rope_table, Config, HeadInput, HeadTrace, Implementation};
 
 use crate::attention::fused;
 use crate::core::finite::check_overflow;
@@ -14,8 +14,9 @@ use crate::core::matmul::matmul_rows_parallel;
 use crate::error::{Bytes, Error, Result};
 use crate::layer::scenario::Scenario;
 use crate::layer::trace::{stack_heads, Computed, SkewTrace, Trace};
+use crate::positions::absolute;
 use crate::timing::{now_ms, StageTimes};
-use ndarray::{s, Array2, Array3, ArrayView2, Axis};
+use ndarray::{s, Array2, Array3, ArrayView2, ArrayView3, Axis, CowArray, Ix3};
 
 /// Memory budget of one request unless the caller sets another.
 pub const DEFAULT_MEMORY_LIMIT: u64 = 8 << 30;
@@ -173,7 +174,7 @@ pub fn largest_fitting(mut lo: usize, mut hi: usize, fits: impl Fn(usize) -> boo
 }
 
 /// `x W + b` for every batch: (b, n, d_model).
-fn project(x: &Array3<f32>, w: &Array2<f32>, bias: &ndarray::Array1<f32>) -> Array3<f32> {
+fn project(x: &ArrayView3<f32>, w: &Array2<f32>, bias: &ndarray::Array1<f32>) -> Array3<f32> {
     let (b, n, _) = x.dim();
     let mut out = Array3::zeros((b, n, w.ncols()));
     for (xb, mut ob) in x.outer_iter().zip(out.outer_iter_mut()) {
@@ -208,14 +209,28 @@ pub struct Projections {
 }
 
 /// `x W_q + b_q`, `x W_k + b_k`, `x W_v + b_v`; an overflow names "q", "k" or "v".
-pub fn projections(sc: &Scenario) -> Result<Projections> {
-    let q = project(&sc.x, &sc.w_q, &sc.b_q);
-    let k = project(&sc.x, &sc.w_k, &sc.b_k);
-    let v = project(&sc.x, &sc.w_v, &sc.b_v);
+pub fn projections(cfg: &Config, sc: &Scenario) -> Result<Projections> {
+    let x = input(cfg, sc);
+    let x = x.view();
+    let q = project(&x, &sc.w_q, &sc.b_q);
+    let k = project(&x, &sc.w_k, &sc.b_k);
+    let v = project(&x, &sc.w_v, &sc.b_v);
     for (name, a) in [("q", &q), ("k", &k), ("v", &v)] {
         check_overflow(name, a, false)?;
     }
     Ok(Projections { q, k, v })
+}
+
+/// What the projections read: x, or x + PE for absolute positions (each batch element's rows at 0 .. n).
+pub fn input<'a>(cfg: &Config, sc: &'a Scenario) -> CowArray<'a, f32, Ix3> {
+    if !cfg.method.adds_to_input() {
+        return sc.x.view().into();
+    }
+    let mut x = sc.x.clone();
+    for b in x.outer_iter_mut() {
+        absolute::add_sinusoids(b);
+    }
+    x.into()
 }
 
 /// What [`run`] computed: the output, and the trace (with `record`) or else the projections.
@@ -231,8 +246,10 @@ fn run(cfg: &Config, sc: &Scenario, record: bool, timed: bool) -> Result<Run> {
     let (b, n, d) = sc.dims();
     let (h, dh) = (cfg.heads, d / cfg.heads);
     let t0 = timed.then(now_ms);
-    let Projections { q, k, v } = projections(sc)?;
+    let Projections { q, k, v } = projections(cfg, sc)?;
     let mut times = t0.map(|t0| StageTimes { projections: now_ms() - t0, ..StageTimes::default() });
+    // RoPE's cos and sin, once for every head.
+    let rope = cfg.method.rotates().then(|| rope_table(cfg, n, n, dh));
     let results = map_heads(b * h, |idx| {
         let (bi, hi) = (idx / h, idx % h);
         let cols = s![.., hi * dh..(hi + 1) * dh];
@@ -243,6 +260,7 @@ fn run(cfg: &Config, sc: &Scenario, record: bool, timed: bool) -> Result<Run> {
             rel_k: table_of(&sc.rel_k, hi),
             rel_v: sc.rel_v.as_ref().map(|t| table_of(t, hi)),
             key_mask: sc.key_mask.as_ref().map(|m| m.row(bi)),
+            rope: rope.as_ref(),
         };
         let mut t = record.then(HeadTrace::default);
         let mut ht = timed.then(StageTimes::default);
@@ -261,7 +279,7 @@ fn run(cfg: &Config, sc: &Scenario, record: bool, timed: bool) -> Result<Run> {
     }
     check_overflow("heads", &heads, false)?;
     let t_out = timed.then(now_ms);
-    let output = project(&heads, &sc.w_o, &sc.b_o);
+    let output = project(&heads.view(), &sc.w_o, &sc.b_o);
     check_overflow("output", &output, false)?;
     if let (Some(sum), Some(t)) = (times.as_mut(), t_out) {
         sum.output = now_ms() - t;

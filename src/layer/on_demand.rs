@@ -13,7 +13,8 @@
 //! The values are those of [`crate::layer::forward::trace`] (the same staged code, tested block against whole in
 //! tests/equivalence.rs).
 
-use crate::attention::{attend_rows, Config, HeadInput, HeadTrace, Implementation};
+use crate::attention::{attend_rows, rope_table, Config, HeadInput, HeadTrace, Implementation};
+use crate::positions::rope::RopeTable;
 
 use crate::error::{check_index, Result};
 use crate::layer::forward::{table_of, Projections};
@@ -70,13 +71,17 @@ pub struct Layer {
     /// (b, n, d_model)
     pub output: Array3<f32>,
     present: Present,
+    /// RoPE's cos and sin, once for every head.
+    rope: Option<RopeTable>,
 }
 
 impl Layer {
     /// The layer of `cfg` on `sc`, with the projections and the output its forward pass computed.
     pub fn new(cfg: &Config, scenario: Scenario, projections: Projections, output: Array3<f32>) -> Result<Layer> {
-        let mut layer =
-            Layer { config: *cfg, scenario, projections, output, present: Present { method: cfg.method, rel_v: false, value_buckets: false, skew: false } };
+        let (_, n, d) = scenario.dims();
+        let rope = cfg.method.rotates().then(|| rope_table(cfg, n, n, d / cfg.heads));
+        let present = Present { method: cfg.method, rel_v: false, value_buckets: false, skew: false };
+        let mut layer = Layer { config: *cfg, scenario, projections, output, present, rope };
         // The optional stages are the ones the staged path computes (one query row tells).
         let mut probe = HeadTrace::default();
         attend_rows(cfg, &layer.head_input(0, 0), 0..1, &mut probe)?;
@@ -112,6 +117,7 @@ impl Layer {
             Stage::Slopes => (self.config.heads, 1),
             Stage::RopeAngles => (n, self.config.rope.rotated_dims(d_head) / 2),
             Stage::RotatedQ | Stage::RotatedK => (n, d_head),
+            Stage::Positions => (n, d),
             Stage::SkewQer => (n, l),
             Stage::SkewPadded => (n, l + 1),
             Stage::SkewReshaped => (n + 1, l),
@@ -175,8 +181,8 @@ impl Layer {
                 match stage {
                     Stage::RelK | Stage::RelV if a == 0 => f(k, 0, self.table(stage, head)),
                     Stage::RelK | Stage::RelV => {}
-                    Stage::Slopes | Stage::RopeAngles if a == 0 => f(k, 0, self.scheme_stage(stage).expect("a scheme stage").view()),
-                    Stage::Slopes | Stage::RopeAngles => {}
+                    Stage::Slopes | Stage::RopeAngles | Stage::Positions if a == 0 => f(k, 0, self.scheme_stage(stage).expect("a scheme stage").view()),
+                    Stage::Slopes | Stage::RopeAngles | Stage::Positions => {}
                     _ => {
                         let m = self.of_block(stage, batch, queries.clone(), &trace);
                         // The reshaped buffer's rows a..=b: the next block gives row b, except after the last one.
@@ -209,7 +215,7 @@ impl Layer {
             Stage::RelIndex => self.config.scheme().row_matrix(queries, n, n).mapv(|v| v as f32).into(),
             Stage::Output => self.output.slice(s![batch, queries, ..]).into(),
             Stage::RopeKernel => rope_kernel(&self.config, queries, n, self.scenario.dims().2 / self.config.heads).into(),
-            Stage::RelK | Stage::RelV | Stage::Slopes | Stage::RopeAngles => unreachable!("tables are not computed in blocks"),
+            Stage::RelK | Stage::RelV | Stage::Slopes | Stage::RopeAngles | Stage::Positions => unreachable!("tables are not computed in blocks"),
             Stage::RotatedQ => t.rotated.as_ref().expect("present").0.view().into(),
             Stage::RotatedK => t.rotated.as_ref().expect("present").1.slice(s![queries, ..]).into(),
             Stage::ContentLogits => t.content_logits.view().into(),
@@ -229,7 +235,7 @@ impl Layer {
     /// A stage the scheme computes from its options and tables alone ([`scheme_stage`]).
     fn scheme_stage(&self, stage: Stage) -> Option<Array2<f32>> {
         let (_, _, n) = self.dims();
-        scheme_stage(&self.config, stage, &self.scenario.rel_k, n, self.scenario.dims().2 / self.config.heads)
+        scheme_stage(&self.config, stage, &self.scenario.rel_k, n, self.scenario.dims().2)
     }
 
     /// Table w^K (or E_r) or w^V of `head`, (R, d_head).
@@ -250,6 +256,7 @@ impl Layer {
             rel_k: table_of(&self.scenario.rel_k, head),
             rel_v: self.scenario.rel_v.as_ref().map(|t| table_of(t, head)),
             key_mask: self.scenario.key_mask.as_ref().map(|m| m.row(batch)),
+            rope: self.rope.as_ref(),
         }
     }
 }

@@ -335,7 +335,7 @@ impl Scenario {
         };
         let rel_k = match cfg.method {
             Method::Shaw | Method::Music => table(logits_table)?,
-            Method::Rope => Array3::zeros((1, 0, dh)),
+            Method::Rope | Method::Absolute => Array3::zeros((1, 0, dh)),
             Method::Alibi => match scalars {
                 Some(a) if a.shape() == [cfg.heads] => a.into_shape_with_order((cfg.heads, 1, 1)).expect("h values"),
                 Some(a) => return Err(Error::Shape { array: logits_table.into(), given: dims(&a), expected: format!("[{}] = (heads)", cfg.heads) }),

@@ -23,6 +23,7 @@ pub enum Stage {
     RopeKernel,
     RotatedQ,
     RotatedK,
+    Positions,
     ContentLogits,
     RelativeLogits,
     SkewQer,
@@ -95,6 +96,7 @@ impl Present {
             Stage::RelK => m.has_vector_table() || m == Method::T5,
             Stage::Slopes => m == Method::Alibi,
             Stage::RopeAngles | Stage::RopeKernel | Stage::RotatedQ | Stage::RotatedK => m.rotates(),
+            Stage::Positions => m.adds_to_input(),
             Stage::RelativeLogits => m.has_relative_term(),
             Stage::RelV | Stage::OutputRelative => self.rel_v,
             Stage::ValueBuckets => self.value_buckets,
@@ -115,11 +117,12 @@ impl Present {
         }
         let why = match stage {
             Stage::SkewQer | Stage::SkewPadded | Stage::SkewReshaped | Stage::SkewSliced => "only the Music Transformer (efficient) has skew stages",
-            Stage::RelIndex => "RoPE and ALiBi read no table rows",
-            Stage::RelK => "RoPE has no table and ALiBi's slopes are the 'slopes' stage",
+            Stage::RelIndex => "RoPE, ALiBi and absolute positions read no table rows",
+            Stage::RelK => "RoPE and absolute positions have no table and ALiBi's slopes are the 'slopes' stage",
+            Stage::Positions => "only absolute positions add vectors to x",
             Stage::Slopes => "only ALiBi has slopes",
             Stage::RopeAngles | Stage::RopeKernel | Stage::RotatedQ | Stage::RotatedK => "only RoPE rotates Q and K",
-            Stage::RelativeLogits => "RoPE adds no relative term (its positions are in the content logits)",
+            Stage::RelativeLogits => "RoPE and absolute positions add no relative term (their positions are in the content logits)",
             _ => "only Shaw's method with a^V on has w^V stages",
         };
         Err(Error::invalid("stage", format!("'{stage}'"), why))
@@ -145,10 +148,12 @@ enum Variant {
     AlibiBidirectional,
     /// T5's bias per bucket.
     T5,
+    /// Sinusoids added to x.
+    Absolute,
 }
 
 impl Variant {
-    const ALL: [Variant; 8] = [
+    const ALL: [Variant; 9] = [
         Variant::Shaw,
         Variant::ShawValues,
         Variant::MusicCausal,
@@ -157,6 +162,7 @@ impl Variant {
         Variant::AlibiCausal,
         Variant::AlibiBidirectional,
         Variant::T5,
+        Variant::Absolute,
     ];
 
     fn of(cfg: &Config) -> Variant {
@@ -169,6 +175,7 @@ impl Variant {
             (Method::Alibi, true) => Variant::AlibiCausal,
             (Method::Alibi, false) => Variant::AlibiBidirectional,
             (Method::T5, _) => Variant::T5,
+            (Method::Absolute, _) => Variant::Absolute,
         }
     }
 
@@ -183,6 +190,7 @@ impl Variant {
             Variant::AlibiCausal => (Method::Alibi, true, false),
             Variant::AlibiBidirectional => (Method::Alibi, false, false),
             Variant::T5 => (Method::T5, false, false),
+            Variant::Absolute => (Method::Absolute, false, false),
         };
         Config { method, causal, rel_v, ..Config::default() }
     }
@@ -197,6 +205,7 @@ impl Variant {
             Variant::AlibiCausal => "ALiBi, causal",
             Variant::AlibiBidirectional => "ALiBi, bidirectional",
             Variant::T5 => "T5",
+            Variant::Absolute => "absolute",
         }
     }
 }
@@ -207,7 +216,7 @@ const QUERY_AXIS: &str = "query i";
 
 impl Stage {
     /// Every stage in pipeline order (the skew's steps before the relative logits they produce).
-    pub const ALL: [Stage; 21] = [
+    pub const ALL: [Stage; 22] = [
         Stage::Distances,
         Stage::RelIndex,
         Stage::RelK,
@@ -217,6 +226,7 @@ impl Stage {
         Stage::RopeKernel,
         Stage::RotatedQ,
         Stage::RotatedK,
+        Stage::Positions,
         Stage::ContentLogits,
         Stage::SkewQer,
         Stage::SkewPadded,
@@ -243,6 +253,7 @@ impl Stage {
             Stage::RopeKernel => "rope_kernel",
             Stage::RotatedQ => "rotated_q",
             Stage::RotatedK => "rotated_k",
+            Stage::Positions => "positions",
             Stage::ContentLogits => "content_logits",
             Stage::RelativeLogits => "relative_logits",
             Stage::SkewQer => "skew_qer",
@@ -271,7 +282,8 @@ impl Stage {
             _ => self.text(Variant::of(cfg)),
         };
         let (x_axis, y_axis) = self.axes(cfg);
-        let head_independent = matches!(self, Stage::Distances | Stage::RelIndex | Stage::Output | Stage::Slopes | Stage::RopeAngles | Stage::RopeKernel);
+        let head_independent =
+            matches!(self, Stage::Distances | Stage::RelIndex | Stage::Output | Stage::Slopes | Stage::RopeAngles | Stage::RopeKernel | Stage::Positions);
         let is_table = matches!(self, Stage::RelK | Stage::RelV);
         StageMeta {
             name: self.name(),
@@ -285,16 +297,22 @@ impl Stage {
             rows_are_queries: y_axis == QUERY_AXIS,
             leftover_above: self == Stage::SkewSliced && Variant::of(cfg) == Variant::MusicCausal,
             per_head: if is_table { per_head_tables } else { !head_independent },
-            per_batch: !is_table && !matches!(self, Stage::Distances | Stage::RelIndex | Stage::Slopes | Stage::RopeAngles | Stage::RopeKernel),
+            per_batch: !is_table
+                && !matches!(self, Stage::Distances | Stage::RelIndex | Stage::Slopes | Stage::RopeAngles | Stage::RopeKernel | Stage::Positions),
             scale: self.scale(),
         }
     }
 
     /// Title, plain formula and TeX formula.
     fn text(self, v: Variant) -> (&'static str, &'static str, &'static str) {
-        use Variant::{AlibiBidirectional, AlibiCausal, MusicBidirectional as Bi, MusicCausal as Causal, Rope, Shaw, ShawValues, T5};
+        use Variant::{Absolute, AlibiBidirectional, AlibiCausal, MusicBidirectional as Bi, MusicCausal as Causal, Rope, Shaw, ShawValues, T5};
         match (self, v) {
             (Stage::Distances, _) => ("Relative distance j − i", "d_ij = j − i", r"d_{ij} = j - i"),
+            (Stage::Positions, _) => (
+                "Absolute position vectors PE",
+                "PE[p, 2i] = sin(p / 10000^(2i/d)), PE[p, 2i+1] = cos(…), added to x",
+                r"PE_{p,2i} = \sin\bigl(p / 10000^{2i/d}\bigr),\ PE_{p,2i+1} = \cos\bigl(p / 10000^{2i/d}\bigr); \quad Q = (x + PE)\,W^Q",
+            ),
             (Stage::RelIndex, T5) => (
                 "Bucket of j − i",
                 "bucket(j − i): exact up to B'/2, log-spaced to max_distance",
@@ -316,7 +334,7 @@ impl Stage {
             ),
             (Stage::RotatedQ, _) => ("Rotated queries q'", "q'_i = R(φ_i) q_i: each pair turned by its angle", r"q'_i = R(\varphi_i)\, q_i"),
             (Stage::RotatedK, _) => ("Rotated keys k'", "k'_j = R(φ_j) k_j: each pair turned by its angle", r"k'_j = R(\varphi_j)\, k_j"),
-            (Stage::RelIndex, Shaw | ShawValues | Rope | AlibiCausal | AlibiBidirectional) => (
+            (Stage::RelIndex, Shaw | ShawValues | Rope | AlibiCausal | AlibiBidirectional | Absolute) => (
                 "Table row clip(j − i, k) + k",
                 "max(−k, min(k, j − i)) + k",
                 r"r_{ij} = \operatorname{clip}(j - i,\, k) + k = \max\bigl(-k, \min(k,\, j - i)\bigr) + k",
@@ -326,7 +344,7 @@ impl Stage {
                 "row of distance j − i in E_r",
                 r"r_{ij} = \text{row of } E_r \text{ for distance } j - i \quad (-1\text{: zero vector})",
             ),
-            (Stage::RelK, Shaw | ShawValues | Rope | AlibiCausal | AlibiBidirectional) => (
+            (Stage::RelK, Shaw | ShawValues | Rope | AlibiCausal | AlibiBidirectional | Absolute) => (
                 "Relative key table w^K",
                 "rows for distances −k … k",
                 r"w^K = \bigl(w^K_{-k}, \dots, w^K_{k}\bigr), \qquad a^K_{ij} = w^K_{\operatorname{clip}(j - i,\, k)}",
@@ -343,11 +361,16 @@ impl Stage {
             (Stage::ContentLogits, Rope) => {
                 ("Logits of rotated Q and K", "q'_i · k'_j = q_i · R(φ_j − φ_i) k_j", r"q'_i \cdot k'_j = q_i^{\top} R(\varphi_j - \varphi_i)\, k_j")
             }
+            (Stage::ContentLogits, Absolute) => (
+                "Logits of x + PE",
+                "q_i · k_j, q = (x + PE) W_q, k = (x + PE) W_k",
+                r"q_i \cdot k_j = \bigl((x_i + PE_i) W^Q\bigr)\,\bigl((x_j + PE_j) W^K\bigr)^{\top}",
+            ),
             (Stage::ContentLogits, _) => ("Content logits QKᵀ", "q_i · k_j", r"q_i \cdot k_j = (x_i W^Q)\,(x_j W^K)^{\top}"),
             (Stage::RelativeLogits, AlibiCausal) => ("ALiBi bias", "m_h · (j − i), added after the scale", r"b_{ij} = m_h\,(j - i)"),
             (Stage::RelativeLogits, AlibiBidirectional) => ("ALiBi bias", "−m_h · |j − i|, added after the scale", r"b_{ij} = -m_h\,\lvert j - i \rvert"),
             (Stage::RelativeLogits, T5) => ("T5 bias", "b_h[bucket(j − i)], added after the scale", r"b_{ij} = b_h\bigl[\operatorname{bucket}(j - i)\bigr]"),
-            (Stage::RelativeLogits, Shaw | ShawValues | Rope) => (
+            (Stage::RelativeLogits, Shaw | ShawValues | Rope | Absolute) => (
                 "Relative logits",
                 "q_i · a^K_ij = (Q w^Kᵀ)[i, clip(j − i, k) + k]",
                 r"q_i \cdot a^K_{ij} = \bigl(Q\, {w^K}^{\top}\bigr)\bigl[i,\ \operatorname{clip}(j - i,\, k) + k\bigr]",
@@ -396,6 +419,11 @@ impl Stage {
                 "(q_i·k_j + relative_ij) / √d_head, −∞ where masked",
                 r"e_{ij} = \frac{q_i \cdot k_j + q_i \cdot a^K_{ij}}{\sqrt{d_h}} \quad (-\infty \text{ where masked})",
             ),
+            (Stage::Logits, Absolute) => (
+                "Scaled, masked logits",
+                "q_i·k_j / √d_head, −∞ where masked",
+                r"e_{ij} = \frac{q_i \cdot k_j}{\sqrt{d_h}} \quad (-\infty \text{ where masked})",
+            ),
             (Stage::Logits, Rope) => (
                 "Scaled, masked logits",
                 "q'_i·k'_j / √d_head, −∞ where masked",
@@ -436,8 +464,11 @@ impl Stage {
 
     /// What a student should see in the view.
     fn notice(self, v: Variant, content: bool) -> &'static str {
-        use Variant::{AlibiBidirectional, AlibiCausal, MusicBidirectional as Bi, MusicCausal as Causal, Rope, Shaw, ShawValues, T5};
+        use Variant::{Absolute, AlibiBidirectional, AlibiCausal, MusicBidirectional as Bi, MusicCausal as Causal, Rope, Shaw, ShawValues, T5};
         match (self, v) {
+            (Stage::Positions, _) => "One vector per position, added to x before the projections: the first columns wave fast, the last slowly. Attention sees positions only through these sums, so nothing in it is relative by construction.",
+            (Stage::ContentLogits, Absolute) => "Token and position mixed in one product: (x + PE) projected. A relative pattern can only appear here if the projections learn to read it out of the sums.",
+            (Stage::Logits, Absolute) => "The products of x + PE scaled by 1/√d_head; masked cells are −∞ and get weight 0.",
             (Stage::RelIndex, T5) => "Small distances get a bucket each; beyond half the buckets, distances share log-spaced buckets up to max_distance, and everything farther reads the last one. Keys after the query use the other half (bidirectional) or bucket 0 (causal).",
             (Stage::RelK, T5) => "One learned number per bucket (per head): the whole of T5's position signal. A head that prefers nearby keys learns large values for the first buckets.",
             (Stage::Slopes, _) => "A geometric sequence: each head penalises distance at its own rate, from steep (short-range heads) to almost flat (long-range ones). Nothing here is learned.",
@@ -452,14 +483,14 @@ impl Stage {
             (Stage::Logits, Rope) => "The rotated products scaled by 1/√d_head; masked cells are −∞ and get weight 0.",
             (Stage::Logits, AlibiCausal | AlibiBidirectional | T5) => "The content logits scaled by 1/√d_head plus the bias, which is not scaled; masked cells are −∞ and get weight 0.",
             (Stage::Distances, _) => "Every diagonal holds one distance: the key is that many positions after (right of) the query, or before it when negative. Everything relative attention adds is read along these diagonals.",
-            (Stage::RelIndex, Shaw | ShawValues | Rope | AlibiCausal | AlibiBidirectional) => "Distances beyond ±k are clipped to the table's edge rows, so the band of distinct colours is 2k + 1 diagonals wide and the corners are flat: far apart is just 'far'.",
+            (Stage::RelIndex, Shaw | ShawValues | Rope | AlibiCausal | AlibiBidirectional | Absolute) => "Distances beyond ±k are clipped to the table's edge rows, so the band of distinct colours is 2k + 1 diagonals wide and the corners are flat: far apart is just 'far'.",
             (Stage::RelIndex, Causal | Bi) => "Each diagonal reads one row of E_r; −1 marks pairs that read nothing (a zero vector): keys after the query when causal, and distances beyond the table.",
-            (Stage::RelK, Shaw | ShawValues | Rope | AlibiCausal | AlibiBidirectional) => "2k + 1 learned vectors, one per clipped distance. Row r serves every (i, j) with clip(j − i, k) + k = r: one row, a whole diagonal.",
+            (Stage::RelK, Shaw | ShawValues | Rope | AlibiCausal | AlibiBidirectional | Absolute) => "2k + 1 learned vectors, one per clipped distance. Row r serves every (i, j) with clip(j − i, k) + k = r: one row, a whole diagonal.",
             (Stage::RelK, Causal | Bi) => "One learned vector per distance. The skew never builds an (L, L, d) tensor of them: it multiplies Q by this small table once and moves the products into place.",
             (Stage::RelV, _) => "The value-side table: the relative part of the output adds row clip(j − i, k) + k of it, weighted by α_ij. Same rows, same diagonals as w^K.",
             (Stage::ContentLogits, _) if !content => "The content term is left out: these are zeros, so the weights below come from relative positions alone.",
             (Stage::ContentLogits, _) => "What the tokens say about each other, whatever their positions: with a sentence, a repeated word gives equal rows and columns here.",
-            (Stage::RelativeLogits, Shaw | ShawValues | Rope) => "Cell (i, j) is q_i · w^K[clip(j − i, k) + k]: in each row, keys beyond ±k all read an edge row, so both ends of every row are flat; only the 2k + 1 diagonals near the middle differ.",
+            (Stage::RelativeLogits, Shaw | ShawValues | Rope | Absolute) => "Cell (i, j) is q_i · w^K[clip(j − i, k) + k]: in each row, keys beyond ±k all read an edge row, so both ends of every row are flat; only the 2k + 1 diagonals near the middle differ.",
             (Stage::RelativeLogits, Causal) => "q_i · E_r[j − i], produced by the skew from Q E_rᵀ without an (L, L, d) tensor. On and below the diagonal it is Skew 4; above it, Skew 4's leftovers are zeroed here (those keys are masked anyway).",
             (Stage::RelativeLogits, Bi) => "q_i · E_r[j − i], produced by the skew from Q E_rᵀ without an (L, L, d) tensor. Compare it with Skew 4: they are the same matrix.",
             (Stage::SkewQer, _) => "Column c holds distance c − (L − 1) for every query: the right numbers, in the wrong place. Row i's distance-0 cell is in the last column (causal) or the middle one (bidirectional).",
@@ -489,6 +520,7 @@ impl Stage {
             Stage::RopeAngles => ("pair p (frequency θ_p)", "position m"),
             Stage::RotatedQ => ("component (d_head)", QUERY_AXIS),
             Stage::RotatedK => ("component (d_head)", "key j"),
+            Stage::Positions => ("feature (d_model)", "position p"),
             Stage::SkewQer => ("column c (distance c − (n − 1))", QUERY_AXIS),
             Stage::SkewPadded if causal => ("column (zero column first)", QUERY_AXIS),
             Stage::SkewPadded => ("column (zero column last)", QUERY_AXIS),

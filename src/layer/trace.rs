@@ -11,7 +11,7 @@ use crate::layer::forward::table_of;
 use crate::layer::scenario::Scenario;
 use crate::layer::stage::{Present, Stage, StageMeta};
 use crate::positions::music::SkewSteps;
-use crate::positions::table;
+use crate::positions::{absolute, table};
 use ndarray::{s, Array2, Array3, Array4, Axis, CowArray, Ix2};
 
 /// The Music Transformer's skew stages for every (batch, head).
@@ -118,11 +118,12 @@ impl Trace {
 
 /// The stages a scheme computes from its options and tables alone, the same for every batch element (and, but
 /// for the slopes' table, every head): ALiBi's slopes (h, 1) from its (h, 1, 1) table, RoPE's angle table (n,
-/// d_rot/2) for d_head `dh`. `None` for any other stage.
-pub fn scheme_stage(cfg: &Config, stage: Stage, tables: &Array3<f32>, n: usize, dh: usize) -> Option<Array2<f32>> {
+/// d_rot/2), the absolute position vectors (n, d_model). `None` for any other stage.
+pub fn scheme_stage(cfg: &Config, stage: Stage, tables: &Array3<f32>, n: usize, d_model: usize) -> Option<Array2<f32>> {
     match stage {
         Stage::Slopes => Some(tables.index_axis(Axis(2), 0).to_owned()),
-        Stage::RopeAngles => Some(cfg.rope.angles(0, n, dh)),
+        Stage::RopeAngles => Some(cfg.rope.angles(0, n, d_model / cfg.heads)),
+        Stage::Positions => Some(absolute::sinusoids(n, d_model)),
         _ => None,
     }
 }
@@ -235,8 +236,8 @@ impl Trace {
         let table = |t: &'a Array3<f32>| -> CowArray<'a, f32, Ix2> { table_of(t, head).into() };
         let skew = || self.skew.as_ref().expect("checked present");
         let rotated = || self.rotated.as_ref().expect("checked present");
-        let dh = self.q.dim().2 / self.dims().1;
-        if let Some(m) = scheme_stage(&self.config, stage, &self.rel_k, self.dims().2, dh) {
+        let (d, dh) = (self.q.dim().2, self.q.dim().2 / self.dims().1);
+        if let Some(m) = scheme_stage(&self.config, stage, &self.rel_k, self.dims().2, d) {
             return Ok(m.into());
         }
         if stage == Stage::RopeKernel {
@@ -246,7 +247,7 @@ impl Trace {
             Stage::Distances => self.distances.mapv(|v| v as f32).into(),
             Stage::RelIndex => self.rel_index.mapv(|v| v as f32).into(),
             Stage::RelK => table(&self.rel_k),
-            Stage::Slopes | Stage::RopeAngles | Stage::RopeKernel => unreachable!("computed above"),
+            Stage::Slopes | Stage::RopeAngles | Stage::RopeKernel | Stage::Positions => unreachable!("computed above"),
             Stage::RotatedQ => bh(&rotated().0),
             Stage::RotatedK => bh(&rotated().1),
             Stage::RelV => table(self.rel_v.as_ref().expect("checked present")),
@@ -277,7 +278,7 @@ impl Trace {
         if !logits_table.is_empty() && logits_table != "rel_k" {
             npz.add_array(logits_table, &self.rel_k).map_err(io)?;
         }
-        for stage in [Stage::Slopes, Stage::RopeAngles, Stage::RopeKernel].into_iter().filter(|&st| self.present().has(st)) {
+        for stage in [Stage::Slopes, Stage::RopeAngles, Stage::RopeKernel, Stage::Positions].into_iter().filter(|&st| self.present().has(st)) {
             npz.add_array(stage.name(), &self.stage(stage, 0, 0)?).map_err(io)?;
         }
         if let Some(t) = &self.rel_v {

@@ -1,5 +1,6 @@
 //! Position schemes: which row of a relative table each (query, key) pair reads, one module per scheme.
 //!
+//! - [`absolute`]: sinusoids added to x before the projections (the baseline: no relative term);
 //! - [`table`]: distances j − i, the rows a table covers ([`RelTable`]) and what lies beyond them ([`Edge`]);
 //! - [`shaw`]: Shaw et al. 2018's gather of `Q Tᵀ`, value buckets and the materialized (Lq, Lk, d_head) tensors;
 //! - [`music`]: the Music Transformer's skew (Huang et al. 2018), masked and unmasked;
@@ -13,6 +14,7 @@
 //! the distance after the scale or rotates q and k), and [`relative_logits`] and [`Scheme::distance_bias`]
 //! compute each scheme's term, so the rest of the crate asks rather than matches.
 
+pub mod absolute;
 pub mod alibi;
 pub mod music;
 pub mod rope;
@@ -44,15 +46,17 @@ pub enum Method {
     Alibi,
     /// Raffel et al. 2020: a learned scalar per head and bucket of j − i, added to the scaled logits.
     T5,
+    /// Vaswani et al. 2017: sinusoids added to x before the projections; no position term in attention.
+    Absolute,
 }
 
 impl Method {
     /// Every scheme.
-    pub const ALL: [Method; 5] = [Method::Shaw, Method::Music, Method::Rope, Method::Alibi, Method::T5];
+    pub const ALL: [Method; 6] = [Method::Shaw, Method::Music, Method::Rope, Method::Alibi, Method::T5, Method::Absolute];
 
     /// The scheme's tables under the names a scenario file gives them: the logits' table (Shaw's w^K as
     /// `rel_k`, the Music Transformer's `e_r`, ALiBi's slopes, T5's bias per bucket) and the values' table, if
-    /// the scheme has one (Shaw's `rel_v`). RoPE has none (the name is never read).
+    /// the scheme has one (Shaw's `rel_v`). RoPE and absolute positions have none (the name is never read).
     pub fn table_names(self) -> (&'static str, Option<&'static str>) {
         match self {
             Method::Shaw => ("rel_k", Some("rel_v")),
@@ -60,6 +64,7 @@ impl Method {
             Method::Rope => ("", None),
             Method::Alibi => ("alibi_slopes", None),
             Method::T5 => ("t5_bias", None),
+            Method::Absolute => ("", None),
         }
     }
 
@@ -80,9 +85,15 @@ impl Method {
         self == Method::Rope
     }
 
-    /// Whether the scheme has a relative-logits stage (a term added to the logits): all but RoPE.
+    /// Whether the scheme has a relative-logits stage (a term added to the logits): all but RoPE and absolute
+    /// positions.
     pub fn has_relative_term(self) -> bool {
-        !self.rotates()
+        !matches!(self, Method::Rope | Method::Absolute)
+    }
+
+    /// Whether positions enter as vectors added to x before the projections (absolute sinusoids).
+    pub fn adds_to_input(self) -> bool {
+        self == Method::Absolute
     }
 
     /// Whether the scheme reads a row of a table per pair, shown as the index matrix: Shaw's and E_r's rows,
@@ -104,6 +115,7 @@ impl Method {
             Method::Rope => "RoPE",
             Method::Alibi => "ALiBi",
             Method::T5 => "T5 buckets",
+            Method::Absolute => "absolute (sinusoidal)",
         }
     }
 }
@@ -117,7 +129,8 @@ impl FromStr for Method {
             "rope" => Ok(Method::Rope),
             "alibi" => Ok(Method::Alibi),
             "t5" => Ok(Method::T5),
-            _ => Err(Error::invalid("method", format!("'{s}'"), "shaw, music, rope, alibi, t5")),
+            "absolute" => Ok(Method::Absolute),
+            _ => Err(Error::invalid("method", format!("'{s}'"), "shaw, music, rope, alibi, t5, absolute")),
         }
     }
 }
@@ -130,6 +143,7 @@ impl fmt::Display for Method {
             Method::Rope => "rope",
             Method::Alibi => "alibi",
             Method::T5 => "t5",
+            Method::Absolute => "absolute",
         })
     }
 }
@@ -165,7 +179,7 @@ impl Scheme {
     pub fn table_rows(&self) -> usize {
         match self.method {
             Method::Shaw | Method::Music => self.layout().rows(),
-            Method::Rope => 0,
+            Method::Rope | Method::Absolute => 0,
             Method::Alibi => 1,
             Method::T5 => self.buckets.count,
         }
@@ -186,7 +200,7 @@ impl Scheme {
         match (self.method, self.causal) {
             (Method::Music, true) => "k+1",
             (Method::Shaw | Method::Music, _) => "2k+1",
-            (Method::Rope, _) => "0",
+            (Method::Rope | Method::Absolute, _) => "0",
             (Method::Alibi, _) => "1",
             (Method::T5, _) => "buckets",
         }
@@ -194,7 +208,7 @@ impl Scheme {
 
     /// Columns of each table row: d_head for a vector table, 1 for a scalar one.
     pub fn table_width(&self, d_head: usize) -> usize {
-        if self.method.has_vector_table() || self.method.rotates() {
+        if !matches!(self.method, Method::Alibi | Method::T5) {
             d_head
         } else {
             1
@@ -215,7 +229,7 @@ impl Scheme {
     pub fn row(&self, d: isize) -> Option<usize> {
         match self.method {
             Method::T5 => Some(self.buckets.bucket(d, self.causal)),
-            Method::Alibi | Method::Rope => None,
+            Method::Alibi | Method::Rope | Method::Absolute => None,
             _ => self.layout().row(d),
         }
     }

@@ -103,28 +103,17 @@ impl Rope {
         }
     }
 
-    /// cos φ and sin φ of [`Rope::angles`], (count, d_rot/2) each: what [`Rope::rotate`] turns by, and what
-    /// the GPU's rope.wgsl is given, so that both backends rotate by the same numbers. Hugging Face takes cos
-    /// and sin of the f32 angle in f32; f64 then rounded is as close.
-    pub fn cos_sin(&self, first: isize, count: usize, d_head: usize) -> (Array2<f32>, Array2<f32>) {
+    /// cos φ and sin φ of [`Rope::angles`] for positions `first .. first + count`: what [`Rope::rotate`] turns
+    /// by, and what the GPU's rope.wgsl is given, so that both backends rotate by the same numbers. Hugging
+    /// Face takes cos and sin of the f32 angle in f32; f64 then rounded is as close.
+    pub fn table(&self, first: isize, count: usize, d_head: usize) -> RopeTable {
         let angles = self.angles(first, count, d_head);
-        (angles.mapv(|a| (a as f64).cos() as f32), angles.mapv(|a| (a as f64).sin() as f32))
+        RopeTable { rope: *self, first, cos: angles.mapv(|a| (a as f64).cos() as f32), sin: angles.mapv(|a| (a as f64).sin() as f32) }
     }
 
     /// x (rows, d_head) with row r at position `first + r`, each pair rotated by its angle.
     pub fn rotate(&self, x: ArrayView2<f32>, first: isize) -> Array2<f32> {
-        let d_rot = self.rotated_dims(x.ncols());
-        let (cos, sin) = self.cos_sin(first, x.nrows(), x.ncols());
-        let mut out = x.to_owned();
-        for ((mut row, cos), sin) in out.outer_iter_mut().zip(cos.outer_iter()).zip(sin.outer_iter()) {
-            for (p, (&cos, &sin)) in cos.iter().zip(sin.iter()).enumerate() {
-                let (a, b) = self.pair(p, d_rot);
-                let (xa, xb) = (row[a], row[b]);
-                row[a] = xa * cos - xb * sin;
-                row[b] = xb * cos + xa * sin;
-            }
-        }
-        out
+        self.table(first, x.nrows(), x.ncols()).rotate(x, first)
     }
 
     /// The relative kernel: the logit of the pair q = k = (1, …, 1) at each distance d = j − i in `distances`,
@@ -139,6 +128,43 @@ impl Rope {
                 ((rotated + unrotated) / d_head as f64) as f32
             })
             .collect()
+    }
+}
+
+/// The cos and sin of a range of positions, computed once and used for every head of a layer (and for both
+/// its queries and keys).
+#[derive(Clone, Debug, PartialEq)]
+pub struct RopeTable {
+    pub rope: Rope,
+    /// The position of row 0.
+    pub first: isize,
+    /// (positions, d_rot/2) each.
+    pub cos: Array2<f32>,
+    pub sin: Array2<f32>,
+}
+
+impl RopeTable {
+    /// Whether the table holds positions `first .. first + count` for heads of width `d_head`.
+    pub fn covers(&self, first: isize, count: usize, d_head: usize) -> bool {
+        first >= self.first && first + count as isize <= self.first + self.cos.nrows() as isize && self.cos.ncols() == self.rope.rotated_dims(d_head) / 2
+    }
+
+    /// x (rows, d_head) with row r at position `first + r`, each pair rotated; the table must cover them.
+    pub fn rotate(&self, x: ArrayView2<f32>, first: isize) -> Array2<f32> {
+        let d_rot = self.rope.rotated_dims(x.ncols());
+        let from = (first - self.first) as usize;
+        let rows = from..from + x.nrows();
+        let mut out = x.to_owned();
+        let (cos, sin) = (self.cos.slice(ndarray::s![rows.clone(), ..]), self.sin.slice(ndarray::s![rows, ..]));
+        for ((mut row, cos), sin) in out.outer_iter_mut().zip(cos.outer_iter()).zip(sin.outer_iter()) {
+            for (p, (&cos, &sin)) in cos.iter().zip(sin.iter()).enumerate() {
+                let (a, b) = self.rope.pair(p, d_rot);
+                let (xa, xb) = (row[a], row[b]);
+                row[a] = xa * cos - xb * sin;
+                row[b] = xb * cos + xa * sin;
+            }
+        }
+        out
     }
 }
 

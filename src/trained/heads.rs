@@ -11,6 +11,7 @@
 //!                     back not a multiple of 4 → another voice; d = 0 → the query token itself
 //! ```
 
+use crate::attention::by_distance;
 use crate::trained::chorales::VOICES;
 use ndarray::ArrayView2;
 
@@ -110,14 +111,9 @@ pub fn landmarks(meter: Meter) -> Vec<Landmark> {
 /// `distribution[k] = (1/T) Σ_{i} α[i, i + d]` at distance d = k − (T − 1), d = −(T−1)..=0: each query's
 /// softmax row as a distribution over distances, averaged over the T queries (sums to 1).
 pub fn distance_distribution(weights: ArrayView2<f32>) -> Vec<f64> {
-    let n = weights.nrows();
-    let mut sum = vec![0.0f64; n];
-    for (i, row) in weights.rows().into_iter().enumerate() {
-        for (j, &a) in row.iter().take(i + 1).enumerate() {
-            sum[j + n - 1 - i] += a as f64;
-        }
-    }
-    sum.iter().map(|s| s / n as f64).collect()
+    let mut profile = by_distance(weights);
+    profile.truncate(weights.nrows());
+    profile
 }
 
 /// "99 %" of a share, with a no-break space (a caption wraps before the number, not inside it).

@@ -29,6 +29,7 @@ use crate::error::{Error, Result};
 use crate::layer::forward;
 use crate::layer::scenario::Scenario;
 use crate::layer::trace::Trace;
+use crate::positions::absolute::add_sinusoid;
 use crate::positions::table::Edge;
 use crate::positions::Method;
 use crate::timing::StageTimes;
@@ -458,6 +459,7 @@ impl Transformer {
                     rel_k: a.rel_k.index_axis(Axis(0), hi),
                     rel_v: a.rel_v.as_ref().map(|t| t.index_axis(Axis(0), hi)),
                     key_mask: None,
+                    rope: None,
                 };
                 let z = attend_head(&cfg, &input, None).map_err(|e| e.in_stage(&format!("layers.{l}.attn")).within(&[hi]))?;
                 heads.slice_mut(cols).assign(&z);
@@ -707,18 +709,6 @@ fn gelu(u: f32) -> f32 {
     0.5 * u * (1.0 + (0.797_884_6 * (u + 0.044715 * u * u * u)).tanh())
 }
 
-/// Adds PE[p] to `row`: sin(p / 10000^(2i/d)) at 2i, cos at 2i+1 (computed in f64 like the training code).
-fn add_sinusoid(row: &mut [f32], p: usize) {
-    let d = row.len();
-    for i in (0..d).step_by(2) {
-        let angle = p as f64 * (-(10000f64.ln()) * i as f64 / d as f64).exp();
-        row[i] += angle.sin() as f32;
-        if i + 1 < d {
-            row[i + 1] += angle.cos() as f32;
-        }
-    }
-}
-
 /// `ln softmax(logits)[k]` in f64.
 pub fn log_softmax_at(logits: &[f32], k: usize) -> f64 {
     let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max) as f64;
@@ -788,16 +778,6 @@ mod tests {
         assert_eq!(gelu(0.0), 0.0);
         assert!((gelu(1.0) - 0.841_192).abs() < 1e-5, "{}", gelu(1.0));
         assert!((gelu(-3.0) + 0.003_637_4).abs() < 1e-6, "{}", gelu(-3.0));
-    }
-
-    #[test]
-    fn sinusoid_of_position_zero_is_zeros_and_ones() {
-        let mut row = vec![0.0; 6];
-        add_sinusoid(&mut row, 0);
-        assert_eq!(row, [0.0, 1.0, 0.0, 1.0, 0.0, 1.0]);
-        let mut row = vec![0.0; 2];
-        add_sinusoid(&mut row, 1);
-        assert_eq!(row, [1f64.sin() as f32, 1f64.cos() as f32]);
     }
 
     #[test]

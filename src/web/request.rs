@@ -111,7 +111,7 @@ impl Request {
 /// here, with its name, rather than refused by the deserializer.
 #[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
 pub struct Settings {
-    /// "shaw", "music", "rope", "alibi" or "t5".
+    /// "shaw", "music", "rope", "alibi", "t5" or "absolute".
     pub method: String,
     /// Sequence length, 1..=[`MAX_N`].
     pub n: f64,

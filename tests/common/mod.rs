@@ -91,7 +91,7 @@ pub fn head(cfg: &Config, q: &Mat, k: &Mat, v: &Mat, rel_k: &Mat, rel_v: Option<
                 Method::Alibi if cfg.causal => rel_k[0][0] * d as f64,
                 Method::Alibi => -rel_k[0][0] * d.abs() as f64,
                 Method::T5 => rel_k[cfg.buckets.bucket(d as isize, cfg.causal)][0],
-                Method::Rope => 0.0,
+                Method::Rope | Method::Absolute => 0.0,
             };
             out.masked[i][j] = (cfg.causal && d > 0) || key_mask.is_some_and(|m| !m[j]);
             if !out.masked[i][j] {
@@ -147,7 +147,17 @@ pub fn layer(cfg: &Config, sc: &Scenario) -> LayerRef {
     let dh = d / cfg.heads;
     let mut out = LayerRef { heads: vec![], output: vec![] };
     for bi in 0..b {
-        let x: Mat = (0..n).map(|i| (0..d).map(|c| sc.x[[bi, i, c]] as f64).collect()).collect();
+        // Absolute positions (Vaswani et al.): x_p + PE_p, PE[p, 2i] = sin(p / 10000^(2i/d)), PE[p, 2i+1] = cos(…).
+        let pe = |p: usize, c: usize| {
+            let angle = p as f64 / 10000f64.powf((c - c % 2) as f64 / d as f64);
+            if c % 2 == 0 {
+                angle.sin()
+            } else {
+                angle.cos()
+            }
+        };
+        let absolute = cfg.method == Method::Absolute;
+        let x: Mat = (0..n).map(|i| (0..d).map(|c| sc.x[[bi, i, c]] as f64 + if absolute { pe(i, c) } else { 0.0 }).collect()).collect();
         let (q, k, v) = (matmul_bias(&x, &sc.w_q, &sc.b_q), matmul_bias(&x, &sc.w_k, &sc.b_k), matmul_bias(&x, &sc.w_v, &sc.b_v));
         let mask: Option<Vec<bool>> = sc.key_mask.as_ref().map(|m| m.row(bi).to_vec());
         let mut concat = vec![vec![0.0; d]; n];

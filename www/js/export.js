@@ -8,7 +8,8 @@ import { FRAME, figureSpec } from './figures.js';
 import { askExport } from './worker-client.js';
 import { drawFailed } from './ui-wasm.js';
 
-function download(blob, name) {
+/** Saves `blob` as a download named `name`. */
+export function download(blob, name) {
   const a = document.createElement('a');
   a.href = URL.createObjectURL(blob);
   a.download = name;

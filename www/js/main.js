@@ -17,6 +17,7 @@ import { exportNpz } from './export.js';
 import { loadFile, forgetFile, dropCandidate, acceptCandidate, fileInPlay, acceptDrops } from './file.js';
 import { wireModel, setMode, onModelMessage, onWorkerRestart, recolour, firstShown, applyModelEmbed, modelRequest } from './model.js';
 import { wireTour } from './tour.js';
+import { initCompare, refreshCompare } from './compare.js';
 
 /** The newest settings' result (worker-client.js passes no other): it becomes what is shown. */
 function showResult(msg) {
@@ -47,6 +48,7 @@ function showResult(msg) {
     enterPresent(at);
   }).catch(drawFailed);
   showBackend(msg.backend);
+  refreshCompare();
   saveURL();
 }
 
@@ -71,6 +73,7 @@ async function main() {
   const startParams = () => uiReady.then(() => request());
   wireModel(startParams);
   wireTour();
+  initCompare();
   const modelFirst = new URLSearchParams(location.search).get('mode') === 'model';
   if (EMBED) document.body.classList.add(modelFirst ? 'embed-model' : 'embed');
   if (EMBED && modelFirst) applyModelEmbed(EMBED);

@@ -7,6 +7,7 @@
 //   'export'  ExportRequest          →     'export' ExportReply
 //   'cells'   CellsRequest           →     'cells'  CellsReply (exact values of a stage sent without them)
 //   'readers' ReadersRequest         →     'readers' ReadersReply (the pairs that read a pinned table row)
+//   'schemes' SchemesRequest         →     'schemes' SchemesReply (the six position schemes on the settings shown)
 //   (a wasm abort, at any time)            'fatal'  FatalMessage (then the page replaces the worker)
 //   Model mode (js/worker-model.js answers; js/model.js sends and drops stale answers by id):
 //   'model'        ModelRequest      →     'model-result' ModelResult | 'model-error' ModelError
@@ -187,6 +188,23 @@ export const BACKENDS = ['auto', 'webgpu', 'cpu'];
  * @typedef {{ kind: 'readers', id: number, ok: boolean, runs?: Uint32Array, error?: string }} ReadersReply
  */
 
+/**
+ * worker → page: one entry per scheme, in src/web/compare.rs ORDER: { method, label, meta (the weights
+ * stage's StageMeta), cut (Cut: rows, cols, raster_rows, raster_cols, lo, hi), profile (2n − 1 shares of the
+ * attention by distance, index k: distance k − (n − 1)), rgba (Uint8ClampedArray, transferred) }; or the error.
+ * @typedef {{ kind: 'schemes', id: number, ok: boolean, schemes?: object[], error?: string }} SchemesReply
+ */
+
+/** @returns {SchemesReply} */
+export function schemesReply(id, schemes) {
+  return { kind: 'schemes', id, ok: true, schemes };
+}
+
+/** @returns {SchemesReply} */
+export function schemesFailed(id, error) {
+  return { kind: 'schemes', id, ok: false, error };
+}
+
 // --- Model mode -------------------------------------------------------------------------------------------
 
 /** The three trained models (models/chorales-KIND.safetensors). */
@@ -324,6 +342,22 @@ export function readersRequest(id, result, row) {
   return { kind: 'readers', id, result, row };
 }
 
+/**
+ * page → worker: the "compare schemes" view of these settings (the Rust Settings of the result shown) for
+ * (batch, head): src/web/compare.rs compare_schemes.
+ * @typedef {object} SchemesRequest
+ * @property {'schemes'} kind
+ * @property {number} id
+ * @property {object} settings
+ * @property {number} batch
+ * @property {number} head
+ */
+
+/** @returns {SchemesRequest} */
+export function schemesRequest(id, settings, batch, head) {
+  return { kind: 'schemes', id, settings, batch, head };
+}
+
 // --- worker side ---
 
 /** @returns {ProgressMessage} */
@@ -374,6 +408,23 @@ export function readersReply(id, runs) {
 /** @returns {ReadersReply} */
 export function readersFailed(id, error) {
   return { kind: 'readers', id, ok: false, error };
+}
+
+/**
+ * worker → page: one entry per scheme, in src/web/compare.rs ORDER: { method, label, meta (the weights
+ * stage's StageMeta), cut (Cut: rows, cols, raster_rows, raster_cols, lo, hi), profile (2n − 1 shares of the
+ * attention by distance, index k: distance k − (n − 1)), rgba (Uint8ClampedArray, transferred) }; or the error.
+ * @typedef {{ kind: 'schemes', id: number, ok: boolean, schemes?: object[], error?: string }} SchemesReply
+ */
+
+/** @returns {SchemesReply} */
+export function schemesReply(id, schemes) {
+  return { kind: 'schemes', id, ok: true, schemes };
+}
+
+/** @returns {SchemesReply} */
+export function schemesFailed(id, error) {
+  return { kind: 'schemes', id, ok: false, error };
 }
 
 // --- Model mode ---

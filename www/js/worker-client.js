@@ -4,7 +4,7 @@
 // (isLatest) is passed on to the page; an older one is for superseded settings and touches neither the
 // controls nor the view. (A render already under way is stopped by its render token: views.js.)
 import { state } from './state.js';
-import { computeRequest, exportRequest, cellsRequest, readersRequest } from './protocol.js';
+import { computeRequest, exportRequest, cellsRequest, readersRequest, schemesRequest } from './protocol.js';
 import { readParams, colormaps, shownSlice, backendMode, showError } from './controls.js';
 import { setBusy, showProgress } from './status.js';
 
@@ -97,10 +97,15 @@ export function askReaders(row) {
   return ask((id) => readersRequest(id, cur.id, row), (r) => r.runs);
 }
 
+/** Asks the worker for the six schemes on `settings` for (batch, head); resolves to SchemesReply's schemes. */
+export function askSchemes(settings, batch, head) {
+  return ask((id) => schemesRequest(id, settings, batch, head), (r) => r.schemes);
+}
+
 /** @param {import('./protocol.js').FromWorker} msg */
 function receive(msg, handlers) {
   switch (msg.kind) {
-    case 'export': case 'cells': case 'readers': {
+    case 'export': case 'cells': case 'readers': case 'schemes': {
       const cb = state.exports.get(msg.id);
       state.exports.delete(msg.id);
       if (cb) cb(msg);

@@ -1,0 +1,83 @@
+//! The "compare schemes" view: one input — the settings shown, with their sentence — under every position
+//! scheme, and for the (batch, head) shown each scheme's attention weights and its attention by distance
+//! ([`crate::attention::by_distance`]). Every scheme gets the same x, W_q, W_k, W_v and W_o (they are drawn
+//! from the seed by name, whatever the scheme) and its own position parameters from the same seed; Shaw's and
+//! the Music Transformer's tables have the settings' k. Computed on the CPU, a head at a time in blocks of
+//! query rows (no whole trace), so six schemes cost about six forward passes.
+
+use super::request::{whole, Request, MAX_N};
+use super::session::{Cut, RASTER_SIDE};
+use super::{palette, to_js, to_value};
+use crate::attention::by_distance;
+use crate::error::{check_index, Error};
+use crate::layer::forward;
+use crate::layer::on_demand::Layer;
+use crate::layer::scenario::{self, Arrays, Scenario};
+use crate::layer::stage::{Stage, StageMeta};
+use crate::positions::Method;
+use crate::render::Pooler;
+use serde::Serialize;
+use wasm_bindgen::prelude::*;
+
+/// The longest sequence the comparison takes (six layers in a row, each a few seconds at this n).
+pub const MAX_COMPARE_N: usize = 2048;
+
+/// The schemes in the order they are shown: the baseline, the two 2018 schemes, today's three.
+pub const ORDER: [Method; 6] = [Method::Absolute, Method::Shaw, Method::Music, Method::Rope, Method::Alibi, Method::T5];
+
+/// One scheme's part of the comparison (its raster comes beside it as a typed array).
+#[derive(Serialize)]
+struct SchemeView {
+    method: String,
+    label: String,
+    /// The weights stage's metadata for this scheme's layer.
+    meta: StageMeta,
+    cut: Cut,
+    /// `profile[k]`: the share of the attention at distance k − (n − 1), averaged over the queries.
+    profile: Vec<f32>,
+}
+
+/// Computes the comparison of the request's settings (a preset's or a file's are refused: the page sends the
+/// settings it shows) for (batch, head). Returns an array of `{ method, label, meta, cut, profile, rgba }`
+/// in [`ORDER`], `rgba` a Uint8ClampedArray of `cut.raster_rows × cut.raster_cols` pixels. Errors name the
+/// field: "n" past [`MAX_COMPARE_N`], "batch index", "head", or a setting.
+#[wasm_bindgen]
+pub fn compare_schemes(request: JsValue, batch: usize, head: usize) -> Result<JsValue, JsValue> {
+    let request = Request::parse(request)?;
+    if !request.preset.is_empty() || !request.file_name.is_empty() {
+        let why = "the settings shown, not a preset or a file (a file's tables belong to one scheme)";
+        return Err(to_js(Error::invalid("compare", "a preset or a file", why)));
+    }
+    let tokens = &request.settings.tokens;
+    let n = if tokens.is_empty() { whole("n", request.settings.n, 1, MAX_N)? } else { tokens.len() };
+    if n > MAX_COMPARE_N {
+        return Err(to_js(Error::invalid("n", n, format!("1..={MAX_COMPARE_N} to compare the six schemes"))));
+    }
+    let out = js_sys::Array::new();
+    for method in ORDER {
+        let mut settings = request.settings.clone();
+        settings.method = method.to_string();
+        let (cfg, spec) = settings.check()?;
+        check_index("head", head, cfg.heads).map_err(to_js)?;
+        check_index("batch index", batch, spec.batch).map_err(to_js)?;
+        let mut arrays = Arrays::new();
+        if !tokens.is_empty() {
+            arrays.insert("x".into(), scenario::token_embeddings(tokens, spec.d_model, spec.seed).into_dyn());
+        }
+        let sc = Scenario::build(&cfg, &spec, arrays, settings.per_head).map_err(to_js)?;
+        let (projections, output) = forward::forward_projected(&cfg, &sc).map_err(to_js)?;
+        let layer = Layer::new(&cfg, sc, projections, output).map_err(to_js)?;
+        let weights = layer.stage(Stage::Weights, batch, head).map_err(to_js)?;
+        let mut pooler = Pooler::new(weights.dim(), Stage::Weights.scale(), RASTER_SIDE);
+        pooler.add(weights.view(), 0);
+        let (rgba, (raster_rows, raster_cols), (lo, hi)) = pooler.rgba(palette());
+        let (rows, cols) = weights.dim();
+        let cut = Cut { rows, cols, raster_rows, raster_cols, lo, hi, has_values: false };
+        let profile = by_distance(weights.view()).into_iter().map(|v| v as f32).collect();
+        let view = SchemeView { method: method.to_string(), label: method.label().into(), meta: layer.meta(Stage::Weights), cut, profile };
+        let item = to_value(&view)?;
+        js_sys::Reflect::set(&item, &"rgba".into(), &js_sys::Uint8ClampedArray::from(rgba.as_slice()))?;
+        out.push(&item);
+    }
+    Ok(out.into())
+}
