@@ -125,7 +125,7 @@ function answer(m, work, reply, failed) {
 function compareSchemes(m) {
   try {
     const schemes = relattn.compare_schemes({ settings: m.settings }, m.batch, m.head);
-    self.postMessage(schemesReply(m.id, schemes), schemes.map((s) => s.rgba.buffer));
+    self.postMessage(schemesReply(m.id, schemes), schemes.flatMap((s) => (s.values ? [s.rgba.buffer, s.values.buffer] : [s.rgba.buffer])));
   } catch (err) {
     if (isAbort(err)) { fatal(err.message); return; }
     self.postMessage(schemesFailed(m.id, (err && err.message) || String(err)));

@@ -272,7 +272,7 @@ impl Stage {
     /// The stage's title, formulas and axes for a layer (its method, masking and a^V decide the text);
     /// `per_head_tables`: the relative tables differ by head.
     pub fn meta(self, cfg: &Config, per_head_tables: bool) -> StageMeta {
-        let (title, formula, tex) = match (self, cfg.content && !cfg.method.rotates()) {
+        let (title, formula, tex) = match (self, cfg.content) {
             (Stage::ContentLogits, false) => ("Content logits (off)", "0: the relative term only", r"q_i \cdot k_j \ \text{left out: } 0"),
             (Stage::Logits, false) if cfg.method.has_vector_table() => (
                 "Scaled, masked logits",

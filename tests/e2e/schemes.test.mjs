@@ -111,6 +111,49 @@ test('RoPE: a kernel of the distance alone, layouts that differ on the same weig
   assert.equal(await page.locator('#err-rope_fraction').innerText(), '');
 });
 
+test('compare schemes: the six schemes on one input, their attention by distance, one slide', async () => {
+  await page.selectOption('#preset', '');
+  await page.fill('#sentence', 'the cat sat on the mat because it was warm');
+  await settle(() => page.dispatchEvent('#sentence', 'input'));
+  await settle(() => page.selectOption('#method', 'shaw'));
+  await page.fill('#heads', '2');
+  await settle(() => page.dispatchEvent('#heads', 'input'));
+  await page.click('#compare-btn');
+  await page.waitForFunction(() => document.getElementById('compare').dataset.ready, null, { timeout: 60000 });
+  const methods = await page.$$eval('#compare-grid figure', (fs) => fs.map((f) => f.dataset.method));
+  assert.deepEqual(methods, ['absolute', 'shaw', 'music', 'rope', 'alibi', 't5']);
+  // Every figure drew (a frame and cells), each under its scheme's name.
+  const drawn = await page.$$eval('#compare-grid canvas', (cs) => cs.map((c) => ({ label: c.getAttribute('aria-label'), cols: Number(c.dataset.cols) })));
+  for (const d of drawn) assert.ok(d.cols === 10 && /attention weights/.test(d.label), JSON.stringify(d));
+  // Each profile is a distribution over distances (the rows of the weights sum to 1).
+  const sums = JSON.parse(await page.getAttribute('#compare-profile', 'data-sums'));
+  for (const [m, s] of Object.entries(sums)) assert.ok(Math.abs(s - 1) < 1e-4, `${m}: ${s}`);
+  assert.match(await page.locator('#compare-desc').innerText(), /“the cat sat on the mat because it was warm”/);
+  // The chart's tooltip names every scheme's share at the distance under the pointer.
+  const box = await page.locator('#compare-profile').boundingBox();
+  await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+  await page.waitForFunction(() => !document.getElementById('tooltip').hidden, null, { timeout: 5000 });
+  const tip = await page.locator('#tooltip').innerText();
+  for (const label of ['absolute (sinusoidal)', 'Shaw et al. 2018', 'Music Transformer', 'RoPE', 'ALiBi', 'T5 buckets']) assert.ok(tip.includes(label), tip);
+  // Another head: the comparison follows it.
+  const before = await page.getAttribute('#compare', 'data-ready');
+  await settle(() => page.selectOption('#head', '1'));
+  await page.waitForFunction((b) => { const r = document.getElementById('compare').dataset.ready; return r && r !== b; }, before, { timeout: 60000 });
+  assert.match(await page.locator('#compare-desc').innerText(), /head 1 shown/);
+  const [download] = await Promise.all([page.waitForEvent('download'), page.click('#compare-png')]);
+  assert.match(download.suggestedFilename(), /^relattn-schemes-n10-h1\.png$/);
+  await page.locator('#compare').screenshot({ path: join(artifacts, 'compare-schemes.png') });
+  // Too long a sequence to compare is refused by name, and the view stays.
+  await page.fill('#sentence', '');
+  await page.dispatchEvent('#sentence', 'input');
+  await page.fill('#n', '3000');
+  await settle(() => page.dispatchEvent('#n', 'input'));
+  await page.waitForFunction(() => /Not compared: .*n.*2048/.test(document.getElementById('compare-status').innerText), null, { timeout: 60000 });
+  assert.equal(await page.locator('#compare-grid figure').count(), 6);
+  await page.click('#compare-close');
+  assert.ok(await page.locator('#compare').isHidden());
+});
+
 test('no console or page errors', () => {
   assert.deepEqual(problems, []);
 });

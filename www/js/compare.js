@@ -61,7 +61,7 @@ function draw(cur, schemes) {
   const grid = $('compare-grid');
   grid.replaceChildren();
   schemes.forEach((s, k) => {
-    const stage = { ...s.meta, ...s.cut, title: `${s.label}: attention weights`, rgba: s.rgba, values: null };
+    const stage = { ...s.meta, ...s.cut, title: `${s.label}: attention weights`, rgba: s.rgba, values: s.values };
     const fig = document.createElement('figure');
     fig.className = 'compare-fig';
     fig.dataset.method = s.method;

@@ -188,23 +188,6 @@ export const BACKENDS = ['auto', 'webgpu', 'cpu'];
  * @typedef {{ kind: 'readers', id: number, ok: boolean, runs?: Uint32Array, error?: string }} ReadersReply
  */
 
-/**
- * worker → page: one entry per scheme, in src/web/compare.rs ORDER: { method, label, meta (the weights
- * stage's StageMeta), cut (Cut: rows, cols, raster_rows, raster_cols, lo, hi), profile (2n − 1 shares of the
- * attention by distance, index k: distance k − (n − 1)), rgba (Uint8ClampedArray, transferred) }; or the error.
- * @typedef {{ kind: 'schemes', id: number, ok: boolean, schemes?: object[], error?: string }} SchemesReply
- */
-
-/** @returns {SchemesReply} */
-export function schemesReply(id, schemes) {
-  return { kind: 'schemes', id, ok: true, schemes };
-}
-
-/** @returns {SchemesReply} */
-export function schemesFailed(id, error) {
-  return { kind: 'schemes', id, ok: false, error };
-}
-
 // --- Model mode -------------------------------------------------------------------------------------------
 
 /** The three trained models (models/chorales-KIND.safetensors). */
@@ -413,7 +396,8 @@ export function readersFailed(id, error) {
 /**
  * worker → page: one entry per scheme, in src/web/compare.rs ORDER: { method, label, meta (the weights
  * stage's StageMeta), cut (Cut: rows, cols, raster_rows, raster_cols, lo, hi), profile (2n − 1 shares of the
- * attention by distance, index k: distance k − (n − 1)), rgba (Uint8ClampedArray, transferred) }; or the error.
+ * attention by distance, index k: distance k − (n − 1)), rgba (Uint8ClampedArray, transferred), values (the
+ * weights, Float32Array, transferred; null for more than VALUES_CELLS) }; or the error.
  * @typedef {{ kind: 'schemes', id: number, ok: boolean, schemes?: object[], error?: string }} SchemesReply
  */
 
