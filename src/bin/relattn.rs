@@ -7,6 +7,7 @@ use relattn::error::Bytes;
 use relattn::gpu::GpuContext;
 use relattn::layer::forward::{self, Sizes, DEFAULT_MEMORY_LIMIT};
 use relattn::layer::on_demand::{block_bytes, largest_stage_floats, Layer};
+use relattn::layer::options::{Options, Resolved};
 use relattn::layer::presets;
 use relattn::layer::scenario::{read_arrays, read_at_most, sizes_of, Arrays, Scenario, Spec, MAX_FILE_BYTES};
 use relattn::positions::rope::PairLayout;
@@ -582,74 +583,35 @@ struct Setup {
     max_memory_mb: Option<u64>,
 }
 
-fn positive(field: &str, v: i64) -> relattn::Result<usize> {
-    if v < 1 {
-        Err(Error::invalid(field, v, "an integer ≥ 1"))
-    } else {
-        Ok(v as usize)
-    }
-}
-
 impl Setup {
-    /// The configuration, sizes and given arrays, checked.
+    /// The configuration, sizes and given arrays (the preset's, then the file's), checked ([`Options::resolve`]).
     fn resolve(&self) -> relattn::Result<(Config, Spec, Arrays, bool)> {
-        let (mut cfg, mut spec, mut arrays, mut per_head) = match &self.preset {
-            Some(name) => {
-                let p = presets::preset(name)?;
-                (p.config, p.spec, p.arrays, p.per_head_tables)
-            }
-            None => (Config::default(), Spec::default(), Arrays::new(), false),
+        let options = Options {
+            preset: self.preset.clone(),
+            method: self.method,
+            heads: self.heads.map(|h| h as i64),
+            clip: self.clip,
+            causal: self.causal,
+            no_rel_v: self.no_rel_v,
+            per_head_tables: self.per_head_tables,
+            edge: self.edge,
+            implementation: self.implementation,
+            n: self.n,
+            d_model: self.d_model,
+            batch: self.batch,
+            seed: self.seed,
+            rope_base: self.rope_base,
+            rope_fraction: self.rope_fraction,
+            rope_layout: self.rope_layout,
+            rope_scale: self.rope_scale,
+            t5_buckets: self.t5_buckets,
+            t5_max_distance: self.t5_max_distance,
         };
-        if let Some(m) = self.method {
-            cfg.method = m;
-        }
-        let rope = &mut cfg.rope;
-        rope.base = self.rope_base.unwrap_or(rope.base);
-        rope.fraction = self.rope_fraction.unwrap_or(rope.fraction);
-        rope.layout = self.rope_layout.unwrap_or(rope.layout);
-        rope.scale = self.rope_scale.unwrap_or(rope.scale);
-        // Out of range (negative too) is refused by the scheme's check, naming the option.
-        let count = |name: &str, v: i64| usize::try_from(v).map_err(|_| Error::invalid(name, v, "a positive integer"));
-        if let Some(b) = self.t5_buckets {
-            cfg.buckets.count = count("t5_buckets", b)?;
-        }
-        if let Some(d) = self.t5_max_distance {
-            cfg.buckets.max_distance = count("t5_max_distance", d)?;
-        }
-        if let Some(h) = self.heads {
-            cfg.heads = h;
-        }
-        if let Some(k) = self.clip {
-            if k < 0 {
-                return Err(Error::invalid("clip", k, "an integer ≥ 0"));
-            }
-            cfg.clip = k as usize;
-        }
-        cfg.causal |= self.causal;
-        cfg.rel_v &= !self.no_rel_v;
-        per_head |= self.per_head_tables;
-        if let Some(e) = self.edge {
-            cfg.edge = e;
-        }
-        if let Some(i) = self.implementation {
-            cfg.implementation = i;
-        }
-        if let Some(n) = self.n {
-            spec.n = positive("n", n)?;
-        }
-        if let Some(d) = self.d_model {
-            spec.d_model = positive("d_model", d)?;
-        }
-        if let Some(b) = self.batch {
-            spec.batch = positive("batch", b)?;
-        }
-        if let Some(s) = self.seed {
-            spec.seed = s;
-        }
+        let Resolved { config, spec, mut arrays, per_head_tables } = options.resolve()?;
         if let Some(path) = &self.tensors {
             arrays.extend(read_file(path)?);
         }
-        Ok((cfg, spec, arrays, per_head))
+        Ok((config, spec, arrays, per_head_tables))
     }
 
     /// Builds the scenario and its trace within the memory budget (plus `extra` bytes the caller needs).

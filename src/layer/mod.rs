@@ -5,6 +5,7 @@
 
 pub mod forward;
 pub mod on_demand;
+pub mod options;
 pub mod presets;
 pub mod scenario;
 pub mod stage;
