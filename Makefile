@@ -8,7 +8,7 @@ WASM = $(or $(CARGO_TARGET_DIR),target)/wasm32-unknown-unknown/release/relattn.w
 # Cargo features of the wasm build: none for make serve; the e2e tests need the test hooks (Cargo.toml).
 WASM_FEATURES ?=
 
-.PHONY: check serve wasm vendor deps-wasm deps-web deps-gpu test test-rust test-web test-wasm test-e2e train
+.PHONY: check serve wasm vendor deps-wasm deps-web deps-gpu deps-python test test-rust test-python test-web test-wasm test-e2e train fixtures
 
 deps-wasm:
 	@rustup target list --installed | grep -qx wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
@@ -33,7 +33,7 @@ serve: wasm
 	@echo "relattn is served at http://127.0.0.1:$(PORT)/  (Ctrl-C stops it)"
 	python3 -m http.server $(PORT) --bind 127.0.0.1 --directory www
 
-test: test-rust test-web
+test: test-rust test-python test-web
 
 # The gate CI runs before the tests (eframe_template's check.sh): rustfmt (rustfmt.toml), clippy with warnings
 # as errors on every native target and on the wasm32 library, each with and without the test hooks, and on
@@ -48,9 +48,11 @@ check:
 	cargo clippy --lib --target wasm32-unknown-unknown -- -D warnings
 	cargo clippy --target wasm32-unknown-unknown --no-default-features --features test-hooks --lib --test web --test web_model -- -D warnings
 	cargo clippy --manifest-path fuzz/Cargo.toml --bins --target-dir target/fuzz -- -D warnings
+	cargo fmt --check --manifest-path python/Cargo.toml
+	cargo clippy --manifest-path python/Cargo.toml --all-targets --target-dir target/python -- -D warnings
 	@for f in www/*.js www/js/*.js tests/e2e/*.mjs bench/*.mjs; do node --check "$$f" || exit 1; done
 	@python3 -m ruff --version >/dev/null 2>&1 || python3 -m pip install --quiet ruff
-	python3 -m ruff check --select F --no-cache train bench
+	python3 -m ruff check --select F --no-cache train bench python
 	@echo "check: fmt, clippy (native, wasm32, with and without test hooks; the fuzz targets), scripts and Python OK"
 
 # Mesa's software Vulkan (lavapipe), so tests/gpu.rs has an adapter on a machine without a GPU.
@@ -59,6 +61,20 @@ deps-gpu:
 
 test-rust: deps-gpu
 	cargo test --all-targets --features test-hooks
+
+# --- the Python package (python/) ------------------------------------------------------------------
+# A virtual environment of its own (target/pyvenv: maturin, numpy, pytest); the wheel is built from the crate
+# with maturin (abi3) and installed there, then pytest checks it against the command line's .npz.
+PYVENV = target/pyvenv
+deps-python:
+	@test -x $(PYVENV)/bin/python || python3 -m venv $(PYVENV)
+	@$(PYVENV)/bin/python -c "import maturin, numpy, pytest" 2>/dev/null || $(PYVENV)/bin/pip install --quiet -r python/requirements-test.txt
+
+test-python: deps-python
+	cargo build --bin relattn
+	CARGO_TARGET_DIR=target/python $(PYVENV)/bin/maturin build --release -m python/Cargo.toml -o target/wheels
+	$(PYVENV)/bin/pip install --quiet --force-reinstall --no-deps target/wheels/relattn-*-cp39-abi3-*.whl
+	cd target && RELATTN_BIN=$(CURDIR)/target/debug/relattn $(CURDIR)/$(PYVENV)/bin/python -m pytest -q $(CURDIR)/python/tests
 
 # --- browser tests ---------------------------------------------------------------------------------
 # Debian's chromium and chromedriver (never a downloaded browser), playwright-core from package-lock.json.
@@ -91,3 +107,11 @@ train:
 	@test -x train/.venv/bin/python || python3 -m venv train/.venv
 	train/.venv/bin/pip install --quiet -r train/requirements.txt
 	train/run_all.sh
+
+# Fixtures from the reference implementations (Hugging Face transformers' position functions, the seed
+# notebook's PyTorch module), written offline in train/.venv with transformers added: make test reads them.
+fixtures:
+	@test -x train/.venv/bin/python || python3 -m venv train/.venv
+	train/.venv/bin/pip install --quiet -r train/requirements.txt transformers==5.24.0
+	train/.venv/bin/python train/position_fixtures.py
+	train/.venv/bin/python python/tests/make_seed_fixture.py

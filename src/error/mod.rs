@@ -59,6 +59,13 @@ pub enum ErrorKind {
     Gpu,
 }
 
+impl ErrorKind {
+    /// The kind's name as it is serialized ("invalid", "too_large", ...): what the page and Python read.
+    pub fn name(self) -> String {
+        serde_json::to_value(self).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
+    }
+}
+
 impl Error {
     /// An out-of-range parameter.
     pub fn invalid(field: &str, given: impl ToString, allowed: impl ToString) -> Self {

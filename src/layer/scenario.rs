@@ -242,6 +242,11 @@ fn dims(a: &ArrayD<f32>) -> String {
 
 /// Checks every value is finite, naming the first bad one.
 fn check_finite(name: &str, a: &ArrayD<f32>) -> Result<()> {
+    // A plain scan first (an indexed walk of a dynamic-rank array costs ~15 ns an element: 30 ms for 2M
+    // values); the index is looked for only when there is a bad value.
+    if a.iter().all(|v| v.is_finite()) {
+        return Ok(());
+    }
     match a.indexed_iter().find(|(_, v)| !v.is_finite()) {
         Some((idx, v)) => Err(Error::NonFinite { array: name.into(), index: idx.slice().to_vec(), value: *v as f64 }),
         None => Ok(()),

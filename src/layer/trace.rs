@@ -12,7 +12,13 @@ use crate::layer::scenario::Scenario;
 use crate::layer::stage::{Present, Stage, StageMeta};
 use crate::positions::music::SkewSteps;
 use crate::positions::{absolute, table};
-use ndarray::{s, Array2, Array3, Array4, Axis, CowArray, Ix2};
+use ndarray::{s, Array2, Array3, Array4, ArrayViewD, Axis, CowArray, Ix2, IxDyn};
+
+/// One array of a trace ([`Trace::arrays`]): float32, or int64 for the distances and table rows.
+pub enum Named<'a> {
+    F32(CowArray<'a, f32, IxDyn>),
+    I64(ArrayViewD<'a, i64>),
+}
 
 /// The Music Transformer's skew stages for every (batch, head).
 #[derive(Clone, Debug)]
@@ -266,28 +272,30 @@ impl Trace {
         })
     }
 
-    /// Writes every array to an .npz (uncompressed), under the stage names plus `x`, `q`, `k`, `v`, `heads`.
-    /// The Music Transformer's table is saved as both `rel_k` and `e_r`.
-    pub fn write_npz<W: std::io::Write + std::io::Seek>(&self, w: W) -> Result<()> {
-        let io = |e: ndarray_npy::WriteNpzError| Error::Write { path: "trace .npz".into(), reason: e.to_string() };
-        let mut npz = ndarray_npy::NpzWriter::new(w);
-        npz.add_array("distances", &self.distances).map_err(io)?;
-        npz.add_array("rel_index", &self.rel_index).map_err(io)?;
-        npz.add_array("rel_k", &self.rel_k).map_err(io)?;
+    /// Every array of the trace under its name: the stage names plus `x`, `q`, `k`, `v`, `heads` (the names of
+    /// [`Trace::write_npz`] and of the Python package's dictionaries). The Music Transformer's table is also
+    /// under `e_r`, ALiBi's as `alibi_slopes` and T5's as `t5_bias`; the stages a scheme computes from its
+    /// options (slopes, RoPE's angles and kernel, the absolute positions) are made here.
+    pub fn arrays(&self) -> Result<Vec<(&'static str, Named<'_>)>> {
+        fn f(a: ArrayViewD<'_, f32>) -> Named<'_> {
+            Named::F32(a.into())
+        }
+        let mut out = vec![("distances", Named::I64(self.distances.view().into_dyn())), ("rel_index", Named::I64(self.rel_index.view().into_dyn()))];
+        out.push(("rel_k", f(self.rel_k.view().into_dyn())));
         let (logits_table, _) = self.config.method.table_names();
         if !logits_table.is_empty() && logits_table != "rel_k" {
-            npz.add_array(logits_table, &self.rel_k).map_err(io)?;
+            out.push((logits_table, f(self.rel_k.view().into_dyn())));
         }
         for stage in [Stage::Slopes, Stage::RopeAngles, Stage::RopeKernel, Stage::Positions].into_iter().filter(|&st| self.present().has(st)) {
-            npz.add_array(stage.name(), &self.stage(stage, 0, 0)?).map_err(io)?;
+            out.push((stage.name(), Named::F32(self.stage(stage, 0, 0)?.into_dyn().into())));
         }
         if let Some(t) = &self.rel_v {
-            npz.add_array("rel_v", t).map_err(io)?;
+            out.push(("rel_v", f(t.view().into_dyn())));
         }
         for (name, a) in [("x", &self.x), ("q", &self.q), ("k", &self.k), ("v", &self.v), ("heads", &self.heads), ("output", &self.output)] {
-            npz.add_array(name, a).map_err(io)?;
+            out.push((name, f(a.view().into_dyn())));
         }
-        let mut four: Vec<(&str, &Array4<f32>)> = vec![
+        let mut four: Vec<(&'static str, &Array4<f32>)> = vec![
             ("content_logits", &self.content_logits),
             ("relative_logits", &self.relative_logits),
             ("logits", &self.logits),
@@ -304,8 +312,20 @@ impl Trace {
         if let Some((q, k)) = &self.rotated {
             four.extend([("rotated_q", q), ("rotated_k", k)]);
         }
-        for (name, a) in four {
-            npz.add_array(name, a).map_err(io)?;
+        out.extend(four.into_iter().map(|(name, a)| (name, f(a.view().into_dyn()))));
+        Ok(out)
+    }
+
+    /// Writes [`Trace::arrays`] to an .npz (uncompressed).
+    pub fn write_npz<W: std::io::Write + std::io::Seek>(&self, w: W) -> Result<()> {
+        let io = |e: ndarray_npy::WriteNpzError| Error::Write { path: "trace .npz".into(), reason: e.to_string() };
+        let mut npz = ndarray_npy::NpzWriter::new(w);
+        for (name, a) in self.arrays()? {
+            match a {
+                Named::F32(a) => npz.add_array(name, &a),
+                Named::I64(a) => npz.add_array(name, &a),
+            }
+            .map_err(io)?;
         }
         npz.finish().map_err(io)?;
         Ok(())

@@ -1,0 +1,104 @@
+"""relattn: relative-position self-attention with every intermediate, from NumPy and PyTorch.
+
+The same Rust crate as the relattn command line and page (https://… README.md), as a Python module. Two calls,
+with the command line's options as keyword arguments (``--rope-base`` is ``rope_base=``):
+
+>>> import relattn
+>>> t = relattn.trace(method="music", n=12, d_model=64, heads=2, clip=11, causal=True)
+>>> t["weights"].shape                   # every stage, named as relattn compute's .npz
+(1, 2, 12, 12)
+>>> out = relattn.attention(x, method="rope", heads=8, w_q=wq, w_k=wk, w_v=wv, w_o=wo)
+
+Arrays are given by the names of a scenario file (``x``, ``w_q`` … ``b_o``, ``rel_k``, ``rel_v``, ``e_r``,
+``alibi_slopes``, ``t5_bias``, ``key_mask``), as NumPy arrays or anything ``numpy.asarray`` reads without a
+copy (a CPU PyTorch tensor); what is not given is generated from ``seed``. A refused option or array raises
+:class:`RelattnError` (a ``ValueError``) whose ``field`` names it, with the allowed range in the message.
+"""
+
+import numpy as _np
+
+from . import _relattn
+from ._relattn import RelattnError
+
+__all__ = ["trace", "attention", "RelattnError", "presets", "methods", "stages", "OPTIONS", "ARRAYS", "from_seed_module"]
+
+#: The keyword options of :func:`trace` and :func:`attention` (the command line's, with underscores).
+OPTIONS = tuple(_relattn.option_names())
+#: The array names they take.
+ARRAYS = ("x", "w_q", "w_k", "w_v", "w_o", "b_q", "b_k", "b_v", "b_o", "rel_k", "rel_v", "e_r", "alibi_slopes", "t5_bias", "key_mask")
+
+
+def presets():
+    """The presets' names (the ``preset`` option)."""
+    return list(_relattn.presets())
+
+
+def methods():
+    """The position schemes (the ``method`` option): shaw, music, rope, alibi, t5, absolute."""
+    return list(_relattn.methods())
+
+
+def stages():
+    """Every stage's name, in pipeline order (the keys :func:`trace` may return, besides x, q, k, v, heads)."""
+    return list(_relattn.stages())
+
+
+def _split(x, kwargs):
+    """(options, arrays): the keyword arguments that name arrays become arrays (read with numpy.asarray:
+    no copy for a float32 CPU tensor or array), the rest stay options."""
+    arrays = {}
+    if x is not None:
+        arrays["x"] = x
+    for name in ARRAYS:
+        if name in kwargs:
+            arrays[name] = kwargs.pop(name)
+    for name, a in arrays.items():
+        if hasattr(a, "detach"):  # a PyTorch tensor: its data, without autograd
+            a = a.detach().cpu()
+        a = _np.asarray(a)
+        # Integers and booleans (a 0/1 key mask) as float32; anything else goes as it is, to be refused by name.
+        arrays[name] = a.astype(_np.float32) if a.dtype.kind in "iub" else a
+    return kwargs, arrays
+
+
+def trace(x=None, **options):
+    """Every intermediate of one layer, as a dict of NumPy arrays named as ``relattn compute``'s .npz.
+
+    ``x`` (n, d_model) or (b, n, d_model) and any other array by name; options as the command line's
+    (``method``, ``n``, ``d_model``, ``heads``, ``clip``, ``seed``, ``causal``, ``no_rel_v``, ``preset``,
+    ``rope_base``, ``t5_buckets``, …: :data:`OPTIONS`). The GIL is released while it computes.
+    """
+    options, arrays = _split(x, options)
+    return _relattn.trace(options, arrays)
+
+
+def attention(x=None, **options):
+    """The layer's output (b, n, d_model) alone, by the fused forward (no (n, n) array): the arguments of
+    :func:`trace`."""
+    options, arrays = _split(x, options)
+    return _relattn.attention(options, arrays)
+
+
+def from_seed_module(module, x, mask=None):
+    """The trace of a Shaw-style PyTorch module on input ``x`` (b, n, hidden): the seed notebook's
+    ``RelationAwareMultiHeadAttention`` (``attention_heads[h].query_weights`` … and a shared
+    ``relative_position_k/v.position_embeddings`` table of 2k + 1 rows, ``fc``), or any module with those
+    attributes. Its weights are read without a copy where the layout allows; ``trace(...)["output"]`` equals
+    ``module(x, x, x, mask)``.
+    """
+    heads = module.attention_heads
+    h = len(heads)
+
+    def cat(name, part):
+        return _np.concatenate([_np.asarray(getattr(getattr(head, name), part).detach().cpu()) for head in heads], axis=0)
+
+    arrays = {
+        # nn.Linear keeps (out, in) and computes x Wᵀ + b; relattn computes x W + b: W = weightᵀ.
+        "w_q": cat("query_weights", "weight").T, "w_k": cat("key_weights", "weight").T, "w_v": cat("value_weights", "weight").T,
+        "b_q": cat("query_weights", "bias"), "b_k": cat("key_weights", "bias"), "b_v": cat("value_weights", "bias"),
+        "w_o": _np.asarray(module.fc.weight.detach().cpu()).T, "b_o": _np.asarray(module.fc.bias.detach().cpu()),
+        "rel_k": module.relative_position_k.position_embeddings, "rel_v": module.relative_position_v.position_embeddings,
+    }
+    if mask is not None:
+        arrays["key_mask"] = mask
+    return trace(x, method="shaw", heads=h, clip=module.relative_position_k.k, **arrays)

@@ -1,0 +1,214 @@
+//! relattn for Python (`relattn._relattn`, wrapped by `relattn/__init__.py`): the crate's layer behind two
+//! calls, with the command line's options as keyword arguments ([`Options`]) and arrays in and out as NumPy.
+//!
+//! - `trace(options, tensors)`: every intermediate, as a dict named as the CLI's .npz ([`Trace::arrays`]);
+//! - `attention(options, tensors)`: the layer's output (b, n, d_model) alone, by the fused forward;
+//! - `presets()`, `methods()`, `stages()`: the names the options take.
+//!
+//! Errors are `relattn.RelattnError` (a `ValueError`) with the message the CLI prints and the attributes
+//! `field` (the option or array at fault) and `kind`. The GIL is released while the layer computes.
+
+use ndarray::ArrayD;
+use numpy::{IntoPyArray, PyArrayDyn, PyReadonlyArrayDyn};
+use pyo3::create_exception;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+use relattn::error::Error;
+use relattn::layer::forward::{self, Sizes, DEFAULT_MEMORY_LIMIT};
+use relattn::layer::options::{Options, Resolved};
+use relattn::layer::presets::NAMES as PRESETS;
+use relattn::layer::scenario::{Arrays, Scenario, NAMES};
+use relattn::layer::stage::Stage;
+use relattn::layer::trace::Named;
+use relattn::positions::Method;
+
+create_exception!(_relattn, RelattnError, PyValueError, "A refused option or array: `field` names it, `kind` says how (invalid, shape, ...).");
+
+/// The crate's error as a RelattnError with its field and kind.
+fn py_err(py: Python<'_>, e: Error) -> PyErr {
+    let err = RelattnError::new_err(e.to_string());
+    let value = err.value(py);
+    let _ = value.setattr("field", e.field());
+    let _ = value.setattr("kind", e.kind().name());
+    err
+}
+
+/// A refusal of `field` in the options themselves.
+fn refuse(py: Python<'_>, field: &str, given: impl std::fmt::Display, allowed: impl std::fmt::Display) -> PyErr {
+    py_err(py, Error::invalid(field, given, allowed))
+}
+
+/// The option names `trace` and `attention` take, besides `tensors`.
+const OPTIONS: [&str; 19] = [
+    "preset",
+    "method",
+    "heads",
+    "clip",
+    "causal",
+    "no_rel_v",
+    "per_head_tables",
+    "edge",
+    "implementation",
+    "n",
+    "d_model",
+    "batch",
+    "seed",
+    "rope_base",
+    "rope_fraction",
+    "rope_layout",
+    "rope_scale",
+    "t5_buckets",
+    "t5_max_distance",
+];
+
+/// Reads the keyword options into [`Options`], refusing an unknown name or a value of the wrong type by name.
+fn options(py: Python<'_>, kwargs: &Bound<'_, PyDict>) -> PyResult<Options> {
+    let mut o = Options::default();
+    for (key, value) in kwargs.iter() {
+        let name: String = key.extract()?;
+        if value.is_none() {
+            continue;
+        }
+        let wrong = |what: &str| refuse(py, &name, value.repr().map(|r| r.to_string()).unwrap_or_default(), what);
+        let int = || value.extract::<i64>().map_err(|_| wrong("an integer"));
+        let float = || value.extract::<f32>().map_err(|_| wrong("a number"));
+        let flag = || value.extract::<bool>().map_err(|_| wrong("True or False"));
+        let text = || value.extract::<String>().map_err(|_| wrong("a string"));
+        fn parsed<T>(py: Python<'_>, r: relattn::Result<T>) -> PyResult<T> {
+            r.map_err(|e| py_err(py, e))
+        }
+        match name.as_str() {
+            "preset" => o.preset = Some(text()?),
+            "method" => o.method = Some(parsed(py, text()?.parse::<Method>())?),
+            "heads" => o.heads = Some(int()?),
+            "clip" => o.clip = Some(int()?),
+            "causal" => o.causal = flag()?,
+            "no_rel_v" => o.no_rel_v = flag()?,
+            "per_head_tables" => o.per_head_tables = flag()?,
+            "edge" => o.edge = Some(parsed(py, text()?.parse())?),
+            "implementation" => o.implementation = Some(parsed(py, text()?.parse())?),
+            "n" => o.n = Some(int()?),
+            "d_model" => o.d_model = Some(int()?),
+            "batch" => o.batch = Some(int()?),
+            "seed" => o.seed = Some(value.extract::<u64>().map_err(|_| wrong("an integer ≥ 0"))?),
+            "rope_base" => o.rope_base = Some(float()?),
+            "rope_fraction" => o.rope_fraction = Some(float()?),
+            "rope_layout" => o.rope_layout = Some(parsed(py, text()?.parse())?),
+            "rope_scale" => o.rope_scale = Some(float()?),
+            "t5_buckets" => o.t5_buckets = Some(int()?),
+            "t5_max_distance" => o.t5_max_distance = Some(int()?),
+            _ => return Err(refuse(py, "option", format!("'{name}'"), OPTIONS.join(", "))),
+        }
+    }
+    Ok(o)
+}
+
+/// The given arrays (float32 or float64, any layout: read once into the layer's own arrays), by the names of
+/// a scenario file.
+fn arrays(py: Python<'_>, tensors: &Bound<'_, PyDict>) -> PyResult<Arrays> {
+    let mut out = Arrays::new();
+    for (key, value) in tensors.iter() {
+        let name: String = key.extract()?;
+        if !NAMES.contains(&name.as_str()) {
+            return Err(refuse(py, "array name", format!("'{name}'"), NAMES.join(", ")));
+        }
+        let a: ArrayD<f32> = if let Ok(a) = value.extract::<PyReadonlyArrayDyn<f32>>() {
+            a.as_array().to_owned()
+        } else if let Ok(a) = value.extract::<PyReadonlyArrayDyn<f64>>() {
+            a.as_array().mapv(|v| v as f32)
+        } else {
+            let dtype = value.getattr("dtype").map(|d| d.to_string()).unwrap_or_else(|_| "not an array".into());
+            return Err(refuse(py, &name, dtype, "a float32 or float64 array"));
+        };
+        out.insert(name, a);
+    }
+    Ok(out)
+}
+
+/// The scenario of the options and tensors, within the CLI's default memory budget.
+fn scenario(py: Python<'_>, kwargs: &Bound<'_, PyDict>, tensors: &Bound<'_, PyDict>, trace: bool) -> PyResult<(relattn::Config, Scenario)> {
+    let Resolved { config, spec, mut arrays, per_head_tables } = options(py, kwargs)?.resolve().map_err(|e| py_err(py, e))?;
+    arrays.extend(self::arrays(py, tensors)?);
+    let spec = relattn::layer::scenario::sizes_of(&arrays, &spec).map_err(|e| py_err(py, e))?;
+    let sizes = Sizes { batch: spec.batch, n: spec.n, d_model: spec.d_model, per_head_tables, trace, parallel: rayon_threads() };
+    forward::check_budget(&config, &sizes, |_, _| Some(0), DEFAULT_MEMORY_LIMIT).map_err(|e| py_err(py, e))?;
+    let sc = compute(py, || Scenario::build(&config, &spec, arrays, per_head_tables)).map_err(|e| py_err(py, e))?;
+    Ok((config, sc))
+}
+
+/// Heads computed at once: one a core.
+fn rayon_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// Runs `f` inside this module's rayon pool (one thread a core, made once), the GIL released. Called from
+/// outside a pool, each of the layer's parallel steps would be handed to the global pool and waited for (1.4×
+/// the time at n 2048 on 2 cores); inside, the calling thread is one of the workers, as in the command line.
+fn compute<T: Send>(py: Python<'_>, f: impl FnOnce() -> T + Send) -> T {
+    static POOL: std::sync::OnceLock<Option<rayon::ThreadPool>> = std::sync::OnceLock::new();
+    let pool = POOL.get_or_init(|| rayon::ThreadPoolBuilder::new().num_threads(rayon_threads()).build().ok());
+    py.detach(|| match pool {
+        Some(pool) => pool.install(f),
+        None => f(),
+    })
+}
+
+/// Every intermediate of the layer: a dict of NumPy arrays named as the CLI's .npz.
+#[pyfunction]
+fn trace<'py>(py: Python<'py>, kwargs: &Bound<'py, PyDict>, tensors: &Bound<'py, PyDict>) -> PyResult<Bound<'py, PyDict>> {
+    let (config, sc) = scenario(py, kwargs, tensors, true)?;
+    let t = compute(py, || forward::trace(&config, &sc)).map_err(|e| py_err(py, e))?;
+    let out = PyDict::new(py);
+    for (name, a) in t.arrays().map_err(|e| py_err(py, e))? {
+        match a {
+            Named::F32(a) => out.set_item(name, a.into_owned().into_pyarray(py))?,
+            Named::I64(a) => out.set_item(name, a.to_owned().into_pyarray(py))?,
+        }
+    }
+    Ok(out)
+}
+
+/// The layer's output (b, n, d_model), by the fused forward: no (n, n) array.
+#[pyfunction]
+fn attention<'py>(py: Python<'py>, kwargs: &Bound<'py, PyDict>, tensors: &Bound<'py, PyDict>) -> PyResult<Bound<'py, PyArrayDyn<f32>>> {
+    let (config, sc) = scenario(py, kwargs, tensors, false)?;
+    let out = compute(py, || forward::forward(&config, &sc)).map_err(|e| py_err(py, e))?;
+    Ok(out.into_dyn().into_pyarray(py))
+}
+
+/// The presets' names.
+#[pyfunction]
+fn presets<'py>(py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+    PyList::new(py, PRESETS)
+}
+
+/// The position schemes' names (the `method` option).
+#[pyfunction]
+fn methods<'py>(py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+    PyList::new(py, Method::ALL.map(|m| m.to_string()))
+}
+
+/// Every stage's name, in pipeline order.
+#[pyfunction]
+fn stages<'py>(py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+    PyList::new(py, Stage::ALL.map(Stage::name))
+}
+
+/// The options `trace` and `attention` take.
+#[pyfunction]
+fn option_names<'py>(py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+    PyList::new(py, OPTIONS)
+}
+
+#[pymodule]
+fn _relattn(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("RelattnError", m.py().get_type::<RelattnError>())?;
+    m.add_function(wrap_pyfunction!(trace, m)?)?;
+    m.add_function(wrap_pyfunction!(attention, m)?)?;
+    m.add_function(wrap_pyfunction!(presets, m)?)?;
+    m.add_function(wrap_pyfunction!(methods, m)?)?;
+    m.add_function(wrap_pyfunction!(stages, m)?)?;
+    m.add_function(wrap_pyfunction!(option_names, m)?)?;
+    Ok(())
+}

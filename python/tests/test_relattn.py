@@ -1,0 +1,186 @@
+"""Tests of the Python package (make test-python builds the wheel into target/pyvenv and runs these).
+
+The command line's .npz is the reference for trace(): the same crate computes both, so every array must be
+equal bit for bit. RELATTN_BIN names the relattn binary (the Makefile sets it).
+"""
+
+import os
+import subprocess
+import threading
+import time
+import pathlib
+
+import numpy as np
+import pytest
+
+import relattn
+
+HERE = pathlib.Path(__file__).resolve().parent
+BIN = os.environ.get("RELATTN_BIN", str(HERE.parent.parent / "target" / "debug" / "relattn"))
+
+
+def cli_npz(tmp_path, *args):
+    out = tmp_path / "trace.npz"
+    subprocess.run([BIN, "compute", *args, "--out", str(out)], check=True, capture_output=True)
+    return np.load(out)
+
+
+@pytest.mark.parametrize("method, extra", [
+    ("shaw", ["--clip", "3"]),
+    ("music", ["--clip", "4", "--causal"]),
+    ("rope", ["--rope-layout", "half", "--rope-fraction", "0.5"]),
+    ("alibi", ["--causal"]),
+    ("t5", ["--t5-buckets", "8", "--t5-max-distance", "20"]),
+    ("absolute", []),
+])
+def test_trace_is_the_cli_npz(tmp_path, method, extra):
+    want = cli_npz(tmp_path, "--method", method, "--n", "11", "--d-model", "24", "--heads", "3", "--seed", "5", *extra)
+    options = dict(method=method, n=11, d_model=24, heads=3, seed=5)
+    flags = iter(extra)
+    for flag in flags:
+        name = flag[2:].replace("-", "_")
+        options[name] = True if name == "causal" else next(flags)
+    for name in ("clip", "t5_buckets", "t5_max_distance"):
+        if name in options:
+            options[name] = int(options[name])
+    if "rope_fraction" in options:
+        options["rope_fraction"] = float(options["rope_fraction"])
+    got = relattn.trace(**options)
+    assert sorted(got) == sorted(want.files)
+    for name in want.files:
+        assert got[name].dtype == want[name].dtype, name
+        np.testing.assert_array_equal(got[name], want[name], err_msg=name)
+
+
+def test_given_arrays_and_attention_equal_the_trace():
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2, 10, 16)).astype(np.float32)
+    w_q = rng.standard_normal((16, 16))  # float64 is read as float32
+    t = relattn.trace(x, w_q=w_q, method="alibi", heads=4, causal=True)
+    np.testing.assert_array_equal(t["x"], x)
+    out = relattn.attention(x, w_q=w_q, method="alibi", heads=4, causal=True)
+    assert out.shape == (2, 10, 16) and out.dtype == np.float32
+    np.testing.assert_allclose(out, t["output"], rtol=1e-5, atol=1e-6)
+    # A layer's slopes come from the paper; the stage shows every head's.
+    np.testing.assert_allclose(t["slopes"][:, 0], [2.0 ** -2, 2.0 ** -4, 2.0 ** -6, 2.0 ** -8])
+
+
+def test_errors_name_the_field():
+    cases = [
+        (dict(n=0), "n"),
+        (dict(heads=5, d_model=16), "heads"),
+        (dict(clip=-1), "clip"),
+        (dict(method="relative"), "method"),
+        (dict(rope_base=0.5, method="rope"), "rope_base"),
+        (dict(t5_buckets=7, method="t5"), "t5_buckets"),
+        (dict(colour="red"), "option"),
+        (dict(n="twelve"), "n"),
+        (dict(preset="nope"), "preset"),
+        (dict(w_q=np.zeros((3, 3), np.float32)), "w_q"),
+        (dict(x=np.array([["a"]])), "x"),
+    ]
+    for options, field in cases:
+        with pytest.raises(relattn.RelattnError) as e:
+            relattn.trace(**options)
+        assert e.value.field == field, (options, e.value.field, str(e.value))
+        assert isinstance(e.value, ValueError)
+    with pytest.raises(relattn.RelattnError) as e:
+        relattn.trace(n=11, x=np.full((4, 8), np.nan, np.float32))
+    assert e.value.field == "x" and "NaN" in str(e.value)
+    # Past the memory budget: refused before computing, naming what to reduce.
+    with pytest.raises(relattn.RelattnError) as e:
+        relattn.trace(n=8192, d_model=512, heads=8)
+    assert e.value.kind == "too_large"
+
+
+def test_numpy_inputs_are_read_without_a_copy():
+    x = np.ones((5, 8), np.float32)
+    _, arrays = relattn._split(x, {})
+    assert np.shares_memory(arrays["x"], x)
+
+
+class _Tensor:
+    """A stand-in for a torch tensor of the fixture's numbers: what from_seed_module reads of one."""
+
+    def __init__(self, a):
+        self.a = a
+
+    def detach(self):
+        return self
+
+    def cpu(self):
+        return self
+
+    def __array__(self, dtype=None, copy=None):
+        return self.a
+
+
+class _Obj:
+    pass
+
+
+def test_the_seed_module_gives_its_own_output():
+    """relattn.from_seed_module on the seed notebook's RelationAwareMultiHeadAttention (its parameters, input
+    and output saved by make_seed_fixture.py, torch not needed here) equals the module's output."""
+    f = np.load(HERE / "fixtures" / "seed003.npz")
+    hidden, heads, k, n = (int(v) for v in f["config"])
+    module = _Obj()
+    module.attention_heads = []
+    for h in range(heads):
+        head = _Obj()
+        for part in ("query_weights", "key_weights", "value_weights"):
+            lin = _Obj()
+            lin.weight = _Tensor(f[f"param.attention_heads.{h}.{part}.weight"])
+            lin.bias = _Tensor(f[f"param.attention_heads.{h}.{part}.bias"])
+            setattr(head, part, lin)
+        module.attention_heads.append(head)
+    for side in ("k", "v"):
+        rp = _Obj()
+        rp.k = k
+        rp.position_embeddings = _Tensor(f[f"param.relative_position_{side}.position_embeddings"])
+        setattr(module, f"relative_position_{side}", rp)
+    module.fc = _Obj()
+    module.fc.weight, module.fc.bias = _Tensor(f["param.fc.weight"]), _Tensor(f["param.fc.bias"])
+    t = relattn.from_seed_module(module, f["x"], mask=f["mask"])
+    np.testing.assert_allclose(t["output"], f["output"], rtol=1e-5, atol=1e-5)
+    assert t["weights"].shape == (2, heads, n, n)
+    assert np.all(t["weights"][1, :, :, -2:] == 0)  # the padding keys
+
+
+def test_the_gil_is_released_while_computing():
+    done = threading.Event()
+    result = {}
+
+    def work():
+        result["out"] = relattn.attention(n=4096, d_model=256, heads=4, method="t5")
+        done.set()
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    ticks = 0
+    start = time.perf_counter()
+    while not done.is_set():
+        ticks += 1
+        time.sleep(0.001)
+    thread.join()
+    elapsed = time.perf_counter() - start
+    # Python ran beside the computation: about one tick a millisecond, not one tick in all.
+    assert ticks > 0.25 * elapsed * 1000 and ticks > 5, (ticks, elapsed)
+    assert result["out"].shape == (1, 4096, 256)
+
+
+def test_every_option_is_taken():
+    """Each name in relattn.OPTIONS is an option trace() reads (an unknown one is refused as 'option')."""
+    values = dict(preset="seed004", method="shaw", heads=3, clip=2, causal=False, no_rel_v=False, per_head_tables=False, edge="zero",
+                  implementation="efficient", n=4, d_model=15, batch=2, seed=0, rope_base=10000.0, rope_fraction=1.0,
+                  rope_layout="half", rope_scale=1.0, t5_buckets=32, t5_max_distance=128)
+    assert sorted(values) == sorted(relattn.OPTIONS)
+    relattn.trace(**values)
+
+
+def test_names():
+    assert relattn.methods() == ["shaw", "music", "rope", "alibi", "t5", "absolute"]
+    assert "seed004" in relattn.presets() and "rope_kernel" in relattn.stages()
+    assert "rope_base" in relattn.OPTIONS
+    seed004 = relattn.trace(preset="seed004")
+    np.testing.assert_array_equal(seed004["relative_logits"][0, 0, 0], [44, 23, 18, 18])
