@@ -63,15 +63,21 @@ test-rust: deps-gpu
 	cargo test --all-targets --features test-hooks
 
 # --- the Python package (python/) ------------------------------------------------------------------
-# A virtual environment of its own (target/pyvenv: maturin, numpy, pytest); the wheel is built from the crate
-# with maturin (abi3) and installed there, then pytest checks it against the command line's .npz.
+# A virtual environment of its own (target/pyvenv: maturin, numpy, pytest, anywidget, jupyterlab); the wheel is
+# built from the crate with maturin (abi3), with the page's wasm inside for the notebook widget, and installed
+# there; pytest checks it against the command line's .npz; tests/e2e/notebook.test.mjs runs examples/ in JupyterLab.
 PYVENV = target/pyvenv
 deps-python:
 	@test -x $(PYVENV)/bin/python || python3 -m venv $(PYVENV)
-	@$(PYVENV)/bin/python -c "import maturin, numpy, pytest" 2>/dev/null || $(PYVENV)/bin/pip install --quiet -r python/requirements-test.txt
+	@# JupyterLab runs its bundled yarn.js with node, which would take this repository's package.json
+	@# ("type": "module") for that file's: the venv says its own scripts are CommonJS.
+	@echo '{ "type": "commonjs" }' > $(PYVENV)/package.json
+	@$(PYVENV)/bin/python -c "import maturin, numpy, pytest, anywidget, jupyterlab" 2>/dev/null || $(PYVENV)/bin/pip install --quiet -r python/requirements-test.txt
 
-test-python: deps-python
+test-python: WASM_FEATURES = --features test-hooks
+test-python: deps-python wasm
 	cargo build --bin relattn
+	@mkdir -p python/relattn/static && cp -u www/pkg/relattn.js www/pkg/relattn_bg.wasm python/relattn/static/
 	CARGO_TARGET_DIR=target/python $(PYVENV)/bin/maturin build --release -m python/Cargo.toml -o target/wheels
 	$(PYVENV)/bin/pip install --quiet --force-reinstall --no-deps target/wheels/relattn-*-cp39-abi3-*.whl
 	cd target && RELATTN_BIN=$(CURDIR)/target/debug/relattn $(CURDIR)/$(PYVENV)/bin/python -m pytest -q $(CURDIR)/python/tests

@@ -20,7 +20,7 @@ import numpy as _np
 from . import _relattn
 from ._relattn import RelattnError
 
-__all__ = ["trace", "attention", "RelattnError", "presets", "methods", "stages", "OPTIONS", "ARRAYS", "from_seed_module"]
+__all__ = ["trace", "attention", "show", "RelattnError", "presets", "methods", "stages", "OPTIONS", "ARRAYS", "from_seed_module"]
 
 #: The keyword options of :func:`trace` and :func:`attention` (the command line's, with underscores).
 OPTIONS = tuple(_relattn.option_names())
@@ -102,3 +102,15 @@ def from_seed_module(module, x, mask=None):
     if mask is not None:
         arrays["key_mask"] = mask
     return trace(x, method="shaw", heads=h, clip=module.relative_position_k.k, **arrays)
+
+
+def show(x=None, *, stages=(), batch=0, head=0, tokens=(), **options):
+    """The stages of one (batch, head) of a layer as a notebook widget, drawn as the relattn page draws them
+    (heatmaps with their formulas and axes, a tooltip with each cell's value, a pinned pair outlined in every
+    (query, key) view, a PNG of any figure). The arguments of :func:`trace`; ``stages`` picks some by name
+    (all by default); ``tokens`` label the positions. Needs ``anywidget`` (``pip install anywidget``).
+    """
+    from .widget import figures
+
+    options, arrays = _split(x, options)
+    return figures(options, arrays, batch=batch, head=head, stages=stages, tokens=tokens)

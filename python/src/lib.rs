@@ -13,7 +13,7 @@ use numpy::{IntoPyArray, PyArrayDyn, PyReadonlyArrayDyn};
 use pyo3::create_exception;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList};
+use pyo3::types::{PyBytes, PyDict, PyList};
 use relattn::error::Error;
 use relattn::layer::forward::{self, Sizes, DEFAULT_MEMORY_LIMIT};
 use relattn::layer::options::{Options, Resolved};
@@ -22,6 +22,7 @@ use relattn::layer::scenario::{Arrays, Scenario, NAMES};
 use relattn::layer::stage::Stage;
 use relattn::layer::trace::Named;
 use relattn::positions::Method;
+use relattn::render::value_range;
 
 create_exception!(_relattn, RelattnError, PyValueError, "A refused option or array: `field` names it, `kind` says how (invalid, shape, ...).");
 
@@ -177,6 +178,36 @@ fn attention<'py>(py: Python<'py>, kwargs: &Bound<'py, PyDict>, tensors: &Bound<
     Ok(out.into_dyn().into_pyarray(py))
 }
 
+/// The figures of one (batch, head) of a layer, for `relattn.show`: a JSON list of every stage's
+/// metadata (`meta`: the page's StageMeta), shape, colour range (`lo`, `hi`, as the page's) and `offset`
+/// into the values, and the values themselves (float32, row-major, concatenated). `stages` picks some by name
+/// (empty: all). Errors as `trace`'s, and "stage", "head", "batch index".
+#[pyfunction]
+#[pyo3(signature = (kwargs, tensors, batch, head, stages))]
+fn figures<'py>(
+    py: Python<'py>,
+    kwargs: &Bound<'py, PyDict>,
+    tensors: &Bound<'py, PyDict>,
+    batch: usize,
+    head: usize,
+    stages: Vec<String>,
+) -> PyResult<(String, Bound<'py, PyBytes>)> {
+    let (config, sc) = scenario(py, kwargs, tensors, true)?;
+    let t = compute(py, || forward::trace(&config, &sc)).map_err(|e| py_err(py, e))?;
+    let wanted: Vec<Stage> =
+        if stages.is_empty() { t.stages() } else { stages.iter().map(|s| s.parse::<Stage>()).collect::<relattn::Result<_>>().map_err(|e| py_err(py, e))? };
+    let (mut list, mut values) = (Vec::new(), Vec::<f32>::new());
+    for stage in wanted {
+        let m = t.stage(stage, batch, head).map_err(|e| py_err(py, e))?;
+        let (lo, hi) = value_range(m.view(), stage.scale());
+        let (rows, cols) = m.dim();
+        list.push(serde_json::json!({ "meta": t.meta(stage), "rows": rows, "cols": cols, "lo": lo, "hi": hi, "offset": values.len() }));
+        values.extend(m.iter());
+    }
+    let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+    Ok((serde_json::Value::Array(list).to_string(), PyBytes::new(py, &bytes)))
+}
+
 /// The presets' names.
 #[pyfunction]
 fn presets<'py>(py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
@@ -206,6 +237,7 @@ fn _relattn(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("RelattnError", m.py().get_type::<RelattnError>())?;
     m.add_function(wrap_pyfunction!(trace, m)?)?;
     m.add_function(wrap_pyfunction!(attention, m)?)?;
+    m.add_function(wrap_pyfunction!(figures, m)?)?;
     m.add_function(wrap_pyfunction!(presets, m)?)?;
     m.add_function(wrap_pyfunction!(methods, m)?)?;
     m.add_function(wrap_pyfunction!(stages, m)?)?;

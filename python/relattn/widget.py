@@ -1,0 +1,52 @@
+"""The notebook widget (anywidget): a layer's stages drawn as the relattn page draws them.
+
+Everything it needs is inside the package: the page's own wasm module and its JavaScript glue
+(``relattn/static/``, copied from www/pkg when the wheel is built) travel to the browser with the widget, as
+a binary buffer and a string, so it works offline and behind a firewall (no CDN). The stages' values travel
+as one binary buffer of float32, not as JSON.
+"""
+
+import json
+import pathlib
+
+import anywidget
+import traitlets
+
+from . import _relattn
+
+_HERE = pathlib.Path(__file__).resolve().parent
+
+
+class Figures(anywidget.AnyWidget):
+    """The stages of one (batch, head): heatmaps with a tooltip (the cell's exact value), a pinned pair
+    outlined in every (query, key) view, and a PNG of any figure."""
+
+    _esm = _HERE / "widget.js"
+    _glue = traitlets.Unicode().tag(sync=True)
+    _wasm = traitlets.Bytes().tag(sync=True)
+    #: The stages' metadata, shapes, colour ranges and offsets (JSON, from the crate).
+    stages = traitlets.Unicode("[]").tag(sync=True)
+    #: Their values, float32 little-endian, concatenated.
+    values = traitlets.Bytes().tag(sync=True)
+    #: Labels of the positions (a sentence's tokens), or empty.
+    tokens = traitlets.List(traitlets.Unicode()).tag(sync=True)
+    #: The pair (i, j) pinned, or empty; set by a click in the notebook, readable here.
+    pinned = traitlets.List(traitlets.Int()).tag(sync=True)
+
+    def stage_names(self):
+        """The names of the stages shown, in order."""
+        return [s["meta"]["name"] for s in json.loads(self.stages)]
+
+
+def _static(name):
+    path = _HERE / "static" / name
+    if not path.exists():
+        raise FileNotFoundError(f"{path} is missing: this relattn was built without the page's wasm (make test-python copies it)")
+    return path
+
+
+def figures(options, arrays, batch=0, head=0, stages=(), tokens=()):
+    """A :class:`Figures` widget of the layer that ``options`` and ``arrays`` describe."""
+    meta, values = _relattn.figures(options, arrays, batch, head, list(stages))
+    return Figures(_glue=_static("relattn.js").read_text(encoding="utf-8"), _wasm=_static("relattn_bg.wasm").read_bytes(),
+                   stages=meta, values=values, tokens=list(tokens))

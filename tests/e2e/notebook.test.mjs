@@ -1,0 +1,96 @@
+// The Python package in a notebook: starts a real JupyterLab (target/pyvenv, made by make test-python) on
+// 127.0.0.1, opens examples/relattn.ipynb (a copy) in chromium, runs every cell, and checks that the widgets
+// draw with no console error and that a tooltip's value equals the array's the notebook printed.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, copyFileSync, rmSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { artifacts, prepare, launch, watch, close, root } from './harness.mjs';
+
+const JUPYTER = join(root, 'target', 'pyvenv', 'bin', 'jupyter');
+let lab;
+let home;
+let base;
+let context;
+let page;
+let profile;
+const problems = [];
+
+/** A free port on 127.0.0.1. */
+const freePort = () => new Promise((ok, fail) => {
+  const s = createServer();
+  s.listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => ok(port)); });
+  s.on('error', fail);
+});
+
+before(async () => {
+  prepare();
+  assert.ok(existsSync(JUPYTER), `${JUPYTER} is missing: run make test-python first`);
+  home = mkdtempSync(join(tmpdir(), 'relattn-lab-'));
+  copyFileSync(join(root, 'examples', 'relattn.ipynb'), join(home, 'relattn.ipynb'));
+  const port = await freePort();
+  base = `http://127.0.0.1:${port}`;
+  // A home of its own (settings, runtime files), no token, no update or news checks (no network).
+  const settings = join(home, '.lab-settings');
+  mkdirSync(join(settings, '@jupyterlab', 'apputils-extension'), { recursive: true });
+  writeFileSync(join(settings, '@jupyterlab', 'apputils-extension', 'notification.jupyterlab-settings'), '{ "fetchNews": "false", "checkForUpdates": false }');
+  const env = { ...process.env, HOME: home, JUPYTER_CONFIG_DIR: join(home, '.jupyter'), JUPYTER_RUNTIME_DIR: join(home, '.runtime'), JUPYTERLAB_SETTINGS_DIR: settings };
+  lab = spawn(JUPYTER, ['lab', '--no-browser', `--ServerApp.port=${port}`, '--ServerApp.ip=127.0.0.1', '--ServerApp.token=', '--ServerApp.password=',
+    `--ServerApp.root_dir=${home}`, '--ServerApp.port_retries=0', '--LabApp.news_url=', '--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate', '--allow-root'],
+  { env, stdio: ['ignore', 'ignore', 'pipe'] });
+  let log = '';
+  await new Promise((ok, fail) => {
+    const timer = setTimeout(() => fail(new Error(`JupyterLab did not start in 60 s:\n${log}`)), 60000);
+    lab.stderr.on('data', (d) => { log += d; if (log.includes(`127.0.0.1:${port}/lab`)) { clearTimeout(timer); ok(); } });
+    lab.on('exit', (code) => { clearTimeout(timer); fail(new Error(`JupyterLab exited (${code}):\n${log}`)); });
+  });
+  ({ context, page, profile } = await launch({ viewport: { width: 1400, height: 1000 } }));
+  watch(page, problems, { failed: false });
+});
+
+after(async () => {
+  await close({ context, profile });
+  if (lab) lab.kill();
+  if (home) rmSync(home, { recursive: true, force: true });
+});
+
+test('the example notebook runs and its widgets draw the stages, with the arrays\' values', async () => {
+  await page.goto(`${base}/lab/tree/relattn.ipynb`);
+  await page.waitForSelector('.jp-Notebook .jp-Cell', { timeout: 60000 });
+  // The kernel is up when the toolbar says Idle.
+  await page.waitForSelector('.jp-Notebook-ExecutionIndicator[data-status="idle"]', { timeout: 60000 });
+  // Every cell in turn: the first selected, then Shift+Enter runs one and moves to the next.
+  const cells = await page.locator('.jp-Notebook .jp-Cell').count();
+  await page.locator('.jp-Notebook .jp-Cell').first().click();
+  await page.keyboard.press('Escape');
+  for (let k = 0; k < cells; k++) await page.keyboard.press('Shift+Enter');
+  await page.waitForFunction(() => document.querySelectorAll('.relattn-widget[data-ready]').length === 2, null, { timeout: 120000 });
+  const stages = await page.$$eval('.relattn-widget', (ws) => ws.map((w) => [...w.querySelectorAll('figure')].map((f) => f.dataset.stage)));
+  assert.deepEqual(stages[0], ['skew_qer', 'skew_padded', 'skew_reshaped', 'skew_sliced', 'relative_logits', 'weights']);
+  assert.deepEqual(stages[1], ['rope_kernel', 'rotated_q', 'weights']);
+  // The value the notebook printed, and the tooltip of the same cell.
+  await page.waitForFunction(() => /weights\[0, 0, 5, 2\] = /.test(document.body.innerText), null, { timeout: 60000 });
+  const printed = Number((await page.evaluate(() => document.body.innerText)).match(/weights\[0, 0, 5, 2\] = (\S+)/)[1]);
+  const canvas = page.locator('.relattn-widget').first().locator('figure[data-stage="weights"] canvas');
+  await canvas.scrollIntoViewIfNeeded();
+  const box = await canvas.boundingBox();
+  const d = await canvas.evaluate((c) => ({ ...c.dataset, width: c.width }));
+  const scale = box.width / d.width;
+  const x = box.x + (Number(d.x0) + ((2 + 0.5) * (d.x1 - d.x0)) / d.cols) * scale;
+  const y = box.y + (Number(d.y0) + ((5 + 0.5) * (d.y1 - d.y0)) / d.rows) * scale;
+  await page.mouse.move(x, y);
+  await page.waitForFunction(() => { const t = document.querySelector('.relattn-tip'); return t && !t.hidden && t.dataset.i === '5' && t.dataset.j === '2'; }, null, { timeout: 10000 });
+  const shown = Number(await page.locator('.relattn-tip').first().getAttribute('data-value'));
+  assert.ok(Math.abs(shown - printed) <= 1e-6 * Math.max(1, Math.abs(printed)), `tooltip ${shown}, array ${printed}`);
+  // A click pins the pair (the widget's `pinned`, outlined in every (query, key) view).
+  await page.mouse.click(x, y);
+  // The refused option names its field.
+  assert.match(await page.evaluate(() => document.body.innerText), /t5_buckets - invalid t5_buckets: got 7/);
+  await page.mouse.move(5, 5);
+  await page.locator('.relattn-widget').first().evaluate((w) => w.scrollIntoView({ block: 'start' }));
+  await page.screenshot({ path: join(artifacts, 'notebook.png') });
+  assert.deepEqual(problems, []);
+});
