@@ -77,7 +77,9 @@ deps-python:
 test-python: WASM_FEATURES = --features test-hooks
 test-python: deps-python wasm
 	cargo build --bin relattn
-	@mkdir -p python/relattn/static && cp -u www/pkg/relattn.js www/pkg/relattn_bg.wasm python/relattn/static/
+	@mkdir -p python/relattn/static python/relattn/models
+	@cp -u www/pkg/relattn.js www/pkg/relattn_bg.wasm python/relattn/static/
+	@cp -u models/chorales-*.safetensors models/chorales-test.json python/relattn/models/
 	CARGO_TARGET_DIR=target/python $(PYVENV)/bin/maturin build --release -m python/Cargo.toml -o target/wheels
 	$(PYVENV)/bin/pip install --quiet --force-reinstall --no-deps target/wheels/relattn-*-cp39-abi3-*.whl
 	cd target && RELATTN_BIN=$(CURDIR)/target/debug/relattn $(CURDIR)/$(PYVENV)/bin/python -m pytest -q $(CURDIR)/python/tests

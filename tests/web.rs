@@ -196,7 +196,7 @@ async fn a_layer_too_large_to_hold_whole_computes_the_head_shown() {
     assert!(named(&e).0 == "export" && text(&e, "message").contains("relattn compute"), "{}", text(&e, "message"));
     // The reference: batch 1, head 11, whole, on the same scenario.
     let sc = relattn::Scenario::build(&cfg, &sp, Default::default(), false).unwrap();
-    let p = relattn::layer::forward::projections(&sc).unwrap();
+    let p = relattn::layer::forward::projections(&cfg, &sc).unwrap();
     let (b, h, dh) = (1, 11, 4);
     let cols = ndarray::s![.., h * dh..(h + 1) * dh];
     let input = HeadInput {

@@ -20,7 +20,7 @@ import numpy as _np
 from . import _relattn
 from ._relattn import RelattnError
 
-__all__ = ["trace", "attention", "show", "RelattnError", "presets", "methods", "stages", "OPTIONS", "ARRAYS", "from_seed_module"]
+__all__ = ["trace", "attention", "show", "model_trace", "MODELS", "RelattnError", "presets", "methods", "stages", "OPTIONS", "ARRAYS", "from_seed_module"]
 
 #: The keyword options of :func:`trace` and :func:`attention` (the command line's, with underscores).
 OPTIONS = tuple(_relattn.option_names())
@@ -114,3 +114,26 @@ def show(x=None, *, stages=(), batch=0, head=0, tokens=(), **options):
 
     options, arrays = _split(x, options)
     return figures(options, arrays, batch=batch, head=head, stages=stages, tokens=tokens)
+
+
+#: The trained chorale models inside the package (MODELS.md): relative (Music Transformer), Shaw, absolute.
+MODELS = ("music", "shaw", "absolute")
+_MODELS = __import__("pathlib").Path(__file__).resolve().parent / "models"
+
+
+def _model_files(model, data):
+    """The model's and the data's (path, bytes): a name of MODELS (the packaged files) or a path."""
+    import pathlib
+
+    model_path = _MODELS / f"chorales-{model}.safetensors" if model in MODELS else pathlib.Path(model)
+    data_path = _MODELS / "chorales-test.json" if data is None else pathlib.Path(data)
+    return (str(model_path), model_path.read_bytes()), (str(data_path), data_path.read_bytes())
+
+
+def model_trace(model="music", *, piece, start=0, length=None, layer=0, head=0, data=None):
+    """Every attention stage of one head of a trained chorale model, on the real hidden states of a window of a
+    Bach chorale: the arrays of ``relattn model trace``. ``model``: a name of :data:`MODELS` or a .safetensors
+    path; ``data``: the chorale data (default: the packaged test split); ``piece``: a BWV number ("10.7").
+    """
+    (model_name, model_bytes), (data_name, data_bytes) = _model_files(model, data)
+    return _relattn.model_trace(model_bytes, model_name, data_bytes, data_name, str(piece), start, length, layer, head)

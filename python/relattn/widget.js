@@ -54,6 +54,7 @@ function fmt(v) {
 
 async function render({ model, el }) {
   const ui = await load(model);
+  const t0 = performance.now();
   const stages = JSON.parse(model.get('stages'));
   const dv = model.get('values');
   const all = new Float32Array(dv.buffer.slice(dv.byteOffset, dv.byteOffset + dv.byteLength));
@@ -128,6 +129,8 @@ async function render({ model, el }) {
   });
   const repaint = () => figs.forEach((f) => paint(f, model.get('pinned')));
   model.on('change:pinned', repaint);
+  // How long the figures took to draw (the frame, the cells' colours, the blit), for the benchmark.
+  el.dataset.drawMs = String(performance.now() - t0);
   el.dataset.ready = String(figs.length);
   return () => model.off('change:pinned', repaint);
 }

@@ -3,6 +3,8 @@
 //!
 //! - `trace(options, tensors)`: every intermediate, as a dict named as the CLI's .npz ([`Trace::arrays`]);
 //! - `attention(options, tensors)`: the layer's output (b, n, d_model) alone, by the fused forward;
+//! - `model_trace(...)`: a trained model's layer on a window of a Bach chorale, as `relattn model trace`;
+//! - `figures(...)`: one (batch, head)'s stages with their metadata, for the notebook widget;
 //! - `presets()`, `methods()`, `stages()`: the names the options take.
 //!
 //! Errors are `relattn.RelattnError` (a `ValueError`) with the message the CLI prints and the attributes
@@ -20,9 +22,12 @@ use relattn::layer::options::{Options, Resolved};
 use relattn::layer::presets::NAMES as PRESETS;
 use relattn::layer::scenario::{Arrays, Scenario, NAMES};
 use relattn::layer::stage::Stage;
-use relattn::layer::trace::Named;
+use relattn::layer::trace::{Named, Trace};
 use relattn::positions::Method;
 use relattn::render::value_range;
+use relattn::trained::chorales::Chorales;
+use relattn::trained::transformer::Transformer;
+use relattn::Backend;
 
 create_exception!(_relattn, RelattnError, PyValueError, "A refused option or array: `field` names it, `kind` says how (invalid, shape, ...).");
 
@@ -160,14 +165,7 @@ fn compute<T: Send>(py: Python<'_>, f: impl FnOnce() -> T + Send) -> T {
 fn trace<'py>(py: Python<'py>, kwargs: &Bound<'py, PyDict>, tensors: &Bound<'py, PyDict>) -> PyResult<Bound<'py, PyDict>> {
     let (config, sc) = scenario(py, kwargs, tensors, true)?;
     let t = compute(py, || forward::trace(&config, &sc)).map_err(|e| py_err(py, e))?;
-    let out = PyDict::new(py);
-    for (name, a) in t.arrays().map_err(|e| py_err(py, e))? {
-        match a {
-            Named::F32(a) => out.set_item(name, a.into_owned().into_pyarray(py))?,
-            Named::I64(a) => out.set_item(name, a.to_owned().into_pyarray(py))?,
-        }
-    }
-    Ok(out)
+    arrays_of(py, &t)
 }
 
 /// The layer's output (b, n, d_model), by the fused forward: no (n, n) array.
@@ -176,6 +174,44 @@ fn attention<'py>(py: Python<'py>, kwargs: &Bound<'py, PyDict>, tensors: &Bound<
     let (config, sc) = scenario(py, kwargs, tensors, false)?;
     let out = compute(py, || forward::forward(&config, &sc)).map_err(|e| py_err(py, e))?;
     Ok(out.into_dyn().into_pyarray(py))
+}
+
+/// Every stage of head `head` of layer `layer` of a trained model on a window of a piece, as a dict named as
+/// `relattn model trace`'s .npz: the model's safetensors and the chorale data's JSON as bytes (their names for
+/// messages), the piece's BWV number, the window's `start` and `length` (None: the model's context).
+#[pyfunction]
+#[pyo3(signature = (model, model_name, data, data_name, piece, start, length, layer, head))]
+#[allow(clippy::too_many_arguments)]
+fn model_trace<'py>(
+    py: Python<'py>,
+    model: &[u8],
+    model_name: &str,
+    data: &[u8],
+    data_name: &str,
+    piece: &str,
+    start: i64,
+    length: Option<i64>,
+    layer: i64,
+    head: i64,
+) -> PyResult<Bound<'py, PyDict>> {
+    let err = |e| py_err(py, e);
+    let model = Transformer::load(model, model_name).map_err(err)?;
+    let data = Chorales::parse(data, data_name).map_err(err)?;
+    let tokens = &data.piece(piece).map_err(err)?.tokens;
+    let t = compute(py, || pollster::block_on(model.window_trace(&mut Backend::Cpu, tokens, start, length, layer, head))).map_err(err)?;
+    arrays_of(py, &t)
+}
+
+/// A trace's arrays as a dict of NumPy arrays ([`Trace::arrays`]).
+fn arrays_of<'py>(py: Python<'py>, t: &Trace) -> PyResult<Bound<'py, PyDict>> {
+    let out = PyDict::new(py);
+    for (name, a) in t.arrays().map_err(|e| py_err(py, e))? {
+        match a {
+            Named::F32(a) => out.set_item(name, a.into_owned().into_pyarray(py))?,
+            Named::I64(a) => out.set_item(name, a.to_owned().into_pyarray(py))?,
+        }
+    }
+    Ok(out)
 }
 
 /// The figures of one (batch, head) of a layer, for `relattn.show`: a JSON list of every stage's
@@ -238,6 +274,7 @@ fn _relattn(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(trace, m)?)?;
     m.add_function(wrap_pyfunction!(attention, m)?)?;
     m.add_function(wrap_pyfunction!(figures, m)?)?;
+    m.add_function(wrap_pyfunction!(model_trace, m)?)?;
     m.add_function(wrap_pyfunction!(presets, m)?)?;
     m.add_function(wrap_pyfunction!(methods, m)?)?;
     m.add_function(wrap_pyfunction!(stages, m)?)?;

@@ -184,3 +184,24 @@ def test_names():
     assert "rope_base" in relattn.OPTIONS
     seed004 = relattn.trace(preset="seed004")
     np.testing.assert_array_equal(seed004["relative_logits"][0, 0, 0], [44, 23, 18, 18])
+
+
+def test_model_trace_is_the_cli_npz(tmp_path):
+    """A trained model's head on a window of BWV 10.7, from the packaged model and test split: the arrays of
+    `relattn model trace`, and its refusals by name."""
+    root = HERE.parent.parent
+    out = tmp_path / "model.npz"
+    subprocess.run([BIN, "model", "trace", "--model", str(root / "models" / "chorales-music.safetensors"), "--data", str(root / "models" / "chorales-test.json"),
+                    "--piece", "10.7", "--start", "8", "--length", "40", "--layer", "1", "--head", "2", "--out", str(out)], check=True, capture_output=True)
+    want = np.load(out)
+    got = relattn.model_trace("music", piece="10.7", start=8, length=40, layer=1, head=2)
+    assert sorted(got) == sorted(want.files)
+    for name in want.files:
+        np.testing.assert_array_equal(got[name], want[name], err_msg=name)
+    for kwargs, field in [(dict(layer=3), "layer"), (dict(head=-1), "head"), (dict(start=5000), "start"), (dict(length=0), "length")]:
+        with pytest.raises(relattn.RelattnError) as e:
+            relattn.model_trace("shaw", piece="10.7", **kwargs)
+        assert e.value.field == field
+    with pytest.raises(relattn.RelattnError) as e:
+        relattn.model_trace("absolute", piece="999.9")
+    assert e.value.field == "piece"

@@ -3,6 +3,7 @@
 
 use clap::{Args, Parser, Subcommand};
 use relattn::attention::{Config, Implementation};
+use relattn::error::in_range;
 use relattn::error::Bytes;
 use relattn::gpu::GpuContext;
 use relattn::layer::forward::{self, Sizes, DEFAULT_MEMORY_LIMIT};
@@ -307,16 +308,6 @@ fn backend_named(name: &str) -> relattn::Result<Backend> {
     })
 }
 
-/// `value` of option `field` as an index or count in `range`, refused naming the option, the value and the range
-/// (`why` says what bounds it, e.g. "the piece's tokens").
-fn in_range(field: &str, value: i64, range: std::ops::RangeInclusive<usize>, why: &str) -> relattn::Result<usize> {
-    match usize::try_from(value) {
-        Ok(v) if range.contains(&v) => Ok(v),
-        _ if *range.end() == usize::MAX => Err(Error::invalid(field, value, format!("{} or more ({why})", range.start()))),
-        _ => Err(Error::invalid(field, value, format!("{}..={} ({why})", range.start(), range.end()))),
-    }
-}
-
 /// A multiple of 4 (whole 16th-note steps) in `range`, named by `field`.
 fn whole_steps(field: &str, value: i64, range: std::ops::RangeInclusive<usize>, why: &str) -> relattn::Result<usize> {
     let v = in_range(field, value, range.clone(), why)?;
@@ -405,16 +396,8 @@ fn run_model(command: ModelCommand) -> Result<(), Stop> {
         ModelCommand::Trace { files, piece, start, length, layer, head, backend, out } => {
             let (model, data) = files.load()?;
             let tokens = &data.piece(&piece)?.tokens;
-            let layer = in_range("layer", layer, 0..=model.config.layers - 1, "the model's layers")?;
-            let head = in_range("head", head, 0..=model.config.heads - 1, "the model's heads")?;
-            let start = in_range("start", start, 0..=tokens.len() - 1, "the piece's tokens")?;
-            let rest = tokens.len() - start;
-            let length = match length {
-                Some(l) => in_range("length", l, 1..=rest, "the piece's tokens from --start")?,
-                None => model.config.context.min(rest),
-            };
             let mut backend = backend_named(&backend)?;
-            let trace = pollster::block_on(model.trace_async(&mut backend, &tokens[start..start + length], layer))?.0.head(head)?;
+            let trace = pollster::block_on(model.window_trace(&mut backend, tokens, start, length, layer, head))?;
             write_atomic(&out, |tmp| write_file(tmp, |w| trace.write_npz(w)))?;
         }
         ModelCommand::Sample { files, piece, opening, prime, steps, context, temperature, top_k, top_p, seed, bpm, out, json } => {

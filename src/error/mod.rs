@@ -162,3 +162,13 @@ impl Error {
         }
     }
 }
+
+/// `value` as a size within `range`, or an error naming `field` with the range and `why` it is that range
+/// ("0..=5 (the model's layers)"; an open-ended range reads "1 or more (…)").
+pub fn in_range(field: &str, value: i64, range: std::ops::RangeInclusive<usize>, why: &str) -> Result<usize> {
+    match usize::try_from(value) {
+        Ok(v) if range.contains(&v) => Ok(v),
+        _ if *range.end() == usize::MAX => Err(Error::invalid(field, value, format!("{} or more ({why})", range.start()))),
+        _ => Err(Error::invalid(field, value, format!("{}..={} ({why})", range.start(), range.end()))),
+    }
+}

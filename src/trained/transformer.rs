@@ -25,7 +25,7 @@ use crate::attention::{attend_head, Config, HeadInput};
 use crate::backend::Backend;
 use crate::core::finite::check_overflow;
 use crate::core::matmul::matmul;
-use crate::error::{Error, Result};
+use crate::error::{in_range, Error, Result};
 use crate::layer::forward;
 use crate::layer::scenario::Scenario;
 use crate::layer::trace::Trace;
@@ -362,6 +362,21 @@ impl Transformer {
         self.check_length(tokens, false)?;
         let x = self.residual(backend, tokens, self.blocks.len()).await?;
         self.logits(x.view())
+    }
+
+    /// The trace of head `head` of layer `layer` on the window `start .. start + length` of a piece's `tokens`
+    /// (`length`: the model's context, or the rest of the piece when shorter), every number checked by name:
+    /// the command line's `model trace` and Python's `relattn.model_trace`.
+    pub async fn window_trace(&self, backend: &mut Backend, tokens: &[u32], start: i64, length: Option<i64>, layer: i64, head: i64) -> Result<Trace> {
+        let layer = in_range("layer", layer, 0..=self.config.layers - 1, "the model's layers")?;
+        let head = in_range("head", head, 0..=self.config.heads - 1, "the model's heads")?;
+        let start = in_range("start", start, 0..=tokens.len().saturating_sub(1), "the piece's tokens")?;
+        let rest = tokens.len() - start;
+        let length = match length {
+            Some(l) => in_range("length", l, 1..=rest, "the piece's tokens from start")?,
+            None => self.config.context.min(rest),
+        };
+        self.trace_async(backend, &tokens[start..start + length], layer).await?.0.head(head)
     }
 
     /// Every stage of layer `layer`'s attention (all its heads) on the real hidden states `LN₁(x)`, and the

@@ -150,7 +150,7 @@ pub fn layer(cfg: &Config, sc: &Scenario) -> LayerRef {
         // Absolute positions (Vaswani et al.): x_p + PE_p, PE[p, 2i] = sin(p / 10000^(2i/d)), PE[p, 2i+1] = cos(…).
         let pe = |p: usize, c: usize| {
             let angle = p as f64 / 10000f64.powf((c - c % 2) as f64 / d as f64);
-            if c % 2 == 0 {
+            if c.is_multiple_of(2) {
                 angle.sin()
             } else {
                 angle.cos()
