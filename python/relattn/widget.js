@@ -1,8 +1,10 @@
 // relattn's notebook widget (anywidget): the stages of one (batch, head) drawn as the relattn page draws them.
 // The frame (title, formula, axes, colorbar) by the page's wasm (draw_frame, plotters), the cells coloured by
 // it over the page's colour range (colour); a tooltip with the cell's exact value; a click on a (query, key)
-// view pins that pair in every such view (the model's `pinned`); a PNG of any figure. The wasm and its glue
-// come from the Python package as a buffer and a string: nothing is fetched.
+// view pins that pair in every such view (the model's `pinned`); a click on a row of a relative table (w^K,
+// E_r, T5's bias per bucket) shades every pair that reads it, from the index stage (`rel_index`, shown or
+// not: it comes with the values); a PNG and an SVG of any figure. The wasm and its glue come from the Python
+// package as a buffer and a string: nothing is fetched.
 
 let loading = null;
 
@@ -32,18 +34,35 @@ function cellAt(f, e) {
   return { i: Math.floor(((y - y0) / (y1 - y0)) * f.rows), j: Math.floor(((x - x0) / (x1 - x0)) * f.cols) };
 }
 
-/** Redraws a figure's frame and cells, then its pinned pair's outline. */
-function paint(f, pinned) {
+/** Redraws a figure's frame and cells, the pairs reading a pinned table row (`readers`: a row × col mask of
+ *  the index stage's shape, or null), then its pinned pair's outline. */
+function paint(f, pinned, readers) {
   f.ctx.putImageData(f.frame, 0, 0);
   const { x0, x1, y0, y1 } = f.rect;
   f.ctx.imageSmoothingEnabled = f.cols > x1 - x0 || f.rows > y1 - y0;
   f.ctx.drawImage(f.cells, x0, y0, x1 - x0, y1 - y0);
+  if (readers && f.meta.pairs && readers.rows === f.rows && readers.cols === f.cols) {
+    const [cw, ch] = [(x1 - x0) / f.cols, (y1 - y0) / f.rows];
+    f.ctx.fillStyle = 'rgba(255, 0, 255, 0.35)';
+    for (let i = 0; i < f.rows; i++) {
+      for (let j = 0; j < f.cols; j++) if (readers.mask[i * f.cols + j]) f.ctx.fillRect(x0 + j * cw, y0 + i * ch, cw, ch);
+    }
+  }
   if (pinned.length === 2 && f.meta.pairs && pinned[0] < f.rows && pinned[1] < f.cols) {
     const [cw, ch] = [(x1 - x0) / f.cols, (y1 - y0) / f.rows];
     f.ctx.strokeStyle = '#ff00ff';
     f.ctx.lineWidth = 2;
     f.ctx.strokeRect(x0 + pinned[1] * cw, y0 + pinned[0] * ch, Math.max(2, cw), Math.max(2, ch));
   }
+}
+
+/** Saves `blob` as a download named `name`. */
+function save(blob, name) {
+  const a = document.createElement('a');
+  a.href = URL.createObjectURL(blob);
+  a.download = name;
+  a.click();
+  setTimeout(() => URL.revokeObjectURL(a.href), 10000);
 }
 
 function fmt(v) {
@@ -67,6 +86,10 @@ async function render({ model, el }) {
   tip.style.cssText = 'position:fixed;z-index:1000;background:#fffbe6;border:1px solid #999;padding:4px 6px;font:12px sans-serif;pointer-events:none;white-space:pre';
   tip.hidden = true;
   el.append(grid, tip);
+  // The index stage (which table row each pair reads): reverse linking from a table row.
+  const index = stages.find((s) => s.meta.name === 'rel_index');
+  const indexValues = index && all.subarray(index.offset, index.offset + index.rows * index.cols);
+  let readers = null;
   const figs = stages.map((s) => {
     const { meta, rows, cols, lo, hi, offset } = s;
     const values = all.subarray(offset, offset + rows * cols);
@@ -94,7 +117,7 @@ async function render({ model, el }) {
     Object.assign(canvas.dataset, { x0: rect.x0, x1: rect.x1, y0: rect.y0, y1: rect.y1, rows, cols });
     canvas.setAttribute('role', 'img');
     canvas.setAttribute('aria-label', `${meta.title}: ${meta.formula}, ${rows} × ${cols}`);
-    paint(f, model.get('pinned'));
+    paint(f, model.get('pinned'), readers);
     canvas.addEventListener('mousemove', (e) => {
       const c = cellAt(f, e);
       if (!c) { tip.hidden = true; return; }
@@ -109,25 +132,43 @@ async function render({ model, el }) {
     canvas.addEventListener('mouseleave', () => { tip.hidden = true; });
     canvas.addEventListener('click', (e) => {
       const c = cellAt(f, e);
-      if (!c || !meta.pairs) return;
-      model.set('pinned', [c.i, c.j]);
-      model.save_changes();
+      if (!c) return;
+      if (meta.pairs) {
+        model.set('pinned', [c.i, c.j]);
+        model.save_changes();
+      } else if (meta.name === 'rel_k' && indexValues) {
+        // Table row c.i: the pairs whose index is that row.
+        const mask = new Uint8Array(indexValues.length);
+        let count = 0;
+        indexValues.forEach((r, k) => { if (r === c.i) { mask[k] = 1; count += 1; } });
+        readers = { row: c.i, count, rows: index.rows, cols: index.cols, mask };
+        el.dataset.readers = `${c.i}:${count}`;
+        repaint();
+      }
+    });
+    const svg = document.createElement('button');
+    svg.textContent = 'SVG';
+    svg.title = `${meta.title} as an SVG (vectors; cells as a raster past the vector limit)`;
+    svg.addEventListener('click', () => {
+      const r = ui.draw_svg(spec, values, SIZE.w, SIZE.h);
+      let text = r.svg;
+      if (!r.painted) {
+        const { x0, x1, y0, y1 } = r.area;
+        text = text.replace(/<\/svg>\s*$/, `<image x="${x0}" y="${y0}" width="${x1 - x0}" height="${y1 - y0}" preserveAspectRatio="none" style="image-rendering:pixelated" href="${cells.toDataURL('image/png')}"/>\n</svg>\n`);
+      }
+      save(new Blob([text], { type: 'image/svg+xml' }), `relattn-${meta.name}.svg`);
     });
     const png = document.createElement('button');
     png.textContent = 'PNG';
     png.title = `${meta.title} as a PNG`;
-    png.addEventListener('click', () => canvas.toBlob((blob) => {
-      const a = document.createElement('a');
-      a.href = URL.createObjectURL(blob);
-      a.download = `relattn-${meta.name}.png`;
-      a.click();
-      setTimeout(() => URL.revokeObjectURL(a.href), 10000);
-    }, 'image/png'));
-    box.append(canvas, png);
+    png.addEventListener('click', () => canvas.toBlob((blob) => save(blob, `relattn-${meta.name}.png`), 'image/png'));
+    box.append(canvas, png, svg);
     grid.append(box);
     return f;
   });
-  const repaint = () => figs.forEach((f) => paint(f, model.get('pinned')));
+  function repaint() {
+    figs.forEach((f) => paint(f, model.get('pinned'), readers));
+  }
   model.on('change:pinned', repaint);
   // How long the figures took to draw (the frame, the cells' colours, the blit), for the benchmark.
   el.dataset.drawMs = String(performance.now() - t0);

@@ -66,11 +66,12 @@ test('the example notebook runs and its widgets draw the stages, with the arrays
   await page.waitForFunction(() => /Idle/.test(document.querySelector('.jp-StatusBar-Widget, #jp-main-statusbar')?.innerText || ''), null, { timeout: 60000 });
   await page.click('.lm-MenuBar-itemLabel:text-is("Run")');
   await page.click('.lm-Menu-itemLabel:text-is("Run All Cells")');
-  await page.waitForFunction(() => document.querySelectorAll('.relattn-widget[data-ready]').length === 3, null, { timeout: 120000 });
+  await page.waitForFunction(() => document.querySelectorAll('.relattn-widget[data-ready]').length === 4, null, { timeout: 120000 });
   const stages = await page.$$eval('.relattn-widget', (ws) => ws.map((w) => [...w.querySelectorAll('figure')].map((f) => f.dataset.stage)));
   assert.deepEqual(stages[0], ['skew_qer', 'skew_padded', 'skew_reshaped', 'skew_sliced', 'relative_logits', 'weights']);
   assert.deepEqual(stages[1], ['rope_kernel', 'rotated_q', 'weights']);
   assert.deepEqual(stages[2], ['rel_index']);
+  assert.deepEqual(stages[3], ['rel_index', 'rel_k', 'relative_logits']);
   // The 1024 × 1024 stage: drawn (its size and time go to BENCHMARKS.md; no timing is asserted here).
   const long = await page.locator('.relattn-widget').nth(2).evaluate((w) => ({ ms: Number(w.dataset.drawMs), cols: Number(w.querySelector('canvas').dataset.cols) }));
   assert.equal(long.cols, 1024);
@@ -93,6 +94,26 @@ test('the example notebook runs and its widgets draw the stages, with the arrays
   await page.mouse.click(x, y);
   // The refused option names its field.
   await page.locator('.jp-Notebook .jp-Cell').last().scrollIntoViewIfNeeded();
+  // Seed 004 (a preset): its relative logit (0, 0) is 44; a click on w^K's row 2 (distance 0) shades the 4 pairs
+  // of the diagonal that read it; the figure downloads as SVG.
+  const seed = page.locator('.relattn-widget').nth(3);
+  await seed.scrollIntoViewIfNeeded();
+  const cellPoint = async (stage, i, j) => {
+    const c = seed.locator(`figure[data-stage="${stage}"] canvas`);
+    await c.scrollIntoViewIfNeeded();
+    const b = await c.boundingBox();
+    const q = await c.evaluate((cv) => ({ ...cv.dataset, width: cv.width }));
+    const k = b.width / q.width;
+    return [b.x + (Number(q.x0) + ((j + 0.5) * (q.x1 - q.x0)) / q.cols) * k, b.y + (Number(q.y0) + ((i + 0.5) * (q.y1 - q.y0)) / q.rows) * k];
+  };
+  await page.mouse.move(...(await cellPoint('relative_logits', 0, 0)));
+  await page.waitForFunction(() => [...document.querySelectorAll('.relattn-tip')].some((t) => !t.hidden && t.dataset.stage === 'relative_logits' && t.dataset.i === '0' && t.dataset.j === '0'), null, { timeout: 10000 });
+  const tips = await page.$$eval('.relattn-tip', (ts) => ts.filter((t) => !t.hidden).map((t) => Number(t.dataset.value)));
+  assert.deepEqual(tips, [44]);
+  await page.mouse.click(...(await cellPoint('rel_k', 2, 1)));
+  assert.equal(await seed.getAttribute('data-readers'), '2:4');
+  const [svg] = await Promise.all([page.waitForEvent('download'), seed.locator('figure[data-stage="rel_k"] button:text-is("SVG")').click()]);
+  assert.equal(svg.suggestedFilename(), 'relattn-rel_k.svg');
   await page.waitForFunction(() => /t5_buckets - invalid t5_buckets: got 7/.test(document.body.textContent), null, { timeout: 60000 });
   await page.mouse.move(5, 5);
   await page.locator('.relattn-widget').first().evaluate((w) => w.scrollIntoView({ block: 'start' }));
