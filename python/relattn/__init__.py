@@ -20,7 +20,7 @@ import numpy as _np
 from . import _relattn
 from ._relattn import RelattnError
 
-__all__ = ["trace", "attention", "show", "model_trace", "MODELS", "RelattnError", "presets", "methods", "stages", "OPTIONS", "ARRAYS", "from_seed_module"]
+__all__ = ["trace", "attention", "show", "show_model", "model_trace", "MODELS", "RelattnError", "presets", "methods", "stages", "OPTIONS", "ARRAYS", "from_seed_module"]
 
 #: The keyword options of :func:`trace` and :func:`attention` (the command line's, with underscores).
 OPTIONS = tuple(_relattn.option_names())
@@ -137,3 +137,16 @@ def model_trace(model="music", *, piece, start=0, length=None, layer=0, head=0, 
     """
     (model_name, model_bytes), (data_name, data_bytes) = _model_files(model, data)
     return _relattn.model_trace(model_bytes, model_name, data_bytes, data_name, str(piece), start, length, layer, head)
+
+
+def show_model(model="music", *, piece, start=0, length=64, data=None):
+    """Model mode in a cell: every head of every layer of a trained chorale model, its attention weights on the
+    real hidden states of a window of a Bach chorale, each titled with what the head does (its attention by
+    distance, named in the piece's meter: "99 % on the predicted voice, one 16th back"). ``model``, ``data``
+    and ``piece`` as :func:`model_trace`'s; ``length`` tokens from ``start`` (64: four bars of 4/4).
+    """
+    from .widget import Figures, _static
+
+    (model_name, model_bytes), (data_name, data_bytes) = _model_files(model, data)
+    meta, values = _relattn.model_figures(model_bytes, model_name, data_bytes, data_name, str(piece), start, length)
+    return Figures(_glue=_static("relattn.js").read_text(encoding="utf-8"), _wasm=_static("relattn_bg.wasm").read_bytes(), stages=meta, values=values)

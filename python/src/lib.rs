@@ -26,6 +26,7 @@ use relattn::layer::trace::{Named, Trace};
 use relattn::positions::Method;
 use relattn::render::value_range;
 use relattn::trained::chorales::Chorales;
+use relattn::trained::heads::{describe, distance_distribution, Meter};
 use relattn::trained::transformer::Transformer;
 use relattn::Backend;
 
@@ -202,6 +203,47 @@ fn model_trace<'py>(
     arrays_of(py, &t)
 }
 
+/// Model mode's view of a window, for `relattn.show_model`: every head of every layer's attention weights on
+/// the real hidden states, each titled with what the head does (`heads::describe`, from its attention by
+/// distance, in the piece's meter), as `figures` gives them (JSON, values).
+#[pyfunction]
+#[pyo3(signature = (model, model_name, data, data_name, piece, start, length))]
+#[allow(clippy::too_many_arguments)]
+fn model_figures<'py>(
+    py: Python<'py>,
+    model: &[u8],
+    model_name: &str,
+    data: &[u8],
+    data_name: &str,
+    piece: &str,
+    start: i64,
+    length: Option<i64>,
+) -> PyResult<(String, Bound<'py, PyBytes>)> {
+    let err = |e| py_err(py, e);
+    let model = Transformer::load(model, model_name).map_err(err)?;
+    let data = Chorales::parse(data, data_name).map_err(err)?;
+    let p = data.piece(piece).map_err(err)?;
+    let meter = Meter::of(&p.time_signature, data.steps_per_quarter);
+    let (mut list, mut values) = (Vec::new(), Vec::<f32>::new());
+    for layer in 0..model.config.layers {
+        // One trace a layer (all its heads); the window's checks are the CLI's.
+        let t = compute(py, || pollster::block_on(model.window_trace_layer(&mut Backend::Cpu, &p.tokens, start, length, layer as i64))).map_err(err)?;
+        for head in 0..model.config.heads {
+            let w = t.stage(Stage::Weights, 0, head).map_err(err)?;
+            let what = describe(&distance_distribution(w.view()), meter);
+            let mut meta = serde_json::to_value(t.meta(Stage::Weights)).map_err(|e| refuse(py, "model", e, "a model whose stages serialize"))?;
+            meta["title"] = format!("layer {layer}, head {head}").into();
+            meta["formula"] = what.into();
+            let (lo, hi) = value_range(w.view(), Stage::Weights.scale());
+            let (rows, cols) = w.dim();
+            list.push(serde_json::json!({ "meta": meta, "rows": rows, "cols": cols, "lo": lo, "hi": hi, "offset": values.len() }));
+            values.extend(w.iter());
+        }
+    }
+    let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+    Ok((serde_json::Value::Array(list).to_string(), PyBytes::new(py, &bytes)))
+}
+
 /// A trace's arrays as a dict of NumPy arrays ([`Trace::arrays`]).
 fn arrays_of<'py>(py: Python<'py>, t: &Trace) -> PyResult<Bound<'py, PyDict>> {
     let out = PyDict::new(py);
@@ -275,6 +317,7 @@ fn _relattn(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(attention, m)?)?;
     m.add_function(wrap_pyfunction!(figures, m)?)?;
     m.add_function(wrap_pyfunction!(model_trace, m)?)?;
+    m.add_function(wrap_pyfunction!(model_figures, m)?)?;
     m.add_function(wrap_pyfunction!(presets, m)?)?;
     m.add_function(wrap_pyfunction!(methods, m)?)?;
     m.add_function(wrap_pyfunction!(stages, m)?)?;

@@ -205,3 +205,24 @@ def test_model_trace_is_the_cli_npz(tmp_path):
     with pytest.raises(relattn.RelattnError) as e:
         relattn.model_trace("absolute", piece="999.9")
     assert e.value.field == "piece"
+
+
+def test_widgets_carry_the_stages_and_values():
+    """relattn.show and relattn.show_model build their widgets' data in Python (the drawing is
+    tests/e2e/notebook.test.mjs's): the stages asked for, their values as float32 equal to the trace's."""
+    import json
+
+    w = relattn.show(method="shaw", n=6, d_model=8, heads=2, head=1, stages=["rel_index", "weights"])
+    stages = json.loads(w.stages)
+    assert [s["meta"]["name"] for s in stages] == ["rel_index", "weights"]
+    values = np.frombuffer(w.values, dtype="<f4")
+    t = relattn.trace(method="shaw", n=6, d_model=8, heads=2)
+    weights = stages[1]
+    np.testing.assert_array_equal(values[weights["offset"]:weights["offset"] + 36].reshape(6, 6), t["weights"][0, 1])
+    with pytest.raises(relattn.RelattnError) as e:
+        relattn.show(n=6, stages=["no_such_stage"])
+    assert e.value.field == "stage"
+    m = relattn.show_model("music", piece="10.7", length=32)
+    figures = json.loads(m.stages)
+    assert len(figures) == 3 * 4 and figures[5]["meta"]["title"] == "layer 1, head 1"
+    assert all("%" in f["meta"]["formula"] or "spread" in f["meta"]["formula"] for f in figures), [f["meta"]["formula"] for f in figures]

@@ -368,15 +368,20 @@ impl Transformer {
     /// (`length`: the model's context, or the rest of the piece when shorter), every number checked by name:
     /// the command line's `model trace` and Python's `relattn.model_trace`.
     pub async fn window_trace(&self, backend: &mut Backend, tokens: &[u32], start: i64, length: Option<i64>, layer: i64, head: i64) -> Result<Trace> {
-        let layer = in_range("layer", layer, 0..=self.config.layers - 1, "the model's layers")?;
         let head = in_range("head", head, 0..=self.config.heads - 1, "the model's heads")?;
+        self.window_trace_layer(backend, tokens, start, length, layer).await?.head(head)
+    }
+
+    /// [`Transformer::window_trace`] with every head of the layer.
+    pub async fn window_trace_layer(&self, backend: &mut Backend, tokens: &[u32], start: i64, length: Option<i64>, layer: i64) -> Result<Trace> {
+        let layer = in_range("layer", layer, 0..=self.config.layers - 1, "the model's layers")?;
         let start = in_range("start", start, 0..=tokens.len().saturating_sub(1), "the piece's tokens")?;
         let rest = tokens.len() - start;
         let length = match length {
             Some(l) => in_range("length", l, 1..=rest, "the piece's tokens from start")?,
             None => self.config.context.min(rest),
         };
-        self.trace_async(backend, &tokens[start..start + length], layer).await?.0.head(head)
+        Ok(self.trace_async(backend, &tokens[start..start + length], layer).await?.0)
     }
 
     /// Every stage of layer `layer`'s attention (all its heads) on the real hidden states `LN₁(x)`, and the

@@ -66,12 +66,16 @@ test('the example notebook runs and its widgets draw the stages, with the arrays
   await page.waitForFunction(() => /Idle/.test(document.querySelector('.jp-StatusBar-Widget, #jp-main-statusbar')?.innerText || ''), null, { timeout: 60000 });
   await page.click('.lm-MenuBar-itemLabel:text-is("Run")');
   await page.click('.lm-Menu-itemLabel:text-is("Run All Cells")');
-  await page.waitForFunction(() => document.querySelectorAll('.relattn-widget[data-ready]').length === 4, null, { timeout: 120000 });
+  await page.waitForFunction(() => document.querySelectorAll('.relattn-widget[data-ready]').length === 5, null, { timeout: 120000 });
   const stages = await page.$$eval('.relattn-widget', (ws) => ws.map((w) => [...w.querySelectorAll('figure')].map((f) => f.dataset.stage)));
   assert.deepEqual(stages[0], ['skew_qer', 'skew_padded', 'skew_reshaped', 'skew_sliced', 'relative_logits', 'weights']);
   assert.deepEqual(stages[1], ['rope_kernel', 'rotated_q', 'weights']);
   assert.deepEqual(stages[2], ['rel_index']);
   assert.deepEqual(stages[3], ['rel_index', 'rel_k', 'relative_logits']);
+  // show_model: 3 layers × 4 heads of the Music Transformer, each titled with what the head does.
+  assert.equal(stages[4].length, 12);
+  const heads = await page.locator('.relattn-widget').nth(4).locator('canvas').evaluateAll((cs) => cs.map((c) => c.getAttribute('aria-label')));
+  assert.ok(heads.every((l) => /^layer \d, head \d: .*(%|spread)/.test(l)), heads.join('\n'));
   // The 1024 × 1024 stage: drawn (its size and time go to BENCHMARKS.md; no timing is asserted here).
   const long = await page.locator('.relattn-widget').nth(2).evaluate((w) => ({ ms: Number(w.dataset.drawMs), cols: Number(w.querySelector('canvas').dataset.cols) }));
   assert.equal(long.cols, 1024);
