@@ -571,3 +571,49 @@ fn memory_estimate_covers_the_measured_peak() {
         assert!(estimate <= 4.0 * used.max(4.0), "{args:?}: estimate {estimate:.1} MiB is far above the measured {used:.1} MiB");
     }
 }
+
+/// The position schemes' options past their ranges, refused in one line naming the option, the value and the
+/// range; their arrays by shape; and every scheme computes, renders and benches.
+#[test]
+fn position_scheme_options_are_checked_by_name() {
+    let d = dir();
+    let out = path(&d, "t.npz");
+    let o = s(&out);
+    let rope = |extra: &[&str], needles: &[&str]| fails(&[&["compute", "--method", "rope", "--out", o], extra].concat(), needles);
+    rope(&["--rope-base", "0"], &["invalid rope_base", "got 0", "above 1"]);
+    rope(&["--rope-base", "NaN"], &["invalid rope_base"]);
+    rope(&["--rope-fraction", "1.5"], &["invalid rope_fraction", "got 1.5", "to 1"]);
+    rope(&["--rope-fraction", "0"], &["invalid rope_fraction"]);
+    rope(&["--rope-fraction", "0.3125", "--d-model", "16"], &["invalid rope_fraction", "an odd number", "whole pairs"]);
+    rope(&["--rope-scale", "0"], &["invalid rope_scale", "0.01 to 1000"]);
+    rope(&["--heads", "16", "--d-model", "16"], &["invalid heads", "d_head", "2 or more"]);
+    fails(&["compute", "--method", "rope", "--rope-layout", "diagonal", "--out", o], &["rope_layout", "interleaved, half"]);
+    let t5 = |extra: &[&str], needles: &[&str]| fails(&[&["compute", "--method", "t5", "--out", o], extra].concat(), needles);
+    t5(&["--t5-buckets", "1", "--causal"], &["invalid t5_buckets", "got 1", "2 to 1024"]);
+    t5(&["--t5-buckets", "7"], &["invalid t5_buckets", "got 7", "even"]);
+    t5(&["--t5-buckets", "-4"], &["invalid t5_buckets", "got -4"]);
+    t5(&["--t5-max-distance", "8"], &["invalid t5_max_distance", "got 8", "9 to 1048576"]);
+    let arrays = path(&d, "a.npz");
+    write_npz(&arrays, &[("t5_bias", ArrayD::zeros(IxDyn(&[3, 4])))]);
+    t5(&["--tensors", s(&arrays)], &["shape mismatch in 't5_bias'", "(buckets) or (buckets, heads)"]);
+    write_npz(&arrays, &[("alibi_slopes", ArrayD::zeros(IxDyn(&[3])))]);
+    fails(&["compute", "--method", "alibi", "--heads", "2", "--tensors", s(&arrays), "--out", o], &["shape mismatch in 'alibi_slopes'", "(heads)"]);
+    fails(&["compute", "--method", "relative", "--out", o], &["method", "shaw, music, rope, alibi, t5, absolute"]);
+    for method in ["rope", "alibi", "t5", "absolute"] {
+        let png = path(&d, &format!("{method}.png"));
+        let stage = match method {
+            "rope" => "rope_kernel",
+            "alibi" => "slopes",
+            "t5" => "rel_index",
+            _ => "positions",
+        };
+        for args in [
+            vec!["compute", "--method", method, "--n", "9", "--out", o],
+            vec!["render", "--method", method, "--n", "9", "--stage", stage, "--out", s(&png)],
+            vec!["bench", "--method", method, "--n", "64", "--reps", "1"],
+        ] {
+            let run = relattn(&args);
+            assert!(run.status.success(), "{args:?}: {}", String::from_utf8_lossy(&run.stderr));
+        }
+    }
+}

@@ -52,9 +52,15 @@ pub const BASE_RANGE: (f32, f32) = (1.0, 1e9);
 pub const SCALE_RANGE: (f32, f32) = (0.01, 1000.0);
 
 impl Rope {
-    /// d_rot: `fraction · d_head` rounded down to an even number (GPT-NeoX: `int(d_head · rotary_pct)`).
+    /// d_rot: `fraction · d_head` rounded down (GPT-NeoX: `int(d_head · rotary_pct)`), which [`Rope::check`]
+    /// requires to be even; an odd count is taken down to even here so that no pair is half outside.
     pub fn rotated_dims(&self, d_head: usize) -> usize {
-        ((d_head as f32 * self.fraction) as usize) & !1
+        self.rotated_components(d_head) & !1
+    }
+
+    /// `⌊fraction · d_head⌋`, before it is made even.
+    fn rotated_components(&self, d_head: usize) -> usize {
+        (d_head as f32 * self.fraction) as usize
     }
 
     /// Refuses options outside their ranges, naming the option; `d_head` must leave at least one pair.
@@ -77,6 +83,11 @@ impl Rope {
         if self.rotated_dims(d_head) < 2 {
             let least = 2.0 / d_head as f32;
             return Err(Error::invalid("rope_fraction", self.fraction.to_string(), format!("at least {least} so that d_head {d_head} has a rotated pair")));
+        }
+        let rotated = self.rotated_components(d_head);
+        if !rotated.is_multiple_of(2) {
+            let given = format!("{} ({rotated} of d_head {d_head}'s components, an odd number)", self.fraction);
+            return Err(Error::invalid("rope_fraction", given, "a fraction that rotates an even number of components (whole pairs)"));
         }
         Ok(())
     }
@@ -232,10 +243,14 @@ mod tests {
         let rope = Rope { fraction: 0.25, ..Rope::default() };
         assert_eq!(rope.rotated_dims(16), 4);
         assert_eq!(rope.rotated_dims(6), 0);
+        assert_eq!(Rope { fraction: 0.5, ..Rope::default() }.rotated_dims(10), 4);
         let x = Array2::from_shape_fn((3, 16), |(r, c)| (r * 16 + c) as f32);
         let y = rope.rotate(x.view(), 2);
         assert_eq!(y.slice(ndarray::s![.., 4..]), x.slice(ndarray::s![.., 4..]));
         assert!(rope.check(6).is_err() && rope.check(16).is_ok());
+        // 0.5 of 10 is 5 components: half a pair would be left; refused, as GPT-NeoX's code would misbehave.
+        let half = Rope { fraction: 0.5, ..Rope::default() };
+        assert!(half.check(10).unwrap_err().to_string().contains("an odd number") && half.check(12).is_ok());
         assert_eq!(Rope::default().check(1).unwrap_err().field(), "heads");
     }
 

@@ -215,14 +215,14 @@ pub fn configs(heads: RangeInclusive<usize>, clip: RangeInclusive<usize>) -> imp
     )
 }
 
-/// `cfg` and `d_head` made to fit each other: RoPE needs a rotated pair, so its d_head is at least 2 and its
-/// fraction 1 where half of d_head has no pair. Other methods are left as they are.
+/// `cfg` and `d_head` made to fit each other: RoPE rotates whole pairs, so its d_head is even (2 or more) and
+/// its fraction 1 where the one drawn leaves no pair or half a pair. Other methods are left as they are.
 pub fn fit(cfg: Config, d_head: usize) -> (Config, usize) {
     if cfg.method != Method::Rope {
         return (cfg, d_head);
     }
-    let d_head = d_head.max(2);
-    let rope = if cfg.rope.rotated_dims(d_head) < 2 { Rope { fraction: 1.0, ..cfg.rope } } else { cfg.rope };
+    let d_head = (d_head + d_head % 2).max(2);
+    let rope = if cfg.rope.check(d_head).is_err() { Rope { fraction: 1.0, ..cfg.rope } } else { cfg.rope };
     (Config { rope, ..cfg }, d_head)
 }
 
