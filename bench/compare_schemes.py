@@ -13,7 +13,8 @@ The peers are what Hugging Face's models do for each scheme, written for speed (
            attn_mask=bias)
     output = concat_h(z) W_o + b_o
 
-relattn runs `relattn bench --method {rope,alibi,t5}` on the same tensors (its fused forward: no (n, n) array).
+relattn runs `relattn bench --method {rope,alibi,t5}` on the same tensors (its fused forward: no (n, n) array),
+and Shaw's fused forward (k 16, no a^V) on them too, the reference of issue #24's "within 1.25× of Shaw".
 Each side's time is its median after a warm-up, its memory its own VmHWM, the outputs are compared, and the
 sgemm peak (torch.mm, 2 threads) is measured in the same run. Prints a markdown table and writes it, with
 the machine and date, to bench/results/compare_schemes.md.
@@ -167,6 +168,16 @@ def fmt(v, spec, unit=""):
     return "—" if v is None else format(v, spec) + unit
 
 
+def shaw_ms(n, reps, binary, work, env, timeout):
+    """relattn's Shaw forward (k 16, no a^V) on the n-sized tensors of the last scheme exported."""
+    npz = os.path.join(work, f"in_t5_{n}.npz")
+    cmd = [binary, "bench", "--method", "shaw", "--tensors", npz, "--heads", str(HEADS), "--clip", "16", "--no-rel-v", "--reps", str(reps),
+           "--threads", str(THREADS), "--max-memory-mb", "20000"]
+    rc, out, err, _, _ = run_measured(cmd, timeout, env)
+    info = last_json(out) if rc == 0 else None
+    return info["ms_per_forward"] if info else None
+
+
 def measure(scheme, n, reps, binary, me, work, env, timeout):
     npz = os.path.join(work, f"in_{scheme}_{n}.npz")
     rc, _, err, _, _ = run_measured(me + ["--worker", "export", "--scheme", scheme, "--n", str(n), "--npz", npz], timeout, env)
@@ -202,15 +213,16 @@ def measure(scheme, n, reps, binary, me, work, env, timeout):
 
 
 def table(rows, peak_gflops):
-    lines = ["| scheme | n | torch ms | relattn ms | speed-up | relattn GFLOP/s | % of sgemm peak | torch peak MiB | relattn peak MiB | "
-             "max rel. error |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = ["| scheme | n | torch ms | relattn ms | speed-up | relattn / Shaw | relattn GFLOP/s | % of sgemm peak | torch peak MiB | "
+             "relattn peak MiB | max rel. error |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
+        vs_shaw = r["rel_ms"] / r["shaw_ms"] if r["rel_ms"] and r.get("shaw_ms") else None
         speed = r["torch_ms"] / r["rel_ms"] if r["torch_ms"] and r["rel_ms"] else None
         pct = 100 * r["gflops"] / peak_gflops if r["gflops"] else None
         err = "—" if r["err"] is None else f"{r['err']:.1e}" + ("" if r["err"] <= TOLERANCE else " FAIL")
         torch_ms = fmt(r["torch_ms"], ".2f") if r["torch_ms"] is not None else r["torch_fail"]
         rel_ms = fmt(r["rel_ms"], ".2f") if r["rel_ms"] is not None else r["rel_fail"]
-        lines.append(f"| {r['scheme']} | {r['n']} | {torch_ms} | {rel_ms} | {fmt(speed, '.2f', '×')} | {fmt(r['gflops'], '.1f')} | "
+        lines.append(f"| {r['scheme']} | {r['n']} | {torch_ms} | {rel_ms} | {fmt(speed, '.2f', '×')} | {fmt(vs_shaw, '.2f', '×')} | {fmt(r['gflops'], '.1f')} | "
                      f"{fmt(pct, '.0f', '%')} | {fmt(r['torch_mib'], '.0f')} | {fmt(r['rel_mib'], '.0f')} | {err} |")
     return "\n".join(lines)
 
@@ -236,7 +248,14 @@ def main():
     if rc != 0:
         raise SystemExit(f"error: measuring the sgemm peak failed:\n{err}")
     peak_gflops = last_json(out)["gflop_per_s"]
-    rows = [measure(scheme, n, args.reps or default_reps(n), binary, me, work, env, args.timeout) for n in args.sizes for scheme in SCHEMES]
+    rows = []
+    for n in args.sizes:
+        reps = args.reps or default_reps(n)
+        at_n = [measure(scheme, n, reps, binary, me, work, env, args.timeout) for scheme in SCHEMES]
+        shaw = shaw_ms(n, reps, binary, work, env, args.timeout)
+        for r in at_n:
+            r["shaw_ms"] = shaw
+        rows.extend(at_n)
     text = table(rows, peak_gflops)
     print(text)
     stamp = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
