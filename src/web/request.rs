@@ -108,8 +108,9 @@ impl Request {
 }
 
 /// The controls. Numbers are f64 as the form gives them (NaN for an empty box) so that each is checked
-/// here, with its name, rather than refused by the deserializer.
-#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+/// here, with its name, rather than refused by the deserializer. `Default`: zeros and empties, with the
+/// schemes' options at their defaults (as a request that leaves them out gets).
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 pub struct Settings {
     /// "shaw", "music", "rope", "alibi", "t5" or "absolute".
     pub method: String,
@@ -153,6 +154,32 @@ pub struct Settings {
     pub t5_max_distance: f64,
     #[serde(flatten, skip_serializing)]
     pub unknown: Unknown,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            method: String::new(),
+            n: 0.0,
+            d_model: 0.0,
+            heads: 0.0,
+            clip: 0.0,
+            seed: 0.0,
+            batch_size: 0.0,
+            causal: false,
+            rel_v: false,
+            per_head: false,
+            relative_only: false,
+            tokens: Vec::new(),
+            rope_base: default_rope_base(),
+            rope_fraction: one(),
+            rope_layout: default_rope_layout(),
+            rope_scale: one(),
+            t5_buckets: default_t5_buckets(),
+            t5_max_distance: default_t5_max_distance(),
+            unknown: Unknown::new(),
+        }
+    }
 }
 
 fn one() -> f64 {
