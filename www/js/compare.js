@@ -20,9 +20,21 @@ export function initCompare() {
   $('compare-btn').addEventListener('click', () => { $('compare').hidden = false; refreshCompare(); $('compare').scrollIntoView({ block: 'start' }); });
   $('compare-close').addEventListener('click', () => { $('compare').hidden = true; });
   $('compare-png').addEventListener('click', exportSlide);
-  const c = $('compare-profile');
-  c.addEventListener('mousemove', hoverProfile);
-  c.addEventListener('mouseleave', hideTip);
+}
+
+/** The chart's canvas, made with the first comparison (so that a page that never compares has no canvas of it). */
+function chartCanvas() {
+  let c = $('compare-profile');
+  if (!c) {
+    c = document.createElement('canvas');
+    c.id = 'compare-profile';
+    c.className = 'compare-profile';
+    c.setAttribute('role', 'img');
+    c.addEventListener('mousemove', hoverProfile);
+    c.addEventListener('mouseleave', hideTip);
+    $('compare-chart').append(c);
+  }
+  return c;
 }
 
 /** After each result (and on opening): asks for the comparison of the settings shown when they changed. */
@@ -77,7 +89,7 @@ function draw(cur, schemes) {
 
 /** The chart: each scheme's share of the attention at each distance, over −R … R (… 0 when causal). */
 function drawProfiles(schemes, causal) {
-  const c = $('compare-profile');
+  const c = chartCanvas();
   const n = (schemes[0].profile.length + 1) / 2;
   const reach = Math.min(n - 1, REACH);
   const [from, to] = [-reach, causal ? 0 : reach];
