@@ -169,8 +169,8 @@ def fmt(v, spec, unit=""):
 
 
 def shaw_ms(n, reps, binary, work, env, timeout):
-    """relattn's Shaw forward (k 16, no a^V) on the n-sized tensors of the last scheme exported."""
-    npz = os.path.join(work, f"in_t5_{n}.npz")
+    """relattn's Shaw forward (k 16, no a^V) on the tensors RoPE was measured on (x and the weights alone)."""
+    npz = os.path.join(work, f"in_rope_{n}.npz")
     cmd = [binary, "bench", "--method", "shaw", "--tensors", npz, "--heads", str(HEADS), "--clip", "16", "--no-rel-v", "--reps", str(reps),
            "--threads", str(THREADS), "--max-memory-mb", "20000"]
     rc, out, err, _, _ = run_measured(cmd, timeout, env)

@@ -24,7 +24,7 @@ use crate::attention::{Config, HeadInput};
 
 use crate::core::finite::any_non_finite;
 use crate::core::matmul::{matmul, matmul_add};
-use crate::core::softmax::{exp_nonpositive, reduce};
+use crate::core::softmax::{exp_nonpositive, reduce, softmax_weight};
 use crate::error::{Error, Result};
 use crate::positions::table::{visible_keys, Edge, RelTable};
 use ndarray::{s, Array1, Array2, ArrayView1, ArrayViewMut1, ArrayViewMut2};
@@ -191,7 +191,7 @@ impl Tile {
         }
         let gamma = exp_nonpositive(self.max[t] - new_max);
         self.max[t] = new_max;
-        e.iter_mut().for_each(|v| *v = exp_nonpositive(*v - new_max));
+        e.iter_mut().for_each(|v| *v = softmax_weight(*v - new_max));
         self.sum[t] = gamma * self.sum[t] + reduce(e, 0.0, |a, v| a + v);
         self.out.row_mut(t).mapv_inplace(|o| o * gamma);
         if let Some(b) = self.buckets.as_mut() {
