@@ -12,7 +12,12 @@ reads columns h·d_head..(h+1)·d_head, logits = (Q Kᵀ + S) / √d_head with k
   tables (heads, 2k+1, d_head);
 - `music` (Huang et al. 2018): S_ij = q_i · E_r[d + R − 1] for d ≥ −(R − 1), 0 beyond (tensor2tensor's zero
   edge), E_r (heads, R, d_head) with rows for distances −(R−1)..0, computed by the skew (pad, reshape, slice);
-- `absolute`: S = 0, sinusoidal positions added to the embeddings.
+- `absolute`: S = 0, sinusoidal positions added to the embeddings;
+- `rope` (Su et al. 2021): q and k rotated by position before q·k, interleaved pairs (2p, 2p+1), base 10000,
+  every component (relattn's `--method rope` defaults); S = 0;
+- `alibi` (Press et al. 2022): m_h·(j − i) added after the 1/√d_head scale, the paper's slopes;
+- `t5` (Raffel et al. 2020): a learned bias per head and causal bucket of j − i (Hugging Face's bucket function,
+  `buckets` and `max_distance` of the config), added after the scale.
 gelu is the tanh form; LayerNorm ε = 1e-5. Dropout (training only) is on the embeddings and residual branches.
 """
 import math
@@ -32,6 +37,32 @@ def sinusoid(length, d_model):
     pe[:, 0::2] = torch.sin(pos * freq)
     pe[:, 1::2] = torch.cos(pos * freq)
     return pe.float()
+
+
+def rope_rotate(x, base=10000.0):
+    """(B, H, T, d) with row t at position t, pair (2p, 2p+1) turned by t · base^(−2p/d): relattn's
+    `Rope::rotate` (interleaved, the whole head)."""
+    t, d = x.shape[-2], x.shape[-1]
+    theta = 1.0 / (base ** (torch.arange(0, d, 2, dtype=torch.float32, device=x.device) / d))
+    angle = torch.arange(t, dtype=torch.float32, device=x.device)[:, None] * theta  # (T, d/2)
+    cos, sin = angle.cos(), angle.sin()
+    xa, xb = x[..., 0::2], x[..., 1::2]
+    return torch.stack((xa * cos - xb * sin, xb * cos + xa * sin), dim=-1).flatten(-2)
+
+
+def alibi_slopes(h):
+    """Press et al.'s slopes for h heads (the largest power of two's, then every other slope of twice it)."""
+    power = 2 ** math.floor(math.log2(h))
+    slopes = [2.0 ** (-8.0 * k / power) for k in range(1, power + 1)]
+    return torch.tensor(slopes + [2.0 ** (-4.0 * (2 * k - 1) / power) for k in range(1, h - power + 1)])
+
+
+def t5_causal_bucket(d, buckets, max_distance):
+    """Hugging Face's `_relative_position_bucket(d, bidirectional=False, …)` for distances d = j − i (a tensor)."""
+    n = (-d).clamp(min=0)
+    exact = buckets // 2
+    large = exact + (torch.log(n.float().clamp(min=1) / exact) / math.log(max_distance / exact) * (buckets - exact)).long()
+    return torch.where(n < exact, n, large.clamp(max=buckets - 1))
 
 
 def music_table_for_length(e_r, t):
@@ -73,14 +104,20 @@ class Attention(nn.Module):
             self.rel_v = nn.Parameter(torch.zeros(h, rows, self.d_head))
         elif cfg["method"] == "music":
             self.e_r = nn.Parameter(torch.zeros(h, cfg["clip"] + 1, self.d_head))
+        elif cfg["method"] == "alibi":
+            self.register_buffer("slopes", alibi_slopes(h), persistent=False)
+        elif cfg["method"] == "t5":
+            self.t5_bias = nn.Parameter(torch.zeros(h, cfg["t5_buckets"]))
 
     def forward(self, x, record=None):
         b, t, d = x.shape
         h, dh = self.heads, self.d_head
         split = lambda y: y.view(b, t, h, dh).transpose(1, 2)  # (B, H, T, dh)
         q, k, v = (split(x @ getattr(self, f"w_{n}") + getattr(self, f"b_{n}")) for n in "qkv")
-        logits = q @ k.transpose(-1, -2)
         method = self.cfg["method"]
+        if method == "rope":
+            q, k = rope_rotate(q), rope_rotate(k)
+        logits = q @ k.transpose(-1, -2)
         if method == "shaw":
             rows = shaw_rows(t, self.cfg["clip"], x.device).expand(b, h, t, t)
             p = q @ self.rel_k.transpose(-1, -2)[None]  # (B, H, T, 2k+1)
@@ -89,7 +126,15 @@ class Attention(nn.Module):
             table = music_table_for_length(self.e_r, t)  # (H, T, dh)
             logits = logits + skew(q @ table.transpose(-1, -2)[None])
         causal = torch.ones(t, t, dtype=torch.bool, device=x.device).tril()
-        logits = (logits / math.sqrt(dh)).masked_fill(~causal, float("-inf"))
+        logits = logits / math.sqrt(dh)
+        if method in ("alibi", "t5"):
+            pos = torch.arange(t, device=x.device)
+            dist = pos[None, :] - pos[:, None]  # j − i
+            if method == "alibi":
+                logits = logits + self.slopes[:, None, None] * dist[None].float()
+            else:
+                logits = logits + self.t5_bias[:, t5_causal_bucket(dist, self.cfg["t5_buckets"], self.cfg["t5_max_distance"])]
+        logits = logits.masked_fill(~causal, float("-inf"))
         weights = logits.softmax(-1)
         z = weights @ v
         if method == "shaw":

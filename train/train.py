@@ -25,8 +25,9 @@ HYPER = {"layers": 3, "d_model": 128, "heads": 4, "d_ff": 512, "dropout": 0.1, "
 
 
 def config(method, vocab):
-    clip = {"music": CONTEXT - 1, "shaw": SHAW_CLIP, "absolute": 0}[method]
-    return dict(HYPER, method=method, vocab=vocab, clip=clip, rel_v=method == "shaw",
+    clip = {"music": CONTEXT - 1, "shaw": SHAW_CLIP}.get(method, 0)
+    # T5's buckets: 32 (causal: all on the keys before the query), log-spaced up to one window back.
+    return dict(HYPER, method=method, vocab=vocab, clip=clip, rel_v=method == "shaw", t5_buckets=32, t5_max_distance=CONTEXT,
                 edge="zero", positions="sinusoidal" if method == "absolute" else "relative")
 
 
@@ -134,7 +135,8 @@ def train(method, steps=None, out_dir=None):
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--method", choices=["music", "shaw", "absolute"], required=True)
+    # rope, alibi and t5 train here; relattn's trained-model runtime (src/trained/) loads music, shaw and absolute.
+    ap.add_argument("--method", choices=["music", "shaw", "absolute", "rope", "alibi", "t5"], required=True)
     ap.add_argument("--steps", type=int, help=f"optimizer steps (default {HYPER['steps']})")
     args = ap.parse_args()
     train(args.method, args.steps)
