@@ -6,7 +6,7 @@
 //! query rows (no whole trace), so six schemes cost about six forward passes.
 
 use super::request::{whole, Request, MAX_N};
-use super::session::{Cut, RASTER_SIDE, VALUES_CELLS};
+use super::session::{Cut, Cutting, Made};
 use super::{palette, to_js, to_value};
 use crate::attention::by_distance;
 use crate::error::{check_index, Error};
@@ -15,7 +15,6 @@ use crate::layer::on_demand::Layer;
 use crate::layer::scenario::{self, Arrays, Scenario};
 use crate::layer::stage::{Stage, StageMeta};
 use crate::positions::Method;
-use crate::render::Pooler;
 use serde::Serialize;
 use wasm_bindgen::prelude::*;
 
@@ -40,7 +39,7 @@ struct SchemeView {
 /// Computes the comparison of the request's settings (a preset's or a file's are refused: the page sends the
 /// settings it shows) for (batch, head). Returns an array of `{ method, label, meta, cut, profile, rgba,
 /// values }` in [`ORDER`]: `rgba` a Uint8ClampedArray of `cut.raster_rows × cut.raster_cols` pixels, `values`
-/// the weights (a Float32Array, row-major) when they are at most [`VALUES_CELLS`], else null. Errors name the
+/// the weights (a Float32Array, row-major) when they are at most [`super::session::VALUES_CELLS`], else null. Errors name the
 /// field: "n" past [`MAX_COMPARE_N`], "batch index", "head", or a setting.
 #[wasm_bindgen]
 pub fn compare_schemes(request: JsValue, batch: usize, head: usize) -> Result<JsValue, JsValue> {
@@ -69,18 +68,15 @@ pub fn compare_schemes(request: JsValue, batch: usize, head: usize) -> Result<Js
         let (projections, output) = forward::forward_projected(&cfg, &sc).map_err(to_js)?;
         let layer = Layer::new(&cfg, sc, projections, output).map_err(to_js)?;
         let weights = layer.stage(Stage::Weights, batch, head).map_err(to_js)?;
-        let mut pooler = Pooler::new(weights.dim(), Stage::Weights.scale(), RASTER_SIDE);
-        pooler.add(weights.view(), 0);
-        let (rgba, (raster_rows, raster_cols), (lo, hi)) = pooler.rgba(palette());
-        let (rows, cols) = weights.dim();
-        let has_values = rows * cols <= VALUES_CELLS;
-        let cut = Cut { rows, cols, raster_rows, raster_cols, lo, hi, has_values };
+        // Cut as the page cuts a stage: pooled to a raster, coloured, its values kept when they are few enough.
+        let mut cutting = Cutting::new(Stage::Weights, weights.dim());
+        cutting.add(0, weights.view());
+        let Made { cut, values, rgba } = cutting.finish(palette());
         let profile = by_distance(weights.view()).into_iter().map(|v| v as f32).collect();
         let view = SchemeView { method: method.to_string(), label: method.label().into(), meta: layer.meta(Stage::Weights), cut, profile };
         let item = to_value(&view)?;
         js_sys::Reflect::set(&item, &"rgba".into(), &js_sys::Uint8ClampedArray::from(rgba.as_slice()))?;
-        let values =
-            if has_values { js_sys::Float32Array::from(weights.as_standard_layout().as_slice().expect("standard layout")).into() } else { JsValue::NULL };
+        let values = if cut.has_values { js_sys::Float32Array::from(values.as_slice()).into() } else { JsValue::NULL };
         js_sys::Reflect::set(&item, &"values".into(), &values)?;
         out.push(&item);
     }

@@ -118,35 +118,35 @@ enum Source {
 }
 
 /// A cut made: the [`Cut`], its values (empty when not `has_values`) and its pixels.
-struct Made {
-    cut: Cut,
-    values: Vec<f32>,
-    rgba: Vec<u8>,
+pub(super) struct Made {
+    pub cut: Cut,
+    pub values: Vec<f32>,
+    pub rgba: Vec<u8>,
 }
 
 /// One stage of a (batch, head) being cut, from its rows in order: pooled, and its values kept when they are at
 /// most [`VALUES_CELLS`].
-struct Cutting {
+pub(super) struct Cutting {
     dim: (usize, usize),
     pooler: Pooler,
     values: Option<Vec<f32>>,
 }
 
 impl Cutting {
-    fn new(stage: Stage, dim: (usize, usize)) -> Cutting {
+    pub(super) fn new(stage: Stage, dim: (usize, usize)) -> Cutting {
         let values = (dim.0 * dim.1 <= VALUES_CELLS).then(|| Vec::with_capacity(dim.0 * dim.1));
         Cutting { dim, pooler: Pooler::new(dim, stage.scale(), RASTER_SIDE), values }
     }
 
     /// Rows `first..first + m.nrows()`.
-    fn add(&mut self, first: usize, m: ArrayView2<f32>) {
+    pub(super) fn add(&mut self, first: usize, m: ArrayView2<f32>) {
         self.pooler.add(m, first);
         if let Some(v) = self.values.as_mut() {
             v.extend(m.iter().copied());
         }
     }
 
-    fn finish(self, palette: Palette) -> Made {
+    pub(super) fn finish(self, palette: Palette) -> Made {
         let (rgba, (raster_rows, raster_cols), (lo, hi)) = self.pooler.rgba(palette);
         let (rows, cols) = self.dim;
         let cut = Cut { rows, cols, raster_rows, raster_cols, lo, hi, has_values: self.values.is_some() };
