@@ -293,25 +293,25 @@ fn staged(cfg: &Config, h: &HeadInput, rows: Range<usize>, mut trace: Option<&mu
     let content_ms = lap();
 
     let method = cfg.method;
-    // ALiBi's and T5's bias, added after the scale.
-    let mut bias = None;
+    // The relative term, added here, or after the scale when it is ALiBi's or T5's bias.
+    let mut rel = None;
     if trace.is_none() && method == Method::Shaw && cfg.implementation == Implementation::Efficient {
         // Forward only: add the gathered relative logits straight into the content logits.
         shaw::add_relative_logits(logits.view_mut(), q, h.rel_k, layout, block);
     } else if method.has_relative_term() {
-        let rel = relative_logits(cfg, h, rows.clone(), trace.as_deref_mut());
-        if method.adds_distance_bias() {
-            bias = Some(rel.clone());
-        } else {
-            logits += &rel;
+        let r = relative_logits(cfg, h, rows.clone(), trace.as_deref_mut());
+        if !method.adds_distance_bias() {
+            logits += &r;
         }
-        if let Some(t) = trace.as_deref_mut() {
-            t.relative_logits = rel;
-        }
+        rel = Some(r);
     }
     let relative_ms = lap();
 
-    scale_and_mask(&mut logits, 1.0 / (dh as f32).sqrt(), bias.as_ref(), cfg.causal, h.key_mask, block);
+    let bias = rel.as_ref().filter(|_| method.adds_distance_bias());
+    scale_and_mask(&mut logits, 1.0 / (dh as f32).sqrt(), bias, cfg.causal, h.key_mask, block);
+    if let (Some(t), Some(r)) = (trace.as_deref_mut(), rel) {
+        t.relative_logits = r;
+    }
     // NaN or +∞ here would pass the softmax as a wrong but finite weight.
     check_overflow("logits", &logits, true)?;
     if let Some(t) = trace.as_deref_mut() {
