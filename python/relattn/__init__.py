@@ -25,7 +25,7 @@ __all__ = ["trace", "attention", "show", "show_model", "model_trace", "MODELS", 
 #: The keyword options of :func:`trace` and :func:`attention` (the command line's, with underscores).
 OPTIONS = tuple(_relattn.option_names())
 #: The array names they take.
-ARRAYS = ("x", "w_q", "w_k", "w_v", "w_o", "b_q", "b_k", "b_v", "b_o", "rel_k", "rel_v", "e_r", "alibi_slopes", "t5_bias", "key_mask")
+ARRAYS = tuple(_relattn.array_names())
 
 
 def presets():
@@ -145,8 +145,7 @@ def show_model(model="music", *, piece, start=0, length=64, data=None):
     distance, named in the piece's meter: "99 % on the predicted voice, one 16th back"). ``model``, ``data``
     and ``piece`` as :func:`model_trace`'s; ``length`` tokens from ``start`` (64: four bars of 4/4).
     """
-    from .widget import Figures, _static
+    from .widget import widget
 
     (model_name, model_bytes), (data_name, data_bytes) = _model_files(model, data)
-    meta, values = _relattn.model_figures(model_bytes, model_name, data_bytes, data_name, str(piece), start, length)
-    return Figures(_glue=_static("relattn.js").read_text(encoding="utf-8"), _wasm=_static("relattn_bg.wasm").read_bytes(), stages=meta, values=values)
+    return widget(*_relattn.model_figures(model_bytes, model_name, data_bytes, data_name, str(piece), start, length))

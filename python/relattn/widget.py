@@ -6,7 +6,6 @@ a binary buffer and a string, so it works offline and behind a firewall (no CDN)
 as one binary buffer of float32, not as JSON.
 """
 
-import json
 import pathlib
 
 import anywidget
@@ -33,10 +32,6 @@ class Figures(anywidget.AnyWidget):
     #: The pair (i, j) pinned, or empty; set by a click in the notebook, readable here.
     pinned = traitlets.List(traitlets.Int()).tag(sync=True)
 
-    def stage_names(self):
-        """The names of the stages shown, in order."""
-        return [s["meta"]["name"] for s in json.loads(self.stages)]
-
 
 def _static(name):
     path = _HERE / "static" / name
@@ -45,8 +40,14 @@ def _static(name):
     return path
 
 
+def widget(meta, values, tokens=()):
+    """A :class:`Figures` widget of figures as the crate packs them (``meta``: JSON, ``values``: bytes), with
+    the page's wasm and glue from the package."""
+    return Figures(_glue=_static("relattn.js").read_text(encoding="utf-8"), _wasm=_static("relattn_bg.wasm").read_bytes(),
+                   stages=meta, values=values, tokens=list(tokens))
+
+
 def figures(options, arrays, batch=0, head=0, stages=(), tokens=()):
     """A :class:`Figures` widget of the layer that ``options`` and ``arrays`` describe."""
     meta, values = _relattn.figures(options, arrays, batch, head, list(stages))
-    return Figures(_glue=_static("relattn.js").read_text(encoding="utf-8"), _wasm=_static("relattn_bg.wasm").read_bytes(),
-                   stages=meta, values=values, tokens=list(tokens))
+    return widget(meta, values, tokens)

@@ -224,7 +224,7 @@ fn model_figures<'py>(
     let data = Chorales::parse(data, data_name).map_err(err)?;
     let p = data.piece(piece).map_err(err)?;
     let meter = Meter::of(&p.time_signature, data.steps_per_quarter);
-    let (mut list, mut values) = (Vec::new(), Vec::<f32>::new());
+    let mut packed = Packed::default();
     for layer in 0..model.config.layers {
         // One trace a layer (all its heads); the window's checks are the CLI's.
         let t = compute(py, || pollster::block_on(model.window_trace_layer(&mut Backend::Cpu, &p.tokens, start, length, layer as i64))).map_err(err)?;
@@ -234,14 +234,34 @@ fn model_figures<'py>(
             let mut meta = serde_json::to_value(t.meta(Stage::Weights)).map_err(|e| refuse(py, "model", e, "a model whose stages serialize"))?;
             meta["title"] = format!("layer {layer}, head {head}").into();
             meta["formula"] = what.into();
-            let (lo, hi) = value_range(w.view(), Stage::Weights.scale());
-            let (rows, cols) = w.dim();
-            list.push(serde_json::json!({ "meta": meta, "rows": rows, "cols": cols, "lo": lo, "hi": hi, "offset": values.len() }));
-            values.extend(w.iter());
+            packed.push(meta, Stage::Weights, w.view());
         }
     }
-    let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
-    Ok((serde_json::Value::Array(list).to_string(), PyBytes::new(py, &bytes)))
+    Ok(packed.finish(py))
+}
+
+/// Figures for the widget as `figures` and `model_figures` give them: each one's metadata, shape, colour
+/// range (the page's, [`value_range`]) and offset into the values, then the values, float32 little-endian.
+#[derive(Default)]
+struct Packed {
+    list: Vec<serde_json::Value>,
+    values: Vec<f32>,
+}
+
+impl Packed {
+    /// Adds the matrix `m` of `stage` under the metadata `meta`.
+    fn push(&mut self, meta: serde_json::Value, stage: Stage, m: ndarray::ArrayView2<f32>) {
+        let (lo, hi) = value_range(m, stage.scale());
+        let (rows, cols) = m.dim();
+        self.list.push(serde_json::json!({ "meta": meta, "rows": rows, "cols": cols, "lo": lo, "hi": hi, "offset": self.values.len() }));
+        self.values.extend(m.iter());
+    }
+
+    /// The JSON list and the values' bytes.
+    fn finish(self, py: Python<'_>) -> (String, Bound<'_, PyBytes>) {
+        let bytes: Vec<u8> = self.values.iter().flat_map(|v| v.to_le_bytes()).collect();
+        (serde_json::Value::Array(self.list).to_string(), PyBytes::new(py, &bytes))
+    }
 }
 
 /// A trace's arrays as a dict of NumPy arrays ([`Trace::arrays`]).
@@ -274,16 +294,13 @@ fn figures<'py>(
     let t = compute(py, || forward::trace(&config, &sc)).map_err(|e| py_err(py, e))?;
     let wanted: Vec<Stage> =
         if stages.is_empty() { t.stages() } else { stages.iter().map(|s| s.parse::<Stage>()).collect::<relattn::Result<_>>().map_err(|e| py_err(py, e))? };
-    let (mut list, mut values) = (Vec::new(), Vec::<f32>::new());
+    let mut packed = Packed::default();
     for stage in wanted {
         let m = t.stage(stage, batch, head).map_err(|e| py_err(py, e))?;
-        let (lo, hi) = value_range(m.view(), stage.scale());
-        let (rows, cols) = m.dim();
-        list.push(serde_json::json!({ "meta": t.meta(stage), "rows": rows, "cols": cols, "lo": lo, "hi": hi, "offset": values.len() }));
-        values.extend(m.iter());
+        let meta = serde_json::to_value(t.meta(stage)).map_err(|e| refuse(py, "stage", e, "a stage whose metadata serializes"))?;
+        packed.push(meta, stage, m.view());
     }
-    let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
-    Ok((serde_json::Value::Array(list).to_string(), PyBytes::new(py, &bytes)))
+    Ok(packed.finish(py))
 }
 
 /// The presets' names.
@@ -304,6 +321,12 @@ fn stages<'py>(py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
     PyList::new(py, Stage::ALL.map(Stage::name))
 }
 
+/// The array names `trace` and `attention` take (a scenario file's).
+#[pyfunction]
+fn array_names<'py>(py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+    PyList::new(py, NAMES)
+}
+
 /// The options `trace` and `attention` take.
 #[pyfunction]
 fn option_names<'py>(py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
@@ -322,5 +345,6 @@ fn _relattn(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(methods, m)?)?;
     m.add_function(wrap_pyfunction!(stages, m)?)?;
     m.add_function(wrap_pyfunction!(option_names, m)?)?;
+    m.add_function(wrap_pyfunction!(array_names, m)?)?;
     Ok(())
 }
