@@ -31,8 +31,8 @@ import sys
 import tempfile
 import time
 
-from compare_seed import arguments, ensure, failure, last_json, load_output, machine, relattn_binary, run_measured
-from compare_torch import vm_hwm_mib, worker_peak
+from compare_seed import arguments, ensure, failure, last_json, machine, relattn_binary, run_measured
+from compare_torch import fmt, vm_hwm_mib, worker_compare, worker_peak
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -155,18 +155,7 @@ def worker_torch(args):
     print(json.dumps({"ms_per_forward": times[len(times) // 2], "peak_rss_mib": vm_hwm_mib()}))
 
 
-def worker_compare(args):
-    import json
-    import numpy as np
-    a, b = load_output(args.outputs[0]), np.load(args.outputs[1])
-    print(json.dumps({"error": float(np.abs(a - b).max() / np.abs(b).max())}))
-
-
 # ------------------------------------------------------------------------------------------------ main
-
-def fmt(v, spec, unit=""):
-    return "—" if v is None else format(v, spec) + unit
-
 
 def shaw_ms(n, reps, binary, work, env, timeout):
     """relattn's Shaw forward (k 16, no a^V) on the tensors RoPE was measured on (x and the weights alone)."""
