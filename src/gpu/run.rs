@@ -114,7 +114,6 @@ impl GpuContext {
         // RoPE: the rotated Q and K the logits read, from the angles' cos and sin (the CPU's values).
         let rope = cfg.method.rotates().then(|| {
             let RopeTable { cos, sin, .. } = cfg.rope.table(0, n, dh);
-            let contiguous = |a: Array2<f32>| a.into_raw_vec_and_offset().0;
             let params = RopeParams {
                 n: u(n),
                 d: u(d),
@@ -123,7 +122,7 @@ impl GpuContext {
                 flags: if cfg.rope.layout == PairLayout::Half { flag::HALF_SPLIT } else { 0 },
                 ..Zeroable::zeroed()
             };
-            (params, self.upload("rope_cos", &contiguous(cos)), self.upload("rope_sin", &contiguous(sin)))
+            (params, self.upload("rope_cos", &contiguous(&cos)), self.upload("rope_sin", &contiguous(&sin)))
         });
         let max_work = chunks.iter().map(|c| c.hc * c.rows).max().unwrap_or(0);
         let [q, k, v, x, heads, out] = ["q", "k", "v", "x", "heads", "out"].map(|role| self.buffer(role, n * d * 4));
