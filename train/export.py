@@ -1,15 +1,19 @@
-"""Evaluates the three trained models and writes everything relattn ships from them:
+"""Picks, for each of the six schemes, the seed whose run has the lowest validation NLL (train/results/), and
+writes everything relattn ships from the runs:
 
-- models/chorales-{music,shaw,absolute}.safetensors: weights under relattn's names, the config (and the
-  training figures) as JSON in the metadata key `config`;
+- models/chorales-{music,shaw,rope,alibi,t5,absolute}.safetensors: the picked run's weights under relattn's
+  names, the config (and the training figures) as JSON in the metadata key `config`;
 - models/chorales-test.json: the tokenised test split (BWV numbers, titles, bars, tokens);
 - tests/fixtures/chorales-{method}.safetensors: PyTorch's logits for a short and a long (2 × context) test
   sequence and one layer's q, k, v and attention weights, for the runtime's tests;
   tests/fixtures/chorales-subset.json: three test pieces, whose NLL is in the fixtures' metadata;
-- models/results.json, docs/models-loss.png, docs/models-length.png: the figures of MODELS.md.
+- models/results.json (every finished seed's figures, each scheme's mean ± standard deviation over its
+  seeds, which seed ships), docs/models-loss.png, docs/models-length.png: the figures of MODELS.md.
 
-    train/.venv/bin/python train/export.py
+    train/.venv/bin/python train/export.py [--methods music shaw]   # schemes with no finished run are skipped
 """
+import argparse
+import glob
 import json
 import os
 import platform
@@ -24,16 +28,28 @@ import train
 from model import Decoder
 
 ROOT = os.path.dirname(train.HERE)
-METHODS = ("music", "shaw", "absolute")
+METHODS = ("music", "shaw", "rope", "alibi", "t5", "absolute")
 FIXTURE_LAYER = 1
 SPLIT_RULE = "by the integer BWV number: mod 10 = 0 test, 1 valid, else train (all chorales of a cantata together)"
 
 
-def load(method):
-    run = torch.load(os.path.join(train.HERE, "runs", f"{method}.pt"), weights_only=False)
+def finished(method):
+    """Every finished run of `method` (train/results/<method>-seed<k>.json), by seed."""
+    runs = [json.load(open(p)) for p in glob.glob(os.path.join(train.HERE, "results", f"{method}-seed*.json"))]
+    return sorted(runs, key=lambda r: r["seed"])
+
+
+def load(name):
+    run = torch.load(os.path.join(train.HERE, "runs", f"{name}.pt"), weights_only=False)
     model = Decoder(run["config"])
     model.load_state_dict(run["state"])
     return model.eval(), run
+
+
+def spread(values):
+    """Mean and sample standard deviation (0 for one value)."""
+    v = np.array(values, dtype=np.float64)
+    return {"mean": float(v.mean()), "std": float(v.std(ddof=1)) if len(v) > 1 else 0.0, "n": len(v)}
 
 
 def data_file(pieces, lo, hi, split):
@@ -56,7 +72,7 @@ def per_position(model, seqs, width):
     return total / len(ws), len(ws)
 
 
-def main():
+def main(methods):
     data, (lo, hi), seqs = train.dataset()
     test_pieces = [p for p in data["pieces"] if p["split"] == "test"]
     os.makedirs(os.path.join(ROOT, "models"), exist_ok=True)
@@ -70,19 +86,26 @@ def main():
     subset_seqs = [chorales.tokens(p, lo) for p in subset]
     long_seq = next(s for s in seqs["test"] if len(s) >= 4 * train.CONTEXT)
 
+    path = os.path.join(ROOT, "models", "results.json")
+    previous = json.load(open(path)).get("models", {}) if os.path.exists(path) else {}
     results = {"machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}",
                "pieces": {s: len(v) for s, v in seqs.items()}, "tokens": {s: sum(map(len, v)) for s, v in seqs.items()},
-               "skipped": len(data["skipped"]), "pitch_range": [lo, hi], "models": {}}
-    for method in METHODS:
-        model, run = load(method)
+               "skipped": len(data["skipped"]), "pitch_range": [lo, hi], "selection": "the seed with the lowest valid NLL ships",
+               "models": {m: r for m, r in previous.items() if m in METHODS}}  # runs not exported now stay as they were
+    for method in methods:
+        runs = finished(method)
+        if not runs:
+            print(f"{method}: no finished run in train/results/, skipped", flush=True)
+            continue
+        best = min(runs, key=lambda r: r["valid_nll"])
+        model, run = load(best["name"])
         cfg = dict(run["config"])
         ctx = cfg["context"]
-        valid, test = train.evaluate(model, seqs["valid"], ctx), train.evaluate(model, seqs["test"], ctx)
-        lengths = {str(m * ctx): train.evaluate(model, seqs["test"], m * ctx) for m in (1, 2, 4)}
         curve, count = per_position(model, seqs["test"], 4 * ctx)
         params = sum(p.numel() for n, p in model.named_parameters())
-        cfg.update(name=f"chorales-{method}", valid_nll=valid, test_nll=test, parameters=params,
-                   command=f"train/.venv/bin/python train/train.py --method {method}", torch=torch.__version__,
+        test = best["nll_by_window"][str(ctx)]
+        cfg.update(name=f"chorales-{method}", valid_nll=best["valid_nll"], test_nll=test, parameters=params,
+                   command=f"train/.venv/bin/python train/train.py --method {method} --seed {best['seed']}", torch=torch.__version__,
                    data="music21 corpus, Bach chorales, four parts; see train/chorales.py")
         save_file(model.tensors(), os.path.join(ROOT, "models", f"chorales-{method}.safetensors"), metadata={"config": json.dumps(cfg)})
 
@@ -95,10 +118,16 @@ def main():
                    "q": rec["q"][0], "k": rec["k"][0], "v": rec["v"][0], "weights": rec["weights"][0]}
         save_file({k: v.detach().contiguous() for k, v in fixture.items()}, os.path.join(ROOT, "tests", "fixtures", f"chorales-{method}.safetensors"),
                   metadata={"layer": str(FIXTURE_LAYER), "subset_nll": repr(sub_total / sub_count), "subset_tokens": str(sub_count)})
-        results["models"][method] = {"valid_nll": valid, "test_nll": test, "nll_by_window": lengths, "train_seconds": cfg["train_seconds"],
-                                     "parameters": params, "steps": cfg["steps"], "seed": cfg["seed"], "log": run["log"],
-                                     "per_position_4L": curve.tolist(), "windows_4L": count}
-        print(f"{method}: valid {valid:.4f} test {test:.4f} nats/token; windows {lengths}; {params} parameters; {cfg['train_seconds']} s", flush=True)
+        seeds = {str(r["seed"]): {k: r[k] for k in ("valid_nll", "nll_by_window", "finished", "machine")} |
+                 {k: r["config"][k] for k in ("train_seconds", "best_step", "steps_run", "stopped")} for r in runs}
+        windows = sorted(best["nll_by_window"], key=int)
+        results["models"][method] = {
+            "shipped_seed": best["seed"], "valid_nll": best["valid_nll"], "test_nll": test, "nll_by_window": best["nll_by_window"],
+            "parameters": params, "steps": cfg["steps"], "log": run["log"], "per_position_4L": curve.tolist(), "windows_4L": count,
+            "seeds": seeds, "valid_nll_over_seeds": spread([r["valid_nll"] for r in runs]),
+            "nll_by_window_over_seeds": {w: spread([r["nll_by_window"][w] for r in runs]) for w in windows}}
+        print(f"{method}: seed {best['seed']} of {len(runs)}: valid {best['valid_nll']:.4f} test {test:.4f} nats/token; "
+              f"windows {best['nll_by_window']}; {params} parameters", flush=True)
     with open(os.path.join(ROOT, "models", "results.json"), "w") as f:
         json.dump(results, f, indent=1)
     plots(results)
@@ -108,7 +137,7 @@ def plots(results):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    colors = {"music": "tab:blue", "shaw": "tab:orange", "absolute": "tab:gray"}
+    colors = {"music": "tab:blue", "shaw": "tab:orange", "rope": "tab:green", "alibi": "tab:red", "t5": "tab:purple", "absolute": "tab:gray"}
     fig, ax = plt.subplots(figsize=(7, 4))
     for m, r in results["models"].items():
         tr, va = np.array(r["log"]["train"]), np.array(r["log"]["valid"])
@@ -131,11 +160,13 @@ def plots(results):
         ax.axvline(k * ctx, color="k", lw=0.6, ls="--")
     ax.text(ctx, ax.get_ylim()[1], " trained length", va="top", fontsize=8)
     ax.set(xlabel="position in the window (tokens)", ylabel="NLL (nats / token), mean of 32 positions",
-           title=f"Longer than trained: windows of {4 * ctx} tokens ({results['models']['music']['windows_4L']} test windows)")
+           title=f"Longer than trained: windows of {4 * ctx} tokens ({next(iter(results['models'].values()))['windows_4L']} test windows)")
     ax.legend()
     fig.tight_layout()
     fig.savefig(os.path.join(ROOT, "docs", "models-length.png"), dpi=120)
 
 
 if __name__ == "__main__":
-    main()
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--methods", nargs="+", choices=METHODS, default=list(METHODS))
+    main(ap.parse_args().methods)

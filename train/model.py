@@ -191,7 +191,7 @@ class Decoder(nn.Module):
             out.update({p + "ln1.weight": layer.ln1.weight, p + "ln1.bias": layer.ln1.bias,
                         p + "ln2.weight": layer.ln2.weight, p + "ln2.bias": layer.ln2.bias,
                         p + "ffn.w1": layer.w1, p + "ffn.b1": layer.b1, p + "ffn.w2": layer.w2, p + "ffn.b2": layer.b2})
-            for n in ("w_q", "b_q", "w_k", "b_k", "w_v", "b_v", "w_o", "b_o", "rel_k", "rel_v", "e_r"):
+            for n in ("w_q", "b_q", "w_k", "b_k", "w_v", "b_v", "w_o", "b_o", "rel_k", "rel_v", "e_r", "t5_bias"):
                 if hasattr(layer.attn, n):
                     out[p + "attn." + n] = getattr(layer.attn, n)
         return {k: v.detach().contiguous().float().cpu() for k, v in out.items()}

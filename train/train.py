@@ -1,13 +1,18 @@
-"""Trains one chorale decoder (music, shaw or absolute) and keeps its weights and loss curve in train/runs/.
+"""Trains one chorale decoder (one of six position schemes, one seed) and writes, as soon as it ends, its best
+weights to train/runs/<method>-seed<seed>.pt and its figures (valid NLL, test NLL at 256…2048 tokens, loss curves,
+time, machine) to train/results/<method>-seed<seed>.json. A run is resumable: it checkpoints every
+CHECKPOINT_EVERY steps to train/runs/<name>.ckpt and continues from there when started again.
 
-    train/.venv/bin/python train/train.py --method music   # same data, size, steps and seed for all three
+    train/.venv/bin/python train/train.py --method music --seed 1   # same data, size, budget and recipe for all
 
-The three models differ only in `method` (and Shaw's clip). Every number here is written into the model's
-metadata by export.py, so MODELS.md and the shipped files can be checked against each other.
+The six models differ only in `method` (and each scheme's own options below). Every number here is written into
+the model's metadata by export.py, so MODELS.md and the shipped files can be checked against each other.
 """
 import argparse
+import json
 import math
 import os
+import platform
 import time
 
 import numpy as np
@@ -21,7 +26,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 CONTEXT = 256  # training crops: 64 sixteenths = 4 bars of 4/4, four voices per step
 SHAW_CLIP = 64  # one 4/4 bar back (16 steps × 4 voices): same voice, previous step/beat/bar all distinct
 HYPER = {"layers": 3, "d_model": 128, "heads": 4, "d_ff": 512, "dropout": 0.1, "context": CONTEXT,
-         "batch": 16, "steps": 1200, "lr": 1e-3, "warmup": 100, "weight_decay": 0.01, "seed": 0}
+         "batch": 16, "steps": 8000, "lr": 1e-3, "warmup": 200, "weight_decay": 0.01, "seed": 0}
+# Early stopping: valid NLL (256-token windows) every EVAL_EVERY steps; the weights kept are those of the lowest
+# valid NLL; the run stops once PATIENCE evaluations in a row did not improve on it by MIN_IMPROVEMENT.
+EVAL_EVERY, PATIENCE, MIN_IMPROVEMENT, CHECKPOINT_EVERY = 250, 8, 1e-3, 250
 
 
 def config(method, vocab):
@@ -55,8 +63,9 @@ def nll_sum(model, seqs, window):
         for w in windows(seq, window):
             by_len.setdefault(len(w), []).append(w)
     for length, ws in sorted(by_len.items()):
-        for i in range(0, len(ws), 32):
-            x = torch.tensor(ws[i:i + 32])
+        chunk = max(1, 8192 // length)  # 32 windows of 256 tokens, 4 of 2048: the (B, H, T, T) logits stay small
+        for i in range(0, len(ws), chunk):
+            x = torch.tensor(ws[i:i + chunk])
             logits = model(x)[:, :-1].double()
             total += F.cross_entropy(logits.reshape(-1, logits.shape[-1]), x[:, 1:].reshape(-1), reduction="sum").item()
             count += x[:, 1:].numel()
@@ -87,24 +96,59 @@ def batches(seqs, pitch_range, cfg, rng):
         yield torch.from_numpy(x), torch.from_numpy(mask)
 
 
-def train(method, steps=None, out_dir=None):
+def run_name(method, seed):
+    return f"{method}-seed{seed}"
+
+
+def save_atomic(obj, path):
+    torch.save(obj, path + ".tmp")
+    os.replace(path + ".tmp", path)
+
+
+def test_figures(model, seqs, ctx):
+    """Test NLL at windows of 1, 2, 4 and 8 training lengths (256 … 2048 tokens) and valid NLL at 256."""
+    return {"valid_nll": evaluate(model, seqs["valid"], ctx),
+            "nll_by_window": {str(m * ctx): evaluate(model, seqs["test"], m * ctx) for m in (1, 2, 4, 8)}}
+
+
+def train(method, seed=0, steps=None):
+    """One run, resumable: a checkpoint every CHECKPOINT_EVERY steps in runs/<name>.ckpt; at the end the best
+    weights (lowest valid NLL) in runs/<name>.pt and the run's figures in results/<name>.json."""
     _, (lo, hi), seqs = dataset()
     cfg = config(method, vocab=hi - lo + 2)
+    cfg["seed"] = seed
     if steps:
         cfg["steps"] = steps
-    torch.manual_seed(cfg["seed"])
+    name = run_name(method, seed)
+    runs, results = os.path.join(HERE, "runs"), os.path.join(HERE, "results")
+    os.makedirs(runs, exist_ok=True)
+    os.makedirs(results, exist_ok=True)
+    ckpt_path = os.path.join(runs, name + ".ckpt")
     torch.set_num_threads(int(os.environ.get("TRAIN_THREADS", "2")))
-    rng = np.random.default_rng(cfg["seed"])
+    torch.manual_seed(seed)
+    rng = np.random.default_rng(seed)
     model = Decoder(cfg)
     decay = [p for p in model.parameters() if p.ndim == 2]
     rest = [p for p in model.parameters() if p.ndim != 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": cfg["weight_decay"]}, {"params": rest, "weight_decay": 0.0}],
                             lr=cfg["lr"], betas=(0.9, 0.98))
     sched = lambda s: min(1.0, (s + 1) / cfg["warmup"]) * 0.5 * (1 + math.cos(math.pi * min(s, cfg["steps"]) / cfg["steps"]))
-    log = {"train": [], "valid": []}
-    t0, running = time.time(), []
+    state = {"step": 0, "seconds": 0.0, "log": {"train": [], "valid": []}, "best": None, "best_valid": math.inf, "best_step": 0,
+             "stopped": "step budget"}
+    if os.path.exists(ckpt_path):
+        ck = torch.load(ckpt_path, weights_only=False)
+        if ck["config"] != cfg:
+            raise SystemExit(f"{ckpt_path} was made with another config; delete it to start {name} afresh")
+        model.load_state_dict(ck["model"])
+        opt.load_state_dict(ck["opt"])
+        torch.set_rng_state(ck["torch_rng"])
+        rng.bit_generator.state = ck["numpy_rng"]
+        state = ck["state"]
+        print(f"{name}: resumed at step {state['step']}", flush=True)
+    t0, running = time.time() - state["seconds"], []
     data = batches(seqs["train"], (lo, hi), cfg, rng)
-    for step in range(cfg["steps"]):
+    step = state["step"]
+    while step < cfg["steps"]:
         model.train()
         x, mask = next(data)
         for g in opt.param_groups:
@@ -118,25 +162,47 @@ def train(method, steps=None, out_dir=None):
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         running.append(loss.item())
-        if (step + 1) % 50 == 0 or step + 1 == cfg["steps"]:
-            log["train"].append([step + 1, float(np.mean(running))])
+        step += 1
+        if step % 50 == 0 or step % EVAL_EVERY == 0 or step == cfg["steps"]:
+            state["log"]["train"].append([step, float(np.mean(running))])
             running = []
-        if (step + 1) % 250 == 0 or step + 1 == cfg["steps"]:
+        if step % EVAL_EVERY == 0 or step == cfg["steps"]:
             v = evaluate(model, seqs["valid"], cfg["context"])
-            log["valid"].append([step + 1, v])
-            print(f"{method} step {step + 1}: train {log['train'][-1][1]:.4f} valid {v:.4f} ({time.time() - t0:.0f} s)", flush=True)
-    cfg["train_seconds"] = round(time.time() - t0, 1)
-    out_dir = out_dir or os.path.join(HERE, "runs")
-    os.makedirs(out_dir, exist_ok=True)
-    torch.save({"config": cfg, "state": model.state_dict(), "log": log, "pitch_range": [lo, hi]},
-               os.path.join(out_dir, f"{method}.pt"))
+            state["log"]["valid"].append([step, v])
+            if v < state["best_valid"] - MIN_IMPROVEMENT:
+                state["best_valid"], state["best_step"] = v, step
+                state["best"] = {k: t.clone() for k, t in model.state_dict().items()}
+            print(f"{name} step {step}: train {state['log']['train'][-1][1]:.4f} valid {v:.4f} "
+                  f"(best {state['best_valid']:.4f} at {state['best_step']}; {time.time() - t0:.0f} s)", flush=True)
+            if step - state["best_step"] >= PATIENCE * EVAL_EVERY:
+                state["stopped"] = f"early: no valid improvement of {MIN_IMPROVEMENT} in {PATIENCE * EVAL_EVERY} steps"
+        state["step"] = step
+        if step % CHECKPOINT_EVERY == 0 or step == cfg["steps"] or state["stopped"] != "step budget":
+            state["seconds"] = time.time() - t0
+            save_atomic({"config": cfg, "model": model.state_dict(), "opt": opt.state_dict(), "torch_rng": torch.get_rng_state(),
+                         "numpy_rng": rng.bit_generator.state, "state": state}, ckpt_path)
+        if state["stopped"] != "step budget":
+            break
+    cfg.update(train_seconds=round(time.time() - t0, 1), best_step=state["best_step"], stopped=state["stopped"],
+               steps_run=step, threads=torch.get_num_threads())
+    model.load_state_dict(state["best"])
+    model.eval()
+    figures = test_figures(model, seqs, cfg["context"])
+    save_atomic({"config": cfg, "state": model.state_dict(), "log": state["log"], "pitch_range": [lo, hi]},
+                os.path.join(runs, name + ".pt"))
+    with open(os.path.join(results, name + ".json"), "w") as f:
+        json.dump({"name": name, "method": method, "seed": seed, "config": cfg, **figures, "log": state["log"],
+                   "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}",
+                   "finished": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}, f, indent=1)
+    print(f"{name}: done at step {step} ({state['stopped']}); best valid {state['best_valid']:.4f} at {state['best_step']}; "
+          f"test {figures['nll_by_window']}", flush=True)
     return model
 
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__)
-    # rope, alibi and t5 train here; relattn's trained-model runtime (src/trained/) loads music, shaw and absolute.
     ap.add_argument("--method", choices=["music", "shaw", "absolute", "rope", "alibi", "t5"], required=True)
-    ap.add_argument("--steps", type=int, help=f"optimizer steps (default {HYPER['steps']})")
+    ap.add_argument("--seed", type=int, default=0, help="weights' initialisation and the batches' draws (default 0)")
+    ap.add_argument("--steps", type=int, help=f"optimizer step budget (default {HYPER['steps']})")
     args = ap.parse_args()
-    train(args.method, args.steps)
+    train(args.method, args.seed, args.steps)

@@ -33,8 +33,9 @@ use std::str::FromStr;
 use t5::Buckets;
 use table::{distance, Edge, QueryRows, RelTable};
 
-/// Which relative attention.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Which relative attention (in files and messages by its lowercase name: "shaw", "music", "rope", …).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Method {
     /// Shaw, Uszkoreit & Vaswani 2018: tables w^K, w^V of 2k+1 rows indexed by clip(j − i, k) + k.
     Shaw,

@@ -1,5 +1,5 @@
 //! A decoder-only transformer whose attention is relattn's layer: the trained chorale models
-//! (`models/chorales-{music,shaw,absolute}.safetensors`, trained by `train/`).
+//! (`models/chorales-{music,shaw,rope,alibi,t5,absolute}.safetensors`, trained by `train/`).
 //!
 //! ```text
 //! x      = E[tokens] · √d_model  (+ PE sinusoids, absolute model only)        (T, d_model)
@@ -13,15 +13,20 @@
 //! - `music`: Huang et al.'s E_r (heads, R, d_head), rows for distances −(R−1)..0 (R = the training length),
 //!   zero beyond (tensor2tensor's edge); the skew for a full sequence, the direct gather for a cached step;
 //! - `shaw`: Shaw et al.'s w^K and w^V (heads, 2k+1, d_head), clip(j − i, k);
+//! - `rope`: Q and K rotated by position (interleaved pairs, base 10000, every component: [`Rope::default`]);
+//!   a cached step rotates the window's keys by their places in it, which gives the same angles j − i;
+//! - `alibi`: m_h·(j − i) added after the scale, the paper's slopes ([`alibi::slopes`]; not in the file);
+//! - `t5`: a trained bias per head and causal bucket of j − i (`t5_buckets`, `t5_max_distance` of the config);
 //! - `absolute`: no relative term. It runs through the same layer as Shaw with k = 0, a^V off and a zero
 //!   table, so its relative logits are exactly zero and every stage of the page still applies.
 //!
 //! The file is a safetensors file whose metadata key `config` holds [`ModelConfig`] as JSON (with the training
 //! figures beside it); the tensors are named `embed`, `ln_f.{weight,bias}` and, for each layer ℓ,
 //! `layers.ℓ.{ln1,ln2}.{weight,bias}`, `layers.ℓ.attn.{w_q,b_q,w_k,b_k,w_v,b_v,w_o,b_o}`,
-//! `layers.ℓ.attn.{rel_k,rel_v}` (shaw) or `layers.ℓ.attn.e_r` (music), `layers.ℓ.ffn.{w1,b1,w2,b2}`.
+//! `layers.ℓ.attn.{rel_k,rel_v}` (shaw), `layers.ℓ.attn.e_r` (music) or `layers.ℓ.attn.t5_bias` (t5, (heads,
+//! buckets)), `layers.ℓ.ffn.{w1,b1,w2,b2}`.
 
-use crate::attention::{attend_head, Config, HeadInput};
+use crate::attention::{attend_head, rope_table, Config, HeadInput};
 use crate::backend::Backend;
 use crate::core::finite::check_overflow;
 use crate::core::matmul::matmul;
@@ -30,6 +35,9 @@ use crate::layer::forward;
 use crate::layer::scenario::Scenario;
 use crate::layer::trace::Trace;
 use crate::positions::absolute::add_sinusoid;
+use crate::positions::alibi;
+use crate::positions::rope::Rope;
+use crate::positions::t5::Buckets;
 use crate::positions::table::Edge;
 use crate::positions::Method;
 use crate::timing::StageTimes;
@@ -40,22 +48,11 @@ use serde::{Deserialize, Serialize};
 
 const LN_EPS: f32 = 1e-5;
 
-/// Which positions the model knows.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ModelKind {
-    /// Huang et al. 2018: E_r and the skew.
-    Music,
-    /// Shaw et al. 2018: w^K, w^V, clip k.
-    Shaw,
-    /// Absolute sinusoidal positions, no relative term (the baseline).
-    Absolute,
-}
-
 /// The shape of a model; the file's metadata `config` (other keys there are training figures, kept as they are).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ModelConfig {
-    pub method: ModelKind,
+    /// The position scheme (every one of the six has a trained model).
+    pub method: Method,
     pub layers: usize,
     pub d_model: usize,
     pub heads: usize,
@@ -69,6 +66,12 @@ pub struct ModelConfig {
     pub rel_v: bool,
     /// What distances beyond E_r read (music).
     pub edge: Edge,
+    /// T5's buckets and the distance where the last one starts (t5 only; the files of other schemes may
+    /// carry them too, unread).
+    #[serde(default)]
+    pub t5_buckets: Option<usize>,
+    #[serde(default)]
+    pub t5_max_distance: Option<usize>,
 }
 
 impl ModelConfig {
@@ -91,23 +94,51 @@ impl ModelConfig {
             return Err(Error::invalid("config.heads", self.heads, format!("a divisor of d_model = {}", self.d_model)));
         }
         let clip_ok = match self.method {
-            ModelKind::Music => self.clip + 1 == self.context,
-            ModelKind::Shaw => self.clip <= 65536,
-            ModelKind::Absolute => self.clip == 0,
+            Method::Music => self.clip + 1 == self.context,
+            Method::Shaw => self.clip <= 65536,
+            Method::Rope | Method::Alibi | Method::T5 | Method::Absolute => self.clip == 0,
         };
         if !clip_ok {
-            return Err(Error::invalid("config.clip", self.clip, "context − 1 (music), ≤ 65536 (shaw), 0 (absolute)"));
+            return Err(Error::invalid("config.clip", self.clip, "context − 1 (music), ≤ 65536 (shaw), 0 (the others)"));
         }
-        if self.rel_v && self.method != ModelKind::Shaw {
+        if self.rel_v && self.method != Method::Shaw {
             return Err(Error::invalid("config.rel_v", true, "false unless method is shaw"));
         }
-        Ok(())
+        if self.method == Method::T5 {
+            self.buckets()?;
+        }
+        // The scheme's own options (T5's buckets, RoPE's pairs in d_head), named as the config's fields.
+        self.attention().scheme().check(self.d_model / self.heads).map_err(|e| match e {
+            Error::Invalid { field, given, allowed } => Error::Invalid { field: format!("config.{field}"), given, allowed },
+            other => other,
+        })
     }
 
-    /// The attention layer's configuration (every layer has the same).
+    /// T5's buckets, refused naming the field when the config has none.
+    fn buckets(&self) -> Result<Buckets> {
+        match (self.t5_buckets, self.t5_max_distance) {
+            (Some(count), Some(max_distance)) => Ok(Buckets { count, max_distance }),
+            (None, _) => Err(Error::invalid("config.t5_buckets", "missing", "a number of buckets (method t5)")),
+            (_, None) => Err(Error::invalid("config.t5_max_distance", "missing", "a distance (method t5)")),
+        }
+    }
+
+    /// The attention layer's configuration (every layer has the same). The absolute model's positions are in
+    /// its input: its layer is Shaw's with k = 0 and a zero table.
     pub fn attention(&self) -> Config {
-        let method = if self.method == ModelKind::Music { Method::Music } else { Method::Shaw };
-        Config { method, heads: self.heads, clip: self.clip, causal: true, rel_v: self.rel_v, edge: self.edge, ..Config::default() }
+        let method = if self.method == Method::Absolute { Method::Shaw } else { self.method };
+        let buckets = self.buckets().unwrap_or_default();
+        Config {
+            method,
+            heads: self.heads,
+            clip: self.clip,
+            causal: true,
+            rel_v: self.rel_v,
+            edge: self.edge,
+            rope: Rope::default(),
+            buckets,
+            ..Config::default()
+        }
     }
 }
 
@@ -143,7 +174,9 @@ impl LayerNorm {
 struct Attention {
     w: [Array2<f32>; 4],
     b: [Array1<f32>; 4],
-    /// (heads, R, d_head): w^K or E_r (a zero (heads, 1, d_head) table for the absolute model).
+    /// (heads, R, width), the layer's table ([`crate::positions::Scheme::table_rows`] and `table_width`): w^K
+    /// or E_r (R, d_head), T5's bias (B, 1), ALiBi's slope (1, 1), none for RoPE (0, d_head), and a zero
+    /// (1, d_head) for the absolute model.
     rel_k: Array3<f32>,
     rel_v: Option<Array3<f32>>,
 }
@@ -218,6 +251,7 @@ impl Transformer {
         let (d, h, ff) = (config.d_model, config.heads, config.d_ff);
         let dh = d / h;
         let rows = config.attention().table_rows();
+        let width = config.attention().scheme().table_width(dh);
         let mut t = Tensors { st, used: Vec::new() };
         let embed = t.matrix("embed", config.vocab, d)?;
         let mut blocks = Vec::with_capacity(config.layers);
@@ -232,9 +266,11 @@ impl Transformer {
                 w: w.try_into().expect("four projections"),
                 b: b.try_into().expect("four biases"),
                 rel_k: match config.method {
-                    ModelKind::Music => t.table(&format!("{p}.attn.e_r"), h, rows, dh)?,
-                    ModelKind::Shaw => t.table(&format!("{p}.attn.rel_k"), h, rows, dh)?,
-                    ModelKind::Absolute => Array3::zeros((h, rows, dh)),
+                    Method::Music => t.table(&format!("{p}.attn.e_r"), h, rows, dh)?,
+                    Method::Shaw => t.table(&format!("{p}.attn.rel_k"), h, rows, dh)?,
+                    Method::T5 => t.matrix(&format!("{p}.attn.t5_bias"), h, rows)?.insert_axis(Axis(2)),
+                    Method::Alibi => Array3::from_shape_vec((h, 1, 1), alibi::slopes(h)).expect("one slope per head"),
+                    Method::Rope | Method::Absolute => Array3::zeros((h, rows, width)),
                 },
                 rel_v: if config.rel_v { Some(t.table(&format!("{p}.attn.rel_v"), h, rows, dh)?) } else { None },
             };
@@ -263,7 +299,8 @@ impl Transformer {
             .iter()
             .map(|b| {
                 let a = &b.attn;
-                let tables = if self.config.method == ModelKind::Absolute { 0 } else { a.rel_k.len() + a.rel_v.as_ref().map_or(0, |t| t.len()) };
+                let trained = matches!(self.config.method, Method::Music | Method::Shaw | Method::T5);
+                let tables = if trained { a.rel_k.len() + a.rel_v.as_ref().map_or(0, |t| t.len()) } else { 0 };
                 a.w.iter().map(|w| w.len()).sum::<usize>()
                     + a.b.iter().map(|b| b.len()).sum::<usize>()
                     + tables
@@ -289,7 +326,7 @@ impl Transformer {
                 return Err(Error::invalid("tokens", format!("{tok} at position {t}"), format!("0..{}", self.config.vocab)));
             }
             row.assign(&(&self.embed.row(tok as usize) * scale));
-            if self.config.method == ModelKind::Absolute {
+            if self.config.method == Method::Absolute {
                 add_sinusoid(row.as_slice_mut().expect("a row of a standard array"), first_position + t);
             }
         }
@@ -459,6 +496,8 @@ impl Transformer {
         let (d, dh) = (self.config.d_model, self.config.d_model / self.config.heads);
         let rows = cache.rows + 1;
         let lk = rows.min(cache.context);
+        // RoPE: the query and the window's keys turned by their places in the window (one table a step).
+        let rope = cfg.method.rotates().then(|| rope_table(&cfg, 1, lk, dh));
         for (l, block) in self.blocks.iter().enumerate() {
             let a = &block.attn;
             let h = self.attention_input(l, x.view())?;
@@ -479,7 +518,7 @@ impl Transformer {
                     rel_k: a.rel_k.index_axis(Axis(0), hi),
                     rel_v: a.rel_v.as_ref().map(|t| t.index_axis(Axis(0), hi)),
                     key_mask: None,
-                    rope: None,
+                    rope: rope.as_ref(),
                 };
                 let z = attend_head(&cfg, &input, None).map_err(|e| e.in_stage(&format!("layers.{l}.attn")).within(&[hi]))?;
                 heads.slice_mut(cols).assign(&z);

@@ -37,12 +37,13 @@ use super::{js_error, palette, to_js, to_value};
 use crate::error::{check_index, Error, ErrorKind};
 use crate::layer::scenario::{Arrays, Spec};
 use crate::layer::stage::Scale;
+use crate::positions::Method;
 use crate::render;
 use crate::timing::now_ms;
 use crate::trained::chorales::{Chorales, VOICES};
 use crate::trained::heads::{self, Landmark, Meter};
 use crate::trained::transformer::{
-    log_softmax_at, probabilities, AttentionPass, ModelConfig, ModelKind, SampleSettings, Sampler, Transformer, DEFAULT_TOP_K, DEFAULT_TOP_P,
+    log_softmax_at, probabilities, AttentionPass, ModelConfig, SampleSettings, Sampler, Transformer, DEFAULT_TOP_K, DEFAULT_TOP_P,
 };
 use ndarray::{ArrayView2, Axis};
 use serde::de::{DeserializeOwned, IgnoredAny};
@@ -124,8 +125,8 @@ pub struct PieceInfo {
 pub struct ModelInfo {
     /// The file name given to [`ModelSession::load`].
     pub name: String,
-    /// "music", "shaw" or "absolute".
-    pub kind: ModelKind,
+    /// Its position scheme: "music", "shaw", "rope", "alibi", "t5" or "absolute".
+    pub kind: Method,
     /// layers, d_model, heads, d_ff, vocab, context, clip, rel_v, edge, method.
     pub config: ModelConfig,
     /// Trained parameters, counted in the loaded tensors.
