@@ -194,6 +194,10 @@ fn banded_forward_by_definition(method: &str, tokens: &[u32], context: usize) ->
             let rel_k = match method {
                 "music" => table("e_r", hi).unwrap(),
                 "shaw" => table("rel_k", hi).unwrap(),
+                // T5's bias per bucket (B, 1); ALiBi's slope, written from the paper (4 heads: 2^−2, 2^−4, …).
+                "t5" => (0..cfg.buckets.count).map(|b| vec![get(&format!("{p}.attn.t5_bias"))[[hi, b]] as f64]).collect(),
+                "alibi" => vec![vec![2f64.powi(-8 * (hi as i32 + 1) / heads as i32)]],
+                "rope" => vec![],
                 _ => vec![vec![0.0; dh]],
             };
             let rel_v = if m.config.rel_v { table("rel_v", hi) } else { None };

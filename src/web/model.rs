@@ -81,6 +81,11 @@ pub struct ModelRequest {
     /// Where to compute, as Parameters mode's request spells it ([`BackendChoice`]): "auto" (WebGPU when
     /// usable, not a software adapter), "webgpu" or "cpu".
     pub backend: String,
+    /// An opening chord instead of a piece: four names of the vocabulary, soprano to bass ("C5 G4 E4 C3",
+    /// [`Chorales::chord`]). Given (not empty), the window is that one step (4 tokens: `piece`, `start` and
+    /// `length` are not read; `transpose` is), for sampling a new piece from nothing but a chord.
+    #[serde(default)]
+    pub opening: Option<String>,
     #[serde(flatten)]
     unknown: Unknown,
 }
@@ -183,8 +188,10 @@ pub struct PositionNll {
 /// What [`ModelSession::run`] computed.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct WindowInfo {
-    /// The piece's BWV number.
+    /// The piece's BWV number ("" for an opening chord).
     pub piece: String,
+    /// The opening chord the window is, as given ([`ModelRequest::opening`]); null for a piece's window.
+    pub opening: Option<String>,
     pub start: usize,
     /// T.
     pub length: usize,
@@ -275,8 +282,9 @@ pub struct Sampled {
 
 /// A [`ModelRequest`] checked against the data and the model.
 struct Resolved {
-    /// The piece's BWV number.
+    /// The piece's BWV number ("" for an opening chord).
     piece: String,
+    opening: Option<String>,
     start: usize,
     transpose: i32,
     /// The transpositions the window allows, (min, max).
@@ -395,15 +403,22 @@ impl ModelSession {
     /// A [`ModelRequest`] checked against the data and the model.
     fn resolve(&self, request: JsValue) -> std::result::Result<Resolved, JsValue> {
         let r: ModelRequest = parse(request, "request", |r: &ModelRequest| &r.unknown)?;
-        let piece = self.data.piece(&r.piece).map_err(to_js)?;
-        let n = piece.tokens.len();
-        let start = whole("start", r.start, 0, n - VOICES.len())?;
-        if start % VOICES.len() != 0 {
-            return Err(to_js(Error::invalid("start", start, format!("a multiple of 4 in 0..={} (windows start on a 16th-note step)", n - 4))));
-        }
-        let max = (n - start).min(self.info.max_length);
-        let length = whole("length", r.length, 2, max)?;
-        let window = &piece.tokens[start..start + length];
+        let opening = r.opening.filter(|o| !o.trim().is_empty());
+        let (bwv, start, window) = match &opening {
+            Some(names) => (String::new(), 0, self.data.chord(names).map_err(to_js)?.to_vec()),
+            None => {
+                let piece = self.data.piece(&r.piece).map_err(to_js)?;
+                let n = piece.tokens.len();
+                let start = whole("start", r.start, 0, n - VOICES.len())?;
+                if start % VOICES.len() != 0 {
+                    return Err(to_js(Error::invalid("start", start, format!("a multiple of 4 in 0..={} (windows start on a 16th-note step)", n - 4))));
+                }
+                let max = (n - start).min(self.info.max_length);
+                let length = whole("length", r.length, 2, max)?;
+                (piece.bwv.clone(), start, piece.tokens[start..start + length].to_vec())
+            }
+        };
+        let window = &window[..];
         let range = transpose_range(window, self.data.vocab.len());
         let t = r.transpose;
         if !(t.is_finite() && t.fract() == 0.0 && (range.0 as f64..=range.1 as f64).contains(&t)) {
@@ -411,7 +426,7 @@ impl ModelSession {
             return Err(to_js(Error::invalid("transpose", t, allowed)));
         }
         let backend = BackendChoice::named(&r.backend)?;
-        Ok(Resolved { piece: piece.bwv.clone(), start, transpose: t as i32, transpose_range: range, tokens: transposed(window, t as i32), backend })
+        Ok(Resolved { piece: bwv, opening, start, transpose: t as i32, transpose_range: range, tokens: transposed(window, t as i32), backend })
     }
 
     /// The map last selected by [`ModelSession::weights`]: (T, T) f32 values, row-major (what
@@ -491,7 +506,7 @@ impl ModelSession {
     /// previous one and ends any sampling. Returns the [`WindowInfo`] (where it ran: `nll.backend`). Errors
     /// name the field: "request", "piece", "start", "length", "transpose", "backend".
     pub async fn run(&self, request: JsValue) -> std::result::Result<JsValue, JsValue> {
-        let Resolved { piece, start, transpose, transpose_range, tokens, backend } = self.resolve(request)?;
+        let Resolved { piece, opening, start, transpose, transpose_range, tokens, backend } = self.resolve(request)?;
         let t0 = now_ms();
         let ran = with_backend(backend, async |b| self.model.attention_pass_async(b, &tokens).await).await;
         let pass = ran.result.map_err(to_js)?;
@@ -502,6 +517,7 @@ impl ModelSession {
         let meter = Meter::of(time_signature, self.data.steps_per_quarter);
         let info = WindowInfo {
             piece,
+            opening,
             start,
             length: tokens.len(),
             transpose,

@@ -6,6 +6,7 @@ import { state } from './state.js';
 import { showError } from './controls.js';
 import { FRAME, figureSpec } from './figures.js';
 import { askExport } from './worker-client.js';
+import { windowName, windowSlug } from './model-form.js';
 import { drawFailed } from './ui-wasm.js';
 
 /** Saves `blob` as a download named `name`. */
@@ -27,9 +28,9 @@ export function exportRoll(draw, kind = 'png') {
   const c = document.createElement('canvas');
   draw(c, { width: on.clientWidth, height: on.clientHeight, dpr: 2 });
   const w = s.window;
-  const name = `relattn-${s.model}-BWV${w.piece}-t${w.start}-${w.length}-L${s.layer}H${s.head}-note${state.model.position}`;
+  const name = `relattn-${s.model}-${windowSlug(w)}-t${w.start}-${w.length}-L${s.layer}H${s.head}-note${state.model.position}`;
   if (kind === 'png') c.toBlob((blob) => download(blob, `${name}.png`), 'image/png');
-  else download(rasterSVG(c, on.clientWidth, on.clientHeight, `BWV ${w.piece}: layer ${s.layer}, head ${s.head}, note ${state.model.position}`), `${name}.svg`);
+  else download(rasterSVG(c, on.clientWidth, on.clientHeight, `${windowName(w)}: layer ${s.layer}, head ${s.head}, note ${state.model.position}`), `${name}.svg`);
 }
 
 /** An SVG of `width` × `height` with `title` and canvas `c` embedded as a PNG. */
@@ -52,7 +53,7 @@ export function exportPanel(panel, kind) {
   const w = s.window;
   // The panel's heading without its on-page hints ("(click a tile…)"), and what it was computed on.
   const heading = [...panel.querySelector('h2').childNodes].filter((n) => !(n.classList && n.classList.contains('range'))).map((n) => n.textContent).join('').trim();
-  const title = `${heading} — ${s.model} model, BWV ${w.piece}, tokens ${w.start}…${w.start + w.length - 1}${w.transpose ? ` (transposed ${w.transpose})` : ''}, layer ${s.layer}, head ${s.head}`;
+  const title = `${heading} — ${s.model} model, ${windowName(w)}, tokens ${w.start}…${w.start + w.length - 1}${w.transpose ? ` (transposed ${w.transpose})` : ''}, layer ${s.layer}, head ${s.head}`;
   const scale = 2;
   const top = 28;
   const c = document.createElement('canvas');
@@ -78,7 +79,7 @@ export function exportPanel(panel, kind) {
     if (!b.width || !el.textContent.trim()) continue;
     wrapText(ctx, el.textContent.trim(), b.left - box.left, b.top - box.top + top + 11, b.width, 13, getComputedStyle(el).textAlign === 'center');
   }
-  const name = `relattn-${s.model}-BWV${w.piece}-t${w.start}-${w.length}-L${s.layer}-${panel.id.replace(/^m-panel-/, '')}`;
+  const name = `relattn-${s.model}-${windowSlug(w)}-t${w.start}-${w.length}-L${s.layer}-${panel.id.replace(/^m-panel-/, '')}`;
   if (kind === 'png') c.toBlob((blob) => download(blob, `${name}.png`), 'image/png');
   else download(rasterSVG(c, box.width, box.height + top, title), `${name}.svg`);
 }

@@ -17,6 +17,7 @@ import { exportNpz } from './export.js';
 import { loadFile, forgetFile, dropCandidate, acceptCandidate, fileInPlay, acceptDrops } from './file.js';
 import { wireModel, setMode, onModelMessage, onWorkerRestart, recolour, firstShown, applyModelEmbed, modelRequest } from './model.js';
 import { wireTour } from './tour.js';
+import { windowName } from './model-form.js';
 import { initCompare, refreshCompare } from './compare.js';
 
 /** The newest settings' result (worker-client.js passes no other): it becomes what is shown. */
@@ -28,7 +29,7 @@ function showResult(msg) {
   const src = state.modelSource;
   if (src) {
     const w = src.window;
-    $('preset-desc').textContent = `The trained model “${src.kind}”, layer ${src.layer}, on BWV ${w.piece} (tokens ${w.start}…${w.start + w.length - 1}, transposed ${w.transpose}): `
+    $('preset-desc').textContent = `The trained model “${src.kind}”, layer ${src.layer}, on ${windowName(w)} (tokens ${w.start}…${w.start + w.length - 1}, transposed ${w.transpose}): `
       + 'every stage of its heads on the real hidden states. Any control leaves it.';
   }
   const byName = Object.fromEntries(msg.stages.map((s) => [s.name, s]));

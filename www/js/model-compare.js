@@ -1,8 +1,9 @@
-// Owns Model mode's comparisons: the NLL per position of the music and absolute models beyond the training
-// length, and the three models' attention by distance side by side. Each keeps its own request id and answer;
+// Owns Model mode's comparisons: the NLL per position of the six models beyond the training
+// length, and the six models' attention by distance side by side. Each keeps its own request id and answer;
 // only the newest answer is drawn.
 import { $ } from './dom.js';
 import { state } from './state.js';
+import { modelLabel } from './model-form.js';
 import { nllRequest, compareRequest } from './protocol.js';
 import { drawDistances, drawNll } from './model-views.js';
 import { backendMode } from './controls.js';
@@ -38,6 +39,10 @@ function computeNll() {
   const s = shown();
   if (!s) return;
   const piece = s.info.pieces.find((p) => p.bwv === s.window.piece);
+  if (!piece) {
+    $('merr-nll').textContent = 'The NLL per position reads a chorale of the test split: choose one in Chorale (this window is an opening chord).';
+    return;
+  }
   nll.id += 1;
   $('merr-nll').textContent = '';
   $('m-nll-btn').disabled = true;
@@ -47,7 +52,7 @@ function computeNll() {
 
 function nllDone() {
   $('m-nll-btn').disabled = false;
-  $('m-nll-btn').textContent = 'Compute NLL per position: relative (music) vs absolute';
+  $('m-nll-btn').textContent = 'Compute NLL per position: the six models';
 }
 
 function computeCompare() {
@@ -93,7 +98,7 @@ export function drawComparisons() {
     // Each head's distribution sums to 1 (kept for the tests).
     row.dataset.sums = JSON.stringify(profiles.map((d) => d.reduce((a, b) => a + b, 0)));
     const h = document.createElement('h3');
-    h.textContent = `${model}, layer ${c.layer}`;
+    h.textContent = `${modelLabel(model)}, layer ${c.layer}`;
     const charts = document.createElement('div');
     charts.className = 'dist';
     row.append(h, charts);

@@ -7,11 +7,20 @@ import { state } from './state.js';
 import { MODEL_KINDS } from './protocol.js';
 
 /** The fields an error can be shown next to. */
-const FIELDS = ['model', 'piece', 'start', 'length', 'transpose', 'layer', 'head'];
+const FIELDS = ['model', 'piece', 'opening', 'start', 'length', 'transpose', 'layer', 'head'];
 /** The URL's keys of Model mode (besides mode=model). */
-export const MODEL_KEYS = ['model', 'piece', 'start', 'length', 'transpose', 'layer', 'head', 'note'];
+export const MODEL_KEYS = ['model', 'piece', 'opening', 'start', 'length', 'transpose', 'layer', 'head', 'note'];
+/** The piece select's first option: a window that is one opening chord (#m-opening), to sample a new piece from. */
+const OPENING = 'opening';
+const openingOption = () => new Option('An opening chord (sample a new piece from it)', OPENING);
 
 const num = (id) => ($(id).value.trim() === '' ? NaN : Number($(id).value));
+
+/** The model select's name for model `kind` ('music', …): the one the page shows everywhere. */
+export function modelLabel(kind) {
+  const o = [...$('m-model').options].find((x) => x.value === kind);
+  return o ? o.textContent : kind;
+}
 
 /** The chosen model kind. */
 export function modelKind() {
@@ -20,7 +29,26 @@ export function modelKind() {
 
 /** @returns {import('./protocol.js').ModelWindow} the window as the controls say (NaN for an empty box) */
 export function readWindow() {
-  return { piece: $('m-piece').value || $('m-piece').dataset.want || '', start: num('m-start'), length: num('m-length'), transpose: num('m-transpose') };
+  const piece = $('m-piece').value || $('m-piece').dataset.want || '';
+  if (piece === OPENING) return { piece: '', opening: $('m-opening').value, start: 0, length: 4, transpose: num('m-transpose') };
+  return { piece, start: num('m-start'), length: num('m-length'), transpose: num('m-transpose') };
+}
+
+/** What window `w` is, in titles and sentences: "BWV 10.7" or "the opening C5 G4 E4 C3". */
+export function windowName(w) {
+  return w.opening != null ? `the opening ${w.opening}` : `BWV ${w.piece}`;
+}
+
+/** A file-name-safe form of windowName. */
+export function windowSlug(w) {
+  return w.opening != null ? `opening-${w.opening.trim().replace(/\s+/g, '-')}` : `BWV${w.piece}`;
+}
+
+/** Shows the chord's box and hides start and length when the window is an opening chord. */
+export function showOpening() {
+  const chord = $('m-piece').value === OPENING;
+  $('m-opening-ctl').hidden = !chord;
+  for (const k of ['start', 'length']) $(`m-${k}`).disabled = chord;
 }
 
 /** The chosen (layer, head). */
@@ -42,8 +70,8 @@ function fillNumbers(sel, count, value) {
 /** The piece select: every test piece by BWV and title (kept once filled). */
 function fillPieces(pieces, value) {
   const sel = $('m-piece');
-  if (sel.options.length !== pieces.length || sel.options[0].value !== pieces[0].bwv) {
-    sel.replaceChildren(...pieces.map((p) => new Option(`BWV ${p.bwv} — ${p.title} (${p.time_signature}, ${p.length / 4} steps)`, p.bwv)));
+  if (sel.options.length !== pieces.length + 1 || sel.options[1].value !== pieces[0].bwv) {
+    sel.replaceChildren(openingOption(), ...pieces.map((p) => new Option(`BWV ${p.bwv} — ${p.title} (${p.time_signature}, ${p.length / 4} steps)`, p.bwv)));
   }
   sel.value = value;
   delete sel.dataset.want;
@@ -60,7 +88,7 @@ export function syncChoices(info) {
     sel.replaceChildren(...extra, ...options);
     sel.value = v;
   };
-  keep($('m-piece'), info.pieces.map((p) => new Option(`BWV ${p.bwv} — ${p.title} (${p.time_signature}, ${p.length / 4} steps)`, p.bwv)));
+  keep($('m-piece'), [openingOption(), ...info.pieces.map((p) => new Option(`BWV ${p.bwv} — ${p.title} (${p.time_signature}, ${p.length / 4} steps)`, p.bwv))]);
   delete $('m-piece').dataset.want;
   keep($('m-layer'), Array.from({ length: info.config.layers }, (_, i) => new Option(String(i), String(i))));
   keep($('m-head'), Array.from({ length: info.config.heads }, (_, i) => new Option(String(i), String(i))));
@@ -77,19 +105,25 @@ function samplerDefaults(info) {
 export function syncModelForm(r) {
   const { info, window: w } = r;
   $('m-model').value = r.model;
-  fillPieces(info.pieces, w.piece);
-  const piece = info.pieces.find((p) => p.bwv === w.piece);
-  $('m-start').value = String(w.start);
-  $('m-length').value = String(w.length);
+  fillPieces(info.pieces, w.opening ? OPENING : w.piece);
+  if (w.opening) $('m-opening').value = w.opening;
+  showOpening();
   $('m-transpose').value = String(w.transpose);
-  $('m-start').max = String(piece.length - 4);
-  $('m-length').max = String(Math.min(piece.length - w.start, info.max_length));
   $('m-transpose').min = String(w.transpose_min);
   $('m-transpose').max = String(w.transpose_max);
-  $('m-start-range').textContent = `(0–${piece.length - 4}, ×4)`;
-  $('m-length-range').textContent = `(2–${Math.min(piece.length - w.start, info.max_length)})`;
   $('m-transpose-range').textContent = `(${w.transpose_min}…${w.transpose_max})`;
-  $('m-transpose-range').title = `This window allows ${w.transpose_min}…${w.transpose_max} semitones; the whole piece ${piece.transpose_min}…${piece.transpose_max} (every pitch stays in the vocabulary)`;
+  const piece = info.pieces.find((p) => p.bwv === w.piece);
+  if (piece) {
+    $('m-start').value = String(w.start);
+    $('m-length').value = String(w.length);
+    $('m-start').max = String(piece.length - 4);
+    $('m-length').max = String(Math.min(piece.length - w.start, info.max_length));
+    $('m-start-range').textContent = `(0–${piece.length - 4}, ×4)`;
+    $('m-length-range').textContent = `(2–${Math.min(piece.length - w.start, info.max_length)})`;
+    $('m-transpose-range').title = `This window allows ${w.transpose_min}…${w.transpose_max} semitones; the whole piece ${piece.transpose_min}…${piece.transpose_max} (every pitch stays in the vocabulary)`;
+  } else {
+    $('m-transpose-range').title = `This chord allows ${w.transpose_min}…${w.transpose_max} semitones (every pitch stays in the vocabulary)`;
+  }
   fillNumbers($('m-layer'), info.config.layers, r.layer);
   fillNumbers($('m-head'), info.config.heads, r.head);
   samplerDefaults(info);
@@ -114,7 +148,8 @@ export function modelQuery(q) {
   const w = readWindow();
   const { layer, head } = readHead();
   q.set('model', modelKind());
-  if (w.piece) q.set('piece', w.piece);
+  if (w.opening !== undefined) q.set('opening', w.opening);
+  else if (w.piece) q.set('piece', w.piece);
   for (const k of ['start', 'length', 'transpose']) q.set(k, $(`m-${k}`).value);
   q.set('layer', String(layer));
   q.set('head', String(head));
@@ -124,7 +159,11 @@ export function modelQuery(q) {
 /** Sets the model controls from query `q` (url.js applyURL), before the first model request. */
 export function applyModelURL(q) {
   if (MODEL_KINDS.includes(q.get('model'))) $('m-model').value = q.get('model');
-  if (q.has('piece')) {
+  if (q.has('opening')) {
+    choose($('m-piece'), OPENING);
+    $('m-opening').value = q.get('opening');
+    showOpening();
+  } else if (q.has('piece')) {
     const sel = $('m-piece');
     choose(sel, q.get('piece'));
     sel.dataset.want = q.get('piece');

@@ -36,9 +36,10 @@ function start(s) {
   sampling.notes = [];
   $('roll').dataset.sampleDone = '';
   $('merr-sample').textContent = '';
-  const [kind, piece, start, length, transpose, backend] = JSON.parse(s.key);
+  const [kind, piece, opening, start, length, transpose, backend] = JSON.parse(s.key);
+  const window = opening === null ? { piece, start, length, transpose } : { piece, opening, start, length, transpose };
   const num = (id) => ($(id).value.trim() === '' ? NaN : Number($(id).value));
-  state.worker.postMessage(sampleRequest(sampling.id, kind, { piece, start, length, transpose }, num('m-steps'), num('m-temperature'), num('m-top-k'), num('m-top-p'), num('m-seed'), backend));
+  state.worker.postMessage(sampleRequest(sampling.id, kind, window, num('m-steps'), num('m-temperature'), num('m-top-k'), num('m-top-p'), num('m-seed'), backend));
   $('m-continue').disabled = true;
   $('m-stop').disabled = false;
   $('m-sample-status').textContent = 'sampling…';

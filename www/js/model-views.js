@@ -3,12 +3,15 @@
 // attention-by-distance charts (per head of the chosen layer, the distribution over j − i with the landmarks
 // and each head's one-line description that the worker computes: src/trained/heads.rs), the prediction at the
 // selected token (top candidates with bars, the actual next token's rank) and the NLL-per-position chart
-// (relative vs absolute beyond the training length). Each canvas carries what the tests check
+// (the six models beyond the training length). Each canvas carries what the tests check
 // (data-layer/head/row, data-sum, data-landmarks, data-description, data-series).
 import { $, textPx, wrapLines } from './dom.js';
 import { state } from './state.js';
 import { hideTip, showTip } from './tooltip.js';
+import { modelLabel } from './model-form.js';
 
+/** One colour per trained model, in every chart that puts them side by side. */
+const MODEL_COLORS = { music: '#1f6fc4', shaw: '#e07000', rope: '#2a9d3a', alibi: '#d62728', t5: '#8a4fbf', absolute: '#555' };
 const HEAD_COLORS = ['#1f6fc4', '#d62728', '#2a9d3a', '#8a4fbf', '#e07000', '#555', '#17becf', '#bcbd22'];
 
 /**
@@ -249,7 +252,7 @@ export function drawNll(n) {
     if (k > 0) { ctx.strokeStyle = k === 256 ? '#e07000' : '#ddd'; ctx.setLineDash([4, 3]); ctx.beginPath(); ctx.moveTo(X(k), m.t); ctx.lineTo(X(k), hh - m.b); ctx.stroke(); ctx.setLineDash([]); }
   }
   if (len > 256) { ctx.fillStyle = '#e07000'; ctx.fillText('training length', X(256), m.t - 2); }
-  const colors = { music: '#1f6fc4', absolute: '#d62728' };
+  const colors = MODEL_COLORS;
   for (const s of lines) {
     ctx.strokeStyle = colors[s.model]; ctx.lineWidth = 1.8;
     ctx.beginPath();
@@ -258,7 +261,7 @@ export function drawNll(n) {
   }
   // The legend, sized to its text, in the top right corner.
   ctx.textAlign = 'left';
-  const names = lines.map((s) => (s.model === 'music' ? 'relative (Music Transformer)' : 'absolute positions'));
+  const names = lines.map((s) => modelLabel(s.model));
   const text = Math.max(...names.map((t) => ctx.measureText(t).width));
   const row = fs + 4;
   const x0 = w - m.r - text - 36;
@@ -279,7 +282,7 @@ export function drawNll(n) {
   const parts = lines.map((s) => {
     const before = mean(s.values, 0, 255);
     const after = mean(s.values, 255, len);
-    return `${s.model === 'music' ? 'relative (Music Transformer)' : 'absolute'}: mean ${s.mean.toFixed(3)} nats` +
+    return `${modelLabel(s.model)}: mean ${s.mean.toFixed(3)} nats` +
       (len > 256 ? ` (positions < 256: ${before.toFixed(3)}, ≥ 256: ${after.toFixed(3)})` : '');
   });
   $('m-nll-note').textContent = `BWV ${n.piece}, ${n.length} tokens from its start; a 32-position moving mean. ${parts.join('; ')}.`;

@@ -6,8 +6,8 @@
 // Backend (the toolbar's, Parameters mode's too); the footer says where it ran.
 import { $ } from './dom.js';
 import { state } from './state.js';
-import { modelRequest as modelMsg } from './protocol.js';
-import { readWindow, readHead, modelKind, syncModelForm, syncChoices, clearModelErrors, showModelError } from './model-form.js';
+import { modelRequest as modelMsg, windowKey } from './protocol.js';
+import { readWindow, readHead, modelKind, syncModelForm, syncChoices, clearModelErrors, showModelError, showOpening, windowName, modelLabel } from './model-form.js';
 import { drawRoll, hit, noteName, arcsOf, VOICE_NAMES } from './roll.js';
 import { drawTiles, markTile, markRow, drawDistances, drawPrediction } from './model-views.js';
 import { wireSampling, sampledNotes, onSampled, onSampleRefused, endSampling } from './model-sampling.js';
@@ -31,11 +31,6 @@ function setBusy(b) {
   $('m-busy').hidden = !b;
 }
 
-/** The window's key, as the worker's (worker-model.js keyOf): another backend is another window. */
-function keyOf(kind, w, backend) {
-  return JSON.stringify([kind, w.piece, w.start, w.length, w.transpose, backend]);
-}
-
 /** The sequential colormap changed: the tiles again. */
 export function recolour() {
   m.recolour = true;
@@ -55,7 +50,7 @@ function send() {
   const w = readWindow();
   const { layer, head } = readHead();
   const backend = backendMode();
-  const key = keyOf(kind, w, backend);
+  const key = windowKey(kind, w, backend);
   const s = m.shown;
   const newWindow = !s || s.key !== key;
   const parts = { window: newWindow || m.recolour, head: newWindow || s.layer !== layer || s.head !== head };
@@ -134,8 +129,7 @@ function describe() {
   const s = m.shown;
   const w = s.window;
   const piece = s.info.pieces.find((p) => p.bwv === w.piece);
-  const kinds = { music: 'Music Transformer (relative)', shaw: 'Shaw et al. (relative)', absolute: 'absolute positions' };
-  $('m-summary').textContent = `${kinds[s.model]}, ${s.info.parameters.toLocaleString('en')} parameters · BWV ${w.piece} ${piece ? piece.title : ''} (${piece ? piece.time_signature : ''}) · ` +
+  $('m-summary').textContent = `${modelLabel(s.model)}, ${s.info.parameters.toLocaleString('en')} parameters · ${piece ? `BWV ${w.piece} ${piece.title} (${piece.time_signature})` : windowName(w)} · ` +
     `tokens ${w.start}…${w.start + w.length - 1} (16th steps ${w.start / 4}…${(w.start + w.length) / 4 - 1})` +
     `${w.transpose ? `, transposed ${w.transpose > 0 ? '+' : ''}${w.transpose}` : ''} · mean NLL ${w.nll.mean.toFixed(3)} nats per token` +
     `${s.info.test_nll != null ? ` (the test split in windows of ${s.info.config.context}: ${s.info.test_nll.toFixed(3)})` : ''}`;
@@ -289,7 +283,7 @@ function ensureCanvases() {
   const nll = document.createElement('canvas');
   nll.id = 'm-nll';
   nll.setAttribute('role', 'img');
-  nll.setAttribute('aria-label', 'NLL per position of the music and absolute models');
+  nll.setAttribute('aria-label', 'NLL per position of the six models');
   $('m-nll-holder').replaceWith(nll);
 }
 
@@ -349,6 +343,7 @@ export function wireModel(startParams) {
   $('model-form').addEventListener('submit', (e) => e.preventDefault());
   $('m-model').addEventListener('change', () => modelRequest());
   $('m-piece').addEventListener('change', () => {
+    showOpening();
     // A new piece: its window from the start, untransposed (its ranges differ).
     $('m-start').value = '0';
     $('m-transpose').value = '0';
@@ -358,7 +353,7 @@ export function wireModel(startParams) {
     m.position = null; // the new window's middle
     modelRequest();
   });
-  for (const id of ['m-start', 'm-length', 'm-transpose']) $(id).addEventListener('input', () => modelRequest(true));
+  for (const id of ['m-start', 'm-length', 'm-transpose', 'm-opening']) $(id).addEventListener('input', () => modelRequest(true));
   for (const id of ['m-layer', 'm-head']) $(id).addEventListener('change', () => modelRequest());
   $('m-dist-full').addEventListener('change', () => { if (m.shown) redrawAll(); });
   $('m-play').addEventListener('click', togglePlay);

@@ -190,19 +190,33 @@ export const BACKENDS = ['auto', 'webgpu', 'cpu'];
 
 // --- Model mode -------------------------------------------------------------------------------------------
 
-/** The three trained models (models/chorales-KIND.safetensors). */
-export const MODEL_KINDS = ['music', 'shaw', 'absolute'];
+/** The six trained models (models/chorales-KIND.safetensors), one per position scheme; the page's model
+ * select names them (index.html's #m-model, read by modelLabel). */
+export const MODEL_KINDS = ['music', 'shaw', 'rope', 'alibi', 't5', 'absolute'];
 
 /**
- * A window of a test piece: the Rust `ModelRequest` of src/web/model.rs, field for field but its `backend`,
- * which the worker adds from the request's (the wasm refuses a missing or unknown field, and a bad value
- * naming its field). Numbers may be NaN (an empty box).
+ * A window of a test piece, or an opening chord: the Rust `ModelRequest` of src/web/model.rs, field for field
+ * but its `backend`, which the worker adds from the request's (the wasm refuses a missing or unknown field,
+ * and a bad value naming its field). Numbers may be NaN (an empty box).
  * @typedef {object} ModelWindow
- * @property {string} piece BWV number, e.g. "10.7"
+ * @property {string} piece BWV number, e.g. "10.7" ("" with an opening)
+ * @property {string} [opening] an opening chord, soprano to bass ("C5 G4 E4 C3"): the window is that one step
  * @property {number} start first token, a multiple of 4
  * @property {number} length tokens T
  * @property {number} transpose semitones
  */
+
+/** The window as the wasm's ModelRequest reads it, `backend` added. */
+export function windowRequest(w, backend) {
+  const r = { piece: String(w.piece), start: w.start, length: w.length, transpose: w.transpose, backend };
+  if (w.opening != null) r.opening = w.opening;
+  return r;
+}
+
+/** The key of window `w` of model `kind` on `backend` (page and worker alike): another backend is another window. */
+export function windowKey(kind, w, backend) {
+  return JSON.stringify([kind, w.piece, w.opening ?? null, w.start, w.length, w.transpose, backend]);
+}
 
 /**
  * page → worker: run `window` on model `model` (reusing the window last run on that model when it is the
@@ -210,7 +224,7 @@ export const MODEL_KINDS = ['music', 'shaw', 'absolute'];
  * @typedef {object} ModelRequest
  * @property {'model'} kind
  * @property {number} id the page's id (state.model.lastId); only the newest is shown
- * @property {'music'|'shaw'|'absolute'} model
+ * @property {'music'|'shaw'|'rope'|'alibi'|'t5'|'absolute'} model
  * @property {ModelWindow} window
  * @property {number} layer
  * @property {number} head
@@ -429,7 +443,7 @@ export function modelStop(id) {
 }
 
 /**
- * page → worker: the attention-by-distance profiles of every head of `layer` for the three models on one window.
+ * page → worker: the attention-by-distance profiles of every head of `layer` for the six models on one window.
  * @typedef {{ kind: 'model-compare', id: number, window: object, layer: number, backend: string }} CompareRequest
  */
 /**

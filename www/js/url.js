@@ -65,7 +65,7 @@ export function applyURL() {
   const dark = window.matchMedia && window.matchMedia('(prefers-color-scheme: dark)').matches;
   setTheme(q.get('theme') === 'dark' || q.get('theme') === 'light' ? q.get('theme') : dark ? 'dark' : 'light');
   state.want = { head: Number(q.get('head')) || 0, batch: Number(q.get('batch')) || 0 };
-  const src = /^(music|shaw|absolute),([^,]+),(\d+),(\d+),(-?\d+),(\d+)$/.exec(q.get('source') || '');
+  const src = /^(music|shaw|rope|alibi|t5|absolute),([^,]+),(\d+),(\d+),(-?\d+),(\d+)$/.exec(q.get('source') || '');
   if (src) {
     const [, kind, piece, start, length, transpose, layer] = src;
     state.modelSource = { kind, window: { piece, start: Number(start), length: Number(length), transpose: Number(transpose) }, layer: Number(layer) };

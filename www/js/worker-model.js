@@ -6,7 +6,7 @@
 // (WebGPU when usable, else the CPU, which says why: src/web/backend.rs with_backend), sampling on the CPU;
 // the page only draws. The computing methods are async (they may await the GPU), so other messages are
 // answered meanwhile. Messages are typed in protocol.js.
-import { MODEL_KINDS, modelError } from './protocol.js';
+import { MODEL_KINDS, modelError, windowKey, windowRequest } from './protocol.js';
 
 const TILE = 128; // the model view's tiles: at most TILE × TILE pixels each
 const BATCH = 16; // tokens per ModelSampled
@@ -53,21 +53,17 @@ function session(relattn, kind) {
   return sessions.get(kind);
 }
 
-function keyOf(kind, w, backend) {
-  return JSON.stringify([kind, w.piece, w.start, w.length, w.transpose, backend]);
-}
-
 /**
  * Makes `w` the current window of session `s` (of `kind`), running it on `backend` unless it already is
  * (WebGPU tried first when asked for); resolves to { info, ran }.
  */
 async function ensureWindow(ctx, s, kind, w, backend) {
-  const key = keyOf(kind, w, backend);
+  const key = windowKey(kind, w, backend);
   const had = windows.get(kind);
   if (had && had.key === key) return { info: had.info, ran: false };
   await ctx.tryGpu(backend);
   // A refused window throws here and changes nothing: the session keeps its window and its sampling.
-  const info = await s.run({ piece: String(w.piece), start: w.start, length: w.length, transpose: w.transpose, backend });
+  const info = await s.run(windowRequest(w, backend));
   runs += 1;
   windows.set(kind, { key, info });
   return { info, ran: true };
@@ -83,7 +79,7 @@ async function answer(ctx, m) {
     s = await session(relattn, m.model);
     const { info: win, ran } = await ensureWindow(ctx, s, m.model, m.window, m.backend);
     const msg = {
-      kind: 'model-result', id: m.id, model: m.model, key: keyOf(m.model, m.window, m.backend), layer: m.layer, head: m.head, position: m.position,
+      kind: 'model-result', id: m.id, model: m.model, key: windowKey(m.model, m.window, m.backend), layer: m.layer, head: m.head, position: m.position,
       backend: ctx.used(m.backend, win.nll.backend),
     };
     const transfer = [];
@@ -169,13 +165,13 @@ async function sample(ctx, m) {
   if (sampling === m.id) sampling = 0;
 }
 
-/** NllRequest `m`: the music and absolute models on the same window (start 0, no transposition). */
+/** NllRequest `m`: every model on the same window (start 0, no transposition). */
 async function nll(ctx, m) {
   const { relattn, post } = ctx;
   try {
     const series = [];
     await ctx.tryGpu(m.backend);
-    for (const kind of ['music', 'absolute']) {
+    for (const kind of MODEL_KINDS) {
       const s = await session(relattn, kind);
       const r = await s.nll_by_position({ piece: String(m.piece), start: 0, length: m.length, transpose: 0, backend: m.backend });
       series.push({ model: kind, values: r.values, mean: r.mean, ms: r.ms });
@@ -188,7 +184,7 @@ async function nll(ctx, m) {
   }
 }
 
-/** The three models' distance profiles for one window and layer, side by side. */
+/** The six models' distance profiles for one window and layer, side by side. */
 async function compare(ctx, m) {
   const { relattn, post } = ctx;
   try {
