@@ -110,11 +110,17 @@ test-web: test-wasm test-e2e
 
 # --- trained models ------------------------------------------------------------------------------
 # Rebuilds models/, tests/fixtures/chorales-* and docs/models-*.png from music21's Bach chorales with PyTorch
-# in a virtual environment of its own (train/.venv, about 4 GB). Offline work: make test never needs it.
+# in a virtual environment of its own (train/.venv, about 4 GB): six schemes × three seeds, one run after
+# another, each about 35 minutes on 2 cores, resumable (stopped, it continues from the checkpoints in
+# train/runs/; finished runs in train/results/ are kept); then the music figures of the shipped models
+# (models/music_figures.json) and MODELS.md's tables on stdout. Offline work: make test never needs it.
 train:
 	@test -x train/.venv/bin/python || python3 -m venv train/.venv
 	train/.venv/bin/pip install --quiet -r train/requirements.txt
 	train/run_all.sh
+	cargo build --release --quiet
+	python3 train/music_figures.py
+	python3 train/tables.py
 
 # Fixtures from the reference implementations (Hugging Face transformers' position functions, the seed
 # notebook's PyTorch module), written offline in train/.venv with transformers added: make test reads them.

@@ -27,8 +27,9 @@ CONTEXT = 256  # training crops: 64 sixteenths = 4 bars of 4/4, four voices per 
 SHAW_CLIP = 64  # one 4/4 bar back (16 steps × 4 voices): same voice, previous step/beat/bar all distinct
 HYPER = {"layers": 3, "d_model": 128, "heads": 4, "d_ff": 512, "dropout": 0.1, "context": CONTEXT,
          "batch": 16, "steps": 8000, "lr": 1e-3, "warmup": 200, "weight_decay": 0.01, "seed": 0}
-# Early stopping: valid NLL (256-token windows) every EVAL_EVERY steps; the weights kept are those of the lowest
-# valid NLL; the run stops once PATIENCE evaluations in a row did not improve on it by MIN_IMPROVEMENT.
+# Early stopping: valid NLL (256-token windows) every EVAL_EVERY steps. An evaluation that beats the best so far by
+# MIN_IMPROVEMENT or more becomes the best and its weights are kept (smaller gains are not counted); the run stops
+# once PATIENCE evaluations in a row brought none, or at the step budget (where the cosine schedule reaches 0).
 EVAL_EVERY, PATIENCE, MIN_IMPROVEMENT, CHECKPOINT_EVERY = 250, 8, 1e-3, 250
 
 
