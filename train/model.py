@@ -114,6 +114,8 @@ class Attention(nn.Module):
         h, dh = self.heads, self.d_head
         split = lambda y: y.view(b, t, h, dh).transpose(1, 2)  # (B, H, T, dh)
         q, k, v = (split(x @ getattr(self, f"w_{n}") + getattr(self, f"b_{n}")) for n in "qkv")
+        if record is not None:  # the projections, as relattn's trace names them (RoPE's rotated ones are its rotated_q/k)
+            record.update(q=q.transpose(1, 2).reshape(b, t, d), k=k.transpose(1, 2).reshape(b, t, d), v=v.transpose(1, 2).reshape(b, t, d))
         method = self.cfg["method"]
         if method == "rope":
             q, k = rope_rotate(q), rope_rotate(k)
@@ -141,8 +143,7 @@ class Attention(nn.Module):
             buckets = x.new_zeros(b, h, t, 2 * self.cfg["clip"] + 1).scatter_add(-1, rows, weights)
             z = z + buckets @ self.rel_v[None]
         if record is not None:
-            record.update(q=q.transpose(1, 2).reshape(b, t, d), k=k.transpose(1, 2).reshape(b, t, d),
-                          v=v.transpose(1, 2).reshape(b, t, d), weights=weights)
+            record.update(weights=weights)
         return z.transpose(1, 2).reshape(b, t, d) @ self.w_o + self.b_o
 
 

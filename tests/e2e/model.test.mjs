@@ -227,12 +227,13 @@ test('attention by distance: one chart per head, each distribution sums to 1', a
   // Layer 1, head 0 of the Music model reads the predicted voice one 16th back, and says so on its chart and tile.
   await settle(p, () => p.click('#m-tiles .tile[data-layer="1"][data-head="0"]'));
   const said = await charts.nth(0).getAttribute('data-description');
-  assert.match(said, /^9\d\u00a0% on the predicted voice, one 16th back$/);
+  const pct = Number(/^(\d+)\u00a0% on the predicted voice, one 16th back/.exec(said)?.[1]);
+  assert.ok(pct >= 50, `layer 1 head 0: ${said}`);
   assert.equal(await p.getAttribute('#m-tiles .tile[data-layer="1"][data-head="0"]', 'data-description'), said);
   assert.equal(await p.locator('#m-tiles .tile[data-layer="1"][data-head="0"] .tile-what').innerText(), said);
   // The y axis reads as a share: its top is the chart's largest share, labelled "max", never past 1.
   const max = Number(await charts.nth(0).getAttribute('data-max'));
-  assert.ok(max > 0.9 && max <= 1, `max ${max}`);
+  assert.ok(max >= pct / 100 - 0.005 && max <= 1, `max ${max}`);
   // Hovering names the distance by what it reaches and gives the share, in the page's own tooltip.
   await charts.nth(0).scrollIntoViewIfNeeded();
   const box = await charts.nth(0).boundingBox();
@@ -241,7 +242,8 @@ test('attention by distance: one chart per head, each distribution sums to 1', a
   await p.mouse.move(x, box.y + box.height / 2);
   await p.waitForFunction(() => !document.getElementById('tooltip').hidden);
   const tip = await p.locator('#tooltip').innerText();
-  assert.match(tip, /distance -3\n.*the predicted voice, one 16th back\nshare of the attention 0\.9\d{3}/s);
+  const share = Number(/distance -3\n.*the predicted voice, one 16th back\nshare of the attention (0\.\d{4})/s.exec(tip)?.[1]);
+  assert.ok(Math.abs(share - pct / 100) <= 0.005, `the tooltip's share ${share} is the description's ${pct} %`);
   // The selected-note sentence names where the head looks from the token being predicted.
   assert.match(await p.locator('#m-selected').innerText(), /predicts the next token, the (soprano|alto|tenor|bass)\. .*the predicted voice \((soprano|alto|tenor|bass)\), one 16th back/);
   // The whole window: the landmarks' labels never overlap (a label that would is left out).
