@@ -15,7 +15,7 @@ use relattn::{Backend, Error};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const METHODS: [&str; 4] = ["music", "shaw", "rope", "absolute"];
+const METHODS: [&str; 6] = ["music", "shaw", "rope", "alibi", "t5", "absolute"];
 const TOL: f64 = 1e-4;
 
 fn root() -> PathBuf {

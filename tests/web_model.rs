@@ -23,9 +23,12 @@ wasm_bindgen_test_configure!(run_in_browser);
 
 const DATA: &[u8] = include_bytes!("../models/chorales-test.json");
 /// (kind, model file, PyTorch's fixture of the same weights).
-const MODELS: [(&str, &[u8], &[u8]); 3] = [
+const MODELS: [(&str, &[u8], &[u8]); 6] = [
     ("music", include_bytes!("../models/chorales-music.safetensors"), include_bytes!("fixtures/chorales-music.safetensors")),
     ("shaw", include_bytes!("../models/chorales-shaw.safetensors"), include_bytes!("fixtures/chorales-shaw.safetensors")),
+    ("rope", include_bytes!("../models/chorales-rope.safetensors"), include_bytes!("fixtures/chorales-rope.safetensors")),
+    ("alibi", include_bytes!("../models/chorales-alibi.safetensors"), include_bytes!("fixtures/chorales-alibi.safetensors")),
+    ("t5", include_bytes!("../models/chorales-t5.safetensors"), include_bytes!("fixtures/chorales-t5.safetensors")),
     ("absolute", include_bytes!("../models/chorales-absolute.safetensors"), include_bytes!("fixtures/chorales-absolute.safetensors")),
 ];
 
@@ -252,11 +255,14 @@ async fn distance_profiles_are_distributions_over_distances() {
 #[wasm_bindgen_test]
 async fn live_sampling_gives_transformer_sample_and_the_cli() {
     // `relattn model sample --model models/chorales-KIND.safetensors --piece 10.7 --prime 32 --steps 32
-    // --temperature 1 --top-p 1 --seed 7 --json`, native x86_64 build of b5ba6fd (its tokens 32..; the same
-    // with this commit's sliding context, which covers all 64 tokens, and no truncation).
-    let cli: [(&str, [u32; 32]); 3] = [
-        ("music", [40, 35, 28, 25, 40, 35, 28, 25, 40, 37, 28, 25, 40, 37, 28, 25, 40, 37, 28, 25, 40, 37, 27, 21, 40, 37, 32, 16, 40, 37, 33, 21]),
-        ("shaw", [40, 35, 28, 23, 40, 35, 28, 25, 40, 37, 28, 25, 40, 37, 28, 25, 40, 37, 28, 25, 40, 37, 25, 21, 40, 37, 25, 21, 40, 37, 25, 21]),
+    // --temperature 1 --top-p 1 --seed 7 --json`, native x86_64 build (its tokens 32..;
+    // the sliding context covers all 64 tokens, so there is no truncation).
+    let cli: [(&str, [u32; 32]); 6] = [
+        ("music", [42, 35, 26, 23, 42, 35, 26, 23, 42, 38, 26, 23, 42, 38, 26, 23, 42, 38, 26, 23, 42, 38, 26, 23, 42, 38, 26, 23, 42, 38, 26, 23]),
+        ("shaw", [42, 35, 26, 23, 42, 35, 26, 23, 42, 37, 25, 22, 42, 37, 25, 22, 42, 37, 25, 22, 42, 37, 25, 22, 38, 30, 26, 23, 38, 30, 26, 23]),
+        ("rope", [42, 35, 26, 23, 42, 35, 26, 23, 42, 38, 30, 23, 42, 38, 30, 23, 42, 38, 30, 23, 42, 38, 30, 21, 42, 38, 30, 21, 40, 38, 35, 19]),
+        ("alibi", [42, 35, 26, 23, 42, 35, 26, 23, 42, 37, 25, 22, 42, 37, 25, 22, 42, 35, 25, 22, 42, 35, 25, 22, 42, 35, 25, 22, 40, 37, 30, 22]),
+        ("t5", [40, 35, 28, 25, 40, 35, 28, 25, 40, 37, 28, 25, 40, 37, 28, 25, 38, 35, 30, 23, 38, 35, 30, 23, 38, 35, 31, 16, 38, 35, 31, 16]),
         ("absolute", [40, 35, 26, 23, 42, 35, 25, 42, 35, 35, 25, 40, 35, 25, 40, 35, 25, 25, 40, 33, 25, 40, 31, 24, 40, 33, 30, 21, 40, 37, 33, 30]),
     ];
     for (kind, want) in cli {
