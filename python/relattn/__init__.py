@@ -116,8 +116,8 @@ def show(x=None, *, stages=(), batch=0, head=0, tokens=(), **options):
     return figures(options, arrays, batch=batch, head=head, stages=stages, tokens=tokens)
 
 
-#: The trained chorale models inside the package (MODELS.md): relative (Music Transformer), Shaw, absolute.
-MODELS = ("music", "shaw", "absolute")
+#: The trained chorale models inside the package (MODELS.md), one per position scheme.
+MODELS = ("music", "shaw", "rope", "alibi", "t5", "absolute")
 _MODELS = __import__("pathlib").Path(__file__).resolve().parent / "models"
 
 

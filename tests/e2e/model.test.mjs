@@ -468,20 +468,21 @@ test('a model that cannot be fetched: the error next to the model select, the vi
   assert.deepEqual((await roll(p)).arcs, r.arcs, 'the view stays');
   await settle(p, () => p.selectOption('#m-model', 'absolute'));
   assert.equal(await p.locator('#merr-model').innerText(), '');
-  assert.match(await p.locator('#m-summary').innerText(), /absolute positions/);
+  assert.match(await p.locator('#m-summary').innerText(), /^Absolute positions/);
   await p.close();
 });
 
-test('Longer than trained: NLL per position of the music and absolute models at 1024 tokens', async () => {
+test('Longer than trained: NLL per position of the six models at 1024 tokens', async () => {
   const p = await open(`?mode=model&model=music&piece=${PIECE}`);
   await p.click('#m-nll-btn');
   await p.waitForFunction(() => document.getElementById('m-nll').dataset.drawn, null, { timeout: 120000 });
   const series = JSON.parse(await p.getAttribute('#m-nll', 'data-series'));
   assert.deepEqual(series.map((s) => [s.model, s.count]), ['music', 'shaw', 'rope', 'alibi', 't5', 'absolute'].map((m) => [m, 1023]));
-  const absolute = series.find((s) => s.model === 'absolute').mean;
-  for (const s of series.filter((s) => s.model !== 'absolute')) {
-    assert.ok(absolute > s.mean, `absolute ${absolute} worse than ${s.model} ${s.mean} beyond the training length`);
-  }
+  // Beyond the training length the absolute model breaks and the table-based relative ones do not (RoPE
+  // breaks too: MODELS.md, "Longer than trained").
+  const mean = (m) => series.find((s) => s.model === m).mean;
+  for (const m of ['music', 'shaw', 'alibi']) assert.ok(mean('absolute') > mean(m), `absolute ${mean('absolute')} worse than ${m} ${mean(m)}`);
+  for (const s of series) assert.ok(Number.isFinite(s.mean), `${s.model}: ${s.mean}`);
   await p.locator('#m-nll').screenshot({ path: join(artifacts, 'model-nll.png') });
   await p.close();
 });
