@@ -156,9 +156,9 @@ def plots(results):
         pos = np.arange(1, len(c) + 1)
         n = len(c) // bins * bins
         ax.plot(pos[:n].reshape(-1, bins).mean(1), c[:n].reshape(-1, bins).mean(1), color=colors[m], label=m)
-    for k in (1, 2):
+    for k, label in ((1, " trained length"), (2, " 2× trained")):
         ax.axvline(k * ctx, color="k", lw=0.6, ls="--")
-    ax.text(ctx, ax.get_ylim()[1], " trained length", va="top", fontsize=8)
+        ax.text(k * ctx, ax.get_ylim()[1], label, va="top", fontsize=8)
     ax.set(xlabel="position in the window (tokens)", ylabel="NLL (nats / token), mean of 32 positions",
            title=f"Longer than trained: windows of {4 * ctx} tokens ({next(iter(results['models'].values()))['windows_4L']} test windows)")
     ax.legend()
