@@ -117,7 +117,7 @@ function answer(m, work, reply, failed) {
     self.postMessage(reply(m.id, out), [out.buffer]);
   } catch (err) {
     if (isAbort(err)) { fatal(err.message); return; }
-    self.postMessage(failed(m.id, (err && err.message) || String(err)));
+    self.postMessage(failed(m.id, err));
   }
 }
 
@@ -128,19 +128,19 @@ function compareSchemes(m) {
     self.postMessage(schemesReply(m.id, schemes), schemes.flatMap((s) => (s.values ? [s.rgba.buffer, s.values.buffer] : [s.rgba.buffer])));
   } catch (err) {
     if (isAbort(err)) { fatal(err.message); return; }
-    self.postMessage(schemesFailed(m.id, (err && err.message) || String(err)));
+    self.postMessage(schemesFailed(m.id, err));
   }
 }
 
 // The session that result `id` was sent from, or an error when the page has moved on from it.
 function sessionOf(id) {
-  if (!session || !sessionResults.has(id)) throw new Error('stale: the session shown has changed');
+  if (!session || !sessionResults.has(id)) throw Object.assign(new Error('stale: the session shown has changed'), { field: 'general', kind: 'stale' });
   return session;
 }
 
 // The session shown, as the CLI's trace .npz (bytes).
 function exportBytes() {
-  if (!session) throw new Error('nothing computed yet');
+  if (!session) throw Object.assign(new Error('nothing computed yet'), { field: 'general', kind: 'stale' });
   return session.npz();
 }
 
@@ -205,10 +205,7 @@ async function work() {
     self.postMessage(resultMessage(msg.id, info, shown, stages, s.timings(), used(backend, info.backend), wasm.memory.buffer.byteLength), transfer);
   } catch (err) {
     if (isAbort(err)) { fatal(err.message); return; }
-    const message = (err && err.message) || String(err);
-    // The wasm's errors carry their field and kind (src/error/mod.rs ErrorKind); anything else is internal.
-    const typed = err && typeof err.kind === 'string';
-    self.postMessage(errorMessage(msg.id, typed ? err.field : 'general', typed ? err.kind : 'internal', message));
+    self.postMessage(errorMessage(msg.id, err));
   }
   inFlight = null;
   scheduled = false;

@@ -124,13 +124,24 @@ export const BACKENDS = ['auto', 'webgpu', 'cpu'];
 /**
  * Why a request was refused (or lost). `field` names the control to show it under ('general' when none);
  * `kind` is the Rust `ErrorKind` of src/error/mod.rs ('invalid', 'shape', 'non_finite', 'file', 'write',
- * 'too_large', 'overflow', 'gpu'), or 'internal' (any other exception) or 'fatal' (the worker's wasm aborted).
- * The page decides by `field` and `kind`, never by the message.
+ * 'too_large', 'overflow', 'gpu'), or 'stale' (asked of a result no longer held, or of none), 'internal' (any
+ * other exception) or 'fatal' (the worker's wasm aborted, or was restarted before answering).
+ * The page decides by `field` and `kind`, never by the message. Every failed reply carries one.
  * @typedef {object} WorkerError
  * @property {string} field
  * @property {string} kind
  * @property {string} message
  */
+
+/**
+ * The WorkerError of an exception: a wasm error keeps its field and kind (src/web.rs js_error); anything else
+ * is 'internal', under no control ('general').
+ * @returns {WorkerError}
+ */
+export function workerError(err) {
+  const typed = err && typeof err.kind === 'string';
+  return { field: typed ? err.field : 'general', kind: typed ? err.kind : 'internal', message: (err && err.message) || String(err) };
+}
 
 /**
  * worker → page: a compute request refused.
@@ -157,7 +168,7 @@ export const BACKENDS = ['auto', 'webgpu', 'cpu'];
  * @property {number} id the request's id
  * @property {boolean} ok
  * @property {Uint8Array} [data] the file's bytes, when ok
- * @property {string} [error] why not, when not ok
+ * @property {WorkerError} [error] why not, when not ok
  */
 
 /**
@@ -173,7 +184,7 @@ export const BACKENDS = ['auto', 'webgpu', 'cpu'];
 
 /**
  * worker → page: the answer to a CellsRequest.
- * @typedef {{ kind: 'cells', id: number, ok: boolean, values?: Float32Array, error?: string }} CellsReply
+ * @typedef {{ kind: 'cells', id: number, ok: boolean, values?: Float32Array, error?: WorkerError }} CellsReply
  */
 
 /**
@@ -185,7 +196,7 @@ export const BACKENDS = ['auto', 'webgpu', 'cpu'];
 /**
  * worker → page: the answer to a ReadersRequest: `runs` holds one range of keys per query i, lo..hi, as
  * [lo_0, hi_0, lo_1, hi_1, …] (src/positions/table.rs RelTable::readers).
- * @typedef {{ kind: 'readers', id: number, ok: boolean, runs?: Uint32Array, error?: string }} ReadersReply
+ * @typedef {{ kind: 'readers', id: number, ok: boolean, runs?: Uint32Array, error?: WorkerError }} ReadersReply
  */
 
 // --- Model mode -------------------------------------------------------------------------------------------
@@ -368,8 +379,8 @@ export function resultMessage(id, info, shown, stages, timings, backend, memory)
 }
 
 /** @returns {ErrorMessage} */
-export function errorMessage(id, field, kind, message) {
-  return { kind: 'error', id, ok: false, error: { field, kind, message } };
+export function errorMessage(id, err) {
+  return { kind: 'error', id, ok: false, error: workerError(err) };
 }
 
 /** @returns {FatalMessage} */
@@ -383,8 +394,8 @@ export function exportReply(id, data) {
 }
 
 /** @returns {ExportReply} */
-export function exportFailed(id, error) {
-  return { kind: 'export', id, ok: false, error };
+export function exportFailed(id, err) {
+  return { kind: 'export', id, ok: false, error: workerError(err) };
 }
 
 /** @returns {CellsReply} */
@@ -393,8 +404,8 @@ export function cellsReply(id, values) {
 }
 
 /** @returns {CellsReply} */
-export function cellsFailed(id, error) {
-  return { kind: 'cells', id, ok: false, error };
+export function cellsFailed(id, err) {
+  return { kind: 'cells', id, ok: false, error: workerError(err) };
 }
 
 /** @returns {ReadersReply} */
@@ -403,8 +414,8 @@ export function readersReply(id, runs) {
 }
 
 /** @returns {ReadersReply} */
-export function readersFailed(id, error) {
-  return { kind: 'readers', id, ok: false, error };
+export function readersFailed(id, err) {
+  return { kind: 'readers', id, ok: false, error: workerError(err) };
 }
 
 /**
@@ -412,7 +423,7 @@ export function readersFailed(id, error) {
  * stage's StageMeta), cut (Cut: rows, cols, raster_rows, raster_cols, lo, hi), profile (2n − 1 shares of the
  * attention by distance, index k: distance k − (n − 1)), rgba (Uint8ClampedArray, transferred), values (the
  * weights, Float32Array, transferred; null for more than VALUES_CELLS) }; or the error.
- * @typedef {{ kind: 'schemes', id: number, ok: boolean, schemes?: object[], error?: string }} SchemesReply
+ * @typedef {{ kind: 'schemes', id: number, ok: boolean, schemes?: object[], error?: WorkerError }} SchemesReply
  */
 
 /** @returns {SchemesReply} */
@@ -421,8 +432,8 @@ export function schemesReply(id, schemes) {
 }
 
 /** @returns {SchemesReply} */
-export function schemesFailed(id, error) {
-  return { kind: 'schemes', id, ok: false, error };
+export function schemesFailed(id, err) {
+  return { kind: 'schemes', id, ok: false, error: workerError(err) };
 }
 
 // --- Model mode ---
@@ -462,6 +473,6 @@ export function nllRequest(id, piece, length, backend) {
 }
 
 /** @returns {ModelError} */
-export function modelError(id, of, field, kind, message) {
-  return { kind: 'model-error', id, of, error: { field, kind, message } };
+export function modelError(id, of, err) {
+  return { kind: 'model-error', id, of, error: workerError(err) };
 }

@@ -68,7 +68,7 @@ function send() {
 function ask(request, pick) {
   const id = ++state.exportSeq;
   return new Promise((ok, fail) => {
-    state.exports.set(id, (r) => (r.ok ? ok(pick(r)) : fail(new Error(r.error))));
+    state.exports.set(id, (r) => (r.ok ? ok(pick(r)) : fail(Object.assign(new Error(r.error.message), r.error))));
     state.worker.postMessage(request(id));
   });
 }
@@ -134,7 +134,7 @@ function receive(msg, handlers) {
 // when the dead worker had them and had not answered, are sent again to the fresh one.
 function restart(msg, handlers) {
   state.worker.terminate();
-  for (const [id, cb] of state.exports) { state.exports.delete(id); cb({ ok: false, error: 'the worker was restarted' }); }
+  for (const [id, cb] of state.exports) { state.exports.delete(id); cb({ ok: false, error: { field: 'general', kind: 'fatal', message: 'the worker was restarted' } }); }
   spawn(handlers);
   if (handlers.restarted) handlers.restarted();
   if (isLatest(msg.id)) {

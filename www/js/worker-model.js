@@ -121,16 +121,11 @@ async function answer(ctx, m) {
     post(msg, transfer);
   } catch (err) {
     if (ctx.isAbort(err)) throw err;
-    const msg = failure(m.id, 'model', err);
+    const msg = modelError(m.id, 'model', err);
     // With the model loaded, its pieces, layers and heads come along: the page's choices stay usable.
     if (s) msg.info = s.info();
     post(msg);
   }
-}
-
-function failure(id, of, err) {
-  const t = err && typeof err.kind === 'string';
-  return modelError(id, of, t ? err.field : 'general', t ? err.kind : 'internal', (err && err.message) || String(err));
 }
 
 /**
@@ -160,7 +155,7 @@ async function sample(ctx, m) {
     }
   } catch (err) {
     if (ctx.isAbort(err)) throw err;
-    post(failure(m.id, 'model-sample', err));
+    post(modelError(m.id, 'model-sample', err));
   }
   if (sampling === m.id) sampling = 0;
 }
@@ -180,7 +175,7 @@ async function nll(ctx, m) {
     post({ kind: 'model-nll', id: m.id, piece: m.piece, length: m.length, series });
   } catch (err) {
     if (ctx.isAbort(err)) throw err;
-    post(failure(m.id, 'model-nll', err));
+    post(modelError(m.id, 'model-nll', err));
   }
 }
 
@@ -211,7 +206,7 @@ async function compare(ctx, m) {
     post({ kind: 'model-compare', id: m.id, layer: m.layer, window: m.window, series }, transfer);
   } catch (err) {
     if (ctx.isAbort(err)) throw err;
-    post(failure(m.id, 'model-compare', err));
+    post(modelError(m.id, 'model-compare', err));
   }
 }
 
