@@ -8,7 +8,7 @@
 // result's backend = { name, note } says where and why. The debug-* test hooks (protocol.js: DebugMessage) are sent
 // by tests/e2e only. Model mode's messages ('model*') go to js/worker-model.js.
 import init, * as relattn from './pkg/relattn.js';
-import { BACKENDS, progressMessage, resultMessage, errorMessage, fatalMessage, exportReply, exportFailed, cellsReply, cellsFailed, readersReply, readersFailed, schemesReply, schemesFailed } from './js/protocol.js';
+import { BACKENDS, progressMessage, resultMessage, errorMessage, fatalMessage, exportReply, exportFailed, cellsReply, cellsFailed, readersReply, readersFailed, schemesReply, schemesFailed, typedError } from './js/protocol.js';
 import { onModelMessage, layerSession } from './js/worker-model.js';
 
 const { set_colormaps, compute, gpu_init } = relattn;
@@ -134,13 +134,13 @@ function compareSchemes(m) {
 
 // The session that result `id` was sent from, or an error when the page has moved on from it.
 function sessionOf(id) {
-  if (!session || !sessionResults.has(id)) throw Object.assign(new Error('stale: the session shown has changed'), { field: 'general', kind: 'stale' });
+  if (!session || !sessionResults.has(id)) throw typedError('general', 'stale', 'stale: the session shown has changed');
   return session;
 }
 
 // The session shown, as the CLI's trace .npz (bytes).
 function exportBytes() {
-  if (!session) throw Object.assign(new Error('nothing computed yet'), { field: 'general', kind: 'stale' });
+  if (!session) throw typedError('general', 'stale', 'nothing computed yet');
   return session.npz();
 }
 

@@ -133,6 +133,11 @@ export const BACKENDS = ['auto', 'webgpu', 'cpu'];
  * @property {string} message
  */
 
+/** An Error with the wasm errors' shape ({ field, kind }, src/web.rs js_error), for the JS side's own refusals. */
+export function typedError(field, kind, message) {
+  return Object.assign(new Error(message), { field, kind });
+}
+
 /**
  * The WorkerError of an exception: a wasm error keeps its field and kind (src/web.rs js_error); anything else
  * is 'internal', under no control ('general').

@@ -4,7 +4,7 @@
 // (isLatest) is passed on to the page; an older one is for superseded settings and touches neither the
 // controls nor the view. (A render already under way is stopped by its render token: views.js.)
 import { state } from './state.js';
-import { computeRequest, exportRequest, cellsRequest, readersRequest, schemesRequest } from './protocol.js';
+import { computeRequest, exportRequest, cellsRequest, readersRequest, schemesRequest, typedError } from './protocol.js';
 import { readParams, colormaps, shownSlice, backendMode, showError } from './controls.js';
 import { setBusy, showProgress } from './status.js';
 
@@ -68,7 +68,7 @@ function send() {
 function ask(request, pick) {
   const id = ++state.exportSeq;
   return new Promise((ok, fail) => {
-    state.exports.set(id, (r) => (r.ok ? ok(pick(r)) : fail(Object.assign(new Error(r.error.message), r.error))));
+    state.exports.set(id, (r) => (r.ok ? ok(pick(r)) : fail(typedError(r.error.field, r.error.kind, r.error.message))));
     state.worker.postMessage(request(id));
   });
 }

@@ -6,7 +6,7 @@
 // (WebGPU when usable, else the CPU, which says why: src/web/backend.rs with_backend), sampling on the CPU;
 // the page only draws. The computing methods are async (they may await the GPU), so other messages are
 // answered meanwhile. Messages are typed in protocol.js.
-import { MODEL_KINDS, modelError, windowKey, windowRequest } from './protocol.js';
+import { MODEL_KINDS, modelError, typedError, windowKey, windowRequest } from './protocol.js';
 
 const TILE = 128; // the model view's tiles: at most TILE × TILE pixels each
 const BATCH = 16; // tokens per ModelSampled
@@ -21,25 +21,20 @@ let busy = false;
 let sampling = 0; // the id of the sampling under way, 0 when none
 let runs = 0; // windows run so far: a run ends its session's sampling (ModelSession::run), so a sampling ends at the next
 
-/** An Error with the wasm errors' shape ({ field, kind }): shown next to control `field`. */
-function typed(field, kind, message) {
-  return Object.assign(new Error(message), { field, kind });
-}
-
 async function fetchBytes(url) {
   let r;
   try {
     r = await fetch(url);
   } catch (e) {
-    throw typed('model', 'file', `could not fetch ${url}: ${e.message || e}`);
+    throw typedError('model', 'file', `could not fetch ${url}: ${e.message || e}`);
   }
-  if (!r.ok) throw typed('model', 'file', `could not fetch ${url}: HTTP ${r.status} (run make wasm, which copies models/ to www/models/)`);
+  if (!r.ok) throw typedError('model', 'file', `could not fetch ${url}: HTTP ${r.status} (run make wasm, which copies models/ to www/models/)`);
   return new Uint8Array(await r.arrayBuffer());
 }
 
 /** The ModelSession of `kind`, loaded once (a failed load is forgotten, so a retry fetches again). */
 function session(relattn, kind) {
-  if (!MODEL_KINDS.includes(kind)) return Promise.reject(typed('model', 'invalid', `invalid model: got '${kind}'; allowed: ${MODEL_KINDS.join(', ')}`));
+  if (!MODEL_KINDS.includes(kind)) return Promise.reject(typedError('model', 'invalid', `invalid model: got '${kind}'; allowed: ${MODEL_KINDS.join(', ')}`));
   if (!sessions.has(kind)) {
     if (!dataBytes) {
       dataBytes = fetchBytes('models/chorales-test.json');
