@@ -1,14 +1,15 @@
 # relattn: two commands do all set-up on a fresh machine.
 #   make serve   installs what is missing, builds the wasm, serves www/ and prints the URL
 #   make test    installs what the tests need and runs every test
-#   make check   formatting, clippy with warnings as errors (native, wasm32, fuzz targets), the scripts' syntax, Python lint
+#   make check   formatting, clippy with warnings as errors (native, wasm32, fuzz targets), the scripts' syntax, Python lint,
+#                the page's protocol types current and its messages type-checked against them
 PORT ?= 8080
 WASM_BINDGEN_VERSION = $(shell sed -n '/^name = "wasm-bindgen"$$/{n;s/version = "\(.*\)"/\1/p;}' Cargo.lock)
 WASM = $(or $(CARGO_TARGET_DIR),target)/wasm32-unknown-unknown/release/relattn.wasm
 # Cargo features of the wasm build: none for make serve; the e2e tests need the test hooks (Cargo.toml).
 WASM_FEATURES ?=
 
-.PHONY: check serve wasm vendor deps-wasm deps-web deps-gpu deps-python test test-rust test-python test-web test-wasm test-e2e train fixtures
+.PHONY: check protocol serve wasm vendor deps-wasm deps-web deps-gpu deps-python test test-rust test-python test-web test-wasm test-e2e train fixtures
 
 deps-wasm:
 	@rustup target list --installed | grep -qx wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
@@ -53,7 +54,18 @@ check:
 	@for f in www/*.js www/js/*.js tests/e2e/*.mjs bench/*.mjs python/relattn/*.js; do node --check "$$f" || exit 1; done
 	@python3 -m ruff --version >/dev/null 2>&1 || python3 -m pip install --quiet ruff
 	python3 -m ruff check --select F --no-cache train bench python
-	@echo "check: fmt, clippy (native, wasm32, with and without test hooks; the fuzz targets), scripts and Python OK"
+	@test -d node_modules/typescript -a node_modules/.package-lock.json -nt package-lock.json || npm ci --no-audit --no-fund
+	@rm -rf target/protocol-types
+	TS_RS_EXPORT_DIR=$(CURDIR)/target/protocol-types cargo test --quiet --lib --features test-hooks export_bindings >/dev/null
+	@diff -r target/protocol-types www/js/types >/dev/null || { echo "www/js/types/ is not what src/protocol/ generates: run make protocol"; exit 1; }
+	node_modules/.bin/tsc -p tsconfig.json
+	@echo "check: fmt, clippy (native, wasm32, with and without test hooks; the fuzz targets), scripts, Python, the protocol's types OK"
+
+# The page's JavaScript types of the page ⇄ worker protocol, generated from src/protocol/ by ts-rs (each type's
+# export_bindings test) into www/js/types/protocol.d.ts; make check fails when they are not current.
+protocol:
+	rm -rf www/js/types
+	cargo test --quiet --lib --features test-hooks export_bindings >/dev/null
 
 # Mesa's software Vulkan (lavapipe), so tests/gpu.rs has an adapter on a machine without a GPU.
 deps-gpu:
@@ -112,7 +124,7 @@ test-web: test-wasm test-e2e
 # Rebuilds models/, tests/fixtures/chorales-* and docs/models-*.png from music21's Bach chorales with PyTorch
 # in a virtual environment of its own (train/.venv, about 4 GB): six schemes × three seeds, one run after
 # another, each about 35 minutes on 2 cores, resumable (stopped, it continues from the checkpoints in
-# train/runs/; finished runs in train/results/ are kept); then the music figures of the shipped models
+# train/runs/; finished runs' figures and weights in train/results/ are kept and committed); then the music figures of the shipped models
 # (models/music_figures.json) and MODELS.md's tables on stdout. Offline work: make test never needs it.
 train:
 	@test -x train/.venv/bin/python || python3 -m venv train/.venv

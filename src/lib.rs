@@ -15,6 +15,8 @@
 //! - [`backend`]: CPU or GPU behind one interface.
 //! - [`trained`]: a decoder of these layers loaded from a trained model's safetensors file, with a key/value
 //!   cache for sampling, and the Bach chorale data it was trained on, with MIDI.
+//! - [`protocol`]: the page ⇄ worker messages and the wasm API's requests and answers, defined once (the page's
+//!   JavaScript types are generated from them).
 //! - `web` (wasm32 only): the page's worker API.
 
 pub mod attention;
@@ -24,6 +26,7 @@ pub mod error;
 pub mod gpu;
 pub mod layer;
 pub mod positions;
+pub mod protocol;
 pub mod render;
 pub mod timing;
 pub mod trained;

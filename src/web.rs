@@ -1,7 +1,7 @@
 //! The browser's entry points, one serde struct in and one out (candle's wasm examples are the model):
 //!
-//! - [`compute`] (in [`backend`]) takes a [`Request`] — the page's settings, a preset or a scenario file —
-//!   and computes its trace on WebGPU or the CPU, giving a [`Session`];
+//! - [`compute`] (in [`backend`]) takes a [`crate::protocol::Request`] — the page's settings, a preset or a
+//!   scenario file — and computes its trace on WebGPU or the CPU, giving a [`Session`];
 //! - [`Session::info`] is the typed answer: the settings used, the stages with their metadata
 //!   ([`crate::layer::stage::StageMeta`]), where it ran and how long each stage took;
 //! - [`Session::select`] cuts one stage of one (batch, head) into f32 values and an RGBA raster that
@@ -10,7 +10,7 @@
 //!
 //! Errors reach JavaScript as an `Error` with a `field` (the control to show it next to) and a `kind`
 //! ([`crate::error::ErrorKind`] by name); the page never reads the message to decide anything.
-//! www/js/protocol.js documents the same structs on the JavaScript side.
+//! The requests and answers are [`crate::protocol`]'s structs, whose JavaScript types the page is checked against.
 
 use crate::error::{Error, ErrorKind};
 use crate::layer::presets;
@@ -29,7 +29,6 @@ pub mod request;
 pub mod session;
 
 pub use backend::compute;
-pub use request::{Request, Settings};
 pub use session::Session;
 
 #[wasm_bindgen(start)]

@@ -17,7 +17,8 @@ const FLOORS: &[(&str, usize)] = &[
     ("gpu", 5),
     ("backend", 6),
     ("trained", 7),
-    ("web", 8),
+    ("protocol", 8),
+    ("web", 9),
 ];
 
 fn floor(concept: &str) -> usize {

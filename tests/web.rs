@@ -6,9 +6,10 @@ use relattn::attention::Config;
 
 use relattn::layer::scenario::Spec;
 use relattn::positions::Method;
+use relattn::protocol::Settings;
 use relattn::web::figure::{draw_frame, draw_svg};
 use relattn::web::request::{page_bytes, MAX_D_MODEL, MAX_HEADS, MAX_N, MEMORY_LIMIT};
-use relattn::web::{compute, memory_bytes, set_colormaps, Session, Settings};
+use relattn::web::{compute, memory_bytes, set_colormaps, Session};
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_test::*;
 

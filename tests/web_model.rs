@@ -6,10 +6,10 @@
 #![cfg(target_arch = "wasm32")]
 
 use ndarray::{Array2, Axis};
+use relattn::protocol::{BackendUsed, DistanceProfile, ModelInfo, PositionNll, Prediction, Sampled, SamplingInfo, WindowInfo};
 use relattn::trained::heads::{describe, Meter};
 use relattn::trained::transformer::{log_softmax_at, probabilities, SampleSettings, Transformer};
-use relattn::web::model::{DistanceProfile, ModelInfo, ModelSession, PositionNll, Prediction, Sampled, SamplingInfo, WindowInfo};
-use relattn::web::session::BackendUsed;
+use relattn::web::model::ModelSession;
 use relattn::web::Session;
 use relattn::Backend;
 use serde::de::DeserializeOwned;

@@ -39,8 +39,13 @@ def finished(method):
     return sorted(runs, key=lambda r: r["seed"])
 
 
+def weights_path(name):
+    """Where train.py keeps a finished run's best weights (committed with its figures)."""
+    return os.path.join(train.HERE, "results", f"{name}.pt")
+
+
 def load(name):
-    run = torch.load(os.path.join(train.HERE, "runs", f"{name}.pt"), weights_only=False)
+    run = torch.load(weights_path(name), weights_only=False)
     model = Decoder(run["config"])
     model.load_state_dict(run["state"])
     return model.eval(), run
@@ -50,6 +55,14 @@ def spread(values):
     """Mean and sample standard deviation (0 for one value)."""
     v = np.array(values, dtype=np.float64)
     return {"mean": float(v.mean()), "std": float(v.std(ddof=1)) if len(v) > 1 else 0.0, "n": len(v)}
+
+
+def over_seeds(runs, windows):
+    """Every finished seed's figures, and their mean ± standard deviation."""
+    seeds = {str(r["seed"]): {k: r[k] for k in ("valid_nll", "nll_by_window", "finished", "machine")} |
+             {k: r["config"][k] for k in ("train_seconds", "best_step", "steps_run", "stopped")} for r in runs}
+    return {"seeds": seeds, "valid_nll_over_seeds": spread([r["valid_nll"] for r in runs]),
+            "nll_by_window_over_seeds": {w: spread([r["nll_by_window"][w] for r in runs]) for w in windows}}
 
 
 def data_file(pieces, lo, hi, split):
@@ -98,6 +111,21 @@ def main(methods):
             print(f"{method}: no finished run in train/results/, skipped", flush=True)
             continue
         best = min(runs, key=lambda r: r["valid_nll"])
+        windows = sorted(best["nll_by_window"], key=int)
+        if not os.path.exists(weights_path(best["name"])):
+            # Runs finished before train.py kept the weights in train/results/ (2026-11-25): the shipped files are
+            # the only copy of the shipped run's; a better run whose weights were lost cannot ship until trained again.
+            shipped = previous.get(method)
+            if shipped is None:
+                raise SystemExit(f"{method}: the weights of {best['name']} are not in train/results/ and no model of it ships: train it again")
+            lost = {}
+            if shipped["shipped_seed"] != best["seed"]:
+                lost = {"best_seed_lost": best["seed"]}
+                print(f"{method}: {best['name']} has the lowest valid NLL, but its weights were lost with the session that trained it: "
+                      f"seed {shipped['shipped_seed']} still ships (delete train/results/{best['name']}.json and train it again to ship it)", flush=True)
+            results["models"][method] = {k: v for k, v in shipped.items() if k != "best_seed_lost"} | over_seeds(runs, windows) | lost
+            print(f"{method}: seed {shipped['shipped_seed']} ships (its files are kept); figures over {len(runs)} seeds updated", flush=True)
+            continue
         model, run = load(best["name"])
         cfg = dict(run["config"])
         ctx = cfg["context"]
@@ -118,14 +146,10 @@ def main(methods):
                    "q": rec["q"][0], "k": rec["k"][0], "v": rec["v"][0], "weights": rec["weights"][0]}
         save_file({k: v.detach().contiguous() for k, v in fixture.items()}, os.path.join(ROOT, "tests", "fixtures", f"chorales-{method}.safetensors"),
                   metadata={"layer": str(FIXTURE_LAYER), "subset_nll": repr(sub_total / sub_count), "subset_tokens": str(sub_count)})
-        seeds = {str(r["seed"]): {k: r[k] for k in ("valid_nll", "nll_by_window", "finished", "machine")} |
-                 {k: r["config"][k] for k in ("train_seconds", "best_step", "steps_run", "stopped")} for r in runs}
-        windows = sorted(best["nll_by_window"], key=int)
         results["models"][method] = {
             "shipped_seed": best["seed"], "valid_nll": best["valid_nll"], "test_nll": test, "nll_by_window": best["nll_by_window"],
             "parameters": params, "steps": cfg["steps"], "log": run["log"], "per_position_4L": curve.tolist(), "windows_4L": count,
-            "seeds": seeds, "valid_nll_over_seeds": spread([r["valid_nll"] for r in runs]),
-            "nll_by_window_over_seeds": {w: spread([r["nll_by_window"][w] for r in runs]) for w in windows}}
+            **over_seeds(runs, windows)}
         print(f"{method}: seed {best['seed']} of {len(runs)}: valid {best['valid_nll']:.4f} test {test:.4f} nats/token; "
               f"windows {best['nll_by_window']}; {params} parameters", flush=True)
     with open(os.path.join(ROOT, "models", "results.json"), "w") as f:

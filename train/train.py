@@ -1,7 +1,8 @@
 """Trains one chorale decoder (one of six position schemes, one seed) and writes, as soon as it ends, its best
-weights to train/runs/<method>-seed<seed>.pt and its figures (valid NLL, test NLL at 256…2048 tokens, loss curves,
-time, machine) to train/results/<method>-seed<seed>.json. A run is resumable: it checkpoints every
-CHECKPOINT_EVERY steps to train/runs/<name>.ckpt and continues from there when started again.
+weights to train/results/<method>-seed<seed>.pt and its figures (valid NLL, test NLL at 256…2048 tokens, loss
+curves, time, machine) to train/results/<method>-seed<seed>.json: commit both at once (train/runs/ is not kept, and
+export.py can ship only a run whose weights it has). A run is resumable: it checkpoints every CHECKPOINT_EVERY
+steps to train/runs/<name>.ckpt and continues from there when started again on the same machine.
 
     train/.venv/bin/python train/train.py --method music --seed 1   # same data, size, budget and recipe for all
 
@@ -114,7 +115,7 @@ def test_figures(model, seqs, ctx):
 
 def train(method, seed=0, steps=None):
     """One run, resumable: a checkpoint every CHECKPOINT_EVERY steps in runs/<name>.ckpt; at the end the best
-    weights (lowest valid NLL) in runs/<name>.pt and the run's figures in results/<name>.json."""
+    weights (lowest valid NLL) in results/<name>.pt and the run's figures in results/<name>.json."""
     _, (lo, hi), seqs = dataset()
     cfg = config(method, vocab=hi - lo + 2)
     cfg["seed"] = seed
@@ -190,7 +191,7 @@ def train(method, seed=0, steps=None):
     model.eval()
     figures = test_figures(model, seqs, cfg["context"])
     save_atomic({"config": cfg, "state": model.state_dict(), "log": state["log"], "pitch_range": [lo, hi]},
-                os.path.join(runs, name + ".pt"))
+                os.path.join(results, name + ".pt"))
     with open(os.path.join(results, name + ".json"), "w") as f:
         json.dump({"name": name, "method": method, "seed": seed, "config": cfg, **figures, "log": state["log"],
                    "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}",

@@ -1,14 +1,13 @@
 // The heavy half of the page: computes traces off the main thread with the same wasm module. A module worker
-// (worker-client.js starts it with { type: 'module' }); its messages are typed in js/protocol.js.
-// A newer compute request supersedes one still waiting: only the latest pending request is computed.
-// params = { preset, settings, file? }: settings are src/web/request.rs Settings, passed through untouched;
-// file = { id, name, bytes } computes from a scenario file; msg.colormaps = { sequential, diverging }.
-// msg.backend = 'auto' | 'webgpu' | 'cpu': WebGPU is tried once (gpu_init) and its device kept for every
-// recompute, Model mode's too; without it (or when it fails on a layer, or is lost) the CPU computes, and the
-// result's backend = { name, note } says where and why. The debug-* test hooks (protocol.js: DebugMessage) are sent
-// by tests/e2e only. Model mode's messages ('model*') go to js/worker-model.js.
+// (worker-client.js starts it with { type: 'module' }); its messages are src/protocol/'s (ToWorker in, FromWorker
+// out), built by js/protocol.js. A newer compute request supersedes one still waiting: only the latest pending
+// request is computed. A compute request's `request` goes to the wasm's compute untouched (it checks every
+// field), with the scenario file's bytes when it has one. request.backend = 'auto' | 'webgpu' | 'cpu': WebGPU is
+// tried once (gpu_init) and its device kept for every recompute, Model mode's too; without it (or when it fails
+// on a layer, or is lost) the CPU computes, and the result's backend says where and why. The debug-* test hooks
+// are sent by tests/e2e only. Model mode's messages ('model*') go to js/worker-model.js.
 import init, * as relattn from './pkg/relattn.js';
-import { BACKENDS, progressMessage, resultMessage, errorMessage, fatalMessage, exportReply, exportFailed, cellsReply, cellsFailed, readersReply, readersFailed, schemesReply, schemesFailed, typedError } from './js/protocol.js';
+import { progressMessage, resultMessage, errorMessage, fatalMessage, exportReply, exportFailed, cellsReply, cellsFailed, readersReply, readersFailed, schemesReply, schemesFailed, typedError } from './js/protocol.js';
 import { onModelMessage, layerSession } from './js/worker-model.js';
 
 const { set_colormaps, compute, gpu_init } = relattn;
@@ -103,10 +102,12 @@ function used(backend, b) {
   return { mode: backend, onGpu: b.on_gpu, name: b.on_gpu && adapterName ? `WebGPU: ${adapterName}` : b.name, note: b.note };
 }
 
-// The cached session is reused while the request (settings, preset, file or model layer, backend) is the same.
-function keyOf(p, backend) {
-  if (p.model) return `${backend}|model:${JSON.stringify(p.model)}`;
-  return backend + (p.preset ? `|preset:${p.preset}` : JSON.stringify([p.file ? p.file.id : null, p.settings]));
+// The cached session is reused while the compute request's source (settings, preset, file or model layer) and
+// backend are the same.
+function keyOf(msg) {
+  const r = msg.request;
+  if (msg.model) return `${r.backend}|model:${JSON.stringify(msg.model)}`;
+  return r.backend + (r.preset ? `|preset:${r.preset}` : JSON.stringify([msg.file ? msg.file.id : null, r.settings]));
 }
 
 // Answers the page's message `m` with `reply(m.id, work())` (its typed array's buffer transferred), or with
@@ -161,17 +162,14 @@ async function work() {
   if (!msg || dead) { scheduled = false; return; }
   inFlight = msg;
   try {
-    const p = msg.params;
-    const backend = BACKENDS.includes(msg.backend) ? msg.backend : 'auto';
-    const key = keyOf(p, backend);
+    const backend = msg.request.backend;
+    const key = keyOf(msg);
     if (msg.colormaps) set_colormaps(msg.colormaps.sequential, msg.colormaps.diverging);
     if (key !== sessionKey || !session) {
       self.postMessage(progressMessage(msg.id, 'computing the layer…'));
       await tryGpu(backend);
-      // src/web/request.rs Request: { backend, preset, file_name, settings }; the file's bytes beside it.
-      const request = { backend, preset: p.file ? '' : p.preset || '', file_name: p.file ? p.file.name : '', settings: p.settings };
-      // params.model: one layer of a trained model (Model mode's "stages of this head"), on the same backend.
-      const s = p.model ? await layerSession(modelContext(wasm), p.model, backend) : await compute(request, p.file ? new Uint8Array(p.file.bytes) : undefined);
+      // msg.model: one layer of a trained model (Model mode's "stages of this head"), on the same backend.
+      const s = msg.model ? await layerSession(modelContext(wasm), msg.model, backend) : await compute(msg.request, msg.file ? new Uint8Array(msg.file.bytes) : undefined);
       if (session) session.free();
       session = s;
       sessionKey = key;
@@ -227,6 +225,6 @@ function fatal(why) {
   if (dead) return;
   dead = true;
   const id = inFlight ? inFlight.id : 0;
-  const field = inFlight && inFlight.params.file ? 'file' : 'general';
+  const field = inFlight && inFlight.file ? 'file' : 'general';
   self.postMessage(fatalMessage(id, field, `internal error in the wasm module (${why}); it was restarted, the view shown is the last good one`));
 }

@@ -41,6 +41,7 @@ pub enum Stage {
 /// How a stage's values should be coloured.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(test, derive(ts_rs::TS), ts(export, export_to = "protocol.d.ts"))]
 pub enum Scale {
     /// Signed values, centred on 0.
     Diverging,
@@ -50,6 +51,7 @@ pub enum Scale {
 
 /// Everything the page and the CLI show about a stage besides its numbers (sent to the page as JSON).
 #[derive(Clone, Debug, PartialEq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS), ts(export, export_to = "protocol.d.ts"))]
 pub struct StageMeta {
     /// The array name in a trace .npz and on the command line.
     pub name: &'static str,

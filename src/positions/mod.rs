@@ -36,6 +36,7 @@ use table::{distance, Edge, QueryRows, RelTable};
 /// Which relative attention (in files and messages by its lowercase name: "shaw", "music", "rope", …).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[cfg_attr(test, derive(ts_rs::TS), ts(export, export_to = "protocol.d.ts"))]
 pub enum Method {
     /// Shaw, Uszkoreit & Vaswani 2018: tables w^K, w^V of 2k+1 rows indexed by clip(j − i, k) + k.
     Shaw,

@@ -18,6 +18,7 @@ use std::str::FromStr;
 /// What a distance outside a table's rows reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[cfg_attr(test, derive(ts_rs::TS), ts(export, export_to = "protocol.d.ts"))]
 pub enum Edge {
     /// Clamp to the nearest edge row (Shaw et al. 2018: `clip(d, k)`).
     Clip,

@@ -17,8 +17,11 @@ use ndarray::ArrayView2;
 
 /// The meter of a piece in 16th-note steps: steps per beat and per bar.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS), ts(export, export_to = "protocol.d.ts"))]
 pub struct Meter {
+    #[cfg_attr(test, ts(type = "number"))]
     pub beat: i64,
+    #[cfg_attr(test, ts(type = "number"))]
     pub bar: i64,
 }
 
@@ -86,7 +89,9 @@ pub fn name_key(d: i64, predicted_voice: usize, meter: Meter) -> String {
 
 /// A landmark of the distance charts: its distance, its name ([`name_distance`]) and a short label.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS), ts(export, export_to = "protocol.d.ts"))]
 pub struct Landmark {
+    #[cfg_attr(test, ts(type = "number"))]
     pub distance: i64,
     pub name: String,
     /// "16th", "beat", "bar".

@@ -50,6 +50,7 @@ const LN_EPS: f32 = 1e-5;
 
 /// The shape of a model; the file's metadata `config` (other keys there are training figures, kept as they are).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS), ts(export, export_to = "protocol.d.ts"))]
 pub struct ModelConfig {
     /// The position scheme (every one of the six has a trained model).
     pub method: Method,

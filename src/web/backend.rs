@@ -6,13 +6,14 @@
 //! a layer beyond the device's limits — the computation runs on the CPU instead, and its
 //! [`BackendUsed::note`] says why.
 
-use super::request::{BackendChoice, Holding, Inputs, Request};
-use super::session::{BackendUsed, Session, Timing};
+use super::request::{Holding, Inputs};
+use super::session::Session;
 use super::{to_js, to_value};
 use crate::backend::Backend;
 use crate::error::gpu::GpuError;
 use crate::gpu::GpuContext;
 use crate::layer::on_demand::Layer;
+use crate::protocol::{BackendChoice, BackendUsed, Request, Timing};
 use crate::timing::now_ms;
 use serde::Serialize;
 use std::cell::RefCell;

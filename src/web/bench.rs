@@ -1,13 +1,14 @@
 //! The browser benchmark's hooks (www/bench.html): a generated scenario whose forward pass (no trace kept)
 //! and a side × side raster the page times with `performance.now()`.
 
-use super::request::{Settings, MEMORY_LIMIT};
+use super::request::MEMORY_LIMIT;
 use super::{js_error, to_js};
 use crate::attention::Config;
 use crate::error::ErrorKind;
 use crate::layer::forward;
 use crate::layer::scenario::{Arrays, Scenario};
 use crate::layer::stage::Scale;
+use crate::protocol::Settings;
 use crate::render;
 use ndarray::Array2;
 use wasm_bindgen::prelude::*;

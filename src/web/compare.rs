@@ -5,17 +5,17 @@
 //! the Music Transformer's tables have the settings' k. Computed on the CPU, a head at a time in blocks of
 //! query rows (no whole trace), so six schemes cost about six forward passes.
 
-use super::request::{whole, Request, MAX_N};
-use super::session::{Cut, Cutting, Made};
+use super::request::{whole, MAX_N};
+use super::session::{Cutting, Made};
 use super::{palette, to_js, to_value};
 use crate::attention::by_distance;
 use crate::error::{check_index, Error};
 use crate::layer::forward;
 use crate::layer::on_demand::Layer;
 use crate::layer::scenario::{self, Arrays, Scenario};
-use crate::layer::stage::{Stage, StageMeta};
+use crate::layer::stage::Stage;
 use crate::positions::Method;
-use serde::Serialize;
+use crate::protocol::{Request, SchemeView};
 use wasm_bindgen::prelude::*;
 
 /// The longest sequence the comparison takes (six layers in a row, each a few seconds at this n).
@@ -23,18 +23,6 @@ pub const MAX_COMPARE_N: usize = 2048;
 
 /// The schemes in the order they are shown: the baseline, the two 2018 schemes, today's three.
 pub const ORDER: [Method; 6] = [Method::Absolute, Method::Shaw, Method::Music, Method::Rope, Method::Alibi, Method::T5];
-
-/// One scheme's part of the comparison (its raster comes beside it as a typed array).
-#[derive(Serialize)]
-struct SchemeView {
-    method: String,
-    label: String,
-    /// The weights stage's metadata for this scheme's layer.
-    meta: StageMeta,
-    cut: Cut,
-    /// `profile[k]`: the share of the attention at distance k − (n − 1), averaged over the queries.
-    profile: Vec<f32>,
-}
 
 /// Computes the comparison of the request's settings (a preset's or a file's are refused: the page sends the
 /// settings it shows) for (batch, head). Returns an array of `{ method, label, meta, cut, profile, rgba,
@@ -73,10 +61,12 @@ pub fn compare_schemes(request: JsValue, batch: usize, head: usize) -> Result<Js
         cutting.add(0, weights.view());
         let Made { cut, values, rgba } = cutting.finish(palette());
         let profile = by_distance(weights.view()).into_iter().map(|v| v as f32).collect();
-        let view = SchemeView { method: method.to_string(), label: method.label().into(), meta: layer.meta(Stage::Weights), cut, profile };
+        let values = cut.has_values.then_some(values);
+        let view = SchemeView { method: method.to_string(), label: method.label().into(), meta: layer.meta(Stage::Weights), cut, profile, rgba, values };
+        // The serialized fields, and the pixels and weights beside them as typed arrays.
         let item = to_value(&view)?;
-        js_sys::Reflect::set(&item, &"rgba".into(), &js_sys::Uint8ClampedArray::from(rgba.as_slice()))?;
-        let values = if cut.has_values { js_sys::Float32Array::from(values.as_slice()).into() } else { JsValue::NULL };
+        js_sys::Reflect::set(&item, &"rgba".into(), &js_sys::Uint8ClampedArray::from(view.rgba.as_slice()))?;
+        let values = view.values.as_deref().map_or(JsValue::NULL, |v| js_sys::Float32Array::from(v).into());
         js_sys::Reflect::set(&item, &"values".into(), &values)?;
         out.push(&item);
     }

@@ -31,25 +31,24 @@
 //! positions it never saw (MODELS.md "Longer than trained": its NLL grows from 1.14 at 256 to 2.29 at 1024).
 
 use super::backend::with_backend;
-use super::request::{whole, BackendChoice, Inputs};
-use super::session::{BackendUsed, Cut, Session, Timing};
+use super::request::{whole, Inputs};
+use super::session::Session;
 use super::{js_error, palette, to_js, to_value};
 use crate::error::{check_index, Error, ErrorKind};
 use crate::layer::scenario::{Arrays, Spec};
 use crate::layer::stage::Scale;
-use crate::positions::Method;
+use crate::protocol::{
+    BackendChoice, BackendUsed, Candidate, Cut, DistanceProfile, ModelInfo, ModelRequest, Note, PieceInfo, PositionNll, Prediction, SampleRequest, Sampled,
+    SamplingInfo, Timing, Unknown, WindowInfo,
+};
 use crate::render;
 use crate::timing::now_ms;
 use crate::trained::chorales::{Chorales, VOICES};
-use crate::trained::heads::{self, Landmark, Meter};
-use crate::trained::transformer::{
-    log_softmax_at, probabilities, AttentionPass, ModelConfig, SampleSettings, Sampler, Transformer, DEFAULT_TOP_K, DEFAULT_TOP_P,
-};
+use crate::trained::heads::{self, Meter};
+use crate::trained::transformer::{log_softmax_at, probabilities, AttentionPass, SampleSettings, Sampler, Transformer, DEFAULT_TOP_K, DEFAULT_TOP_P};
 use ndarray::{ArrayView2, Axis};
-use serde::de::{DeserializeOwned, IgnoredAny};
-use serde::{Deserialize, Serialize};
+use serde::de::DeserializeOwned;
 use std::cell::{Ref, RefCell};
-use std::collections::BTreeMap;
 use wasm_bindgen::prelude::*;
 
 /// A window may hold up to this many times the model's training context (1024 tokens for the shipped
@@ -58,227 +57,6 @@ use wasm_bindgen::prelude::*;
 pub const CONTEXTS_PER_WINDOW: usize = 4;
 /// Most tokens one [`ModelSession::start_sampling`] may draw.
 pub const MAX_STEPS: usize = 4096;
-
-/// Fields of a request that its struct does not name (serde-wasm-bindgen does not see
-/// `deny_unknown_fields`; a flattened map sees every key).
-type Unknown = BTreeMap<String, IgnoredAny>;
-
-/// A window of a piece: `run` and `nll_by_position`'s request. Numbers are f64 as the page's controls give
-/// them (NaN for an empty box), each checked here with its name.
-#[derive(Clone, Debug, Deserialize)]
-pub struct ModelRequest {
-    /// The piece's BWV number as in [`PieceInfo::bwv`] ("10.7"; "BWV 10.7" also works).
-    pub piece: String,
-    /// First token of the window: a multiple of 4 (windows start on a 16th-note step, as the training crops
-    /// did), at most the piece's length − 4.
-    pub start: f64,
-    /// Tokens in the window, T: 2..=min(the piece's length − start, [`CONTEXTS_PER_WINDOW`] × context).
-    pub length: f64,
-    /// Semitones added to every pitch of the window: within the window's [`WindowInfo::transpose_min`]..=
-    /// [`WindowInfo::transpose_max`], which keep every pitch in the vocabulary (MIDI `pitch_min`..=
-    /// `pitch_min` + vocab − 2).
-    pub transpose: f64,
-    /// Where to compute, as Parameters mode's request spells it ([`BackendChoice`]): "auto" (WebGPU when
-    /// usable, not a software adapter), "webgpu" or "cpu".
-    pub backend: String,
-    /// An opening chord instead of a piece: four names of the vocabulary, soprano to bass ("C5 G4 E4 C3",
-    /// [`Chorales::chord`]). Given (not empty), the window is that one step (4 tokens: `piece`, `start` and
-    /// `length` are not read; `transpose` is), for sampling a new piece from nothing but a chord.
-    #[serde(default)]
-    pub opening: Option<String>,
-    #[serde(flatten)]
-    unknown: Unknown,
-}
-
-/// `start_sampling`'s request.
-#[derive(Clone, Debug, Deserialize)]
-pub struct SampleRequest {
-    /// Tokens to draw after the window, 1..=[`MAX_STEPS`].
-    pub steps: f64,
-    /// Softmax temperature, 0..=100 (0: always the most likely token).
-    pub temperature: f64,
-    /// Draw only from the `top_k` most likely tokens, 0..=vocab (0: every token).
-    pub top_k: f64,
-    /// Draw only from the fewest most likely tokens whose probabilities reach `top_p`, (0, 1] (1: every token).
-    pub top_p: f64,
-    /// Seed of the ChaCha8 stream, 0..=2³²−1.
-    pub seed: f64,
-    #[serde(flatten)]
-    unknown: Unknown,
-}
-
-/// One piece of the data file.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct PieceInfo {
-    /// Catalogue number, e.g. "10.7".
-    pub bwv: String,
-    pub title: String,
-    /// The first time signature, e.g. "4/4".
-    pub time_signature: String,
-    /// Steps (16ths) where a bar line falls.
-    pub bars: Vec<usize>,
-    /// Tokens (4 per step).
-    pub length: usize,
-    /// The transpositions (semitones) that keep every pitch of the whole piece in the vocabulary; a window
-    /// may allow more ([`WindowInfo`]).
-    pub transpose_min: i32,
-    pub transpose_max: i32,
-}
-
-/// What [`ModelSession::info`] says about the model and its data.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ModelInfo {
-    /// The file name given to [`ModelSession::load`].
-    pub name: String,
-    /// Its position scheme: "music", "shaw", "rope", "alibi", "t5" or "absolute".
-    pub kind: Method,
-    /// layers, d_model, heads, d_ff, vocab, context, clip, rel_v, edge, method.
-    pub config: ModelConfig,
-    /// Trained parameters, counted in the loaded tensors.
-    pub parameters: usize,
-    /// Mean NLL per predicted token (nats) on the test and validation splits in windows of `context`, as
-    /// measured by the training script (the file's metadata); null when the file does not say.
-    pub test_nll: Option<f64>,
-    pub valid_nll: Option<f64>,
-    /// Longest window: [`CONTEXTS_PER_WINDOW`] × context.
-    pub max_length: usize,
-    /// Most tokens one sampling may draw, [`MAX_STEPS`].
-    pub max_steps: usize,
-    /// The sampler's defaults ([`crate::trained::transformer::DEFAULT_TOP_K`], `DEFAULT_TOP_P`), as the CLI's.
-    pub top_k: usize,
-    pub top_p: f32,
-    /// The voices in token order: soprano, alto, tenor, bass.
-    pub voices: Vec<String>,
-    /// Display name of each token ("rest", "A1", …), indexed by token.
-    pub vocab: Vec<String>,
-    /// MIDI pitch of token 1 (token p − pitch_min + 1 is MIDI pitch p; token 0 is a rest).
-    pub pitch_min: u8,
-    /// Steps per quarter note (4: 16ths).
-    pub steps_per_quarter: usize,
-    /// "test": the split the pieces come from.
-    pub split: String,
-    pub pieces: Vec<PieceInfo>,
-}
-
-/// One token where the piano roll draws it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Note {
-    pub token: u32,
-    /// 0..4: index into [`ModelInfo::voices`], the token's position in the piece mod 4.
-    pub voice: usize,
-    /// The 16th-note step in the piece: position in the piece div 4 (sampled tokens continue past its end).
-    pub step: usize,
-    /// MIDI pitch, null for a rest.
-    pub midi: Option<u8>,
-}
-
-/// The negative log-likelihood of each predicted token of a window.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct PositionNll {
-    /// T − 1 values, nats: `values[t] = −ln p(token t + 1 | tokens 0..=t)`, t = 0..T−1.
-    pub values: Vec<f64>,
-    /// Their mean (what `relattn model eval` averages over windows).
-    pub mean: f64,
-    /// Milliseconds of the forward pass (and, for [`ModelSession::run`], of keeping the weights).
-    pub ms: f64,
-    /// Where the forward pass ran (and, when not on the GPU asked for, why).
-    pub backend: BackendUsed,
-}
-
-/// What [`ModelSession::run`] computed.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct WindowInfo {
-    /// The piece's BWV number ("" for an opening chord).
-    pub piece: String,
-    /// The opening chord the window is, as given ([`ModelRequest::opening`]); null for a piece's window.
-    pub opening: Option<String>,
-    pub start: usize,
-    /// T.
-    pub length: usize,
-    pub transpose: i32,
-    /// The transpositions this window allows (keeping every pitch in the vocabulary).
-    pub transpose_min: i32,
-    pub transpose_max: i32,
-    /// The T tokens after transposition, in order.
-    pub notes: Vec<Note>,
-    pub nll: PositionNll,
-    /// The attention maps kept: layers × heads, each (T, T).
-    pub layers: usize,
-    pub heads: usize,
-    /// The piece's meter in 16th-note steps, which names distances ([`name_key`]).
-    pub meter: Meter,
-}
-
-/// Attention by distance of one head over the current window.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct DistanceProfile {
-    pub layer: usize,
-    pub head: usize,
-    /// d = j − i for d = −(T−1)..=0 (causal: a query sees only keys at or before it).
-    pub distances: Vec<i64>,
-    /// `mean_weight[d] = (1 / (T − |d|)) Σ_{i ≥ |d|} α[i, i + d]`: the mean weight over the T − |d| queries
-    /// that have a key at distance d (unbiased by how many queries reach that far; not a distribution).
-    pub mean_weight: Vec<f64>,
-    /// `distribution[d] = (1 / T) Σ_{i ≥ |d|} α[i, i + d]`: each query's weights as a distribution over
-    /// distances (its softmax row, 0 at distances before the window), averaged over all T queries; sums
-    /// to 1 over d ([`heads::distance_distribution`]).
-    pub distribution: Vec<f64>,
-    /// What the head does, in one line, from `distribution` ([`heads::describe`]): "98 % on the predicted
-    /// voice, one 16th back".
-    pub description: String,
-    /// The distances the charts mark, each named by what it reaches relative to the predicted token
-    /// ([`heads::landmarks`]: one 16th, one beat and one bar back in the piece's meter).
-    pub landmarks: Vec<Landmark>,
-}
-
-/// One candidate for the next token.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Candidate {
-    pub token: u32,
-    /// The vocabulary's name of the token ("rest", "C4", …).
-    pub name: String,
-    /// MIDI pitch, null for a rest.
-    pub midi: Option<u8>,
-    /// softmax(logits)[token] at temperature 1.
-    pub probability: f64,
-    /// 1 for the most likely token.
-    pub rank: usize,
-}
-
-/// The next-token distribution at one position of the window.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Prediction {
-    /// t: the distribution of token t + 1 given tokens 0..=t (row t of the logits).
-    pub position: usize,
-    /// The `top` most likely tokens, most likely first (ties: lower token first).
-    pub candidates: Vec<Candidate>,
-    /// The window's token t + 1 with its probability and rank; null at the last position.
-    pub actual: Option<Candidate>,
-}
-
-/// What [`ModelSession::start_sampling`] set up.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct SamplingInfo {
-    /// Tokens of the prime (the current window, transposed), fed through the key/value cache.
-    pub prime: usize,
-    /// Tokens to draw.
-    pub steps: usize,
-    /// Milliseconds of feeding the prime.
-    pub ms: f64,
-}
-
-/// Tokens drawn by one [`ModelSession::next_tokens`].
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Sampled {
-    /// The new tokens, continuing the window (steps past its end).
-    pub notes: Vec<Note>,
-    /// Tokens drawn so far, these included.
-    pub drawn: usize,
-    /// Tokens still to draw (0: done).
-    pub remaining: usize,
-    /// Milliseconds this call took.
-    pub ms: f64,
-}
 
 /// A [`ModelRequest`] checked against the data and the model.
 struct Resolved {
@@ -403,24 +181,24 @@ impl ModelSession {
     /// A [`ModelRequest`] checked against the data and the model.
     fn resolve(&self, request: JsValue) -> std::result::Result<Resolved, JsValue> {
         let r: ModelRequest = parse(request, "request", |r: &ModelRequest| &r.unknown)?;
-        let opening = r.opening.filter(|o| !o.trim().is_empty());
+        let opening = r.window.opening.filter(|o| !o.trim().is_empty());
         let (bwv, start, window) = match &opening {
             Some(names) => (String::new(), 0, self.data.chord(names).map_err(to_js)?.to_vec()),
             None => {
-                let piece = self.data.piece(&r.piece).map_err(to_js)?;
+                let piece = self.data.piece(&r.window.piece).map_err(to_js)?;
                 let n = piece.tokens.len();
-                let start = whole("start", r.start, 0, n - VOICES.len())?;
+                let start = whole("start", r.window.start, 0, n - VOICES.len())?;
                 if start % VOICES.len() != 0 {
                     return Err(to_js(Error::invalid("start", start, format!("a multiple of 4 in 0..={} (windows start on a 16th-note step)", n - 4))));
                 }
                 let max = (n - start).min(self.info.max_length);
-                let length = whole("length", r.length, 2, max)?;
+                let length = whole("length", r.window.length, 2, max)?;
                 (piece.bwv.clone(), start, piece.tokens[start..start + length].to_vec())
             }
         };
         let window = &window[..];
         let range = transpose_range(window, self.data.vocab.len());
-        let t = r.transpose;
+        let t = r.window.transpose;
         if !(t.is_finite() && t.fract() == 0.0 && (range.0 as f64..=range.1 as f64).contains(&t)) {
             let allowed = format!("a whole number of semitones in {}..={} (keeps this window's pitches in the vocabulary)", range.0, range.1);
             return Err(to_js(Error::invalid("transpose", t, allowed)));

@@ -1,8 +1,6 @@
-//! What the page asks for: a [`Request`] (serde, from a plain JavaScript object) and the [`Settings`] it
-//! carries, checked into a [`Config`] and a [`Spec`] with errors that name the control. The same
-//! [`Settings`] come back in [`super::session::Info`], resolved (a preset's, or the file's sizes), so the
-//! page writes the controls from what was computed. Adding a control means adding its field here and
-//! reading it in `www/js/controls.js`.
+//! What the page asks for, checked: a [`Request`] (src/protocol/, from a plain JavaScript object) and the
+//! [`Settings`] it carries, checked into a [`Config`] and a [`Spec`] with errors that name the control; the
+//! page's size limits and the memory budget that decides how a layer is held.
 
 use crate::attention::Config;
 
@@ -15,9 +13,8 @@ use crate::layer::stage::Stage;
 use crate::positions::rope::Rope;
 use crate::positions::t5::{Buckets, MAX_BUCKETS, MAX_DISTANCE};
 use crate::positions::Method;
-use serde::de::IgnoredAny;
-use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use crate::protocol::{BackendChoice, Request, Settings, Unknown};
+use serde::Deserialize;
 use wasm_bindgen::JsValue;
 
 use super::session::{RASTER_SIDE, VALUES_CELLS};
@@ -50,18 +47,6 @@ pub enum Holding {
     OnDemand,
 }
 
-/// Where to compute.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum BackendChoice {
-    /// WebGPU when it is usable, else the CPU.
-    #[default]
-    Auto,
-    /// WebGPU; the CPU with the reason when it cannot.
-    Webgpu,
-    Cpu,
-}
-
 impl BackendChoice {
     /// The choice named `name` (as a [`Request`]'s `backend` spells it: "auto", "webgpu" or "cpu"), or an
     /// error naming field "backend".
@@ -70,26 +55,6 @@ impl BackendChoice {
         let parsed: Result<BackendChoice, serde::de::value::Error> = BackendChoice::deserialize(name.into_deserializer());
         parsed.map_err(|e| js_error("backend", ErrorKind::Invalid, &format!("invalid backend: {e}")))
     }
-}
-
-/// Fields of a request that no struct here has (serde's `deny_unknown_fields` is not seen by
-/// serde-wasm-bindgen, which reads only the fields a struct names; a flattened map sees every key).
-type Unknown = BTreeMap<String, IgnoredAny>;
-
-/// One compute request from the page.
-#[derive(Clone, Debug, Deserialize)]
-pub struct Request {
-    #[serde(default)]
-    pub backend: BackendChoice,
-    /// A preset's name ([`presets::NAMES`]); when not empty, `settings` are not used.
-    #[serde(default)]
-    pub preset: String,
-    /// The name of the scenario file whose bytes come with the request (for its errors), if any.
-    #[serde(default)]
-    pub file_name: String,
-    pub settings: Settings,
-    #[serde(flatten)]
-    unknown: Unknown,
 }
 
 impl Request {
@@ -105,97 +70,6 @@ impl Request {
         }
         Ok(r)
     }
-}
-
-/// The controls. Numbers are f64 as the form gives them (NaN for an empty box) so that each is checked
-/// here, with its name, rather than refused by the deserializer. `Default`: zeros and empties, with the
-/// schemes' options at their defaults (as a request that leaves them out gets).
-#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
-pub struct Settings {
-    /// "shaw", "music", "rope", "alibi", "t5" or "absolute".
-    pub method: String,
-    /// Sequence length, 1..=[`MAX_N`].
-    pub n: f64,
-    /// 1..=[`MAX_D_MODEL`], a multiple of `heads`.
-    pub d_model: f64,
-    /// 1..=[`MAX_HEADS`].
-    pub heads: f64,
-    /// k, 0..=[`MAX_N`].
-    pub clip: f64,
-    /// Seed of the generated tensors, 0..=2³²−1.
-    pub seed: f64,
-    /// Sequences in the batch, 1..=[`MAX_BATCH`] (a file's x sets its own).
-    pub batch_size: f64,
-    pub causal: bool,
-    pub rel_v: bool,
-    /// One relative table per head instead of one shared table.
-    pub per_head: bool,
-    /// Leave the content term q_i · k_j out of the logits: the relative term alone.
-    pub relative_only: bool,
-    /// A sentence's tokens: when given, n is their number and x has one seeded embedding per distinct
-    /// token ([`scenario::token_embeddings`]), so repeated tokens have equal content and differ only by
-    /// their relative positions.
-    #[serde(default)]
-    pub tokens: Vec<String>,
-    /// RoPE's base, rotated fraction of d_head, pair layout ("interleaved" or "half") and position scale
-    /// ([`Rope`]; ranges in [`Rope::check`]).
-    #[serde(default = "default_rope_base")]
-    pub rope_base: f64,
-    #[serde(default = "one")]
-    pub rope_fraction: f64,
-    #[serde(default = "default_rope_layout")]
-    pub rope_layout: String,
-    #[serde(default = "one")]
-    pub rope_scale: f64,
-    /// T5's buckets and max_distance ([`Buckets`]; ranges in [`Buckets::check`]).
-    #[serde(default = "default_t5_buckets")]
-    pub t5_buckets: f64,
-    #[serde(default = "default_t5_max_distance")]
-    pub t5_max_distance: f64,
-    #[serde(flatten, skip_serializing)]
-    pub unknown: Unknown,
-}
-
-impl Default for Settings {
-    fn default() -> Self {
-        Settings {
-            method: String::new(),
-            n: 0.0,
-            d_model: 0.0,
-            heads: 0.0,
-            clip: 0.0,
-            seed: 0.0,
-            batch_size: 0.0,
-            causal: false,
-            rel_v: false,
-            per_head: false,
-            relative_only: false,
-            tokens: Vec::new(),
-            rope_base: default_rope_base(),
-            rope_fraction: one(),
-            rope_layout: default_rope_layout(),
-            rope_scale: one(),
-            t5_buckets: default_t5_buckets(),
-            t5_max_distance: default_t5_max_distance(),
-            unknown: Unknown::new(),
-        }
-    }
-}
-
-fn one() -> f64 {
-    1.0
-}
-fn default_rope_base() -> f64 {
-    Rope::default().base as f64
-}
-fn default_rope_layout() -> String {
-    Rope::default().layout.to_string()
-}
-fn default_t5_buckets() -> f64 {
-    Buckets::default().count as f64
-}
-fn default_t5_max_distance() -> f64 {
-    Buckets::default().max_distance as f64
 }
 
 impl Settings {

@@ -4,7 +4,7 @@
 //! when it fits [`super::request::WHOLE_LIMIT`], else a [`Layer`] whose (batch, head) selected is computed
 //! when selected.
 
-use super::request::{Inputs, Settings};
+use super::request::Inputs;
 use super::{palette, to_js, to_value};
 use crate::attention::Config;
 use crate::error::{check_index, Error};
@@ -12,51 +12,12 @@ use crate::layer::on_demand::Layer;
 use crate::layer::presets;
 use crate::layer::stage::{Stage, StageMeta};
 use crate::layer::trace::Trace;
+use crate::protocol::{BackendUsed, Cut, Info, Settings, Timing};
 use crate::render::{Palette, Pooler};
 use crate::timing::{now_ms, StageTimes};
 use ndarray::{s, ArrayView2};
-use serde::{Deserialize, Serialize};
 use std::ops::Range;
 use wasm_bindgen::prelude::*;
-
-/// A named duration in milliseconds.
-#[derive(Clone, Debug, Serialize)]
-pub struct Timing {
-    pub name: String,
-    pub ms: f64,
-}
-
-/// Where a trace (or a trained model's pass) was computed.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct BackendUsed {
-    /// Whether the GPU computed it (else the CPU).
-    pub on_gpu: bool,
-    /// "CPU (wasm)" or "WebGPU: <adapter>".
-    pub name: String,
-    /// Why the GPU asked for (Auto or WebGPU) was not used; empty when it was, or when the CPU was asked for.
-    pub note: String,
-}
-
-/// Everything the page needs to know about a trace besides its numbers.
-#[derive(Clone, Debug, Serialize)]
-pub struct Info {
-    /// The preset's name, or "".
-    pub preset: String,
-    /// The preset's one-line description, or "".
-    pub preset_description: String,
-    /// The settings the trace was computed with (a preset's own, or the sizes of a file's x).
-    pub settings: Settings,
-    /// The trace's stages in pipeline order, with their titles, formulas and axes.
-    pub stages: Vec<StageMeta>,
-    pub backend: BackendUsed,
-    /// Milliseconds of each compute stage ([`StageTimes::named`]): on the CPU head stages summed over heads
-    /// and the logits in their three parts; on the GPU each stage submitted alone and waited for; none for a
-    /// layer held on demand (its forward pass ran fused).
-    pub stage_times: Vec<Timing>,
-    /// The stages of the (batch, head) shown are computed when it is selected, on the CPU (the whole trace
-    /// would not fit [`super::request::WHOLE_LIMIT`]); `backend` is where the layer's forward pass ran.
-    pub on_demand: bool,
-}
 
 impl Info {
     fn new(
@@ -90,21 +51,6 @@ pub const RASTER_SIDE: usize = 512;
 /// one [`Session::cells`] reads: 1024 × 1024 (4 MiB). Larger stages send their raster alone; the page asks
 /// for the cells it shows in numbers (a tooltip, a zoomed window).
 pub const VALUES_CELLS: usize = 1 << 20;
-
-/// A stage of the (batch, head) selected: its shape and colour range (values and pixels behind the pointers).
-#[derive(Clone, Copy, Debug, Serialize)]
-pub struct Cut {
-    pub rows: usize,
-    pub cols: usize,
-    /// The raster's shape: (rows, cols), or pooled to at most [`RASTER_SIDE`] a side.
-    pub raster_rows: usize,
-    pub raster_cols: usize,
-    /// The colour range: values at or below `lo` get the map's first colour, at or above `hi` its last.
-    pub lo: f32,
-    pub hi: f32,
-    /// The values come with the raster (at most [`VALUES_CELLS`]); otherwise read them with [`Session::cells`].
-    pub has_values: bool,
-}
 
 /// What a session cuts its stages from (one session a worker: the variants' sizes do not matter).
 #[allow(clippy::large_enum_variant)]

@@ -12,6 +12,9 @@ import { chromium } from 'playwright-core';
 
 export const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const artifacts = join(root, 'tests', 'e2e', 'artifacts');
+/** Options of a panel's screenshot: the page's fixed footer (the backend line) hidden, as it would cover the panel's
+ * bottom, or its middle when the panel is taller than the window. */
+export const PANEL_SHOT = { style: 'footer { visibility: hidden !important; }' };
 export const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 // --disable-gpu stays even for WebGPU: with --enable-unsafe-webgpu, headless chromium still gives WebGPU a
 // SwiftShader (software Vulkan) adapter; without that flag requestAdapter() resolves to null.

@@ -12,7 +12,7 @@ import { execFileSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { root, artifacts, prepare, startServer, launch, watch, close, hover, cli } from './harness.mjs';
+import { root, artifacts, prepare, startServer, launch, watch, close, hover, cli, PANEL_SHOT } from './harness.mjs';
 
 let server;
 let base;
@@ -124,7 +124,7 @@ test('the roll and the arcs of ?mode=model&…&note=: drawn soon, equal to `rela
   assert.ok((await inked(p.locator('#roll'))) > 0.02, 'the roll is not blank');
   assertArcsAreTheCli(r.arcs, layer, head, note);
 
-  await p.locator('.roll-fig').screenshot({ path: join(artifacts, 'model-roll.png') });
+  await p.locator('.roll-fig').screenshot({ ...PANEL_SHOT, path: join(artifacts, 'model-roll.png') });
   await p.screenshot({ path: join(artifacts, 'model-page.png'), fullPage: true });
   copyFileSync(join(artifacts, 'model-roll.png'), join(root, 'docs', 'model-mode.png'));
   let long = await p.evaluate(() => window.longTasks);
@@ -254,7 +254,7 @@ test('attention by distance: one chart per head, each distribution sums to 1', a
       for (let k = 1; k < row.length; k++) assert.ok(row[k - 1][1] <= row[k][0], `head ${h}: labels ${JSON.stringify(row)} overlap`);
     }
   }
-  await p.locator('#m-dist').screenshot({ path: join(artifacts, 'model-distances.png') });
+  await p.locator('#m-dist').screenshot({ ...PANEL_SHOT, path: join(artifacts, 'model-distances.png') });
   await p.close();
 });
 
@@ -302,7 +302,7 @@ test('Continue: the sampled tokens equal `relattn model sample` with the same pr
   const all = JSON.parse(String(out)).tokens;
   assert.deepEqual(got, all.slice(prime), 'the page samples what the CLI samples');
   assert.match(await p.locator('#m-sample-status').innerText(), new RegExp(`${steps} tokens sampled`));
-  await p.locator('.roll-fig').screenshot({ path: join(artifacts, 'model-sampled.png') });
+  await p.locator('.roll-fig').screenshot({ ...PANEL_SHOT, path: join(artifacts, 'model-sampled.png') });
   await p.close();
 });
 
@@ -483,7 +483,7 @@ test('Longer than trained: NLL per position of the six models at 1024 tokens', a
   const mean = (m) => series.find((s) => s.model === m).mean;
   for (const m of ['music', 'shaw', 'alibi', 't5']) assert.ok(mean('absolute') > mean(m), `absolute ${mean('absolute')} worse than ${m} ${mean(m)}`);
   for (const s of series) assert.ok(Number.isFinite(s.mean), `${s.model}: ${s.mean}`);
-  await p.locator('#m-nll').screenshot({ path: join(artifacts, 'model-nll.png') });
+  await p.locator('#m-nll').screenshot({ ...PANEL_SHOT, path: join(artifacts, 'model-nll.png') });
   await p.close();
 });
 
@@ -563,7 +563,7 @@ test('the six models side by side: one row of distance charts each, every distri
     assert.equal(r.charts, 4, `${r.model}: ${r.charts} charts`);
     r.sums.forEach((v, h) => assert.ok(Math.abs(v - 1) <= 1e-6, `${r.model} head ${h}: sums to ${v}`));
   }
-  await p.locator('#m-panel-dist').screenshot({ path: join(artifacts, 'model-compare.png') });
+  await p.locator('#m-panel-dist').screenshot({ ...PANEL_SHOT, path: join(artifacts, 'model-compare.png') });
   await p.close();
 });
 

@@ -3,7 +3,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { artifacts, prepare, startServer, launch, watch, close, hover } from './harness.mjs';
+import { artifacts, prepare, startServer, launch, watch, close, hover, PANEL_SHOT } from './harness.mjs';
 
 let server;
 let context;
@@ -142,7 +142,7 @@ test('compare schemes: the six schemes on one input, their attention by distance
   assert.match(await page.locator('#compare-desc').innerText(), /head 1 shown/);
   const [download] = await Promise.all([page.waitForEvent('download'), page.click('#compare-png')]);
   assert.match(download.suggestedFilename(), /^relattn-schemes-n10-h1\.png$/);
-  await page.locator('#compare').screenshot({ path: join(artifacts, 'compare-schemes.png') });
+  await page.locator('#compare').screenshot({ ...PANEL_SHOT, path: join(artifacts, 'compare-schemes.png') });
   // Too long a sequence to compare is refused by name, and the view stays.
   await page.fill('#sentence', '');
   await page.dispatchEvent('#sentence', 'input');

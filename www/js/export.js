@@ -143,7 +143,7 @@ export async function exportFigure(name, kind) {
 /** Downloads the whole trace of the session shown as the CLI's .npz. */
 export async function exportNpz() {
   try {
-    const bytes = await askExport('npz');
+    const bytes = await askExport();
     download(new Blob([bytes], { type: 'application/octet-stream' }), `${baseName()}-trace.npz`);
   } catch (e) {
     showError('general', `export failed: ${e.message || e}`);

@@ -4,7 +4,7 @@
 import { $ } from './dom.js';
 import { state } from './state.js';
 import { modelLabel } from './model-form.js';
-import { nllRequest, compareRequest } from './protocol.js';
+import { nllRequest, compareRequest, windowOf } from './protocol.js';
 import { drawDistances, drawNll } from './model-views.js';
 import { backendMode } from './controls.js';
 
@@ -61,7 +61,7 @@ function computeCompare() {
   compare.id += 1;
   $('merr-compare').textContent = '';
   $('m-compare-btn').disabled = true;
-  state.worker.postMessage(compareRequest(compare.id, s.window, chosenLayer(), backendMode()));
+  state.worker.postMessage(compareRequest(compare.id, windowOf(s.window), chosenLayer(), backendMode()));
 }
 
 /** The worker's answers: NllResult, CompareResult, or a ModelError of either. */

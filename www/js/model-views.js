@@ -235,14 +235,17 @@ export function drawNll(n) {
   c.dataset.drawn = '1';
   const { ctx, w, h: hh } = blank(c, 900, 240);
   const fs = textPx(11);
-  const m = { l: 40 * fs / 11, r: 10, t: 14, b: 2 * fs + 14 };
+  ctx.font = `${fs}px system-ui, sans-serif`;
+  // The legend, sized to its text, in a margin of its own right of the plot (six lines would hide curves).
+  const names = n.series.map((s) => modelLabel(s.model));
+  const text = Math.max(...names.map((t) => ctx.measureText(t).width));
+  const m = { l: 40 * fs / 11, r: text + 50, t: 14, b: 2 * fs + 14 };
   const len = n.series[0].values.length;
   const smooth = (v) => v.map((_, k) => { const a = Math.max(0, k - 31); let s = 0; for (let q = a; q <= k; q++) s += v[q]; return s / (k - a + 1); });
   const lines = n.series.map((s) => ({ ...s, smooth: smooth(s.values) }));
   const top = Math.max(4, ...lines.map((s) => Math.max(...s.smooth))) * 1.05;
   const X = (k) => m.l + (k / Math.max(1, len - 1)) * (w - m.l - m.r);
   const Y = (v) => hh - m.b - (Math.min(v, top) / top) * (hh - m.t - m.b);
-  ctx.font = `${fs}px system-ui, sans-serif`;
   ctx.strokeStyle = '#999'; ctx.beginPath(); ctx.moveTo(m.l, hh - m.b); ctx.lineTo(w - m.r, hh - m.b); ctx.moveTo(m.l, m.t); ctx.lineTo(m.l, hh - m.b); ctx.stroke();
   ctx.fillStyle = '#666'; ctx.textAlign = 'right';
   for (let v = 0; v <= top; v += 1) ctx.fillText(`${v}`, m.l - 4, Y(v) + 4);
@@ -259,14 +262,9 @@ export function drawNll(n) {
     s.smooth.forEach((v, k) => (k ? ctx.lineTo(X(k), Y(v)) : ctx.moveTo(X(k), Y(v))));
     ctx.stroke();
   }
-  // The legend, sized to its text, in the top right corner.
   ctx.textAlign = 'left';
-  const names = lines.map((s) => modelLabel(s.model));
-  const text = Math.max(...names.map((t) => ctx.measureText(t).width));
   const row = fs + 4;
-  const x0 = w - m.r - text - 36;
-  ctx.fillStyle = 'rgba(255, 255, 255, 0.85)';
-  ctx.fillRect(x0 - 4, m.t - 4, text + 40, row * lines.length + 6);
+  const x0 = w - m.r + 16;
   lines.forEach((s, k) => {
     const y = m.t + row / 2 + row * k;
     ctx.strokeStyle = colors[s.model]; ctx.lineWidth = 2.5;

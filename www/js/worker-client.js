@@ -52,13 +52,13 @@ export function requestSoon() {
 
 /** Sends the controls as they are now, under the newest id. */
 function send() {
-  const params = readParams();
+  const { preset, settings } = readParams();
   const file = state.candidate || state.tensors;
-  if (file) { params.file = file; params.preset = ''; }
-  if (state.modelSource) params.model = state.modelSource;
+  // src/protocol/parameters.rs Request: a file's sizes replace the settings' (the preset is not used).
+  const request = { backend: backendMode(), preset: file ? '' : preset, file_name: file ? file.name : '', settings };
   const { batch, head } = shownSlice();
   state.sentId = state.lastId;
-  state.worker.postMessage(computeRequest(state.lastId, params, batch, head, colormaps(), backendMode()));
+  state.worker.postMessage(computeRequest(state.lastId, request, file ? { id: file.id, bytes: file.bytes } : null, state.modelSource, batch, head, colormaps()));
 }
 
 /**
@@ -74,8 +74,8 @@ function ask(request, pick) {
 }
 
 /** Asks the worker for an export of the session shown; resolves to its bytes. */
-export function askExport(what) {
-  return ask((id) => exportRequest(id, what, colormaps()), (r) => r.data);
+export function askExport() {
+  return ask((id) => exportRequest(id), (r) => r.data);
 }
 
 /**

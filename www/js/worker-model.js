@@ -6,7 +6,7 @@
 // (WebGPU when usable, else the CPU, which says why: src/web/backend.rs with_backend), sampling on the CPU;
 // the page only draws. The computing methods are async (they may await the GPU), so other messages are
 // answered meanwhile. Messages are typed in protocol.js.
-import { MODEL_KINDS, modelError, typedError, windowKey, windowRequest } from './protocol.js';
+import { MODEL_KINDS, compareResult, modelError, modelResult, modelSampled, nllResult, typedError, windowKey, windowRequest } from './protocol.js';
 
 const TILE = 128; // the model view's tiles: at most TILE × TILE pixels each
 const BATCH = 16; // tokens per ModelSampled
@@ -64,7 +64,27 @@ async function ensureWindow(ctx, s, kind, w, backend) {
   return { info, ran: true };
 }
 
-/** Answers one ModelRequest (posting a ModelResult or a ModelError). */
+/**
+ * Every head of `layer` of the current window of session `s`: its attention by distance (transferred: the
+ * buffers are added to `transfer`), its description, and the distances the charts mark.
+ */
+function layerProfiles(s, layer, transfer) {
+  const profiles = [];
+  const descriptions = [];
+  let landmarks = [];
+  const heads = s.info().config.heads;
+  for (let h = 0; h < heads; h++) {
+    const p = s.distance_profile(layer, h);
+    const d = Float64Array.from(p.distribution);
+    profiles.push(d);
+    descriptions.push(p.description);
+    landmarks = p.landmarks;
+    transfer.push(d.buffer);
+  }
+  return { profiles, descriptions, landmarks };
+}
+
+/** Answers one ModelMessage (posting a ModelResult or a ModelError). */
 async function answer(ctx, m) {
   const t0 = performance.now();
   const { relattn, memory, post } = ctx;
@@ -73,58 +93,44 @@ async function answer(ctx, m) {
     if (m.colormaps) relattn.set_colormaps(m.colormaps.sequential, m.colormaps.diverging);
     s = await session(relattn, m.model);
     const { info: win, ran } = await ensureWindow(ctx, s, m.model, m.window, m.backend);
-    const msg = {
-      kind: 'model-result', id: m.id, model: m.model, key: windowKey(m.model, m.window, m.backend), layer: m.layer, head: m.head, position: m.position,
-      backend: ctx.used(m.backend, win.nll.backend),
-    };
     const transfer = [];
-    const parts = m.parts || { window: true, head: true };
-    if (parts.window || ran) {
+    const parts = {};
+    if (m.parts.window || ran) {
       const info = s.info();
-      msg.info = info;
-      msg.window = win;
       const { layers, heads } = info.config;
-      msg.tiles = [];
+      const tiles = [];
       for (let l = 0; l < layers; l++) {
         for (let h = 0; h < heads; h++) {
           // Pooled in Rust to at most TILE a side, each pixel its block's largest weight (a thin diagonal stays).
           const cut = s.weights(l, h, TILE);
           const rgba = new Uint8ClampedArray(memory().buffer, s.rgba_ptr(), s.rgba_len()).slice();
-          msg.tiles.push({ layer: l, head: h, size: cut.raster_rows, rgba, description: s.head_description(l, h) });
+          tiles.push({ layer: l, head: h, size: cut.raster_rows, rgba, description: s.head_description(l, h) });
           transfer.push(rgba.buffer);
         }
       }
+      Object.assign(parts, { info, window: win, tiles });
     }
-    if (parts.head || parts.window || ran) {
+    if (m.parts.head || m.parts.window || ran) {
       s.weights(m.layer, m.head, TILE);
-      msg.values = new Float32Array(memory().buffer, s.values_ptr(), s.values_len()).slice();
-      transfer.push(msg.values.buffer);
-      const heads = s.info().config.heads;
-      msg.profiles = [];
-      msg.descriptions = [];
-      for (let h = 0; h < heads; h++) {
-        const p = s.distance_profile(m.layer, h);
-        const d = Float64Array.from(p.distribution);
-        msg.profiles.push(d);
-        msg.descriptions.push(p.description);
-        msg.landmarks = p.landmarks;
-        transfer.push(d.buffer);
-      }
+      const values = new Float32Array(memory().buffer, s.values_ptr(), s.values_len()).slice();
+      transfer.push(values.buffer);
+      const { profiles, descriptions, landmarks } = layerProfiles(s, m.layer, transfer);
+      Object.assign(parts, { values, profiles, descriptions, landmarks });
     }
-    msg.prediction = s.predict(m.position, 8);
-    msg.ms = performance.now() - t0;
-    post(msg, transfer);
+    const prediction = s.predict(m.position, 8);
+    const { id, model, layer, head, position } = m;
+    const key = windowKey(model, m.window, m.backend);
+    const backend = ctx.used(m.backend, win.nll.backend);
+    post(modelResult({ id, model, key, layer, head, position, ...parts, prediction, ms: performance.now() - t0, backend }), transfer);
   } catch (err) {
     if (ctx.isAbort(err)) throw err;
-    const msg = modelError(m.id, 'model', err);
     // With the model loaded, its pieces, layers and heads come along: the page's choices stay usable.
-    if (s) msg.info = s.info();
-    post(msg);
+    post(modelError(m.id, 'model', err, s && s.info()));
   }
 }
 
 /**
- * Runs the sampling of SampleRequest `m` (on the CPU; its window on `m.backend` when it must be run first),
+ * Runs the sampling of SampleMessage `m` (on the CPU; its window on `m.backend` when it must be run first),
  * posting each batch, until done, stopped, superseded, or a window is run again.
  */
 async function sample(ctx, m) {
@@ -136,15 +142,15 @@ async function sample(ctx, m) {
     await ensureWindow(ctx, s, m.model, m.window, m.backend);
     if (sampling !== m.id) return; // stopped or superseded while the window ran
     const at = runs;
-    s.start_sampling({ steps: m.steps, temperature: m.temperature, top_k: m.top_k, top_p: m.top_p, seed: m.seed });
+    s.start_sampling(m.sampling);
     for (;;) {
       const r = s.next_tokens(BATCH);
-      post({ kind: 'model-sampled', id: m.id, notes: r.notes, drawn: r.drawn, remaining: r.remaining, ms: r.ms });
+      post(modelSampled(m.id, r));
       if (r.remaining === 0) break;
       await new Promise((ok) => setTimeout(ok, 0));
       if (sampling !== m.id || runs !== at) {
         // Stopped, superseded, or the window was run again: said, so that a page still waiting knows.
-        post({ kind: 'model-sampled', id: m.id, notes: [], drawn: r.drawn, remaining: r.remaining, ms: 0, ended: true });
+        post(modelSampled(m.id, { notes: [], drawn: r.drawn, remaining: r.remaining, ms: 0 }, true));
         return;
       }
     }
@@ -163,11 +169,11 @@ async function nll(ctx, m) {
     await ctx.tryGpu(m.backend);
     for (const kind of MODEL_KINDS) {
       const s = await session(relattn, kind);
-      const r = await s.nll_by_position({ piece: String(m.piece), start: 0, length: m.length, transpose: 0, backend: m.backend });
+      const r = await s.nll_by_position(windowRequest({ piece: m.piece, start: 0, length: m.length, transpose: 0 }, m.backend));
       series.push({ model: kind, values: r.values, mean: r.mean, ms: r.ms });
       await new Promise((ok) => setTimeout(ok, 0));
     }
-    post({ kind: 'model-nll', id: m.id, piece: m.piece, length: m.length, series });
+    post(nllResult(m.id, m.piece, m.length, series));
   } catch (err) {
     if (ctx.isAbort(err)) throw err;
     post(modelError(m.id, 'model-nll', err));
@@ -183,22 +189,10 @@ async function compare(ctx, m) {
     for (const kind of MODEL_KINDS) {
       const s = await session(relattn, kind);
       await ensureWindow(ctx, s, kind, m.window, m.backend);
-      const heads = s.info().config.heads;
-      const profiles = [];
-      const descriptions = [];
-      let landmarks = [];
-      for (let h = 0; h < heads; h++) {
-        const p = s.distance_profile(m.layer, h);
-        const d = Float64Array.from(p.distribution);
-        profiles.push(d);
-        descriptions.push(p.description);
-        landmarks = p.landmarks;
-        transfer.push(d.buffer);
-      }
-      series.push({ model: kind, profiles, descriptions, landmarks });
+      series.push({ model: kind, ...layerProfiles(s, m.layer, transfer) });
       await new Promise((ok) => setTimeout(ok, 0));
     }
-    post({ kind: 'model-compare', id: m.id, layer: m.layer, window: m.window, series }, transfer);
+    post(compareResult(m.id, m.layer, m.window, series), transfer);
   } catch (err) {
     if (ctx.isAbort(err)) throw err;
     post(modelError(m.id, 'model-compare', err));
