@@ -4,7 +4,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { readFileSync } from 'node:fs';
-import { artifacts, prepare, startServer, launch, watch, close, PANEL_SHOT } from './harness.mjs';
+import { artifacts, prepare, startServer, launch, watch, close } from './harness.mjs';
 
 let server;
 let base;
@@ -113,7 +113,7 @@ test('the page loads, draws every stage, and shows the backend and timings', asy
     assert.match(stageTimes, new RegExp(`${name} \\d+\\.\\d+ ms`), `no time for ${name} in “${stageTimes}”`);
   }
   assert.match(await page.locator('#stage-times').getAttribute('title'), /summed over heads/);
-  await page.locator('#stage-times').screenshot({ ...PANEL_SHOT, path: join(artifacts, 'footer-stage-times.png') });
+  await page.locator('#stage-times').screenshot({ path: join(artifacts, 'footer-stage-times.png') });
   // Tokens of the sentence label the axes, and the tooltip names them.
   const t = await hover('weights', 1, 2);
   assert.match(t.text, /“cat” → “sat”/);

@@ -6,6 +6,7 @@ import { state } from './state.js';
 import { showError } from './controls.js';
 import { FRAME, figureSpec } from './figures.js';
 import { askExport } from './worker-client.js';
+import { fileInUse } from './file.js';
 import { windowName, windowSlug } from './model-form.js';
 import { drawFailed } from './ui-wasm.js';
 
@@ -93,7 +94,8 @@ function wrapText(ctx, text, x, y, width, lineHeight, centred) {
 
 function baseName() {
   const { preset, settings: s } = state.current.info;
-  return state.tensors ? state.tensors.name.replace(/\.[^.]*$/, '').replace(/[^\w.-]+/g, '_') : preset || `${s.method}-n${s.n}-seed${s.seed}`;
+  const file = fileInUse();
+  return file ? file.name.replace(/\.[^.]*$/, '').replace(/[^\w.-]+/g, '_') : preset || `${s.method}-n${s.n}-seed${s.seed}`;
 }
 
 // The figure as SVG text from the wasm SVG backend (on the page: plotters measures text with the DOM);

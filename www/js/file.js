@@ -1,70 +1,86 @@
-// Owns "your own tensors": reading a picked or dropped .npz / .npy (the newest pick wins), the file in use
-// (state.tensors) and the one sent but not yet computed (state.candidate), its name in the toolbar, and
-// going back to generated tensors.
+// Owns "your own tensors": reading a picked or dropped .npz / .npy (the newest pick wins), the file in use and
+// the one sent but not yet computed, its name in the toolbar, and going back to generated tensors.
 import { $ } from './dom.js';
-import { state } from './state.js';
 import { showError } from './controls.js';
 import { supersede, request } from './worker-client.js';
 import { setBusy } from './status.js';
+
+// This module's own state: no other module writes it (fileInPlay() and fileInUse() are how they read it).
+const files = {
+  /** The scenario file in use: { id, name, bytes }, or null (generated tensors). */
+  tensors: null,
+  /** A file sent to the worker but not yet computed: becomes `tensors` on success, dropped on an error. */
+  candidate: null,
+  /** The number of the newest file pick: a file read that finishes after a newer pick (or a clear) is dropped. */
+  seq: 0,
+  /** Nested dragenter/dragleave events over the page (the drop hint shows while > 0). */
+  dragDepth: 0,
+};
 
 // The newest pick wins: a file still being read when another is picked (or the file is cleared, or a preset
 // chosen) is dropped when its bytes arrive.
 export async function loadFile(file) {
   if (!file) return;
   $('err-file').textContent = '';
-  const id = ++state.fileSeq;
+  const id = ++files.seq;
   supersede();
   let bytes;
   try {
     bytes = await file.arrayBuffer();
   } catch (e) {
-    if (id === state.fileSeq) { setBusy(false); showError('file', `${file.name}: cannot read: ${e.message || e}`); }
+    if (id === files.seq) { setBusy(false); showError('file', `${file.name}: cannot read: ${e.message || e}`); }
     return;
   }
-  if (id !== state.fileSeq) return;
-  state.candidate = { id, name: file.name, bytes };
+  if (id !== files.seq) return;
+  files.candidate = { id, name: file.name, bytes };
   $('preset').value = '';
   request();
 }
 
 /** Generated tensors again: drops the file in use and any still being read or computed. */
 export function forgetFile() {
-  state.fileSeq += 1;
-  state.candidate = null;
-  state.tensors = null;
+  files.seq += 1;
+  files.candidate = null;
+  files.tensors = null;
   $('tensors').value = '';
   showFile();
 }
 
 /** The file sent was refused (or its compute lost): the one in use before stays. */
 export function dropCandidate() {
-  if (state.candidate) { state.candidate = null; $('tensors').value = ''; }
+  if (files.candidate) { files.candidate = null; $('tensors').value = ''; }
 }
 
 /** The file sent was computed: it is the one in use now. */
 export function acceptCandidate() {
-  if (state.candidate) { state.tensors = state.candidate; state.candidate = null; }
+  if (files.candidate) { files.tensors = files.candidate; files.candidate = null; }
   showFile();
 }
 
-/** The file whose errors go next to the picker: the one sent, else the one in use. */
+/** The file in use (its tensors are the ones shown), or null. */
+export function fileInUse() {
+  return files.tensors;
+}
+
+/** The file the next request computes from, and whose errors go next to the picker: the one sent, else the one
+ * in use; null for generated tensors. */
 export function fileInPlay() {
-  return state.candidate || state.tensors;
+  return files.candidate || files.tensors;
 }
 
 function showFile() {
-  $('tensors-name').textContent = state.tensors ? `using ${state.tensors.name}` : '';
-  $('tensors-clear').hidden = !state.tensors;
+  $('tensors-name').textContent = files.tensors ? `using ${files.tensors.name}` : '';
+  $('tensors-clear').hidden = !files.tensors;
 }
 
 /** Drag and drop a scenario file anywhere on the page. */
 export function acceptDrops() {
-  document.addEventListener('dragenter', (e) => { e.preventDefault(); state.dragDepth += 1; $('drop-hint').hidden = false; });
-  document.addEventListener('dragleave', () => { state.dragDepth = Math.max(0, state.dragDepth - 1); if (!state.dragDepth) $('drop-hint').hidden = true; });
+  document.addEventListener('dragenter', (e) => { e.preventDefault(); files.dragDepth += 1; $('drop-hint').hidden = false; });
+  document.addEventListener('dragleave', () => { files.dragDepth = Math.max(0, files.dragDepth - 1); if (!files.dragDepth) $('drop-hint').hidden = true; });
   document.addEventListener('dragover', (e) => e.preventDefault());
   document.addEventListener('drop', (e) => {
     e.preventDefault();
-    state.dragDepth = 0; $('drop-hint').hidden = true;
+    files.dragDepth = 0; $('drop-hint').hidden = true;
     if (e.dataTransfer && e.dataTransfer.files.length) loadFile(e.dataTransfer.files[0]);
   });
 }

@@ -7,12 +7,12 @@
 import { $ } from './dom.js';
 import { state } from './state.js';
 import { PARAMS, tokens, clearErrors, showError, showRefusal, syncControls, setTheme, relVFollowsMethod } from './controls.js';
-import { startWorker, request, requestSoon } from './worker-client.js';
+import { startWorker, request, requestSoon, paramsStarted } from './worker-client.js';
 import { loadUi, watchUi, drawFailed } from './ui-wasm.js';
 import { render } from './views.js';
 import { showBackend } from './status.js';
 import { EMBED, applyURL, saveURL, copyLink } from './url.js';
-import { enterPresent, exitPresent, presentKeys, attachPresentControls } from './present.js';
+import { enterPresent, exitPresent, presentKeys, attachPresentControls, presenting, resultDrawn } from './present.js';
 import { exportNpz } from './export.js';
 import { loadFile, forgetFile, dropCandidate, acceptCandidate, fileInPlay, acceptDrops } from './file.js';
 import { wireModel, setMode, onModelMessage, onWorkerRestart, recolour, firstShown, applyModelEmbed, modelRequest } from './model.js';
@@ -41,13 +41,7 @@ function showResult(msg) {
   };
   const p = state.pinned;
   if (p && (p.i >= n || p.j >= n)) state.pinned = null;
-  render(state.current).then(() => {
-    // The model slides' last step: this head's stages, presented from `presentWhenReady`.
-    const at = state.presentWhenReady;
-    if (at == null) return;
-    state.presentWhenReady = null;
-    enterPresent(at);
-  }).catch(drawFailed);
+  render(state.current).then(resultDrawn).catch(drawFailed);
   showBackend(msg.backend);
   refreshCompare();
   saveURL();
@@ -127,7 +121,7 @@ async function main() {
   for (const id of ['seq', 'div']) {
     $(id).addEventListener('change', () => {
       state.ui.set_colormaps($('seq').value, $('div').value);
-      if (state.mode === 'model') { recolour(); if (state.paramsStarted) request(); } else request();
+      if (state.mode === 'model') { recolour(); if (paramsStarted()) request(); } else request();
     });
   }
   $('theme').addEventListener('change', () => {
@@ -142,7 +136,7 @@ async function main() {
   $('tensors-clear').addEventListener('click', () => { forgetFile(); request(); });
   document.addEventListener('keydown', presentKeys);
   attachPresentControls();
-  document.addEventListener('fullscreenchange', () => { if (!document.fullscreenElement && state.presentAt !== null) exitPresent(); });
+  document.addEventListener('fullscreenchange', () => { if (!document.fullscreenElement && presenting()) exitPresent(); });
   acceptDrops();
   if (EMBED) {
     let t = 0;

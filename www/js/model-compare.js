@@ -3,6 +3,7 @@
 // only the newest answer is drawn.
 import { $ } from './dom.js';
 import { state } from './state.js';
+import { post } from './worker-client.js';
 import { modelLabel } from './model-form.js';
 import { nllRequest, compareRequest, windowOf } from './protocol.js';
 import { drawDistances, drawNll } from './model-views.js';
@@ -47,7 +48,7 @@ function computeNll() {
   $('merr-nll').textContent = '';
   $('m-nll-btn').disabled = true;
   $('m-nll-btn').textContent = 'Computing…';
-  state.worker.postMessage(nllRequest(nll.id, s.window.piece, Math.min(1024, piece.length), backendMode()));
+  post(nllRequest(nll.id, s.window.piece, Math.min(1024, piece.length), backendMode()));
 }
 
 function nllDone() {
@@ -61,7 +62,7 @@ function computeCompare() {
   compare.id += 1;
   $('merr-compare').textContent = '';
   $('m-compare-btn').disabled = true;
-  state.worker.postMessage(compareRequest(compare.id, windowOf(s.window), chosenLayer(), backendMode()));
+  post(compareRequest(compare.id, windowOf(s.window), chosenLayer(), backendMode()));
 }
 
 /** The worker's answers: NllResult, CompareResult, or a ModelError of either. */

@@ -3,6 +3,7 @@
 // sampledNotes(). Only the newest sampling's batches are kept.
 import { $ } from './dom.js';
 import { state } from './state.js';
+import { post } from './worker-client.js';
 import { sampleRequest, modelStop } from './protocol.js';
 
 /** The sampling under way (its id, 0: none), the last id given, and the notes drawn after the window. */
@@ -30,7 +31,7 @@ export function wireSampling(shown, redraw) {
 
 function start(s) {
   if (!s) return;
-  if (sampling.id) state.worker.postMessage(modelStop(sampling.id));
+  if (sampling.id) post(modelStop(sampling.id));
   sampling.seq += 1;
   sampling.id = sampling.seq;
   sampling.notes = [];
@@ -39,7 +40,7 @@ function start(s) {
   const [kind, piece, opening, start, length, transpose, backend] = JSON.parse(s.key);
   const window = opening === null ? { piece, start, length, transpose } : { piece, opening, start, length, transpose };
   const num = (id) => ($(id).value.trim() === '' ? NaN : Number($(id).value));
-  state.worker.postMessage(sampleRequest(sampling.id, kind, window, num('m-steps'), num('m-temperature'), num('m-top-k'), num('m-top-p'), num('m-seed'), backend));
+  post(sampleRequest(sampling.id, kind, window, num('m-steps'), num('m-temperature'), num('m-top-k'), num('m-top-p'), num('m-seed'), backend));
   $('m-continue').disabled = true;
   $('m-stop').disabled = false;
   $('m-sample-status').textContent = 'sampling…';
@@ -78,7 +79,7 @@ function done() {
 
 function stop() {
   if (!sampling.id) return;
-  state.worker.postMessage(modelStop(sampling.id));
+  post(modelStop(sampling.id));
   $('m-sample-status').textContent = `${sampling.notes.length} tokens sampled; stopped.`;
   done();
 }
@@ -88,7 +89,7 @@ function stop() {
  * stop; without (a new worker, which has no sampling), only the controls are reset.
  */
 export function endSampling(forget) {
-  if (sampling.id && forget) state.worker.postMessage(modelStop(sampling.id));
+  if (sampling.id && forget) post(modelStop(sampling.id));
   if (sampling.id) done();
   if (forget) {
     sampling.notes = [];

@@ -1,27 +1,27 @@
 // Owns Model mode's wiring: the Parameters | Model switch, the model form's events, the window's requests to
 // the worker (ids: only the newest ModelRequest's answer is shown), turning answers into state.model.shown and
-// drawing it (roll.js, model-views.js), the selected token (click, ← / →, the URL's note=, the playhead) and
-// Play (sound.js). Continue (model-sampling.js), the comparisons (model-compare.js) and the slides
+// drawing it (model-roll.js: the roll, the selected token and Play; model-views.js: the panels). Continue (model-sampling.js), the comparisons (model-compare.js) and the slides
 // (model-slides.js) own their state and are given what they need here. Every request carries the page's
 // Backend (the toolbar's, Parameters mode's too); the footer says where it ran.
 import { $ } from './dom.js';
 import { state } from './state.js';
+import { presentNextResult } from './present.js';
 import { modelRequest as modelMsg, windowKey } from './protocol.js';
-import { readWindow, readHead, modelKind, syncModelForm, syncChoices, clearModelErrors, showModelError, showOpening, windowName, modelLabel } from './model-form.js';
-import { drawRoll, hit, noteName, arcsOf, VOICE_NAMES } from './roll.js';
+import { readWindow, readHead, modelKind, syncModelForm, syncChoices, clearModelErrors, showModelError, showOpening } from './model-form.js';
+import { noteName, VOICE_NAMES } from './roll.js';
+import { wireRoll, makeRoll, redraw, describe, fadeArcs, togglePlay } from './model-roll.js';
 import { drawTiles, markTile, markRow, drawDistances, drawPrediction } from './model-views.js';
-import { wireSampling, sampledNotes, onSampled, onSampleRefused, endSampling } from './model-sampling.js';
+import { wireSampling, onSampled, onSampleRefused, endSampling } from './model-sampling.js';
 import { wireComparisons, onComparison, drawComparisons, ensureNll, windowShown } from './model-compare.js';
 import { wireSlides } from './model-slides.js';
-import { play, stop, playing } from './sound.js';
+import { stop, playing } from './sound.js';
 import { colormaps, backendMode } from './controls.js';
 import { showBackend } from './status.js';
 import { saveURL } from './url.js';
 import { exportRoll, exportPanel } from './export.js';
-import { request as requestTrace } from './worker-client.js';
+import { request as requestTrace, post, paramsStarted } from './worker-client.js';
 
 const m = state.model;
-const FADE_MS = 180;
 
 let shownFirst = null;
 /** Resolves once the first model result is drawn (or refused): main.js loads the page's own wasm after it. */
@@ -58,7 +58,7 @@ function send() {
   const mid = Number.isFinite(w.length) ? 4 * Math.floor(w.length / 8) : 0;
   let position = m.wantNote ?? (s ? m.position ?? mid : mid);
   if (Number.isFinite(w.length) && w.length >= 1) position = Math.max(0, Math.min(position, w.length - 1));
-  state.worker.postMessage(modelMsg(m.lastId, kind, w, layer, head, position, parts, colormaps(), backend));
+  post(modelMsg(m.lastId, kind, w, layer, head, position, parts, colormaps(), backend));
 }
 
 /** A worker message of Model mode (worker-client.js passes every 'model*' message here). */
@@ -124,108 +124,11 @@ function showResult(msg) {
   document.body.dataset.modelReady = String(msg.id);
 }
 
-/** The window's summary and the selected token's line. */
-function describe() {
-  const s = m.shown;
-  const w = s.window;
-  const piece = s.info.pieces.find((p) => p.bwv === w.piece);
-  $('m-summary').textContent = `${modelLabel(s.model)}, ${s.info.parameters.toLocaleString('en')} parameters · ${piece ? `BWV ${w.piece} ${piece.title} (${piece.time_signature})` : windowName(w)} · ` +
-    `tokens ${w.start}…${w.start + w.length - 1} (16th steps ${w.start / 4}…${(w.start + w.length) / 4 - 1})` +
-    `${w.transpose ? `, transposed ${w.transpose > 0 ? '+' : ''}${w.transpose}` : ''} · mean NLL ${w.nll.mean.toFixed(3)} nats per token` +
-    `${s.info.test_nll != null ? ` (the test split in windows of ${s.info.config.context}: ${s.info.test_nll.toFixed(3)})` : ''}`;
-  const t = m.position;
-  const n = t == null ? null : w.notes[t];
-  const top = arcsOf(s.values, w.length, t).sort((a, b) => b[1] - a[1]).slice(0, 3)
-    .map(([j, a]) => `${noteLabel(w.notes[j])} at ${j - t}, ${keyName(j - t, n)} (${a.toFixed(2)})`);
-  $('m-selected').textContent = n
-    ? `Selected: token ${t} of the window, ${noteLabel(n)}, step ${n.step}; it predicts the next token, the ${VOICES[(n.voice + 1) % 4]}. ` +
-      `In layer ${s.layer}, head ${s.head} it attends most to: ${top.join('; ')}.`
-    : '';
-}
-
-const VOICES = ['soprano', 'alto', 'tenor', 'bass'];
-/** What the key at distance `d` from the query note `q` reaches, named from the token q predicts (src/trained/heads.rs). */
-function keyName(d, q) {
-  const { beat, bar } = m.shown.window.meter;
-  return state.ui ? state.ui.name_key(d, (q.voice + 1) % 4, beat, bar) : `distance ${d}`;
-}
-function noteLabel(n) {
-  return `${VOICES[n.voice]} ${noteName(n.midi)}`;
-}
-
-/** The roll's tooltip (its title): the token under the pointer and the selected token's weight on it. */
-function hoverRoll(e) {
-  const roll = $('roll');
-  const s = m.shown;
-  if (!s) return;
-  const b = roll.getBoundingClientRect();
-  const t = hit(roll, s, sampledNotes(), e.clientX - b.left, e.clientY - b.top);
-  if (t == null) { roll.title = ''; return; }
-  const n = s.window.notes[t];
-  const i = m.position;
-  const weight = i != null && t <= i && s.values
-    ? `; weight from the selected token (distance ${t - i}, ${keyName(t - i, s.window.notes[i])}): ${s.values[i * s.window.length + t].toFixed(3)}` : '';
-  roll.title = `token ${t}: ${noteLabel(n)}, step ${n.step}${weight}`;
-}
-
-let fadeRaf = 0;
-/** Redraws the roll with the arcs fading in (a change of head or layer). */
-function fadeArcs() {
-  cancelAnimationFrame(fadeRaf);
-  const t0 = performance.now();
-  const step = () => {
-    const f = Math.min(1, (performance.now() - t0) / FADE_MS);
-    redraw(f);
-    if (f < 1) fadeRaf = requestAnimationFrame(step);
-  };
-  step();
-}
-
-/** Draws the roll as state.model says (on `canvas`, the page's roll unless given, at `size` when given). */
-export function redraw(fade = 1, canvas = $('roll'), size = null) {
-  if (!m.shown) return;
-  drawRoll(canvas, m.shown, { sampled: sampledNotes(), position: m.position, playhead: m.play ? m.playStep : null, fade, size });
-}
-
-/** Selects token `t` of the window: arcs at once (the head's weights are here), the prediction from the worker. */
-export function select(t) {
-  const s = m.shown;
-  if (!s || t == null) return;
-  t = Math.max(0, Math.min(t, s.window.length - 1));
-  if (t === m.position) return;
-  m.position = t;
-  redraw();
-  describe();
-  markRow(t, s.window.length);
-  modelRequest();
-}
-
 function chooseHead(layer, head) {
   $('m-layer').value = String(layer);
   $('m-head').value = String(head);
   markTile(layer, head);
   modelRequest();
-}
-
-// --- Play -------------------------------------------------------------------------------------------------
-
-function togglePlay() {
-  if (playing()) { stop(); return; }
-  const s = m.shown;
-  if (!s) return;
-  const notes = s.window.notes.concat(sampledNotes());
-  const from = s.window.notes[0].step;
-  const voice = (m.position ?? 0) % 4;
-  let lastPx = -1;
-  $('m-selected').setAttribute('aria-live', 'off'); // not a note read aloud at every 16th
-  play(notes, from, (step) => {
-    m.playStep = step;
-    const t = (Math.floor(step) - from) * 4 + voice;
-    if (t < s.window.length && t !== m.position) { select(t); return; }
-    // The roll is drawn again only when the playhead has moved a pixel (a long window moves it slowly).
-    const px = Math.round(((step - from) * $('roll').clientWidth) / ((s.window.length + sampledNotes().length) / 4));
-    if (px !== lastPx) { lastPx = px; redraw(); }
-  }, () => { m.playStep = null; redraw(); saveURL(); $('m-selected').setAttribute('aria-live', 'polite'); }).catch((e) => { $('merr-general').textContent = `sound: ${e.message || e}`; });
 }
 
 // --- the mode switch and the controls -------------------------------------------------------------------------
@@ -249,37 +152,7 @@ export function applyModelEmbed(name) {
  */
 function ensureCanvases() {
   if ($('roll')) return;
-  const roll = document.createElement('canvas');
-  Object.assign(roll, { id: 'roll', tabIndex: 0 });
-  roll.setAttribute('role', 'img');
-  roll.setAttribute('aria-describedby', 'roll-hint');
-  roll.setAttribute('aria-label', "Piano roll of the window with the selected note's attention arcs");
-  $('roll-holder').replaceWith(roll);
-  roll.addEventListener('click', (e) => {
-    if (!m.shown) return;
-    const b = roll.getBoundingClientRect();
-    const t = hit(roll, m.shown, sampledNotes(), e.clientX - b.left, e.clientY - b.top);
-    if (t != null) select(t);
-  });
-  roll.addEventListener('mousemove', hoverRoll);
-  roll.addEventListener('keydown', (e) => {
-    if (!m.shown) return;
-    const t = m.position ?? 0;
-    const T = m.shown.window.length;
-    // ← / →: the previous / next token (Shift: the same voice a step away); ↑ / ↓: the voice above / below at
-    // the same step; Home / End: the first / last token.
-    const to = {
-      ArrowLeft: t - (e.shiftKey ? 4 : 1),
-      ArrowRight: t + (e.shiftKey ? 4 : 1),
-      ArrowUp: t % 4 > 0 ? t - 1 : t,
-      ArrowDown: t % 4 < 3 ? t + 1 : t,
-      Home: 0,
-      End: T - 1,
-    }[e.key];
-    if (to === undefined) return;
-    e.preventDefault();
-    select(to);
-  });
+  makeRoll();
   const nll = document.createElement('canvas');
   nll.id = 'm-nll';
   nll.setAttribute('role', 'img');
@@ -297,11 +170,11 @@ export function setMode(mode, startParams) {
   // Each mode's footer line is its own result's; a result of another Backend than the one chosen is asked again.
   if (state.mode === 'model') {
     if (m.shown) { redraw(); showBackend(m.shown.backend); }
-    if (state.worker && (!m.shown || m.shown.backend.mode !== backendMode())) modelRequest();
+    if ((!m.shown || m.shown.backend.mode !== backendMode())) modelRequest();
   } else {
     if (playing()) stop();
     if (state.current) showBackend(state.current.backend);
-    if (!state.paramsStarted && startParams) startParams();
+    if (!paramsStarted() && startParams) startParams();
     else if (state.current && state.current.backend.mode !== backendMode()) requestTrace();
   }
   saveURL();
@@ -312,14 +185,14 @@ export function wireModel(startParams) {
   $('mode-params').addEventListener('click', () => setMode('params', startParams));
   $('mode-model').addEventListener('click', () => setMode('model', startParams));
   for (const b of document.querySelectorAll('#model .panel-export button')) b.addEventListener('click', () => exportPanel(b.closest('section'), b.dataset.export));
+  wireRoll(() => modelRequest());
   const shown = () => m.shown;
   wireSampling(shown, () => redraw());
   wireComparisons(shown, () => readHead().layer);
   wireSlides(shown, redrawAll, () => {
     // This head's stages from the first (the indices, the table, the logits, the skew's steps in order, the
     // weights, the outputs); Esc there returns to Model mode as it was left.
-    state.presentWhenReady = 0;
-    state.afterPresent = () => setMode('model', null);
+    presentNextResult(0, () => setMode('model', null));
     $('m-stages').click();
   });
   // The charts are drawn at their displayed size: again when the window (or an embedding frame) resizes.

@@ -6,9 +6,51 @@ import { newView, drawView } from './figures.js';
 import { saveURL } from './url.js';
 import { hideTip, drawPins } from './tooltip.js';
 
+// This module's own state: no other module writes it (presenting(), presentedView() and presentNextResult()
+// are how they use it).
+const show = {
+  /** The index (in current.stages) of the stage presented, or null outside presentation mode. */
+  at: null,
+  /** The presentation's own view (made on first use), or null. */
+  view: null,
+  /** The stage to present once the next result is drawn (the model slides' last step), or null. */
+  whenReady: null,
+  /** What leaving that presentation does (the model slides: back to Model mode), or null. */
+  after: null,
+};
+
+/** True in presentation mode. */
+export function presenting() {
+  return show.at !== null;
+}
+
+/** The index of the stage presented, or null outside presentation mode. */
+export function presentedAt() {
+  return show.at;
+}
+
+/** The presentation's view while presenting, else null. */
+export function presentedView() {
+  return show.at !== null ? show.view : null;
+}
+
+/** Presents stage `at` once the next result is drawn (resultDrawn), and calls `after` when it is left. */
+export function presentNextResult(at, after) {
+  show.whenReady = at;
+  show.after = after;
+}
+
+/** A result was drawn: the presentation asked for by presentNextResult starts now. */
+export function resultDrawn() {
+  const at = show.whenReady;
+  if (at == null) return;
+  show.whenReady = null;
+  enterPresent(at);
+}
+
 export function enterPresent(at = 0) {
   if (!state.current) return;
-  state.presentAt = Math.max(0, Math.min(state.current.stages.length - 1, at));
+  show.at = Math.max(0, Math.min(state.current.stages.length - 1, at));
   document.body.classList.add('presenting');
   $('present').hidden = false;
   hideTip();
@@ -19,27 +61,27 @@ export function enterPresent(at = 0) {
 }
 
 export function exitPresent() {
-  if (state.presentAt === null) return;
-  state.presentAt = null;
+  if (show.at === null) return;
+  show.at = null;
   document.body.classList.remove('presenting');
   $('present').hidden = true;
   if (document.fullscreenElement && document.exitFullscreen) document.exitFullscreen().catch(() => {});
   saveURL();
   $('present-btn').focus();
-  const after = state.afterPresent;
-  state.afterPresent = null;
+  const after = show.after;
+  show.after = null;
   if (after) after();
 }
 
 function stepTo(at) {
-  if (state.presentAt === null || !state.current) return;
-  state.presentAt = Math.max(0, Math.min(state.current.stages.length - 1, at));
+  if (show.at === null || !state.current) return;
+  show.at = Math.max(0, Math.min(state.current.stages.length - 1, at));
   drawPresent();
 }
 
 /** Draws the stage presented (again: a new result redraws it); nothing outside presentation mode. */
 export function drawPresent() {
-  const at = state.presentAt;
+  const at = show.at;
   const cur = state.current;
   const stage = at === null ? null : cur.stages[at];
   if (!stage) return;
@@ -57,7 +99,7 @@ export function drawPresent() {
   const holder = $('present-holder');
   const [w, h] = [Math.max(200, holder.clientWidth), Math.max(200, holder.clientHeight)];
   const size = [Math.round((w * 12) / 14), Math.round((h * 12) / 14)];
-  const old = state.presentView;
+  const old = show.view;
   if (!old || old.canvas.width !== size[0] || old.canvas.height !== size[1]) {
     // Made on first use, so the page (and an embed) has no hidden canvas; made again at a new size.
     const v = newView(stage, size[0], size[1]);
@@ -65,33 +107,33 @@ export function drawPresent() {
     v.minValuePx = 12;
     Object.assign(v.canvas.style, { width: `${w}px`, height: `${h}px` });
     if (old) old.canvas.replaceWith(v.canvas); else holder.append(v.canvas);
-    state.presentView = v;
+    show.view = v;
   }
-  drawView(state.presentView, stage, cur);
+  drawView(show.view, stage, cur);
   drawPins();
 }
 
 /** The on-screen previous / next / close buttons and a horizontal swipe of at least 50 px. */
 export function attachPresentControls() {
-  $('present-prev').addEventListener('click', () => stepTo(state.presentAt - 1));
-  $('present-next').addEventListener('click', () => stepTo(state.presentAt + 1));
+  $('present-prev').addEventListener('click', () => stepTo(show.at - 1));
+  $('present-next').addEventListener('click', () => stepTo(show.at + 1));
   $('present-close').addEventListener('click', exitPresent);
   let x0 = null;
   $('present').addEventListener('touchstart', (e) => { x0 = e.touches.length === 1 ? e.touches[0].clientX : null; }, { passive: true });
   $('present').addEventListener('touchend', (e) => {
-    if (x0 === null || state.presentAt === null) return;
+    if (x0 === null || show.at === null) return;
     const dx = e.changedTouches[0].clientX - x0;
     x0 = null;
-    if (Math.abs(dx) >= 50) stepTo(state.presentAt + (dx < 0 ? 1 : -1));
+    if (Math.abs(dx) >= 50) stepTo(show.at + (dx < 0 ? 1 : -1));
   });
 }
 
 export function presentKeys(e) {
-  if (state.presentAt === null) return;
+  if (show.at === null) return;
   const next = ['ArrowRight', 'PageDown', ' ', 'ArrowDown'].includes(e.key);
   const back = ['ArrowLeft', 'PageUp', 'ArrowUp'].includes(e.key);
   const last = state.current.stages.length - 1;
-  if (next || back) { e.preventDefault(); stepTo(state.presentAt + (next ? 1 : -1)); }
+  if (next || back) { e.preventDefault(); stepTo(show.at + (next ? 1 : -1)); }
   else if (e.key === 'Home') { e.preventDefault(); stepTo(0); }
   else if (e.key === 'End') { e.preventDefault(); stepTo(last); }
   else if (e.key === 'Escape') { e.preventDefault(); exitPresent(); }

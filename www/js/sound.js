@@ -4,7 +4,14 @@
 // of nodes in one task). While it plays, `onStep(step)` is called each animation frame with the playhead's
 // (fractional) 16th step, from the first step of the window.
 import { $ } from './dom.js';
-import { state } from './state.js';
+
+// This module's own state: no other module writes it (playing() is how they read it).
+const sound = {
+  /** { ctx, t0, stepDur, steps, raf } while playing, else null. */
+  play: null,
+  /** The AudioContext, made on the first Play and kept. */
+  audio: null,
+};
 
 const GAIN = 0.12;
 const LOOKAHEAD = 1.5; // seconds of music scheduled ahead
@@ -27,13 +34,13 @@ function tones(notes) {
 }
 
 export function playing() {
-  return state.model.play !== null;
+  return sound.play !== null;
 }
 
 /** Plays `notes` from `fromStep` (a piece step); calls onStep(step) per frame and onEnd() when done or stopped. */
 export async function play(notes, fromStep, onStep, onEnd) {
   stop();
-  const m = state.model;
+  const m = sound;
   if (!m.audio) m.audio = new AudioContext();
   const ctx = m.audio;
   if (ctx.state !== 'running') await ctx.resume();
@@ -86,9 +93,9 @@ export async function play(notes, fromStep, onStep, onEnd) {
 
 /** Stops playback (silences at once) and calls its onEnd. */
 export function stop() {
-  const p = state.model.play;
+  const p = sound.play;
   if (!p) return;
-  state.model.play = null;
+  sound.play = null;
   cancelAnimationFrame(p.raf);
   clearInterval(p.timer);
   try { p.master.gain.setValueAtTime(0, p.ctx.currentTime); p.master.disconnect(); } catch { /* already gone */ }

@@ -1,43 +1,16 @@
-// Owns the page's mutable state: ONE object, shared by every module, so that what the page remembers between
-// events is listed (and documented) in one place. Modules read and write its fields directly; no module keeps
-// a module-level `let` of its own. Constants (tables of names, sizes) live in the modules that use them.
+// The page's state that several features read: the result shown and its views, the selection (pins), the mode and
+// Model mode's result, listed and documented in one place. A feature's state that no other
+// feature needs is that feature's own (worker-client.js: the worker, its ids and questions; file.js: the files;
+// ui-wasm.js: the instances; present.js: the presentation; sound.js: playback; url.js: the toast; model-sampling.js, model-compare.js: theirs),
+// kept in one documented object at the top of its module and read through its functions.
 export const state = {
   // --- the page's own wasm instance (ui-wasm.js) ---
   /** The wasm-bindgen module (namespace object) drawing frames, SVG export, preset names; null before loadUi. */
   ui: null,
-  /** How many instances were loaded: 1 at start, +1 after each panic (also body[data-ui-instance]). */
-  uiCount: 0,
-  /** The restart of a panicked instance under way (a promise), or null: a second panic joins it. */
-  uiBroken: null,
 
-  // --- the worker and its requests (worker-client.js) ---
-  /** The Worker computing traces; replaced by a fresh one after its wasm aborts. */
-  worker: null,
-  /** The id of the newest settings: taken at every change, before its (debounced) request is sent. Only a
-   *  result or error with this id is shown; anything older is for superseded settings and is dropped. */
-  lastId: 0,
-  /** The id of the last compute request posted to the worker. */
-  sentId: 0,
-  /** The id of the last result or error taken (shown). */
-  answeredId: 0,
-  /** The timer of the debounced request (typing in a number field). */
-  debounce: 0,
-  /** The id of the last export or cells request. */
-  exportSeq: 0,
-  /** Export and cells requests waiting for the worker: id → callback(reply). */
-  exports: new Map(),
-
-  // --- settings from the URL and the scenario file (url.js, file.js) ---
+  // --- settings from the URL (url.js) ---
   /** { head, batch } from the URL, for the first request only; null once a result is shown. */
   want: null,
-  /** The scenario file in use: { id, name, bytes }, or null (generated tensors). */
-  tensors: null,
-  /** A file sent to the worker but not yet computed: becomes `tensors` on success, dropped on an error. */
-  candidate: null,
-  /** The number of the newest file pick: a file read that finishes after a newer pick (or a clear) is dropped. */
-  fileSeq: 0,
-  /** Nested dragenter/dragleave events over the page (the drop hint shows while > 0). */
-  dragDepth: 0,
 
   // --- what is shown (figures.js, views.js, tooltip.js) ---
   /** The result shown: { id, info, shown, stages, byName, tokens, timings, stageTimes, onGpu, backend, memory,
@@ -57,21 +30,9 @@ export const state = {
    *  rel_index = r) are shaded in every (i, j) view, or null. At most one of pinned and pinnedRow is set. */
   pinnedRow: null,
 
-  // --- presentation mode (present.js) ---
-  /** The index (in current.stages) of the stage presented, or null outside presentation mode. */
-  presentAt: null,
-  /** The presentation's own view (made on first use), or null. */
-  presentView: null,
-
-  // --- Model mode (model.js, model-form.js, roll.js, model-views.js, sound.js) ---
+  // --- Model mode (model.js, model-form.js, roll.js, model-views.js) ---
   /** 'params' (the stage-by-stage figures) or 'model' (the trained models); also body[data-mode]. */
   mode: 'params',
-  /** True once Parameters mode has sent its first request (a page opened in Model mode computes none). */
-  paramsStarted: false,
-  /** The index of the stage to present once the next result is drawn (the model slides' last step), or null. */
-  presentWhenReady: null,
-  /** What leaving that presentation does (the model slides: back to Model mode), or null. */
-  afterPresent: null,
   /** Model mode's layer shown stage by stage in Parameters mode: { kind, window, layer }, or null (until a
    *  control, a preset or a file asks for something else). */
   modelSource: null,
@@ -86,16 +47,9 @@ export const state = {
     wantNote: null,
     /** The playhead's step while playing (a piece step, fractional), else null. */
     playStep: null,
-    /** Playback: { ctx, t0, stepDur, steps, raf } while playing, else null; the AudioContext is kept in `audio`. */
-    play: null,
-    audio: null,
     /** The debounce timer of typing in a number box. */
     debounce: 0,
     /** Requests ask for the tiles again until a result brings them (the colormap changed). */
     recolour: false,
   },
-
-  // --- the toolbar (url.js) ---
-  /** The timer clearing the toast ("Link copied"). */
-  toastTimer: 0,
 };

@@ -2,6 +2,7 @@
 // line), the keyboard cursor of a focused figure, and what a screen reader hears (the aria-live region).
 import { $ } from './dom.js';
 import { state } from './state.js';
+import { presenting, presentedView } from './present.js';
 import { fmt } from './format.js';
 import { blit, cellAt, outline, shade } from './figures.js';
 import { saveURL } from './url.js';
@@ -204,7 +205,7 @@ function readersOf(r) {
 // Keyboard: the arrow keys move a cursor cell of the focused figure (on (i, j) figures the cursor is
 // the pin, shown in every view); its numbers go to the tooltip and to an aria-live region.
 function keyPin(v, e) {
-  if (!state.current || !v.stage || state.presentAt !== null) return;
+  if (!state.current || !v.stage || presenting()) return;
   const pairs = v.stage.pairs;
   const d = { ArrowUp: [-1, 0], ArrowDown: [1, 0], ArrowLeft: [0, -1], ArrowRight: [0, 1] }[e.key];
   if (e.key === 'Escape') { v.cursor = null; setPin(null); setRow(null); hideTip(); return; }
@@ -229,8 +230,8 @@ function keyPin(v, e) {
 /** The views drawn now, by stage name: the page's figures, or in presentation mode the stage presented (so
  *  stepping through the skew with a pin follows its cell, or a pinned row's diagonal, from step to step). */
 function shownViews() {
-  const v = state.presentView;
-  return state.presentAt !== null && v && v.rect ? new Map([[v.stage.name, v]]) : state.views;
+  const v = presentedView();
+  return v && v.rect ? new Map([[v.stage.name, v]]) : state.views;
 }
 
 /** Every view's cells again, the cursors of non-pair views, and the pinned pair where it lives in each stage. */

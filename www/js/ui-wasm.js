@@ -4,25 +4,33 @@ import { $ } from './dom.js';
 import { state } from './state.js';
 import { showError } from './controls.js';
 
+// This module's own state (state.ui, the instance every module draws with, is written here only).
+const instance = {
+  /** How many instances were loaded: 1 at start, +1 after each panic (also body[data-ui-instance]). */
+  count: 0,
+  /** The restart of a panicked instance under way (a promise), or null: a second panic joins it. */
+  broken: null,
+};
+
 // Loads a fresh instance: the module's JS again under another URL (a module keeps its one instance), the
 // same .wasm. The first is ../pkg/relattn.js itself.
 export async function loadUi() {
-  state.uiCount += 1;
-  const m = await import(state.uiCount === 1 ? '../pkg/relattn.js' : `../pkg/relattn.js?instance=${state.uiCount}`);
+  instance.count += 1;
+  const m = await import(instance.count === 1 ? '../pkg/relattn.js' : `../pkg/relattn.js?instance=${instance.count}`);
   await m.default();
-  if (state.uiCount > 1) {
+  if (instance.count > 1) {
     m.set_colormaps($('seq').value, $('div').value);
     m.set_theme($('theme').value === 'dark');
   }
   state.ui = m;
-  document.body.dataset.uiInstance = String(state.uiCount);
+  document.body.dataset.uiInstance = String(instance.count);
 }
 
 // A panic in the page's instance (the hook in src/web.rs `start` calls relattnPanicked before the abort),
 // or an abort that reached a caller (an allocation failure): the error is shown, a fresh instance loaded,
 // and the last good view drawn again with it by `redraw(good)`.
 export function watchUi(redraw) {
-  globalThis.relattnPanicked = (message) => { state.uiBroken = state.uiBroken || replaceUi(message, redraw); };
+  globalThis.relattnPanicked = (message) => { instance.broken = instance.broken || replaceUi(message, redraw); };
 }
 
 async function replaceUi(message, redraw) {
@@ -35,7 +43,7 @@ async function replaceUi(message, redraw) {
   } catch (e) {
     showError('general', `could not restart the page's wasm module: ${e.message || e}`);
   }
-  state.uiBroken = null;
+  instance.broken = null;
 }
 
 /** A drawing (or export) failed: an abort of the instance replaces it (as its panic hook would); anything

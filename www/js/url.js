@@ -4,6 +4,7 @@
 // note) with the theme and the backend.
 import { $ } from './dom.js';
 import { state } from './state.js';
+import { presenting, presentedAt } from './present.js';
 import { CHOICES, NUMS, BOOLS, setSelect, setTheme, relVFollowsMethod } from './controls.js';
 import { modelQuery, applyModelURL } from './model-form.js';
 
@@ -45,7 +46,7 @@ export function saveURL() {
   // A trained model's layer shown stage by stage: model, piece, start, length, transpose, layer.
   const src = state.modelSource;
   if (src) q.set('source', [src.kind, src.window.piece, src.window.start, src.window.length, src.window.transpose, src.layer].join(','));
-  if (state.presentAt !== null && cur.stages[state.presentAt]) q.set('present', cur.stages[state.presentAt].name);
+  if (presenting() && cur.stages[presentedAt()]) q.set('present', cur.stages[presentedAt()].name);
   const url = `${location.pathname}?${q}`;
   if (url !== location.pathname + location.search) history.replaceState(null, '', url);
 }
@@ -79,10 +80,13 @@ export function applyURL() {
   return q.get('present');
 }
 
+/** The timer clearing the toast ("Link copied"). */
+let toastTimer = 0;
+
 function toast(text) {
   $('toast').textContent = text;
-  clearTimeout(state.toastTimer);
-  state.toastTimer = setTimeout(() => { $('toast').textContent = ''; }, 4000);
+  clearTimeout(toastTimer);
+  toastTimer = setTimeout(() => { $('toast').textContent = ''; }, 4000);
 }
 
 export async function copyLink() {

@@ -7,7 +7,7 @@ import { state } from './state.js';
 import { FRAME, newView, drawView } from './figures.js';
 import { attachPointer, drawPins } from './tooltip.js';
 import { attachZoom } from './zoom.js';
-import { drawPresent } from './present.js';
+import { drawPresent, presenting } from './present.js';
 import { exportFigure } from './export.js';
 import { showTimings, showStageTimes } from './status.js';
 import { EMBED } from './url.js';
@@ -89,7 +89,7 @@ export async function render(cur) {
     }
   }
   drawPins();
-  if (state.presentAt !== null) drawPresent();
+  if (presenting()) drawPresent();
   showTimings(cur.timings, drawMs, cur.memory);
   showStageTimes(cur.stageTimes, cur.onGpu);
   state.good = cur;

@@ -7,6 +7,38 @@ import { state } from './state.js';
 import { computeRequest, exportRequest, cellsRequest, readersRequest, schemesRequest, typedError } from './protocol.js';
 import { readParams, colormaps, shownSlice, backendMode, showError } from './controls.js';
 import { setBusy, showProgress } from './status.js';
+import { fileInPlay } from './file.js';
+
+// This module's own state: no other module writes it (post() and paramsStarted() are how they use it).
+const client = {
+  /** The Worker computing traces; replaced by a fresh one after its wasm aborts. */
+  worker: null,
+  /** The id of the newest settings: taken at every change, before its (debounced) request is sent. Only a
+   *  result or error with this id is shown; anything older is for superseded settings and is dropped. */
+  lastId: 0,
+  /** The id of the last compute request posted to the worker. */
+  sentId: 0,
+  /** The id of the last result or error taken (shown). */
+  answeredId: 0,
+  /** The timer of the debounced request (typing in a number field). */
+  debounce: 0,
+  /** The id of the last export, cells, readers or schemes question. */
+  askSeq: 0,
+  /** Those questions waiting for the worker: id → callback(reply). */
+  asked: new Map(),
+  /** True once Parameters mode has sent its first request (a page opened in Model mode computes none). */
+  paramsStarted: false,
+};
+
+/** Sends `msg` (a ToWorker message, built by protocol.js) to the worker. */
+export function post(msg) {
+  client.worker.postMessage(msg);
+}
+
+/** True once Parameters mode has sent its first request. */
+export function paramsStarted() {
+  return client.paramsStarted;
+}
 
 /**
  * Starts the worker. `h.result(msg)` gets the newest settings' ResultMessage, `h.refused(error)` their
@@ -19,26 +51,26 @@ export function startWorker(h) {
 }
 
 function spawn(handlers) {
-  state.worker = new Worker(new URL('../worker.js', import.meta.url), { type: 'module' });
+  client.worker = new Worker(new URL('../worker.js', import.meta.url), { type: 'module' });
   // Assigned (not addEventListener): tests/e2e/reliability.test.mjs wraps the onmessage setter to delay answers.
-  state.worker.onmessage = (e) => receive(e.data, handlers);
-  state.worker.onerror = (e) => showError('general', `worker failed: ${e.message || e}`);
+  client.worker.onmessage = (e) => receive(e.data, handlers);
+  client.worker.onerror = (e) => showError('general', `worker failed: ${e.message || e}`);
 }
 
 /** True for the newest settings' id: the only answer the page may show. */
 export function isLatest(id) {
-  return id === state.lastId;
+  return id === client.lastId;
 }
 
 /** New settings: any answer still on its way is for old ones from now on. */
 export function supersede() {
-  state.lastId += 1;
+  client.lastId += 1;
   setBusy(true);
 }
 
 /** New settings, computed now. */
 export function request() {
-  state.paramsStarted = true;
+  client.paramsStarted = true;
   supersede();
   send();
 }
@@ -46,19 +78,19 @@ export function request() {
 /** New settings, computed once the typing pauses (200 ms). */
 export function requestSoon() {
   supersede();
-  clearTimeout(state.debounce);
-  state.debounce = setTimeout(send, 200);
+  clearTimeout(client.debounce);
+  client.debounce = setTimeout(send, 200);
 }
 
 /** Sends the controls as they are now, under the newest id. */
 function send() {
   const { preset, settings } = readParams();
-  const file = state.candidate || state.tensors;
+  const file = fileInPlay();
   // src/protocol/parameters.rs Request: a file's sizes replace the settings' (the preset is not used).
   const request = { backend: backendMode(), preset: file ? '' : preset, file_name: file ? file.name : '', settings };
   const { batch, head } = shownSlice();
-  state.sentId = state.lastId;
-  state.worker.postMessage(computeRequest(state.lastId, request, file ? { id: file.id, bytes: file.bytes } : null, state.modelSource, batch, head, colormaps()));
+  client.sentId = client.lastId;
+  client.worker.postMessage(computeRequest(client.lastId, request, file ? { id: file.id, bytes: file.bytes } : null, state.modelSource, batch, head, colormaps()));
 }
 
 /**
@@ -66,10 +98,10 @@ function send() {
  * error (or when the worker is restarted: restart() fails every question waiting).
  */
 function ask(request, pick) {
-  const id = ++state.exportSeq;
+  const id = ++client.askSeq;
   return new Promise((ok, fail) => {
-    state.exports.set(id, (r) => (r.ok ? ok(pick(r)) : fail(typedError(r.error.field, r.error.kind, r.error.message))));
-    state.worker.postMessage(request(id));
+    client.asked.set(id, (r) => (r.ok ? ok(pick(r)) : fail(typedError(r.error.field, r.error.kind, r.error.message))));
+    client.worker.postMessage(request(id));
   });
 }
 
@@ -106,8 +138,8 @@ export function askSchemes(settings, batch, head) {
 function receive(msg, handlers) {
   switch (msg.kind) {
     case 'export': case 'cells': case 'readers': case 'schemes': {
-      const cb = state.exports.get(msg.id);
-      state.exports.delete(msg.id);
+      const cb = client.asked.get(msg.id);
+      client.asked.delete(msg.id);
       if (cb) cb(msg);
       return;
     }
@@ -119,7 +151,7 @@ function receive(msg, handlers) {
     case 'result':
     case 'error':
       if (!isLatest(msg.id)) return; // superseded settings: the controls and the view are not touched
-      state.answeredId = msg.id;
+      client.answeredId = msg.id;
       setBusy(false);
       if (msg.kind === 'result') handlers.result(msg); else handlers.refused(msg.error);
       return;
@@ -133,16 +165,16 @@ function receive(msg, handlers) {
 // compute (id 0) is shown under the controls; one for superseded settings is not shown. The latest settings,
 // when the dead worker had them and had not answered, are sent again to the fresh one.
 function restart(msg, handlers) {
-  state.worker.terminate();
-  for (const [id, cb] of state.exports) { state.exports.delete(id); cb({ ok: false, error: { field: 'general', kind: 'fatal', message: 'the worker was restarted' } }); }
+  client.worker.terminate();
+  for (const [id, cb] of client.asked) { client.asked.delete(id); cb({ ok: false, error: { field: 'general', kind: 'fatal', message: 'the worker was restarted' } }); }
   spawn(handlers);
   if (handlers.restarted) handlers.restarted();
   if (isLatest(msg.id)) {
-    state.answeredId = msg.id;
+    client.answeredId = msg.id;
     setBusy(false);
     handlers.fatal(msg.error, true);
     return;
   }
   if (!msg.id) handlers.fatal(msg.error, false);
-  if (state.sentId === state.lastId && state.answeredId !== state.lastId) send();
+  if (client.sentId === client.lastId && client.answeredId !== client.lastId) send();
 }
