@@ -73,28 +73,28 @@ pub struct Settings {
     /// token ([`crate::layer::scenario::token_embeddings`]), so repeated tokens have equal content and differ
     /// only by their relative positions.
     #[serde(default)]
-    #[cfg_attr(test, ts(optional = nullable))]
+    #[cfg_attr(test, ts(as = "Option<_>", optional))]
     pub tokens: Vec<String>,
     /// RoPE's base, rotated fraction of d_head, pair layout ("interleaved" or "half") and position scale
     /// ([`Rope`]; ranges in [`Rope::check`]).
     #[serde(default = "default_rope_base")]
-    #[cfg_attr(test, ts(optional = nullable))]
+    #[cfg_attr(test, ts(as = "Option<_>", optional))]
     pub rope_base: f64,
     #[serde(default = "one")]
-    #[cfg_attr(test, ts(optional = nullable))]
+    #[cfg_attr(test, ts(as = "Option<_>", optional))]
     pub rope_fraction: f64,
     #[serde(default = "default_rope_layout")]
-    #[cfg_attr(test, ts(optional = nullable))]
+    #[cfg_attr(test, ts(as = "Option<_>", optional))]
     pub rope_layout: String,
     #[serde(default = "one")]
-    #[cfg_attr(test, ts(optional = nullable))]
+    #[cfg_attr(test, ts(as = "Option<_>", optional))]
     pub rope_scale: f64,
     /// T5's buckets and max_distance ([`Buckets`]; ranges in [`Buckets::check`]).
     #[serde(default = "default_t5_buckets")]
-    #[cfg_attr(test, ts(optional = nullable))]
+    #[cfg_attr(test, ts(as = "Option<_>", optional))]
     pub t5_buckets: f64,
     #[serde(default = "default_t5_max_distance")]
-    #[cfg_attr(test, ts(optional = nullable))]
+    #[cfg_attr(test, ts(as = "Option<_>", optional))]
     pub t5_max_distance: f64,
     #[serde(flatten, skip_serializing)]
     #[cfg_attr(test, ts(skip))]
