@@ -4,7 +4,7 @@
 import { $ } from './dom.js';
 import { state } from './state.js';
 import { post } from './worker-client.js';
-import { sampleRequest, modelStop } from './protocol.js';
+import { sampleRequest, modelStop, windowOf } from './protocol.js';
 
 /** The sampling under way (its id, 0: none), the last id given, and the notes drawn after the window. */
 const sampling = { id: 0, seq: 0, notes: [] };
@@ -38,7 +38,7 @@ function start(s) {
   $('roll').dataset.sampleDone = '';
   $('merr-sample').textContent = '';
   const [kind, piece, opening, start, length, transpose, backend] = JSON.parse(s.key);
-  const window = opening === null ? { piece, start, length, transpose } : { piece, opening, start, length, transpose };
+  const window = windowOf({ piece, opening, start, length, transpose });
   const num = (id) => ($(id).value.trim() === '' ? NaN : Number($(id).value));
   post(sampleRequest(sampling.id, kind, window, num('m-steps'), num('m-temperature'), num('m-top-k'), num('m-top-p'), num('m-seed'), backend));
   $('m-continue').disabled = true;

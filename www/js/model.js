@@ -1,8 +1,9 @@
 // Owns Model mode's wiring: the Parameters | Model switch, the model form's events, the window's requests to
 // the worker (ids: only the newest ModelRequest's answer is shown), turning answers into state.model.shown and
-// drawing it (model-roll.js: the roll, the selected token and Play; model-views.js: the panels). Continue (model-sampling.js), the comparisons (model-compare.js) and the slides
-// (model-slides.js) own their state and are given what they need here. Every request carries the page's
-// Backend (the toolbar's, Parameters mode's too); the footer says where it ran.
+// drawing it (model-roll.js: the roll, the selected token and Play; model-views.js: the panels). Continue
+// (model-sampling.js), the comparisons (model-compare.js) and the slides (model-slides.js) own their state and
+// are given what they need here. Every request carries the page's Backend (the toolbar's, Parameters mode's
+// too); the footer says where it ran.
 import { $ } from './dom.js';
 import { state } from './state.js';
 import { presentNextResult } from './present.js';

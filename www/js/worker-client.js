@@ -90,7 +90,7 @@ function send() {
   const request = { backend: backendMode(), preset: file ? '' : preset, file_name: file ? file.name : '', settings };
   const { batch, head } = shownSlice();
   client.sentId = client.lastId;
-  client.worker.postMessage(computeRequest(client.lastId, request, file ? { id: file.id, bytes: file.bytes } : null, state.modelSource, batch, head, colormaps()));
+  post(computeRequest(client.lastId, request, file ? { id: file.id, bytes: file.bytes } : null, state.modelSource, batch, head, colormaps()));
 }
 
 /**
@@ -101,7 +101,7 @@ function ask(request, pick) {
   const id = ++client.askSeq;
   return new Promise((ok, fail) => {
     client.asked.set(id, (r) => (r.ok ? ok(pick(r)) : fail(typedError(r.error.field, r.error.kind, r.error.message))));
-    client.worker.postMessage(request(id));
+    post(request(id));
   });
 }
 
