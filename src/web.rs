@@ -14,7 +14,9 @@
 
 use crate::error::{Error, ErrorKind};
 use crate::layer::presets;
+use crate::protocol::Strict;
 use crate::render::{Colormap, Ink, Palette};
+use serde::de::DeserializeOwned;
 use serde::Serialize;
 use wasm_bindgen::prelude::*;
 
@@ -122,6 +124,18 @@ pub fn js_error(field: &str, kind: ErrorKind, message: &str) -> JsValue {
 /// relattn's [`Error`] as a JavaScript `Error` (field and kind from the error itself).
 pub fn to_js(e: Error) -> JsValue {
     js_error(e.field(), e.kind(), &e.to_string())
+}
+
+/// The request object `value` as a `T`, refusing a missing field, a wrong type or a key `T` does not name
+/// ([`Strict`]), with field `what` ("invalid request: unknown field(s) …").
+pub fn from_request<T: DeserializeOwned + Strict>(value: JsValue, what: &str) -> Result<T, JsValue> {
+    let invalid = |why: String| js_error(what, ErrorKind::Invalid, &format!("invalid {what}: {why}"));
+    let r: T = serde_wasm_bindgen::from_value(value).map_err(|e| invalid(e.to_string()))?;
+    let unknown = r.unknown_fields();
+    if !unknown.is_empty() {
+        return Err(invalid(format!("unknown field(s) {}", unknown.join(", "))));
+    }
+    Ok(r)
 }
 
 /// A Rust value as a plain JavaScript object (maps as objects, not `Map`s).

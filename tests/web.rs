@@ -89,6 +89,19 @@ async fn info_carries_the_stage_metadata() {
     assert!(num(&cut, "lo") <= num(&cut, "hi"));
 }
 
+/// The (batch, head) asked is clamped into the layer's by the wasm: the page and its worker clamp nothing.
+#[wasm_bindgen_test]
+async fn shown_for_clamps_the_asked_slice() {
+    let s = preset("seed004").await; // batch 2, heads 3
+    let shown = |b, h| {
+        let v = s.shown_for(b, h).unwrap();
+        (num(&v, "batch"), num(&v, "head"))
+    };
+    assert_eq!(shown(1, 2), (1.0, 2.0));
+    assert_eq!(shown(5, 9), (1.0, 2.0));
+    assert_eq!(shown(-1, -4), (0.0, 0.0));
+}
+
 #[wasm_bindgen_test]
 async fn select_exposes_values_and_pixels_in_memory() {
     let mut s = run("", &Settings { causal: true, rel_v: false, seed: 7.0, ..settings("music", 16.0, 32.0, 2.0, 4.0) }).await.unwrap();

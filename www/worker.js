@@ -178,10 +178,7 @@ async function work() {
     }
     const s = session;
     const info = s.info(); // src/web/session.rs Info
-    const shown = {
-      batch: Math.min(Math.max(0, msg.batch | 0), info.settings.batch_size - 1),
-      head: Math.min(Math.max(0, msg.head | 0), info.settings.heads - 1),
-    };
+    const shown = s.shown_for(msg.batch, msg.head); // clamped into this layer's (src/web/session.rs)
     // A layer held on demand computes the stages of the (batch, head) shown now: seconds at n 8192.
     if (info.on_demand) self.postMessage(progressMessage(msg.id, `computing the stages of head ${shown.head}${info.settings.batch_size > 1 ? `, batch element ${shown.batch}` : ''} (held on demand: ${info.settings.n} query rows)…`));
     const stages = [];

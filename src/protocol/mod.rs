@@ -40,6 +40,30 @@ pub use parameters::*;
 /// wasm refuses the request naming them.
 pub type Unknown = BTreeMap<String, IgnoredAny>;
 
+/// A request the page fills: the keys it carried that its struct (or a struct inside it) does not name, which
+/// the wasm refuses (src/web.rs `from_request`) so that a control Rust does not know is never silently ignored.
+pub trait Strict {
+    fn unknown_fields(&self) -> Vec<&str>;
+}
+
+impl Strict for Request {
+    fn unknown_fields(&self) -> Vec<&str> {
+        self.unknown.keys().chain(self.settings.unknown.keys()).map(String::as_str).collect()
+    }
+}
+
+impl Strict for ModelRequest {
+    fn unknown_fields(&self) -> Vec<&str> {
+        self.unknown.keys().map(String::as_str).collect()
+    }
+}
+
+impl Strict for SampleRequest {
+    fn unknown_fields(&self) -> Vec<&str> {
+        self.unknown.keys().map(String::as_str).collect()
+    }
+}
+
 /// The colormap names of [`crate::render::Colormap`] the stages are coloured with.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(test, derive(ts_rs::TS), ts(export, export_to = "protocol.d.ts"))]

@@ -7,7 +7,7 @@
 
 use super::request::{whole, MAX_N};
 use super::session::{Cutting, Made};
-use super::{palette, to_js, to_value};
+use super::{from_request, palette, to_js, to_value};
 use crate::attention::by_distance;
 use crate::error::{check_index, Error};
 use crate::layer::forward;
@@ -31,7 +31,7 @@ pub const ORDER: [Method; 6] = [Method::Absolute, Method::Shaw, Method::Music, M
 /// field: "n" past [`MAX_COMPARE_N`], "batch index", "head", or a setting.
 #[wasm_bindgen]
 pub fn compare_schemes(request: JsValue, batch: usize, head: usize) -> Result<JsValue, JsValue> {
-    let request = Request::parse(request)?;
+    let request: Request = from_request(request, "request")?;
     if !request.preset.is_empty() || !request.file_name.is_empty() {
         let why = "the settings shown, not a preset or a file (a file's tables belong to one scheme)";
         return Err(to_js(Error::invalid("compare", "a preset or a file", why)));

@@ -33,13 +33,13 @@
 use super::backend::with_backend;
 use super::request::{whole, Inputs};
 use super::session::Session;
-use super::{js_error, palette, to_js, to_value};
+use super::{from_request, js_error, palette, to_js, to_value};
 use crate::error::{check_index, Error, ErrorKind};
 use crate::layer::scenario::{Arrays, Spec};
 use crate::layer::stage::Scale;
 use crate::protocol::{
     BackendChoice, BackendUsed, Candidate, Cut, DistanceProfile, ModelInfo, ModelRequest, Note, PieceInfo, PositionNll, Prediction, SampleRequest, Sampled,
-    SamplingInfo, Timing, Unknown, WindowInfo,
+    SamplingInfo, Timing, WindowInfo,
 };
 use crate::render;
 use crate::timing::now_ms;
@@ -47,7 +47,6 @@ use crate::trained::chorales::{Chorales, VOICES};
 use crate::trained::heads::{self, Meter};
 use crate::trained::transformer::{log_softmax_at, probabilities, AttentionPass, SampleSettings, Sampler, Transformer, DEFAULT_TOP_K, DEFAULT_TOP_P};
 use ndarray::{ArrayView2, Axis};
-use serde::de::DeserializeOwned;
 use std::cell::{Ref, RefCell};
 use wasm_bindgen::prelude::*;
 
@@ -124,18 +123,6 @@ pub struct ModelSession {
     state: RefCell<State>,
 }
 
-/// A request object, refusing a missing field, a wrong type or a field the struct does not name (field
-/// `what`).
-fn parse<T: DeserializeOwned>(value: JsValue, what: &str, unknown: impl Fn(&T) -> &Unknown) -> std::result::Result<T, JsValue> {
-    let invalid = |why: String| js_error(what, ErrorKind::Invalid, &format!("invalid {what}: {why}"));
-    let r: T = serde_wasm_bindgen::from_value(value).map_err(|e| invalid(e.to_string()))?;
-    let extra: Vec<&str> = unknown(&r).keys().map(String::as_str).collect();
-    if !extra.is_empty() {
-        return Err(invalid(format!("unknown field(s) {}", extra.join(", "))));
-    }
-    Ok(r)
-}
-
 /// The semitones that keep every pitch of `tokens` within tokens 1..vocab: (1 − lowest, vocab − 1 −
 /// highest); ±(vocab − 2) when all are rests.
 fn transpose_range(tokens: &[u32], vocab: usize) -> (i32, i32) {
@@ -180,7 +167,7 @@ impl ModelSession {
 
     /// A [`ModelRequest`] checked against the data and the model.
     fn resolve(&self, request: JsValue) -> std::result::Result<Resolved, JsValue> {
-        let r: ModelRequest = parse(request, "request", |r: &ModelRequest| &r.unknown)?;
+        let r: ModelRequest = from_request(request, "request")?;
         let opening = r.window.opening.filter(|o| !o.trim().is_empty());
         let (bwv, start, window) = match &opening {
             Some(names) => (String::new(), 0, self.data.chord(names).map_err(to_js)?.to_vec()),
@@ -430,7 +417,7 @@ impl ModelSession {
     /// sampling before. Returns the [`SamplingInfo`]; errors name "request", "steps", "temperature", "seed"
     /// or "window".
     pub fn start_sampling(&self, request: JsValue) -> std::result::Result<JsValue, JsValue> {
-        let r: SampleRequest = parse(request, "request", |r: &SampleRequest| &r.unknown)?;
+        let r: SampleRequest = from_request(request, "request")?;
         let steps = whole("steps", r.steps, 1, MAX_STEPS)?;
         if !(0.0..=100.0).contains(&r.temperature) {
             return Err(to_js(Error::invalid("temperature", r.temperature, "0..=100 (0: always the most likely token)")));

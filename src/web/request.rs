@@ -57,21 +57,6 @@ impl BackendChoice {
     }
 }
 
-impl Request {
-    /// The request in a plain JavaScript object; a missing field, a wrong type or a field that is not
-    /// one of [`Request`]'s or [`Settings`]' is refused (field "request"), so a control the page sends
-    /// and Rust does not know cannot be silently ignored.
-    pub fn parse(request: JsValue) -> Result<Request, JsValue> {
-        let invalid = |why: String| js_error("request", ErrorKind::Invalid, &format!("invalid request: {why}"));
-        let r: Request = serde_wasm_bindgen::from_value(request).map_err(|e| invalid(e.to_string()))?;
-        let unknown: Vec<&str> = r.unknown.keys().chain(r.settings.unknown.keys()).map(String::as_str).collect();
-        if !unknown.is_empty() {
-            return Err(invalid(format!("unknown field(s) {}", unknown.join(", "))));
-        }
-        Ok(r)
-    }
-}
-
 impl Settings {
     /// The settings that describe a resolved computation.
     pub fn of(cfg: &Config, spec: &Spec, per_head: bool, tokens: &[String]) -> Settings {

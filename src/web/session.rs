@@ -262,6 +262,15 @@ impl Session {
         Ok(out.into_inner())
     }
 
+    /// The (batch, head) to show for the one asked, as a [`crate::protocol::Shown`]: each clamped into this
+    /// layer's range, so a head asked of a larger layer (the URL's, or the selects' before a smaller preset)
+    /// shows this layer's last instead of failing. JS numbers arrive as i32 (NaN as 0, a negative as 0).
+    pub fn shown_for(&self, batch: i32, head: i32) -> Result<JsValue, JsValue> {
+        let s = &self.info.settings;
+        let clamp = |x: i32, size: f64| (x.max(0) as usize).min((size as usize).saturating_sub(1));
+        to_value(&crate::protocol::Shown { batch: clamp(batch, s.batch_size), head: clamp(head, s.heads) })
+    }
+
     /// Selects stage `i` (of [`Info::stages`]) of (batch, head), cutting and colouring every stage of that
     /// (batch, head) the first time it is selected; returns the [`Cut`]
     /// `{ rows, cols, raster_rows, raster_cols, lo, hi, has_values }`; read the values and pixels through the

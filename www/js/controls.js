@@ -37,12 +37,6 @@ export function colormaps() {
   return { sequential: $('seq').value, diverging: $('div').value };
 }
 
-/** The (batch, head) to show: the URL's for the first request, else the selects'. */
-export function shownSlice() {
-  if (state.want) return { batch: state.want.batch, head: state.want.head };
-  return { batch: Number($('batch').value) || 0, head: Number($('head').value) || 0 };
-}
-
 export function backendMode() {
   return $('backend-mode').value;
 }

@@ -9,7 +9,9 @@ import { state } from './state.js';
 import { PARAMS, tokens, clearErrors, showError, showRefusal, syncControls, setTheme, relVFollowsMethod } from './controls.js';
 import { startWorker, request, requestSoon, paramsStarted } from './worker-client.js';
 import { loadUi, watchUi, drawFailed } from './ui-wasm.js';
-import { render } from './views.js';
+import { show, redraw, stopRendering, showLastGood } from './views.js';
+import { clearPins, restorePins, keepPinsWithin } from './tooltip.js';
+import { modelLayer, useControls, sliceShown } from './source.js';
 import { showBackend } from './status.js';
 import { EMBED, applyURL, saveURL, copyLink } from './url.js';
 import { enterPresent, exitPresent, presentKeys, attachPresentControls, presenting, resultDrawn } from './present.js';
@@ -22,11 +24,11 @@ import { initCompare, refreshCompare } from './compare.js';
 
 /** The newest settings' result (worker-client.js passes no other): it becomes what is shown. */
 function showResult(msg) {
-  state.want = null;
+  sliceShown();
   acceptCandidate();
   clearErrors();
   syncControls(msg.info, msg.shown);
-  const src = state.modelSource;
+  const src = modelLayer();
   if (src) {
     const w = src.window;
     $('preset-desc').textContent = `The trained model “${src.kind}”, layer ${src.layer}, on ${windowName(w)} (tokens ${w.start}…${w.start + w.length - 1}, transposed ${w.transpose}): `
@@ -35,13 +37,12 @@ function showResult(msg) {
   const byName = Object.fromEntries(msg.stages.map((s) => [s.name, s]));
   const toks = tokens();
   const n = msg.info.settings.n;
-  state.current = {
+  const shown = {
     id: msg.id, info: msg.info, shown: msg.shown, stages: msg.stages, byName, tokens: toks.length === n ? toks : null,
     timings: msg.timings, stageTimes: msg.info.stage_times, onGpu: msg.backend.onGpu, backend: msg.backend, memory: msg.memory,
   };
-  const p = state.pinned;
-  if (p && (p.i >= n || p.j >= n)) state.pinned = null;
-  render(state.current).then(resultDrawn).catch(drawFailed);
+  keepPinsWithin(n);
+  show(shown).then(resultDrawn).catch(drawFailed);
   showBackend(msg.backend);
   refreshCompare();
   saveURL();
@@ -72,21 +73,27 @@ async function main() {
   const modelFirst = new URLSearchParams(location.search).get('mode') === 'model';
   if (EMBED) document.body.classList.add(modelFirst ? 'embed-model' : 'embed');
   if (EMBED && modelFirst) applyModelEmbed(EMBED);
+  // The URL's controls, form, source and pins, before the first request; the stage to present (Parameters mode).
+  const restore = () => {
+    const r = applyURL();
+    restorePins(r.pin, r.row);
+    return r.present;
+  };
   let presentStage = null;
   if (modelFirst) {
-    applyURL();
+    restore();
     startWorker(handlers);
     setMode('model', startParams);
     // The page's own wasm (Parameters mode's figures) is compiled once the first arcs are drawn, not
     // competing with the worker for the CPU before (at most 5 s later).
     await Promise.race([firstShown, new Promise((ok) => setTimeout(ok, 5000))]);
   }
-  watchUi(render);
+  watchUi(stopRendering, showLastGood);
   await loadUi();
   const sel = $('preset');
   for (const { name, description } of state.ui.presets()) sel.append(Object.assign(new Option(`${name} — ${description}`, name), { title: description }));
   if (!modelFirst) {
-    presentStage = applyURL();
+    presentStage = restore();
     startWorker(handlers);
     setMode('params', null);
   }
@@ -95,15 +102,15 @@ async function main() {
   $('controls').addEventListener('submit', (e) => e.preventDefault());
 
   sel.addEventListener('change', () => {
-    state.pinned = null; $('head').value = '0'; $('batch').value = '0';
-    state.modelSource = null;
+    clearPins(); $('head').value = '0'; $('batch').value = '0';
+    useControls();
     // A preset replaces any file, also one still being read or computed.
     forgetFile();
     request();
   });
   for (const id of PARAMS) {
     const el = $(id);
-    const custom = () => { sel.value = ''; state.modelSource = null; };
+    const custom = () => { sel.value = ''; useControls(); };
     if (el.type === 'number') el.addEventListener('input', () => { custom(); requestSoon(); });
     else el.addEventListener('change', () => { custom(); request(); });
   }
@@ -113,7 +120,7 @@ async function main() {
   // The Backend (in the toolbar) is both modes': the mode shown computes again, the other when shown (setMode).
   $('backend-mode').addEventListener('change', () => (state.mode === 'model' ? modelRequest() : request()));
   $('sentence').addEventListener('input', () => {
-    state.modelSource = null;
+    useControls();
     const t = tokens();
     if (t.length > 0) { sel.value = ''; $('n').value = String(t.length); }
     requestSoon();
@@ -127,12 +134,12 @@ async function main() {
   $('theme').addEventListener('change', () => {
     setTheme($('theme').value);
     saveURL();
-    if (state.current) render(state.current).catch(drawFailed);
+    redraw().catch(drawFailed);
   });
   $('copy-link').addEventListener('click', copyLink);
   $('present-btn').addEventListener('click', () => enterPresent(0));
   $('export-npz').addEventListener('click', exportNpz);
-  $('tensors').addEventListener('change', () => { state.modelSource = null; loadFile($('tensors').files[0]); });
+  $('tensors').addEventListener('change', () => { useControls(); loadFile($('tensors').files[0]); });
   $('tensors-clear').addEventListener('click', () => { forgetFile(); request(); });
   document.addEventListener('keydown', presentKeys);
   attachPresentControls();
@@ -140,7 +147,7 @@ async function main() {
   acceptDrops();
   if (EMBED) {
     let t = 0;
-    window.addEventListener('resize', () => { clearTimeout(t); t = setTimeout(() => state.current && render(state.current), 100); });
+    window.addEventListener('resize', () => { clearTimeout(t); t = setTimeout(() => redraw().catch(drawFailed), 100); });
   }
   if (presentStage) {
     // Presentation restored from the URL: start on that stage once the first result is in.

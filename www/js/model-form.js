@@ -14,6 +14,12 @@ export const MODEL_KEYS = ['model', 'piece', 'opening', 'start', 'length', 'tran
 const OPENING = 'opening';
 const openingOption = () => new Option('An opening chord (sample a new piece from it)', OPENING);
 
+// This module's own state: no other module writes it.
+const form = {
+  /** The URL's note=: the token the first result selects, or null. */
+  wantNote: null,
+};
+
 const num = (id) => ($(id).value.trim() === '' ? NaN : Number($(id).value));
 
 /** The model select's name for model `kind` ('music', …): the one the page shows everywhere. */
@@ -173,5 +179,15 @@ export function applyModelURL(q) {
   for (const k of ['start', 'length', 'transpose']) if (q.has(k)) $(`m-${k}`).value = q.get(k);
   for (const k of ['layer', 'head']) if (/^\d+$/.test(q.get(k) || '')) choose($(`m-${k}`), q.get(k));
   const note = /^\d+$/.exec(q.get('note') || '');
-  state.model.wantNote = note ? Number(note[0]) : null;
+  form.wantNote = note ? Number(note[0]) : null;
+}
+
+/** The URL's note= (the token to select in the first result), or null once a result was shown. */
+export function wantedNote() {
+  return form.wantNote;
+}
+
+/** A result is shown: the URL's note= is spent. */
+export function noteTaken() {
+  form.wantNote = null;
 }

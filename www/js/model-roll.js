@@ -84,6 +84,12 @@ export function redraw(fade = 1, canvas = $('roll'), size = null) {
   drawRoll(canvas, m.shown, { sampled: sampledNotes(), position: m.position, playhead: playing() ? m.playStep : null, fade, size });
 }
 
+/** The worker's answer selected token `t` of the window (null: none yet, the window's middle at the next
+ *  request); drawn with the result. */
+export function selectShown(t) {
+  m.position = t;
+}
+
 /** Selects token `t` of the window: arcs at once (the head's weights are here), the prediction from the worker. */
 export function select(t) {
   const s = m.shown;

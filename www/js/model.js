@@ -8,9 +8,9 @@ import { $ } from './dom.js';
 import { state } from './state.js';
 import { presentNextResult } from './present.js';
 import { modelRequest as modelMsg, windowKey } from './protocol.js';
-import { readWindow, readHead, modelKind, syncModelForm, syncChoices, clearModelErrors, showModelError, showOpening } from './model-form.js';
+import { readWindow, readHead, modelKind, wantedNote, noteTaken, syncModelForm, syncChoices, clearModelErrors, showModelError, showOpening } from './model-form.js';
 import { noteName, VOICE_NAMES } from './roll.js';
-import { wireRoll, makeRoll, redraw, describe, fadeArcs, togglePlay } from './model-roll.js';
+import { wireRoll, makeRoll, redraw, describe, fadeArcs, togglePlay, selectShown } from './model-roll.js';
 import { drawTiles, markTile, markRow, drawDistances, drawPrediction } from './model-views.js';
 import { wireSampling, onSampled, onSampleRefused, endSampling } from './model-sampling.js';
 import { wireComparisons, onComparison, drawComparisons, ensureNll, windowShown } from './model-compare.js';
@@ -21,8 +21,20 @@ import { showBackend } from './status.js';
 import { saveURL } from './url.js';
 import { exportRoll, exportPanel } from './export.js';
 import { request as requestTrace, post, paramsStarted } from './worker-client.js';
+import { useModelLayer, askSlice } from './source.js';
+import { clearPins } from './tooltip.js';
 
 const m = state.model;
+
+// This module's own state: no other module writes it (state.model.shown, which others read, is written here only).
+const asking = {
+  /** The id of the newest ModelRequest: only its answer is shown. */
+  lastId: 0,
+  /** The debounce timer of typing in a number box. */
+  debounce: 0,
+  /** Requests ask for the tiles again until a result brings them (the colormap changed). */
+  recolour: false,
+};
 
 let shownFirst = null;
 /** Resolves once the first model result is drawn (or refused): main.js loads the page's own wasm after it. */
@@ -34,16 +46,16 @@ function setBusy(b) {
 
 /** The sequential colormap changed: the tiles again. */
 export function recolour() {
-  m.recolour = true;
+  asking.recolour = true;
   modelRequest();
 }
 
 /** New model settings (or a new selected token): a new id now, the request now or once typing pauses. */
 export function modelRequest(soon = false) {
-  m.lastId += 1;
+  asking.lastId += 1;
   setBusy(true);
-  clearTimeout(m.debounce);
-  if (soon) m.debounce = setTimeout(send, 200); else send();
+  clearTimeout(asking.debounce);
+  if (soon) asking.debounce = setTimeout(send, 200); else send();
 }
 
 function send() {
@@ -54,22 +66,22 @@ function send() {
   const key = windowKey(kind, w, backend);
   const s = m.shown;
   const newWindow = !s || s.key !== key;
-  const parts = { window: newWindow || m.recolour, head: newWindow || s.layer !== layer || s.head !== head };
+  const parts = { window: newWindow || asking.recolour, head: newWindow || s.layer !== layer || s.head !== head };
   // A new window keeps the token selected (the URL's note= first); the first one selects the soprano at mid-window.
   const mid = Number.isFinite(w.length) ? 4 * Math.floor(w.length / 8) : 0;
-  let position = m.wantNote ?? (s ? m.position ?? mid : mid);
+  let position = wantedNote() ?? (s ? m.position ?? mid : mid);
   if (Number.isFinite(w.length) && w.length >= 1) position = Math.max(0, Math.min(position, w.length - 1));
-  post(modelMsg(m.lastId, kind, w, layer, head, position, parts, colormaps(), backend));
+  post(modelMsg(asking.lastId, kind, w, layer, head, position, parts, colormaps(), backend));
 }
 
 /** A worker message of Model mode (worker-client.js passes every 'model*' message here). */
 export function onModelMessage(msg) {
   switch (msg.kind) {
-    case 'model-result': if (msg.id === m.lastId) showResult(msg); return;
+    case 'model-result': if (msg.id === asking.lastId) showResult(msg); return;
     case 'model-sampled': onSampled(msg); return;
     case 'model-nll': case 'model-compare': onComparison(msg); return;
     case 'model-error':
-      if (msg.of === 'model' && msg.id === m.lastId) {
+      if (msg.of === 'model' && msg.id === asking.lastId) {
         setBusy(false);
         if (msg.info) syncChoices(msg.info);
         showModelError(msg.error);
@@ -95,11 +107,11 @@ function showResult(msg) {
   const headChanged = !prev || prev.layer !== msg.layer || prev.head !== msg.head;
   const next = { ...(prev || {}), id: msg.id, key: msg.key, model: msg.model, layer: msg.layer, head: msg.head, prediction: msg.prediction, backend: msg.backend };
   if (msg.info) Object.assign(next, { info: msg.info, window: msg.window, tiles: msg.tiles });
-  if (msg.tiles) m.recolour = false;
+  if (msg.tiles) asking.recolour = false;
   if (msg.values) Object.assign(next, { values: msg.values, profiles: msg.profiles, descriptions: msg.descriptions, landmarks: msg.landmarks });
   m.shown = next;
-  m.position = msg.position;
-  m.wantNote = null;
+  selectShown(msg.position);
+  noteTaken();
   if (windowChanged) {
     endSampling(true);
     if (playing()) stop(); // the music played is the old window's
@@ -205,10 +217,9 @@ export function wireModel(startParams) {
   // The chosen layer and head, stage by stage, in Parameters mode's figures (src/web/model.rs trace).
   $('m-stages').addEventListener('click', () => {
     const { layer, head } = readHead();
-    state.modelSource = { kind: modelKind(), window: readWindow(), layer };
-    state.want = { batch: 0, head };
-    state.pinned = null;
-    state.pinnedRow = null;
+    useModelLayer({ kind: modelKind(), window: readWindow(), layer });
+    askSlice(0, head);
+    clearPins();
     // The axes name the window's tokens (voice and pitch), not the sentence Parameters mode had.
     if (m.shown) $('sentence').value = m.shown.window.notes.map((n) => `${VOICE_NAMES[n.voice]}:${noteName(n.midi)}`).join(' ');
     setMode('params', null);
@@ -224,7 +235,7 @@ export function wireModel(startParams) {
     const s = m.shown;
     const p = s && s.info.pieces.find((x) => x.bwv === $('m-piece').value);
     if (p && Number($('m-length').value) > p.length) $('m-length').value = String(Math.min(p.length, 256));
-    m.position = null; // the new window's middle
+    selectShown(null); // the new window's middle
     modelRequest();
   });
   for (const id of ['m-start', 'm-length', 'm-transpose', 'm-opening']) $(id).addEventListener('input', () => modelRequest(true));

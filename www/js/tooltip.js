@@ -152,7 +152,25 @@ function placeTip(pageX, pageY) {
   tip.style.top = `${Math.max(minY, Math.min(top, maxY))}px`;
 }
 
-export function setPin(p) {
+/** Lets go of the pins (a preset, a trained model's layer: a result whose cells are others). */
+export function clearPins() {
+  state.pinned = null;
+  state.pinnedRow = null;
+}
+
+/** The URL's pins, before the first result: pair `pair` ({ i, j }) or, when there is none, table row `row`. */
+export function restorePins(pair, row) {
+  state.pinned = pair;
+  state.pinnedRow = pair ? null : row;
+}
+
+/** A result of `n` tokens is shown: a pinned pair outside it is let go. */
+export function keepPinsWithin(n) {
+  const p = state.pinned;
+  if (p && (p.i >= n || p.j >= n)) state.pinned = null;
+}
+
+function setPin(p) {
   state.pinned = p;
   if (p) state.pinnedRow = null;
   drawPins();

@@ -27,19 +27,19 @@ export async function loadUi() {
 }
 
 // A panic in the page's instance (the hook in src/web.rs `start` calls relattnPanicked before the abort),
-// or an abort that reached a caller (an allocation failure): the error is shown, a fresh instance loaded,
-// and the last good view drawn again with it by `redraw(good)`.
-export function watchUi(redraw) {
-  globalThis.relattnPanicked = (message) => { instance.broken = instance.broken || replaceUi(message, redraw); };
+// or an abort that reached a caller (an allocation failure): `stop()` stops a render under way, the error is
+// shown, a fresh instance loaded, and `showLastGood()` draws the last good view again with it (views.js).
+export function watchUi(stop, showLastGood) {
+  globalThis.relattnPanicked = (message) => { instance.broken = instance.broken || replaceUi(message, stop, showLastGood); };
 }
 
-async function replaceUi(message, redraw) {
+async function replaceUi(message, stop, showLastGood) {
   await null; // after the abort has unwound to the caller
-  state.renderToken += 1; // a render under way stops at its next figure
+  stop();
   showError('general', `internal error in the page's wasm module (${message}); it was restarted, the view shown is the last good one`);
   try {
     await loadUi();
-    if (state.good) { state.current = state.good; await redraw(state.good); }
+    await showLastGood();
   } catch (e) {
     showError('general', `could not restart the page's wasm module: ${e.message || e}`);
   }

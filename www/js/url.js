@@ -7,6 +7,7 @@ import { state } from './state.js';
 import { presenting, presentedAt } from './present.js';
 import { CHOICES, NUMS, BOOLS, setSelect, setTheme, relVFollowsMethod } from './controls.js';
 import { modelQuery, applyModelURL } from './model-form.js';
+import { modelLayer, useModelLayer, askSlice } from './source.js';
 
 /** ?embed=STAGE: that one heatmap, sized to its frame, and nothing else (null: the whole page); in Model mode,
  *  ?embed=arcs (the piano roll with its arcs), tiles, distance, prediction or nll (model.js applyModelEmbed). */
@@ -44,15 +45,18 @@ export function saveURL() {
   q.set('theme', document.documentElement.dataset.theme);
   q.set('backend', $('backend-mode').value);
   // A trained model's layer shown stage by stage: model, piece, start, length, transpose, layer.
-  const src = state.modelSource;
+  const src = modelLayer();
   if (src) q.set('source', [src.kind, src.window.piece, src.window.start, src.window.length, src.window.transpose, src.layer].join(','));
   if (presenting() && cur.stages[presentedAt()]) q.set('present', cur.stages[presentedAt()].name);
   const url = `${location.pathname}?${q}`;
   if (url !== location.pathname + location.search) history.replaceState(null, '', url);
 }
 
-// Sets the controls (and state.want, state.pinned) from the URL before the first request; returns the stage
-// to present, if any.
+/**
+ * Sets the controls, Model mode's form and Parameters mode's source (source.js) from the URL, before the first
+ * request. Returns what other features restore: `{ present, pin, row }` (the stage to present or null, the
+ * pinned pair { i, j } or null, the pinned table row or null).
+ */
 export function applyURL() {
   const q = new URLSearchParams(location.search);
   if (q.has('preset')) setSelect($('preset'), q.get('preset'));
@@ -65,19 +69,20 @@ export function applyURL() {
   if (q.has('backend')) setSelect($('backend-mode'), q.get('backend'));
   const dark = window.matchMedia && window.matchMedia('(prefers-color-scheme: dark)').matches;
   setTheme(q.get('theme') === 'dark' || q.get('theme') === 'light' ? q.get('theme') : dark ? 'dark' : 'light');
-  state.want = { head: Number(q.get('head')) || 0, batch: Number(q.get('batch')) || 0 };
+  askSlice(Number(q.get('batch')) || 0, Number(q.get('head')) || 0);
   const src = /^(music|shaw|rope|alibi|t5|absolute),([^,]+),(\d+),(\d+),(-?\d+),(\d+)$/.exec(q.get('source') || '');
   if (src) {
     const [, kind, piece, start, length, transpose, layer] = src;
-    state.modelSource = { kind, window: { piece, start: Number(start), length: Number(length), transpose: Number(transpose) }, layer: Number(layer) };
+    useModelLayer({ kind, window: { piece, start: Number(start), length: Number(length), transpose: Number(transpose) }, layer: Number(layer) });
   }
   const pin = /^(\d+),(\d+)$/.exec(q.get('pin') || '');
-  if (pin) state.pinned = { i: Number(pin[1]), j: Number(pin[2]) };
   const row = /^(\d+)$/.exec(q.get('row') || '');
-  if (row && !pin) state.pinnedRow = Number(row[1]);
-  state.mode = q.get('mode') === 'model' ? 'model' : 'params';
-  applyModelURL(state.mode === 'model' ? q : new URLSearchParams());
-  return q.get('present');
+  applyModelURL(q.get('mode') === 'model' ? q : new URLSearchParams());
+  return {
+    present: q.get('present'),
+    pin: pin ? { i: Number(pin[1]), j: Number(pin[2]) } : null,
+    row: row ? Number(row[1]) : null,
+  };
 }
 
 /** The timer clearing the toast ("Link copied"). */

@@ -1,7 +1,8 @@
 // Owns the figures on the page: one <figure> per stage of the result shown, created on first need, kept in
-// pipeline order, removed when a result lacks their stage, and rendering a result into them. A render takes
-// a token (state.renderToken); after every await it stops when a newer render has started, so an older result
-// can never finish drawing over a newer one.
+// pipeline order, removed when a result lacks their stage, and rendering a result into them; the result shown
+// (state.current) and the last one drawn in full (state.good) are written here only. A render takes a token;
+// after every await it stops when a newer render has started, so an older result can never finish drawing over
+// a newer one.
 import { $ } from './dom.js';
 import { state } from './state.js';
 import { FRAME, newView, drawView } from './figures.js';
@@ -11,6 +12,33 @@ import { drawPresent, presenting } from './present.js';
 import { exportFigure } from './export.js';
 import { showTimings, showStageTimes } from './status.js';
 import { EMBED } from './url.js';
+
+// This module's own state: no other module writes it.
+const drawing = {
+  /** Taken by every render: a render that awaits checks it and stops when a newer one has started. */
+  token: 0,
+};
+
+/** Shows result `cur` (state.current's shape): it becomes state.current and is drawn. */
+export function show(cur) {
+  state.current = cur;
+  return render(cur);
+}
+
+/** Draws the result shown again (the theme changed, the window was resized); nothing when none is. */
+export function redraw() {
+  return state.current ? render(state.current) : Promise.resolve();
+}
+
+/** Stops a render under way at its next figure (the page's wasm instance is being replaced). */
+export function stopRendering() {
+  drawing.token += 1;
+}
+
+/** Shows the last result drawn in full again (after the page's wasm instance was replaced). */
+export async function showLastGood() {
+  if (state.good) await show(state.good);
+}
 
 /** A figure for `stage`: its canvas (focusable, described by the keyboard hint) and, except in an embed, its export buttons. */
 function newFigure(stage) {
@@ -46,8 +74,8 @@ function newFigure(stage) {
 }
 
 /** Draws result `cur` (state.current's shape) into the figures; resolves when drawn or superseded. */
-export async function render(cur) {
-  const token = ++state.renderToken;
+async function render(cur) {
+  const token = ++drawing.token;
   const views = state.views;
   const main = $('views');
   const names = new Set(cur.stages.map((s) => s.name));
@@ -85,7 +113,7 @@ export async function render(cur) {
     // Let the page breathe between big figures; a newer render stops this one.
     if (stage.rows * stage.cols > 65536) {
       await new Promise((r) => setTimeout(r, 0));
-      if (token !== state.renderToken) return;
+      if (token !== drawing.token) return;
     }
   }
   drawPins();
