@@ -2,10 +2,11 @@
 #   make serve   installs what is missing, builds the wasm, serves www/ and prints the URL
 #   make test    installs what the tests need and runs every test
 #   make check   formatting, clippy with warnings as errors (native, wasm32, fuzz targets), the scripts' syntax, Python lint,
-#                the page's protocol types current and its messages type-checked against them
+#                the page's protocol types current, its messages and its worker type-checked against them
 PORT ?= 8080
 WASM_BINDGEN_VERSION = $(shell sed -n '/^name = "wasm-bindgen"$$/{n;s/version = "\(.*\)"/\1/p;}' Cargo.lock)
 WASM = $(or $(CARGO_TARGET_DIR),target)/wasm32-unknown-unknown/release/relattn.wasm
+WASM_DEBUG = $(or $(CARGO_TARGET_DIR),target)/wasm32-unknown-unknown/debug/relattn.wasm
 # Cargo features of the wasm build: none for make serve; the e2e tests need the test hooks (Cargo.toml).
 WASM_FEATURES ?=
 
@@ -59,7 +60,13 @@ check:
 	TS_RS_EXPORT_DIR=$(CURDIR)/target/protocol-types cargo test --quiet --lib --features test-hooks export_bindings >/dev/null
 	@diff -r target/protocol-types www/js/types >/dev/null || { echo "www/js/types/ is not what src/protocol/ generates: run make protocol"; exit 1; }
 	node_modules/.bin/tsc -p tsconfig.json
-	@echo "check: fmt, clippy (native, wasm32, with and without test hooks; the fuzz targets), scripts, Python, the protocol's types OK"
+	@# The worker against the wasm's exports: their wasm-bindgen types, from a debug build, beside a copy of the worker.
+	@$(MAKE) --no-print-directory deps-wasm
+	cargo build --quiet --lib --target wasm32-unknown-unknown --features test-hooks
+	@rm -rf target/check-www && mkdir -p target/check-www && cp -r www/worker.js www/js target/check-www/
+	wasm-bindgen --target web --out-dir target/check-www/pkg $(WASM_DEBUG)
+	node_modules/.bin/tsc -p tsconfig.worker.json
+	@echo "check: fmt, clippy (native, wasm32, with and without test hooks; the fuzz targets), scripts, Python, the protocol's types, the page's messages and the worker OK"
 
 # The page's JavaScript types of the page ⇄ worker protocol, generated from src/protocol/ by ts-rs (each type's
 # export_bindings test) into www/js/types/protocol.d.ts; make check fails when they are not current.

@@ -9,30 +9,41 @@
 import init, * as relattn from './pkg/relattn.js';
 import { progressMessage, resultMessage, errorMessage, fatalMessage, exportReply, exportFailed, cellsReply, cellsFailed, readersReply, readersFailed, schemesReply, schemesFailed, typedError } from './js/protocol.js';
 import { onModelMessage, layerSession } from './js/worker-model.js';
+/** @typedef {import('./js/types/protocol').ToWorker} ToWorker */
+/** @typedef {import('./js/types/protocol').ComputeRequest} ComputeRequest */
+/** @typedef {import('./js/types/protocol').CellsRequest} CellsRequest */
+/** @typedef {import('./js/types/protocol').SchemesRequest} SchemesRequest */
+/** @typedef {import('./js/types/protocol').Info} Info */
+/** @typedef {import('./js/types/protocol').Shown} Shown */
 
 const { set_colormaps, compute, gpu_init } = relattn;
 // The test hooks exist only in a build with the `test-hooks` feature (make test), not in make serve's.
 const hook = (name) => relattn[name] || (() => { throw new Error(`${name}: this build has no test hooks (cargo feature test-hooks)`); });
 
 const ready = init();
+/** The wasm instance's exports (its memory), once ready. */
 let wasm = null;
+/** @type {import('./pkg/relattn.js').Session | null} The layer shown (src/web/session.rs). */
 let session = null;
 let sessionKey = '';
 let sessionStages = []; // the session's stage names, in Info order
 let sessionResults = new Set(); // the ids of the results sent from this session
+/** @type {ComputeRequest | null} The newest compute request not yet worked on. */
 let pending = null;
 let scheduled = false;
 let gpuTried = null;
-let inFlight = null; // the compute request being worked on
+/** @type {ComputeRequest | null} The compute request being worked on. */
+let inFlight = null;
 let dead = false; // the wasm instance aborted: only the page's restart helps now
 
 // A panic anywhere in this worker's wasm (src/web.rs `start` calls this before the instance aborts), and any
 // other abort (an allocation failure) that escapes as an uncaught RuntimeError: sync or async, the page is
 // told, with the request it was computing.
-self.relattnPanicked = (message) => fatal(message);
+/** @type {any} */ (self).relattnPanicked = (message) => fatal(message);
 self.addEventListener('error', (e) => { if (isAbort(e.error)) { e.preventDefault(); fatal(e.error.message); } });
 self.addEventListener('unhandledrejection', (e) => { if (isAbort(e.reason)) { e.preventDefault(); fatal(e.reason.message); } });
 
+/** @param {MessageEvent<ToWorker>} e */
 self.onmessage = (e) => {
   if (dead) return;
   const m = e.data;
@@ -80,7 +91,8 @@ function modelContext(w) {
 let adapterName = '';
 async function nameAdapter(status) {
   try {
-    const a = status.available && navigator.gpu ? await navigator.gpu.requestAdapter() : null;
+    const gpu = /** @type {any} */ (navigator).gpu; // WebGPU's types are not in TypeScript's lib
+    const a = status.available && gpu ? await gpu.requestAdapter() : null;
     const i = (a && a.info) || {};
     adapterName = [i.vendor, i.architecture, i.description].filter(Boolean).join(' ');
   } catch { /* keep wgpu's name */ }
@@ -104,6 +116,7 @@ function used(backend, b) {
 
 // The cached session is reused while the compute request's source (settings, preset, file or model layer) and
 // backend are the same.
+/** @param {ComputeRequest} msg */
 function keyOf(msg) {
   const r = msg.request;
   if (msg.model) return `${r.backend}|model:${JSON.stringify(msg.model)}`;
@@ -123,6 +136,7 @@ function answer(m, work, reply, failed) {
 }
 
 // The six schemes on the settings shown (src/web/compare.rs), their rasters transferred.
+/** @param {SchemesRequest} m */
 function compareSchemes(m) {
   try {
     const schemes = relattn.compare_schemes({ settings: m.settings }, m.batch, m.head);
@@ -147,6 +161,7 @@ function exportBytes() {
 
 // Exact values of a stage sent without them (a tooltip's cell, a zoomed window), from the session of result
 // `m.result`.
+/** @param {CellsRequest} m */
 function cellsOf(m) {
   const s = sessionOf(m.result);
   const i = sessionStages.indexOf(m.stage);
@@ -177,8 +192,10 @@ async function work() {
       sessionResults = new Set();
     }
     const s = session;
-    const info = s.info(); // src/web/session.rs Info
-    const shown = s.shown_for(msg.batch, msg.head); // clamped into this layer's (src/web/session.rs)
+    /** @type {Info} */
+    const info = s.info();
+    /** @type {Shown} clamped into this layer's (src/web/session.rs) */
+    const shown = s.shown_for(msg.batch, msg.head);
     // A layer held on demand computes the stages of the (batch, head) shown now: seconds at n 8192.
     if (info.on_demand) self.postMessage(progressMessage(msg.id, `computing the stages of head ${shown.head}${info.settings.batch_size > 1 ? `, batch element ${shown.batch}` : ''} (held on demand: ${info.settings.n} query rows)…`));
     const stages = [];
