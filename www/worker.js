@@ -23,18 +23,34 @@ const hook = (name) => relattn[name] || (() => { throw new Error(`${name}: this 
 const ready = init();
 /** The wasm instance's exports (its memory), once ready. */
 let wasm = null;
-/** @type {import('./pkg/relattn.js').Session | null} The layer shown (src/web/session.rs). */
-let session = null;
-let sessionKey = '';
-let sessionStages = []; // the session's stage names, in Info order
-let sessionResults = new Set(); // the ids of the results sent from this session
-/** @type {ComputeRequest | null} The newest compute request not yet worked on. */
-let pending = null;
-let scheduled = false;
-let gpuTried = null;
-/** @type {ComputeRequest | null} The compute request being worked on. */
-let inFlight = null;
-let dead = false; // the wasm instance aborted: only the page's restart helps now
+/** The wasm instance aborted: only the page's restart helps now. */
+let dead = false;
+
+// The worker's state, by job: the layer shown, the compute queue and WebGPU. Model mode's is js/worker-model.js's.
+const held = {
+  /** @type {import('./pkg/relattn.js').Session | null} The layer shown (src/web/session.rs), or null. */
+  session: null,
+  /** Its source and backend (keyOf): a compute request with the same key reuses it. */
+  key: '',
+  /** @type {string[]} Its stage names, in Info order. */
+  stages: [],
+  /** The ids of the results sent from it: a cells or readers question names one. */
+  results: new Set(),
+};
+const queue = {
+  /** @type {ComputeRequest | null} The newest compute request not yet worked on (a newer one replaces it). */
+  pending: null,
+  /** True from a compute's scheduling to its end (also while it awaits the GPU), so computes never overlap. */
+  scheduled: false,
+  /** @type {ComputeRequest | null} The compute request being worked on. */
+  inFlight: null,
+};
+const gpu = {
+  /** WebGPU's one try (gpu_init, then the adapter's name), a promise once a request asked for it. */
+  tried: null,
+  /** The browser's name of its adapter (vendor, architecture, description), better than wgpu's. */
+  adapterName: '',
+};
 
 // A panic anywhere in this worker's wasm (src/web.rs `start` calls this before the instance aborts), and any
 // other abort (an allocation failure) that escapes as an uncaught RuntimeError: sync or async, the page is
@@ -49,9 +65,9 @@ self.onmessage = (e) => {
   const m = e.data;
   switch (m.kind) {
     case 'compute':
-      pending = m;
-      if (!scheduled) {
-        scheduled = true;
+      queue.pending = m;
+      if (!queue.scheduled) {
+        queue.scheduled = true;
         setTimeout(work, 0);
       }
       return;
@@ -65,10 +81,10 @@ self.onmessage = (e) => {
     // Test hooks (tests/e2e/reliability.test.mjs, backend.test.mjs): the page never sends them.
     case 'debug-panic': ready.then(() => { try { hook('debug_panic')(); } catch (err) { fatal(err.message); } }); return;
     case 'debug-panic-async': ready.then(() => hook('debug_panic_async')()); return;
-    case 'debug-lose-gpu': ready.then(() => gpuTried && gpuTried.then(() => hook('gpu_destroy_for_test')())); return;
+    case 'debug-lose-gpu': ready.then(() => gpu.tried && gpu.tried.then(() => hook('gpu_destroy_for_test')())); return;
     // These two chain onto gpuTried, which the next compute awaits, so they take effect before it.
-    case 'debug-break-pipeline': { const prev = gpuTried; gpuTried = ready.then(() => prev).then(() => hook('gpu_break_pipeline_for_test')(String(m.kernel))).then(nameAdapter); return; }
-    case 'debug-gpu-limit': { const prev = gpuTried || ready.then(() => gpu_init()).then(nameAdapter); gpuTried = ready.then(() => prev).then((st) => { hook('gpu_limit_binding_for_test')(Number(m.bytes)); return st; }); return; }
+    case 'debug-break-pipeline': { const prev = gpu.tried; gpu.tried = ready.then(() => prev).then(() => hook('gpu_break_pipeline_for_test')(String(m.kernel))).then(nameAdapter); return; }
+    case 'debug-gpu-limit': { const prev = gpu.tried || ready.then(() => gpu_init()).then(nameAdapter); gpu.tried = ready.then(() => prev).then((st) => { hook('gpu_limit_binding_for_test')(Number(m.bytes)); return st; }); return; }
     default:
   }
 };
@@ -88,13 +104,12 @@ function modelContext(w) {
 }
 
 // The browser names its adapter (vendor, architecture, description) better than wgpu's AdapterInfo does.
-let adapterName = '';
 async function nameAdapter(status) {
   try {
-    const gpu = /** @type {any} */ (navigator).gpu; // WebGPU's types are not in TypeScript's lib
-    const a = status.available && gpu ? await gpu.requestAdapter() : null;
+    const webgpu = /** @type {any} */ (navigator).gpu; // WebGPU's types are not in TypeScript's lib
+    const a = status.available && webgpu ? await webgpu.requestAdapter() : null;
     const i = (a && a.info) || {};
-    adapterName = [i.vendor, i.architecture, i.description].filter(Boolean).join(' ');
+    gpu.adapterName = [i.vendor, i.architecture, i.description].filter(Boolean).join(' ');
   } catch { /* keep wgpu's name */ }
   return status;
 }
@@ -104,14 +119,14 @@ async function nameAdapter(status) {
 // set up beside it (seconds on a software adapter), and the next request decides.
 function tryGpu(backend) {
   if (backend !== 'auto' && backend !== 'webgpu') return Promise.resolve();
-  gpuTried = gpuTried || gpu_init().then(nameAdapter);
-  return backend === 'auto' ? Promise.resolve() : gpuTried;
+  gpu.tried = gpu.tried || gpu_init().then(nameAdapter);
+  return backend === 'auto' ? Promise.resolve() : gpu.tried;
 }
 
 // Where a computation ran, as the footer shows it (protocol.js BackendUsed), from the Rust BackendUsed `b`
 // of a computation asked to run on `backend`.
 function used(backend, b) {
-  return { mode: backend, onGpu: b.on_gpu, name: b.on_gpu && adapterName ? `WebGPU: ${adapterName}` : b.name, note: b.note };
+  return { mode: backend, onGpu: b.on_gpu, name: b.on_gpu && gpu.adapterName ? `WebGPU: ${gpu.adapterName}` : b.name, note: b.note };
 }
 
 // The cached session is reused while the compute request's source (settings, preset, file or model layer) and
@@ -149,14 +164,14 @@ function compareSchemes(m) {
 
 // The session that result `id` was sent from, or an error when the page has moved on from it.
 function sessionOf(id) {
-  if (!session || !sessionResults.has(id)) throw typedError('general', 'stale', 'stale: the session shown has changed');
-  return session;
+  if (!held.session || !held.results.has(id)) throw typedError('general', 'stale', 'stale: the session shown has changed');
+  return held.session;
 }
 
 // The session shown, as the CLI's trace .npz (bytes).
 function exportBytes() {
-  if (!session) throw typedError('general', 'stale', 'nothing computed yet');
-  return session.npz();
+  if (!held.session) throw typedError('general', 'stale', 'nothing computed yet');
+  return held.session.npz();
 }
 
 // Exact values of a stage sent without them (a tooltip's cell, a zoomed window), from the session of result
@@ -164,34 +179,35 @@ function exportBytes() {
 /** @param {CellsRequest} m */
 function cellsOf(m) {
   const s = sessionOf(m.result);
-  const i = sessionStages.indexOf(m.stage);
+  const i = held.stages.indexOf(m.stage);
   if (i < 0) throw new Error(`no stage '${m.stage}' in this trace`);
   return s.cells(i, m.batch, m.head, m.r0, m.c0, m.rows, m.cols);
 }
 
-// `scheduled` stays true while a compute awaits the GPU, so computes never overlap.
+// The newest pending compute request: its layer (computed, or the one held when its key is the same), then the
+// stages of the (batch, head) it shows, posted as one ResultMessage; then the next pending one, if any.
 async function work() {
   wasm = wasm || (await ready);
-  const msg = pending;
-  pending = null;
-  if (!msg || dead) { scheduled = false; return; }
-  inFlight = msg;
+  const msg = queue.pending;
+  queue.pending = null;
+  if (!msg || dead) { queue.scheduled = false; return; }
+  queue.inFlight = msg;
   try {
     const backend = msg.request.backend;
     const key = keyOf(msg);
     if (msg.colormaps) set_colormaps(msg.colormaps.sequential, msg.colormaps.diverging);
-    if (key !== sessionKey || !session) {
+    if (key !== held.key || !held.session) {
       self.postMessage(progressMessage(msg.id, 'computing the layer…'));
       await tryGpu(backend);
       // msg.model: one layer of a trained model (Model mode's "stages of this head"), on the same backend.
       const s = msg.model ? await layerSession(modelContext(wasm), msg.model, backend) : await compute(msg.request, msg.file ? new Uint8Array(msg.file.bytes) : undefined);
-      if (session) session.free();
-      session = s;
-      sessionKey = key;
-      sessionStages = s.info().stages.map((st) => st.name);
-      sessionResults = new Set();
+      if (held.session) held.session.free();
+      held.session = s;
+      held.key = key;
+      held.stages = s.info().stages.map((st) => st.name);
+      held.results = new Set();
     }
-    const s = session;
+    const s = held.session;
     /** @type {Info} */
     const info = s.info();
     /** @type {Shown} clamped into this layer's (src/web/session.rs) */
@@ -213,16 +229,16 @@ async function work() {
       if (values) transfer.push(values.buffer);
     });
     delete info.stages; // sent as `stages`, with their values
-    sessionResults.add(msg.id);
+    held.results.add(msg.id);
     self.postMessage(resultMessage(msg.id, info, shown, stages, s.timings(), used(backend, info.backend), wasm.memory.buffer.byteLength), transfer);
   } catch (err) {
     if (isAbort(err)) { fatal(err.message); return; }
     self.postMessage(errorMessage(msg.id, err));
   }
-  inFlight = null;
-  scheduled = false;
-  if (pending) {
-    scheduled = true;
+  queue.inFlight = null;
+  queue.scheduled = false;
+  if (queue.pending) {
+    queue.scheduled = true;
     setTimeout(work, 0);
   }
 }
@@ -238,7 +254,7 @@ function isAbort(err) {
 function fatal(why) {
   if (dead) return;
   dead = true;
-  const id = inFlight ? inFlight.id : 0;
-  const field = inFlight && inFlight.file ? 'file' : 'general';
+  const id = queue.inFlight ? queue.inFlight.id : 0;
+  const field = queue.inFlight && queue.inFlight.file ? 'file' : 'general';
   self.postMessage(fatalMessage(id, field, `internal error in the wasm module (${why}); it was restarted, the view shown is the last good one`));
 }

@@ -11,15 +11,27 @@ import { MODEL_KINDS, compareResult, modelError, modelResult, modelSampled, nllR
 const TILE = 128; // the model view's tiles: at most TILE × TILE pixels each
 const BATCH = 16; // tokens per ModelSampled
 
-/** @type {Map<string, Promise<any>>} kind → its ModelSession (a promise: loading is shared) */
-const sessions = new Map();
-/** kind → { key, info }: the window its session ran last and its WindowInfo */
-const windows = new Map();
-let dataBytes = null; // Promise<Uint8Array> of models/chorales-test.json
-let pending = null; // the newest 'model' request not yet answered (a newer one replaces it)
-let busy = false;
-let sampling = 0; // the id of the sampling under way, 0 when none
-let runs = 0; // windows run so far: a run ends its session's sampling (ModelSession::run), so a sampling ends at the next
+// This module's state, by job: what is loaded, Model mode's request queue, and the sampling under way.
+const loaded = {
+  /** @type {Map<string, Promise<any>>} kind → its ModelSession (a promise: loading is shared) */
+  sessions: new Map(),
+  /** kind → { key, info }: the window its session ran last and its WindowInfo */
+  windows: new Map(),
+  /** Promise<Uint8Array> of models/chorales-test.json, or null before the first load (or after it failed). */
+  dataBytes: null,
+  /** Windows run so far: a run ends its session's sampling (ModelSession::run), so a sampling ends at the next. */
+  runs: 0,
+};
+const queue = {
+  /** The newest 'model' request not yet answered (a newer one replaces it), or null. */
+  pending: null,
+  /** True while drain() answers the pending requests. */
+  busy: false,
+};
+const sampler = {
+  /** The id of the sampling under way, 0 when none. */
+  id: 0,
+};
 
 async function fetchBytes(url) {
   let r;
@@ -35,17 +47,17 @@ async function fetchBytes(url) {
 /** The ModelSession of `kind`, loaded once (a failed load is forgotten, so a retry fetches again). */
 function session(relattn, kind) {
   if (!MODEL_KINDS.includes(kind)) return Promise.reject(typedError('model', 'invalid', `invalid model: got '${kind}'; allowed: ${MODEL_KINDS.join(', ')}`));
-  if (!sessions.has(kind)) {
-    if (!dataBytes) {
-      dataBytes = fetchBytes('models/chorales-test.json');
-      dataBytes.catch(() => { dataBytes = null; });
+  if (!loaded.sessions.has(kind)) {
+    if (!loaded.dataBytes) {
+      loaded.dataBytes = fetchBytes('models/chorales-test.json');
+      loaded.dataBytes.catch(() => { loaded.dataBytes = null; });
     }
     const name = `chorales-${kind}.safetensors`;
-    const p = Promise.all([fetchBytes(`models/${name}`), dataBytes]).then(([m, d]) => relattn.ModelSession.load(m, name, d));
-    p.catch(() => { sessions.delete(kind); windows.delete(kind); });
-    sessions.set(kind, p);
+    const p = Promise.all([fetchBytes(`models/${name}`), loaded.dataBytes]).then(([m, d]) => relattn.ModelSession.load(m, name, d));
+    p.catch(() => { loaded.sessions.delete(kind); loaded.windows.delete(kind); });
+    loaded.sessions.set(kind, p);
   }
-  return sessions.get(kind);
+  return loaded.sessions.get(kind);
 }
 
 /**
@@ -54,13 +66,13 @@ function session(relattn, kind) {
  */
 async function ensureWindow(ctx, s, kind, w, backend) {
   const key = windowKey(kind, w, backend);
-  const had = windows.get(kind);
+  const had = loaded.windows.get(kind);
   if (had && had.key === key) return { info: had.info, ran: false };
   await ctx.tryGpu(backend);
   // A refused window throws here and changes nothing: the session keeps its window and its sampling.
   const info = await s.run(windowRequest(w, backend));
-  runs += 1;
-  windows.set(kind, { key, info });
+  loaded.runs += 1;
+  loaded.windows.set(kind, { key, info });
   return { info, ran: true };
 }
 
@@ -135,20 +147,20 @@ async function answer(ctx, m) {
  */
 async function sample(ctx, m) {
   const { relattn, post } = ctx;
-  sampling = m.id;
+  sampler.id = m.id;
   try {
     const s = await session(relattn, m.model);
-    if (sampling !== m.id) return;
+    if (sampler.id !== m.id) return;
     await ensureWindow(ctx, s, m.model, m.window, m.backend);
-    if (sampling !== m.id) return; // stopped or superseded while the window ran
-    const at = runs;
+    if (sampler.id !== m.id) return; // stopped or superseded while the window ran
+    const at = loaded.runs;
     s.start_sampling(m.sampling);
     for (;;) {
       const r = s.next_tokens(BATCH);
       post(modelSampled(m.id, r));
       if (r.remaining === 0) break;
       await new Promise((ok) => setTimeout(ok, 0));
-      if (sampling !== m.id || runs !== at) {
+      if (sampler.id !== m.id || loaded.runs !== at) {
         // Stopped, superseded, or the window was run again: said, so that a page still waiting knows.
         post(modelSampled(m.id, { notes: [], drawn: r.drawn, remaining: r.remaining, ms: 0 }, true));
         return;
@@ -158,7 +170,7 @@ async function sample(ctx, m) {
     if (ctx.isAbort(err)) throw err;
     post(modelError(m.id, 'model-sample', err));
   }
-  if (sampling === m.id) sampling = 0;
+  if (sampler.id === m.id) sampler.id = 0;
 }
 
 /** NllRequest `m`: every model on the same window (start 0, no transposition). */
@@ -200,13 +212,13 @@ async function compare(ctx, m) {
 }
 
 async function drain(ctx) {
-  busy = true;
-  while (pending) {
-    const m = pending;
-    pending = null;
+  queue.busy = true;
+  while (queue.pending) {
+    const m = queue.pending;
+    queue.pending = null;
     await answer(ctx, m);
   }
-  busy = false;
+  queue.busy = false;
 }
 
 /**
@@ -228,11 +240,11 @@ export async function layerSession(ctx, source, backend) {
 export function onModelMessage(ctx, m) {
   switch (m.kind) {
     case 'model':
-      pending = m;
-      if (!busy) drain(ctx).catch(ctx.fail);
+      queue.pending = m;
+      if (!queue.busy) drain(ctx).catch(ctx.fail);
       return;
     case 'model-sample': sample(ctx, m).catch(ctx.fail); return;
-    case 'model-stop': if (sampling === m.id) sampling = 0; return;
+    case 'model-stop': if (sampler.id === m.id) sampler.id = 0; return;
     case 'model-nll': nll(ctx, m).catch(ctx.fail); return;
     case 'model-compare': compare(ctx, m).catch(ctx.fail); return;
     default:
