@@ -95,8 +95,8 @@ impl Present {
         let m = self.method;
         match s {
             Stage::RelIndex => m.has_index(),
-            Stage::RelK => m.has_vector_table() || m == Method::T5,
-            Stage::Slopes => m == Method::Alibi,
+            Stage::RelK => m.has_index(),
+            Stage::Slopes => m.has_slopes(),
             Stage::RopeAngles | Stage::RopeKernel | Stage::RotatedQ | Stage::RotatedK => m.rotates(),
             Stage::Positions => m.adds_to_input(),
             Stage::RelativeLogits => m.has_relative_term(),

@@ -194,7 +194,7 @@ impl Trace {
             }
         }
         // ALiBi's slopes stay whole: the slopes stage shows every head's.
-        if self.config.method != crate::positions::Method::Alibi {
+        if !self.config.method.has_slopes() {
             table(&mut self.rel_k);
         }
         if let Some(t) = self.rel_v.as_mut() {

@@ -77,6 +77,11 @@ impl Method {
         matches!(self, Method::Shaw | Method::Music)
     }
 
+    /// Whether the scheme's table is one fixed slope per head (ALiBi), shown whole as the `slopes` stage.
+    pub fn has_slopes(self) -> bool {
+        self == Method::Alibi
+    }
+
     /// Whether the scheme adds a bias that depends on j − i alone, after the scale (ALiBi, T5).
     pub fn adds_distance_bias(self) -> bool {
         matches!(self, Method::Alibi | Method::T5)
@@ -98,8 +103,8 @@ impl Method {
         self == Method::Absolute
     }
 
-    /// Whether the scheme reads a row of a table per pair, shown as the index matrix: Shaw's and E_r's rows,
-    /// T5's buckets.
+    /// Whether the scheme reads a row of a learned table per pair, shown as the index matrix: Shaw's and E_r's
+    /// rows, T5's buckets (the table is the `rel_k` stage, and parameters of a trained model).
     pub fn has_index(self) -> bool {
         matches!(self, Method::Shaw | Method::Music | Method::T5)
     }

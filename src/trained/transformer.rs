@@ -300,8 +300,7 @@ impl Transformer {
             .iter()
             .map(|b| {
                 let a = &b.attn;
-                let trained = matches!(self.config.method, Method::Music | Method::Shaw | Method::T5);
-                let tables = if trained { a.rel_k.len() + a.rel_v.as_ref().map_or(0, |t| t.len()) } else { 0 };
+                let tables = if self.config.method.has_index() { a.rel_k.len() + a.rel_v.as_ref().map_or(0, |t| t.len()) } else { 0 };
                 a.w.iter().map(|w| w.len()).sum::<usize>()
                     + a.b.iter().map(|b| b.len()).sum::<usize>()
                     + tables
