@@ -13,8 +13,8 @@ import subprocess
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CLI = os.path.join(ROOT, "target", "release", "relattn")
 METHODS = ("music", "shaw", "rope", "alibi", "t5", "absolute")
-# (label, extra options): the default (a nucleus of 0.95), no truncation, and two tighter settings.
-SETTINGS = (("top-p 0.95 (the default)", []), ("no truncation", ["--top-p", "1"]), ("top-p 0.9", ["--top-p", "0.9"]),
+# (label, extra options): the default (a nucleus of 0.9), no truncation, a wider nucleus and a lower temperature.
+SETTINGS = (("top-p 0.9 (the default)", []), ("no truncation", ["--top-p", "1"]), ("top-p 0.95", ["--top-p", "0.95"]),
             ("temperature 0.8", ["--temperature", "0.8"]))
 
 

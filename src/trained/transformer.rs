@@ -617,9 +617,9 @@ impl Transformer {
 }
 
 /// The sampler's defaults, the same in the CLI and the page, chosen by the figures of the music sampled
-/// (`relattn model stats`, MODELS.md): no top-k, a nucleus of 0.95.
+/// (`relattn model stats`, MODELS.md): no top-k, a nucleus of 0.9.
 pub const DEFAULT_TOP_K: usize = 0;
-pub const DEFAULT_TOP_P: f32 = 0.95;
+pub const DEFAULT_TOP_P: f32 = 0.9;
 
 /// Most tokens one sampling may draw ([`SampleSettings::steps`]).
 pub const MAX_SAMPLE_STEPS: usize = 1 << 16;
