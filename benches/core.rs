@@ -6,10 +6,10 @@ use ndarray::Array2;
 use relattn::core::softmax::softmax_rows;
 use relattn::layer::forward;
 use relattn::layer::scenario::Arrays;
-use relattn::layer::stage::Scale;
 use relattn::positions::shaw;
 use relattn::positions::table::{QueryRows, RelTable};
 use relattn::render::rgba;
+use relattn::stage::Scale;
 use relattn::{Config, Implementation, Scenario, Spec};
 use std::hint::black_box;
 

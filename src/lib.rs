@@ -4,12 +4,13 @@
 //! import runs back up):
 //!
 //! - [`error`]: every way a request can be refused; [`timing`]: per-stage times of either backend.
-//! - [`core`]: matrix products, the row softmax, checks for values that left float32's range.
+//! - [`core`]: matrix products, the row softmax, checks for values that left float32's range; [`stage`]: the
+//!   views of a trace by name, and what is said about one (each scheme describes the stages it shapes).
 //! - [`positions`]: the position schemes, one module each (Shaw et al. 2018's gather, the Music
 //!   Transformer's skew) and the distances and table rows they share.
 //! - [`attention`]: one head, end to end, stage by stage or fused with no (n, n) array.
-//! - [`layer`]: a layer's tensors, forward pass and memory budget, its trace, each stage's title, formula and
-//!   axes, and a layer whose stages are computed for one (batch, head) when looked at.
+//! - [`layer`]: a layer's tensors, forward pass and memory budget, its trace, which stages it has and what
+//!   they say, and a layer whose stages are computed for one (batch, head) when looked at.
 //! - [`render`]: colormaps, heatmap rasters and figures; [`gpu`]: the same layer and trace on a GPU (wgpu:
 //!   Vulkan natively, WebGPU in the browser).
 //! - [`backend`]: CPU or GPU behind one interface.
@@ -28,6 +29,7 @@ pub mod layer;
 pub mod positions;
 pub mod protocol;
 pub mod render;
+pub mod stage;
 pub mod timing;
 pub mod trained;
 
@@ -38,7 +40,7 @@ pub use attention::{Config, Implementation};
 pub use backend::Backend;
 pub use error::{Error, Result};
 pub use layer::scenario::{Scenario, Spec};
-pub use layer::stage::Stage;
 pub use layer::trace::Trace;
 pub use positions::table::Edge;
 pub use positions::Method;
+pub use stage::Stage;

@@ -9,7 +9,7 @@
 //! signed scores (the default [`Palette`]; the page may pick cividis or purple–green); masked (−∞) cells
 //! are grey.
 
-use crate::layer::stage::Scale;
+use crate::stage::Scale;
 use ndarray::{Array2, ArrayView2};
 use plotters::coord::ranged1d::SegmentValue;
 use plotters::coord::Shift;

@@ -10,6 +10,7 @@ const FLOORS: &[(&str, usize)] = &[
     ("error", 0),
     ("timing", 0),
     ("core", 1),
+    ("stage", 1),
     ("positions", 2),
     ("attention", 3),
     ("layer", 4),

@@ -228,9 +228,9 @@ async fn a_layer_too_large_to_hold_whole_computes_the_head_shown() {
     let at = |name: &str| names.iter().position(|n| n == name).unwrap();
     let close = |g: &f32, w: &f32| (g - w).abs() <= 1e-5 * w.abs().max(1.0);
     for (name, m, scale) in [
-        ("weights", &want.weights, relattn::layer::stage::Scale::Sequential),
-        ("relative_logits", &want.relative_logits, relattn::layer::stage::Scale::Diverging),
-        ("value_buckets", want.value_buckets.as_ref().unwrap(), relattn::layer::stage::Scale::Sequential),
+        ("weights", &want.weights, relattn::stage::Scale::Sequential),
+        ("relative_logits", &want.relative_logits, relattn::stage::Scale::Diverging),
+        ("value_buckets", want.value_buckets.as_ref().unwrap(), relattn::stage::Scale::Sequential),
     ] {
         let cut = s.select(at(name), b, h).unwrap();
         let (rows, cols) = m.dim();

@@ -323,7 +323,7 @@ async fn trace_is_a_session_of_the_window() {
     let s = session("music");
     run(&s, "20.11", 16.0, 48.0, 0.0).await;
     let mut trace: Session = s.trace(2, "cpu".into()).await.unwrap();
-    let i = trace.trace().unwrap().stages().iter().position(|&st| st == relattn::layer::stage::Stage::Weights).unwrap();
+    let i = trace.trace().unwrap().stages().iter().position(|&st| st == relattn::stage::Stage::Weights).unwrap();
     for head in 0..4 {
         let cut = trace.cut(i, 0, head).unwrap();
         assert_eq!((cut.rows, cut.cols), (48, 48));

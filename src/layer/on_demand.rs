@@ -19,9 +19,10 @@ use crate::positions::rope::RopeTable;
 use crate::error::{check_index, Result};
 use crate::layer::forward::{table_of, Projections};
 use crate::layer::scenario::Scenario;
-use crate::layer::stage::{Present, Stage, StageMeta};
+use crate::layer::stage::{Present, StageMeta};
 use crate::layer::trace::{rope_kernel, scheme_stage};
 use crate::positions::table;
+use crate::stage::Stage;
 use ndarray::{s, Array2, Array3, ArrayView2, Axis, CowArray, Ix2};
 use std::ops::Range;
 

@@ -1,6 +1,6 @@
 //! A trace: every intermediate of one forward pass, the thing the page and the CLI show.
 //!
-//! Arrays are indexed (b, h, ...) for per-head stages. [`Stage`] ([`crate::layer::stage`]) names each view; [`Trace::stage`] cuts
+//! Arrays are indexed (b, h, ...) for per-head stages. [`Stage`] names each view ([`crate::layer::stage`]: what it says); [`Trace::stage`] cuts
 //! the 2-D matrix of one (batch, head); [`Trace::write_npz`] saves everything under the names in
 //! [`Stage::name`] (plus `x`, `q`, `k`, `v`, `heads`).
 
@@ -9,9 +9,10 @@ use crate::attention::Config;
 use crate::error::{check_index, Error, Result};
 use crate::layer::forward::table_of;
 use crate::layer::scenario::Scenario;
-use crate::layer::stage::{Present, Stage, StageMeta};
+use crate::layer::stage::{Present, StageMeta};
 use crate::positions::music::SkewSteps;
 use crate::positions::{absolute, table};
+use crate::stage::Stage;
 use ndarray::{s, Array2, Array3, Array4, ArrayViewD, Axis, CowArray, Ix2, IxDyn};
 
 /// One array of a trace ([`Trace::arrays`]): float32, or int64 for the distances and table rows.

@@ -7,6 +7,7 @@
 //! Q = (x + PE) W_q + b_q,  K = (x + PE) W_k + b_k,  V = (x + PE) W_v + b_v
 //! ```
 
+use crate::stage::{Stage, StageText, FEATURE_AXIS};
 use ndarray::{Array2, ArrayViewMut2};
 
 /// Adds PE[p] to `row`: sin at 2i, cos at 2i + 1, computed in f64 (as the training code does).
@@ -40,6 +41,33 @@ pub fn sinusoids(n: usize, d: usize) -> Array2<f32> {
     let mut pe = Array2::zeros((n, d));
     add_sinusoids(pe.view_mut());
     pe
+}
+
+/// What absolute positions say in the stages they shape: the vectors added to x, and the logits of the sums
+/// (attention has no position term of its own).
+pub fn describe(stage: Stage) -> Option<StageText> {
+    Some(match stage {
+        Stage::Positions => StageText::new(
+            "Absolute position vectors PE",
+            "PE[p, 2i] = sin(p / 10000^(2i/d)), PE[p, 2i+1] = cos(…), added to x",
+            r"PE_{p,2i} = \sin\bigl(p / 10000^{2i/d}\bigr),\ PE_{p,2i+1} = \cos\bigl(p / 10000^{2i/d}\bigr); \quad Q = (x + PE)\,W^Q",
+            "One vector per position, added to x before the projections: the first columns wave fast, the last slowly. Attention sees positions only through these sums, so nothing in it is relative by construction.",
+        )
+        .on(FEATURE_AXIS, "position p"),
+        Stage::ContentLogits => StageText::new(
+            "Logits of x + PE",
+            "q_i · k_j, q = (x + PE) W_q, k = (x + PE) W_k",
+            r"q_i \cdot k_j = \bigl((x_i + PE_i) W^Q\bigr)\,\bigl((x_j + PE_j) W^K\bigr)^{\top}",
+            "Token and position mixed in one product: (x + PE) projected. A relative pattern can only appear here if the projections learn to read it out of the sums.",
+        ),
+        Stage::Logits => StageText::new(
+            "Scaled, masked logits",
+            "q_i·k_j / √d_head, −∞ where masked",
+            r"e_{ij} = \frac{q_i \cdot k_j}{\sqrt{d_h}} \quad (-\infty \text{ where masked})",
+            "The products of x + PE scaled by 1/√d_head; masked cells are −∞ and get weight 0.",
+        ),
+        _ => return None,
+    })
 }
 
 #[cfg(test)]

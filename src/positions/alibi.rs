@@ -11,6 +11,9 @@
 //!
 //! BLOOM adds m_h · j instead of m_h · (j − i): a constant per row, so the weights are the same.
 
+use crate::positions::LOGITS_WITH_BIAS;
+use crate::stage::{Stage, StageText};
+
 /// The slopes m_h of `heads` heads, largest first.
 pub fn slopes(heads: usize) -> Vec<f32> {
     if heads == 0 {
@@ -35,6 +38,34 @@ pub fn bias(m: f32, d: isize, causal: bool) -> f32 {
     } else {
         -m * d.unsigned_abs() as f32
     }
+}
+
+/// What ALiBi says in the stages it shapes: its slopes, its bias (masked: m_h·(j − i); unmasked: −m_h·|j − i|)
+/// and the logits it is added to after the scale.
+pub fn describe(stage: Stage, causal: bool) -> Option<StageText> {
+    Some(match (stage, causal) {
+        (Stage::Slopes, _) => StageText::new(
+            "ALiBi slope per head m_h",
+            "m_h = 2^(−8h/H), h = 1 … H",
+            r"m_h = 2^{-8h/H}, \quad h = 1, \dots, H",
+            "A geometric sequence: each head penalises distance at its own rate, from steep (short-range heads) to almost flat (long-range ones). Nothing here is learned.",
+        )
+        .on("slope m_h", "head h"),
+        (Stage::RelativeLogits, true) => StageText::new(
+            "ALiBi bias",
+            "m_h · (j − i), added after the scale",
+            r"b_{ij} = m_h\,(j - i)",
+            "A penalty growing linearly with distance into the past, steeper for this head's larger slope. Added after the scale, it never depends on the tokens.",
+        ),
+        (Stage::RelativeLogits, false) => StageText::new(
+            "ALiBi bias",
+            "−m_h · |j − i|, added after the scale",
+            r"b_{ij} = -m_h\,\lvert j - i \rvert",
+            "−m_h·|j − i|: the same linear penalty both ways, zero on the diagonal. Added after the scale, it never depends on the tokens.",
+        ),
+        (Stage::Logits, _) => LOGITS_WITH_BIAS,
+        _ => return None,
+    })
 }
 
 #[cfg(test)]

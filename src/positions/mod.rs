@@ -24,6 +24,7 @@ pub mod table;
 
 use crate::core::matmul::matmul;
 use crate::error::{Error, Result};
+use crate::stage::{Stage, StageText};
 use music::SkewSteps;
 use ndarray::{s, Array1, Array2, ArrayView2, Zip};
 use rope::Rope;
@@ -114,6 +115,26 @@ impl Method {
         self.table_names().1.is_some()
     }
 
+    /// What the scheme says in a stage it shapes (its title, formulas, what to notice, its axes), masked or
+    /// not; `None` for a stage it leaves as every layer has it (layer/stage.rs says those). Each scheme's
+    /// module writes its own ([`shaw::describe`], [`music::describe`], …).
+    pub fn describe(self, stage: Stage, causal: bool) -> Option<StageText> {
+        match self {
+            Method::Shaw => shaw::describe(stage),
+            Method::Music => music::describe(stage, causal),
+            Method::Rope => rope::describe(stage),
+            Method::Alibi => alibi::describe(stage, causal),
+            Method::T5 => t5::describe(stage),
+            Method::Absolute => absolute::describe(stage),
+        }
+    }
+
+    /// Whether its relative logits come from the skew (Q·E_rᵀ padded, reshaped and sliced: the Music
+    /// Transformer), whose steps a trace keeps.
+    pub fn skews(self) -> bool {
+        self == Method::Music
+    }
+
     /// The short name people use (the page's method select and the figures' titles).
     pub fn label(self) -> &'static str {
         match self {
@@ -154,6 +175,25 @@ impl fmt::Display for Method {
         })
     }
 }
+
+/// The logits of a scheme that adds its vector term before the scale (Shaw's a^K, the Music Transformer's
+/// S^rel), in the scheme's own TeX.
+fn logits_with_relative_term(tex: &'static str) -> StageText {
+    StageText::new(
+        "Scaled, masked logits",
+        "(q_i·k_j + relative_ij) / √d_head, −∞ where masked",
+        tex,
+        "Content and relative terms added and scaled by 1/√d_head; masked cells are −∞ and get weight 0.",
+    )
+}
+
+/// The logits of a scheme that adds a bias of the distance after the scale (ALiBi, T5).
+const LOGITS_WITH_BIAS: StageText = StageText::new(
+    "Scaled, masked logits",
+    "q_i·k_j / √d_head + bias_ij, −∞ where masked",
+    r"e_{ij} = \frac{q_i \cdot k_j}{\sqrt{d_h}} + b_{ij} \quad (-\infty \text{ where masked})",
+    "The content logits scaled by 1/√d_head plus the bias, which is not scaled; masked cells are −∞ and get weight 0.",
+);
 
 /// A scheme with its options: everything the positions of a pair decide.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -275,10 +315,9 @@ impl Scheme {
         }
     }
 
-    /// Whether its relative logits come from the skew (Q·E_rᵀ padded, reshaped and sliced: the Music
-    /// Transformer), whose steps a trace keeps.
+    /// Whether its relative logits come from the skew ([`Method::skews`]).
     pub fn skews(&self) -> bool {
-        self.method == Method::Music
+        self.method.skews()
     }
 
     /// Columns of the product Q·E_rᵀ the skew starts from for n queries (E_r cut or padded to the sequence: n

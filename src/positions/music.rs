@@ -16,7 +16,9 @@
 //! (or 2L−1) rows the skew needs through a [`RelTable`]: with [`crate::positions::table::Edge::Zero`] (tensor2tensor,
 //! our default for this method) missing distances read zero vectors, with `Edge::Clip` (Shaw) the edge row.
 
+use crate::positions::logits_with_relative_term;
 use crate::positions::table::RelTable;
+use crate::stage::{Stage, StageText, QUERY_AXIS};
 use ndarray::{s, Array2, ArrayView2};
 use std::ops::Range;
 
@@ -136,6 +138,97 @@ pub fn skew_rows(qer: ArrayView2<f32>, first: usize, causal: bool, queries: Rang
         reshaped,
         sliced,
     }
+}
+
+/// What the Music Transformer says in the stages it shapes: E_r and the row each pair reads, the skew's four
+/// steps (masked: a zero column first; unmasked: tensor2tensor's, a zero column last), the relative logits
+/// they produce and the logits they are added to.
+pub fn describe(stage: Stage, causal: bool) -> Option<StageText> {
+    const SKEW_NOTICE: &str = "Column c holds distance c − (L − 1) for every query: the right numbers, in the wrong place. Row i's distance-0 cell is in the last column (causal) or the middle one (bidirectional).";
+    Some(match (stage, causal) {
+        (Stage::RelIndex, _) => StageText::new(
+            "Table row of E_r (−1: zero vector)",
+            "row of distance j − i in E_r",
+            r"r_{ij} = \text{row of } E_r \text{ for distance } j - i \quad (-1\text{: zero vector})",
+            "Each diagonal reads one row of E_r; −1 marks pairs that read nothing (a zero vector): keys after the query when causal, and distances beyond the table.",
+        ),
+        (Stage::RelK, _) => StageText::new(
+            "Relative embeddings E_r",
+            if causal { "rows for distances −k … 0" } else { "rows for distances −k … k" },
+            if causal {
+                r"E_r \in \mathbb{R}^{(k + 1) \times d_h}: \text{ one row per distance } -k, \dots, 0"
+            } else {
+                r"E_r \in \mathbb{R}^{(2k + 1) \times d_h}: \text{ one row per distance } -k, \dots, k"
+            },
+            "One learned vector per distance. The skew never builds an (L, L, d) tensor of them: it multiplies Q by this small table once and moves the products into place.",
+        ),
+        (Stage::SkewQer, true) => StageText::new(
+            "Skew 1: Q E_rᵀ",
+            "Q E_rᵀ (L × L), column c = distance c − (L − 1)",
+            r"Q E_r^{\top} \in \mathbb{R}^{L \times L}, \quad \text{column } c \leftrightarrow \text{distance } c - (L - 1)",
+            SKEW_NOTICE,
+        )
+        .on("column c (distance c − (n − 1))", QUERY_AXIS),
+        (Stage::SkewQer, false) => StageText::new(
+            "Skew 1: Q E_rᵀ",
+            "Q E_rᵀ (L × (2L − 1)), column c = distance c − (L − 1)",
+            r"Q E_r^{\top} \in \mathbb{R}^{L \times (2L - 1)}, \quad \text{column } c \leftrightarrow \text{distance } c - (L - 1)",
+            SKEW_NOTICE,
+        )
+        .on("column c (distance c − (n − 1))", QUERY_AXIS),
+        (Stage::SkewPadded, true) => StageText::new(
+            "Skew 2: padded",
+            "[0 | Q E_rᵀ]: a zero column first, L × (L + 1)",
+            r"\bigl[\, 0 \mid Q E_r^{\top} \,\bigr] \in \mathbb{R}^{L \times (L + 1)}",
+            "A zero column is put in front. Nothing moves yet: the trick is in how the same memory will be read next.",
+        )
+        .on("column (zero column first)", QUERY_AXIS),
+        (Stage::SkewPadded, false) => StageText::new(
+            "Skew 2: padded",
+            "[Q E_rᵀ | 0]: a zero column last, L × 2L",
+            r"\bigl[\, Q E_r^{\top} \mid 0 \,\bigr] \in \mathbb{R}^{L \times 2L}",
+            "A zero column is appended on the right. Nothing moves yet: the trick is in how the same memory will be read next.",
+        )
+        .on("column (zero column last)", QUERY_AXIS),
+        (Stage::SkewReshaped, true) => StageText::new(
+            "Skew 3: reshaped",
+            "the same memory read as (L + 1) × L",
+            r"\operatorname{reshape}: \ L \times (L + 1) \ \to\ (L + 1) \times L \quad \text{(same memory)}",
+            "The same numbers read with rows one shorter: each row slides one cell left of the row above, which moves every distance to its absolute key column. Row 0 is left over.",
+        )
+        .on("column of the reshaped buffer", "row of the reshaped buffer"),
+        (Stage::SkewReshaped, false) => StageText::new(
+            "Skew 3: reshaped",
+            "flattened, L − 1 zeros appended, read as (L + 1) × (2L − 1)",
+            r"\operatorname{reshape}: \ 2L^2 + (L - 1) \text{ values} \ \to\ (L + 1) \times (2L - 1) \quad \text{(same memory)}",
+            "The flat buffer, with L − 1 zeros more, read with rows of 2L − 1: each row starts one cell further along, so every row's cells shift and distance j − i lands in column j + L − 1.",
+        )
+        .on("column of the reshaped buffer", "row of the reshaped buffer"),
+        (Stage::SkewSliced, true) => StageText::new(
+            "Skew 4: sliced",
+            "reshaped[1:, :]: absolute positions (i, j)",
+            r"S^{rel} = \operatorname{reshaped}[1{:},\ :\,] \in \mathbb{R}^{L \times L}",
+            "Row 0 dropped: the relative logits at absolute positions. Cells above the diagonal hold leftovers of the next row; the causal mask removes them.",
+        ),
+        (Stage::SkewSliced, false) => StageText::new(
+            "Skew 4: sliced",
+            "reshaped[:L, L − 1:]: absolute positions (i, j)",
+            r"S^{rel} = \operatorname{reshaped}[\,{:}L,\ L - 1{:}\,] \in \mathbb{R}^{L \times L}",
+            "Rows 0..L and columns L − 1.. of the reshaped buffer: the relative logits at absolute positions (i, j), equal to the gather q_i · E_r[j − i].",
+        ),
+        (Stage::RelativeLogits, _) => StageText::new(
+            "Relative logits",
+            "Skew(Q E_rᵀ)[i, j] = q_i · E_r[j − i]",
+            r"S^{rel}_{ij} = \operatorname{Skew}\bigl(Q E_r^{\top}\bigr)[i, j] = q_i \cdot E_r[j - i]",
+            if causal {
+                "q_i · E_r[j − i], produced by the skew from Q E_rᵀ without an (L, L, d) tensor. On and below the diagonal it is Skew 4; above it, Skew 4's leftovers are zeroed here (those keys are masked anyway)."
+            } else {
+                "q_i · E_r[j − i], produced by the skew from Q E_rᵀ without an (L, L, d) tensor. Compare it with Skew 4: they are the same matrix."
+            },
+        ),
+        (Stage::Logits, _) => logits_with_relative_term(r"e_{ij} = \frac{q_i \cdot k_j + S^{rel}_{ij}}{\sqrt{d_h}} \quad (-\infty \text{ where masked})"),
+        _ => return None,
+    })
 }
 
 #[cfg(test)]

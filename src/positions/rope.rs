@@ -16,6 +16,7 @@
 //! GPT-NeoX's and Llama's *half-split* layout (`rotate_half`): the same weights give different numbers.
 
 use crate::error::{Error, Result};
+use crate::stage::{Stage, StageText, COMPONENT_AXIS, KEY_AXIS, QUERY_AXIS};
 use ndarray::{Array1, Array2, ArrayView2};
 use std::str::FromStr;
 
@@ -197,6 +198,53 @@ impl std::fmt::Display for PairLayout {
             PairLayout::Half => "half",
         })
     }
+}
+
+/// What RoPE says in the stages it shapes: its angles, its relative kernel, the rotated queries and keys, and
+/// the logits of the rotated vectors (it adds no term of its own).
+pub fn describe(stage: Stage) -> Option<StageText> {
+    Some(match stage {
+        Stage::RopeAngles => StageText::new(
+            "Rotation angles φ",
+            "φ_mp = (m / s) · base^(−2p / d_rot)",
+            r"\varphi_{mp} = \frac{m}{s}\,\theta_p, \qquad \theta_p = \text{base}^{-2p / d_{rot}}",
+            "Each column is one frequency: the first pairs turn fast with the position, the last ones barely move. A row is the rotation applied to that position's q and k.",
+        )
+        .on("pair p (frequency θ_p)", "position m"),
+        Stage::RopeKernel => StageText::new(
+            "RoPE's relative kernel",
+            "κ(j − i): the logit of q = k = (1, …, 1) at that distance, (Σ_p 2 cos(d θ_p / s) + d_head − d_rot) / d_head",
+            r"\kappa(j - i) = \frac{1}{d_h}\Bigl(\sum_p 2 \cos\bigl((j - i)\,\theta_p / s\bigr) + d_h - d_{rot}\Bigr), \quad q = k = \mathbf{1}",
+            "The logit q = k = (1, …, 1) would give at each pair: 1 on the diagonal, oscillating and shrinking as |j − i| grows. Every diagonal holds one value: that is what makes RoPE relative.",
+        ),
+        Stage::RotatedQ => StageText::new(
+            "Rotated queries q'",
+            "q'_i = R(φ_i) q_i: each pair turned by its angle",
+            r"q'_i = R(\varphi_i)\, q_i",
+            "Q after rotation: row i is q_i with each pair turned by position i's angles. The vectors keep their lengths; only their directions move.",
+        )
+        .on(COMPONENT_AXIS, QUERY_AXIS),
+        Stage::RotatedK => StageText::new(
+            "Rotated keys k'",
+            "k'_j = R(φ_j) k_j: each pair turned by its angle",
+            r"k'_j = R(\varphi_j)\, k_j",
+            "K after rotation by each key's position. Because both sides turn, q'_i · k'_j depends on the positions only through j − i.",
+        )
+        .on(COMPONENT_AXIS, KEY_AXIS),
+        Stage::ContentLogits => StageText::new(
+            "Logits of rotated Q and K",
+            "q'_i · k'_j = q_i · R(φ_j − φ_i) k_j",
+            r"q'_i \cdot k'_j = q_i^{\top} R(\varphi_j - \varphi_i)\, k_j",
+            "Content and position in one product: the dot products of rotated vectors. Move both tokens by the same amount and this cell does not change.",
+        ),
+        Stage::Logits => StageText::new(
+            "Scaled, masked logits",
+            "q'_i·k'_j / √d_head, −∞ where masked",
+            r"e_{ij} = \frac{q'_i \cdot k'_j}{\sqrt{d_h}} \quad (-\infty \text{ where masked})",
+            "The rotated products scaled by 1/√d_head; masked cells are −∞ and get weight 0.",
+        ),
+        _ => return None,
+    })
 }
 
 #[cfg(test)]

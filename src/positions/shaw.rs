@@ -15,7 +15,9 @@
 //! Both take any [`RelTable`], so the Music Transformer's direct gather is the same code with its table.
 
 use crate::core::matmul::matmul;
+use crate::positions::logits_with_relative_term;
 use crate::positions::table::{distance, Edge, QueryRows, RelTable};
+use crate::stage::{Stage, StageText, QUERY_AXIS};
 use ndarray::{s, Array2, Array3, ArrayView2, ArrayViewMut2, Zip};
 
 /// Adds the relative logits `P[i, row(d_ij)]`, `P = Q · tableᵀ`, into `out` (rows, Lk) for the query rows
@@ -98,6 +100,52 @@ pub fn relative_values_materialized(weights: ArrayView2<f32>, table: ArrayView2<
 /// `B · table`: the value term from the buckets, (Lq, d_head).
 pub fn relative_values(buckets: ArrayView2<f32>, table: ArrayView2<f32>) -> Array2<f32> {
     matmul(buckets, table)
+}
+
+/// What Shaw's method says in the stages it shapes: its clipped index, w^K and w^V, the gathered relative
+/// logits, the logits they are added to, and the value term's buckets and output.
+pub fn describe(stage: Stage) -> Option<StageText> {
+    Some(match stage {
+        Stage::RelIndex => StageText::new(
+            "Table row clip(j − i, k) + k",
+            "max(−k, min(k, j − i)) + k",
+            r"r_{ij} = \operatorname{clip}(j - i,\, k) + k = \max\bigl(-k, \min(k,\, j - i)\bigr) + k",
+            "Distances beyond ±k are clipped to the table's edge rows, so the band of distinct colours is 2k + 1 diagonals wide and the corners are flat: far apart is just 'far'.",
+        ),
+        Stage::RelK => StageText::new(
+            "Relative key table w^K",
+            "rows for distances −k … k",
+            r"w^K = \bigl(w^K_{-k}, \dots, w^K_{k}\bigr), \qquad a^K_{ij} = w^K_{\operatorname{clip}(j - i,\, k)}",
+            "2k + 1 learned vectors, one per clipped distance. Row r serves every (i, j) with clip(j − i, k) + k = r: one row, a whole diagonal.",
+        ),
+        Stage::RelV => StageText::new(
+            "Relative value table w^V",
+            "a^V_ij = w^V[clip(j − i, k) + k]",
+            r"a^V_{ij} = w^V_{\operatorname{clip}(j - i,\, k)}",
+            "The value-side table: the relative part of the output adds row clip(j − i, k) + k of it, weighted by α_ij. Same rows, same diagonals as w^K.",
+        ),
+        Stage::RelativeLogits => StageText::new(
+            "Relative logits",
+            "q_i · a^K_ij = (Q w^Kᵀ)[i, clip(j − i, k) + k]",
+            r"q_i \cdot a^K_{ij} = \bigl(Q\, {w^K}^{\top}\bigr)\bigl[i,\ \operatorname{clip}(j - i,\, k) + k\bigr]",
+            "Cell (i, j) is q_i · w^K[clip(j − i, k) + k]: in each row, keys beyond ±k all read an edge row, so both ends of every row are flat; only the 2k + 1 diagonals near the middle differ.",
+        ),
+        Stage::Logits => logits_with_relative_term(r"e_{ij} = \frac{q_i \cdot k_j + q_i \cdot a^K_{ij}}{\sqrt{d_h}} \quad (-\infty \text{ where masked})"),
+        Stage::ValueBuckets => StageText::new(
+            "Weight per w^V row",
+            "B[i, r] = Σ_{j: clip(j−i,k)+k = r} α_ij",
+            r"B_{ir} = \sum_{j:\ \operatorname{clip}(j - i,\, k) + k \,=\, r} \alpha_{ij}",
+            "Row i sums the weights of the keys that share a w^V row: the attention each distance (clipped) received from query i. Row sums are 1.",
+        )
+        .on("w^V row r", QUERY_AXIS),
+        Stage::OutputRelative => StageText::new(
+            "Output, relative part",
+            "Σ_j α_ij a^V_ij = B w^V",
+            r"\sum_j \alpha_{ij}\, a^V_{ij} = (B\, w^V)_i",
+            "Σ α a^V = B w^V: what the attended distances carry, computed from the small bucket matrix, not an (L, L, d) tensor.",
+        ),
+        _ => return None,
+    })
 }
 
 #[cfg(test)]

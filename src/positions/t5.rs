@@ -16,6 +16,8 @@
 //! content term so that every scheme scales alike.
 
 use crate::error::{Error, Result};
+use crate::positions::LOGITS_WITH_BIAS;
+use crate::stage::{Stage, StageText};
 
 /// T5's bucket options.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -83,6 +85,34 @@ impl Buckets {
         let lo = reading.next()?;
         Some((lo, reading.next_back().unwrap_or(lo)))
     }
+}
+
+/// What T5 says in the stages it shapes: the bucket of each pair, the bias per bucket, the bias it reads for
+/// each pair and the logits it is added to after the scale.
+pub fn describe(stage: Stage) -> Option<StageText> {
+    Some(match stage {
+        Stage::RelIndex => StageText::new(
+            "Bucket of j − i",
+            "bucket(j − i): exact up to B'/2, log-spaced to max_distance",
+            r"r_{ij} = \operatorname{bucket}(j - i) = \begin{cases} n & n < E \\ E + \bigl\lfloor \frac{\ln(n / E)}{\ln(D / E)}\,(B' - E) \bigr\rfloor & n \ge E \end{cases}",
+            "Small distances get a bucket each; beyond half the buckets, distances share log-spaced buckets up to max_distance, and everything farther reads the last one. Keys after the query use the other half (bidirectional) or bucket 0 (causal).",
+        ),
+        Stage::RelK => StageText::new(
+            "Bias per bucket b_h",
+            "one learned scalar per bucket (and head)",
+            r"b_h \in \mathbb{R}^{B}: \text{ one learned scalar per bucket}",
+            "One learned number per bucket (per head): the whole of T5's position signal. A head that prefers nearby keys learns large values for the first buckets.",
+        )
+        .on("bias", "bucket r"),
+        Stage::RelativeLogits => StageText::new(
+            "T5 bias",
+            "b_h[bucket(j − i)], added after the scale",
+            r"b_{ij} = b_h\bigl[\operatorname{bucket}(j - i)\bigr]",
+            "Each cell is this head's bias for the pair's bucket: constant along each diagonal near the middle, then in widening bands, then flat beyond max_distance.",
+        ),
+        Stage::Logits => LOGITS_WITH_BIAS,
+        _ => return None,
+    })
 }
 
 #[cfg(test)]

@@ -7,9 +7,9 @@ use crate::attention::Config;
 use crate::error::ErrorKind;
 use crate::layer::forward;
 use crate::layer::scenario::{Arrays, Scenario};
-use crate::layer::stage::Scale;
 use crate::protocol::Settings;
 use crate::render;
+use crate::stage::Scale;
 use ndarray::Array2;
 use wasm_bindgen::prelude::*;
 

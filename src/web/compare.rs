@@ -13,9 +13,9 @@ use crate::error::{check_index, Error};
 use crate::layer::forward;
 use crate::layer::on_demand::Layer;
 use crate::layer::scenario::{self, Arrays, Scenario};
-use crate::layer::stage::Stage;
 use crate::positions::Method;
 use crate::protocol::{Request, SchemeView};
+use crate::stage::Stage;
 use wasm_bindgen::prelude::*;
 
 /// The longest sequence the comparison takes (six layers in a row, each a few seconds at this n).

@@ -5,8 +5,8 @@
 
 use super::{ink, js_error, palette, to_js, to_value};
 use crate::error::{Error, ErrorKind};
-use crate::layer::stage::Scale;
 use crate::render::{self, Cells, Figure};
+use crate::stage::Scale;
 use ndarray::{Array2, ArrayView2, CowArray, Ix2};
 use plotters::prelude::*;
 use plotters_canvas::CanvasBackend;

@@ -36,12 +36,12 @@ use super::session::Session;
 use super::{from_request, js_error, palette, to_js, to_value};
 use crate::error::{check_index, Error, ErrorKind};
 use crate::layer::scenario::{Arrays, Spec};
-use crate::layer::stage::Scale;
 use crate::protocol::{
     BackendChoice, BackendUsed, Candidate, Cut, DistanceProfile, ModelInfo, ModelRequest, Note, PieceInfo, PositionNll, Prediction, SampleRequest, Sampled,
     SamplingInfo, Timing, WindowInfo,
 };
 use crate::render;
+use crate::stage::Scale;
 use crate::timing::now_ms;
 use crate::trained::chorales::{Chorales, VOICES};
 use crate::trained::heads::{self, Meter};

@@ -9,11 +9,11 @@ use crate::layer::forward;
 use crate::layer::on_demand;
 use crate::layer::presets;
 use crate::layer::scenario::{self, Arrays, Scenario, Spec};
-use crate::layer::stage::Stage;
 use crate::positions::rope::Rope;
 use crate::positions::t5::{Buckets, MAX_BUCKETS, MAX_DISTANCE};
 use crate::positions::Method;
 use crate::protocol::{BackendChoice, Request, Settings, Unknown};
+use crate::stage::Stage;
 use serde::Deserialize;
 use wasm_bindgen::JsValue;
 
