@@ -79,6 +79,35 @@ impl StageText {
     }
 }
 
+/// How the tooltip of a (query i, key j) cell names the pair's parts, each with `{}` where its value goes: the
+/// content logit, the relative one, the table row read and what masking means (one per layer, in
+/// `Info::pair`; each scheme's module writes its own: `positions::<scheme>::pair_labels`).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS), ts(export, export_to = "protocol.d.ts"))]
+pub struct PairLabels {
+    /// "content term q·k = {}", or what the scheme's content logit is instead (RoPE's rotated vectors').
+    pub content: &'static str,
+    /// The relative term ("relative term = {}", or a bias added after the scale); `null`: the scheme adds none.
+    pub relative: Option<&'static str>,
+    /// The table row or bucket the pair reads; `null`: the scheme reads none. A row of −1 (none) is said by the
+    /// page: a masked key's, or one beyond the table.
+    pub row: Option<String>,
+    /// What masking a pair (j > i, causal) does to it.
+    pub masked: &'static str,
+}
+
+impl PairLabels {
+    /// A scheme that adds a relative term and reads no row; each scheme changes what differs.
+    pub fn plain() -> PairLabels {
+        PairLabels { content: "content term q·k = {}", relative: Some("relative term = {}"), row: None, masked: "masked (j > i)" }
+    }
+
+    /// A scheme whose term is a bias of the distance, added after the scale (ALiBi, T5).
+    pub fn bias() -> PairLabels {
+        PairLabels { relative: Some("bias (added after the scale) = {}"), ..PairLabels::plain() }
+    }
+}
+
 impl Stage {
     /// Every stage in pipeline order (the skew's steps before the relative logits they produce).
     pub const ALL: [Stage; 22] = [

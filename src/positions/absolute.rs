@@ -7,7 +7,7 @@
 //! Q = (x + PE) W_q + b_q,  K = (x + PE) W_k + b_k,  V = (x + PE) W_v + b_v
 //! ```
 
-use crate::stage::{Stage, StageText, FEATURE_AXIS};
+use crate::stage::{PairLabels, Stage, StageText, FEATURE_AXIS};
 use ndarray::{Array2, ArrayViewMut2};
 
 /// Adds PE[p] to `row`: sin at 2i, cos at 2i + 1, computed in f64 (as the training code does).
@@ -68,6 +68,11 @@ pub fn describe(stage: Stage) -> Option<StageText> {
         ),
         _ => return None,
     })
+}
+
+/// How the tooltip names a pair's parts: the logit of x + PE, no relative term.
+pub fn pair_labels() -> PairLabels {
+    PairLabels { relative: None, ..PairLabels::plain() }
 }
 
 #[cfg(test)]

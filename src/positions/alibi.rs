@@ -12,7 +12,7 @@
 //! BLOOM adds m_h · j instead of m_h · (j − i): a constant per row, so the weights are the same.
 
 use crate::positions::LOGITS_WITH_BIAS;
-use crate::stage::{Stage, StageText};
+use crate::stage::{PairLabels, Stage, StageText};
 
 /// The slopes m_h of `heads` heads, largest first.
 pub fn slopes(heads: usize) -> Vec<f32> {
@@ -66,6 +66,11 @@ pub fn describe(stage: Stage, causal: bool) -> Option<StageText> {
         (Stage::Logits, _) => LOGITS_WITH_BIAS,
         _ => return None,
     })
+}
+
+/// How the tooltip names a pair's parts: the slope's bias, no table row.
+pub fn pair_labels() -> PairLabels {
+    PairLabels::bias()
 }
 
 #[cfg(test)]

@@ -24,7 +24,7 @@ pub mod table;
 
 use crate::core::matmul::matmul;
 use crate::error::{Error, Result};
-use crate::stage::{Stage, StageText};
+use crate::stage::{PairLabels, Stage, StageText};
 use music::SkewSteps;
 use ndarray::{s, Array1, Array2, ArrayView2, Zip};
 use rope::Rope;
@@ -133,6 +133,19 @@ impl Method {
     /// Transformer), whose steps a trace keeps.
     pub fn skews(self) -> bool {
         self == Method::Music
+    }
+
+    /// How the tooltip of a (query i, key j) cell names the pair's parts (k: Shaw's clip). Each scheme's
+    /// module writes its own ([`shaw::pair_labels`], …).
+    pub fn pair_labels(self, k: usize) -> PairLabels {
+        match self {
+            Method::Shaw => shaw::pair_labels(k),
+            Method::Music => music::pair_labels(),
+            Method::Rope => rope::pair_labels(),
+            Method::Alibi => alibi::pair_labels(),
+            Method::T5 => t5::pair_labels(),
+            Method::Absolute => absolute::pair_labels(),
+        }
     }
 
     /// The short name people use (the page's method select and the figures' titles).
@@ -385,4 +398,23 @@ pub fn relative_logits(
         });
     }
     rel
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each scheme's tooltip labels name just the parts it has, each with one place for its value.
+    #[test]
+    fn pair_labels_name_the_parts_each_scheme_has() {
+        for m in Method::ALL {
+            let said = m.pair_labels(3);
+            assert_eq!(said.relative.is_some(), m.has_relative_term(), "{m}");
+            assert_eq!(said.row.is_some(), m.has_index(), "{m}");
+            for label in [Some(said.content), said.relative, said.row.as_deref()].into_iter().flatten() {
+                assert_eq!(label.matches("{}").count(), 1, "{m}: {label}");
+            }
+        }
+        assert_eq!(Method::Shaw.pair_labels(3).row.unwrap(), "table row clip(j − i, 3) + 3 = {}");
+    }
 }

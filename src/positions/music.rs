@@ -18,7 +18,7 @@
 
 use crate::positions::logits_with_relative_term;
 use crate::positions::table::RelTable;
-use crate::stage::{Stage, StageText, QUERY_AXIS};
+use crate::stage::{PairLabels, Stage, StageText, QUERY_AXIS};
 use ndarray::{s, Array2, ArrayView2};
 use std::ops::Range;
 
@@ -229,6 +229,15 @@ pub fn describe(stage: Stage, causal: bool) -> Option<StageText> {
         (Stage::Logits, _) => logits_with_relative_term(r"e_{ij} = \frac{q_i \cdot k_j + S^{rel}_{ij}}{\sqrt{d_h}} \quad (-\infty \text{ where masked})"),
         _ => return None,
     })
+}
+
+/// How the tooltip names a pair's parts: the row of E_r, and the skew's leftover where the mask falls.
+pub fn pair_labels() -> PairLabels {
+    PairLabels {
+        row: Some("table row of E_r = {}".into()),
+        masked: "masked (j > i): the skew leaves a leftover here, the mask removes it",
+        ..PairLabels::plain()
+    }
 }
 
 #[cfg(test)]

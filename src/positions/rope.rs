@@ -16,7 +16,7 @@
 //! GPT-NeoX's and Llama's *half-split* layout (`rotate_half`): the same weights give different numbers.
 
 use crate::error::{Error, Result};
-use crate::stage::{Stage, StageText, COMPONENT_AXIS, KEY_AXIS, QUERY_AXIS};
+use crate::stage::{PairLabels, Stage, StageText, COMPONENT_AXIS, KEY_AXIS, QUERY_AXIS};
 use ndarray::{Array1, Array2, ArrayView2};
 use std::str::FromStr;
 
@@ -245,6 +245,11 @@ pub fn describe(stage: Stage) -> Option<StageText> {
         ),
         _ => return None,
     })
+}
+
+/// How the tooltip names a pair's parts: the logit of the rotated vectors, and no relative term.
+pub fn pair_labels() -> PairLabels {
+    PairLabels { content: "rotated q'·k' = {} (the positions are inside it)", relative: None, ..PairLabels::plain() }
 }
 
 #[cfg(test)]

@@ -17,7 +17,7 @@
 use crate::core::matmul::matmul;
 use crate::positions::logits_with_relative_term;
 use crate::positions::table::{distance, Edge, QueryRows, RelTable};
-use crate::stage::{Stage, StageText, QUERY_AXIS};
+use crate::stage::{PairLabels, Stage, StageText, QUERY_AXIS};
 use ndarray::{s, Array2, Array3, ArrayView2, ArrayViewMut2, Zip};
 
 /// Adds the relative logits `P[i, row(d_ij)]`, `P = Q · tableᵀ`, into `out` (rows, Lk) for the query rows
@@ -146,6 +146,11 @@ pub fn describe(stage: Stage) -> Option<StageText> {
         ),
         _ => return None,
     })
+}
+
+/// How the tooltip names a pair's parts: the relative term and the clipped row of k.
+pub fn pair_labels(k: usize) -> PairLabels {
+    PairLabels { row: Some(format!("table row clip(j − i, {k}) + {k} = {{}}")), ..PairLabels::plain() }
 }
 
 #[cfg(test)]

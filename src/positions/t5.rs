@@ -17,7 +17,7 @@
 
 use crate::error::{Error, Result};
 use crate::positions::LOGITS_WITH_BIAS;
-use crate::stage::{Stage, StageText};
+use crate::stage::{PairLabels, Stage, StageText};
 
 /// T5's bucket options.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -113,6 +113,11 @@ pub fn describe(stage: Stage) -> Option<StageText> {
         Stage::Logits => LOGITS_WITH_BIAS,
         _ => return None,
     })
+}
+
+/// How the tooltip names a pair's parts: the bucket's bias, and the bucket.
+pub fn pair_labels() -> PairLabels {
+    PairLabels { row: Some("bucket of j − i = {}".into()), ..PairLabels::bias() }
 }
 
 #[cfg(test)]

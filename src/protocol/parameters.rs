@@ -9,6 +9,7 @@ use super::{Colormaps, LayerSource, Unknown, WorkerError};
 use crate::layer::stage::StageMeta;
 use crate::positions::rope::Rope;
 use crate::positions::t5::Buckets;
+use crate::stage::PairLabels;
 use serde::{Deserialize, Serialize};
 
 /// Where to compute.
@@ -187,6 +188,8 @@ pub struct Info {
     pub settings: Settings,
     /// The trace's stages in pipeline order, with their titles, formulas and axes.
     pub stages: Vec<StageMeta>,
+    /// How the tooltip names a pair's parts in this layer's scheme.
+    pub pair: PairLabels,
     pub backend: BackendUsed,
     /// Milliseconds of each compute stage ([`crate::timing::StageTimes::named`]): on the CPU head stages
     /// summed over heads and the logits in their three parts; on the GPU each stage submitted alone and

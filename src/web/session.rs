@@ -37,6 +37,7 @@ impl Info {
             preset_description: preset_description.into(),
             settings: Settings::of(cfg, &spec, inputs.per_head, &inputs.tokens),
             stages,
+            pair: cfg.method.pair_labels(cfg.clip),
             backend,
             stage_times: stage_times.map_or(Vec::new(), |t| t.named().into_iter().map(|(name, ms)| Timing { name: name.into(), ms }).collect()),
             on_demand,

@@ -62,7 +62,7 @@ function shown(v) {
 }
 
 // The parts of pair (i, j) of the shown (batch, head) (undefined while asked for; null for a stage the
-// method has not: RoPE has no relative term, RoPE and ALiBi no table row).
+// scheme has not: a relative term, a table row).
 function parts(i, j) {
   const has = state.current.byName;
   return Object.fromEntries(Object.entries(PARTS).map(([part, name]) => [part, has[name] ? cellOf(name, i, j) : null]));
@@ -105,18 +105,16 @@ function fillTip(v, i, j, announce = false) {
   for (const k of ['content', 'relative', 'row']) delete tip.dataset[k];
   if (v.stage.pairs) {
     const p = parts(i, j);
-    const k = cur.info.settings.clip;
     const tok = cur.tokens ? `  “${cur.tokens[i]}” → “${cur.tokens[j]}”` : '';
     lines.push(`distance j − i = ${j - i}${tok}`);
-    const method = cur.info.settings.method;
+    // The scheme names its parts (Info.pair, from src/positions/); a row of −1 reads nothing.
+    const said = cur.info.pair;
     const masked = cur.info.settings.causal && j > i;
-    lines.push(method === 'rope' ? `rotated q'·k' = ${shown(p.content)} (the positions are inside it)` : `content term q·k = ${shown(p.content)}`);
-    if (method === 'alibi' || method === 't5') lines.push(`bias (added after the scale) = ${shown(p.relative)}`);
-    else if (p.relative !== null) lines.push(`relative term = ${shown(p.relative)}`);
-    if (method === 'shaw') lines.push(`table row clip(j − i, ${k}) + ${k} = ${shown(p.row)}`);
-    else if (method === 'music') lines.push(`table row of E_r = ${masked ? 'none (a later key: masked)' : p.row < 0 ? 'none (beyond the table: a zero vector)' : shown(p.row)}`);
-    else if (method === 't5') lines.push(`bucket of j − i = ${shown(p.row)}`);
-    if (masked) lines.push(method === 'music' ? 'masked (j > i): the skew leaves a leftover here, the mask removes it' : 'masked (j > i)');
+    const filled = (label, value) => label.replace('{}', value);
+    lines.push(filled(said.content, shown(p.content)));
+    if (said.relative && p.relative !== null) lines.push(filled(said.relative, shown(p.relative)));
+    if (said.row) lines.push(filled(said.row, p.row < 0 ? (masked ? 'none (a later key: masked)' : 'none (beyond the table: a zero vector)') : shown(p.row)));
+    if (masked) lines.push(said.masked);
     lines.push(`logit ${shown(p.logit)}   weight ${shown(p.weight)}`);
     Object.assign(tip.dataset, { content: p.content ?? '', relative: p.relative ?? '', row: p.row ?? '' });
   }
@@ -315,9 +313,9 @@ function drawRow(r, label) {
       shade(v, readers.map(([i, lo, hi]) => { const [row, c] = skewCell(name, i, lo, n, causal); return [row, c, c + hi - lo]; }));
     }
   }
-  const { method, clip: k } = cur.info.settings;
-  const what = method === 'shaw' ? `distance ${r - k}${Math.abs(r - k) === k ? ' and beyond (the edge row)' : ''}`
-    : method === 't5' ? 'one bucket of distances' : 'one distance of E_r';
+  // What the row stands for, read from its readers: the distances j − i that read it.
+  const [near, far] = (readers || []).reduce(([a, b], [i, lo, hi]) => [Math.min(a ?? lo - i, lo - i), Math.max(b ?? hi - 1 - i, hi - 1 - i)], [null, null]);
+  const what = !readers ? '…' : near === null ? 'no pair reads it' : near === far ? `distance ${near}` : `distances ${near} … ${far}`;
   const pairs = readers && readers.reduce((sum, [, lo, hi]) => sum + hi - lo, 0);
   const read = readers ? `read by ${pairs} pairs (i, j), shaded in every (i, j) view` : 'its readers: …';
   label.textContent = `pinned table row ${r} (${what}): ${read} (Esc unpins)`;

@@ -213,7 +213,11 @@ settings: Settings,
 /**
  * The trace's stages in pipeline order, with their titles, formulas and axes.
  */
-stages: Array<StageMeta>, backend: BackendUsed, 
+stages: Array<StageMeta>, 
+/**
+ * How the tooltip names a pair's parts in this layer's scheme.
+ */
+pair: PairLabels, backend: BackendUsed, 
 /**
  * Milliseconds of each compute stage ([`crate::timing::StageTimes::named`]): on the CPU head stages
  * summed over heads and the logits in their three parts; on the GPU each stage submitted alone and
@@ -539,6 +543,30 @@ step: number,
  * MIDI pitch, null for a rest.
  */
 midi: number | null, };
+
+/**
+ * How the tooltip of a (query i, key j) cell names the pair's parts, each with `{}` where its value goes: the
+ * content logit, the relative one, the table row read and what masking means (one per layer, in
+ * `Info::pair`; each scheme's module writes its own: `positions::<scheme>::pair_labels`).
+ */
+export type PairLabels = { 
+/**
+ * "content term q·k = {}", or what the scheme's content logit is instead (RoPE's rotated vectors').
+ */
+content: string, 
+/**
+ * The relative term ("relative term = {}", or a bias added after the scale); `null`: the scheme adds none.
+ */
+relative: string | null, 
+/**
+ * The table row or bucket the pair reads; `null`: the scheme reads none. A row of −1 (none) is said by the
+ * page: a masked key's, or one beyond the table.
+ */
+row: string | null, 
+/**
+ * What masking a pair (j > i, causal) does to it.
+ */
+masked: string, };
 
 /**
  * What a [`ModelMessage`] asks for beside the prediction.
