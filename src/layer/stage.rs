@@ -1,7 +1,9 @@
-//! The stages of a trace and everything said about each one: its name, title, formula (plain text and
-//! TeX), axes, colour scale and what it depends on. This module is the one place these are spelled: the
-//! page receives them with every stage ([`Stage::meta`], serialized), the CLI's figures read them, and
-//! README.md's table of stages is [`markdown_table`] (a test keeps the two equal).
+//! Which stages a layer's trace has ([`Present`]) and everything shown about each one ([`Stage::meta`]: title,
+//! formula in plain text and TeX, what to notice, axes, colour scale, what it depends on). A stage a scheme
+//! shapes is described by the scheme's module (`positions::<scheme>::describe`); this module says what every
+//! layer says (distances, content logits, weights, outputs) and what leaving the content term out changes.
+//! The page receives the metadata with every stage (serialized), the CLI's figures read it, and README.md's
+//! table of stages is [`markdown_table`] (a test keeps the two equal).
 
 use crate::attention::Config;
 use crate::error::{Error, Result};
