@@ -116,8 +116,7 @@ impl Variant {
     fn all() -> Vec<Variant> {
         let mut out = Vec::new();
         for method in Method::ALL {
-            let by_masking = Stage::ALL.into_iter().any(|s| method.describe(s, true) != method.describe(s, false));
-            for causal in if by_masking { vec![true, false] } else { vec![false] } {
+            for causal in if Variant::by_masking(method) { vec![true, false] } else { vec![false] } {
                 out.push(Variant { method, causal, values: false });
             }
             if method.has_value_term() {
@@ -132,9 +131,13 @@ impl Variant {
         Config { method: self.method, causal: self.causal, rel_v: self.values, ..Config::default() }
     }
 
+    /// Whether the scheme describes its stages differently masked and unmasked.
+    fn by_masking(method: Method) -> bool {
+        Stage::ALL.into_iter().any(|s| method.describe(s, true) != method.describe(s, false))
+    }
+
     fn label(self) -> String {
-        let by_masking = Stage::ALL.into_iter().any(|s| self.method.describe(s, true) != self.method.describe(s, false));
-        match (self.values, by_masking, self.causal) {
+        match (self.values, Variant::by_masking(self.method), self.causal) {
             (true, _, _) => format!("{} with a^V", self.method.label()),
             (false, true, true) => format!("{}, causal", self.method.label()),
             (false, true, false) => format!("{}, bidirectional", self.method.label()),
