@@ -34,7 +34,7 @@ def presets():
 
 
 def methods():
-    """The position schemes (the ``method`` option): shaw, music, rope, alibi, t5, absolute."""
+    """The position schemes (the ``method`` option): absolute, shaw, music, rope, alibi, t5."""
     return list(_relattn.methods())
 
 

@@ -179,7 +179,7 @@ def test_every_option_is_taken():
 
 
 def test_names():
-    assert relattn.methods() == ["shaw", "music", "rope", "alibi", "t5", "absolute"]
+    assert relattn.methods() == ["absolute", "shaw", "music", "rope", "alibi", "t5"]
     assert "seed004" in relattn.presets() and "rope_kernel" in relattn.stages()
     assert "rope_base" in relattn.OPTIONS
     seed004 = relattn.trace(preset="seed004")

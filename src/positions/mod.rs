@@ -54,8 +54,20 @@ pub enum Method {
 }
 
 impl Method {
-    /// Every scheme.
-    pub const ALL: [Method; 6] = [Method::Shaw, Method::Music, Method::Rope, Method::Alibi, Method::T5, Method::Absolute];
+    /// Every scheme, in the order the page and the tables show them: the baseline, then by year.
+    pub const ALL: [Method; 6] = [Method::Absolute, Method::Shaw, Method::Music, Method::Rope, Method::Alibi, Method::T5];
+
+    /// The scheme's name in files, messages and on the command line (serde's lowercase of the variant).
+    pub fn name(self) -> &'static str {
+        match self {
+            Method::Shaw => "shaw",
+            Method::Music => "music",
+            Method::Rope => "rope",
+            Method::Alibi => "alibi",
+            Method::T5 => "t5",
+            Method::Absolute => "absolute",
+        }
+    }
 
     /// The scheme's tables under the names a scenario file gives them: the logits' table (Shaw's w^K as
     /// `rel_k`, the Music Transformer's `e_r`, ALiBi's slopes, T5's bias per bucket) and the values' table, if
@@ -164,28 +176,13 @@ impl Method {
 impl FromStr for Method {
     type Err = Error;
     fn from_str(s: &str) -> Result<Self> {
-        match s {
-            "shaw" => Ok(Method::Shaw),
-            "music" => Ok(Method::Music),
-            "rope" => Ok(Method::Rope),
-            "alibi" => Ok(Method::Alibi),
-            "t5" => Ok(Method::T5),
-            "absolute" => Ok(Method::Absolute),
-            _ => Err(Error::invalid("method", format!("'{s}'"), "shaw, music, rope, alibi, t5, absolute")),
-        }
+        Method::ALL.into_iter().find(|m| m.name() == s).ok_or_else(|| Error::invalid("method", format!("'{s}'"), Method::ALL.map(Method::name).join(", ")))
     }
 }
 
 impl fmt::Display for Method {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Method::Shaw => "shaw",
-            Method::Music => "music",
-            Method::Rope => "rope",
-            Method::Alibi => "alibi",
-            Method::T5 => "t5",
-            Method::Absolute => "absolute",
-        })
+        f.write_str(self.name())
     }
 }
 

@@ -417,7 +417,7 @@ pub struct ReadersReply {
     pub error: Option<WorkerError>,
 }
 
-/// worker → page: the answer to a [`SchemesRequest`]: one view per scheme in src/web/compare.rs ORDER.
+/// worker → page: the answer to a [`SchemesRequest`]: one view per scheme in `Method::ALL`'s order.
 #[derive(Clone, Debug, Serialize)]
 #[cfg_attr(test, derive(ts_rs::TS), ts(export, export_to = "protocol.d.ts"))]
 pub struct SchemesReply {

@@ -21,12 +21,9 @@ use wasm_bindgen::prelude::*;
 /// The longest sequence the comparison takes (six layers in a row, each a few seconds at this n).
 pub const MAX_COMPARE_N: usize = 2048;
 
-/// The schemes in the order they are shown: the baseline, the two 2018 schemes, today's three.
-pub const ORDER: [Method; 6] = [Method::Absolute, Method::Shaw, Method::Music, Method::Rope, Method::Alibi, Method::T5];
-
 /// Computes the comparison of the request's settings (a preset's or a file's are refused: the page sends the
 /// settings it shows) for (batch, head). Returns an array of `{ method, label, meta, cut, profile, rgba,
-/// values }` in [`ORDER`]: `rgba` a Uint8ClampedArray of `cut.raster_rows × cut.raster_cols` pixels, `values`
+/// values }` in [`Method::ALL`]'s order: `rgba` a Uint8ClampedArray of `cut.raster_rows × cut.raster_cols` pixels, `values`
 /// the weights (a Float32Array, row-major) when they are at most [`super::session::VALUES_CELLS`], else null. Errors name the
 /// field: "n" past [`MAX_COMPARE_N`], "batch index", "head", or a setting.
 #[wasm_bindgen]
@@ -42,7 +39,7 @@ pub fn compare_schemes(request: JsValue, batch: usize, head: usize) -> Result<Js
         return Err(to_js(Error::invalid("n", n, format!("1..={MAX_COMPARE_N} to compare the six schemes"))));
     }
     let out = js_sys::Array::new();
-    for method in ORDER {
+    for method in Method::ALL {
         let mut settings = request.settings.clone();
         settings.method = method.to_string();
         let (cfg, spec) = settings.check()?;
