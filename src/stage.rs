@@ -50,6 +50,8 @@ pub enum Scale {
 pub const KEY_AXIS: &str = "key j";
 /// The axis label of the queries i (rows of every (query i, key j) stage).
 pub const QUERY_AXIS: &str = "query i";
+/// The title of the logits stage, whatever the scheme (its formula differs).
+pub const LOGITS_TITLE: &str = "Scaled, masked logits";
 /// The axis label of a head's vectors' components (rotated q and k, each head's output).
 pub const COMPONENT_AXIS: &str = "component (d_head)";
 /// The axis label of the model's features (the layer's output, vectors added to x).

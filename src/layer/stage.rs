@@ -8,7 +8,7 @@
 use crate::attention::Config;
 use crate::error::{Error, Result};
 use crate::positions::Method;
-use crate::stage::{Scale, Stage, StageText, COMPONENT_AXIS, FEATURE_AXIS, KEY_AXIS, QUERY_AXIS};
+use crate::stage::{Scale, Stage, StageText, COMPONENT_AXIS, FEATURE_AXIS, KEY_AXIS, LOGITS_TITLE, QUERY_AXIS};
 use serde::Serialize;
 
 /// Everything the page and the CLI show about a stage besides its numbers (sent to the page as JSON).
@@ -197,7 +197,7 @@ const CONTENT_OFF: StageText = StageText::new(
 
 /// The logits of a layer with a vector table that leaves the content term out.
 const LOGITS_CONTENT_OFF: StageText = StageText::new(
-    "Scaled, masked logits",
+    LOGITS_TITLE,
     "relative_ij / √d_head, −∞ where masked (no content term)",
     r"e_{ij} = \frac{\text{relative}_{ij}}{\sqrt{d_h}} \quad (-\infty \text{ where masked; no content term})",
     "The relative term alone (the content term is left out), scaled by 1/√d_head; masked cells are −∞ and get weight 0.",

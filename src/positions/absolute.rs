@@ -7,7 +7,7 @@
 //! Q = (x + PE) W_q + b_q,  K = (x + PE) W_k + b_k,  V = (x + PE) W_v + b_v
 //! ```
 
-use crate::stage::{PairLabels, Stage, StageText, FEATURE_AXIS};
+use crate::stage::{PairLabels, Stage, StageText, FEATURE_AXIS, LOGITS_TITLE};
 use ndarray::{Array2, ArrayViewMut2};
 
 /// Adds PE[p] to `row`: sin at 2i, cos at 2i + 1, computed in f64 (as the training code does).
@@ -61,7 +61,7 @@ pub fn describe(stage: Stage) -> Option<StageText> {
             "Token and position mixed in one product: (x + PE) projected. A relative pattern can only appear here if the projections learn to read it out of the sums.",
         ),
         Stage::Logits => StageText::new(
-            "Scaled, masked logits",
+            LOGITS_TITLE,
             "q_i·k_j / √d_head, −∞ where masked",
             r"e_{ij} = \frac{q_i \cdot k_j}{\sqrt{d_h}} \quad (-\infty \text{ where masked})",
             "The products of x + PE scaled by 1/√d_head; masked cells are −∞ and get weight 0.",

@@ -24,7 +24,7 @@ pub mod table;
 
 use crate::core::matmul::matmul;
 use crate::error::{Error, Result};
-use crate::stage::{PairLabels, Stage, StageText};
+use crate::stage::{PairLabels, Stage, StageText, LOGITS_TITLE};
 use music::SkewSteps;
 use ndarray::{s, Array1, Array2, ArrayView2, Zip};
 use rope::Rope;
@@ -57,7 +57,7 @@ impl Method {
     /// Every scheme, in the order the page and the tables show them: the baseline, then by year.
     pub const ALL: [Method; 6] = [Method::Absolute, Method::Shaw, Method::Music, Method::Rope, Method::Alibi, Method::T5];
 
-    /// The scheme's name in files, messages and on the command line (serde's lowercase of the variant).
+    /// The scheme's name in files, messages and on the command line (serde's lowercase of the variant: tested).
     pub fn name(self) -> &'static str {
         match self {
             Method::Shaw => "shaw",
@@ -190,7 +190,7 @@ impl fmt::Display for Method {
 /// S^rel), in the scheme's own TeX.
 fn logits_with_relative_term(tex: &'static str) -> StageText {
     StageText::new(
-        "Scaled, masked logits",
+        LOGITS_TITLE,
         "(q_i·k_j + relative_ij) / √d_head, −∞ where masked",
         tex,
         "Content and relative terms added and scaled by 1/√d_head; masked cells are −∞ and get weight 0.",
@@ -199,7 +199,7 @@ fn logits_with_relative_term(tex: &'static str) -> StageText {
 
 /// The logits of a scheme that adds a bias of the distance after the scale (ALiBi, T5).
 const LOGITS_WITH_BIAS: StageText = StageText::new(
-    "Scaled, masked logits",
+    LOGITS_TITLE,
     "q_i·k_j / √d_head + bias_ij, −∞ where masked",
     r"e_{ij} = \frac{q_i \cdot k_j}{\sqrt{d_h}} + b_{ij} \quad (-\infty \text{ where masked})",
     "The content logits scaled by 1/√d_head plus the bias, which is not scaled; masked cells are −∞ and get weight 0.",
@@ -413,5 +413,15 @@ mod tests {
             }
         }
         assert_eq!(Method::Shaw.pair_labels(3).row.unwrap(), "table row clip(j − i, 3) + 3 = {}");
+    }
+
+    /// A scheme's name is serde's (files and messages) and parses back.
+    #[test]
+    fn names_are_serdes_and_parse_back() {
+        for m in Method::ALL {
+            assert_eq!(serde_json::to_string(&m).unwrap(), format!("\"{}\"", m.name()));
+            assert_eq!(m.name().parse::<Method>().unwrap(), m);
+        }
+        assert!("relative".parse::<Method>().unwrap_err().to_string().contains("absolute, shaw, music, rope, alibi, t5"));
     }
 }

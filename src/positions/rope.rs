@@ -16,7 +16,7 @@
 //! GPT-NeoX's and Llama's *half-split* layout (`rotate_half`): the same weights give different numbers.
 
 use crate::error::{Error, Result};
-use crate::stage::{PairLabels, Stage, StageText, COMPONENT_AXIS, KEY_AXIS, QUERY_AXIS};
+use crate::stage::{PairLabels, Stage, StageText, COMPONENT_AXIS, KEY_AXIS, LOGITS_TITLE, QUERY_AXIS};
 use ndarray::{Array1, Array2, ArrayView2};
 use std::str::FromStr;
 
@@ -238,7 +238,7 @@ pub fn describe(stage: Stage) -> Option<StageText> {
             "Content and position in one product: the dot products of rotated vectors. Move both tokens by the same amount and this cell does not change.",
         ),
         Stage::Logits => StageText::new(
-            "Scaled, masked logits",
+            LOGITS_TITLE,
             "q'_i·k'_j / √d_head, −∞ where masked",
             r"e_{ij} = \frac{q'_i \cdot k'_j}{\sqrt{d_h}} \quad (-\infty \text{ where masked})",
             "The rotated products scaled by 1/√d_head; masked cells are −∞ and get weight 0.",
