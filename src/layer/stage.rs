@@ -53,6 +53,12 @@ pub struct Present {
 }
 
 impl Present {
+    /// The fullest layer of a scheme: a^V on or off (`values`; the value buckets with it, the efficient
+    /// implementation), the skew's steps when the scheme skews (as many queries as keys).
+    fn fullest(method: Method, values: bool) -> Present {
+        Present { method, rel_v: values, value_buckets: values, skew: method.skews() }
+    }
+
     pub fn has(&self, s: Stage) -> bool {
         let m = self.method;
         match s {
@@ -80,11 +86,7 @@ impl Present {
             return Ok(());
         }
         // The schemes whose layers can have it, and what else it needs.
-        let having: Vec<&str> = Method::ALL
-            .into_iter()
-            .filter(|m| Present { method: *m, rel_v: m.has_value_term(), value_buckets: m.has_value_term(), skew: m.skews() }.has(stage))
-            .map(Method::label)
-            .collect();
+        let having: Vec<&str> = Method::ALL.into_iter().filter(|m| Present::fullest(*m, m.has_value_term()).has(stage)).map(Method::label).collect();
         let needs = match stage {
             Stage::SkewQer | Stage::SkewPadded | Stage::SkewReshaped | Stage::SkewSliced => " (efficient, with as many queries as keys)",
             Stage::RelV | Stage::OutputRelative => " (with a^V on)",
@@ -232,14 +234,13 @@ impl Stage {
     /// The stage's title, formulas and axes for a layer (its method, masking, a^V and content term decide the
     /// text); `per_head_tables`: the relative tables differ by head.
     pub fn meta(self, cfg: &Config, per_head_tables: bool) -> StageMeta {
-        let stage = self;
-        let text = text(stage, cfg);
-        let (x_axis, y_axis) = text.axes.unwrap_or_else(|| usual_axes(stage));
+        let text = text(self, cfg);
+        let (x_axis, y_axis) = text.axes.unwrap_or_else(|| usual_axes(self));
         let head_independent =
-            matches!(stage, Stage::Distances | Stage::RelIndex | Stage::Output | Stage::Slopes | Stage::RopeAngles | Stage::RopeKernel | Stage::Positions);
-        let is_table = matches!(stage, Stage::RelK | Stage::RelV);
+            matches!(self, Stage::Distances | Stage::RelIndex | Stage::Output | Stage::Slopes | Stage::RopeAngles | Stage::RopeKernel | Stage::Positions);
+        let is_table = matches!(self, Stage::RelK | Stage::RelV);
         StageMeta {
-            name: stage.name(),
+            name: self.name(),
             title: text.title,
             formula: text.formula,
             tex: text.tex,
@@ -248,11 +249,11 @@ impl Stage {
             y_axis,
             pairs: x_axis == KEY_AXIS && y_axis == QUERY_AXIS,
             rows_are_queries: y_axis == QUERY_AXIS,
-            leftover_above: stage == Stage::SkewSliced && cfg.method.skews() && cfg.causal,
+            leftover_above: self == Stage::SkewSliced && cfg.method.skews() && cfg.causal,
             per_head: if is_table { per_head_tables } else { !head_independent },
             per_batch: !is_table
-                && !matches!(stage, Stage::Distances | Stage::RelIndex | Stage::Slopes | Stage::RopeAngles | Stage::RopeKernel | Stage::Positions),
-            scale: stage.scale(),
+                && !matches!(self, Stage::Distances | Stage::RelIndex | Stage::Slopes | Stage::RopeAngles | Stage::RopeKernel | Stage::Positions),
+            scale: self.scale(),
         }
     }
 }
@@ -289,7 +290,7 @@ pub fn markdown_table() -> String {
 impl Stage {
     /// Whether a layer of this variant has the stage (skew steps: a scheme that skews; w^V stages: a value term).
     fn exists_in(self, v: Variant) -> bool {
-        Present { method: v.method, rel_v: v.values, value_buckets: v.values, skew: v.method.skews() }.has(self)
+        Present::fullest(v.method, v.values).has(self)
     }
 }
 
