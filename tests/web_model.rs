@@ -145,7 +145,7 @@ async fn a_window_gives_notes_nll_and_causal_distributions() {
         assert_eq!(n.midi, (n.token != 0).then(|| 33 + n.token as u8 - 1));
     }
     assert!(w.nll.values.iter().all(|v| v.is_finite() && *v >= 0.0) && w.nll.mean > 0.0 && w.nll.ms >= 0.0);
-    assert_eq!(w.nll.backend, BackendUsed { on_gpu: false, name: "CPU (wasm)".into(), note: String::new() });
+    assert_eq!(w.nll.backend, BackendUsed { on_gpu: false, name: "CPU (wasm)".into(), note: String::new(), provisional: false });
     for layer in 0..3 {
         for head in 0..4 {
             let m = weights(&s, layer, head);
@@ -494,7 +494,7 @@ async fn webgpu_without_an_adapter_falls_back_to_the_cpu_with_the_reason() {
     for choice in ["webgpu", "auto"] {
         let w: WindowInfo = typed(s.run(window_on("10.7", 0.0, 48.0, 0.0, choice)).await);
         let b = &w.nll.backend;
-        assert_eq!(b, &BackendUsed { on_gpu: false, name: "CPU (wasm)".into(), note: reason.clone() }, "{choice}");
+        assert_eq!(b, &BackendUsed { on_gpu: false, name: "CPU (wasm)".into(), note: reason.clone(), provisional: false }, "{choice}");
         assert_eq!(w.nll.values, cpu.nll.values, "{choice}");
         assert_eq!(weights(&s, 1, 2), cpu_weights, "{choice}");
         let nll: PositionNll = typed(s.nll_by_position(window_on("10.7", 0.0, 48.0, 0.0, choice)).await);

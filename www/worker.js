@@ -7,7 +7,7 @@
 // on a layer, or is lost) the CPU computes, and the result's backend says where and why. The debug-* test hooks
 // are sent by tests/e2e only. Model mode's messages ('model*') go to js/worker-model.js.
 import init, * as relattn from './pkg/relattn.js';
-import { progressMessage, resultMessage, errorMessage, fatalMessage, exportReply, exportFailed, cellsReply, cellsFailed, readersReply, readersFailed, schemesReply, schemesFailed, typedError } from './js/protocol.js';
+import { progressMessage, resultMessage, backendShown, gpuSettled, errorMessage, fatalMessage, exportReply, exportFailed, cellsReply, cellsFailed, readersReply, readersFailed, schemesReply, schemesFailed, typedError } from './js/protocol.js';
 import { onModelMessage, layerSession } from './js/worker-model.js';
 /** @typedef {import('./js/types/protocol').ToWorker} ToWorker */
 /** @typedef {import('./js/types/protocol').ComputeRequest} ComputeRequest */
@@ -36,6 +36,8 @@ const held = {
   stages: [],
   /** The ids of the results sent from it: a cells or readers question names one. */
   results: new Set(),
+  /** It was computed on the CPU while WebGPU was being set up (BackendUsed.provisional). */
+  provisional: false,
 };
 const queue = {
   /** @type {ComputeRequest | null} The newest compute request not yet worked on (a newer one replaces it). */
@@ -48,6 +50,8 @@ const queue = {
 const gpu = {
   /** WebGPU's one try (gpu_init, then the adapter's name), a promise once a request asked for it. */
   tried: null,
+  /** True once that try has ended (the page was told: gpu-settled): a provisional view is computed again. */
+  settled: false,
   /** The browser's name of its adapter (vendor, architecture, description), better than wgpu's. */
   adapterName: '',
 };
@@ -97,6 +101,8 @@ function modelContext(w) {
     memory: () => w.memory,
     tryGpu,
     used,
+    /** Whether a view computed on the CPU while WebGPU was set up (`b`, BackendUsed) must be computed again. */
+    stale: (b) => b.provisional && gpu.settled,
     post: (msg, transfer) => { if (!dead) self.postMessage(msg, transfer || []); },
     isAbort,
     fail: (err) => { if (isAbort(err)) fatal(err.message); },
@@ -116,17 +122,23 @@ async function nameAdapter(status) {
 
 // WebGPU is tried once, by the first request that asks for it ('auto' or 'webgpu'). 'webgpu' waits until it
 // was; 'auto' does not: its first view is computed on the CPU at once while the device and its pipelines are
-// set up beside it (seconds on a software adapter), and the next request decides.
+// set up beside it (seconds on a software adapter), marked provisional; when the set-up ends the page is told
+// (gpu-settled) and asks for its provisional views again, which are then computed where the set-up decided.
 function tryGpu(backend) {
   if (backend !== 'auto' && backend !== 'webgpu') return Promise.resolve();
-  gpu.tried = gpu.tried || gpu_init().then(nameAdapter);
+  if (!gpu.tried) {
+    gpu.tried = gpu_init().then(nameAdapter);
+    gpu.tried.finally(() => {
+      gpu.settled = true;
+      if (!dead) self.postMessage(gpuSettled());
+    }).catch(() => {}); // a failed try is the computes' to report (they await gpu.tried)
+  }
   return backend === 'auto' ? Promise.resolve() : gpu.tried;
 }
 
-// Where a computation ran, as the footer shows it (protocol.js BackendUsed), from the Rust BackendUsed `b`
-// of a computation asked to run on `backend`.
+// Where a computation asked to run on `backend` ran, as the footer shows it, from the Rust BackendUsed `b`.
 function used(backend, b) {
-  return { mode: backend, onGpu: b.on_gpu, name: b.on_gpu && gpu.adapterName ? `WebGPU: ${gpu.adapterName}` : b.name, note: b.note };
+  return backendShown(backend, b, gpu.adapterName);
 }
 
 // The cached session is reused while the compute request's source (settings, preset, file or model layer) and
@@ -196,7 +208,8 @@ async function work() {
     const backend = msg.request.backend;
     const key = keyOf(msg);
     if (msg.colormaps) set_colormaps(msg.colormaps.sequential, msg.colormaps.diverging);
-    if (key !== held.key || !held.session) {
+    // A layer computed on the CPU while WebGPU was set up is computed again once the set-up has ended.
+    if (key !== held.key || !held.session || (held.provisional && gpu.settled)) {
       self.postMessage(progressMessage(msg.id, 'computing the layer…'));
       await tryGpu(backend);
       // msg.model: one layer of a trained model (Model mode's "stages of this head"), on the same backend.
@@ -210,6 +223,7 @@ async function work() {
     const s = held.session;
     /** @type {Info} */
     const info = s.info();
+    held.provisional = info.backend.provisional;
     /** @type {Shown} clamped into this layer's (src/web/session.rs) */
     const shown = s.shown_for(msg.batch, msg.head);
     // A layer held on demand computes the stages of the (batch, head) shown now: seconds at n 8192.

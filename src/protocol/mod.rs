@@ -10,6 +10,7 @@
 //!   readers       ReadersRequest     →     readers (the pairs that read a pinned table row)
 //!   schemes       SchemesRequest     →     schemes (the six position schemes on the settings shown)
 //!   (a wasm abort, at any time)            fatal (then the page replaces the worker)
+//!   (WebGPU's set-up ended, once)          gpu-settled (the page asks again for a provisional view)
 //!   model         ModelMessage       →     model-result | model-error
 //!   model-sample  SampleMessage      →     model-sampled (one per batch of 16 tokens) | model-error
 //!   model-stop    ModelStop          →     (nothing: the sampling with that id stops after its batch)
@@ -136,6 +137,9 @@ pub enum FromWorker {
     ModelNll(NllResult),
     ModelCompare(CompareResult),
     ModelError(ModelError),
+    /// WebGPU's one try (Auto's set-up, which the first views do not wait for) has ended, either way: a view
+    /// computed while it ran ([`BackendUsed::provisional`]) is asked for again.
+    GpuSettled,
 }
 
 #[cfg(test)]

@@ -162,6 +162,10 @@ pub struct BackendUsed {
     pub name: String,
     /// Why the GPU asked for (Auto or WebGPU) was not used; empty when it was, or when the CPU was asked for.
     pub note: String,
+    /// Computed on the CPU only because WebGPU was still being set up (Auto does not wait for it): once the
+    /// set-up ends the worker says `gpu-settled` ([`super::FromWorker::GpuSettled`]) and the page asks for this
+    /// view again, computed where the finished set-up decides.
+    pub provisional: bool,
 }
 
 /// Where a computation ran, as the page's footer shows it: the [`BackendUsed`] of a computation asked to run
@@ -174,6 +178,7 @@ pub struct BackendShown {
     pub on_gpu: bool,
     pub name: String,
     pub note: String,
+    pub provisional: bool,
 }
 
 /// Everything the page needs to know about a trace besides its numbers.

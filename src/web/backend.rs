@@ -211,6 +211,7 @@ pub(super) struct Ran<T> {
 pub(super) async fn with_backend<T>(choice: BackendChoice, f: impl AsyncFn(&mut Backend) -> crate::error::Result<T>) -> Ran<T> {
     let t0 = now_ms();
     let mut note = String::new();
+    let mut provisional = false;
     if choice != BackendChoice::Cpu {
         match take_gpu() {
             // A software adapter (WebGPU's fallback adapter, SwiftShader in headless chromium) is slower than
@@ -220,15 +221,22 @@ pub(super) async fn with_backend<T>(choice: BackendChoice, f: impl AsyncFn(&mut 
                 GPU.with(|g| *g.borrow_mut() = Gpu::Ready(ctx, name));
             }
             Ok((ctx, name)) => match on_gpu(ctx, &name, &f).await {
-                Ok(value) => return Ran { result: Ok(value), backend: BackendUsed { on_gpu: true, name, note: String::new() }, gpu_failed_ms: 0.0 },
+                Ok(value) => {
+                    let backend = BackendUsed { on_gpu: true, name, note: String::new(), provisional: false };
+                    return Ran { result: Ok(value), backend, gpu_failed_ms: 0.0 };
+                }
                 Err(why) => note = why,
             },
-            Err(why) => note = why,
+            Err(NoGpu::SettingUp) => {
+                note = "WebGPU is still being set up: this view was computed on the CPU (it is computed again once the set-up ends)".into();
+                provisional = true;
+            }
+            Err(NoGpu::Because(why)) => note = why,
         }
     }
     let gpu_failed_ms = now_ms() - t0;
     let result = f(&mut Backend::Cpu).await;
-    Ran { result, backend: BackendUsed { on_gpu: false, name: CPU.into(), note }, gpu_failed_ms }
+    Ran { result, backend: BackendUsed { on_gpu: false, name: CPU.into(), note, provisional }, gpu_failed_ms }
 }
 
 /// `f` on the GPU taken from the slot (put back unless it was lost), or why it failed.
@@ -257,8 +265,17 @@ async fn on_gpu<T>(ctx: GpuContext, name: &str, f: &impl AsyncFn(&mut Backend) -
     }
 }
 
+/// Why a compute found no GPU context in the slot.
+enum NoGpu {
+    /// [`gpu_init`] is still building the device and its pipelines (seconds on a software adapter), which
+    /// Auto does not wait for: the view is provisional ([`BackendUsed::provisional`]).
+    SettingUp,
+    /// No GPU for this compute, for this reason.
+    Because(String),
+}
+
 /// The GPU context, taken out of the slot for one compute, or why there is none.
-fn take_gpu() -> Result<(GpuContext, String), String> {
+fn take_gpu() -> Result<(GpuContext, String), NoGpu> {
     GPU.with(|g| {
         let mut g = g.borrow_mut();
         if let Some(why) = lost() {
@@ -271,19 +288,18 @@ fn take_gpu() -> Result<(GpuContext, String), String> {
             }
             Gpu::Gone(why) => {
                 *g = Gpu::Gone(why.clone());
-                Err(why)
+                Err(NoGpu::Because(why))
             }
-            // Busy with no name: gpu_init is still building the device and its pipelines (seconds on a
-            // software adapter), which Auto does not wait for.
+            // Busy with no name: gpu_init has not filled the slot yet.
             Gpu::Busy(name) if name.is_empty() => {
                 *g = Gpu::Busy(name);
-                Err("WebGPU is still being set up: this view was computed on the CPU (the next one decides)".into())
+                Err(NoGpu::SettingUp)
             }
             Gpu::Busy(name) => {
                 *g = Gpu::Busy(name);
-                Err(GpuError::Busy.to_string())
+                Err(NoGpu::Because(GpuError::Busy.to_string()))
             }
-            Gpu::Untried => Err("WebGPU was not tried (gpu_init was not called)".into()),
+            Gpu::Untried => Err(NoGpu::Because("WebGPU was not tried (gpu_init was not called)".into())),
         }
     })
 }

@@ -193,6 +193,35 @@ for (const [label, flags, footer] of [
   });
 }
 
+// Auto does not wait for WebGPU: the first window comes on the CPU while the device is set up (seconds on
+// SwiftShader), provisional; once the set-up ends the page asks for it again by itself, and Auto leaves the
+// software adapter for the CPU, saying so. The arcs stay the CLI's throughout.
+test('Auto with a software adapter: a provisional first window, computed again unasked once WebGPU is set up', async (t) => {
+  const [layer, head, note] = [1, 2, 130];
+  const b = await launch({ args: ['--enable-unsafe-webgpu'] });
+  try {
+    const p = b.page;
+    watch(p, problems, { expected, failed: (url) => !url.startsWith('blob:'), outside: true });
+    await p.goto(`${base}?mode=model&model=music&piece=${PIECE}&start=0&length=256&transpose=0&layer=${layer}&head=${head}&note=${note}&backend=auto`);
+    await p.waitForFunction(() => document.body.dataset.modelReady, null, { timeout: 120000 });
+    if (!(await p.evaluate(async () => Boolean(navigator.gpu && (await navigator.gpu.requestAdapter()))))) { t.skip('no WebGPU adapter in headless chromium'); return; }
+    const first = await p.locator('#backend').innerText();
+    const firstId = Number(await p.evaluate(() => document.body.dataset.modelReady));
+    await p.waitForFunction(() => !/still being set up/.test(document.getElementById('backend').innerText), null, { timeout: 60000 });
+    await p.waitForFunction(() => document.getElementById('m-busy').hidden);
+    const settled = await p.locator('#backend').innerText();
+    console.log(`# Model mode, Auto: first "${first}", then "${settled}"`);
+    assert.match(settled, /^CPU \(wasm\) — this browser's WebGPU adapter is a software one/);
+    if (/still being set up/.test(first)) {
+      assert.ok(Number(await p.evaluate(() => document.body.dataset.modelReady)) > firstId, 'the provisional window was asked for again');
+    }
+    assert.equal(await p.locator('#err-backend-mode').innerText(), '', 'Auto: no inline error');
+    assertArcsAreTheCli((await roll(p)).arcs, layer, head, note, 'Auto, after the set-up: ');
+  } finally {
+    await close(b);
+  }
+});
+
 test('model view: one drawn tile per layer × head; a click chooses it and the arcs follow', async () => {
   const p = await open(`?mode=model&model=shaw&piece=${PIECE}&length=128&note=64`);
   const tiles = p.locator('#m-tiles .tile canvas');

@@ -17,7 +17,7 @@ import { EMBED, applyURL, saveURL, copyLink } from './url.js';
 import { enterPresent, exitPresent, presentKeys, attachPresentControls, presenting, resultDrawn } from './present.js';
 import { exportNpz } from './export.js';
 import { loadFile, forgetFile, dropCandidate, acceptCandidate, fileInPlay, acceptDrops } from './file.js';
-import { wireModel, setMode, onModelMessage, onWorkerRestart, recolour, firstShown, applyModelEmbed, modelRequest } from './model.js';
+import { wireModel, setMode, onModelMessage, onWorkerRestart, modelGpuSettled, recolour, firstShown, applyModelEmbed, modelRequest } from './model.js';
 import { wireTour } from './tour.js';
 import { windowName } from './model-form.js';
 import { initCompare, refreshCompare } from './compare.js';
@@ -48,6 +48,15 @@ function showResult(msg) {
   saveURL();
 }
 
+/**
+ * WebGPU's set-up has ended: the view shown, when it was computed on the CPU meanwhile (provisional), is asked
+ * for again and computed where the set-up decided; the other mode's is when it is shown again (setMode).
+ */
+function gpuSettled() {
+  if (state.mode === 'model') modelGpuSettled();
+  else if (state.current && state.current.backend.provisional) request();
+}
+
 /** The newest settings were refused: the view stays, the error goes next to its control. */
 function showRefused(error) {
   const file = fileInPlay();
@@ -62,7 +71,7 @@ function showFatal(error, latest) {
 }
 
 async function main() {
-  const handlers = { result: showResult, refused: showRefused, fatal: showFatal, model: onModelMessage, restarted: onWorkerRestart };
+  const handlers = { result: showResult, refused: showRefused, fatal: showFatal, model: onModelMessage, restarted: onWorkerRestart, gpuSettled };
   // Parameters mode's first request waits for the page's own wasm (it draws the figures).
   let uiLoaded = null;
   const uiReady = new Promise((ok) => { uiLoaded = ok; });

@@ -6,14 +6,25 @@ import { state } from './state.js';
 import { post } from './worker-client.js';
 import { sampleRequest, modelStop, windowOf } from './protocol.js';
 
-/** The sampling under way (its id, 0: none), the last id given, and the notes drawn after the window. */
-const sampling = { id: 0, seq: 0, notes: [] };
+/** The sampling under way (its id, 0: none), the last id given, the notes drawn after the window, and what
+ *  to call once the sampling under way ends (whenSamplingEnds). */
+const sampling = { id: 0, seq: 0, notes: [], then: [] };
 /** Redraws the roll (model.js), given by wireSampling. */
 let redrawRoll = () => {};
 
 /** The notes sampled after the window (Notes: token, voice, step, midi). */
 export function sampledNotes() {
   return sampling.notes;
+}
+
+/** True while a sampling is under way. */
+export function samplingUnderway() {
+  return sampling.id !== 0;
+}
+
+/** Calls `f` once the sampling under way ends (done, stopped, refused or ended by a new window). */
+export function whenSamplingEnds(f) {
+  sampling.then.push(f);
 }
 
 /** Connects Continue, Stop and Clear sampled; `shown()` is the result shown, `redraw()` redraws the roll. */
@@ -75,6 +86,7 @@ function done() {
   $('m-continue').disabled = false;
   $('m-stop').disabled = true;
   $('m-clear').disabled = sampling.notes.length === 0;
+  for (const f of sampling.then.splice(0)) f();
 }
 
 function stop() {

@@ -12,7 +12,7 @@ import { readWindow, readHead, modelKind, wantedNote, noteTaken, syncModelForm, 
 import { noteName, VOICE_NAMES } from './roll.js';
 import { wireRoll, makeRoll, redraw, describe, fadeArcs, togglePlay, selectShown } from './model-roll.js';
 import { drawTiles, markTile, markRow, drawDistances, drawPrediction } from './model-views.js';
-import { wireSampling, onSampled, onSampleRefused, endSampling } from './model-sampling.js';
+import { wireSampling, onSampled, onSampleRefused, endSampling, samplingUnderway, whenSamplingEnds } from './model-sampling.js';
 import { wireComparisons, onComparison, drawComparisons, ensureNll, windowShown } from './model-compare.js';
 import { wireSlides } from './model-slides.js';
 import { stop, playing } from './sound.js';
@@ -92,6 +92,15 @@ export function onModelMessage(msg) {
       return;
     default:
   }
+}
+
+/**
+ * WebGPU's set-up has ended: a window computed on the CPU meanwhile (provisional) is asked for again, now or,
+ * while Continue samples from it (a new run of the window would end the sampling), once the sampling ends.
+ */
+export function modelGpuSettled() {
+  if (!m.shown || !m.shown.backend.provisional) return;
+  if (samplingUnderway()) whenSamplingEnds(modelGpuSettled); else modelRequest();
 }
 
 /** The worker was replaced (its wasm aborted): the new one has no window; ask again for the view shown. */
@@ -180,15 +189,16 @@ export function setMode(mode, startParams) {
   document.body.dataset.mode = state.mode;
   $('mode-params').setAttribute('aria-pressed', String(state.mode === 'params'));
   $('mode-model').setAttribute('aria-pressed', String(state.mode === 'model'));
-  // Each mode's footer line is its own result's; a result of another Backend than the one chosen is asked again.
+  // Each mode's footer line is its own result's; a result of another Backend than the one chosen is asked
+  // again, and a provisional one (the worker computes it again once WebGPU's set-up has ended).
   if (state.mode === 'model') {
     if (m.shown) { redraw(); showBackend(m.shown.backend); }
-    if ((!m.shown || m.shown.backend.mode !== backendMode())) modelRequest();
+    if (!m.shown || m.shown.backend.mode !== backendMode() || m.shown.backend.provisional) modelRequest();
   } else {
     if (playing()) stop();
     if (state.current) showBackend(state.current.backend);
     if (!paramsStarted() && startParams) startParams();
-    else if (state.current && state.current.backend.mode !== backendMode()) requestTrace();
+    else if (state.current && (state.current.backend.mode !== backendMode() || state.current.backend.provisional)) requestTrace();
   }
   saveURL();
 }

@@ -34,6 +34,9 @@
 /** @typedef {Extract<FromWorker, { kind: 'model-nll' }>} NllResult */
 /** @typedef {Extract<FromWorker, { kind: 'model-compare' }>} CompareResult */
 /** @typedef {Extract<FromWorker, { kind: 'model-error' }>} ModelError */
+/** @typedef {Extract<FromWorker, { kind: 'gpu-settled' }>} GpuSettled */
+/** @typedef {import('./types/protocol').BackendUsed} BackendUsed */
+/** @typedef {import('./types/protocol').BackendShown} BackendShown */
 
 /**
  * The six trained models (models/chorales-KIND.safetensors), one per position scheme; the page's model select
@@ -187,6 +190,20 @@ export function progressMessage(id, text) {
  */
 export function resultMessage(id, info, shown, stages, timings, backend, memory) {
   return { kind: 'result', id, ok: true, info, shown, stages, timings, backend, memory };
+}
+
+/**
+ * Where a computation asked to run on `mode` ran, as the footer shows it, from the wasm's BackendUsed `b`: the
+ * browser's name `adapter` for its adapter (better than wgpu's) when the GPU computed it and the browser gave one.
+ * @param {BackendChoice} mode @param {BackendUsed} b @param {string} adapter @returns {BackendShown}
+ */
+export function backendShown(mode, b, adapter) {
+  return { mode, onGpu: b.on_gpu, name: b.on_gpu && adapter ? `WebGPU: ${adapter}` : b.name, note: b.note, provisional: b.provisional };
+}
+
+/** @returns {GpuSettled} */
+export function gpuSettled() {
+  return { kind: 'gpu-settled' };
 }
 
 /** @param {number} id @param {any} err @returns {ErrorMessage} */

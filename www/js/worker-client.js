@@ -44,8 +44,8 @@ export function paramsStarted() {
 /**
  * Starts the worker. `h.result(msg)` gets the newest settings' ResultMessage, `h.refused(error)` their
  * WorkerError, `h.fatal(error, latest)` a FatalMessage's error when it is the newest settings' (latest) or
- * in no request; `h.model(msg)` every Model-mode message ('model-*': model.js checks their ids) and
- * `h.restarted()` is called after the worker was replaced.
+ * in no request; `h.model(msg)` every Model-mode message ('model-*': model.js checks their ids),
+ * `h.restarted()` is called after the worker was replaced and `h.gpuSettled()` once WebGPU's set-up has ended.
  */
 export function startWorker(h) {
   spawn(h);
@@ -145,6 +145,7 @@ function receive(msg, handlers) {
       return;
     }
     case 'fatal': restart(msg, handlers); return;
+    case 'gpu-settled': handlers.gpuSettled(); return;
     case 'progress': if (isLatest(msg.id)) showProgress(msg.text); return;
     case 'model-result': case 'model-error': case 'model-sampled': case 'model-nll': case 'model-compare':
       if (handlers.model) handlers.model(msg);

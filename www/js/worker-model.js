@@ -67,7 +67,7 @@ function session(relattn, kind) {
 async function ensureWindow(ctx, s, kind, w, backend) {
   const key = windowKey(kind, w, backend);
   const had = loaded.windows.get(kind);
-  if (had && had.key === key) return { info: had.info, ran: false };
+  if (had && had.key === key && !ctx.stale(had.info.nll.backend)) return { info: had.info, ran: false };
   await ctx.tryGpu(backend);
   // A refused window throws here and changes nothing: the session keeps its window and its sampling.
   const info = await s.run(windowRequest(w, backend));

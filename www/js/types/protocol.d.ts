@@ -9,7 +9,7 @@ export type BackendChoice = "auto" | "webgpu" | "cpu";
  * Where a computation ran, as the page's footer shows it: the [`BackendUsed`] of a computation asked to run
  * on `mode`, with the browser's name for its adapter (it names it better than wgpu's AdapterInfo does).
  */
-export type BackendShown = { mode: BackendChoice, onGpu: boolean, name: string, note: string, };
+export type BackendShown = { mode: BackendChoice, onGpu: boolean, name: string, note: string, provisional: boolean, };
 
 /**
  * Where a trace (or a trained model's pass) was computed.
@@ -26,7 +26,13 @@ name: string,
 /**
  * Why the GPU asked for (Auto or WebGPU) was not used; empty when it was, or when the CPU was asked for.
  */
-note: string, };
+note: string, 
+/**
+ * Computed on the CPU only because WebGPU was still being set up (Auto does not wait for it): once the
+ * set-up ends the worker says `gpu-settled` ([`super::FromWorker::GpuSettled`]) and the page asks for this
+ * view again, computed where the finished set-up decides.
+ */
+provisional: boolean, };
 
 /**
  * One candidate for the next token.
@@ -192,7 +198,7 @@ export type ExportRequest = { id: number, };
 /**
  * Every message from the worker to the page (one at a time: the variants' sizes do not matter).
  */
-export type FromWorker = { "kind": "progress" } & ProgressMessage | { "kind": "result" } & ResultMessage | { "kind": "error" } & ErrorMessage | { "kind": "fatal" } & ErrorMessage | { "kind": "export" } & ExportReply | { "kind": "cells" } & CellsReply | { "kind": "readers" } & ReadersReply | { "kind": "schemes" } & SchemesReply | { "kind": "model-result" } & ModelResult | { "kind": "model-sampled" } & ModelSampled | { "kind": "model-nll" } & NllResult | { "kind": "model-compare" } & CompareResult | { "kind": "model-error" } & ModelError;
+export type FromWorker = { "kind": "progress" } & ProgressMessage | { "kind": "result" } & ResultMessage | { "kind": "error" } & ErrorMessage | { "kind": "fatal" } & ErrorMessage | { "kind": "export" } & ExportReply | { "kind": "cells" } & CellsReply | { "kind": "readers" } & ReadersReply | { "kind": "schemes" } & SchemesReply | { "kind": "model-result" } & ModelResult | { "kind": "model-sampled" } & ModelSampled | { "kind": "model-nll" } & NllResult | { "kind": "model-compare" } & CompareResult | { "kind": "model-error" } & ModelError | { "kind": "gpu-settled" };
 
 /**
  * Everything the page needs to know about a trace besides its numbers.
