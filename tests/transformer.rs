@@ -15,7 +15,10 @@ use relattn::{Backend, Error};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const METHODS: [&str; 6] = ["music", "shaw", "rope", "alibi", "t5", "absolute"];
+/// The shipped models' scheme names, in MODELS' order.
+fn methods() -> [&'static str; 6] {
+    relattn::trained::MODELS.map(relattn::positions::Method::name)
+}
 const TOL: f64 = 1e-4;
 
 fn root() -> PathBuf {
@@ -58,7 +61,7 @@ fn assert_close(what: &str, got: &Array2<f32>, want: &ArrayD<f32>) {
 }
 
 fn logits_match(backend: &mut Backend, label: &str) {
-    for method in METHODS {
+    for method in methods() {
         let (m, f) = (model(method), Fixture::open(method));
         for seq in ["short", "long"] {
             let tokens = f.tokens(&format!("tokens_{seq}"));
@@ -83,7 +86,7 @@ fn logits_match_pytorch_on_the_gpu() {
 
 #[test]
 fn one_layer_matches_pytorch_inside() {
-    for method in METHODS {
+    for method in methods() {
         let (m, f) = (model(method), Fixture::open(method));
         let layer: usize = f.meta("layer").parse().unwrap();
         let tokens = f.tokens("tokens_short");
@@ -103,7 +106,7 @@ fn one_layer_matches_pytorch_inside() {
 fn eval_reproduces_the_fixture_subset_nll() {
     let data = Chorales::parse(&std::fs::read(root().join("tests/fixtures/chorales-subset.json")).unwrap(), "subset").unwrap();
     let seqs: Vec<&[u32]> = data.pieces.iter().map(|p| p.tokens.as_slice()).collect();
-    for method in METHODS {
+    for method in methods() {
         let (m, f) = (model(method), Fixture::open(method));
         let (total, count) = pollster::block_on(m.nll_async(&mut Backend::Cpu, &seqs, m.config.context)).unwrap();
         let want: f64 = f.meta("subset_nll").parse().unwrap();
@@ -114,7 +117,7 @@ fn eval_reproduces_the_fixture_subset_nll() {
 
 #[test]
 fn cached_decoding_gives_the_full_forward() {
-    for method in METHODS {
+    for method in methods() {
         let (m, f) = (model(method), Fixture::open(method));
         let tokens = f.tokens("tokens_long");
         let full = pollster::block_on(m.forward_async(&mut Backend::Cpu, &tokens)).unwrap();
@@ -225,7 +228,7 @@ fn banded_forward_by_definition(method: &str, tokens: &[u32], context: usize) ->
 /// oldest rows; and with a context as long as the sequence, the full forward's.
 #[test]
 fn sliding_context_is_a_banded_causal_forward() {
-    for method in METHODS {
+    for method in methods() {
         let m = model(method);
         let tokens = Fixture::open(method).tokens("tokens_long");
         let (context, tokens) = (9, &tokens[..48]);
@@ -370,7 +373,7 @@ fn stdout_json(out: &std::process::Output) -> serde_json::Value {
 
 #[test]
 fn cli_info_and_eval_match_the_training_figures() {
-    for method in METHODS {
+    for method in methods() {
         let path = model_path(method);
         let path = path.to_str().unwrap();
         let info = stdout_json(&cli(&["model", "info", "--model", path]));
@@ -447,7 +450,7 @@ fn heads_describe_themselves_from_their_profiles() {
     let data = Chorales::parse(&std::fs::read(root().join("models/chorales-test.json")).unwrap(), "test").unwrap();
     let piece = data.piece("10.7").unwrap();
     let meter = Meter::of(&piece.time_signature, data.steps_per_quarter);
-    for method in METHODS {
+    for method in methods() {
         let m = model(method);
         let pass = pollster::block_on(m.attention_pass_async(&mut Backend::Cpu, &piece.tokens[..256])).unwrap();
         let mut on_the_voice: f64 = 0.0;

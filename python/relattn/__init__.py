@@ -117,7 +117,7 @@ def show(x=None, *, stages=(), batch=0, head=0, tokens=(), **options):
 
 
 #: The trained chorale models inside the package (MODELS.md), one per position scheme.
-MODELS = ("music", "shaw", "rope", "alibi", "t5", "absolute")
+MODELS = tuple(_relattn.models())
 _MODELS = __import__("pathlib").Path(__file__).resolve().parent / "models"
 
 

@@ -315,6 +315,12 @@ fn methods<'py>(py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
     PyList::new(py, Method::ALL.map(|m| m.to_string()))
 }
 
+/// The shipped chorale models' names (relattn's `trained::MODELS`), in the order MODELS.md lists them.
+#[pyfunction]
+fn models<'py>(py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+    PyList::new(py, relattn::trained::MODELS.map(Method::name))
+}
+
 /// Every stage's name, in pipeline order.
 #[pyfunction]
 fn stages<'py>(py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
@@ -343,6 +349,7 @@ fn _relattn(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(model_figures, m)?)?;
     m.add_function(wrap_pyfunction!(presets, m)?)?;
     m.add_function(wrap_pyfunction!(methods, m)?)?;
+    m.add_function(wrap_pyfunction!(models, m)?)?;
     m.add_function(wrap_pyfunction!(stages, m)?)?;
     m.add_function(wrap_pyfunction!(option_names, m)?)?;
     m.add_function(wrap_pyfunction!(array_names, m)?)?;

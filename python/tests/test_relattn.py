@@ -207,6 +207,17 @@ def test_model_trace_is_the_cli_npz(tmp_path):
     assert e.value.field == "piece"
 
 
+def test_every_packaged_model_loads_by_its_name():
+    """relattn.MODELS (the Rust library's list) names the six shipped models, each packaged and loadable by
+    name: a causal head whose rows are distributions."""
+    assert relattn.MODELS == ("music", "shaw", "rope", "alibi", "t5", "absolute")
+    for name in relattn.MODELS:
+        w = relattn.model_trace(name, piece="10.7", length=16, layer=0, head=0)["weights"]
+        assert w.shape[-2:] == (16, 16), name
+        np.testing.assert_allclose(w.sum(axis=-1), 1.0, rtol=1e-5, err_msg=name)
+        assert np.all(np.triu(w.reshape(16, 16), 1) == 0), name
+
+
 def test_widgets_carry_the_stages_and_values():
     """relattn.show and relattn.show_model build their widgets' data in Python (the drawing is
     tests/e2e/notebook.test.mjs's): the stages asked for, their values as float32 equal to the trace's."""

@@ -236,8 +236,9 @@ impl Stage {
     pub fn meta(self, cfg: &Config, per_head_tables: bool) -> StageMeta {
         let text = text(self, cfg);
         let (x_axis, y_axis) = text.axes.unwrap_or_else(|| usual_axes(self));
-        let head_independent =
-            matches!(self, Stage::Distances | Stage::RelIndex | Stage::Output | Stage::Slopes | Stage::RopeAngles | Stage::RopeKernel | Stage::Positions);
+        // Stages of the positions alone: one figure shared by every head and batch element (the slopes'
+        // column lists every head's). The output, every head's concatenated and projected, is per batch element.
+        let positional = matches!(self, Stage::Distances | Stage::RelIndex | Stage::Slopes | Stage::RopeAngles | Stage::RopeKernel | Stage::Positions);
         let is_table = matches!(self, Stage::RelK | Stage::RelV);
         StageMeta {
             name: self.name(),
@@ -250,9 +251,8 @@ impl Stage {
             pairs: x_axis == KEY_AXIS && y_axis == QUERY_AXIS,
             rows_are_queries: y_axis == QUERY_AXIS,
             leftover_above: self == Stage::SkewSliced && cfg.method.skews() && cfg.causal,
-            per_head: if is_table { per_head_tables } else { !head_independent },
-            per_batch: !is_table
-                && !matches!(self, Stage::Distances | Stage::RelIndex | Stage::Slopes | Stage::RopeAngles | Stage::RopeKernel | Stage::Positions),
+            per_head: if is_table { per_head_tables } else { !positional && self != Stage::Output },
+            per_batch: !is_table && !positional,
             scale: self.scale(),
         }
     }

@@ -95,7 +95,7 @@ pub struct PieceInfo {
 pub struct ModelInfo {
     /// The file name given to `ModelSession::load`.
     pub name: String,
-    /// Its position scheme: "music", "shaw", "rope", "alibi", "t5" or "absolute".
+    /// Its position scheme ([`Method::name`]; the shipped models are [`crate::trained::MODELS`]).
     pub kind: Method,
     /// layers, d_model, heads, d_ff, vocab, context, clip, rel_v, edge, method.
     pub config: ModelConfig,

@@ -28,7 +28,7 @@
 //! context each model meets distances or positions it never trained on: the Music Transformer's E_r has rows
 //! for distances −(context − 1)..0 and reads zero beyond (its relative logit is 0 there); Shaw's tables clip
 //! every distance below −k to −k (k = 64); the absolute model adds sinusoids, defined at every position, for
-//! positions it never saw (MODELS.md "Longer than trained": its NLL grows from 1.14 at 256 to 2.29 at 1024).
+//! positions it never saw (MODELS.md, "Longer than trained", gives every model's NLL at each length).
 
 use super::backend::with_backend;
 use super::request::{whole, Inputs};
@@ -115,6 +115,12 @@ impl State {
 /// `RefCell` borrowed only between awaits, never across one. A computation reads the tokens it needs first
 /// (its own request's, or a copy of the window's), awaits, and only then stores what it computed: the last
 /// pass to finish is the window.
+/// The shipped models' kinds: the names of [`crate::trained::MODELS`], in its order (the comparisons').
+#[wasm_bindgen]
+pub fn model_kinds() -> Vec<String> {
+    crate::trained::MODELS.map(|m| m.name().to_string()).to_vec()
+}
+
 #[wasm_bindgen]
 pub struct ModelSession {
     model: Transformer,

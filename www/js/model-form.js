@@ -4,7 +4,6 @@
 // control (an <output id="merr-FIELD"> per field; the wasm's error names the field).
 import { $ } from './dom.js';
 import { state } from './state.js';
-import { MODEL_KINDS } from './protocol.js';
 
 /** The fields an error can be shown next to. */
 const FIELDS = ['model', 'piece', 'opening', 'start', 'length', 'transpose', 'layer', 'head'];
@@ -26,6 +25,12 @@ const num = (id) => ($(id).value.trim() === '' ? NaN : Number($(id).value));
 export function modelLabel(kind) {
   const o = [...$('m-model').options].find((x) => x.value === kind);
   return o ? o.textContent : kind;
+}
+
+/** The shipped models' kinds, as the model select (index.html) offers them; the worker's list is the wasm's
+ *  model_kinds() (src/trained/mod.rs MODELS), and the e2e test checks that the two agree. */
+export function modelKinds() {
+  return [...$('m-model').options].map((o) => o.value);
 }
 
 /** The chosen model kind. */
@@ -164,7 +169,7 @@ export function modelQuery(q) {
 
 /** Sets the model controls from query `q` (url.js applyURL), before the first model request. */
 export function applyModelURL(q) {
-  if (MODEL_KINDS.includes(q.get('model'))) $('m-model').value = q.get('model');
+  if (modelKinds().includes(q.get('model'))) $('m-model').value = q.get('model');
   if (q.has('opening')) {
     choose($('m-piece'), OPENING);
     $('m-opening').value = q.get('opening');

@@ -39,13 +39,6 @@
 /** @typedef {import('./types/protocol').BackendShown} BackendShown */
 
 /**
- * The six trained models (models/chorales-KIND.safetensors), one per position scheme; the page's model select
- * names them (index.html's #m-model, read by modelLabel).
- * @type {Method[]}
- */
-export const MODEL_KINDS = ['music', 'shaw', 'rope', 'alibi', 't5', 'absolute'];
-
-/**
  * An Error with the wasm errors' shape ({ field, kind }, src/web.rs js_error), for the JS side's own refusals.
  * @param {string} field
  * @param {string} kind

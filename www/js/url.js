@@ -6,9 +6,8 @@ import { $ } from './dom.js';
 import { state } from './state.js';
 import { presenting, presentedAt } from './present.js';
 import { CHOICES, NUMS, BOOLS, setSelect, setTheme, relVFollowsMethod } from './controls.js';
-import { modelQuery, applyModelURL } from './model-form.js';
+import { modelQuery, applyModelURL, modelKinds } from './model-form.js';
 import { modelLayer, useModelLayer, askSlice } from './source.js';
-import { MODEL_KINDS } from './protocol.js';
 
 /** ?embed=STAGE: that one heatmap, sized to its frame, and nothing else (null: the whole page); in Model mode,
  *  ?embed=arcs (the piano roll with its arcs), tiles, distance, prediction or nll (model.js applyModelEmbed). */
@@ -71,7 +70,7 @@ export function applyURL() {
   const dark = window.matchMedia && window.matchMedia('(prefers-color-scheme: dark)').matches;
   setTheme(q.get('theme') === 'dark' || q.get('theme') === 'light' ? q.get('theme') : dark ? 'dark' : 'light');
   askSlice(Number(q.get('batch')) || 0, Number(q.get('head')) || 0);
-  const src = new RegExp(`^(${MODEL_KINDS.join('|')}),([^,]+),(\\d+),(\\d+),(-?\\d+),(\\d+)$`).exec(q.get('source') || '');
+  const src = new RegExp(`^(${modelKinds().join('|')}),([^,]+),(\\d+),(\\d+),(-?\\d+),(\\d+)$`).exec(q.get('source') || '');
   if (src) {
     const [, kind, piece, start, length, transpose, layer] = src;
     useModelLayer({ kind, window: { piece, start: Number(start), length: Number(length), transpose: Number(transpose) }, layer: Number(layer) });

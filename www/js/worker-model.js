@@ -6,7 +6,7 @@
 // (WebGPU when usable, else the CPU, which says why: src/web/backend.rs with_backend), sampling on the CPU;
 // the page only draws. The computing methods are async (they may await the GPU), so other messages are
 // answered meanwhile. Messages are typed in protocol.js.
-import { MODEL_KINDS, compareResult, modelError, modelResult, modelSampled, nllResult, typedError, windowKey, windowRequest } from './protocol.js';
+import { compareResult, modelError, modelResult, modelSampled, nllResult, typedError, windowKey, windowRequest } from './protocol.js';
 
 const TILE = 128; // the model view's tiles: at most TILE × TILE pixels each
 const BATCH = 16; // tokens per ModelSampled
@@ -46,7 +46,8 @@ async function fetchBytes(url) {
 
 /** The ModelSession of `kind`, loaded once (a failed load is forgotten, so a retry fetches again). */
 function session(relattn, kind) {
-  if (!MODEL_KINDS.includes(kind)) return Promise.reject(typedError('model', 'invalid', `invalid model: got '${kind}'; allowed: ${MODEL_KINDS.join(', ')}`));
+  const kinds = relattn.model_kinds();
+  if (!kinds.includes(kind)) return Promise.reject(typedError('model', 'invalid', `invalid model: got '${kind}'; allowed: ${kinds.join(', ')}`));
   if (!loaded.sessions.has(kind)) {
     if (!loaded.dataBytes) {
       loaded.dataBytes = fetchBytes('models/chorales-test.json');
@@ -179,7 +180,7 @@ async function nll(ctx, m) {
   try {
     const series = [];
     await ctx.tryGpu(m.backend);
-    for (const kind of MODEL_KINDS) {
+    for (const kind of relattn.model_kinds()) {
       const s = await session(relattn, kind);
       const r = await s.nll_by_position(windowRequest({ piece: m.piece, start: 0, length: m.length, transpose: 0 }, m.backend));
       series.push({ model: kind, values: r.values, mean: r.mean, ms: r.ms });
@@ -198,7 +199,7 @@ async function compare(ctx, m) {
   try {
     const series = [];
     const transfer = [];
-    for (const kind of MODEL_KINDS) {
+    for (const kind of relattn.model_kinds()) {
       const s = await session(relattn, kind);
       await ensureWindow(ctx, s, kind, m.window, m.backend);
       series.push({ model: kind, ...layerProfiles(s, m.layer, transfer) });

@@ -307,7 +307,7 @@ export type ModelInfo = {
  */
 name: string, 
 /**
- * Its position scheme: "music", "shaw", "rope", "alibi", "t5" or "absolute".
+ * Its position scheme ([`Method::name`]; the shipped models are [`crate::trained::MODELS`]).
  */
 kind: Method, 
 /**
