@@ -14,7 +14,8 @@
 
 use crate::error::{Error, ErrorKind};
 use crate::layer::presets;
-use crate::protocol::Strict;
+use crate::positions::Method;
+use crate::protocol::{SchemeOptions, Strict};
 use crate::render::{Colormap, Ink, Palette};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -93,6 +94,14 @@ pub fn set_colormaps(sequential: &str, diverging: &str) -> Result<(), JsValue> {
     let diverging = pick("diverging", diverging, [Colormap::RedBlue, Colormap::PurpleGreen])?;
     PALETTE.with(|p| p.set(Palette { sequential, diverging }));
     Ok(())
+}
+
+/// The options `method` reads ([`SchemeOptions`]), for the controls that follow the method select. Throws an
+/// `Error` with field "method" for an unknown scheme.
+#[wasm_bindgen]
+pub fn scheme_options(method: &str) -> Result<JsValue, JsValue> {
+    let m: Method = method.parse().map_err(to_js)?;
+    to_value(&SchemeOptions { clip: m.has_vector_table(), rel_v: m.has_value_term(), rope: m.rotates(), buckets: m.buckets() })
 }
 
 /// A preset for the page's list.

@@ -102,6 +102,40 @@ async fn shown_for_clamps_the_asked_slice() {
     assert_eq!(shown(-1, -4), (0.0, 0.0));
 }
 
+/// The output stage's values of batch 0 (head-independent), copied out of the wasm memory.
+fn output_values(s: &mut Session) -> Vec<f32> {
+    let i = stage_names(s).iter().position(|n| n == "output").unwrap();
+    s.select(i, 0, 0).unwrap();
+    let mem = wasm_bindgen::memory().unchecked_into::<js_sys::WebAssembly::Memory>();
+    js_sys::Float32Array::new_with_byte_offset_and_length(&mem.buffer(), s.values_ptr() as u32, s.values_len() as u32).to_vec()
+}
+
+/// The options the page's controls follow (`scheme_options`: the rest are disabled or hidden) are exactly the
+/// ones a method's layer reads: changing k, a^V, RoPE's base or T5's buckets changes the output where the
+/// method's flag says and nowhere else. An unknown method is refused by name.
+#[wasm_bindgen_test]
+async fn scheme_options_are_the_options_each_method_reads() {
+    for method in Method::ALL.map(Method::name) {
+        let o = relattn::web::scheme_options(method).unwrap();
+        let base = Settings { rel_v: false, ..settings(method, 8.0, 16.0, 2.0, 3.0) };
+        let out = output_values(&mut run("", &base).await.unwrap());
+        let variants = [
+            ("clip", Settings { clip: 5.0, ..base.clone() }),
+            ("rel_v", Settings { rel_v: true, ..base.clone() }),
+            ("rope", Settings { rope_base: 100.0, ..base.clone() }),
+            ("buckets", Settings { t5_buckets: 8.0, ..base.clone() }),
+        ];
+        for (flag, changed) in variants {
+            match run("", &changed).await {
+                Ok(mut s) => assert_eq!(output_values(&mut s) != out, get(&o, flag).as_bool().unwrap(), "{method}: {flag}"),
+                // A value term the method cannot have is refused, by its field.
+                Err(e) => assert_eq!((named(&e).0.as_str(), get(&o, flag).as_bool().unwrap()), ("rel_v", false), "{method}: {flag}"),
+            }
+        }
+    }
+    assert_eq!(named(&relattn::web::scheme_options("rotary").unwrap_err()).0, "method");
+}
+
 #[wasm_bindgen_test]
 async fn select_exposes_values_and_pixels_in_memory() {
     let mut s = run("", &Settings { causal: true, rel_v: false, seed: 7.0, ..settings("music", 16.0, 32.0, 2.0, 4.0) }).await.unwrap();

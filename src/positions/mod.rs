@@ -100,6 +100,11 @@ impl Method {
         matches!(self, Method::Alibi | Method::T5)
     }
 
+    /// Whether the scheme sorts j − i into buckets, exact near and log-spaced far (T5).
+    pub fn buckets(self) -> bool {
+        self == Method::T5
+    }
+
     /// Whether the scheme rotates q and k (RoPE) instead of adding a term.
     pub fn rotates(self) -> bool {
         self == Method::Rope

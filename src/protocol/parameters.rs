@@ -144,6 +144,21 @@ fn default_t5_max_distance() -> f64 {
     Buckets::default().max_distance as f64
 }
 
+/// Which of the page's scheme options a position scheme reads (the controls that follow the method select):
+/// the wasm's `scheme_options(method)`, from the scheme's own predicates ([`crate::positions::Method`]).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS), ts(export, export_to = "protocol.d.ts"))]
+pub struct SchemeOptions {
+    /// `clip` (k) sizes its table of vectors (Shaw's w^K and w^V, the Music Transformer's E_r).
+    pub clip: bool,
+    /// `rel_v`: it can add a value term (Shaw's a^V).
+    pub rel_v: bool,
+    /// `rope_base`, `rope_fraction`, `rope_scale`, `rope_layout`: it rotates q and k (RoPE).
+    pub rope: bool,
+    /// `t5_buckets`, `t5_max_distance`: it sorts j − i into buckets (T5).
+    pub buckets: bool,
+}
+
 /// A named duration in milliseconds.
 #[derive(Clone, Debug, Serialize)]
 #[cfg_attr(test, derive(ts_rs::TS), ts(export, export_to = "protocol.d.ts"))]

@@ -86,7 +86,7 @@ export function syncControls(info, shown) {
   for (const k of CHOICES) $(k).value = s[k];
   for (const k of NUMS) $(k).value = String(s[k]);
   for (const k of BOOLS) $(k).checked = s[k];
-  relVFollowsMethod();
+  optionsFollowMethod();
   fillSelect($('head'), s.heads, shown.head);
   fillSelect($('batch'), s.batch_size, shown.batch);
   $('preset-desc').textContent = info.preset_description;
@@ -105,17 +105,18 @@ export function setTheme(t) {
 }
 
 /**
- * The controls follow the method: a^V is Shaw et al.'s alone (the others have no value term), k is the table
- * size of Shaw's and the Music Transformer's, and RoPE's and T5's options show with their method only.
+ * The controls follow the method: the options it does not read are disabled (k, a^V) or hidden (RoPE's,
+ * T5's), as the page's wasm says (scheme_options: src/protocol/parameters.rs SchemeOptions). Called again
+ * once that wasm is loaded (main.js), as a page opened in Model mode restores its URL before.
  */
-export function relVFollowsMethod() {
-  const method = $('method').value;
-  const shaw = method === 'shaw';
-  $('rel_v').disabled = !shaw;
-  $('rel_v').title = shaw ? '' : 'Only Shaw et al. have a relative value term a^V';
-  const table = shaw || method === 'music';
-  $('clip').disabled = !table;
-  $('clip').title = table ? '' : 'k sizes the tables of Shaw et al. and the Music Transformer; this method has none';
-  for (const el of document.querySelectorAll('.scheme-rope')) el.hidden = method !== 'rope';
-  for (const el of document.querySelectorAll('.scheme-t5')) el.hidden = method !== 't5';
+export function optionsFollowMethod() {
+  if (!state.ui) return;
+  /** @type {import('./types/protocol').SchemeOptions} */
+  const o = state.ui.scheme_options($('method').value);
+  $('rel_v').disabled = !o.rel_v;
+  $('rel_v').title = o.rel_v ? '' : 'Only Shaw et al. have a relative value term a^V';
+  $('clip').disabled = !o.clip;
+  $('clip').title = o.clip ? '' : 'k sizes the tables of Shaw et al. and the Music Transformer; this method has none';
+  for (const el of document.querySelectorAll('.scheme-rope')) el.hidden = !o.rope;
+  for (const el of document.querySelectorAll('.scheme-t5')) el.hidden = !o.buckets;
 }

@@ -6,7 +6,7 @@
 // before loading its own wasm, so that the first arcs come soon.
 import { $ } from './dom.js';
 import { state } from './state.js';
-import { PARAMS, tokens, clearErrors, showError, showRefusal, syncControls, setTheme, relVFollowsMethod } from './controls.js';
+import { PARAMS, tokens, clearErrors, showError, showRefusal, syncControls, setTheme, optionsFollowMethod } from './controls.js';
 import { startWorker, request, requestSoon, paramsStarted } from './worker-client.js';
 import { loadUi, watchUi, drawFailed } from './ui-wasm.js';
 import { show, redraw, stopRendering, showLastGood } from './views.js';
@@ -123,8 +123,8 @@ async function main() {
     if (el.type === 'number') el.addEventListener('input', () => { custom(); requestSoon(); });
     else el.addEventListener('change', () => { custom(); request(); });
   }
-  $('method').addEventListener('change', relVFollowsMethod);
-  relVFollowsMethod();
+  $('method').addEventListener('change', optionsFollowMethod);
+  optionsFollowMethod();
   for (const id of ['head', 'batch']) $(id).addEventListener('change', request);
   // The Backend (in the toolbar) is both modes': the mode shown computes again, the other when shown (setMode).
   $('backend-mode').addEventListener('change', () => (state.mode === 'model' ? modelRequest() : request()));

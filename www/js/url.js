@@ -5,7 +5,7 @@
 import { $ } from './dom.js';
 import { state } from './state.js';
 import { presenting, presentedAt } from './present.js';
-import { CHOICES, NUMS, BOOLS, setSelect, setTheme, relVFollowsMethod } from './controls.js';
+import { CHOICES, NUMS, BOOLS, setSelect, setTheme, optionsFollowMethod } from './controls.js';
 import { modelQuery, applyModelURL, modelKinds } from './model-form.js';
 import { modelLayer, useModelLayer, askSlice } from './source.js';
 
@@ -61,7 +61,7 @@ export function applyURL() {
   const q = new URLSearchParams(location.search);
   if (q.has('preset')) setSelect($('preset'), q.get('preset'));
   for (const k of CHOICES) if (q.has(k)) setSelect($(k), q.get(k));
-  relVFollowsMethod();
+  optionsFollowMethod();
   for (const k of NUMS) if (q.has(k)) $(k).value = q.get(k);
   for (const k of BOOLS) if (q.has(k)) $(k).checked = q.get(k) === '1';
   if (q.has('sentence')) $('sentence').value = q.get('sentence');

@@ -809,6 +809,28 @@ id: number,
 bytes: ArrayBuffer, };
 
 /**
+ * Which of the page's scheme options a position scheme reads (the controls that follow the method select):
+ * the wasm's `scheme_options(method)`, from the scheme's own predicates ([`crate::positions::Method`]).
+ */
+export type SchemeOptions = { 
+/**
+ * `clip` (k) sizes its table of vectors (Shaw's w^K and w^V, the Music Transformer's E_r).
+ */
+clip: boolean, 
+/**
+ * `rel_v`: it can add a value term (Shaw's a^V).
+ */
+rel_v: boolean, 
+/**
+ * `rope_base`, `rope_fraction`, `rope_scale`, `rope_layout`: it rotates q and k (RoPE).
+ */
+rope: boolean, 
+/**
+ * `t5_buckets`, `t5_max_distance`: it sorts j − i into buckets (T5).
+ */
+buckets: boolean, };
+
+/**
  * One scheme of the "compare schemes" view (src/web/compare.rs), its raster and weights beside it.
  */
 export type SchemeView = { method: string, label: string, 
