@@ -101,7 +101,7 @@ pub fn set_colormaps(sequential: &str, diverging: &str) -> Result<(), JsValue> {
 #[wasm_bindgen]
 pub fn scheme_options(method: &str) -> Result<JsValue, JsValue> {
     let m: Method = method.parse().map_err(to_js)?;
-    to_value(&SchemeOptions { clip: m.has_vector_table(), rel_v: m.has_value_term(), rope: m.rotates(), buckets: m.buckets() })
+    to_value(&SchemeOptions { clip: m.has_vector_table(), rel_v: m.has_value_term(), per_head: m.has_index(), rope: m.rotates(), buckets: m.buckets() })
 }
 
 /// A preset for the page's list.

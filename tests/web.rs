@@ -111,8 +111,8 @@ fn output_values(s: &mut Session) -> Vec<f32> {
 }
 
 /// The options the page's controls follow (`scheme_options`: the rest are disabled or hidden) are exactly the
-/// ones a method's layer reads: changing k, a^V, RoPE's base or T5's buckets changes the output where the
-/// method's flag says and nowhere else. An unknown method is refused by name.
+/// ones a method's layer reads: changing k, a^V, per-head tables, RoPE's base or T5's buckets changes the
+/// output where the method's flag says and nowhere else. An unknown method is refused by name.
 #[wasm_bindgen_test]
 async fn scheme_options_are_the_options_each_method_reads() {
     for method in Method::ALL.map(Method::name) {
@@ -122,6 +122,7 @@ async fn scheme_options_are_the_options_each_method_reads() {
         let variants = [
             ("clip", Settings { clip: 5.0, ..base.clone() }),
             ("rel_v", Settings { rel_v: true, ..base.clone() }),
+            ("per_head", Settings { per_head: true, ..base.clone() }),
             ("rope", Settings { rope_base: 100.0, ..base.clone() }),
             ("buckets", Settings { t5_buckets: 8.0, ..base.clone() }),
         ];

@@ -153,6 +153,8 @@ pub struct SchemeOptions {
     pub clip: bool,
     /// `rel_v`: it can add a value term (Shaw's a^V).
     pub rel_v: bool,
+    /// `per_head`: it reads a learned table per pair (Shaw's, E_r, T5's biases), which can be one per head.
+    pub per_head: bool,
     /// `rope_base`, `rope_fraction`, `rope_scale`, `rope_layout`: it rotates q and k (RoPE).
     pub rope: bool,
     /// `t5_buckets`, `t5_max_distance`: it sorts j − i into buckets (T5).

@@ -105,8 +105,8 @@ export function setTheme(t) {
 }
 
 /**
- * The controls follow the method: the options it does not read are disabled (k, a^V) or hidden (RoPE's,
- * T5's), as the page's wasm says (scheme_options: src/protocol/parameters.rs SchemeOptions). Called again
+ * The controls follow the method: the options it does not read are disabled (k, a^V, per-head tables), greyed
+ * with their values kept, or hidden (RoPE's, T5's), as the page's wasm says (scheme_options: src/protocol/parameters.rs SchemeOptions). Called again
  * once that wasm is loaded (main.js), as a page opened in Model mode restores its URL before.
  */
 export function optionsFollowMethod() {
@@ -115,6 +115,8 @@ export function optionsFollowMethod() {
   const o = state.ui.scheme_options($('method').value);
   $('rel_v').disabled = !o.rel_v;
   $('rel_v').title = o.rel_v ? '' : 'Only Shaw et al. have a relative value term a^V';
+  $('per_head').disabled = !o.per_head;
+  $('per_head').title = o.per_head ? '' : 'This method has no learned table to give each head its own';
   $('clip').disabled = !o.clip;
   $('clip').title = o.clip ? '' : 'k sizes the tables of Shaw et al. and the Music Transformer; this method has none';
   for (const el of document.querySelectorAll('.scheme-rope')) el.hidden = !o.rope;

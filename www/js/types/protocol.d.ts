@@ -822,6 +822,10 @@ clip: boolean,
  */
 rel_v: boolean, 
 /**
+ * `per_head`: it reads a learned table per pair (Shaw's, E_r, T5's biases), which can be one per head.
+ */
+per_head: boolean, 
+/**
  * `rope_base`, `rope_fraction`, `rope_scale`, `rope_layout`: it rotates q and k (RoPE).
  */
 rope: boolean, 
