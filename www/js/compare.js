@@ -8,9 +8,8 @@ import { askSchemes } from './worker-client.js';
 import { FRAME, newView, drawView } from './figures.js';
 import { download } from './export.js';
 import { hideTip, showTip } from './tooltip.js';
+import { SCHEME_COLORS } from './scheme-colors.js';
 
-/** One colour per scheme, in the order they come. */
-const COLORS = ['#555', '#1f6fc4', '#d62728', '#2a9d3a', '#8a4fbf', '#e07000'];
 /** The widest distance the chart shows on each side (all of them for shorter sequences). */
 const REACH = 64;
 
@@ -77,7 +76,7 @@ function draw(cur, schemes) {
     const fig = document.createElement('figure');
     fig.className = 'compare-fig';
     fig.dataset.method = s.method;
-    fig.style.borderTopColor = COLORS[k];
+    fig.style.borderTopColor = SCHEME_COLORS[s.method];
     const v = newView(stage, FRAME.w, FRAME.h);
     fig.append(v.canvas);
     grid.append(fig);
@@ -125,7 +124,7 @@ function drawProfiles(schemes, causal) {
   ctx.fillText('share of attention', 0, 0); ctx.restore();
   const peaks = {};
   schemes.forEach((s, k) => {
-    ctx.strokeStyle = COLORS[k];
+    ctx.strokeStyle = SCHEME_COLORS[s.method];
     ctx.lineWidth = 1.75;
     ctx.beginPath();
     let peak = from;
@@ -139,7 +138,7 @@ function drawProfiles(schemes, causal) {
     const [col, row] = [k % 3, Math.floor(k / 3)];
     const lx = m.l + col * ((w - m.l - m.r) / 3);
     const ly = 6 + row * (fs + 6);
-    ctx.fillStyle = COLORS[k];
+    ctx.fillStyle = SCHEME_COLORS[s.method];
     ctx.fillRect(lx, ly + fs / 2 - 2, 16, 4);
     ctx.fillStyle = '#222';
     ctx.textAlign = 'left';

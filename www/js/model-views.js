@@ -9,9 +9,9 @@ import { $, textPx, wrapLines } from './dom.js';
 import { state } from './state.js';
 import { hideTip, showTip } from './tooltip.js';
 import { modelLabel } from './model-form.js';
+import { SCHEME_COLORS } from './scheme-colors.js';
 
 /** One colour per trained model, in every chart that puts them side by side. */
-const MODEL_COLORS = { music: '#1f6fc4', shaw: '#e07000', rope: '#2a9d3a', alibi: '#d62728', t5: '#8a4fbf', absolute: '#555' };
 const HEAD_COLORS = ['#1f6fc4', '#d62728', '#2a9d3a', '#8a4fbf', '#e07000', '#555', '#17becf', '#bcbd22'];
 
 /**
@@ -252,12 +252,11 @@ export function drawNll(n) {
   ctx.textAlign = 'center';
   for (let k = 0; k <= len; k += 256) {
     ctx.fillText(String(k), X(Math.min(k, len - 1)), hh - m.b + fs + 3);
-    if (k > 0) { ctx.strokeStyle = k === 256 ? '#e07000' : '#ddd'; ctx.setLineDash([4, 3]); ctx.beginPath(); ctx.moveTo(X(k), m.t); ctx.lineTo(X(k), hh - m.b); ctx.stroke(); ctx.setLineDash([]); }
+    if (k > 0) { ctx.strokeStyle = k === 256 ? '#222' : '#ddd'; ctx.setLineDash([4, 3]); ctx.beginPath(); ctx.moveTo(X(k), m.t); ctx.lineTo(X(k), hh - m.b); ctx.stroke(); ctx.setLineDash([]); }
   }
-  if (len > 256) { ctx.fillStyle = '#e07000'; ctx.fillText('training length', X(256), m.t - 2); }
-  const colors = MODEL_COLORS;
+  if (len > 256) { ctx.fillStyle = '#222'; ctx.fillText('training length', X(256), m.t - 2); }
   for (const s of lines) {
-    ctx.strokeStyle = colors[s.model]; ctx.lineWidth = 1.8;
+    ctx.strokeStyle = SCHEME_COLORS[s.model]; ctx.lineWidth = 1.8;
     ctx.beginPath();
     s.smooth.forEach((v, k) => (k ? ctx.lineTo(X(k), Y(v)) : ctx.moveTo(X(k), Y(v))));
     ctx.stroke();
@@ -267,7 +266,7 @@ export function drawNll(n) {
   const x0 = w - m.r + 16;
   lines.forEach((s, k) => {
     const y = m.t + row / 2 + row * k;
-    ctx.strokeStyle = colors[s.model]; ctx.lineWidth = 2.5;
+    ctx.strokeStyle = SCHEME_COLORS[s.model]; ctx.lineWidth = 2.5;
     ctx.beginPath(); ctx.moveTo(x0, y); ctx.lineTo(x0 + 20, y); ctx.stroke();
     ctx.fillStyle = '#333';
     ctx.fillText(names[k], x0 + 26, y + fs / 3);
