@@ -36,8 +36,8 @@ const held = {
   stages: [],
   /** The ids of the results sent from it: a cells or readers question names one. */
   results: new Set(),
-  /** It was computed on the CPU while WebGPU was being set up (BackendUsed.provisional). */
-  provisional: false,
+  /** Where it was computed (BackendUsed), or null. */
+  backend: null,
 };
 const queue = {
   /** @type {ComputeRequest | null} The newest compute request not yet worked on (a newer one replaces it). */
@@ -101,8 +101,7 @@ function modelContext(w) {
     memory: () => w.memory,
     tryGpu,
     used,
-    /** Whether a view computed on the CPU while WebGPU was set up (`b`, BackendUsed) must be computed again. */
-    stale: (b) => b.provisional && gpu.settled,
+    stale,
     post: (msg, transfer) => { if (!dead) self.postMessage(msg, transfer || []); },
     isAbort,
     fail: (err) => { if (isAbort(err)) fatal(err.message); },
@@ -134,6 +133,12 @@ function tryGpu(backend) {
     }).catch(() => {}); // a failed try is the computes' to report (they await gpu.tried)
   }
   return backend === 'auto' ? Promise.resolve() : gpu.tried;
+}
+
+// Whether a view computed where BackendUsed `b` says must be computed again: it was computed on the CPU while
+// WebGPU was being set up (provisional), and the set-up has ended since.
+function stale(b) {
+  return Boolean(b && b.provisional && gpu.settled);
 }
 
 // Where a computation asked to run on `backend` ran, as the footer shows it, from the Rust BackendUsed `b`.
@@ -209,7 +214,7 @@ async function work() {
     const key = keyOf(msg);
     if (msg.colormaps) set_colormaps(msg.colormaps.sequential, msg.colormaps.diverging);
     // A layer computed on the CPU while WebGPU was set up is computed again once the set-up has ended.
-    if (key !== held.key || !held.session || (held.provisional && gpu.settled)) {
+    if (key !== held.key || !held.session || stale(held.backend)) {
       self.postMessage(progressMessage(msg.id, 'computing the layer…'));
       await tryGpu(backend);
       // msg.model: one layer of a trained model (Model mode's "stages of this head"), on the same backend.
@@ -223,7 +228,7 @@ async function work() {
     const s = held.session;
     /** @type {Info} */
     const info = s.info();
-    held.provisional = info.backend.provisional;
+    held.backend = info.backend;
     /** @type {Shown} clamped into this layer's (src/web/session.rs) */
     const shown = s.shown_for(msg.batch, msg.head);
     // A layer held on demand computes the stages of the (batch, head) shown now: seconds at n 8192.

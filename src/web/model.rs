@@ -104,6 +104,12 @@ impl State {
     }
 }
 
+/// The shipped models' kinds: the names of [`crate::trained::MODELS`], in its order (the comparisons').
+#[wasm_bindgen]
+pub fn model_kinds() -> Vec<String> {
+    crate::trained::MODELS.map(|m| m.name().to_string()).to_vec()
+}
+
 /// A model, its data, the window last run and the map last selected.
 ///
 /// The methods that compute ([`ModelSession::run`], [`ModelSession::nll_by_position`],
@@ -115,12 +121,6 @@ impl State {
 /// `RefCell` borrowed only between awaits, never across one. A computation reads the tokens it needs first
 /// (its own request's, or a copy of the window's), awaits, and only then stores what it computed: the last
 /// pass to finish is the window.
-/// The shipped models' kinds: the names of [`crate::trained::MODELS`], in its order (the comparisons').
-#[wasm_bindgen]
-pub fn model_kinds() -> Vec<String> {
-    crate::trained::MODELS.map(|m| m.name().to_string()).to_vec()
-}
-
 #[wasm_bindgen]
 pub struct ModelSession {
     model: Transformer,

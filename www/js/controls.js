@@ -106,8 +106,9 @@ export function setTheme(t) {
 
 /**
  * The controls follow the method: the options it does not read are disabled (k, a^V, per-head tables), greyed
- * with their values kept, or hidden (RoPE's, T5's), as the page's wasm says (scheme_options: src/protocol/parameters.rs SchemeOptions). Called again
- * once that wasm is loaded (main.js), as a page opened in Model mode restores its URL before.
+ * with their values kept, or hidden (RoPE's, T5's), as the page's wasm says (scheme_options:
+ * src/protocol/parameters.rs SchemeOptions). Called again once that wasm is loaded (main.js), as a page opened
+ * in Model mode restores its URL before.
  */
 export function optionsFollowMethod() {
   if (!state.ui) return;

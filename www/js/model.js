@@ -182,6 +182,11 @@ function ensureCanvases() {
   $('m-nll-holder').replaceWith(nll);
 }
 
+/** Whether a mode's result, computed where BackendShown `b` says, is asked for again when the mode is shown. */
+function askAgain(b) {
+  return b.mode !== backendMode() || b.provisional;
+}
+
 /** Shows mode `mode` ('params' or 'model'); `startParams()` sends Parameters mode's first request. */
 export function setMode(mode, startParams) {
   state.mode = mode === 'model' ? 'model' : 'params';
@@ -193,12 +198,12 @@ export function setMode(mode, startParams) {
   // again, and a provisional one (the worker computes it again once WebGPU's set-up has ended).
   if (state.mode === 'model') {
     if (m.shown) { redraw(); showBackend(m.shown.backend); }
-    if (!m.shown || m.shown.backend.mode !== backendMode() || m.shown.backend.provisional) modelRequest();
+    if (!m.shown || askAgain(m.shown.backend)) modelRequest();
   } else {
     if (playing()) stop();
     if (state.current) showBackend(state.current.backend);
     if (!paramsStarted() && startParams) startParams();
-    else if (state.current && (state.current.backend.mode !== backendMode() || state.current.backend.provisional)) requestTrace();
+    else if (state.current && askAgain(state.current.backend)) requestTrace();
   }
   saveURL();
 }

@@ -17,6 +17,8 @@ const loaded = {
   sessions: new Map(),
   /** kind → { key, info }: the window its session ran last and its WindowInfo */
   windows: new Map(),
+  /** The shipped models' kinds (the wasm's model_kinds()), asked once. */
+  kinds: null,
   /** Promise<Uint8Array> of models/chorales-test.json, or null before the first load (or after it failed). */
   dataBytes: null,
   /** Windows run so far: a run ends its session's sampling (ModelSession::run), so a sampling ends at the next. */
@@ -44,9 +46,15 @@ async function fetchBytes(url) {
   return new Uint8Array(await r.arrayBuffer());
 }
 
+/** The shipped models' kinds, in the comparisons' order. */
+function modelKinds(relattn) {
+  loaded.kinds = loaded.kinds || relattn.model_kinds();
+  return loaded.kinds;
+}
+
 /** The ModelSession of `kind`, loaded once (a failed load is forgotten, so a retry fetches again). */
 function session(relattn, kind) {
-  const kinds = relattn.model_kinds();
+  const kinds = modelKinds(relattn);
   if (!kinds.includes(kind)) return Promise.reject(typedError('model', 'invalid', `invalid model: got '${kind}'; allowed: ${kinds.join(', ')}`));
   if (!loaded.sessions.has(kind)) {
     if (!loaded.dataBytes) {
@@ -180,7 +188,7 @@ async function nll(ctx, m) {
   try {
     const series = [];
     await ctx.tryGpu(m.backend);
-    for (const kind of relattn.model_kinds()) {
+    for (const kind of modelKinds(relattn)) {
       const s = await session(relattn, kind);
       const r = await s.nll_by_position(windowRequest({ piece: m.piece, start: 0, length: m.length, transpose: 0 }, m.backend));
       series.push({ model: kind, values: r.values, mean: r.mean, ms: r.ms });
@@ -199,7 +207,7 @@ async function compare(ctx, m) {
   try {
     const series = [];
     const transfer = [];
-    for (const kind of relattn.model_kinds()) {
+    for (const kind of modelKinds(relattn)) {
       const s = await session(relattn, kind);
       await ensureWindow(ctx, s, kind, m.window, m.backend);
       series.push({ model: kind, ...layerProfiles(s, m.layer, transfer) });
