@@ -1,8 +1,8 @@
 //! The browser's entry points, one serde struct in and one out (candle's wasm examples are the model):
 //!
-//! - [`compute`] (in [`backend`]) takes a [`crate::protocol::Request`] — the page's settings, a preset or a
+//! - [`compute`] (in [`backend`]) takes a [`crate::protocol::Request`] — the layer's options, a preset or a
 //!   scenario file — and computes its trace on WebGPU or the CPU, giving a [`Session`];
-//! - [`Session::info`] is the typed answer: the settings used, the stages with their metadata
+//! - [`Session::info`] is the typed answer: the options used, the stages with their metadata
 //!   ([`crate::layer::stage::StageMeta`]), where it ran and how long each stage took;
 //! - [`Session::select`] cuts one stage of one (batch, head) into f32 values and an RGBA raster that
 //!   JavaScript reads straight out of the wasm memory (`new Float32Array(memory.buffer, ptr, len)`), no copy;
@@ -101,7 +101,7 @@ pub fn set_colormaps(sequential: &str, diverging: &str) -> Result<(), JsValue> {
 #[wasm_bindgen]
 pub fn scheme_options(method: &str) -> Result<JsValue, JsValue> {
     let m: Method = method.parse().map_err(to_js)?;
-    to_value(&SchemeOptions { clip: m.has_vector_table(), rel_v: m.has_value_term(), per_head: m.has_index(), rope: m.rotates(), buckets: m.buckets() })
+    to_value(&SchemeOptions { clip: m.has_vector_table(), rel_v: m.has_value_term(), per_head: m.has_index(), rope: m.rotates(), buckets: m.buckets(), edge: m.skews() })
 }
 
 /// A preset for the page's list.

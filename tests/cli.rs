@@ -62,7 +62,7 @@ fn compute_writes_the_trace_names_and_shapes() {
         "6",
         "--d-model",
         "8",
-        "--batch",
+        "--batch-size",
         "2",
         "--seed",
         "5",
@@ -171,7 +171,7 @@ fn every_bad_input_is_named_with_exit_code_2() {
     fails(&["compute", "--clip", "-3", "--out", o], &["invalid clip", "got -3", "≥ 0"]);
     fails(&["compute", "--heads", "3", "--d-model", "16", "--out", o], &["invalid heads", "got 3", "divisor of d_model = 16"]);
     fails(&["compute", "--heads", "0", "--out", o], &["invalid heads", "got 0"]);
-    fails(&["compute", "--batch", "-1", "--out", o], &["invalid batch", "got -1"]);
+    fails(&["compute", "--batch-size", "-1", "--out", o], &["invalid batch_size", "got -1"]);
     fails(&["compute", "--method", "bert", "--out", o], &["--method", "'bert'", "shaw, music"]);
     fails(&["compute", "--edge", "wrap", "--out", o], &["--edge", "zero, clip"]);
     fails(&["render", "--stage", "softmax", "--out", "f.svg"], &["--stage", "'softmax'", "weights"]);
@@ -338,7 +338,7 @@ fn a_long_sampling_shows_progress_and_stops_on_ctrl_c_writing_nothing() {
 fn help_documents_the_commands() {
     let o = relattn(&["compute", "--help"]);
     let text = String::from_utf8_lossy(&o.stdout);
-    for flag in ["--method", "--heads", "--clip", "--causal", "--no-rel-v", "--tensors", "--seed", "--out", "--json", "--preset"] {
+    for flag in ["--method", "--heads", "--clip", "--causal", "--rel-v", "--logit-scale", "--tensors", "--seed", "--out", "--json", "--preset"] {
         assert!(text.contains(flag), "{flag} missing from help");
     }
 }
@@ -358,7 +358,7 @@ fn absurd_sizes_are_refused_with_the_field_and_what_fits() {
     fails(&["compute", "--n", "4611686018427387904", "--d-model", "4", "--out", o], &["needs more than 16 EiB", "allowed: n ≤ "]);
     fails(&["compute", "--clip", "2147483648", "--out", o], &["clip = 2147483648", "allowed: clip ≤ "]);
     fails(&["compute", "--clip", "10000000", "--max-memory-mb", "100", "--out", o], &["limit is 100.0 MiB", "allowed: clip ≤ "]);
-    for (flag, field) in [("--n", "n"), ("--d-model", "d_model"), ("--batch", "batch"), ("--clip", "clip")] {
+    for (flag, field) in [("--n", "n"), ("--d-model", "d_model"), ("--batch-size", "batch_size"), ("--clip", "clip")] {
         for v in ["4611686018427387904", "9223372036854775807"] {
             fails(&["compute", flag, v, "--out", o], &[&format!("allowed: {field} ≤ ")]);
         }
@@ -553,15 +553,15 @@ fn memory_estimate_covers_the_measured_peak() {
         &["bench", "--n", "4096", "--d-model", "64", "--heads", "4", "--clip", "16"],
         &["render", "--stage", "weights", "--n", "4096", "--d-model", "256", "--heads", "8", "--clip", "16"],
         &["render", "--stage", "skew_reshaped", "--method", "music", "--n", "2048", "--d-model", "128", "--heads", "4", "--clip", "64"],
-        &["bench", "--method", "music", "--causal", "--n", "2048", "--d-model", "128", "--heads", "2", "--batch", "2"],
+        &["bench", "--method", "music", "--causal", "--n", "2048", "--d-model", "128", "--heads", "2", "--batch-size", "2"],
         &["--n", "512", "--d-model", "64", "--heads", "4"],
-        &["--n", "384", "--d-model", "32", "--heads", "2", "--batch", "3", "--causal"],
+        &["--n", "384", "--d-model", "32", "--heads", "2", "--batch-size", "3", "--causal"],
         &["--method", "music", "--n", "384", "--d-model", "32", "--heads", "2", "--clip", "64"],
         &["--method", "music", "--n", "384", "--d-model", "32", "--causal", "--clip", "500"],
         &["--n", "8", "--d-model", "16", "--clip", "400000"],
         &["--n", "64", "--d-model", "64", "--heads", "2", "--clip", "100000", "--per-head-tables"],
-        &["--n", "128", "--d-model", "32", "--heads", "2", "--implementation", "materialized", "--no-rel-v"],
-        &["--n", "256", "--d-model", "256", "--heads", "8", "--clip", "16", "--batch", "2"],
+        &["--n", "128", "--d-model", "32", "--heads", "2", "--implementation", "materialized", "--rel-v", "false"],
+        &["--n", "256", "--d-model", "256", "--heads", "8", "--clip", "16", "--batch-size", "2"],
     ];
     for args in grid {
         let (estimate, peak) = run(args);

@@ -6,9 +6,9 @@ use relattn::attention::Config;
 
 use relattn::layer::scenario::Spec;
 use relattn::positions::Method;
-use relattn::protocol::Settings;
+use relattn::layer::options::LayerOptions;
 use relattn::web::figure::{draw_frame, draw_svg};
-use relattn::web::request::{page_bytes, MAX_D_MODEL, MAX_HEADS, MAX_N, MEMORY_LIMIT};
+use relattn::web::request::{page_bytes, LIMITS, MEMORY_LIMIT};
 use relattn::web::{compute, memory_bytes, set_colormaps, Session};
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_test::*;
@@ -25,21 +25,55 @@ fn text(o: &JsValue, k: &str) -> String {
     get(o, k).as_string().unwrap_or_else(|| panic!("{k} is not a string"))
 }
 
-fn settings(method: &str, n: f64, d_model: f64, heads: f64, clip: f64) -> Settings {
-    Settings { method: method.into(), n, d_model, heads, clip, seed: 0.0, batch_size: 1.0, rel_v: true, ..Settings::default() }
+/// The page's controls: the method select's text as it is (a name the wasm may refuse) and the other options.
+#[derive(Clone, Debug)]
+struct Controls {
+    method: String,
+    options: LayerOptions,
 }
 
-/// A request object as the page sends it, on the CPU.
-fn request(preset: &str, s: &Settings) -> JsValue {
+impl Controls {
+    /// These controls with `change` made to their options.
+    fn with(mut self, change: impl FnOnce(&mut LayerOptions)) -> Controls {
+        change(&mut self.options);
+        self
+    }
+}
+
+fn settings(method: &str, n: f64, d_model: f64, heads: f64, clip: f64) -> Controls {
+    let options = LayerOptions { n: Some(n), d_model: Some(d_model), heads: Some(heads), clip: Some(clip), seed: Some(0.0), batch_size: Some(1.0), rel_v: Some(true), ..LayerOptions::default() };
+    Controls { method: method.into(), options }
+}
+
+/// A request object as the page sends it, on the CPU: the preset alone when one is named, else the options;
+/// the sentence's tokens beside them.
+fn request_with(preset: &str, c: &Controls, tokens: &[String]) -> JsValue {
     let o = js_sys::Object::new();
     js_sys::Reflect::set(&o, &"backend".into(), &"cpu".into()).unwrap();
-    js_sys::Reflect::set(&o, &"preset".into(), &preset.into()).unwrap();
-    js_sys::Reflect::set(&o, &"settings".into(), &serde_wasm_bindgen::to_value(s).unwrap()).unwrap();
+    let options = if preset.is_empty() {
+        let options = serde_wasm_bindgen::to_value(&c.options).unwrap();
+        js_sys::Reflect::set(&options, &"method".into(), &c.method.as_str().into()).unwrap();
+        options
+    } else {
+        serde_wasm_bindgen::to_value(&LayerOptions { preset: Some(preset.into()), ..LayerOptions::default() }).unwrap()
+    };
+    js_sys::Reflect::set(&o, &"options".into(), &options).unwrap();
+    let tokens: js_sys::Array = tokens.iter().map(|t| JsValue::from_str(t)).collect();
+    js_sys::Reflect::set(&o, &"tokens".into(), &tokens).unwrap();
     o.into()
 }
 
-async fn run(preset: &str, s: &Settings) -> Result<Session, JsValue> {
-    compute(request(preset, s), None).await
+fn request(preset: &str, c: &Controls) -> JsValue {
+    request_with(preset, c, &[])
+}
+
+async fn run(preset: &str, c: &Controls) -> Result<Session, JsValue> {
+    compute(request(preset, c), None).await
+}
+
+/// The controls with a sentence.
+async fn run_sentence(tokens: &[String], c: &Controls) -> Result<Session, JsValue> {
+    compute(request_with("", c, tokens), None).await
 }
 
 async fn preset(name: &str) -> Session {
@@ -59,7 +93,7 @@ fn stage_names(s: &Session) -> Vec<String> {
 async fn seed004_relative_logits_match_the_seed() {
     let s = preset("seed004").await;
     let info = s.info().unwrap();
-    let set = get(&info, "settings");
+    let set = get(&info, "options");
     assert_eq!((num(&set, "batch_size"), num(&set, "heads"), num(&set, "n"), num(&set, "clip")), (2.0, 3.0, 4.0, 2.0));
     assert!(text(&info, "preset_description").contains("004"), "{}", text(&info, "preset_description"));
     let rel = &s.trace().unwrap().relative_logits;
@@ -71,7 +105,7 @@ async fn seed004_relative_logits_match_the_seed() {
 /// Every stage comes with its metadata from src/layer/stage.rs: the page spells none of it.
 #[wasm_bindgen_test]
 async fn info_carries_the_stage_metadata() {
-    let mut s = run("", &Settings { causal: true, ..settings("music", 6.0, 8.0, 2.0, 3.0) }).await.unwrap();
+    let mut s = run("", &settings("music", 6.0, 8.0, 2.0, 3.0).with(|o| o.causal = Some(true))).await.unwrap();
     let info = s.info().unwrap();
     let stages: Vec<JsValue> = js_sys::Array::from(&get(&info, "stages")).iter().collect();
     let by = |name: &str| stages.iter().find(|st| text(st, "name") == name).unwrap_or_else(|| panic!("no {name}")).clone();
@@ -117,14 +151,14 @@ fn output_values(s: &mut Session) -> Vec<f32> {
 async fn scheme_options_are_the_options_each_method_reads() {
     for method in Method::ALL.map(Method::name) {
         let o = relattn::web::scheme_options(method).unwrap();
-        let base = Settings { rel_v: false, ..settings(method, 8.0, 16.0, 2.0, 3.0) };
+        let base = settings(method, 8.0, 16.0, 2.0, 3.0).with(|o| o.rel_v = Some(false));
         let out = output_values(&mut run("", &base).await.unwrap());
         let variants = [
-            ("clip", Settings { clip: 5.0, ..base.clone() }),
-            ("rel_v", Settings { rel_v: true, ..base.clone() }),
-            ("per_head", Settings { per_head: true, ..base.clone() }),
-            ("rope", Settings { rope_base: 100.0, ..base.clone() }),
-            ("buckets", Settings { t5_buckets: 8.0, ..base.clone() }),
+            ("clip", base.clone().with(|o| o.clip = Some(5.0))),
+            ("rel_v", base.clone().with(|o| o.rel_v = Some(true))),
+            ("per_head", base.clone().with(|o| o.per_head_tables = Some(true))),
+            ("rope", base.clone().with(|o| o.rope_base = Some(100.0))),
+            ("buckets", base.clone().with(|o| o.t5_buckets = Some(8.0))),
         ];
         for (flag, changed) in variants {
             match run("", &changed).await {
@@ -139,7 +173,7 @@ async fn scheme_options_are_the_options_each_method_reads() {
 
 #[wasm_bindgen_test]
 async fn select_exposes_values_and_pixels_in_memory() {
-    let mut s = run("", &Settings { causal: true, rel_v: false, seed: 7.0, ..settings("music", 16.0, 32.0, 2.0, 4.0) }).await.unwrap();
+    let mut s = run("", &settings("music", 16.0, 32.0, 2.0, 4.0).with(|o| { o.causal = Some(true); o.rel_v = Some(false); o.seed = Some(7.0); })).await.unwrap();
     let names = stage_names(&s);
     let w = names.iter().position(|n| n == "weights").unwrap();
     let cut = s.select(w, 0, 1).unwrap();
@@ -166,7 +200,7 @@ async fn bad_input_names_the_field_and_the_kind() {
     assert_eq!(bad(8.0, 16.0, 3.0, "shaw").await.as_deref(), Some("heads"));
     assert_eq!(bad(8.0, 16.0, 1.0, "rnn").await.as_deref(), Some("method"));
     assert_eq!(bad(f64::NAN, 16.0, 1.0, "shaw").await.as_deref(), Some("n"));
-    let e = run("", &Settings { batch_size: 0.0, ..settings("shaw", 4.0, 8.0, 1.0, 2.0) }).await.err().unwrap();
+    let e = run("", &settings("shaw", 4.0, 8.0, 1.0, 2.0).with(|o| o.batch_size = Some(0.0))).await.err().unwrap();
     assert_eq!(named(&e), ("batch_size".into(), "invalid".into()));
     let e = run("seed999", &settings("shaw", 4.0, 8.0, 1.0, 2.0)).await.err().unwrap();
     assert_eq!(named(&e), ("preset".into(), "invalid".into()));
@@ -177,12 +211,16 @@ async fn bad_input_names_the_field_and_the_kind() {
     assert_eq!(named(&e), ("request".into(), "invalid".into()));
     assert!(text(&e, "message").contains("colour"), "{}", text(&e, "message"));
     js_sys::Reflect::delete_property(&o.clone().into(), &"colour".into()).unwrap();
-    js_sys::Reflect::set(&get(&o, "settings"), &"temperature".into(), &1.into()).unwrap();
+    js_sys::Reflect::set(&get(&o, "options"), &"temperature".into(), &1.into()).unwrap();
     assert!(text(&compute(o.clone(), None).await.err().unwrap(), "message").contains("temperature"));
-    js_sys::Reflect::delete_property(&get(&o, "settings").into(), &"temperature".into()).unwrap();
-    js_sys::Reflect::delete_property(&get(&o, "settings").into(), &"n".into()).unwrap();
-    let e = compute(o, None).await.err().unwrap();
-    assert!(named(&e).0 == "request" && text(&e, "message").contains("`n`"), "{}", text(&e, "message"));
+    js_sys::Reflect::delete_property(&get(&o, "options").into(), &"temperature".into()).unwrap();
+    // An option of the wrong type is refused by its name; one left out takes its default.
+    js_sys::Reflect::set(&get(&o, "options"), &"causal".into(), &"yes".into()).unwrap();
+    assert_eq!(named(&compute(o.clone(), None).await.err().unwrap()), ("causal".into(), "invalid".into()));
+    js_sys::Reflect::delete_property(&get(&o, "options").into(), &"causal".into()).unwrap();
+    js_sys::Reflect::delete_property(&get(&o, "options").into(), &"clip".into()).unwrap();
+    let s = compute(o, None).await.unwrap();
+    assert_eq!(num(&get(&s.info().unwrap(), "options"), "clip"), 2.0);
 }
 
 /// A stage larger than the raster's side is pooled for the screen; past VALUES_CELLS its values are not sent
@@ -211,7 +249,7 @@ async fn a_large_stage_has_a_pooled_raster_and_cells_on_request() {
 #[wasm_bindgen_test]
 async fn table_readers_are_the_pairs_whose_rel_index_is_the_row() {
     for (method, causal, clip) in [("shaw", false, 2.0), ("shaw", true, 0.0), ("music", true, 3.0), ("music", false, 2.0)] {
-        let s = run("", &Settings { causal, ..settings(method, 9.0, 8.0, 2.0, clip) }).await.unwrap();
+        let s = run("", &settings(method, 9.0, 8.0, 2.0, clip).with(|o| o.causal = Some(causal))).await.unwrap();
         let t = s.trace().unwrap();
         let rows = t.config.table_rows();
         for r in 0..rows {
@@ -234,7 +272,7 @@ async fn table_readers_are_the_pairs_whose_rel_index_is_the_row() {
 #[wasm_bindgen_test]
 async fn a_layer_too_large_to_hold_whole_computes_the_head_shown() {
     use relattn::attention::{attend_head, HeadInput, HeadTrace};
-    let set = Settings { batch_size: 2.0, ..settings("shaw", 700.0, 64.0, 16.0, 8.0) };
+    let set = settings("shaw", 700.0, 64.0, 16.0, 8.0).with(|o| o.batch_size = Some(2.0));
     let cfg = Config { method: Method::Shaw, heads: 16, clip: 8, rel_v: true, ..Config::default() };
     let sp = Spec { n: 700, d_model: 64, batch: 2, seed: 0 };
     assert!(page_bytes(&cfg, &sp, false).unwrap() < 256 << 20, "held on demand, it is small");
@@ -299,8 +337,8 @@ async fn a_layer_too_large_to_hold_whole_computes_the_head_shown() {
 /// The batch control: a generated batch of 3 sequences, each with its own x.
 #[wasm_bindgen_test]
 async fn batch_setting_gives_that_many_sequences() {
-    let s = run("", &Settings { batch_size: 3.0, ..settings("shaw", 5.0, 8.0, 2.0, 2.0) }).await.unwrap();
-    assert_eq!(num(&get(&s.info().unwrap(), "settings"), "batch_size"), 3.0);
+    let s = run("", &settings("shaw", 5.0, 8.0, 2.0, 2.0).with(|o| o.batch_size = Some(3.0))).await.unwrap();
+    assert_eq!(num(&get(&s.info().unwrap(), "options"), "batch_size"), 3.0);
     let x = &s.trace().unwrap().x;
     assert_eq!(x.dim(), (3, 5, 8));
     assert_ne!(x.index_axis(ndarray::Axis(0), 0), x.index_axis(ndarray::Axis(0), 2));
@@ -311,7 +349,7 @@ async fn batch_setting_gives_that_many_sequences() {
 #[wasm_bindgen_test]
 async fn a_sentence_gives_one_embedding_per_distinct_token() {
     let tokens: Vec<String> = "the cat saw the dog".split(' ').map(String::from).collect();
-    let s = run("", &Settings { tokens: tokens.clone(), ..settings("shaw", 3.0, 8.0, 2.0, 2.0) }).await.unwrap();
+    let s = run_sentence(&tokens, &settings("shaw", 3.0, 8.0, 2.0, 2.0)).await.unwrap();
     let t = s.trace().unwrap();
     assert_eq!(t.x.dim(), (1, 5, 8));
     assert_eq!(t.x.slice(ndarray::s![0, 0, ..]), t.x.slice(ndarray::s![0, 3, ..]), "both 'the' rows");
@@ -320,13 +358,13 @@ async fn a_sentence_gives_one_embedding_per_distinct_token() {
     for j in 0..5 {
         assert_eq!(c[[0, 1, 0, j]], c[[0, 1, 3, j]], "query 'the' at 0 and 3, key {j}");
     }
-    let set = get(&s.info().unwrap(), "settings");
-    assert_eq!(num(&set, "n"), 5.0);
-    assert_eq!(js_sys::Array::from(&get(&set, "tokens")).length(), 5);
+    let info = s.info().unwrap();
+    assert_eq!(num(&get(&info, "options"), "n"), 5.0);
+    assert_eq!(js_sys::Array::from(&get(&info, "tokens")).length(), 5);
     // Another seed gives other vectors; the same seed the same ones.
-    let again = run("", &Settings { tokens: tokens.clone(), ..settings("shaw", 3.0, 8.0, 2.0, 2.0) }).await.unwrap();
+    let again = run_sentence(&tokens, &settings("shaw", 3.0, 8.0, 2.0, 2.0)).await.unwrap();
     assert_eq!(again.trace().unwrap().x, t.x);
-    let other = run("", &Settings { tokens, seed: 1.0, ..settings("shaw", 3.0, 8.0, 2.0, 2.0) }).await.unwrap();
+    let other = run_sentence(&tokens, &settings("shaw", 3.0, 8.0, 2.0, 2.0).with(|o| o.seed = Some(1.0))).await.unwrap();
     assert_ne!(other.trace().unwrap().x, t.x);
 }
 
@@ -343,14 +381,14 @@ async fn built_heads_attend_where_they_were_built_to() {
     }
     let band: Vec<f32> = (3..8).map(|j| w[[0, 2, 5, j]]).collect();
     assert!(band.iter().all(|v| (v - 0.2).abs() < 0.01), "head 2, row 5, keys 3..8: {band:?}");
-    assert_eq!(get(&get(&s.info().unwrap(), "settings"), "relative_only").as_bool(), Some(true));
+    assert_eq!(get(&get(&s.info().unwrap(), "options"), "relative_only").as_bool(), Some(true));
 }
 
 /// The relative term alone: content logits are zeros, the logits are the relative logits scaled, the
 /// stage texts say so, and the setting comes back.
 #[wasm_bindgen_test]
 async fn relative_term_only_leaves_the_content_out() {
-    let s = run("", &Settings { relative_only: true, causal: true, ..settings("music", 7.0, 8.0, 2.0, 3.0) }).await.unwrap();
+    let s = run("", &settings("music", 7.0, 8.0, 2.0, 3.0).with(|o| { o.relative_only = Some(true); o.causal = Some(true); })).await.unwrap();
     let t = s.trace().unwrap();
     assert!(t.content_logits.iter().all(|v| *v == 0.0));
     let scale = 1.0 / (4.0f32).sqrt();
@@ -358,7 +396,7 @@ async fn relative_term_only_leaves_the_content_out() {
         assert!((t.logits[[0, 1, i, j]] - t.relative_logits[[0, 1, i, j]] * scale).abs() < 1e-6, "({i}, {j})");
     }
     let info = s.info().unwrap();
-    assert_eq!(get(&get(&info, "settings"), "relative_only").as_bool(), Some(true));
+    assert_eq!(get(&get(&info, "options"), "relative_only").as_bool(), Some(true));
     let stages: Vec<JsValue> = js_sys::Array::from(&get(&info, "stages")).iter().collect();
     let content = stages.iter().find(|st| text(st, "name") == "content_logits").unwrap();
     assert!(text(content, "title").contains("off"), "{}", text(content, "title"));
@@ -460,46 +498,46 @@ async fn property_every_setting_gives_a_trace_or_a_named_error() {
     for case in 0..1000 {
         let pick = |valid: &[f64]| if next() % 4 == 0 { weird[next() % weird.len()] } else { valid[next() % valid.len()] };
         let method = if case % 10 == 9 { methods[next() % methods.len()] } else { methods[case % 2] };
-        let s = Settings {
-            method: method.into(),
-            n: pick(&[1.0, 2.0, 3.0, 5.0, 8.0, 13.0, 24.0, 8192.0]),
-            d_model: pick(&[1.0, 2.0, 4.0, 6.0, 8.0, 12.0, 16.0, 32.0, 48.0, 4096.0]),
-            heads: pick(&[1.0, 2.0, 3.0, 4.0, 8.0, 64.0]),
-            clip: pick(&[0.0, 1.0, 2.0, 3.0, 7.0, 100.0, 8192.0]),
-            seed: pick(&[0.0, 1.0, 42.0, 4294967295.0]),
-            batch_size: if next() % 8 == 0 { pick(&[1.0, 2.0, 16.0]) } else { 1.0 },
-            causal: next() % 2 == 0,
-            rel_v: next() % 2 == 0,
-            per_head: next() % 2 == 0,
-            ..Settings::default()
-        };
+        let (n, d_model, heads, clip) = (
+            pick(&[1.0, 2.0, 3.0, 5.0, 8.0, 13.0, 24.0, 8192.0]),
+            pick(&[1.0, 2.0, 4.0, 6.0, 8.0, 12.0, 16.0, 32.0, 48.0, 4096.0]),
+            pick(&[1.0, 2.0, 3.0, 4.0, 8.0, 64.0]),
+            pick(&[0.0, 1.0, 2.0, 3.0, 7.0, 100.0, 8192.0]),
+        );
+        let batch_size = if next() % 8 == 0 { pick(&[1.0, 2.0, 16.0]) } else { 1.0 };
+        let (causal, rel_v, per_head) = (next() % 2 == 0, next() % 2 == 0, next() % 2 == 0);
+        let s = settings(method, n, d_model, heads, clip).with(|o| {
+            o.seed = Some(pick(&[0.0, 1.0, 42.0, 4294967295.0]));
+            o.batch_size = Some(batch_size);
+            (o.causal, o.rel_v, o.per_head_tables) = (Some(causal), Some(rel_v), Some(per_head));
+        });
         let label = format!("case {case}: {s:?}");
         let whole = |v: f64, hi: usize, lo: f64| v.fract() == 0.0 && (lo..=hi as f64).contains(&v);
         // A large trace that fits the budget would be slow here, not wrong: those are left to the e2e test.
-        if (s.n > 64.0 || s.d_model > 64.0)
-            && whole(s.n, MAX_N, 1.0)
-            && whole(s.d_model, MAX_D_MODEL, 1.0)
-            && whole(s.heads, MAX_HEADS, 1.0)
-            && whole(s.clip, MAX_N, 0.0)
+        if (n > 64.0 || d_model > 64.0)
+            && whole(n, LIMITS.n, 1.0)
+            && whole(d_model, LIMITS.d_model, 1.0)
+            && whole(heads, LIMITS.heads, 1.0)
+            && whole(clip, LIMITS.clip, 0.0)
         {
             let cfg = Config {
                 method: if method == "music" { Method::Music } else { Method::Shaw },
-                heads: s.heads as usize,
-                clip: s.clip as usize,
-                causal: s.causal,
-                rel_v: s.rel_v,
+                heads: heads as usize,
+                clip: clip as usize,
+                causal,
+                rel_v,
                 ..Config::default()
             };
-            let sp = Spec { n: s.n as usize, d_model: s.d_model as usize, batch: s.batch_size.max(1.0) as usize, seed: 0 };
-            if page_bytes(&cfg, &sp, s.per_head).is_some_and(|b| b <= MEMORY_LIMIT) {
+            let sp = Spec { n: n as usize, d_model: d_model as usize, batch: batch_size.max(1.0) as usize, seed: 0 };
+            if page_bytes(&cfg, &sp, per_head).is_some_and(|b| b <= MEMORY_LIMIT) {
                 continue;
             }
         }
         match run("", &s).await {
             Ok(mut session) => {
                 traces += 1;
-                let set = get(&session.info().unwrap(), "settings");
-                assert_eq!(num(&set, "n"), s.n, "{label}");
+                let set = get(&session.info().unwrap(), "options");
+                assert_eq!(num(&set, "n"), n, "{label}");
                 let heads = num(&set, "heads") as usize;
                 for i in 0..stage_names(&session).len() {
                     let cut = session.select(i, 0, heads - 1).unwrap_or_else(|e| panic!("{label}: stage {i}: {e:?}"));
@@ -532,12 +570,12 @@ async fn the_memory_budget_refuses_every_big_setting_before_allocating() {
     let before = memory_bytes();
     // The largest settings the controls allow, for both methods: refused with the estimate, the limit and a smaller n.
     for method in ["shaw", "music"] {
-        let big = Settings { per_head: true, batch_size: 16.0, ..settings(method, 8192.0, 4096.0, 64.0, 8192.0) };
+        let big = settings(method, 8192.0, 4096.0, 64.0, 8192.0).with(|o| { o.per_head_tables = Some(true); o.batch_size = Some(16.0); });
         let e = run("", &big).await.err().unwrap();
         assert_eq!(named(&e), ("n".into(), "too_large".into()));
         let m = text(&e, "message");
         assert!(m.contains("1.50 GiB") && m.contains("use n ≤"), "{m}");
-        let e = run("", &Settings { per_head: true, batch_size: 4.0, ..settings(method, 8192.0, 4096.0, 8.0, 3.0) }).await.err().unwrap();
+        let e = run("", &settings(method, 8192.0, 4096.0, 8.0, 3.0).with(|o| { o.per_head_tables = Some(true); o.batch_size = Some(4.0); })).await.err().unwrap();
         assert_eq!(named(&e).0, "n");
     }
     assert_eq!(memory_bytes(), before, "a refused trace allocated");

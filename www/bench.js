@@ -3,7 +3,7 @@
 import init, { Bench } from './pkg/relattn.js';
 
 // The Rust `Settings` (src/web/request.rs) of a generated Shaw layer with a^V.
-const settings = (n, d_model, heads, clip) => ({ method: 'shaw', n, d_model, heads, clip, seed: 0, batch_size: 1, causal: false, rel_v: true, per_head: false, relative_only: false });
+const options = (n, d_model, heads, clip) => ({ method: 'shaw', n, d_model, heads, clip, seed: 0, batch_size: 1, causal: false, rel_v: true, per_head_tables: false, relative_only: false });
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
@@ -26,13 +26,13 @@ async function run() {
   const results = { forward: [], redraw: null };
 
   for (const n of sizes) {
-    const bench = new Bench(settings(n, 512, 8, 16));
+    const bench = new Bench(options(n, 512, 8, 16));
     results.forward.push({ n, d_model: 512, heads: 8, clip: 16, ms_per_forward: time(reps, () => bench.forward()) });
     bench.free();
   }
 
   const side = 1024;
-  const bench = new Bench(settings(4, 16, 1, 2));
+  const bench = new Bench(options(4, 16, 1, 2));
   const canvas = document.getElementById('target');
   const ctx = canvas.getContext('2d');
   const offscreen = new OffscreenCanvas(side, side);

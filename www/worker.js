@@ -146,13 +146,13 @@ function used(backend, b) {
   return backendShown(backend, b, gpu.adapterName);
 }
 
-// The cached session is reused while the compute request's source (settings, preset, file or model layer) and
+// The cached session is reused while the compute request's source (options, sentence, file or model layer) and
 // backend are the same.
 /** @param {ComputeRequest} msg */
 function keyOf(msg) {
   const r = msg.request;
   if (msg.model) return `${r.backend}|model:${JSON.stringify(msg.model)}`;
-  return r.backend + (r.preset ? `|preset:${r.preset}` : JSON.stringify([msg.file ? msg.file.id : null, r.settings]));
+  return r.backend + JSON.stringify([msg.file ? msg.file.id : null, r.options, r.tokens]);
 }
 
 // Answers the page's message `m` with `reply(m.id, work())` (its typed array's buffer transferred), or with
@@ -167,11 +167,11 @@ function answer(m, work, reply, failed) {
   }
 }
 
-// The six schemes on the settings shown (src/web/compare.rs), their rasters transferred.
+// The six schemes on the options shown (src/web/compare.rs), their rasters transferred.
 /** @param {SchemesRequest} m */
 function compareSchemes(m) {
   try {
-    const schemes = relattn.compare_schemes({ settings: m.settings }, m.batch, m.head);
+    const schemes = relattn.compare_schemes({ options: m.options, tokens: m.tokens }, m.batch, m.head);
     self.postMessage(schemesReply(m.id, schemes), schemes.flatMap((s) => (s.values ? [s.rgba.buffer, s.values.buffer] : [s.rgba.buffer])));
   } catch (err) {
     if (isAbort(err)) { fatal(err.message); return; }
@@ -232,7 +232,7 @@ async function work() {
     /** @type {Shown} clamped into this layer's (src/web/session.rs) */
     const shown = s.shown_for(msg.batch, msg.head);
     // A layer held on demand computes the stages of the (batch, head) shown now: seconds at n 8192.
-    if (info.on_demand) self.postMessage(progressMessage(msg.id, `computing the stages of head ${shown.head}${info.settings.batch_size > 1 ? `, batch element ${shown.batch}` : ''} (held on demand: ${info.settings.n} query rows)…`));
+    if (info.on_demand) self.postMessage(progressMessage(msg.id, `computing the stages of head ${shown.head}${info.options.batch_size > 1 ? `, batch element ${shown.batch}` : ''} (held on demand: ${info.options.n} query rows)…`));
     const stages = [];
     const transfer = [];
     info.stages.forEach((meta, i) => {

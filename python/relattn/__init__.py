@@ -65,7 +65,7 @@ def trace(x=None, **options):
     """Every intermediate of one layer, as a dict of NumPy arrays named as ``relattn compute``'s .npz.
 
     ``x`` (n, d_model) or (b, n, d_model) and any other array by name; options as the command line's
-    (``method``, ``n``, ``d_model``, ``heads``, ``clip``, ``seed``, ``causal``, ``no_rel_v``, ``preset``,
+    (``method``, ``n``, ``d_model``, ``heads``, ``clip``, ``seed``, ``causal``, ``rel_v``, ``preset``,
     ``rope_base``, ``t5_buckets``, …: :data:`OPTIONS`). The GIL is released while it computes.
     """
     options, arrays = _split(x, options)

@@ -1,5 +1,5 @@
 //! relattn for Python (`relattn._relattn`, wrapped by `relattn/__init__.py`): the crate's layer behind two
-//! calls, with the command line's options as keyword arguments ([`Options`]) and arrays in and out as NumPy.
+//! calls, with the command line's options as keyword arguments ([`LayerOptions`]) and arrays in and out as NumPy.
 //!
 //! - `trace(options, tensors)`: every intermediate, as a dict named as the CLI's .npz ([`Trace::arrays`]);
 //! - `attention(options, tensors)`: the layer's output (b, n, d_model) alone, by the fused forward;
@@ -18,7 +18,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 use relattn::error::Error;
 use relattn::layer::forward::{self, Sizes, DEFAULT_MEMORY_LIMIT};
-use relattn::layer::options::{Options, Resolved};
+use relattn::layer::options::{LayerOptions, Limits, Resolved};
 use relattn::layer::presets::NAMES as PRESETS;
 use relattn::layer::scenario::{Arrays, Scenario, NAMES};
 use relattn::layer::trace::{Named, Trace};
@@ -46,69 +46,44 @@ fn refuse(py: Python<'_>, field: &str, given: impl std::fmt::Display, allowed: i
     py_err(py, Error::invalid(field, given, allowed))
 }
 
-/// The option names `trace` and `attention` take, besides `tensors`.
-const OPTIONS: [&str; 19] = [
-    "preset",
-    "method",
-    "heads",
-    "clip",
-    "causal",
-    "no_rel_v",
-    "per_head_tables",
-    "edge",
-    "implementation",
-    "n",
-    "d_model",
-    "batch",
-    "seed",
-    "rope_base",
-    "rope_fraction",
-    "rope_layout",
-    "rope_scale",
-    "t5_buckets",
-    "t5_max_distance",
-];
+/// A keyword's value as JSON, as the page's requests carry it: None leaves the option unset; a bool, an integer,
+/// a float (NumPy's scalars too) or a string as it is; anything else refused by name.
+fn json_of(py: Python<'_>, name: &str, value: &Bound<'_, PyAny>) -> PyResult<Option<serde_json::Value>> {
+    use pyo3::types::{PyBool, PyFloat, PyString};
+    Ok(Some(if value.is_none() {
+        return Ok(None);
+    } else if value.is_instance_of::<PyBool>() {
+        value.extract::<bool>()?.into()
+    } else if value.is_instance_of::<PyString>() {
+        value.extract::<String>()?.into()
+    } else if let (false, Ok(i)) = (value.is_instance_of::<PyFloat>(), value.extract::<i64>()) {
+        i.into()
+    } else if let Ok(f) = value.extract::<f64>() {
+        f.into()
+    } else {
+        let given = value.repr().map(|r| r.to_string()).unwrap_or_default();
+        return Err(refuse(py, name, given, "a number, True or False, or a string"));
+    }))
+}
 
-/// Reads the keyword options into [`Options`], refusing an unknown name or a value of the wrong type by name.
-fn options(py: Python<'_>, kwargs: &Bound<'_, PyDict>) -> PyResult<Options> {
-    let mut o = Options::default();
+/// Reads the keyword options into [`LayerOptions`] by serde, as the page's requests are read; a value of the
+/// wrong type is refused naming its keyword (an unknown keyword is refused by [`LayerOptions::resolve`]).
+fn options(py: Python<'_>, kwargs: &Bound<'_, PyDict>) -> PyResult<LayerOptions> {
+    let mut given = serde_json::Map::new();
     for (key, value) in kwargs.iter() {
         let name: String = key.extract()?;
-        if value.is_none() {
-            continue;
-        }
-        let wrong = |what: &str| refuse(py, &name, value.repr().map(|r| r.to_string()).unwrap_or_default(), what);
-        let int = || value.extract::<i64>().map_err(|_| wrong("an integer"));
-        let float = || value.extract::<f32>().map_err(|_| wrong("a number"));
-        let flag = || value.extract::<bool>().map_err(|_| wrong("True or False"));
-        let text = || value.extract::<String>().map_err(|_| wrong("a string"));
-        fn parsed<T>(py: Python<'_>, r: relattn::Result<T>) -> PyResult<T> {
-            r.map_err(|e| py_err(py, e))
-        }
-        match name.as_str() {
-            "preset" => o.preset = Some(text()?),
-            "method" => o.method = Some(parsed(py, text()?.parse::<Method>())?),
-            "heads" => o.heads = Some(int()?),
-            "clip" => o.clip = Some(int()?),
-            "causal" => o.causal = flag()?,
-            "no_rel_v" => o.no_rel_v = flag()?,
-            "per_head_tables" => o.per_head_tables = flag()?,
-            "edge" => o.edge = Some(parsed(py, text()?.parse())?),
-            "implementation" => o.implementation = Some(parsed(py, text()?.parse())?),
-            "n" => o.n = Some(int()?),
-            "d_model" => o.d_model = Some(int()?),
-            "batch" => o.batch = Some(int()?),
-            "seed" => o.seed = Some(value.extract::<u64>().map_err(|_| wrong("an integer ≥ 0"))?),
-            "rope_base" => o.rope_base = Some(float()?),
-            "rope_fraction" => o.rope_fraction = Some(float()?),
-            "rope_layout" => o.rope_layout = Some(parsed(py, text()?.parse())?),
-            "rope_scale" => o.rope_scale = Some(float()?),
-            "t5_buckets" => o.t5_buckets = Some(int()?),
-            "t5_max_distance" => o.t5_max_distance = Some(int()?),
-            _ => return Err(refuse(py, "option", format!("'{name}'"), OPTIONS.join(", "))),
+        if let Some(v) = json_of(py, &name, &value)? {
+            given.insert(name, v);
         }
     }
-    Ok(o)
+    serde_json::from_value(given.clone().into()).map_err(|whole| {
+        // The keyword at fault: the first one refused alone.
+        let one = |(k, v): (&String, &serde_json::Value)| serde_json::from_value::<LayerOptions>(serde_json::json!({ k: v })).err().map(|e| (k.clone(), v.to_string(), e));
+        match given.iter().find_map(one) {
+            Some((name, v, e)) => refuse(py, &name, v, e),
+            None => refuse(py, "option", "these options", whole),
+        }
+    })
 }
 
 /// The given arrays (float32 or float64, any layout: read once into the layer's own arrays), by the names of
@@ -135,7 +110,7 @@ fn arrays(py: Python<'_>, tensors: &Bound<'_, PyDict>) -> PyResult<Arrays> {
 
 /// The scenario of the options and tensors, within the CLI's default memory budget.
 fn scenario(py: Python<'_>, kwargs: &Bound<'_, PyDict>, tensors: &Bound<'_, PyDict>, trace: bool) -> PyResult<(relattn::Config, Scenario)> {
-    let Resolved { config, spec, mut arrays, per_head_tables } = options(py, kwargs)?.resolve().map_err(|e| py_err(py, e))?;
+    let Resolved { config, spec, mut arrays, per_head_tables } = options(py, kwargs)?.resolve(&Limits::NONE).map_err(|e| py_err(py, e))?;
     arrays.extend(self::arrays(py, tensors)?);
     let spec = relattn::layer::scenario::sizes_of(&arrays, &spec).map_err(|e| py_err(py, e))?;
     let sizes = Sizes { batch: spec.batch, n: spec.n, d_model: spec.d_model, per_head_tables, trace, parallel: rayon_threads() };
@@ -333,10 +308,10 @@ fn array_names<'py>(py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
     PyList::new(py, NAMES)
 }
 
-/// The options `trace` and `attention` take.
+/// The options `trace` and `attention` take ([`LayerOptions::names`]).
 #[pyfunction]
 fn option_names<'py>(py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-    PyList::new(py, OPTIONS)
+    PyList::new(py, LayerOptions::names())
 }
 
 #[pymodule]

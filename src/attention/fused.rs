@@ -43,7 +43,7 @@ pub const TK: usize = 512;
 pub fn attend_head(cfg: &Config, h: &HeadInput) -> Result<Array2<f32>> {
     let (lq, dh) = h.q.dim();
     let lk = h.k.nrows();
-    let scale = 1.0 / (dh as f32).sqrt();
+    let scale = cfg.logit_scale.factor(dh);
     // This head's Q, K and V as contiguous (L, d_head) copies (they arrive as column slices of the layer's
     // (n, d_model) projections): the tiles' products pack them again and again, reading rows of d_head
     // floats instead of d_model-strided ones (4–5% faster at n 2048 and 8192).
@@ -153,7 +153,7 @@ fn overflow(cfg: &Config, h: &HeadInput, i: usize, j: usize, p_i: &[f32], bias: 
     let (lq, lk) = (h.q.nrows(), h.k.nrows());
     let row = cfg.layout().row(crate::positions::table::distance(i, j, lq, lk));
     let b = bias.map_or(0.0, |b| b[j + lq - 1 - i]);
-    let logit = (content + row.map_or(0.0, |r| p_i[r])) / (h.q.ncols() as f32).sqrt() + b;
+    let logit = (content + row.map_or(0.0, |r| p_i[r])) * cfg.logit_scale.factor(h.q.ncols()) + b;
     let (array, value) = if content.is_finite() { ("logits", logit) } else { ("content_logits", content) };
     Error::Overflow { array: array.into(), index: vec![i, j], value: value as f64 }
 }

@@ -34,12 +34,55 @@ use std::ops::Range;
 use std::str::FromStr;
 
 /// How the relative terms are computed; both give the same numbers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[cfg_attr(test, derive(ts_rs::TS), ts(export, export_to = "protocol.d.ts"))]
 pub enum Implementation {
     /// Gather of the small `Q Tᵀ` product (Shaw) or the skew (Music); weights summed into buckets.
     Efficient,
     /// The seeds' way: an (Lq, Lk, d_head) tensor of table rows per head. Reference and teaching only.
     Materialized,
+}
+
+/// What the logits (the content term plus Shaw's or the Music Transformer's relative term) are multiplied by
+/// before ALiBi's or T5's bias is added and the softmax taken.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[cfg_attr(test, derive(ts_rs::TS), ts(export, export_to = "protocol.d.ts"))]
+pub enum LogitScale {
+    /// 1/√d_head (Vaswani et al. 2017, and every scheme's paper).
+    #[default]
+    InvSqrtDHead,
+    /// 1: T5's logits, whose 1/√d_head is folded into the initialisation of W_q.
+    None,
+}
+
+impl LogitScale {
+    /// The factor for heads of width `d_head`.
+    pub fn factor(self, d_head: usize) -> f32 {
+        match self {
+            LogitScale::InvSqrtDHead => 1.0 / (d_head as f32).sqrt(),
+            LogitScale::None => 1.0,
+        }
+    }
+
+    /// The name in files, links and on the command line (serde's).
+    pub fn name(self) -> &'static str {
+        match self {
+            LogitScale::InvSqrtDHead => "inv_sqrt_d_head",
+            LogitScale::None => "none",
+        }
+    }
+}
+
+impl FromStr for LogitScale {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        [LogitScale::InvSqrtDHead, LogitScale::None]
+            .into_iter()
+            .find(|l| l.name() == s)
+            .ok_or_else(|| Error::invalid("logit_scale", format!("'{s}'"), "inv_sqrt_d_head, none"))
+    }
 }
 
 /// Everything about the computation that is not a tensor.
@@ -59,6 +102,8 @@ pub struct Config {
     /// Add the content term q_i · k_j to the logits. Off, the logits are the relative term alone (the
     /// content logits are zeros): what relative positions do by themselves, for teaching.
     pub content: bool,
+    /// The logits' scale: 1/√d_head, or 1 (T5).
+    pub logit_scale: LogitScale,
     /// RoPE's options (method rope).
     pub rope: Rope,
     /// T5's buckets (method t5).
@@ -76,6 +121,7 @@ impl Default for Config {
             edge: Edge::Zero,
             implementation: Implementation::Efficient,
             content: true,
+            logit_scale: LogitScale::InvSqrtDHead,
             rope: Rope::default(),
             buckets: Buckets::default(),
         }
@@ -308,7 +354,7 @@ fn staged(cfg: &Config, h: &HeadInput, rows: Range<usize>, mut trace: Option<&mu
     let relative_ms = lap();
 
     let bias = rel.as_ref().filter(|_| method.adds_distance_bias());
-    scale_and_mask(&mut logits, 1.0 / (dh as f32).sqrt(), bias, cfg.causal, h.key_mask, block);
+    scale_and_mask(&mut logits, cfg.logit_scale.factor(dh), bias, cfg.causal, h.key_mask, block);
     if let (Some(t), Some(r)) = (trace.as_deref_mut(), rel) {
         t.relative_logits = r;
     }

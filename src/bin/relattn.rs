@@ -2,23 +2,21 @@
 //! Errors print one line naming the field, what was given and what is allowed, and exit with code 2.
 
 use clap::{Args, Parser, Subcommand};
-use relattn::attention::{Config, Implementation};
+use relattn::attention::Config;
 use relattn::error::in_range;
 use relattn::error::Bytes;
 use relattn::gpu::GpuContext;
 use relattn::layer::forward::{self, Sizes, DEFAULT_MEMORY_LIMIT};
 use relattn::layer::on_demand::{block_bytes, largest_stage_floats, Layer};
-use relattn::layer::options::{Options, Resolved};
+use relattn::layer::options::{LayerOptions, Limits, Resolved};
 use relattn::layer::presets;
 use relattn::layer::scenario::{read_arrays, read_at_most, sizes_of, Arrays, Scenario, Spec, MAX_FILE_BYTES};
-use relattn::positions::rope::PairLayout;
-use relattn::positions::Method;
 use relattn::render::{self, Figure};
 use relattn::timing::StageTimes;
 use relattn::trained::chorales::{Chorales, BPM, VOICES};
 use relattn::trained::music_stats;
 use relattn::trained::transformer::{SampleSettings, Transformer, DEFAULT_TOP_K, DEFAULT_TOP_P, MAX_CONTEXT, MAX_SAMPLE_STEPS};
-use relattn::{Backend, Edge, Error, Stage, Trace};
+use relattn::{Backend, Error, Stage, Trace};
 use std::io::{Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -495,68 +493,12 @@ impl Progress {
     }
 }
 
-/// What to compute. Unset options come from --preset, or the defaults shown.
+/// What to compute: the layer's options (unset ones from --preset, or the defaults shown), a scenario file and
+/// the memory budget.
 #[derive(Args)]
 struct Setup {
-    /// Start from a preset: the seeds' examples seed000-shaw, seed000-music, seed002, seed003, seed004, or built-heads (hand-built heads).
-    #[arg(long)]
-    preset: Option<String>,
-    /// shaw (Shaw et al. 2018), music (Music Transformer skew), rope (rotary), alibi (linear bias), t5 (bucketed
-    /// bias) or absolute (sinusoids added to x). [default: shaw]
-    #[arg(long, value_parser = clap::value_parser!(Method))]
-    method: Option<Method>,
-    /// RoPE: θ_p = base^(−2p/d_rot), above 1 up to 1e9. [default: 10000]
-    #[arg(long)]
-    rope_base: Option<f32>,
-    /// RoPE: the rotated share of d_head (GPT-NeoX's rotary_pct), above 0 up to 1. [default: 1]
-    #[arg(long)]
-    rope_fraction: Option<f32>,
-    /// RoPE: pairs (2p, 2p+1) as the paper and GPT-J (interleaved) or (p, p + d_rot/2) as GPT-NeoX and Llama (half).
-    /// [default: interleaved]
-    #[arg(long, value_parser = clap::value_parser!(PairLayout))]
-    rope_layout: Option<PairLayout>,
-    /// RoPE: positions divided by this (linear interpolation), 0.01 to 1000. [default: 1]
-    #[arg(long)]
-    rope_scale: Option<f32>,
-    /// T5: number of buckets, 2 (4 and even bidirectional) to 1024. [default: 32]
-    #[arg(long, allow_negative_numbers = true)]
-    t5_buckets: Option<i64>,
-    /// T5: distances from this on share the last bucket; above the exact buckets, up to 1048576. [default: 128]
-    #[arg(long, allow_negative_numbers = true)]
-    t5_max_distance: Option<i64>,
-    /// Number of heads; must divide d_model. [default: 1]
-    #[arg(long)]
-    heads: Option<usize>,
-    /// Clipping distance k ≥ 0 (Shaw's tables have 2k+1 rows; Music's E_r k+1 causal, 2k+1 bidirectional). [default: 2]
-    #[arg(long, allow_negative_numbers = true)]
-    clip: Option<i64>,
-    /// Mask keys after the query.
-    #[arg(long)]
-    causal: bool,
-    /// Switch off Shaw's value term a^V.
-    #[arg(long)]
-    no_rel_v: bool,
-    /// One table per head instead of one shared by all heads (generated tables only).
-    #[arg(long)]
-    per_head_tables: bool,
-    /// Music Transformer: what distances beyond E_r read: zero (tensor2tensor) or clip (edge row). [default: zero]
-    #[arg(long, value_parser = clap::value_parser!(Edge))]
-    edge: Option<Edge>,
-    /// efficient (gather/skew, default) or materialized (the seeds' n×n×d_head tensor).
-    #[arg(long, value_parser = clap::value_parser!(Implementation))]
-    implementation: Option<Implementation>,
-    /// Sequence length (when x is not in --tensors). [default: 8]
-    #[arg(long, allow_negative_numbers = true)]
-    n: Option<i64>,
-    /// Model width (when x is not in --tensors). [default: 16]
-    #[arg(long, allow_negative_numbers = true)]
-    d_model: Option<i64>,
-    /// Batch size (when x is not in --tensors). [default: 1]
-    #[arg(long, allow_negative_numbers = true)]
-    batch: Option<i64>,
-    /// Seed for every generated tensor. [default: 0]
-    #[arg(long)]
-    seed: Option<u64>,
+    #[command(flatten)]
+    options: LayerOptions,
     /// Scenario file (.npz from np.savez, or an .npy holding x) with any of: x, w_q, w_k, w_v, w_o, b_q, b_k, b_v, b_o,
     /// rel_k, rel_v, e_r, alibi_slopes, t5_bias, key_mask.
     #[arg(long)]
@@ -567,30 +509,9 @@ struct Setup {
 }
 
 impl Setup {
-    /// The configuration, sizes and given arrays (the preset's, then the file's), checked ([`Options::resolve`]).
+    /// The configuration, sizes and given arrays (the preset's, then the file's), checked ([`LayerOptions::resolve`]).
     fn resolve(&self) -> relattn::Result<(Config, Spec, Arrays, bool)> {
-        let options = Options {
-            preset: self.preset.clone(),
-            method: self.method,
-            heads: self.heads.map(|h| h as i64),
-            clip: self.clip,
-            causal: self.causal,
-            no_rel_v: self.no_rel_v,
-            per_head_tables: self.per_head_tables,
-            edge: self.edge,
-            implementation: self.implementation,
-            n: self.n,
-            d_model: self.d_model,
-            batch: self.batch,
-            seed: self.seed,
-            rope_base: self.rope_base,
-            rope_fraction: self.rope_fraction,
-            rope_layout: self.rope_layout,
-            rope_scale: self.rope_scale,
-            t5_buckets: self.t5_buckets,
-            t5_max_distance: self.t5_max_distance,
-        };
-        let Resolved { config, spec, mut arrays, per_head_tables } = options.resolve()?;
+        let Resolved { config, spec, mut arrays, per_head_tables } = self.options.resolve(&Limits::NONE)?;
         if let Some(path) = &self.tensors {
             arrays.extend(read_file(path)?);
         }

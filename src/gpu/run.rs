@@ -142,7 +142,7 @@ impl GpuContext {
         let mut rec = record.then(|| Recorded::new(b, h, n, d, dh, r, music_skew, keep_buckets, rope.is_some()));
         let no_bias = self.buffer("dummy_bias", 16);
         let bias_buf = dist_bias.as_ref().unwrap_or(&no_bias);
-        let scale = 1.0 / (dh as f32).sqrt();
+        let scale = cfg.logit_scale.factor(dh);
 
         for bi in 0..b {
             let mut enc = self.encoder();

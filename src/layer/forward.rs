@@ -141,13 +141,13 @@ pub fn check_budget(cfg: &Config, s: &Sizes, extra: impl Fn(&Config, &Sizes) -> 
     };
     let candidates = [
         ("n", s.n, largest(1, s.n, &|v| (*cfg, Sizes { n: v, ..*s }))),
-        ("batch", s.batch, largest(1, s.batch, &|v| (*cfg, Sizes { batch: v, ..*s }))),
+        ("batch_size", s.batch, largest(1, s.batch, &|v| (*cfg, Sizes { batch: v, ..*s }))),
         ("d_model", s.d_model, largest(cfg.heads.max(1), s.d_model, &|v| (*cfg, Sizes { d_model: v, ..*s }))),
         ("clip", cfg.clip, largest(0, cfg.clip, &|v| (Config { clip: v, ..*cfg }, *s))),
     ];
     let best = candidates.iter().filter_map(|&(f, given, fit)| fit.map(|fit| (f, fit, given as f64 / fit.max(1) as f64))).min_by(|a, b| a.2.total_cmp(&b.2));
     let what = format!(
-        "{} with n = {}, batch = {}, d_model = {}, heads = {}, clip = {}",
+        "{} with n = {}, batch_size = {}, d_model = {}, heads = {}, clip = {}",
         if s.trace { "the trace" } else { "the forward pass" },
         s.n,
         s.batch,

@@ -262,7 +262,7 @@ pub fn check_config(cfg: &Config, spec: &Spec) -> Result<()> {
         return Err(Error::invalid("n", 0, "1 or more"));
     }
     if spec.batch == 0 {
-        return Err(Error::invalid("batch", 0, "1 or more"));
+        return Err(Error::invalid("batch_size", 0, "1 or more"));
     }
     if spec.d_model == 0 {
         return Err(Error::invalid("d_model", 0, "1 or more"));

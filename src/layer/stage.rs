@@ -5,7 +5,7 @@
 //! The page receives the metadata with every stage (serialized), the CLI's figures read it, and README.md's
 //! table of stages is [`markdown_table`] (a test keeps the two equal).
 
-use crate::attention::Config;
+use crate::attention::{Config, LogitScale};
 use crate::error::{Error, Result};
 use crate::positions::Method;
 use crate::stage::{Scale, Stage, StageText, COMPONENT_AXIS, FEATURE_AXIS, KEY_AXIS, LOGITS_TITLE, QUERY_AXIS};
@@ -205,9 +205,19 @@ const LOGITS_CONTENT_OFF: StageText = StageText::new(
     "The relative term alone (the content term is left out), scaled by 1/√d_head; masked cells are −∞ and get weight 0.",
 );
 
-/// What a layer says in a stage: its scheme's text, the content term's absence, or what every layer says.
+/// The logits of a layer whose logits are not scaled ([`LogitScale::None`], as T5 computes them).
+const LOGITS_UNSCALED: StageText = StageText::new(
+    LOGITS_TITLE,
+    "q_i·k_j + relative_ij (not scaled), −∞ where masked",
+    r"e_{ij} = q_i \cdot k_j + \text{relative}_{ij} \quad (\text{no } 1/\sqrt{d_h}; -\infty \text{ where masked})",
+    "Not scaled by 1/√d_head (logit scale none, as T5 computes its logits: the scale is folded into the initialisation of W_q): the content term and the scheme's relative term or bias added as they are; masked cells are −∞ and get weight 0.",
+);
+
+/// What a layer says in a stage: its scheme's text, the content term's absence, the logits' missing scale, or
+/// what every layer says.
 fn text(stage: Stage, cfg: &Config) -> StageText {
     match stage {
+        Stage::Logits if cfg.logit_scale == LogitScale::None => LOGITS_UNSCALED,
         Stage::ContentLogits if !cfg.content => CONTENT_OFF,
         Stage::Logits if !cfg.content && cfg.method.has_vector_table() => LOGITS_CONTENT_OFF,
         _ => cfg
@@ -353,6 +363,12 @@ mod tests {
         }
         let off = Config { content: false, ..Config::default() };
         assert!(Stage::ContentLogits.meta(&off, false).notice.contains("left out"));
+        // Unscaled logits say so, for every scheme; scaled ones name the scale.
+        for method in Method::ALL {
+            let unscaled = Config { method, logit_scale: LogitScale::None, ..Config::default() };
+            assert!(Stage::Logits.meta(&unscaled, false).notice.starts_with("Not scaled by 1/√d_head"), "{method}");
+            assert!(Stage::Logits.meta(&Config { method, ..Config::default() }, false).notice.contains("1/√d_head"), "{method}");
+        }
     }
 
     /// The shapes the skew's descriptions state are the shapes src/positions/music.rs produces, for both forms; the

@@ -23,6 +23,7 @@ use std::str::FromStr;
 /// Which components form a rotated pair.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[cfg_attr(test, derive(ts_rs::TS), ts(export, export_to = "protocol.d.ts"))]
 pub enum PairLayout {
     /// (2p, 2p + 1): the paper, GPT-J, Mesh-TensorFlow.
     Interleaved,

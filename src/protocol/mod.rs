@@ -29,17 +29,12 @@
 pub mod model;
 pub mod parameters;
 
-use serde::de::IgnoredAny;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 
 pub use model::*;
 pub use parameters::*;
 
-/// Fields of a request that its struct does not name: serde-wasm-bindgen does not see serde's
-/// `deny_unknown_fields` (it reads only the fields a struct names); a flattened map sees every key, and the
-/// wasm refuses the request naming them.
-pub type Unknown = BTreeMap<String, IgnoredAny>;
+pub use crate::layer::options::Unknown;
 
 /// A request the page fills: the keys it carried that its struct (or a struct inside it) does not name, which
 /// the wasm refuses (src/web.rs `from_request`) so that a control Rust does not know is never silently ignored.
@@ -49,7 +44,7 @@ pub trait Strict {
 
 impl Strict for Request {
     fn unknown_fields(&self) -> Vec<&str> {
-        self.unknown.keys().chain(self.settings.unknown.keys()).map(String::as_str).collect()
+        self.unknown.keys().chain(self.options.unknown.keys()).map(String::as_str).collect()
     }
 }
 

@@ -1,14 +1,13 @@
-//! Parameters mode's messages: a [`Request`] (the page's settings, a preset or a scenario file) computed into a
-//! trace, whose [`Info`] and stages (each a [`StageMeta`] and a [`Cut`] with its numbers) come back; exact
+//! Parameters mode's messages: a [`Request`] (the layer's options, a preset or a scenario file) computed into
+//! a trace, whose [`Info`] and stages (each a [`StageMeta`] and a [`Cut`] with its numbers) come back; exact
 //! cells, a table row's readers, the trace as a file and the six schemes side by side on request. The wasm
-//! checks every request field (src/web/request.rs); the same [`Settings`] come back in [`Info`], resolved (a
-//! preset's, or a file's sizes), so the page writes its controls from what was computed. Adding a control
-//! means adding its field to [`Settings`] and reading it in `www/js/controls.js`.
+//! checks every request field (src/web/request.rs); the same [`LayerOptions`] come back in [`Info`], resolved
+//! (a preset's, or a file's sizes), so the page writes its controls from what was computed. Adding a control
+//! means adding its option to [`LayerOptions`] (src/layer/options.rs) and its element to www/index.html.
 
-use super::{Colormaps, LayerSource, Unknown, WorkerError};
+use super::{Colormaps, LayerSource, WorkerError};
+use crate::layer::options::{LayerOptions, Unknown};
 use crate::layer::stage::StageMeta;
-use crate::positions::rope::Rope;
-use crate::positions::t5::Buckets;
 use crate::stage::PairLabels;
 use serde::{Deserialize, Serialize};
 
@@ -26,122 +25,27 @@ pub enum BackendChoice {
 }
 
 /// What to compute: the wasm's `compute` reads it (refusing a missing field, a wrong type or a field that is
-/// not one of [`Request`]'s or [`Settings`]', naming it), with a scenario file's bytes beside it.
+/// not one of [`Request`]'s or [`LayerOptions`]', naming it), with a scenario file's bytes beside it.
 #[derive(Clone, Debug, Deserialize)]
 #[cfg_attr(test, derive(ts_rs::TS), ts(export, export_to = "protocol.d.ts"))]
 pub struct Request {
     #[serde(default)]
     pub backend: BackendChoice,
-    /// A preset's name ([`crate::layer::presets::NAMES`]); when not empty, `settings` are not used.
-    #[serde(default)]
-    pub preset: String,
     /// The name of the scenario file whose bytes come with the request (for its errors), if any.
     #[serde(default)]
     pub file_name: String,
-    pub settings: Settings,
-    #[serde(flatten)]
-    #[cfg_attr(test, ts(skip))]
-    pub unknown: Unknown,
-}
-
-/// The controls. Numbers are f64 as the form gives them (NaN for an empty box) so that each is checked by the
-/// wasm, with its name, rather than refused by the deserializer. `Default`: zeros and empties, with the
-/// schemes' options at their defaults (as a request that leaves them out gets).
-#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
-#[cfg_attr(test, derive(ts_rs::TS), ts(export, export_to = "protocol.d.ts"))]
-pub struct Settings {
-    /// "shaw", "music", "rope", "alibi", "t5" or "absolute".
-    pub method: String,
-    /// Sequence length, 1..=MAX_N (src/web/request.rs).
-    pub n: f64,
-    /// 1..=MAX_D_MODEL, a multiple of `heads`.
-    pub d_model: f64,
-    /// 1..=MAX_HEADS.
-    pub heads: f64,
-    /// k, 0..=MAX_N.
-    pub clip: f64,
-    /// Seed of the generated tensors, 0..=2³²−1.
-    pub seed: f64,
-    /// Sequences in the batch, 1..=MAX_BATCH (a file's x sets its own).
-    pub batch_size: f64,
-    pub causal: bool,
-    pub rel_v: bool,
-    /// One relative table per head instead of one shared table.
-    pub per_head: bool,
-    /// Leave the content term q_i · k_j out of the logits: the relative term alone.
-    pub relative_only: bool,
+    /// The layer's options, as the command line and Python take them; with a preset the page sends the
+    /// preset alone.
+    pub options: LayerOptions,
     /// A sentence's tokens: when given, n is their number and x has one seeded embedding per distinct
     /// token ([`crate::layer::scenario::token_embeddings`]), so repeated tokens have equal content and differ
     /// only by their relative positions.
     #[serde(default)]
     #[cfg_attr(test, ts(as = "Option<_>", optional))]
     pub tokens: Vec<String>,
-    /// RoPE's base, rotated fraction of d_head, pair layout ("interleaved" or "half") and position scale
-    /// ([`Rope`]; ranges in [`Rope::check`]).
-    #[serde(default = "default_rope_base")]
-    #[cfg_attr(test, ts(as = "Option<_>", optional))]
-    pub rope_base: f64,
-    #[serde(default = "one")]
-    #[cfg_attr(test, ts(as = "Option<_>", optional))]
-    pub rope_fraction: f64,
-    #[serde(default = "default_rope_layout")]
-    #[cfg_attr(test, ts(as = "Option<_>", optional))]
-    pub rope_layout: String,
-    #[serde(default = "one")]
-    #[cfg_attr(test, ts(as = "Option<_>", optional))]
-    pub rope_scale: f64,
-    /// T5's buckets and max_distance ([`Buckets`]; ranges in [`Buckets::check`]).
-    #[serde(default = "default_t5_buckets")]
-    #[cfg_attr(test, ts(as = "Option<_>", optional))]
-    pub t5_buckets: f64,
-    #[serde(default = "default_t5_max_distance")]
-    #[cfg_attr(test, ts(as = "Option<_>", optional))]
-    pub t5_max_distance: f64,
-    #[serde(flatten, skip_serializing)]
+    #[serde(flatten)]
     #[cfg_attr(test, ts(skip))]
     pub unknown: Unknown,
-}
-
-impl Default for Settings {
-    fn default() -> Self {
-        Settings {
-            method: String::new(),
-            n: 0.0,
-            d_model: 0.0,
-            heads: 0.0,
-            clip: 0.0,
-            seed: 0.0,
-            batch_size: 0.0,
-            causal: false,
-            rel_v: false,
-            per_head: false,
-            relative_only: false,
-            tokens: Vec::new(),
-            rope_base: default_rope_base(),
-            rope_fraction: one(),
-            rope_layout: default_rope_layout(),
-            rope_scale: one(),
-            t5_buckets: default_t5_buckets(),
-            t5_max_distance: default_t5_max_distance(),
-            unknown: Unknown::new(),
-        }
-    }
-}
-
-fn one() -> f64 {
-    1.0
-}
-fn default_rope_base() -> f64 {
-    Rope::default().base as f64
-}
-fn default_rope_layout() -> String {
-    Rope::default().layout.to_string()
-}
-fn default_t5_buckets() -> f64 {
-    Buckets::default().count as f64
-}
-fn default_t5_max_distance() -> f64 {
-    Buckets::default().max_distance as f64
 }
 
 /// Which of the page's scheme options a position scheme reads (the controls that follow the method select):
@@ -159,6 +63,8 @@ pub struct SchemeOptions {
     pub rope: bool,
     /// `t5_buckets`, `t5_max_distance`: it sorts j − i into buckets (T5).
     pub buckets: bool,
+    /// `edge`: its table of vectors is read past its rows by the skew (the Music Transformer).
+    pub edge: bool,
 }
 
 /// A named duration in milliseconds.
@@ -206,8 +112,10 @@ pub struct Info {
     pub preset: String,
     /// The preset's one-line description, or "".
     pub preset_description: String,
-    /// The settings the trace was computed with (a preset's own, or the sizes of a file's x).
-    pub settings: Settings,
+    /// The options the trace was computed with, every one set (a preset's own, or the sizes of a file's x).
+    pub options: LayerOptions,
+    /// The sentence x was built from, if any.
+    pub tokens: Vec<String>,
     /// The trace's stages in pipeline order, with their titles, formulas and axes.
     pub stages: Vec<StageMeta>,
     /// How the tooltip names a pair's parts in this layer's scheme.
@@ -342,12 +250,13 @@ pub struct ReadersRequest {
     pub row: usize,
 }
 
-/// page → worker: the "compare schemes" view of these settings (those of the result shown) for (batch, head).
+/// page → worker: the "compare schemes" view of these options (those of the result shown) for (batch, head).
 #[derive(Clone, Debug, Deserialize)]
 #[cfg_attr(test, derive(ts_rs::TS), ts(export, export_to = "protocol.d.ts"))]
 pub struct SchemesRequest {
     pub id: u32,
-    pub settings: Settings,
+    pub options: LayerOptions,
+    pub tokens: Vec<String>,
     pub batch: usize,
     pub head: usize,
 }

@@ -6,9 +6,9 @@
 //! a layer beyond the device's limits — the computation runs on the CPU instead, and its
 //! [`BackendUsed::note`] says why.
 
-use super::request::{Holding, Inputs};
+use super::request::{read_request, Holding, Inputs};
 use super::session::Session;
-use super::{from_request, to_js, to_value};
+use super::{to_js, to_value};
 use crate::backend::Backend;
 use crate::error::gpu::GpuError;
 use crate::gpu::GpuContext;
@@ -166,7 +166,7 @@ pub fn gpu_destroy_for_test() -> bool {
 #[wasm_bindgen]
 pub async fn compute(request: JsValue, file: Option<Vec<u8>>) -> Result<Session, JsValue> {
     let t0 = now_ms();
-    let request: Request = from_request(request, "request")?;
+    let request: Request = read_request(request)?;
     let mut inputs = Inputs::resolve(&request, file.as_deref())?;
     drop(file);
     let (sc, holding) = inputs.scenario()?;

@@ -1,13 +1,13 @@
 //! The browser benchmark's hooks (www/bench.html): a generated scenario whose forward pass (no trace kept)
 //! and a side × side raster the page times with `performance.now()`.
 
-use super::request::MEMORY_LIMIT;
+use super::request::{LIMITS, MEMORY_LIMIT};
 use super::{js_error, to_js};
 use crate::attention::Config;
 use crate::error::ErrorKind;
 use crate::layer::forward;
-use crate::layer::scenario::{Arrays, Scenario};
-use crate::protocol::Settings;
+use crate::layer::options::{LayerOptions, Resolved};
+use crate::layer::scenario::Scenario;
 use crate::render;
 use crate::stage::Scale;
 use ndarray::Array2;
@@ -22,16 +22,16 @@ pub struct Bench {
 
 #[wasm_bindgen]
 impl Bench {
-    /// A generated scenario for these [`Settings`], refused like the page's when over [`MEMORY_LIMIT`]
-    /// (counting the forward pass only).
+    /// A generated scenario for these [`LayerOptions`] (within the page's [`LIMITS`]), refused like the page's
+    /// when over [`MEMORY_LIMIT`] (counting the forward pass only).
     #[wasm_bindgen(constructor)]
-    pub fn new(settings: JsValue) -> Result<Bench, JsValue> {
-        let settings: Settings =
-            serde_wasm_bindgen::from_value(settings).map_err(|e| js_error("settings", ErrorKind::Invalid, &format!("invalid settings: {e}")))?;
-        let (cfg, spec) = settings.check()?;
-        let sizes = forward::Sizes { batch: spec.batch, n: spec.n, d_model: spec.d_model, per_head_tables: settings.per_head, trace: false, parallel: 1 };
+    pub fn new(options: JsValue) -> Result<Bench, JsValue> {
+        let options: LayerOptions =
+            serde_wasm_bindgen::from_value(options).map_err(|e| js_error("options", ErrorKind::Invalid, &format!("invalid options: {e}")))?;
+        let Resolved { config: cfg, spec, arrays, per_head_tables } = options.resolve(&LIMITS).map_err(to_js)?;
+        let sizes = forward::Sizes { batch: spec.batch, n: spec.n, d_model: spec.d_model, per_head_tables, trace: false, parallel: 1 };
         forward::check_budget(&cfg, &sizes, |_, _| Some(0), MEMORY_LIMIT).map_err(to_js)?;
-        let sc = Scenario::build(&cfg, &spec, Arrays::new(), settings.per_head).map_err(to_js)?;
+        let sc = Scenario::build(&cfg, &spec, arrays, per_head_tables).map_err(to_js)?;
         Ok(Bench { cfg, sc, rgba: Vec::new() })
     }
 

@@ -1,18 +1,19 @@
-//! The "compare schemes" view: one input — the settings shown, with their sentence — under every position
+//! The "compare schemes" view: one input — the options shown, with their sentence — under every position
 //! scheme, and for the (batch, head) shown each scheme's attention weights and its attention by distance
 //! ([`crate::attention::by_distance`]). Every scheme gets the same x, W_q, W_k, W_v and W_o (they are drawn
 //! from the seed by name, whatever the scheme) and its own position parameters from the same seed; Shaw's and
-//! the Music Transformer's tables have the settings' k. Computed on the CPU, a head at a time in blocks of
+//! the Music Transformer's tables have the options' k. Computed on the CPU, a head at a time in blocks of
 //! query rows (no whole trace), so six schemes cost about six forward passes.
 
-use super::request::{whole, MAX_N};
+use super::request::{read_request, Inputs};
 use super::session::{Cutting, Made};
-use super::{from_request, palette, to_js, to_value};
+use super::{palette, to_js, to_value};
 use crate::attention::by_distance;
 use crate::error::{check_index, Error};
 use crate::layer::forward;
 use crate::layer::on_demand::Layer;
-use crate::layer::scenario::{self, Arrays, Scenario};
+use crate::layer::options::LayerOptions;
+use crate::layer::scenario::Scenario;
 use crate::positions::Method;
 use crate::protocol::{Request, SchemeView};
 use crate::stage::Stage;
@@ -21,35 +22,28 @@ use wasm_bindgen::prelude::*;
 /// The longest sequence the comparison takes (six layers in a row, each a few seconds at this n).
 pub const MAX_COMPARE_N: usize = 2048;
 
-/// Computes the comparison of the request's settings (a preset's or a file's are refused: the page sends the
-/// settings it shows) for (batch, head). Returns an array of `{ method, label, meta, cut, profile, rgba,
+/// Computes the comparison of the request's options (a preset's or a file's are refused: the page sends the
+/// options it shows) for (batch, head). Returns an array of `{ method, label, meta, cut, profile, rgba,
 /// values }` in [`Method::ALL`]'s order: `rgba` a Uint8ClampedArray of `cut.raster_rows × cut.raster_cols` pixels, `values`
 /// the weights (a Float32Array, row-major) when they are at most [`super::session::VALUES_CELLS`], else null. Errors name the
-/// field: "n" past [`MAX_COMPARE_N`], "batch index", "head", or a setting.
+/// field: "n" past [`MAX_COMPARE_N`], "batch index", "head", or an option.
 #[wasm_bindgen]
 pub fn compare_schemes(request: JsValue, batch: usize, head: usize) -> Result<JsValue, JsValue> {
-    let request: Request = from_request(request, "request")?;
-    if !request.preset.is_empty() || !request.file_name.is_empty() {
-        let why = "the settings shown, not a preset or a file (a file's tables belong to one scheme)";
+    let request: Request = read_request(request)?;
+    if request.options.preset.as_deref().is_some_and(|p| !p.is_empty()) || !request.file_name.is_empty() {
+        let why = "the options shown, not a preset or a file (a file's tables belong to one scheme)";
         return Err(to_js(Error::invalid("compare", "a preset or a file", why)));
-    }
-    let tokens = &request.settings.tokens;
-    let n = if tokens.is_empty() { whole("n", request.settings.n, 1, MAX_N)? } else { tokens.len() };
-    if n > MAX_COMPARE_N {
-        return Err(to_js(Error::invalid("n", n, format!("1..={MAX_COMPARE_N} to compare the six schemes"))));
     }
     let out = js_sys::Array::new();
     for method in Method::ALL {
-        let mut settings = request.settings.clone();
-        settings.method = method.to_string();
-        let (cfg, spec) = settings.check()?;
+        let request = Request { options: LayerOptions { method: Some(method), ..request.options.clone() }, ..request.clone() };
+        let Inputs { cfg, spec, arrays, per_head, .. } = Inputs::resolve(&request, None)?;
+        if spec.n > MAX_COMPARE_N {
+            return Err(to_js(Error::invalid("n", spec.n, format!("1..={MAX_COMPARE_N} to compare the six schemes"))));
+        }
         check_index("head", head, cfg.heads).map_err(to_js)?;
         check_index("batch index", batch, spec.batch).map_err(to_js)?;
-        let mut arrays = Arrays::new();
-        if !tokens.is_empty() {
-            arrays.insert("x".into(), scenario::token_embeddings(tokens, spec.d_model, spec.seed).into_dyn());
-        }
-        let sc = Scenario::build(&cfg, &spec, arrays, settings.per_head).map_err(to_js)?;
+        let sc = Scenario::build(&cfg, &spec, arrays, per_head).map_err(to_js)?;
         let (projections, output) = forward::forward_projected(&cfg, &sc).map_err(to_js)?;
         let layer = Layer::new(&cfg, sc, projections, output).map_err(to_js)?;
         let weights = layer.stage(Stage::Weights, batch, head).map_err(to_js)?;

@@ -31,7 +31,8 @@
 //! positions it never saw (MODELS.md, "Longer than trained", gives every model's NLL at each length).
 
 use super::backend::with_backend;
-use super::request::{whole, Inputs};
+use super::request::Inputs;
+use crate::layer::options::whole;
 use super::session::Session;
 use super::{from_request, js_error, palette, to_js, to_value};
 use crate::error::{check_index, Error, ErrorKind};
@@ -180,12 +181,12 @@ impl ModelSession {
             None => {
                 let piece = self.data.piece(&r.window.piece).map_err(to_js)?;
                 let n = piece.tokens.len();
-                let start = whole("start", r.window.start, 0, n - VOICES.len())?;
+                let start = whole("start", r.window.start, 0, n - VOICES.len()).map_err(to_js)?;
                 if start % VOICES.len() != 0 {
                     return Err(to_js(Error::invalid("start", start, format!("a multiple of 4 in 0..={} (windows start on a 16th-note step)", n - 4))));
                 }
                 let max = (n - start).min(self.info.max_length);
-                let length = whole("length", r.window.length, 2, max)?;
+                let length = whole("length", r.window.length, 2, max).map_err(to_js)?;
                 (piece.bwv.clone(), start, piece.tokens[start..start + length].to_vec())
             }
         };
@@ -424,13 +425,13 @@ impl ModelSession {
     /// or "window".
     pub fn start_sampling(&self, request: JsValue) -> std::result::Result<JsValue, JsValue> {
         let r: SampleRequest = from_request(request, "request")?;
-        let steps = whole("steps", r.steps, 1, MAX_STEPS)?;
+        let steps = whole("steps", r.steps, 1, MAX_STEPS).map_err(to_js)?;
         if !(0.0..=100.0).contains(&r.temperature) {
             return Err(to_js(Error::invalid("temperature", r.temperature, "0..=100 (0: always the most likely token)")));
         }
-        let seed = whole("seed", r.seed, 0, u32::MAX as usize)? as u64;
+        let seed = whole("seed", r.seed, 0, u32::MAX as usize).map_err(to_js)? as u64;
         // top_p is the sampler's to check (SampleSettings::check), as the CLI's is.
-        let top_k = whole("top_k", r.top_k, 0, self.model.config.vocab)?;
+        let top_k = whole("top_k", r.top_k, 0, self.model.config.vocab).map_err(to_js)?;
         let mut state = self.state.borrow_mut();
         let w = state.window()?;
         let t0 = now_ms();

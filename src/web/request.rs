@@ -1,33 +1,29 @@
 //! What the page asks for, checked: a [`Request`] (src/protocol/, from a plain JavaScript object) and the
-//! [`Settings`] it carries, checked into a [`Config`] and a [`Spec`] with errors that name the control; the
-//! page's size limits and the memory budget that decides how a layer is held.
+//! [`LayerOptions`] it carries, resolved within the page's [`LIMITS`] into a [`Config`] and a [`Spec`] with
+//! errors that name the control; the memory budget that decides how a layer is held.
 
 use crate::attention::Config;
 
 use crate::error::{Bytes, Error, ErrorKind};
 use crate::layer::forward;
 use crate::layer::on_demand;
-use crate::layer::presets;
+use crate::layer::options::{LayerOptions, Limits, Resolved};
 use crate::layer::scenario::{self, Arrays, Scenario, Spec};
-use crate::positions::rope::Rope;
-use crate::positions::t5::{Buckets, MAX_BUCKETS, MAX_DISTANCE};
-use crate::positions::Method;
-use crate::protocol::{BackendChoice, Request, Settings, Unknown};
+use crate::protocol::{BackendChoice, Request};
 use crate::stage::Stage;
 use serde::Deserialize;
 use wasm_bindgen::JsValue;
 
 use super::session::{RASTER_SIDE, VALUES_CELLS};
-use super::{js_error, to_js};
+use super::{from_request, js_error, to_js};
+use wasm_bindgen::JsCast;
 
 /// Largest sequence length the page accepts.
 pub const MAX_N: usize = 8192;
-/// Largest d_model the page accepts.
-pub const MAX_D_MODEL: usize = 4096;
-/// Most heads.
-pub const MAX_HEADS: usize = 64;
-/// Largest batch of a generated scenario.
-pub const MAX_BATCH: usize = 16;
+
+/// The largest options the page takes: n 8192, d_model 4096, 64 heads, k up to n, a batch of 16 generated
+/// sequences, seeds up to 2³² − 1.
+pub const LIMITS: Limits = Limits { n: MAX_N, d_model: 4096, heads: 64, clip: MAX_N, batch_size: 16, seed: u32::MAX as u64 };
 /// Memory one layer may take in the browser, by [`page_bytes`] (1.5 GiB: wasm32 has at most 4 GiB in all,
 /// and the worker holds the layer shown while it computes the next one).
 pub const MEMORY_LIMIT: u64 = 3 << 29;
@@ -57,72 +53,22 @@ impl BackendChoice {
     }
 }
 
-impl Settings {
-    /// The settings that describe a resolved computation.
-    pub fn of(cfg: &Config, spec: &Spec, per_head: bool, tokens: &[String]) -> Settings {
-        Settings {
-            method: cfg.method.to_string(),
-            n: spec.n as f64,
-            d_model: spec.d_model as f64,
-            heads: cfg.heads as f64,
-            clip: cfg.clip as f64,
-            seed: spec.seed as f64,
-            batch_size: spec.batch as f64,
-            causal: cfg.causal,
-            rel_v: cfg.rel_v,
-            per_head,
-            relative_only: !cfg.content,
-            tokens: tokens.to_vec(),
-            rope_base: cfg.rope.base as f64,
-            rope_fraction: cfg.rope.fraction as f64,
-            rope_layout: cfg.rope.layout.to_string(),
-            rope_scale: cfg.rope.scale as f64,
-            t5_buckets: cfg.buckets.count as f64,
-            t5_max_distance: cfg.buckets.max_distance as f64,
-            unknown: Unknown::new(),
-        }
-    }
-
-    /// The layer's Config and the scenario's Spec, each number checked against its range (with tokens, n
-    /// is their number and the batch is 1).
-    pub fn check(&self) -> Result<(Config, Spec), JsValue> {
-        let method: Method = self.method.parse().map_err(to_js)?;
-        if self.tokens.len() > MAX_N {
-            return Err(to_js(Error::invalid("tokens", format!("{} tokens", self.tokens.len()), format!("at most {MAX_N} tokens (n)"))));
-        }
-        let sentence = !self.tokens.is_empty();
-        let n = if sentence { self.tokens.len() } else { whole("n", self.n, 1, MAX_N)? };
-        let d_model = whole("d_model", self.d_model, 1, MAX_D_MODEL)?;
-        let heads = whole("heads", self.heads, 1, MAX_HEADS)?;
-        if d_model % heads != 0 {
-            return Err(to_js(Error::invalid("heads", heads, format!("a divisor of d_model = {d_model} (1..={MAX_HEADS})"))));
-        }
-        let clip = whole("clip", self.clip, 0, MAX_N)?;
-        let seed = whole("seed", self.seed, 0, u32::MAX as usize)? as u64;
-        let batch = if sentence { 1 } else { whole("batch_size", self.batch_size, 1, MAX_BATCH)? };
-        // RoPE's numbers are ranged by the scheme's check (in Scenario::build), naming the option.
-        let rope = Rope {
-            base: self.rope_base as f32,
-            fraction: self.rope_fraction as f32,
-            layout: self.rope_layout.parse().map_err(to_js)?,
-            scale: self.rope_scale as f32,
+/// The page's [`Request`] ([`from_request`]), an option of the wrong type refused by its own name: the first
+/// key of `options` that does not deserialize alone (as Python's keywords are refused).
+pub fn read_request(value: JsValue) -> Result<Request, JsValue> {
+    from_request(value.clone(), "request").map_err(|whole| {
+        let options = js_sys::Reflect::get(&value, &"options".into()).unwrap_or(JsValue::UNDEFINED);
+        let keys = if options.is_object() { js_sys::Object::keys(options.unchecked_ref::<js_sys::Object>()).to_vec() } else { Vec::new() };
+        let refused = |key: &JsValue| {
+            let one = js_sys::Object::new();
+            let v = js_sys::Reflect::get(&options, key).ok()?;
+            js_sys::Reflect::set(&one, key, &v).ok()?;
+            let e = serde_wasm_bindgen::from_value::<LayerOptions>(one.into()).err()?;
+            let given = js_sys::JSON::stringify(&v).ok().and_then(|s| s.as_string()).unwrap_or_else(|| "this value".into());
+            Some(to_js(Error::invalid(&key.as_string()?, given, e)))
         };
-        let buckets = Buckets {
-            count: whole("t5_buckets", self.t5_buckets, 2, MAX_BUCKETS)?,
-            max_distance: whole("t5_max_distance", self.t5_max_distance, 1, MAX_DISTANCE)?,
-        };
-        let cfg = Config { method, heads, clip, causal: self.causal, rel_v: self.rel_v, content: !self.relative_only, rope, buckets, ..Config::default() };
-        Ok((cfg, Spec { n, d_model, batch, seed }))
-    }
-}
-
-/// A whole number in `lo..=hi`, or an error naming `field`.
-pub fn whole(field: &str, v: f64, lo: usize, hi: usize) -> Result<usize, JsValue> {
-    if !v.is_finite() || v.fract() != 0.0 || v < lo as f64 || v > hi as f64 {
-        let given = if v.is_finite() { format!("{v}") } else { "nothing (not a number)".into() };
-        return Err(to_js(Error::invalid(field, given, format!("a whole number in {lo}..={hi}"))));
-    }
-    Ok(v as usize)
+        keys.iter().find_map(refused).unwrap_or(whole)
+    })
 }
 
 /// A request resolved: what its trace is computed from.
@@ -138,28 +84,32 @@ pub struct Inputs {
 }
 
 impl Inputs {
-    /// A preset (the settings are then not used), a scenario file's bytes (.npz or .npy, README "Scenario
-    /// files": its x sets n, d_model and the batch) or the settings alone (x from their tokens, if any).
+    /// The request's options within the page's [`LIMITS`] (a preset's, when it names one), with a scenario
+    /// file's bytes (.npz or .npy, README "Scenario files": its x sets n, d_model and the batch) or the
+    /// sentence's tokens (x one seeded vector per distinct token; n their number, the batch 1).
     pub fn resolve(request: &Request, file: Option<&[u8]>) -> Result<Inputs, JsValue> {
-        if let Some(bytes) = file {
-            let arrays = scenario::read_arrays(bytes, &request.file_name).map_err(to_js)?;
-            let (cfg, spec) = request.settings.check()?;
-            // x fixes the sizes: the controls' n, d_model and batch are not used (nor checked against it).
-            let spec = scenario::sizes_of(&arrays, &spec).map_err(to_js)?;
-            return Ok(Inputs { cfg, spec, arrays, per_head: request.settings.per_head, preset: String::new(), tokens: Vec::new() });
+        let tokens = if file.is_some() { Vec::new() } else { request.tokens.clone() };
+        if tokens.len() > MAX_N {
+            return Err(to_js(Error::invalid("tokens", format!("{} tokens", tokens.len()), format!("at most {MAX_N} tokens (n)"))));
         }
-        if !request.preset.is_empty() {
-            let p = presets::preset(&request.preset).map_err(to_js)?;
-            let (cfg, spec, arrays) = (p.config, p.spec, p.arrays);
-            return Ok(Inputs { cfg, spec, arrays, per_head: p.per_head_tables, preset: request.preset.clone(), tokens: Vec::new() });
+        let mut options: LayerOptions = request.options.clone();
+        if !tokens.is_empty() {
+            (options.n, options.batch_size) = (Some(tokens.len() as f64), Some(1.0));
         }
-        let (cfg, spec) = request.settings.check()?;
-        let tokens = request.settings.tokens.clone();
-        let mut arrays = Arrays::new();
+        let Resolved { config: cfg, spec, mut arrays, per_head_tables: per_head } = options.resolve(&LIMITS).map_err(to_js)?;
+        let preset = options.preset.unwrap_or_default();
+        let spec = match file {
+            Some(bytes) => {
+                arrays.extend(scenario::read_arrays(bytes, &request.file_name).map_err(to_js)?);
+                // x fixes the sizes: the controls' n, d_model and batch are not used (nor checked against it).
+                scenario::sizes_of(&arrays, &spec).map_err(to_js)?
+            }
+            None => spec,
+        };
         if !tokens.is_empty() {
             arrays.insert("x".into(), scenario::token_embeddings(&tokens, spec.d_model, spec.seed).into_dyn());
         }
-        Ok(Inputs { cfg, spec, arrays, per_head: request.settings.per_head, preset: String::new(), tokens })
+        Ok(Inputs { cfg, spec, arrays, per_head, preset, tokens })
     }
 
     /// The scenario and how its stages are held ([`holding`]), after checking that it fits [`MEMORY_LIMIT`]

@@ -12,7 +12,8 @@ use crate::layer::on_demand::Layer;
 use crate::layer::presets;
 use crate::layer::stage::StageMeta;
 use crate::layer::trace::Trace;
-use crate::protocol::{BackendUsed, Cut, Info, Settings, Timing};
+use crate::layer::options::LayerOptions;
+use crate::protocol::{BackendUsed, Cut, Info, Timing};
 use crate::render::{Palette, Pooler};
 use crate::stage::Stage;
 use crate::timing::{now_ms, StageTimes};
@@ -35,7 +36,8 @@ impl Info {
         Info {
             preset: inputs.preset.clone(),
             preset_description: preset_description.into(),
-            settings: Settings::of(cfg, &spec, inputs.per_head, &inputs.tokens),
+            options: LayerOptions::of(cfg, &spec, inputs.per_head),
+            tokens: inputs.tokens.clone(),
             stages,
             pair: cfg.method.pair_labels(cfg.clip),
             backend,
@@ -197,7 +199,7 @@ impl Session {
         Ok(m.map_err(to_js)?.iter().copied().collect())
     }
 
-    /// The layer's settings (the trace's, or the layer held on demand's).
+    /// The layer's configuration (the trace's, or the layer held on demand's).
     fn config(&self) -> &Config {
         match &self.source {
             Source::Whole(t) => &t.config,
@@ -205,12 +207,20 @@ impl Session {
         }
     }
 
+    /// The layer's (batch, heads, n).
+    fn dims(&self) -> (usize, usize, usize) {
+        match &self.source {
+            Source::Whole(t) => t.dims(),
+            Source::OnDemand(l) => l.dims(),
+        }
+    }
+
     /// Refuses a stage, batch element or head outside the session's.
     fn check(&self, i: usize, batch: usize, head: usize) -> Result<(), JsValue> {
-        let s = &self.info.settings;
+        let (batches, heads, _) = self.dims();
         check_index("stage", i, self.stages.len()).map_err(to_js)?;
-        check_index("batch index", batch, s.batch_size as usize).map_err(to_js)?;
-        check_index("head", head, s.heads as usize).map_err(to_js)
+        check_index("batch index", batch, batches).map_err(to_js)?;
+        check_index("head", head, heads).map_err(to_js)
     }
 
     /// Every stage of (batch, head) cut and coloured with `palette`: pooled to [`RASTER_SIDE`], with its values
@@ -242,7 +252,7 @@ impl Session {
 
 #[wasm_bindgen]
 impl Session {
-    /// The [`Info`]: `{ preset, preset_description, settings, stages, backend, stage_times, on_demand }`.
+    /// The [`Info`]: `{ preset, preset_description, options, tokens, stages, backend, stage_times, on_demand }`.
     pub fn info(&self) -> Result<JsValue, JsValue> {
         to_value(&self.info)
     }
@@ -268,9 +278,9 @@ impl Session {
     /// layer's range, so a head asked of a larger layer (the URL's, or the selects' before a smaller preset)
     /// shows this layer's last instead of failing. JS numbers arrive as i32 (NaN as 0, a negative as 0).
     pub fn shown_for(&self, batch: i32, head: i32) -> Result<JsValue, JsValue> {
-        let s = &self.info.settings;
-        let clamp = |x: i32, size: f64| (x.max(0) as usize).min((size as usize).saturating_sub(1));
-        to_value(&crate::protocol::Shown { batch: clamp(batch, s.batch_size), head: clamp(head, s.heads) })
+        let (batches, heads, _) = self.dims();
+        let clamp = |x: i32, size: usize| (x.max(0) as usize).min(size.saturating_sub(1));
+        to_value(&crate::protocol::Shown { batch: clamp(batch, batches), head: clamp(head, heads) })
     }
 
     /// Selects stage `i` (of [`Info::stages`]) of (batch, head), cutting and colouring every stage of that
@@ -296,7 +306,7 @@ impl Session {
     pub fn table_readers(&self, row: usize) -> Result<Vec<u32>, JsValue> {
         let cfg = self.config();
         check_index("row", row, cfg.table_rows()).map_err(to_js)?;
-        let (n, scheme) = (self.info.settings.n as usize, cfg.scheme());
+        let (n, scheme) = (self.dims().2, cfg.scheme());
         Ok((0..n).map(|i| scheme.readers(row, i, n, n)).flat_map(|keys| [keys.start as u32, keys.end as u32]).collect())
     }
 

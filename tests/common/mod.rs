@@ -9,6 +9,7 @@ pub mod fixture;
 use proptest::prelude::*;
 use relattn::positions::rope::{PairLayout, Rope};
 use relattn::positions::t5::Buckets;
+use relattn::attention::LogitScale;
 use relattn::{Config, Edge, Implementation, Method, Scenario};
 use std::ops::RangeInclusive;
 
@@ -65,7 +66,8 @@ fn dot(a: &[f64], b: &[f64]) -> f64 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
-/// e_ij = q_i·(k_j + a^K_ij)/sqrt(d_head) (q_i·a^K_ij/sqrt(d_head) with the content term off); α = softmax
+/// e_ij = q_i·(k_j + a^K_ij)·s (q_i·a^K_ij·s with the content term off; s = 1/sqrt(d_head), or 1 for
+/// LogitScale::None); α = softmax
 /// over unmasked j; z_i = Σ_j α_ij (v_j + a^V_ij). ALiBi: e_ij = q_i·k_j/sqrt(d_head) + m·(j − i) causal,
 /// − m·|j − i| otherwise, m = `rel_k[0][0]`; T5: + `rel_k[bucket(j − i)][0]` (the bucket function is the
 /// library's, checked against Hugging Face's in tests/positions.rs); RoPE: q and k rotated ([`rotate`]), no
@@ -96,9 +98,10 @@ pub fn head(cfg: &Config, q: &Mat, k: &Mat, v: &Mat, rel_k: &Mat, rel_v: Option<
             out.masked[i][j] = (cfg.causal && d > 0) || key_mask.is_some_and(|m| !m[j]);
             if !out.masked[i][j] {
                 let content = if cfg.content { dot(&q[i], &k[j]) } else { 0.0 };
+                let scale = if cfg.logit_scale == LogitScale::None { 1.0 } else { 1.0 / (dh as f64).sqrt() };
                 e[j] = match cfg.method {
-                    Method::Alibi | Method::T5 => content / (dh as f64).sqrt() + out.relative[i][j],
-                    _ => (content + out.relative[i][j]) / (dh as f64).sqrt(),
+                    Method::Alibi | Method::T5 => content * scale + out.relative[i][j],
+                    _ => (content + out.relative[i][j]) * scale,
                 };
             }
         }
@@ -192,15 +195,15 @@ pub fn flat(m: &Mat) -> Vec<f64> {
 }
 
 /// Random configurations: every method, `heads` and `clip` in the given ranges, causal or not, a^V on or
-/// off, either edge, the content term on (3 in 4) or off, RoPE's options (base, fraction, layout, scale) and
+/// off, either edge, the content term on (3 in 4) or off, the logits scaled by 1/√d_head (3 in 4) or not, RoPE's options (base, fraction, layout, scale) and
 /// T5's buckets; the efficient implementation. The d_head of the tests (≥ 2) leaves RoPE a pair at any
 /// fraction drawn here (½ or 1).
 pub fn configs(heads: RangeInclusive<usize>, clip: RangeInclusive<usize>) -> impl Strategy<Value = Config> {
-    let flags = (any::<bool>(), any::<bool>(), any::<bool>(), 0..4u8);
+    let flags = (any::<bool>(), any::<bool>(), any::<bool>(), 0..4u8, 0..4u8);
     let rope = (prop_oneof![Just(10000.0f32), Just(50.0)], any::<bool>(), any::<bool>(), prop_oneof![Just(1.0f32), Just(2.5)]);
     let buckets = prop_oneof![Just((4, 5)), Just((8, 20)), Just((32, 128))];
     (0..Method::ALL.len(), heads, clip, flags, rope, buckets).prop_map(
-        |(method, heads, clip, (causal, rel_v, clip_edge, content), (base, half, partial, scale), (count, max_distance))| Config {
+        |(method, heads, clip, (causal, rel_v, clip_edge, content, unscaled), (base, half, partial, scale), (count, max_distance))| Config {
             method: Method::ALL[method],
             heads,
             clip,
@@ -209,6 +212,7 @@ pub fn configs(heads: RangeInclusive<usize>, clip: RangeInclusive<usize>) -> imp
             edge: if clip_edge { Edge::Clip } else { Edge::Zero },
             implementation: Implementation::Efficient,
             content: content != 0,
+            logit_scale: if unscaled == 0 { LogitScale::None } else { LogitScale::InvSqrtDHead },
             rope: Rope { base, fraction: if partial { 0.5 } else { 1.0 }, layout: if half { PairLayout::Half } else { PairLayout::Interleaved }, scale },
             buckets: Buckets { count, max_distance },
         },

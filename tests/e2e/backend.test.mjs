@@ -121,6 +121,8 @@ test('WebGPU (SwiftShader): the same tooltip numbers as the CPU; a lost device f
     assert.equal(await page.locator('#err-backend-mode').innerText(), '');
     assert.match(await page.locator('#timings').innerText(), /trace [\d.]+ ms/);
     assert.match(page.url(), /backend=webgpu/);
+    // An old link's per_head=1 (the option is per_head_tables everywhere now) still gives per-head tables.
+    if (label.startsWith('t5')) assert.equal(await page.isChecked('#per_head_tables'), true, 'per_head=1 in an old link');
     const gpu = await numbers(page, cells);
     if (label === 'seed004') {
       await page.evaluate(() => window.scrollTo(0, 0));

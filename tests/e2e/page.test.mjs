@@ -175,7 +175,12 @@ test('every control recomputes; bad input shows an inline error and keeps the vi
   assert.equal(await page.getAttribute('figure[data-stage="content_logits"]', 'data-range'), '-1 1');
   assert.match(await page.locator('figure[data-stage="logits"] .notice').innerText(), /relative term alone/);
   await settle(() => page.uncheck('#relative_only'));
-  await settle(() => page.check('#per_head'));
+  await settle(() => page.check('#per_head_tables'));
+  // The logits' scale (an option of every front end): T5's unscaled logits say so, and the link keeps it.
+  await settle(() => page.selectOption('#logit_scale', 'none'));
+  assert.match(await page.locator('figure[data-stage="logits"] .notice').innerText(), /Not scaled by 1\/√d_head/);
+  assert.match(page.url(), /logit_scale=none/);
+  await settle(() => page.selectOption('#logit_scale', 'inv_sqrt_d_head'));
   await settle(() => page.fill('#seed', '7'));
   await settle(() => page.fill('#sentence', 'a b c d e f'));
   assert.equal(await page.inputValue('#n'), '6');

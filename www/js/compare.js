@@ -1,7 +1,7 @@
-// Owns the "compare schemes" view: the six position schemes (src/web/compare.rs ORDER) on the settings shown,
+// Owns the "compare schemes" view: the six position schemes (src/web/compare.rs ORDER) on the options shown,
 // for the (batch, head) shown — each scheme's attention weights, drawn as every stage is (figures.js), and one
 // chart of their attention by distance — and its export as one slide (PNG). It recomputes when a result with
-// other settings (or another head) arrives while it is open; its own state stays here.
+// other options (or another head) arrives while it is open; its own state stays here.
 import { $, textPx } from './dom.js';
 import { state } from './state.js';
 import { askSchemes } from './worker-client.js';
@@ -36,18 +36,18 @@ function chartCanvas() {
   return c;
 }
 
-/** After each result (and on opening): asks for the comparison of the settings shown when they changed. */
+/** After each result (and on opening): asks for the comparison of the options shown when they changed. */
 export function refreshCompare() {
   const cur = state.current;
   if ($('compare').hidden || !cur) return;
   const { batch, head } = cur.shown;
-  const key = JSON.stringify([cur.info.settings, batch, head]);
+  const key = JSON.stringify([cur.info.options, cur.info.tokens, batch, head]);
   if (key === view.key) return;
   view.key = key;
   const asked = ++view.asked;
   $('compare-status').textContent = 'computing the six schemes…';
   $('compare').dataset.ready = '';
-  askSchemes(cur.info.settings, batch, head).then((schemes) => {
+  askSchemes(cur.info.options, cur.info.tokens, batch, head).then((schemes) => {
     if (asked !== view.asked) return;
     view.schemes = schemes;
     $('compare-status').textContent = '';
@@ -61,7 +61,7 @@ export function refreshCompare() {
 
 /** What the comparison was computed on, in one line (the slide's title and the panel's description). */
 function caption(cur) {
-  const s = cur.info.settings;
+  const s = cur.info.options;
   const input = cur.tokens ? `“${cur.tokens.join(' ')}”` : `n ${s.n}, seed ${s.seed}`;
   return `${input}; d_model ${s.d_model}, ${s.heads} head${s.heads > 1 ? 's' : ''} (head ${cur.shown.head} shown)${s.causal ? ', causal' : ''}; `
     + `Shaw's and the Music Transformer's k ${s.clip}; the same x and weights for every scheme`;
@@ -82,7 +82,7 @@ function draw(cur, schemes) {
     grid.append(fig);
     drawView(v, stage, cur);
   });
-  drawProfiles(schemes, cur.info.settings.causal);
+  drawProfiles(schemes, cur.info.options.causal);
   $('compare').dataset.ready = String(view.asked);
 }
 
@@ -185,6 +185,6 @@ function exportSlide() {
   ctx.fillText(caption(cur), 12, 54, width - 24);
   figs.forEach((f, k) => ctx.drawImage(f, (k % 3) * fw, top + Math.floor(k / 3) * fh));
   ctx.drawImage(chart, 0, top + 2 * fh, width, chartH);
-  const s = cur.info.settings;
+  const s = cur.info.options;
   c.toBlob((blob) => download(blob, `relattn-schemes-n${s.n}-h${cur.shown.head}.png`), 'image/png');
 }

@@ -1,19 +1,18 @@
-// Owns the form: reading the settings from the controls, writing a result's settings back into them, the
+// Owns the form: reading the layer's options from the controls, writing a result's options back into them, the
 // theme, and the errors shown next to each control (an <output id="err-FIELD"> per field, aria-invalid).
-// The settings are the Rust struct `Settings` (src/web/request.rs), field for field: each number control's
-// id is its field's name. Adding a control: its field in Settings, its element in index.html, its name here.
+// The options are the Rust struct `LayerOptions` (src/layer/options.rs), field for field: each option's control
+// has the field's name as its id and the attribute data-option in index.html, and is read by its kind (a
+// checkbox, a number box or a select). Adding a control: its field in LayerOptions, its element in index.html.
 import { $ } from './dom.js';
 import { state } from './state.js';
 
-/** The Settings fields that are numbers and checkboxes (each change computes again; each is kept in the URL). */
-export const NUMS = ['n', 'd_model', 'heads', 'clip', 'seed', 'batch_size', 'rope_base', 'rope_fraction', 'rope_scale', 't5_buckets', 't5_max_distance'];
-/** The Settings fields that are selects. */
-export const CHOICES = ['method', 'rope_layout'];
-export const BOOLS = ['causal', 'rel_v', 'per_head', 'relative_only'];
-/** The controls that are trace parameters. */
-export const PARAMS = [...CHOICES, ...NUMS, ...BOOLS];
+/** The option controls (LayerOptions' fields, the preset first), in the order of the form. */
+export const OPTIONS = [...document.querySelectorAll('[data-option]')].map((el) => el.id);
+/** The controls that are trace parameters (each change computes again; each is kept in the URL): the options
+ *  but the preset, which replaces them. */
+export const PARAMS = OPTIONS.filter((k) => k !== 'preset');
 /** The fields an error can be shown next to (err-FIELD); 'file' is the file picker ('tokens': the sentence). */
-export const FIELDS = ['preset', ...CHOICES, ...NUMS, 'tokens', 'file'];
+export const FIELDS = [...OPTIONS, 'tokens', 'file'];
 
 /** The sentence's tokens: with some, x is built from them (one vector per distinct token) and n is their number. */
 export function tokens() {
@@ -21,16 +20,37 @@ export function tokens() {
   return s ? s.split(/\s+/) : [];
 }
 
-/** @returns {import('./protocol.js').Params} the controls as they are (an empty number field is NaN) */
-export function readParams() {
-  const settings = {};
-  for (const k of CHOICES) settings[k] = $(k).value;
-  for (const k of NUMS) settings[k] = $(k).value.trim() === '' ? NaN : Number($(k).value);
-  for (const k of BOOLS) settings[k] = $(k).checked;
+/** An option control's value: a checkbox's state, a number box's number (NaN when empty), a select's value. */
+export function readOption(k) {
+  const el = $(k);
+  if (el.type === 'checkbox') return el.checked;
+  if (el.type === 'number') return el.value.trim() === '' ? NaN : Number(el.value);
+  return el.value;
+}
+
+/** Sets an option control from a value as readOption gives it (or a link's text: '1'/'0' for a checkbox). */
+export function writeOption(k, v) {
+  const el = $(k);
+  if (el.type === 'checkbox') el.checked = v === true || v === '1';
+  else if (el.tagName === 'SELECT') setSelect(el, String(v));
+  else el.value = String(v);
+}
+
+/**
+ * The layer's options as the controls give them (the preset alone when one is picked, unless `noPreset`: a
+ * file's tables replace a preset's) and the sentence's tokens.
+ * @param {boolean} noPreset
+ * @returns {{ options: import('./types/protocol').LayerOptions, tokens: string[] }}
+ */
+export function readParams(noPreset) {
+  /** @type {Record<string, string | number | boolean>} */
+  const options = {};
+  const preset = $('preset').value;
+  if (preset && !noPreset) return { options: { preset }, tokens: [] };
+  for (const k of PARAMS) options[k] = readOption(k);
   // The sentence makes x when it has n tokens (typing it sets n); with another n, x is random and unlabelled.
   const toks = tokens();
-  settings.tokens = toks.length === settings.n ? toks : [];
-  return { preset: $('preset').value, settings };
+  return { options, tokens: toks.length === options.n ? toks : [] };
 }
 
 export function colormaps() {
@@ -77,15 +97,13 @@ function fillSelect(sel, count, value) {
 }
 
 /**
- * Writes the settings a result was computed with back into the controls, and the (batch, head) shown.
+ * Writes the options a result was computed with back into the controls, and the (batch, head) shown.
  * @param {import('./protocol.js').TraceInfo} info
  * @param {{ batch: number, head: number }} shown
  */
 export function syncControls(info, shown) {
-  const s = info.settings;
-  for (const k of CHOICES) $(k).value = s[k];
-  for (const k of NUMS) $(k).value = String(s[k]);
-  for (const k of BOOLS) $(k).checked = s[k];
+  const s = info.options;
+  for (const k of PARAMS) writeOption(k, s[k]);
   optionsFollowMethod();
   fillSelect($('head'), s.heads, shown.head);
   fillSelect($('batch'), s.batch_size, shown.batch);
@@ -106,7 +124,7 @@ export function setTheme(t) {
 
 /**
  * The controls follow the method: the options it does not read are disabled (k, a^V, per-head tables), greyed
- * with their values kept, or hidden (RoPE's, T5's), as the page's wasm says (scheme_options:
+ * with their values kept, or hidden (RoPE's, T5's, the Music Transformer's edge), as the page's wasm says (scheme_options:
  * src/protocol/parameters.rs SchemeOptions). Called again once that wasm is loaded (main.js), as a page opened
  * in Model mode restores its URL before.
  */
@@ -116,10 +134,11 @@ export function optionsFollowMethod() {
   const o = state.ui.scheme_options($('method').value);
   $('rel_v').disabled = !o.rel_v;
   $('rel_v').title = o.rel_v ? '' : 'Only Shaw et al. have a relative value term a^V';
-  $('per_head').disabled = !o.per_head;
-  $('per_head').title = o.per_head ? '' : 'This method has no learned table to give each head its own';
+  $('per_head_tables').disabled = !o.per_head;
+  $('per_head_tables').title = o.per_head ? '' : 'This method has no learned table to give each head its own';
   $('clip').disabled = !o.clip;
   $('clip').title = o.clip ? '' : 'k sizes the tables of Shaw et al. and the Music Transformer; this method has none';
   for (const el of document.querySelectorAll('.scheme-rope')) el.hidden = !o.rope;
   for (const el of document.querySelectorAll('.scheme-t5')) el.hidden = !o.buckets;
+  for (const el of document.querySelectorAll('.scheme-edge')) el.hidden = !o.edge;
 }

@@ -93,7 +93,7 @@ function wrapText(ctx, text, x, y, width, lineHeight, centred) {
 }
 
 function baseName() {
-  const { preset, settings: s } = state.current.info;
+  const { preset, options: s } = state.current.info;
   const file = fileInUse();
   return file ? file.name.replace(/\.[^.]*$/, '').replace(/[^\w.-]+/g, '_') : preset || `${s.method}-n${s.n}-seed${s.seed}`;
 }

@@ -37,7 +37,7 @@ function labelsOf(tokens, from, count) {
 
 /** The formula, the shape and, where the stage depends on them and there is a choice, the batch element and head. */
 function subtitleOf(stage, cur) {
-  const s = cur.info.settings;
+  const s = cur.info.options;
   const where = [
     stage.per_batch && s.batch_size > 1 ? `b ${cur.shown.batch}` : '',
     stage.per_head && s.heads > 1 ? `head ${cur.shown.head}` : '',

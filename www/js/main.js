@@ -36,7 +36,7 @@ function showResult(msg) {
   }
   const byName = Object.fromEntries(msg.stages.map((s) => [s.name, s]));
   const toks = tokens();
-  const n = msg.info.settings.n;
+  const n = msg.info.options.n;
   const shown = {
     id: msg.id, info: msg.info, shown: msg.shown, stages: msg.stages, byName, tokens: toks.length === n ? toks : null,
     timings: msg.timings, stageTimes: msg.info.stage_times, onGpu: msg.backend.onGpu, backend: msg.backend, memory: msg.memory,

@@ -17,7 +17,7 @@
 /** @typedef {import('./types/protocol').ModelRequest} ModelRequest */
 /** @typedef {import('./types/protocol').ModelInfo} ModelInfo */
 /** @typedef {import('./types/protocol').Request} Request */
-/** @typedef {import('./types/protocol').Settings} Settings */
+/** @typedef {import('./types/protocol').LayerOptions} LayerOptions */
 /** @typedef {import('./types/protocol').LayerSource} LayerSource */
 /** @typedef {import('./types/protocol').ScenarioFile} ScenarioFile */
 /** @typedef {import('./types/protocol').Parts} Parts */
@@ -129,9 +129,9 @@ export function readersRequest(id, result, row) {
   return { kind: 'readers', id, result, row };
 }
 
-/** @param {number} id @param {Settings} settings @param {number} batch @param {number} head @returns {ToWorker} */
-export function schemesRequest(id, settings, batch, head) {
-  return { kind: 'schemes', id, settings, batch, head };
+/** @param {number} id @param {LayerOptions} options @param {string[]} tokens @param {number} batch @param {number} head @returns {ToWorker} */
+export function schemesRequest(id, options, tokens, batch, head) {
+  return { kind: 'schemes', id, options, tokens, batch, head };
 }
 
 /**

@@ -109,7 +109,7 @@ function fillTip(v, i, j, announce = false) {
     lines.push(`distance j − i = ${j - i}${tok}`);
     // The scheme names its parts (Info.pair, from src/positions/); a row of −1 reads nothing.
     const said = cur.info.pair;
-    const masked = cur.info.settings.causal && j > i;
+    const masked = cur.info.options.causal && j > i;
     const filled = (label, value) => label.replace('{}', value);
     lines.push(filled(said.content, shown(p.content)));
     if (said.relative && p.relative !== null) lines.push(filled(said.relative, shown(p.relative)));
@@ -262,7 +262,7 @@ export function drawPins() {
   if (state.pinnedRow !== null) { drawRow(state.pinnedRow, label); return; }
   if (!state.pinned) { label.textContent = ''; return; }
   const { i, j } = state.pinned;
-  const { n, causal } = cur.info.settings;
+  const { n, causal } = cur.info.options;
   // Parts of a stage sent without values are asked for; the pins are drawn again when they come.
   const pin = state.pinned;
   askMissing(Object.values(PARTS), i, j, () => { if (state.pinned === pin) drawPins(); });
@@ -300,7 +300,7 @@ function skewCell(name, i, j, n, causal) {
 function drawRow(r, label) {
   const cur = state.current;
   const readers = readersOf(r);
-  const { n, causal } = cur.info.settings;
+  const { n, causal } = cur.info.options;
   for (const [name, v] of shownViews()) {
     if (!v.rect) continue;
     if (isTable(v.stage) && r < v.stage.rows) outline(v, r, 0, v.stage.cols, 1);

@@ -5,13 +5,16 @@
 import { $ } from './dom.js';
 import { state } from './state.js';
 import { presenting, presentedAt } from './present.js';
-import { CHOICES, NUMS, BOOLS, setSelect, setTheme, optionsFollowMethod } from './controls.js';
+import { PARAMS, readOption, writeOption, setSelect, setTheme, optionsFollowMethod } from './controls.js';
 import { modelQuery, applyModelURL, modelKinds } from './model-form.js';
 import { modelLayer, useModelLayer, askSlice } from './source.js';
 
 /** ?embed=STAGE: that one heatmap, sized to its frame, and nothing else (null: the whole page); in Model mode,
  *  ?embed=arcs (the piano roll with its arcs), tiles, distance, prediction or nll (model.js applyModelEmbed). */
 export const EMBED = new URLSearchParams(location.search).get('embed');
+
+/** Links made before the options had one spelling everywhere keep working: an old name → its option. */
+const OLD_NAMES = { per_head: 'per_head_tables' };
 
 export function saveURL() {
   const cur = state.current;
@@ -31,9 +34,10 @@ export function saveURL() {
   const preset = $('preset').value;
   if (preset) q.set('preset', preset);
   else {
-    for (const k of CHOICES) q.set(k, $(k).value);
-    for (const k of NUMS) q.set(k, $(k).value);
-    for (const k of BOOLS) q.set(k, $(k).checked ? '1' : '0');
+    for (const k of PARAMS) {
+      const v = readOption(k);
+      q.set(k, typeof v === 'boolean' ? (v ? '1' : '0') : $(k).value);
+    }
   }
   q.set('head', $('head').value);
   q.set('batch', $('batch').value);
@@ -60,10 +64,9 @@ export function saveURL() {
 export function applyURL() {
   const q = new URLSearchParams(location.search);
   if (q.has('preset')) setSelect($('preset'), q.get('preset'));
-  for (const k of CHOICES) if (q.has(k)) setSelect($(k), q.get(k));
+  for (const [old, k] of Object.entries(OLD_NAMES)) if (q.has(old) && !q.has(k)) q.set(k, q.get(old));
+  for (const k of PARAMS) if (q.has(k)) writeOption(k, q.get(k));
   optionsFollowMethod();
-  for (const k of NUMS) if (q.has(k)) $(k).value = q.get(k);
-  for (const k of BOOLS) if (q.has(k)) $(k).checked = q.get(k) === '1';
   if (q.has('sentence')) $('sentence').value = q.get('sentence');
   for (const k of ['seq', 'div']) if (q.has(k)) setSelect($(k), q.get(k));
   if (q.has('backend')) setSelect($('backend-mode'), q.get('backend'));

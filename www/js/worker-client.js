@@ -85,10 +85,10 @@ export function requestSoon() {
 
 /** Sends the controls as they are now, under the newest id. */
 function send() {
-  const { preset, settings } = readParams();
   const file = fileInPlay();
-  // src/protocol/parameters.rs Request: a file's sizes replace the settings' (the preset is not used).
-  const request = { backend: backendMode(), preset: file ? '' : preset, file_name: file ? file.name : '', settings };
+  // src/protocol/parameters.rs Request: a file's sizes replace the options' (the preset is not used).
+  const { options, tokens } = readParams(!!file);
+  const request = { backend: backendMode(), file_name: file ? file.name : '', options, tokens };
   const { batch, head } = shownSlice();
   client.sentId = client.lastId;
   post(computeRequest(client.lastId, request, file ? { id: file.id, bytes: file.bytes } : null, modelLayer(), batch, head, colormaps()));
@@ -130,9 +130,10 @@ export function askReaders(row) {
   return ask((id) => readersRequest(id, cur.id, row), (r) => r.runs);
 }
 
-/** Asks the worker for the six schemes on `settings` for (batch, head); resolves to SchemesReply's schemes. */
-export function askSchemes(settings, batch, head) {
-  return ask((id) => schemesRequest(id, settings, batch, head), (r) => r.schemes);
+/** Asks the worker for the six schemes on `options` (and the sentence's `tokens`) for (batch, head); resolves to
+ *  SchemesReply's schemes. */
+export function askSchemes(options, tokens, batch, head) {
+  return ask((id) => schemesRequest(id, options, tokens, batch, head), (r) => r.schemes);
 }
 
 /** @param {import('./protocol.js').FromWorker} msg */
