@@ -42,7 +42,7 @@ def main():
             arrays["w_" + name] = rng.uniform(-0.07, 0.07, (HIDDEN, HIDDEN)).astype(np.float32)
         npz = os.path.join(tempfile.mkdtemp(prefix="compare_python_"), "in.npz")
         np.savez(npz, **arrays)
-        options = dict(method=args.method, heads=HEADS, clip=16, rel_v=False)
+        options = dict(method=args.method, heads=HEADS, clip=16, relative_values=False)
         relattn.attention(**arrays, **options)  # warm-up
         times = []
         for _ in range(args.reps):
@@ -50,7 +50,7 @@ def main():
             relattn.attention(**arrays, **options)
             times.append((time.perf_counter() - start) * 1e3)
         py_ms = sorted(times)[len(times) // 2]
-        cmd = [args.relattn, "bench", "--tensors", npz, "--method", args.method, "--heads", str(HEADS), "--clip", "16", "--rel-v", "false",
+        cmd = [args.relattn, "bench", "--tensors", npz, "--method", args.method, "--heads", str(HEADS), "--clip", "16", "--relative-values", "false",
                "--threads", str(THREADS), "--reps", str(args.reps)]
         cli = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.strip().splitlines()[-1])
         rows.append((n, py_ms, cli["ms_per_forward"]))

@@ -160,7 +160,7 @@ def worker_torch(args):
 def shaw_ms(n, reps, binary, work, env, timeout):
     """relattn's Shaw forward (k 16, no a^V) on the tensors RoPE was measured on (x and the weights alone)."""
     npz = os.path.join(work, f"in_rope_{n}.npz")
-    cmd = [binary, "bench", "--method", "shaw", "--tensors", npz, "--heads", str(HEADS), "--clip", "16", "--rel-v", "false", "--reps", str(reps),
+    cmd = [binary, "bench", "--method", "shaw", "--tensors", npz, "--heads", str(HEADS), "--clip", "16", "--relative-values", "false", "--reps", str(reps),
            "--threads", str(THREADS), "--max-memory-mb", "20000"]
     rc, out, err, _, _ = run_measured(cmd, timeout, env)
     info = last_json(out) if rc == 0 else None

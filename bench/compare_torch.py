@@ -17,7 +17,7 @@ For every n in --sizes, without and with a^V:
    relattn's scenario .npz.
 2. ``torch`` worker (its own process): times the peer's forward under torch.inference_mode() with
    torch.set_num_threads(2) (median after a warm-up) and saves its output.
-3. relattn: ``relattn bench --tensors in.npz --heads 8 --clip 16 [--rel-v false] --threads 2 --save-output``.
+3. relattn: ``relattn bench --tensors in.npz --heads 8 --clip 16 [--relative-values false] --threads 2 --save-output``.
 4. The outputs are compared in a child (max |a − b| / max |b|, b = torch). Each side's peak memory is its
    own VmHWM (/proc/self/status: the resident high-water mark of the process's own image; a forked child's
    ru_maxrss would count the driver's memory at the fork).
@@ -195,7 +195,7 @@ def measure(n, rel_v, reps, binary, me, work, env, timeout):
     cmd = [binary, "bench", "--tensors", npz, "--heads", str(HEADS), "--clip", str(CLIP), "--reps", str(reps),
            "--threads", str(THREADS), "--save-output", rel_out, "--max-memory-mb", "20000"]
     if not rel_v:
-        cmd += ["--rel-v", "false"]
+        cmd += ["--relative-values", "false"]
     rc, out, err, _, _ = run_measured(cmd, timeout, env)
     info = last_json(out) if rc == 0 else None
     if info:

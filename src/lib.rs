@@ -18,8 +18,11 @@
 //!   cache for sampling, and the Bach chorale data it was trained on, with MIDI.
 //! - [`protocol`]: the page ⇄ worker messages and the wasm API's requests and answers, defined once (the page's
 //!   JavaScript types are generated from them).
-//! - `web` (wasm32 only): the page's worker API.
+//! - [`app`]: the page's application (Parameters mode's sessions, the schemes compared, Model mode's chorale
+//!   sessions) as plain Rust, tested natively.
+//! - `web` (wasm32 only): the page's worker API, thin shells over [`app`].
 
+pub mod app;
 pub mod attention;
 pub mod backend;
 pub mod core;

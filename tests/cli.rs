@@ -338,7 +338,7 @@ fn a_long_sampling_shows_progress_and_stops_on_ctrl_c_writing_nothing() {
 fn help_documents_the_commands() {
     let o = relattn(&["compute", "--help"]);
     let text = String::from_utf8_lossy(&o.stdout);
-    for flag in ["--method", "--heads", "--clip", "--causal", "--rel-v", "--logit-scale", "--tensors", "--seed", "--out", "--json", "--preset"] {
+    for flag in ["--method", "--heads", "--clip", "--causal", "--relative-values", "--logit-scale", "--tensors", "--seed", "--out", "--json", "--preset"] {
         assert!(text.contains(flag), "{flag} missing from help");
     }
 }
@@ -560,7 +560,7 @@ fn memory_estimate_covers_the_measured_peak() {
         &["--method", "music", "--n", "384", "--d-model", "32", "--causal", "--clip", "500"],
         &["--n", "8", "--d-model", "16", "--clip", "400000"],
         &["--n", "64", "--d-model", "64", "--heads", "2", "--clip", "100000", "--per-head-tables"],
-        &["--n", "128", "--d-model", "32", "--heads", "2", "--implementation", "materialized", "--rel-v", "false"],
+        &["--n", "128", "--d-model", "32", "--heads", "2", "--implementation", "materialized", "--relative-values", "false"],
         &["--n", "256", "--d-model", "256", "--heads", "8", "--clip", "16", "--batch-size", "2"],
     ];
     for args in grid {

@@ -19,7 +19,8 @@ const FLOORS: &[(&str, usize)] = &[
     ("backend", 6),
     ("trained", 7),
     ("protocol", 8),
-    ("web", 9),
+    ("app", 9),
+    ("web", 10),
 ];
 
 fn floor(concept: &str) -> usize {

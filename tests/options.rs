@@ -22,7 +22,7 @@ const OPTIONS: [&str; 21] = [
     "batch_size",
     "seed",
     "causal",
-    "rel_v",
+    "relative_values",
     "per_head_tables",
     "relative_only",
     "logit_scale",
@@ -88,7 +88,7 @@ fn the_page_type_and_controls_are_the_options() {
 
 #[test]
 fn old_names_are_refused_with_the_list() {
-    for old in ["batch", "no_rel_v", "per_head", "settings"] {
+    for old in ["batch", "no_rel_v", "rel_v", "per_head", "settings"] {
         let o: LayerOptions = serde_json::from_value(serde_json::json!({ old: 1 })).unwrap();
         let e = o.resolve(&Limits::NONE).err().unwrap();
         assert_eq!(e.field(), "option");

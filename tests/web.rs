@@ -4,11 +4,11 @@
 
 use relattn::attention::Config;
 
+use relattn::app::request::{page_bytes, LIMITS, MEMORY_LIMIT};
+use relattn::layer::options::LayerOptions;
 use relattn::layer::scenario::Spec;
 use relattn::positions::Method;
-use relattn::layer::options::LayerOptions;
 use relattn::web::figure::{draw_frame, draw_svg};
-use relattn::web::request::{page_bytes, LIMITS, MEMORY_LIMIT};
 use relattn::web::{compute, memory_bytes, set_colormaps, Session};
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_test::*;
@@ -41,7 +41,16 @@ impl Controls {
 }
 
 fn settings(method: &str, n: f64, d_model: f64, heads: f64, clip: f64) -> Controls {
-    let options = LayerOptions { n: Some(n), d_model: Some(d_model), heads: Some(heads), clip: Some(clip), seed: Some(0.0), batch_size: Some(1.0), rel_v: Some(true), ..LayerOptions::default() };
+    let options = LayerOptions {
+        n: Some(n),
+        d_model: Some(d_model),
+        heads: Some(heads),
+        clip: Some(clip),
+        seed: Some(0.0),
+        batch_size: Some(1.0),
+        relative_values: Some(true),
+        ..LayerOptions::default()
+    };
     Controls { method: method.into(), options }
 }
 
@@ -151,11 +160,11 @@ fn output_values(s: &mut Session) -> Vec<f32> {
 async fn scheme_options_are_the_options_each_method_reads() {
     for method in Method::ALL.map(Method::name) {
         let o = relattn::web::scheme_options(method).unwrap();
-        let base = settings(method, 8.0, 16.0, 2.0, 3.0).with(|o| o.rel_v = Some(false));
+        let base = settings(method, 8.0, 16.0, 2.0, 3.0).with(|o| o.relative_values = Some(false));
         let out = output_values(&mut run("", &base).await.unwrap());
         let variants = [
             ("clip", base.clone().with(|o| o.clip = Some(5.0))),
-            ("rel_v", base.clone().with(|o| o.rel_v = Some(true))),
+            ("rel_v", base.clone().with(|o| o.relative_values = Some(true))),
             ("per_head", base.clone().with(|o| o.per_head_tables = Some(true))),
             ("rope", base.clone().with(|o| o.rope_base = Some(100.0))),
             ("buckets", base.clone().with(|o| o.t5_buckets = Some(8.0))),
@@ -173,7 +182,16 @@ async fn scheme_options_are_the_options_each_method_reads() {
 
 #[wasm_bindgen_test]
 async fn select_exposes_values_and_pixels_in_memory() {
-    let mut s = run("", &settings("music", 16.0, 32.0, 2.0, 4.0).with(|o| { o.causal = Some(true); o.rel_v = Some(false); o.seed = Some(7.0); })).await.unwrap();
+    let mut s = run(
+        "",
+        &settings("music", 16.0, 32.0, 2.0, 4.0).with(|o| {
+            o.causal = Some(true);
+            o.relative_values = Some(false);
+            o.seed = Some(7.0);
+        }),
+    )
+    .await
+    .unwrap();
     let names = stage_names(&s);
     let w = names.iter().position(|n| n == "weights").unwrap();
     let cut = s.select(w, 0, 1).unwrap();
@@ -388,7 +406,15 @@ async fn built_heads_attend_where_they_were_built_to() {
 /// stage texts say so, and the setting comes back.
 #[wasm_bindgen_test]
 async fn relative_term_only_leaves_the_content_out() {
-    let s = run("", &settings("music", 7.0, 8.0, 2.0, 3.0).with(|o| { o.relative_only = Some(true); o.causal = Some(true); })).await.unwrap();
+    let s = run(
+        "",
+        &settings("music", 7.0, 8.0, 2.0, 3.0).with(|o| {
+            o.relative_only = Some(true);
+            o.causal = Some(true);
+        }),
+    )
+    .await
+    .unwrap();
     let t = s.trace().unwrap();
     assert!(t.content_logits.iter().all(|v| *v == 0.0));
     let scale = 1.0 / (4.0f32).sqrt();
@@ -509,7 +535,7 @@ async fn property_every_setting_gives_a_trace_or_a_named_error() {
         let s = settings(method, n, d_model, heads, clip).with(|o| {
             o.seed = Some(pick(&[0.0, 1.0, 42.0, 4294967295.0]));
             o.batch_size = Some(batch_size);
-            (o.causal, o.rel_v, o.per_head_tables) = (Some(causal), Some(rel_v), Some(per_head));
+            (o.causal, o.relative_values, o.per_head_tables) = (Some(causal), Some(rel_v), Some(per_head));
         });
         let label = format!("case {case}: {s:?}");
         let whole = |v: f64, hi: usize, lo: f64| v.fract() == 0.0 && (lo..=hi as f64).contains(&v);
@@ -570,12 +596,24 @@ async fn the_memory_budget_refuses_every_big_setting_before_allocating() {
     let before = memory_bytes();
     // The largest settings the controls allow, for both methods: refused with the estimate, the limit and a smaller n.
     for method in ["shaw", "music"] {
-        let big = settings(method, 8192.0, 4096.0, 64.0, 8192.0).with(|o| { o.per_head_tables = Some(true); o.batch_size = Some(16.0); });
+        let big = settings(method, 8192.0, 4096.0, 64.0, 8192.0).with(|o| {
+            o.per_head_tables = Some(true);
+            o.batch_size = Some(16.0);
+        });
         let e = run("", &big).await.err().unwrap();
         assert_eq!(named(&e), ("n".into(), "too_large".into()));
         let m = text(&e, "message");
         assert!(m.contains("1.50 GiB") && m.contains("use n ≤"), "{m}");
-        let e = run("", &settings(method, 8192.0, 4096.0, 8.0, 3.0).with(|o| { o.per_head_tables = Some(true); o.batch_size = Some(4.0); })).await.err().unwrap();
+        let e = run(
+            "",
+            &settings(method, 8192.0, 4096.0, 8.0, 3.0).with(|o| {
+                o.per_head_tables = Some(true);
+                o.batch_size = Some(4.0);
+            }),
+        )
+        .await
+        .err()
+        .unwrap();
         assert_eq!(named(&e).0, "n");
     }
     assert_eq!(memory_bytes(), before, "a refused trace allocated");

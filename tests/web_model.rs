@@ -1,4 +1,4 @@
-//! The Model mode's wasm API (src/web/model.rs) in a headless browser (wasm-bindgen-test, `make test-wasm`):
+//! The Model mode's wasm API (src/web/chorales.rs over src/app/chorales.rs) in a headless browser (wasm-bindgen-test, `make test-wasm`):
 //! the shipped models and test pieces load; a window's attention weights are causal distributions equal to
 //! the native trace and to PyTorch's (tests/fixtures); NLL, predictions and distance profiles agree with the
 //! logits; live sampling gives `Transformer::sample`'s and the CLI's tokens; bad requests name their field;
@@ -9,7 +9,7 @@ use ndarray::{Array2, Axis};
 use relattn::protocol::{BackendUsed, DistanceProfile, ModelInfo, PositionNll, Prediction, Sampled, SamplingInfo, WindowInfo};
 use relattn::trained::heads::{describe, Meter};
 use relattn::trained::transformer::{log_softmax_at, probabilities, SampleSettings, Transformer};
-use relattn::web::model::ModelSession;
+use relattn::web::chorales::ModelSession;
 use relattn::web::Session;
 use relattn::Backend;
 use serde::de::DeserializeOwned;
@@ -325,8 +325,9 @@ async fn trace_is_a_session_of_the_window() {
     let mut trace: Session = s.trace(2, "cpu".into()).await.unwrap();
     let i = trace.trace().unwrap().stages().iter().position(|&st| st == relattn::stage::Stage::Weights).unwrap();
     for head in 0..4 {
-        let cut = trace.cut(i, 0, head).unwrap();
-        assert_eq!((cut.rows, cut.cols), (48, 48));
+        let cut = trace.select(i, 0, head).unwrap();
+        let size = |k: &str| js_sys::Reflect::get(&cut, &k.into()).unwrap().as_f64().unwrap();
+        assert_eq!((size("rows"), size("cols")), (48.0, 48.0));
         let got = trace.trace().unwrap().weights.index_axis(Axis(0), 0).index_axis(Axis(0), head).to_owned();
         assert!(max_diff(&got, &weights(&s, 2, head)) <= 1e-6, "head {head}");
     }

@@ -56,7 +56,7 @@ const gpu = {
   adapterName: '',
 };
 
-// A panic anywhere in this worker's wasm (src/web.rs `start` calls this before the instance aborts), and any
+// A panic anywhere in this worker's wasm (src/web/mod.rs `start` calls this before the instance aborts), and any
 // other abort (an allocation failure) that escapes as an uncaught RuntimeError: sync or async, the page is
 // told, with the request it was computing.
 /** @type {any} */ (self).relattnPanicked = (message) => fatal(message);

@@ -34,6 +34,11 @@ pub enum Error {
     #[error("{what} needs {} but the limit is {limit}; allowed: {}", needs(.estimate), allowed(.field, .fits))]
     TooLarge { what: String, estimate: Option<Bytes>, limit: Bytes, field: String, fits: Option<u64> },
 
+    /// A layer beyond what the page computes, in memory or in (query, key) pairs: `layer` its sizes, `needs`
+    /// what it would take against the page's limit, `hint` what fits (field "n", the size to reduce).
+    #[error("too large for the page: {layer} {needs}; {hint}")]
+    TooLargeForPage { layer: String, needs: String, hint: String },
+
     /// Finite inputs whose computation left float32's range: the first array of the pipeline with a NaN or
     /// ±Inf (−∞ in masked logits excepted), and where.
     #[error("overflow in '{array}': {value} at index {index:?}; the inputs are finite but too large for float32 (scale them down)")]
@@ -84,6 +89,7 @@ impl Error {
             Error::Shape { array, .. } | Error::NonFinite { array, .. } | Error::Overflow { array, .. } => array,
             Error::File { .. } | Error::Write { .. } => "file",
             Error::TooLarge { field, .. } => field,
+            Error::TooLargeForPage { .. } => "n",
             Error::Gpu(_) => "backend",
         }
     }
@@ -96,7 +102,7 @@ impl Error {
             Error::NonFinite { .. } => ErrorKind::NonFinite,
             Error::File { .. } => ErrorKind::File,
             Error::Write { .. } => ErrorKind::Write,
-            Error::TooLarge { .. } => ErrorKind::TooLarge,
+            Error::TooLarge { .. } | Error::TooLargeForPage { .. } => ErrorKind::TooLarge,
             Error::Overflow { .. } => ErrorKind::Overflow,
             Error::Gpu(_) => ErrorKind::Gpu,
         }

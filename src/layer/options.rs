@@ -71,10 +71,10 @@ pub struct LayerOptions {
     #[arg(long, num_args = 0..=1, default_missing_value = "true")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub causal: Option<bool>,
-    /// Shaw's value term a^V (the other schemes have none). [default: true]
+    /// Shaw's relative value term a^V (the other schemes have none). [default: true]
     #[arg(long, num_args = 0..=1, default_missing_value = "true")]
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub rel_v: Option<bool>,
+    pub relative_values: Option<bool>,
     /// One learned table per head instead of one shared by all heads (Shaw's, E_r, T5's biases; generated
     /// tables only). [default: false]
     #[arg(long, num_args = 0..=1, default_missing_value = "true")]
@@ -196,7 +196,7 @@ impl LayerOptions {
             batch_size: Some(spec.batch as f64),
             seed: Some(spec.seed as f64),
             causal: Some(cfg.causal),
-            rel_v: Some(cfg.rel_v),
+            relative_values: Some(cfg.rel_v),
             per_head_tables: Some(per_head_tables),
             relative_only: Some(!cfg.content),
             logit_scale: Some(cfg.logit_scale),
@@ -247,7 +247,7 @@ impl LayerOptions {
             spec.seed = whole("seed", s, 0, limits.seed.min(MAX_SEED) as usize)? as u64;
         }
         cfg.causal = self.causal.unwrap_or(cfg.causal);
-        cfg.rel_v = self.rel_v.unwrap_or(cfg.rel_v);
+        cfg.rel_v = self.relative_values.unwrap_or(cfg.rel_v);
         per_head_tables = self.per_head_tables.unwrap_or(per_head_tables);
         cfg.content = !self.relative_only.unwrap_or(!cfg.content);
         cfg.logit_scale = self.logit_scale.unwrap_or(cfg.logit_scale);

@@ -37,7 +37,7 @@ pub use parameters::*;
 pub use crate::layer::options::Unknown;
 
 /// A request the page fills: the keys it carried that its struct (or a struct inside it) does not name, which
-/// the wasm refuses (src/web.rs `from_request`) so that a control Rust does not know is never silently ignored.
+/// the wasm refuses (src/web/mod.rs `from_request`) so that a control Rust does not know is never silently ignored.
 pub trait Strict {
     fn unknown_fields(&self) -> Vec<&str>;
 }

@@ -1,7 +1,7 @@
 //! Model mode's messages: a window of a test piece (or an opening chord) run on a trained model, one head's
 //! weights and the layer's attention by distance, the next-token prediction, sampling with the key/value
 //! cache, the NLL of every position under the six models and their heads side by side. The wasm's
-//! `ModelSession` (src/web/model.rs) reads the requests and answers the data structs here.
+//! `ModelSession` (src/app/chorales.rs) reads the requests and answers the data structs here.
 
 use super::{BackendChoice, BackendShown, BackendUsed, Colormaps, Unknown, WorkerError};
 use crate::positions::Method;
@@ -55,7 +55,7 @@ pub struct ModelRequest {
 #[derive(Clone, Debug, Deserialize)]
 #[cfg_attr(test, derive(ts_rs::TS), ts(export, export_to = "protocol.d.ts"))]
 pub struct SampleRequest {
-    /// Tokens to draw after the window, 1..=MAX_STEPS (src/web/model.rs).
+    /// Tokens to draw after the window, 1..=MAX_STEPS (src/app/chorales.rs).
     pub steps: f64,
     /// Softmax temperature, 0..=100 (0: always the most likely token).
     pub temperature: f64,
@@ -89,7 +89,7 @@ pub struct PieceInfo {
     pub transpose_max: i32,
 }
 
-/// What `ModelSession::info` (src/web/model.rs) says about the model and its data.
+/// What `ModelSession::info` (src/app/chorales.rs) says about the model and its data.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(test, derive(ts_rs::TS), ts(export, export_to = "protocol.d.ts"))]
 pub struct ModelInfo {
@@ -105,7 +105,7 @@ pub struct ModelInfo {
     /// measured by the training script (the file's metadata); null when the file does not say.
     pub test_nll: Option<f64>,
     pub valid_nll: Option<f64>,
-    /// Longest window: CONTEXTS_PER_WINDOW × context (src/web/model.rs).
+    /// Longest window: CONTEXTS_PER_WINDOW × context (src/app/chorales.rs).
     pub max_length: usize,
     /// Most tokens one sampling may draw, MAX_STEPS.
     pub max_steps: usize,

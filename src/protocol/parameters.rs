@@ -1,7 +1,7 @@
 //! Parameters mode's messages: a [`Request`] (the layer's options, a preset or a scenario file) computed into
 //! a trace, whose [`Info`] and stages (each a [`StageMeta`] and a [`Cut`] with its numbers) come back; exact
 //! cells, a table row's readers, the trace as a file and the six schemes side by side on request. The wasm
-//! checks every request field (src/web/request.rs); the same [`LayerOptions`] come back in [`Info`], resolved
+//! checks every request field (src/app/request.rs); the same [`LayerOptions`] come back in [`Info`], resolved
 //! (a preset's, or a file's sizes), so the page writes its controls from what was computed. Adding a control
 //! means adding its option to [`LayerOptions`] (src/layer/options.rs) and its element to www/index.html.
 
@@ -126,7 +126,7 @@ pub struct Info {
     /// waited for; none for a layer held on demand (its forward pass ran fused).
     pub stage_times: Vec<Timing>,
     /// The stages of the (batch, head) shown are computed when it is selected, on the CPU (the whole trace
-    /// would not fit WHOLE_LIMIT, src/web/request.rs); `backend` is where the layer's forward pass ran.
+    /// would not fit WHOLE_LIMIT, src/app/request.rs); `backend` is where the layer's forward pass ran.
     pub on_demand: bool,
 }
 

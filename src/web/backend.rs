@@ -1,19 +1,17 @@
-//! Where the page computes: [`with_backend`] runs a computation — [`compute`]'s trace of a [`Request`],
-//! or a trained model's pass ([`super::model::ModelSession`]) — on a [`Backend`]: the GPU of this wasm
-//! instance (the worker's), a WebGPU device tried once by [`gpu_init`] and kept in a slot for every later
-//! computation, or the CPU. Whatever goes wrong on the GPU — no `navigator.gpu`, no adapter, no device, a
-//! kernel whose pipeline fails to build, a device lost later, an error on the device during a compute, or
-//! a layer beyond the device's limits — the computation runs on the CPU instead, and its
-//! [`BackendUsed::note`] says why.
+//! Where the page computes: [`WebGpu`], the app's [`Runner`] in the browser, runs a computation — a
+//! Parameters-mode layer ([`super::session::compute`]) or a trained model's pass
+//! ([`super::chorales::ModelSession`]) — on a [`Backend`]: the GPU of this wasm instance (the worker's), a
+//! WebGPU device tried once by [`gpu_init`] and kept in a slot for every later computation, or the CPU.
+//! Whatever goes wrong on the GPU — no `navigator.gpu`, no adapter, no device, a kernel whose pipeline fails
+//! to build, a device lost later, an error on the device during a compute, or a layer beyond the device's
+//! limits — the computation runs on the CPU instead, and its [`BackendUsed::note`] says why.
 
-use super::request::{read_request, Holding, Inputs};
-use super::session::Session;
-use super::{to_js, to_value};
+use super::to_value;
+use crate::app::{Ran, Runner};
 use crate::backend::Backend;
 use crate::error::gpu::GpuError;
 use crate::gpu::GpuContext;
-use crate::layer::on_demand::Layer;
-use crate::protocol::{BackendChoice, BackendUsed, Request, Timing};
+use crate::protocol::{BackendChoice, BackendUsed};
 use crate::timing::now_ms;
 use serde::Serialize;
 use std::cell::RefCell;
@@ -160,83 +158,44 @@ pub fn gpu_destroy_for_test() -> bool {
     })
 }
 
-/// Computes the trace of a [`Request`] (a plain object; `file`: a scenario file's bytes, named by
-/// `request.file_name`) where `request.backend` says ([`with_backend`]). Throws an `Error` with `field` and
-/// `kind` for bad input.
-#[wasm_bindgen]
-pub async fn compute(request: JsValue, file: Option<Vec<u8>>) -> Result<Session, JsValue> {
-    let t0 = now_ms();
-    let request: Request = read_request(request)?;
-    let mut inputs = Inputs::resolve(&request, file.as_deref())?;
-    drop(file);
-    let (sc, holding) = inputs.scenario()?;
-    let t1 = now_ms();
-    let cfg = inputs.cfg;
-    let timings = |name: &str, gpu_failed_ms: f64| {
-        let mut t = vec![Timing { name: "scenario".into(), ms: t1 - t0 }, Timing { name: name.into(), ms: now_ms() - t1 - gpu_failed_ms }];
-        if gpu_failed_ms > 0.05 {
-            t.insert(1, Timing { name: "WebGPU (failed)".into(), ms: gpu_failed_ms });
-        }
-        t
-    };
-    match holding {
-        Holding::Whole => {
-            let ran = with_backend(request.backend, async |backend| backend.trace(&cfg, &sc).await).await;
-            let (trace, times) = ran.result.map_err(to_js)?;
-            Ok(Session::whole(trace, &inputs, timings("trace", ran.gpu_failed_ms), ran.backend, &times))
-        }
-        Holding::OnDemand => {
-            let ran = with_backend(request.backend, async |backend| backend.forward_projected(&cfg, &sc).await).await;
-            let (projections, output) = ran.result.map_err(to_js)?;
-            let layer = Layer::new(&cfg, sc, projections, output).map_err(to_js)?;
-            Ok(Session::on_demand(layer, &inputs, timings("forward", ran.gpu_failed_ms), ran.backend))
-        }
-    }
-}
+/// The browser's [`Runner`]: [`BackendChoice::Cpu`] on [`Backend::Cpu`]; Auto or WebGPU on the GPU from
+/// [`gpu_init`], taken out of its slot while `f` awaits it and put back after (a compute that finds it taken
+/// computes on the CPU). Auto leaves a software adapter alone. When the GPU cannot be had or fails — no
+/// context, a device error during `f`, an error from `f`, the device lost — `f` runs again on the CPU and
+/// [`BackendUsed::note`] says why.
+pub struct WebGpu;
 
-/// What [`with_backend`] computed, and where.
-pub(super) struct Ran<T> {
-    pub result: crate::error::Result<T>,
-    pub backend: BackendUsed,
-    /// Milliseconds spent on the GPU before it failed and the CPU computed instead (0 when it did not fail).
-    pub gpu_failed_ms: f64,
-}
-
-/// Runs `f` where `choice` says, the one place that decides between the GPU and the CPU (for
-/// [`compute`] and the Model mode's [`super::model::ModelSession`]): [`BackendChoice::Cpu`] on
-/// [`Backend::Cpu`]; Auto or WebGPU on the GPU from [`gpu_init`], taken out of its slot while `f` awaits it
-/// and put back after (a compute that finds it taken computes on the CPU). Auto leaves a software adapter
-/// alone. When the GPU cannot be had or fails — no context, a device error during `f`, an error from `f`,
-/// the device lost — `f` runs again on the CPU and [`BackendUsed::note`] says why.
-pub(super) async fn with_backend<T>(choice: BackendChoice, f: impl AsyncFn(&mut Backend) -> crate::error::Result<T>) -> Ran<T> {
-    let t0 = now_ms();
-    let mut note = String::new();
-    let mut provisional = false;
-    if choice != BackendChoice::Cpu {
-        match take_gpu() {
-            // A software adapter (WebGPU's fallback adapter, SwiftShader in headless chromium) is slower than
-            // this CPU code (n 2048: 12.0 s against 3.2 s): Auto leaves it alone; WebGPU uses it.
-            Ok((ctx, name)) if choice == BackendChoice::Auto && ctx.adapter_info().device_type == wgpu::DeviceType::Cpu => {
-                note = "this browser's WebGPU adapter is a software one (its fallback adapter), slower than the CPU: Auto computes on the CPU (choose WebGPU to use it)".into();
-                GPU.with(|g| *g.borrow_mut() = Gpu::Ready(ctx, name));
-            }
-            Ok((ctx, name)) => match on_gpu(ctx, &name, &f).await {
-                Ok(value) => {
-                    let backend = BackendUsed { on_gpu: true, name, note: String::new(), provisional: false };
-                    return Ran { result: Ok(value), backend, gpu_failed_ms: 0.0 };
+impl Runner for WebGpu {
+    async fn run<T>(&self, choice: BackendChoice, f: impl AsyncFn(&mut Backend) -> crate::error::Result<T>) -> Ran<T> {
+        let t0 = now_ms();
+        let mut note = String::new();
+        let mut provisional = false;
+        if choice != BackendChoice::Cpu {
+            match take_gpu() {
+                // A software adapter (WebGPU's fallback adapter, SwiftShader in headless chromium) is slower than
+                // this CPU code (n 2048: 12.0 s against 3.2 s): Auto leaves it alone; WebGPU uses it.
+                Ok((ctx, name)) if choice == BackendChoice::Auto && ctx.adapter_info().device_type == wgpu::DeviceType::Cpu => {
+                    note = "this browser's WebGPU adapter is a software one (its fallback adapter), slower than the CPU: Auto computes on the CPU (choose WebGPU to use it)".into();
+                    GPU.with(|g| *g.borrow_mut() = Gpu::Ready(ctx, name));
                 }
-                Err(why) => note = why,
-            },
-            Err(NoGpu::SettingUp) => {
-                note = "WebGPU is still being set up: this view was computed on the CPU (it is computed again once the set-up ends)".into();
-                provisional = true;
+                Ok((ctx, name)) => match on_gpu(ctx, &name, &f).await {
+                    Ok(value) => {
+                        let backend = BackendUsed { on_gpu: true, name, note: String::new(), provisional: false };
+                        return Ran { result: Ok(value), backend, gpu_failed_ms: 0.0 };
+                    }
+                    Err(why) => note = why,
+                },
+                Err(NoGpu::SettingUp) => {
+                    note = "WebGPU is still being set up: this view was computed on the CPU (it is computed again once the set-up ends)".into();
+                    provisional = true;
+                }
+                Err(NoGpu::Because(why)) => note = why,
             }
-            Err(NoGpu::Because(why)) => note = why,
         }
+        let gpu_failed_ms = now_ms() - t0;
+        let result = f(&mut Backend::Cpu).await;
+        Ran { result, backend: BackendUsed { on_gpu: false, name: CPU.into(), note, provisional }, gpu_failed_ms }
     }
-    let gpu_failed_ms = now_ms() - t0;
-    let result = f(&mut Backend::Cpu).await;
-    Ran { result, backend: BackendUsed { on_gpu: false, name: CPU.into(), note, provisional }, gpu_failed_ms }
 }
 
 /// `f` on the GPU taken from the slot (put back unless it was lost), or why it failed.

@@ -1,8 +1,8 @@
 //! The browser benchmark's hooks (www/bench.html): a generated scenario whose forward pass (no trace kept)
 //! and a side × side raster the page times with `performance.now()`.
 
-use super::request::{LIMITS, MEMORY_LIMIT};
 use super::{js_error, to_js};
+use crate::app::request::{LIMITS, MEMORY_LIMIT};
 use crate::attention::Config;
 use crate::error::ErrorKind;
 use crate::layer::forward;

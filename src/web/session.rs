@@ -1,325 +1,111 @@
-//! A computed layer, held in the worker's wasm memory: [`Session::info`] describes it (one serde struct),
-//! [`Session::select`] cuts the stages of one (batch, head) for the page to read without a copy, and
-//! [`Session::cells`] reads exact values of a stage too large to send whole. The layer is a whole trace
-//! when it fits [`super::request::WHOLE_LIMIT`], else a [`Layer`] whose (batch, head) selected is computed
-//! when selected.
+//! Parameters mode's exports: [`compute`] reads the page's request and computes its layer
+//! ([`crate::app::session::compute`], on WebGPU or the CPU as [`super::backend::WebGpu`] decides), and
+//! [`Session`] is the app's session behind JavaScript values: its info and timings as plain objects, the
+//! selected stage's values and pixels through pointers into the wasm memory (`new Float32Array(memory.buffer,
+//! ptr, len)`), no copy.
 
-use super::request::Inputs;
-use super::{palette, to_js, to_value};
-use crate::attention::Config;
-use crate::error::{check_index, Error};
-use crate::layer::on_demand::Layer;
-use crate::layer::presets;
-use crate::layer::stage::StageMeta;
-use crate::layer::trace::Trace;
+use super::backend::WebGpu;
+use super::{from_request, palette, to_js, to_value};
+use crate::app::session;
+use crate::error::Error;
 use crate::layer::options::LayerOptions;
-use crate::protocol::{BackendUsed, Cut, Info, Timing};
-use crate::render::{Palette, Pooler};
-use crate::stage::Stage;
-use crate::timing::{now_ms, StageTimes};
-use ndarray::{s, ArrayView2};
-use std::ops::Range;
+use crate::layer::trace::Trace;
+use crate::protocol::Request;
 use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
 
-impl Info {
-    fn new(
-        cfg: &Config,
-        inputs: &Inputs,
-        (b, n, d_model): (usize, usize, usize),
-        stages: Vec<StageMeta>,
-        backend: BackendUsed,
-        stage_times: Option<&StageTimes>,
-        on_demand: bool,
-    ) -> Info {
-        let preset_description = if inputs.preset.is_empty() { "" } else { presets::preset(&inputs.preset).map(|p| p.description).unwrap_or("") };
-        let spec = crate::layer::scenario::Spec { n, batch: b, d_model, ..inputs.spec };
-        Info {
-            preset: inputs.preset.clone(),
-            preset_description: preset_description.into(),
-            options: LayerOptions::of(cfg, &spec, inputs.per_head),
-            tokens: inputs.tokens.clone(),
-            stages,
-            pair: cfg.method.pair_labels(cfg.clip),
-            backend,
-            stage_times: stage_times.map_or(Vec::new(), |t| t.named().into_iter().map(|(name, ms)| Timing { name: name.into(), ms }).collect()),
-            on_demand,
-        }
-    }
+/// The page's [`Request`] ([`from_request`]), an option of the wrong type refused by its own name: the first
+/// key of `options` that does not deserialize alone (as Python's keywords are refused).
+pub fn read_request(value: JsValue) -> Result<Request, JsValue> {
+    from_request(value.clone(), "request").map_err(|whole| {
+        let options = js_sys::Reflect::get(&value, &"options".into()).unwrap_or(JsValue::UNDEFINED);
+        let keys = if options.is_object() { js_sys::Object::keys(options.unchecked_ref::<js_sys::Object>()).to_vec() } else { Vec::new() };
+        let refused = |key: &JsValue| {
+            let one = js_sys::Object::new();
+            let v = js_sys::Reflect::get(&options, key).ok()?;
+            js_sys::Reflect::set(&one, key, &v).ok()?;
+            let e = serde_wasm_bindgen::from_value::<LayerOptions>(one.into()).err()?;
+            let given = js_sys::JSON::stringify(&v).ok().and_then(|s| s.as_string()).unwrap_or_else(|| "this value".into());
+            Some(to_js(Error::invalid(&key.as_string()?, given, e)))
+        };
+        keys.iter().find_map(refused).unwrap_or(whole)
+    })
 }
 
-/// The most pixels a side of a stage's raster: larger stages are pooled ([`render::Pooler`]); the tooltip
-/// reads the exact cell ([`Session::cells`]).
-pub const RASTER_SIDE: usize = 512;
-
-/// The most cells of a stage whose values come with its raster ([`Session::select`]), and the most cells
-/// one [`Session::cells`] reads: 1024 × 1024 (4 MiB). Larger stages send their raster alone; the page asks
-/// for the cells it shows in numbers (a tooltip, a zoomed window).
-pub const VALUES_CELLS: usize = 1 << 20;
-
-/// What a session cuts its stages from (one session a worker: the variants' sizes do not matter).
-#[allow(clippy::large_enum_variant)]
-enum Source {
-    /// Every stage of every (batch, head), computed at once (on the GPU when it computes): the page's traces
-    /// that fit [`super::request::WHOLE_LIMIT`] and the Model mode's layers.
-    Whole(Trace),
-    /// The layer ([`Layer`]): the stages of the (batch, head) selected are computed when it is selected, a
-    /// block of query rows at a time, on the CPU.
-    OnDemand(Layer),
-}
-
-/// A cut made: the [`Cut`], its values (empty when not `has_values`) and its pixels.
-pub(super) struct Made {
-    pub cut: Cut,
-    pub values: Vec<f32>,
-    pub rgba: Vec<u8>,
-}
-
-/// One stage of a (batch, head) being cut, from its rows in order: pooled, and its values kept when they are at
-/// most [`VALUES_CELLS`].
-pub(super) struct Cutting {
-    dim: (usize, usize),
-    pooler: Pooler,
-    values: Option<Vec<f32>>,
-}
-
-impl Cutting {
-    pub(super) fn new(stage: Stage, dim: (usize, usize)) -> Cutting {
-        let values = (dim.0 * dim.1 <= VALUES_CELLS).then(|| Vec::with_capacity(dim.0 * dim.1));
-        Cutting { dim, pooler: Pooler::new(dim, stage.scale(), RASTER_SIDE), values }
-    }
-
-    /// Rows `first..first + m.nrows()`.
-    pub(super) fn add(&mut self, first: usize, m: ArrayView2<f32>) {
-        self.pooler.add(m, first);
-        if let Some(v) = self.values.as_mut() {
-            v.extend(m.iter().copied());
-        }
-    }
-
-    pub(super) fn finish(self, palette: Palette) -> Made {
-        let (rgba, (raster_rows, raster_cols), (lo, hi)) = self.pooler.rgba(palette);
-        let (rows, cols) = self.dim;
-        let cut = Cut { rows, cols, raster_rows, raster_cols, lo, hi, has_values: self.values.is_some() };
-        Made { cut, values: self.values.unwrap_or_default(), rgba }
-    }
-}
-
-/// The (batch, head) selected and every stage of it, cut together (on demand, one pass over its blocks) and
-/// coloured with `palette`.
-struct Shown {
-    batch: usize,
-    head: usize,
-    palette: Palette,
-    cuts: Vec<Made>,
-    /// The stage the pointers give.
-    selected: usize,
-}
-
-/// One computed layer and the (batch, head) selected.
+/// Computes the layer of a [`Request`] (a plain object; `file`: a scenario file's bytes, named by
+/// `request.file_name`) where `request.backend` says. Throws an `Error` with `field` and `kind` for bad input.
 #[wasm_bindgen]
-pub struct Session {
-    source: Source,
-    stages: Vec<Stage>,
-    info: Info,
-    shown: Option<Shown>,
-    /// Building the scenario, computing the layer, and cutting the stages of each (batch, head) selected.
-    timings: Vec<Timing>,
+pub async fn compute(request: JsValue, file: Option<Vec<u8>>) -> Result<Session, JsValue> {
+    let request = read_request(request)?;
+    session::compute(&WebGpu, &request, file).await.map(Session).map_err(to_js)
 }
+
+/// One computed layer and the (batch, head) selected ([`session::Session`]).
+#[wasm_bindgen]
+pub struct Session(pub(super) session::Session);
 
 impl Session {
-    /// A session around a trace computed whole on either backend.
-    pub fn whole(trace: Trace, inputs: &Inputs, timings: Vec<Timing>, backend: BackendUsed, stage_times: &StageTimes) -> Session {
-        let stages = trace.stages();
-        let metas = stages.iter().map(|&s| trace.meta(s)).collect();
-        let (b, _, n) = trace.dims();
-        let d_model = trace.x.dim().2;
-        let info = Info::new(&trace.config, inputs, (b, n, d_model), metas, backend, Some(stage_times), false);
-        Session { source: Source::Whole(trace), stages, info, shown: None, timings }
-    }
-
-    /// A session around a layer whose stages are computed when selected (its forward ran fused: no stage times).
-    pub fn on_demand(layer: Layer, inputs: &Inputs, timings: Vec<Timing>, backend: BackendUsed) -> Session {
-        let stages = layer.stages();
-        let metas = stages.iter().map(|&s| layer.meta(s)).collect();
-        let info = Info::new(&layer.config, inputs, layer.scenario.dims(), metas, backend, None, true);
-        Session { source: Source::OnDemand(layer), stages, info, shown: None, timings }
-    }
-
     /// The trace, when it was computed whole.
     pub fn trace(&self) -> Option<&Trace> {
-        match &self.source {
-            Source::Whole(t) => Some(t),
-            Source::OnDemand(_) => None,
-        }
-    }
-
-    /// [`Session::select`] as a Rust value.
-    pub fn cut(&mut self, i: usize, batch: usize, head: usize) -> Result<Cut, JsValue> {
-        self.check(i, batch, head)?;
-        let palette = palette();
-        if self.shown.as_ref().is_none_or(|s| (s.batch, s.head, s.palette) != (batch, head, palette)) {
-            let t0 = now_ms();
-            self.shown = None; // the previous cuts' memory goes before the new ones take theirs
-            let cuts = self.make_cuts(batch, head, palette).map_err(to_js)?;
-            let ms = now_ms() - t0;
-            let name = "stages of the head shown";
-            match self.timings.iter_mut().find(|t| t.name == name) {
-                Some(t) => t.ms = ms,
-                None => self.timings.push(Timing { name: name.into(), ms }),
-            }
-            self.shown = Some(Shown { batch, head, palette, cuts, selected: 0 });
-        }
-        let shown = self.shown.as_mut().expect("made above");
-        shown.selected = i;
-        Ok(shown.cuts[i].cut)
-    }
-
-    /// [`Session::cells`] as a Rust value.
-    pub fn read_cells(&self, i: usize, batch: usize, head: usize, rows: Range<usize>, cols: Range<usize>) -> Result<Vec<f32>, JsValue> {
-        self.check(i, batch, head)?;
-        let stage = self.stages[i];
-        // The ranges, checked against the stage's (rows, cols) before anything of it is computed.
-        let within = |(all_rows, all_cols): (usize, usize)| {
-            let fits = |r: &Range<usize>, n: usize| r.start < r.end && r.end <= n;
-            if !fits(&rows, all_rows) || !fits(&cols, all_cols) {
-                let given = format!("rows {}..{}, columns {}..{}", rows.start, rows.end, cols.start, cols.end);
-                return Err(Error::invalid("cells", given, format!("non-empty ranges within the stage's {all_rows} × {all_cols}")));
-            }
-            if rows.len() * cols.len() > VALUES_CELLS {
-                return Err(Error::invalid("cells", format!("{} cells", rows.len() * cols.len()), format!("at most {VALUES_CELLS} cells at once")));
-            }
-            Ok(())
-        };
-        let m = match &self.source {
-            Source::Whole(t) => t.stage_view(stage, batch, head).and_then(|m| within(m.dim()).map(|()| m.slice_move(s![rows.clone(), cols.clone()]))),
-            Source::OnDemand(l) => {
-                within(l.shape(stage)).and_then(|()| l.rows(stage, batch, head, rows.clone())).map(|m| m.slice_move(s![.., cols.clone()]).into())
-            }
-        };
-        Ok(m.map_err(to_js)?.iter().copied().collect())
-    }
-
-    /// The layer's configuration (the trace's, or the layer held on demand's).
-    fn config(&self) -> &Config {
-        match &self.source {
-            Source::Whole(t) => &t.config,
-            Source::OnDemand(l) => &l.config,
-        }
-    }
-
-    /// The layer's (batch, heads, n).
-    fn dims(&self) -> (usize, usize, usize) {
-        match &self.source {
-            Source::Whole(t) => t.dims(),
-            Source::OnDemand(l) => l.dims(),
-        }
-    }
-
-    /// Refuses a stage, batch element or head outside the session's.
-    fn check(&self, i: usize, batch: usize, head: usize) -> Result<(), JsValue> {
-        let (batches, heads, _) = self.dims();
-        check_index("stage", i, self.stages.len()).map_err(to_js)?;
-        check_index("batch index", batch, batches).map_err(to_js)?;
-        check_index("head", head, heads).map_err(to_js)
-    }
-
-    /// Every stage of (batch, head) cut and coloured with `palette`: pooled to [`RASTER_SIDE`], with its values
-    /// when they are at most [`VALUES_CELLS`].
-    fn make_cuts(&self, batch: usize, head: usize, palette: Palette) -> crate::error::Result<Vec<Made>> {
-        let mut cutting: Vec<Cutting> = Vec::with_capacity(self.stages.len());
-        match &self.source {
-            Source::Whole(t) => {
-                for &stage in &self.stages {
-                    let m = t.stage_view(stage, batch, head)?;
-                    let mut c = Cutting::new(stage, m.dim());
-                    c.add(0, m.view());
-                    cutting.push(c);
-                }
-            }
-            Source::OnDemand(l) => {
-                cutting.extend(self.stages.iter().map(|&stage| Cutting::new(stage, l.shape(stage))));
-                l.each_block(batch, head, |k, first, m| cutting[k].add(first, m))?;
-            }
-        }
-        Ok(cutting.into_iter().map(|c| c.finish(palette)).collect())
-    }
-
-    /// The cut the pointers give (the last selected).
-    fn selected(&self) -> Option<&Made> {
-        self.shown.as_ref().map(|s| &s.cuts[s.selected])
+        self.0.trace()
     }
 }
 
 #[wasm_bindgen]
 impl Session {
-    /// The [`Info`]: `{ preset, preset_description, options, tokens, stages, backend, stage_times, on_demand }`.
+    /// The [`crate::protocol::Info`]: `{ preset, preset_description, options, tokens, stages, backend,
+    /// stage_times, on_demand }`.
     pub fn info(&self) -> Result<JsValue, JsValue> {
-        to_value(&self.info)
+        to_value(self.0.info())
     }
 
     /// `[{ name, ms }]`: building the scenario, the layer, and cutting the stages of the head shown.
     pub fn timings(&self) -> Result<JsValue, JsValue> {
-        to_value(&self.timings)
+        to_value(&self.0.timings())
     }
 
-    /// The whole trace as an .npz (uncompressed), under the CLI's names (`relattn compute --out`); a layer
-    /// computed on demand is refused (field "export": its whole trace does not fit the page).
+    /// The whole trace as an .npz (uncompressed), under the CLI's names; a layer computed on demand is refused
+    /// (field "export").
     pub fn npz(&self) -> Result<Vec<u8>, JsValue> {
-        let Source::Whole(trace) = &self.source else {
-            let why = "this layer's stages are computed one head at a time (its whole trace does not fit the page's memory)";
-            return Err(to_js(Error::invalid("export", "the whole trace", format!("{why}: export it with `relattn compute … --out trace.npz`"))));
-        };
-        let mut out = std::io::Cursor::new(Vec::new());
-        trace.write_npz(&mut out).map_err(to_js)?;
-        Ok(out.into_inner())
+        self.0.npz().map_err(to_js)
     }
 
-    /// The (batch, head) to show for the one asked, as a [`crate::protocol::Shown`]: each clamped into this
-    /// layer's range, so a head asked of a larger layer (the URL's, or the selects' before a smaller preset)
-    /// shows this layer's last instead of failing. JS numbers arrive as i32 (NaN as 0, a negative as 0).
+    /// The (batch, head) to show for the one asked, each clamped into this layer's range, as a
+    /// [`crate::protocol::Shown`]. JS numbers arrive as i32 (NaN as 0).
     pub fn shown_for(&self, batch: i32, head: i32) -> Result<JsValue, JsValue> {
-        let (batches, heads, _) = self.dims();
-        let clamp = |x: i32, size: usize| (x.max(0) as usize).min(size.saturating_sub(1));
-        to_value(&crate::protocol::Shown { batch: clamp(batch, batches), head: clamp(head, heads) })
+        to_value(&self.0.shown_for(batch, head))
     }
 
-    /// Selects stage `i` (of [`Info::stages`]) of (batch, head), cutting and colouring every stage of that
-    /// (batch, head) the first time it is selected; returns the [`Cut`]
-    /// `{ rows, cols, raster_rows, raster_cols, lo, hi, has_values }`; read the values and pixels through the
-    /// pointers below.
+    /// Selects stage `i` of (batch, head) in the colormaps set ([`super::set_colormaps`]); returns the
+    /// [`crate::protocol::Cut`] `{ rows, cols, raster_rows, raster_cols, lo, hi, has_values }`; read the
+    /// values and pixels through the pointers below.
     pub fn select(&mut self, i: usize, batch: usize, head: usize) -> Result<JsValue, JsValue> {
-        to_value(&self.cut(i, batch, head)?)
+        to_value(&self.0.cut(i, batch, head, palette()).map_err(to_js)?)
     }
 
     /// The values of stage `i` of (batch, head) in rows `r0..r0 + rows`, columns `c0..c0 + cols`, row-major (at
-    /// most [`VALUES_CELLS`]): the tooltip's exact cell and a zoomed window of a stage sent without values.
-    /// Errors name "stage", "batch index", "head" or "cells".
+    /// most [`session::VALUES_CELLS`]). Errors name "stage", "batch index", "head" or "cells".
     #[allow(clippy::too_many_arguments)]
     pub fn cells(&self, i: usize, batch: usize, head: usize, r0: usize, c0: usize, rows: usize, cols: usize) -> Result<Vec<f32>, JsValue> {
-        self.read_cells(i, batch, head, r0..r0.saturating_add(rows), c0..c0.saturating_add(cols))
+        self.0.read_cells(i, batch, head, r0..r0.saturating_add(rows), c0..c0.saturating_add(cols)).map_err(to_js)
     }
 
-    /// Reverse linking: the pairs (i, j) that read row `row` of the relative tables (those whose rel_index is
-    /// `row`), as one range of keys per query, `lo..hi`: 2n numbers `[lo_0, hi_0, lo_1, hi_1, …]`
-    /// ([`crate::positions::Scheme::readers`]: a table row, or a T5 bucket; the same for every batch element and
-    /// head). The error names "row" and the table's rows.
+    /// Reverse linking: the keys of each query that read row `row` of the relative tables, `[lo_0, hi_0, …]`
+    /// ([`session::Session::table_readers`]). The error names "row".
     pub fn table_readers(&self, row: usize) -> Result<Vec<u32>, JsValue> {
-        let cfg = self.config();
-        check_index("row", row, cfg.table_rows()).map_err(to_js)?;
-        let (n, scheme) = (self.dims().2, cfg.scheme());
-        Ok((0..n).map(|i| scheme.readers(row, i, n, n)).flat_map(|keys| [keys.start as u32, keys.end as u32]).collect())
+        self.0.table_readers(row).map_err(to_js)
     }
 
     pub fn values_ptr(&self) -> *const f32 {
-        self.selected().map_or(std::ptr::null(), |m| m.values.as_ptr())
+        self.0.selected().map_or(std::ptr::null(), |(v, _)| v.as_ptr())
     }
     pub fn values_len(&self) -> usize {
-        self.selected().map_or(0, |m| m.values.len())
+        self.0.selected().map_or(0, |(v, _)| v.len())
     }
     pub fn rgba_ptr(&self) -> *const u8 {
-        self.selected().map_or(std::ptr::null(), |m| m.rgba.as_ptr())
+        self.0.selected().map_or(std::ptr::null(), |(_, p)| p.as_ptr())
     }
     pub fn rgba_len(&self) -> usize {
-        self.selected().map_or(0, |m| m.rgba.len())
+        self.0.selected().map_or(0, |(_, p)| p.len())
     }
 }

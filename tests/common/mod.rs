@@ -7,9 +7,9 @@
 pub mod fixture;
 
 use proptest::prelude::*;
+use relattn::attention::LogitScale;
 use relattn::positions::rope::{PairLayout, Rope};
 use relattn::positions::t5::Buckets;
-use relattn::attention::LogitScale;
 use relattn::{Config, Edge, Implementation, Method, Scenario};
 use std::ops::RangeInclusive;
 

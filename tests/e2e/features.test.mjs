@@ -158,7 +158,7 @@ test('the URL restores the exact view, pinned cell included', async () => {
   // A custom configuration round-trips too.
   await settle(() => p2.fill('#n', '7'), p2);
   const custom = p2.url();
-  for (const k of ['method=shaw', 'n=7', 'd_model=', 'clip=', 'rel_v=1', 'causal=0']) assert.ok(custom.includes(k), `${k} not in ${custom}`);
+  for (const k of ['method=shaw', 'n=7', 'd_model=', 'clip=', 'relative_values=1', 'causal=0']) assert.ok(custom.includes(k), `${k} not in ${custom}`);
   const p3 = await open(custom.replace(base, ''));
   assert.equal(await p3.inputValue('#n'), '7');
   assert.equal(await p3.$eval('figure[data-stage="weights"] canvas', (c) => c.dataset.rows), '7');

@@ -156,10 +156,10 @@ test('every control recomputes; bad input shows an inline error and keeps the vi
   assert.equal((await page.$eval('figure[data-stage="weights"] canvas', (c) => c.dataset.rows)), '10');
   await settle(() => page.selectOption('#method', 'music'));
   assert.ok((await stages()).includes('skew_sliced'));
-  assert.equal(await page.isDisabled('#rel_v'), true, 'a^V is Shaw\'s: off for the Music Transformer');
+  assert.equal(await page.isDisabled('#relative_values'), true, 'a^V is Shaw\'s: off for the Music Transformer');
   await settle(() => page.check('#causal'));
   await settle(() => page.selectOption('#method', 'shaw'));
-  assert.equal(await page.isDisabled('#rel_v'), false);
+  assert.equal(await page.isDisabled('#relative_values'), false);
   await settle(() => page.fill('#d_model', '32'));
   await settle(() => page.fill('#heads', '4'));
   assert.equal(await page.locator('#head option').count(), 4);
@@ -167,8 +167,8 @@ test('every control recomputes; bad input shows an inline error and keeps the vi
   assert.match(await page.locator('figure[data-stage="weights"] canvas').getAttribute('aria-label'), /Attention weights/);
   await settle(() => page.fill('#clip', '1'));
   assert.equal(await page.$eval('figure[data-stage="rel_k"] canvas', (c) => c.dataset.rows), '3');
-  await settle(() => page.check('#rel_v'));
-  await settle(() => page.uncheck('#rel_v'));
+  await settle(() => page.check('#relative_values'));
+  await settle(() => page.uncheck('#relative_values'));
   assert.ok(!(await stages()).includes('rel_v'), 'a^V off still shows w^V');
   // The content term off: its stage is zeros, coloured over ±1 (not ±1.18e-38), and the logits' note says so.
   await settle(() => page.check('#relative_only'));

@@ -48,7 +48,7 @@ test('each scheme shows its own stages and controls', async () => {
     for (const s of not) assert.ok(!names.includes(s), `${method}: ${s} shown`);
     assert.equal(await page.locator('#rope_base').isVisible(), method === 'rope');
     assert.equal(await page.locator('#t5_buckets').isVisible(), method === 't5');
-    assert.ok(await page.locator('#rel_v').isDisabled() && await page.locator('#clip').isDisabled(), `${method}: a^V and k are Shaw's and Music's`);
+    assert.ok(await page.locator('#relative_values').isDisabled() && await page.locator('#clip').isDisabled(), `${method}: a^V and k are Shaw's and Music's`);
     await page.screenshot({ path: join(artifacts, `scheme-${method}.png`) });
   }
 });

@@ -132,8 +132,8 @@ export function optionsFollowMethod() {
   if (!state.ui) return;
   /** @type {import('./types/protocol').SchemeOptions} */
   const o = state.ui.scheme_options($('method').value);
-  $('rel_v').disabled = !o.rel_v;
-  $('rel_v').title = o.rel_v ? '' : 'Only Shaw et al. have a relative value term a^V';
+  $('relative_values').disabled = !o.rel_v;
+  $('relative_values').title = o.rel_v ? '' : 'Only Shaw et al. have a relative value term a^V';
   $('per_head_tables').disabled = !o.per_head;
   $('per_head_tables').title = o.per_head ? '' : 'This method has no learned table to give each head its own';
   $('clip').disabled = !o.clip;

@@ -229,7 +229,7 @@ export function wireModel(startParams) {
     cancelAnimationFrame(resizing);
     resizing = requestAnimationFrame(() => { if (m.shown && state.mode === 'model') redrawAll(); });
   });
-  // The chosen layer and head, stage by stage, in Parameters mode's figures (src/web/model.rs trace).
+  // The chosen layer and head, stage by stage, in Parameters mode's figures (src/app/chorales.rs trace).
   $('m-stages').addEventListener('click', () => {
     const { layer, head } = readHead();
     useModelLayer({ kind: modelKind(), window: readWindow(), layer });

@@ -14,7 +14,7 @@ import { modelLayer, useModelLayer, askSlice } from './source.js';
 export const EMBED = new URLSearchParams(location.search).get('embed');
 
 /** Links made before the options had one spelling everywhere keep working: an old name → its option. */
-const OLD_NAMES = { per_head: 'per_head_tables' };
+const OLD_NAMES = { per_head: 'per_head_tables', rel_v: 'relative_values' };
 
 export function saveURL() {
   const cur = state.current;

@@ -1,21 +1,24 @@
-//! The browser's entry points, one serde struct in and one out (candle's wasm examples are the model):
+//! The browser's entry points: thin shells over the app (src/app/, plain Rust tested natively) that read
+//! JavaScript values into its requests, write its answers back as plain objects, and convert its errors at the
+//! boundary (candle's wasm examples are the model):
 //!
-//! - [`compute`] (in [`backend`]) takes a [`crate::protocol::Request`] — the layer's options, a preset or a
-//!   scenario file — and computes its trace on WebGPU or the CPU, giving a [`Session`];
+//! - [`compute`] (in [`session`]) takes a [`crate::protocol::Request`] — the layer's options, a preset or a
+//!   scenario file — and computes its layer on WebGPU or the CPU ([`backend::WebGpu`]), giving a [`Session`];
 //! - [`Session::info`] is the typed answer: the options used, the stages with their metadata
 //!   ([`crate::layer::stage::StageMeta`]), where it ran and how long each stage took;
 //! - [`Session::select`] cuts one stage of one (batch, head) into f32 values and an RGBA raster that
 //!   JavaScript reads straight out of the wasm memory (`new Float32Array(memory.buffer, ptr, len)`), no copy;
+//! - [`chorales::ModelSession`]: Model mode; [`compare::compare_schemes`]: the six schemes side by side;
 //! - [`figure::draw_frame`] and [`figure::draw_svg`] draw a figure's frame from a [`figure::FigureSpec`].
 //!
 //! Errors reach JavaScript as an `Error` with a `field` (the control to show it next to) and a `kind`
 //! ([`crate::error::ErrorKind`] by name); the page never reads the message to decide anything.
 //! The requests and answers are [`crate::protocol`]'s structs, whose JavaScript types the page is checked against.
 
+use crate::app::request;
 use crate::error::{Error, ErrorKind};
 use crate::layer::presets;
-use crate::positions::Method;
-use crate::protocol::{SchemeOptions, Strict};
+use crate::protocol::Strict;
 use crate::render::{Colormap, Ink, Palette};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -23,16 +26,14 @@ use wasm_bindgen::prelude::*;
 
 pub mod backend;
 pub mod bench;
+pub mod chorales;
 pub mod compare;
 pub mod figure;
 #[cfg(feature = "test-hooks")]
 pub mod hooks;
-pub mod model;
-pub mod request;
 pub mod session;
 
-pub use backend::compute;
-pub use session::Session;
+pub use session::{compute, Session};
 
 #[wasm_bindgen(start)]
 pub fn start() {
@@ -100,8 +101,7 @@ pub fn set_colormaps(sequential: &str, diverging: &str) -> Result<(), JsValue> {
 /// `Error` with field "method" for an unknown scheme.
 #[wasm_bindgen]
 pub fn scheme_options(method: &str) -> Result<JsValue, JsValue> {
-    let m: Method = method.parse().map_err(to_js)?;
-    to_value(&SchemeOptions { clip: m.has_vector_table(), rel_v: m.has_value_term(), per_head: m.has_index(), rope: m.rotates(), buckets: m.buckets(), edge: m.skews() })
+    to_value(&request::scheme_options(method.parse().map_err(to_js)?))
 }
 
 /// A preset for the page's list.

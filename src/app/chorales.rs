@@ -1,23 +1,22 @@
 //! The page's Model mode: a trained chorale model ([`crate::trained::transformer`]) and the test split
-//! ([`crate::trained::chorales`]) held in the worker's wasm memory. A window's forward pass, its NLL and a layer's
-//! trace are computed where the request's `backend` says, by [`with_backend`] as Parameters mode's compute:
-//! on WebGPU when it is usable, else on the CPU with the reason ([`BackendUsed`]). Sampling with the
+//! ([`crate::trained::chorales`]) held in the worker's memory. A window's forward pass, its NLL and a layer's
+//! trace are computed where the request's `backend` says, by a [`Runner`] as Parameters mode's compute: in
+//! the page on WebGPU when it is usable, else on the CPU with the reason ([`BackendUsed`]). Sampling with the
 //! key/value cache runs on the CPU ([`Transformer::step`] has no [`crate::Backend`] path: one query row at
 //! a time).
 //!
-//! - [`ModelSession::load`] reads a model file and the chorale data; [`ModelSession::info`] describes both
+//! - [`ChoraleSession::load`] reads a model file and the chorale data; [`ChoraleSession::info`] describes both
 //!   ([`ModelInfo`]: kind, config, parameters, NLLs from training, the pieces);
-//! - [`ModelSession::run`] takes a [`ModelRequest`] (piece, window, transposition, backend) and computes one
+//! - [`ChoraleSession::run`] takes a [`ModelRequest`] (piece, window, transposition, backend) and computes one
 //!   forward pass that keeps every layer's attention weights and the logits; it answers [`WindowInfo`] (the
 //!   notes, the NLL of each position, where it was computed);
-//! - on that window, without computing again: [`ModelSession::weights`] (one head's (T, T) map, read
-//!   through pointers as [`super::Session::select`]'s), [`ModelSession::distance_profile`],
-//!   [`ModelSession::predict`]; [`ModelSession::trace`] computes one layer's every stage as a
-//!   [`super::Session`];
-//! - [`ModelSession::start_sampling`] and [`ModelSession::next_tokens`] continue the window a few tokens per
-//!   call, exactly as `relattn model sample` ([`Transformer::sample`]) does with the same prime, steps,
+//! - on that window, without computing again: [`ChoraleSession::weights`] (one head's (T, T) map, its values
+//!   and pixels kept), [`ChoraleSession::distance_profile`], [`ChoraleSession::predict`];
+//!   [`ChoraleSession::trace`] computes one layer's every stage as a [`Session`];
+//! - [`ChoraleSession::start_sampling`] and [`ChoraleSession::next_tokens`] continue the window a few tokens
+//!   per call, exactly as `relattn model sample` ([`Transformer::sample`]) does with the same prime, steps,
 //!   temperature and seed;
-//! - [`ModelSession::nll_by_position`] scores another window without replacing the current one (the
+//! - [`ChoraleSession::nll_by_position`] scores another window without replacing the current one (the
 //!   page's 2× and 4× training-length comparison).
 //!
 //! Positions: a window of T tokens starts at token `start` of the piece (a multiple of 4, so token t of the
@@ -30,18 +29,17 @@
 //! every distance below −k to −k (k = 64); the absolute model adds sinusoids, defined at every position, for
 //! positions it never saw (MODELS.md, "Longer than trained", gives every model's NLL at each length).
 
-use super::backend::with_backend;
 use super::request::Inputs;
-use crate::layer::options::whole;
 use super::session::Session;
-use super::{from_request, js_error, palette, to_js, to_value};
-use crate::error::{check_index, Error, ErrorKind};
+use super::Runner;
+use crate::error::{check_index, Error, Result};
+use crate::layer::options::whole;
 use crate::layer::scenario::{Arrays, Spec};
 use crate::protocol::{
     BackendChoice, BackendUsed, Candidate, Cut, DistanceProfile, ModelInfo, ModelRequest, Note, PieceInfo, PositionNll, Prediction, SampleRequest, Sampled,
     SamplingInfo, Timing, WindowInfo,
 };
-use crate::render;
+use crate::render::{self, Palette};
 use crate::stage::Scale;
 use crate::timing::now_ms;
 use crate::trained::chorales::{Chorales, VOICES};
@@ -49,13 +47,12 @@ use crate::trained::heads::{self, Meter};
 use crate::trained::transformer::{log_softmax_at, probabilities, AttentionPass, SampleSettings, Sampler, Transformer, DEFAULT_TOP_K, DEFAULT_TOP_P};
 use ndarray::{ArrayView2, Axis};
 use std::cell::{Ref, RefCell};
-use wasm_bindgen::prelude::*;
 
 /// A window may hold up to this many times the model's training context (1024 tokens for the shipped
 /// models: the longest windows MODELS.md evaluates). Running a 1024-token window grows the wasm memory to
 /// about 400 MiB (measured in chromium: the trace of one layer at a time, all layers' weights, 48 MiB, kept).
 pub const CONTEXTS_PER_WINDOW: usize = 4;
-/// Most tokens one [`ModelSession::start_sampling`] may draw.
+/// Most tokens one [`ChoraleSession::start_sampling`] may draw.
 pub const MAX_STEPS: usize = 4096;
 
 /// A [`ModelRequest`] checked against the data and the model.
@@ -88,8 +85,8 @@ struct Sampling {
     drawn: Vec<u32>,
 }
 
-/// What a [`ModelSession`]'s methods change: the window last run, the sampling under way, and the map last
-/// selected by [`ModelSession::weights`].
+/// What a [`ChoraleSession`]'s methods change: the window last run, the sampling under way, and the map last
+/// selected by [`ChoraleSession::weights`].
 #[derive(Default)]
 struct State {
     window: Option<Window>,
@@ -100,30 +97,23 @@ struct State {
 }
 
 impl State {
-    fn window(&self) -> std::result::Result<&Window, JsValue> {
-        self.window.as_ref().ok_or_else(|| js_error("window", ErrorKind::Invalid, "no window yet: call run first"))
+    fn window(&self) -> Result<&Window> {
+        self.window.as_ref().ok_or_else(|| Error::invalid("window", "no window yet", "a window: call run first"))
     }
-}
-
-/// The shipped models' kinds: the names of [`crate::trained::MODELS`], in its order (the comparisons').
-#[wasm_bindgen]
-pub fn model_kinds() -> Vec<String> {
-    crate::trained::MODELS.map(|m| m.name().to_string()).to_vec()
 }
 
 /// A model, its data, the window last run and the map last selected.
 ///
-/// The methods that compute ([`ModelSession::run`], [`ModelSession::nll_by_position`],
-/// [`ModelSession::trace`]) are async: on the GPU they await the device. While the promise of one is
+/// The methods that compute ([`ChoraleSession::run`], [`ChoraleSession::nll_by_position`],
+/// [`ChoraleSession::trace`]) are async: on the GPU they await the device. While the promise of one is
 /// pending, wasm-bindgen holds a shared borrow of the session, and a method taking `&mut self` called
 /// meanwhile would throw ("recursive use of an object"); the worker does call others meanwhile (a sampling,
 /// the NLL comparison, the models side by side run beside a window's pass). So every method takes `&self`:
-/// the model and the data never change after [`ModelSession::load`], and what does ([`State`]) is in a
+/// the model and the data never change after [`ChoraleSession::load`], and what does ([`State`]) is in a
 /// `RefCell` borrowed only between awaits, never across one. A computation reads the tokens it needs first
 /// (its own request's, or a copy of the window's), awaits, and only then stores what it computed: the last
 /// pass to finish is the window.
-#[wasm_bindgen]
-pub struct ModelSession {
+pub struct ChoraleSession {
     model: Transformer,
     data: Chorales,
     info: ModelInfo,
@@ -152,7 +142,7 @@ fn position_nll(logits: ArrayView2<f32>, tokens: &[u32], ms: f64, backend: Backe
     PositionNll { values, mean, ms, backend }
 }
 
-impl ModelSession {
+impl ChoraleSession {
     /// A token at position `position` of the piece as a [`Note`].
     fn note(&self, token: u32, position: usize) -> Note {
         Note { token, voice: position % VOICES.len(), step: position / VOICES.len(), midi: self.data.pitch(token) }
@@ -164,29 +154,29 @@ impl ModelSession {
     }
 
     /// Layer `layer`'s head `head` of the current window of `state`, (T, T).
-    fn map<'a>(&self, state: &'a State, layer: usize, head: usize) -> std::result::Result<ArrayView2<'a, f32>, JsValue> {
+    fn map<'a>(&self, state: &'a State, layer: usize, head: usize) -> Result<ArrayView2<'a, f32>> {
         let w = state.window()?;
         let c = &self.model.config;
-        check_index("layer", layer, c.layers).map_err(to_js)?;
-        check_index("head", head, c.heads).map_err(to_js)?;
+        check_index("layer", layer, c.layers)?;
+        check_index("head", head, c.heads)?;
         Ok(w.pass.weights[layer].index_axis(Axis(0), head))
     }
 
     /// A [`ModelRequest`] checked against the data and the model.
-    fn resolve(&self, request: JsValue) -> std::result::Result<Resolved, JsValue> {
-        let r: ModelRequest = from_request(request, "request")?;
+    fn resolve(&self, r: &ModelRequest) -> Result<Resolved> {
+        let r = r.clone();
         let opening = r.window.opening.filter(|o| !o.trim().is_empty());
         let (bwv, start, window) = match &opening {
-            Some(names) => (String::new(), 0, self.data.chord(names).map_err(to_js)?.to_vec()),
+            Some(names) => (String::new(), 0, self.data.chord(names)?.to_vec()),
             None => {
-                let piece = self.data.piece(&r.window.piece).map_err(to_js)?;
+                let piece = self.data.piece(&r.window.piece)?;
                 let n = piece.tokens.len();
-                let start = whole("start", r.window.start, 0, n - VOICES.len()).map_err(to_js)?;
+                let start = whole("start", r.window.start, 0, n - VOICES.len())?;
                 if start % VOICES.len() != 0 {
-                    return Err(to_js(Error::invalid("start", start, format!("a multiple of 4 in 0..={} (windows start on a 16th-note step)", n - 4))));
+                    return Err(Error::invalid("start", start, format!("a multiple of 4 in 0..={} (windows start on a 16th-note step)", n - 4)));
                 }
                 let max = (n - start).min(self.info.max_length);
-                let length = whole("length", r.window.length, 2, max).map_err(to_js)?;
+                let length = whole("length", r.window.length, 2, max)?;
                 (piece.bwv.clone(), start, piece.tokens[start..start + length].to_vec())
             }
         };
@@ -195,16 +185,20 @@ impl ModelSession {
         let t = r.window.transpose;
         if !(t.is_finite() && t.fract() == 0.0 && (range.0 as f64..=range.1 as f64).contains(&t)) {
             let allowed = format!("a whole number of semitones in {}..={} (keeps this window's pitches in the vocabulary)", range.0, range.1);
-            return Err(to_js(Error::invalid("transpose", t, allowed)));
+            return Err(Error::invalid("transpose", t, allowed));
         }
         let backend = BackendChoice::named(&r.backend)?;
         Ok(Resolved { piece: bwv, opening, start, transpose: t as i32, transpose_range: range, tokens: transposed(window, t as i32), backend })
     }
 
-    /// The map last selected by [`ModelSession::weights`]: (T, T) f32 values, row-major (what
-    /// `values_ptr`/`values_len` point at).
+    /// The map last selected by [`ChoraleSession::weights`]: (T, T) f32 values, row-major.
     pub fn values(&self) -> Ref<'_, [f32]> {
         Ref::map(self.state.borrow(), |s| &s.values[..])
+    }
+
+    /// The pixels of the map last selected by [`ChoraleSession::weights`].
+    pub fn rgba(&self) -> Ref<'_, [u8]> {
+        Ref::map(self.state.borrow(), |s| &s.rgba[..])
     }
 
     /// The current window's tokens followed by the tokens sampled so far.
@@ -214,20 +208,16 @@ impl ModelSession {
         let drawn = s.sampling.as_ref().map_or(&[][..], |s| &s.drawn[..]);
         [window, drawn].concat()
     }
-}
-
-#[wasm_bindgen]
-impl ModelSession {
     /// A model from its safetensors file's bytes (`name`: the file's name, for errors and
     /// [`ModelInfo::name`]) and the chorale data file's bytes (models/chorales-test.json). Errors: field
     /// "file" (not a model or data file), "config.*", a tensor's name, or "data" (a vocabulary that is not
     /// the model's).
-    pub fn load(model: &[u8], name: &str, data: &[u8]) -> std::result::Result<ModelSession, JsValue> {
-        let model = Transformer::load(model, name).map_err(to_js)?;
-        let data = Chorales::parse(data, "the chorale data").map_err(to_js)?;
+    pub fn load(model: &[u8], name: &str, data: &[u8]) -> Result<ChoraleSession> {
+        let model = Transformer::load(model, name)?;
+        let data = Chorales::parse(data, "the chorale data")?;
         let vocab = data.vocab.len();
         if vocab != model.config.vocab {
-            return Err(to_js(Error::invalid("data", format!("{vocab} tokens"), format!("the model's vocabulary of {}", model.config.vocab))));
+            return Err(Error::invalid("data", format!("{vocab} tokens"), format!("the model's vocabulary of {}", model.config.vocab)));
         }
         let pieces = data
             .pieces
@@ -264,24 +254,24 @@ impl ModelSession {
             split: data.split.clone(),
             pieces,
         };
-        Ok(ModelSession { model, data, info, state: RefCell::default() })
+        Ok(ChoraleSession { model, data, info, state: RefCell::default() })
     }
 
     /// The [`ModelInfo`].
-    pub fn info(&self) -> std::result::Result<JsValue, JsValue> {
-        to_value(&self.info)
+    pub fn info(&self) -> &ModelInfo {
+        &self.info
     }
 
     /// Runs a [`ModelRequest`] `{ piece, start, length, transpose, backend }`: one forward pass over the
-    /// window, on the backend asked for ([`with_backend`]), that keeps every layer's attention weights
+    /// window, on the backend asked for (as `runner` decides), that keeps every layer's attention weights
     /// (layers × heads × T × T f32) and the logits (T × vocab); once computed, the window replaces the
     /// previous one and ends any sampling. Returns the [`WindowInfo`] (where it ran: `nll.backend`). Errors
-    /// name the field: "request", "piece", "start", "length", "transpose", "backend".
-    pub async fn run(&self, request: JsValue) -> std::result::Result<JsValue, JsValue> {
+    /// name the field: "piece", "start", "length", "transpose", "backend".
+    pub async fn run(&self, runner: &impl Runner, request: &ModelRequest) -> Result<WindowInfo> {
         let Resolved { piece, opening, start, transpose, transpose_range, tokens, backend } = self.resolve(request)?;
         let t0 = now_ms();
-        let ran = with_backend(backend, async |b| self.model.attention_pass_async(b, &tokens).await).await;
-        let pass = ran.result.map_err(to_js)?;
+        let ran = runner.run(backend, async |b| self.model.attention_pass_async(b, &tokens).await).await;
+        let pass = ran.result?;
         let nll = position_nll(pass.logits.view(), &tokens, now_ms() - t0, ran.backend);
         let notes = tokens.iter().enumerate().map(|(t, &tok)| self.note(tok, start + t)).collect();
         let c = &self.model.config;
@@ -304,49 +294,36 @@ impl ModelSession {
         let mut state = self.state.borrow_mut();
         state.window = Some(Window { start, tokens, pass, meter });
         state.sampling = None;
-        to_value(&info)
+        Ok(info)
     }
 
     /// The [`PositionNll`] of another window (a [`ModelRequest`]), by a forward pass that keeps no weights,
     /// on the backend asked for; the current window stays. For the 2× and 4× training-length comparison.
-    pub async fn nll_by_position(&self, request: JsValue) -> std::result::Result<JsValue, JsValue> {
+    pub async fn nll_by_position(&self, runner: &impl Runner, request: &ModelRequest) -> Result<PositionNll> {
         let Resolved { tokens, backend, .. } = self.resolve(request)?;
         let t0 = now_ms();
-        let ran = with_backend(backend, async |b| self.model.forward_async(b, &tokens).await).await;
-        let logits = ran.result.map_err(to_js)?;
-        to_value(&position_nll(logits.view(), &tokens, now_ms() - t0, ran.backend))
+        let ran = runner.run(backend, async |b| self.model.forward_async(b, &tokens).await).await;
+        let logits = ran.result?;
+        Ok(position_nll(logits.view(), &tokens, now_ms() - t0, ran.backend))
     }
 
     /// Selects head `head` of layer `layer` of the current window: its (T, T) attention weights α[i, j]
     /// (query i, key j; rows sum to 1, 0 for j > i) and their pixels in the sequential colormap, pooled to at
-    /// most `raster_side` a side ([`render::rgba_pooled`]: a thin diagonal stays); returns the [`Cut`]
-    /// `{ rows, cols, raster_rows, raster_cols, lo, hi, has_values: true }`. Read them without a copy: `new Float32Array(memory.buffer,
-    /// values_ptr(), values_len())`, `new Uint8ClampedArray(memory.buffer, rgba_ptr(), rgba_len())`.
-    pub fn weights(&self, layer: usize, head: usize, raster_side: usize) -> std::result::Result<JsValue, JsValue> {
+    /// most `raster_side` a side ([`render::rgba_pooled`]: a thin diagonal stays) in `palette`; returns the
+    /// [`Cut`] `{ rows, cols, raster_rows, raster_cols, lo, hi, has_values: true }`; the values and pixels are
+    /// [`ChoraleSession::values`] and [`ChoraleSession::rgba`].
+    pub fn weights(&self, layer: usize, head: usize, raster_side: usize, palette: Palette) -> Result<Cut> {
         let mut state = self.state.borrow_mut();
         let m = self.map(&state, layer, head)?;
-        let (rgba, (raster_rows, raster_cols), (lo, hi)) = render::rgba_pooled(m, Scale::Sequential, palette(), raster_side);
+        let (rgba, (raster_rows, raster_cols), (lo, hi)) = render::rgba_pooled(m, Scale::Sequential, palette, raster_side);
         let (rows, cols) = m.dim();
         let values = m.iter().copied().collect();
         (state.values, state.rgba) = (values, rgba);
-        to_value(&Cut { rows, cols, raster_rows, raster_cols, lo, hi, has_values: true })
-    }
-
-    pub fn values_ptr(&self) -> *const f32 {
-        self.state.borrow().values.as_ptr()
-    }
-    pub fn values_len(&self) -> usize {
-        self.state.borrow().values.len()
-    }
-    pub fn rgba_ptr(&self) -> *const u8 {
-        self.state.borrow().rgba.as_ptr()
-    }
-    pub fn rgba_len(&self) -> usize {
-        self.state.borrow().rgba.len()
+        Ok(Cut { rows, cols, raster_rows, raster_cols, lo, hi, has_values: true })
     }
 
     /// The [`DistanceProfile`] of head `head` of layer `layer` over the current window.
-    pub fn distance_profile(&self, layer: usize, head: usize) -> std::result::Result<JsValue, JsValue> {
+    pub fn distance_profile(&self, layer: usize, head: usize) -> Result<DistanceProfile> {
         let state = self.state.borrow();
         let m = self.map(&state, layer, head)?;
         let meter = state.window()?.meter;
@@ -356,12 +333,12 @@ impl ModelSession {
         // The sum over the queries at distance d, spread over the T − |d| that reach it.
         let mean_weight = distribution.iter().zip(&distances).map(|(p, d)| p * n as f64 / (n - d.unsigned_abs() as usize) as f64).collect();
         let description = heads::describe(&distribution, meter);
-        to_value(&DistanceProfile { layer, head, distances, mean_weight, distribution, description, landmarks: heads::landmarks(meter) })
+        Ok(DistanceProfile { layer, head, distances, mean_weight, distribution, description, landmarks: heads::landmarks(meter) })
     }
 
     /// What head `head` of layer `layer` does over the current window, in one line (its
     /// [`DistanceProfile::description`], [`heads::describe`]), without the profile: the model view's tiles.
-    pub fn head_description(&self, layer: usize, head: usize) -> std::result::Result<String, JsValue> {
+    pub fn head_description(&self, layer: usize, head: usize) -> Result<String> {
         let state = self.state.borrow();
         let m = self.map(&state, layer, head)?;
         Ok(heads::describe(&heads::distance_distribution(m), state.window()?.meter))
@@ -369,15 +346,15 @@ impl ModelSession {
 
     /// The [`Prediction`] at position `position` of the current window: the `top` most likely next tokens
     /// (1..=vocab) from row `position` of the logits.
-    pub fn predict(&self, position: usize, top: usize) -> std::result::Result<JsValue, JsValue> {
+    pub fn predict(&self, position: usize, top: usize) -> Result<Prediction> {
         let state = self.state.borrow();
         let w = state.window()?;
         let (n, vocab) = w.pass.logits.dim();
         if position >= n {
-            return Err(to_js(Error::invalid("position", position, format!("0..={} (the window's tokens)", n - 1))));
+            return Err(Error::invalid("position", position, format!("0..={} (the window's tokens)", n - 1)));
         }
         if top == 0 || top > vocab {
-            return Err(to_js(Error::invalid("top", top, format!("1..={vocab}"))));
+            return Err(Error::invalid("top", top, format!("1..={vocab}")));
         }
         let p = probabilities(w.pass.logits.row(position).as_slice().expect("standard layout"), 1.0);
         let mut order: Vec<usize> = (0..vocab).collect();
@@ -387,21 +364,20 @@ impl ModelSession {
             let rank = order.iter().position(|&k| k == next as usize).expect("every token is ranked") + 1;
             self.candidate(next, p[next as usize], rank)
         });
-        to_value(&Prediction { position, candidates, actual })
+        Ok(Prediction { position, candidates, actual })
     }
 
     /// Every stage of layer `layer`'s attention (all heads) on the current window's hidden states, as a
-    /// [`Session`] for the page's stage-by-stage figures (`select(stage, 0, head)`), computed on `backend`
-    /// ("auto", "webgpu" or "cpu", as [`ModelRequest::backend`]; the session's info says where). Its settings
-    /// are the attention layer's: method "music" or "shaw" (the absolute model runs as Shaw with clip 0, a^V
-    /// off and a zero table), n = T. Errors: "window", "backend", "layer".
-    pub async fn trace(&self, layer: usize, backend: String) -> std::result::Result<Session, JsValue> {
-        let choice = BackendChoice::named(&backend)?;
+    /// [`Session`] for the page's stage-by-stage figures (`cut(stage, 0, head, …)`), computed on `backend`
+    /// ("auto", "webgpu" or "cpu", as [`ModelRequest::backend`]; the session's info says where). Its options
+    /// are the attention layer's: its scheme, n = T. Errors: "window", "backend", "layer".
+    pub async fn trace(&self, runner: &impl Runner, layer: usize, backend: &str) -> Result<Session> {
+        let choice = BackendChoice::named(backend)?;
         // A copy: another window may be run while this one awaits the GPU.
         let tokens = self.state.borrow().window()?.tokens.clone();
         let t0 = now_ms();
-        let ran = with_backend(choice, async |b| self.model.trace_async(b, &tokens, layer).await).await;
-        let (trace, times) = ran.result.map_err(to_js)?;
+        let ran = runner.run(choice, async |b| self.model.trace_async(b, &tokens, layer).await).await;
+        let (trace, times) = ran.result?;
         let (_, _, n) = trace.dims();
         let inputs = Inputs {
             cfg: trace.config,
@@ -418,48 +394,47 @@ impl ModelSession {
     /// Starts sampling after the current window (a [`SampleRequest`] `{ steps, temperature, seed }`): the
     /// window is the prime, its last context tokens (the model's training context) fed into the key/value
     /// cache now in one pass, on the CPU (as every cached step: [`Transformer::step`] has no GPU path);
-    /// [`ModelSession::next_tokens`] draws, each token attending to the context before it. The
+    /// [`ChoraleSession::next_tokens`] draws, each token attending to the context before it. The
     /// tokens equal `relattn model sample --piece P --prime T --steps S --temperature τ --seed s` for a
     /// window at start 0 without transposition (the CLI primes with the piece's first T tokens). Ends the
-    /// sampling before. Returns the [`SamplingInfo`]; errors name "request", "steps", "temperature", "seed"
-    /// or "window".
-    pub fn start_sampling(&self, request: JsValue) -> std::result::Result<JsValue, JsValue> {
-        let r: SampleRequest = from_request(request, "request")?;
-        let steps = whole("steps", r.steps, 1, MAX_STEPS).map_err(to_js)?;
+    /// sampling before. Returns the [`SamplingInfo`]; errors name "steps", "temperature", "seed", "top_k",
+    /// "top_p" or "window".
+    pub fn start_sampling(&self, r: &SampleRequest) -> Result<SamplingInfo> {
+        let steps = whole("steps", r.steps, 1, MAX_STEPS)?;
         if !(0.0..=100.0).contains(&r.temperature) {
-            return Err(to_js(Error::invalid("temperature", r.temperature, "0..=100 (0: always the most likely token)")));
+            return Err(Error::invalid("temperature", r.temperature, "0..=100 (0: always the most likely token)"));
         }
-        let seed = whole("seed", r.seed, 0, u32::MAX as usize).map_err(to_js)? as u64;
+        let seed = whole("seed", r.seed, 0, u32::MAX as usize)? as u64;
         // top_p is the sampler's to check (SampleSettings::check), as the CLI's is.
-        let top_k = whole("top_k", r.top_k, 0, self.model.config.vocab).map_err(to_js)?;
+        let top_k = whole("top_k", r.top_k, 0, self.model.config.vocab)?;
         let mut state = self.state.borrow_mut();
         let w = state.window()?;
         let t0 = now_ms();
         let settings = SampleSettings { top_k, top_p: r.top_p as f32, ..SampleSettings::new(&self.model, steps, r.temperature as f32, seed) };
-        let sampler = self.model.sampler(&w.tokens, &settings).map_err(to_js)?;
+        let sampler = self.model.sampler(&w.tokens, &settings)?;
         let prime = w.tokens.len();
         state.sampling = Some(Sampling { sampler, drawn: Vec::new() });
-        to_value(&SamplingInfo { prime, steps, ms: now_ms() - t0 })
+        Ok(SamplingInfo { prime, steps, ms: now_ms() - t0 })
     }
 
     /// Draws up to `count` (1..=[`MAX_STEPS`]) more tokens of the sampling started last, on the CPU; returns
     /// them as [`Sampled`] (no notes once every step is drawn). Errors: "count", or "sampling" when none was
     /// started.
-    pub fn next_tokens(&self, count: usize) -> std::result::Result<JsValue, JsValue> {
+    pub fn next_tokens(&self, count: usize) -> Result<Sampled> {
         if count == 0 || count > MAX_STEPS {
-            return Err(to_js(Error::invalid("count", count, format!("1..={MAX_STEPS}"))));
+            return Err(Error::invalid("count", count, format!("1..={MAX_STEPS}")));
         }
         let t0 = now_ms();
         let mut state = self.state.borrow_mut();
         let state = &mut *state;
         let (w, s) = match (&state.window, &mut state.sampling) {
             (Some(w), Some(s)) => (w, s),
-            _ => return Err(js_error("sampling", ErrorKind::Invalid, "no sampling under way: call start_sampling first")),
+            _ => return Err(Error::invalid("sampling", "no sampling under way", "a sampling: call start_sampling first")),
         };
         let first = w.start + w.tokens.len() + s.drawn.len();
         let mut new = Vec::with_capacity(count);
         while new.len() < count {
-            match s.sampler.next_token(&self.model).map_err(to_js)? {
+            match s.sampler.next_token(&self.model)? {
                 Some(token) => new.push(token),
                 None => break,
             }
@@ -467,28 +442,12 @@ impl ModelSession {
         s.drawn.extend(&new);
         let (drawn, remaining) = (s.drawn.len(), s.sampler.remaining());
         let notes = new.iter().enumerate().map(|(k, &tok)| self.note(tok, first + k)).collect();
-        to_value(&Sampled { notes, drawn, remaining, ms: now_ms() - t0 })
+        Ok(Sampled { notes, drawn, remaining, ms: now_ms() - t0 })
     }
 
     /// A standard MIDI file (♩ = `bpm`, [`crate::trained::chorales::BPM`]) of the current window followed by the
     /// tokens sampled so far, one track per voice ([`Chorales::midi`]). Errors name "bpm".
-    pub fn midi(&self, bpm: u32) -> std::result::Result<Vec<u8>, JsValue> {
-        self.data.midi(&self.tokens(), bpm).map_err(to_js)
+    pub fn midi(&self, bpm: u32) -> Result<Vec<u8>> {
+        self.data.midi(&self.tokens(), bpm)
     }
-}
-
-/// What the key at distance `d` = j − i reaches for a query whose predicted token (i + 1) is in voice
-/// `predicted_voice` (0..4), in a meter of `beat` and `bar` steps ([`WindowInfo::meter`]): the page's roll
-/// tooltip and selected-note sentence name distances with it ([`heads::name_key`]), as the charts do.
-#[wasm_bindgen]
-pub fn name_key(d: i32, predicted_voice: u32, beat: u32, bar: u32) -> String {
-    let meter = Meter { beat: beat.max(1) as i64, bar: bar.max(1) as i64 };
-    heads::name_key(d as i64, (predicted_voice % VOICES.len() as u32) as usize, meter)
-}
-
-/// What the key at distance `d` reaches relative to the predicted token, whatever voice is predicted
-/// ([`heads::name_distance`]): the distance charts' tooltip.
-#[wasm_bindgen]
-pub fn name_distance(d: i32, beat: u32, bar: u32) -> String {
-    heads::name_distance(d as i64, Meter { beat: beat.max(1) as i64, bar: bar.max(1) as i64 })
 }

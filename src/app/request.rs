@@ -1,22 +1,19 @@
-//! What the page asks for, checked: a [`Request`] (src/protocol/, from a plain JavaScript object) and the
-//! [`LayerOptions`] it carries, resolved within the page's [`LIMITS`] into a [`Config`] and a [`Spec`] with
-//! errors that name the control; the memory budget that decides how a layer is held.
+//! What the page asks for, checked: a [`Request`] (src/protocol/) and the [`LayerOptions`] it carries,
+//! resolved within the page's [`LIMITS`] into a [`Config`] and a [`Spec`] with errors that name the control;
+//! the memory budget that decides how a layer is held.
 
 use crate::attention::Config;
-
-use crate::error::{Bytes, Error, ErrorKind};
+use crate::error::{Bytes, Error, Result};
 use crate::layer::forward;
 use crate::layer::on_demand;
 use crate::layer::options::{LayerOptions, Limits, Resolved};
 use crate::layer::scenario::{self, Arrays, Scenario, Spec};
-use crate::protocol::{BackendChoice, Request};
+use crate::positions::Method;
+use crate::protocol::{BackendChoice, Request, SchemeOptions};
 use crate::stage::Stage;
 use serde::Deserialize;
-use wasm_bindgen::JsValue;
 
 use super::session::{RASTER_SIDE, VALUES_CELLS};
-use super::{from_request, js_error, to_js};
-use wasm_bindgen::JsCast;
 
 /// Largest sequence length the page accepts.
 pub const MAX_N: usize = 8192;
@@ -46,29 +43,17 @@ pub enum Holding {
 impl BackendChoice {
     /// The choice named `name` (as a [`Request`]'s `backend` spells it: "auto", "webgpu" or "cpu"), or an
     /// error naming field "backend".
-    pub fn named(name: &str) -> Result<BackendChoice, JsValue> {
+    pub fn named(name: &str) -> Result<BackendChoice> {
         use serde::de::IntoDeserializer;
-        let parsed: Result<BackendChoice, serde::de::value::Error> = BackendChoice::deserialize(name.into_deserializer());
-        parsed.map_err(|e| js_error("backend", ErrorKind::Invalid, &format!("invalid backend: {e}")))
+        let parsed: std::result::Result<BackendChoice, serde::de::value::Error> = BackendChoice::deserialize(name.into_deserializer());
+        parsed.map_err(|_| Error::invalid("backend", format!("'{name}'"), "auto, webgpu, cpu"))
     }
 }
 
-/// The page's [`Request`] ([`from_request`]), an option of the wrong type refused by its own name: the first
-/// key of `options` that does not deserialize alone (as Python's keywords are refused).
-pub fn read_request(value: JsValue) -> Result<Request, JsValue> {
-    from_request(value.clone(), "request").map_err(|whole| {
-        let options = js_sys::Reflect::get(&value, &"options".into()).unwrap_or(JsValue::UNDEFINED);
-        let keys = if options.is_object() { js_sys::Object::keys(options.unchecked_ref::<js_sys::Object>()).to_vec() } else { Vec::new() };
-        let refused = |key: &JsValue| {
-            let one = js_sys::Object::new();
-            let v = js_sys::Reflect::get(&options, key).ok()?;
-            js_sys::Reflect::set(&one, key, &v).ok()?;
-            let e = serde_wasm_bindgen::from_value::<LayerOptions>(one.into()).err()?;
-            let given = js_sys::JSON::stringify(&v).ok().and_then(|s| s.as_string()).unwrap_or_else(|| "this value".into());
-            Some(to_js(Error::invalid(&key.as_string()?, given, e)))
-        };
-        keys.iter().find_map(refused).unwrap_or(whole)
-    })
+/// The options `method` reads ([`SchemeOptions`], from the scheme's own predicates): the controls that follow
+/// the method select.
+pub fn scheme_options(m: Method) -> SchemeOptions {
+    SchemeOptions { clip: m.has_vector_table(), rel_v: m.has_value_term(), per_head: m.has_index(), rope: m.rotates(), buckets: m.buckets(), edge: m.skews() }
 }
 
 /// A request resolved: what its trace is computed from.
@@ -87,22 +72,22 @@ impl Inputs {
     /// The request's options within the page's [`LIMITS`] (a preset's, when it names one), with a scenario
     /// file's bytes (.npz or .npy, README "Scenario files": its x sets n, d_model and the batch) or the
     /// sentence's tokens (x one seeded vector per distinct token; n their number, the batch 1).
-    pub fn resolve(request: &Request, file: Option<&[u8]>) -> Result<Inputs, JsValue> {
+    pub fn resolve(request: &Request, file: Option<&[u8]>) -> Result<Inputs> {
         let tokens = if file.is_some() { Vec::new() } else { request.tokens.clone() };
         if tokens.len() > MAX_N {
-            return Err(to_js(Error::invalid("tokens", format!("{} tokens", tokens.len()), format!("at most {MAX_N} tokens (n)"))));
+            return Err(Error::invalid("tokens", format!("{} tokens", tokens.len()), format!("at most {MAX_N} tokens (n)")));
         }
         let mut options: LayerOptions = request.options.clone();
         if !tokens.is_empty() {
             (options.n, options.batch_size) = (Some(tokens.len() as f64), Some(1.0));
         }
-        let Resolved { config: cfg, spec, mut arrays, per_head_tables: per_head } = options.resolve(&LIMITS).map_err(to_js)?;
+        let Resolved { config: cfg, spec, mut arrays, per_head_tables: per_head } = options.resolve(&LIMITS)?;
         let preset = options.preset.unwrap_or_default();
         let spec = match file {
             Some(bytes) => {
-                arrays.extend(scenario::read_arrays(bytes, &request.file_name).map_err(to_js)?);
+                arrays.extend(scenario::read_arrays(bytes, &request.file_name)?);
                 // x fixes the sizes: the controls' n, d_model and batch are not used (nor checked against it).
-                scenario::sizes_of(&arrays, &spec).map_err(to_js)?
+                scenario::sizes_of(&arrays, &spec)?
             }
             None => spec,
         };
@@ -114,9 +99,9 @@ impl Inputs {
 
     /// The scenario and how its stages are held ([`holding`]), after checking that it fits [`MEMORY_LIMIT`]
     /// (on either backend the stages are held in the wasm memory).
-    pub fn scenario(&mut self) -> Result<(Scenario, Holding), JsValue> {
+    pub fn scenario(&mut self) -> Result<(Scenario, Holding)> {
         let holding = page_budget(&self.cfg, &self.spec, self.per_head)?;
-        let sc = Scenario::build(&self.cfg, &self.spec, std::mem::take(&mut self.arrays), self.per_head).map_err(to_js)?;
+        let sc = Scenario::build(&self.cfg, &self.spec, std::mem::take(&mut self.arrays), self.per_head)?;
         Ok((sc, holding))
     }
 }
@@ -182,7 +167,7 @@ fn pairs(cfg: &Config, spec: &Spec) -> Option<u64> {
 /// Refuses a layer whose [`page_bytes`] exceed [`MEMORY_LIMIT`] or whose pairs exceed [`MAX_PAIRS`], before any
 /// of it is allocated: the message has the estimate, the limit and the largest n that would fit with these heads
 /// (field "n", kind too_large). Returns how it is held.
-fn page_budget(cfg: &Config, spec: &Spec, per_head_tables: bool) -> Result<Holding, JsValue> {
+fn page_budget(cfg: &Config, spec: &Spec, per_head_tables: bool) -> Result<Holding> {
     let held = holding(cfg, spec, per_head_tables);
     let work = pairs(cfg, spec);
     let fits = |n: usize| {
@@ -201,16 +186,16 @@ fn page_budget(cfg: &Config, spec: &Spec, per_head_tables: bool) -> Result<Holdi
         "use fewer heads or a smaller batch".into()
     };
     let layer = format!("this layer (n = {}, batch = {}, d_model = {}, heads = {})", spec.n, spec.batch, spec.d_model, cfg.heads);
-    let message = match held {
+    let needs = match held {
         Some((_, bytes)) if bytes <= MEMORY_LIMIT => format!(
-            "too large for the page: {layer} has {} (query, key) pairs (batch × heads × n²), but the page computes at most {MAX_PAIRS} (n 8192 with 8 heads); {hint}",
+            "has {} (query, key) pairs (batch × heads × n²), but the page computes at most {MAX_PAIRS} (n 8192 with 8 heads)",
             work.map_or("more than 2⁶⁴".into(), |w| w.to_string())
         ),
         held => format!(
-            "too large for the page: {layer} needs {} of memory, but the page's limit is {}; {hint}",
+            "needs {} of memory, but the page's limit is {}",
             held.map_or("more than 16 EiB".into(), |(_, b)| format!("about {}", Bytes(b))),
             Bytes(MEMORY_LIMIT)
         ),
     };
-    Err(js_error("n", ErrorKind::TooLarge, &message))
+    Err(Error::TooLargeForPage { layer, needs, hint })
 }
