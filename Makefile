@@ -10,7 +10,7 @@ WASM_DEBUG = $(or $(CARGO_TARGET_DIR),target)/wasm32-unknown-unknown/debug/relat
 # Cargo features of the wasm build: none for make serve; the e2e tests need the test hooks (Cargo.toml).
 WASM_FEATURES ?=
 
-.PHONY: check protocol serve wasm vendor deps-wasm deps-web deps-gpu deps-python test test-rust test-python test-web test-wasm test-e2e train fixtures
+.PHONY: check protocol serve wasm vendor widget deps-wasm deps-web deps-gpu deps-python test test-rust test-python test-web test-wasm test-e2e train fixtures
 
 deps-wasm:
 	@rustup target list --installed | grep -qx wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
@@ -52,7 +52,7 @@ check:
 	cargo clippy --manifest-path fuzz/Cargo.toml --bins --target-dir target/fuzz -- -D warnings
 	cargo fmt --check --manifest-path python/Cargo.toml
 	cargo clippy --manifest-path python/Cargo.toml --all-targets --target-dir target/python -- -D warnings
-	@for f in www/*.js www/js/*.js tests/e2e/*.mjs bench/*.mjs python/relattn/*.js; do node --check "$$f" || exit 1; done
+	@for f in www/*.js www/js/*.js www/js/shared/*.js tests/e2e/*.mjs bench/*.mjs python/relattn/*.js; do node --check "$$f" || exit 1; done
 	@python3 -m ruff --version >/dev/null 2>&1 || python3 -m pip install --quiet ruff
 	python3 -m ruff check --select F --no-cache train bench python
 	@test -d node_modules/typescript -a node_modules/.package-lock.json -nt package-lock.json || npm ci --no-audit --no-fund
@@ -93,8 +93,14 @@ deps-python:
 	@echo '{ "type": "commonjs" }' > $(PYVENV)/package.json
 	@$(PYVENV)/bin/python -c "import maturin, numpy, pytest, anywidget, jupyterlab" 2>/dev/null || $(PYVENV)/bin/pip install --quiet -r python/requirements-test.txt
 
+# The notebook widget: python/relattn/widget.js with the page's figure core (www/js/shared/figure-core.js)
+# bundled in by esbuild (package.json) into one module, python/relattn/static/widget.js (git-ignored): one copy.
+widget: vendor
+	@mkdir -p python/relattn/static
+	node_modules/.bin/esbuild python/relattn/widget.js --bundle --format=esm --log-level=warning --outfile=python/relattn/static/widget.js
+
 test-python: WASM_FEATURES = --features test-hooks
-test-python: deps-python wasm
+test-python: deps-python wasm widget
 	cargo build --bin relattn
 	@mkdir -p python/relattn/static python/relattn/models
 	@cp -u www/pkg/relattn.js www/pkg/relattn_bg.wasm python/relattn/static/

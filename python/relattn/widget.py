@@ -20,7 +20,8 @@ class Figures(anywidget.AnyWidget):
     """The stages of one (batch, head): heatmaps with a tooltip (the cell's exact value), a pinned pair
     outlined in every (query, key) view, and a PNG of any figure."""
 
-    _esm = _HERE / "widget.js"
+    #: widget.js with the page's figure core bundled in (``make widget``).
+    _esm = _HERE / "static" / "widget.js"
     _glue = traitlets.Unicode().tag(sync=True)
     _wasm = traitlets.Bytes().tag(sync=True)
     #: The stages' metadata, shapes, colour ranges and offsets (JSON, from the crate).

@@ -21,8 +21,10 @@ use relattn::layer::forward::{self, Sizes, DEFAULT_MEMORY_LIMIT};
 use relattn::layer::options::{LayerOptions, Limits, Resolved};
 use relattn::layer::presets::NAMES as PRESETS;
 use relattn::layer::scenario::{Arrays, Scenario, NAMES};
+use relattn::layer::stage::StageMeta;
 use relattn::layer::trace::{Named, Trace};
 use relattn::positions::Method;
+use relattn::protocol::{Cut, NotebookFigure};
 use relattn::render::value_range;
 use relattn::stage::Stage;
 use relattn::trained::chorales::Chorales;
@@ -78,7 +80,9 @@ fn options(py: Python<'_>, kwargs: &Bound<'_, PyDict>) -> PyResult<LayerOptions>
     }
     serde_json::from_value(given.clone().into()).map_err(|whole| {
         // The keyword at fault: the first one refused alone.
-        let one = |(k, v): (&String, &serde_json::Value)| serde_json::from_value::<LayerOptions>(serde_json::json!({ k: v })).err().map(|e| (k.clone(), v.to_string(), e));
+        let one = |(k, v): (&String, &serde_json::Value)| {
+            serde_json::from_value::<LayerOptions>(serde_json::json!({ k: v })).err().map(|e| (k.clone(), v.to_string(), e))
+        };
         match given.iter().find_map(one) {
             Some((name, v, e)) => refuse(py, &name, v, e),
             None => refuse(py, "option", "these options", whole),
@@ -206,36 +210,37 @@ fn model_figures<'py>(
         for head in 0..model.config.heads {
             let w = t.stage(Stage::Weights, 0, head).map_err(err)?;
             let what = describe(&distance_distribution(w.view()), meter);
-            let mut meta = serde_json::to_value(t.meta(Stage::Weights)).map_err(|e| refuse(py, "model", e, "a model whose stages serialize"))?;
-            meta["title"] = format!("layer {layer}, head {head}").into();
-            meta["formula"] = what.into();
-            packed.push(meta, Stage::Weights, w.view());
+            packed.push(t.meta(Stage::Weights), (format!("layer {layer}, head {head}"), what), w.view(), Vec::new());
         }
     }
-    Ok(packed.finish(py))
+    packed.finish(py)
 }
 
-/// Figures for the widget as `figures` and `model_figures` give them: each one's metadata, shape, colour
-/// range (the page's, [`value_range`]) and offset into the values, then the values, float32 little-endian.
+/// Figures for the widget as `figures` and `model_figures` give them: a JSON list of [`NotebookFigure`]s (each
+/// one's metadata, cut with the page's colour range ([`value_range`]), title, formula, offset into the values
+/// and a table's readers), then the values, float32 little-endian.
 #[derive(Default)]
 struct Packed {
-    list: Vec<serde_json::Value>,
+    list: Vec<NotebookFigure>,
     values: Vec<f32>,
 }
 
 impl Packed {
-    /// Adds the matrix `m` of `stage` under the metadata `meta`.
-    fn push(&mut self, meta: serde_json::Value, stage: Stage, m: ndarray::ArrayView2<f32>) {
-        let (lo, hi) = value_range(m, stage.scale());
+    /// Adds the matrix `m` of a stage under `meta`, shown with `title` and `formula`, its table rows read by
+    /// `readers`.
+    fn push(&mut self, meta: StageMeta, (title, formula): (String, String), m: ndarray::ArrayView2<f32>, readers: Vec<Vec<u32>>) {
+        let (lo, hi) = value_range(m, meta.scale);
         let (rows, cols) = m.dim();
-        self.list.push(serde_json::json!({ "meta": meta, "rows": rows, "cols": cols, "lo": lo, "hi": hi, "offset": self.values.len() }));
+        let cut = Cut { rows, cols, raster_rows: rows, raster_cols: cols, lo, hi, has_values: true };
+        self.list.push(NotebookFigure { meta, cut, title, formula, offset: self.values.len(), readers });
         self.values.extend(m.iter());
     }
 
     /// The JSON list and the values' bytes.
-    fn finish(self, py: Python<'_>) -> (String, Bound<'_, PyBytes>) {
+    fn finish(self, py: Python<'_>) -> PyResult<(String, Bound<'_, PyBytes>)> {
         let bytes: Vec<u8> = self.values.iter().flat_map(|v| v.to_le_bytes()).collect();
-        (serde_json::Value::Array(self.list).to_string(), PyBytes::new(py, &bytes))
+        let list = serde_json::to_string(&self.list).map_err(|e| refuse(py, "figures", e, "figures that serialize"))?;
+        Ok((list, PyBytes::new(py, &bytes)))
     }
 }
 
@@ -270,12 +275,14 @@ fn figures<'py>(
     let wanted: Vec<Stage> =
         if stages.is_empty() { t.stages() } else { stages.iter().map(|s| s.parse::<Stage>()).collect::<relattn::Result<_>>().map_err(|e| py_err(py, e))? };
     let mut packed = Packed::default();
+    let (scheme, n) = (t.config.scheme(), t.dims().2);
     for stage in wanted {
         let m = t.stage(stage, batch, head).map_err(|e| py_err(py, e))?;
-        let meta = serde_json::to_value(t.meta(stage)).map_err(|e| refuse(py, "stage", e, "a stage whose metadata serializes"))?;
-        packed.push(meta, stage, m.view());
+        let meta = t.meta(stage);
+        let readers = if stage == Stage::RelK { (0..m.nrows()).map(|row| scheme.reader_runs(row, n)).collect() } else { Vec::new() };
+        packed.push(meta.clone(), (meta.title.to_string(), meta.formula.to_string()), m.view(), readers);
     }
-    Ok(packed.finish(py))
+    packed.finish(py)
 }
 
 /// The presets' names.

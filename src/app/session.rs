@@ -289,8 +289,7 @@ impl Session {
     pub fn table_readers(&self, row: usize) -> Result<Vec<u32>> {
         let cfg = self.config();
         check_index("row", row, cfg.table_rows())?;
-        let (n, scheme) = (self.dims().2, cfg.scheme());
-        Ok((0..n).map(|i| scheme.readers(row, i, n, n)).flat_map(|keys| [keys.start as u32, keys.end as u32]).collect())
+        Ok(cfg.scheme().reader_runs(row, self.dims().2))
     }
 }
 

@@ -317,6 +317,12 @@ impl Scheme {
         }
     }
 
+    /// Every query's [`Scheme::readers`] of table row r in a self-attention layer of n positions, as the page
+    /// and the notebook widget take them: `[lo_0, hi_0, lo_1, hi_1, …]`, 2n numbers.
+    pub fn reader_runs(&self, r: usize, n: usize) -> Vec<u32> {
+        (0..n).map(|i| self.readers(r, i, n, n)).flat_map(|keys| [keys.start as u32, keys.end as u32]).collect()
+    }
+
     /// The bias by distance of a scheme that adds one after the scale (ALiBi, T5), from the head's table
     /// (ALiBi: its slope (1, 1); T5: its bias per bucket (B, 1)): element d + Lk − 1 holds the bias at
     /// distance d, for d in −(Lk − 1)..=Lq − 1 (every distance of Lq queries aligned to the last of Lk

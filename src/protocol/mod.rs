@@ -167,3 +167,21 @@ mod tests {
         assert!(serde_json::from_str::<ModelRequest>(r#"{"piece":"10.7","start":4,"transpose":0,"backend":"cpu"}"#).is_err(), "length is missing");
     }
 }
+
+/// One figure of the notebook widget (python/relattn/widget.js: `relattn.show`, `relattn.show_model`): a
+/// stage's metadata and cut, the title and formula it is shown with, where its values start in the buffer of
+/// every figure's values, and for a relative table the keys of each query that read each of its rows.
+#[derive(Clone, Debug, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS), ts(export, export_to = "protocol.d.ts"))]
+pub struct NotebookFigure {
+    pub meta: crate::layer::stage::StageMeta,
+    pub cut: Cut,
+    /// The stage's title and formula, or a trained model's head ("layer 1, head 2") and what it does.
+    pub title: String,
+    pub formula: String,
+    /// Index of its first value in the values buffer (float32 little-endian, row-major, figures concatenated).
+    pub offset: usize,
+    /// For a relative table (w^K, E_r, T5's bias per bucket): per row, the keys of each query that read it,
+    /// `[lo_0, hi_0, lo_1, hi_1, …]` ([`crate::positions::Scheme::reader_runs`]); empty for other stages.
+    pub readers: Vec<Vec<u32>>,
+}

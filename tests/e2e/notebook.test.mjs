@@ -8,10 +8,12 @@ import { mkdtempSync, copyFileSync, rmSync, existsSync, mkdirSync, writeFileSync
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { artifacts, prepare, launch, watch, close, root } from './harness.mjs';
+import { artifacts, prepare, launch, watch, close, root, startServer, hover } from './harness.mjs';
 
 const JUPYTER = join(root, 'target', 'pyvenv', 'bin', 'jupyter');
 let lab;
+let server;
+let pageBase;
 let home;
 let base;
 let context;
@@ -47,12 +49,13 @@ before(async () => {
     lab.stderr.on('data', (d) => { log += d; if (log.includes(`127.0.0.1:${port}/lab`)) { clearTimeout(timer); ok(); } });
     lab.on('exit', (code) => { clearTimeout(timer); fail(new Error(`JupyterLab exited (${code}):\n${log}`)); });
   });
+  ({ server, base: pageBase } = await startServer());
   ({ context, page, profile } = await launch({ viewport: { width: 1400, height: 1000 } }));
   watch(page, problems, { failed: false });
 });
 
 after(async () => {
-  await close({ context, profile });
+  await close({ context, server, profile });
   if (lab) lab.kill();
   if (home) rmSync(home, { recursive: true, force: true });
 });
@@ -94,6 +97,17 @@ test('the example notebook runs and its widgets draw the stages, with the arrays
   await page.waitForFunction(() => { const t = document.querySelector('.relattn-tip'); return t && !t.hidden && t.dataset.i === '5' && t.dataset.j === '2'; }, null, { timeout: 10000 });
   const shown = Number(await page.locator('.relattn-tip').first().getAttribute('data-value'));
   assert.ok(Math.abs(shown - printed) <= 1e-6 * Math.max(1, Math.abs(printed)), `tooltip ${shown}, array ${printed}`);
+  // The same cell on the page (the same layer: the same options and seed) reads the same, to the character:
+  // the widget and the page format it with one figure core (www/js/shared/figure-core.js).
+  const widgetText = await page.locator('.relattn-tip').first().getAttribute('data-text');
+  const onPage = await context.newPage();
+  await onPage.goto(`${pageBase}?method=music&n=8&d_model=32&heads=2&clip=7&causal=1&seed=0&batch_size=1&sentence=&backend=cpu`);
+  await onPage.waitForFunction(() => document.body.dataset.ready, null, { timeout: 30000 });
+  const tip = await hover(onPage, 'weights', 5, 2);
+  const pageText = tip.text.split('\n').find((l) => l.includes('value'));
+  assert.equal(widgetText, pageText);
+  assert.match(widgetText, /^\(i, j\) = \(5, 2\)   value \S+$/);
+  await onPage.close();
   // A click pins the pair (the widget's `pinned`, outlined in every (query, key) view).
   await page.mouse.click(x, y);
   // The refused option names its field.

@@ -3,7 +3,7 @@
 // The options are the Rust struct `LayerOptions` (src/layer/options.rs), field for field: each option's control
 // has the field's name as its id and the attribute data-option in index.html, and is read by its kind (a
 // checkbox, a number box or a select). Adding a control: its field in LayerOptions, its element in index.html.
-import { $ } from './dom.js';
+import { $, all } from './dom.js';
 import { state } from './state.js';
 
 /** The option controls (LayerOptions' fields, the preset first), in the order of the form. */
@@ -98,7 +98,7 @@ function fillSelect(sel, count, value) {
 
 /**
  * Writes the options a result was computed with back into the controls, and the (batch, head) shown.
- * @param {import('./protocol.js').TraceInfo} info
+ * @param {import('./types/protocol').Info} info
  * @param {{ batch: number, head: number }} shown
  */
 export function syncControls(info, shown) {
@@ -138,7 +138,7 @@ export function optionsFollowMethod() {
   $('per_head_tables').title = o.per_head ? '' : 'This method has no learned table to give each head its own';
   $('clip').disabled = !o.clip;
   $('clip').title = o.clip ? '' : 'k sizes the tables of Shaw et al. and the Music Transformer; this method has none';
-  for (const el of document.querySelectorAll('.scheme-rope')) el.hidden = !o.rope;
-  for (const el of document.querySelectorAll('.scheme-t5')) el.hidden = !o.buckets;
-  for (const el of document.querySelectorAll('.scheme-edge')) el.hidden = !o.edge;
+  for (const el of all('.scheme-rope')) el.hidden = !o.rope;
+  for (const el of all('.scheme-t5')) el.hidden = !o.buckets;
+  for (const el of all('.scheme-edge')) el.hidden = !o.edge;
 }

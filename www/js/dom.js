@@ -1,5 +1,9 @@
 // Owns nothing: the DOM helpers every module uses (an element of index.html by its id; canvas text size).
+/** An element of index.html by its id (any kind: an input, a select, a canvas …). @type {(id: string) => any} */
 export const $ = (id) => document.getElementById(id);
+
+/** The elements `selector` matches, as an array of HTMLElements. @type {(selector: string, within?: ParentNode) => HTMLElement[]} */
+export const all = (selector, within = document) => [.../** @type {NodeListOf<HTMLElement>} */ (within.querySelectorAll(selector))];
 
 /** Canvas text size: `px` on the page, at least 14 px on a slide (legible on a projector at 1280 × 720). */
 export function textPx(px) {

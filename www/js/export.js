@@ -5,21 +5,11 @@ import { wrapLines } from './dom.js';
 import { state } from './state.js';
 import { showError } from './controls.js';
 import { FRAME, figureSpec } from './figures.js';
+import { download, withCells } from './shared/figure-core.js';
 import { askExport } from './worker-client.js';
 import { fileInUse } from './file.js';
 import { windowName, windowSlug } from './model-form.js';
 import { drawFailed } from './ui-wasm.js';
-
-/** Saves `blob` as a download named `name`. */
-export function download(blob, name) {
-  const a = document.createElement('a');
-  a.href = URL.createObjectURL(blob);
-  a.download = name;
-  document.body.append(a);
-  a.click();
-  a.remove();
-  setTimeout(() => URL.revokeObjectURL(a.href), 10000);
-}
 
 /** Model mode's roll (with the arcs and the sampled notes) as a PNG at twice its size on screen; `draw(canvas, size)` draws it. */
 export function exportRoll(draw, kind = 'png') {
@@ -105,16 +95,11 @@ function figureSVG(name) {
   const stage = cur.byName[name];
   // A stage sent without its values (past VALUES_CELLS) is too large to paint as vectors anyway: its raster goes in.
   const r = state.ui.draw_svg({ ...figureSpec(stage, cur), range: [stage.lo, stage.hi] }, stage.values || new Float32Array(0), FRAME.w, FRAME.h);
-  let svg = r.svg;
-  if (!r.painted) {
-    const { x0, x1, y0, y1 } = r.area;
-    const c = document.createElement('canvas');
-    c.width = stage.raster_cols; c.height = stage.raster_rows;
-    c.getContext('2d').putImageData(new ImageData(stage.rgba, stage.raster_cols, stage.raster_rows), 0, 0);
-    const img = `<image x="${x0}" y="${y0}" width="${x1 - x0}" height="${y1 - y0}" preserveAspectRatio="none" style="image-rendering:pixelated" href="${c.toDataURL('image/png')}"/>`;
-    svg = svg.replace(/<\/svg>\s*$/, `${img}\n</svg>\n`);
-  }
-  return svg;
+  if (r.painted) return r.svg;
+  const c = document.createElement('canvas');
+  c.width = stage.raster_cols; c.height = stage.raster_rows;
+  c.getContext('2d').putImageData(new ImageData(stage.rgba, stage.raster_cols, stage.raster_rows), 0, 0);
+  return withCells(r.svg, false, r.area, c.toDataURL('image/png'));
 }
 
 /** Downloads stage `name` as 'svg' or 'png' (2×). */

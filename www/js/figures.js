@@ -5,20 +5,11 @@
 // `win` is the window of the stage shown ({ r0, c0, rows, cols }, null: all of it; zoom.js sets it): a zoomed
 // view draws those cells alone, coloured by the page's wasm over the whole stage's range, with a minimap.
 import { state } from './state.js';
-import { fmt } from './format.js';
+import * as core from './shared/figure-core.js';
 import { askCells } from './worker-client.js';
 import { drawPins } from './tooltip.js';
 
-/** The size of a figure's canvas (and of an exported figure, before the PNG's 2×). */
-export const FRAME = { w: 470, h: 430 };
-
-/** [x axis, y axis, x tick labels, y tick labels]: the tokens label positions when there are n of them. */
-function axesOf(stage, cur) {
-  const toks = cur.tokens;
-  const xl = toks && stage.pairs && stage.cols === toks.length ? toks : [];
-  const yl = toks && stage.rows_are_queries && stage.rows === toks.length ? toks : [];
-  return [stage.x_axis, stage.y_axis, xl, yl];
-}
+export const FRAME = core.FRAME;
 
 /** The window of a view's stage shown: the whole stage, or the zoomed one (clamped to the stage). */
 export function windowOf(v) {
@@ -45,10 +36,9 @@ function subtitleOf(stage, cur) {
   return `${stage.formula}   [${stage.rows} × ${stage.cols}]${where ? ` · ${where}` : ''}`;
 }
 
-/** The src/web/figure.rs FigureSpec of a stage's figure. */
+/** The src/web/figure.rs FigureSpec of a stage's figure (shared/figure-core.js figureSpec). */
 export function figureSpec(stage, cur) {
-  const [x_axis, y_axis, x_labels, y_labels] = axesOf(stage, cur);
-  return { title: stage.title, subtitle: subtitleOf(stage, cur), x_axis, y_axis, scale: stage.scale, x_labels, y_labels, rows: stage.rows, cols: stage.cols };
+  return core.figureSpec(stage, subtitleOf(stage, cur), cur.tokens);
 }
 
 /** A view (its canvas, and an offscreen canvas for the cells) of `stage`, not drawn yet. */
@@ -174,7 +164,7 @@ export function blit(v) {
       // Dark text on light cells, light text on dark ones (Rec. 709 luma of the cell's colour).
       const luma = 0.2126 * rgba[k] + 0.7152 * rgba[k + 1] + 0.0722 * rgba[k + 2];
       ctx.fillStyle = luma > 140 ? '#111' : '#f4f4f4';
-      ctx.fillText(fmt(values[i * cols + j]), x0 + (j + 0.5) * cw, y0 + (i + 0.5) * ch);
+      ctx.fillText(core.fmt(values[i * cols + j]), x0 + (j + 0.5) * cw, y0 + (i + 0.5) * ch);
     }
   }
 }
@@ -199,60 +189,15 @@ function drawMinimap(v) {
 
 /** The cell { i, j } of the stage under a pointer event (through the zoom window), or null outside the plot area. */
 export function cellAt(v, e) {
-  const b = v.canvas.getBoundingClientRect();
-  const x = ((e.clientX - b.left) * v.canvas.width) / b.width;
-  const y = ((e.clientY - b.top) * v.canvas.height) / b.height;
-  const { x0, x1, y0, y1 } = v.rect;
-  if (x < x0 || x >= x1 || y < y0 || y >= y1) return null;
-  const w = windowOf(v);
-  const j = w.c0 + Math.floor(((x - x0) / (x1 - x0)) * w.cols);
-  const i = w.r0 + Math.floor(((y - y0) / (y1 - y0)) * w.rows);
-  return { i, j };
+  return core.cellAt(v.canvas, v.rect, windowOf(v), e);
 }
 
-/** Where cell (i, j) of the stage is drawn: { x, y, cw, ch } in canvas pixels, or null outside the window. */
-function cellBox(v, i, j) {
-  const { x0, x1, y0, y1 } = v.rect;
-  const w = windowOf(v);
-  if (i < w.r0 || j < w.c0 || i >= w.r0 + w.rows || j >= w.c0 + w.cols) return null;
-  const cw = (x1 - x0) / w.cols;
-  const ch = (y1 - y0) / w.rows;
-  return { x: x0 + (j - w.c0) * cw, y: y0 + (i - w.r0) * ch, cw, ch };
-}
-
-/**
- * Shades runs of cells of a view, [i, c0, c1] for cells (i, c0) … (i, c1 − 1), where they lie in its window:
- * the pairs that read one table row. One path, filled once: runs that share a pixel (cells under a pixel,
- * n past the raster's side) are not darkened twice.
- */
+/** Shades runs of cells [i, c0, c1] of a view where they lie in its window (shared/figure-core.js shade). */
 export function shade(v, runs) {
-  const { x0, x1, y0, y1 } = v.rect;
-  const w = windowOf(v);
-  const cw = (x1 - x0) / w.cols;
-  const ch = (y1 - y0) / w.rows;
-  const ctx = v.ctx;
-  ctx.beginPath();
-  for (const [i, c0, c1] of runs) {
-    const a = Math.max(c0, w.c0);
-    const b = Math.min(c1, w.c0 + w.cols);
-    if (i >= w.r0 && i < w.r0 + w.rows && a < b) ctx.rect(x0 + (a - w.c0) * cw, y0 + (i - w.r0) * ch, Math.max(1, (b - a) * cw), Math.max(1, ch));
-  }
-  ctx.fillStyle = 'rgba(255, 0, 170, 0.5)'; // magenta: in neither colormap
-  ctx.fill();
+  core.shade(v.ctx, v.rect, windowOf(v), runs);
 }
 
-/** Outlines cells (i, j) … (i + h − 1, j + w − 1) in black and yellow (visible on every colormap). */
+/** Outlines cells (i, j) … (i + h − 1, j + w − 1) of a view (shared/figure-core.js outline). */
 export function outline(v, i, j, w = 1, h = 1) {
-  const b = cellBox(v, i, j);
-  if (!b) return;
-  const { x, y, cw, ch } = b;
-  const rw = Math.max(3, cw * w);
-  const rh = Math.max(3, ch * h);
-  const ctx = v.ctx;
-  ctx.lineWidth = 3;
-  ctx.strokeStyle = '#000';
-  ctx.strokeRect(x - 1, y - 1, rw + 2, rh + 2);
-  ctx.lineWidth = 1.5;
-  ctx.strokeStyle = '#ffd400';
-  ctx.strokeRect(x - 1, y - 1, rw + 2, rh + 2);
+  core.outline(v.ctx, v.rect, windowOf(v), i, j, w, h);
 }

@@ -73,7 +73,8 @@ function showFatal(error, latest) {
 async function main() {
   const handlers = { result: showResult, refused: showRefused, fatal: showFatal, model: onModelMessage, restarted: onWorkerRestart, gpuSettled };
   // Parameters mode's first request waits for the page's own wasm (it draws the figures).
-  let uiLoaded = null;
+  /** @type {(value?: unknown) => void} */
+  let uiLoaded = () => {};
   const uiReady = new Promise((ok) => { uiLoaded = ok; });
   const startParams = () => uiReady.then(() => request());
   wireModel(startParams);

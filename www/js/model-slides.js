@@ -8,6 +8,7 @@ import { ensureNll } from './model-compare.js';
  * The slides in order: name, panel, title (of the result shown). After the last comes the chosen head stage
  * by stage (Parameters mode's presentation from its first stage).
  */
+/** @type {[string, string, (s: any) => string][]} */
 const SLIDES = [
   ['roll', '.roll-fig', (s) => `The window and what the selected note attends to (layer ${s.layer}, head ${s.head})`],
   ['tiles', '#m-panel-tiles', () => 'Every layer and head, and what each does'],

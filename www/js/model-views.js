@@ -12,6 +12,9 @@ import { modelLabel } from './model-form.js';
 import { SCHEME_COLORS } from './scheme-colors.js';
 
 /** One colour per trained model, in every chart that puts them side by side. */
+/** Each tile's pixels (its head's weights), to draw again under the selected row's ticks. @type {WeakMap<HTMLCanvasElement, ImageData>} */
+const TILE_PIXELS = new WeakMap();
+
 const HEAD_COLORS = ['#1f6fc4', '#d62728', '#2a9d3a', '#8a4fbf', '#e07000', '#555', '#17becf', '#bcbd22'];
 
 /**
@@ -38,8 +41,9 @@ export function drawTiles(r, choose) {
       b.setAttribute('aria-label', `layer ${l}, head ${h}`);
       const c = document.createElement('canvas');
       c.width = t.size; c.height = t.size;
-      c.pixels = new ImageData(new Uint8ClampedArray(t.rgba), t.size, t.size);
-      c.getContext('2d').putImageData(c.pixels, 0, 0);
+      const pixels = new ImageData(new Uint8ClampedArray(t.rgba), t.size, t.size);
+      TILE_PIXELS.set(c, pixels);
+      c.getContext('2d').putImageData(pixels, 0, 0);
       c.dataset.layer = String(l);
       c.dataset.head = String(h);
       const cap = document.createElement('span');
@@ -63,7 +67,7 @@ export function drawTiles(r, choose) {
 export function markRow(position, T) {
   for (const c of $('m-tiles').querySelectorAll('canvas')) {
     const ctx = c.getContext('2d');
-    ctx.putImageData(c.pixels, 0, 0);
+    ctx.putImageData(TILE_PIXELS.get(c), 0, 0);
     if (position == null) continue;
     const y = ((position + 0.5) * c.height) / T;
     ctx.strokeStyle = '#ff8c00';

@@ -4,7 +4,7 @@
 // (model-sampling.js), the comparisons (model-compare.js) and the slides (model-slides.js) own their state and
 // are given what they need here. Every request carries the page's Backend (the toolbar's, Parameters mode's
 // too); the footer says where it ran.
-import { $ } from './dom.js';
+import { $, all } from './dom.js';
 import { state } from './state.js';
 import { presentNextResult } from './present.js';
 import { modelRequest as modelMsg, windowKey } from './protocol.js';
@@ -212,7 +212,7 @@ export function setMode(mode, startParams) {
 export function wireModel(startParams) {
   $('mode-params').addEventListener('click', () => setMode('params', startParams));
   $('mode-model').addEventListener('click', () => setMode('model', startParams));
-  for (const b of document.querySelectorAll('#model .panel-export button')) b.addEventListener('click', () => exportPanel(b.closest('section'), b.dataset.export));
+  for (const b of all('#model .panel-export button')) b.addEventListener('click', () => exportPanel(b.closest('section'), b.dataset.export));
   wireRoll(() => modelRequest());
   const shown = () => m.shown;
   wireSampling(shown, () => redraw());

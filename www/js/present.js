@@ -90,7 +90,8 @@ export function drawPresent() {
   $('present-step').textContent = `${at + 1} / ${cur.stages.length}`;
   $('present-title').textContent = stage.title;
   const f = $('present-formula');
-  if (window.katex && stage.tex) window.katex.render(stage.tex, f, { displayMode: true, throwOnError: false });
+  const katex = /** @type {any} */ (window).katex; // www/vendor/katex, loaded by index.html
+  if (katex && stage.tex) katex.render(stage.tex, f, { displayMode: true, throwOnError: false });
   else f.textContent = stage.formula;
   $('present-notice').textContent = stage.notice;
   sec.setAttribute('aria-label', `Step ${at + 1} of ${cur.stages.length}: ${stage.title}, ${stage.formula}`);

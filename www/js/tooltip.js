@@ -3,7 +3,7 @@
 import { $ } from './dom.js';
 import { state } from './state.js';
 import { presenting, presentedView } from './present.js';
-import { fmt } from './format.js';
+import { fmt, cellText, readerRuns } from './shared/figure-core.js';
 import { blit, cellAt, outline, shade } from './figures.js';
 import { saveURL } from './url.js';
 import { askCells, askReaders } from './worker-client.js';
@@ -96,8 +96,7 @@ function fillTip(v, i, j, announce = false) {
   });
   const value = cellOf(v.stage.name, i, j);
   // A pair is (i, j); any other cell is named by its axes (a table row and a component, a buffer's row …).
-  const where = v.stage.pairs ? `(i, j) = (${i}, ${j})` : `${v.stage.y_axis} ${i}, ${v.stage.x_axis} ${j}`;
-  const lines = [`<b>${v.stage.title}</b>`, `${where}   value ${shown(value)}`];
+  const lines = [`<b>${v.stage.title}</b>`, cellText(v.stage, i, j, value)];
   tip.dataset.stage = v.stage.name;
   tip.dataset.i = i;
   tip.dataset.j = j;
@@ -209,8 +208,7 @@ function readersOf(r) {
     cur.readers = asked;
     askReaders(r)
       .then((keys) => {
-        asked.runs = [];
-        for (let i = 0; 2 * i < keys.length; i++) if (keys[2 * i] < keys[2 * i + 1]) asked.runs.push([i, keys[2 * i], keys[2 * i + 1]]);
+        asked.runs = readerRuns(keys);
         if (state.current === cur && state.pinnedRow === r) drawPins();
       })
       .catch(() => { if (cur.readers === asked) cur.readers = null; /* a newer result, or the worker restarted */ });

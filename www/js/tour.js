@@ -16,6 +16,7 @@ function set(id, value) {
 }
 
 /** The steps: title, what to look at, and what to set first (a mode change included). */
+/** @type {[string, string, () => void][]} */
 const STEPS = [
   ['What relative attention can do, before any training',
     'The preset built-heads: three hand-built Shaw heads, relative term only. Head 0 attends to the previous token, head 1 to the next, head 2 evenly to every key within k − 1. Switch "head shown" and watch the diagonal of the weights move; Present steps through every stage with its formula.',

@@ -241,7 +241,7 @@ pair: PairLabels, backend: BackendUsed,
 stage_times: Array<Timing>, 
 /**
  * The stages of the (batch, head) shown are computed when it is selected, on the CPU (the whole trace
- * would not fit WHOLE_LIMIT, src/web/request.rs); `backend` is where the layer's forward pass ran.
+ * would not fit WHOLE_LIMIT, src/app/request.rs); `backend` is where the layer's forward pass ran.
  */
 on_demand: boolean, };
 
@@ -415,7 +415,7 @@ t5_buckets: number | null, t5_max_distance: number | null, };
 export type ModelError = { id: number, of: string, error: WorkerError, info?: ModelInfo, };
 
 /**
- * What `ModelSession::info` (src/web/model.rs) says about the model and its data.
+ * What `ModelSession::info` (src/app/chorales.rs) says about the model and its data.
  */
 export type ModelInfo = { 
 /**
@@ -440,7 +440,7 @@ parameters: number,
  */
 test_nll: number | null, valid_nll: number | null, 
 /**
- * Longest window: CONTEXTS_PER_WINDOW × context (src/web/model.rs).
+ * Longest window: CONTEXTS_PER_WINDOW × context (src/app/chorales.rs).
  */
 max_length: number, 
 /**
@@ -667,6 +667,26 @@ step: number,
 midi: number | null, };
 
 /**
+ * One figure of the notebook widget (python/relattn/widget.js: `relattn.show`, `relattn.show_model`): a
+ * stage's metadata and cut, the title and formula it is shown with, where its values start in the buffer of
+ * every figure's values, and for a relative table the keys of each query that read each of its rows.
+ */
+export type NotebookFigure = { meta: StageMeta, cut: Cut, 
+/**
+ * The stage's title and formula, or a trained model's head ("layer 1, head 2") and what it does.
+ */
+title: string, formula: string, 
+/**
+ * Index of its first value in the values buffer (float32 little-endian, row-major, figures concatenated).
+ */
+offset: number, 
+/**
+ * For a relative table (w^K, E_r, T5's bias per bucket): per row, the keys of each query that read it,
+ * `[lo_0, hi_0, lo_1, hi_1, …]` ([`crate::positions::Scheme::reader_runs`]); empty for other stages.
+ */
+readers: Array<Array<number>>, };
+
+/**
  * How the tooltip of a (query i, key j) cell names the pair's parts, each with `{}` where its value goes: the
  * content logit, the relative one, the table row read and what masking means (one per layer, in
  * `Info::pair`; each scheme's module writes its own: `positions::<scheme>::pair_labels`).
@@ -860,7 +880,7 @@ backend: BackendChoice, };
  */
 export type SampleRequest = { 
 /**
- * Tokens to draw after the window, 1..=MAX_STEPS (src/web/model.rs).
+ * Tokens to draw after the window, 1..=MAX_STEPS (src/app/chorales.rs).
  */
 steps: number, 
 /**

@@ -1,0 +1,118 @@
+// The figure core the page and the notebook widget share (python/relattn/widget.js bundles it: `make widget`):
+// no state, no worker, nothing but the canvas, context and values it is given. A figure's geometry is its plot
+// area `rect` { x0, x1, y0, y1 } in canvas pixels (draw_frame's answer: src/web/figure.rs) and the window of
+// its stage shown `win` { r0, c0, rows, cols } (the whole stage, or a zoomed part of it).
+
+/** The size of a figure's canvas (and of an exported figure, before the PNG's 2×). */
+export const FRAME = { w: 470, h: 430 };
+
+/** A number as every tooltip, pinned line and screen reader says it: three significant digits, integers as
+ *  they are, −∞ for masked logits. */
+export function fmt(v) {
+  if (v === -Infinity) return '−∞';
+  if (!Number.isFinite(v)) return String(v);
+  if (Number.isInteger(v) && Math.abs(v) < 1e6) return String(v);
+  const a = Math.abs(v);
+  if (a >= 0.01 && a < 1000) return v.toFixed(Math.max(0, 2 - Math.floor(Math.log10(a))));
+  return v.toExponential(2);
+}
+
+/** A cell's line of a tooltip: where it is ((i, j) for a pair, else by its axes) and its value ('…' while it
+ *  is asked for: `value` undefined). */
+export function cellText(stage, i, j, value) {
+  const where = stage.pairs ? `(i, j) = (${i}, ${j})` : `${stage.y_axis} ${i}, ${stage.x_axis} ${j}`;
+  return `${where}   value ${value === undefined ? '…' : fmt(value)}`;
+}
+
+/**
+ * The src/web/figure.rs FigureSpec of a stage's figure: its title, `subtitle`, axes, colour scale and shape;
+ * `tokens` (or null) label the positions where there are as many as the axis has.
+ * @param {{ title: string, x_axis: string, y_axis: string, scale: string, pairs: boolean, rows_are_queries: boolean, rows: number, cols: number }} stage
+ */
+export function figureSpec(stage, subtitle, tokens) {
+  const x_labels = tokens && stage.pairs && stage.cols === tokens.length ? tokens : [];
+  const y_labels = tokens && stage.rows_are_queries && stage.rows === tokens.length ? tokens : [];
+  return { title: stage.title, subtitle, x_axis: stage.x_axis, y_axis: stage.y_axis, scale: stage.scale, x_labels, y_labels, rows: stage.rows, cols: stage.cols };
+}
+
+/** The cell { i, j } of the stage under a pointer event on `canvas` (through the window), or null outside the
+ *  plot area. */
+export function cellAt(canvas, rect, win, e) {
+  const b = canvas.getBoundingClientRect();
+  const x = ((e.clientX - b.left) * canvas.width) / b.width;
+  const y = ((e.clientY - b.top) * canvas.height) / b.height;
+  const { x0, x1, y0, y1 } = rect;
+  if (x < x0 || x >= x1 || y < y0 || y >= y1) return null;
+  return { i: win.r0 + Math.floor(((y - y0) / (y1 - y0)) * win.rows), j: win.c0 + Math.floor(((x - x0) / (x1 - x0)) * win.cols) };
+}
+
+/** Where cell (i, j) of the stage is drawn: { x, y, cw, ch } in canvas pixels, or null outside the window. */
+export function cellBox(rect, win, i, j) {
+  const { x0, x1, y0, y1 } = rect;
+  if (i < win.r0 || j < win.c0 || i >= win.r0 + win.rows || j >= win.c0 + win.cols) return null;
+  const cw = (x1 - x0) / win.cols;
+  const ch = (y1 - y0) / win.rows;
+  return { x: x0 + (j - win.c0) * cw, y: y0 + (i - win.r0) * ch, cw, ch };
+}
+
+/**
+ * Shades runs of cells, [i, c0, c1] for cells (i, c0) … (i, c1 − 1), where they lie in the window: the pairs
+ * that read one table row. One path, filled once: runs that share a pixel (cells under a pixel, n past the
+ * raster's side) are not darkened twice.
+ */
+export function shade(ctx, rect, win, runs) {
+  const { x0, x1, y0, y1 } = rect;
+  const cw = (x1 - x0) / win.cols;
+  const ch = (y1 - y0) / win.rows;
+  ctx.beginPath();
+  for (const [i, c0, c1] of runs) {
+    const a = Math.max(c0, win.c0);
+    const b = Math.min(c1, win.c0 + win.cols);
+    if (i >= win.r0 && i < win.r0 + win.rows && a < b) ctx.rect(x0 + (a - win.c0) * cw, y0 + (i - win.r0) * ch, Math.max(1, (b - a) * cw), Math.max(1, ch));
+  }
+  ctx.fillStyle = 'rgba(255, 0, 170, 0.5)'; // magenta: in neither colormap
+  ctx.fill();
+}
+
+/** The runs [i, lo, hi] of a table row's readers as the wasm and Python give them: one range of keys per
+ *  query, [lo_0, hi_0, lo_1, hi_1, …] (src/positions Scheme::reader_runs); empty ranges left out. */
+export function readerRuns(ranges) {
+  const runs = [];
+  for (let i = 0; 2 * i < ranges.length; i++) if (ranges[2 * i] < ranges[2 * i + 1]) runs.push([i, ranges[2 * i], ranges[2 * i + 1]]);
+  return runs;
+}
+
+/** Outlines cells (i, j) … (i + h − 1, j + w − 1) in black and yellow (visible on every colormap). */
+export function outline(ctx, rect, win, i, j, w = 1, h = 1) {
+  const b = cellBox(rect, win, i, j);
+  if (!b) return;
+  const { x, y, cw, ch } = b;
+  const rw = Math.max(3, cw * w);
+  const rh = Math.max(3, ch * h);
+  ctx.lineWidth = 3;
+  ctx.strokeStyle = '#000';
+  ctx.strokeRect(x - 1, y - 1, rw + 2, rh + 2);
+  ctx.lineWidth = 1.5;
+  ctx.strokeStyle = '#ffd400';
+  ctx.strokeRect(x - 1, y - 1, rw + 2, rh + 2);
+}
+
+/** A figure's SVG (draw_svg's) with its cells, when it drew none (`painted` false: past the vector limit), as
+ *  the raster `href` (a PNG data URL, one pixel per cell) drawn pixelated over the plot `area`. */
+export function withCells(svg, painted, area, href) {
+  if (painted) return svg;
+  const { x0, x1, y0, y1 } = area;
+  const img = `<image x="${x0}" y="${y0}" width="${x1 - x0}" height="${y1 - y0}" preserveAspectRatio="none" style="image-rendering:pixelated" href="${href}"/>`;
+  return svg.replace(/<\/svg>\s*$/, `${img}\n</svg>\n`);
+}
+
+/** Saves `blob` as a download named `name`. */
+export function download(blob, name) {
+  const a = document.createElement('a');
+  a.href = URL.createObjectURL(blob);
+  a.download = name;
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(a.href), 10000);
+}
