@@ -235,5 +235,10 @@ def test_widgets_carry_the_stages_and_values():
     assert e.value.field == "stage"
     m = relattn.show_model("music", piece="10.7", length=32)
     figures = json.loads(m.stages)
-    assert len(figures) == 3 * 4 and figures[5]["meta"]["title"] == "layer 1, head 1"
-    assert all("%" in f["meta"]["formula"] or "spread" in f["meta"]["formula"] for f in figures), [f["meta"]["formula"] for f in figures]
+    assert len(figures) == 3 * 4 and figures[5]["title"] == "layer 1, head 1" and figures[5]["meta"]["name"] == "weights"
+    assert all("%" in f["formula"] or "spread" in f["formula"] for f in figures), [f["formula"] for f in figures]
+    # A relative table carries its rows' readers (the page's, from Rust): seed 004's w^K row 2 (distance 0) is
+    # read by the 4 pairs of the diagonal.
+    seed = json.loads(relattn.show(preset="seed004", stages=["rel_k", "weights"]).stages)
+    runs = seed[0]["readers"][2]
+    assert sum(hi - lo for lo, hi in zip(runs[::2], runs[1::2])) == 4 and seed[1]["readers"] == []

@@ -1,0 +1,100 @@
+//! `relattn`: compute relative attention, save every intermediate, render any stage for a slide.
+//! Errors print one line naming the field, what was given and what is allowed, and exit with code 2.
+//!
+//! [`args`] holds the commands and their flags; one module a command ([`compute`], [`render`], [`bench`],
+//! [`model`]); [`setup`] turns a layer's flags into its scenario; [`files`] reads inputs and writes outputs
+//! atomically; [`progress`] and [`report`] are what long and `--json` commands print.
+
+mod args;
+mod bench;
+mod compute;
+mod files;
+mod model;
+mod progress;
+mod render;
+mod report;
+mod setup;
+
+use args::{Cli, Command};
+use clap::Parser;
+use relattn::layer::presets;
+use relattn::Error;
+use std::io::Write;
+use std::process::ExitCode;
+
+/// Why a command stopped early: an error to report (exit code 2), Ctrl-C (what was done and left undone;
+/// exit code 130, as a shell reports SIGINT), or stdout closed by its reader (`| head`), which ends quietly.
+enum Stop {
+    Failed(Error),
+    Interrupted(String),
+    StdoutClosed,
+}
+
+impl From<Error> for Stop {
+    fn from(e: Error) -> Self {
+        Stop::Failed(e)
+    }
+}
+
+/// Prints one line on stdout: a closed pipe stops the command quietly, any other failure (a full disk,
+/// /dev/full) is an error.
+fn say(line: impl std::fmt::Display) -> Result<(), Stop> {
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{line}").and_then(|()| out.flush()).map_err(|e| match e.kind() {
+        std::io::ErrorKind::BrokenPipe => Stop::StdoutClosed,
+        _ => Stop::Failed(Error::Write { path: "stdout".into(), reason: e.to_string() }),
+    })
+}
+
+fn run(cli: Cli) -> Result<(), Stop> {
+    let start = std::time::Instant::now();
+    match cli.command {
+        Command::Bench { setup, reps, threads, backend, save_output, stages } => {
+            say(bench::run(&setup, reps, threads, &backend, save_output.as_deref(), stages)?)?;
+        }
+        Command::Model { command } => model::run(command)?,
+        Command::Presets => {
+            for name in presets::NAMES {
+                say(format!("{name:14} {}", presets::preset(name)?.description))?;
+            }
+        }
+        Command::Compute { setup, out, json } => compute::run(&setup, &out, json, start)?,
+        Command::Render { setup, stage, head, batch_index, tokens, size, out, json } => {
+            let what = render::Drawn { stage, batch: batch_index, head, tokens: tokens.as_deref(), size: &size };
+            render::run(&setup, what, &out, json, start)?
+        }
+    }
+    Ok(())
+}
+
+/// clap's usage error as one line: its message and any tip, without the usage block and the pointer to --help
+/// ("error: invalid value '70000' for '--steps <STEPS>': 70000 is not in 0..=65536").
+fn one_line(e: &clap::Error) -> String {
+    let text = e.render().to_string();
+    let parts: Vec<&str> =
+        text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with("Usage:") && !l.starts_with("For more information")).collect();
+    parts.join(" ")
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // --help, --version, and the help shown for a command given without its subcommand.
+        Err(e) if !e.use_stderr() || e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => e.exit(),
+        Err(e) => {
+            eprintln!("{}", one_line(&e));
+            return ExitCode::from(2);
+        }
+    };
+    match run(cli) {
+        Ok(()) | Err(Stop::StdoutClosed) => ExitCode::SUCCESS,
+        Err(Stop::Failed(e)) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+        Err(Stop::Interrupted(why)) => {
+            eprintln!("error: {why}");
+            ExitCode::from(130)
+        }
+    }
+}

@@ -1,0 +1,69 @@
+//! `relattn render`: one stage of one (batch, head) as a labelled heatmap, .svg or .png.
+
+use crate::args::Setup;
+use crate::files::write_atomic;
+use crate::report::{peak_rss_mib, summary};
+use crate::{say, Stop};
+use relattn::render::{self, Figure};
+use relattn::{Error, Stage};
+use std::path::Path;
+use std::time::Instant;
+
+/// What to draw: the stage, the (batch, head), the tokens that label the axes, the figure's size ("WxH").
+pub struct Drawn<'a> {
+    pub stage: Stage,
+    pub batch: usize,
+    pub head: usize,
+    pub tokens: Option<&'a str>,
+    pub size: &'a str,
+}
+
+/// Draws `what` of the layer of `setup` into `out`; with `json`, prints the layer's summary.
+pub fn run(setup: &Setup, what: Drawn, out: &Path, json: bool, start: Instant) -> Result<(), Stop> {
+    let Drawn { stage, batch, head, tokens, size } = what;
+    let size = parse_size(size)?;
+    let (layer, estimate) = setup.layer(render::figure_bytes(size))?;
+    let m = layer.stage(stage, batch, head)?;
+    let (_, _, n) = layer.dims();
+    let tokens: Option<Vec<String>> = tokens.map(|s| s.split_whitespace().map(String::from).collect());
+    if let Some(tok) = &tokens {
+        if tok.len() != n {
+            return Err(Error::invalid("tokens", format!("{} tokens", tok.len()), format!("exactly n = {n} tokens")).into());
+        }
+    }
+    let positional = |len: usize| tokens.clone().filter(|_| len == n);
+    let (rows, cols) = m.dim();
+    let meta = layer.meta(stage);
+    let fig = Figure {
+        matrix: m.view(),
+        title: if meta.per_head { format!("{} — head {head}", meta.title) } else { meta.title.into() },
+        subtitle: format!("{}   shape ({rows}, {cols})", meta.formula),
+        x_desc: meta.x_axis.into(),
+        y_desc: meta.y_axis.into(),
+        x_labels: if meta.pairs { positional(cols) } else { None },
+        y_labels: if meta.rows_are_queries { positional(rows) } else { None },
+        scale: meta.scale,
+        palette: Default::default(),
+        ink: render::Ink::LIGHT,
+        range: None,
+    };
+    write_atomic(out, |tmp| render::save(&fig, tmp, size))?;
+    if json {
+        let d_model = layer.output.dim().2;
+        let mut s = summary(&layer.config, layer.dims(), d_model, &layer.stages(), out, start.elapsed().as_secs_f64() * 1e3);
+        s["estimate_bytes"] = estimate.into();
+        s["peak_rss_mib"] = peak_rss_mib().into();
+        say(s)?;
+    }
+    Ok(())
+}
+
+pub fn parse_size(s: &str) -> relattn::Result<(u32, u32)> {
+    let bad = || Error::invalid("size", format!("'{s}'"), "WIDTHxHEIGHT, each 200..=8000 pixels");
+    let (w, h) = s.split_once('x').ok_or_else(bad)?;
+    let (w, h): (u32, u32) = (w.parse().map_err(|_| bad())?, h.parse().map_err(|_| bad())?);
+    if !(200..=8000).contains(&w) || !(200..=8000).contains(&h) {
+        return Err(bad());
+    }
+    Ok((w, h))
+}

@@ -1,0 +1,57 @@
+//! [`Setup`]: a layer's options, scenario file and memory budget turned into a checked scenario, its trace, or
+//! a layer whose stages are computed for the (batch, head) asked.
+
+use crate::args::Setup;
+use crate::files::read_file;
+use relattn::attention::Config;
+use relattn::layer::forward::{self, Sizes, DEFAULT_MEMORY_LIMIT};
+use relattn::layer::on_demand::{block_bytes, largest_stage_floats, Layer};
+use relattn::layer::options::{Limits, Resolved};
+use relattn::layer::scenario::{sizes_of, Arrays, Scenario, Spec};
+use relattn::timing::StageTimes;
+use relattn::{Backend, Trace};
+
+impl Setup {
+    /// The configuration, sizes and given arrays (the preset's, then the file's), checked ([`LayerOptions::resolve`]).
+    pub fn resolve(&self) -> relattn::Result<(Config, Spec, Arrays, bool)> {
+        let Resolved { config, spec, mut arrays, per_head_tables } = self.options.resolve(&Limits::NONE)?;
+        if let Some(path) = &self.tensors {
+            arrays.extend(read_file(path)?);
+        }
+        Ok((config, spec, arrays, per_head_tables))
+    }
+
+    /// Builds the scenario and its trace within the memory budget (plus `extra` bytes the caller needs).
+    /// The trace, the milliseconds of each stage and the memory estimate.
+    pub fn trace(&self, extra: u64) -> relattn::Result<(Trace, StageTimes, u64)> {
+        let (cfg, sc, estimate) = self.scenario(true, rayon::current_num_threads(), |_, _| Some(extra))?;
+        let (t, times) = pollster::block_on(Backend::Cpu.trace(&cfg, &sc))?;
+        Ok((t, times, estimate))
+    }
+
+    /// Builds the scenario and a [`Layer`] of it (its forward pass, fused), within the memory budget of the
+    /// forward, one block of a head's stages, one whole stage and `extra` bytes: what rendering one stage of one
+    /// head needs, however many heads the layer has.
+    pub fn layer(&self, extra: u64) -> relattn::Result<(Layer, u64)> {
+        let work = |cfg: &Config, s: &Sizes| {
+            let stage = largest_stage_floats(cfg, s.n, s.d_model)?.checked_mul(4)?;
+            stage.checked_add(block_bytes(cfg, s.n, s.d_model / cfg.heads.max(1))?)?.checked_add(extra)
+        };
+        let (cfg, sc, estimate) = self.scenario(false, rayon::current_num_threads(), work)?;
+        let (projections, output) = forward::forward_projected(&cfg, &sc)?;
+        Ok((Layer::new(&cfg, sc, projections, output)?, estimate))
+    }
+
+    /// Builds the scenario once its memory estimate (with or without a trace, `parallel` heads at once,
+    /// plus the `extra` bytes the caller needs for these sizes; `None`: past u64) fits the budget; returns it
+    /// with the estimate.
+    pub fn scenario(&self, trace: bool, parallel: usize, extra: impl Fn(&Config, &Sizes) -> Option<u64>) -> relattn::Result<(Config, Scenario, u64)> {
+        let (cfg, spec, arrays, per_head) = self.resolve()?;
+        let sizes = sizes_of(&arrays, &spec)?;
+        relattn::layer::scenario::check_config(&cfg, &sizes)?;
+        let limit = self.max_memory_mb.map_or(DEFAULT_MEMORY_LIMIT, |mb| mb << 20);
+        let request = Sizes { batch: sizes.batch, n: sizes.n, d_model: sizes.d_model, per_head_tables: per_head, trace, parallel };
+        let estimate = forward::check_budget(&cfg, &request, extra, limit)?;
+        Ok((cfg, Scenario::build(&cfg, &spec, arrays, per_head)?, estimate))
+    }
+}
