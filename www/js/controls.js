@@ -11,8 +11,9 @@ export const OPTIONS = [...document.querySelectorAll('[data-option]')].map((el) 
 /** The controls that are trace parameters (each change computes again; each is kept in the URL): the options
  *  but the preset, which replaces them. */
 export const PARAMS = OPTIONS.filter((k) => k !== 'preset');
-/** The fields an error can be shown next to (err-FIELD); 'file' is the file picker ('tokens': the sentence). */
-export const FIELDS = [...OPTIONS, 'tokens', 'file'];
+/** The fields an error can be shown next to (those with an <output id="err-FIELD">; a checkbox's go under the
+ *  controls); 'file' is the file picker ('tokens': the sentence). */
+export const FIELDS = [...OPTIONS, 'tokens', 'file'].filter((f) => document.getElementById(`err-${f}`));
 
 /** The sentence's tokens: with some, x is built from them (one vector per distinct token) and n is their number. */
 export function tokens() {
