@@ -1,6 +1,6 @@
 //! The views of a trace by name ([`Stage`]), the colour scale each wants ([`Scale`]), and what is said about one
 //! ([`StageText`]: title, formula, TeX, what to notice, axes). It sits below the position schemes so that each
-//! scheme's module describes the stages it shapes (`positions::<scheme>::describe`); layer/stage.rs puts a
+//! scheme's module describes the stages it shapes (`positions::<scheme>::describe`); layer/stage_meta.rs puts a
 //! layer's descriptions together and says which stages a trace has.
 
 use crate::error::{Error, Result};
@@ -66,7 +66,7 @@ pub struct StageText {
     pub formula: &'static str,
     pub tex: &'static str,
     pub notice: &'static str,
-    /// (x, y) axis labels; `None`: the stage's usual ones (layer/stage.rs).
+    /// (x, y) axis labels; `None`: the stage's usual ones (layer/stage_meta.rs).
     pub axes: Option<(&'static str, &'static str)>,
 }
 

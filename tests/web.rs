@@ -111,7 +111,7 @@ async fn seed004_relative_logits_match_the_seed() {
     assert_eq!(s.trace().unwrap().rel_index[[1, 0]], 1);
 }
 
-/// Every stage comes with its metadata from src/layer/stage.rs: the page spells none of it.
+/// Every stage comes with its metadata from src/layer/stage_meta.rs: the page spells none of it.
 #[wasm_bindgen_test]
 async fn info_carries_the_stage_metadata() {
     let mut s = run("", &settings("music", 6.0, 8.0, 2.0, 3.0).with(|o| o.causal = Some(true))).await.unwrap();

@@ -21,7 +21,7 @@ use relattn::layer::forward::{self, Sizes, DEFAULT_MEMORY_LIMIT};
 use relattn::layer::options::{LayerOptions, Limits, Resolved};
 use relattn::layer::presets::NAMES as PRESETS;
 use relattn::layer::scenario::{Arrays, Scenario, NAMES};
-use relattn::layer::stage::StageMeta;
+use relattn::layer::stage_meta::StageMeta;
 use relattn::layer::trace::{Named, Trace};
 use relattn::positions::Method;
 use relattn::protocol::{Cut, NotebookFigure};

@@ -56,7 +56,7 @@ pub const CONTEXTS_PER_WINDOW: usize = 4;
 pub const MAX_STEPS: usize = 4096;
 
 /// A [`ModelRequest`] checked against the data and the model.
-struct Resolved {
+struct WindowAsked {
     /// The piece's BWV number ("" for an opening chord).
     piece: String,
     opening: Option<String>,
@@ -163,7 +163,7 @@ impl ChoraleSession {
     }
 
     /// A [`ModelRequest`] checked against the data and the model.
-    fn resolve(&self, r: &ModelRequest) -> Result<Resolved> {
+    fn resolve(&self, r: &ModelRequest) -> Result<WindowAsked> {
         let r = r.clone();
         let opening = r.window.opening.filter(|o| !o.trim().is_empty());
         let (bwv, start, window) = match &opening {
@@ -188,7 +188,7 @@ impl ChoraleSession {
             return Err(Error::invalid("transpose", t, allowed));
         }
         let backend = BackendChoice::named(&r.backend)?;
-        Ok(Resolved { piece: bwv, opening, start, transpose: t as i32, transpose_range: range, tokens: transposed(window, t as i32), backend })
+        Ok(WindowAsked { piece: bwv, opening, start, transpose: t as i32, transpose_range: range, tokens: transposed(window, t as i32), backend })
     }
 
     /// The map last selected by [`ChoraleSession::weights`]: (T, T) f32 values, row-major.
@@ -268,7 +268,7 @@ impl ChoraleSession {
     /// previous one and ends any sampling. Returns the [`WindowInfo`] (where it ran: `nll.backend`). Errors
     /// name the field: "piece", "start", "length", "transpose", "backend".
     pub async fn run(&self, runner: &impl Runner, request: &ModelRequest) -> Result<WindowInfo> {
-        let Resolved { piece, opening, start, transpose, transpose_range, tokens, backend } = self.resolve(request)?;
+        let WindowAsked { piece, opening, start, transpose, transpose_range, tokens, backend } = self.resolve(request)?;
         let t0 = now_ms();
         let ran = runner.run(backend, async |b| self.model.attention_pass_async(b, &tokens).await).await;
         let pass = ran.result?;
@@ -300,7 +300,7 @@ impl ChoraleSession {
     /// The [`PositionNll`] of another window (a [`ModelRequest`]), by a forward pass that keeps no weights,
     /// on the backend asked for; the current window stays. For the 2× and 4× training-length comparison.
     pub async fn nll_by_position(&self, runner: &impl Runner, request: &ModelRequest) -> Result<PositionNll> {
-        let Resolved { tokens, backend, .. } = self.resolve(request)?;
+        let WindowAsked { tokens, backend, .. } = self.resolve(request)?;
         let t0 = now_ms();
         let ran = runner.run(backend, async |b| self.model.forward_async(b, &tokens).await).await;
         let logits = ran.result?;

@@ -12,9 +12,9 @@ use crate::error::{check_index, Error};
 use crate::layer::on_demand::Layer;
 use crate::layer::options::LayerOptions;
 use crate::layer::presets;
-use crate::layer::stage::StageMeta;
+use crate::layer::stage_meta::StageMeta;
 use crate::layer::trace::Trace;
-use crate::protocol::{BackendUsed, Cut, Info, Request, Shown as ShownSlice, Timing};
+use crate::protocol::{BackendUsed, Cut, Info, Request, Shown, Timing};
 use crate::render::{Palette, Pooler};
 use crate::stage::Stage;
 use crate::timing::{now_ms, StageTimes};
@@ -106,7 +106,7 @@ impl Cutting {
 
 /// The (batch, head) selected and every stage of it, cut together (on demand, one pass over its blocks) and
 /// coloured with `palette`.
-struct Shown {
+struct ShownCuts {
     batch: usize,
     head: usize,
     palette: Palette,
@@ -120,7 +120,7 @@ pub struct Session {
     source: Source,
     stages: Vec<Stage>,
     info: Info,
-    shown: Option<Shown>,
+    shown: Option<ShownCuts>,
     /// Building the scenario, computing the layer, and cutting the stages of each (batch, head) selected.
     timings: Vec<Timing>,
 }
@@ -167,7 +167,7 @@ impl Session {
                 Some(t) => t.ms = ms,
                 None => self.timings.push(Timing { name: name.into(), ms }),
             }
-            self.shown = Some(Shown { batch, head, palette, cuts, selected: 0 });
+            self.shown = Some(ShownCuts { batch, head, palette, cuts, selected: 0 });
         }
         let shown = self.shown.as_mut().expect("made above");
         shown.selected = i;
@@ -276,10 +276,10 @@ impl Session {
     /// The (batch, head) to show for the one asked: each clamped into this layer's range, so a head asked of a
     /// larger layer (the URL's, or the selects' before a smaller preset) shows this layer's last instead of
     /// failing. A negative one (JavaScript's NaN arrives as 0) is 0.
-    pub fn shown_for(&self, batch: i32, head: i32) -> ShownSlice {
+    pub fn shown_for(&self, batch: i32, head: i32) -> Shown {
         let (batches, heads, _) = self.dims();
         let clamp = |x: i32, size: usize| (x.max(0) as usize).min(size.saturating_sub(1));
-        ShownSlice { batch: clamp(batch, batches), head: clamp(head, heads) }
+        Shown { batch: clamp(batch, batches), head: clamp(head, heads) }
     }
 
     /// Reverse linking: the pairs (i, j) that read row `row` of the relative tables (those whose rel_index is

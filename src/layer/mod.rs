@@ -8,5 +8,5 @@ pub mod on_demand;
 pub mod options;
 pub mod presets;
 pub mod scenario;
-pub mod stage;
+pub mod stage_meta;
 pub mod trace;

@@ -19,7 +19,7 @@ use crate::positions::rope::RopeTable;
 use crate::error::{check_index, Result};
 use crate::layer::forward::{table_of, Projections};
 use crate::layer::scenario::Scenario;
-use crate::layer::stage::{Present, StageMeta};
+use crate::layer::stage_meta::{Present, StageMeta};
 use crate::layer::trace::{rope_kernel, scheme_stage};
 use crate::positions::table;
 use crate::stage::Stage;

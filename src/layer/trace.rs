@@ -9,7 +9,7 @@ use crate::attention::Config;
 use crate::error::{check_index, Error, Result};
 use crate::layer::forward::table_of;
 use crate::layer::scenario::Scenario;
-use crate::layer::stage::{Present, StageMeta};
+use crate::layer::stage_meta::{Present, StageMeta};
 use crate::positions::music::SkewSteps;
 use crate::positions::{absolute, table};
 use crate::stage::Stage;

@@ -133,7 +133,7 @@ impl Method {
     }
 
     /// What the scheme says in a stage it shapes (its title, formulas, what to notice, its axes), masked or
-    /// not; `None` for a stage it leaves as every layer has it (layer/stage.rs says those). Each scheme's
+    /// not; `None` for a stage it leaves as every layer has it (layer/stage_meta.rs says those). Each scheme's
     /// module writes its own ([`shaw::describe`], [`music::describe`], …).
     pub fn describe(self, stage: Stage, causal: bool) -> Option<StageText> {
         match self {

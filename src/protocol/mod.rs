@@ -26,13 +26,13 @@
 //! (`make protocol`; `make check` fails when it is not current), and `www/js/protocol.js`, type-checked
 //! against them, builds every message.
 
-pub mod model;
-pub mod parameters;
+pub mod chorales;
+pub mod layer_view;
 
 use serde::{Deserialize, Serialize};
 
-pub use model::*;
-pub use parameters::*;
+pub use chorales::*;
+pub use layer_view::*;
 
 pub use crate::layer::options::Unknown;
 
@@ -174,7 +174,7 @@ mod tests {
 #[derive(Clone, Debug, Serialize)]
 #[cfg_attr(test, derive(ts_rs::TS), ts(export, export_to = "protocol.d.ts"))]
 pub struct NotebookFigure {
-    pub meta: crate::layer::stage::StageMeta,
+    pub meta: crate::layer::stage_meta::StageMeta,
     pub cut: Cut,
     /// The stage's title and formula, or a trained model's head ("layer 1, head 2") and what it does.
     pub title: String,

@@ -5,7 +5,7 @@
 //! - [`compute`] (in [`session`]) takes a [`crate::protocol::Request`] — the layer's options, a preset or a
 //!   scenario file — and computes its layer on WebGPU or the CPU ([`backend::WebGpu`]), giving a [`Session`];
 //! - [`Session::info`] is the typed answer: the options used, the stages with their metadata
-//!   ([`crate::layer::stage::StageMeta`]), where it ran and how long each stage took;
+//!   ([`crate::layer::stage_meta::StageMeta`]), where it ran and how long each stage took;
 //! - [`Session::select`] cuts one stage of one (batch, head) into f32 values and an RGBA raster that
 //!   JavaScript reads straight out of the wasm memory (`new Float32Array(memory.buffer, ptr, len)`), no copy;
 //! - [`chorales::ModelSession`]: Model mode; [`compare::compare_schemes`]: the six schemes side by side;

@@ -100,7 +100,7 @@ test('the page loads, draws every stage, and shows the backend and timings', asy
   await page.click('#glossary summary');
   for (const term of ['n', 'd_model', 'heads, d_head', 'k (clip)']) assert.ok(await page.locator('#glossary dt', { hasText: term }).count() > 0, `no glossary entry for ${term}`);
   await page.click('#glossary summary');
-  // Each figure says what to notice (src/layer/stage.rs).
+  // Each figure says what to notice (src/layer/stage_meta.rs).
   assert.match(await page.locator('figure[data-stage="weights"] .notice').innerText(), /Each row sums to 1/);
   assert.ok(vs.find((v) => v.stage === 'weights').cells > 0, 'weights show no variation');
   const footer = await page.locator('footer').innerText();

@@ -126,7 +126,7 @@ export function setTheme(t) {
 /**
  * The controls follow the method: the options it does not read are disabled (k, a^V, per-head tables), greyed
  * with their values kept, or hidden (RoPE's, T5's, the Music Transformer's edge), as the page's wasm says (scheme_options:
- * src/protocol/parameters.rs SchemeOptions). Called again once that wasm is loaded (main.js), as a page opened
+ * src/protocol/layer_view.rs SchemeOptions). Called again once that wasm is loaded (main.js), as a page opened
  * in Model mode restores its URL before.
  */
 export function optionsFollowMethod() {

@@ -53,7 +53,7 @@ function newFigure(stage) {
   canvas.setAttribute('aria-describedby', 'kbd-hint');
   figure.append(canvas);
   if (!EMBED) {
-    // What to notice in this stage (src/layer/stage.rs), under the figure.
+    // What to notice in this stage (src/layer/stage_meta.rs), under the figure.
     const notice = document.createElement('p');
     notice.className = 'notice';
     figure.append(notice);

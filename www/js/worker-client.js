@@ -86,7 +86,7 @@ export function requestSoon() {
 /** Sends the controls as they are now, under the newest id. */
 function send() {
   const file = fileInPlay();
-  // src/protocol/parameters.rs Request: a file's sizes replace the options' (the preset is not used).
+  // src/protocol/layer_view.rs Request: a file's sizes replace the options' (the preset is not used).
   const { options, tokens } = readParams(!!file);
   const request = { backend: backendMode(), file_name: file ? file.name : '', options, tokens };
   const { batch, head } = shownSlice();

@@ -1,5 +1,5 @@
 //! The command line's arguments (clap's derive): the commands, their flags and their help. A layer's options
-//! are `LayerOptions` (src/layer/options.rs), flattened into [`Setup`] with the scenario file and the budget.
+//! are `LayerOptions` (src/layer/options.rs), flattened into [`LayerArgs`] with the scenario file and the budget.
 
 use clap::{Args, Parser, Subcommand};
 use relattn::layer::options::LayerOptions;
@@ -36,7 +36,7 @@ pub enum Command {
     /// Compute a trace and write it as an .npz (rel_index, content_logits, relative_logits, logits, weights, output, ...).
     Compute {
         #[command(flatten)]
-        setup: Setup,
+        layer: LayerArgs,
         /// Where to write the trace (.npz).
         #[arg(long)]
         out: PathBuf,
@@ -47,7 +47,7 @@ pub enum Command {
     /// Render one stage of one head as a heatmap with a colorbar (.svg or .png).
     Render {
         #[command(flatten)]
-        setup: Setup,
+        layer: LayerArgs,
         /// Stage to draw: distances, rel_index, rel_k, rel_v, slopes, rope_angles, rope_kernel, rotated_q, rotated_k,
         /// content_logits, relative_logits, skew_qer, skew_padded, skew_reshaped, skew_sliced, logits, weights,
         /// value_buckets, output_content, output_relative, output.
@@ -75,7 +75,7 @@ pub enum Command {
     /// Time the forward pass alone (no trace kept) and print one JSON line with "ms_per_forward" (median).
     Bench {
         #[command(flatten)]
-        setup: Setup,
+        layer: LayerArgs,
         /// Timed repetitions after one warm-up (1..=10000).
         #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..=MAX_REPS))]
         reps: u64,
@@ -253,7 +253,7 @@ pub enum ModelCommand {
 /// What to compute: the layer's options (unset ones from --preset, or the defaults shown), a scenario file and
 /// the memory budget.
 #[derive(Args)]
-pub struct Setup {
+pub struct LayerArgs {
     #[command(flatten)]
     pub options: LayerOptions,
     /// Scenario file (.npz from np.savez, or an .npy holding x) with any of: x, w_q, w_k, w_v, w_o, b_q, b_k, b_v, b_o,

@@ -1,6 +1,6 @@
 //! `relattn bench`: the forward pass alone, timed, on the CPU (threads) or the GPU.
 
-use crate::args::Setup;
+use crate::args::LayerArgs;
 use crate::files::{write_atomic, write_file};
 use crate::model::backend_named;
 use crate::report::{peak_rss_mib, stages_json};
@@ -16,10 +16,10 @@ pub fn forward_flops(cfg: &Config, (b, n, d): (usize, usize, usize)) -> f64 {
     b * (8.0 * n * d * d + h * (4.0 * n * n * dh + 2.0 * n * r * dh * (1.0 + rel_v)))
 }
 
-pub fn run(setup: &Setup, reps: u64, threads: Option<u64>, backend: &str, save_output: Option<&Path>, stages: bool) -> relattn::Result<serde_json::Value> {
+pub fn run(layer: &LayerArgs, reps: u64, threads: Option<u64>, backend: &str, save_output: Option<&Path>, stages: bool) -> relattn::Result<serde_json::Value> {
     let threads = threads.map_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()), |t| t as usize);
     let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().map_err(|e| Error::invalid("threads", threads, e))?;
-    let (cfg, sc, estimate) = setup.scenario(false, threads, |_, _| Some(0))?;
+    let (cfg, sc, estimate) = layer.scenario(false, threads, |_, _| Some(0))?;
     let mut backend = backend_named(backend)?;
     pool.install(|| -> relattn::Result<serde_json::Value> {
         // One warm-up (pipelines, buffers), then the timed repetitions.

@@ -1,15 +1,15 @@
 //! `relattn compute`: a layer's whole trace written as an .npz.
 
-use crate::args::Setup;
+use crate::args::LayerArgs;
 use crate::files::{write_atomic, write_file};
 use crate::report::{peak_rss_mib, stages_json, summary};
 use crate::{say, Stop};
 use std::path::Path;
 use std::time::Instant;
 
-/// Computes the trace of `setup` and writes it to `out`; with `json`, prints its summary.
-pub fn run(setup: &Setup, out: &Path, json: bool, start: Instant) -> Result<(), Stop> {
-    let (t, times, estimate) = setup.trace(0)?;
+/// Computes the trace of `layer` and writes it to `out`; with `json`, prints its summary.
+pub fn run(layer: &LayerArgs, out: &Path, json: bool, start: Instant) -> Result<(), Stop> {
+    let (t, times, estimate) = layer.trace(0)?;
     write_atomic(out, |tmp| write_file(tmp, |w| t.write_npz(w)))?;
     if json {
         let mut s = summary(&t.config, t.dims(), t.output.dim().2, &t.stages(), out, start.elapsed().as_secs_f64() * 1e3);

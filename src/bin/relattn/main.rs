@@ -2,18 +2,18 @@
 //! Errors print one line naming the field, what was given and what is allowed, and exit with code 2.
 //!
 //! [`args`] holds the commands and their flags; one module a command ([`compute`], [`render`], [`bench`],
-//! [`model`]); [`setup`] turns a layer's flags into its scenario; [`files`] reads inputs and writes outputs
+//! [`model`]); [`layer_args`] turns a layer's flags into its scenario; [`files`] reads inputs and writes outputs
 //! atomically; [`progress`] and [`report`] are what long and `--json` commands print.
 
 mod args;
 mod bench;
 mod compute;
 mod files;
+mod layer_args;
 mod model;
 mod progress;
 mod render;
 mod report;
-mod setup;
 
 use args::{Cli, Command};
 use clap::Parser;
@@ -49,8 +49,8 @@ fn say(line: impl std::fmt::Display) -> Result<(), Stop> {
 fn run(cli: Cli) -> Result<(), Stop> {
     let start = std::time::Instant::now();
     match cli.command {
-        Command::Bench { setup, reps, threads, backend, save_output, stages } => {
-            say(bench::run(&setup, reps, threads, &backend, save_output.as_deref(), stages)?)?;
+        Command::Bench { layer, reps, threads, backend, save_output, stages } => {
+            say(bench::run(&layer, reps, threads, &backend, save_output.as_deref(), stages)?)?;
         }
         Command::Model { command } => model::run(command)?,
         Command::Presets => {
@@ -58,10 +58,10 @@ fn run(cli: Cli) -> Result<(), Stop> {
                 say(format!("{name:14} {}", presets::preset(name)?.description))?;
             }
         }
-        Command::Compute { setup, out, json } => compute::run(&setup, &out, json, start)?,
-        Command::Render { setup, stage, head, batch_index, tokens, size, out, json } => {
+        Command::Compute { layer, out, json } => compute::run(&layer, &out, json, start)?,
+        Command::Render { layer, stage, head, batch_index, tokens, size, out, json } => {
             let what = render::Drawn { stage, batch: batch_index, head, tokens: tokens.as_deref(), size: &size };
-            render::run(&setup, what, &out, json, start)?
+            render::run(&layer, what, &out, json, start)?
         }
     }
     Ok(())

@@ -1,6 +1,6 @@
 //! `relattn render`: one stage of one (batch, head) as a labelled heatmap, .svg or .png.
 
-use crate::args::Setup;
+use crate::args::LayerArgs;
 use crate::files::write_atomic;
 use crate::report::{peak_rss_mib, summary};
 use crate::{say, Stop};
@@ -18,11 +18,11 @@ pub struct Drawn<'a> {
     pub size: &'a str,
 }
 
-/// Draws `what` of the layer of `setup` into `out`; with `json`, prints the layer's summary.
-pub fn run(setup: &Setup, what: Drawn, out: &Path, json: bool, start: Instant) -> Result<(), Stop> {
+/// Draws `what` of the layer `args` describe into `out`; with `json`, prints the layer's summary.
+pub fn run(args: &LayerArgs, what: Drawn, out: &Path, json: bool, start: Instant) -> Result<(), Stop> {
     let Drawn { stage, batch, head, tokens, size } = what;
     let size = parse_size(size)?;
-    let (layer, estimate) = setup.layer(render::figure_bytes(size))?;
+    let (layer, estimate) = args.on_demand(render::figure_bytes(size))?;
     let m = layer.stage(stage, batch, head)?;
     let (_, _, n) = layer.dims();
     let tokens: Option<Vec<String>> = tokens.map(|s| s.split_whitespace().map(String::from).collect());

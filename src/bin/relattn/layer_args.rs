@@ -1,7 +1,7 @@
-//! [`Setup`]: a layer's options, scenario file and memory budget turned into a checked scenario, its trace, or
+//! [`LayerArgs`]: a layer's options, scenario file and memory budget turned into a checked scenario, its trace, or
 //! a layer whose stages are computed for the (batch, head) asked.
 
-use crate::args::Setup;
+use crate::args::LayerArgs;
 use crate::files::read_file;
 use relattn::attention::Config;
 use relattn::layer::forward::{self, Sizes, DEFAULT_MEMORY_LIMIT};
@@ -11,7 +11,7 @@ use relattn::layer::scenario::{sizes_of, Arrays, Scenario, Spec};
 use relattn::timing::StageTimes;
 use relattn::{Backend, Trace};
 
-impl Setup {
+impl LayerArgs {
     /// The configuration, sizes and given arrays (the preset's, then the file's), checked ([`LayerOptions::resolve`]).
     pub fn resolve(&self) -> relattn::Result<(Config, Spec, Arrays, bool)> {
         let Resolved { config, spec, mut arrays, per_head_tables } = self.options.resolve(&Limits::NONE)?;
@@ -32,7 +32,7 @@ impl Setup {
     /// Builds the scenario and a [`Layer`] of it (its forward pass, fused), within the memory budget of the
     /// forward, one block of a head's stages, one whole stage and `extra` bytes: what rendering one stage of one
     /// head needs, however many heads the layer has.
-    pub fn layer(&self, extra: u64) -> relattn::Result<(Layer, u64)> {
+    pub fn on_demand(&self, extra: u64) -> relattn::Result<(Layer, u64)> {
         let work = |cfg: &Config, s: &Sizes| {
             let stage = largest_stage_floats(cfg, s.n, s.d_model)?.checked_mul(4)?;
             stage.checked_add(block_bytes(cfg, s.n, s.d_model / cfg.heads.max(1))?)?.checked_add(extra)

@@ -7,7 +7,7 @@
 
 use super::{Colormaps, LayerSource, WorkerError};
 use crate::layer::options::{LayerOptions, Unknown};
-use crate::layer::stage::StageMeta;
+use crate::layer::stage_meta::StageMeta;
 use crate::stage::PairLabels;
 use serde::{Deserialize, Serialize};
 
