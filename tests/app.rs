@@ -236,6 +236,30 @@ fn a_layer_too_large_to_hold_whole_computes_the_head_shown() {
     }
 }
 
+/// Every scheme's layer held on demand cuts every stage of a head (ALiBi's and T5's panicked in the page:
+/// their output stages were sized as their one-column bias table), each stage's last row as the layer computed
+/// whole by the library has it.
+#[test]
+fn every_scheme_held_on_demand_cuts_every_stage() {
+    for method in Method::ALL {
+        let options = settings(method, 1100.0, 64.0, 2.0, 4.0);
+        let mut s = run(options.clone()).unwrap();
+        assert!(s.info().on_demand, "{method}: held whole");
+        let r = options.resolve(&relattn::layer::options::Limits::NONE).unwrap();
+        let sc = relattn::Scenario::build(&r.config, &r.spec, r.arrays, r.per_head_tables).unwrap();
+        let whole = relattn::layer::forward::trace(&r.config, &sc).unwrap();
+        let names: Vec<&str> = s.info().stages.iter().map(|m| m.name).collect();
+        for (i, name) in names.iter().enumerate() {
+            let cut = s.cut(i, 0, 1, Palette::default()).unwrap_or_else(|e| panic!("{method} {name}: {e}"));
+            let want = whole.stage(name.parse().unwrap(), 0, 1).unwrap();
+            assert_eq!((cut.rows, cut.cols), want.dim(), "{method} {name}");
+            let got = s.read_cells(i, 0, 1, cut.rows - 1..cut.rows, 0..cut.cols).unwrap();
+            let close = |g: &f32, w: &f32| (g - w).abs() <= 1e-5 * w.abs().max(1.0) || (g.is_infinite() && g == w);
+            assert!(got.iter().zip(want.row(cut.rows - 1)).all(|(g, w)| close(g, w)), "{method} {name}: the last row");
+        }
+    }
+}
+
 #[test]
 fn a_batch_and_a_sentence_give_their_x() {
     let s = run(LayerOptions { batch_size: Some(3.0), ..settings(Method::Shaw, 5.0, 8.0, 2.0, 2.0) }).unwrap();

@@ -123,7 +123,7 @@ impl Layer {
             Stage::SkewPadded => (n, l + 1),
             Stage::SkewReshaped => (n + 1, l),
             Stage::ValueBuckets => (n, rows),
-            Stage::OutputContent | Stage::OutputRelative => (n, dh),
+            Stage::OutputContent | Stage::OutputRelative => (n, d_head),
             Stage::Output => (n, d),
             _ => (n, n),
         }
