@@ -164,16 +164,27 @@ pub struct Resolved {
     pub per_head_tables: bool,
 }
 
-/// `v` as a whole number in `lo..=hi`, or an error naming `field`.
+/// `v` as a whole number in `lo..=hi` (`hi` usize::MAX: no upper bound), or an error naming `field`.
 pub fn whole(field: &str, v: f64, lo: usize, hi: usize) -> Result<usize> {
-    // With no upper limit a huge v saturates to usize::MAX, which the memory check then refuses.
-    let fits = v.is_finite() && v.fract() == 0.0 && v >= lo as f64 && (hi == usize::MAX || v <= hi as f64);
+    // As u64: on wasm32 usize::MAX is u32::MAX, a real bound there (the page's largest seed), not "none".
+    whole_u64(field, v, lo as u64, hi as u64).map(|w| w as usize)
+}
+
+/// `v` as a whole number in `lo..=hi` (`hi` u64::MAX: no upper bound), or an error naming `field`.
+fn whole_u64(field: &str, v: f64, lo: u64, hi: u64) -> Result<u64> {
+    let unbounded = hi == u64::MAX;
+    // With no upper bound a huge v saturates, which the memory check then refuses.
+    let fits = v.is_finite() && v.fract() == 0.0 && v >= lo as f64 && (unbounded || v <= hi as f64);
     if !fits {
-        let given = if v.is_nan() { "nothing (not a number)".into() } else { format!("{v}") };
-        let allowed = if hi == usize::MAX { format!("a whole number ≥ {lo}") } else { format!("a whole number in {lo}..={hi}") };
+        let given = match v {
+            v if v.is_nan() => "nothing (not a number)".into(),
+            v if v.is_infinite() => format!("{}∞ (not a number: too large to hold)", if v < 0.0 { "−" } else { "" }),
+            v => format!("{v}"),
+        };
+        let allowed = if unbounded { format!("a whole number ≥ {lo}") } else { format!("a whole number in {lo}..={hi}") };
         return Err(Error::invalid(field, given, allowed));
     }
-    Ok(v as usize)
+    Ok(v as u64)
 }
 
 impl LayerOptions {
@@ -244,7 +255,7 @@ impl LayerOptions {
             spec.batch = whole("batch_size", b, 1, limits.batch_size)?;
         }
         if let Some(s) = self.seed {
-            spec.seed = whole("seed", s, 0, limits.seed.min(MAX_SEED) as usize)? as u64;
+            spec.seed = whole_u64("seed", s, 0, limits.seed.min(MAX_SEED))?;
         }
         cfg.causal = self.causal.unwrap_or(cfg.causal);
         cfg.rel_v = self.relative_values.unwrap_or(cfg.rel_v);
@@ -288,9 +299,11 @@ mod tests {
             (LayerOptions { n: Some(8193.0), ..LayerOptions::default() }, "n"),
             (LayerOptions { n: Some(2.5), ..LayerOptions::default() }, "n"),
             (LayerOptions { n: Some(f64::NAN), ..LayerOptions::default() }, "n"),
+            (LayerOptions { n: Some(f64::INFINITY), ..LayerOptions::default() }, "n"),
             (LayerOptions { clip: Some(-1.0), ..LayerOptions::default() }, "clip"),
             (LayerOptions { heads: Some(0.0), ..LayerOptions::default() }, "heads"),
             (LayerOptions { seed: Some(2f64.powi(53)), ..LayerOptions::default() }, "seed"),
+            (LayerOptions { seed: Some(1e20), ..LayerOptions::default() }, "seed"),
             (LayerOptions { t5_buckets: Some(-4.0), ..LayerOptions::default() }, "t5_buckets"),
             (LayerOptions { preset: Some("nope".into()), ..LayerOptions::default() }, "preset"),
         ] {
