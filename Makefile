@@ -52,7 +52,7 @@ check:
 	cargo clippy --manifest-path fuzz/Cargo.toml --bins --target-dir target/fuzz -- -D warnings
 	cargo fmt --check --manifest-path python/Cargo.toml
 	cargo clippy --manifest-path python/Cargo.toml --all-targets --target-dir target/python -- -D warnings
-	@for f in www/*.js www/js/*.js www/js/shared/*.js tests/e2e/*.mjs bench/*.mjs python/relattn/*.js; do node --check "$$f" || exit 1; done
+	@for f in www/*.js $$(find www/js -name '*.js') tests/e2e/*.mjs bench/*.mjs python/relattn/*.js; do node --check "$$f" || exit 1; done
 	@python3 -m ruff --version >/dev/null 2>&1 || python3 -m pip install --quiet ruff
 	python3 -m ruff check --select F --no-cache train bench python
 	@test -d node_modules/typescript -a node_modules/.package-lock.json -nt package-lock.json || npm ci --no-audit --no-fund

@@ -328,7 +328,7 @@ pub enum Cells {
 const COLORBAR_WIDTH: u32 = 84;
 
 /// The smallest cell (width, height in pixels) that gets its value written in it; the page's figures
-/// (www/js/figures.js `VALUE_CELL`) use the same.
+/// (www/js/page/figures.js `VALUE_CELL`) use the same.
 pub const VALUE_CELL: (i32, i32) = (26, 14);
 
 /// Most cells drawn as vector rectangles; larger matrices are painted as one image.

@@ -1,4 +1,4 @@
-//! The page's shared state has one writer per field. `www/js/state.js` lists the fields several features
+//! The page's shared state has one writer per field. `www/js/page/state.js` lists the fields several features
 //! read, in sections headed `// --- written by MODULE.js ---`; this test reads every script of the page and
 //! fails when a module assigns a field (`state.f = …`, `state.f += …`, `++state.f`, or through an alias
 //! `const m = state.model; m.f = …`) that its section gives to another module, or a field state.js does not
@@ -113,15 +113,19 @@ fn code_of(source: &str) -> String {
 #[test]
 fn every_shared_field_has_one_writer() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("www");
-    let owners = owners(&std::fs::read_to_string(root.join("js/state.js")).unwrap());
+    let owners = owners(&std::fs::read_to_string(root.join("js/page/state.js")).unwrap());
     for field in ["current", "pinned", "pinnedRow", "mode", "model.shown", "model.position"] {
         assert!(owners.get(field).is_some_and(|w| w.is_some()), "state.js gives {field} no writer: {owners:?}");
     }
+    // Every script: www/'s own (the worker, the benchmark) and www/js/'s, in its folders by thread and mode.
     let mut scripts = Vec::new();
-    for dir in [root.clone(), root.join("js")] {
+    let mut dirs = vec![root.clone(), root.join("js")];
+    while let Some(dir) = dirs.pop() {
         for entry in std::fs::read_dir(&dir).unwrap() {
             let path = entry.unwrap().path();
-            if path.extension().is_some_and(|e| e == "js") {
+            if path.is_dir() && dir != root {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "js") {
                 scripts.push(path);
             }
         }
@@ -129,7 +133,8 @@ fn every_shared_field_has_one_writer() {
     assert!(scripts.len() > 20, "the page's scripts were not found under {}", root.display());
     let mut wrong = Vec::new();
     for path in &scripts {
-        let module = path.file_name().unwrap().to_str().unwrap();
+        // A module is named by its path under www/js/ (as state.js's sections name their writers).
+        let module = path.strip_prefix(root.join("js")).unwrap_or(path.strip_prefix(&root).unwrap()).to_str().unwrap();
         let code = code_of(&std::fs::read_to_string(path).unwrap());
         let mut found = writes(&code, "state.", None);
         for line in code.lines() {

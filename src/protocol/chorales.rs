@@ -315,7 +315,7 @@ pub struct Tile {
 pub struct ModelResult {
     pub id: u32,
     pub model: Method,
-    /// The window's key (model, window and backend: www/js/protocol.js windowKey).
+    /// The window's key (model, window and backend: www/js/shared/protocol.js windowKey).
     pub key: String,
     pub layer: usize,
     pub head: usize,

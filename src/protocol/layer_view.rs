@@ -136,13 +136,13 @@ pub struct Info {
 pub struct Cut {
     pub rows: usize,
     pub cols: usize,
-    /// The raster's shape: (rows, cols), or pooled to at most RASTER_SIDE a side (src/web/session.rs).
+    /// The raster's shape: (rows, cols), or pooled to at most RASTER_SIDE a side (src/app/session.rs).
     pub raster_rows: usize,
     pub raster_cols: usize,
     /// The colour range: values at or below `lo` get the map's first colour, at or above `hi` its last.
     pub lo: f32,
     pub hi: f32,
-    /// The values come with the raster (at most VALUES_CELLS, src/web/session.rs); otherwise ask for the
+    /// The values come with the raster (at most VALUES_CELLS, src/app/session.rs); otherwise ask for the
     /// cells needed with a [`CellsRequest`].
     pub has_values: bool,
 }

@@ -1,5 +1,5 @@
-//! The page ⇄ worker protocol, defined once: every message the page (www/js/worker-client.js, the Model
-//! mode modules) and the worker (www/worker.js, www/js/worker-model.js) exchange, and the wasm API's request
+//! The page ⇄ worker protocol, defined once: every message the page (www/js/page/worker-client.js, the Model
+//! mode modules) and the worker (www/worker.js, www/js/worker/chorales.js) exchange, and the wasm API's request
 //! and answer structs that those messages carry. Every message has a `kind`:
 //!
 //! ```text
@@ -23,7 +23,7 @@
 //! not its newest. Typed arrays (the fields typed `Float32Array`, `Uint8ClampedArray`, …) are built by the
 //! worker from views into the wasm memory and transferred, never copied again: their Rust types say what they
 //! hold. The JavaScript types are generated from these structs by ts-rs into `www/js/types/protocol.d.ts`
-//! (`make protocol`; `make check` fails when it is not current), and `www/js/protocol.js`, type-checked
+//! (`make protocol`; `make check` fails when it is not current), and `www/js/shared/protocol.js`, type-checked
 //! against them, builds every message.
 
 pub mod chorales;
@@ -141,7 +141,7 @@ pub enum FromWorker {
 mod tests {
     use super::*;
 
-    /// A message as the page spells it (www/js/protocol.js) reads as the Rust message of its kind.
+    /// A message as the page spells it (www/js/shared/protocol.js) reads as the Rust message of its kind.
     #[test]
     fn messages_read_by_their_kind() {
         let m: ToWorker = serde_json::from_str(r#"{"kind":"model-stop","id":3}"#).unwrap();

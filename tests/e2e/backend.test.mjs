@@ -144,7 +144,7 @@ test('WebGPU (SwiftShader): the same tooltip numbers as the CPU; a lost device f
   assert.match(await footer(page), /^WebGPU: /);
   assert.match(await page.locator('#timings').innerText(), /forward [\d.]+ ms · stages of the head shown [\d.]+ ms/);
   assert.match(await page.locator('#stage-times').innerText(), /^GPU forward pass fused/);
-  const outputOf = () => page.evaluate(() => import('./js/state.js').then(({ state: s }) => ({ onDemand: s.current.info.on_demand, out: Array.from(s.current.byName.output.values) })));
+  const outputOf = () => page.evaluate(() => import('./js/page/state.js').then(({ state: s }) => ({ onDemand: s.current.info.on_demand, out: Array.from(s.current.byName.output.values) })));
   const onGpu = await outputOf();
   await page.selectOption('#backend-mode', 'cpu');
   await page.waitForFunction(() => document.getElementById('backend').innerText.startsWith('CPU') && document.getElementById('busy').hidden, null, { timeout: 60000 });

@@ -460,7 +460,7 @@ test('n = 8192 with 8 heads: held on demand, every stage drawn pooled; the toolt
   await page.waitForFunction(() => document.getElementById('busy-text').textContent.startsWith('computing the stages of head 0 (held on demand: 8192 query rows'), null, { timeout: 300000, polling: 50 });
   await page.waitForFunction(() => document.body.dataset.ready && document.getElementById('busy').hidden, null, { timeout: 300000 });
   const opened = Date.now() - t0;
-  const cur = () => page.evaluate(() => import('./js/state.js').then(({ state: s }) => ({
+  const cur = () => page.evaluate(() => import('./js/page/state.js').then(({ state: s }) => ({
     onDemand: s.current.info.on_demand, memory: s.current.memory, head: s.current.shown.head, timings: s.current.timings,
     withValues: s.current.stages.filter((st) => st.values).map((st) => st.name),
   })));
@@ -483,7 +483,7 @@ test('n = 8192 with 8 heads: held on demand, every stage drawn pooled; the toolt
   const t = await hover('weights', 5000, 4990, 16);
   await page.waitForFunction(() => { const tip = document.getElementById('tooltip'); return tip.dataset.value !== '' && !tip.innerText.includes('…'); }, null, { timeout: 20000 });
   const tip = await page.locator('#tooltip').evaluate((el) => ({ ...el.dataset, text: el.innerText }));
-  const row = await page.evaluate((i) => import('./js/worker-client.js').then((m) => m.askCells('weights', i, 0, 1, 8192)).then((v) => Array.from(v)), Number(tip.i));
+  const row = await page.evaluate((i) => import('./js/page/worker-client.js').then((m) => m.askCells('weights', i, 0, 1, 8192)).then((v) => Array.from(v)), Number(tip.i));
   assert.ok(Math.abs(row.reduce((a, b) => a + b, 0) - 1) < 1e-3, 'the row sums to 1');
   assert.equal(Number(tip.value), row[Number(tip.j)], `tooltip (${t.i}, ${t.j})`);
   assert.match(tip.text, /content term q·k = -?[\d.]/);
@@ -492,7 +492,7 @@ test('n = 8192 with 8 heads: held on demand, every stage drawn pooled; the toolt
   await canvas.focus();
   for (let k = 0; k < 3; k++) await page.keyboard.press('+');
   assert.equal(await canvas.evaluate((cv) => cv.dataset.rows), '1024');
-  await page.waitForFunction(() => import('./js/state.js').then(({ state: s }) => { const v = s.views.get('weights'); return v.asked && v.asked.values && v.cells.values; }), null, { timeout: 20000, polling: 200 });
+  await page.waitForFunction(() => import('./js/page/state.js').then(({ state: s }) => { const v = s.views.get('weights'); return v.asked && v.asked.values && v.cells.values; }), null, { timeout: 20000, polling: 200 });
   await page.keyboard.press('0');
   // A table row pinned: its readers come from the worker and are shaded though no (n, n) stage came with its
   // values. Row 16 is distance 0 (the diagonal: 8192 pairs); row 0 the edge, j − i ≤ −16 (8176 · 8177 / 2 pairs).

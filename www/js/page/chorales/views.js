@@ -5,11 +5,11 @@
 // selected token (top candidates with bars, the actual next token's rank) and the NLL-per-position chart
 // (the six models beyond the training length). Each canvas carries what the tests check
 // (data-layer/head/row, data-sum, data-landmarks, data-description, data-series).
-import { $, textPx, wrapLines } from './dom.js';
-import { state } from './state.js';
-import { hideTip, showTip } from './tooltip.js';
-import { modelLabel } from './model-form.js';
-import { SCHEME_COLORS } from './scheme-colors.js';
+import { $, textPx, wrapLines } from '../dom.js';
+import { state } from '../state.js';
+import { hideTip, showTip } from '../tooltip.js';
+import { modelLabel } from './form.js';
+import { SCHEME_COLORS } from '../scheme-colors.js';
 
 /** One colour per trained model, in every chart that puts them side by side. */
 /** Each tile's pixels (its head's weights), to draw again under the selected row's ticks. @type {WeakMap<HTMLCanvasElement, ImageData>} */

@@ -5,7 +5,7 @@
 // `win` is the window of the stage shown ({ r0, c0, rows, cols }, null: all of it; zoom.js sets it): a zoomed
 // view draws those cells alone, coloured by the page's wasm over the whole stage's range, with a minimap.
 import { state } from './state.js';
-import * as core from './shared/figure-core.js';
+import * as core from '../shared/figure-core.js';
 import { askCells } from './worker-client.js';
 import { drawPins } from './tooltip.js';
 

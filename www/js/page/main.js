@@ -2,7 +2,7 @@
 // the wasm module with plotters (draw_frame); its cells are blitted from the RGBA buffer the worker made.
 // This module owns only the wiring: it loads the page's wasm, restores the URL, starts the worker, turns
 // the worker's answers into what is shown, and connects every control to what it does. Model mode (the
-// trained models) is wired by model.js; a page opened in Model mode starts its worker and its first request
+// trained models) is wired by chorales/mode.js; a page opened in Model mode starts its worker and its first request
 // before loading its own wasm, so that the first arcs come soon.
 import { $ } from './dom.js';
 import { state } from './state.js';
@@ -17,9 +17,9 @@ import { EMBED, applyURL, saveURL, copyLink } from './url.js';
 import { enterPresent, exitPresent, presentKeys, attachPresentControls, presenting, resultDrawn } from './present.js';
 import { exportNpz } from './export.js';
 import { loadFile, forgetFile, dropCandidate, acceptCandidate, fileInPlay, acceptDrops } from './file.js';
-import { wireModel, setMode, onModelMessage, onWorkerRestart, modelGpuSettled, recolour, firstShown, applyModelEmbed, modelRequest } from './model.js';
+import { wireModel, setMode, onModelMessage, onWorkerRestart, modelGpuSettled, recolour, firstShown, applyModelEmbed, modelRequest } from './chorales/mode.js';
 import { wireTour } from './tour.js';
-import { windowName } from './model-form.js';
+import { windowName } from './chorales/form.js';
 import { initCompare, refreshCompare } from './compare.js';
 
 /** The newest settings' result (worker-client.js passes no other): it becomes what is shown. */

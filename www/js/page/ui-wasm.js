@@ -13,10 +13,10 @@ const instance = {
 };
 
 // Loads a fresh instance: the module's JS again under another URL (a module keeps its one instance), the
-// same .wasm. The first is ../pkg/relattn.js itself.
+// same .wasm. The first is ../../pkg/relattn.js itself.
 export async function loadUi() {
   instance.count += 1;
-  const m = await import(instance.count === 1 ? '../pkg/relattn.js' : `../pkg/relattn.js?instance=${instance.count}`);
+  const m = await import(instance.count === 1 ? '../../pkg/relattn.js' : `../../pkg/relattn.js?instance=${instance.count}`);
   await m.default();
   if (instance.count > 1) {
     m.set_colormaps($('seq').value, $('div').value);

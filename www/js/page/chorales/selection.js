@@ -1,19 +1,19 @@
 // Owns Model mode's roll: drawing it from state.model.shown (the arcs fading in on a new head), the selected
 // token (a click, ← / → / ↑ / ↓ / Home / End, the URL's note=, the playhead), the lines that describe the
-// window and the selected token, the hover title, and Play (sound.js). Selecting a token asks the worker for
-// its prediction through the `ask` given to wireRoll (model.js's modelRequest).
-import { $ } from './dom.js';
-import { state } from './state.js';
+// window and the selected token, the hover title, and Play (chorales/sound.js). Selecting a token asks the worker for
+// its prediction through the `ask` given to wireRoll (chorales/mode.js's modelRequest).
+import { $ } from '../dom.js';
+import { state } from '../state.js';
 import { drawRoll, hit, noteName, arcsOf } from './roll.js';
-import { markRow } from './model-views.js';
-import { windowName, modelLabel } from './model-form.js';
-import { sampledNotes } from './model-sampling.js';
+import { markRow } from './views.js';
+import { windowName, modelLabel } from './form.js';
+import { sampledNotes } from './sampling.js';
 import { play, stop, playing } from './sound.js';
-import { saveURL } from './url.js';
+import { saveURL } from '../url.js';
 
 const m = state.model;
 const FADE_MS = 180;
-/** What selecting a token asks of the worker (model.js: a new ModelRequest). */
+/** What selecting a token asks of the worker (chorales/mode.js: a new ModelRequest). */
 let ask = () => {};
 let fadeRaf = 0;
 

@@ -1,16 +1,16 @@
 // Owns the shareable state: every control, the pin and the presented stage in the query string (saveURL after
 // each change, applyURL once at start), ?embed=STAGE, and "Copy link" with its toast. In Model mode the query
-// is mode=model and Model mode's fields (model-form.js: model, piece, start, length, transpose, layer, head,
+// is mode=model and Model mode's fields (chorales/form.js: model, piece, start, length, transpose, layer, head,
 // note) with the theme and the backend.
 import { $ } from './dom.js';
 import { state } from './state.js';
 import { presenting, presentedAt } from './present.js';
 import { PARAMS, readOption, writeOption, setSelect, setTheme, optionsFollowMethod } from './controls.js';
-import { modelQuery, applyModelURL, modelKinds } from './model-form.js';
+import { modelQuery, applyModelURL, modelKinds } from './chorales/form.js';
 import { modelLayer, useModelLayer, askSlice } from './source.js';
 
 /** ?embed=STAGE: that one heatmap, sized to its frame, and nothing else (null: the whole page); in Model mode,
- *  ?embed=arcs (the piano roll with its arcs), tiles, distance, prediction or nll (model.js applyModelEmbed). */
+ *  ?embed=arcs (the piano roll with its arcs), tiles, distance, prediction or nll (chorales/mode.js applyModelEmbed). */
 export const EMBED = new URLSearchParams(location.search).get('embed');
 
 /** Links made before the options had one spelling everywhere keep working: an old name → its option. */

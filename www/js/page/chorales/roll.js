@@ -5,7 +5,7 @@
 // ≥ 0.01 in the chosen head (width and opacity ∝ weight; a rest's end is on the rest lane at the bottom).
 // For the tests the canvas carries data-position (the selected token), data-arcs (JSON [[key, weight], …]
 // as drawn), data-bars, data-sampled (the sampled tokens) and data-playhead.
-import { textPx } from './dom.js';
+import { textPx } from '../dom.js';
 
 const VOICE_COLORS = ['#d62728', '#2a9d3a', '#1f6fc4', '#8a4fbf'];
 export const VOICE_NAMES = ['S', 'A', 'T', 'B'];

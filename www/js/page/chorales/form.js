@@ -2,8 +2,8 @@
 // from the controls, writing a result back into them (the pieces by BWV and title, the ranges a window
 // allows, the layers and heads the model has), the URL's model fields, and the errors shown next to each
 // control (an <output id="merr-FIELD"> per field; the wasm's error names the field).
-import { $ } from './dom.js';
-import { state } from './state.js';
+import { $ } from '../dom.js';
+import { state } from '../state.js';
 
 /** The fields an error can be shown next to. */
 const FIELDS = ['model', 'piece', 'opening', 'start', 'length', 'transpose', 'layer', 'head'];
@@ -38,7 +38,7 @@ export function modelKind() {
   return $('m-model').value;
 }
 
-/** @returns {import('./protocol.js').ModelWindow} the window as the controls say (NaN for an empty box) */
+/** @returns {import('../../shared/protocol.js').ModelWindow} the window as the controls say (NaN for an empty box) */
 export function readWindow() {
   const piece = $('m-piece').value || $('m-piece').dataset.want || '';
   if (piece === OPENING) return { piece: '', opening: $('m-opening').value, start: 0, length: 4, transpose: num('m-transpose') };

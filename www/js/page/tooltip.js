@@ -3,7 +3,7 @@
 import { $ } from './dom.js';
 import { state } from './state.js';
 import { presenting, presentedView } from './present.js';
-import { fmt, cellText, readerRuns } from './shared/figure-core.js';
+import { fmt, cellText, readerRuns } from '../shared/figure-core.js';
 import { blit, cellAt, outline, shade } from './figures.js';
 import { saveURL } from './url.js';
 import { askCells, askReaders } from './worker-client.js';

@@ -6,7 +6,7 @@
 // (WebGPU when usable, else the CPU, which says why: src/web/backend.rs with_backend), sampling on the CPU;
 // the page only draws. The computing methods are async (they may await the GPU), so other messages are
 // answered meanwhile. Messages are typed in protocol.js.
-import { compareResult, modelError, modelResult, modelSampled, nllResult, typedError, windowKey, windowRequest } from './protocol.js';
+import { compareResult, modelError, modelResult, modelSampled, nllResult, typedError, windowKey, windowRequest } from '../shared/protocol.js';
 
 const TILE = 128; // the model view's tiles: at most TILE × TILE pixels each
 const BATCH = 16; // tokens per ModelSampled

@@ -6,7 +6,7 @@ import { $, textPx } from './dom.js';
 import { state } from './state.js';
 import { askSchemes } from './worker-client.js';
 import { FRAME, newView, drawView } from './figures.js';
-import { download } from './shared/figure-core.js';
+import { download } from '../shared/figure-core.js';
 import { hideTip, showTip } from './tooltip.js';
 import { SCHEME_COLORS } from './scheme-colors.js';
 

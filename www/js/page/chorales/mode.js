@@ -1,28 +1,28 @@
 // Owns Model mode's wiring: the Parameters | Model switch, the model form's events, the window's requests to
 // the worker (ids: only the newest ModelRequest's answer is shown), turning answers into state.model.shown and
-// drawing it (model-roll.js: the roll, the selected token and Play; model-views.js: the panels). Continue
-// (model-sampling.js), the comparisons (model-compare.js) and the slides (model-slides.js) own their state and
+// drawing it (chorales/selection.js: the roll, the selected token and Play; chorales/views.js: the panels). Continue
+// (chorales/sampling.js), the comparisons (chorales/compare.js) and the slides (chorales/slides.js) own their state and
 // are given what they need here. Every request carries the page's Backend (the toolbar's, Parameters mode's
 // too); the footer says where it ran.
-import { $, all } from './dom.js';
-import { state } from './state.js';
-import { presentNextResult } from './present.js';
-import { modelRequest as modelMsg, windowKey } from './protocol.js';
-import { readWindow, readHead, modelKind, wantedNote, noteTaken, syncModelForm, syncChoices, clearModelErrors, showModelError, showOpening } from './model-form.js';
+import { $, all } from '../dom.js';
+import { state } from '../state.js';
+import { presentNextResult } from '../present.js';
+import { modelRequest as modelMsg, windowKey } from '../../shared/protocol.js';
+import { readWindow, readHead, modelKind, wantedNote, noteTaken, syncModelForm, syncChoices, clearModelErrors, showModelError, showOpening } from './form.js';
 import { noteName, VOICE_NAMES } from './roll.js';
-import { wireRoll, makeRoll, redraw, describe, fadeArcs, togglePlay, selectShown } from './model-roll.js';
-import { drawTiles, markTile, markRow, drawDistances, drawPrediction } from './model-views.js';
-import { wireSampling, onSampled, onSampleRefused, endSampling, samplingUnderway, whenSamplingEnds } from './model-sampling.js';
-import { wireComparisons, onComparison, drawComparisons, ensureNll, windowShown } from './model-compare.js';
-import { wireSlides } from './model-slides.js';
+import { wireRoll, makeRoll, redraw, describe, fadeArcs, togglePlay, selectShown } from './selection.js';
+import { drawTiles, markTile, markRow, drawDistances, drawPrediction } from './views.js';
+import { wireSampling, onSampled, onSampleRefused, endSampling, samplingUnderway, whenSamplingEnds } from './sampling.js';
+import { wireComparisons, onComparison, drawComparisons, ensureNll, windowShown } from './compare.js';
+import { wireSlides } from './slides.js';
 import { stop, playing } from './sound.js';
-import { colormaps, backendMode } from './controls.js';
-import { showBackend } from './status.js';
-import { saveURL } from './url.js';
-import { exportRoll, exportPanel } from './export.js';
-import { request as requestTrace, post, paramsStarted } from './worker-client.js';
-import { useModelLayer, askSlice } from './source.js';
-import { clearPins } from './tooltip.js';
+import { colormaps, backendMode } from '../controls.js';
+import { showBackend } from '../status.js';
+import { saveURL } from '../url.js';
+import { exportRoll, exportPanel } from '../export.js';
+import { request as requestTrace, post, paramsStarted } from '../worker-client.js';
+import { useModelLayer, askSlice } from '../source.js';
+import { clearPins } from '../tooltip.js';
 
 const m = state.model;
 

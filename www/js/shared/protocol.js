@@ -1,6 +1,6 @@
 // @ts-check
 // Builds every message between the page (worker-client.js, the Model mode modules) and the worker (../worker.js,
-// worker-model.js). The messages are defined once, in Rust (src/protocol/: who sends what, and what every field
+// worker/chorales.js). The messages are defined once, in Rust (src/protocol/: who sends what, and what every field
 // means); their JavaScript types are generated from it into types/protocol.d.ts (`make protocol`), and
 // `make check` type-checks this file against them (tsconfig.json): a message built here that Rust does not
 // define fails the check. Every message has a `kind`.
@@ -8,20 +8,20 @@
 // A newer compute request supersedes one still waiting in the worker; the page drops any answer whose id is
 // not its newest (worker-client.js). Typed arrays in a result are transferred, never copied again.
 
-/** @typedef {import('./types/protocol').ToWorker} ToWorker */
-/** @typedef {import('./types/protocol').FromWorker} FromWorker */
-/** @typedef {import('./types/protocol').BackendChoice} BackendChoice */
-/** @typedef {import('./types/protocol').Colormaps} Colormaps */
-/** @typedef {import('./types/protocol').Method} Method */
-/** @typedef {import('./types/protocol').ModelWindow} ModelWindow */
-/** @typedef {import('./types/protocol').ModelRequest} ModelRequest */
-/** @typedef {import('./types/protocol').ModelInfo} ModelInfo */
-/** @typedef {import('./types/protocol').Request} Request */
-/** @typedef {import('./types/protocol').LayerOptions} LayerOptions */
-/** @typedef {import('./types/protocol').LayerSource} LayerSource */
-/** @typedef {import('./types/protocol').ScenarioFile} ScenarioFile */
-/** @typedef {import('./types/protocol').Parts} Parts */
-/** @typedef {import('./types/protocol').WorkerError} WorkerError */
+/** @typedef {import('../types/protocol').ToWorker} ToWorker */
+/** @typedef {import('../types/protocol').FromWorker} FromWorker */
+/** @typedef {import('../types/protocol').BackendChoice} BackendChoice */
+/** @typedef {import('../types/protocol').Colormaps} Colormaps */
+/** @typedef {import('../types/protocol').Method} Method */
+/** @typedef {import('../types/protocol').ModelWindow} ModelWindow */
+/** @typedef {import('../types/protocol').ModelRequest} ModelRequest */
+/** @typedef {import('../types/protocol').ModelInfo} ModelInfo */
+/** @typedef {import('../types/protocol').Request} Request */
+/** @typedef {import('../types/protocol').LayerOptions} LayerOptions */
+/** @typedef {import('../types/protocol').LayerSource} LayerSource */
+/** @typedef {import('../types/protocol').ScenarioFile} ScenarioFile */
+/** @typedef {import('../types/protocol').Parts} Parts */
+/** @typedef {import('../types/protocol').WorkerError} WorkerError */
 /** @typedef {Extract<FromWorker, { kind: 'progress' }>} ProgressMessage */
 /** @typedef {Extract<FromWorker, { kind: 'result' }>} ResultMessage */
 /** @typedef {Extract<FromWorker, { kind: 'error' | 'fatal' }>} ErrorMessage */
@@ -35,8 +35,8 @@
 /** @typedef {Extract<FromWorker, { kind: 'model-compare' }>} CompareResult */
 /** @typedef {Extract<FromWorker, { kind: 'model-error' }>} ModelError */
 /** @typedef {Extract<FromWorker, { kind: 'gpu-settled' }>} GpuSettled */
-/** @typedef {import('./types/protocol').BackendUsed} BackendUsed */
-/** @typedef {import('./types/protocol').BackendShown} BackendShown */
+/** @typedef {import('../types/protocol').BackendUsed} BackendUsed */
+/** @typedef {import('../types/protocol').BackendShown} BackendShown */
 
 /**
  * An Error with the wasm errors' shape ({ field, kind }, src/web/mod.rs js_error), for the JS side's own refusals.
@@ -72,7 +72,7 @@ export function windowRequest(w, backend) {
 /**
  * The ModelWindow of a window as the page or the wasm describes it (a ModelWindow, or the WindowInfo of a
  * window run): its piece, start, length, transposition and opening chord.
- * @param {ModelWindow | import('./types/protocol').WindowInfo} w
+ * @param {ModelWindow | import('../types/protocol').WindowInfo} w
  * @returns {ModelWindow}
  */
 export function windowOf(w) {
@@ -267,7 +267,7 @@ export function modelResult(fields) {
 }
 
 /**
- * @param {number} id @param {import('./types/protocol').Sampled} sampled
+ * @param {number} id @param {import('../types/protocol').Sampled} sampled
  * @param {boolean} [ended] the sampling ended before its last step (no notes)
  * @returns {ModelSampled}
  */

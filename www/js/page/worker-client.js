@@ -4,7 +4,7 @@
 // (isLatest) is passed on to the page; an older one is for superseded settings and touches neither the
 // controls nor the view. (A render already under way is stopped by its render token: views.js.)
 import { state } from './state.js';
-import { computeRequest, exportRequest, cellsRequest, readersRequest, schemesRequest, typedError } from './protocol.js';
+import { computeRequest, exportRequest, cellsRequest, readersRequest, schemesRequest, typedError } from '../shared/protocol.js';
 import { readParams, colormaps, backendMode, showError } from './controls.js';
 import { modelLayer, shownSlice } from './source.js';
 import { setBusy, showProgress } from './status.js';
@@ -44,7 +44,7 @@ export function paramsStarted() {
 /**
  * Starts the worker. `h.result(msg)` gets the newest settings' ResultMessage, `h.refused(error)` their
  * WorkerError, `h.fatal(error, latest)` a FatalMessage's error when it is the newest settings' (latest) or
- * in no request; `h.model(msg)` every Model-mode message ('model-*': model.js checks their ids),
+ * in no request; `h.model(msg)` every Model-mode message ('model-*': chorales/mode.js checks their ids),
  * `h.restarted()` is called after the worker was replaced and `h.gpuSettled()` once WebGPU's set-up has ended.
  */
 export function startWorker(h) {
@@ -52,7 +52,7 @@ export function startWorker(h) {
 }
 
 function spawn(handlers) {
-  client.worker = new Worker(new URL('../worker.js', import.meta.url), { type: 'module' });
+  client.worker = new Worker(new URL('../../worker.js', import.meta.url), { type: 'module' });
   // Assigned (not addEventListener): tests/e2e/reliability.test.mjs wraps the onmessage setter to delay answers.
   client.worker.onmessage = (e) => receive(e.data, handlers);
   client.worker.onerror = (e) => showError('general', `worker failed: ${e.message || e}`);
@@ -136,7 +136,7 @@ export function askSchemes(options, tokens, batch, head) {
   return ask((id) => schemesRequest(id, options, tokens, batch, head), (r) => r.schemes);
 }
 
-/** @param {import('./protocol.js').FromWorker} msg */
+/** @param {import('../shared/protocol.js').FromWorker} msg */
 function receive(msg, handlers) {
   switch (msg.kind) {
     case 'export': case 'cells': case 'readers': case 'schemes': {

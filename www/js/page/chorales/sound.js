@@ -3,7 +3,7 @@
 // short attack and release, at the tempo of the ♩ = box, scheduled 1.5 s ahead as it plays (never thousands
 // of nodes in one task). While it plays, `onStep(step)` is called each animation frame with the playhead's
 // (fractional) 16th step, from the first step of the window.
-import { $ } from './dom.js';
+import { $ } from '../dom.js';
 
 // This module's own state: no other module writes it (playing() is how they read it).
 const sound = {

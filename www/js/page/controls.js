@@ -41,7 +41,7 @@ export function writeOption(k, v) {
  * The layer's options as the controls give them (the preset alone when one is picked, unless `noPreset`: a
  * file's tables replace a preset's) and the sentence's tokens.
  * @param {boolean} noPreset
- * @returns {{ options: import('./types/protocol').LayerOptions, tokens: string[] }}
+ * @returns {{ options: import('../types/protocol').LayerOptions, tokens: string[] }}
  */
 export function readParams(noPreset) {
   /** @type {Record<string, string | number | boolean>} */
@@ -80,7 +80,7 @@ export function showError(field, message) {
 /**
  * A refused request's error, where it belongs: with a file in play (`file`), errors about it (and a size too
  * large, which its x fixed) go next to the file picker, prefixed with its name unless they name it.
- * @param {import('./protocol.js').WorkerError} error
+ * @param {import('../shared/protocol.js').WorkerError} error
  * @param {{ name: string } | null} file
  */
 export function showRefusal(error, file) {
@@ -99,7 +99,7 @@ function fillSelect(sel, count, value) {
 
 /**
  * Writes the options a result was computed with back into the controls, and the (batch, head) shown.
- * @param {import('./types/protocol').Info} info
+ * @param {import('../types/protocol').Info} info
  * @param {{ batch: number, head: number }} shown
  */
 export function syncControls(info, shown) {
@@ -131,7 +131,7 @@ export function setTheme(t) {
  */
 export function optionsFollowMethod() {
   if (!state.ui) return;
-  /** @type {import('./types/protocol').SchemeOptions} */
+  /** @type {import('../types/protocol').SchemeOptions} */
   const o = state.ui.scheme_options($('method').value);
   $('relative_values').disabled = !o.rel_v;
   $('relative_values').title = o.rel_v ? '' : 'Only Shaw et al. have a relative value term a^V';

@@ -1,8 +1,8 @@
 // Owns Model mode's slides (Present): one panel at a time on the whole screen, each titled and numbered, the
 // slide shown being its own state (body[data-model-slide] tells the CSS and the charts' text size); → after
 // the last goes on to the chosen head stage by stage, and Esc there comes back.
-import { $ } from './dom.js';
-import { ensureNll } from './model-compare.js';
+import { $ } from '../dom.js';
+import { ensureNll } from './compare.js';
 
 /**
  * The slides in order: name, panel, title (of the result shown). After the last comes the chosen head stage

@@ -5,10 +5,10 @@ import { wrapLines } from './dom.js';
 import { state } from './state.js';
 import { showError } from './controls.js';
 import { FRAME, figureSpec } from './figures.js';
-import { download, withCells } from './shared/figure-core.js';
+import { download, withCells } from '../shared/figure-core.js';
 import { askExport } from './worker-client.js';
 import { fileInUse } from './file.js';
-import { windowName, windowSlug } from './model-form.js';
+import { windowName, windowSlug } from './chorales/form.js';
 import { drawFailed } from './ui-wasm.js';
 
 /** Model mode's roll (with the arcs and the sampled notes) as a PNG at twice its size on screen; `draw(canvas, size)` draws it. */

@@ -1,15 +1,15 @@
 // Owns Continue in Model mode: sampling after the window, one batch of tokens at a time from the worker.
 // Its state (the sampling under way, the notes drawn) is its own; the roll and Play read the notes through
 // sampledNotes(). Only the newest sampling's batches are kept.
-import { $ } from './dom.js';
-import { state } from './state.js';
-import { post } from './worker-client.js';
-import { sampleRequest, modelStop, windowOf } from './protocol.js';
+import { $ } from '../dom.js';
+import { state } from '../state.js';
+import { post } from '../worker-client.js';
+import { sampleRequest, modelStop, windowOf } from '../../shared/protocol.js';
 
 /** The sampling under way (its id, 0: none), the last id given, the notes drawn after the window, and what
  *  to call once the sampling under way ends (whenSamplingEnds). */
 const sampling = { id: 0, seq: 0, notes: [], then: [] };
-/** Redraws the roll (model.js), given by wireSampling. */
+/** Redraws the roll (chorales/mode.js), given by wireSampling. */
 let redrawRoll = () => {};
 
 /** The notes sampled after the window (Notes: token, voice, step, midi). */
