@@ -1,267 +1,15 @@
-//! Heatmaps: colormaps, rasters and labelled figures.
-//!
-//! - [`rgba`] turns an (rows, cols) matrix into one RGBA pixel per cell, the buffer the page blits as
-//!   `ImageData` (one rect per cell is far too slow at 512² and up).
-//! - [`draw`] draws a labelled figure (title, formula and shape, axes with tokens or indices, colorbar)
-//!   on any plotters backend: the CLI's SVG/PNG, the page's canvas (which then blits the cells itself).
-//!
-//! Colours: viridis for sequential data (weights, indices), a red–blue diverging map centred on 0 for
-//! signed scores (the default [`Palette`]; the page may pick cividis or purple–green); masked (−∞) cells
-//! are grey.
+//! Labelled figures: title, formula and shape, axes with tokens or indices, the cells (vectors with their values,
+//! or a raster) and a colorbar, on any plotters backend; saved as SVG or PNG by the command line.
 
+use super::colormap::{value_range, Lut, Palette};
+use super::raster::rgb_pooled;
 use crate::stage::Scale;
-use ndarray::{Array2, ArrayView2};
+use ndarray::ArrayView2;
 use plotters::coord::ranged1d::SegmentValue;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 use std::ops::Range;
-
-/// Grey for cells that are not finite (masked logits).
-pub const MASKED: [u8; 3] = [150, 150, 150];
-
-/// The value range a colormap spans: [min, max] of the finite values, symmetric [−m, m] when diverging.
-pub fn value_range(m: ArrayView2<f32>, scale: Scale) -> (f32, f32) {
-    let mut extent = Extent::default();
-    extent.add(m.iter().copied());
-    extent.range(scale)
-}
-
-/// The least and the greatest finite value seen, gathered piece by piece (a stage computed in blocks).
-#[derive(Clone, Copy, Debug, PartialEq)]
-struct Extent {
-    lo: f32,
-    hi: f32,
-}
-
-impl Default for Extent {
-    fn default() -> Self {
-        Extent { lo: f32::INFINITY, hi: f32::NEG_INFINITY }
-    }
-}
-
-impl Extent {
-    fn add(&mut self, values: impl Iterator<Item = f32>) {
-        for v in values.filter(|v| v.is_finite()) {
-            self.lo = self.lo.min(v);
-            self.hi = self.hi.max(v);
-        }
-    }
-
-    /// The colormap's range over the values seen ([`value_range`]): (0, 1) when none was finite, (−1, 1) for
-    /// a diverging stage of zeros.
-    fn range(&self, scale: Scale) -> (f32, f32) {
-        let (lo, hi) = (self.lo, self.hi);
-        if lo > hi {
-            return (0.0, 1.0);
-        }
-        match scale {
-            Scale::Diverging => {
-                // All zeros (the content term off): ±1, so the colorbar reads 0 in the middle, not ±1.18e-38.
-                let m = lo.abs().max(hi.abs());
-                if m < f32::MIN_POSITIVE {
-                    (-1.0, 1.0)
-                } else {
-                    (-m, m)
-                }
-            }
-            Scale::Sequential if lo == hi => (lo, lo + 1.0),
-            Scale::Sequential => (lo, hi),
-        }
-    }
-}
-
-/// Entries of a colormap's lookup table.
-const LUT_SIZE: usize = 256;
-
-/// A colormap a [`Palette`] may use.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Colormap {
-    /// Perceptually uniform, dark blue to yellow (sequential).
-    Viridis,
-    /// Viridis made safe for red–green colour blindness (sequential).
-    Cividis,
-    /// Blue (low) – white – red (high), balanced around the middle (diverging).
-    RedBlue,
-    /// Purple (low) – white – green (high), balanced (diverging).
-    PurpleGreen,
-}
-
-impl Colormap {
-    /// The names the page and the URL use.
-    pub const NAMES: [&'static str; 4] = ["viridis", "cividis", "red_blue", "purple_green"];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Colormap::Viridis => "viridis",
-            Colormap::Cividis => "cividis",
-            Colormap::RedBlue => "red_blue",
-            Colormap::PurpleGreen => "purple_green",
-        }
-    }
-
-    pub fn from_name(s: &str) -> Option<Colormap> {
-        [Colormap::Viridis, Colormap::Cividis, Colormap::RedBlue, Colormap::PurpleGreen].into_iter().find(|c| c.name() == s)
-    }
-
-    /// The colour at t in [0, 1] (low to high).
-    fn eval(self, t: f64) -> colorous::Color {
-        match self {
-            Colormap::Viridis => colorous::VIRIDIS.eval_continuous(t),
-            Colormap::Cividis => colorous::CIVIDIS.eval_continuous(t),
-            Colormap::RedBlue => colorous::RED_BLUE.eval_continuous(1.0 - t),
-            Colormap::PurpleGreen => colorous::PURPLE_GREEN.eval_continuous(t),
-        }
-    }
-}
-
-/// The colormaps of the two scales. The default (viridis, red–blue) is the CLI's.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Palette {
-    pub sequential: Colormap,
-    pub diverging: Colormap,
-}
-
-impl Default for Palette {
-    fn default() -> Self {
-        Palette { sequential: Colormap::Viridis, diverging: Colormap::RedBlue }
-    }
-}
-
-/// A colormap sampled at 256 points, so a cell costs one index instead of a spline.
-pub struct Lut([[u8; 3]; LUT_SIZE]);
-
-impl Lut {
-    pub fn new(scale: Scale) -> Lut {
-        Lut::with_palette(scale, Palette::default())
-    }
-
-    /// The palette's colormap for `scale`.
-    pub fn with_palette(scale: Scale, palette: Palette) -> Lut {
-        let map = match scale {
-            Scale::Sequential => palette.sequential,
-            Scale::Diverging => palette.diverging,
-        };
-        let mut lut = [[0u8; 3]; LUT_SIZE];
-        for (k, c) in lut.iter_mut().enumerate() {
-            let rgb = map.eval(k as f64 / (LUT_SIZE - 1) as f64);
-            *c = [rgb.r, rgb.g, rgb.b];
-        }
-        Lut(lut)
-    }
-
-    /// The colour of `v` in [lo, hi]; grey when not finite.
-    #[inline]
-    pub fn color(&self, v: f32, (lo, hi): (f32, f32)) -> [u8; 3] {
-        if !v.is_finite() {
-            return MASKED;
-        }
-        let t = ((v - lo) / (hi - lo)).clamp(0.0, 1.0);
-        self.0[(t * (LUT_SIZE - 1) as f32 + 0.5) as usize]
-    }
-}
-
-/// One RGBA pixel per cell, row-major, with the range used.
-pub fn rgba(m: ArrayView2<f32>, scale: Scale) -> (Vec<u8>, (f32, f32)) {
-    rgba_with(m, scale, Palette::default())
-}
-
-/// [`rgba`] with the palette's colormaps.
-pub fn rgba_with(m: ArrayView2<f32>, scale: Scale, palette: Palette) -> (Vec<u8>, (f32, f32)) {
-    let range = value_range(m, scale);
-    (rgba_in_range(m, scale, palette, range), range)
-}
-
-/// One RGBA pixel per cell, coloured over `range` (a window of a larger matrix keeps the matrix's colours).
-pub fn rgba_in_range(m: ArrayView2<f32>, scale: Scale, palette: Palette, range: (f32, f32)) -> Vec<u8> {
-    let lut = Lut::with_palette(scale, palette);
-    let mut out = Vec::with_capacity(m.len() * 4);
-    for &v in m.iter() {
-        let [r, g, b] = lut.color(v, range);
-        out.extend_from_slice(&[r, g, b, 255]);
-    }
-    out
-}
-
-/// [`rgba_with`] with at most `max_side` pixels a side: a larger matrix is pooled (`pool`), so a band one cell wide
-/// (the clip band, a diagonal) stays visible where sampling one cell per pixel would drop it. Returns the
-/// pixels, their (rows, cols) and the colour range, which is the whole matrix's.
-pub fn rgba_pooled(m: ArrayView2<f32>, scale: Scale, palette: Palette, max_side: usize) -> (Vec<u8>, (usize, usize), (f32, f32)) {
-    let mut pooler = Pooler::new(m.dim(), scale, max_side);
-    pooler.add(m, 0);
-    pooler.rgba(palette)
-}
-
-/// The matrix cut into blocks of cells, at most `max_rows` × `max_cols` of them, each replaced by its most
-/// extreme value (the largest; on a diverging scale the largest in magnitude; −∞, a masked cell, only when
-/// the whole block is masked): what one pixel of a heatmap smaller than the matrix shows.
-fn pool(m: ArrayView2<f32>, scale: Scale, max_rows: usize, max_cols: usize) -> Array2<f32> {
-    let mut pooler = Pooler::with_blocks(m.dim(), scale, max_rows, max_cols);
-    pooler.add(m, 0);
-    pooler.pooled
-}
-
-/// A matrix pooled (`pool`) and its `Extent` measured from its rows given in any number of pieces (one
-/// (rows, cols) stage computed a block of query rows at a time): the same blocks, the same picks and the same
-/// range as from the whole matrix at once.
-pub struct Pooler {
-    scale: Scale,
-    /// Cells a block spans: rows, columns.
-    block: (usize, usize),
-    pooled: Array2<f32>,
-    extent: Extent,
-}
-
-impl Pooler {
-    /// For a (rows, cols) matrix shown in at most `max_side` × `max_side` pixels (one per cell when it fits).
-    pub fn new(dim: (usize, usize), scale: Scale, max_side: usize) -> Pooler {
-        Pooler::with_blocks(dim, scale, max_side, max_side)
-    }
-
-    fn with_blocks((rows, cols): (usize, usize), scale: Scale, max_rows: usize, max_cols: usize) -> Pooler {
-        let block = (rows.div_ceil(max_rows.max(1)).max(1), cols.div_ceil(max_cols.max(1)).max(1));
-        let pooled = Array2::from_elem((rows.div_ceil(block.0), cols.div_ceil(block.1)), f32::NEG_INFINITY);
-        Pooler { scale, block, pooled, extent: Extent::default() }
-    }
-
-    /// Adds the matrix's rows `first..first + part.nrows()`.
-    pub fn add(&mut self, part: ArrayView2<f32>, first: usize) {
-        let extremity = |v: f32| if self.scale == Scale::Diverging { v.abs() } else { v };
-        let (br, bc) = self.block;
-        for (r, row) in part.outer_iter().enumerate() {
-            let mut pooled = self.pooled.row_mut((first + r) / br);
-            for (j, &v) in row.iter().enumerate() {
-                let cell = &mut pooled[j / bc];
-                // The first non-masked value of a block, then any more extreme one.
-                if v != f32::NEG_INFINITY && (*cell == f32::NEG_INFINITY || extremity(v) > extremity(*cell)) {
-                    *cell = v;
-                }
-            }
-        }
-        self.extent.add(part.iter().copied());
-    }
-
-    /// The pooled cells coloured over the range of every value added: pixels, their (rows, cols), the range.
-    pub fn rgba(&self, palette: Palette) -> (Vec<u8>, (usize, usize), (f32, f32)) {
-        let range = self.extent.range(self.scale);
-        (rgba_in_range(self.pooled.view(), self.scale, palette, range), self.pooled.dim(), range)
-    }
-}
-
-/// RGB pixels of the matrix drawn w × h, for plotters' bitmap element: [`pool`]ed to at most one block per
-/// pixel (as the page's rasters are), then each pixel takes its block (nearest).
-fn rgb_pooled(m: ArrayView2<f32>, scale: Scale, range: (f32, f32), lut: &Lut, w: usize, h: usize) -> Vec<u8> {
-    let pooled = pool(m, scale, h, w);
-    let (rows, cols) = pooled.dim();
-    let mut out = Vec::with_capacity(w * h * 3);
-    for y in 0..h {
-        let i = y * rows / h;
-        for x in 0..w {
-            out.extend_from_slice(&lut.color(pooled[[i, x * cols / w]], range));
-        }
-    }
-    out
-}
 
 /// A value as short text for a cell or a tooltip: integers as such, others with 3 significant digits.
 pub fn short(v: f32) -> String {
@@ -614,6 +362,7 @@ fn register_fonts() {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
 
     #[test]
     fn column_labels_never_overlap_and_cut_words_with_an_ellipsis() {
@@ -653,16 +402,6 @@ mod tests {
         assert_eq!(wrap_to("aaaa bbbb cccc dddd eeee", 90, 2, width), ["aaaa bbbb", "cccc ddd…"]);
     }
 
-    #[test]
-    fn a_stage_of_zeros_gets_a_readable_range() {
-        let zeros = ndarray::Array2::<f32>::zeros((3, 3));
-        assert_eq!(value_range(zeros.view(), Scale::Diverging), (-1.0, 1.0));
-        assert_eq!(value_range(zeros.view(), Scale::Sequential), (0.0, 1.0));
-    }
-
-    use super::*;
-    use ndarray::arr2;
-
     /// At n = 4096 the axes carry a few round indices (multiples of one 1-2-5 step), not merged labels.
     #[test]
     fn a_large_figure_has_round_readable_ticks() {
@@ -692,44 +431,6 @@ mod tests {
         assert!(ticks.iter().all(|t| t % 500 == 0 || *t == 1), "{ticks:?}");
     }
 
-    /// A one-cell diagonal of a 1000 × 1000 matrix survives pooling to 100 × 100 (nearest sampling keeps
-    /// about a third of it); small matrices are not pooled.
-    #[test]
-    fn pooling_keeps_a_one_cell_band() {
-        let m = ndarray::Array2::from_shape_fn((1000, 1000), |(i, j)| if i == j { 1.0 } else { 0.0 });
-        let (px, dims, _) = rgba_pooled(m.view(), Scale::Sequential, Palette::default(), 100);
-        assert_eq!(dims, (100, 100));
-        let top = Lut::new(Scale::Sequential).color(1.0, (0.0, 1.0));
-        for d in 0..100 {
-            assert_eq!(&px[(d * 100 + d) * 4..(d * 100 + d) * 4 + 3], &top, "block ({d}, {d})");
-        }
-        assert_eq!(&px[4..7], &Lut::new(Scale::Sequential).color(0.0, (0.0, 1.0)), "an off-diagonal block");
-        let small = ndarray::Array2::<f32>::zeros((30, 40));
-        assert_eq!(rgba_pooled(small.view(), Scale::Diverging, Palette::default(), 100).1, (30, 40));
-    }
-
-    /// A matrix pooled from its rows in pieces of any size (a stage computed a block of queries at a time)
-    /// gives the pixels and the range of the whole matrix pooled at once; masked cells, ties, both scales.
-    #[test]
-    fn pooling_in_pieces_equals_pooling_whole() {
-        let m = ndarray::Array2::from_shape_fn((301, 77), |(i, j)| match (i * 31 + j * 7) % 13 {
-            0 => f32::NEG_INFINITY,
-            r => (r as f32 - 6.0) * if i > 150 { 0.5 } else { 1.0 },
-        });
-        for scale in [Scale::Sequential, Scale::Diverging] {
-            for side in [8, 50, 100, 400] {
-                let whole = rgba_pooled(m.view(), scale, Palette::default(), side);
-                for piece in [1, 3, 64, 300] {
-                    let mut pooler = Pooler::new(m.dim(), scale, side);
-                    for first in (0..m.nrows()).step_by(piece) {
-                        pooler.add(m.slice(ndarray::s![first..(first + piece).min(m.nrows()), ..]), first);
-                    }
-                    assert_eq!(pooler.rgba(Palette::default()), whole, "{scale:?} side {side} pieces of {piece}");
-                }
-            }
-        }
-    }
-
     #[test]
     fn tick_steps_are_round_and_fit() {
         assert_eq!(tick_step(12, 24), 1);
@@ -740,45 +441,6 @@ mod tests {
             let s = tick_step(count, room);
             assert!(count.div_ceil(s) <= room.max(1), "{count} in {room}: step {s}");
         }
-    }
-
-    #[test]
-    fn diverging_is_centred_and_masked_is_grey() {
-        let m = arr2(&[[-1.0, 0.0], [3.0, f32::NEG_INFINITY]]);
-        assert_eq!(value_range(m.view(), Scale::Diverging), (-3.0, 3.0));
-        let (px, _) = rgba(m.view(), Scale::Diverging);
-        assert_eq!(&px[12..15], &MASKED);
-        assert_eq!(px.len(), 16);
-    }
-
-    #[test]
-    fn palettes_change_colours_but_not_the_default() {
-        let m = arr2(&[[0.0f32, 1.0]]);
-        let (viridis, _) = rgba(m.view(), Scale::Sequential);
-        assert_eq!(rgba_with(m.view(), Scale::Sequential, Palette::default()).0, viridis);
-        let cividis = Palette { sequential: Colormap::Cividis, ..Palette::default() };
-        assert_ne!(rgba_with(m.view(), Scale::Sequential, cividis).0, viridis);
-        for name in Colormap::NAMES {
-            assert_eq!(Colormap::from_name(name).map(Colormap::name), Some(name));
-        }
-    }
-
-    /// A one-cell diagonal in a 2048 × 2048 matrix drawn 300 × 300 (the CLI's bitmap): pooled, every pixel
-    /// row shows it; the nearest cell per pixel (before) missed it in most rows.
-    #[test]
-    fn bitmaps_pool_like_the_page() {
-        let m = Array2::from_shape_fn((2048, 2048), |(i, j)| if i == j { 1.0 } else { 0.0 });
-        let lut = Lut::new(Scale::Sequential);
-        let (w, h) = (300, 300);
-        let px = rgb_pooled(m.view(), Scale::Sequential, (0.0, 1.0), &lut, w, h);
-        let top = lut.color(1.0, (0.0, 1.0));
-        for y in 0..h {
-            assert!(px[y * w * 3..(y + 1) * w * 3].chunks(3).any(|c| c == top), "row {y} lost the diagonal");
-        }
-        let (pooled, dims, range) = rgba_pooled(m.view(), Scale::Sequential, Palette::default(), 512);
-        assert_eq!((dims, range, pooled.len()), ((512, 512), (0.0, 1.0), 512 * 512 * 4));
-        let masked = Array2::from_elem((4, 4), f32::NEG_INFINITY);
-        assert_eq!(pool(masked.view(), Scale::Diverging, 2, 2), Array2::from_elem((2, 2), f32::NEG_INFINITY));
     }
 
     #[test]

@@ -1,0 +1,147 @@
+//! Rasters of large stages: pooled to a side the screen can show, each pixel its block's most extreme value
+//! (a one-cell band stays visible), whole or a block of rows at a time.
+
+use super::colormap::{rgba_in_range, Extent, Lut, Palette};
+use crate::stage::Scale;
+use ndarray::{Array2, ArrayView2};
+
+/// [`rgba_with`] with at most `max_side` pixels a side: a larger matrix is pooled (`pool`), so a band one cell wide
+/// (the clip band, a diagonal) stays visible where sampling one cell per pixel would drop it. Returns the
+/// pixels, their (rows, cols) and the colour range, which is the whole matrix's.
+pub fn rgba_pooled(m: ArrayView2<f32>, scale: Scale, palette: Palette, max_side: usize) -> (Vec<u8>, (usize, usize), (f32, f32)) {
+    let mut pooler = Pooler::new(m.dim(), scale, max_side);
+    pooler.add(m, 0);
+    pooler.rgba(palette)
+}
+
+/// The matrix cut into blocks of cells, at most `max_rows` × `max_cols` of them, each replaced by its most
+/// extreme value (the largest; on a diverging scale the largest in magnitude; −∞, a masked cell, only when
+/// the whole block is masked): what one pixel of a heatmap smaller than the matrix shows.
+fn pool(m: ArrayView2<f32>, scale: Scale, max_rows: usize, max_cols: usize) -> Array2<f32> {
+    let mut pooler = Pooler::with_blocks(m.dim(), scale, max_rows, max_cols);
+    pooler.add(m, 0);
+    pooler.pooled
+}
+
+/// A matrix pooled (`pool`) and its `Extent` measured from its rows given in any number of pieces (one
+/// (rows, cols) stage computed a block of query rows at a time): the same blocks, the same picks and the same
+/// range as from the whole matrix at once.
+pub struct Pooler {
+    scale: Scale,
+    /// Cells a block spans: rows, columns.
+    block: (usize, usize),
+    pooled: Array2<f32>,
+    extent: Extent,
+}
+
+impl Pooler {
+    /// For a (rows, cols) matrix shown in at most `max_side` × `max_side` pixels (one per cell when it fits).
+    pub fn new(dim: (usize, usize), scale: Scale, max_side: usize) -> Pooler {
+        Pooler::with_blocks(dim, scale, max_side, max_side)
+    }
+
+    fn with_blocks((rows, cols): (usize, usize), scale: Scale, max_rows: usize, max_cols: usize) -> Pooler {
+        let block = (rows.div_ceil(max_rows.max(1)).max(1), cols.div_ceil(max_cols.max(1)).max(1));
+        let pooled = Array2::from_elem((rows.div_ceil(block.0), cols.div_ceil(block.1)), f32::NEG_INFINITY);
+        Pooler { scale, block, pooled, extent: Extent::default() }
+    }
+
+    /// Adds the matrix's rows `first..first + part.nrows()`.
+    pub fn add(&mut self, part: ArrayView2<f32>, first: usize) {
+        let extremity = |v: f32| if self.scale == Scale::Diverging { v.abs() } else { v };
+        let (br, bc) = self.block;
+        for (r, row) in part.outer_iter().enumerate() {
+            let mut pooled = self.pooled.row_mut((first + r) / br);
+            for (j, &v) in row.iter().enumerate() {
+                let cell = &mut pooled[j / bc];
+                // The first non-masked value of a block, then any more extreme one.
+                if v != f32::NEG_INFINITY && (*cell == f32::NEG_INFINITY || extremity(v) > extremity(*cell)) {
+                    *cell = v;
+                }
+            }
+        }
+        self.extent.add(part.iter().copied());
+    }
+
+    /// The pooled cells coloured over the range of every value added: pixels, their (rows, cols), the range.
+    pub fn rgba(&self, palette: Palette) -> (Vec<u8>, (usize, usize), (f32, f32)) {
+        let range = self.extent.range(self.scale);
+        (rgba_in_range(self.pooled.view(), self.scale, palette, range), self.pooled.dim(), range)
+    }
+}
+
+/// RGB pixels of the matrix drawn w × h, for plotters' bitmap element: [`pool`]ed to at most one block per
+/// pixel (as the page's rasters are), then each pixel takes its block (nearest).
+pub(super) fn rgb_pooled(m: ArrayView2<f32>, scale: Scale, range: (f32, f32), lut: &Lut, w: usize, h: usize) -> Vec<u8> {
+    let pooled = pool(m, scale, h, w);
+    let (rows, cols) = pooled.dim();
+    let mut out = Vec::with_capacity(w * h * 3);
+    for y in 0..h {
+        let i = y * rows / h;
+        for x in 0..w {
+            out.extend_from_slice(&lut.color(pooled[[i, x * cols / w]], range));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A one-cell diagonal of a 1000 × 1000 matrix survives pooling to 100 × 100 (nearest sampling keeps
+    /// about a third of it); small matrices are not pooled.
+    #[test]
+    fn pooling_keeps_a_one_cell_band() {
+        let m = ndarray::Array2::from_shape_fn((1000, 1000), |(i, j)| if i == j { 1.0 } else { 0.0 });
+        let (px, dims, _) = rgba_pooled(m.view(), Scale::Sequential, Palette::default(), 100);
+        assert_eq!(dims, (100, 100));
+        let top = Lut::new(Scale::Sequential).color(1.0, (0.0, 1.0));
+        for d in 0..100 {
+            assert_eq!(&px[(d * 100 + d) * 4..(d * 100 + d) * 4 + 3], &top, "block ({d}, {d})");
+        }
+        assert_eq!(&px[4..7], &Lut::new(Scale::Sequential).color(0.0, (0.0, 1.0)), "an off-diagonal block");
+        let small = ndarray::Array2::<f32>::zeros((30, 40));
+        assert_eq!(rgba_pooled(small.view(), Scale::Diverging, Palette::default(), 100).1, (30, 40));
+    }
+
+    /// A matrix pooled from its rows in pieces of any size (a stage computed a block of queries at a time)
+    /// gives the pixels and the range of the whole matrix pooled at once; masked cells, ties, both scales.
+    #[test]
+    fn pooling_in_pieces_equals_pooling_whole() {
+        let m = ndarray::Array2::from_shape_fn((301, 77), |(i, j)| match (i * 31 + j * 7) % 13 {
+            0 => f32::NEG_INFINITY,
+            r => (r as f32 - 6.0) * if i > 150 { 0.5 } else { 1.0 },
+        });
+        for scale in [Scale::Sequential, Scale::Diverging] {
+            for side in [8, 50, 100, 400] {
+                let whole = rgba_pooled(m.view(), scale, Palette::default(), side);
+                for piece in [1, 3, 64, 300] {
+                    let mut pooler = Pooler::new(m.dim(), scale, side);
+                    for first in (0..m.nrows()).step_by(piece) {
+                        pooler.add(m.slice(ndarray::s![first..(first + piece).min(m.nrows()), ..]), first);
+                    }
+                    assert_eq!(pooler.rgba(Palette::default()), whole, "{scale:?} side {side} pieces of {piece}");
+                }
+            }
+        }
+    }
+
+    /// A one-cell diagonal in a 2048 × 2048 matrix drawn 300 × 300 (the CLI's bitmap): pooled, every pixel
+    /// row shows it; the nearest cell per pixel (before) missed it in most rows.
+    #[test]
+    fn bitmaps_pool_like_the_page() {
+        let m = Array2::from_shape_fn((2048, 2048), |(i, j)| if i == j { 1.0 } else { 0.0 });
+        let lut = Lut::new(Scale::Sequential);
+        let (w, h) = (300, 300);
+        let px = rgb_pooled(m.view(), Scale::Sequential, (0.0, 1.0), &lut, w, h);
+        let top = lut.color(1.0, (0.0, 1.0));
+        for y in 0..h {
+            assert!(px[y * w * 3..(y + 1) * w * 3].chunks(3).any(|c| c == top), "row {y} lost the diagonal");
+        }
+        let (pooled, dims, range) = rgba_pooled(m.view(), Scale::Sequential, Palette::default(), 512);
+        assert_eq!((dims, range, pooled.len()), ((512, 512), (0.0, 1.0), 512 * 512 * 4));
+        let masked = Array2::from_elem((4, 4), f32::NEG_INFINITY);
+        assert_eq!(pool(masked.view(), Scale::Diverging, 2, 2), Array2::from_elem((2, 2), f32::NEG_INFINITY));
+    }
+}
