@@ -125,7 +125,7 @@ export function drawView(v, stage, cur) {
 /** What draw_frame gets for a stage sent without its values (its spec's range colours the colorbar). */
 const NO_VALUES = new Float32Array(0);
 
-/** The smallest cell, in canvas pixels, that gets its value written in it (src/render.rs VALUE_CELL, for exports). */
+/** The smallest cell, in canvas pixels, that gets its value written in it (src/render/figure.rs VALUE_CELL, for exports). */
 const VALUE_CELL = { w: 26, h: 14 };
 
 /** The frame, then the cells scaled into its plot area (no smoothing: one block per cell), with their values
