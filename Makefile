@@ -5,9 +5,9 @@
 #                the page's protocol types current, its messages and its worker type-checked against them
 PORT ?= 8080
 WASM_BINDGEN_VERSION = $(shell sed -n '/^name = "wasm-bindgen"$$/{n;s/version = "\(.*\)"/\1/p;}' Cargo.lock)
-WASM = $(or $(CARGO_TARGET_DIR),target)/wasm32-unknown-unknown/release/relattn.wasm
-WASM_DEBUG = $(or $(CARGO_TARGET_DIR),target)/wasm32-unknown-unknown/debug/relattn.wasm
-# Cargo features of the wasm build: none for make serve; the e2e tests need the test hooks (Cargo.toml).
+WASM = $(or $(CARGO_TARGET_DIR),target)/wasm32-unknown-unknown/release/relattn_wasm.wasm
+WASM_DEBUG = $(or $(CARGO_TARGET_DIR),target)/wasm32-unknown-unknown/debug/relattn_wasm.wasm
+# Cargo features of the wasm build: none for make serve; the e2e tests need the test hooks (crates/relattn-wasm/Cargo.toml).
 WASM_FEATURES ?=
 
 .PHONY: check protocol serve wasm vendor widget deps-wasm deps-web deps-gpu deps-python test test-rust test-python test-web test-wasm test-e2e train fixtures
@@ -27,8 +27,8 @@ vendor:
 
 # The page's Model mode fetches the trained models and the test pieces from www/models/ (git-ignored).
 wasm: deps-wasm vendor
-	cargo build --lib --target wasm32-unknown-unknown --release $(WASM_FEATURES)
-	wasm-bindgen --target web --no-typescript --out-dir www/pkg $(WASM)
+	cargo build -p relattn-wasm --lib --target wasm32-unknown-unknown --release $(WASM_FEATURES)
+	wasm-bindgen --target web --no-typescript --out-name relattn --out-dir www/pkg $(WASM)
 	@mkdir -p www/models && cp -u models/chorales-*.safetensors models/chorales-test.json www/models/
 
 serve: wasm
@@ -46,9 +46,9 @@ check:
 	cargo fmt --check
 	rustfmt --check --edition 2021 fuzz/fuzz_targets/*.rs
 	cargo clippy --all-targets -- -D warnings
-	cargo clippy --all-targets --features test-hooks -- -D warnings
-	cargo clippy --lib --target wasm32-unknown-unknown -- -D warnings
-	cargo clippy --target wasm32-unknown-unknown --no-default-features --features test-hooks --lib --test web --test web_model -- -D warnings
+	cargo clippy --all-targets --features relattn/test-hooks -- -D warnings
+	cargo clippy -p relattn -p relattn-wasm --lib --target wasm32-unknown-unknown -- -D warnings
+	cargo clippy -p relattn-wasm --target wasm32-unknown-unknown --features test-hooks --lib --test web --test web_model -- -D warnings
 	cargo clippy --manifest-path fuzz/Cargo.toml --bins --target-dir target/fuzz -- -D warnings
 	cargo fmt --check --manifest-path python/Cargo.toml
 	cargo clippy --manifest-path python/Cargo.toml --all-targets --target-dir target/python -- -D warnings
@@ -57,14 +57,14 @@ check:
 	python3 -m ruff check --select F --no-cache train bench python
 	@test -d node_modules/typescript -a node_modules/.package-lock.json -nt package-lock.json || npm ci --no-audit --no-fund
 	@rm -rf target/protocol-types
-	TS_RS_EXPORT_DIR=$(CURDIR)/target/protocol-types cargo test --quiet --lib --features test-hooks export_bindings >/dev/null
+	TS_RS_EXPORT_DIR=$(CURDIR)/target/protocol-types cargo test --quiet -p relattn --lib --features test-hooks export_bindings >/dev/null
 	@diff -r target/protocol-types www/js/types >/dev/null || { echo "www/js/types/ is not what src/protocol/ generates: run make protocol"; exit 1; }
 	node_modules/.bin/tsc -p tsconfig.json
 	@# The worker against the wasm's exports: their wasm-bindgen types, from a debug build, beside a copy of the worker.
 	@$(MAKE) --no-print-directory deps-wasm
-	cargo build --quiet --lib --target wasm32-unknown-unknown --features test-hooks
+	cargo build --quiet -p relattn-wasm --lib --target wasm32-unknown-unknown --features test-hooks
 	@rm -rf target/check-www && mkdir -p target/check-www && cp -r www/worker.js www/js target/check-www/
-	wasm-bindgen --target web --out-dir target/check-www/pkg $(WASM_DEBUG)
+	wasm-bindgen --target web --out-name relattn --out-dir target/check-www/pkg $(WASM_DEBUG)
 	node_modules/.bin/tsc -p tsconfig.worker.json
 	@echo "check: fmt, clippy (native, wasm32, with and without test hooks; the fuzz targets), scripts, Python, the protocol's types, the page's messages and the worker OK"
 
@@ -72,14 +72,14 @@ check:
 # export_bindings test) into www/js/types/protocol.d.ts; make check fails when they are not current.
 protocol:
 	rm -rf www/js/types
-	cargo test --quiet --lib --features test-hooks export_bindings >/dev/null
+	cargo test --quiet -p relattn --lib --features test-hooks export_bindings >/dev/null
 
 # Mesa's software Vulkan (lavapipe), so tests/gpu.rs has an adapter on a machine without a GPU.
 deps-gpu:
 	@test -f /usr/share/vulkan/icd.d/lvp_icd.x86_64.json || (apt-get update && apt-get install -y mesa-vulkan-drivers)
 
 test-rust: deps-gpu
-	cargo test --all-targets --features test-hooks
+	cargo test --all-targets --features relattn/test-hooks
 
 # --- the Python package (python/) ------------------------------------------------------------------
 # A virtual environment of its own (target/pyvenv: maturin, numpy, pytest, anywidget, jupyterlab); the wheel is
@@ -101,7 +101,7 @@ widget: vendor
 
 test-python: WASM_FEATURES = --features test-hooks
 test-python: deps-python wasm widget
-	cargo build --bin relattn
+	cargo build -p relattn-cli
 	@mkdir -p python/relattn/static python/relattn/models
 	@cp -u www/pkg/relattn.js www/pkg/relattn_bg.wasm python/relattn/static/
 	@cp -u models/chorales-*.safetensors models/chorales-test.json python/relattn/models/
@@ -118,12 +118,12 @@ deps-web: deps-wasm
 	@test -x /usr/bin/chromium -a -x /usr/bin/chromedriver || { apt-get update && apt-get install -y chromium chromium-driver; }
 	@test -d node_modules/playwright-core -a node_modules/.package-lock.json -nt package-lock.json || npm ci --no-audit --no-fund
 
-# wasm-bindgen-test of the wasm API (tests/web.rs, tests/web_model.rs) in headless chromium (flags in
-# webdriver.json); without the native-only command line (feature cli). The trained models take about 30 s
+# wasm-bindgen-test of the wasm API (crates/relattn-wasm/tests/: web.rs, web_model.rs) in headless chromium (flags in
+# webdriver.json). The trained models take about 30 s
 # in this debug build, past the runner's default limit of 20 s.
 test-wasm: deps-web
 	CHROMEDRIVER=/usr/bin/chromedriver CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner WASM_BINDGEN_TEST_TIMEOUT=120 \
-	  cargo test --target wasm32-unknown-unknown --no-default-features --features test-hooks --test web --test web_model
+	  cargo test -p relattn-wasm --target wasm32-unknown-unknown --features test-hooks --test web --test web_model
 
 # The page end to end: serves www/ on 127.0.0.1, drives chromium; screenshots in tests/e2e/artifacts/.
 # The wasm is built with the test hooks (the worker's debug messages call them).

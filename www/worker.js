@@ -28,7 +28,7 @@ let dead = false;
 
 // The worker's state, by job: the layer shown, the compute queue and WebGPU. Model mode's is js/worker/chorales.js's.
 const held = {
-  /** @type {import('./pkg/relattn.js').Session | null} The layer shown (src/web/session.rs), or null. */
+  /** @type {import('./pkg/relattn.js').Session | null} The layer shown (crates/relattn-wasm/src/session.rs), or null. */
   session: null,
   /** Its source and backend (keyOf): a compute request with the same key reuses it. */
   key: '',
@@ -56,7 +56,7 @@ const gpu = {
   adapterName: '',
 };
 
-// A panic anywhere in this worker's wasm (src/web/mod.rs `start` calls this before the instance aborts), and any
+// A panic anywhere in this worker's wasm (crates/relattn-wasm/src/lib.rs `start` calls this before the instance aborts), and any
 // other abort (an allocation failure) that escapes as an uncaught RuntimeError: sync or async, the page is
 // told, with the request it was computing.
 /** @type {any} */ (self).relattnPanicked = (message) => fatal(message);
@@ -167,7 +167,7 @@ function answer(m, work, reply, failed) {
   }
 }
 
-// The six schemes on the options shown (src/web/compare.rs), their rasters transferred.
+// The six schemes on the options shown (crates/relattn-wasm/src/compare.rs), their rasters transferred.
 /** @param {SchemesRequest} m */
 function compareSchemes(m) {
   try {
@@ -229,7 +229,7 @@ async function work() {
     /** @type {Info} */
     const info = s.info();
     held.backend = info.backend;
-    /** @type {Shown} clamped into this layer's (src/web/session.rs) */
+    /** @type {Shown} clamped into this layer's (crates/relattn-wasm/src/session.rs) */
     const shown = s.shown_for(msg.batch, msg.head);
     // A layer held on demand computes the stages of the (batch, head) shown now: seconds at n 8192.
     if (info.on_demand) self.postMessage(progressMessage(msg.id, `computing the stages of head ${shown.head}${info.options.batch_size > 1 ? `, batch element ${shown.batch}` : ''} (held on demand: ${info.options.n} query rows)…`));

@@ -1,4 +1,4 @@
-// Owns the "compare schemes" view: the six position schemes (src/web/compare.rs ORDER) on the options shown,
+// Owns the "compare schemes" view: the six position schemes (crates/relattn-wasm/src/compare.rs ORDER) on the options shown,
 // for the (batch, head) shown — each scheme's attention weights, drawn as every stage is (figures.js), and one
 // chart of their attention by distance — and its export as one slide (PNG). It recomputes when a result with
 // other options (or another head) arrives while it is open; its own state stays here.

@@ -36,7 +36,7 @@ function subtitleOf(stage, cur) {
   return `${stage.formula}   [${stage.rows} × ${stage.cols}]${where ? ` · ${where}` : ''}`;
 }
 
-/** The src/web/figure.rs FigureSpec of a stage's figure (shared/figure-core.js figureSpec). */
+/** The crates/relattn-wasm/src/figure.rs FigureSpec of a stage's figure (shared/figure-core.js figureSpec). */
 export function figureSpec(stage, cur) {
   return core.figureSpec(stage, subtitleOf(stage, cur), cur.tokens);
 }

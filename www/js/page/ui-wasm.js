@@ -26,7 +26,7 @@ export async function loadUi() {
   document.body.dataset.uiInstance = String(instance.count);
 }
 
-// A panic in the page's instance (the hook in src/web/mod.rs `start` calls relattnPanicked before the abort),
+// A panic in the page's instance (the hook in crates/relattn-wasm/src/lib.rs `start` calls relattnPanicked before the abort),
 // or an abort that reached a caller (an allocation failure): `stop()` stops a render under way, the error is
 // shown, a fresh instance loaded, and `showLastGood()` draws the last good view again with it (views.js).
 export function watchUi(stop, showLastGood) {

@@ -1,6 +1,6 @@
 // The figure core the page and the notebook widget share (python/relattn/widget.js bundles it: `make widget`):
 // no state, no worker, nothing but the canvas, context and values it is given. A figure's geometry is its plot
-// area `rect` { x0, x1, y0, y1 } in canvas pixels (draw_frame's answer: src/web/figure.rs) and the window of
+// area `rect` { x0, x1, y0, y1 } in canvas pixels (draw_frame's answer: crates/relattn-wasm/src/figure.rs) and the window of
 // its stage shown `win` { r0, c0, rows, cols } (the whole stage, or a zoomed part of it).
 
 /** The size of a figure's canvas (and of an exported figure, before the PNG's 2×). */
@@ -25,7 +25,7 @@ export function cellText(stage, i, j, value) {
 }
 
 /**
- * The src/web/figure.rs FigureSpec of a stage's figure: its title, `subtitle`, axes, colour scale and shape;
+ * The crates/relattn-wasm/src/figure.rs FigureSpec of a stage's figure: its title, `subtitle`, axes, colour scale and shape;
  * `tokens` (or null) label the positions where there are as many as the axis has.
  * @param {{ title: string, x_axis: string, y_axis: string, scale: string, pairs: boolean, rows_are_queries: boolean, rows: number, cols: number }} stage
  */

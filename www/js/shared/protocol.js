@@ -39,7 +39,7 @@
 /** @typedef {import('../types/protocol').BackendShown} BackendShown */
 
 /**
- * An Error with the wasm errors' shape ({ field, kind }, src/web/mod.rs js_error), for the JS side's own refusals.
+ * An Error with the wasm errors' shape ({ field, kind }, crates/relattn-wasm/src/lib.rs js_error), for the JS side's own refusals.
  * @param {string} field
  * @param {string} kind
  * @param {string} message
@@ -49,7 +49,7 @@ export function typedError(field, kind, message) {
 }
 
 /**
- * The WorkerError of an exception: a wasm error keeps its field and kind (src/web/mod.rs js_error); anything else
+ * The WorkerError of an exception: a wasm error keeps its field and kind (crates/relattn-wasm/src/lib.rs js_error); anything else
  * is 'internal', under no control ('general').
  * @param {any} err
  * @returns {WorkerError}

@@ -987,7 +987,7 @@ buckets: boolean,
 edge: boolean, };
 
 /**
- * One scheme of the "compare schemes" view (src/web/compare.rs), its raster and weights beside it.
+ * One scheme of the "compare schemes" view (crates/relattn-wasm/src/compare.rs), its raster and weights beside it.
  */
 export type SchemeView = { method: string, label: string, 
 /**

@@ -3,7 +3,7 @@
 // pieces' bytes (fetched once), the window each session last ran, the sampling loop (16 tokens a batch,
 // yielding between batches so that a stop or a newer request gets in) and the NLL comparison. Everything is
 // computed here, in wasm: a window's pass, the NLLs and a layer's trace on the backend each request asks for
-// (WebGPU when usable, else the CPU, which says why: src/web/backend.rs with_backend), sampling on the CPU;
+// (WebGPU when usable, else the CPU, which says why: crates/relattn-wasm/src/backend.rs with_backend), sampling on the CPU;
 // the page only draws. The computing methods are async (they may await the GPU), so other messages are
 // answered meanwhile. Messages are typed in protocol.js.
 import { compareResult, modelError, modelResult, modelSampled, nllResult, typedError, windowKey, windowRequest } from '../shared/protocol.js';

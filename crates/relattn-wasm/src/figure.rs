@@ -1,0 +1,149 @@
+//! The page's figures: a [`FigureSpec`] (serde) describes one — title, subtitle, axes, colour scale, labels,
+//! shape — and its values come beside it as an f32 slice. [`draw_frame`] draws the frame on a canvas and
+//! leaves the cells to the page (it blits the worker's raster); [`draw_svg`] draws the whole figure as SVG.
+//! Both run in the page's own wasm instance: plotters measures text with the DOM, which the worker has not.
+
+use super::{ink, js_error, palette, to_js, to_value};
+use ndarray::{Array2, ArrayView2, CowArray, Ix2};
+use plotters::prelude::*;
+use plotters_canvas::CanvasBackend;
+use relattn::error::{Error, ErrorKind};
+use relattn::render::{self, Cells, Figure};
+use relattn::stage::Scale;
+use serde::{Deserialize, Serialize};
+use wasm_bindgen::prelude::*;
+
+/// What a figure shows besides its values.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FigureSpec {
+    pub title: String,
+    pub subtitle: String,
+    pub x_axis: String,
+    pub y_axis: String,
+    pub scale: Scale,
+    /// Labels of the columns and rows; empty: indices.
+    #[serde(default)]
+    pub x_labels: Vec<String>,
+    #[serde(default)]
+    pub y_labels: Vec<String>,
+    pub rows: usize,
+    pub cols: usize,
+    /// The colour range [lo, hi] when it is not the values' own (a zoomed window keeps its stage's colours).
+    #[serde(default)]
+    pub range: Option<[f32; 2]>,
+}
+
+/// Cells to colour: their shape, scale and colour range.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CellsSpec {
+    pub rows: usize,
+    pub cols: usize,
+    pub scale: Scale,
+    pub range: [f32; 2],
+}
+
+/// The plot area in pixels: columns `x0..x1`, rows `y0..y1`.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Area {
+    pub x0: i32,
+    pub x1: i32,
+    pub y0: i32,
+    pub y1: i32,
+}
+
+/// An SVG figure: its text, whether its cells are painted in it, and its plot area.
+#[derive(Clone, Debug, Serialize)]
+pub struct Svg {
+    pub svg: String,
+    /// Up to [`render::MAX_VECTOR_CELLS`] cells are vector rectangles; larger matrices are left out (plotters-svg
+    /// has no bitmap encoder in wasm and a rectangle per pixel would be megabytes): the caller puts the cells'
+    /// raster (one pixel per cell) in `area` as an `<image>`.
+    pub painted: bool,
+    pub area: Area,
+}
+
+impl FigureSpec {
+    fn parse(spec: JsValue) -> Result<FigureSpec, JsValue> {
+        serde_wasm_bindgen::from_value(spec).map_err(|e| js_error("figure", ErrorKind::Invalid, &format!("invalid figure: {e}")))
+    }
+
+    /// The figure's cells: `values` (rows × cols, row-major), or none at all with a `range` (a stage sent
+    /// without its values: the frame is drawn around the cells, which the caller blits).
+    fn cells<'a>(&self, values: &'a [f32], zero: &'a Array2<f32>) -> Result<CowArray<'a, f32, Ix2>, JsValue> {
+        if values.is_empty() && self.range.is_some() {
+            return Ok(zero.broadcast((self.rows, self.cols)).expect("a 1 × 1 array broadcasts to any shape").into());
+        }
+        Ok(matrix(values, self.rows, self.cols)?.into())
+    }
+
+    fn figure<'a>(&self, m: ArrayView2<'a, f32>) -> Figure<'a> {
+        let labels = |l: &Vec<String>| if l.is_empty() { None } else { Some(l.clone()) };
+        Figure {
+            matrix: m,
+            title: self.title.clone(),
+            subtitle: self.subtitle.clone(),
+            x_desc: self.x_axis.clone(),
+            y_desc: self.y_axis.clone(),
+            x_labels: labels(&self.x_labels),
+            y_labels: labels(&self.y_labels),
+            scale: self.scale,
+            palette: palette(),
+            ink: ink(),
+            range: self.range.map(|[lo, hi]| (lo, hi)),
+        }
+    }
+}
+
+/// `values` (rows × cols, row-major) as a matrix, or an error naming `values`.
+fn matrix(values: &[f32], rows: usize, cols: usize) -> Result<Array2<f32>, JsValue> {
+    Array2::from_shape_vec((rows, cols), values.to_vec())
+        .map_err(|_| to_js(Error::invalid("values", format!("{} values", values.len()), format!("{rows} × {cols} values"))))
+}
+
+/// A drawing failure on `target` ("canvas" or "svg").
+fn draw_error(target: &str, reason: impl ToString) -> JsValue {
+    to_js(Error::Write { path: target.into(), reason: reason.to_string() })
+}
+
+/// Draws a figure's frame on `canvas` (title, subtitle, axes with labels or indices, colorbar) and leaves
+/// the cells to the caller; the spec's `range`, or else `values`, set the colour range (`values` may be empty
+/// with a `range`). Returns the plot [`Area`] in canvas pixels.
+#[wasm_bindgen]
+pub fn draw_frame(canvas: web_sys::HtmlCanvasElement, spec: JsValue, values: &[f32]) -> Result<JsValue, JsValue> {
+    let spec = FigureSpec::parse(spec)?;
+    let zero = Array2::zeros((1, 1));
+    let m = spec.cells(values, &zero)?;
+    let root = CanvasBackend::with_canvas_object(canvas).ok_or_else(|| draw_error("canvas", "no 2-D context"))?.into_drawing_area();
+    let (x, y) = render::draw(&root, &spec.figure(m.view()), Cells::Leave).map_err(|e| draw_error("canvas", e))?;
+    root.present().map_err(|e| draw_error("canvas", e))?;
+    to_value(&Area { x0: x.start, x1: x.end, y0: y.start, y1: y.end })
+}
+
+/// The figure as SVG text of width × height, drawn by `render::draw` on plotters' SVG backend: an [`Svg`].
+#[wasm_bindgen]
+pub fn draw_svg(spec: JsValue, values: &[f32], width: u32, height: u32) -> Result<JsValue, JsValue> {
+    let spec = FigureSpec::parse(spec)?;
+    let zero = Array2::zeros((1, 1));
+    let m = spec.cells(values, &zero)?;
+    let painted = spec.rows * spec.cols <= render::MAX_VECTOR_CELLS && !values.is_empty();
+    let mut svg = String::new();
+    let (x, y) = {
+        let root = SVGBackend::with_string(&mut svg, (width, height)).into_drawing_area();
+        let r = render::draw(&root, &spec.figure(m.view()), if painted { Cells::Paint } else { Cells::Leave }).map_err(|e| draw_error("svg", e))?;
+        root.present().map_err(|e| draw_error("svg", e))?;
+        r
+    };
+    to_value(&Svg { svg, painted, area: Area { x0: x.start, x1: x.end, y0: y.start, y1: y.end } })
+}
+
+/// `values` ([`CellsSpec`]'s rows × cols, row-major) as RGBA pixels over the spec's colour range: the page's
+/// zoomed window of a stage, coloured like the whole stage.
+#[wasm_bindgen]
+pub fn colour(spec: JsValue, values: &[f32]) -> Result<Vec<u8>, JsValue> {
+    let spec: CellsSpec = serde_wasm_bindgen::from_value(spec).map_err(|e| js_error("cells", ErrorKind::Invalid, &format!("invalid cells: {e}")))?;
+    let m = matrix(values, spec.rows, spec.cols)?;
+    let [lo, hi] = spec.range;
+    Ok(render::rgba_in_range(m.view(), spec.scale, palette(), (lo, hi)))
+}

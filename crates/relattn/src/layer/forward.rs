@@ -1,0 +1,392 @@
+//! The whole layer: projections, heads, concatenation, output projection.
+//!
+//! ```text
+//! Q = x W_q + b_q,  K = x W_k + b_k,  V = x W_v + b_v          (b, n, d_model)
+//! head h reads columns h·d_head .. (h+1)·d_head of Q, K, V and table h (or the shared table)
+//! output = concat_h(z_h) W_o + b_o                              (b, n, d_model)
+//! ```
+
+use crate::attention::{attend_head_timed, rope_table, Config, HeadInput, HeadTrace, Implementation};
+
+use crate::attention::fused;
+use crate::core::finite::check_overflow;
+use crate::core::matmul::matmul_rows_parallel;
+use crate::error::{Bytes, Error, Result};
+use crate::layer::scenario::Scenario;
+use crate::layer::trace::{stack_heads, Computed, SkewTrace, Trace};
+use crate::positions::absolute;
+use crate::timing::{now_ms, StageTimes};
+use ndarray::{s, Array2, Array3, ArrayView2, ArrayView3, Axis, CowArray, Ix3};
+
+/// Memory budget of one request unless the caller sets another.
+pub const DEFAULT_MEMORY_LIMIT: u64 = 8 << 30;
+
+/// The sizes a request's memory depends on, besides its [`Config`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Sizes {
+    pub batch: usize,
+    pub n: usize,
+    pub d_model: usize,
+    /// One table per head (h, R, d_head) instead of one shared (1, R, d_head).
+    pub per_head_tables: bool,
+    /// Every intermediate kept ([`trace`]) or the output only ([`forward`]).
+    pub trace: bool,
+    /// Heads computed at once (rayon's threads natively, 1 in wasm).
+    pub parallel: usize,
+}
+
+/// Σ over `terms` of the product of each term's factors, or `None` when a product or the sum overflows.
+fn sum_of_products(terms: &[&[u64]]) -> Option<u64> {
+    terms.iter().try_fold(0u64, |sum, t| sum.checked_add(t.iter().try_fold(1u64, |p, &f| p.checked_mul(f))?))
+}
+
+/// Bytes a request needs at its peak, or `None` when that overflows u64 (then it fits no budget). Counted
+/// in f32s (i64 arrays as two), with b, n, d = d_model, h heads, d_h = d / h, R table rows (2k+1, or k+1
+/// for causal Music), t = 1 or h tables, L' = the skew's width (n causal, 2n − 1 bidirectional; 0 for
+/// Shaw), P = heads at once:
+///
+/// ```text
+/// inputs      b·n·d (x) + 4·d² + 4·d + (1 + a^V)·t·R·d_h (tables) + b·n (key mask)
+/// layer       7·b·n·d (Q, K, V, the heads' z, heads, output, a projection's temporary)
+/// per head    traced: 4·n² + 2·n·R + 4·n·d_h (logits, Q·tableᵀ, buckets, outputs) + wasm 2·R·d_h (packed
+///             tables) + Music 6·n·(L'+1) + (L'+1)·d_h + materialized n²·d_h                      × P
+///             forward (efficient, fused): 3·TQ·TK + n·R + 7·n·d_h + wasm 2·R·d_h (a logits tile, its
+///             packed copy and product, Q·tableᵀ, contiguous Q, K, V, the output and the tiles'
+///             accumulators)                                                                    × P
+/// trace       2·b·h·(4·n² + n·R + 2·n·d_h + Music 3·n·(L'+1) + n²)  (per-head traces and their stacked copy)
+///             + 4·n² (i64 distances, rows) + t·R·d_h·(1 + a^V) + 2·b·n·d (the trace's copies)
+/// ```
+///
+/// plus an eighth of that for the allocator (page rounding, one arena per thread), the margin measured
+/// against peak RSS in crates/relattn-cli/tests/cli.rs `memory_estimate_covers_the_measured_peak`.
+pub fn estimate_bytes(cfg: &Config, s: &Sizes) -> Option<u64> {
+    let u = |v: usize| v as u64;
+    let Counts { b, n, d, dh, r, t, tables, music, w, .. } = Counts::of(cfg, s)?;
+    let materialized = u((cfg.implementation == Implementation::Materialized) as usize);
+    // The wasm kernel packs B whole (src/core/matmul.rs); matrixmultiply packs in fixed-size blocks.
+    let packing = if cfg!(target_arch = "wasm32") { 2 } else { 0 };
+    let fused = !s.trace && cfg.implementation == Implementation::Efficient;
+    let head = if fused {
+        sum_of_products(&[&[3, u(fused::TQ), u(fused::TK)], &[1, n, r], &[7, n, dh], &[packing, r, dh]])?
+    } else {
+        sum_of_products(&[&[4, n, n], &[2, n, r], &[packing, r, dh], &[4, n, dh], &[6, music, n, w], &[music, w, dh], &[materialized, n, n, dh]])?
+    };
+    let fixed = sum_of_products(&[&[8, b, n, d], &[4, d, d], &[4, d], &[tables, t, r, dh], &[b, n]])?;
+    let stored = if s.trace { trace_floats(cfg, s)? } else { 0 };
+    let bytes = sum_of_products(&[&[4, fixed], &[4, u(s.parallel.max(1)), head], &[4, stored]])?;
+    bytes.checked_add(bytes / 8)
+}
+
+/// Bytes a trace keeps beyond the layer's work (the "trace" line of [`estimate_bytes`], with its eighth for
+/// the allocator), or `None` when that overflows u64.
+pub fn trace_bytes(cfg: &Config, s: &Sizes) -> Option<u64> {
+    let bytes = trace_floats(cfg, s)?.checked_mul(4)?;
+    bytes.checked_add(bytes / 8)
+}
+
+/// The sizes [`estimate_bytes`]'s formula names, as u64: b, n, d, h, d_h, R, t, the tables (1 + a^V),
+/// whether the skew is kept (Music) and the skew's width L' + 1; `None` when R overflows.
+struct Counts {
+    b: u64,
+    n: u64,
+    d: u64,
+    h: u64,
+    dh: u64,
+    r: u64,
+    t: u64,
+    tables: u64,
+    music: u64,
+    w: u64,
+}
+
+impl Counts {
+    fn of(cfg: &Config, s: &Sizes) -> Option<Counts> {
+        let u = |v: usize| v as u64;
+        let (b, n, d, h) = (u(s.batch), u(s.n), u(s.d_model), u(cfg.heads.max(1)));
+        let r = cfg.scheme().table_rows_u64()?;
+        // The skew's padded and reshaped rows: one column more than Q·E_rᵀ.
+        let (music, w) = if cfg.scheme().skews() { (1, cfg.scheme().skew_columns(n)? + 1) } else { (0, 0) };
+        let t = if s.per_head_tables { h } else { 1 };
+        Some(Counts { b, n, d, h, dh: d / h, r, t, tables: if cfg.has_rel_v() { 2 } else { 1 }, music, w })
+    }
+}
+
+/// The f32s of [`estimate_bytes`]'s "trace" line.
+fn trace_floats(cfg: &Config, s: &Sizes) -> Option<u64> {
+    let Counts { b, n, d, h, dh, r, t, tables, music, w } = Counts::of(cfg, s)?;
+    let per_head = sum_of_products(&[&[4, n, n], &[1, n, r], &[2, n, dh], &[3, music, n, w], &[music, n, n]])?;
+    sum_of_products(&[&[2, b, h, per_head], &[4, n, n], &[tables, t, r, dh], &[2, b, n, d]])
+}
+
+/// Refuses a request whose estimate plus `extra` bytes (what the caller adds for those sizes, such as a figure
+/// or a stage; `None`: past u64) exceeds `limit`, naming the size that, reduced alone, fits best (the least
+/// reduction relative to its value: n, batch, d_model or clip, with the largest value that fits). Returns the
+/// estimate.
+pub fn check_budget(cfg: &Config, s: &Sizes, extra: impl Fn(&Config, &Sizes) -> Option<u64>, limit: u64) -> Result<u64> {
+    let total = |cfg: &Config, s: &Sizes| estimate_bytes(cfg, s).and_then(|e| e.checked_add(extra(cfg, s)?));
+    let estimate = total(cfg, s);
+    if let Some(e) = estimate.filter(|&e| e <= limit) {
+        return Ok(e);
+    }
+    // The largest value of one size, the others fixed, that fits (sizes only grow the estimate).
+    let largest = |lo: usize, hi: usize, with: &dyn Fn(usize) -> (Config, Sizes)| -> Option<usize> {
+        let fits = |v: usize| {
+            let (c, s) = with(v);
+            total(&c, &s).is_some_and(|e| e <= limit)
+        };
+        if lo >= hi || !fits(lo) {
+            return None;
+        }
+        Some(largest_fitting(lo, hi, fits))
+    };
+    let candidates = [
+        ("n", s.n, largest(1, s.n, &|v| (*cfg, Sizes { n: v, ..*s }))),
+        ("batch_size", s.batch, largest(1, s.batch, &|v| (*cfg, Sizes { batch: v, ..*s }))),
+        ("d_model", s.d_model, largest(cfg.heads.max(1), s.d_model, &|v| (*cfg, Sizes { d_model: v, ..*s }))),
+        ("clip", cfg.clip, largest(0, cfg.clip, &|v| (Config { clip: v, ..*cfg }, *s))),
+    ];
+    let best = candidates.iter().filter_map(|&(f, given, fit)| fit.map(|fit| (f, fit, given as f64 / fit.max(1) as f64))).min_by(|a, b| a.2.total_cmp(&b.2));
+    let what = format!(
+        "{} with n = {}, batch_size = {}, d_model = {}, heads = {}, clip = {}",
+        if s.trace { "the trace" } else { "the forward pass" },
+        s.n,
+        s.batch,
+        s.d_model,
+        cfg.heads,
+        cfg.clip
+    );
+    Err(Error::TooLarge { what, estimate: estimate.map(Bytes), limit: Bytes(limit), field: best.map_or("n", |b| b.0).into(), fits: best.map(|b| b.1 as u64) })
+}
+
+/// The largest v in lo..hi with `fits(v)`, by bisection, for a `fits` that holds up to some value and not
+/// beyond (sizes only grow an estimate) and is false at `hi`; `lo` when nothing above it fits (`fits(lo)`
+/// itself is not asked: `lo` may be a floor the caller reports as "nothing fits").
+pub fn largest_fitting(mut lo: usize, mut hi: usize, fits: impl Fn(usize) -> bool) -> usize {
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if fits(mid) {
+            lo = mid
+        } else {
+            hi = mid
+        }
+    }
+    lo
+}
+
+/// `x W + b` for every batch: (b, n, d_model).
+fn project(x: &ArrayView3<f32>, w: &Array2<f32>, bias: &ndarray::Array1<f32>) -> Array3<f32> {
+    let (b, n, _) = x.dim();
+    let mut out = Array3::zeros((b, n, w.ncols()));
+    for (xb, mut ob) in x.outer_iter().zip(out.outer_iter_mut()) {
+        ob.assign(&(matmul_rows_parallel(xb, w.view()) + bias));
+    }
+    out
+}
+
+/// The table of head `h`: per-head tables have one per head, a shared one has a single slice.
+pub fn table_of(t: &Array3<f32>, h: usize) -> ArrayView2<'_, f32> {
+    t.index_axis(Axis(0), if t.len_of(Axis(0)) == 1 { 0 } else { h })
+}
+
+/// `f(0..count)` in order: on rayon's threads natively, on the one thread in wasm.
+fn map_heads<R: Send>(count: usize, f: impl Fn(usize) -> R + Sync + Send) -> Vec<R> {
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        use rayon::prelude::*;
+        (0..count).into_par_iter().map(f).collect()
+    }
+    #[cfg(target_arch = "wasm32")]
+    {
+        (0..count).map(f).collect()
+    }
+}
+
+/// Q, K and V of a layer, (b, n, d_model) each.
+pub struct Projections {
+    pub q: Array3<f32>,
+    pub k: Array3<f32>,
+    pub v: Array3<f32>,
+}
+
+/// `x W_q + b_q`, `x W_k + b_k`, `x W_v + b_v`; an overflow names "q", "k" or "v".
+pub fn projections(cfg: &Config, sc: &Scenario) -> Result<Projections> {
+    let x = input(cfg, sc);
+    let x = x.view();
+    let q = project(&x, &sc.w_q, &sc.b_q);
+    let k = project(&x, &sc.w_k, &sc.b_k);
+    let v = project(&x, &sc.w_v, &sc.b_v);
+    for (name, a) in [("q", &q), ("k", &k), ("v", &v)] {
+        check_overflow(name, a, false)?;
+    }
+    Ok(Projections { q, k, v })
+}
+
+/// What the projections read: x, or x + PE for absolute positions (each batch element's rows at 0 .. n).
+pub fn input<'a>(cfg: &Config, sc: &'a Scenario) -> CowArray<'a, f32, Ix3> {
+    if !cfg.method.adds_to_input() {
+        return sc.x.view().into();
+    }
+    let mut x = sc.x.clone();
+    for b in x.outer_iter_mut() {
+        absolute::add_sinusoids(b);
+    }
+    x.into()
+}
+
+/// What [`run`] computed: the output, and the trace (with `record`) or else the projections.
+struct Run {
+    output: Array3<f32>,
+    trace: Option<Trace>,
+    projections: Option<Projections>,
+    times: Option<StageTimes>,
+}
+
+/// Runs the layer; with `record`, keeps every intermediate; with `timed`, measures each stage.
+fn run(cfg: &Config, sc: &Scenario, record: bool, timed: bool) -> Result<Run> {
+    let (b, n, d) = sc.dims();
+    let (h, dh) = (cfg.heads, d / cfg.heads);
+    let t0 = timed.then(now_ms);
+    let Projections { q, k, v } = projections(cfg, sc)?;
+    let mut times = t0.map(|t0| StageTimes { projections: now_ms() - t0, ..StageTimes::default() });
+    // RoPE's cos and sin, once for every head.
+    let rope = cfg.method.rotates().then(|| rope_table(cfg, n, n, dh));
+    let results = map_heads(b * h, |idx| {
+        let (bi, hi) = (idx / h, idx % h);
+        let cols = s![.., hi * dh..(hi + 1) * dh];
+        let input = HeadInput {
+            q: q.index_axis(Axis(0), bi).slice_move(cols),
+            k: k.index_axis(Axis(0), bi).slice_move(cols),
+            v: v.index_axis(Axis(0), bi).slice_move(cols),
+            rel_k: table_of(&sc.rel_k, hi),
+            rel_v: sc.rel_v.as_ref().map(|t| table_of(t, hi)),
+            key_mask: sc.key_mask.as_ref().map(|m| m.row(bi)),
+            rope: rope.as_ref(),
+        };
+        let mut t = record.then(HeadTrace::default);
+        let mut ht = timed.then(StageTimes::default);
+        attend_head_timed(cfg, &input, t.as_mut(), ht.as_mut()).map(|z| (z, t, ht)).map_err(|e| e.within(&[bi, hi]))
+    });
+    let mut heads = Array3::zeros((b, n, d));
+    let mut traces: Vec<HeadTrace> = Vec::new();
+    for (idx, r) in results.into_iter().enumerate() {
+        let (z, t, ht) = r?;
+        if let (Some(sum), Some(ht)) = (times.as_mut(), ht) {
+            sum.add(&ht);
+        }
+        let (bi, hi) = (idx / h, idx % h);
+        heads.slice_mut(s![bi, .., hi * dh..(hi + 1) * dh]).assign(&z);
+        traces.extend(t);
+    }
+    check_overflow("heads", &heads, false)?;
+    let t_out = timed.then(now_ms);
+    let output = project(&heads.view(), &sc.w_o, &sc.b_o);
+    check_overflow("output", &output, false)?;
+    if let (Some(sum), Some(t)) = (times.as_mut(), t_out) {
+        sum.output = now_ms() - t;
+    }
+    let (trace, projections) =
+        if record { (Some(assemble(cfg, sc, traces, q, k, v, heads, output.clone())), None) } else { (None, Some(Projections { q, k, v })) };
+    Ok(Run { output, trace, projections, times })
+}
+
+/// The layer's output (b, n, d_model), keeping only one head's (n, n) work arrays at a time.
+pub fn forward(cfg: &Config, sc: &Scenario) -> Result<Array3<f32>> {
+    Ok(run(cfg, sc, false, false)?.output)
+}
+
+/// The output and every intermediate.
+pub fn trace(cfg: &Config, sc: &Scenario) -> Result<Trace> {
+    Ok(run(cfg, sc, true, false)?.trace.expect("recorded"))
+}
+
+/// [`forward`] and the milliseconds of each stage (head stages summed over heads and batch: CPU time,
+/// the heads run in parallel natively).
+pub fn forward_timed(cfg: &Config, sc: &Scenario) -> Result<(Array3<f32>, StageTimes)> {
+    let r = run(cfg, sc, false, true)?;
+    Ok((r.output, r.times.expect("timed")))
+}
+
+/// [`forward`] (fused, untimed: timing the stages would run them one by one, each a whole (n, n) array),
+/// keeping the projections it computed (a [`crate::layer::on_demand::Layer`] computes stages from them).
+pub fn forward_projected(cfg: &Config, sc: &Scenario) -> Result<(Projections, Array3<f32>)> {
+    let r = run(cfg, sc, false, false)?;
+    Ok((r.projections.expect("not recorded"), r.output))
+}
+
+/// [`trace`] and the milliseconds of each stage, as in [`forward_timed`].
+pub fn trace_timed(cfg: &Config, sc: &Scenario) -> Result<(Trace, StageTimes)> {
+    let r = run(cfg, sc, true, true)?;
+    Ok((r.trace.expect("recorded"), r.times.expect("timed")))
+}
+
+/// Stacks per-head traces (batch-major, then head) into (b, h, ·, ·) arrays and assembles the trace.
+#[allow(clippy::too_many_arguments)]
+fn assemble(
+    cfg: &Config,
+    sc: &Scenario,
+    traces: Vec<HeadTrace>,
+    q: Array3<f32>,
+    k: Array3<f32>,
+    v: Array3<f32>,
+    heads: Array3<f32>,
+    output: Array3<f32>,
+) -> Trace {
+    let h = cfg.heads;
+    let stack = |f: fn(&HeadTrace) -> &Array2<f32>| stack_heads(&traces, h, f);
+    let skew = traces[0].skew.is_some().then(|| SkewTrace::stack(&traces, h, |t| t.skew.as_ref().expect("every head has a skew")));
+    let value_buckets = traces[0].value_buckets.is_some().then(|| stack_heads(&traces, h, |t| t.value_buckets.as_ref().expect("every head has buckets")));
+    let rotated = traces[0].rotated.is_some().then(|| {
+        let part = |k: usize| stack_heads(&traces, h, |t| t.rotated.as_ref().map(|r| if k == 0 { &r.0 } else { &r.1 }).expect("every head is rotated"));
+        (part(0), part(1))
+    });
+    let computed = Computed {
+        q,
+        k,
+        v,
+        content_logits: stack(|t| &t.content_logits),
+        relative_logits: stack(|t| &t.relative_logits),
+        logits: stack(|t| &t.logits),
+        weights: stack(|t| &t.weights),
+        value_buckets,
+        skew,
+        out_content: stack(|t| &t.out_content),
+        out_relative: stack(|t| &t.out_relative),
+        rotated,
+        heads,
+        output,
+    };
+    Trace::assemble(cfg, sc, computed)
+}
+
+#[cfg(all(test, not(target_arch = "wasm32")))]
+mod tests {
+    use super::*;
+    use crate::layer::scenario::Spec;
+    use crate::positions::Method;
+
+    #[test]
+    fn stage_times_are_present_and_non_negative() {
+        for (method, causal) in [(Method::Shaw, false), (Method::Music, true)] {
+            let cfg = Config { method, heads: 4, causal, ..Config::default() };
+            let sc = Scenario::build(&cfg, &Spec { n: 96, d_model: 64, batch: 2, seed: 1 }, Default::default(), false).unwrap();
+            let (t, times) = trace_timed(&cfg, &sc).unwrap();
+            let (out, forward_times) = forward_timed(&cfg, &sc).unwrap();
+            assert_eq!(t.output, trace(&cfg, &sc).unwrap().output);
+            // The forward runs fused (src/attention/fused.rs), the timed one stage by stage: equal within rounding.
+            let fused = forward(&cfg, &sc).unwrap();
+            let scale = out.iter().fold(1.0f32, |m, v| m.max(v.abs()));
+            assert!(out.iter().zip(&fused).all(|(a, b)| (a - b).abs() <= 1e-5 * scale), "{method:?}: fused and staged outputs differ");
+            for st in [times, forward_times] {
+                let named = st.named();
+                assert_eq!(
+                    named.iter().map(|(n, _)| *n).collect::<Vec<_>>(),
+                    ["projections", "content_logits", "relative_logits", "scale_mask", "logits", "softmax", "values", "output"]
+                );
+                for (name, ms) in named {
+                    assert!(ms.is_finite() && ms >= 0.0, "{method:?} {name}: {ms}");
+                }
+                assert!(st.logits.total() > 0.0 && st.softmax + st.values > 0.0, "{method:?}: the head stages took no time: {st:?}");
+            }
+        }
+    }
+}

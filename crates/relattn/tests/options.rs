@@ -1,0 +1,88 @@
+//! One spelling per option: [`OPTIONS`] is every option of a layer, and every front end takes exactly these
+//! names — the command line's flags (`-` for `_`; crates/relattn-cli/tests/cli.rs checks the binary's help), the page's requests and links (serde; Python's keywords go
+//! through the same serde, python/tests/test_relattn.py), the page's TypeScript type (ts-rs, in
+//! www/js/types/protocol.d.ts) and the page's controls (the ids of www/index.html's `data-option` elements).
+
+use clap::Args;
+use relattn::layer::options::{LayerOptions, Limits};
+use relattn::layer::scenario::Spec;
+use relattn::Config;
+use std::collections::BTreeSet;
+use std::path::Path;
+
+/// Every option, in the order of `LayerOptions`' fields.
+const OPTIONS: [&str; 21] = [
+    "preset",
+    "method",
+    "n",
+    "d_model",
+    "heads",
+    "clip",
+    "batch_size",
+    "seed",
+    "causal",
+    "relative_values",
+    "per_head_tables",
+    "relative_only",
+    "logit_scale",
+    "edge",
+    "implementation",
+    "rope_base",
+    "rope_fraction",
+    "rope_layout",
+    "rope_scale",
+    "t5_buckets",
+    "t5_max_distance",
+];
+
+/// The repository's root (www/).
+fn root() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+#[test]
+fn serde_reads_and_writes_every_option_by_its_name() {
+    assert_eq!(LayerOptions::names(), OPTIONS);
+    // Every option written is read back under the same name (none lands among the unknown keys).
+    let all = LayerOptions { preset: Some("seed004".into()), ..LayerOptions::of(&Config::default(), &Spec::default(), true) };
+    let back: LayerOptions = serde_json::from_value(serde_json::to_value(&all).unwrap()).unwrap();
+    assert_eq!(back, all);
+    assert!(back.unknown.is_empty());
+}
+
+#[test]
+fn the_command_line_has_a_flag_per_option() {
+    let command = LayerOptions::augment_args(clap::Command::new("relattn"));
+    let flags: Vec<String> = command.get_arguments().map(|a| a.get_long().expect("a long flag").replace('-', "_")).collect();
+    assert_eq!(flags, OPTIONS);
+}
+
+#[test]
+fn the_page_type_and_controls_are_the_options() {
+    let types = std::fs::read_to_string(root().join("www/js/types/protocol.d.ts")).unwrap();
+    let decl = types.split("export type LayerOptions = {").nth(1).expect("LayerOptions in protocol.d.ts").split("};").next().unwrap();
+    let fields: Vec<&str> = decl
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.starts_with('*') && !l.starts_with("/**") && !l.starts_with("*/"))
+        .filter_map(|l| l.split_once("?:").map(|(name, _)| name.trim()))
+        .collect();
+    assert_eq!(fields, OPTIONS);
+    let html = std::fs::read_to_string(root().join("www/index.html")).unwrap();
+    let controls: BTreeSet<&str> = html
+        .split('<')
+        .filter(|tag| tag.contains(" data-option"))
+        .map(|tag| tag.split("id=\"").nth(1).and_then(|r| r.split('"').next()).expect("an option control with an id"))
+        .collect();
+    assert_eq!(controls, OPTIONS.into_iter().collect());
+}
+
+#[test]
+fn old_names_are_refused_with_the_list() {
+    for old in ["batch", "no_rel_v", "rel_v", "per_head", "settings"] {
+        let o: LayerOptions = serde_json::from_value(serde_json::json!({ old: 1 })).unwrap();
+        let e = o.resolve(&Limits::NONE).err().unwrap();
+        assert_eq!(e.field(), "option");
+        assert!(e.to_string().contains(&format!("'{old}'")) && e.to_string().contains("batch_size, seed"), "{e}");
+    }
+}
