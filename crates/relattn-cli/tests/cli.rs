@@ -9,8 +9,13 @@ use ndarray_npy::{NpzReader, NpzWriter};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+/// The repository's root, where the commands run (models/, tests/fixtures/, the default --data).
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
 fn relattn(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_relattn")).args(args).output().expect("run relattn")
+    Command::new(env!("CARGO_BIN_EXE_relattn")).args(args).current_dir(root()).output().expect("run relattn")
 }
 
 fn dir() -> tempfile::TempDir {
@@ -292,7 +297,7 @@ fn model_options_out_of_range_name_the_option_value_and_range() {
 #[test]
 fn chorale_data_with_no_tokens_or_bad_steps_is_refused_naming_the_field() {
     let d = dir();
-    let data: serde_json::Value = serde_json::from_slice(&std::fs::read("tests/fixtures/chorales-subset.json").unwrap()).unwrap();
+    let data: serde_json::Value = serde_json::from_slice(&std::fs::read(root().join("tests/fixtures/chorales-subset.json")).unwrap()).unwrap();
     let with = |key: &str, value: serde_json::Value| {
         let mut v = data.clone();
         v[key] = value;
@@ -319,6 +324,7 @@ fn a_long_sampling_shows_progress_and_stops_on_ctrl_c_writing_nothing() {
     let d = dir();
     let mid = path(&d, "s.mid");
     let mut child = Command::new(env!("CARGO_BIN_EXE_relattn"))
+        .current_dir(root())
         .args(["model", "sample", "--model", "models/chorales-music.safetensors", "--piece", "10.7", "--steps", "65536", "--out", s(&mid)])
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -354,7 +360,7 @@ fn help_documents_the_commands() {
 
 /// A shell command line run with `sh -c`, `relattn` standing for the binary.
 fn shell(script: &str) -> Output {
-    Command::new("sh").arg("-c").arg(script.replace("relattn", env!("CARGO_BIN_EXE_relattn"))).output().expect("run sh")
+    Command::new("sh").arg("-c").arg(script.replace("relattn", env!("CARGO_BIN_EXE_relattn"))).current_dir(root()).output().expect("run sh")
 }
 
 #[test]
