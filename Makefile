@@ -43,14 +43,13 @@ test: test-rust test-python test-web
 # on the offline Python of train/ and bench/ (static: neither torch nor music21 is needed).
 check:
 	@rustup target list --installed | grep -qx wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
-	cargo fmt --check
+	cargo fmt --check  # every workspace member, the Python crate included
 	rustfmt --check --edition 2021 fuzz/fuzz_targets/*.rs
 	cargo clippy --all-targets -- -D warnings
 	cargo clippy --all-targets --features relattn/test-hooks -- -D warnings
 	cargo clippy -p relattn -p relattn-wasm --lib --target wasm32-unknown-unknown -- -D warnings
 	cargo clippy -p relattn-wasm --target wasm32-unknown-unknown --features test-hooks --lib --test web --test web_model -- -D warnings
 	cargo clippy --manifest-path fuzz/Cargo.toml --bins --target-dir target/fuzz -- -D warnings
-	cargo fmt --check --manifest-path python/Cargo.toml
 	cargo clippy --manifest-path python/Cargo.toml --all-targets --target-dir target/python -- -D warnings
 	@for f in www/*.js $$(find www/js -name '*.js') tests/e2e/*.mjs bench/*.mjs python/relattn/*.js; do node --check "$$f" || exit 1; done
 	@python3 -m ruff --version >/dev/null 2>&1 || python3 -m pip install --quiet ruff
