@@ -207,7 +207,7 @@ const LOGITS_CONTENT_OFF: StageText = StageText::new(
 
 /// The logits of a layer whose logits are not scaled ([`LogitScale::None`], as T5 computes them).
 const LOGITS_UNSCALED: StageText = StageText::new(
-    LOGITS_TITLE,
+    "Masked logits (not scaled)",
     "q_i·k_j + relative_ij (not scaled), −∞ where masked",
     r"e_{ij} = q_i \cdot k_j + \text{relative}_{ij} \quad (\text{no } 1/\sqrt{d_h}; -\infty \text{ where masked})",
     "Not scaled by 1/√d_head (logit scale none, as T5 computes its logits: the scale is folded into the initialisation of W_q): the content term and the scheme's relative term or bias added as they are; masked cells are −∞ and get weight 0.",
@@ -367,6 +367,7 @@ mod tests {
         for method in Method::ALL {
             let unscaled = Config { method, logit_scale: LogitScale::None, ..Config::default() };
             assert!(Stage::Logits.meta(&unscaled, false).notice.starts_with("Not scaled by 1/√d_head"), "{method}");
+            assert_eq!(Stage::Logits.meta(&unscaled, false).title, "Masked logits (not scaled)", "{method}");
             assert!(Stage::Logits.meta(&Config { method, ..Config::default() }, false).notice.contains("1/√d_head"), "{method}");
         }
     }
