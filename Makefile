@@ -81,7 +81,8 @@ test-rust: deps-gpu
 	cargo test --all-targets --features relattn/test-hooks
 
 # --- the Python package (python/) ------------------------------------------------------------------
-# A virtual environment of its own (target/pyvenv: maturin, numpy, pytest, anywidget, jupyterlab); the wheel is
+# A virtual environment of its own (target/pyvenv: maturin, numpy, pytest, anywidget, jupyterlab, torch and transformers
+# for relattn.capture's tests, about 6 GB); the wheel is
 # built from the crate with maturin (abi3), with the page's wasm inside for the notebook widget, and installed
 # there; pytest checks it against the command line's .npz; tests/e2e/notebook.test.mjs runs examples/ in JupyterLab.
 PYVENV = target/pyvenv
@@ -90,7 +91,7 @@ deps-python:
 	@# JupyterLab runs its bundled yarn.js with node, which would take this repository's package.json
 	@# ("type": "module") for that file's: the venv says its own scripts are CommonJS.
 	@echo '{ "type": "commonjs" }' > $(PYVENV)/package.json
-	@$(PYVENV)/bin/python -c "import maturin, numpy, pytest, anywidget, jupyterlab" 2>/dev/null || $(PYVENV)/bin/pip install --quiet -r python/requirements-test.txt
+	@$(PYVENV)/bin/python -c "import maturin, numpy, pytest, anywidget, jupyterlab, torch, transformers" 2>/dev/null || $(PYVENV)/bin/pip install --quiet -r python/requirements-test.txt
 
 # The notebook widget: python/relattn/widget.js with the page's figure core (www/js/shared/figure-core.js)
 # bundled in by esbuild (package.json) into one module, python/relattn/static/widget.js (git-ignored): one copy.

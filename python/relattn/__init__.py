@@ -10,8 +10,9 @@ with the command line's options as keyword arguments (``--rope-base`` is ``rope_
 >>> out = relattn.attention(x, method="rope", heads=8, w_q=wq, w_k=wk, w_v=wv, w_o=wo)
 
 Arrays are given by the names of a scenario file (``x``, ``w_q`` … ``b_o``, ``rel_k``, ``rel_v``, ``e_r``,
-``alibi_slopes``, ``t5_bias``, ``key_mask``), as NumPy arrays or anything ``numpy.asarray`` reads without a
-copy (a CPU PyTorch tensor); what is not given is generated from ``seed``. A refused option or array raises
+``alibi_slopes``, ``t5_bias``, ``rope_cos``, ``rope_sin``, ``key_mask``), as NumPy arrays or anything ``numpy.asarray`` reads without a
+copy (a CPU PyTorch tensor); what is not given is generated from ``seed``. :func:`capture` takes a layer of a
+Hugging Face ``transformers`` model (T5, Llama, Mistral, Qwen2, Gemma, GPT-NeoX, GPT-J, BLOOM) with these names. A refused option or array raises
 :class:`RelattnError` (a ``ValueError``) whose ``field`` names it, with the allowed range in the message.
 """
 
@@ -19,8 +20,9 @@ import numpy as _np
 
 from . import _relattn
 from ._relattn import RelattnError
+from .capture import FAMILIES, Capture, capture
 
-__all__ = ["trace", "attention", "show", "show_model", "model_trace", "MODELS", "RelattnError", "presets", "methods", "stages", "OPTIONS", "ARRAYS", "from_seed_module"]
+__all__ = ["trace", "attention", "capture", "Capture", "FAMILIES", "show", "show_model", "model_trace", "MODELS", "RelattnError", "presets", "methods", "stages", "OPTIONS", "ARRAYS", "from_seed_module"]
 
 #: The keyword options of :func:`trace` and :func:`attention` (the command line's, with underscores).
 OPTIONS = tuple(_relattn.option_names())

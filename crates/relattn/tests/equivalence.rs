@@ -10,6 +10,7 @@ use proptest::prelude::*;
 use relattn::attention::{attend_head, attend_rows, HeadInput, HeadTrace};
 use relattn::layer::forward;
 use relattn::layer::scenario::Arrays;
+use relattn::positions::rope::{PairLayout, Rope};
 use relattn::{Config, Implementation, Method, Scenario, Spec};
 
 const TOL: f64 = 1e-5;
@@ -199,6 +200,103 @@ fn huge_logits_stay_finite() {
     for row in t.weights.rows() {
         assert!((row.sum() - 1.0).abs() < 1e-5);
     }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    /// A captured model's layer: g grouped K/V heads (w_k, w_v (d_model, g·d_head) and their biases; query
+    /// head h reads K/V head ⌊h·g/heads⌋) and the model's own rotary cos and sin (any frequencies, scaled by
+    /// an attention factor as YaRN's), by definition in f64 from the grouped arrays themselves; traced,
+    /// forward, on demand.
+    #[test]
+    fn grouped_heads_and_given_rotary_match_definition(kv_heads in 1usize..=2, groups in 1usize..=3, d_half in 1usize..=3, n in 1usize..=9,
+                                                       half in any::<bool>(), partial in any::<bool>(), causal in any::<bool>(),
+                                                       mscale in prop_oneof![Just(1.0f32), Just(1.2)], seed in any::<u64>()) {
+        let heads = kv_heads * groups;
+        let dh = 2 * d_half * if partial { 2 } else { 1 };
+        let d = heads * dh;
+        let rope = Rope { fraction: if partial { 0.5 } else { 1.0 }, layout: if half { PairLayout::Half } else { PairLayout::Interleaved }, ..Rope::default() };
+        let cfg = Config { method: Method::Rope, heads, causal, rope, ..Config::default() };
+        let pairs = rope.rotated_dims(dh) / 2;
+        let mut r = seed;
+        let mut draw = move || { r = r.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407); ((r >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0 };
+        let mut arr = |shape: &[usize]| ndarray::ArrayD::from_shape_simple_fn(shape, &mut draw);
+        let inv_freq: Vec<f32> = (0..pairs).map(|p| 0.9f32.powi(3 * p as i32 + 1)).collect();
+        let angle = |m: usize, p: usize| m as f32 * inv_freq[p];
+        let cos = Array2::from_shape_fn((n, pairs), |(m, p)| angle(m, p).cos() * mscale);
+        let sin = Array2::from_shape_fn((n, pairs), |(m, p)| angle(m, p).sin() * mscale);
+        let mut given = Arrays::new();
+        for (name, shape) in [("x", vec![n, d]), ("w_q", vec![d, d]), ("w_k", vec![d, kv_heads * dh]), ("w_v", vec![d, kv_heads * dh]), ("w_o", vec![d, d]),
+                              ("b_q", vec![d]), ("b_k", vec![kv_heads * dh]), ("b_v", vec![kv_heads * dh]), ("b_o", vec![d])] {
+            given.insert(name.into(), arr(&shape));
+        }
+        given.insert("rope_cos".into(), cos.clone().into_dyn());
+        given.insert("rope_sin".into(), sin.clone().into_dyn());
+        let two = |name: &str| given[name].clone().into_dimensionality::<ndarray::Ix2>().unwrap();
+        let one = |name: &str| given[name].clone().into_dimensionality::<ndarray::Ix1>().unwrap();
+        let x: common::Mat = two("x").rows().into_iter().map(|r| r.iter().map(|&v| v as f64).collect()).collect();
+        let f64s = |a: &Array2<f32>| -> common::Mat { a.rows().into_iter().map(|r| r.iter().map(|&v| v as f64).collect()).collect() };
+        let (q, k, v) = (common::project(&x, &two("w_q"), &one("b_q")), common::project(&x, &two("w_k"), &one("b_k")), common::project(&x, &two("w_v"), &one("b_v")));
+        // No rotation inside the definition's head (the method's rotation is the one given): its other steps as RoPE's.
+        let plain = Config { method: Method::Absolute, ..cfg };
+        let mut concat = vec![vec![0.0; d]; n];
+        let mut weights = vec![];
+        for h in 0..heads {
+            let g = h * kv_heads / heads;
+            let turn = |m: &common::Mat| common::rotate_by(m, &f64s(&cos), &f64s(&sin), rope.layout);
+            let head = common::head(&plain, &turn(&common::columns(&q, h * dh, (h + 1) * dh)), &turn(&common::columns(&k, g * dh, (g + 1) * dh)),
+                                    &common::columns(&v, g * dh, (g + 1) * dh), &vec![], None, None);
+            for (row, z) in concat.iter_mut().zip(&head.z) {
+                row[h * dh..(h + 1) * dh].copy_from_slice(z);
+            }
+            weights.push(head.weights);
+        }
+        let output = common::project(&concat, &two("w_o"), &one("b_o"));
+        let sc = Scenario::build(&cfg, &Spec::default(), given, false).unwrap();
+        let t = forward::trace(&cfg, &sc).unwrap();
+        for (h, w) in weights.iter().enumerate() {
+            let e = rel_err(t.weights.index_axis(Axis(0), 0).index_axis(Axis(0), h).iter(), flat(w));
+            prop_assert!(e <= TOL, "weights h{h}: {e:e}");
+        }
+        prop_assert!(rel_err(t.output.iter(), flat(&output)) <= TOL, "trace output");
+        prop_assert!(rel_err(forward::forward(&cfg, &sc).unwrap().iter(), flat(&output)) <= TOL, "forward output");
+        let layer = relattn::layer::on_demand::Layer::new(&cfg, sc.clone(), forward::projections(&cfg, &sc).unwrap(), t.output.clone()).unwrap();
+        for (h, w) in weights.iter().enumerate() {
+            prop_assert!(rel_err(layer.stage(relattn::stage::Stage::Weights, 0, h).unwrap().iter(), flat(w)) <= TOL, "on demand h{h}");
+        }
+        // The angles read back from the given table are the model's own.
+        let angles = t.stage(relattn::stage::Stage::RopeAngles, 0, 0).unwrap();
+        prop_assert!(angles.indexed_iter().all(|((m, p), a)| (a - angle(m, p)).abs() < 1e-4), "{angles:?}");
+    }
+}
+
+/// Grouped K/V arrays of a width no divisor of the heads gives, and a cos without its sin, are refused by name.
+#[test]
+fn grouped_and_rotary_arrays_are_checked() {
+    let cfg = Config { method: Method::Rope, heads: 4, ..Config::default() };
+    let spec = Spec { n: 3, d_model: 16, batch: 1, seed: 0 };
+    let build = |pairs: &[(&str, Vec<usize>)]| {
+        let given: Arrays = pairs.iter().map(|(n, s)| (n.to_string(), ndarray::ArrayD::zeros(s.as_slice()))).collect();
+        Scenario::build(&cfg, &spec, given, false)
+    };
+    assert!(build(&[("w_k", vec![16, 8]), ("w_v", vec![16, 8]), ("b_k", vec![8]), ("b_v", vec![8])]).is_ok());
+    let e = build(&[("w_k", vec![16, 12])]).unwrap_err();
+    assert_eq!(e.field(), "w_k");
+    assert!(e.to_string().contains("g dividing heads = 4"), "{e}");
+    let e = build(&[("w_k", vec![16, 8]), ("w_v", vec![16, 16])]).unwrap_err();
+    assert!(e.field() == "w_v" && e.to_string().contains("[16, 8]"), "{e}");
+    let e = build(&[("rope_cos", vec![3, 2])]).unwrap_err();
+    assert_eq!(e.field(), "rope_sin");
+    let e = build(&[("rope_cos", vec![3, 3]), ("rope_sin", vec![3, 3])]).unwrap_err();
+    assert!(e.field() == "rope_cos" && e.to_string().contains("[3, 2]"), "{e}");
+    let shaw = Scenario::build(
+        &Config::default(),
+        &Spec { n: 3, d_model: 4, batch: 1, seed: 0 },
+        [("rope_cos".to_string(), ndarray::ArrayD::zeros(vec![3, 1]))].into(),
+        false,
+    );
+    assert!(shaw.unwrap_err().to_string().contains("rope_cos"));
 }
 
 /// Per-head tables really differ per head; a shared table is one slice.

@@ -124,6 +124,25 @@ proptest! {
     }
 }
 
+/// A captured model's RoPE layer: grouped K/V heads and the model's own cos and sin (frequencies of its own,
+/// scaled by an attention factor), on the GPU as on the CPU.
+#[test]
+fn grouped_heads_and_given_rotary() {
+    let Some(mut ctx) = gpu() else { return };
+    let (n, heads, kv, dh) = (11, 4, 2, 8);
+    let rope = relattn::positions::rope::Rope { layout: relattn::positions::rope::PairLayout::Half, ..Default::default() };
+    let cfg = Config { method: relattn::Method::Rope, heads, causal: true, rope, ..Config::default() };
+    let cos = Array2::from_shape_fn((n, dh / 2), |(m, p)| (m as f32 * 0.7f32.powi(p as i32)).cos() * 1.1);
+    let sin = Array2::from_shape_fn((n, dh / 2), |(m, p)| (m as f32 * 0.7f32.powi(p as i32)).sin() * 1.1);
+    let mut given = Arrays::new();
+    given.insert("w_k".into(), Array2::from_shape_fn((heads * dh, kv * dh), |(r, c)| ((r * 7 + c * 3) % 11) as f32 / 11.0 - 0.5).into_dyn());
+    given.insert("b_v".into(), ndarray::Array1::from_shape_fn(kv * dh, |c| c as f32 / 16.0).into_dyn());
+    given.insert("rope_cos".into(), cos.into_dyn());
+    given.insert("rope_sin".into(), sin.into_dyn());
+    let sc = Scenario::build(&cfg, &Spec { n, d_model: heads * dh, batch: 1, seed: 3 }, given, false).unwrap();
+    check(&mut ctx, &cfg, &sc).unwrap();
+}
+
 /// A few long sequences (up to n = 1024), k below and above n, both methods.
 #[test]
 fn long_sequences() {

@@ -112,8 +112,7 @@ impl GpuContext {
         });
         let bias_flag = if dist_bias.is_some() { flag::DISTANCE_BIAS } else { 0 };
         // RoPE: the rotated Q and K the logits read, from the angles' cos and sin (the CPU's values).
-        let rope = cfg.method.rotates().then(|| {
-            let RopeTable { cos, sin, .. } = cfg.rope.table(0, n, dh);
+        let rope = sc.rope_table(cfg).map(|RopeTable { cos, sin, .. }| {
             let params = RopeParams {
                 n: u(n),
                 d: u(d),

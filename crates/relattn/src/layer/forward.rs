@@ -6,7 +6,7 @@
 //! output = concat_h(z_h) W_o + b_o                              (b, n, d_model)
 //! ```
 
-use crate::attention::{attend_head_timed, rope_table, Config, HeadInput, HeadTrace, Implementation};
+use crate::attention::{attend_head_timed, Config, HeadInput, HeadTrace, Implementation};
 
 use crate::attention::fused;
 use crate::core::finite::check_overflow;
@@ -249,7 +249,7 @@ fn run(cfg: &Config, sc: &Scenario, record: bool, timed: bool) -> Result<Run> {
     let Projections { q, k, v } = projections(cfg, sc)?;
     let mut times = t0.map(|t0| StageTimes { projections: now_ms() - t0, ..StageTimes::default() });
     // RoPE's cos and sin, once for every head.
-    let rope = cfg.method.rotates().then(|| rope_table(cfg, n, n, dh));
+    let rope = sc.rope_table(cfg);
     let results = map_heads(b * h, |idx| {
         let (bi, hi) = (idx / h, idx % h);
         let cols = s![.., hi * dh..(hi + 1) * dh];

@@ -13,7 +13,7 @@
 //! The values are those of [`crate::layer::forward::trace`] (the same staged code, tested block against whole in
 //! tests/equivalence.rs).
 
-use crate::attention::{attend_rows, rope_table, Config, HeadInput, HeadTrace, Implementation};
+use crate::attention::{attend_rows, Config, HeadInput, HeadTrace, Implementation};
 use crate::positions::rope::RopeTable;
 
 use crate::error::{check_index, Result};
@@ -79,8 +79,7 @@ pub struct Layer {
 impl Layer {
     /// The layer of `cfg` on `sc`, with the projections and the output its forward pass computed.
     pub fn new(cfg: &Config, scenario: Scenario, projections: Projections, output: Array3<f32>) -> Result<Layer> {
-        let (_, n, d) = scenario.dims();
-        let rope = cfg.method.rotates().then(|| rope_table(cfg, n, n, d / cfg.heads));
+        let rope = scenario.rope_table(cfg);
         let present = Present { method: cfg.method, rel_v: false, value_buckets: false, skew: false };
         let mut layer = Layer { config: *cfg, scenario, projections, output, present, rope };
         // The optional stages are the ones the staged path computes (one query row tells).
@@ -215,7 +214,7 @@ impl Layer {
             Stage::Distances => table::distances(queries, n, n).mapv(|v| v as f32).into(),
             Stage::RelIndex => self.config.scheme().row_matrix(queries, n, n).mapv(|v| v as f32).into(),
             Stage::Output => self.output.slice(s![batch, queries, ..]).into(),
-            Stage::RopeKernel => rope_kernel(&self.config, queries, n, self.scenario.dims().2 / self.config.heads).into(),
+            Stage::RopeKernel => rope_kernel(self.rope.as_ref().expect("present"), queries, n, self.scenario.dims().2 / self.config.heads).into(),
             Stage::RelK | Stage::RelV | Stage::Slopes | Stage::RopeAngles | Stage::Positions => unreachable!("tables are not computed in blocks"),
             Stage::RotatedQ => t.rotated.as_ref().expect("present").0.view().into(),
             Stage::RotatedK => t.rotated.as_ref().expect("present").1.slice(s![queries, ..]).into(),
@@ -236,7 +235,7 @@ impl Layer {
     /// A stage the scheme computes from its options and tables alone ([`scheme_stage`]).
     fn scheme_stage(&self, stage: Stage) -> Option<Array2<f32>> {
         let (_, _, n) = self.dims();
-        scheme_stage(&self.config, stage, &self.scenario.rel_k, n, self.scenario.dims().2)
+        scheme_stage(stage, &self.scenario.rel_k, self.rope.as_ref(), n, self.scenario.dims().2)
     }
 
     /// Table w^K (or E_r) or w^V of `head`, (R, d_head).

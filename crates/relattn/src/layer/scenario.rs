@@ -7,20 +7,27 @@
 //! | `x` | (n, d_model) or (b, n, d_model) | N(0, 1) |
 //! | `w_q`, `w_k`, `w_v`, `w_o` | (d_model, d_model) | Xavier-uniform, U(±sqrt(6 / (fan_in + fan_out))) |
 //! | `b_q`, `b_k`, `b_v`, `b_o` | (d_model) | zeros |
+//! | `w_k`, `w_v`, `b_k`, `b_v` of g grouped K/V heads | (d_model, g·d_head), (g·d_head); g divides h | — |
+//! | `rope_cos`, `rope_sin` (RoPE) | (n, d_rot/2): a model's own, for positions 0 .. n | from the RoPE options |
 //! | `rel_k`, `rel_v` (Shaw) | (2k+1, d_head) or (h, 2k+1, d_head) | Xavier-uniform per head table |
 //! | `e_r` (Music) | (R, d_head) or (h, R, d_head); R = k+1 causal, 2k+1 bidirectional | Xavier-uniform |
 //! | `alibi_slopes` (ALiBi) | (h) | the paper's geometric sequence ([`crate::positions::alibi::slopes`]) |
 //! | `t5_bias` (T5) | (B) or (B, h), as Hugging Face's `relative_attention_bias.weight` | Xavier-uniform per head |
 //! | `key_mask` | (b, n) of 0/1, 0 = padding | none |
 //!
+//! Grouped K/V heads (Llama 2/3, Mistral, Qwen2: `num_key_value_heads` = g < h) share each K/V head with
+//! h/g query heads, query head i reading K/V head ⌊i·g/h⌋; the scenario repeats each K/V head's columns for
+//! its query heads (as Hugging Face's `repeat_kv`), so every later step sees h heads.
+//!
 //! The RNG is ChaCha8 seeded with the seed; each array draws from its own stream, so giving one array in a
 //! file never changes the values generated for another.
 
-use crate::attention::Config;
+use crate::attention::{rope_table, Config};
 
 use crate::error::{Bytes, Error, Result};
+use crate::positions::rope::RopeTable;
 use crate::positions::{alibi, Method};
-use ndarray::{Array1, Array2, Array3, ArrayD, Axis, Dimension, Ix1, Ix2, Ix3};
+use ndarray::{Array1, Array2, Array3, ArrayD, Axis, Dimension, Ix2, Ix3};
 use ndarray_npy::npy::header::Header;
 use ndarray_npy::ReadNpyExt;
 use rand::{Rng, SeedableRng};
@@ -65,13 +72,17 @@ pub struct Scenario {
     pub rel_v: Option<Array3<f32>>,
     /// (b, n): false where a key is padding.
     pub key_mask: Option<Array2<bool>>,
+    /// RoPE's cos and sin when the file gives a model's own (`rope_cos`, `rope_sin`); `None`: made from
+    /// the options ([`Scenario::rope_table`]).
+    pub rope: Option<RopeTable>,
 }
 
 /// Arrays read from a file, by name, as f32.
 pub type Arrays = BTreeMap<String, ArrayD<f32>>;
 
 /// The array names a scenario file may hold.
-pub const NAMES: [&str; 15] = ["x", "w_q", "w_k", "w_v", "w_o", "b_q", "b_k", "b_v", "b_o", "rel_k", "rel_v", "e_r", "alibi_slopes", "t5_bias", "key_mask"];
+pub const NAMES: [&str; 17] =
+    ["x", "w_q", "w_k", "w_v", "w_o", "b_q", "b_k", "b_v", "b_o", "rel_k", "rel_v", "e_r", "alibi_slopes", "t5_bias", "rope_cos", "rope_sin", "key_mask"];
 
 /// Most bytes of arrays a scenario file may hold once decompressed, and most bytes of the file itself.
 pub const MAX_FILE_BYTES: u64 = 1 << 30;
@@ -307,17 +318,36 @@ impl Scenario {
         let dh = d / cfg.heads;
         let seed = spec.seed;
 
+        let h = cfg.heads;
+        // K/V heads: w_k's columns tell (d_model for h, g·d_head for g grouped heads); w_v and the biases must agree.
+        let kv_heads = match given.get("w_k").map(|a| a.shape().to_vec()) {
+            Some(shape) if shape.len() == 2 && shape[0] == d && shape[1] % dh == 0 && shape[1] > 0 && h.is_multiple_of(shape[1] / dh) => shape[1] / dh,
+            _ => h,
+        };
+        let kv = kv_heads * dh;
+        let grouped = |name: &str| matches!(name, "w_k" | "w_v" | "b_k" | "b_v");
         let mut matrix = |name: &str| -> Result<Array2<f32>> {
+            let (cols, times) = if grouped(name) { (kv, h / kv_heads) } else { (d, 1) };
             match given.remove(name) {
-                Some(a) if a.shape() == [d, d] => Ok(a.into_dimensionality::<Ix2>().expect("2-D")),
+                Some(a) if a.shape() == [d, cols] => Ok(repeat_kv(a.into_dimensionality::<Ix2>().expect("2-D"), dh, times)),
+                Some(a) if name == "w_k" => Err(Error::shape(
+                    name,
+                    a.shape(),
+                    format!("[{d}, {d}] = (d_model, d_model), or [{d}, g·{dh}] = (d_model, g·d_head) for g grouped K/V heads, g dividing heads = {h}"),
+                )),
+                Some(a) if cols != d => {
+                    Err(Error::shape(name, a.shape(), format!("[{d}, {cols}] = (d_model, {kv_heads}·d_head), as w_k's {kv_heads} K/V heads")))
+                }
                 Some(a) => Err(Error::shape(name, a.shape(), format!("[{d}, {d}] = (d_model, d_model)"))),
-                None => Ok(xavier(seed, name, (1, d, d)).index_axis_move(Axis(0), 0)),
+                None => Ok(repeat_kv(xavier(seed, name, (1, d, cols)).index_axis_move(Axis(0), 0), dh, times)),
             }
         };
         let (w_q, w_k, w_v, w_o) = (matrix("w_q")?, matrix("w_k")?, matrix("w_v")?, matrix("w_o")?);
         let mut bias = |name: &str| -> Result<Array1<f32>> {
+            let (cols, times) = if grouped(name) { (kv, h / kv_heads) } else { (d, 1) };
             match given.remove(name) {
-                Some(a) if a.shape() == [d] => Ok(a.into_dimensionality::<Ix1>().expect("1-D")),
+                Some(a) if a.shape() == [cols] => Ok(repeat_kv(a.into_shape_with_order((1, cols)).expect("1-D"), dh, times).index_axis_move(Axis(0), 0)),
+                Some(a) if cols != d => Err(Error::shape(name, a.shape(), format!("[{cols}] = ({kv_heads}·d_head), as w_k's {kv_heads} K/V heads"))),
                 Some(a) => Err(Error::shape(name, a.shape(), format!("[{d}] = (d_model)"))),
                 None => Ok(Array1::zeros(d)),
             }
@@ -371,6 +401,26 @@ impl Scenario {
             Some(a) => return Err(Error::shape("key_mask", a.shape(), format!("[{b}, {n}] = (b, n)"))),
             None => None,
         };
+        let rope = match (cfg.method.rotates(), given.remove("rope_cos"), given.remove("rope_sin")) {
+            (true, Some(cos), Some(sin)) => {
+                let pairs = cfg.rope.rotated_dims(dh) / 2;
+                for (name, a) in [("rope_cos", &cos), ("rope_sin", &sin)] {
+                    if a.shape() != [n, pairs] {
+                        let expected = format!("[{n}, {pairs}] = (n, d_rot/2): positions 0..n, one column per rotated pair of d_head {dh}");
+                        return Err(Error::shape(name, a.shape(), expected));
+                    }
+                }
+                let two = |a: ArrayD<f32>| a.into_dimensionality::<Ix2>().expect("2-D");
+                Some(RopeTable::given(cfg.rope, two(cos), two(sin)))
+            }
+            (true, Some(_), None) => return Err(Error::invalid("rope_sin", "absent", "given with rope_cos: a model's cos and sin come together")),
+            (true, None, Some(_)) => return Err(Error::invalid("rope_cos", "absent", "given with rope_sin: a model's cos and sin come together")),
+            (_, cos, sin) => {
+                // Not a RoPE layer: left to be refused below as an array this configuration does not use.
+                given.extend([cos.map(|a| ("rope_cos".to_string(), a)), sin.map(|a| ("rope_sin".to_string(), a))].into_iter().flatten());
+                None
+            }
+        };
         if let Some(name) = given.keys().next() {
             let reads = |m: Method| {
                 let (k, v) = m.table_names();
@@ -384,11 +434,28 @@ impl Scenario {
             };
             return Err(Error::invalid("array", format!("'{name}' not used by this configuration"), hint));
         }
-        Ok(Scenario { x, w_q, w_k, w_v, w_o, b_q, b_k, b_v, b_o, rel_k, rel_v, key_mask })
+        Ok(Scenario { x, w_q, w_k, w_v, w_o, b_q, b_k, b_v, b_o, rel_k, rel_v, key_mask, rope })
     }
 
     /// (b, n, d_model).
     pub fn dims(&self) -> (usize, usize, usize) {
         self.x.dim()
     }
+
+    /// RoPE's cos and sin for positions 0 .. n, once for every head: the model's own when given, else made
+    /// from the options; `None` for a scheme that does not rotate.
+    pub fn rope_table(&self, cfg: &Config) -> Option<RopeTable> {
+        let (_, n, d) = self.dims();
+        cfg.method.rotates().then(|| self.rope.clone().unwrap_or_else(|| rope_table(cfg, n, n, d / cfg.heads)))
+    }
+}
+
+/// `a` (rows, g·d_head) with each K/V head's d_head columns repeated `times` times in place, as Hugging
+/// Face's `repeat_kv`: (rows, g·times·d_head), column block i the K/V head ⌊i / times⌋.
+fn repeat_kv(a: Array2<f32>, d_head: usize, times: usize) -> Array2<f32> {
+    if times == 1 {
+        return a;
+    }
+    let (rows, cols) = a.dim();
+    Array2::from_shape_fn((rows, cols * times), |(r, c)| a[[r, (c / d_head / times) * d_head + c % d_head]])
 }

@@ -11,6 +11,7 @@ use crate::layer::forward::table_of;
 use crate::layer::scenario::Scenario;
 use crate::layer::stage_meta::{Present, StageMeta};
 use crate::positions::music::SkewSteps;
+use crate::positions::rope::RopeTable;
 use crate::positions::{absolute, table};
 use crate::stage::Stage;
 use ndarray::{s, Array2, Array3, Array4, ArrayViewD, Axis, CowArray, Ix2, IxDyn};
@@ -60,6 +61,8 @@ pub struct Trace {
     pub out_relative: Array4<f32>,
     /// RoPE's rotated Q and K, (b, h, n, d_head) each.
     pub rotated: Option<(Array4<f32>, Array4<f32>)>,
+    /// RoPE's cos, sin and angles for positions 0 .. n ([`Scenario::rope_table`]).
+    pub rope: Option<RopeTable>,
     /// Heads concatenated, before W_o, (b, Lq, d_model).
     pub heads: Array3<f32>,
     /// (b, Lq, d_model).
@@ -117,28 +120,29 @@ impl Trace {
             out_content,
             out_relative,
             rotated,
+            rope: sc.rope_table(cfg),
             heads,
             output,
         }
     }
 }
 
-/// The stages a scheme computes from its options and tables alone, the same for every batch element (and, but
-/// for the slopes' table, every head): ALiBi's slopes (h, 1) from its (h, 1, 1) table, RoPE's angle table (n,
-/// d_rot/2), the absolute position vectors (n, d_model). `None` for any other stage.
-pub fn scheme_stage(cfg: &Config, stage: Stage, tables: &Array3<f32>, n: usize, d_model: usize) -> Option<Array2<f32>> {
+/// The stages a scheme computes from its tables alone, the same for every batch element (and, but for the
+/// slopes' table, every head): ALiBi's slopes (h, 1) from its (h, 1, 1) table, RoPE's angles (n, d_rot/2)
+/// from its table of positions 0 .. n, the absolute position vectors (n, d_model). `None` for any other stage.
+pub fn scheme_stage(stage: Stage, tables: &Array3<f32>, rope: Option<&RopeTable>, n: usize, d_model: usize) -> Option<Array2<f32>> {
     match stage {
         Stage::Slopes => Some(tables.index_axis(Axis(2), 0).to_owned()),
-        Stage::RopeAngles => Some(cfg.rope.angles(0, n, d_model / cfg.heads)),
+        Stage::RopeAngles => Some(rope.expect("a RoPE layer has its table").angles.clone()),
         Stage::Positions => Some(absolute::sinusoids(n, d_model)),
         _ => None,
     }
 }
 
-/// RoPE's relative kernel at the pairs of the query rows `queries` of n: κ(j − i) at (i, j), the same curve
-/// along every diagonal ([`crate::positions::rope::Rope::kernel`]).
-pub fn rope_kernel(cfg: &Config, queries: std::ops::Range<usize>, n: usize, dh: usize) -> Array2<f32> {
-    let kernel = cfg.rope.kernel(1 - n as isize..n as isize, dh);
+/// RoPE's relative kernel at the pairs of the query rows `queries` of n, from the layer's table of positions
+/// 0 .. n: κ(j − i) at (i, j), the same curve along every diagonal ([`RopeTable::kernel`]).
+pub fn rope_kernel(rope: &RopeTable, queries: std::ops::Range<usize>, n: usize, dh: usize) -> Array2<f32> {
+    let kernel = rope.kernel(1 - n as isize..n as isize, dh);
     Array2::from_shape_fn((queries.len(), n), |(i, j)| kernel[j + n - 1 - (queries.start + i)])
 }
 
@@ -244,11 +248,11 @@ impl Trace {
         let skew = || self.skew.as_ref().expect("checked present");
         let rotated = || self.rotated.as_ref().expect("checked present");
         let (d, dh) = (self.q.dim().2, self.q.dim().2 / self.dims().1);
-        if let Some(m) = scheme_stage(&self.config, stage, &self.rel_k, self.dims().2, d) {
+        if let Some(m) = scheme_stage(stage, &self.rel_k, self.rope.as_ref(), self.dims().2, d) {
             return Ok(m.into());
         }
         if stage == Stage::RopeKernel {
-            return Ok(rope_kernel(&self.config, 0..self.dims().2, self.dims().2, dh).into());
+            return Ok(rope_kernel(self.rope.as_ref().expect("checked present"), 0..self.dims().2, self.dims().2, dh).into());
         }
         Ok(match stage {
             Stage::Distances => self.distances.mapv(|v| v as f32).into(),

@@ -18,6 +18,7 @@
 use crate::error::{Error, Result};
 use crate::stage::{PairLabels, Stage, StageText, COMPONENT_AXIS, KEY_AXIS, LOGITS_TITLE, QUERY_AXIS};
 use ndarray::{Array1, Array2, ArrayView2};
+use std::f64::consts::{PI, TAU};
 use std::str::FromStr;
 
 /// Which components form a rotated pair.
@@ -121,31 +122,18 @@ impl Rope {
     /// Face takes cos and sin of the f32 angle in f32; f64 then rounded is as close.
     pub fn table(&self, first: isize, count: usize, d_head: usize) -> RopeTable {
         let angles = self.angles(first, count, d_head);
-        RopeTable { rope: *self, first, cos: angles.mapv(|a| (a as f64).cos() as f32), sin: angles.mapv(|a| (a as f64).sin() as f32) }
+        RopeTable { rope: *self, first, cos: angles.mapv(|a| (a as f64).cos() as f32), sin: angles.mapv(|a| (a as f64).sin() as f32), angles }
     }
 
     /// x (rows, d_head) with row r at position `first + r`, each pair rotated by its angle.
     pub fn rotate(&self, x: ArrayView2<f32>, first: isize) -> Array2<f32> {
         self.table(first, x.nrows(), x.ncols()).rotate(x, first)
     }
-
-    /// The relative kernel: the logit of the pair q = k = (1, …, 1) at each distance d = j − i in `distances`,
-    /// divided by d_head, `(Σ_p 2 cos(d θ_p / s) + (d_head − d_rot)) / d_head`: 1 at d = 0 and, for every (q, k),
-    /// a function of d alone. Its decay with |d| is the long-distance decay of Su et al.'s §3.4.3.
-    pub fn kernel(&self, distances: impl Iterator<Item = isize>, d_head: usize) -> Array1<f32> {
-        let theta = self.frequencies(d_head);
-        let unrotated = (d_head - self.rotated_dims(d_head)) as f64;
-        distances
-            .map(|d| {
-                let rotated: f64 = theta.iter().map(|&t| 2.0 * ((d as f32 * (t / self.scale)) as f64).cos()).sum();
-                ((rotated + unrotated) / d_head as f64) as f32
-            })
-            .collect()
-    }
 }
 
 /// The cos and sin of a range of positions, computed once and used for every head of a layer (and for both
-/// its queries and keys).
+/// its queries and keys): made from [`Rope`]'s options ([`Rope::table`]), or a model's own
+/// ([`RopeTable::given`]).
 #[derive(Clone, Debug, PartialEq)]
 pub struct RopeTable {
     pub rope: Rope,
@@ -154,9 +142,48 @@ pub struct RopeTable {
     /// (positions, d_rot/2) each.
     pub cos: Array2<f32>,
     pub sin: Array2<f32>,
+    /// φ (positions, d_rot/2): the angles cos and sin are of (the `rope_angles` stage).
+    pub angles: Array2<f32>,
 }
 
 impl RopeTable {
+    /// A model's own cos and sin (positions 0 .. n, d_rot/2) as Hugging Face's rotary embedding gives them
+    /// (its `cos[..., :d_rot/2]`, whatever its `rope_scaling`: linear, dynamic NTK, YaRN, Llama 3, with the
+    /// attention scaling they carry), rotating pairs as `rope` says (its layout and fraction; its base and
+    /// scale are not used). The angles are read back as atan2(sin, cos) unwrapped along the positions (each
+    /// step between neighbours taken within ±π: every frequency turns at most θ_0 = 1 radian a position).
+    pub fn given(rope: Rope, cos: Array2<f32>, sin: Array2<f32>) -> RopeTable {
+        let mut angles = Array2::zeros(cos.dim());
+        for p in 0..cos.ncols() {
+            let mut last = 0f64;
+            for m in 0..cos.nrows() {
+                let wrapped = (sin[[m, p]] as f64).atan2(cos[[m, p]] as f64);
+                let step = (wrapped - last + PI).rem_euclid(TAU) - PI;
+                last = if m == 0 { wrapped } else { last + step };
+                angles[[m, p]] = last as f32;
+            }
+        }
+        RopeTable { rope, first: 0, cos, sin, angles }
+    }
+
+    /// The relative kernel: the logit of the pair q = k = (1, …, 1) at each distance d = j − i in `distances`,
+    /// divided by d_head: `(Σ_p 2 (cos φ_0p cos φ_|d|p + sin φ_0p sin φ_|d|p) + (d_head − d_rot)) / d_head`,
+    /// which is `(Σ_p 2 cos(d θ_p / s) + d_head − d_rot) / d_head` for a table made from the options: 1 at
+    /// d = 0 and, for every (q, k), a function of d alone. Its decay with |d| is the long-distance decay of Su
+    /// et al.'s §3.4.3. The table must hold positions 0 and every |d|.
+    pub fn kernel(&self, distances: impl Iterator<Item = isize>, d_head: usize) -> Array1<f32> {
+        let unrotated = (d_head - 2 * self.cos.ncols()) as f64;
+        let row = |position: usize| (position as isize - self.first) as usize;
+        let (c0, s0) = (self.cos.row(row(0)), self.sin.row(row(0)));
+        distances
+            .map(|d| {
+                let (c, s) = (self.cos.row(row(d.unsigned_abs())), self.sin.row(row(d.unsigned_abs())));
+                let rotated: f64 = (0..c.len()).map(|p| 2.0 * (c0[p] as f64 * c[p] as f64 + s0[p] as f64 * s[p] as f64)).sum();
+                ((rotated + unrotated) / d_head as f64) as f32
+            })
+            .collect()
+    }
+
     /// Whether the table holds positions `first .. first + count` for heads of width `d_head`.
     pub fn covers(&self, first: isize, count: usize, d_head: usize) -> bool {
         first >= self.first && first + count as isize <= self.first + self.cos.nrows() as isize && self.cos.ncols() == self.rope.rotated_dims(d_head) / 2
@@ -310,10 +337,25 @@ mod tests {
 
     #[test]
     fn kernel_is_one_at_zero_and_decays() {
-        let rope = Rope::default();
-        let k = rope.kernel([0isize, 1, 10, 100, 1000].into_iter(), 64);
+        let table = Rope::default().table(0, 1001, 64);
+        let k = table.kernel([0isize, 1, 10, 100, -1000].into_iter(), 64);
         assert!((k[0] - 1.0).abs() < 1e-6);
         assert!(k[1] < k[0] && k[3].abs() < k[1] && k[4].abs() < 0.5);
+    }
+
+    /// A table given as a model's cos and sin rotates as the one made from the same options, and its angles
+    /// read back unwrapped (past 2π) are the options' own.
+    #[test]
+    fn a_given_table_is_the_made_one() {
+        let rope = Rope { base: 100.0, layout: PairLayout::Half, ..Rope::default() };
+        let made = rope.table(0, 40, 8);
+        let given = RopeTable::given(rope, made.cos.clone(), made.sin.clone());
+        assert!(made.angles.iter().zip(&given.angles).all(|(a, b)| (a - b).abs() < 1e-4), "{:?}", given.angles);
+        assert!(given.angles[[39, 0]] > 38.0);
+        let x = Array2::from_shape_fn((40, 8), |(r, c)| ((r * 8 + c) as f32 * 0.37).sin());
+        assert_eq!(made.rotate(x.view(), 0), given.rotate(x.view(), 0));
+        let (a, b) = (made.kernel(-39..40, 8), given.kernel(-39..40, 8));
+        assert!(a.iter().zip(&b).all(|(a, b)| (a - b).abs() < 1e-6));
     }
 
     #[test]

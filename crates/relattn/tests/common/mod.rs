@@ -62,6 +62,35 @@ pub fn rotate(rope: &Rope, x: &Mat, first: i64) -> Mat {
         .collect()
 }
 
+/// Row r of `x` with pair p turned by a model's own table: (x_a, x_b) → (x_a c − x_b s, x_b c + x_a s) with
+/// c = `cos[r][p]`, s = `sin[r][p]` as given (not unit when the model scales its attention), the pairs as
+/// `layout` says over the first 2·|cos[r]| components.
+pub fn rotate_by(x: &Mat, cos: &Mat, sin: &Mat, layout: PairLayout) -> Mat {
+    x.iter()
+        .enumerate()
+        .map(|(r, row)| {
+            let mut out = row.clone();
+            let half = cos[r].len();
+            for p in 0..half {
+                let (a, b) = if layout == PairLayout::Interleaved { (2 * p, 2 * p + 1) } else { (p, p + half) };
+                out[a] = row[a] * cos[r][p] - row[b] * sin[r][p];
+                out[b] = row[b] * cos[r][p] + row[a] * sin[r][p];
+            }
+            out
+        })
+        .collect()
+}
+
+/// x W + b in f64, for x (n, d_in) and W (d_in, d_out) of any width (a grouped K/V projection's g·d_head).
+pub fn project(x: &Mat, w: &ndarray::Array2<f32>, b: &ndarray::Array1<f32>) -> Mat {
+    matmul_bias(x, w, b)
+}
+
+/// Columns `from..to` of `m`.
+pub fn columns(m: &Mat, from: usize, to: usize) -> Mat {
+    cols(m, from, to)
+}
+
 fn dot(a: &[f64], b: &[f64]) -> f64 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
 }

@@ -346,7 +346,21 @@ impl Transformer {
         let a = &self.blocks[l].attn;
         let [w_q, w_k, w_v, w_o] = a.w.clone();
         let [b_q, b_k, b_v, b_o] = a.b.clone();
-        Scenario { x: h.insert_axis(Axis(0)), w_q, w_k, w_v, w_o, b_q, b_k, b_v, b_o, rel_k: a.rel_k.clone(), rel_v: a.rel_v.clone(), key_mask: None }
+        Scenario {
+            x: h.insert_axis(Axis(0)),
+            w_q,
+            w_k,
+            w_v,
+            w_o,
+            b_q,
+            b_k,
+            b_v,
+            b_o,
+            rel_k: a.rel_k.clone(),
+            rel_v: a.rel_v.clone(),
+            key_mask: None,
+            rope: None,
+        }
     }
 
     /// Refuses a sequence that is empty or whose trace or forward would not fit the memory budget.

@@ -1,0 +1,334 @@
+"""Capture one self-attention layer of a Hugging Face ``transformers`` model as relattn's layer.
+
+:func:`capture` runs the model once on the given inputs, up to the layer asked for, and takes what that layer's
+self-attention module reads: its input hidden states (after the layer norm before it), its projections with
+their biases and its position scheme's own parameters as the model computes them. The result, a
+:class:`Capture`, gives relattn's trace of the layer (every stage, as :func:`relattn.trace`), whose weights
+equal the module's own attention probabilities (``output_attentions=True``, eager attention) and whose output
+equals the module's (python/tests/test_capture.py proves it for every family on tiny random models).
+
+Families, and what each one's capture takes from the model:
+
+- **T5, mT5, Flan-T5** (``t5``, ``mt5``): T5's bias per bucket and head (``relative_attention_bias``, owned by
+  the stack's first layer and shared by every layer), T5's buckets and maximum distance, logits not scaled by
+  1/√d_head (T5 folds it into W_q's initialisation); the encoder bidirectional, the decoder's self-attention
+  causal (``part="decoder"``). **UMT5** (``umt5``): the same with a bias table in every layer. Cross-attention
+  has no position term and is not a self-attention layer: refused.
+- **Llama, Mistral, Qwen2, Gemma** (``llama``, ``mistral``, ``qwen2``, ``gemma``): rotary in the half-split
+  layout with the model's own cos and sin (whatever its ``rope_scaling``: linear, dynamic NTK, YaRN, Llama 3,
+  with the attention scaling they carry), grouped K/V heads (``num_key_value_heads``), Qwen2's biases.
+- **GPT-NeoX, Pythia** (``gpt_neox``): rotary, half-split, on the first ``rotary_pct`` of each head; Q, K and V
+  from one fused projection, split per head as the model does.
+- **GPT-J** (``gptj``): rotary, interleaved (``rotate_every_two``), on the first ``rotary_dim`` components.
+- **BLOOM** (``bloom``): ALiBi's slopes as the model builds them. BLOOM adds slope × key position (m_h·j) to
+  the logits where the paper adds −m_h·(i − j) = m_h·(j − i); the two differ by m_h·i, the same for every key
+  of a query, which the softmax takes away: the weights are equal, the logits differ by a constant per row.
+  BLOOM's attention module also adds its residual to its output; the capture's output is the attention alone.
+"""
+
+import numpy as _np
+
+from ._relattn import RelattnError
+
+#: The model types (``model.config.model_type``) :func:`capture` knows.
+FAMILIES = ("t5", "mt5", "umt5", "llama", "mistral", "qwen2", "gemma", "gpt_neox", "gptj", "bloom")
+
+
+def _refuse(field, given, allowed):
+    """A RelattnError naming ``field``, as the crate's own refusals read."""
+    err = RelattnError(f"invalid {field}: got {given}; allowed: {allowed}")
+    err.field, err.kind = field, "invalid"
+    return err
+
+
+class _Stop(Exception):
+    """Raised by the capture's hook once it has what the layer reads: the rest of the forward is not run."""
+
+
+class Capture:
+    """One self-attention layer of a model, as relattn's layer: ``options`` (relattn's keyword options),
+    ``arrays`` (the layer's tensors by relattn's names), ``tokens`` (the model's tokens, when a tokenizer was
+    given), ``model`` (its name), ``family`` (its model type), ``layer``, ``part`` ("encoder" or "decoder"
+    for T5, else "decoder") and ``notes`` (what the family does that relattn's reader should know)."""
+
+    def __init__(self, *, model, family, layer, part, options, arrays, tokens, notes):
+        self.model, self.family, self.layer, self.part = model, family, layer, part
+        self.options, self.arrays, self.tokens, self.notes = dict(options), dict(arrays), tokens, tuple(notes)
+
+    def trace(self):
+        """Every stage of the layer, as :func:`relattn.trace` gives them."""
+        from . import trace
+
+        return trace(**self.options, **self.arrays)
+
+    def attention(self):
+        """The layer's output (b, n, d_model) alone, by relattn's fused forward."""
+        from . import attention
+
+        return attention(**self.options, **self.arrays)
+
+    def __repr__(self):
+        b, n, d = self.arrays["x"].shape
+        return f"Capture({self.model}, {self.part} layer {self.layer}: {self.options['method']}, {self.options['heads']} heads, batch {b}, n {n}, d_model {d})"
+
+
+def _np32(t):
+    """A tensor's values as a float32 NumPy array (refusing half precision and GPU tensors by name elsewhere)."""
+    return t.detach().to("cpu").float().numpy().astype(_np.float32, copy=False)
+
+
+def _linear(lin, rows=None):
+    """(W, b) of an ``nn.Linear`` as relattn multiplies them, x W + b: its weight (out, in) transposed, rows
+    ``rows`` of the output only (a fused projection's part), the bias or None."""
+    w = lin.weight.detach()
+    b = lin.bias.detach() if lin.bias is not None else None
+    if rows is not None:
+        w, b = w[rows], (b[rows] if b is not None else None)
+    return _np32(w).T.copy(), (_np32(b) if b is not None else None)
+
+
+def _fused_parts(lin, heads, head_dim, parts):
+    """Q, K and V of a fused projection whose output is laid out per head as (heads, parts, head_dim) — GPT-NeoX's
+    ``query_key_value`` viewed as (…, heads, 3·head_dim) and chunked, BLOOM's as (…, heads, 3, head_dim): the
+    same layout — as three (W, b)."""
+    import torch
+
+    index = torch.arange(heads * parts * head_dim).view(heads, parts, head_dim)
+    return [_linear(lin, index[:, p, :].reshape(-1)) for p in range(parts)]
+
+
+def _layers(model, *paths):
+    """The first of ``paths`` (dotted attribute paths to a layer list) the model has."""
+    for path in paths:
+        obj = model
+        try:
+            for name in path.split("."):
+                obj = getattr(obj, name)
+        except AttributeError:
+            continue
+        return obj
+    raise _refuse("model", type(model).__name__, f"a model with its layers at one of {', '.join(paths)}")
+
+
+def _pick(layers, layer, what):
+    """Layer ``layer`` of ``layers``, refused by name when out of range."""
+    if not isinstance(layer, int) or isinstance(layer, bool) or not 0 <= layer < len(layers):
+        raise _refuse("layer", repr(layer), f"0 to {len(layers) - 1} ({len(layers)} {what} layers)")
+    return layers[layer]
+
+
+def _run_to(module, run):
+    """Runs ``run()`` until ``module`` is called; returns its (args, kwargs)."""
+    import torch
+
+    seen = {}
+
+    def hook(_module, args, kwargs):
+        seen["args"], seen["kwargs"] = args, kwargs
+        raise _Stop
+
+    handle = module.register_forward_pre_hook(hook, with_kwargs=True)
+    try:
+        with torch.no_grad():
+            run()
+    except _Stop:
+        pass
+    finally:
+        handle.remove()
+    if "args" not in seen:
+        raise _refuse("layer", "not reached", "a layer the model's forward runs on these inputs")
+    return seen["args"], seen["kwargs"]
+
+
+def _hidden(args, kwargs):
+    """The hidden states an attention module was called with."""
+    return kwargs["hidden_states"] if "hidden_states" in kwargs else args[0]
+
+
+def _same_for_the_batch(t, name):
+    """Row 0 of a per-batch table (positions of every sequence), refusing one that differs across the batch."""
+    import torch
+
+    if t.shape[0] > 1 and not torch.equal(t, t[:1].expand_as(t)):
+        raise _refuse(name, "positions that differ across the batch (left padding?)", "the same positions 0..n for every sequence (right padding)")
+    return t[0]
+
+
+def _check_inputs(model, input_ids, attention_mask):
+    """Refuses what relattn cannot take from the model or the inputs, by name."""
+    import torch
+
+    params = list(model.parameters())
+    if params and params[0].device.type != "cpu":
+        raise _refuse("model", f"on {params[0].device}", "a model on the CPU (model.to('cpu'))")
+    dtypes = {p.dtype for p in params}
+    if dtypes - {torch.float32}:
+        raise _refuse("model", f"parameters in {', '.join(sorted(str(d) for d in dtypes))}", "float32 (model.float())")
+    if not isinstance(input_ids, torch.Tensor) or input_ids.dim() != 2 or input_ids.dtype not in (torch.int64, torch.int32):
+        shape = tuple(input_ids.shape) if isinstance(input_ids, torch.Tensor) else type(input_ids).__name__
+        raise _refuse("input_ids", shape, "a (batch, n) integer tensor, as a tokenizer's return_tensors='pt' gives")
+    if input_ids.device.type != "cpu":
+        raise _refuse("input_ids", f"on {input_ids.device}", "a tensor on the CPU")
+    if attention_mask is not None and (not isinstance(attention_mask, torch.Tensor) or tuple(attention_mask.shape) != tuple(input_ids.shape)):
+        shape = tuple(attention_mask.shape) if isinstance(attention_mask, torch.Tensor) else type(attention_mask).__name__
+        raise _refuse("attention_mask", shape, f"a tensor of input_ids' shape {tuple(input_ids.shape)} (1 = token, 0 = padding)")
+
+
+def _key_mask(mask):
+    return None if mask is None else _np32(mask)
+
+
+def _t5(model, layer, part, input_ids, attention_mask, decoder_input_ids, decoder_attention_mask):
+    """T5, mT5, UMT5: the encoder's or the decoder's self-attention of block ``layer``."""
+    config = model.config
+    if part not in ("encoder", "decoder"):
+        raise _refuse("part", repr(part), "'encoder' or 'decoder' (T5's cross-attention has no position term: it is not captured)")
+    if config.num_heads * config.d_kv != config.d_model:
+        raise _refuse("model", f"num_heads × d_kv = {config.num_heads} × {config.d_kv} = {config.num_heads * config.d_kv} ≠ d_model {config.d_model}",
+                      "heads × head width = d_model (relattn's layers have d_head = d_model / heads)")
+    stack = getattr(model, part, None) if part == "decoder" or hasattr(model, "encoder") else model
+    if stack is None:
+        raise _refuse("part", "'decoder'", "'encoder': this model has no decoder")
+    blocks = stack.block
+    attn = _pick(blocks, layer, part).layer[0].SelfAttention
+    if part == "encoder":
+        ids, mask = input_ids, attention_mask
+        args, kwargs = _run_to(attn, lambda: stack(input_ids=input_ids, attention_mask=attention_mask))
+    else:
+        if decoder_input_ids is None:
+            raise _refuse("decoder_input_ids", "None", "the decoder's (batch, n) token ids, for part='decoder'")
+        ids, mask = decoder_input_ids, decoder_attention_mask
+        args, kwargs = _run_to(attn, lambda: model(input_ids=input_ids, attention_mask=attention_mask, decoder_input_ids=decoder_input_ids,
+                                                   decoder_attention_mask=decoder_attention_mask))
+    owner = attn if config.model_type == "umt5" else blocks[0].layer[0].SelfAttention
+    (w_q, _), (w_k, _), (w_v, _), (w_o, _) = (_linear(attn.q), _linear(attn.k), _linear(attn.v), _linear(attn.o))
+    arrays = {"x": _np32(_hidden(args, kwargs)), "w_q": w_q, "w_k": w_k, "w_v": w_v, "w_o": w_o,
+              "t5_bias": _np32(owner.relative_attention_bias.weight)}
+    options = {"method": "t5", "heads": config.num_heads, "causal": part == "decoder", "logit_scale": "none",
+               "t5_buckets": config.relative_attention_num_buckets, "t5_max_distance": config.relative_attention_max_distance}
+    notes = ["T5's logits are not scaled by 1/√d_head: its initialisation of W_q carries the factor.",
+             "The bias per bucket and head is owned by the stack's first layer and shared by every layer." if config.model_type != "umt5"
+             else "UMT5: every layer has a bias table of its own.",
+             "The decoder's self-attention is causal and sorts only j − i ≤ 0 into buckets." if part == "decoder"
+             else "The encoder is bidirectional: half the buckets for keys before the query, half after."]
+    return ids, mask, options, arrays, notes
+
+
+def _rotary(model, layer, input_ids, attention_mask):
+    """Llama, Mistral, Qwen2, Gemma: half-split rotary with the model's own cos and sin, grouped K/V heads."""
+    config = model.config
+    layers = _layers(model, "model.layers", "layers")
+    attn = _pick(layers, layer, "decoder").self_attn
+    heads, kv_heads, head_dim = config.num_attention_heads, config.num_key_value_heads, attn.head_dim
+    if heads * head_dim != config.hidden_size:
+        raise _refuse("model", f"heads × head_dim = {heads} × {head_dim} ≠ hidden_size {config.hidden_size}",
+                      "heads × head_dim = hidden_size (relattn's layers have d_head = d_model / heads)")
+    if abs(attn.scaling - head_dim ** -0.5) > 1e-12:
+        raise _refuse("model", f"logits scaled by {attn.scaling}", f"1/√head_dim = {head_dim ** -0.5} or 1")
+    window = getattr(attn, "sliding_window", None) if config.model_type == "qwen2" else getattr(config, "sliding_window", None)
+    if window is not None and input_ids.shape[1] > window:
+        raise _refuse("input_ids", f"{input_ids.shape[1]} tokens", f"at most the model's sliding window, {window} (relattn has no window)")
+    args, kwargs = _run_to(attn, lambda: model(input_ids=input_ids, attention_mask=attention_mask))
+    cos, sin = kwargs["position_embeddings"]
+    half = head_dim // 2
+    (w_q, b_q), (w_k, b_k), (w_v, b_v), (w_o, b_o) = (_linear(attn.q_proj), _linear(attn.k_proj), _linear(attn.v_proj), _linear(attn.o_proj))
+    arrays = {"x": _np32(_hidden(args, kwargs)), "w_q": w_q, "w_k": w_k, "w_v": w_v, "w_o": w_o,
+              "rope_cos": _np32(_same_for_the_batch(cos, "position_ids")[:, :half]), "rope_sin": _np32(_same_for_the_batch(sin, "position_ids")[:, :half])}
+    arrays.update({name: b for name, b in (("b_q", b_q), ("b_k", b_k), ("b_v", b_v), ("b_o", b_o)) if b is not None})
+    options = {"method": "rope", "heads": heads, "causal": True, "rope_layout": "half"}
+    scaling = getattr(config, "rope_parameters", None) or getattr(config, "rope_scaling", None) or {}
+    notes = [f"Rotary in the half-split layout (rotate_half) with the model's own cos and sin (rope type '{scaling.get('rope_type', 'default')}').",
+             f"{kv_heads} K/V heads for {heads} query heads: each K/V head serves {heads // kv_heads} query heads." if kv_heads < heads
+             else "One K/V head per query head."]
+    return input_ids, attention_mask, options, arrays, notes
+
+
+def _neox(model, layer, input_ids, attention_mask):
+    """GPT-NeoX, Pythia: half-split rotary on the first rotary_ndims components; fused Q, K, V."""
+    config = model.config
+    attn = _pick(_layers(model, "gpt_neox.layers", "layers"), layer, "decoder").attention
+    heads, head_dim = config.num_attention_heads, attn.head_size
+    args, kwargs = _run_to(attn, lambda: model(input_ids=input_ids, attention_mask=attention_mask))
+    cos, sin = kwargs["position_embeddings"]
+    rot = attn.rotary_ndims
+    (w_q, b_q), (w_k, b_k), (w_v, b_v) = _fused_parts(attn.query_key_value, heads, head_dim, 3)
+    w_o, b_o = _linear(attn.dense)
+    arrays = {"x": _np32(_hidden(args, kwargs)), "w_q": w_q, "w_k": w_k, "w_v": w_v, "w_o": w_o,
+              "rope_cos": _np32(_same_for_the_batch(cos, "position_ids")[:, : rot // 2]), "rope_sin": _np32(_same_for_the_batch(sin, "position_ids")[:, : rot // 2])}
+    arrays.update({name: b for name, b in (("b_q", b_q), ("b_k", b_k), ("b_v", b_v), ("b_o", b_o)) if b is not None})
+    options = {"method": "rope", "heads": heads, "causal": True, "rope_layout": "half", "rope_fraction": rot / head_dim}
+    notes = [f"Rotary on the first {rot} of each head's {head_dim} components (rotary_pct), half-split; the rest pass unrotated.",
+             "Q, K and V come from one fused projection, laid out per head as (q, k, v)."]
+    return input_ids, attention_mask, options, arrays, notes
+
+
+def _gptj(model, layer, input_ids, attention_mask):
+    """GPT-J: interleaved rotary (rotate_every_two) on the first rotary_dim components."""
+    config = model.config
+    attn = _pick(_layers(model, "transformer.h", "h"), layer, "decoder").attn
+    heads, head_dim = config.num_attention_heads, attn.head_dim
+    if attn.rotary_dim is None:
+        raise _refuse("model", "rotary_dim None", "a GPT-J config with rotary_dim set (64 in GPT-J-6B)")
+    args, kwargs = _run_to(attn, lambda: model(input_ids=input_ids, attention_mask=attention_mask))
+    sin, cos = kwargs["position_embeddings"]  # GPT-J's order
+    (w_q, _), (w_k, _), (w_v, _), (w_o, _) = (_linear(attn.q_proj), _linear(attn.k_proj), _linear(attn.v_proj), _linear(attn.out_proj))
+    arrays = {"x": _np32(_hidden(args, kwargs)), "w_q": w_q, "w_k": w_k, "w_v": w_v, "w_o": w_o,
+              "rope_cos": _np32(_same_for_the_batch(cos, "position_ids")), "rope_sin": _np32(_same_for_the_batch(sin, "position_ids"))}
+    options = {"method": "rope", "heads": heads, "causal": True, "rope_layout": "interleaved", "rope_fraction": attn.rotary_dim / head_dim}
+    notes = [f"Rotary on the first {attn.rotary_dim} of each head's {head_dim} components, interleaved pairs (2p, 2p + 1) as rotate_every_two."]
+    return input_ids, attention_mask, options, arrays, notes
+
+
+def _bloom(model, layer, input_ids, attention_mask):
+    """BLOOM: ALiBi with the model's slopes; fused Q, K, V."""
+    import torch
+    from transformers.models.bloom.modeling_bloom import build_alibi_tensor
+
+    config = model.config
+    attn = _pick(_layers(model, "transformer.h", "h"), layer, "decoder").self_attention
+    heads, head_dim = config.n_head, attn.head_dim
+    args, kwargs = _run_to(attn, lambda: model(input_ids=input_ids, attention_mask=attention_mask))
+    # The model's own slopes: its ALiBi tensor is slope × key position; position 1 of an unpadded pair gives the slope.
+    slopes = build_alibi_tensor(torch.ones(1, 2, dtype=torch.long), heads, torch.float32)[:, 0, 1]
+    (w_q, b_q), (w_k, b_k), (w_v, b_v) = _fused_parts(attn.query_key_value, heads, head_dim, 3)
+    w_o, b_o = _linear(attn.dense)
+    arrays = {"x": _np32(_hidden(args, kwargs)), "w_q": w_q, "w_k": w_k, "w_v": w_v, "w_o": w_o,
+              "b_q": b_q, "b_k": b_k, "b_v": b_v, "b_o": b_o, "alibi_slopes": _np32(slopes)}
+    options = {"method": "alibi", "heads": heads, "causal": True}
+    notes = ["BLOOM adds m_h·j (slope × key position); relattn adds the paper's m_h·(j − i). They differ by m_h·i, "
+             "the same for every key of query i, which the softmax takes away: equal weights, logits shifted per row.",
+             "BLOOM's attention module adds the residual to its output; the output here is the attention alone."]
+    return input_ids, attention_mask, options, arrays, notes
+
+
+def capture(model, layer=0, *, input_ids, attention_mask=None, decoder_input_ids=None, decoder_attention_mask=None, part=None, tokenizer=None):
+    """One self-attention layer of a ``transformers`` model on its inputs, as a :class:`Capture`.
+
+    ``model``: a model of one of :data:`FAMILIES` (its weights whatever they are: random from a config, or
+    ``from_pretrained``), in float32 on the CPU. ``layer``: the block's index. ``input_ids`` (batch, n) and
+    ``attention_mask`` (1 = token, 0 = padding: its padding keys get no weight); for T5 ``part`` is "encoder"
+    (the default) or "decoder", which needs ``decoder_input_ids`` (and takes ``decoder_attention_mask``).
+    ``tokenizer``: the model's tokenizer, whose tokens label the positions. Refusals are :class:`RelattnError`
+    naming the argument and what is supported.
+    """
+    config = getattr(model, "config", None)
+    family = getattr(config, "model_type", None)
+    if family not in FAMILIES:
+        raise _refuse("model", f"model type {family!r}" if family else type(model).__name__, f"a transformers model of type {', '.join(FAMILIES)}")
+    _check_inputs(model, input_ids, attention_mask)
+    if family in ("t5", "mt5", "umt5"):
+        part = part or "encoder"
+        ids, mask, options, arrays, notes = _t5(model, layer, part, input_ids, attention_mask, decoder_input_ids, decoder_attention_mask)
+    else:
+        if part not in (None, "decoder"):
+            raise _refuse("part", repr(part), f"'decoder' (a {family} model is a decoder only)")
+        part = "decoder"
+        run = {"llama": _rotary, "mistral": _rotary, "qwen2": _rotary, "gemma": _rotary, "gpt_neox": _neox, "gptj": _gptj, "bloom": _bloom}[family]
+        ids, mask, options, arrays, notes = run(model, layer, input_ids, attention_mask)
+    if mask is not None:
+        arrays["key_mask"] = _key_mask(mask)
+    tokens = None
+    if tokenizer is not None:
+        tokens = [tokenizer.convert_ids_to_tokens(row.tolist()) for row in ids]
+    name = getattr(config, "name_or_path", "") or type(model).__name__
+    return Capture(model=name, family=family, layer=layer, part=part, options=options, arrays=arrays, tokens=tokens, notes=notes)

@@ -1,0 +1,189 @@
+"""relattn.capture against the models themselves: for every family, on tiny models built from configs with random
+weights (nothing downloaded), relattn's weights equal the attention module's own probabilities (eager
+attention, output_attentions=True) within 1e-5 and its output the module's output."""
+
+import numpy as np
+import pytest
+
+import relattn
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+TOL = 1e-5
+VOCAB, N = 64, 9
+
+
+def inputs(seed=0, batch=2, n=N, pad=3):
+    """Token ids (batch, n) and a mask whose second sequence ends in `pad` padding tokens (right padding)."""
+    g = torch.Generator().manual_seed(seed)
+    ids = torch.randint(1, VOCAB, (batch, n), generator=g)
+    mask = torch.ones(batch, n, dtype=torch.long)
+    if batch > 1 and pad:
+        mask[1, n - pad:] = 0
+    return ids, mask
+
+
+def build(cls, seed=0, **config):
+    """A model of `cls` (a transformers model class) from its config with random weights, eager attention. The
+    weights are drawn wider than a model's initialisation (std 0.3, or T5's factor 3) so that the attention is
+    far from uniform and a wrong step shows (a swapped rotary layout moves some weight by 0.7 or more)."""
+    torch.manual_seed(seed)
+    config_class = cls.config_class
+    wide = {"initializer_factor": 3.0} if "T5" in cls.__name__ else {"initializer_range": 0.3}
+    model = cls(config_class(**wide, **config, attn_implementation="eager"))
+    return model.eval()
+
+
+def module_io(model, module, run):
+    """The attention module's (args, kwargs) and output when `run()` calls the model."""
+    seen = {}
+    pre = module.register_forward_pre_hook(lambda m, a, k: seen.update(args=a, kwargs=k), with_kwargs=True)
+    post = module.register_forward_hook(lambda m, a, out: seen.update(out=out[0]))
+    try:
+        with torch.no_grad():
+            outputs = run()
+    finally:
+        pre.remove()
+        post.remove()
+    return seen, outputs
+
+
+def rel(got, want):
+    """max |got − want| / max(1, max |want|)."""
+    want = np.asarray(want, np.float64)
+    return float(np.max(np.abs(np.asarray(got, np.float64) - want)) / max(1.0, float(np.max(np.abs(want)))))
+
+
+def check(cap, probabilities, output):
+    """The capture's trace against the module's probabilities (b, h, n, n) and output (b, n, d_model); the
+    attention is far from uniform (some query puts more than half its weight on one key it shares with others)."""
+    t = cap.trace()
+    assert float(probabilities[:, :, 2:].max()) > 0.5
+    assert t["weights"].shape == tuple(probabilities.shape)
+    assert rel(t["weights"], probabilities.numpy()) <= TOL, rel(t["weights"], probabilities.numpy())
+    assert rel(t["output"], output.numpy()) <= TOL, rel(t["output"], output.numpy())
+    assert rel(cap.attention(), output.numpy()) <= TOL
+
+
+DECODERS = {
+    "llama": dict(cls="LlamaForCausalLM", hidden_size=32, intermediate_size=48, num_attention_heads=4, num_key_value_heads=2),
+    "llama-mha": dict(cls="LlamaModel", hidden_size=32, intermediate_size=48, num_attention_heads=4, num_key_value_heads=4),
+    "llama-linear": dict(cls="LlamaForCausalLM", hidden_size=32, intermediate_size=48, num_attention_heads=4, num_key_value_heads=1,
+                         rope_parameters={"rope_type": "linear", "factor": 2.0, "rope_theta": 500.0}),
+    "llama-dynamic": dict(cls="LlamaForCausalLM", hidden_size=32, intermediate_size=48, num_attention_heads=4, num_key_value_heads=2,
+                          max_position_embeddings=4, rope_parameters={"rope_type": "dynamic", "factor": 2.0, "rope_theta": 10000.0}),
+    "llama-yarn": dict(cls="LlamaForCausalLM", hidden_size=32, intermediate_size=48, num_attention_heads=4, num_key_value_heads=2,
+                       max_position_embeddings=32, rope_parameters={"rope_type": "yarn", "factor": 4.0, "rope_theta": 10000.0}),
+    "llama3": dict(cls="LlamaForCausalLM", hidden_size=64, intermediate_size=48, num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
+                   rope_parameters={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                                    "original_max_position_embeddings": 8, "rope_theta": 500000.0}),
+    "mistral": dict(cls="MistralForCausalLM", hidden_size=32, intermediate_size=48, num_attention_heads=4, num_key_value_heads=2, sliding_window=None),
+    "qwen2": dict(cls="Qwen2ForCausalLM", hidden_size=32, intermediate_size=48, num_attention_heads=4, num_key_value_heads=2),
+    "gemma": dict(cls="GemmaForCausalLM", hidden_size=32, intermediate_size=48, num_attention_heads=4, num_key_value_heads=1, head_dim=8),
+    "gpt_neox": dict(cls="GPTNeoXForCausalLM", hidden_size=32, intermediate_size=48, num_attention_heads=4,
+                     rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5}),
+    "gptj": dict(cls="GPTJForCausalLM", n_embd=32, n_head=4, rotary_dim=4, n_positions=64),
+    "bloom": dict(cls="BloomForCausalLM", hidden_size=32, n_head=4),
+}
+
+
+@pytest.mark.parametrize("name", list(DECODERS))
+def test_decoder_layers_equal_the_model(name):
+    spec = dict(DECODERS[name])
+    cls = getattr(transformers, spec.pop("cls"))
+    layers = {"gptj": "n_layer", "bloom": "n_layer"}.get(name, "num_hidden_layers")
+    model = build(cls, vocab_size=VOCAB, **{layers: 2}, **spec)
+    ids, mask = inputs()
+    cap = relattn.capture(model, 1, input_ids=ids, attention_mask=mask)
+    family = cap.family
+    path = {"gpt_neox": "gpt_neox.layers.1.attention", "gptj": "transformer.h.1.attn", "bloom": "transformer.h.1.self_attention"}.get(family)
+    base = model.model if hasattr(model, "model") else model
+    module = model.get_submodule(path) if path else base.layers[1].self_attn
+    seen, outputs = module_io(model, module, lambda: model(input_ids=ids, attention_mask=mask, output_attentions=True))
+    output = seen["out"]
+    if family == "bloom":  # BLOOM's module adds the residual to its output
+        output = output - (seen["kwargs"].get("residual") if "residual" in seen["kwargs"] else seen["args"][1])
+    check(cap, outputs.attentions[1], output)
+    assert cap.options["method"] == ("alibi" if family == "bloom" else "rope")
+    assert cap.arrays["x"].shape == (2, N, model.config.hidden_size)
+
+
+SEQ2SEQ = {
+    "t5": ("T5ForConditionalGeneration", "T5EncoderModel"),
+    "mt5": ("MT5ForConditionalGeneration", None),
+    "umt5": ("UMT5ForConditionalGeneration", None),
+}
+
+
+@pytest.mark.parametrize("family", list(SEQ2SEQ))
+@pytest.mark.parametrize("part", ["encoder", "decoder"])
+def test_t5_layers_equal_the_model(family, part):
+    cls = getattr(transformers, SEQ2SEQ[family][0])
+    model = build(cls, vocab_size=VOCAB, d_model=32, d_kv=8, num_heads=4, d_ff=48, num_layers=2, num_decoder_layers=2,
+                  relative_attention_num_buckets=8, relative_attention_max_distance=12, decoder_start_token_id=0, pad_token_id=0)
+    ids, mask = inputs(1)
+    dec, dec_mask = inputs(2, n=7, pad=2)
+    cap = relattn.capture(model, 1, input_ids=ids, attention_mask=mask, decoder_input_ids=dec, decoder_attention_mask=dec_mask, part=part)
+    stack = getattr(model, part)
+    seen, outputs = module_io(model, stack.block[1].layer[0].SelfAttention,
+                              lambda: model(input_ids=ids, attention_mask=mask, decoder_input_ids=dec, decoder_attention_mask=dec_mask, output_attentions=True))
+    probabilities = (outputs.encoder_attentions if part == "encoder" else outputs.decoder_attentions)[1]
+    check(cap, probabilities, seen["out"])
+    assert cap.options["logit_scale"] == "none" and cap.options["causal"] == (part == "decoder")
+    # T5 and mT5 share the first layer's table; UMT5's layer 1 has its own.
+    owner = stack.block[1 if family == "umt5" else 0].layer[0].SelfAttention.relative_attention_bias.weight
+    np.testing.assert_array_equal(cap.arrays["t5_bias"], owner.detach().numpy())
+
+
+def test_t5_encoder_model_alone():
+    model = build(transformers.T5EncoderModel, vocab_size=VOCAB, d_model=32, d_kv=8, num_heads=4, d_ff=48, num_layers=2)
+    ids, mask = inputs(3)
+    cap = relattn.capture(model, 0, input_ids=ids, attention_mask=mask)
+    seen, outputs = module_io(model, model.encoder.block[0].layer[0].SelfAttention, lambda: model(input_ids=ids, attention_mask=mask, output_attentions=True))
+    check(cap, outputs.attentions[0], seen["out"])
+
+
+def test_tokens_label_the_positions():
+    class Tok:
+        def convert_ids_to_tokens(self, ids):
+            return [f"t{i}" for i in ids]
+
+    model = build(transformers.BloomForCausalLM, vocab_size=VOCAB, hidden_size=32, n_head=4, n_layer=1)
+    ids, _ = inputs(batch=1)
+    cap = relattn.capture(model, input_ids=ids, tokenizer=Tok())
+    assert cap.tokens == [[f"t{i}" for i in ids[0].tolist()]]
+    assert "alibi" in repr(cap) and len(cap.notes) == 2
+
+
+def refused(field, fn):
+    with pytest.raises(relattn.RelattnError) as e:
+        fn()
+    assert e.value.field == field, (e.value.field, str(e.value))
+    return str(e.value)
+
+
+def test_refusals_name_what_and_list_what_is_supported():
+    model = build(transformers.LlamaForCausalLM, vocab_size=VOCAB, hidden_size=32, intermediate_size=48, num_attention_heads=4,
+                  num_key_value_heads=2, num_hidden_layers=2)
+    ids, mask = inputs()
+    assert "0 to 1" in refused("layer", lambda: relattn.capture(model, 2, input_ids=ids))
+    refused("layer", lambda: relattn.capture(model, -1, input_ids=ids))
+    assert "'decoder'" in refused("part", lambda: relattn.capture(model, 0, input_ids=ids, part="encoder"))
+    refused("input_ids", lambda: relattn.capture(model, 0, input_ids=ids[0]))
+    refused("input_ids", lambda: relattn.capture(model, 0, input_ids=ids.float()))
+    refused("attention_mask", lambda: relattn.capture(model, 0, input_ids=ids, attention_mask=mask[:, :3]))
+    assert "float32" in refused("model", lambda: relattn.capture(build(transformers.LlamaForCausalLM, vocab_size=VOCAB, hidden_size=32,
+                                                                            intermediate_size=48, num_attention_heads=4, num_hidden_layers=1).half(),
+                                                                      0, input_ids=ids))
+    gpt2 = build(transformers.GPT2LMHeadModel, vocab_size=VOCAB, n_embd=32, n_head=4, n_layer=1)
+    assert "llama" in refused("model", lambda: relattn.capture(gpt2, 0, input_ids=ids))
+    refused("model", lambda: relattn.capture(object(), 0, input_ids=ids))
+    t5 = build(transformers.T5ForConditionalGeneration, vocab_size=VOCAB, d_model=32, d_kv=8, num_heads=4, d_ff=48, num_layers=1)
+    assert "cross-attention" in refused("part", lambda: relattn.capture(t5, 0, input_ids=ids, part="cross"))
+    refused("decoder_input_ids", lambda: relattn.capture(t5, 0, input_ids=ids, part="decoder"))
+    mt5 = build(transformers.MT5ForConditionalGeneration, vocab_size=VOCAB, d_model=32, d_kv=16, num_heads=3, d_ff=48, num_layers=1)
+    assert "d_model" in refused("model", lambda: relattn.capture(mt5, 0, input_ids=ids))
+    windowed = build(transformers.MistralForCausalLM, vocab_size=VOCAB, hidden_size=32, intermediate_size=48, num_attention_heads=4,
+                     num_key_value_heads=2, num_hidden_layers=1, sliding_window=4)
+    assert "sliding window" in refused("input_ids", lambda: relattn.capture(windowed, 0, input_ids=ids))
