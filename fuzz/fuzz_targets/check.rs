@@ -6,7 +6,7 @@
 pub fn check_scenario_bytes(data: &[u8]) {
     use relattn::layer::{forward, scenario};
     use relattn::{Config, Method, Scenario, Spec};
-    let Ok(arrays) = scenario::read_arrays(data, "input.npz") else { return };
+    let Ok(scenario::TensorFile { arrays, .. }) = scenario::read_arrays(data, "input.npz") else { return };
     for (method, causal) in [(Method::Shaw, false), (Method::Music, true)] {
         let cfg = Config { method, causal, heads: 1, clip: 2, ..Config::default() };
         let spec = Spec { n: 4, d_model: 4, batch: 1, seed: 0 };

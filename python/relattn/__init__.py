@@ -109,13 +109,20 @@ def from_seed_module(module, x, mask=None):
 def show(x=None, *, stages=(), batch=0, head=0, tokens=(), **options):
     """The stages of one (batch, head) of a layer as a notebook widget, drawn as the relattn page draws them
     (heatmaps with their formulas and axes, a tooltip with each cell's value, a pinned pair outlined in every
-    (query, key) view, a PNG of any figure). The arguments of :func:`trace`; ``stages`` picks some by name
-    (all by default); ``tokens`` label the positions. Needs ``anywidget`` (``pip install anywidget``).
+    (query, key) view, a PNG of any figure). The arguments of :func:`trace`, or a :class:`Capture` (its layer,
+    titled with its model, part and layer, its tokens on the axes); ``stages`` picks some by name (all by
+    default); ``tokens`` label the positions. Needs ``anywidget`` (``pip install anywidget``).
     """
     from .widget import figures
 
+    caption = ""
+    if isinstance(x, Capture):
+        cap, x = x, None
+        options = {**cap.options, **cap.arrays, **options}
+        tokens = tokens or (cap.tokens[batch] if cap.tokens and batch < len(cap.tokens) else ())
+        caption = cap.title()
     options, arrays = _split(x, options)
-    return figures(options, arrays, batch=batch, head=head, stages=stages, tokens=tokens)
+    return figures(options, arrays, batch=batch, head=head, stages=stages, tokens=tokens, caption=caption)
 
 
 #: The trained chorale models inside the package (MODELS.md), one per position scheme.

@@ -67,6 +67,43 @@ class Capture:
 
         return attention(**self.options, **self.arrays)
 
+    def title(self):
+        """The layer in one line: "meta-llama/Llama-3.2-1B, decoder layer 3" (as the command line and the page title it)."""
+        return f"{self.model}, {self.part} layer {self.layer}"
+
+    def description(self):
+        """What ``save`` writes beside the arrays (README "Your model"): the options, the model, its family, the
+        part, the layer, the tokens and the notes."""
+        return {"options": self.options, "model": self.model, "family": self.family, "part": self.part, "layer": self.layer,
+                "tokens": self.tokens or [], "notes": list(self.notes)}
+
+    def save(self, path):
+        """Writes the layer to ``path`` (.npz): its arrays by relattn's names and its description (the member
+        ``capture``, JSON as uint8), which ``relattn compute --tensors``, ``relattn render --tensors`` and the
+        page read; written to a temporary file beside it and renamed over it once complete, so a refused or
+        interrupted save leaves nothing half-written."""
+        import json
+        import os
+        import tempfile
+
+        path = os.fspath(path)
+        if not path.endswith(".npz"):
+            raise _refuse("path", repr(path), "a file name ending in .npz")
+        folder = os.path.dirname(os.path.abspath(path))
+        members = dict(self.arrays)
+        members["capture"] = _np.frombuffer(json.dumps(self.description(), ensure_ascii=False).encode("utf-8"), dtype=_np.uint8)
+        fd, tmp = tempfile.mkstemp(suffix=".npz.part", dir=folder)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                _np.savez(f, **members)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+        return path
+
     def __repr__(self):
         b, n, d = self.arrays["x"].shape
         return f"Capture({self.model}, {self.part} layer {self.layer}: {self.options['method']}, {self.options['heads']} heads, batch {b}, n {n}, d_model {d})"

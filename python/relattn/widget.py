@@ -48,7 +48,8 @@ def widget(meta, values, tokens=()):
                    stages=meta, values=values, tokens=list(tokens))
 
 
-def figures(options, arrays, batch=0, head=0, stages=(), tokens=()):
-    """A :class:`Figures` widget of the layer that ``options`` and ``arrays`` describe."""
-    meta, values = _relattn.figures(options, arrays, batch, head, list(stages))
+def figures(options, arrays, batch=0, head=0, stages=(), tokens=(), caption=""):
+    """A :class:`Figures` widget of the layer that ``options`` and ``arrays`` describe, each title followed by
+    ``caption`` when given (a captured layer's model and layer)."""
+    meta, values = _relattn.figures(options, arrays, batch, head, list(stages), caption)
     return widget(meta, values, tokens)

@@ -259,9 +259,10 @@ fn arrays_of<'py>(py: Python<'py>, t: &Trace) -> PyResult<Bound<'py, PyDict>> {
 /// The figures of one (batch, head) of a layer, for `relattn.show`: a JSON list of every stage's
 /// metadata (`meta`: the page's StageMeta), shape, colour range (`lo`, `hi`, as the page's) and `offset`
 /// into the values, and the values themselves (float32, row-major, concatenated). `stages` picks some by name
-/// (empty: all). Errors as `trace`'s, and "stage", "head", "batch index".
+/// (empty: all); `caption`, when not empty, follows each title (a captured layer's model and layer). Errors as
+/// `trace`'s, and "stage", "head", "batch index".
 #[pyfunction]
-#[pyo3(signature = (kwargs, tensors, batch, head, stages))]
+#[pyo3(signature = (kwargs, tensors, batch, head, stages, caption))]
 fn figures<'py>(
     py: Python<'py>,
     kwargs: &Bound<'py, PyDict>,
@@ -269,6 +270,7 @@ fn figures<'py>(
     batch: usize,
     head: usize,
     stages: Vec<String>,
+    caption: &str,
 ) -> PyResult<(String, Bound<'py, PyBytes>)> {
     let (config, sc) = scenario(py, kwargs, tensors, true)?;
     let t = compute(py, || forward::trace(&config, &sc)).map_err(|e| py_err(py, e))?;
@@ -280,7 +282,8 @@ fn figures<'py>(
         let m = t.stage(stage, batch, head).map_err(|e| py_err(py, e))?;
         let meta = t.meta(stage);
         let readers = if stage == Stage::RelK { (0..m.nrows()).map(|row| scheme.reader_runs(row, n)).collect() } else { Vec::new() };
-        packed.push(meta.clone(), (meta.title.to_string(), meta.formula.to_string()), m.view(), readers);
+        let title = if caption.is_empty() { meta.title.to_string() } else { format!("{} — {caption}", meta.title) };
+        packed.push(meta.clone(), (title, meta.formula.to_string()), m.view(), readers);
     }
     packed.finish(py)
 }

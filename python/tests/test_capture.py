@@ -187,3 +187,64 @@ def test_refusals_name_what_and_list_what_is_supported():
     windowed = build(transformers.MistralForCausalLM, vocab_size=VOCAB, hidden_size=32, intermediate_size=48, num_attention_heads=4,
                      num_key_value_heads=2, num_hidden_layers=1, sliding_window=4)
     assert "sliding window" in refused("input_ids", lambda: relattn.capture(windowed, 0, input_ids=ids))
+
+
+class Tok:
+    """A tokenizer's one method the capture calls."""
+
+    def convert_ids_to_tokens(self, ids):
+        return [f"w{i}" for i in ids]
+
+
+def llama_capture(**kw):
+    model = build(transformers.LlamaForCausalLM, vocab_size=VOCAB, hidden_size=32, intermediate_size=48, num_attention_heads=4,
+                  num_key_value_heads=2, num_hidden_layers=2)
+    ids, mask = inputs()
+    return relattn.capture(model, 1, input_ids=ids, attention_mask=mask, tokenizer=Tok(), **kw)
+
+
+def test_a_saved_capture_opens_in_the_command_line(tmp_path):
+    """capture.save writes the layer and its description; relattn compute --tensors computes the same trace from
+    it with no option given, and relattn render titles the figure with the model and labels it with the tokens."""
+    import subprocess
+
+    from test_relattn import BIN
+
+    cap = llama_capture()
+    path = cap.save(tmp_path / "llama-layer1.npz")
+    with np.load(path) as f:
+        assert "capture" in f.files and f["capture"].dtype == np.uint8
+    out = tmp_path / "trace.npz"
+    subprocess.run([BIN, "compute", "--tensors", path, "--out", out], check=True, capture_output=True)
+    want = cap.trace()
+    with np.load(out) as got:
+        np.testing.assert_array_equal(got["weights"], want["weights"])
+        np.testing.assert_array_equal(got["rope_angles"], want["rope_angles"])
+    svg = tmp_path / "w.svg"
+    subprocess.run([BIN, "render", "--tensors", path, "--stage", "weights", "--head", "1", "--batch-index", "1", "--out", svg], check=True, capture_output=True)
+    text = svg.read_text()
+    assert "decoder layer 1" in text and cap.tokens[1][0] in text
+    # An option given beside the file replaces the file's.
+    subprocess.run([BIN, "compute", "--tensors", path, "--causal", "false", "--out", out], check=True, capture_output=True)
+    with np.load(out) as got:
+        assert got["weights"][0, 0, 0, 1] > 0
+
+
+def test_a_refused_save_writes_nothing(tmp_path):
+    cap = llama_capture()
+    refused("path", lambda: cap.save(tmp_path / "layer.txt"))
+    with pytest.raises(FileNotFoundError):
+        cap.save(tmp_path / "missing" / "layer.npz")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_show_draws_a_capture():
+    """relattn.show(capture): the layer's stages titled with the model and layer, its tokens on the axes."""
+    import json
+
+    pytest.importorskip("anywidget")
+    cap = llama_capture()
+    w = relattn.show(cap, head=3, batch=1, stages=["rope_angles", "weights"])
+    titles = [s["title"] for s in json.loads(w.stages)]
+    assert len(titles) == 2 and all(t.endswith("— LlamaForCausalLM, decoder layer 1") for t in titles), titles
+    assert w.tokens == cap.tokens[1]

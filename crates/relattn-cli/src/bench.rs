@@ -19,7 +19,7 @@ pub fn forward_flops(cfg: &Config, (b, n, d): (usize, usize, usize)) -> f64 {
 pub fn run(layer: &LayerArgs, reps: u64, threads: Option<u64>, backend: &str, save_output: Option<&Path>, stages: bool) -> relattn::Result<serde_json::Value> {
     let threads = threads.map_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()), |t| t as usize);
     let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().map_err(|e| Error::invalid("threads", threads, e))?;
-    let (cfg, sc, estimate) = layer.scenario(false, threads, |_, _| Some(0))?;
+    let (cfg, sc, estimate, _) = layer.scenario(false, threads, |_, _| Some(0))?;
     let mut backend = backend_named(backend)?;
     pool.install(|| -> relattn::Result<serde_json::Value> {
         // One warm-up (pipelines, buffers), then the timed repetitions.

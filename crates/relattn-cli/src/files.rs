@@ -2,7 +2,7 @@
 //! (a temporary file renamed over the old one once complete and synced), the first write error kept.
 
 use relattn::error::Bytes;
-use relattn::layer::scenario::{read_arrays, read_at_most, Arrays, MAX_FILE_BYTES};
+use relattn::layer::scenario::{read_arrays, read_at_most, TensorFile, MAX_FILE_BYTES};
 use relattn::trained::chorales::Chorales;
 use relattn::trained::transformer::Transformer;
 use relattn::Error;
@@ -18,8 +18,8 @@ pub fn read_chorales(path: &Path) -> relattn::Result<Chorales> {
     Chorales::parse(&read_bytes(path, "a chorale data file", "a .json data file")?, &path.display().to_string())
 }
 
-/// Reads a scenario file (see [`read_bytes`]).
-pub fn read_file(path: &Path) -> relattn::Result<Arrays> {
+/// Reads a scenario file, a captured layer's too (see [`read_bytes`]).
+pub fn read_file(path: &Path) -> relattn::Result<TensorFile> {
     read_arrays(&read_bytes(path, "a scenario file", "an .npz or .npy file")?, &path.display().to_string())
 }
 

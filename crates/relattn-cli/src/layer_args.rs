@@ -4,6 +4,7 @@
 use crate::args::LayerArgs;
 use crate::files::read_file;
 use relattn::attention::Config;
+use relattn::layer::capture::CaptureInfo;
 use relattn::layer::forward::{self, Sizes, DEFAULT_MEMORY_LIMIT};
 use relattn::layer::on_demand::{block_bytes, largest_stage_floats, Layer};
 use relattn::layer::options::{Limits, Resolved};
@@ -12,46 +13,52 @@ use relattn::timing::StageTimes;
 use relattn::{Backend, Trace};
 
 impl LayerArgs {
-    /// The configuration, sizes and given arrays (the preset's, then the file's), checked ([`LayerOptions::resolve`]).
-    pub fn resolve(&self) -> relattn::Result<(Config, Spec, Arrays, bool)> {
-        let Resolved { config, spec, mut arrays, per_head_tables } = self.options.resolve(&Limits::NONE)?;
-        if let Some(path) = &self.tensors {
-            arrays.extend(read_file(path)?);
-        }
-        Ok((config, spec, arrays, per_head_tables))
+    /// The configuration, sizes and given arrays (the preset's, then the file's), checked ([`LayerOptions::resolve`]),
+    /// and the description of a captured layer's file: its options are the layer's, save those given beside it.
+    pub fn resolve(&self) -> relattn::Result<(Config, Spec, Arrays, bool, Option<CaptureInfo>)> {
+        let file = self.tensors.as_deref().map(read_file).transpose()?.unwrap_or_default();
+        let options = file.capture.as_ref().map_or_else(|| self.options.clone(), |c| self.options.over(&c.options));
+        let Resolved { config, spec, mut arrays, per_head_tables } = options.resolve(&Limits::NONE)?;
+        arrays.extend(file.arrays);
+        Ok((config, spec, arrays, per_head_tables, file.capture))
     }
 
     /// Builds the scenario and its trace within the memory budget (plus `extra` bytes the caller needs).
     /// The trace, the milliseconds of each stage and the memory estimate.
     pub fn trace(&self, extra: u64) -> relattn::Result<(Trace, StageTimes, u64)> {
-        let (cfg, sc, estimate) = self.scenario(true, rayon::current_num_threads(), |_, _| Some(extra))?;
+        let (cfg, sc, estimate, _) = self.scenario(true, rayon::current_num_threads(), |_, _| Some(extra))?;
         let (t, times) = pollster::block_on(Backend::Cpu.trace(&cfg, &sc))?;
         Ok((t, times, estimate))
     }
 
     /// Builds the scenario and a [`Layer`] of it (its forward pass, fused), within the memory budget of the
     /// forward, one block of a head's stages, one whole stage and `extra` bytes: what rendering one stage of one
-    /// head needs, however many heads the layer has.
-    pub fn on_demand(&self, extra: u64) -> relattn::Result<(Layer, u64)> {
+    /// head needs, however many heads the layer has. With the estimate and a captured layer's description.
+    pub fn on_demand(&self, extra: u64) -> relattn::Result<(Layer, u64, Option<CaptureInfo>)> {
         let work = |cfg: &Config, s: &Sizes| {
             let stage = largest_stage_floats(cfg, s.n, s.d_model)?.checked_mul(4)?;
             stage.checked_add(block_bytes(cfg, s.n, s.d_model / cfg.heads.max(1))?)?.checked_add(extra)
         };
-        let (cfg, sc, estimate) = self.scenario(false, rayon::current_num_threads(), work)?;
+        let (cfg, sc, estimate, capture) = self.scenario(false, rayon::current_num_threads(), work)?;
         let (projections, output) = forward::forward_projected(&cfg, &sc)?;
-        Ok((Layer::new(&cfg, sc, projections, output)?, estimate))
+        Ok((Layer::new(&cfg, sc, projections, output)?, estimate, capture))
     }
 
     /// Builds the scenario once its memory estimate (with or without a trace, `parallel` heads at once,
     /// plus the `extra` bytes the caller needs for these sizes; `None`: past u64) fits the budget; returns it
-    /// with the estimate.
-    pub fn scenario(&self, trace: bool, parallel: usize, extra: impl Fn(&Config, &Sizes) -> Option<u64>) -> relattn::Result<(Config, Scenario, u64)> {
-        let (cfg, spec, arrays, per_head) = self.resolve()?;
+    /// with the estimate and a captured layer's description.
+    pub fn scenario(
+        &self,
+        trace: bool,
+        parallel: usize,
+        extra: impl Fn(&Config, &Sizes) -> Option<u64>,
+    ) -> relattn::Result<(Config, Scenario, u64, Option<CaptureInfo>)> {
+        let (cfg, spec, arrays, per_head, capture) = self.resolve()?;
         let sizes = sizes_of(&arrays, &spec)?;
         relattn::layer::scenario::check_config(&cfg, &sizes)?;
         let limit = self.max_memory_mb.map_or(DEFAULT_MEMORY_LIMIT, |mb| mb << 20);
         let request = Sizes { batch: sizes.batch, n: sizes.n, d_model: sizes.d_model, per_head_tables: per_head, trace, parallel };
         let estimate = forward::check_budget(&cfg, &request, extra, limit)?;
-        Ok((cfg, Scenario::build(&cfg, &spec, arrays, per_head)?, estimate))
+        Ok((cfg, Scenario::build(&cfg, &spec, arrays, per_head)?, estimate, capture))
     }
 }

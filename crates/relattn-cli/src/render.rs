@@ -9,7 +9,8 @@ use relattn::{Error, Stage};
 use std::path::Path;
 use std::time::Instant;
 
-/// What to draw: the stage, the (batch, head), the tokens that label the axes, the figure's size ("WxH").
+/// What to draw: the stage, the (batch, head), the tokens that label the axes (else a captured layer's own),
+/// the figure's size ("WxH").
 pub struct Drawn<'a> {
     pub stage: Stage,
     pub batch: usize,
@@ -22,10 +23,11 @@ pub struct Drawn<'a> {
 pub fn run(args: &LayerArgs, what: Drawn, out: &Path, json: bool, start: Instant) -> Result<(), Stop> {
     let Drawn { stage, batch, head, tokens, size } = what;
     let size = parse_size(size)?;
-    let (layer, estimate) = args.on_demand(render::figure_bytes(size))?;
+    let (layer, estimate, capture) = args.on_demand(render::figure_bytes(size))?;
     let m = layer.stage(stage, batch, head)?;
     let (_, _, n) = layer.dims();
-    let tokens: Option<Vec<String>> = tokens.map(|s| s.split_whitespace().map(String::from).collect());
+    let captured = capture.as_ref().and_then(|c| c.tokens.get(batch)).cloned();
+    let tokens: Option<Vec<String>> = tokens.map(|s| s.split_whitespace().map(String::from).collect()).or(captured);
     if let Some(tok) = &tokens {
         if tok.len() != n {
             return Err(Error::invalid("tokens", format!("{} tokens", tok.len()), format!("exactly n = {n} tokens")).into());
@@ -36,7 +38,12 @@ pub fn run(args: &LayerArgs, what: Drawn, out: &Path, json: bool, start: Instant
     let meta = layer.meta(stage);
     let fig = Figure {
         matrix: m.view(),
-        title: if meta.per_head { format!("{} — head {head}", meta.title) } else { meta.title.into() },
+        title: match (meta.per_head, &capture) {
+            (true, Some(c)) => format!("{} — head {head} — {}", meta.title, c.title()),
+            (true, None) => format!("{} — head {head}", meta.title),
+            (false, Some(c)) => format!("{} — {}", meta.title, c.title()),
+            (false, None) => meta.title.into(),
+        },
         subtitle: format!("{}   shape ({rows}, {cols})", meta.formula),
         x_desc: meta.x_axis.into(),
         y_desc: meta.y_axis.into(),

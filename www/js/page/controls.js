@@ -108,7 +108,9 @@ export function syncControls(info, shown) {
   optionsFollowMethod();
   fillSelect($('head'), s.heads, shown.head);
   fillSelect($('batch'), s.batch_size, shown.batch);
-  $('preset-desc').textContent = info.preset_description;
+  // A captured model layer says what it is (model, part, layer) and what its family does.
+  const c = info.capture;
+  $('preset-desc').textContent = c ? `${c.model}, ${c.part} layer ${c.layer} (${c.family}). ${c.notes.join(' ')}` : info.preset_description;
 }
 
 /** Selects `value` when the select has it; leaves it alone otherwise (a stale URL). */

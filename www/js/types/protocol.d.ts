@@ -56,6 +56,39 @@ probability: number,
 rank: number, };
 
 /**
+ * What a capture file says of its layer.
+ */
+export type CaptureInfo = { 
+/**
+ * The layer's options as the model computes it.
+ */
+options: LayerOptions, 
+/**
+ * The model's name (its `name_or_path`, or its class).
+ */
+model: string, 
+/**
+ * Its `model_type` (t5, llama, gpt_neox, bloom, …).
+ */
+family: string, 
+/**
+ * "encoder" or "decoder".
+ */
+part: string, 
+/**
+ * The block's index.
+ */
+layer: number, 
+/**
+ * The tokens of each sequence of the batch, when the capture was given a tokenizer; else empty.
+ */
+tokens: Array<Array<string>>, 
+/**
+ * What the family does that a reader should know (its form of the scheme, its quirks).
+ */
+notes: Array<string>, };
+
+/**
  * worker → page: the answer to a [`CellsRequest`].
  */
 export type CellsReply = { id: number, ok: boolean, 
@@ -222,9 +255,13 @@ preset_description: string,
  */
 options: LayerOptions, 
 /**
- * The sentence x was built from, if any.
+ * The tokens that label the positions: the sentence x was built from, or a captured layer's; else none.
  */
 tokens: Array<string>, 
+/**
+ * What a captured layer's file says of it (its model, part, layer, tokens and notes), if it is one.
+ */
+capture: CaptureInfo | null, 
 /**
  * The trace's stages in pipeline order, with their titles, formulas and axes.
  */

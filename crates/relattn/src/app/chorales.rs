@@ -386,6 +386,7 @@ impl ChoraleSession {
             per_head: true,
             preset: String::new(),
             tokens: Vec::new(),
+            capture: None,
         };
         let timings = vec![Timing { name: "trace".into(), ms: now_ms() - t0 }];
         Ok(Session::whole(trace, &inputs, timings, ran.backend, &times))

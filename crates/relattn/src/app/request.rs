@@ -4,6 +4,7 @@
 
 use crate::attention::Config;
 use crate::error::{Bytes, Error, Result};
+use crate::layer::capture::CaptureInfo;
 use crate::layer::forward;
 use crate::layer::on_demand;
 use crate::layer::options::{LayerOptions, Limits, Resolved};
@@ -64,37 +65,45 @@ pub struct Inputs {
     pub per_head: bool,
     /// The preset's name, or "".
     pub preset: String,
-    /// The sentence x was built from, if any.
+    /// The tokens that label the positions: the sentence x was built from, or a captured layer's (its first
+    /// sequence's); else none.
     pub tokens: Vec<String>,
+    /// The description of a captured layer's file, if the file is one.
+    pub capture: Option<CaptureInfo>,
 }
 
 impl Inputs {
     /// The request's options within the page's [`LIMITS`] (a preset's, when it names one), with a scenario
     /// file's bytes (.npz or .npy, README "Scenario files": its x sets n, d_model and the batch) or the
-    /// sentence's tokens (x one seeded vector per distinct token; n their number, the batch 1).
+    /// sentence's tokens (x one seeded vector per distinct token; n their number, the batch 1). A captured
+    /// layer's file brings its options, which replace the request's (the page then shows them in its controls).
     pub fn resolve(request: &Request, file: Option<&[u8]>) -> Result<Inputs> {
-        let tokens = if file.is_some() { Vec::new() } else { request.tokens.clone() };
-        if tokens.len() > MAX_N {
-            return Err(Error::invalid("tokens", format!("{} tokens", tokens.len()), format!("at most {MAX_N} tokens (n)")));
+        let sentence = if file.is_some() { Vec::new() } else { request.tokens.clone() };
+        if sentence.len() > MAX_N {
+            return Err(Error::invalid("tokens", format!("{} tokens", sentence.len()), format!("at most {MAX_N} tokens (n)")));
         }
-        let mut options: LayerOptions = request.options.clone();
-        if !tokens.is_empty() {
-            (options.n, options.batch_size) = (Some(tokens.len() as f64), Some(1.0));
+        let file = file.map(|bytes| scenario::read_arrays(bytes, &request.file_name)).transpose()?.unwrap_or_default();
+        let mut options: LayerOptions = match &file.capture {
+            Some(c) => c.options.over(&request.options),
+            None => request.options.clone(),
+        };
+        if !sentence.is_empty() {
+            (options.n, options.batch_size) = (Some(sentence.len() as f64), Some(1.0));
         }
         let Resolved { config: cfg, spec, mut arrays, per_head_tables: per_head } = options.resolve(&LIMITS)?;
         let preset = options.preset.unwrap_or_default();
-        let spec = match file {
-            Some(bytes) => {
-                arrays.extend(scenario::read_arrays(bytes, &request.file_name)?);
-                // x fixes the sizes: the controls' n, d_model and batch are not used (nor checked against it).
-                scenario::sizes_of(&arrays, &spec)?
-            }
-            None => spec,
-        };
-        if !tokens.is_empty() {
-            arrays.insert("x".into(), scenario::token_embeddings(&tokens, spec.d_model, spec.seed).into_dyn());
+        let given_file = !file.arrays.is_empty() || file.capture.is_some();
+        arrays.extend(file.arrays);
+        // x fixes the sizes: the controls' n, d_model and batch are not used (nor checked against it).
+        let spec = if given_file { scenario::sizes_of(&arrays, &spec)? } else { spec };
+        if !sentence.is_empty() {
+            arrays.insert("x".into(), scenario::token_embeddings(&sentence, spec.d_model, spec.seed).into_dyn());
         }
-        Ok(Inputs { cfg, spec, arrays, per_head, preset, tokens })
+        let tokens = match &file.capture {
+            Some(c) => c.tokens.first().cloned().unwrap_or_default(),
+            None => sentence,
+        };
+        Ok(Inputs { cfg, spec, arrays, per_head, preset, tokens, capture: file.capture })
     }
 
     /// The scenario and how its stages are held ([`holding`]), after checking that it fits [`MEMORY_LIMIT`]

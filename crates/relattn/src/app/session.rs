@@ -38,6 +38,7 @@ impl Info {
             preset_description: preset_description.into(),
             options: LayerOptions::of(cfg, &spec, inputs.per_head),
             tokens: inputs.tokens.clone(),
+            capture: inputs.capture.clone(),
             stages,
             pair: cfg.method.pair_labels(cfg.clip),
             backend,

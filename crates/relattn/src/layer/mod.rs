@@ -1,8 +1,10 @@
 //! One attention layer: its tensors ([`scenario`], [`presets`]), its forward pass and memory budget
 //! ([`forward`]), every intermediate ([`trace`]), which views a trace has and their titles, formulas and
 //! axes ([`stage`]: a scheme's own from its module in `positions/`, the rest spelled there), and a layer
-//! whose stages are computed for one (batch, head) when looked at ([`on_demand`]).
+//! whose stages are computed for one (batch, head) when looked at ([`on_demand`]); a captured model layer's
+//! description ([`capture`]).
 
+pub mod capture;
 pub mod forward;
 pub mod on_demand;
 pub mod options;

@@ -25,6 +25,7 @@
 use crate::attention::{rope_table, Config};
 
 use crate::error::{Bytes, Error, Result};
+use crate::layer::capture::{self, CaptureInfo};
 use crate::positions::rope::RopeTable;
 use crate::positions::{alibi, Method};
 use ndarray::{Array1, Array2, Array3, ArrayD, Axis, Dimension, Ix2, Ix3};
@@ -87,14 +88,23 @@ pub const NAMES: [&str; 17] =
 /// Most bytes of arrays a scenario file may hold once decompressed, and most bytes of the file itself.
 pub const MAX_FILE_BYTES: u64 = 1 << 30;
 
-/// Reads the arrays of an .npz (or, for a single array `x`, an .npy) from bytes.
+/// A scenario file's arrays, and the description of the model layer it was captured from, if it was
+/// ([`crate::layer::capture`]).
+#[derive(Clone, Debug, Default)]
+pub struct TensorFile {
+    pub arrays: Arrays,
+    pub capture: Option<CaptureInfo>,
+}
+
+/// Reads the arrays of an .npz (or, for a single array `x`, an .npy) from bytes, and a capture's description
+/// (its member `capture.npy`).
 /// Nothing is allocated for more elements than the file's bytes can hold: each member's declared size and
 /// each array's header are checked before its data is read, and decompression stops at [`MAX_FILE_BYTES`].
-pub fn read_arrays(bytes: &[u8], file_name: &str) -> Result<Arrays> {
+pub fn read_arrays(bytes: &[u8], file_name: &str) -> Result<TensorFile> {
     let file_err = |reason: String| Error::File { path: file_name.into(), reason };
     if bytes.starts_with(b"\x93NUMPY") {
         let x = read_npy(bytes).map_err(|e| file_err(format!("not a numeric .npy: {e}")))?;
-        return Ok(BTreeMap::from([("x".to_string(), x)]));
+        return Ok(TensorFile { arrays: BTreeMap::from([("x".to_string(), x)]), capture: None });
     }
     if !bytes.starts_with(b"PK") {
         return Err(file_err("neither an .npz (zip) nor an .npy file".into()));
@@ -106,8 +116,12 @@ pub fn read_arrays(bytes: &[u8], file_name: &str) -> Result<Arrays> {
     for i in 0..zip.len() {
         let mut entry = zip.by_index(i).map_err(|e| corrupt(&e))?;
         let name = entry.name().trim_end_matches(".npy").to_string();
-        if !NAMES.contains(&name.as_str()) {
-            return Err(Error::invalid("array name", format!("'{name}' in {file_name}"), NAMES.join(", ")));
+        if !NAMES.contains(&name.as_str()) && name != capture::MEMBER {
+            return Err(Error::invalid(
+                "array name",
+                format!("'{name}' in {file_name}"),
+                format!("{}, and capture (a captured layer's description)", NAMES.join(", ")),
+            ));
         }
         if out.contains_key(&name) {
             return Err(Error::invalid("array name", format!("'{name}' twice in {file_name}"), "each array once"));
@@ -122,7 +136,8 @@ pub fn read_arrays(bytes: &[u8], file_name: &str) -> Result<Arrays> {
         let a = read_npy(&data).map_err(|e| file_err(format!("array '{name}': {e}")))?;
         out.insert(name, a);
     }
-    Ok(out)
+    let capture = out.remove(capture::MEMBER).map(|bytes| CaptureInfo::parse(bytes.into_iter(), file_name)).transpose()?;
+    Ok(TensorFile { arrays: out, capture })
 }
 
 /// Everything `r` yields, or `None` when that is more than `limit` bytes; the buffer never grows past

@@ -6,6 +6,7 @@
 //! means adding its option to [`LayerOptions`] (src/layer/options.rs) and its element to www/index.html.
 
 use super::{Colormaps, LayerSource, WorkerError};
+use crate::layer::capture::CaptureInfo;
 use crate::layer::options::{LayerOptions, Unknown};
 use crate::layer::stage_meta::StageMeta;
 use crate::stage::PairLabels;
@@ -114,8 +115,10 @@ pub struct Info {
     pub preset_description: String,
     /// The options the trace was computed with, every one set (a preset's own, or the sizes of a file's x).
     pub options: LayerOptions,
-    /// The sentence x was built from, if any.
+    /// The tokens that label the positions: the sentence x was built from, or a captured layer's; else none.
     pub tokens: Vec<String>,
+    /// What a captured layer's file says of it (its model, part, layer, tokens and notes), if it is one.
+    pub capture: Option<CaptureInfo>,
     /// The trace's stages in pipeline order, with their titles, formulas and axes.
     pub stages: Vec<StageMeta>,
     /// How the tooltip names a pair's parts in this layer's scheme.
