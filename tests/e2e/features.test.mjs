@@ -7,7 +7,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { root, artifacts, prepare, startServer, launch, watch, close, hover, npyF32, cli } from './harness.mjs';
+import { root, artifacts, prepare, startServer, launch, watch, close, hover, npyF32, npyU8, cli } from './harness.mjs';
 
 let server;
 let base;
@@ -318,6 +318,57 @@ test('your own tensors: the page shows the CLI\'s numbers; bad files show an err
   assert.equal(await page.locator('#err-file').innerText(), '');
   await settle(() => page.click('#tensors-clear'));
   assert.equal(await page.locator('#tensors-name').innerText(), '');
+});
+
+test('a captured model layer: its options, tokens and description come with the file; the page shows the CLI\'s numbers', async () => {
+  // A Llama-like layer as relattn.capture saves it: 4 query heads sharing 2 K/V heads, the model's own rotary
+  // cos and sin (half-split, scaled by an attention factor of 1.1), a padded key, and the description.
+  const [n, d, dh, kv] = [6, 16, 4, 2];
+  const fill = (len, f) => Array.from({ length: len }, (_, k) => f(k));
+  const angle = (m, p) => m * 0.5 ** (2 * p);
+  const description = {
+    options: { method: 'rope', heads: 4, causal: true, rope_layout: 'half' },
+    model: 'tiny-llama', family: 'llama', part: 'decoder', layer: 1,
+    tokens: [['<s>', 'The', 'cat', 'sat', 'on', 'mats']],
+    notes: ['Rotary in the half-split layout (rotate_half) with the model\'s own cos and sin.'],
+  };
+  const file = join(work, 'tiny-llama-layer1.npz');
+  writeFileSync(file, writeZip({
+    'x.npy': npyF32([1, n, d], fill(n * d, (k) => Math.sin(k * 1.3))),
+    'w_k.npy': npyF32([d, kv * dh], fill(d * kv * dh, (k) => Math.cos(k * 0.7) * 0.8)),
+    'w_v.npy': npyF32([d, kv * dh], fill(d * kv * dh, (k) => Math.sin(k * 0.4))),
+    'rope_cos.npy': npyF32([n, dh / 2], fill(n * dh / 2, (k) => 1.1 * Math.cos(angle(Math.floor(k / 2), k % 2)))),
+    'rope_sin.npy': npyF32([n, dh / 2], fill(n * dh / 2, (k) => 1.1 * Math.sin(angle(Math.floor(k / 2), k % 2)))),
+    'key_mask.npy': npyF32([1, n], [1, 1, 1, 1, 1, 0]),
+    'capture.npy': npyU8(Buffer.from(JSON.stringify(description), 'utf8')),
+  }));
+  const ref = join(work, 'tiny-llama-trace.npz');
+  execFileSync(cli(), ['compute', '--tensors', file, '--out', ref]);
+  const want = readZip(readFileSync(ref));
+
+  await page.goto(`${base}?method=shaw&n=8&d_model=16&heads=2&clip=2&seed=0&sentence=`);
+  await page.waitForFunction(() => document.body.dataset.ready, null, { timeout: 30000 });
+  await settle(() => page.setInputFiles('#tensors', file));
+  // The file's options replace the controls' and the controls show them.
+  assert.equal(await page.inputValue('#method'), 'rope');
+  assert.equal(await page.inputValue('#rope_layout'), 'half');
+  assert.equal(await page.isChecked('#causal'), true);
+  assert.equal(await page.inputValue('#n'), String(n));
+  assert.match(await page.locator('#preset-desc').innerText(), /tiny-llama, decoder layer 1 \(llama\)\. Rotary in the half-split layout/);
+  await settle(() => page.selectOption('#head', '3'));
+  const w = want.weights;
+  for (const [i, j] of [[2, 1], [4, 4], [5, 0], [5, 5]]) {
+    const tip = await hover(page, 'weights', i, j);
+    const v = w.data[((0 * 4 + 3) * n + i) * n + j];
+    assert.ok(Math.abs(Number(tip.value) - v) <= 1e-5, `(${i}, ${j}): page ${tip.value}, CLI ${v}`);
+    assert.ok(tip.text.includes(`“${description.tokens[0][i]}” → “${description.tokens[0][j]}”`), tip.text);
+  }
+  // The angles are the model's own, read back from its cos and sin.
+  const a = await hover(page, 'rope_angles', 5, 0);
+  assert.ok(Math.abs(Number(a.value) - 5) <= 1e-5, a.text);
+  await page.locator('figure[data-stage="weights"]').scrollIntoViewIfNeeded();
+  await page.screenshot({ path: join(artifacts, 'features-capture.png') });
+  await settle(() => page.click('#tensors-clear'));
 });
 
 test('keyboard: controls reachable with labels, the cursor cell is announced', async () => {

@@ -97,6 +97,16 @@ export async function hover(p, stage, i, j) {
   return p.locator('#tooltip').evaluate((t) => ({ ...t.dataset, text: t.innerText }));
 }
 
+/** A uint8 .npy file of `bytes` (1-D), as numpy writes it (format 1.0): a capture's description. */
+export function npyU8(bytes) {
+  let header = `{'descr': '|u1', 'fortran_order': False, 'shape': (${bytes.length},), }`;
+  while ((10 + header.length + 1) % 64) header += ' ';
+  header += '\n';
+  const h = Buffer.alloc(10);
+  h.write('\x93NUMPY', 0, 'latin1'); h[6] = 1; h[7] = 0; h.writeUInt16LE(header.length, 8);
+  return Buffer.concat([h, Buffer.from(header, 'latin1'), Buffer.from(bytes)]);
+}
+
 /** A float32 .npy file of `values` with `shape`, as numpy writes it (format 1.0). */
 export function npyF32(shape, values) {
   let header = `{'descr': '<f4', 'fortran_order': False, 'shape': (${shape.join(', ')}${shape.length === 1 ? ',' : ''}), }`;

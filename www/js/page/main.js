@@ -35,7 +35,8 @@ function showResult(msg) {
       + 'every stage of its heads on the real hidden states. Any control leaves it.';
   }
   const byName = Object.fromEntries(msg.stages.map((s) => [s.name, s]));
-  const toks = tokens();
+  // The labels of the positions: the sentence x was built from, or a captured layer's tokens.
+  const toks = msg.info.tokens;
   const n = msg.info.options.n;
   const shown = {
     id: msg.id, info: msg.info, shown: msg.shown, stages: msg.stages, byName, tokens: toks.length === n ? toks : null,
