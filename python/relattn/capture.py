@@ -20,6 +20,12 @@ Families, and what each one's capture takes from the model:
 - **GPT-NeoX, Pythia** (``gpt_neox``): rotary, half-split, on the first ``rotary_pct`` of each head; Q, K and V
   from one fused projection, split per head as the model does.
 - **GPT-J** (``gptj``): rotary, interleaved (``rotate_every_two``), on the first ``rotary_dim`` components.
+- **GPT-2, OPT, BERT** (``gpt2``, ``opt``, ``bert``): learned absolute positions, which the model adds to the token
+  embedding before its first layer: every layer's x already holds them, so the capture's x is the attention's
+  own input and its ``positions`` (the model's table, rows 0..n: GPT-2's ``wpe``, OPT's ``embed_positions``
+  past its offset of 2, BERT's ``position_embeddings``) are shown, not added again (``positions_in_x``).
+  GPT-2's Conv1D weights are stored (in, out) and its Q, K, V fused; OPT multiplies q by 1/√d_head before the
+  product, the same logits; BERT's attention output is the dense projection before its residual and layer norm.
 - **BLOOM** (``bloom``): ALiBi's slopes as the model builds them. BLOOM adds slope × key position (m_h·j) to
   the logits where the paper adds −m_h·(i − j) = m_h·(j − i); the two differ by m_h·i, the same for every key
   of a query, which the softmax takes away: the weights are equal, the logits differ by a constant per row.
@@ -31,7 +37,7 @@ import numpy as _np
 from ._relattn import RelattnError
 
 #: The model types (``model.config.model_type``) :func:`capture` knows.
-FAMILIES = ("t5", "mt5", "umt5", "llama", "mistral", "qwen2", "gemma", "gpt_neox", "gptj", "bloom")
+FAMILIES = ("t5", "mt5", "umt5", "llama", "mistral", "qwen2", "gemma", "gpt_neox", "gptj", "bloom", "gpt2", "opt", "bert")
 
 
 def _refuse(field, given, allowed):
@@ -338,6 +344,59 @@ def _bloom(model, layer, input_ids, attention_mask):
     return input_ids, attention_mask, options, arrays, notes
 
 
+def _conv1d(conv, cols=None):
+    """(W, b) of GPT-2's ``Conv1D``, which stores its weight (in, out) and computes x W + b as relattn does;
+    columns ``cols`` only (a part of the fused projection)."""
+    w, b = _np32(conv.weight), _np32(conv.bias)
+    return (w, b) if cols is None else (w[:, cols].copy(), b[cols].copy())
+
+
+def _absolute(model, layer, input_ids, attention_mask):
+    """GPT-2, OPT, BERT: learned absolute positions, already in every layer's x."""
+    config = model.config
+    family = config.model_type
+    n = input_ids.shape[1]
+    if family == "gpt2":
+        if getattr(config, "scale_attn_by_inverse_layer_idx", False):
+            raise _refuse("model", "scale_attn_by_inverse_layer_idx", "a GPT-2 config without it (logits scaled by 1/√d_head alone)")
+        base = getattr(model, "transformer", model)
+        attn = _pick(base.h, layer, "decoder").attn
+        d = config.n_embd
+        (w_q, b_q), (w_k, b_k), (w_v, b_v) = (_conv1d(attn.c_attn, slice(p * d, (p + 1) * d)) for p in range(3))
+        w_o, b_o = _conv1d(attn.c_proj)
+        table, heads, causal = base.wpe.weight, config.n_head, True
+        scale = "inv_sqrt_d_head" if config.scale_attn_weights else "none"
+        notes = ["GPT-2's learned positions (wpe) were added to the token embeddings before layer 0: x holds them.",
+                 "Q, K and V come from one Conv1D (weights stored (in, out)), split in three along its output."]
+    elif family == "opt":
+        decoder = getattr(model, "model", model).decoder
+        attn = _pick(decoder.layers, layer, "decoder").self_attn
+        (w_q, b_q), (w_k, b_k), (w_v, b_v), (w_o, b_o) = (_linear(attn.q_proj), _linear(attn.k_proj), _linear(attn.v_proj), _linear(attn.out_proj))
+        table, heads, causal, scale = decoder.embed_positions.weight[decoder.embed_positions.offset:], config.num_attention_heads, True, "inv_sqrt_d_head"
+        notes = ["OPT's learned positions (embed_positions, rows past its offset of 2) were added before layer 0: x holds them.",
+                 "OPT multiplies q by 1/√d_head before the product; relattn scales the product: the same logits."]
+    else:
+        kind = getattr(config, "position_embedding_type", "absolute")
+        if kind != "absolute":
+            raise _refuse("model", f"position_embedding_type {kind!r}", "'absolute' (BERT's relative_key variants are not captured yet)")
+        base = getattr(model, "bert", model)
+        block = _pick(base.encoder.layer, layer, "encoder").attention
+        attn = block.self
+        (w_q, b_q), (w_k, b_k), (w_v, b_v), (w_o, b_o) = (_linear(attn.query), _linear(attn.key), _linear(attn.value), _linear(block.output.dense))
+        table, heads, causal, scale = base.embeddings.position_embeddings.weight, config.num_attention_heads, bool(config.is_decoder), "inv_sqrt_d_head"
+        notes = ["BERT's learned positions were added with the token and segment embeddings, then layer-normed, before layer 0: x holds them.",
+                 "The output is the attention's dense projection, before BERT adds the residual and normalises."]
+    if heads * (w_q.shape[1] // heads) != w_q.shape[0]:
+        raise _refuse("model", f"{heads} heads of width {w_q.shape[1] // heads} ≠ hidden size {w_q.shape[0]}", "heads × head width = hidden size")
+    if n > table.shape[0]:
+        raise _refuse("input_ids", f"{n} tokens", f"at most the model's {table.shape[0]} positions")
+    args, kwargs = _run_to(attn, lambda: model(input_ids=input_ids, attention_mask=attention_mask))
+    arrays = {"x": _np32(_hidden(args, kwargs)), "w_q": w_q, "w_k": w_k, "w_v": w_v, "w_o": w_o, "positions": _np32(table[:n])}
+    arrays.update({name: b for name, b in (("b_q", b_q), ("b_k", b_k), ("b_v", b_v), ("b_o", b_o)) if b is not None})
+    options = {"method": "absolute", "heads": heads, "causal": causal, "positions_in_x": True, "logit_scale": scale}
+    return input_ids, attention_mask, options, arrays, notes
+
+
 def capture(model, layer=0, *, input_ids, attention_mask=None, decoder_input_ids=None, decoder_attention_mask=None, part=None, tokenizer=None):
     """One self-attention layer of a ``transformers`` model on its inputs, as a :class:`Capture`.
 
@@ -357,10 +416,11 @@ def capture(model, layer=0, *, input_ids, attention_mask=None, decoder_input_ids
         part = part or "encoder"
         ids, mask, options, arrays, notes = _t5(model, layer, part, input_ids, attention_mask, decoder_input_ids, decoder_attention_mask)
     else:
-        if part not in (None, "decoder"):
-            raise _refuse("part", repr(part), f"'decoder' (a {family} model is a decoder only)")
-        part = "decoder"
-        run = {"llama": _rotary, "mistral": _rotary, "qwen2": _rotary, "gemma": _rotary, "gpt_neox": _neox, "gptj": _gptj, "bloom": _bloom}[family]
+        if part not in (None, "encoder" if family == "bert" else "decoder"):
+            raise _refuse("part", repr(part), f"'{'encoder' if family == 'bert' else 'decoder'}' (a {family} model has no other)")
+        part = "encoder" if family == "bert" else "decoder"
+        run = {"llama": _rotary, "mistral": _rotary, "qwen2": _rotary, "gemma": _rotary, "gpt_neox": _neox, "gptj": _gptj, "bloom": _bloom,
+               "gpt2": _absolute, "opt": _absolute, "bert": _absolute}[family]
         ids, mask, options, arrays, notes = run(model, layer, input_ids, attention_mask)
     if mask is not None:
         arrays["key_mask"] = _key_mask(mask)

@@ -39,7 +39,7 @@ def module_io(model, module, run):
     """The attention module's (args, kwargs) and output when `run()` calls the model."""
     seen = {}
     pre = module.register_forward_pre_hook(lambda m, a, k: seen.update(args=a, kwargs=k), with_kwargs=True)
-    post = module.register_forward_hook(lambda m, a, out: seen.update(out=out[0]))
+    post = module.register_forward_hook(lambda m, a, out: seen.update(out=out[0] if isinstance(out, tuple) else out))
     try:
         with torch.no_grad():
             outputs = run()
@@ -85,6 +85,9 @@ DECODERS = {
                      rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5}),
     "gptj": dict(cls="GPTJForCausalLM", n_embd=32, n_head=4, rotary_dim=4, n_positions=64),
     "bloom": dict(cls="BloomForCausalLM", hidden_size=32, n_head=4),
+    "gpt2": dict(cls="GPT2LMHeadModel", n_embd=32, n_head=4, n_positions=64),
+    "opt": dict(cls="OPTForCausalLM", hidden_size=32, ffn_dim=48, num_attention_heads=4, word_embed_proj_dim=32, max_position_embeddings=64,
+                pad_token_id=0),
 }
 
 
@@ -92,12 +95,13 @@ DECODERS = {
 def test_decoder_layers_equal_the_model(name):
     spec = dict(DECODERS[name])
     cls = getattr(transformers, spec.pop("cls"))
-    layers = {"gptj": "n_layer", "bloom": "n_layer"}.get(name, "num_hidden_layers")
+    layers = {"gptj": "n_layer", "bloom": "n_layer", "gpt2": "n_layer"}.get(name, "num_hidden_layers")
     model = build(cls, vocab_size=VOCAB, **{layers: 2}, **spec)
     ids, mask = inputs()
     cap = relattn.capture(model, 1, input_ids=ids, attention_mask=mask)
     family = cap.family
-    path = {"gpt_neox": "gpt_neox.layers.1.attention", "gptj": "transformer.h.1.attn", "bloom": "transformer.h.1.self_attention"}.get(family)
+    path = {"gpt_neox": "gpt_neox.layers.1.attention", "gptj": "transformer.h.1.attn", "bloom": "transformer.h.1.self_attention",
+            "gpt2": "transformer.h.1.attn", "opt": "model.decoder.layers.1.self_attn"}.get(family)
     base = model.model if hasattr(model, "model") else model
     module = model.get_submodule(path) if path else base.layers[1].self_attn
     seen, outputs = module_io(model, module, lambda: model(input_ids=ids, attention_mask=mask, output_attentions=True))
@@ -105,7 +109,7 @@ def test_decoder_layers_equal_the_model(name):
     if family == "bloom":  # BLOOM's module adds the residual to its output
         output = output - (seen["kwargs"].get("residual") if "residual" in seen["kwargs"] else seen["args"][1])
     check(cap, outputs.attentions[1], output)
-    assert cap.options["method"] == ("alibi" if family == "bloom" else "rope")
+    assert cap.options["method"] == {"bloom": "alibi", "gpt2": "absolute", "opt": "absolute"}.get(family, "rope")
     assert cap.arrays["x"].shape == (2, N, model.config.hidden_size)
 
 
@@ -134,6 +138,35 @@ def test_t5_layers_equal_the_model(family, part):
     # T5 and mT5 share the first layer's table; UMT5's layer 1 has its own.
     owner = stack.block[1 if family == "umt5" else 0].layer[0].SelfAttention.relative_attention_bias.weight
     np.testing.assert_array_equal(cap.arrays["t5_bias"], owner.detach().numpy())
+
+
+def test_learned_positions_are_shown_not_added_again():
+    """GPT-2's and OPT's captures carry the model's position table (OPT's past its offset), in x already."""
+    gpt2 = build(transformers.GPT2LMHeadModel, vocab_size=VOCAB, n_embd=32, n_head=4, n_layer=1, n_positions=64)
+    ids, mask = inputs()
+    cap = relattn.capture(gpt2, 0, input_ids=ids, attention_mask=mask)
+    np.testing.assert_array_equal(cap.arrays["positions"], gpt2.transformer.wpe.weight[:N].detach().numpy())
+    assert cap.options["positions_in_x"] is True
+    t = cap.trace()
+    np.testing.assert_array_equal(t["positions"], cap.arrays["positions"])
+    assert "embedding" in relattn.show(cap, stages=["positions"]).stages
+    opt = build(transformers.OPTForCausalLM, vocab_size=VOCAB, hidden_size=32, ffn_dim=48, num_attention_heads=4, num_hidden_layers=1,
+                word_embed_proj_dim=32, max_position_embeddings=64, pad_token_id=0)
+    cap = relattn.capture(opt, 0, input_ids=ids, attention_mask=mask)
+    np.testing.assert_array_equal(cap.arrays["positions"], opt.model.decoder.embed_positions.weight[2:2 + N].detach().numpy())
+    too_long = torch.randint(1, VOCAB, (1, 65))
+    assert "64 positions" in refused("input_ids", lambda: relattn.capture(gpt2, 0, input_ids=too_long))
+
+
+def test_bert_layers_equal_the_model():
+    """BERT: bidirectional, its output the dense projection before the residual and layer norm."""
+    model = build(transformers.BertModel, vocab_size=VOCAB, hidden_size=32, num_attention_heads=4, intermediate_size=48, num_hidden_layers=2,
+                  max_position_embeddings=64)
+    ids, mask = inputs(4)
+    cap = relattn.capture(model, 1, input_ids=ids, attention_mask=mask)
+    seen, outputs = module_io(model, model.encoder.layer[1].attention.output.dense, lambda: model(input_ids=ids, attention_mask=mask, output_attentions=True))
+    check(cap, outputs.attentions[1], seen["out"])
+    assert cap.part == "encoder" and cap.options["causal"] is False
 
 
 def test_t5_encoder_model_alone():
@@ -176,8 +209,8 @@ def test_refusals_name_what_and_list_what_is_supported():
     assert "float32" in refused("model", lambda: relattn.capture(build(transformers.LlamaForCausalLM, vocab_size=VOCAB, hidden_size=32,
                                                                             intermediate_size=48, num_attention_heads=4, num_hidden_layers=1).half(),
                                                                       0, input_ids=ids))
-    gpt2 = build(transformers.GPT2LMHeadModel, vocab_size=VOCAB, n_embd=32, n_head=4, n_layer=1)
-    assert "llama" in refused("model", lambda: relattn.capture(gpt2, 0, input_ids=ids))
+    falcon = build(transformers.FalconForCausalLM, vocab_size=VOCAB, hidden_size=32, num_attention_heads=4, num_hidden_layers=1)
+    assert "llama" in refused("model", lambda: relattn.capture(falcon, 0, input_ids=ids))
     refused("model", lambda: relattn.capture(object(), 0, input_ids=ids))
     t5 = build(transformers.T5ForConditionalGeneration, vocab_size=VOCAB, d_model=32, d_kv=8, num_heads=4, d_ff=48, num_layers=1)
     assert "cross-attention" in refused("part", lambda: relattn.capture(t5, 0, input_ids=ids, part="cross"))

@@ -271,6 +271,26 @@ proptest! {
     }
 }
 
+/// A model's learned absolute positions: added to x as the sinusoids would be, or, when x holds them already
+/// (`positions_in_x`, a captured GPT-2 layer), shown and not added; by definition either way.
+#[test]
+fn learned_positions_match_definition() {
+    let (n, d) = (7, 12);
+    let table = ndarray::Array2::from_shape_fn((n, d), |(p, c)| ((p * 5 + c * 3) % 7) as f32 / 3.0 - 1.0);
+    for in_x in [false, true] {
+        let cfg = Config { method: Method::Absolute, heads: 3, causal: true, positions_in_x: in_x, ..Config::default() };
+        let given: Arrays = [("positions".to_string(), table.clone().into_dyn())].into();
+        let sc = Scenario::build(&cfg, &Spec { n, d_model: d, batch: 2, seed: 5 }, given, false).unwrap();
+        check_layer(&cfg, &sc).unwrap();
+        let t = forward::trace(&cfg, &sc).unwrap();
+        assert_eq!(t.stage(relattn::stage::Stage::Positions, 1, 0).unwrap(), table);
+        assert_eq!(t.meta(relattn::stage::Stage::Positions).title.contains("learned"), in_x);
+    }
+    let e = Scenario::build(&Config { method: Method::Absolute, ..Config::default() }, &Spec { n, d_model: d, batch: 1, seed: 0 },
+                            [("positions".to_string(), ndarray::ArrayD::zeros(vec![n, d + 1]))].into(), false).unwrap_err();
+    assert!(e.field() == "positions" && e.to_string().contains("(n, d_model)"), "{e}");
+}
+
 /// Grouped K/V arrays of a width no divisor of the heads gives, and a cos without its sin, are refused by name.
 #[test]
 fn grouped_and_rotary_arrays_are_checked() {

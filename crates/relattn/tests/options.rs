@@ -11,7 +11,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 /// Every option, in the order of `LayerOptions`' fields.
-const OPTIONS: [&str; 21] = [
+const OPTIONS: [&str; 22] = [
     "preset",
     "method",
     "n",
@@ -33,6 +33,7 @@ const OPTIONS: [&str; 21] = [
     "rope_scale",
     "t5_buckets",
     "t5_max_distance",
+    "positions_in_x",
 ];
 
 /// The repository's root (www/).

@@ -144,4 +144,5 @@ export function optionsFollowMethod() {
   for (const el of all('.scheme-rope')) el.hidden = !o.rope;
   for (const el of all('.scheme-t5')) el.hidden = !o.buckets;
   for (const el of all('.scheme-edge')) el.hidden = !o.edge;
+  for (const el of all('.scheme-absolute')) el.hidden = !o.positions;
 }

@@ -390,7 +390,13 @@ t5_buckets?: number,
  * T5: distances from this on share the last bucket; above the exact buckets, up to 1048576.
  * [default: 128]
  */
-t5_max_distance?: number, };
+t5_max_distance?: number, 
+/**
+ * Absolute positions: x already holds them (a captured model's layer: GPT-2, OPT and BERT add their
+ * learned positions at the embedding, before layer 0); the positions stage shows them (the model's table,
+ * given as `positions`) and attention reads x as given. [default: false]
+ */
+positions_in_x?: boolean, };
 
 /**
  * One layer of a trained model on a window, shown as Parameters mode's stages (Model mode's "stages of this
@@ -1021,7 +1027,11 @@ buckets: boolean,
 /**
  * `edge`: its table of vectors is read past its rows by the skew (the Music Transformer).
  */
-edge: boolean, };
+edge: boolean, 
+/**
+ * `positions_in_x`: its positions are vectors added to x (absolute), which a captured layer's x holds.
+ */
+positions: boolean, };
 
 /**
  * One scheme of the "compare schemes" view (crates/relattn-wasm/src/compare.rs), its raster and weights beside it.

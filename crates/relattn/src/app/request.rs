@@ -54,7 +54,15 @@ impl BackendChoice {
 /// The options `method` reads ([`SchemeOptions`], from the scheme's own predicates): the controls that follow
 /// the method select.
 pub fn scheme_options(m: Method) -> SchemeOptions {
-    SchemeOptions { clip: m.has_vector_table(), rel_v: m.has_value_term(), per_head: m.has_index(), rope: m.rotates(), buckets: m.buckets(), edge: m.skews() }
+    SchemeOptions {
+        clip: m.has_vector_table(),
+        rel_v: m.has_value_term(),
+        per_head: m.has_index(),
+        rope: m.rotates(),
+        buckets: m.buckets(),
+        edge: m.skews(),
+        positions: m.adds_to_input(),
+    }
 }
 
 /// A request resolved: what its trace is computed from.

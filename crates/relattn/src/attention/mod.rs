@@ -108,6 +108,8 @@ pub struct Config {
     pub rope: Rope,
     /// T5's buckets (method t5).
     pub buckets: Buckets,
+    /// Absolute positions already in x (a captured model's layer): shown, not added again.
+    pub positions_in_x: bool,
 }
 
 impl Default for Config {
@@ -124,6 +126,7 @@ impl Default for Config {
             logit_scale: LogitScale::InvSqrtDHead,
             rope: Rope::default(),
             buckets: Buckets::default(),
+            positions_in_x: false,
         }
     }
 }

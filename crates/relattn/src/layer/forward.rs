@@ -221,14 +221,16 @@ pub fn projections(cfg: &Config, sc: &Scenario) -> Result<Projections> {
     Ok(Projections { q, k, v })
 }
 
-/// What the projections read: x, or x + PE for absolute positions (each batch element's rows at 0 .. n).
+/// What the projections read: x, or x + PE for absolute positions (each batch element's rows at 0 .. n; PE the
+/// given table or the sinusoids), or x as given when it holds them already (`positions_in_x`).
 pub fn input<'a>(cfg: &Config, sc: &'a Scenario) -> CowArray<'a, f32, Ix3> {
-    if !cfg.method.adds_to_input() {
+    if !cfg.method.adds_to_input() || cfg.positions_in_x {
         return sc.x.view().into();
     }
     let mut x = sc.x.clone();
-    for b in x.outer_iter_mut() {
-        absolute::add_sinusoids(b);
+    match &sc.positions {
+        Some(pe) => x.outer_iter_mut().for_each(|mut b| b += pe),
+        None => x.outer_iter_mut().for_each(absolute::add_sinusoids),
     }
     x.into()
 }

@@ -235,7 +235,7 @@ impl Layer {
     /// A stage the scheme computes from its options and tables alone ([`scheme_stage`]).
     fn scheme_stage(&self, stage: Stage) -> Option<Array2<f32>> {
         let (_, _, n) = self.dims();
-        scheme_stage(stage, &self.scenario.rel_k, self.rope.as_ref(), n, self.scenario.dims().2)
+        scheme_stage(stage, &self.scenario.rel_k, self.rope.as_ref(), self.scenario.positions.as_ref(), n, self.scenario.dims().2)
     }
 
     /// Table w^K (or E_r) or w^V of `head`, (R, d_head).

@@ -127,6 +127,12 @@ pub struct LayerOptions {
     #[arg(long, allow_negative_numbers = true)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub t5_max_distance: Option<f64>,
+    /// Absolute positions: x already holds them (a captured model's layer: GPT-2, OPT and BERT add their
+    /// learned positions at the embedding, before layer 0); the positions stage shows them (the model's table,
+    /// given as `positions`) and attention reads x as given. [default: false]
+    #[arg(long, num_args = 0..=1, default_missing_value = "true")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub positions_in_x: Option<bool>,
     /// Keys given that are not options (refused by name).
     #[arg(skip)]
     #[serde(flatten, skip_serializing)]
@@ -219,6 +225,7 @@ impl LayerOptions {
             rope_scale: Some(cfg.rope.scale as f64),
             t5_buckets: Some(cfg.buckets.count as f64),
             t5_max_distance: Some(cfg.buckets.max_distance as f64),
+            positions_in_x: Some(cfg.positions_in_x),
             unknown: Unknown::new(),
         }
     }
@@ -264,6 +271,7 @@ impl LayerOptions {
         cfg.logit_scale = self.logit_scale.unwrap_or(cfg.logit_scale);
         cfg.edge = self.edge.unwrap_or(cfg.edge);
         cfg.implementation = self.implementation.unwrap_or(cfg.implementation);
+        cfg.positions_in_x = self.positions_in_x.unwrap_or(cfg.positions_in_x);
         // RoPE's numbers are ranged by the scheme's own check (Rope::check, when the scenario is built), T5's
         // below by Buckets::check.
         let rope = &mut cfg.rope;

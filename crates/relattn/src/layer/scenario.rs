@@ -13,6 +13,7 @@
 //! | `e_r` (Music) | (R, d_head) or (h, R, d_head); R = k+1 causal, 2k+1 bidirectional | Xavier-uniform |
 //! | `alibi_slopes` (ALiBi) | (h) | the paper's geometric sequence ([`crate::positions::alibi::slopes`]) |
 //! | `t5_bias` (T5) | (B) or (B, h), as Hugging Face's `relative_attention_bias.weight` | Xavier-uniform per head |
+//! | `positions` (absolute) | (n, d_model): a model's learned position vectors | the sinusoids |
 //! | `key_mask` | (b, n) of 0/1, 0 = padding | none |
 //!
 //! Grouped K/V heads (Llama 2/3, Mistral, Qwen2: `num_key_value_heads` = g < h) share each K/V head with
@@ -73,6 +74,8 @@ pub struct Scenario {
     pub rel_v: Option<Array3<f32>>,
     /// (b, n): false where a key is padding.
     pub key_mask: Option<Array2<bool>>,
+    /// (n, d_model): absolute positions when the file gives a model's own (`positions`); `None`: the sinusoids.
+    pub positions: Option<Array2<f32>>,
     /// RoPE's cos and sin when the file gives a model's own (`rope_cos`, `rope_sin`); `None`: made from
     /// the options ([`Scenario::rope_table`]).
     pub rope: Option<RopeTable>,
@@ -82,8 +85,26 @@ pub struct Scenario {
 pub type Arrays = BTreeMap<String, ArrayD<f32>>;
 
 /// The array names a scenario file may hold.
-pub const NAMES: [&str; 17] =
-    ["x", "w_q", "w_k", "w_v", "w_o", "b_q", "b_k", "b_v", "b_o", "rel_k", "rel_v", "e_r", "alibi_slopes", "t5_bias", "rope_cos", "rope_sin", "key_mask"];
+pub const NAMES: [&str; 18] = [
+    "x",
+    "w_q",
+    "w_k",
+    "w_v",
+    "w_o",
+    "b_q",
+    "b_k",
+    "b_v",
+    "b_o",
+    "rel_k",
+    "rel_v",
+    "e_r",
+    "alibi_slopes",
+    "t5_bias",
+    "rope_cos",
+    "rope_sin",
+    "positions",
+    "key_mask",
+];
 
 /// Most bytes of arrays a scenario file may hold once decompressed, and most bytes of the file itself.
 pub const MAX_FILE_BYTES: u64 = 1 << 30;
@@ -436,6 +457,15 @@ impl Scenario {
                 None
             }
         };
+        let positions = match given.remove("positions") {
+            Some(a) if cfg.method.adds_to_input() && a.shape() == [n, d] => Some(a.into_dimensionality::<Ix2>().expect("2-D")),
+            Some(a) if cfg.method.adds_to_input() => return Err(Error::shape("positions", a.shape(), format!("[{n}, {d}] = (n, d_model)"))),
+            Some(a) => {
+                given.insert("positions".into(), a);
+                None
+            }
+            None => None,
+        };
         if let Some(name) = given.keys().next() {
             let reads = |m: Method| {
                 let (k, v) = m.table_names();
@@ -449,7 +479,7 @@ impl Scenario {
             };
             return Err(Error::invalid("array", format!("'{name}' not used by this configuration"), hint));
         }
-        Ok(Scenario { x, w_q, w_k, w_v, w_o, b_q, b_k, b_v, b_o, rel_k, rel_v, key_mask, rope })
+        Ok(Scenario { x, w_q, w_k, w_v, w_o, b_q, b_k, b_v, b_o, rel_k, rel_v, key_mask, positions, rope })
     }
 
     /// (b, n, d_model).

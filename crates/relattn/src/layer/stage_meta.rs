@@ -7,7 +7,7 @@
 
 use crate::attention::{Config, LogitScale};
 use crate::error::{Error, Result};
-use crate::positions::Method;
+use crate::positions::{absolute, Method};
 use crate::stage::{Scale, Stage, StageText, COMPONENT_AXIS, FEATURE_AXIS, KEY_AXIS, LOGITS_TITLE, QUERY_AXIS};
 use serde::Serialize;
 
@@ -216,10 +216,12 @@ const LOGITS_UNSCALED: StageText = StageText::new(
 /// What a layer says in a stage: its scheme's text, the content term's absence, the logits' missing scale, or
 /// what every layer says.
 fn text(stage: Stage, cfg: &Config) -> StageText {
+    let in_x = (cfg.positions_in_x && cfg.method.adds_to_input()).then(|| absolute::describe_in_x(stage)).flatten();
     match stage {
         Stage::Logits if cfg.logit_scale == LogitScale::None => LOGITS_UNSCALED,
         Stage::ContentLogits if !cfg.content => CONTENT_OFF,
         Stage::Logits if !cfg.content && cfg.method.has_vector_table() => LOGITS_CONTENT_OFF,
+        _ if in_x.is_some() => in_x.expect("checked"),
         _ => cfg
             .method
             .describe(stage, cfg.causal)

@@ -63,6 +63,8 @@ pub struct Trace {
     pub rotated: Option<(Array4<f32>, Array4<f32>)>,
     /// RoPE's cos, sin and angles for positions 0 .. n ([`Scenario::rope_table`]).
     pub rope: Option<RopeTable>,
+    /// The absolute position vectors (n, d_model) when the scenario gave a model's own.
+    pub positions: Option<Array2<f32>>,
     /// Heads concatenated, before W_o, (b, Lq, d_model).
     pub heads: Array3<f32>,
     /// (b, Lq, d_model).
@@ -121,6 +123,7 @@ impl Trace {
             out_relative,
             rotated,
             rope: sc.rope_table(cfg),
+            positions: sc.positions.clone(),
             heads,
             output,
         }
@@ -129,12 +132,20 @@ impl Trace {
 
 /// The stages a scheme computes from its tables alone, the same for every batch element (and, but for the
 /// slopes' table, every head): ALiBi's slopes (h, 1) from its (h, 1, 1) table, RoPE's angles (n, d_rot/2)
-/// from its table of positions 0 .. n, the absolute position vectors (n, d_model). `None` for any other stage.
-pub fn scheme_stage(stage: Stage, tables: &Array3<f32>, rope: Option<&RopeTable>, n: usize, d_model: usize) -> Option<Array2<f32>> {
+/// from its table of positions 0 .. n, the absolute position vectors (n, d_model): a model's own (`positions`)
+/// or the sinusoids. `None` for any other stage.
+pub fn scheme_stage(
+    stage: Stage,
+    tables: &Array3<f32>,
+    rope: Option<&RopeTable>,
+    positions: Option<&Array2<f32>>,
+    n: usize,
+    d_model: usize,
+) -> Option<Array2<f32>> {
     match stage {
         Stage::Slopes => Some(tables.index_axis(Axis(2), 0).to_owned()),
         Stage::RopeAngles => Some(rope.expect("a RoPE layer has its table").angles.clone()),
-        Stage::Positions => Some(absolute::sinusoids(n, d_model)),
+        Stage::Positions => Some(positions.cloned().unwrap_or_else(|| absolute::sinusoids(n, d_model))),
         _ => None,
     }
 }
@@ -248,7 +259,7 @@ impl Trace {
         let skew = || self.skew.as_ref().expect("checked present");
         let rotated = || self.rotated.as_ref().expect("checked present");
         let (d, dh) = (self.q.dim().2, self.q.dim().2 / self.dims().1);
-        if let Some(m) = scheme_stage(stage, &self.rel_k, self.rope.as_ref(), self.dims().2, d) {
+        if let Some(m) = scheme_stage(stage, &self.rel_k, self.rope.as_ref(), self.positions.as_ref(), self.dims().2, d) {
             return Ok(m.into());
         }
         if stage == Stage::RopeKernel {

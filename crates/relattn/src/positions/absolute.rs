@@ -70,6 +70,28 @@ pub fn describe(stage: Stage) -> Option<StageText> {
     })
 }
 
+/// What absolute positions say when x already holds them (`positions_in_x`: a captured GPT-2, OPT or BERT
+/// layer, whose model added its learned positions at the embedding, before layer 0), in the stages that
+/// differ; the rest as [`describe`].
+pub fn describe_in_x(stage: Stage) -> Option<StageText> {
+    Some(match stage {
+        Stage::Positions => StageText::new(
+            "The model's learned positions P",
+            "P[p]: row p of the model's position table, added to the token embedding before layer 0",
+            r"h^{(0)}_p = E[	ext{token}_p] + P_p \quad (	ext{then every layer before this one})",
+            "The model's own position vectors, learned in training and added once, at the embedding: this layer's x already holds them, mixed by the layers before it. Compare their rows: neighbours alike, far positions apart.",
+        )
+        .on(FEATURE_AXIS, "position p"),
+        Stage::ContentLogits => StageText::new(
+            "Logits of x (positions inside)",
+            "q_i · k_j, q = x W_q + b_q, k = x W_k + b_k: x holds the positions",
+            r"q_i \cdot k_j = (x_i W^Q + b^Q)\,(x_j W^K + b^K)^{	op}",
+            "Token and position mixed in one product: x came from the token and position embeddings through the layers before. Any relative pattern here was learned, not built in.",
+        ),
+        _ => return None,
+    })
+}
+
 /// How the tooltip names a pair's parts: the logit of x + PE, no relative term.
 pub fn pair_labels() -> PairLabels {
     PairLabels { relative: None, ..PairLabels::plain() }

@@ -66,6 +66,8 @@ pub struct SchemeOptions {
     pub buckets: bool,
     /// `edge`: its table of vectors is read past its rows by the skew (the Music Transformer).
     pub edge: bool,
+    /// `positions_in_x`: its positions are vectors added to x (absolute), which a captured layer's x holds.
+    pub positions: bool,
 }
 
 /// A named duration in milliseconds.

@@ -188,8 +188,13 @@ pub fn layer(cfg: &Config, sc: &Scenario) -> LayerRef {
                 angle.cos()
             }
         };
-        let absolute = cfg.method == Method::Absolute;
-        let x: Mat = (0..n).map(|i| (0..d).map(|c| sc.x[[bi, i, c]] as f64 + if absolute { pe(i, c) } else { 0.0 }).collect()).collect();
+        // A model's own table when given; nothing when x holds the positions already.
+        let added = |i: usize, c: usize| match (cfg.method, cfg.positions_in_x, &sc.positions) {
+            (Method::Absolute, false, Some(p)) => p[[i, c]] as f64,
+            (Method::Absolute, false, None) => pe(i, c),
+            _ => 0.0,
+        };
+        let x: Mat = (0..n).map(|i| (0..d).map(|c| sc.x[[bi, i, c]] as f64 + added(i, c)).collect()).collect();
         let (q, k, v) = (matmul_bias(&x, &sc.w_q, &sc.b_q), matmul_bias(&x, &sc.w_k, &sc.b_k), matmul_bias(&x, &sc.w_v, &sc.b_v));
         let mask: Option<Vec<bool>> = sc.key_mask.as_ref().map(|m| m.row(bi).to_vec());
         let mut concat = vec![vec![0.0; d]; n];
@@ -228,11 +233,11 @@ pub fn flat(m: &Mat) -> Vec<f64> {
 /// T5's buckets; the efficient implementation. The d_head of the tests (≥ 2) leaves RoPE a pair at any
 /// fraction drawn here (½ or 1).
 pub fn configs(heads: RangeInclusive<usize>, clip: RangeInclusive<usize>) -> impl Strategy<Value = Config> {
-    let flags = (any::<bool>(), any::<bool>(), any::<bool>(), 0..4u8, 0..4u8);
+    let flags = (any::<bool>(), any::<bool>(), any::<bool>(), 0..4u8, 0..4u8, any::<bool>());
     let rope = (prop_oneof![Just(10000.0f32), Just(50.0)], any::<bool>(), any::<bool>(), prop_oneof![Just(1.0f32), Just(2.5)]);
     let buckets = prop_oneof![Just((4, 5)), Just((8, 20)), Just((32, 128))];
     (0..Method::ALL.len(), heads, clip, flags, rope, buckets).prop_map(
-        |(method, heads, clip, (causal, rel_v, clip_edge, content, unscaled), (base, half, partial, scale), (count, max_distance))| Config {
+        |(method, heads, clip, (causal, rel_v, clip_edge, content, unscaled, in_x), (base, half, partial, scale), (count, max_distance))| Config {
             method: Method::ALL[method],
             heads,
             clip,
@@ -244,6 +249,7 @@ pub fn configs(heads: RangeInclusive<usize>, clip: RangeInclusive<usize>) -> imp
             logit_scale: if unscaled == 0 { LogitScale::None } else { LogitScale::InvSqrtDHead },
             rope: Rope { base, fraction: if partial { 0.5 } else { 1.0 }, layout: if half { PairLayout::Half } else { PairLayout::Interleaved }, scale },
             buckets: Buckets { count, max_distance },
+            positions_in_x: in_x,
         },
     )
 }

@@ -359,6 +359,7 @@ impl Transformer {
             rel_k: a.rel_k.clone(),
             rel_v: a.rel_v.clone(),
             key_mask: None,
+            positions: None,
             rope: None,
         }
     }
