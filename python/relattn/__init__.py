@@ -19,10 +19,10 @@ Hugging Face ``transformers`` model (T5, Llama, Mistral, Qwen2, Gemma, GPT-NeoX,
 import numpy as _np
 
 from . import _relattn
-from ._relattn import RelattnError
+from ._relattn import Layer, RelattnError
 from .capture import FAMILIES, Capture, capture
 
-__all__ = ["trace", "attention", "capture", "Capture", "FAMILIES", "show", "show_model", "model_trace", "MODELS", "RelattnError", "presets", "methods", "stages", "OPTIONS", "ARRAYS", "from_seed_module"]
+__all__ = ["trace", "attention", "layer", "Layer", "capture", "Capture", "FAMILIES", "show", "show_model", "model_trace", "MODELS", "RelattnError", "presets", "methods", "stages", "OPTIONS", "ARRAYS", "from_seed_module"]
 
 #: The keyword options of :func:`trace` and :func:`attention` (the command line's, with underscores).
 OPTIONS = tuple(_relattn.option_names())
@@ -79,6 +79,17 @@ def attention(x=None, **options):
     :func:`trace`."""
     options, arrays = _split(x, options)
     return _relattn.attention(options, arrays)
+
+
+def layer(x=None, **options):
+    """The layer held on demand, a :class:`Layer`: its forward pass computed once (fused: no (n, n) array) and
+    ``layer.stage(name, batch, head)`` computing any stage of any (batch, head) when asked, a block of query rows
+    at a time. For layers whose whole :func:`trace` would not fit in memory (a Llama layer at n 2048: 32 heads of
+    (2048, 2048) per stage). The arguments of :func:`trace`; ``layer.stages()``, ``layer.output()``,
+    ``layer.dims()`` (batch, heads, n).
+    """
+    options, arrays = _split(x, options)
+    return _relattn.layer(options, arrays)
 
 
 def from_seed_module(module, x, mask=None):

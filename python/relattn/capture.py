@@ -60,6 +60,20 @@ class Capture:
     def __init__(self, *, model, family, layer, part, options, arrays, tokens, notes):
         self.model, self.family, self.layer, self.part = model, family, layer, part
         self.options, self.arrays, self.tokens, self.notes = dict(options), dict(arrays), tokens, tuple(notes)
+        self._held = None
+
+    def on_demand(self):
+        """The layer held on demand (a :class:`relattn.Layer`), made once: for a model's layer at a length whose
+        whole trace would not fit (``capture.stage(...)`` reads it)."""
+        from . import layer
+
+        if self._held is None:
+            self._held = layer(**self.options, **self.arrays)
+        return self._held
+
+    def stage(self, name, head=0, batch=0):
+        """One stage of one (batch, head), computed on demand (:meth:`on_demand`): memory O(n·d_model) beside it."""
+        return self.on_demand().stage(name, batch, head)
 
     def trace(self):
         """Every stage of the layer, as :func:`relattn.trace` gives them."""

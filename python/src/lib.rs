@@ -3,6 +3,7 @@
 //!
 //! - `trace(options, tensors)`: every intermediate, as a dict named as the CLI's .npz ([`Trace::arrays`]);
 //! - `attention(options, tensors)`: the layer's output (b, n, d_model) alone, by the fused forward;
+//! - `layer(options, tensors)`: the layer held on demand, any stage of any (batch, head) computed when asked;
 //! - `model_trace(...)`: a trained model's layer on a window of a Bach chorale, as `relattn model trace`;
 //! - `figures(...)`: one (batch, head)'s stages with their metadata, for the notebook widget;
 //! - `presets()`, `methods()`, `stages()`: the names the options take.
@@ -18,6 +19,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 use relattn::error::Error;
 use relattn::layer::forward::{self, Sizes, DEFAULT_MEMORY_LIMIT};
+use relattn::layer::on_demand::{stage_work_bytes, Layer};
 use relattn::layer::options::{LayerOptions, Limits, Resolved};
 use relattn::layer::presets::NAMES as PRESETS;
 use relattn::layer::scenario::{Arrays, Scenario, NAMES};
@@ -112,13 +114,20 @@ fn arrays(py: Python<'_>, tensors: &Bound<'_, PyDict>) -> PyResult<Arrays> {
     Ok(out)
 }
 
-/// The scenario of the options and tensors, within the CLI's default memory budget.
-fn scenario(py: Python<'_>, kwargs: &Bound<'_, PyDict>, tensors: &Bound<'_, PyDict>, trace: bool) -> PyResult<(relattn::Config, Scenario)> {
+/// The scenario of the options and tensors, within the CLI's default memory budget with or without a whole
+/// trace, plus the `extra` bytes the caller needs for these sizes.
+fn scenario(
+    py: Python<'_>,
+    kwargs: &Bound<'_, PyDict>,
+    tensors: &Bound<'_, PyDict>,
+    trace: bool,
+    extra: impl Fn(&relattn::Config, &Sizes) -> Option<u64>,
+) -> PyResult<(relattn::Config, Scenario)> {
     let Resolved { config, spec, mut arrays, per_head_tables } = options(py, kwargs)?.resolve(&Limits::NONE).map_err(|e| py_err(py, e))?;
     arrays.extend(self::arrays(py, tensors)?);
     let spec = relattn::layer::scenario::sizes_of(&arrays, &spec).map_err(|e| py_err(py, e))?;
     let sizes = Sizes { batch: spec.batch, n: spec.n, d_model: spec.d_model, per_head_tables, trace, parallel: rayon_threads() };
-    forward::check_budget(&config, &sizes, |_, _| Some(0), DEFAULT_MEMORY_LIMIT).map_err(|e| py_err(py, e))?;
+    forward::check_budget(&config, &sizes, extra, DEFAULT_MEMORY_LIMIT).map_err(|e| py_err(py, e))?;
     let sc = compute(py, || Scenario::build(&config, &spec, arrays, per_head_tables)).map_err(|e| py_err(py, e))?;
     Ok((config, sc))
 }
@@ -143,15 +152,63 @@ fn compute<T: Send>(py: Python<'_>, f: impl FnOnce() -> T + Send) -> T {
 /// Every intermediate of the layer: a dict of NumPy arrays named as the CLI's .npz.
 #[pyfunction]
 fn trace<'py>(py: Python<'py>, kwargs: &Bound<'py, PyDict>, tensors: &Bound<'py, PyDict>) -> PyResult<Bound<'py, PyDict>> {
-    let (config, sc) = scenario(py, kwargs, tensors, true)?;
+    let (config, sc) = scenario(py, kwargs, tensors, true, |_, _| Some(0))?;
     let t = compute(py, || forward::trace(&config, &sc)).map_err(|e| py_err(py, e))?;
     arrays_of(py, &t)
+}
+
+/// A layer held on demand (`relattn.Layer`): its forward pass computed once, fused (no (n, n) array), and any
+/// stage of any (batch, head) computed when asked, a block of query rows at a time: O(n·d_model) memory beside
+/// the stage asked, for layers whose whole trace would not fit (a Llama layer at n 2048 has 32 heads of
+/// (2048, 2048) per stage).
+#[pyclass(module = "relattn._relattn", name = "Layer", frozen)]
+struct PyLayer {
+    layer: Layer,
+}
+
+#[pymethods]
+impl PyLayer {
+    /// Stage `stage` of (batch, head) as a 2-D array (a table's or a scheme's stage as it is).
+    #[pyo3(signature = (stage, batch=0, head=0))]
+    fn stage<'py>(&self, py: Python<'py>, stage: &str, batch: usize, head: usize) -> PyResult<Bound<'py, PyArrayDyn<f32>>> {
+        let stage: Stage = stage.parse().map_err(|e| py_err(py, e))?;
+        let m = compute(py, || self.layer.stage(stage, batch, head)).map_err(|e| py_err(py, e))?;
+        Ok(m.into_dyn().into_pyarray(py))
+    }
+
+    /// The stages this layer has, in pipeline order.
+    fn stages(&self) -> Vec<&'static str> {
+        self.layer.stages().into_iter().map(Stage::name).collect()
+    }
+
+    /// The layer's output (b, n, d_model).
+    fn output<'py>(&self, py: Python<'py>) -> Bound<'py, PyArrayDyn<f32>> {
+        self.layer.output.clone().into_dyn().into_pyarray(py)
+    }
+
+    /// (batch, heads, n).
+    fn dims(&self) -> (usize, usize, usize) {
+        self.layer.dims()
+    }
+}
+
+/// The layer of the options and tensors held on demand ([`PyLayer`]), within the memory budget of its forward
+/// pass and one whole stage.
+#[pyfunction]
+fn layer(py: Python<'_>, kwargs: &Bound<'_, PyDict>, tensors: &Bound<'_, PyDict>) -> PyResult<PyLayer> {
+    let (config, sc) = scenario(py, kwargs, tensors, false, stage_work_bytes)?;
+    let layer = compute(py, || {
+        let (projections, output) = forward::forward_projected(&config, &sc)?;
+        Layer::new(&config, sc, projections, output)
+    })
+    .map_err(|e| py_err(py, e))?;
+    Ok(PyLayer { layer })
 }
 
 /// The layer's output (b, n, d_model), by the fused forward: no (n, n) array.
 #[pyfunction]
 fn attention<'py>(py: Python<'py>, kwargs: &Bound<'py, PyDict>, tensors: &Bound<'py, PyDict>) -> PyResult<Bound<'py, PyArrayDyn<f32>>> {
-    let (config, sc) = scenario(py, kwargs, tensors, false)?;
+    let (config, sc) = scenario(py, kwargs, tensors, false, |_, _| Some(0))?;
     let out = compute(py, || forward::forward(&config, &sc)).map_err(|e| py_err(py, e))?;
     Ok(out.into_dyn().into_pyarray(py))
 }
@@ -272,7 +329,7 @@ fn figures<'py>(
     stages: Vec<String>,
     caption: &str,
 ) -> PyResult<(String, Bound<'py, PyBytes>)> {
-    let (config, sc) = scenario(py, kwargs, tensors, true)?;
+    let (config, sc) = scenario(py, kwargs, tensors, true, |_, _| Some(0))?;
     let t = compute(py, || forward::trace(&config, &sc)).map_err(|e| py_err(py, e))?;
     let wanted: Vec<Stage> =
         if stages.is_empty() { t.stages() } else { stages.iter().map(|s| s.parse::<Stage>()).collect::<relattn::Result<_>>().map_err(|e| py_err(py, e))? };
@@ -329,6 +386,8 @@ fn _relattn(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("RelattnError", m.py().get_type::<RelattnError>())?;
     m.add_function(wrap_pyfunction!(trace, m)?)?;
     m.add_function(wrap_pyfunction!(attention, m)?)?;
+    m.add_function(wrap_pyfunction!(layer, m)?)?;
+    m.add_class::<PyLayer>()?;
     m.add_function(wrap_pyfunction!(figures, m)?)?;
     m.add_function(wrap_pyfunction!(model_trace, m)?)?;
     m.add_function(wrap_pyfunction!(model_figures, m)?)?;

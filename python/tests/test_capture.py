@@ -281,3 +281,18 @@ def test_show_draws_a_capture():
     titles = [s["title"] for s in json.loads(w.stages)]
     assert len(titles) == 2 and all(t.endswith("— LlamaForCausalLM, decoder layer 1") for t in titles), titles
     assert w.tokens == cap.tokens[1]
+
+
+def test_a_capture_held_on_demand_gives_the_traces_stages():
+    """capture.stage computes one stage of one (batch, head) on demand: the whole trace's numbers."""
+    cap = llama_capture()
+    t = cap.trace()
+    for name, batch, head in [("weights", 1, 3), ("rotated_k", 0, 2), ("rope_kernel", 0, 0), ("logits", 1, 0)]:
+        got = cap.stage(name, head=head, batch=batch)
+        want = t[name][batch, head] if t[name].ndim == 4 else t[name]
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=name)
+    held = cap.on_demand()
+    assert held is cap.on_demand() and "weights" in held.stages() and held.dims() == (2, 4, N)
+    np.testing.assert_allclose(held.output(), t["output"], rtol=1e-5, atol=1e-5)
+    refused("stage", lambda: cap.stage("no_such_stage"))
+    refused("head", lambda: cap.stage("weights", head=4))

@@ -6,7 +6,7 @@ use crate::files::read_file;
 use relattn::attention::Config;
 use relattn::layer::capture::CaptureInfo;
 use relattn::layer::forward::{self, Sizes, DEFAULT_MEMORY_LIMIT};
-use relattn::layer::on_demand::{block_bytes, largest_stage_floats, Layer};
+use relattn::layer::on_demand::{stage_work_bytes, Layer};
 use relattn::layer::options::{Limits, Resolved};
 use relattn::layer::scenario::{sizes_of, Arrays, Scenario, Spec};
 use relattn::timing::StageTimes;
@@ -35,10 +35,7 @@ impl LayerArgs {
     /// forward, one block of a head's stages, one whole stage and `extra` bytes: what rendering one stage of one
     /// head needs, however many heads the layer has. With the estimate and a captured layer's description.
     pub fn on_demand(&self, extra: u64) -> relattn::Result<(Layer, u64, Option<CaptureInfo>)> {
-        let work = |cfg: &Config, s: &Sizes| {
-            let stage = largest_stage_floats(cfg, s.n, s.d_model)?.checked_mul(4)?;
-            stage.checked_add(block_bytes(cfg, s.n, s.d_model / cfg.heads.max(1))?)?.checked_add(extra)
-        };
+        let work = |cfg: &Config, s: &Sizes| stage_work_bytes(cfg, s)?.checked_add(extra);
         let (cfg, sc, estimate, capture) = self.scenario(false, rayon::current_num_threads(), work)?;
         let (projections, output) = forward::forward_projected(&cfg, &sc)?;
         Ok((Layer::new(&cfg, sc, projections, output)?, estimate, capture))

@@ -286,8 +286,13 @@ fn learned_positions_match_definition() {
         assert_eq!(t.stage(relattn::stage::Stage::Positions, 1, 0).unwrap(), table);
         assert_eq!(t.meta(relattn::stage::Stage::Positions).title.contains("learned"), in_x);
     }
-    let e = Scenario::build(&Config { method: Method::Absolute, ..Config::default() }, &Spec { n, d_model: d, batch: 1, seed: 0 },
-                            [("positions".to_string(), ndarray::ArrayD::zeros(vec![n, d + 1]))].into(), false).unwrap_err();
+    let e = Scenario::build(
+        &Config { method: Method::Absolute, ..Config::default() },
+        &Spec { n, d_model: d, batch: 1, seed: 0 },
+        [("positions".to_string(), ndarray::ArrayD::zeros(vec![n, d + 1]))].into(),
+        false,
+    )
+    .unwrap_err();
     assert!(e.field() == "positions" && e.to_string().contains("(n, d_model)"), "{e}");
 }
 

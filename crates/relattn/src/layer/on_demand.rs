@@ -57,6 +57,13 @@ pub fn block_bytes(cfg: &Config, n: usize, d_head: usize) -> Option<u64> {
     bytes.checked_add(bytes / 8)
 }
 
+/// Bytes a [`Layer`] of these sizes needs beside its forward pass to give one whole stage of one (batch, head):
+/// the stage ([`largest_stage_floats`]) and one block of a head's work arrays ([`block_bytes`]); `None` past u64.
+pub fn stage_work_bytes(cfg: &Config, sizes: &crate::layer::forward::Sizes) -> Option<u64> {
+    let stage = largest_stage_floats(cfg, sizes.n, sizes.d_model)?.checked_mul(4)?;
+    stage.checked_add(block_bytes(cfg, sizes.n, sizes.d_model / cfg.heads.max(1))?)
+}
+
 /// The most floats one stage of a layer of `cfg` holds, or `None` past u64: (n + 1) × the widest of 2n (a
 /// Music layer's skew is (n + 1) × (2n − 1) unmasked), R and d_model — what [`Layer::stage`] adds to the layer.
 pub fn largest_stage_floats(cfg: &Config, n: usize, d_model: usize) -> Option<u64> {
