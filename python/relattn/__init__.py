@@ -55,11 +55,14 @@ def _split(x, kwargs):
         if name in kwargs:
             arrays[name] = kwargs.pop(name)
     for name, a in arrays.items():
-        if hasattr(a, "detach"):  # a PyTorch tensor: its data, without autograd
+        if hasattr(a, "detach"):  # a PyTorch tensor: its data, without autograd, on the CPU
             a = a.detach().cpu()
+            if str(getattr(a, "dtype", "")) in ("torch.float16", "torch.bfloat16"):  # NumPy has no bfloat16: widened as float16 is
+                a = a.float()
         a = _np.asarray(a)
-        # Integers and booleans (a 0/1 key mask) as float32; anything else goes as it is, to be refused by name.
-        arrays[name] = a.astype(_np.float32) if a.dtype.kind in "iub" else a
+        # Integers, booleans (a 0/1 key mask) and half floats as float32; anything else goes as it is, to be
+        # refused by name.
+        arrays[name] = a.astype(_np.float32) if a.dtype.kind in "iub" or a.dtype == _np.float16 else a
     return kwargs, arrays
 
 

@@ -296,3 +296,14 @@ def test_a_capture_held_on_demand_gives_the_traces_stages():
     np.testing.assert_allclose(held.output(), t["output"], rtol=1e-5, atol=1e-5)
     refused("stage", lambda: cap.stage("no_such_stage"))
     refused("head", lambda: cap.stage("weights", head=4))
+
+
+def test_half_precision_arrays_are_widened_and_others_refused_by_name():
+    """float16 and bfloat16 tensors (and float16 arrays) are read as float32; a complex array is refused by name."""
+    x = torch.randn(5, 8)
+    want = relattn.trace(x, method="rope", heads=2)["output"]
+    for half in (x.half(), x.bfloat16(), x.half().numpy()):
+        got = relattn.trace(half, method="rope", heads=2)["output"]
+        np.testing.assert_allclose(got, relattn.trace(np.asarray(torch.as_tensor(half).float()), method="rope", heads=2)["output"])
+        assert np.abs(got - want).max() < 0.05
+    assert "float32" in refused("x", lambda: relattn.trace(np.ones((5, 8), np.complex64), method="rope", heads=2))

@@ -69,7 +69,7 @@ test('the example notebook runs and its widgets draw the stages, with the arrays
   await page.waitForFunction(() => /Idle/.test(document.querySelector('.jp-StatusBar-Widget, #jp-main-statusbar')?.innerText || ''), null, { timeout: 60000 });
   await page.click('.lm-MenuBar-itemLabel:text-is("Run")');
   await page.click('.lm-Menu-itemLabel:text-is("Run All Cells")');
-  await page.waitForFunction(() => document.querySelectorAll('.relattn-widget[data-ready]').length === 5, null, { timeout: 120000 });
+  await page.waitForFunction(() => document.querySelectorAll('.relattn-widget[data-ready]').length === 11, null, { timeout: 180000 });
   const stages = await page.$$eval('.relattn-widget', (ws) => ws.map((w) => [...w.querySelectorAll('figure')].map((f) => f.dataset.stage)));
   assert.deepEqual(stages[0], ['skew_qer', 'skew_padded', 'skew_reshaped', 'skew_sliced', 'relative_logits', 'weights']);
   assert.deepEqual(stages[1], ['rope_kernel', 'rotated_q', 'weights']);
@@ -133,6 +133,28 @@ test('the example notebook runs and its widgets draw the stages, with the arrays
   const [svg] = await Promise.all([page.waitForEvent('download'), seed.locator('figure[data-stage="rel_k"] button:text-is("SVG")').click()]);
   assert.equal(svg.suggestedFilename(), 'relattn-rel_k.svg');
   await page.waitForFunction(() => /t5_buckets - invalid t5_buckets: got 7/.test(document.body.textContent), null, { timeout: 60000 });
+
+  // "Your model": six transformers families captured, each printed equal to the model's own probabilities
+  // (max |Δ| below 1e-5) and drawn titled with the model and layer.
+  const captured = [
+    ['T5EncoderModel, encoder layer 1', ['rel_index', 'rel_k', 'relative_logits', 'weights']],
+    ['LlamaForCausalLM, decoder layer 1', ['rope_angles', 'rope_kernel', 'weights']],
+    ['GPTNeoXForCausalLM, decoder layer 1', ['rope_angles', 'rotated_q', 'weights']],
+    ['GPTJForCausalLM, decoder layer 1', ['rope_kernel', 'weights']],
+    ['BloomForCausalLM, decoder layer 1', ['slopes', 'relative_logits', 'weights']],
+    ['GPT2LMHeadModel, decoder layer 1', ['positions', 'content_logits', 'weights']],
+  ];
+  const gaps = (await page.evaluate(() => document.body.textContent)).match(/max \|Δ\| = [-\d.e]+/g) || [];
+  assert.equal(gaps.length, captured.length, gaps.join('; '));
+  assert.ok(gaps.every((g) => Number(g.split('= ')[1]) < 1e-5), gaps.join('; '));
+  for (const [k, [title, want]] of captured.entries()) {
+    const w = page.locator('.relattn-widget').nth(5 + k);
+    assert.deepEqual(await w.evaluate((el) => [...el.querySelectorAll('figure')].map((f) => f.dataset.stage)), want);
+    const labels = await w.locator('canvas').evaluateAll((cs) => cs.map((c) => c.getAttribute('aria-label')));
+    assert.ok(labels.every((l) => l.includes(title)), labels.join('\n'));
+  }
+  await page.locator('.relattn-widget').nth(6).evaluate((w) => w.scrollIntoView({ block: 'start' }));
+  await page.screenshot({ path: join(artifacts, 'notebook-capture.png') });
   await page.mouse.move(5, 5);
   await page.locator('.relattn-widget').first().evaluate((w) => w.scrollIntoView({ block: 'start' }));
   await page.screenshot({ path: join(artifacts, 'notebook.png') });

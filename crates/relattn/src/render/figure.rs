@@ -121,8 +121,12 @@ pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, fig: &Figure, cel
     let lut = Lut::with_palette(fig.scale, fig.palette);
     let ink = fig.ink;
     root.fill(&ink.background).map_err(err)?;
-    // Title and subtitle span the whole width; the chart and its colorbar share what is below.
-    let body = root.titled(&fig.title, ("sans-serif", 20).into_font().color(&ink.text)).map_err(err)?;
+    // Title and subtitle span the whole width; the chart and its colorbar share what is below. A title too wide
+    // for its line at 20 px shrinks (to 12 px), then is cut with an ellipsis: never clipped at the edges.
+    let title_room = root.dim_in_pixel().0.saturating_sub(16);
+    let title_width = |t: &str, px: u32| root.estimate_text_size(t, &("sans-serif", px).into_font().color(&ink.text)).map_or(0, |(w, _)| w);
+    let (title, px) = fit_title(&fig.title, title_room, title_width);
+    let body = root.titled(&title, ("sans-serif", px).into_font().color(&ink.text)).map_err(err)?;
     // The subtitle (formula, shape, a zoomed window's rows and columns) on as many lines as the width needs
     // (two at most, the second cut with an ellipsis), never clipped mid-word at the figure's edge.
     let sub_font = ("sans-serif", 14).into_font().color(&ink.muted);
@@ -350,6 +354,15 @@ fn wrap_to(text: &str, room: u32, max_lines: usize, width: impl Fn(&str) -> u32)
     lines
 }
 
+/// The title and its size in pixels: at 20 px when it fits `room`, else at the largest size down to 12 px that
+/// fits, else at 12 px cut with an ellipsis ([`wrap_to`]); `width(text, px)` measures.
+fn fit_title(title: &str, room: u32, width: impl Fn(&str, u32) -> u32) -> (String, u32) {
+    match (12..=20).rev().find(|&px| width(title, px) <= room) {
+        Some(px) => (title.to_string(), px),
+        None => (wrap_to(title, room, 1, |t| width(t, 12)).into_iter().next().unwrap_or_default(), 12),
+    }
+}
+
 /// Native text needs a font: DejaVu Sans, embedded.
 #[cfg(not(target_arch = "wasm32"))]
 fn register_fonts() {
@@ -400,6 +413,16 @@ mod tests {
         assert_eq!(wrap_to("a bb ccc", 100, 2, width), ["a bb ccc"]);
         assert_eq!(wrap_to("aaaa bbbb cccc", 90, 2, width), ["aaaa bbbb", "cccc"]);
         assert_eq!(wrap_to("aaaa bbbb cccc dddd eeee", 90, 2, width), ["aaaa bbbb", "cccc ddd…"]);
+    }
+
+    #[test]
+    fn titles_shrink_then_end_with_an_ellipsis() {
+        let width = |t: &str, px: u32| px * t.chars().count() as u32 / 2; // half the size a character
+        assert_eq!(fit_title("Attention weights", 200, width), ("Attention weights".into(), 20));
+        let long = "Rotation angles φ — LlamaForCausalLM, decoder layer 1";
+        assert_eq!(fit_title(long, 400, width), (long.into(), 15));
+        let (cut, px) = fit_title(long, 200, width);
+        assert!(px == 12 && cut.ends_with('…') && width(&cut, 12) <= 200, "{cut}");
     }
 
     /// At n = 4096 the axes carry a few round indices (multiples of one 1-2-5 step), not merged labels.
