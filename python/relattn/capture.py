@@ -30,6 +30,15 @@ Families, and what each one's capture takes from the model:
   the logits where the paper adds −m_h·(i − j) = m_h·(j − i); the two differ by m_h·i, the same for every key
   of a query, which the softmax takes away: the weights are equal, the logits differ by a constant per row.
   BLOOM's attention module also adds its residual to its output; the capture's output is the attention alone.
+- **Falcon** (``falcon``): with ALiBi (Falcon-RW), BLOOM's slopes scaled by 1/√d_head, as Falcon adds them:
+  transformers folds m_h·j/√d_head into the attention mask, and its eager path adds (q·k + m_h·j)/√d_head on top,
+  so eager attention applies the bias twice (slopes 2·m_h/√d_head) where SDPA applies it once; the capture takes
+  the slopes of the path the model runs, read off the module's own inputs; with rotary (Falcon 7B/40B),
+  half-split, the model's cos and sin. Its three fused Q/K/V layouts (one K/V head per query head, one shared
+  K/V head (``multi_query``), grouped K/V heads (``new_decoder_architecture``)) are split as the model splits them.
+- **MPT** (``mpt``): ALiBi with MPT's slopes (``alibi_bias_max``), added as m_h·(j − (L − 1)) for the model's
+  longest length L; it differs from the paper's m_h·(j − i) by a constant per row: equal weights. Q, K and V
+  are the fused projection's three thirds.
 """
 
 import numpy as _np
@@ -37,7 +46,7 @@ import numpy as _np
 from ._relattn import RelattnError
 
 #: The model types (``model.config.model_type``) :func:`capture` knows.
-FAMILIES = ("t5", "mt5", "umt5", "llama", "mistral", "qwen2", "gemma", "gpt_neox", "gptj", "bloom", "gpt2", "opt", "bert")
+FAMILIES = ("t5", "mt5", "umt5", "llama", "mistral", "qwen2", "gemma", "gpt_neox", "gptj", "bloom", "falcon", "mpt", "gpt2", "opt", "bert")
 
 
 def _refuse(field, given, allowed):
@@ -358,6 +367,89 @@ def _bloom(model, layer, input_ids, attention_mask):
     return input_ids, attention_mask, options, arrays, notes
 
 
+def _rows(lin, index):
+    """(W, b) of the output rows ``index`` (a tensor of row numbers, flattened) of a fused ``nn.Linear``."""
+    return _linear(lin, index.reshape(-1))
+
+
+def _falcon(model, layer, input_ids, attention_mask):
+    """Falcon: ALiBi (scaled with the logits) or half-split rotary; three fused Q/K/V layouts."""
+    import math
+
+    import torch
+    from transformers.models.falcon.modeling_falcon import build_alibi_tensor
+
+    config = model.config
+    attn = _pick(_layers(model, "transformer.h", "h"), layer, "decoder").self_attention
+    heads, hd = attn.num_heads, attn.head_dim
+    if attn.new_decoder_architecture:  # per K/V group: its query heads, then its key, then its value
+        kv = attn.num_kv_heads
+        idx = torch.arange(kv * (heads // kv + 2) * hd).view(kv, heads // kv + 2, hd)
+        parts, layout = (idx[:, :-2], idx[:, -2], idx[:, -1]), f"{kv} K/V groups, each its {heads // kv} query heads, a key and a value"
+    elif not attn.multi_query:  # per head: its query, key and value
+        idx = torch.arange(heads * 3 * hd).view(heads, 3, hd)
+        parts, layout = (idx[:, 0], idx[:, 1], idx[:, 2]), "per head: its query, key and value"
+    else:  # every query head, then one key and one value shared by all
+        idx = torch.arange((heads + 2) * hd).view(heads + 2, hd)
+        parts, layout = (idx[:heads], idx[heads], idx[heads + 1]), "every query head, then one key and one value that all share"
+    (w_q, b_q), (w_k, b_k), (w_v, b_v) = (_rows(attn.query_key_value, p) for p in parts)
+    w_o, b_o = _linear(attn.dense)
+    args, kwargs = _run_to(attn, lambda: model(input_ids=input_ids, attention_mask=attention_mask))
+    arrays = {"x": _np32(_hidden(args, kwargs)), "w_q": w_q, "w_k": w_k, "w_v": w_v, "w_o": w_o}
+    arrays.update({name: b for name, b in (("b_q", b_q), ("b_k", b_k), ("b_v", b_v), ("b_o", b_o)) if b is not None})
+    notes = [f"Q, K and V come from one fused projection laid out {layout}."]
+    if config.alibi:
+        # BLOOM's slopes m_h; where Falcon adds m_h·j/√d_head: folded into a 4-D float mask (per head), and again in
+        # the module's eager path ((q·k + alibi)/√d_head), not in its SDPA path.
+        m = build_alibi_tensor(torch.ones(1, 2, dtype=torch.long), heads, torch.float32)[:, 0, 1]
+        mask = kwargs.get("attention_mask")
+        folded = mask is not None and mask.dim() == 4 and mask.shape[1] == heads
+        eager = not (config._attn_implementation == "sdpa" and not kwargs.get("output_attentions", False))
+        times = int(folded) + int(eager)
+        arrays["alibi_slopes"] = _np32(times * m / math.sqrt(hd))
+        options = {"method": "alibi", "heads": heads, "causal": True}
+        notes.append(f"Falcon's slopes here are {times}·m_h/√d_head: BLOOM's m_h, scaled by 1/√d_head, added "
+                     f"{'twice (folded into the mask, and again by the eager path)' if times == 2 else 'once'} as this model runs. "
+                     "They differ from the paper's m_h·(j − i) by a constant per row, which the softmax takes away.")
+    else:
+        cos, sin = kwargs["position_embeddings"]
+        arrays["rope_cos"] = _np32(_same_for_the_batch(cos, "position_ids")[:, : hd // 2])
+        arrays["rope_sin"] = _np32(_same_for_the_batch(sin, "position_ids")[:, : hd // 2])
+        options = {"method": "rope", "heads": heads, "causal": True, "rope_layout": "half"}
+        notes.append("Rotary in the half-split layout with the model's own cos and sin.")
+    return input_ids, attention_mask, options, arrays, notes
+
+
+def _mpt(model, layer, input_ids, attention_mask):
+    """MPT: ALiBi with MPT's slopes; Q, K, V the fused projection's thirds."""
+    import torch
+    from transformers.models.mpt.modeling_mpt import build_mpt_alibi_tensor
+
+    config = model.config
+    attn_config = config.attn_config
+    attn = _pick(_layers(model, "transformer.blocks", "blocks"), layer, "decoder").attn
+    heads, hd = attn.n_heads, attn.head_dim
+    if not attn_config.alibi:
+        raise _refuse("model", "an MPT config without ALiBi", "attn_config.alibi = True (MPT's ALiBi)")
+    if attn.clip_qkv:
+        raise _refuse("model", f"clip_qkv {attn.clip_qkv}", "an MPT config without clip_qkv (relattn does not clamp Q, K and V)")
+    if abs(attn.softmax_scale - hd ** -0.5) > 1e-12:
+        raise _refuse("model", f"softmax_scale {attn.softmax_scale}", f"1/√head_dim = {hd ** -0.5}")
+    d = config.d_model
+    (w_q, b_q), (w_k, b_k), (w_v, b_v) = (_linear(attn.Wqkv, torch.arange(p * d, (p + 1) * d)) for p in range(3))
+    w_o, b_o = _linear(attn.out_proj)
+    args, kwargs = _run_to(attn, lambda: model(input_ids=input_ids, attention_mask=attention_mask))
+    # MPT's bias at key j is slope × (j − (L − 1)): two positions give the slope.
+    slopes = -build_mpt_alibi_tensor(heads, 2, attn_config.alibi_bias_max)[:, 0, 0]
+    arrays = {"x": _np32(_hidden(args, kwargs)), "w_q": w_q, "w_k": w_k, "w_v": w_v, "w_o": w_o, "alibi_slopes": _np32(slopes)}
+    arrays.update({name: b for name, b in (("b_q", b_q), ("b_k", b_k), ("b_v", b_v), ("b_o", b_o)) if b is not None})
+    options = {"method": "alibi", "heads": heads, "causal": True}
+    notes = [f"MPT's slopes (alibi_bias_max {attn_config.alibi_bias_max}); it adds m_h·(j − (L − 1)), which differs from the paper's "
+             "m_h·(j − i) by a constant per row, which the softmax takes away.",
+             "Q, K and V are the fused projection's three thirds."]
+    return input_ids, attention_mask, options, arrays, notes
+
+
 def _conv1d(conv, cols=None):
     """(W, b) of GPT-2's ``Conv1D``, which stores its weight (in, out) and computes x W + b as relattn does;
     columns ``cols`` only (a part of the fused projection)."""
@@ -433,7 +525,7 @@ def capture(model, layer=0, *, input_ids, attention_mask=None, decoder_input_ids
         if part not in (None, "encoder" if family == "bert" else "decoder"):
             raise _refuse("part", repr(part), f"'{'encoder' if family == 'bert' else 'decoder'}' (a {family} model has no other)")
         part = "encoder" if family == "bert" else "decoder"
-        run = {"llama": _rotary, "mistral": _rotary, "qwen2": _rotary, "gemma": _rotary, "gpt_neox": _neox, "gptj": _gptj, "bloom": _bloom,
+        run = {"llama": _rotary, "mistral": _rotary, "qwen2": _rotary, "gemma": _rotary, "gpt_neox": _neox, "gptj": _gptj, "bloom": _bloom, "falcon": _falcon, "mpt": _mpt,
                "gpt2": _absolute, "opt": _absolute, "bert": _absolute}[family]
         ids, mask, options, arrays, notes = run(model, layer, input_ids, attention_mask)
     if mask is not None:

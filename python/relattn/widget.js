@@ -6,21 +6,34 @@
 // pair in every such view (the model's `pinned`); a click on a row of a relative table (w^K, E_r, T5's bias per
 // bucket) shades every pair that reads it (its readers, from Rust: src/positions Scheme::reader_runs); a PNG
 // and an SVG of any figure. The figures are src/protocol's NotebookFigure; the wasm and its glue come from the
-// Python package as a buffer and a string: nothing is fetched.
+// Python package, sent once a page on request (load): nothing is fetched, and nothing of them is saved.
 import { FRAME, cellAt, cellText, download, figureSpec, outline, readerRuns, shade, withCells } from '../../www/js/shared/figure-core.js';
 
 let loading = null;
 
-/** The page's wasm module, loaded once a page from the widget's own copy. */
+/** The page's wasm module, loaded once a page: the first widget asks its kernel for the wasm and its glue (a
+ *  custom message, answered with the bytes as a buffer), so neither is kept in any widget's state nor saved with
+ *  the notebook. */
 function load(model) {
   if (!loading) {
     loading = (async () => {
-      const url = URL.createObjectURL(new Blob([model.get('_glue')], { type: 'text/javascript' }));
+      const reply = new Promise((resolve) => {
+        const got = (msg, buffers) => {
+          if (msg?.type !== 'wasm') return;
+          model.off('msg:custom', got);
+          resolve({ glue: msg.glue, wasm: buffers[0] });
+        };
+        model.on('msg:custom', got);
+      });
+      model.send({ type: 'wasm?' });
+      const { glue, wasm } = await reply;
+      const url = URL.createObjectURL(new Blob([glue], { type: 'text/javascript' }));
       const ui = await import(/* webpackIgnore: true */ url);
-      const dv = model.get('_wasm');
-      await ui.default({ module_or_path: new Uint8Array(dv.buffer, dv.byteOffset, dv.byteLength) });
+      const bytes = wasm instanceof DataView ? new Uint8Array(wasm.buffer, wasm.byteOffset, wasm.byteLength) : new Uint8Array(wasm);
+      await ui.default({ module_or_path: bytes });
       return ui;
     })();
+    loading.catch(() => { loading = null; });
   }
   return loading;
 }

@@ -1,9 +1,10 @@
 """The notebook widget (anywidget): a layer's stages drawn as the relattn page draws them.
 
 Everything it needs is inside the package: the page's own wasm module and its JavaScript glue
-(``relattn/static/``, copied from www/pkg when the wheel is built) travel to the browser with the widget, as
-a binary buffer and a string, so it works offline and behind a firewall (no CDN). The stages' values travel
-as one binary buffer of float32, not as JSON.
+(``relattn/static/``, copied from www/pkg when the wheel is built) go to the browser when its first widget asks
+(a custom message answered with a binary buffer and a string), so it works offline and behind a firewall (no
+CDN), and a saved notebook keeps only the figures, not the 2 MB module once per widget. The stages' values
+travel as one binary buffer of float32, not as JSON.
 """
 
 import pathlib
@@ -22,8 +23,6 @@ class Figures(anywidget.AnyWidget):
 
     #: widget.js with the page's figure core bundled in (``make widget``).
     _esm = _HERE / "static" / "widget.js"
-    _glue = traitlets.Unicode().tag(sync=True)
-    _wasm = traitlets.Bytes().tag(sync=True)
     #: The stages' metadata, shapes, colour ranges and offsets (JSON, from the crate).
     stages = traitlets.Unicode("[]").tag(sync=True)
     #: Their values, float32 little-endian, concatenated.
@@ -41,11 +40,20 @@ def _static(name):
     return path
 
 
+def _send_wasm(widget, content, buffers):
+    """Answers a widget's request for the page's wasm and glue (widget.js ``load``)."""
+    if isinstance(content, dict) and content.get("type") == "wasm?":
+        widget.send({"type": "wasm", "glue": _static("relattn.js").read_text(encoding="utf-8")}, [_static("relattn_bg.wasm").read_bytes()])
+
+
 def widget(meta, values, tokens=()):
-    """A :class:`Figures` widget of figures as the crate packs them (``meta``: JSON, ``values``: bytes), with
-    the page's wasm and glue from the package."""
-    return Figures(_glue=_static("relattn.js").read_text(encoding="utf-8"), _wasm=_static("relattn_bg.wasm").read_bytes(),
-                   stages=meta, values=values, tokens=list(tokens))
+    """A :class:`Figures` widget of figures as the crate packs them (``meta``: JSON, ``values``: bytes); it asks
+    for the page's wasm and glue from the package when drawn."""
+    for name in ("relattn.js", "relattn_bg.wasm"):
+        _static(name)  # refused now, by name, rather than when the browser asks
+    w = Figures(stages=meta, values=values, tokens=list(tokens))
+    w.on_msg(_send_wasm)
+    return w
 
 
 def figures(options, arrays, batch=0, head=0, stages=(), tokens=(), caption=""):

@@ -85,6 +85,10 @@ DECODERS = {
                      rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5}),
     "gptj": dict(cls="GPTJForCausalLM", n_embd=32, n_head=4, rotary_dim=4, n_positions=64),
     "bloom": dict(cls="BloomForCausalLM", hidden_size=32, n_head=4),
+    "falcon-alibi": dict(cls="FalconForCausalLM", hidden_size=32, num_attention_heads=4, alibi=True, multi_query=False, parallel_attn=False, bias=True),
+    "falcon-multi-query": dict(cls="FalconForCausalLM", hidden_size=32, num_attention_heads=4, alibi=False, multi_query=True, parallel_attn=True),
+    "falcon-grouped": dict(cls="FalconForCausalLM", hidden_size=32, num_attention_heads=4, alibi=False, new_decoder_architecture=True, num_kv_heads=2),
+    "mpt": dict(cls="MptForCausalLM", d_model=32, n_heads=4, expansion_ratio=2, max_seq_len=64, attn_config={"alibi": True, "alibi_bias_max": 8}),
     "gpt2": dict(cls="GPT2LMHeadModel", n_embd=32, n_head=4, n_positions=64),
     "opt": dict(cls="OPTForCausalLM", hidden_size=32, ffn_dim=48, num_attention_heads=4, word_embed_proj_dim=32, max_position_embeddings=64,
                 pad_token_id=0),
@@ -95,13 +99,14 @@ DECODERS = {
 def test_decoder_layers_equal_the_model(name):
     spec = dict(DECODERS[name])
     cls = getattr(transformers, spec.pop("cls"))
-    layers = {"gptj": "n_layer", "bloom": "n_layer", "gpt2": "n_layer"}.get(name, "num_hidden_layers")
+    layers = {"gptj": "n_layer", "bloom": "n_layer", "gpt2": "n_layer", "mpt": "n_layers"}.get(name, "num_hidden_layers")
     model = build(cls, vocab_size=VOCAB, **{layers: 2}, **spec)
     ids, mask = inputs()
     cap = relattn.capture(model, 1, input_ids=ids, attention_mask=mask)
     family = cap.family
     path = {"gpt_neox": "gpt_neox.layers.1.attention", "gptj": "transformer.h.1.attn", "bloom": "transformer.h.1.self_attention",
-            "gpt2": "transformer.h.1.attn", "opt": "model.decoder.layers.1.self_attn"}.get(family)
+            "gpt2": "transformer.h.1.attn", "opt": "model.decoder.layers.1.self_attn", "falcon": "transformer.h.1.self_attention",
+            "mpt": "transformer.blocks.1.attn"}.get(family)
     base = model.model if hasattr(model, "model") else model
     module = model.get_submodule(path) if path else base.layers[1].self_attn
     seen, outputs = module_io(model, module, lambda: model(input_ids=ids, attention_mask=mask, output_attentions=True))
@@ -109,7 +114,8 @@ def test_decoder_layers_equal_the_model(name):
     if family == "bloom":  # BLOOM's module adds the residual to its output
         output = output - (seen["kwargs"].get("residual") if "residual" in seen["kwargs"] else seen["args"][1])
     check(cap, outputs.attentions[1], output)
-    assert cap.options["method"] == {"bloom": "alibi", "gpt2": "absolute", "opt": "absolute"}.get(family, "rope")
+    want = {"bloom": "alibi", "mpt": "alibi", "gpt2": "absolute", "opt": "absolute", "falcon": "alibi" if getattr(model.config, "alibi", False) else "rope"}
+    assert cap.options["method"] == want.get(family, "rope")
     assert cap.arrays["x"].shape == (2, N, model.config.hidden_size)
 
 
@@ -209,8 +215,10 @@ def test_refusals_name_what_and_list_what_is_supported():
     assert "float32" in refused("model", lambda: relattn.capture(build(transformers.LlamaForCausalLM, vocab_size=VOCAB, hidden_size=32,
                                                                             intermediate_size=48, num_attention_heads=4, num_hidden_layers=1).half(),
                                                                       0, input_ids=ids))
-    falcon = build(transformers.FalconForCausalLM, vocab_size=VOCAB, hidden_size=32, num_attention_heads=4, num_hidden_layers=1)
-    assert "llama" in refused("model", lambda: relattn.capture(falcon, 0, input_ids=ids))
+    xglm = build(transformers.XGLMForCausalLM, vocab_size=VOCAB, d_model=32, attention_heads=4, num_layers=1, ffn_dim=48)
+    assert "llama" in refused("model", lambda: relattn.capture(xglm, 0, input_ids=ids))
+    clipped = build(transformers.MptForCausalLM, vocab_size=VOCAB, d_model=32, n_heads=4, n_layers=1, attn_config={"alibi": True, "clip_qkv": 6.0})
+    assert "clip_qkv" in refused("model", lambda: relattn.capture(clipped, 0, input_ids=ids))
     refused("model", lambda: relattn.capture(object(), 0, input_ids=ids))
     t5 = build(transformers.T5ForConditionalGeneration, vocab_size=VOCAB, d_model=32, d_kv=8, num_heads=4, d_ff=48, num_layers=1)
     assert "cross-attention" in refused("part", lambda: relattn.capture(t5, 0, input_ids=ids, part="cross"))
@@ -307,3 +315,21 @@ def test_half_precision_arrays_are_widened_and_others_refused_by_name():
         np.testing.assert_allclose(got, relattn.trace(np.asarray(torch.as_tensor(half).float()), method="rope", heads=2)["output"])
         assert np.abs(got - want).max() < 0.05
     assert "float32" in refused("x", lambda: relattn.trace(np.ones((5, 8), np.complex64), method="rope", heads=2))
+
+
+def test_falcon_alibi_as_each_attention_path_runs_it():
+    """transformers' Falcon adds ALiBi twice under eager attention (folded into the mask, and in the module) and
+    once under SDPA: each capture's output equals the module's own output on its path."""
+    torch.manual_seed(0)
+    ids, mask = inputs()
+    outs = {}
+    for path in ("eager", "sdpa"):
+        config = transformers.FalconConfig(vocab_size=VOCAB, hidden_size=32, num_attention_heads=4, num_hidden_layers=2, alibi=True,
+                                           multi_query=False, parallel_attn=False, bias=True, initializer_range=0.3, attn_implementation=path)
+        torch.manual_seed(0)
+        model = transformers.FalconForCausalLM(config).eval()
+        cap = relattn.capture(model, 1, input_ids=ids, attention_mask=mask)
+        seen, _ = module_io(model, model.transformer.h[1].self_attention, lambda: model(input_ids=ids, attention_mask=mask))
+        assert rel(cap.attention(), seen["out"].numpy()) <= TOL, path
+        outs[path] = cap.arrays["alibi_slopes"]
+    np.testing.assert_allclose(outs["eager"], 2 * outs["sdpa"])

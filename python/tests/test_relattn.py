@@ -242,3 +242,23 @@ def test_widgets_carry_the_stages_and_values():
     seed = json.loads(relattn.show(preset="seed004", stages=["rel_k", "weights"]).stages)
     runs = seed[0]["readers"][2]
     assert sum(hi - lo for lo, hi in zip(runs[::2], runs[1::2])) == 4 and seed[1]["readers"] == []
+
+
+def test_a_widget_keeps_no_wasm_in_its_state():
+    """The page's wasm and glue go to the browser on request (a custom message), never into the widget's saved state."""
+    from relattn.widget import _send_wasm
+
+    w = relattn.show(method="rope", n=6, d_model=8, heads=2, stages=["weights"])
+    state = w.get_state()
+    assert not any(isinstance(v, (bytes, memoryview)) and len(v) > 100_000 for v in state.values()), {k: type(v) for k, v in state.items()}
+    sent = []
+
+    class Fake:
+        def send(self, content, buffers):
+            sent.append((content, buffers))
+
+    _send_wasm(Fake(), {"type": "other"}, [])
+    assert sent == []
+    _send_wasm(Fake(), {"type": "wasm?"}, [])
+    (content, [wasm]), = sent
+    assert content["type"] == "wasm" and "export" in content["glue"] and wasm[:4] == b"\0asm"

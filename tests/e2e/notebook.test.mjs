@@ -4,7 +4,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, copyFileSync, rmSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, copyFileSync, rmSync, existsSync, mkdirSync, writeFileSync, readFileSync, statSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -39,6 +39,9 @@ before(async () => {
   const settings = join(home, '.lab-settings');
   mkdirSync(join(settings, '@jupyterlab', 'apputils-extension'), { recursive: true });
   writeFileSync(join(settings, '@jupyterlab', 'apputils-extension', 'notification.jupyterlab-settings'), '{ "fetchNews": "false", "checkForUpdates": false }');
+  // Widgets' state saved with the notebook (Settings ▸ Save Widget State Automatically), as the notebook's size is checked.
+  mkdirSync(join(settings, '@jupyter-widgets', 'jupyterlab-manager'), { recursive: true });
+  writeFileSync(join(settings, '@jupyter-widgets', 'jupyterlab-manager', 'plugin.jupyterlab-settings'), '{ "saveState": true }');
   const env = { ...process.env, HOME: home, JUPYTER_CONFIG_DIR: join(home, '.jupyter'), JUPYTER_RUNTIME_DIR: join(home, '.runtime'), JUPYTERLAB_SETTINGS_DIR: settings };
   lab = spawn(JUPYTER, ['lab', '--no-browser', `--ServerApp.port=${port}`, '--ServerApp.ip=127.0.0.1', '--ServerApp.token=', '--ServerApp.password=',
     `--ServerApp.root_dir=${home}`, '--ServerApp.port_retries=0', '--LabApp.news_url=', '--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate', '--allow-root'],
@@ -155,6 +158,21 @@ test('the example notebook runs and its widgets draw the stages, with the arrays
   }
   await page.locator('.relattn-widget').nth(6).evaluate((w) => w.scrollIntoView({ block: 'start' }));
   await page.screenshot({ path: join(artifacts, 'notebook-capture.png') });
+
+  // Saved with its widgets' state, the notebook keeps their figures (the 1024 × 1024 stage's values are 4 MiB, 5.6
+  // MB in base64), not the page's 2 MB wasm and its glue once per widget (11 widgets: 23 MB more).
+  const saved = join(home, 'relattn.ipynb');
+  await page.keyboard.press('Control+s');
+  // The tab's dirty mark clears once the server has written the file.
+  await page.waitForFunction(() => !document.querySelector('.jp-mod-dirty'), null, { timeout: 30000 });
+  const nb = JSON.parse(readFileSync(saved, 'utf8'));
+  const states = Object.values(nb.metadata?.widgets?.['application/vnd.jupyter.widget-state+json']?.state || {});
+  const widgets = states.filter((w) => w.model_name === 'AnyModel');
+  assert.ok(widgets.length >= 11, `saved widget states: ${states.length}`);
+  assert.ok(widgets.every((w) => !('_wasm' in w.state) && !('_glue' in w.state)), Object.keys(widgets[0].state).join(', '));
+  const size = statSync(saved).size;
+  console.log(`# the notebook saved with 11 widgets' state: ${(size / 1e6).toFixed(2)} MB`);
+  assert.ok(size < 7e6, `${size} bytes`);
   await page.mouse.move(5, 5);
   await page.locator('.relattn-widget').first().evaluate((w) => w.scrollIntoView({ block: 'start' }));
   await page.screenshot({ path: join(artifacts, 'notebook.png') });
