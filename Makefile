@@ -1,6 +1,7 @@
 # relattn: two commands do all set-up on a fresh machine.
 #   make serve   installs what is missing, builds the wasm, serves www/ and prints the URL
 #   make test    installs what the tests need and runs every test
+#   make wheel   the Python package, whole (extension, widget, models), as target/wheels/relattn-*.whl for pip
 #   make check   formatting, clippy with warnings as errors (native, wasm32, fuzz targets), the scripts' syntax, Python lint,
 #                the page's protocol types current, its messages and its worker type-checked against them
 PORT ?= 8080
@@ -10,7 +11,7 @@ WASM_DEBUG = $(or $(CARGO_TARGET_DIR),target)/wasm32-unknown-unknown/debug/relat
 # Cargo features of the wasm build: none for make serve; the e2e tests need the test hooks (crates/relattn-wasm/Cargo.toml).
 WASM_FEATURES ?=
 
-.PHONY: check protocol serve wasm vendor widget deps-wasm deps-web deps-gpu deps-python test test-rust test-python test-web test-wasm test-e2e train fixtures
+.PHONY: check protocol serve wasm vendor widget wheel deps-wasm deps-web deps-gpu deps-python test test-rust test-python test-web test-wasm test-e2e train fixtures
 
 deps-wasm:
 	@rustup target list --installed | grep -qx wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
@@ -81,11 +82,16 @@ test-rust: deps-gpu
 	cargo test --all-targets --features relattn/test-hooks
 
 # --- the Python package (python/) ------------------------------------------------------------------
-# A virtual environment of its own (target/pyvenv: maturin, numpy, pytest, anywidget, jupyterlab, torch and transformers
-# for relattn.capture's tests, about 6 GB); the wheel is
-# built from the crate with maturin (abi3), with the page's wasm inside for the notebook widget, and installed
-# there; pytest checks it against the command line's .npz; tests/e2e/notebook.test.mjs runs examples/ in JupyterLab.
+# make wheel, the one command for Python users: target/wheels/relattn-*.whl, the crate's extension built by maturin
+# (abi3, in a small virtual environment of its own, target/wheelvenv), with what the package carries brought in by
+# this target (into python/relattn/static and python/relattn/models, git-ignored): the page's wasm and glue for the
+# notebook widget (a release build without the test hooks), the widget's bundle and the trained chorale models.
+# The tests install that wheel in a virtual environment of their own (target/pyvenv: maturin, numpy, pytest,
+# anywidget, jupyterlab, and torch and transformers for relattn.capture's tests: about 6 GB); pytest checks it
+# against the command line's .npz and the transformers models; tests/e2e/notebook.test.mjs runs examples/ in JupyterLab.
 PYVENV = target/pyvenv
+WHEEL_VENV = target/wheelvenv
+WHEEL_WWW = target/wheel-www
 deps-python:
 	@test -x $(PYVENV)/bin/python || python3 -m venv $(PYVENV)
 	@# JupyterLab runs its bundled yarn.js with node, which would take this repository's package.json
@@ -99,13 +105,19 @@ widget: vendor
 	@mkdir -p python/relattn/static
 	node_modules/.bin/esbuild python/relattn/widget.js --bundle --format=esm --log-level=warning --outfile=python/relattn/static/widget.js
 
-test-python: WASM_FEATURES = --features test-hooks
-test-python: deps-python wasm widget
-	cargo build -p relattn-cli
+wheel: deps-wasm widget
+	@test -x $(WHEEL_VENV)/bin/maturin || { python3 -m venv $(WHEEL_VENV) && $(WHEEL_VENV)/bin/pip install --quiet maturin==1.16.0; }
+	cargo build -p relattn-wasm --lib --target wasm32-unknown-unknown --release
+	wasm-bindgen --target web --no-typescript --out-name relattn --out-dir $(WHEEL_WWW) $(WASM)
 	@mkdir -p python/relattn/static python/relattn/models
-	@cp -u www/pkg/relattn.js www/pkg/relattn_bg.wasm python/relattn/static/
-	@cp -u models/chorales-*.safetensors models/chorales-test.json python/relattn/models/
-	CARGO_TARGET_DIR=target/python $(PYVENV)/bin/maturin build --release -m python/Cargo.toml -o target/wheels
+	cp $(WHEEL_WWW)/relattn.js $(WHEEL_WWW)/relattn_bg.wasm python/relattn/static/
+	cp models/chorales-*.safetensors models/chorales-test.json python/relattn/models/
+	@rm -f target/wheels/relattn-*.whl
+	CARGO_TARGET_DIR=target/python $(WHEEL_VENV)/bin/maturin build --release -m python/Cargo.toml -o target/wheels
+	@echo "Built $$(ls target/wheels/relattn-*.whl). Install it with: pip install '$$(ls target/wheels/relattn-*.whl)[notebook]'"
+
+test-python: deps-python wheel
+	cargo build -p relattn-cli
 	$(PYVENV)/bin/pip install --quiet --force-reinstall --no-deps target/wheels/relattn-*-cp39-abi3-*.whl
 	cd target && RELATTN_BIN=$(CURDIR)/target/debug/relattn $(CURDIR)/$(PYVENV)/bin/python -m pytest -q $(CURDIR)/python/tests
 

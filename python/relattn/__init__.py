@@ -70,8 +70,9 @@ def trace(x=None, **options):
     """Every intermediate of one layer, as a dict of NumPy arrays named as ``relattn compute``'s .npz.
 
     ``x`` (n, d_model) or (b, n, d_model) and any other array by name; options as the command line's
-    (``method``, ``n``, ``d_model``, ``heads``, ``clip``, ``seed``, ``causal``, ``rel_v``, ``preset``,
-    ``rope_base``, ``t5_buckets``, …: :data:`OPTIONS`). The GIL is released while it computes.
+    (``method``, ``n``, ``d_model``, ``heads``, ``clip``, ``seed``, ``causal``, ``relative_values``, ``preset``,
+    ``rope_base``, ``t5_buckets``, …: :data:`OPTIONS`); ``threads``: how many threads compute it (1 to 256;
+    default one a core), a keyword every function here takes. The GIL is released while it computes.
     """
     options, arrays = _split(x, options)
     return _relattn.trace(options, arrays)
@@ -150,19 +151,23 @@ def _model_files(model, data):
 
     model_path = _MODELS / f"chorales-{model}.safetensors" if model in MODELS else pathlib.Path(model)
     data_path = _MODELS / "chorales-test.json" if data is None else pathlib.Path(data)
+    for packaged in (p for p in (model_path, data_path) if p.parent == _MODELS and not p.exists()):
+        from .capture import _refuse
+
+        raise _refuse("package", f"{packaged} missing", "a relattn built whole, with its models: `make wheel` in the repository, then pip install the wheel")
     return (str(model_path), model_path.read_bytes()), (str(data_path), data_path.read_bytes())
 
 
-def model_trace(model="music", *, piece, start=0, length=None, layer=0, head=0, data=None):
+def model_trace(model="music", *, piece, start=0, length=None, layer=0, head=0, data=None, threads=None):
     """Every attention stage of one head of a trained chorale model, on the real hidden states of a window of a
     Bach chorale: the arrays of ``relattn model trace``. ``model``: a name of :data:`MODELS` or a .safetensors
     path; ``data``: the chorale data (default: the packaged test split); ``piece``: a BWV number ("10.7").
     """
     (model_name, model_bytes), (data_name, data_bytes) = _model_files(model, data)
-    return _relattn.model_trace(model_bytes, model_name, data_bytes, data_name, str(piece), start, length, layer, head)
+    return _relattn.model_trace(model_bytes, model_name, data_bytes, data_name, str(piece), start, length, layer, head, threads)
 
 
-def show_model(model="music", *, piece, start=0, length=64, data=None):
+def show_model(model="music", *, piece, start=0, length=64, data=None, threads=None):
     """Model mode in a cell: every head of every layer of a trained chorale model, its attention weights on the
     real hidden states of a window of a Bach chorale, each titled with what the head does (its attention by
     distance, named in the piece's meter: "99 % on the predicted voice, one 16th back"). ``model``, ``data``
@@ -171,4 +176,4 @@ def show_model(model="music", *, piece, start=0, length=64, data=None):
     from .widget import widget
 
     (model_name, model_bytes), (data_name, data_bytes) = _model_files(model, data)
-    return widget(*_relattn.model_figures(model_bytes, model_name, data_bytes, data_name, str(piece), start, length))
+    return widget(*_relattn.model_figures(model_bytes, model_name, data_bytes, data_name, str(piece), start, length, threads))

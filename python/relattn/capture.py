@@ -84,17 +84,17 @@ class Capture:
         """One stage of one (batch, head), computed on demand (:meth:`on_demand`): memory O(n·d_model) beside it."""
         return self.on_demand().stage(name, batch, head)
 
-    def trace(self):
+    def trace(self, threads=None):
         """Every stage of the layer, as :func:`relattn.trace` gives them."""
         from . import trace
 
-        return trace(**self.options, **self.arrays)
+        return trace(**self.options, **self.arrays, threads=threads)
 
-    def attention(self):
+    def attention(self, threads=None):
         """The layer's output (b, n, d_model) alone, by relattn's fused forward."""
         from . import attention
 
-        return attention(**self.options, **self.arrays)
+        return attention(**self.options, **self.arrays, threads=threads)
 
     def title(self):
         """The layer in one line: "meta-llama/Llama-3.2-1B, decoder layer 3" (as the command line and the page title it)."""

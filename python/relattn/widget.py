@@ -13,6 +13,7 @@ import anywidget
 import traitlets
 
 from . import _relattn
+from .capture import _refuse
 
 _HERE = pathlib.Path(__file__).resolve().parent
 
@@ -36,7 +37,7 @@ class Figures(anywidget.AnyWidget):
 def _static(name):
     path = _HERE / "static" / name
     if not path.exists():
-        raise FileNotFoundError(f"{path} is missing: this relattn was built without the page's wasm (make test-python copies it)")
+        raise _refuse("package", f"{path} missing", "a relattn built whole, with the widget's files: `make wheel` in the repository, then pip install the wheel")
     return path
 
 

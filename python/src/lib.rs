@@ -76,6 +76,9 @@ fn options(py: Python<'_>, kwargs: &Bound<'_, PyDict>) -> PyResult<LayerOptions>
     let mut given = serde_json::Map::new();
     for (key, value) in kwargs.iter() {
         let name: String = key.extract()?;
+        if name == THREADS {
+            continue; // not a layer's option: how many threads compute it (threads_of)
+        }
         if let Some(v) = json_of(py, &name, &value)? {
             given.insert(name, v);
         }
@@ -122,27 +125,58 @@ fn scenario(
     tensors: &Bound<'_, PyDict>,
     trace: bool,
     extra: impl Fn(&relattn::Config, &Sizes) -> Option<u64>,
-) -> PyResult<(relattn::Config, Scenario)> {
+) -> PyResult<(relattn::Config, Scenario, usize)> {
+    let threads = threads_of(py, kwargs)?;
     let Resolved { config, spec, mut arrays, per_head_tables } = options(py, kwargs)?.resolve(&Limits::NONE).map_err(|e| py_err(py, e))?;
     arrays.extend(self::arrays(py, tensors)?);
     let spec = relattn::layer::scenario::sizes_of(&arrays, &spec).map_err(|e| py_err(py, e))?;
-    let sizes = Sizes { batch: spec.batch, n: spec.n, d_model: spec.d_model, per_head_tables, trace, parallel: rayon_threads() };
+    let sizes = Sizes { batch: spec.batch, n: spec.n, d_model: spec.d_model, per_head_tables, trace, parallel: threads };
     forward::check_budget(&config, &sizes, extra, DEFAULT_MEMORY_LIMIT).map_err(|e| py_err(py, e))?;
-    let sc = compute(py, || Scenario::build(&config, &spec, arrays, per_head_tables)).map_err(|e| py_err(py, e))?;
-    Ok((config, sc))
+    let sc = compute(py, threads, || Scenario::build(&config, &spec, arrays, per_head_tables)).map_err(|e| py_err(py, e))?;
+    Ok((config, sc, threads))
 }
 
-/// Heads computed at once: one a core.
+/// The keyword that sets how many threads compute a call (beside the layer's options).
+const THREADS: &str = "threads";
+/// Most threads a call may ask for.
+const MAX_THREADS: i64 = 256;
+
+/// Threads by default: one a core.
 fn rayon_threads() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
-/// Runs `f` inside this module's rayon pool (one thread a core, made once), the GIL released. Called from
-/// outside a pool, each of the layer's parallel steps would be handed to the global pool and waited for (1.4×
-/// the time at n 2048 on 2 cores); inside, the calling thread is one of the workers, as in the command line.
-fn compute<T: Send>(py: Python<'_>, f: impl FnOnce() -> T + Send) -> T {
-    static POOL: std::sync::OnceLock<Option<rayon::ThreadPool>> = std::sync::OnceLock::new();
-    let pool = POOL.get_or_init(|| rayon::ThreadPoolBuilder::new().num_threads(rayon_threads()).build().ok());
+/// The `threads` keyword of `kwargs` (None or absent: one a core), a whole number 1..=256, refused by name.
+fn threads_of(py: Python<'_>, kwargs: &Bound<'_, PyDict>) -> PyResult<usize> {
+    threads(py, kwargs.get_item(THREADS)?.as_ref())
+}
+
+/// A `threads` value (None: one a core), a whole number 1..=256, refused by name.
+fn threads(py: Python<'_>, v: Option<&Bound<'_, PyAny>>) -> PyResult<usize> {
+    let Some(v) = v.filter(|v| !v.is_none()) else { return Ok(rayon_threads()) };
+    let given = || v.repr().map(|r| r.to_string()).unwrap_or_default();
+    match v.extract::<i64>() {
+        Ok(n) if !v.is_instance_of::<pyo3::types::PyBool>() && (1..=MAX_THREADS).contains(&n) => Ok(n as usize),
+        _ => Err(refuse(py, THREADS, given(), format!("a whole number in 1..={MAX_THREADS} (default: one a core)"))),
+    }
+}
+
+/// Runs `f` inside this module's rayon pool of `threads` threads (made once for each count asked), the GIL
+/// released. Called from outside a pool, each of the layer's parallel steps would be handed to the global pool
+/// and waited for (1.4× the time at n 2048 on 2 cores); inside, the calling thread is one of the workers, as in
+/// the command line.
+fn compute<T: Send>(py: Python<'_>, threads: usize, f: impl FnOnce() -> T + Send) -> T {
+    use std::collections::HashMap;
+    use std::sync::{Arc, Mutex};
+    static POOLS: Mutex<Option<HashMap<usize, Arc<rayon::ThreadPool>>>> = Mutex::new(None);
+    let pool = {
+        let mut pools = POOLS.lock().unwrap_or_else(|e| e.into_inner());
+        let pools = pools.get_or_insert_with(HashMap::new);
+        match pools.get(&threads) {
+            Some(p) => Some(p.clone()),
+            None => rayon::ThreadPoolBuilder::new().num_threads(threads).build().ok().map(|p| pools.entry(threads).or_insert(Arc::new(p)).clone()),
+        }
+    };
     py.detach(|| match pool {
         Some(pool) => pool.install(f),
         None => f(),
@@ -152,8 +186,8 @@ fn compute<T: Send>(py: Python<'_>, f: impl FnOnce() -> T + Send) -> T {
 /// Every intermediate of the layer: a dict of NumPy arrays named as the CLI's .npz.
 #[pyfunction]
 fn trace<'py>(py: Python<'py>, kwargs: &Bound<'py, PyDict>, tensors: &Bound<'py, PyDict>) -> PyResult<Bound<'py, PyDict>> {
-    let (config, sc) = scenario(py, kwargs, tensors, true, |_, _| Some(0))?;
-    let t = compute(py, || forward::trace(&config, &sc)).map_err(|e| py_err(py, e))?;
+    let (config, sc, threads) = scenario(py, kwargs, tensors, true, |_, _| Some(0))?;
+    let t = compute(py, threads, || forward::trace(&config, &sc)).map_err(|e| py_err(py, e))?;
     arrays_of(py, &t)
 }
 
@@ -164,6 +198,7 @@ fn trace<'py>(py: Python<'py>, kwargs: &Bound<'py, PyDict>, tensors: &Bound<'py,
 #[pyclass(module = "relattn._relattn", name = "Layer", frozen)]
 struct PyLayer {
     layer: Layer,
+    threads: usize,
 }
 
 #[pymethods]
@@ -172,7 +207,7 @@ impl PyLayer {
     #[pyo3(signature = (stage, batch=0, head=0))]
     fn stage<'py>(&self, py: Python<'py>, stage: &str, batch: usize, head: usize) -> PyResult<Bound<'py, PyArrayDyn<f32>>> {
         let stage: Stage = stage.parse().map_err(|e| py_err(py, e))?;
-        let m = compute(py, || self.layer.stage(stage, batch, head)).map_err(|e| py_err(py, e))?;
+        let m = compute(py, self.threads, || self.layer.stage(stage, batch, head)).map_err(|e| py_err(py, e))?;
         Ok(m.into_dyn().into_pyarray(py))
     }
 
@@ -196,20 +231,20 @@ impl PyLayer {
 /// pass and one whole stage.
 #[pyfunction]
 fn layer(py: Python<'_>, kwargs: &Bound<'_, PyDict>, tensors: &Bound<'_, PyDict>) -> PyResult<PyLayer> {
-    let (config, sc) = scenario(py, kwargs, tensors, false, stage_work_bytes)?;
-    let layer = compute(py, || {
+    let (config, sc, threads) = scenario(py, kwargs, tensors, false, stage_work_bytes)?;
+    let layer = compute(py, threads, || {
         let (projections, output) = forward::forward_projected(&config, &sc)?;
         Layer::new(&config, sc, projections, output)
     })
     .map_err(|e| py_err(py, e))?;
-    Ok(PyLayer { layer })
+    Ok(PyLayer { layer, threads })
 }
 
 /// The layer's output (b, n, d_model), by the fused forward: no (n, n) array.
 #[pyfunction]
 fn attention<'py>(py: Python<'py>, kwargs: &Bound<'py, PyDict>, tensors: &Bound<'py, PyDict>) -> PyResult<Bound<'py, PyArrayDyn<f32>>> {
-    let (config, sc) = scenario(py, kwargs, tensors, false, |_, _| Some(0))?;
-    let out = compute(py, || forward::forward(&config, &sc)).map_err(|e| py_err(py, e))?;
+    let (config, sc, threads) = scenario(py, kwargs, tensors, false, |_, _| Some(0))?;
+    let out = compute(py, threads, || forward::forward(&config, &sc)).map_err(|e| py_err(py, e))?;
     Ok(out.into_dyn().into_pyarray(py))
 }
 
@@ -217,7 +252,7 @@ fn attention<'py>(py: Python<'py>, kwargs: &Bound<'py, PyDict>, tensors: &Bound<
 /// `relattn model trace`'s .npz: the model's safetensors and the chorale data's JSON as bytes (their names for
 /// messages), the piece's BWV number, the window's `start` and `length` (None: the model's context).
 #[pyfunction]
-#[pyo3(signature = (model, model_name, data, data_name, piece, start, length, layer, head))]
+#[pyo3(signature = (model, model_name, data, data_name, piece, start, length, layer, head, threads=None))]
 #[allow(clippy::too_many_arguments)]
 fn model_trace<'py>(
     py: Python<'py>,
@@ -230,12 +265,14 @@ fn model_trace<'py>(
     length: Option<i64>,
     layer: i64,
     head: i64,
+    threads: Option<Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyDict>> {
+    let threads = self::threads(py, threads.as_ref())?;
     let err = |e| py_err(py, e);
     let model = Transformer::load(model, model_name).map_err(err)?;
     let data = Chorales::parse(data, data_name).map_err(err)?;
     let tokens = &data.piece(piece).map_err(err)?.tokens;
-    let t = compute(py, || pollster::block_on(model.window_trace(&mut Backend::Cpu, tokens, start, length, layer, head))).map_err(err)?;
+    let t = compute(py, threads, || pollster::block_on(model.window_trace(&mut Backend::Cpu, tokens, start, length, layer, head))).map_err(err)?;
     arrays_of(py, &t)
 }
 
@@ -243,7 +280,7 @@ fn model_trace<'py>(
 /// the real hidden states, each titled with what the head does (`heads::describe`, from its attention by
 /// distance, in the piece's meter), as `figures` gives them (JSON, values).
 #[pyfunction]
-#[pyo3(signature = (model, model_name, data, data_name, piece, start, length))]
+#[pyo3(signature = (model, model_name, data, data_name, piece, start, length, threads=None))]
 #[allow(clippy::too_many_arguments)]
 fn model_figures<'py>(
     py: Python<'py>,
@@ -254,7 +291,9 @@ fn model_figures<'py>(
     piece: &str,
     start: i64,
     length: Option<i64>,
+    threads: Option<Bound<'py, PyAny>>,
 ) -> PyResult<(String, Bound<'py, PyBytes>)> {
+    let threads = self::threads(py, threads.as_ref())?;
     let err = |e| py_err(py, e);
     let model = Transformer::load(model, model_name).map_err(err)?;
     let data = Chorales::parse(data, data_name).map_err(err)?;
@@ -263,7 +302,8 @@ fn model_figures<'py>(
     let mut packed = Packed::default();
     for layer in 0..model.config.layers {
         // One trace a layer (all its heads); the window's checks are the CLI's.
-        let t = compute(py, || pollster::block_on(model.window_trace_layer(&mut Backend::Cpu, &p.tokens, start, length, layer as i64))).map_err(err)?;
+        let t =
+            compute(py, threads, || pollster::block_on(model.window_trace_layer(&mut Backend::Cpu, &p.tokens, start, length, layer as i64))).map_err(err)?;
         for head in 0..model.config.heads {
             let w = t.stage(Stage::Weights, 0, head).map_err(err)?;
             let what = describe(&distance_distribution(w.view()), meter);
@@ -329,8 +369,8 @@ fn figures<'py>(
     stages: Vec<String>,
     caption: &str,
 ) -> PyResult<(String, Bound<'py, PyBytes>)> {
-    let (config, sc) = scenario(py, kwargs, tensors, true, |_, _| Some(0))?;
-    let t = compute(py, || forward::trace(&config, &sc)).map_err(|e| py_err(py, e))?;
+    let (config, sc, threads) = scenario(py, kwargs, tensors, true, |_, _| Some(0))?;
+    let t = compute(py, threads, || forward::trace(&config, &sc)).map_err(|e| py_err(py, e))?;
     let wanted: Vec<Stage> =
         if stages.is_empty() { t.stages() } else { stages.iter().map(|s| s.parse::<Stage>()).collect::<relattn::Result<_>>().map_err(|e| py_err(py, e))? };
     let mut packed = Packed::default();

@@ -262,3 +262,28 @@ def test_a_widget_keeps_no_wasm_in_its_state():
     _send_wasm(Fake(), {"type": "wasm?"}, [])
     (content, [wasm]), = sent
     assert content["type"] == "wasm" and "export" in content["glue"] and wasm[:4] == b"\0asm"
+
+
+def test_threads_is_a_keyword_of_every_call():
+    """threads= picks the pool (the same numbers from 1 thread and 2); a bad count is refused by name."""
+    one = relattn.trace(method="t5", n=40, d_model=16, heads=4, threads=1)
+    two = relattn.trace(method="t5", n=40, d_model=16, heads=4, threads=2)
+    np.testing.assert_array_equal(one["output"], two["output"])
+    np.testing.assert_array_equal(relattn.attention(method="rope", n=9, heads=2, threads=1), relattn.attention(method="rope", n=9, heads=2))
+    assert relattn.layer(method="alibi", n=9, heads=2, threads=1).stage("weights", 0, 1).shape == (9, 9)
+    for bad in (0, 257, 1.5, "2", True):
+        with pytest.raises(relattn.RelattnError) as e:
+            relattn.trace(n=4, threads=bad)
+        assert e.value.field == "threads", bad
+    assert relattn.model_trace("music", piece="10.7", length=8, threads=1)["weights"].shape[-1] == 8
+
+
+def test_the_wheel_carries_a_release_wasm_and_the_models():
+    """make wheel brings in the page's wasm built without the test hooks, the widget and the models."""
+    import pathlib
+
+    static = pathlib.Path(relattn.__file__).parent / "static"
+    glue = (static / "relattn.js").read_text()
+    assert "debug_panic" not in glue and "export function draw_frame" in glue
+    assert (static / "widget.js").stat().st_size > 1000
+    assert {f"chorales-{m}.safetensors" for m in relattn.MODELS} <= {p.name for p in (static.parent / "models").iterdir()}

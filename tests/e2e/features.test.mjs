@@ -355,6 +355,9 @@ test('a captured model layer: its options, tokens and description come with the 
   assert.equal(await page.isChecked('#causal'), true);
   assert.equal(await page.inputValue('#n'), String(n));
   assert.match(await page.locator('#preset-desc').innerText(), /tiny-llama, decoder layer 1 \(llama\)\. Rotary in the half-split layout/);
+  // Every figure says which model's layer it is (its subtitle), in its exports too.
+  const svg = await downloadOf(page, () => page.click('figure[data-stage="weights"] .export-svg'));
+  assert.match(svg.bytes.toString('utf8'), /tiny-llama, decoder layer 1/);
   await settle(() => page.selectOption('#head', '3'));
   const w = want.weights;
   for (const [i, j] of [[2, 1], [4, 4], [5, 0], [5, 5]]) {

@@ -110,7 +110,7 @@ export function syncControls(info, shown) {
   fillSelect($('batch'), s.batch_size, shown.batch);
   // A captured model layer says what it is (model, part, layer) and what its family does.
   const c = info.capture;
-  $('preset-desc').textContent = c ? `${c.model}, ${c.part} layer ${c.layer} (${c.family}). ${c.notes.join(' ')}` : info.preset_description;
+  $('preset-desc').textContent = c ? `${info.capture_title} (${c.family}). ${c.notes.join(' ')}` : info.preset_description;
 }
 
 /** Selects `value` when the select has it; leaves it alone otherwise (a stale URL). */

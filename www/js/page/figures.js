@@ -30,6 +30,7 @@ function labelsOf(tokens, from, count) {
 function subtitleOf(stage, cur) {
   const s = cur.info.options;
   const where = [
+    cur.info.capture_title,
     stage.per_batch && s.batch_size > 1 ? `b ${cur.shown.batch}` : '',
     stage.per_head && s.heads > 1 ? `head ${cur.shown.head}` : '',
   ].filter(Boolean).join(', ');

@@ -263,6 +263,10 @@ tokens: Array<string>,
  */
 capture: CaptureInfo | null, 
 /**
+ * A captured layer in one line ([`CaptureInfo::title`]: "t5-small, encoder layer 1"), or "".
+ */
+capture_title: string, 
+/**
  * The trace's stages in pipeline order, with their titles, formulas and axes.
  */
 stages: Array<StageMeta>, 

@@ -9,6 +9,7 @@ use super::Runner;
 use crate::attention::Config;
 use crate::error::Result;
 use crate::error::{check_index, Error};
+use crate::layer::capture::CaptureInfo;
 use crate::layer::on_demand::Layer;
 use crate::layer::options::LayerOptions;
 use crate::layer::presets;
@@ -39,6 +40,7 @@ impl Info {
             options: LayerOptions::of(cfg, &spec, inputs.per_head),
             tokens: inputs.tokens.clone(),
             capture: inputs.capture.clone(),
+            capture_title: inputs.capture.as_ref().map_or(String::new(), CaptureInfo::title),
             stages,
             pair: cfg.method.pair_labels(cfg.clip),
             backend,

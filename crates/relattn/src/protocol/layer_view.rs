@@ -121,6 +121,8 @@ pub struct Info {
     pub tokens: Vec<String>,
     /// What a captured layer's file says of it (its model, part, layer, tokens and notes), if it is one.
     pub capture: Option<CaptureInfo>,
+    /// A captured layer in one line ([`CaptureInfo::title`]: "t5-small, encoder layer 1"), or "".
+    pub capture_title: String,
     /// The trace's stages in pipeline order, with their titles, formulas and axes.
     pub stages: Vec<StageMeta>,
     /// How the tooltip names a pair's parts in this layer's scheme.
