@@ -55,11 +55,17 @@ def _split(x, kwargs):
         if name in kwargs:
             arrays[name] = kwargs.pop(name)
     for name, a in arrays.items():
-        if hasattr(a, "detach"):  # a PyTorch tensor: its data, without autograd, on the CPU
-            a = a.detach().cpu()
-            if str(getattr(a, "dtype", "")) in ("torch.float16", "torch.bfloat16"):  # NumPy has no bfloat16: widened as float16 is
-                a = a.float()
-        a = _np.asarray(a)
+        try:
+            if hasattr(a, "detach"):  # a PyTorch tensor: its data, without autograd, on the CPU
+                a = a.detach().cpu()
+                if str(getattr(a, "dtype", "")) in ("torch.float16", "torch.bfloat16"):  # NumPy has no bfloat16: widened as float16 is
+                    a = a.float()
+            a = _np.asarray(a)
+        except Exception as e:  # a meta, sparse or nested tensor, an object NumPy cannot read
+            from .capture import _refuse
+
+            raise _refuse(name, f"{type(a).__name__} ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})",
+                          "a dense float array or CPU tensor with data (NumPy, or torch's .to_dense() of a sparse one)") from None
         # Integers, booleans (a 0/1 key mask) and half floats as float32; anything else goes as it is, to be
         # refused by name.
         arrays[name] = a.astype(_np.float32) if a.dtype.kind in "iub" or a.dtype == _np.float16 else a
@@ -116,6 +122,12 @@ def from_seed_module(module, x, mask=None):
         "w_o": _np.asarray(module.fc.weight.detach().cpu()).T, "b_o": _np.asarray(module.fc.bias.detach().cpu()),
         "rel_k": module.relative_position_k.position_embeddings, "rel_v": module.relative_position_v.position_embeddings,
     }
+    width = arrays["w_q"].shape[0]  # the module's input width, d_model
+    shape = tuple(getattr(x, "shape", None) or _np.shape(x))
+    if not shape or shape[-1] != width:
+        from .capture import _refuse
+
+        raise _refuse("x", f"shape {shape}", f"(…, {width}): the module's input width d_model")
     if mask is not None:
         arrays["key_mask"] = mask
     return trace(x, method="shaw", heads=h, clip=module.relative_position_k.k, **arrays)
@@ -136,6 +148,8 @@ def show(x=None, *, stages=(), batch=0, head=0, tokens=(), **options):
         options = {**cap.options, **cap.arrays, **options}
         tokens = tokens or (cap.tokens[batch] if cap.tokens and batch < len(cap.tokens) else ())
         caption = cap.title()
+    if isinstance(stages, str):  # one stage by its name
+        stages = [stages]
     options, arrays = _split(x, options)
     return figures(options, arrays, batch=batch, head=head, stages=stages, tokens=tokens, caption=caption)
 
@@ -145,17 +159,48 @@ MODELS = tuple(_relattn.models())
 _MODELS = __import__("pathlib").Path(__file__).resolve().parent / "models"
 
 
+#: Most bytes a model or data file may have (as the command line's scenario and model files).
+MAX_FILE_BYTES = 1 << 30
+
+
+def _read_file(path, field, wanted):
+    """A file's bytes, checked before it is read: a regular file (not a directory, a FIFO or a device such as
+    /dev/zero) of at most :data:`MAX_FILE_BYTES`; refused by ``field`` otherwise."""
+    import os
+    import stat
+
+    from .capture import _refuse
+
+    try:
+        st = os.stat(path)
+    except OSError as e:
+        raise _refuse(field, f"{str(path)!r} ({e.strerror})", wanted) from None
+    if not stat.S_ISREG(st.st_mode):
+        raise _refuse(field, f"{str(path)!r} (not a regular file)", wanted)
+    if st.st_size > MAX_FILE_BYTES:
+        raise _refuse(field, f"{str(path)!r} ({st.st_size} bytes)", f"{wanted} of at most {MAX_FILE_BYTES} bytes")
+    with open(path, "rb") as f:
+        data = f.read(MAX_FILE_BYTES + 1)  # should it grow meanwhile
+    if len(data) > MAX_FILE_BYTES:
+        raise _refuse(field, f"{str(path)!r} (over {MAX_FILE_BYTES} bytes)", wanted)
+    return data
+
+
 def _model_files(model, data):
-    """The model's and the data's (path, bytes): a name of MODELS (the packaged files) or a path."""
+    """The model's and the data's (path, bytes): a name of MODELS (the packaged files) or a path, each checked
+    before it is read (:func:`_read_file`)."""
     import pathlib
+
+    from .capture import _refuse
 
     model_path = _MODELS / f"chorales-{model}.safetensors" if model in MODELS else pathlib.Path(model)
     data_path = _MODELS / "chorales-test.json" if data is None else pathlib.Path(data)
     for packaged in (p for p in (model_path, data_path) if p.parent == _MODELS and not p.exists()):
-        from .capture import _refuse
-
         raise _refuse("package", f"{packaged} missing", "a relattn built whole, with its models: `make wheel` in the repository, then pip install the wheel")
-    return (str(model_path), model_path.read_bytes()), (str(data_path), data_path.read_bytes())
+    names = ", ".join(MODELS)
+    model_bytes = _read_file(model_path, "model", f"a name of relattn.MODELS ({names}) or a .safetensors file")
+    data_bytes = _read_file(data_path, "data", "a chorale data file (.json)")
+    return (str(model_path), model_bytes), (str(data_path), data_bytes)
 
 
 def model_trace(model="music", *, piece, start=0, length=None, layer=0, head=0, data=None, threads=None):

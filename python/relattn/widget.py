@@ -60,5 +60,5 @@ def widget(meta, values, tokens=()):
 def figures(options, arrays, batch=0, head=0, stages=(), tokens=(), caption=""):
     """A :class:`Figures` widget of the layer that ``options`` and ``arrays`` describe, each title followed by
     ``caption`` when given (a captured layer's model and layer)."""
-    meta, values = _relattn.figures(options, arrays, batch, head, list(stages), caption)
+    meta, values = _relattn.figures(options, arrays, batch, head, list(stages), caption, len(tokens))
     return widget(meta, values, tokens)

@@ -130,10 +130,30 @@ fn scenario(
     let Resolved { config, spec, mut arrays, per_head_tables } = options(py, kwargs)?.resolve(&Limits::NONE).map_err(|e| py_err(py, e))?;
     arrays.extend(self::arrays(py, tensors)?);
     let spec = relattn::layer::scenario::sizes_of(&arrays, &spec).map_err(|e| py_err(py, e))?;
+    // The options' own ranges first (T5's buckets, RoPE's pairs, heads dividing d_model), then the memory they need.
+    relattn::layer::scenario::check_config(&config, &spec).map_err(|e| py_err(py, e))?;
     let sizes = Sizes { batch: spec.batch, n: spec.n, d_model: spec.d_model, per_head_tables, trace, parallel: threads };
     forward::check_budget(&config, &sizes, extra, DEFAULT_MEMORY_LIMIT).map_err(|e| py_err(py, e))?;
     let sc = compute(py, threads, || Scenario::build(&config, &spec, arrays, per_head_tables)).map_err(|e| py_err(py, e))?;
     Ok((config, sc, threads))
+}
+
+/// A whole-number argument `field` (a Python or NumPy int; a float, a bool or a string refused by name): beyond
+/// i64 it saturates, so that the range check it meets next names the field with its real range.
+fn whole_arg(py: Python<'_>, field: &str, v: &Bound<'_, PyAny>) -> PyResult<i64> {
+    let given = || v.repr().map(|r| r.to_string()).unwrap_or_default();
+    if v.is_instance_of::<pyo3::types::PyBool>() || v.is_instance_of::<pyo3::types::PyFloat>() {
+        return Err(refuse(py, field, given(), "a whole number"));
+    }
+    let int = v.call_method0("__index__").map_err(|_| refuse(py, field, given(), "a whole number"))?;
+    Ok(int.extract::<i64>().unwrap_or_else(|_| if int.gt(0).unwrap_or(false) { i64::MAX } else { i64::MIN }))
+}
+
+/// An index argument `field` (a batch element, a head) as usize: negative refused by name; beyond usize it
+/// saturates, for the index check to name its range.
+fn index_arg(py: Python<'_>, field: &str, v: &Bound<'_, PyAny>) -> PyResult<usize> {
+    let i = whole_arg(py, field, v)?;
+    usize::try_from(i).map_err(|_| refuse(py, field, i, "0 or more"))
 }
 
 /// The keyword that sets how many threads compute a call (beside the layer's options).
@@ -261,13 +281,15 @@ fn model_trace<'py>(
     data: &[u8],
     data_name: &str,
     piece: &str,
-    start: i64,
-    length: Option<i64>,
-    layer: i64,
-    head: i64,
+    start: &Bound<'py, PyAny>,
+    length: Option<Bound<'py, PyAny>>,
+    layer: &Bound<'py, PyAny>,
+    head: &Bound<'py, PyAny>,
     threads: Option<Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let threads = self::threads(py, threads.as_ref())?;
+    let (start, layer, head) = (whole_arg(py, "start", start)?, whole_arg(py, "layer", layer)?, whole_arg(py, "head", head)?);
+    let length = length.filter(|l| !l.is_none()).map(|l| whole_arg(py, "length", &l)).transpose()?;
     let err = |e| py_err(py, e);
     let model = Transformer::load(model, model_name).map_err(err)?;
     let data = Chorales::parse(data, data_name).map_err(err)?;
@@ -289,11 +311,13 @@ fn model_figures<'py>(
     data: &[u8],
     data_name: &str,
     piece: &str,
-    start: i64,
-    length: Option<i64>,
+    start: &Bound<'py, PyAny>,
+    length: Option<Bound<'py, PyAny>>,
     threads: Option<Bound<'py, PyAny>>,
 ) -> PyResult<(String, Bound<'py, PyBytes>)> {
     let threads = self::threads(py, threads.as_ref())?;
+    let start = whole_arg(py, "start", start)?;
+    let length = length.filter(|l| !l.is_none()).map(|l| whole_arg(py, "length", &l)).transpose()?;
     let err = |e| py_err(py, e);
     let model = Transformer::load(model, model_name).map_err(err)?;
     let data = Chorales::parse(data, data_name).map_err(err)?;
@@ -356,34 +380,61 @@ fn arrays_of<'py>(py: Python<'py>, t: &Trace) -> PyResult<Bound<'py, PyDict>> {
 /// The figures of one (batch, head) of a layer, for `relattn.show`: a JSON list of every stage's
 /// metadata (`meta`: the page's StageMeta), shape, colour range (`lo`, `hi`, as the page's) and `offset`
 /// into the values, and the values themselves (float32, row-major, concatenated). `stages` picks some by name
-/// (empty: all); `caption`, when not empty, follows each title (a captured layer's model and layer). Errors as
-/// `trace`'s, and "stage", "head", "batch index".
+/// (empty: all), at most [`MAX_WIDGET_CELLS`] cells in all; `caption`, when not empty, follows each title (a
+/// captured layer's model and layer); `tokens`: how many labels the widget was given (0, or n). The layer is
+/// held on demand: only the stages asked are computed. Errors as `trace`'s, and "stage", "stages", "head",
+/// "batch index", "tokens".
 #[pyfunction]
-#[pyo3(signature = (kwargs, tensors, batch, head, stages, caption))]
+#[pyo3(signature = (kwargs, tensors, batch, head, stages, caption, tokens))]
+#[allow(clippy::too_many_arguments)]
 fn figures<'py>(
     py: Python<'py>,
     kwargs: &Bound<'py, PyDict>,
     tensors: &Bound<'py, PyDict>,
-    batch: usize,
-    head: usize,
+    batch: &Bound<'py, PyAny>,
+    head: &Bound<'py, PyAny>,
     stages: Vec<String>,
     caption: &str,
+    tokens: usize,
 ) -> PyResult<(String, Bound<'py, PyBytes>)> {
-    let (config, sc, threads) = scenario(py, kwargs, tensors, true, |_, _| Some(0))?;
-    let t = compute(py, threads, || forward::trace(&config, &sc)).map_err(|e| py_err(py, e))?;
-    let wanted: Vec<Stage> =
-        if stages.is_empty() { t.stages() } else { stages.iter().map(|s| s.parse::<Stage>()).collect::<relattn::Result<_>>().map_err(|e| py_err(py, e))? };
+    let (batch, head) = (index_arg(py, "batch index", batch)?, index_arg(py, "head", head)?);
+    // The layer on demand: only the stages asked, of the (batch, head) asked, are computed.
+    let (config, sc, threads) = scenario(py, kwargs, tensors, false, stage_work_bytes)?;
+    let n = sc.dims().1;
+    if tokens != 0 && tokens != n {
+        return Err(refuse(py, "tokens", format!("{tokens} tokens"), format!("exactly n = {n} tokens (one per position), or none")));
+    }
+    let layer = compute(py, threads, || {
+        let (projections, output) = forward::forward_projected(&config, &sc)?;
+        Layer::new(&config, sc, projections, output)
+    })
+    .map_err(|e| py_err(py, e))?;
+    let wanted: Vec<Stage> = if stages.is_empty() {
+        layer.stages()
+    } else {
+        stages.iter().map(|s| s.parse::<Stage>()).collect::<relattn::Result<_>>().map_err(|e| py_err(py, e))?
+    };
+    // The widget's message holds every value (its tooltips read them): bounded before anything is computed.
+    let cells: u64 = wanted.iter().map(|&st| layer.shape(st)).map(|(r, c)| (r * c) as u64).sum();
+    if cells > MAX_WIDGET_CELLS {
+        let given = format!("{} stages of {cells} cells ({})", wanted.len(), relattn::error::Bytes(cells * 4));
+        let allowed = format!("at most {MAX_WIDGET_CELLS} cells in one widget: fewer stages (stages=[...]) or a smaller n; relattn.layer(...).stage(...) gives any stage's numbers");
+        return Err(refuse(py, "stages", given, allowed));
+    }
     let mut packed = Packed::default();
-    let (scheme, n) = (t.config.scheme(), t.dims().2);
+    let scheme = config.scheme();
     for stage in wanted {
-        let m = t.stage(stage, batch, head).map_err(|e| py_err(py, e))?;
-        let meta = t.meta(stage);
+        let m = compute(py, threads, || layer.stage(stage, batch, head)).map_err(|e| py_err(py, e))?;
+        let meta = layer.meta(stage);
         let readers = if stage == Stage::RelK { (0..m.nrows()).map(|row| scheme.reader_runs(row, n)).collect() } else { Vec::new() };
         let title = if caption.is_empty() { meta.title.to_string() } else { format!("{} — {caption}", meta.title) };
         packed.push(meta.clone(), (title, meta.formula.to_string()), m.view(), readers);
     }
     packed.finish(py)
 }
+
+/// Most cells one widget's figures hold: 2²⁴ (64 MiB of float32), sixteen 1024 × 1024 stages.
+const MAX_WIDGET_CELLS: u64 = 1 << 24;
 
 /// The presets' names.
 #[pyfunction]

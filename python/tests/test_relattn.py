@@ -145,6 +145,10 @@ def test_the_seed_module_gives_its_own_output():
     np.testing.assert_allclose(t["output"], f["output"], rtol=1e-5, atol=1e-5)
     assert t["weights"].shape == (2, heads, n, n)
     assert np.all(t["weights"][1, :, :, -2:] == 0)  # the padding keys
+    # An input of another width is refused as x (not blamed on heads).
+    with pytest.raises(relattn.RelattnError) as e:
+        relattn.from_seed_module(module, f["x"][..., :-1])
+    assert e.value.field == "x" and f"(…, {hidden})" in str(e.value)
 
 
 def test_the_gil_is_released_while_computing():
@@ -287,3 +291,44 @@ def test_the_wheel_carries_a_release_wasm_and_the_models():
     assert "debug_panic" not in glue and "export function draw_frame" in glue
     assert (static / "widget.js").stat().st_size > 1000
     assert {f"chorales-{m}.safetensors" for m in relattn.MODELS} <= {p.name for p in (static.parent / "models").iterdir()}
+
+
+def test_every_entry_point_refuses_by_name():
+    """Issue #41's Python cases, each a RelattnError naming its field (none a panic, an OverflowError, a raw
+    torch or OS error, a blocked read or a wrong field)."""
+    import json
+    import tempfile
+
+    torch = pytest.importorskip("torch")
+
+    def field_of(f):
+        with pytest.raises(relattn.RelattnError) as e:
+            f()
+        return e.value.field
+
+    fifo = os.path.join(tempfile.mkdtemp(), "fifo")
+    os.mkfifo(fifo)
+    cases = [
+        (lambda: relattn.trace(method="t5", t5_buckets=10**8), "t5_buckets"),  # the option's range before the memory it needs
+        (lambda: relattn.model_trace("T5", piece="10.7"), "model"),
+        (lambda: relattn.model_trace("/tmp", piece="10.7"), "model"),
+        (lambda: relattn.model_trace(fifo, piece="10.7"), "model"),  # not read: a FIFO would block
+        (lambda: relattn.model_trace("music", data="/dev/zero", piece="10.7"), "data"),  # not read: it never ends
+        (lambda: relattn.model_trace(head=2**63, piece="10.7"), "head"),
+        (lambda: relattn.model_trace(layer=1.5, piece="10.7"), "layer"),
+        (lambda: relattn.show(batch=-1), "batch index"),
+        (lambda: relattn.show(n=4, tokens=["a", "b"]), "tokens"),
+        (lambda: relattn.show(method="t5", n=4096), "stages"),  # refused before the 4096² stages are computed
+        (lambda: relattn.trace(torch.empty(4, 8, device="meta")), "x"),
+        (lambda: relattn.trace(torch.eye(8).to_sparse()), "x"),
+    ]
+    for f, field in cases:
+        assert field_of(f) == field
+    # Refused by name, and said with the models' names.
+    with pytest.raises(relattn.RelattnError, match="music"):
+        relattn.model_trace("T5", piece="10.7")
+    # One stage by its name; a reversed (negative-stride) array is read in its logical order.
+    assert [s["meta"]["name"] for s in json.loads(relattn.show(n=4, stages="weights").stages)] == ["weights"]
+    slopes = np.array([0.5, 0.25], np.float32)
+    np.testing.assert_array_equal(relattn.attention(n=8, d_model=16, heads=2, method="alibi", alibi_slopes=slopes[::-1]),
+                                  relattn.attention(n=8, d_model=16, heads=2, method="alibi", alibi_slopes=slopes[::-1].copy()))

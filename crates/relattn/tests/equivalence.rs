@@ -296,6 +296,31 @@ fn learned_positions_match_definition() {
     assert!(e.field() == "positions" && e.to_string().contains("(n, d_model)"), "{e}");
 }
 
+/// Arrays in any memory layout (a reversed NumPy view, a transposed table, strided rows) build the scenario
+/// their row-major copies build: ALiBi's slopes reversed once panicked ("incompatible memory layout").
+#[test]
+fn any_layout_builds_the_same_scenario() {
+    use ndarray::{s, ArrayD};
+    let standard = |pairs: &[(&str, ArrayD<f32>)]| pairs.iter().map(|(n, a)| (n.to_string(), a.as_standard_layout().into_owned())).collect::<Arrays>();
+    let slopes = ndarray::arr1(&[0.5f32, 0.25, 0.125, 0.0625]);
+    let t5 = ndarray::Array2::from_shape_fn((4, 8), |(h, b)| (h * 8 + b) as f32 / 10.0); // (heads, buckets): transposed below
+    let x = ndarray::Array2::from_shape_fn((12, 16), |(i, c)| ((i * 16 + c) as f32 * 0.37).sin());
+    let reversed_rows = x.slice(s![..;-2, ..]).to_owned().into_dyn();
+    let strided_rows = x.slice(s![..;2, ..]).into_dyn();
+    for (method, pairs) in [
+        (Method::Alibi, vec![("alibi_slopes", slopes.slice(s![..;-1]).to_owned().into_dyn()), ("x", reversed_rows)]),
+        (Method::T5, vec![("t5_bias", t5.clone().reversed_axes().into_dyn()), ("x", strided_rows.to_owned())]),
+    ] {
+        let cfg = Config { method, heads: 4, buckets: relattn::positions::t5::Buckets { count: 8, max_distance: 20 }, ..Config::default() };
+        assert!(pairs.iter().any(|(_, a)| !a.is_standard_layout()));
+        let odd: Arrays = pairs.iter().map(|(n, a)| (n.to_string(), a.clone())).collect();
+        let a = Scenario::build(&cfg, &Spec::default(), odd, false).unwrap();
+        let b = Scenario::build(&cfg, &Spec::default(), standard(&pairs), false).unwrap();
+        assert_eq!(a, b, "{method}");
+        assert_eq!(a.x.index_axis(Axis(0), 0).row(0), x.row(if method == Method::Alibi { 11 } else { 0 }));
+    }
+}
+
 /// Grouped K/V arrays of a width no divisor of the heads gives, and a cos without its sin, are refused by name.
 #[test]
 fn grouped_and_rotary_arrays_are_checked() {

@@ -337,8 +337,13 @@ impl Scenario {
     /// Builds a scenario from the given arrays (possibly none), generating the rest from `spec`.
     /// When `x` is given it fixes n, d_model and the batch, and `spec`'s sizes are not used.
     pub fn build(cfg: &Config, spec: &Spec, mut given: Arrays, per_head_tables: bool) -> Result<Scenario> {
-        for (name, a) in &given {
+        for (name, a) in given.iter_mut() {
             check_finite(name, a)?;
+            // Any layout in (a reversed or strided NumPy view, a transposed tensor), row-major from here on:
+            // every reshape below reads the elements in logical order.
+            if !a.is_standard_layout() {
+                *a = a.as_standard_layout().into_owned();
+            }
         }
         sizes_of(&given, spec)?;
         let x = match given.remove("x") {
