@@ -162,7 +162,10 @@ test('the URL restores the exact view, pinned cell included', async () => {
   const p3 = await open(custom.replace(base, ''));
   assert.equal(await p3.inputValue('#n'), '7');
   assert.equal(await p3.$eval('figure[data-stage="weights"] canvas', (c) => c.dataset.rows), '7');
-  await Promise.all([p2.close(), p3.close()]);
+  // A value the page does not have (a mistyped or stale link) is said next to its control, not silently replaced.
+  const p4 = await open('?method=nonsense&n=6&rope_layout=bogus');
+  assert.match(await p4.locator('#err-method').innerText(), /The link's method=nonsense is not one of shaw, music, rope, alibi, t5, absolute: showing shaw\./);
+  await Promise.all([p2.close(), p3.close(), p4.close()]);
   // Copy link: the link is the page's URL (the clipboard, or a selected field to copy by hand).
   await page.click('#copy-link');
   await page.waitForFunction(() => document.getElementById('toast').textContent !== '' || document.querySelector('.link-field'));

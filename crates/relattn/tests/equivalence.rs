@@ -296,6 +296,24 @@ fn learned_positions_match_definition() {
     assert!(e.field() == "positions" && e.to_string().contains("(n, d_model)"), "{e}");
 }
 
+/// A bias past float32's range (ALiBi's slope of 1e38 times a distance) is refused as an overflow in "logits" by the trace, the fused forward and a layer held on demand alike (the
+/// trace once gave −∞ in unmasked cells and exit 0, where the forward refused).
+#[test]
+fn a_bias_past_float32_is_refused_on_every_path() {
+    let given: Arrays = [("alibi_slopes".to_string(), ndarray::arr1(&[1e38f32, 0.5]).into_dyn())].into();
+    for causal in [false, true] {
+        let cfg = Config { method: Method::Alibi, heads: 2, causal, ..Config::default() };
+        let sc = Scenario::build(&cfg, &Spec { n: 8, d_model: 16, batch: 1, seed: 1 }, given.clone(), false).unwrap();
+        let named = |r: relattn::Result<()>| match r {
+            Err(relattn::Error::Overflow { array, .. }) => array,
+            other => panic!("causal {causal}: {other:?}"),
+        };
+        assert_eq!(named(forward::trace(&cfg, &sc).map(drop)), "logits", "causal {causal}: trace");
+        assert_eq!(named(forward::forward(&cfg, &sc).map(drop)), "logits", "causal {causal}: forward");
+        assert_eq!(named(forward::forward_projected(&cfg, &sc).map(drop)), "logits", "causal {causal}: on demand");
+    }
+}
+
 /// Arrays in any memory layout (a reversed NumPy view, a transposed table, strided rows) build the scenario
 /// their row-major copies build: ALiBi's slopes reversed once panicked ("incompatible memory layout").
 #[test]

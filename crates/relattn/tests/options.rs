@@ -87,3 +87,41 @@ fn old_names_are_refused_with_the_list() {
         assert!(e.to_string().contains(&format!("'{old}'")) && e.to_string().contains("batch_size, seed"), "{e}");
     }
 }
+
+/// Every numeric option refused with its real range (#41 items 8 and 10: `--t5-buckets -1` said "≥ 0" where
+/// 4 to 1024, even, holds): each bad value goes the whole way (resolved, then the scenario built, where the
+/// ranges that depend on each other are checked), and the refusal names the option and states its range.
+#[test]
+fn every_refusal_states_the_real_range() {
+    use relattn::layer::options::Resolved;
+    use relattn::Scenario;
+    let cases: [(&str, &str); 16] = [
+        (r#"{"n": -1}"#, "a whole number ≥ 1"),
+        (r#"{"d_model": 0}"#, "a whole number ≥ 1"),
+        (r#"{"heads": -2}"#, "a whole number ≥ 1"),
+        (r#"{"heads": 3, "d_model": 16}"#, "a divisor of d_model = 16"),
+        (r#"{"clip": -1}"#, "a whole number ≥ 0"),
+        (r#"{"batch_size": 0}"#, "a whole number ≥ 1"),
+        (r#"{"seed": -3}"#, "a whole number in 0..=9007199254740991"),
+        (r#"{"method": "t5", "t5_buckets": -1}"#, "4 to 1024, even"),
+        (r#"{"method": "t5", "t5_buckets": 7}"#, "4 to 1024, even"),
+        (r#"{"method": "t5", "causal": true, "t5_buckets": 1}"#, "2 to 1024"),
+        (r#"{"method": "t5", "t5_max_distance": -5}"#, "9 to 1048576 (above the 8 exact buckets)"),
+        (r#"{"method": "t5", "t5_buckets": 8, "t5_max_distance": 2}"#, "3 to 1048576 (above the 2 exact buckets)"),
+        (r#"{"method": "rope", "rope_base": -2}"#, "above 1 to 1000000000"),
+        (r#"{"method": "rope", "rope_fraction": -0.5}"#, "above 0 to 1"),
+        (r#"{"method": "rope", "rope_scale": -1}"#, "from 0.01 to 1000"),
+        (r#"{"method": "rope", "d_model": 10, "rope_fraction": 0.3}"#, "whole pairs"),
+    ];
+    for (json, range) in cases {
+        let options: LayerOptions = serde_json::from_str(json).unwrap();
+        let field = json.trim_matches(['{', '}']).rsplit(", ").next().unwrap().split('"').nth(1).unwrap();
+        let field = if json.contains(r#""heads": 3"#) { "heads" } else { field };
+        let e = options
+            .resolve(&Limits::NONE)
+            .and_then(|Resolved { config, spec, arrays, per_head_tables }| Scenario::build(&config, &spec, arrays, per_head_tables).map(drop))
+            .expect_err(json);
+        assert_eq!(e.field(), field, "{json}: {e}");
+        assert!(e.to_string().contains(range), "{json}: {e}");
+    }
+}

@@ -33,8 +33,9 @@ export function readOption(k) {
 export function writeOption(k, v) {
   const el = $(k);
   if (el.type === 'checkbox') el.checked = v === true || v === '1';
-  else if (el.tagName === 'SELECT') setSelect(el, String(v));
+  else if (el.tagName === 'SELECT') return setSelect(el, String(v));
   else el.value = String(v);
+  return true;
 }
 
 /**
@@ -113,9 +114,11 @@ export function syncControls(info, shown) {
   $('preset-desc').textContent = c ? `${info.capture_title} (${c.family}). ${c.notes.join(' ')}` : info.preset_description;
 }
 
-/** Selects `value` when the select has it; leaves it alone otherwise (a stale URL). */
+/** Selects `value` when the select has it; leaves it alone otherwise (a stale URL). Whether it had it. */
 export function setSelect(sel, value) {
-  if ([...sel.options].some((o) => o.value === value)) sel.value = value;
+  const has = [...sel.options].some((o) => o.value === value);
+  if (has) sel.value = value;
+  return has;
 }
 
 /** The page's theme; the figures follow it (drawn by the page's wasm, when loaded). */

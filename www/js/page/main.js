@@ -22,11 +22,16 @@ import { wireTour } from './tour.js';
 import { windowName } from './chorales/form.js';
 import { initCompare, refreshCompare } from './compare.js';
 
+/** A value of the link the page does not have, said next to its control with every result (applyURL) until
+ *  that control is changed. */
+let urlNotice = null;
+
 /** The newest settings' result (worker-client.js passes no other): it becomes what is shown. */
 function showResult(msg) {
   sliceShown();
   acceptCandidate();
   clearErrors();
+  if (urlNotice) showError(urlNotice.field, urlNotice.message);
   syncControls(msg.info, msg.shown);
   const src = modelLayer();
   if (src) {
@@ -87,6 +92,8 @@ async function main() {
   // The URL's controls, form, source and pins, before the first request; the stage to present (Parameters mode).
   const restore = () => {
     const r = applyURL();
+    urlNotice = r.notice;
+    if (urlNotice) $(urlNotice.field).addEventListener('change', () => { urlNotice = null; }, { once: true });
     restorePins(r.pin, r.row);
     return r.present;
   };

@@ -58,14 +58,22 @@ export function saveURL() {
 
 /**
  * Sets the controls, Model mode's form and Parameters mode's source (source.js) from the URL, before the first
- * request. Returns what other features restore: `{ present, pin, row }` (the stage to present or null, the
- * pinned pair { i, j } or null, the pinned table row or null).
+ * request. Returns what other features restore: `{ notice, present, pin, row }` (a value of the link the page
+ * does not have, `{ field, message }`, or null; the stage to present or null, the pinned pair { i, j } or null,
+ * the pinned table row or null).
  */
 export function applyURL() {
   const q = new URLSearchParams(location.search);
   if (q.has('preset')) setSelect($('preset'), q.get('preset'));
   for (const [old, k] of Object.entries(OLD_NAMES)) if (q.has(old) && !q.has(k)) q.set(k, q.get(old));
-  for (const k of PARAMS) if (q.has(k)) writeOption(k, q.get(k));
+  // A value a select does not have (a stale or mistyped link) is said, not silently replaced.
+  let notice = null;
+  for (const k of PARAMS) {
+    if (q.has(k) && !writeOption(k, q.get(k)) && !notice) {
+      const allowed = [...$(k).options].map((o) => o.value).join(', ');
+      notice = { field: k, message: `The link's ${k}=${q.get(k)} is not one of ${allowed}: showing ${$(k).value}.` };
+    }
+  }
   optionsFollowMethod();
   if (q.has('sentence')) $('sentence').value = q.get('sentence');
   for (const k of ['seq', 'div']) if (q.has(k)) setSelect($(k), q.get(k));
@@ -82,6 +90,7 @@ export function applyURL() {
   const row = /^(\d+)$/.exec(q.get('row') || '');
   applyModelURL(q.get('mode') === 'model' ? q : new URLSearchParams());
   return {
+    notice,
     present: q.get('present'),
     pin: pin ? { i: Number(pin[1]), j: Number(pin[2]) } : null,
     row: row ? Number(row[1]) : null,

@@ -130,7 +130,7 @@ fn softmax_tile_portable(pass: &Pass, tile: &mut Tile, e: &mut ArrayViewMut2<f32
             e_i.iter_mut().zip(&b.as_slice().expect("a fresh bias is contiguous")[first..first + (j1 - j0)]).for_each(|(e, b)| *e += b);
         }
         // Before any −∞ mask: every value must be finite here.
-        if any_non_finite(e_i, false) {
+        if any_non_finite(e_i) {
             return Err(overflow(cfg, h, i, j0 + e_i.iter().position(|v| !v.is_finite()).expect("a non-finite logit"), p_i, bias));
         }
         let end = if cfg.causal { visible_keys(i, lq, lk).clamp(j0, j1) } else { j1 };

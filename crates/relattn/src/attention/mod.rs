@@ -335,7 +335,7 @@ fn staged(cfg: &Config, h: &HeadInput, rows: Range<usize>, mut trace: Option<&mu
     };
 
     let mut logits = if cfg.content { matmul(q, h.k.t()) } else { Array2::zeros((rows.len(), h.k.nrows())) };
-    check_overflow("content_logits", &logits, false)?;
+    check_overflow("content_logits", &logits)?;
     if let Some(t) = trace.as_deref_mut() {
         t.content_logits = logits.clone();
     }
@@ -357,12 +357,10 @@ fn staged(cfg: &Config, h: &HeadInput, rows: Range<usize>, mut trace: Option<&mu
     let relative_ms = lap();
 
     let bias = rel.as_ref().filter(|_| method.adds_distance_bias());
-    scale_and_mask(&mut logits, cfg.logit_scale.factor(dh), bias, cfg.causal, h.key_mask, block);
+    scale_and_mask(&mut logits, cfg.logit_scale.factor(dh), bias, cfg.causal, h.key_mask, block)?;
     if let (Some(t), Some(r)) = (trace.as_deref_mut(), rel) {
         t.relative_logits = r;
     }
-    // NaN or +∞ here would pass the softmax as a wrong but finite weight.
-    check_overflow("logits", &logits, true)?;
     if let Some(t) = trace.as_deref_mut() {
         t.logits = logits.clone();
     }
@@ -406,13 +404,28 @@ fn relative_logits(cfg: &Config, h: &HeadInput, rows: Range<usize>, trace: Optio
 
 /// `e ← e · scale + bias` (ALiBi's or T5's, when given), then −∞ for keys after the query (causal) and for
 /// padding keys; `logits` and `bias` are the query rows `block`'s.
-fn scale_and_mask(logits: &mut Array2<f32>, scale: f32, bias: Option<&Array2<f32>>, causal: bool, key_mask: Option<ArrayView1<bool>>, block: QueryRows) {
+///
+/// A logit that is not finite where no mask puts −∞ (NaN or ±∞ from finite inputs past float32's range: ALiBi's
+/// slope of 1e38 times a distance) would pass the softmax as a wrong but finite weight: it is refused as an
+/// overflow in "logits" at (query, key), as the fused forward refuses it.
+fn scale_and_mask(
+    logits: &mut Array2<f32>,
+    scale: f32,
+    bias: Option<&Array2<f32>>,
+    causal: bool,
+    key_mask: Option<ArrayView1<bool>>,
+    block: QueryRows,
+) -> Result<()> {
     let lk = logits.ncols();
     for (i, mut row) in logits.rows_mut().into_iter().enumerate() {
         let visible = if causal { visible_keys(block.query(i), block.lq, lk) } else { lk };
         row.slice_mut(s![..visible]).mapv_inplace(|e| e * scale);
         if let Some(b) = bias {
             row.slice_mut(s![..visible]).zip_mut_with(&b.slice(s![i, ..visible]), |e, b| *e += b);
+        }
+        let kept = |j: usize| key_mask.is_none_or(|m| m[j]);
+        if let Some((j, v)) = row.slice(s![..visible]).iter().enumerate().find(|&(j, v)| !v.is_finite() && kept(j)) {
+            return Err(Error::Overflow { array: "logits".into(), index: vec![block.query(i), j], value: *v as f64 });
         }
         row.slice_mut(s![visible..]).fill(f32::NEG_INFINITY);
         if let Some(m) = key_mask {
@@ -423,6 +436,7 @@ fn scale_and_mask(logits: &mut Array2<f32>, scale: f32, bias: Option<&Array2<f32
             });
         }
     }
+    Ok(())
 }
 
 impl FromStr for Implementation {

@@ -6,22 +6,23 @@ use super::softmax::reduce;
 use crate::error::{Error, Result};
 use ndarray::{ArrayBase, Data, Dimension, IntoDimension};
 
-/// An [`Error::Overflow`] naming `name` at the first NaN or ±Inf of `a` (with `masked`, −∞ is allowed:
-/// masking writes it into logits). Finite inputs can still leave float32's range (x ≈ 3e38, weights ≈ 1e30).
-pub fn check_overflow<S: Data<Elem = f32>, D: Dimension>(name: &str, a: &ArrayBase<S, D>, masked: bool) -> Result<()> {
+/// An [`Error::Overflow`] naming `name` at the first NaN or ±Inf of `a`. Finite inputs can still leave
+/// float32's range (x ≈ 3e38, weights ≈ 1e30). (Masked logits, −∞ on purpose, are checked where the mask is
+/// applied: attention's `scale_and_mask`.)
+pub fn check_overflow<S: Data<Elem = f32>, D: Dimension>(name: &str, a: &ArrayBase<S, D>) -> Result<()> {
     // Fast path: one vectorized pass over contiguous data.
-    if a.as_slice_memory_order().is_some_and(|s| !any_non_finite(s, masked)) {
+    if a.as_slice_memory_order().is_some_and(|s| !any_non_finite(s)) {
         return Ok(());
     }
-    match a.indexed_iter().find(|(_, v)| !(v.is_finite() || masked && **v == f32::NEG_INFINITY)) {
+    match a.indexed_iter().find(|(_, v)| !v.is_finite()) {
         Some((idx, v)) => Err(Error::Overflow { array: name.into(), index: idx.into_dimension().slice().to_vec(), value: *v as f64 }),
         None => Ok(()),
     }
 }
 
-/// Whether `s` holds a NaN or ±∞ (−∞ allowed with `masked`), in one vectorized pass: v·0 is NaN exactly
-/// for NaN and ±∞, so the sum of them is NaN exactly when one is there.
+/// Whether `s` holds a NaN or ±∞, in one vectorized pass: v·0 is NaN exactly for NaN and ±∞, so the sum of
+/// them is NaN exactly when one is there.
 #[inline(always)]
-pub(crate) fn any_non_finite(s: &[f32], masked: bool) -> bool {
-    reduce(s, 0.0, |acc, v| acc + (if masked && v == f32::NEG_INFINITY { 0.0 } else { v }) * 0.0).is_nan()
+pub(crate) fn any_non_finite(s: &[f32]) -> bool {
+    reduce(s, 0.0, |acc, v| acc + v * 0.0).is_nan()
 }

@@ -216,7 +216,7 @@ pub fn projections(cfg: &Config, sc: &Scenario) -> Result<Projections> {
     let k = project(&x, &sc.w_k, &sc.b_k);
     let v = project(&x, &sc.w_v, &sc.b_v);
     for (name, a) in [("q", &q), ("k", &k), ("v", &v)] {
-        check_overflow(name, a, false)?;
+        check_overflow(name, a)?;
     }
     Ok(Projections { q, k, v })
 }
@@ -279,10 +279,10 @@ fn run(cfg: &Config, sc: &Scenario, record: bool, timed: bool) -> Result<Run> {
         heads.slice_mut(s![bi, .., hi * dh..(hi + 1) * dh]).assign(&z);
         traces.extend(t);
     }
-    check_overflow("heads", &heads, false)?;
+    check_overflow("heads", &heads)?;
     let t_out = timed.then(now_ms);
     let output = project(&heads.view(), &sc.w_o, &sc.b_o);
-    check_overflow("output", &output, false)?;
+    check_overflow("output", &output)?;
     if let (Some(sum), Some(t)) = (times.as_mut(), t_out) {
         sum.output = now_ms() - t;
     }

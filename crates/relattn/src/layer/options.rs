@@ -15,6 +15,7 @@ use crate::error::{Error, Result};
 use crate::layer::presets;
 use crate::layer::scenario::{Arrays, Spec};
 use crate::positions::rope::{PairLayout, Rope};
+use crate::positions::t5::Buckets;
 use crate::positions::table::Edge;
 use crate::positions::Method;
 use serde::de::IgnoredAny;
@@ -282,11 +283,14 @@ impl LayerOptions {
             layout: self.rope_layout.unwrap_or(rope.layout),
             scale: float(self.rope_scale, rope.scale),
         };
+        // T5's numbers must be whole; their ranges (which depend on each other and on causal) are the scheme's
+        // (Buckets::check, when the scenario is built), and so is the range a refusal here states.
         if let Some(b) = self.t5_buckets {
-            cfg.buckets.count = whole("t5_buckets", b, 0, usize::MAX)?;
+            cfg.buckets.count = whole("t5_buckets", b, 0, usize::MAX).map_err(|_| Error::invalid("t5_buckets", b, Buckets::count_range(cfg.causal)))?;
         }
         if let Some(d) = self.t5_max_distance {
-            cfg.buckets.max_distance = whole("t5_max_distance", d, 0, usize::MAX)?;
+            let allowed = || cfg.buckets.distance_range(cfg.causal);
+            cfg.buckets.max_distance = whole("t5_max_distance", d, 0, usize::MAX).map_err(|_| Error::invalid("t5_max_distance", d, allowed()))?;
         }
         Ok(Resolved { config: cfg, spec, arrays, per_head_tables })
     }

@@ -401,7 +401,8 @@ impl Scenario {
         let scalars = if cfg.method.has_vector_table() { None } else { given.remove(logits_table) };
         let table_heads = if per_head_tables { cfg.heads } else { 1 };
         let mut table = |name: &str| -> Result<Array3<f32>> {
-            let expected = || format!("[{rows}, {dh}] or [{}, {rows}, {dh}] = ({}, d_head) or (heads, {0}, d_head)", cfg.heads, cfg.scheme().rows_formula());
+            let expected =
+                || format!("[{rows}, {dh}] or [{}, {rows}, {dh}] = ({f}, d_head) or (heads, {f}, d_head)", cfg.heads, f = cfg.scheme().rows_formula());
             match given.remove(name) {
                 Some(a) if a.shape() == [rows, dh] => Ok(a.into_dimensionality::<Ix2>().expect("2-D").insert_axis(Axis(0))),
                 Some(a) if a.shape() == [cfg.heads, rows, dh] => Ok(a.into_dimensionality::<Ix3>().expect("3-D")),
@@ -472,15 +473,14 @@ impl Scenario {
             None => None,
         };
         if let Some(name) = given.keys().next() {
-            let reads = |m: Method| {
-                let (k, v) = m.table_names();
-                [Some(k), v].into_iter().flatten().filter(|t| !t.is_empty()).collect::<Vec<_>>()
+            let reads = match cfg.method.array_names() {
+                none if none.is_empty() => format!("--method {} reads none of its own", cfg.method),
+                names => format!("--method {} reads {}", cfg.method, names.join(", ")),
             };
-            let hint = match Method::ALL.into_iter().find(|&m| reads(m).contains(&name.as_str())) {
-                _ if Some(name.as_str()) == values_table => "a^V is switched off (--no-rel-v)".to_string(),
-                Some(owner) => format!("'{name}' belongs to --method {owner}; --method {} reads {}", cfg.method, reads(cfg.method).join(", ")),
-                None if reads(cfg.method).is_empty() => format!("--method {} reads no table", cfg.method),
-                None => format!("--method {} reads {}", cfg.method, reads(cfg.method).join(", ")),
+            let hint = match Method::ALL.into_iter().find(|&m| m.array_names().contains(&name.as_str())) {
+                _ if Some(name.as_str()) == values_table => "a^V is switched off (--relative-values false)".to_string(),
+                Some(owner) => format!("'{name}' belongs to --method {owner}; {reads}"),
+                None => reads,
             };
             return Err(Error::invalid("array", format!("'{name}' not used by this configuration"), hint));
         }

@@ -83,6 +83,18 @@ impl Method {
         }
     }
 
+    /// Every array of a scenario file the scheme reads beside the layer's (x, the projections, the key mask):
+    /// its tables ([`Method::table_names`]), RoPE's given cos and sin, absolute positions' given vectors.
+    pub fn array_names(self) -> Vec<&'static str> {
+        let (logits, values) = self.table_names();
+        let own: &[&'static str] = match self {
+            Method::Rope => &["rope_cos", "rope_sin"],
+            Method::Absolute => &["positions"],
+            _ => &[],
+        };
+        [logits].into_iter().chain(values).filter(|t| !t.is_empty()).chain(own.iter().copied()).collect()
+    }
+
     /// Whether the scheme's table holds vectors q is multiplied with (Shaw's w^K, E_r): its rows have d_head
     /// columns and its term is added before the scale. Otherwise its rows are scalars (a slope, a bias per
     /// bucket; RoPE has no rows).

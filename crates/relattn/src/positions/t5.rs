@@ -50,18 +50,33 @@ impl Buckets {
     pub fn check(&self, causal: bool) -> Result<()> {
         let least = if causal { 2 } else { 4 };
         if self.count < least || self.count > MAX_BUCKETS || (!causal && self.count % 2 == 1) {
-            let even = if causal { "" } else { ", even (half for each side)" };
-            return Err(Error::invalid("t5_buckets", self.count.to_string(), format!("{least} to {MAX_BUCKETS}{even}")));
+            return Err(Error::invalid("t5_buckets", self.count.to_string(), Buckets::count_range(causal)));
         }
         let (_, exact) = self.sides(causal);
         if self.max_distance <= exact || self.max_distance > MAX_DISTANCE {
-            return Err(Error::invalid(
-                "t5_max_distance",
-                self.max_distance.to_string(),
-                format!("{} to {MAX_DISTANCE} (above the {exact} exact buckets)", exact + 1),
-            ));
+            return Err(Error::invalid("t5_max_distance", self.max_distance.to_string(), self.distance_range(causal)));
         }
         Ok(())
+    }
+
+    /// The buckets allowed, as messages say it: 2 to 1024 causal; 4 to 1024, even, bidirectional.
+    pub fn count_range(causal: bool) -> String {
+        if causal {
+            format!("2 to {MAX_BUCKETS}")
+        } else {
+            format!("4 to {MAX_BUCKETS}, even (half for each side)")
+        }
+    }
+
+    /// The maximum distances allowed with these buckets, as messages say it: above the exact buckets, up to
+    /// 1048576 (the exact buckets' count once the buckets themselves are allowed).
+    pub fn distance_range(&self, causal: bool) -> String {
+        let least = if causal { 2 } else { 4 };
+        if self.count < least || self.count > MAX_BUCKETS || (!causal && self.count % 2 == 1) {
+            return format!("above the exact buckets, up to {MAX_DISTANCE}");
+        }
+        let (_, exact) = self.sides(causal);
+        format!("{} to {MAX_DISTANCE} (above the {exact} exact buckets)", exact + 1)
     }
 
     /// The bucket of distance d = j − i.

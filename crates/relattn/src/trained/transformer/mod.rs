@@ -174,7 +174,7 @@ impl LayerNorm {
             row.zip_mut_with(&self.weight, |v, w| *v = (*v - mean) * inv * w);
             row += &self.bias;
         }
-        check_overflow(name, &out, false)?;
+        check_overflow(name, &out)?;
         Ok(out)
     }
 }
@@ -337,7 +337,7 @@ impl Transformer {
                 add_sinusoid(row.as_slice_mut().expect("a row of a standard array"), first_position + t);
             }
         }
-        check_overflow("embedding", &x, false)?;
+        check_overflow("embedding", &x)?;
         Ok(x)
     }
 
@@ -388,10 +388,10 @@ impl Transformer {
     /// "layers.ℓ.residual").
     fn finish_layer(&self, l: usize, x: &mut Array2<f32>, attn: ArrayView2<f32>) -> Result<()> {
         *x += &attn;
-        check_overflow(&format!("layers.{l}.residual after attention"), &*x, false)?;
+        check_overflow(&format!("layers.{l}.residual after attention"), &*x)?;
         let ffn = self.blocks[l].ffn(l, x.view())?;
         *x += &ffn;
-        check_overflow(&format!("layers.{l}.residual"), &*x, false)
+        check_overflow(&format!("layers.{l}.residual"), &*x)
     }
 
     /// The output head: LN_f(x) · Embedᵀ, (T, vocab). Finite weights can still leave float32's range in the
@@ -400,7 +400,7 @@ impl Transformer {
     /// "layers.ℓ.attn.logits", …, "ln_f", "logits") rather than returned as ±∞, NaN or rows made alike.
     fn logits(&self, x: ArrayView2<f32>) -> Result<Array2<f32>> {
         let logits = matmul(self.ln_f.apply(x, "ln_f")?.view(), self.embed.t());
-        check_overflow("logits", &logits, false)?;
+        check_overflow("logits", &logits)?;
         Ok(logits)
     }
 }
@@ -411,9 +411,9 @@ impl Block {
     fn ffn(&self, l: usize, x: ArrayView2<f32>) -> Result<Array2<f32>> {
         let mut u = matmul(self.ln2.apply(x, &format!("layers.{l}.ln2"))?.view(), self.w1.view()) + &self.b1;
         u.mapv_inplace(gelu);
-        check_overflow(&format!("layers.{l}.ffn.w1"), &u, false)?;
+        check_overflow(&format!("layers.{l}.ffn.w1"), &u)?;
         let out = matmul(u.view(), self.w2.view()) + &self.b2;
-        check_overflow(&format!("layers.{l}.ffn.w2"), &out, false)?;
+        check_overflow(&format!("layers.{l}.ffn.w2"), &out)?;
         Ok(out)
     }
 }
