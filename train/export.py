@@ -33,9 +33,25 @@ FIXTURE_LAYER = 1
 SPLIT_RULE = "by the integer BWV number: mod 10 = 0 test, 1 valid, else train (all chorales of a cantata together)"
 
 
-def finished(method):
-    """Every finished run of `method` (train/results/<method>-seed<k>.json), by seed."""
-    runs = [json.load(open(p)) for p in glob.glob(os.path.join(train.HERE, "results", f"{method}-seed*.json"))]
+def finished(method, vocab, results=None):
+    """Every finished run of `method` (results/<method>-seed<k>.json, train/results by default) trained by the
+    recipe (train.config with its seed and this vocabulary), by seed. A run of another recipe (a trial run of 3
+    steps, another size) is left out, saying which file and what differs; a file that is not a run's JSON is
+    refused, naming it."""
+    runs = []
+    for path in sorted(glob.glob(os.path.join(results or os.path.join(train.HERE, "results"), f"{method}-seed*.json"))):
+        try:
+            with open(path) as f:
+                run = json.load(f)
+            recipe = dict(train.config(method, vocab), seed=run["seed"])
+            trained = {k: run["config"].get(k) for k in recipe}
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            raise SystemExit(f"{path}: not a finished run's figures ({type(e).__name__}: {e}); train/train.py writes them") from None
+        differ = sorted(k for k in recipe if trained[k] != recipe[k])
+        if differ:
+            print(f"{method}: {path} left out: not the recipe ({', '.join(f'{k} {trained[k]} instead of {recipe[k]}' for k in differ)})", flush=True)
+            continue
+        runs.append(run)
     return sorted(runs, key=lambda r: r["seed"])
 
 
@@ -87,6 +103,25 @@ def per_position(model, seqs, width):
 
 def main(methods):
     data, (lo, hi), seqs = train.dataset()
+    path = os.path.join(ROOT, "models", "results.json")
+    try:
+        with open(path) as f:
+            previous = json.load(f).get("models", {})
+    except FileNotFoundError:
+        previous = {}
+    except ValueError as e:
+        raise SystemExit(f"{path}: not the figures export.py writes ({e}); restore it from git (git checkout {path})") from None
+    # Every method's runs first: a method that cannot be exported stops the export before any file is written.
+    runs_of = {method: finished(method, hi - lo + 2) for method in methods}
+    for method, runs in runs_of.items():
+        best = min(runs, key=lambda r: r["valid_nll"], default=None)
+        if best is None or os.path.exists(weights_path(best["name"])) or method in previous:
+            continue
+        shipped = os.path.join(ROOT, "models", f"chorales-{method}.safetensors")
+        if os.path.exists(shipped):
+            raise SystemExit(f"{method}: the weights of {best['name']} are not in train/results/, and {path}, which records which seed "
+                             f"{shipped} is, is missing or has no {method}: restore it (git checkout {path}), or train {best['name']} again")
+        raise SystemExit(f"{method}: the weights of {best['name']} are not in train/results/ and no model of it ships: train it again")
     test_pieces = [p for p in data["pieces"] if p["split"] == "test"]
     os.makedirs(os.path.join(ROOT, "models"), exist_ok=True)
     os.makedirs(os.path.join(ROOT, "tests", "fixtures"), exist_ok=True)
@@ -99,14 +134,12 @@ def main(methods):
     subset_seqs = [chorales.tokens(p, lo) for p in subset]
     long_seq = next(s for s in seqs["test"] if len(s) >= 4 * train.CONTEXT)
 
-    path = os.path.join(ROOT, "models", "results.json")
-    previous = json.load(open(path)).get("models", {}) if os.path.exists(path) else {}
     results = {"machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}",
                "pieces": {s: len(v) for s, v in seqs.items()}, "tokens": {s: sum(map(len, v)) for s, v in seqs.items()},
                "skipped": len(data["skipped"]), "pitch_range": [lo, hi], "selection": "the seed with the lowest valid NLL ships",
                "models": {m: r for m, r in previous.items() if m in METHODS}}  # runs not exported now stay as they were
     for method in methods:
-        runs = finished(method)
+        runs = runs_of[method]
         if not runs:
             print(f"{method}: no finished run in train/results/, skipped", flush=True)
             continue
@@ -115,9 +148,7 @@ def main(methods):
         if not os.path.exists(weights_path(best["name"])):
             # Runs finished before train.py kept the weights in train/results/ (2026-11-25): the shipped files are
             # the only copy of the shipped run's; a better run whose weights were lost cannot ship until trained again.
-            shipped = previous.get(method)
-            if shipped is None:
-                raise SystemExit(f"{method}: the weights of {best['name']} are not in train/results/ and no model of it ships: train it again")
+            shipped = previous[method]  # checked above
             lost = {}
             if shipped["shipped_seed"] != best["seed"]:
                 lost = {"best_seed_lost": best["seed"]}
@@ -152,8 +183,7 @@ def main(methods):
             **over_seeds(runs, windows)}
         print(f"{method}: seed {best['seed']} of {len(runs)}: valid {best['valid_nll']:.4f} test {test:.4f} nats/token; "
               f"windows {best['nll_by_window']}; {params} parameters", flush=True)
-    with open(os.path.join(ROOT, "models", "results.json"), "w") as f:
-        json.dump(results, f, indent=1)
+    train.write_json_atomic(results, path)
     plots(results)
 
 

@@ -1,8 +1,10 @@
 """Trains one chorale decoder (one of six position schemes, one seed) and writes, as soon as it ends, its best
 weights to train/results/<method>-seed<seed>.pt and its figures (valid NLL, test NLL at 256…2048 tokens, loss
 curves, time, machine) to train/results/<method>-seed<seed>.json: commit both at once (train/runs/ is not kept, and
-export.py can ship only a run whose weights it has). A run is resumable: it checkpoints every CHECKPOINT_EVERY
-steps to train/runs/<name>.ckpt and continues from there when started again on the same machine.
+export.py can ship only a run whose weights it has). A finished run's files are never replaced: a run whose
+results exist is refused before it starts, naming them (--results DIR writes a trial run elsewhere). A run is
+resumable: it checkpoints every CHECKPOINT_EVERY steps to <results>/../runs/<name>.ckpt and continues from there
+when started again on the same machine; a checkpoint that cannot be read, or of another config, is refused.
 
     train/.venv/bin/python train/train.py --method music --seed 1   # same data, size, budget and recipe for all
 
@@ -107,22 +109,55 @@ def save_atomic(obj, path):
     os.replace(path + ".tmp", path)
 
 
+def write_json_atomic(obj, path):
+    """`obj` as JSON at `path`, written to a temporary file beside it and renamed over it once complete."""
+    with open(path + ".tmp", "w") as f:
+        json.dump(obj, f, indent=1)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(path + ".tmp", path)
+
+
+def refuse_finished(results, name):
+    """Stops before training when `results` already holds a finished run of `name` (its .pt or .json)."""
+    done = [p for p in (os.path.join(results, name + ext) for ext in (".pt", ".json")) if os.path.exists(p)]
+    if done:
+        raise SystemExit(f"{' and '.join(done)}: a finished run of {name}, not replaced. To train it again, move "
+                         f"{'them' if len(done) > 1 else 'it'} away first; for a trial run, pass --results DIR (another folder).")
+
+
+def at_least(low):
+    """An argparse type: a whole number of `low` or more."""
+    def whole(text):
+        try:
+            value = int(text)
+        except ValueError:
+            value = None
+        if value is None or value < low:
+            raise argparse.ArgumentTypeError(f"got {text}; allowed: a whole number of {low} or more")
+        return value
+    return whole
+
+
 def test_figures(model, seqs, ctx):
     """Test NLL at windows of 1, 2, 4 and 8 training lengths (256 … 2048 tokens) and valid NLL at 256."""
     return {"valid_nll": evaluate(model, seqs["valid"], ctx),
             "nll_by_window": {str(m * ctx): evaluate(model, seqs["test"], m * ctx) for m in (1, 2, 4, 8)}}
 
 
-def train(method, seed=0, steps=None):
-    """One run, resumable: a checkpoint every CHECKPOINT_EVERY steps in runs/<name>.ckpt; at the end the best
-    weights (lowest valid NLL) in results/<name>.pt and the run's figures in results/<name>.json."""
+def train(method, seed=0, steps=None, results=None):
+    """One run, resumable: a checkpoint every CHECKPOINT_EVERY steps in <results>/../runs/<name>.ckpt; at the end
+    the best weights (lowest valid NLL) in <results>/<name>.pt and the run's figures in <results>/<name>.json
+    (results: train/results by default). Refused before anything is loaded when those files exist."""
+    name = run_name(method, seed)
+    results = results or os.path.join(HERE, "results")
+    refuse_finished(results, name)
+    runs = os.path.join(os.path.dirname(os.path.abspath(results)), "runs")
     _, (lo, hi), seqs = dataset()
     cfg = config(method, vocab=hi - lo + 2)
     cfg["seed"] = seed
-    if steps:
+    if steps is not None:
         cfg["steps"] = steps
-    name = run_name(method, seed)
-    runs, results = os.path.join(HERE, "runs"), os.path.join(HERE, "results")
     os.makedirs(runs, exist_ok=True)
     os.makedirs(results, exist_ok=True)
     ckpt_path = os.path.join(runs, name + ".ckpt")
@@ -138,7 +173,14 @@ def train(method, seed=0, steps=None):
     state = {"step": 0, "seconds": 0.0, "log": {"train": [], "valid": []}, "best": None, "best_valid": math.inf, "best_step": 0,
              "stopped": "step budget"}
     if os.path.exists(ckpt_path):
-        ck = torch.load(ckpt_path, weights_only=False)
+        try:
+            ck = torch.load(ckpt_path, weights_only=False)
+            keys = {"config", "model", "opt", "torch_rng", "numpy_rng", "state"} - set(ck if isinstance(ck, dict) else ())
+            if keys:
+                raise ValueError(f"not a checkpoint of train.py (missing {', '.join(sorted(keys))})")
+        except Exception as e:
+            raise SystemExit(f"{ckpt_path} cannot be read ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}); "
+                             f"delete it to start {name} afresh") from None
         if ck["config"] != cfg:
             raise SystemExit(f"{ckpt_path} was made with another config; delete it to start {name} afresh")
         model.load_state_dict(ck["model"])
@@ -192,10 +234,9 @@ def train(method, seed=0, steps=None):
     figures = test_figures(model, seqs, cfg["context"])
     save_atomic({"config": cfg, "state": model.state_dict(), "log": state["log"], "pitch_range": [lo, hi]},
                 os.path.join(results, name + ".pt"))
-    with open(os.path.join(results, name + ".json"), "w") as f:
-        json.dump({"name": name, "method": method, "seed": seed, "config": cfg, **figures, "log": state["log"],
-                   "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}",
-                   "finished": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}, f, indent=1)
+    write_json_atomic({"name": name, "method": method, "seed": seed, "config": cfg, **figures, "log": state["log"],
+                       "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}",
+                       "finished": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}, os.path.join(results, name + ".json"))
     print(f"{name}: done at step {step} ({state['stopped']}); best valid {state['best_valid']:.4f} at {state['best_step']}; "
           f"test {figures['nll_by_window']}", flush=True)
     return model
@@ -204,7 +245,9 @@ def train(method, seed=0, steps=None):
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--method", choices=["music", "shaw", "absolute", "rope", "alibi", "t5"], required=True)
-    ap.add_argument("--seed", type=int, default=0, help="weights' initialisation and the batches' draws (default 0)")
-    ap.add_argument("--steps", type=int, help=f"optimizer step budget (default {HYPER['steps']})")
+    ap.add_argument("--seed", type=at_least(0), default=0, help="weights' initialisation and the batches' draws (default 0)")
+    ap.add_argument("--steps", type=at_least(1), help=f"optimizer step budget, 1 or more (default {HYPER['steps']})")
+    ap.add_argument("--results", help="folder for the run's .pt and .json (default train/results; its checkpoints go to "
+                    "the folder's sibling runs/): a trial run goes elsewhere, never over a finished run")
     args = ap.parse_args()
-    train(args.method, args.seed, args.steps)
+    train(args.method, args.seed, args.steps, args.results)
