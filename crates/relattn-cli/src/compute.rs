@@ -12,7 +12,8 @@ pub fn run(layer: &LayerArgs, out: &Path, json: bool, start: Instant) -> Result<
     let (t, times, estimate) = layer.trace(0)?;
     write_atomic(out, |tmp| write_file(tmp, |w| t.write_npz(w)))?;
     if json {
-        let mut s = summary(&t.config, t.dims(), t.output.dim().2, &t.stages(), out, start.elapsed().as_secs_f64() * 1e3);
+        let unread = layer.options.unread(t.config.method);
+        let mut s = summary(&t.config, t.dims(), t.output.dim().2, &t.stages(), out, start.elapsed().as_secs_f64() * 1e3, &unread);
         s["stages_ms"] = stages_json(&times);
         s["estimate_bytes"] = estimate.into();
         s["peak_rss_mib"] = peak_rss_mib().into();

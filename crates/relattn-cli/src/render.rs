@@ -57,7 +57,8 @@ pub fn run(args: &LayerArgs, what: Drawn, out: &Path, json: bool, start: Instant
     write_atomic(out, |tmp| render::save(&fig, tmp, size))?;
     if json {
         let d_model = layer.output.dim().2;
-        let mut s = summary(&layer.config, layer.dims(), d_model, &layer.stages(), out, start.elapsed().as_secs_f64() * 1e3);
+        let unread = args.options.unread(layer.config.method);
+        let mut s = summary(&layer.config, layer.dims(), d_model, &layer.stages(), out, start.elapsed().as_secs_f64() * 1e3, &unread);
         s["estimate_bytes"] = estimate.into();
         s["peak_rss_mib"] = peak_rss_mib().into();
         say(s)?;

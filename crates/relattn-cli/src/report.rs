@@ -5,9 +5,12 @@ use relattn::timing::StageTimes;
 use relattn::Stage;
 use std::path::Path;
 
-pub fn summary(cfg: &Config, (b, h, n): (usize, usize, usize), d_model: usize, stages: &[Stage], out: &Path, ms: f64) -> serde_json::Value {
+/// The JSON summary of a computed layer; `unread`: the options given that its method does not read
+/// ([`relattn::layer::options::LayerOptions::unread`]).
+pub fn summary(cfg: &Config, (b, h, n): (usize, usize, usize), d_model: usize, stages: &[Stage], out: &Path, ms: f64, unread: &[&str]) -> serde_json::Value {
     serde_json::json!({
         "method": cfg.method.to_string(),
+        "unread_options": unread,
         "batch": b, "heads": h, "n": n, "d_model": d_model, "clip": cfg.clip,
         "causal": cfg.causal, "rel_v": stages.contains(&Stage::RelV),
         "stages": stages.iter().map(|s| s.name()).collect::<Vec<_>>(),

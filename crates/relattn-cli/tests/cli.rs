@@ -79,6 +79,7 @@ fn compute_writes_the_trace_names_and_shapes() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let json: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!((json["heads"].as_u64(), json["n"].as_u64(), json["method"].as_str()), (Some(2), Some(6), Some("shaw")));
+    assert_eq!(json["unread_options"], serde_json::json!([]));
     let mut npz = NpzReader::new(std::fs::File::open(&out).unwrap()).unwrap();
     let idx: Array2<i64> = npz.by_name("rel_index").unwrap();
     assert_eq!(idx.dim(), (6, 6));
@@ -339,6 +340,22 @@ fn a_long_sampling_shows_progress_and_stops_on_ctrl_c_writing_nothing() {
     assert_eq!(status.code(), Some(130), "{rest:?}");
     assert!(last.starts_with("error: interrupted after ") && last.contains("of 65536 tokens; nothing written"), "{last}");
     assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 0, "no MIDI file and no temporary file");
+}
+
+/// Options a method does not read are accepted and said: in the JSON summary (and `--help` names each
+/// scheme-specific option's scheme).
+#[test]
+fn options_a_method_does_not_read_are_said() {
+    let d = dir();
+    let out = path(&d, "t.npz");
+    let o = relattn(&["compute", "--method", "rope", "--clip", "5", "--t5-buckets", "8", "--rope-base", "100", "--out", s(&out), "--json"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(json["unread_options"], serde_json::json!(["clip", "t5_buckets"]));
+    let help = String::from_utf8_lossy(&relattn(&["compute", "--help"]).stdout).into_owned();
+    for said in ["RoPE only:", "T5 only:", "Shaw and the Music Transformer only:", "Music Transformer only:", "Absolute positions only:"] {
+        assert!(help.contains(said), "{said} missing from help");
+    }
 }
 
 #[test]

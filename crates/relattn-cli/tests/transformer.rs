@@ -362,6 +362,21 @@ fn broken_model_files_are_clear_errors() {
     assert!(matches!(load(&not_json), Error::File { reason, .. } if reason.contains("metadata")));
     let extra = rewritten(|t, _| t.push(("stray".into(), safetensors::Dtype::F32, vec![1], vec![0; 4])));
     assert!(matches!(load(&extra), Error::Invalid { field, .. } if field == "tensor"));
+    // A field given twice is refused as such (the last one used to win, and a tensor was blamed).
+    let twice = rewritten(|_, c| *c = c.replacen("\"heads\": 4", "\"heads\": 8, \"heads\": 4", 1));
+    assert!(matches!(load(&twice), Error::File { reason, .. } if reason.contains("duplicate field `heads`")), "{}", load(&twice));
+    // A RoPE model whose d_head is odd is refused by a field its config has (config.heads), not rope_fraction.
+    let bytes = std::fs::read(model_path("rope")).unwrap();
+    let (_, header) = safetensors::SafeTensors::read_metadata(&bytes).unwrap();
+    let config: serde_json::Value = serde_json::from_str(&header.metadata().as_ref().unwrap()["config"]).unwrap();
+    let mut odd: relattn::trained::transformer::ModelConfig = serde_json::from_value(config).unwrap();
+    (odd.d_model, odd.heads) = (12, 4);
+    let text = serde_json::to_string(&odd).unwrap();
+    let odd_bytes =
+        safetensors::serialize(Vec::<(String, safetensors::tensor::TensorView)>::new(), Some(std::collections::HashMap::from([("config".to_string(), text)])))
+            .unwrap();
+    let e = load(&odd_bytes);
+    assert!(matches!(&e, Error::Invalid { field, allowed, .. } if field == "config.heads" && allowed.contains("even d_head")), "{e}");
 }
 
 fn cli(args: &[&str]) -> std::process::Output {

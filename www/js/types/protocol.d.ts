@@ -323,8 +323,8 @@ d_model?: number,
  */
 heads?: number, 
 /**
- * Clipping distance k ≥ 0 (Shaw's tables have 2k+1 rows; Music's E_r k+1 causal, 2k+1 bidirectional).
- * [default: 2]
+ * Shaw and the Music Transformer only: clipping distance k ≥ 0 (Shaw's tables have 2k+1 rows; Music's E_r
+ * k+1 causal, 2k+1 bidirectional). [default: 2]
  */
 clip?: number, 
 /**
@@ -360,7 +360,7 @@ relative_only?: boolean,
  */
 logit_scale?: LogitScale, 
 /**
- * Music Transformer: what distances beyond E_r read: zero (tensor2tensor) or clip (the edge row).
+ * Music Transformer only: what distances beyond E_r read: zero (tensor2tensor) or clip (the edge row).
  * [default: zero]
  */
 edge?: Edge, 
@@ -370,33 +370,33 @@ edge?: Edge,
  */
 implementation?: Implementation, 
 /**
- * RoPE: θ_p = base^(−2p/d_rot), above 1 up to 1e9. [default: 10000]
+ * RoPE only: θ_p = base^(−2p/d_rot), above 1 up to 1e9. [default: 10000]
  */
 rope_base?: number, 
 /**
- * RoPE: the rotated share of d_head (GPT-NeoX's rotary_pct), above 0 up to 1. [default: 1]
+ * RoPE only: the rotated share of d_head (GPT-NeoX's rotary_pct), above 0 up to 1. [default: 1]
  */
 rope_fraction?: number, 
 /**
- * RoPE: pairs (2p, 2p+1) as the paper and GPT-J (interleaved) or (p, p + d_rot/2) as GPT-NeoX and Llama
+ * RoPE only: pairs (2p, 2p+1) as the paper and GPT-J (interleaved) or (p, p + d_rot/2) as GPT-NeoX and Llama
  * (half). [default: interleaved]
  */
 rope_layout?: PairLayout, 
 /**
- * RoPE: positions divided by this (linear interpolation), 0.01 to 1000. [default: 1]
+ * RoPE only: positions divided by this (linear interpolation), 0.01 to 1000. [default: 1]
  */
 rope_scale?: number, 
 /**
- * T5: number of buckets, 2 (4 and even bidirectional) to 1024. [default: 32]
+ * T5 only: number of buckets, 2 (4 and even bidirectional) to 1024. [default: 32]
  */
 t5_buckets?: number, 
 /**
- * T5: distances from this on share the last bucket; above the exact buckets, up to 1048576.
+ * T5 only: distances from this on share the last bucket; above the exact buckets, up to 1048576.
  * [default: 128]
  */
 t5_max_distance?: number, 
 /**
- * Absolute positions: x already holds them (a captured model's layer: GPT-2, OPT and BERT add their
+ * Absolute positions only: x already holds them (a captured model's layer: GPT-2, OPT and BERT add their
  * learned positions at the embedding, before layer 0); the positions stage shows them (the model's table,
  * given as `positions`) and attention reads x as given. [default: false]
  */

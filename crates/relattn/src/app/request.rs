@@ -54,14 +54,16 @@ impl BackendChoice {
 /// The options `method` reads ([`SchemeOptions`], from the scheme's own predicates): the controls that follow
 /// the method select.
 pub fn scheme_options(m: Method) -> SchemeOptions {
+    // Which controls follow the method: the options it reads (Method::reads_option, one place).
+    let reads = |option| m.reads_option(option);
     SchemeOptions {
-        clip: m.has_vector_table(),
-        rel_v: m.has_value_term(),
-        per_head: m.has_index(),
-        rope: m.rotates(),
-        buckets: m.buckets(),
-        edge: m.skews(),
-        positions: m.adds_to_input(),
+        clip: reads("clip"),
+        rel_v: reads("relative_values"),
+        per_head: reads("per_head_tables"),
+        rope: reads("rope_base"),
+        buckets: reads("t5_buckets"),
+        edge: reads("edge"),
+        positions: reads("positions_in_x"),
     }
 }
 

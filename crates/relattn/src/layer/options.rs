@@ -55,8 +55,8 @@ pub struct LayerOptions {
     #[arg(long, allow_negative_numbers = true)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub heads: Option<f64>,
-    /// Clipping distance k ≥ 0 (Shaw's tables have 2k+1 rows; Music's E_r k+1 causal, 2k+1 bidirectional).
-    /// [default: 2]
+    /// Shaw and the Music Transformer only: clipping distance k ≥ 0 (Shaw's tables have 2k+1 rows; Music's E_r
+    /// k+1 causal, 2k+1 bidirectional). [default: 2]
     #[arg(long, allow_negative_numbers = true)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub clip: Option<f64>,
@@ -92,7 +92,7 @@ pub struct LayerOptions {
     #[arg(long)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub logit_scale: Option<LogitScale>,
-    /// Music Transformer: what distances beyond E_r read: zero (tensor2tensor) or clip (the edge row).
+    /// Music Transformer only: what distances beyond E_r read: zero (tensor2tensor) or clip (the edge row).
     /// [default: zero]
     #[arg(long)]
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -102,33 +102,33 @@ pub struct LayerOptions {
     #[arg(long)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub implementation: Option<Implementation>,
-    /// RoPE: θ_p = base^(−2p/d_rot), above 1 up to 1e9. [default: 10000]
+    /// RoPE only: θ_p = base^(−2p/d_rot), above 1 up to 1e9. [default: 10000]
     #[arg(long, allow_negative_numbers = true)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rope_base: Option<f64>,
-    /// RoPE: the rotated share of d_head (GPT-NeoX's rotary_pct), above 0 up to 1. [default: 1]
+    /// RoPE only: the rotated share of d_head (GPT-NeoX's rotary_pct), above 0 up to 1. [default: 1]
     #[arg(long, allow_negative_numbers = true)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rope_fraction: Option<f64>,
-    /// RoPE: pairs (2p, 2p+1) as the paper and GPT-J (interleaved) or (p, p + d_rot/2) as GPT-NeoX and Llama
+    /// RoPE only: pairs (2p, 2p+1) as the paper and GPT-J (interleaved) or (p, p + d_rot/2) as GPT-NeoX and Llama
     /// (half). [default: interleaved]
     #[arg(long)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rope_layout: Option<PairLayout>,
-    /// RoPE: positions divided by this (linear interpolation), 0.01 to 1000. [default: 1]
+    /// RoPE only: positions divided by this (linear interpolation), 0.01 to 1000. [default: 1]
     #[arg(long, allow_negative_numbers = true)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rope_scale: Option<f64>,
-    /// T5: number of buckets, 2 (4 and even bidirectional) to 1024. [default: 32]
+    /// T5 only: number of buckets, 2 (4 and even bidirectional) to 1024. [default: 32]
     #[arg(long, allow_negative_numbers = true)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub t5_buckets: Option<f64>,
-    /// T5: distances from this on share the last bucket; above the exact buckets, up to 1048576.
+    /// T5 only: distances from this on share the last bucket; above the exact buckets, up to 1048576.
     /// [default: 128]
     #[arg(long, allow_negative_numbers = true)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub t5_max_distance: Option<f64>,
-    /// Absolute positions: x already holds them (a captured model's layer: GPT-2, OPT and BERT add their
+    /// Absolute positions only: x already holds them (a captured model's layer: GPT-2, OPT and BERT add their
     /// learned positions at the embedding, before layer 0); the positions stage shows them (the model's table,
     /// given as `positions`) and attention reads x as given. [default: false]
     #[arg(long, num_args = 0..=1, default_missing_value = "true")]
@@ -200,6 +200,25 @@ impl LayerOptions {
     pub fn names() -> Vec<String> {
         use clap::Args;
         LayerOptions::augment_args(clap::Command::new("options")).get_arguments().map(|a| a.get_id().to_string()).collect()
+    }
+
+    /// The options given here that `method` does not read (Shaw's `clip` with RoPE, RoPE's with T5, …): accepted,
+    /// and said (the command line's JSON summary), never silently ignored.
+    pub fn unread(&self, method: Method) -> Vec<&'static str> {
+        let given = [
+            ("clip", self.clip.is_some()),
+            ("relative_values", self.relative_values.is_some()),
+            ("per_head_tables", self.per_head_tables.is_some()),
+            ("edge", self.edge.is_some()),
+            ("rope_base", self.rope_base.is_some()),
+            ("rope_fraction", self.rope_fraction.is_some()),
+            ("rope_layout", self.rope_layout.is_some()),
+            ("rope_scale", self.rope_scale.is_some()),
+            ("t5_buckets", self.t5_buckets.is_some()),
+            ("t5_max_distance", self.t5_max_distance.is_some()),
+            ("positions_in_x", self.positions_in_x.is_some()),
+        ];
+        given.into_iter().filter(|&(name, set)| set && !method.reads_option(name)).map(|(name, _)| name).collect()
     }
 
     /// The options that describe a resolved computation: every one set, no preset.

@@ -95,6 +95,21 @@ impl Method {
         [logits].into_iter().chain(values).filter(|t| !t.is_empty()).chain(own.iter().copied()).collect()
     }
 
+    /// Whether the scheme reads the layer option `name` (every option but the scheme-specific ones: `clip`,
+    /// `relative_values`, `per_head_tables`, `edge`, RoPE's, T5's, `positions_in_x`), from its own predicates.
+    pub fn reads_option(self, name: &str) -> bool {
+        match name {
+            "clip" => self.has_vector_table(),
+            "relative_values" => self.has_value_term(),
+            "per_head_tables" => self.has_index(),
+            "edge" => self.skews(),
+            "rope_base" | "rope_fraction" | "rope_layout" | "rope_scale" => self.rotates(),
+            "t5_buckets" | "t5_max_distance" => self.buckets(),
+            "positions_in_x" => self.adds_to_input(),
+            _ => true,
+        }
+    }
+
     /// Whether the scheme's table holds vectors q is multiplied with (Shaw's w^K, E_r): its rows have d_head
     /// columns and its term is added before the scale. Otherwise its rows are scalars (a slope, a bias per
     /// bucket; RoPE has no rows).

@@ -116,7 +116,14 @@ impl ModelConfig {
         if self.method == Method::T5 {
             self.buckets()?;
         }
-        // The scheme's own options (T5's buckets, RoPE's pairs in d_head), named as the config's fields.
+        // RoPE rotates whole pairs of every head (a model's rotary fraction is 1): d_head even, 2 or more. Said of
+        // config.heads, a field the config has (the scheme's own check would name rope_fraction).
+        let dh = self.d_model / self.heads;
+        if self.method == Method::Rope && (dh < 2 || dh % 2 == 1) {
+            let allowed = format!("a divisor of d_model = {} leaving an even d_head of 2 or more (RoPE rotates pairs); d_head is {dh}", self.d_model);
+            return Err(Error::invalid("config.heads", self.heads, allowed));
+        }
+        // The scheme's own options (T5's buckets), named as the config's fields.
         self.attention().scheme().check(self.d_model / self.heads).map_err(|e| match e {
             Error::Invalid { field, given, allowed } => Error::Invalid { field: format!("config.{field}"), given, allowed },
             other => other,
@@ -254,7 +261,9 @@ impl Transformer {
         let (_, header) = safetensors::SafeTensors::read_metadata(bytes).map_err(|e| file_err(format!("not a safetensors file: {e}")))?;
         let text = header.metadata().as_ref().and_then(|m| m.get("config")).ok_or_else(|| file_err("its metadata has no 'config'".into()))?;
         let metadata: serde_json::Value = serde_json::from_str(text).map_err(|e| file_err(format!("metadata 'config' is not JSON: {e}")))?;
-        let config: ModelConfig = serde_json::from_value(metadata.clone()).map_err(|e| file_err(format!("metadata 'config': {e}")))?;
+        // Read from the text itself, not the parsed value (whose map keeps the last of a duplicated key): a field
+        // given twice is refused ("duplicate field `heads`").
+        let config: ModelConfig = serde_json::from_str(text).map_err(|e| file_err(format!("metadata 'config': {e}")))?;
         config.check()?;
         let (d, h, ff) = (config.d_model, config.heads, config.d_ff);
         let dh = d / h;
