@@ -36,8 +36,12 @@ use relattn::Backend;
 
 create_exception!(_relattn, RelattnError, PyValueError, "A refused option or array: `field` names it, `kind` says how (invalid, shape, ...).");
 
-/// The crate's error as a RelattnError with its field and kind.
+/// The crate's error as a RelattnError with its field and kind; an interruption (Ctrl-C during a computation)
+/// as KeyboardInterrupt.
 fn py_err(py: Python<'_>, e: Error) -> PyErr {
+    if e == Error::Interrupted {
+        return pyo3::exceptions::PyKeyboardInterrupt::new_err("relattn stopped its computation");
+    }
     let err = RelattnError::new_err(e.to_string());
     let value = err.value(py);
     let _ = value.setattr("field", e.field());
@@ -184,8 +188,10 @@ fn threads(py: Python<'_>, v: Option<&Bound<'_, PyAny>>) -> PyResult<usize> {
 /// Runs `f` inside this module's rayon pool of `threads` threads (made once for each count asked), the GIL
 /// released. Called from outside a pool, each of the layer's parallel steps would be handed to the global pool
 /// and waited for (1.4× the time at n 2048 on 2 cores); inside, the calling thread is one of the workers, as in
-/// the command line.
-fn compute<T: Send>(py: Python<'_>, threads: usize, f: impl FnOnce() -> T + Send) -> T {
+/// the command line. Meanwhile the calling thread looks for Ctrl-C every 50 ms: on one it asks the computation
+/// to stop ([`relattn::core::cancel`]: every relattn computation running then stops at its next head, tile or
+/// block) and returns [`Error::Interrupted`], which [`py_err`] raises as KeyboardInterrupt.
+fn compute<T: Send>(py: Python<'_>, threads: usize, f: impl FnOnce() -> relattn::Result<T> + Send) -> relattn::Result<T> {
     use std::collections::HashMap;
     use std::sync::{Arc, Mutex};
     static POOLS: Mutex<Option<HashMap<usize, Arc<rayon::ThreadPool>>>> = Mutex::new(None);
@@ -197,9 +203,35 @@ fn compute<T: Send>(py: Python<'_>, threads: usize, f: impl FnOnce() -> T + Send
             None => rayon::ThreadPoolBuilder::new().num_threads(threads).build().ok().map(|p| pools.entry(threads).or_insert(Arc::new(p)).clone()),
         }
     };
-    py.detach(|| match pool {
-        Some(pool) => pool.install(f),
-        None => f(),
+    py.detach(|| {
+        std::thread::scope(|scope| {
+            let (done, result) = std::sync::mpsc::channel();
+            scope.spawn(move || {
+                let r = match pool {
+                    Some(pool) => pool.install(f),
+                    None => f(),
+                };
+                let _ = done.send(r);
+            });
+            let mut interrupted = false;
+            loop {
+                match result.recv_timeout(std::time::Duration::from_millis(50)) {
+                    Ok(r) if interrupted => {
+                        relattn::core::cancel::clear();
+                        return r.and(Err(Error::Interrupted));
+                    }
+                    Ok(r) => return r,
+                    Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                        if !interrupted && Python::attach(|py| py.check_signals()).is_err() {
+                            interrupted = true;
+                            relattn::core::cancel::request();
+                        }
+                    }
+                    // The computation panicked: the scope re-raises its panic when it ends.
+                    Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return Err(Error::Interrupted),
+                }
+            }
+        })
     })
 }
 

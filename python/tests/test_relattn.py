@@ -332,3 +332,20 @@ def test_every_entry_point_refuses_by_name():
     slopes = np.array([0.5, 0.25], np.float32)
     np.testing.assert_array_equal(relattn.attention(n=8, d_model=16, heads=2, method="alibi", alibi_slopes=slopes[::-1]),
                                   relattn.attention(n=8, d_model=16, heads=2, method="alibi", alibi_slopes=slopes[::-1].copy()))
+
+
+def test_ctrl_c_stops_a_long_computation_within_a_second():
+    """Ctrl-C (a KeyboardInterrupt for the main thread) during a computation of about ten seconds lands as
+    KeyboardInterrupt within a second, not when the computation ends nor as a PanicException; the next call
+    computes as usual. (#41 item 6: 52 s late at n 80000.)"""
+    import _thread
+
+    timer = threading.Timer(0.5, _thread.interrupt_main)
+    timer.start()
+    start = time.perf_counter()
+    with pytest.raises(KeyboardInterrupt):
+        relattn.attention(method="rope", n=60000, d_model=64, heads=1, threads=2)
+    late = time.perf_counter() - start - 0.5
+    timer.join()
+    assert late < 1.0, f"KeyboardInterrupt {late:.2f} s after Ctrl-C"
+    assert relattn.attention(method="rope", n=8, d_model=16, heads=2).shape == (1, 8, 16)

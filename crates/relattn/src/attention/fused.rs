@@ -39,7 +39,8 @@ pub const TK: usize = 512;
 
 /// z (Lq, d_head) of one head, equal to [`crate::attention::attend_head`]'s within float rounding.
 /// The caller has checked the shapes. Errors: [`Error::Overflow`] on "content_logits" (a non-finite q·k)
-/// or "logits" (NaN or +∞ after the relative term and the scale), at the pair's (i, j).
+/// or "logits" (NaN or +∞ after the relative term and the scale), at the pair's (i, j); [`Error::Interrupted`]
+/// between query tiles when a stop was requested ([`crate::core::cancel`]).
 pub fn attend_head(cfg: &Config, h: &HeadInput) -> Result<Array2<f32>> {
     let (lq, dh) = h.q.dim();
     let lk = h.k.nrows();
@@ -56,6 +57,7 @@ pub fn attend_head(cfg: &Config, h: &HeadInput) -> Result<Array2<f32>> {
     // kernel's page clearing).
     let mut buffer = Array2::zeros((TQ.min(lq), TK.min(lk)));
     for i0 in (0..lq).step_by(TQ) {
+        crate::core::cancel::check()?;
         let i1 = (i0 + TQ).min(lq);
         // Keys up to the last one visible to the tile's last query.
         let keys = if cfg.causal { visible_keys(i1 - 1, lq, lk) } else { lk };

@@ -47,6 +47,10 @@ pub enum Error {
     /// The GPU backend could not run the request (no device, a size beyond the device's limits, a lost device).
     #[error("GPU: {0}")]
     Gpu(#[from] GpuError),
+
+    /// Stopped on request ([`crate::core::cancel`]: Python's Ctrl-C) before it finished.
+    #[error("interrupted")]
+    Interrupted,
 }
 
 /// What an [`Error`] is about, for a caller (the page) that treats kinds differently; serialized in
@@ -62,6 +66,7 @@ pub enum ErrorKind {
     TooLarge,
     Overflow,
     Gpu,
+    Interrupted,
 }
 
 impl ErrorKind {
@@ -91,6 +96,7 @@ impl Error {
             Error::TooLarge { field, .. } => field,
             Error::TooLargeForPage { .. } => "n",
             Error::Gpu(_) => "backend",
+            Error::Interrupted => "interrupt",
         }
     }
 
@@ -105,6 +111,7 @@ impl Error {
             Error::TooLarge { .. } | Error::TooLargeForPage { .. } => ErrorKind::TooLarge,
             Error::Overflow { .. } => ErrorKind::Overflow,
             Error::Gpu(_) => ErrorKind::Gpu,
+            Error::Interrupted => ErrorKind::Interrupted,
         }
     }
 }

@@ -264,6 +264,7 @@ fn run(cfg: &Config, sc: &Scenario, record: bool, timed: bool) -> Result<Run> {
             key_mask: sc.key_mask.as_ref().map(|m| m.row(bi)),
             rope: rope.as_ref(),
         };
+        crate::core::cancel::check()?;
         let mut t = record.then(HeadTrace::default);
         let mut ht = timed.then(StageTimes::default);
         attend_head_timed(cfg, &input, t.as_mut(), ht.as_mut()).map(|z| (z, t, ht)).map_err(|e| e.within(&[bi, hi]))

@@ -181,6 +181,7 @@ impl Layer {
         check_index("head", head, h)?;
         let stages = self.stages();
         for a in (0..n).step_by(BLOCK) {
+            crate::core::cancel::check()?;
             let queries = a..(a + BLOCK).min(n);
             let mut trace = HeadTrace::default();
             attend_rows(&self.config, &self.head_input(batch, head), queries.clone(), &mut trace)?;
