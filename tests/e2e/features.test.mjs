@@ -188,12 +188,16 @@ test('presentation mode steps through every stage by keyboard, with rendered for
     if (k === 5) await page.screenshot({ path: join(artifacts, 'features-present.png') });
     if (k === 0) assert.ok(Number(await page.$eval('#present canvas', (e) => e.dataset.y0)) > 50, 'the title overlaps the formula line');
     if (k === 0) {
-      // The figure fills the slide and is shown at 14/12 of its drawing or more: its 12 px labels, ticks and
-      // values reach 14 px at 1280 × 720.
+      // The figure fills the slide's height and is shown at 14/12 of its drawing or more: its 12 px labels,
+      // ticks and values reach 14 px at 1280 × 720.
       const [w, cw, h, ch] = await page.$eval('#present canvas', (c) => [c.width, c.clientWidth, c.height, c.clientHeight]);
       assert.ok(cw / w >= 14 / 12 - 0.01 && ch / h >= 14 / 12 - 0.01, `drawn ${w}×${h}, shown ${cw}×${ch}`);
       assert.ok(ch >= 0.55 * 720, `the figure takes ${ch} px of 720`);
     }
+    // A square stage's plot is drawn square (it was 3.5 : 1 on a wide slide); a skew step's keeps its own ratio.
+    const plot = await page.$eval('#present canvas', (c) => ({ w: c.dataset.x1 - c.dataset.x0, h: c.dataset.y1 - c.dataset.y0, rows: Number(c.dataset.rows), cols: Number(c.dataset.cols) }));
+    const want = Math.min(4, Math.max(0.25, plot.cols / plot.rows));
+    assert.ok(Math.abs(plot.w / plot.h - want) / want < 0.06, `${seen.at(-1)}: plot ${plot.w} × ${plot.h} for a ${plot.rows} × ${plot.cols} stage`);
     await page.keyboard.press(k % 2 ? 'PageDown' : 'ArrowRight');
   }
   assert.deepEqual(seen, names);

@@ -96,21 +96,38 @@ export function drawPresent() {
   $('present-notice').textContent = stage.notice;
   sec.setAttribute('aria-label', `Step ${at + 1} of ${cur.stages.length}: ${stage.title}, ${stage.formula}`);
   // Drawn at 12/14 of the size it is shown at, so the figure's 12 px labels and ticks (and the cell values it
-  // writes, 12 px or more) reach a projector at 14 px or more: at 1280 × 720 too.
+  // writes, 12 px or more) reach a projector at 14 px or more: at 1280 × 720 too. The plot keeps the stage's
+  // shape (a square stage drawn square, its ratio held within 1:4 and 4:1): drawn once on the whole slide to
+  // learn the frame's margins (title, formula, axes, colorbar), the canvas is then narrowed or shortened so
+  // that the plot inside has the stage's ratio.
   const holder = $('present-holder');
   const [w, h] = [Math.max(200, holder.clientWidth), Math.max(200, holder.clientHeight)];
-  const size = [Math.round((w * 12) / 14), Math.round((h * 12) / 14)];
-  const old = show.view;
-  if (!old || old.canvas.width !== size[0] || old.canvas.height !== size[1]) {
+  const full = [Math.round((w * 12) / 14), Math.round((h * 12) / 14)];
+  const view = (size) => {
+    const old = show.view;
+    if (old && old.canvas.width === size[0] && old.canvas.height === size[1]) return old;
     // Made on first use, so the page (and an embed) has no hidden canvas; made again at a new size.
     const v = newView(stage, size[0], size[1]);
     v.canvas.setAttribute('role', 'img');
     v.minValuePx = 12;
-    Object.assign(v.canvas.style, { width: `${w}px`, height: `${h}px` });
+    Object.assign(v.canvas.style, { width: `${Math.round((size[0] * 14) / 12)}px`, height: `${Math.round((size[1] * 14) / 12)}px` });
     if (old) old.canvas.replaceWith(v.canvas); else holder.append(v.canvas);
     show.view = v;
+    return v;
+  };
+  // The margins change with the width (a formula that wraps to a second line): measured again, up to three times.
+  let v = view(full);
+  drawView(v, stage, cur);
+  const ratio = Math.min(4, Math.max(0.25, stage.cols / stage.rows));
+  for (let pass = 0; pass < 3; pass++) {
+    const { x0, x1, y0, y1 } = v.rect;
+    const [mx, my] = [v.canvas.width - (x1 - x0), v.canvas.height - (y1 - y0)];
+    const [pw, ph] = [full[0] - mx, full[1] - my];
+    const size = pw / ph > ratio ? [Math.round(ph * ratio + mx), full[1]] : [full[0], Math.round(pw / ratio + my)];
+    if (size[0] === v.canvas.width && size[1] === v.canvas.height) break;
+    v = view(size);
+    drawView(v, stage, cur);
   }
-  drawView(show.view, stage, cur);
   drawPins();
 }
 
