@@ -265,7 +265,9 @@ proptest! {
         for (h, w) in weights.iter().enumerate() {
             prop_assert!(rel_err(layer.stage(relattn::stage::Stage::Weights, 0, h).unwrap().iter(), flat(w)) <= TOL, "on demand h{h}");
         }
-        // The angles read back from the given table are the model's own.
+        // The angles read back from the given table are the model's own, and their figure says so.
+        prop_assert!(t.meta(relattn::stage::Stage::RopeAngles).title.contains("the model's own"));
+        prop_assert!(layer.meta(relattn::stage::Stage::RopeKernel).formula.contains("model's cos and sin"));
         let angles = t.stage(relattn::stage::Stage::RopeAngles, 0, 0).unwrap();
         prop_assert!(angles.indexed_iter().all(|((m, p), a)| (a - angle(m, p)).abs() < 1e-4), "{angles:?}");
     }

@@ -110,7 +110,7 @@ impl Layer {
 
     /// What the page and the CLI say about a stage of this layer ([`Stage::meta`]).
     pub fn meta(&self, stage: Stage) -> StageMeta {
-        stage.meta(&self.config, self.scenario.rel_k.dim().0 > 1)
+        stage.meta_in(&self.config, self.scenario.rel_k.dim().0 > 1, self.rope.as_ref().is_some_and(|r| r.given))
     }
 
     /// The (rows, cols) of a stage of one (batch, head).

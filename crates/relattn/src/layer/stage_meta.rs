@@ -7,7 +7,7 @@
 
 use crate::attention::{Config, LogitScale};
 use crate::error::{Error, Result};
-use crate::positions::{absolute, Method};
+use crate::positions::{absolute, rope, Method};
 use crate::stage::{Scale, Stage, StageText, COMPONENT_AXIS, FEATURE_AXIS, KEY_AXIS, LOGITS_TITLE, QUERY_AXIS};
 use serde::Serialize;
 
@@ -246,7 +246,14 @@ impl Stage {
     /// The stage's title, formulas and axes for a layer (its method, masking, a^V and content term decide the
     /// text); `per_head_tables`: the relative tables differ by head.
     pub fn meta(self, cfg: &Config, per_head_tables: bool) -> StageMeta {
-        let text = text(self, cfg);
+        self.meta_in(cfg, per_head_tables, false)
+    }
+
+    /// [`Stage::meta`] of a layer whose RoPE table is a model's own when `given_rope` (a captured layer's cos
+    /// and sin): its angles and kernel say so ([`crate::positions::rope::describe_given`]).
+    pub fn meta_in(self, cfg: &Config, per_head_tables: bool, given_rope: bool) -> StageMeta {
+        let given = (given_rope && cfg.method.rotates()).then(|| rope::describe_given(self)).flatten();
+        let text = given.unwrap_or_else(|| text(self, cfg));
         let (x_axis, y_axis) = text.axes.unwrap_or_else(|| usual_axes(self));
         // Stages of the positions alone: one figure shared by every head and batch element (the slopes'
         // column lists every head's). The output, every head's concatenated and projected, is per batch element.

@@ -231,7 +231,7 @@ impl Trace {
 
     /// What the page and the CLI say about a stage of this trace ([`Stage::meta`] for its layer and tables).
     pub fn meta(&self, stage: Stage) -> StageMeta {
-        stage.meta(&self.config, self.rel_k.dim().0 > 1)
+        stage.meta_in(&self.config, self.rel_k.dim().0 > 1, self.rope.as_ref().is_some_and(|r| r.given))
     }
 
     /// The stages this trace has (skew steps only for the Music Transformer, w^V only with a^V).

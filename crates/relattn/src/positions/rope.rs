@@ -122,7 +122,7 @@ impl Rope {
     /// Face takes cos and sin of the f32 angle in f32; f64 then rounded is as close.
     pub fn table(&self, first: isize, count: usize, d_head: usize) -> RopeTable {
         let angles = self.angles(first, count, d_head);
-        RopeTable { rope: *self, first, cos: angles.mapv(|a| (a as f64).cos() as f32), sin: angles.mapv(|a| (a as f64).sin() as f32), angles }
+        RopeTable { rope: *self, first, cos: angles.mapv(|a| (a as f64).cos() as f32), sin: angles.mapv(|a| (a as f64).sin() as f32), angles, given: false }
     }
 
     /// x (rows, d_head) with row r at position `first + r`, each pair rotated by its angle.
@@ -144,6 +144,8 @@ pub struct RopeTable {
     pub sin: Array2<f32>,
     /// φ (positions, d_rot/2): the angles cos and sin are of (the `rope_angles` stage).
     pub angles: Array2<f32>,
+    /// A model's own table ([`RopeTable::given`]), not made from the options.
+    pub given: bool,
 }
 
 impl RopeTable {
@@ -163,7 +165,7 @@ impl RopeTable {
                 angles[[m, p]] = last as f32;
             }
         }
-        RopeTable { rope, first: 0, cos, sin, angles }
+        RopeTable { rope, first: 0, cos, sin, angles, given: true }
     }
 
     /// The relative kernel: the logit of the pair q = k = (1, …, 1) at each distance d = j − i in `distances`,
@@ -270,6 +272,27 @@ pub fn describe(stage: Stage) -> Option<StageText> {
             "q'_i·k'_j / √d_head, −∞ where masked",
             r"e_{ij} = \frac{q'_i \cdot k'_j}{\sqrt{d_h}} \quad (-\infty \text{ where masked})",
             "The rotated products scaled by 1/√d_head; masked cells are −∞ and get weight 0.",
+        ),
+        _ => return None,
+    })
+}
+
+/// What RoPE's own stages say when the table is a model's (a captured layer's cos and sin, whatever its
+/// scaling): the angles read back from it and the kernel computed from it; the other stages as [`describe`].
+pub fn describe_given(stage: Stage) -> Option<StageText> {
+    Some(match stage {
+        Stage::RopeAngles => StageText::new(
+            "Rotation angles φ (the model's own)",
+            "φ_mp = atan2(sin_mp, cos_mp) of the model's table, unwrapped along m",
+            r"\varphi_{mp} = \operatorname{atan2}(\sin_{mp}, \cos_{mp}) \quad \text{(the model's own table)}",
+            "The angles the model rotates by, read back from the cos and sin it computes, its rope scaling included (linear, dynamic NTK, YaRN, Llama 3): each column one frequency, fast to slow. Where the scaling bends a frequency, its column grows more slowly than the base alone would make it.",
+        )
+        .on("pair p (frequency θ_p)", "position m"),
+        Stage::RopeKernel => StageText::new(
+            "RoPE's relative kernel (the model's own)",
+            "κ(j − i) = (Σ_p 2 (cos φ_0p cos φ_dp + sin φ_0p sin φ_dp) + d_head − d_rot) / d_head, from the model's cos and sin",
+            r"\kappa(d) = \frac{1}{d_h}\Bigl(\sum_p 2\,(\cos\varphi_{0p}\cos\varphi_{dp} + \sin\varphi_{0p}\sin\varphi_{dp}) + d_h - d_{rot}\Bigr)",
+            "The logit q = k = (1, …, 1) would give at each distance with the model's own table: one value along every diagonal, as for any rotary table. A YaRN model's attention factor scales it above 1 at d = 0.",
         ),
         _ => return None,
     })
