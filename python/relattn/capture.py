@@ -119,6 +119,8 @@ class Capture:
         if not path.endswith(".npz"):
             raise _refuse("path", repr(path), "a file name ending in .npz")
         folder = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(folder):
+            raise _refuse("path", repr(path), "a file in an existing folder")
         members = dict(self.arrays)
         members["capture"] = _np.frombuffer(json.dumps(self.description(), ensure_ascii=False).encode("utf-8"), dtype=_np.uint8)
         fd, tmp = tempfile.mkstemp(suffix=".npz.part", dir=folder)
