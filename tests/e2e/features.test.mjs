@@ -7,7 +7,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { root, artifacts, prepare, startServer, launch, watch, close, hover, npyF32, npyU8, cli } from './harness.mjs';
+import { root, artifacts, prepare, startServer, launch, watch, close, hover, npyF32, npyU8, dropFile, cli } from './harness.mjs';
 
 let server;
 let base;
@@ -378,6 +378,12 @@ test('a captured model layer: its options, tokens and description come with the 
   assert.ok(Math.abs(Number(a.value) - 5) <= 1e-5, a.text);
   await page.locator('figure[data-stage="weights"]').scrollIntoViewIfNeeded();
   await page.screenshot({ path: join(artifacts, 'features-capture.png') });
+  await settle(() => page.click('#tensors-clear'));
+  // Dropped on the page, the same file gives the same layer.
+  await settle(() => page.selectOption('#method', 'shaw'));
+  await settle(() => dropFile(page, 'tiny-llama-layer1.npz', readFileSync(file)));
+  assert.equal(await page.inputValue('#method'), 'rope');
+  assert.match(await page.locator('#preset-desc').innerText(), /tiny-llama, decoder layer 1/);
   await settle(() => page.click('#tensors-clear'));
 });
 

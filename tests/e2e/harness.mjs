@@ -97,6 +97,17 @@ export async function hover(p, stage, i, j) {
   return p.locator('#tooltip').evaluate((t) => ({ ...t.dataset, text: t.innerText }));
 }
 
+/** Drops a file on page `p` as a person would (a DataTransfer with the file, dispatched as `drop`). */
+export async function dropFile(p, name, bytes) {
+  const dt = await p.evaluateHandle(([n, b]) => {
+    const t = new DataTransfer();
+    t.items.add(new File([new Uint8Array(b)], n, { type: 'application/octet-stream' }));
+    return t;
+  }, [name, [...bytes]]);
+  await p.dispatchEvent('body', 'dragenter', { dataTransfer: dt });
+  await p.dispatchEvent('body', 'drop', { dataTransfer: dt });
+}
+
 /** A uint8 .npy file of `bytes` (1-D), as numpy writes it (format 1.0): a capture's description. */
 export function npyU8(bytes) {
   let header = `{'descr': '|u1', 'fortran_order': False, 'shape': (${bytes.length},), }`;

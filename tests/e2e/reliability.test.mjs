@@ -4,7 +4,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { artifacts, prepare, startServer, launch, watch, close, npyF32 } from './harness.mjs';
+import { artifacts, prepare, startServer, launch, watch, close, npyF32, dropFile } from './harness.mjs';
 
 let server;
 let base;
@@ -66,16 +66,7 @@ async function refused(field, re, view) {
   return text;
 }
 
-/** Drops a file on the page as a person would (a DataTransfer with the file, dispatched as `drop`). */
-async function drop(name, bytes) {
-  const dt = await page.evaluateHandle(([n, b]) => {
-    const t = new DataTransfer();
-    t.items.add(new File([new Uint8Array(b)], n, { type: 'application/octet-stream' }));
-    return t;
-  }, [name, [...bytes]]);
-  await page.dispatchEvent('body', 'dragenter', { dataTransfer: dt });
-  await page.dispatchEvent('body', 'drop', { dataTransfer: dt });
-}
+const drop = (name, bytes) => dropFile(page, name, bytes);
 
 test('the page has a Content-Security-Policy that forbids other origins', async () => {
   const csp = await page.$eval('meta[http-equiv="Content-Security-Policy"]', (m) => m.content);
