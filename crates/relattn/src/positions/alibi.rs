@@ -46,8 +46,8 @@ pub fn describe(stage: Stage, causal: bool) -> Option<StageText> {
     Some(match (stage, causal) {
         (Stage::Slopes, _) => StageText::new(
             "ALiBi slope per head m_h",
-            "m_h = 2^(−8h/H), h = 1 … H",
-            r"m_h = 2^{-8h/H}, \quad h = 1, \dots, H",
+            "m_h = 2^(−8(h+1)/H), h = 0 … H − 1 (as the axis counts heads)",
+            r"m_h = 2^{-8(h+1)/H}, \quad h = 0, \dots, H - 1",
             "A geometric sequence: each head penalises distance at its own rate, from steep (short-range heads) to almost flat (long-range ones). Nothing here is learned.",
         )
         .on("slope m_h", "head h"),
