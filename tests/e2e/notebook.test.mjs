@@ -89,20 +89,36 @@ test('the example notebook runs and its widgets draw the stages, with the arrays
   // The value the notebook printed, and the tooltip of the same cell.
   await page.waitForFunction(() => /weights\[0, 0, 5, 2\] = /.test(document.body.textContent), null, { timeout: 60000 });
   const printed = Number((await page.evaluate(() => document.body.textContent)).match(/weights\[0, 0, 5, 2\] = ([-\d.e]+)/)[1]);
-  const canvas = page.locator('.relattn-widget').first().locator('figure[data-stage="weights"] canvas');
-  await canvas.scrollIntoViewIfNeeded();
-  const box = await canvas.boundingBox();
-  const d = await canvas.evaluate((c) => ({ ...c.dataset, width: c.width }));
-  const scale = box.width / d.width;
-  const x = box.x + (Number(d.x0) + ((2 + 0.5) * (d.x1 - d.x0)) / d.cols) * scale;
-  const y = box.y + (Number(d.y0) + ((5 + 0.5) * (d.y1 - d.y0)) / d.rows) * scale;
-  await page.mouse.move(x, y);
-  await page.waitForFunction(() => { const t = document.querySelector('.relattn-tip'); return t && !t.hidden && t.dataset.i === '5' && t.dataset.j === '2'; }, null, { timeout: 10000 });
-  const shown = Number(await page.locator('.relattn-tip').first().getAttribute('data-value'));
+  // A cell's point on screen, measured when asked (cells above may still grow their outputs and move it).
+  const cellPoint = async (widget, stage, i, j) => {
+    const c = widget.locator(`figure[data-stage="${stage}"] canvas`);
+    await c.scrollIntoViewIfNeeded();
+    const b = await c.boundingBox();
+    const q = await c.evaluate((cv) => ({ ...cv.dataset, width: cv.width }));
+    const k = b.width / q.width;
+    return [b.x + (Number(q.x0) + ((j + 0.5) * (q.x1 - q.x0)) / q.cols) * k, b.y + (Number(q.y0) + ((i + 0.5) * (q.y1 - q.y0)) / q.rows) * k];
+  };
+  // Hovers a cell until its tooltip shows it: measured again if the notebook moved it meanwhile (three tries).
+  const hoverCell = async (widget, stage, i, j) => {
+    for (let attempt = 1; ; attempt++) {
+      await page.mouse.move(...(await cellPoint(widget, stage, i, j)));
+      try {
+        await page.waitForFunction(([s, ii, jj]) => [...document.querySelectorAll('.relattn-tip')]
+          .some((t) => !t.hidden && t.dataset.stage === s && t.dataset.i === String(ii) && t.dataset.j === String(jj)), [stage, i, j], { timeout: 4000 });
+        return;
+      } catch (e) {
+        if (attempt === 3) throw e;
+      }
+    }
+  };
+  const first = page.locator('.relattn-widget').first();
+  await hoverCell(first, 'weights', 5, 2);
+  const visibleTip = page.locator('.relattn-tip:not([hidden])').first();
+  const shown = Number(await visibleTip.getAttribute('data-value'));
   assert.ok(Math.abs(shown - printed) <= 1e-6 * Math.max(1, Math.abs(printed)), `tooltip ${shown}, array ${printed}`);
   // The same cell on the page (the same layer: the same options and seed) reads the same, to the character:
   // the widget and the page format it with one figure core (www/js/shared/figure-core.js).
-  const widgetText = await page.locator('.relattn-tip').first().getAttribute('data-text');
+  const widgetText = await visibleTip.getAttribute('data-text');
   const onPage = await context.newPage();
   await onPage.goto(`${pageBase}?method=music&n=8&d_model=32&heads=2&clip=7&causal=1&seed=0&batch_size=1&sentence=&backend=cpu`);
   await onPage.waitForFunction(() => document.body.dataset.ready, null, { timeout: 30000 });
@@ -112,26 +128,17 @@ test('the example notebook runs and its widgets draw the stages, with the arrays
   assert.match(widgetText, /^\(i, j\) = \(5, 2\)   value \S+$/);
   await onPage.close();
   // A click pins the pair (the widget's `pinned`, outlined in every (query, key) view).
-  await page.mouse.click(x, y);
+  await page.mouse.click(...(await cellPoint(first, 'weights', 5, 2)));
   // The refused option names its field.
   await page.locator('.jp-Notebook .jp-Cell').last().scrollIntoViewIfNeeded();
   // Seed 004 (a preset): its relative logit (0, 0) is 44; a click on w^K's row 2 (distance 0) shades the 4 pairs
   // of the diagonal that read it; the figure downloads as SVG.
   const seed = page.locator('.relattn-widget').nth(3);
   await seed.scrollIntoViewIfNeeded();
-  const cellPoint = async (stage, i, j) => {
-    const c = seed.locator(`figure[data-stage="${stage}"] canvas`);
-    await c.scrollIntoViewIfNeeded();
-    const b = await c.boundingBox();
-    const q = await c.evaluate((cv) => ({ ...cv.dataset, width: cv.width }));
-    const k = b.width / q.width;
-    return [b.x + (Number(q.x0) + ((j + 0.5) * (q.x1 - q.x0)) / q.cols) * k, b.y + (Number(q.y0) + ((i + 0.5) * (q.y1 - q.y0)) / q.rows) * k];
-  };
-  await page.mouse.move(...(await cellPoint('relative_logits', 0, 0)));
-  await page.waitForFunction(() => [...document.querySelectorAll('.relattn-tip')].some((t) => !t.hidden && t.dataset.stage === 'relative_logits' && t.dataset.i === '0' && t.dataset.j === '0'), null, { timeout: 10000 });
+  await hoverCell(seed, 'relative_logits', 0, 0);
   const tips = await page.$$eval('.relattn-tip', (ts) => ts.filter((t) => !t.hidden).map((t) => Number(t.dataset.value)));
   assert.deepEqual(tips, [44]);
-  await page.mouse.click(...(await cellPoint('rel_k', 2, 1)));
+  await page.mouse.click(...(await cellPoint(seed, 'rel_k', 2, 1)));
   assert.equal(await seed.getAttribute('data-readers'), '2:4');
   const [svg] = await Promise.all([page.waitForEvent('download'), seed.locator('figure[data-stage="rel_k"] button:text-is("SVG")').click()]);
   assert.equal(svg.suggestedFilename(), 'relattn-rel_k.svg');
