@@ -255,9 +255,18 @@ struct PyLayer {
 
 #[pymethods]
 impl PyLayer {
-    /// Stage `stage` of (batch, head) as a 2-D array (a table's or a scheme's stage as it is).
-    #[pyo3(signature = (stage, batch=0, head=0))]
-    fn stage<'py>(&self, py: Python<'py>, stage: &str, batch: usize, head: usize) -> PyResult<Bound<'py, PyArrayDyn<f32>>> {
+    /// Stage `stage` of (batch, head) (0 each by default; whole numbers, refused by name) as a 2-D array (a
+    /// table's or a scheme's stage as it is).
+    #[pyo3(signature = (stage, batch=None, head=None))]
+    fn stage<'py>(
+        &self,
+        py: Python<'py>,
+        stage: &str,
+        batch: Option<&Bound<'py, PyAny>>,
+        head: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyArrayDyn<f32>>> {
+        let index = |field: &str, v: Option<&Bound<'py, PyAny>>| v.map_or(Ok(0), |v| index_arg(py, field, v));
+        let (batch, head) = (index("batch index", batch)?, index("head", head)?);
         let stage: Stage = stage.parse().map_err(|e| py_err(py, e))?;
         let m = compute(py, self.threads, || self.layer.stage(stage, batch, head)).map_err(|e| py_err(py, e))?;
         Ok(m.into_dyn().into_pyarray(py))
@@ -430,17 +439,12 @@ fn figures<'py>(
     tokens: usize,
 ) -> PyResult<(String, Bound<'py, PyBytes>)> {
     let (batch, head) = (index_arg(py, "batch index", batch)?, index_arg(py, "head", head)?);
-    // The layer on demand: only the stages asked, of the (batch, head) asked, are computed.
-    let (config, sc, threads) = scenario(py, kwargs, tensors, false, stage_work_bytes)?;
-    let n = sc.dims().1;
+    // The layer on demand (as `layer` holds it): only the stages asked, of the (batch, head) asked, are computed.
+    let PyLayer { layer, threads } = self::layer(py, kwargs, tensors)?;
+    let (config, n) = (layer.config, layer.dims().2);
     if tokens != 0 && tokens != n {
         return Err(refuse(py, "tokens", format!("{tokens} tokens"), format!("exactly n = {n} tokens (one per position), or none")));
     }
-    let layer = compute(py, threads, || {
-        let (projections, output) = forward::forward_projected(&config, &sc)?;
-        Layer::new(&config, sc, projections, output)
-    })
-    .map_err(|e| py_err(py, e))?;
     let wanted: Vec<Stage> = if stages.is_empty() {
         layer.stages()
     } else {

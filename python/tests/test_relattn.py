@@ -317,6 +317,8 @@ def test_every_entry_point_refuses_by_name():
         (lambda: relattn.model_trace(head=2**63, piece="10.7"), "head"),
         (lambda: relattn.model_trace(layer=1.5, piece="10.7"), "layer"),
         (lambda: relattn.show(batch=-1), "batch index"),
+        (lambda: relattn.layer(n=4).stage("weights", -1, 0), "batch index"),
+        (lambda: relattn.layer(n=4).stage("weights", 0, 2**63), "head"),
         (lambda: relattn.show(n=4, tokens=["a", "b"]), "tokens"),
         (lambda: relattn.show(method="t5", n=4096), "stages"),  # refused before the 4096² stages are computed
         (lambda: relattn.trace(torch.empty(4, 8, device="meta")), "x"),
