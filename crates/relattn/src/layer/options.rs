@@ -204,21 +204,10 @@ impl LayerOptions {
 
     /// The options given here that `method` does not read (Shaw's `clip` with RoPE, RoPE's with T5, …): accepted,
     /// and said (the command line's JSON summary), never silently ignored.
-    pub fn unread(&self, method: Method) -> Vec<&'static str> {
-        let given = [
-            ("clip", self.clip.is_some()),
-            ("relative_values", self.relative_values.is_some()),
-            ("per_head_tables", self.per_head_tables.is_some()),
-            ("edge", self.edge.is_some()),
-            ("rope_base", self.rope_base.is_some()),
-            ("rope_fraction", self.rope_fraction.is_some()),
-            ("rope_layout", self.rope_layout.is_some()),
-            ("rope_scale", self.rope_scale.is_some()),
-            ("t5_buckets", self.t5_buckets.is_some()),
-            ("t5_max_distance", self.t5_max_distance.is_some()),
-            ("positions_in_x", self.positions_in_x.is_some()),
-        ];
-        given.into_iter().filter(|&(name, set)| set && !method.reads_option(name)).map(|(name, _)| name).collect()
+    pub fn unread(&self, method: Method) -> Vec<String> {
+        // The options given are the ones that serialize (an unset one is skipped).
+        let given = serde_json::to_value(self).expect("options serialize");
+        LayerOptions::names().into_iter().filter(|name| given.get(name).is_some() && !method.reads_option(name)).collect()
     }
 
     /// The options that describe a resolved computation: every one set, no preset.
