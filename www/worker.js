@@ -15,6 +15,7 @@ import { onModelMessage, layerSession } from './js/worker/chorales.js';
 /** @typedef {import('./js/types/protocol').SchemesRequest} SchemesRequest */
 /** @typedef {import('./js/types/protocol').Info} Info */
 /** @typedef {import('./js/types/protocol').Shown} Shown */
+/** @typedef {import('./js/types/protocol').PictureView} PictureView */
 
 const { set_colormaps, compute, gpu_init } = relattn;
 // The test hooks exist only in a build with the `test-hooks` feature (make test), not in make serve's.
@@ -248,8 +249,15 @@ async function work() {
       if (values) transfer.push(values.buffer);
     });
     delete info.stages; // sent as `stages`, with their values
+    // The lecture's pictures of the scheme (heatmaps with their pixels and values, or curves).
+    /** @type {PictureView[]} */
+    const pictures = s.pictures();
+    for (const p of pictures) {
+      transfer.push(p.rgba.buffer);
+      if (p.values) transfer.push(p.values.buffer);
+    }
     held.results.add(msg.id);
-    self.postMessage(resultMessage(msg.id, info, shown, stages, s.timings(), used(backend, info.backend), wasm.memory.buffer.byteLength), transfer);
+    self.postMessage(resultMessage(msg.id, info, shown, stages, pictures, s.timings(), used(backend, info.backend), wasm.memory.buffer.byteLength), transfer);
   } catch (err) {
     if (isAbort(err)) { fatal(err.message); return; }
     self.postMessage(errorMessage(msg.id, err));

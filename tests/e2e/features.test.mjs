@@ -186,7 +186,9 @@ test('presentation mode steps through every stage by keyboard, with rendered for
     assert.ok(await page.locator('#present-formula .katex').count() > 0, `no KaTeX formula at ${seen.at(-1)}`);
     assert.ok((await page.locator('#present-notice').innerText()).length > 60, `nothing to notice at ${seen.at(-1)}`);
     if (k === 5) await page.screenshot({ path: join(artifacts, 'features-present.png') });
-    if (k === 0) assert.ok(Number(await page.$eval('#present canvas', (e) => e.dataset.y0)) > 50, 'the title overlaps the formula line');
+    // The slide states title, options and formula once, above a figure drawn without its own.
+    if (k === 0) assert.ok(Number(await page.$eval('#present canvas', (e) => e.dataset.y0)) < 30, 'the figure repeats the slide\'s title');
+    if (k === 0) assert.match(await page.locator('#present-stated').innerText(), /^Music Transformer: k = \d+/);
     if (k === 0) {
       // The figure fills the slide's height and is shown at 14/12 of its drawing or more: its 12 px labels,
       // ticks and values reach 14 px at 1280 × 720.
@@ -212,6 +214,52 @@ test('presentation mode steps through every stage by keyboard, with rendered for
   await page.waitForSelector('#present', { state: 'hidden' });
   assert.ok(await page.locator('#controls').isVisible());
   await page.setViewportSize(viewport);
+});
+
+test('lecture pictures: each scheme\'s are figures and slides, with the scheme\'s options stated, linked and exported', async () => {
+  const cases = [
+    ['method=rope&n=16&d_model=32&heads=2', ['rope_pair_turn', 'rope_kernel_curves', 'rope_layouts'], /^RoPE: base 10000, rotated fraction 1 \(d_rot 16 of d_head 16\), interleaved/],
+    ['method=alibi&causal=1&n=8&d_model=64&heads=8', ['alibi_slope_by_head', 'alibi_bias_by_head'], /^ALiBi: 8 heads, slopes 2\^\(−8\(h\+1\)\/8\) = 0\.500 … 3\.91e-3, causal/],
+    ['method=t5&n=8&d_model=32&heads=4&per_head_tables=1', ['t5_staircase', 't5_bias_by_bucket'], /^T5: 32 buckets \(16 a side, 8 exact\), max distance 128/],
+    ['method=absolute&n=12&d_model=32&heads=2', ['absolute_similarity'], /^absolute: sinusoids PE of d_model 32/],
+  ];
+  for (const [query, names, stated] of cases) {
+    // The link of a picture's slide opens on it, at projector size.
+    const p = await open(`?${query}&present=${names[0]}`, { width: 1280, height: 720 });
+    const figures = await p.$$eval('figure.view', (fs) => fs.map((f) => f.dataset.stage));
+    assert.deepEqual(figures.slice(-names.length), names, 'the pictures follow the stages');
+    await p.waitForSelector('#present:not([hidden])');
+    for (const [k, name] of names.entries()) {
+      if (k) await p.keyboard.press('ArrowRight');
+      assert.equal(await p.getAttribute('#present', 'data-stage'), name);
+      assert.match(await p.locator('#present-stated').innerText(), stated);
+      assert.ok(await p.locator('#present-formula .katex').count() > 0, `no KaTeX formula at ${name}`);
+      // One line of title at 1280 × 720.
+      const [th, lh] = await p.$eval('#present-title', (h) => [h.clientHeight, parseFloat(getComputedStyle(h).lineHeight) || parseFloat(getComputedStyle(h).fontSize) * 1.4]);
+      assert.ok(th <= lh * 1.1, `${name}: the title takes ${th} px`);
+      // The figure fills the slide's height, or its width (a wide stage).
+      const c = await p.$eval('#present canvas', (e) => ({ ...e.dataset, w: e.clientWidth, h: e.clientHeight }));
+      assert.ok(c.h >= 0.4 * 720 || c.w >= 0.8 * 1280, `${name}: the figure takes ${c.w} × ${c.h} px of 1280 × 720`);
+      if (c.series) assert.ok(Number(c.series) >= 1, `${name}: no curve`);
+      else {
+        const want = Math.min(4, Math.max(0.25, c.cols / c.rows));
+        assert.ok(Math.abs((c.x1 - c.x0) / (c.y1 - c.y0) - want) / want < 0.06, `${name}: plot ${c.x1 - c.x0} × ${c.y1 - c.y0} for ${c.rows} × ${c.cols}`);
+      }
+      assert.match(p.url(), new RegExp(`present=${name}`));
+    }
+    await p.screenshot({ path: join(artifacts, `features-picture-${names[0].split('_')[0]}.png`) });
+    await p.keyboard.press('Escape');
+    await p.waitForSelector('#present', { state: 'hidden' });
+    // A chart's SVG export stands alone: its title, formula and the scheme's options.
+    if (names[0] === 'rope_pair_turn') {
+      const [download] = await Promise.all([p.waitForEvent('download'), p.click('figure[data-stage="rope_kernel_curves"] .export-svg')]);
+      const svg = readFileSync(await download.path(), 'utf8');
+      for (const text of ['RoPE&apos;s kernel against distance', 'base 10000, rotated fraction 1', 'distance d = j − i', 'base 100, fraction 1']) {
+        assert.ok(svg.includes(text) || svg.includes(text.replace('&apos;', "'")), `${text} not in the SVG`);
+      }
+    }
+    await p.close();
+  }
 });
 
 test('embed mode shows exactly one canvas, sized to its frame', async () => {

@@ -8,7 +8,7 @@ use ndarray::{Array2, ArrayView2, CowArray, Ix2};
 use plotters::prelude::*;
 use plotters_canvas::CanvasBackend;
 use relattn::error::{Error, ErrorKind};
-use relattn::render::{self, Cells, Figure};
+use relattn::render::{self, Cells, Chart, ChartFigure, Figure};
 use relattn::stage::Scale;
 use serde::{Deserialize, Serialize};
 use wasm_bindgen::prelude::*;
@@ -146,4 +146,57 @@ pub fn colour(spec: JsValue, values: &[f32]) -> Result<Vec<u8>, JsValue> {
     let m = matrix(values, spec.rows, spec.cols)?;
     let [lo, hi] = spec.range;
     Ok(render::rgba_in_range(m.view(), spec.scale, palette(), (lo, hi)))
+}
+
+/// What a chart figure shows: a picture's curves ([`Chart`]) with its title, subtitle and axes; `text_px`, the
+/// size of its ticks, axis titles, legend and point labels (12 on the page, larger on a slide).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChartSpec {
+    pub title: String,
+    pub subtitle: String,
+    pub x_axis: String,
+    pub y_axis: String,
+    pub chart: Chart,
+    pub text_px: u32,
+}
+
+impl ChartSpec {
+    fn parse(spec: JsValue) -> Result<ChartSpec, JsValue> {
+        serde_wasm_bindgen::from_value(spec).map_err(|e| js_error("chart", ErrorKind::Invalid, &format!("invalid chart: {e}")))
+    }
+
+    fn figure(&self) -> ChartFigure<'_> {
+        ChartFigure {
+            chart: &self.chart,
+            title: &self.title,
+            subtitle: &self.subtitle,
+            x_desc: &self.x_axis,
+            y_desc: &self.y_axis,
+            ink: ink(),
+            text_px: self.text_px.clamp(8, 64),
+        }
+    }
+}
+
+/// Draws a chart figure ([`ChartSpec`]) on `canvas`.
+#[wasm_bindgen]
+pub fn draw_chart(canvas: web_sys::HtmlCanvasElement, spec: JsValue) -> Result<(), JsValue> {
+    let spec = ChartSpec::parse(spec)?;
+    let root = CanvasBackend::with_canvas_object(canvas).ok_or_else(|| draw_error("canvas", "no 2-D context"))?.into_drawing_area();
+    render::draw_chart(&root, &spec.figure()).map_err(|e| draw_error("canvas", e))?;
+    root.present().map_err(|e| draw_error("canvas", e))
+}
+
+/// A chart figure ([`ChartSpec`]) as SVG text of width × height.
+#[wasm_bindgen]
+pub fn chart_svg(spec: JsValue, width: u32, height: u32) -> Result<String, JsValue> {
+    let spec = ChartSpec::parse(spec)?;
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (width, height)).into_drawing_area();
+        render::draw_chart(&root, &spec.figure()).map_err(|e| draw_error("svg", e))?;
+        root.present().map_err(|e| draw_error("svg", e))?;
+    }
+    Ok(svg)
 }

@@ -96,6 +96,21 @@ impl Session {
         self.0.table_readers(row).map_err(to_js)
     }
 
+    /// The lecture's pictures of the layer's scheme, in the colormaps set: an array of
+    /// [`relattn::protocol::PictureView`], `rgba` a Uint8ClampedArray and `values` a Float32Array or null.
+    pub fn pictures(&self) -> Result<JsValue, JsValue> {
+        let out = js_sys::Array::new();
+        for view in self.0.pictures(palette()) {
+            // The serialized fields, and the pixels and values beside them as typed arrays.
+            let item = to_value(&view)?;
+            js_sys::Reflect::set(&item, &"rgba".into(), &js_sys::Uint8ClampedArray::from(view.rgba.as_slice()))?;
+            let values = view.values.as_deref().map_or(JsValue::NULL, |v| js_sys::Float32Array::from(v).into());
+            js_sys::Reflect::set(&item, &"values".into(), &values)?;
+            out.push(&item);
+        }
+        Ok(out.into())
+    }
+
     pub fn values_ptr(&self) -> *const f32 {
         self.0.selected().map_or(std::ptr::null(), |(v, _)| v.as_ptr())
     }

@@ -13,7 +13,8 @@
 //!   they say, and a layer whose stages are computed for one (batch, head) when looked at.
 //! - [`render`]: colormaps, heatmap rasters and figures; [`gpu`]: the same layer and trace on a GPU (wgpu:
 //!   Vulkan natively, WebGPU in the browser).
-//! - [`backend`]: CPU or GPU behind one interface.
+//! - [`backend`]: CPU or GPU behind one interface; [`pictures`]: the lecture's pictures of each scheme beside
+//!   the stages (RoPE's turning pair and kernels, ALiBi's slopes, T5's staircase, how alike positions are).
 //! - [`trained`]: a decoder of these layers loaded from a trained model's safetensors file, with a key/value
 //!   cache for sampling, and the Bach chorale data it was trained on, with MIDI.
 //! - [`protocol`]: the page ⇄ worker messages and the wasm API's requests and answers, defined once (the page's
@@ -31,6 +32,7 @@ pub mod core;
 pub mod error;
 pub mod gpu;
 pub mod layer;
+pub mod pictures;
 pub mod positions;
 pub mod protocol;
 pub mod render;

@@ -17,6 +17,7 @@ const FLOORS: &[(&str, usize)] = &[
     ("render", 5),
     ("gpu", 5),
     ("backend", 6),
+    ("pictures", 6),
     ("trained", 7),
     ("protocol", 8),
     ("app", 9),

@@ -4,7 +4,7 @@
 import { wrapLines } from './dom.js';
 import { state } from './state.js';
 import { showError } from './controls.js';
-import { FRAME, figureSpec } from './figures.js';
+import { FRAME, figureSpec, chartSpec } from './figures.js';
 import { download, withCells } from '../shared/figure-core.js';
 import { askExport } from './worker-client.js';
 import { fileInUse } from './file.js';
@@ -93,6 +93,7 @@ function baseName() {
 function figureSVG(name) {
   const cur = state.current;
   const stage = cur.byName[name];
+  if (stage.chart) return state.ui.chart_svg(chartSpec(stage, cur), FRAME.w, FRAME.h);
   // A stage sent without its values (past VALUES_CELLS) is too large to paint as vectors anyway: its raster goes in.
   const r = state.ui.draw_svg({ ...figureSpec(stage, cur), range: [stage.lo, stage.hi] }, stage.values || new Float32Array(0), FRAME.w, FRAME.h);
   if (r.painted) return r.svg;

@@ -28,6 +28,9 @@ function labelsOf(tokens, from, count) {
 
 /** The formula, the shape and, where the stage depends on them and there is a choice, the batch element and head. */
 function subtitleOf(stage, cur) {
+  // A picture: its formula and the scheme's options (every head, every batch element).
+  if (stage.chart) return `${stage.formula} · ${cur.info.stated}`;
+  if ('chart' in stage) return `${stage.formula}   [${stage.rows} × ${stage.cols}] · ${cur.info.stated}`;
   const s = cur.info.options;
   const where = [
     cur.info.capture_title,
@@ -74,14 +77,32 @@ function windowValues(v, stage, w) {
   return null;
 }
 
+/** The wasm ChartSpec of a picture's curves (crates/relattn-wasm/src/figure.rs), its text `textPx` tall; `bare`:
+ *  without title and subtitle (a slide states them above the figure). */
+export function chartSpec(stage, cur, textPx = 12, bare = false) {
+  const [title, subtitle] = bare ? ['', ''] : [stage.title, subtitleOf(stage, cur)];
+  return { title, subtitle, x_axis: stage.x_axis, y_axis: stage.y_axis, chart: stage.chart, text_px: Math.round(textPx) };
+}
+
 export function drawView(v, stage, cur) {
   v.stage = stage;
+  if (stage.chart) {
+    // Curves: drawn whole by the wasm; no cells to point at, zoom or pin (rect null).
+    state.ui.draw_chart(v.canvas, chartSpec(stage, cur, v.minValuePx || 12, v.bare));
+    v.rect = null;
+    v.win = null;
+    v.canvas.dataset.series = String(stage.chart.series.length);
+    v.canvas.setAttribute('aria-label', `${stage.title}: ${stage.formula}; ${stage.chart.series.map((s) => s.label).join('; ')}`);
+    return;
+  }
   const full = { r0: 0, c0: 0, rows: stage.rows, cols: stage.cols };
   const w = windowOf(v);
   const zoomed = w.rows < stage.rows || w.cols < stage.cols;
   v.win = zoomed ? w : null;
   // The stage's colour range always: a window keeps it, and a stage sent without values has only it.
   const spec = { ...figureSpec(stage, cur), range: [stage.lo, stage.hi] };
+  // A slide's figure goes under the slide's own title and formula.
+  if (v.bare) Object.assign(spec, { title: '', subtitle: '' });
   let values = stage.values;
   if (zoomed) {
     values = windowValues(v, stage, w);
@@ -153,7 +174,10 @@ export function blit(v) {
   if (v.win) drawMinimap(v);
   if (cw < VALUE_CELL.w || ch < VALUE_CELL.h || !rgba) return;
   const ctx = v.ctx;
-  const px = Math.min(13, Math.floor(ch * 0.45), Math.floor(cw / 4));
+  // As large as the cell takes its longest value (about 0.6 em a character), up to 13 px (20 on a slide).
+  let longest = 1;
+  for (let k = 0; k < rows * cols; k++) longest = Math.max(longest, core.fmt(values[k]).length);
+  const px = Math.min(v.minValuePx ? 20 : 13, Math.floor(ch * 0.45), Math.floor((cw * 0.85) / (0.6 * longest + 0.2)));
   // A view that must stay legible (the presentation's) writes no value smaller than its minimum.
   if (v.minValuePx && px < v.minValuePx) return;
   ctx.font = `${px}px sans-serif`;

@@ -39,12 +39,14 @@ function showResult(msg) {
     $('preset-desc').textContent = `The trained model “${src.kind}”, layer ${src.layer}, on ${windowName(w)} (tokens ${w.start}…${w.start + w.length - 1}, transposed ${w.transpose}): `
       + 'every stage of its heads on the real hidden states. Any control leaves it.';
   }
-  const byName = Object.fromEntries(msg.stages.map((s) => [s.name, s]));
+  // The stages, then the lecture's pictures of the scheme: shown, presented, linked and exported alike.
+  const stages = [...msg.stages, ...msg.pictures];
+  const byName = Object.fromEntries(stages.map((s) => [s.name, s]));
   // The labels of the positions: the sentence x was built from, or a captured layer's tokens.
   const toks = msg.info.tokens;
   const n = msg.info.options.n;
   const shown = {
-    id: msg.id, info: msg.info, shown: msg.shown, stages: msg.stages, byName, tokens: toks.length === n ? toks : null,
+    id: msg.id, info: msg.info, shown: msg.shown, stages, byName, tokens: toks.length === n ? toks : null,
     timings: msg.timings, stageTimes: msg.info.stage_times, onGpu: msg.backend.onGpu, backend: msg.backend, memory: msg.memory,
   };
   keepPinsWithin(n);

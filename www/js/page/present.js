@@ -88,7 +88,9 @@ export function drawPresent() {
   const sec = $('present');
   sec.dataset.stage = stage.name;
   $('present-step').textContent = `${at + 1} / ${cur.stages.length}`;
-  $('present-title').textContent = stage.title;
+  fitTitle($('present-title'), stage.title);
+  // The scheme's options, stated on every slide (its pictures' and its stages').
+  $('present-stated').textContent = cur.info.stated;
   const f = $('present-formula');
   const katex = /** @type {any} */ (window).katex; // www/vendor/katex, loaded by index.html
   if (katex && stage.tex) katex.render(stage.tex, f, { displayMode: true, throwOnError: false });
@@ -110,6 +112,7 @@ export function drawPresent() {
     const v = newView(stage, size[0], size[1]);
     v.canvas.setAttribute('role', 'img');
     v.minValuePx = 12;
+    v.bare = true; // under the slide's own title and formula
     Object.assign(v.canvas.style, { width: `${Math.round((size[0] * 14) / 12)}px`, height: `${Math.round((size[1] * 14) / 12)}px` });
     if (old) old.canvas.replaceWith(v.canvas); else holder.append(v.canvas);
     show.view = v;
@@ -118,6 +121,8 @@ export function drawPresent() {
   // The margins change with the width (a formula that wraps to a second line): measured again, up to three times.
   let v = view(full);
   drawView(v, stage, cur);
+  // Curves fill the slide (a turning pair keeps equal axes itself); drawPins keeps the link.
+  if (stage.chart) { drawPins(); return; }
   const ratio = Math.min(4, Math.max(0.25, stage.cols / stage.rows));
   for (let pass = 0; pass < 3; pass++) {
     const { x0, x1, y0, y1 } = v.rect;
@@ -129,6 +134,16 @@ export function drawPresent() {
     drawView(v, stage, cur);
   }
   drawPins();
+}
+
+/** Sets a slide's title on one line: at the stylesheet's size when it fits, else shrunk (to 60 % at most), then
+ *  cut with an ellipsis (the whole title stays in `title` and the section's aria-label). */
+function fitTitle(h, text) {
+  h.textContent = text;
+  h.title = text;
+  h.style.fontSize = '';
+  const full = parseFloat(getComputedStyle(h).fontSize);
+  for (let px = full; h.scrollWidth > h.clientWidth + 1 && px > full * 0.6; px -= 2) h.style.fontSize = `${px - 2}px`;
 }
 
 /** The on-screen previous / next / close buttons and a horizontal swipe of at least 50 px. */

@@ -219,7 +219,7 @@ function readersOf(r) {
 // Keyboard: the arrow keys move a cursor cell of the focused figure (on (i, j) figures the cursor is
 // the pin, shown in every view); its numbers go to the tooltip and to an aria-live region.
 function keyPin(v, e) {
-  if (!state.current || !v.stage || presenting()) return;
+  if (!state.current || !v.stage || !v.rect || presenting()) return;
   const pairs = v.stage.pairs;
   const d = { ArrowUp: [-1, 0], ArrowDown: [1, 0], ArrowLeft: [0, -1], ArrowRight: [0, 1] }[e.key];
   if (e.key === 'Escape') { v.cursor = null; setPin(null); setRow(null); hideTip(); return; }

@@ -14,14 +14,14 @@ const MIN_SIDE = 8;
 export function attachZoom(v) {
   const c = v.canvas;
   c.addEventListener('keydown', (e) => {
-    if (!v.stage || presenting()) return;
+    if (!v.stage || !v.rect || presenting()) return;
     const focus = v.cursor || state.pinned;
     if (e.key === '+' || e.key === '=') { e.preventDefault(); zoom(v, 0.5, focus); }
     else if (e.key === '-' || e.key === '_') { e.preventDefault(); zoom(v, 2, focus); }
     else if (e.key === '0') { e.preventDefault(); setWindow(v, null); }
   });
   c.addEventListener('wheel', (e) => {
-    if (!e.ctrlKey || !v.stage) return;
+    if (!e.ctrlKey || !v.stage || !v.rect) return;
     e.preventDefault();
     zoom(v, e.deltaY < 0 ? 0.5 : 2, cellAt(v, e));
   }, { passive: false });

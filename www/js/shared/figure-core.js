@@ -27,11 +27,13 @@ export function cellText(stage, i, j, value) {
 /**
  * The crates/relattn-wasm/src/figure.rs FigureSpec of a stage's figure: its title, `subtitle`, axes, colour scale and shape;
  * `tokens` (or null) label the positions where there are as many as the axis has.
- * @param {{ title: string, x_axis: string, y_axis: string, scale: string, pairs: boolean, rows_are_queries: boolean, rows: number, cols: number }} stage
+ * @param {{ title: string, x_axis: string, y_axis: string, scale: string, pairs: boolean, rows_are_queries: boolean, rows: number, cols: number, x_labels?: string[], y_labels?: string[] }} stage
  */
 export function figureSpec(stage, subtitle, tokens) {
-  const x_labels = tokens && stage.pairs && stage.cols === tokens.length ? tokens : [];
-  const y_labels = tokens && stage.rows_are_queries && stage.rows === tokens.length ? tokens : [];
+  // A picture's own labels (distances, heads, layouts), else the tokens where they label the axis.
+  const own = (labels) => (labels && labels.length ? labels : null);
+  const x_labels = own(stage.x_labels) || (tokens && stage.pairs && stage.cols === tokens.length ? tokens : []);
+  const y_labels = own(stage.y_labels) || (tokens && stage.rows_are_queries && stage.rows === tokens.length ? tokens : []);
   return { title: stage.title, subtitle, x_axis: stage.x_axis, y_axis: stage.y_axis, scale: stage.scale, x_labels, y_labels, rows: stage.rows, cols: stage.cols };
 }
 

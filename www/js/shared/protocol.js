@@ -177,12 +177,12 @@ export function progressMessage(id, text) {
 
 /**
  * @param {number} id @param {ResultMessage['info']} info @param {ResultMessage['shown']} shown
- * @param {ResultMessage['stages']} stages @param {ResultMessage['timings']} timings
- * @param {ResultMessage['backend']} backend @param {number} memory
+ * @param {ResultMessage['stages']} stages @param {ResultMessage['pictures']} pictures
+ * @param {ResultMessage['timings']} timings @param {ResultMessage['backend']} backend @param {number} memory
  * @returns {ResultMessage}
  */
-export function resultMessage(id, info, shown, stages, timings, backend, memory) {
-  return { kind: 'result', id, ok: true, info, shown, stages, timings, backend, memory };
+export function resultMessage(id, info, shown, stages, pictures, timings, backend, memory) {
+  return { kind: 'result', id, ok: true, info, shown, stages, pictures, timings, backend, memory };
 }
 
 /**

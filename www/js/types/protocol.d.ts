@@ -104,6 +104,11 @@ values?: Float32Array, error?: WorkerError, };
 export type CellsRequest = { id: number, result: number, stage: string, batch: number, head: number, r0: number, c0: number, rows: number, cols: number, };
 
 /**
+ * The curves of a picture; `equal_axes`: one unit is as long on x as on y (a pair of q turning on its circle).
+ */
+export type Chart = { series: Array<Series>, equal_axes: boolean, };
+
+/**
  * The colormap names of [`crate::render::Colormap`] the stages are coloured with.
  */
 export type Colormaps = { sequential: string, diverging: string, };
@@ -266,6 +271,10 @@ capture: CaptureInfo | null,
  * A captured layer in one line ([`CaptureInfo::title`]: "t5-small, encoder layer 1"), or "".
  */
 capture_title: string, 
+/**
+ * The scheme's options in one line, stated on every slide of the scheme ([`crate::pictures::stated`]).
+ */
+stated: string, 
 /**
  * The trace's stages in pipeline order, with their titles, formulas and axes.
  */
@@ -776,6 +785,83 @@ window: boolean,
 head: boolean, };
 
 /**
+ * A lecture picture of the layer's scheme ([`crate::pictures`]), shown, presented and exported after the
+ * stages as a stage is: a heatmap (its cut, values, pixels and labels, as a [`StageView`]'s) or curves
+ * (`chart`; its cut is 0 × 0).
+ */
+export type PictureView = { 
+/**
+ * Labels of a heatmap's columns and rows (distances, heads, layouts); empty: indices.
+ */
+x_labels: Array<string>, y_labels: Array<string>, 
+/**
+ * The curves, or null for a heatmap.
+ */
+chart: Chart | null, 
+/**
+ * rows × cols, row-major; null for curves (set by the wasm beside the serialized fields).
+ */
+values: Float32Array | null, 
+/**
+ * raster_rows × raster_cols pixels (set by the wasm beside the serialized fields).
+ */
+rgba: Uint8ClampedArray, 
+/**
+ * The array name in a trace .npz and on the command line.
+ */
+name: string, title: string, 
+/**
+ * The formula in plain text (subtitles, tooltips, SVG).
+ */
+formula: string, 
+/**
+ * The same formula in TeX (presentation mode, rendered by KaTeX).
+ */
+tex: string, 
+/**
+ * What to notice in this view: two or three sentences for a student (on the page and in presentation).
+ */
+notice: string, 
+/**
+ * Label of the columns (x) and of the rows (y).
+ */
+x_axis: string, y_axis: string, 
+/**
+ * The cells are (query i, key j) pairs: the tooltip can split them into their parts and a pin lands on them.
+ */
+pairs: boolean, 
+/**
+ * The rows are the query positions (token labels fit them).
+ */
+rows_are_queries: boolean, 
+/**
+ * The cells above the diagonal (j > i) are leftovers that the causal mask removes (the causal skew's
+ * last step): the page greys them.
+ */
+leftover_above: boolean, 
+/**
+ * The values differ from one head to another (for tables: with one table per head).
+ */
+per_head: boolean, 
+/**
+ * The values differ from one batch element to another.
+ */
+per_batch: boolean, scale: Scale, rows: number, cols: number, 
+/**
+ * The raster's shape: (rows, cols), or pooled to at most RASTER_SIDE a side (src/app/session.rs).
+ */
+raster_rows: number, raster_cols: number, 
+/**
+ * The colour range: values at or below `lo` get the map's first colour, at or above `hi` its last.
+ */
+lo: number, hi: number, 
+/**
+ * The values come with the raster (at most VALUES_CELLS, src/app/session.rs); otherwise ask for the
+ * cells needed with a [`CellsRequest`].
+ */
+has_values: boolean, };
+
+/**
  * One piece of the data file.
  */
 export type PieceInfo = { 
@@ -893,6 +979,10 @@ info: Omit<Info, "stages">, shown: Shown,
  * In pipeline order.
  */
 stages: Array<StageView>, 
+/**
+ * The lecture's pictures of the layer's scheme, after the stages.
+ */
+pictures: Array<PictureView>, 
 /**
  * Building the scenario, the trace (or the forward pass, for a layer held on demand), cutting the stages
  * of the head shown.
@@ -1059,6 +1149,12 @@ export type SchemesReply = { id: number, ok: boolean, schemes?: Array<SchemeView
  * page → worker: the "compare schemes" view of these options (those of the result shown) for (batch, head).
  */
 export type SchemesRequest = { id: number, options: LayerOptions, tokens: Array<string>, batch: number, head: number, };
+
+/**
+ * One curve: its points (x, y) in order, joined by a line; `markers` draws each point; `labels` (empty, or one
+ * per point) are written beside the points.
+ */
+export type Series = { label: string, points: Array<[number, number]>, markers: boolean, labels: Array<string>, };
 
 /**
  * The batch element and head the stages are cut from.

@@ -45,7 +45,7 @@ pub fn compare(request: &Request, batch: usize, head: usize, palette: Palette) -
             let layer = Layer::new(&cfg, sc, projections, output)?;
             let weights = layer.stage(Stage::Weights, batch, head)?;
             // Cut as the page cuts a stage: pooled to a raster, coloured, its values kept when they are few enough.
-            let mut cutting = Cutting::new(Stage::Weights, weights.dim());
+            let mut cutting = Cutting::new(Stage::Weights.scale(), weights.dim());
             cutting.add(0, weights.view());
             let Made { cut, values, rgba } = cutting.finish(palette);
             let profile = by_distance(weights.view()).into_iter().map(|v| v as f32).collect();

@@ -15,9 +15,10 @@ use crate::layer::options::LayerOptions;
 use crate::layer::presets;
 use crate::layer::stage_meta::StageMeta;
 use crate::layer::trace::Trace;
-use crate::protocol::{BackendUsed, Cut, Info, Request, Shown, Timing};
+use crate::pictures::{self, Body, Picture};
+use crate::protocol::{BackendUsed, Cut, Info, PictureView, Request, Shown, Timing};
 use crate::render::{Palette, Pooler};
-use crate::stage::Stage;
+use crate::stage::{Scale, Stage};
 use crate::timing::{now_ms, StageTimes};
 use ndarray::{s, ArrayView2};
 use std::ops::Range;
@@ -41,6 +42,7 @@ impl Info {
             tokens: inputs.tokens.clone(),
             capture: inputs.capture.clone(),
             capture_title: inputs.capture.as_ref().map_or(String::new(), CaptureInfo::title),
+            stated: String::new(),
             stages,
             pair: cfg.method.pair_labels(cfg.clip),
             backend,
@@ -86,9 +88,9 @@ pub struct Cutting {
 }
 
 impl Cutting {
-    pub fn new(stage: Stage, dim: (usize, usize)) -> Cutting {
+    pub fn new(scale: Scale, dim: (usize, usize)) -> Cutting {
         let values = (dim.0 * dim.1 <= VALUES_CELLS).then(|| Vec::with_capacity(dim.0 * dim.1));
-        Cutting { dim, pooler: Pooler::new(dim, stage.scale(), RASTER_SIDE), values }
+        Cutting { dim, pooler: Pooler::new(dim, scale, RASTER_SIDE), values }
     }
 
     /// Rows `first..first + m.nrows()`.
@@ -104,6 +106,24 @@ impl Cutting {
         let (rows, cols) = self.dim;
         let cut = Cut { rows, cols, raster_rows, raster_cols, lo, hi, has_values: self.values.is_some() };
         Made { cut, values: self.values.unwrap_or_default(), rgba }
+    }
+}
+
+/// A picture as the page gets it: a heatmap cut and coloured as a stage, or curves with an empty cut.
+fn picture_view(picture: Picture, palette: Palette) -> PictureView {
+    let Picture { meta, body } = picture;
+    match body {
+        Body::Heatmap { values, x_labels, y_labels } => {
+            let mut cutting = Cutting::new(meta.scale, values.dim());
+            cutting.add(0, values.view());
+            let Made { cut, values, rgba } = cutting.finish(palette);
+            let values = cut.has_values.then_some(values);
+            PictureView { meta, cut, x_labels, y_labels, chart: None, values, rgba }
+        }
+        Body::Curves(chart) => {
+            let cut = Cut { rows: 0, cols: 0, raster_rows: 0, raster_cols: 0, lo: 0.0, hi: 0.0, has_values: false };
+            PictureView { meta, cut, x_labels: Vec::new(), y_labels: Vec::new(), chart: Some(chart), values: None, rgba: Vec::new() }
+        }
     }
 }
 
@@ -136,7 +156,7 @@ impl Session {
         let (b, _, n) = trace.dims();
         let d_model = trace.x.dim().2;
         let info = Info::new(&trace.config, inputs, (b, n, d_model), metas, backend, Some(stage_times), false);
-        Session { source: Source::Whole(trace), stages, info, shown: None, timings }
+        Session::stating(Session { source: Source::Whole(trace), stages, info, shown: None, timings })
     }
 
     /// A session around a layer whose stages are computed when selected (its forward ran fused: no stage times).
@@ -144,7 +164,37 @@ impl Session {
         let stages = layer.stages();
         let metas = stages.iter().map(|&s| layer.meta(s)).collect();
         let info = Info::new(&layer.config, inputs, layer.scenario.dims(), metas, backend, None, true);
-        Session { source: Source::OnDemand(layer), stages, info, shown: None, timings }
+        Session::stating(Session { source: Source::OnDemand(layer), stages, info, shown: None, timings })
+    }
+
+    /// The session with its scheme's options stated in its info.
+    fn stating(mut session: Session) -> Session {
+        session.info.stated = pictures::stated(&session.picture_inputs());
+        session
+    }
+
+    /// What the scheme's pictures are drawn from: the layer's options and tables.
+    fn picture_inputs(&self) -> pictures::Inputs<'_> {
+        let (_, _, n) = self.dims();
+        match &self.source {
+            Source::Whole(t) => {
+                pictures::Inputs { config: &t.config, tables: &t.rel_k, rope: t.rope.as_ref(), positions: t.positions.as_ref(), n, d_model: t.x.dim().2 }
+            }
+            Source::OnDemand(l) => pictures::Inputs {
+                config: &l.config,
+                tables: &l.scenario.rel_k,
+                rope: l.rope_table(),
+                positions: l.scenario.positions.as_ref(),
+                n,
+                d_model: l.scenario.dims().2,
+            },
+        }
+    }
+
+    /// The lecture's pictures of the layer's scheme ([`pictures::of`]), a heatmap's cut and coloured with
+    /// `palette` as a stage is.
+    pub fn pictures(&self, palette: Palette) -> Vec<PictureView> {
+        pictures::of(&self.picture_inputs()).into_iter().map(|p| picture_view(p, palette)).collect()
     }
 
     /// The trace, when it was computed whole.
@@ -236,13 +286,13 @@ impl Session {
             Source::Whole(t) => {
                 for &stage in &self.stages {
                     let m = t.stage_view(stage, batch, head)?;
-                    let mut c = Cutting::new(stage, m.dim());
+                    let mut c = Cutting::new(stage.scale(), m.dim());
                     c.add(0, m.view());
                     cutting.push(c);
                 }
             }
             Source::OnDemand(l) => {
-                cutting.extend(self.stages.iter().map(|&stage| Cutting::new(stage, l.shape(stage))));
+                cutting.extend(self.stages.iter().map(|&stage| Cutting::new(stage.scale(), l.shape(stage))));
                 l.each_block(batch, head, |k, first, m| cutting[k].add(first, m))?;
             }
         }

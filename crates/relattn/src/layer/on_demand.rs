@@ -97,6 +97,11 @@ impl Layer {
         Ok(layer)
     }
 
+    /// RoPE's cos and sin of positions 0 .. n (the options', or the scenario's own), for a RoPE layer.
+    pub fn rope_table(&self) -> Option<&RopeTable> {
+        self.rope.as_ref()
+    }
+
     /// (b, h, n).
     pub fn dims(&self) -> (usize, usize, usize) {
         let (b, n, _) = self.scenario.dims();

@@ -102,14 +102,20 @@ impl Buckets {
     }
 }
 
+/// The bucket of a distance as every view of T5 writes it (the bucket stage, the staircase picture): exact,
+/// then logarithmic, then capped, with B', E and D defined.
+pub const BUCKET_FORMULA: &str = "bucket(d), d = j − i: |d| below E, then min(E + ⌊ln(|d|/E) / ln(D/E) · (B' − E)⌋, B' − 1); + B' for d > 0 (bidirectional: B' = B/2 a side; causal: B' = B and d > 0 reads 0); E = B'/2, D = max distance";
+/// [`BUCKET_FORMULA`] in TeX.
+pub const BUCKET_TEX: &str = r"\begin{gathered} \operatorname{bucket}(d) = \begin{cases} |d| & |d| < E \\ \min\Bigl(E + \bigl\lfloor \frac{\ln(|d| / E)}{\ln(D / E)}\,(B' - E) \bigr\rfloor,\ B' - 1\Bigr) & |d| \ge E \end{cases} \;(+B' \text{ for } d > 0) \\ B' = B/2 \text{ a side } (B \text{ causal, where } d > 0 \text{ reads } 0), \quad E = B'/2, \quad D = \text{max distance} \end{gathered}";
+
 /// What T5 says in the stages it shapes: the bucket of each pair, the bias per bucket, the bias it reads for
 /// each pair and the logits it is added to after the scale.
 pub fn describe(stage: Stage) -> Option<StageText> {
     Some(match stage {
         Stage::RelIndex => StageText::new(
             "Bucket of j − i",
-            "bucket(j − i): exact up to B'/2, log-spaced to max_distance",
-            r"r_{ij} = \operatorname{bucket}(j - i) = \begin{cases} n & n < E \\ E + \bigl\lfloor \frac{\ln(n / E)}{\ln(D / E)}\,(B' - E) \bigr\rfloor & n \ge E \end{cases}",
+            BUCKET_FORMULA,
+            BUCKET_TEX,
             "Small distances get a bucket each; beyond half the buckets, distances share log-spaced buckets up to max_distance, and everything farther reads the last one. Keys after the query use the other half (bidirectional) or bucket 0 (causal).",
         ),
         Stage::RelK => StageText::new(

@@ -9,6 +9,7 @@ use super::{Colormaps, LayerSource, WorkerError};
 use crate::layer::capture::CaptureInfo;
 use crate::layer::options::{LayerOptions, Unknown};
 use crate::layer::stage_meta::StageMeta;
+use crate::render::Chart;
 use crate::stage::PairLabels;
 use serde::{Deserialize, Serialize};
 
@@ -123,6 +124,8 @@ pub struct Info {
     pub capture: Option<CaptureInfo>,
     /// A captured layer in one line ([`CaptureInfo::title`]: "t5-small, encoder layer 1"), or "".
     pub capture_title: String,
+    /// The scheme's options in one line, stated on every slide of the scheme ([`crate::pictures::stated`]).
+    pub stated: String,
     /// The trace's stages in pipeline order, with their titles, formulas and axes.
     pub stages: Vec<StageMeta>,
     /// How the tooltip names a pair's parts in this layer's scheme.
@@ -167,6 +170,31 @@ pub struct StageView {
     #[cfg_attr(test, ts(type = "Float32Array | null"))]
     pub values: Option<Vec<f32>>,
     /// raster_rows × raster_cols pixels, the cells as coloured.
+    #[cfg_attr(test, ts(type = "Uint8ClampedArray"))]
+    pub rgba: Vec<u8>,
+}
+
+/// A lecture picture of the layer's scheme ([`crate::pictures`]), shown, presented and exported after the
+/// stages as a stage is: a heatmap (its cut, values, pixels and labels, as a [`StageView`]'s) or curves
+/// (`chart`; its cut is 0 × 0).
+#[derive(Clone, Debug, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS), ts(export, export_to = "protocol.d.ts"))]
+pub struct PictureView {
+    #[serde(flatten)]
+    pub meta: StageMeta,
+    #[serde(flatten)]
+    pub cut: Cut,
+    /// Labels of a heatmap's columns and rows (distances, heads, layouts); empty: indices.
+    pub x_labels: Vec<String>,
+    pub y_labels: Vec<String>,
+    /// The curves, or null for a heatmap.
+    pub chart: Option<Chart>,
+    /// rows × cols, row-major; null for curves (set by the wasm beside the serialized fields).
+    #[serde(skip_serializing)]
+    #[cfg_attr(test, ts(type = "Float32Array | null"))]
+    pub values: Option<Vec<f32>>,
+    /// raster_rows × raster_cols pixels (set by the wasm beside the serialized fields).
+    #[serde(skip_serializing)]
     #[cfg_attr(test, ts(type = "Uint8ClampedArray"))]
     pub rgba: Vec<u8>,
 }
@@ -296,6 +324,8 @@ pub struct ResultMessage {
     pub shown: Shown,
     /// In pipeline order.
     pub stages: Vec<StageView>,
+    /// The lecture's pictures of the layer's scheme, after the stages.
+    pub pictures: Vec<PictureView>,
     /// Building the scenario, the trace (or the forward pass, for a layer held on demand), cutting the stages
     /// of the head shown.
     pub timings: Vec<Timing>,

@@ -79,6 +79,9 @@ const COLORBAR_WIDTH: u32 = 84;
 /// (www/js/page/figures.js `VALUE_CELL`) use the same.
 pub const VALUE_CELL: (i32, i32) = (26, 14);
 
+/// What ends every row label: the gap between it and the y axis's line.
+const Y_LABEL_GAP: &str = "\u{a0}\u{a0}";
+
 /// Most cells drawn as vector rectangles; larger matrices are painted as one image.
 pub const MAX_VECTOR_CELLS: usize = 64 * 64;
 /// Largest matrix side that gets its values written in the cells.
@@ -121,22 +124,8 @@ pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, fig: &Figure, cel
     let lut = Lut::with_palette(fig.scale, fig.palette);
     let ink = fig.ink;
     root.fill(&ink.background).map_err(err)?;
-    // Title and subtitle span the whole width; the chart and its colorbar share what is below. A title too wide
-    // for its line at 20 px shrinks (to 12 px), then is cut with an ellipsis: never clipped at the edges.
-    let title_room = root.dim_in_pixel().0.saturating_sub(16);
-    let title_width = |t: &str, px: u32| root.estimate_text_size(t, &("sans-serif", px).into_font().color(&ink.text)).map_or(0, |(w, _)| w);
-    let (title, px) = fit_title(&fig.title, title_room, title_width);
-    let body = root.titled(&title, ("sans-serif", px).into_font().color(&ink.text)).map_err(err)?;
-    // The subtitle (formula, shape, a zoomed window's rows and columns) on as many lines as the width needs
-    // (two at most, the second cut with an ellipsis), never clipped mid-word at the figure's edge.
-    let sub_font = ("sans-serif", 14).into_font().color(&ink.muted);
-    let room = body.dim_in_pixel().0.saturating_sub(24);
-    let width = |t: &str| body.estimate_text_size(t, &sub_font).map_or(0, |(w, _)| w);
-    let lines = wrap_to(&fig.subtitle, room, 2, width);
-    let (sub, body) = body.split_vertically(22 * lines.len().max(1) as u32);
-    for (k, line) in lines.iter().enumerate() {
-        sub.draw_text(line, &sub_font, (12, 2 + 22 * k as i32)).map_err(err)?;
-    }
+    // No title and no subtitle: a slide states them above the figure.
+    let body = if fig.title.is_empty() && fig.subtitle.is_empty() { root.clone() } else { header(root, &fig.title, &fig.subtitle, ink)? };
     let (w, _) = body.dim_in_pixel();
     let (main, bar) = body.split_horizontally(w.saturating_sub(COLORBAR_WIDTH));
 
@@ -151,8 +140,8 @@ pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, fig: &Figure, cel
     let label_style = TextStyle::from(label_font.clone());
     let px = |t: &str| main.estimate_text_size(t, &label_style).map_or(7 * t.chars().count() as u32, |(w, _)| w);
     let widest = |labels: &Option<Vec<String>>, count: usize| match labels {
-        Some(l) => l.iter().map(|t| px(t)).max().unwrap_or(0),
-        None => px(&count.saturating_sub(1).to_string()),
+        Some(l) => l.iter().map(|t| px(&format!("{t}{Y_LABEL_GAP}"))).max().unwrap_or(0),
+        None => px(&format!("{}{Y_LABEL_GAP}", count.saturating_sub(1))),
     };
     let mut chart = ChartBuilder::on(&main)
         .margin(8)
@@ -170,8 +159,12 @@ pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, fig: &Figure, cel
         SegmentValue::CenterOf(c) if *c < cols as i32 && (*c as usize).is_multiple_of(x_step) => x_shown[*c as usize / x_step].clone(),
         _ => String::new(),
     };
+    // Row labels end at the axis (no tick marks): two no-break spaces keep them off its line (SVG keeps them
+    // too, where it would collapse plain spaces).
     let y_fmt = |v: &SegmentValue<i32>| match v {
-        SegmentValue::CenterOf(r) if *r < rows as i32 && (rows - 1 - *r as usize).is_multiple_of(y_step) => label(&fig.y_labels, rows as i32 - 1 - *r),
+        SegmentValue::CenterOf(r) if *r < rows as i32 && (rows - 1 - *r as usize).is_multiple_of(y_step) => {
+            format!("{}{Y_LABEL_GAP}", label(&fig.y_labels, rows as i32 - 1 - *r))
+        }
         _ => String::new(),
     };
     chart
@@ -224,6 +217,27 @@ pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, fig: &Figure, cel
     }
     draw_colorbar(&bar, range, &lut, ink).map_err(err)?;
     Ok((px, py))
+}
+
+/// Draws a figure's title and subtitle across the whole width of `root` and returns the area below them.
+/// A title too wide for its line at 20 px shrinks (to 12 px), then is cut with an ellipsis: never clipped at
+/// the edges. The subtitle (formula, shape, a zoomed window's rows and columns) takes as many lines as the
+/// width needs (two at most, the second cut with an ellipsis), never clipped mid-word at the figure's edge.
+pub(super) fn header<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, title: &str, subtitle: &str, ink: Ink) -> Result<DrawingArea<DB, Shift>, String> {
+    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+    let title_room = root.dim_in_pixel().0.saturating_sub(16);
+    let title_width = |t: &str, px: u32| root.estimate_text_size(t, &("sans-serif", px).into_font().color(&ink.text)).map_or(0, |(w, _)| w);
+    let (title, px) = fit_title(title, title_room, title_width);
+    let body = root.titled(&title, ("sans-serif", px).into_font().color(&ink.text)).map_err(err)?;
+    let sub_font = ("sans-serif", 14).into_font().color(&ink.muted);
+    let room = body.dim_in_pixel().0.saturating_sub(24);
+    let width = |t: &str| body.estimate_text_size(t, &sub_font).map_or(0, |(w, _)| w);
+    let lines = wrap_to(subtitle, room, 2, width);
+    let (sub, body) = body.split_vertically(22 * lines.len().max(1) as u32);
+    for (k, line) in lines.iter().enumerate() {
+        sub.draw_text(line, &sub_font, (12, 2 + 22 * k as i32)).map_err(err)?;
+    }
+    Ok(body)
 }
 
 /// The label step for `count` indices with room for `room` labels: 1, 2, 5, 10, 20, 50, … the smallest that fits.
@@ -365,7 +379,7 @@ fn fit_title(title: &str, room: u32, width: impl Fn(&str, u32) -> u32) -> (Strin
 
 /// Native text needs a font: DejaVu Sans, embedded.
 #[cfg(not(target_arch = "wasm32"))]
-fn register_fonts() {
+pub(super) fn register_fonts() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         let _ = plotters::style::register_font("sans-serif", FontStyle::Normal, dejavu::sans::regular());

@@ -10,12 +10,18 @@
 //! are grey.
 
 //!
-//! [`colormap`]: the colours; [`raster`]: pooled rasters of large stages; [`figure`]: labelled figures.
+//! - [`draw_chart`] draws curves on axes with the same title and subtitle (the lecture pictures that are not
+//!   heatmaps).
+//!
+//! [`colormap`]: the colours; [`raster`]: pooled rasters of large stages; [`figure`]: labelled figures;
+//! [`chart`]: curves.
 
+mod chart;
 mod colormap;
 mod figure;
 mod raster;
 
+pub use chart::*;
 pub use colormap::*;
 pub use figure::*;
 pub use raster::*;

@@ -1,0 +1,63 @@
+//! Absolute positions' picture: how alike the position vectors are, as the cosine of every pair of them.
+//!
+//! ```text
+//! sim(i, j) = PE_i · PE_j / (|PE_i| |PE_j|)      (the sinusoids: a function of j − i alone)
+//! ```
+
+use super::{Inputs, Picture, Text};
+use crate::positions::absolute;
+use crate::stage::Scale;
+use ndarray::Array2;
+
+pub const SIMILARITY: Text = Text {
+    name: "absolute_similarity",
+    title: "How alike position vectors are",
+    formula: "sim(i, j) = PE_i · PE_j / (|PE_i| |PE_j|)",
+    tex: r"\operatorname{sim}(i, j) = \frac{PE_i \cdot PE_j}{\lVert PE_i \rVert\, \lVert PE_j \rVert}",
+    notice: "Near positions have near vectors: 1 on the diagonal, falling with distance. For the sinusoids every diagonal holds one value (their dot product is a sum of cos((j − i)ω)), yet attention only sees them mixed into x + PE; a model's learned vectors need not be so regular.",
+    x_axis: "position j",
+    y_axis: "position i",
+};
+
+/// The cosine similarity of every pair of position vectors.
+pub fn pictures(inputs: &Inputs) -> Vec<Picture> {
+    let pe = inputs.positions.cloned().unwrap_or_else(|| absolute::sinusoids(inputs.n, inputs.d_model));
+    let norms: Vec<f64> = pe.outer_iter().map(|r| r.iter().map(|&v| v as f64 * v as f64).sum::<f64>().sqrt().max(1e-12)).collect();
+    let n = pe.nrows();
+    let sim = Array2::from_shape_fn((n, n), |(i, j)| {
+        let dot: f64 = pe.row(i).iter().zip(pe.row(j)).map(|(&a, &b)| a as f64 * b as f64).sum();
+        (dot / (norms[i] * norms[j])) as f32
+    });
+    vec![SIMILARITY.heatmap(Scale::Diverging, sim, Vec::new(), Vec::new())]
+}
+
+/// "absolute: sinusoids PE of d_model 64, added to x" or a model's own.
+pub fn stated(inputs: &Inputs) -> String {
+    let added = if inputs.config.positions_in_x { "already in x (shown, not added again)" } else { "added to x before the projections" };
+    match inputs.positions {
+        Some(_) => format!("absolute: the model's own learned position vectors (d_model {}), {added}", inputs.d_model),
+        None => format!("absolute: sinusoids PE of d_model {}, base 10000, {added}", inputs.d_model),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The sinusoids' similarity is 1 on the diagonal and the same along every diagonal.
+    #[test]
+    fn the_sinusoids_similarity_is_relative() {
+        let cfg = crate::attention::Config { method: crate::positions::Method::Absolute, ..Default::default() };
+        let tables = ndarray::Array3::zeros((1, 0, 1));
+        let inputs = Inputs { config: &cfg, tables: &tables, rope: None, positions: None, n: 9, d_model: 16 };
+        let super::super::Body::Heatmap { values, .. } = &pictures(&inputs)[0].body else { panic!("heatmap") };
+        for i in 0..9 {
+            assert!((values[[i, i]] - 1.0).abs() < 1e-6);
+            for j in 0..9 {
+                if i + 1 < 9 && j + 1 < 9 {
+                    assert!((values[[i, j]] - values[[i + 1, j + 1]]).abs() < 1e-5, "({i}, {j})");
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,190 @@
+//! The pictures a lecture on a position scheme needs beside the trace's stages, one module per scheme that has
+//! some: RoPE (one pair of q turning with position, the kernel against distance for several bases and fractions,
+//! the two pair layouts), ALiBi (slope against head, every head's bias on one scale), T5 (bucket against
+//! distance, the staircase; the bias per bucket of every head) and absolute positions (how alike the position
+//! vectors are). Each is a heatmap or curves ([`Body`]) with the metadata of a stage ([`StageMeta`]: title,
+//! formula, TeX, what to notice, axes), so the page shows, presents, links and exports it as it does a stage;
+//! they are drawn from the layer's options and tables (a captured layer's own), never from its input.
+//! [`stated`] says the scheme's options in one line, for every slide of the scheme.
+
+pub mod absolute;
+pub mod alibi;
+pub mod rope;
+pub mod t5;
+
+use crate::attention::Config;
+use crate::layer::stage_meta::StageMeta;
+use crate::positions::rope::RopeTable;
+use crate::positions::Method;
+use crate::render::Chart;
+use crate::stage::Scale;
+use ndarray::{Array2, Array3};
+
+/// What a picture is drawn from: the layer's options and its scheme's tables.
+pub struct Inputs<'a> {
+    pub config: &'a Config,
+    /// The scheme's table (1 or h, R, width): ALiBi's slopes (h, 1, 1), T5's bias per bucket (1 or h, B, 1).
+    pub tables: &'a Array3<f32>,
+    /// RoPE's cos and sin of positions 0 .. n (the options', or a model's own).
+    pub rope: Option<&'a RopeTable>,
+    /// A model's own absolute position vectors (n, d_model); `None`: the sinusoids.
+    pub positions: Option<&'a Array2<f32>>,
+    pub n: usize,
+    pub d_model: usize,
+}
+
+impl Inputs<'_> {
+    pub fn d_head(&self) -> usize {
+        self.d_model / self.config.heads.max(1)
+    }
+}
+
+/// A heatmap (with labels for its columns and rows; empty: indices) or curves.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Body {
+    Heatmap { values: Array2<f32>, x_labels: Vec<String>, y_labels: Vec<String> },
+    Curves(Chart),
+}
+
+/// One picture: what is said about it and what it shows.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Picture {
+    pub meta: StageMeta,
+    pub body: Body,
+}
+
+/// What a scheme's module says about one of its pictures.
+pub struct Text {
+    /// The picture's name in links (`?present=`) and exported files.
+    pub name: &'static str,
+    pub title: &'static str,
+    pub formula: &'static str,
+    pub tex: &'static str,
+    pub notice: &'static str,
+    pub x_axis: &'static str,
+    pub y_axis: &'static str,
+}
+
+impl Text {
+    /// The picture's [`StageMeta`]: a picture covers every head and batch element, and its cells are not pairs.
+    fn meta(&self, scale: Scale) -> StageMeta {
+        StageMeta {
+            name: self.name,
+            title: self.title,
+            formula: self.formula,
+            tex: self.tex,
+            notice: self.notice,
+            x_axis: self.x_axis,
+            y_axis: self.y_axis,
+            pairs: false,
+            rows_are_queries: false,
+            leftover_above: false,
+            per_head: false,
+            per_batch: false,
+            scale,
+        }
+    }
+
+    pub fn heatmap(&self, scale: Scale, values: Array2<f32>, x_labels: Vec<String>, y_labels: Vec<String>) -> Picture {
+        Picture { meta: self.meta(scale), body: Body::Heatmap { values, x_labels, y_labels } }
+    }
+
+    pub fn curves(&self, chart: Chart) -> Picture {
+        Picture { meta: self.meta(Scale::Sequential), body: Body::Curves(chart) }
+    }
+}
+
+/// The pictures of the layer's scheme, in the order a lecture shows them (none for Shaw's and the Music
+/// Transformer's, whose stages are their pictures).
+pub fn of(inputs: &Inputs) -> Vec<Picture> {
+    match inputs.config.method {
+        Method::Rope => rope::pictures(inputs),
+        Method::Alibi => alibi::pictures(inputs),
+        Method::T5 => t5::pictures(inputs),
+        Method::Absolute => absolute::pictures(inputs),
+        Method::Shaw | Method::Music => Vec::new(),
+    }
+}
+
+/// The names of every picture any scheme draws (the page's links are checked against them).
+pub const NAMES: [&str; 8] = [
+    rope::TURN.name,
+    rope::KERNELS.name,
+    rope::LAYOUTS.name,
+    alibi::SLOPES.name,
+    alibi::BIAS_BY_HEAD.name,
+    t5::STAIRCASE.name,
+    t5::BIAS_BY_BUCKET.name,
+    absolute::SIMILARITY.name,
+];
+
+/// The scheme's options in one line, as every slide of the scheme states them: "RoPE: base 10000, rotated
+/// fraction 1 (d_rot 64 of d_head 64), interleaved pairs (2p, 2p + 1), positions ÷ 1".
+pub fn stated(inputs: &Inputs) -> String {
+    let cfg = inputs.config;
+    let masking = if cfg.causal { "causal" } else { "bidirectional" };
+    match cfg.method {
+        Method::Shaw => {
+            let values = if cfg.rel_v { "a^K and a^V" } else { "a^K only" };
+            format!("Shaw et al. 2018: clip k = {} (tables of 2k + 1 = {} rows), {values}, {masking}", cfg.clip, 2 * cfg.clip + 1)
+        }
+        Method::Music => format!(
+            "Music Transformer: k = {} (E_r of {} rows), {masking}, beyond it: {}",
+            cfg.clip,
+            if cfg.causal { cfg.clip + 1 } else { 2 * cfg.clip + 1 },
+            match cfg.edge {
+                crate::positions::table::Edge::Clip => "the edge row",
+                crate::positions::table::Edge::Zero => "zeros",
+            }
+        ),
+        Method::Rope => rope::stated(inputs),
+        Method::Alibi => alibi::stated(inputs),
+        Method::T5 => t5::stated(inputs),
+        Method::Absolute => absolute::stated(inputs),
+    }
+}
+
+/// Indices `from..to` as labels.
+fn index_labels(range: std::ops::Range<isize>) -> Vec<String> {
+    range.map(|i| i.to_string()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::layer::scenario::{Scenario, Spec};
+
+    /// Every scheme's pictures have distinct names from [`NAMES`], say what to notice, and have finite numbers.
+    #[test]
+    fn every_picture_is_named_described_and_finite() {
+        let mut seen = Vec::new();
+        for method in Method::ALL {
+            for causal in [false, true] {
+                let cfg = Config { method, causal, heads: 4, ..Config::default() };
+                let spec = Spec { n: 12, d_model: 32, ..Spec::default() };
+                let sc = Scenario::build(&cfg, &spec, Default::default(), true).unwrap();
+                let rope = sc.rope_table(&cfg);
+                let inputs = Inputs { config: &cfg, tables: &sc.rel_k, rope: rope.as_ref(), positions: None, n: 12, d_model: 32 };
+                assert!(stated(&inputs).len() > 20, "{method}");
+                for p in of(&inputs) {
+                    assert!(NAMES.contains(&p.meta.name), "{}", p.meta.name);
+                    assert!(p.meta.notice.len() > 60 && p.meta.notice.ends_with('.'), "{}", p.meta.name);
+                    match &p.body {
+                        Body::Heatmap { values, x_labels, y_labels } => {
+                            assert!(values.iter().all(|v| v.is_finite()), "{}", p.meta.name);
+                            assert!(x_labels.is_empty() || x_labels.len() == values.ncols());
+                            assert!(y_labels.is_empty() || y_labels.len() == values.nrows());
+                        }
+                        Body::Curves(c) => {
+                            assert!(c.series.iter().all(|s| !s.points.is_empty() && s.points.iter().all(|p| p[0].is_finite() && p[1].is_finite())))
+                        }
+                    }
+                    seen.push(p.meta.name);
+                }
+            }
+        }
+        seen.sort();
+        seen.dedup();
+        assert_eq!(seen.len(), NAMES.len(), "every picture drawn by some scheme: {seen:?}");
+    }
+}
