@@ -483,14 +483,14 @@ test('the guided tour: opens on a first plain visit, each step sets the controls
   await p.goto(base);
   await p.waitForFunction(() => document.body.dataset.ready && document.getElementById('busy').hidden, null, { timeout: 30000 });
   assert.ok(await p.locator('#tour').isVisible(), 'the tour opens by itself on a first plain visit');
-  assert.equal(await p.locator('#tour-step').innerText(), '1 / 6');
+  assert.equal(await p.locator('#tour-step').innerText(), '1 / 10');
   // Opening by itself changes nothing: Start sets the first step's controls.
   assert.notEqual(await p.inputValue('#preset'), 'built-heads');
   assert.equal(await p.locator('#tour-next').innerText(), 'Start');
   await settle(() => p.click('#tour-next'), p);
   assert.equal(await p.inputValue('#preset'), 'built-heads');
   await p.click('#tour-next');
-  assert.equal(await p.locator('#tour-step').innerText(), '2 / 6');
+  assert.equal(await p.locator('#tour-step').innerText(), '2 / 10');
   await settle(() => p.click('#tour-next'), p);
   assert.equal(await p.inputValue('#sentence'), 'the cat saw the dog');
   await settle(() => p.click('#tour-next'), p);
@@ -498,6 +498,12 @@ test('the guided tour: opens on a first plain visit, each step sets the controls
   assert.ok(await p.locator('figure[data-stage="skew_sliced"]').count() === 1, 'the skew is shown');
   await settle(() => p.click('#tour-next'), p);
   assert.equal(await p.inputValue('#n'), '512');
+  // The schemes after the 2018 ones, each with its pictures after its stages.
+  for (const [preset, picture] of [['rope-kernel', 'rope_kernel_curves'], ['alibi-slopes', 'alibi_bias_by_head'], ['t5-buckets', 't5_staircase'], ['absolute-positions', 'absolute_similarity']]) {
+    await settle(() => p.click('#tour-next'), p);
+    assert.equal(await p.inputValue('#preset'), preset);
+    assert.equal(await p.locator(`figure[data-stage="${picture}"]`).count(), 1, `${preset}: no ${picture}`);
+  }
   await p.click('#tour-next');
   await p.waitForFunction(() => document.body.dataset.mode === 'model');
   assert.equal(await p.locator('#tour-next').innerText(), 'Finish');

@@ -44,6 +44,21 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Draw one of the lecture's pictures of the layer's scheme (.svg or .png, 16:9 by default).
+    Picture {
+        #[command(flatten)]
+        layer: LayerArgs,
+        /// The picture: rope_pair_turn, rope_kernel_curves, rope_layouts (RoPE); alibi_slope_by_head,
+        /// alibi_bias_by_head (ALiBi); t5_staircase, t5_bias_by_bucket (T5); absolute_similarity (absolute).
+        #[arg(long)]
+        name: String,
+        /// Figure size in pixels, WIDTHxHEIGHT.
+        #[arg(long, default_value = "1600x900")]
+        size: String,
+        /// Output file: .svg (vector) or .png.
+        #[arg(long)]
+        out: PathBuf,
+    },
     /// Render one stage of one head as a heatmap with a colorbar (.svg or .png).
     Render {
         #[command(flatten)]

@@ -1,8 +1,8 @@
 //! `relattn`: compute relative attention, save every intermediate, render any stage for a slide.
 //! Errors print one line naming the field, what was given and what is allowed, and exit with code 2.
 //!
-//! [`args`] holds the commands and their flags; one module a command ([`compute`], [`render`], [`bench`],
-//! [`model`]); [`layer_args`] turns a layer's flags into its scenario; [`files`] reads inputs and writes outputs
+//! [`args`] holds the commands and their flags; one module a command ([`compute`], [`render`], [`picture`],
+//! [`bench`], [`model`]); [`layer_args`] turns a layer's flags into its scenario; [`files`] reads inputs and writes outputs
 //! atomically; [`progress`] and [`report`] are what long and `--json` commands print.
 
 mod args;
@@ -11,6 +11,7 @@ mod compute;
 mod files;
 mod layer_args;
 mod model;
+mod picture;
 mod progress;
 mod render;
 mod report;
@@ -59,6 +60,7 @@ fn run(cli: Cli) -> Result<(), Stop> {
             }
         }
         Command::Compute { layer, out, json } => compute::run(&layer, &out, json, start)?,
+        Command::Picture { layer, name, size, out } => picture::run(&layer, &name, &size, &out)?,
         Command::Render { layer, stage, head, batch_index, tokens, size, out, json } => {
             let what = render::Drawn { stage, batch: batch_index, head, tokens: tokens.as_deref(), size: &size };
             render::run(&layer, what, &out, json, start)?

@@ -169,6 +169,35 @@ fn render_writes_svg_and_png() {
     }
 }
 
+/// Every picture of every scheme that has some, as SVG (titled, the scheme's options under the formula) and PNG;
+/// a picture the scheme has not is refused with the ones it has.
+#[test]
+fn picture_draws_each_schemes_lecture_pictures() {
+    let d = dir();
+    for (method, names, stated) in [
+        ("rope", &["rope_pair_turn", "rope_kernel_curves", "rope_layouts"][..], "RoPE: base 10000"),
+        ("alibi", &["alibi_slope_by_head", "alibi_bias_by_head"][..], "ALiBi: 4 heads"),
+        ("t5", &["t5_staircase", "t5_bias_by_bucket"][..], "T5: 32 buckets"),
+        ("absolute", &["absolute_similarity"][..], "absolute: sinusoids"),
+    ] {
+        for name in names {
+            let out = path(&d, &format!("{name}.svg"));
+            let o = relattn(&["picture", "--method", method, "--heads", "4", "--d-model", "32", "--n", "12", "--name", name, "--out", s(&out)]);
+            assert!(o.status.success(), "{name}: {}", String::from_utf8_lossy(&o.stderr));
+            let text = std::fs::read_to_string(&out).unwrap();
+            assert!(text.starts_with("<svg width=\"1600\" height=\"900\"") && text.contains(stated), "{name}");
+        }
+        let png = path(&d, "p.png");
+        assert!(relattn(&["picture", "--method", method, "--name", names[0], "--out", s(&png)]).status.success());
+        assert!(std::fs::read(&png).unwrap().starts_with(b"\x89PNG"));
+    }
+    fails(
+        &["picture", "--method", "rope", "--name", "t5_staircase", "--out", "f.svg"],
+        &["invalid name", "'t5_staircase'", "one of rope_pair_turn, rope_kernel_curves, rope_layouts"],
+    );
+    fails(&["picture", "--method", "shaw", "--name", "rope_layouts", "--out", "f.svg"], &["invalid name", "Shaw et al. 2018 layers have none"]);
+}
+
 #[test]
 fn every_bad_input_is_named_with_exit_code_2() {
     let d = dir();

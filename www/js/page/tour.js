@@ -1,4 +1,4 @@
-// Owns the guided tour for first-time visitors: the README's "lecture in six steps" inside the page. Each
+// Owns the guided tour for first-time visitors: the README's "lecture in ten steps" inside the page. Each
 // step sets the controls (as a person would: the control's value, then its change or input event) and says
 // what to look at. It opens by itself on a first plain visit (no query string), from the toolbar's Tour
 // button at any time, and once closed or finished it is remembered (localStorage) and no longer opens by
@@ -33,6 +33,18 @@ const STEPS = [
   ['Any size',
     'n 512 here, up to 8192: the axes keep round ticks and a large stage is drawn block by block. On a focused figure + and − zoom, dragging pans, 0 resets; the tooltip still reads the exact cell.',
     () => { set('n', '512'); }],
+  ['RoPE: position as a rotation',
+    'The preset rope-kernel: q and k are turned by angles that grow with the position, so their product depends on j − i alone. Present, then End: the last slides show one pair of q turning, the kernel against distance for several bases and fractions, and the two pair layouts.',
+    () => { set('preset', 'rope-kernel'); }],
+  ['ALiBi: one slope per head',
+    'The preset alibi-slopes: no position vectors at all, a penalty m_h · (j − i) added to the logits. The pictures after the stages: the slope of every head, and every head\'s bias on one colour scale — steep near heads, flat far ones.',
+    () => { set('preset', 'alibi-slopes'); }],
+  ['T5: buckets of distance',
+    'The preset t5-buckets: one learned number per bucket of j − i. The staircase picture shows the buckets: exact near the diagonal, logarithmic farther, capped from max_distance on.',
+    () => { set('preset', 't5-buckets'); }],
+  ['Absolute positions, the baseline',
+    'The preset absolute-positions: sinusoids added to x before the projections, nothing relative in attention itself. Its picture shows how alike the position vectors are; Compare schemes puts all six side by side on one input.',
+    () => { set('preset', 'absolute-positions'); $('compare-btn').click(); }],
   ['Why it matters',
     'Model mode: the same attention, trained on Bach chorales. Click a note to see what it attends to; each head says what it does, measured on the window.',
     () => { $('mode-model').click(); }],

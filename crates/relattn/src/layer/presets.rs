@@ -20,8 +20,19 @@ pub struct Preset {
 }
 
 /// Every preset's name.
-pub const NAMES: [&str; 10] =
-    ["seed000-shaw", "seed000-music", "seed002", "seed003", "seed004", "built-heads", "rope-kernel", "rope-half-split", "alibi-slopes", "t5-buckets"];
+pub const NAMES: [&str; 11] = [
+    "seed000-shaw",
+    "seed000-music",
+    "seed002",
+    "seed003",
+    "seed004",
+    "built-heads",
+    "rope-kernel",
+    "rope-half-split",
+    "alibi-slopes",
+    "t5-buckets",
+    "absolute-positions",
+];
 
 /// Seed 004's relation-key table: `np.random.seed(5); np.random.randint(-10, 10, (5, 5))`.
 pub const SEED004_TABLE: [[f32; 5]; 5] =
@@ -78,6 +89,13 @@ pub fn preset(name: &str) -> Result<Preset> {
             "T5's 32 buckets and max_distance 128 at n 512, bidirectional: exact buckets near the diagonal, log-spaced bands, then flat",
             Config { method: Method::T5, heads: 1, ..Config::default() },
             512,
+            64,
+            1,
+        ),
+        "absolute-positions" => p(
+            "Absolute sinusoids (Vaswani et al. 2017), the baseline, at n 32, d_model 64: vectors added to x, no position term in attention; the last picture shows how alike the position vectors are",
+            Config { method: Method::Absolute, heads: 1, ..Config::default() },
+            32,
             64,
             1,
         ),

@@ -12,16 +12,20 @@ use ndarray::Array2;
 pub const SIMILARITY: Text = Text {
     name: "absolute_similarity",
     title: "How alike position vectors are",
-    formula: "sim(i, j) = PE_i · PE_j / (|PE_i| |PE_j|)",
+    formula: "sim(i, j) = PE_i · PE_j / (|PE_i| |PE_j|), for the first 512 positions at most",
     tex: r"\operatorname{sim}(i, j) = \frac{PE_i \cdot PE_j}{\lVert PE_i \rVert\, \lVert PE_j \rVert}",
     notice: "Near positions have near vectors: 1 on the diagonal, falling with distance. For the sinusoids every diagonal holds one value (their dot product is a sum of cos((j − i)ω)), yet attention only sees them mixed into x + PE; a model's learned vectors need not be so regular.",
     x_axis: "position j",
     y_axis: "position i",
 };
 
-/// The cosine similarity of every pair of position vectors.
+/// The most positions compared (512² cells; a long layer's similarity would be n² dot products of d_model).
+pub const MAX_POSITIONS: usize = 512;
+
+/// The cosine similarity of every pair of the first [`MAX_POSITIONS`] position vectors.
 pub fn pictures(inputs: &Inputs) -> Vec<Picture> {
-    let pe = inputs.positions.cloned().unwrap_or_else(|| absolute::sinusoids(inputs.n, inputs.d_model));
+    let n = inputs.n.min(MAX_POSITIONS);
+    let pe = inputs.positions.map_or_else(|| absolute::sinusoids(n, inputs.d_model), |p| p.slice(ndarray::s![..n.min(p.nrows()), ..]).to_owned());
     let norms: Vec<f64> = pe.outer_iter().map(|r| r.iter().map(|&v| v as f64 * v as f64).sum::<f64>().sqrt().max(1e-12)).collect();
     let n = pe.nrows();
     let sim = Array2::from_shape_fn((n, n), |(i, j)| {
@@ -51,6 +55,10 @@ mod tests {
         let tables = ndarray::Array3::zeros((1, 0, 1));
         let inputs = Inputs { config: &cfg, tables: &tables, rope: None, positions: None, n: 9, d_model: 16 };
         let super::super::Body::Heatmap { values, .. } = &pictures(&inputs)[0].body else { panic!("heatmap") };
+        // A long layer compares its first MAX_POSITIONS positions.
+        let long = Inputs { n: 5000, ..inputs };
+        let super::super::Body::Heatmap { values: v, .. } = &pictures(&long)[0].body else { panic!("heatmap") };
+        assert_eq!(v.dim(), (MAX_POSITIONS, MAX_POSITIONS));
         for i in 0..9 {
             assert!((values[[i, i]] - 1.0).abs() < 1e-6);
             for j in 0..9 {

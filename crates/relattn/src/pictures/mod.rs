@@ -106,18 +106,6 @@ pub fn of(inputs: &Inputs) -> Vec<Picture> {
     }
 }
 
-/// The names of every picture any scheme draws (the page's links are checked against them).
-pub const NAMES: [&str; 8] = [
-    rope::TURN.name,
-    rope::KERNELS.name,
-    rope::LAYOUTS.name,
-    alibi::SLOPES.name,
-    alibi::BIAS_BY_HEAD.name,
-    t5::STAIRCASE.name,
-    t5::BIAS_BY_BUCKET.name,
-    absolute::SIMILARITY.name,
-];
-
 /// The scheme's options in one line, as every slide of the scheme states them: "RoPE: base 10000, rotated
 /// fraction 1 (d_rot 64 of d_head 64), interleaved pairs (2p, 2p + 1), positions ÷ 1".
 pub fn stated(inputs: &Inputs) -> String {
@@ -153,6 +141,18 @@ fn index_labels(range: std::ops::Range<isize>) -> Vec<String> {
 mod tests {
     use super::*;
     use crate::layer::scenario::{Scenario, Spec};
+
+    /// Every picture any scheme draws.
+    const NAMES: [&str; 8] = [
+        rope::TURN.name,
+        rope::KERNELS.name,
+        rope::LAYOUTS.name,
+        alibi::SLOPES.name,
+        alibi::BIAS_BY_HEAD.name,
+        t5::STAIRCASE.name,
+        t5::BIAS_BY_BUCKET.name,
+        absolute::SIMILARITY.name,
+    ];
 
     /// Every scheme's pictures have distinct names from [`NAMES`], say what to notice, and have finite numbers.
     #[test]
