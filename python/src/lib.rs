@@ -393,7 +393,7 @@ impl Packed {
     fn push(&mut self, meta: StageMeta, (title, formula): (String, String), m: ndarray::ArrayView2<f32>, readers: Vec<Vec<u32>>) {
         let (lo, hi) = value_range(m, meta.scale);
         let (rows, cols) = m.dim();
-        let cut = Cut { rows, cols, raster_rows: rows, raster_cols: cols, lo, hi, has_values: true };
+        let cut = Cut { rows, cols, raster_rows: rows, raster_cols: cols, lo, hi, has_values: true, heads_shared: false };
         self.list.push(NotebookFigure { meta, cut, title, formula, offset: self.values.len(), readers });
         self.values.extend(m.iter());
     }

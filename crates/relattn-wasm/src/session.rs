@@ -10,7 +10,7 @@ use relattn::app::session;
 use relattn::error::Error;
 use relattn::layer::options::LayerOptions;
 use relattn::layer::trace::Trace;
-use relattn::protocol::Request;
+use relattn::protocol::{HeadScale, Request};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
@@ -76,10 +76,17 @@ impl Session {
         to_value(&self.0.shown_for(batch, head))
     }
 
-    /// Selects stage `i` of (batch, head) in the colormaps set ([`super::set_colormaps`]); returns the
-    /// [`relattn::protocol::Cut`] `{ rows, cols, raster_rows, raster_cols, lo, hi, has_values }`; read the
-    /// values and pixels through the pointers below.
-    pub fn select(&mut self, i: usize, batch: usize, head: usize) -> Result<JsValue, JsValue> {
+    /// Selects stage `i` of (batch, head) in the colormaps set ([`super::set_colormaps`]), the stages
+    /// `head_scale` picks ("bias", "all" or "each", [`HeadScale`]) coloured over every head's range; returns
+    /// the [`relattn::protocol::Cut`] `{ rows, cols, raster_rows, raster_cols, lo, hi, has_values,
+    /// heads_shared }`; read the values and pixels through the pointers below.
+    pub fn select(&mut self, i: usize, batch: usize, head: usize, head_scale: JsValue) -> Result<JsValue, JsValue> {
+        let head_scale: HeadScale = if head_scale.is_undefined() {
+            HeadScale::default()
+        } else {
+            serde_wasm_bindgen::from_value(head_scale.clone()).map_err(|_| to_js(Error::invalid("head_scale", format!("{head_scale:?}"), "bias, all, each")))?
+        };
+        self.0.set_head_scale(head_scale);
         to_value(&self.0.cut(i, batch, head, palette()).map_err(to_js)?)
     }
 

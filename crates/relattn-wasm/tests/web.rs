@@ -128,7 +128,7 @@ async fn select_exposes_values_and_pixels_in_memory() {
     .unwrap();
     let names = stage_names(&s);
     let w = names.iter().position(|n| n == "weights").unwrap();
-    let cut = s.select(w, 0, 1).unwrap();
+    let cut = s.select(w, 0, 1, JsValue::UNDEFINED).unwrap();
     assert_eq!((num(&cut, "rows"), num(&cut, "cols")), (16.0, 16.0));
     assert_eq!((s.values_len(), s.rgba_len()), (256, 1024));
     let mem = wasm_bindgen::memory().unchecked_into::<js_sys::WebAssembly::Memory>();
@@ -323,13 +323,13 @@ async fn property_every_setting_gives_a_trace_or_a_named_error() {
                 assert_eq!(num(&set, "n"), n, "{label}");
                 let heads = num(&set, "heads") as usize;
                 for i in 0..stage_names(&session).len() {
-                    let cut = session.select(i, 0, heads - 1).unwrap_or_else(|e| panic!("{label}: stage {i}: {e:?}"));
+                    let cut = session.select(i, 0, heads - 1, JsValue::UNDEFINED).unwrap_or_else(|e| panic!("{label}: stage {i}: {e:?}"));
                     let cells = num(&cut, "rows") * num(&cut, "cols");
                     let sent = if get(&cut, "has_values").as_bool().unwrap() { cells } else { 0.0 };
                     assert_eq!(session.values_len() as f64, sent, "{label}");
                     assert_eq!(session.rgba_len() as f64, num(&cut, "raster_rows") * num(&cut, "raster_cols") * 4.0, "{label}");
                 }
-                assert!(session.select(0, 0, heads).is_err(), "{label}: a head out of range");
+                assert!(session.select(0, 0, heads, JsValue::UNDEFINED).is_err(), "{label}: a head out of range");
             }
             Err(e) => {
                 errors += 1;

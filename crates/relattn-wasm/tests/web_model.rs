@@ -325,7 +325,7 @@ async fn trace_is_a_session_of_the_window() {
     let mut trace: Session = s.trace(2, "cpu".into()).await.unwrap();
     let i = trace.trace().unwrap().stages().iter().position(|&st| st == relattn::stage::Stage::Weights).unwrap();
     for head in 0..4 {
-        let cut = trace.select(i, 0, head).unwrap();
+        let cut = trace.select(i, 0, head, JsValue::UNDEFINED).unwrap();
         let size = |k: &str| js_sys::Reflect::get(&cut, &k.into()).unwrap().as_f64().unwrap();
         assert_eq!((size("rows"), size("cols")), (48.0, 48.0));
         let got = trace.trace().unwrap().weights.index_axis(Axis(0), 0).index_axis(Axis(0), head).to_owned();

@@ -446,3 +446,84 @@ fn the_schemes_side_by_side() {
     let long = request(settings(Method::Shaw, 4096.0, 8.0, 1.0, 2.0), &[]);
     assert_eq!(compare(&long, 0, 0, Palette::default()).err().unwrap().field(), "n");
 }
+
+/// Keys after the query get no weight (#40 item 3): in a causal layer the pairs' stages say so in their
+/// metadata, their cells above the diagonal are grey in the raster and out of the colour range (the ALiBi bias
+/// of those keys, up to +m·(n − 1), no longer sets its scale), and their values stay what they are; a key mask
+/// greys its padded keys the same way.
+#[test]
+fn masked_cells_are_grey_and_out_of_the_colour_range() {
+    let grey = relattn::render::MASKED;
+    let pixel = |rgba: &[u8], cols: usize, i: usize, j: usize| [rgba[(i * cols + j) * 4], rgba[(i * cols + j) * 4 + 1], rgba[(i * cols + j) * 4 + 2]];
+    let n = 6;
+    let mut s = run(LayerOptions { causal: Some(true), ..settings(Method::Alibi, n as f64, 16.0, 2.0, 2.0) }).unwrap();
+    for name in ["content_logits", "relative_logits", "logits", "weights"] {
+        let meta = &s.info().stages[stage_index(&s, name)];
+        assert!(meta.masked_above, "{name}");
+        let (cut, values, _) = select(&mut s, name, 0, 0);
+        let (_, rgba) = s.selected().unwrap();
+        assert_eq!(pixel(rgba, n, 0, n - 1), grey, "{name}: (0, n − 1) is masked");
+        assert_ne!(pixel(rgba, n, n - 1, 0), grey, "{name}: (n − 1, 0) is not");
+        let visible: Vec<f32> = (0..n).flat_map(|i| (0..=i).map(move |j| (i, j))).map(|(i, j)| values[i * n + j]).collect();
+        let (lo, hi) = visible.iter().fold((f32::INFINITY, f32::NEG_INFINITY), |(a, b), &v| (a.min(v), b.max(v)));
+        if name == "weights" {
+            assert_eq!((cut.lo, cut.hi), (lo, hi), "the weights' range is the visible weights'");
+            assert_eq!(values[n - 1], 0.0, "a masked weight is still its value, 0");
+        } else if name == "relative_logits" {
+            assert!(values[n - 1] > 0.0, "the masked bias keeps its value");
+        }
+    }
+    assert!(!s.info().stages[stage_index(&s, "distances")].masked_above);
+    // Unmasked, nothing is grey.
+    let mut s = run(settings(Method::Alibi, n as f64, 16.0, 2.0, 2.0)).unwrap();
+    assert!(!s.info().stages[stage_index(&s, "weights")].masked_above);
+    select(&mut s, "weights", 0, 0);
+    let (_, rgba) = s.selected().unwrap();
+    assert_ne!(pixel(rgba, n, 0, n - 1), grey);
+}
+
+/// The lecture's pictures come with the session of a scheme that has them, a heatmap coloured with its values
+/// and labels, curves with their series; the scheme's options are stated in the info.
+#[test]
+fn a_session_draws_its_schemes_pictures() {
+    let s = run(LayerOptions { causal: Some(true), ..settings(Method::Alibi, 8.0, 64.0, 8.0, 2.0) }).unwrap();
+    assert!(s.info().stated.starts_with("ALiBi: 8 heads, slopes 2^(−8(h+1)/8)"), "{}", s.info().stated);
+    let pictures = s.pictures(Palette::default());
+    let names: Vec<&str> = pictures.iter().map(|p| p.meta.name).collect();
+    assert_eq!(names, ["alibi_slope_by_head", "alibi_bias_by_head"]);
+    let chart = pictures[0].chart.as_ref().expect("curves");
+    assert_eq!(chart.series[0].points.len(), 8);
+    let bias = &pictures[1];
+    assert_eq!((bias.cut.rows, bias.cut.cols, bias.rgba.len()), (8, 8, 8 * 8 * 4));
+    assert_eq!((bias.x_labels.first().map(String::as_str), bias.y_labels.len()), (Some("-7"), 8));
+    assert_eq!(bias.values.as_ref().unwrap()[0], -0.5 * 7.0, "head 0 at d = −7");
+    // Shaw's and the Music Transformer's stages are their pictures.
+    assert!(run(settings(Method::Shaw, 8.0, 16.0, 2.0, 2.0)).unwrap().pictures(Palette::default()).is_empty());
+}
+
+/// Heads compared by colour (#40 item 3): by default the bias stages (ALiBi's and T5's term, T5's table) of every
+/// head share one colour range — every head's, masked cells left out — and say so; the other stages keep their
+/// own. "each" gives every head its own; "all" shares every stage that differs by head.
+#[test]
+fn bias_stages_share_one_colour_scale_across_heads() {
+    use relattn::protocol::HeadScale;
+    let n = 6;
+    let mut s = run(LayerOptions { causal: Some(true), ..settings(Method::Alibi, n as f64, 32.0, 4.0, 2.0) }).unwrap();
+    let range = |s: &mut Session, name: &str, head: usize| {
+        let (cut, values, _) = select(s, name, 0, head);
+        (cut.lo, cut.hi, cut.heads_shared, values)
+    };
+    let (lo0, hi0, shared0, _) = range(&mut s, "relative_logits", 0);
+    let (lo3, hi3, shared3, v3) = range(&mut s, "relative_logits", 3);
+    assert!(shared0 && shared3 && (lo0, hi0) == (lo3, hi3), "one scale: {lo0} … {hi0} and {lo3} … {hi3}");
+    // Head 0 is the steepest (m_0 = 2^(−8/4) = 1/4): its bias at (n − 1, 0), −m_0·(n − 1) = −1.25, sets the range.
+    assert_eq!((lo0, hi0), (-1.25, 1.25));
+    assert!(v3[(n - 1) * n] > -1.25);
+    assert!(!range(&mut s, "weights", 0).2, "weights keep their own scale by default");
+    s.set_head_scale(HeadScale::Each);
+    let (lo3, _, shared3, _) = range(&mut s, "relative_logits", 3);
+    assert!(!shared3 && lo3 > -1.25);
+    s.set_head_scale(HeadScale::All);
+    assert!(range(&mut s, "weights", 1).2 && range(&mut s, "content_logits", 1).2);
+    assert!(!range(&mut s, "distances", 1).2, "a stage every head shares has no other head to share with");
+}

@@ -59,6 +59,11 @@ export function colormaps() {
   return { sequential: $('seq').value, diverging: $('div').value };
 }
 
+/** Which stages share one colour scale across heads (protocol HeadScale). */
+export function headScale() {
+  return /** @type {import('../types/protocol').HeadScale} */ ($('head-scale').value);
+}
+
 export function backendMode() {
   return $('backend-mode').value;
 }

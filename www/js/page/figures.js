@@ -37,7 +37,9 @@ function subtitleOf(stage, cur) {
     stage.per_batch && s.batch_size > 1 ? `b ${cur.shown.batch}` : '',
     stage.per_head && s.heads > 1 ? `head ${cur.shown.head}` : '',
   ].filter(Boolean).join(', ');
-  return `${stage.formula}   [${stage.rows} × ${stage.cols}]${where ? ` · ${where}` : ''}`;
+  const grey = stage.masked_above ? ' · grey: masked, no weight' : '';
+  const shared = stage.heads_shared ? ' · one colour scale for all heads' : '';
+  return `${stage.formula}   [${stage.rows} × ${stage.cols}]${where ? ` · ${where}` : ''}${grey}${shared}`;
 }
 
 /** The crates/relattn-wasm/src/figure.rs FigureSpec of a stage's figure (shared/figure-core.js figureSpec). */
@@ -163,8 +165,9 @@ export function blit(v) {
   const { r0, c0, rows, cols, values, rgba } = v.cells;
   const cw = (x1 - x0) / cols;
   const ch = (y1 - y0) / rows;
-  if (v.stage.leftover_above) {
-    // The causal skew's leftovers (j > i): greyed, the mask removes them.
+  if (v.stage.masked_above && v.win) {
+    // Keys after the query get no weight: grey (the worker's raster of the whole stage has them grey already;
+    // a zoomed window is coloured here from its values).
     v.ctx.fillStyle = 'rgba(128, 128, 128, 0.75)';
     for (let i = 0; i < rows; i++) {
       const from = Math.max(0, r0 + i + 1 - c0);

@@ -145,6 +145,7 @@ async function main() {
     if (t.length > 0) { sel.value = ''; $('n').value = String(t.length); }
     requestSoon();
   });
+  $('head-scale').addEventListener('change', () => { if (state.mode !== 'model') request(); });
   for (const id of ['seq', 'div']) {
     $(id).addEventListener('change', () => {
       state.ui.set_colormaps($('seq').value, $('div').value);

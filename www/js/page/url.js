@@ -46,6 +46,7 @@ export function saveURL() {
   if (state.pinnedRow != null) q.set('row', String(state.pinnedRow));
   q.set('seq', $('seq').value);
   q.set('div', $('div').value);
+  q.set('head_scale', $('head-scale').value);
   q.set('theme', document.documentElement.dataset.theme);
   q.set('backend', $('backend-mode').value);
   // A trained model's layer shown stage by stage: model, piece, start, length, transpose, layer.
@@ -77,6 +78,7 @@ export function applyURL() {
   optionsFollowMethod();
   if (q.has('sentence')) $('sentence').value = q.get('sentence');
   for (const k of ['seq', 'div']) if (q.has(k)) setSelect($(k), q.get(k));
+  if (q.has('head_scale')) setSelect($('head-scale'), q.get('head_scale'));
   if (q.has('backend')) setSelect($('backend-mode'), q.get('backend'));
   const dark = window.matchMedia && window.matchMedia('(prefers-color-scheme: dark)').matches;
   setTheme(q.get('theme') === 'dark' || q.get('theme') === 'light' ? q.get('theme') : dark ? 'dark' : 'light');

@@ -5,7 +5,7 @@
 // controls nor the view. (A render already under way is stopped by its render token: views.js.)
 import { state } from './state.js';
 import { computeRequest, exportRequest, cellsRequest, readersRequest, schemesRequest, typedError } from '../shared/protocol.js';
-import { readParams, colormaps, backendMode, showError } from './controls.js';
+import { readParams, colormaps, headScale, backendMode, showError } from './controls.js';
 import { modelLayer, shownSlice } from './source.js';
 import { setBusy, showProgress } from './status.js';
 import { fileInPlay } from './file.js';
@@ -91,7 +91,7 @@ function send() {
   const request = { backend: backendMode(), file_name: file ? file.name : '', options, tokens };
   const { batch, head } = shownSlice();
   client.sentId = client.lastId;
-  post(computeRequest(client.lastId, request, file ? { id: file.id, bytes: file.bytes } : null, modelLayer(), batch, head, colormaps()));
+  post(computeRequest(client.lastId, request, file ? { id: file.id, bytes: file.bytes } : null, modelLayer(), batch, head, colormaps(), headScale()));
 }
 
 /**

@@ -102,9 +102,9 @@ export function windowKey(kind, w, backend) {
  * @param {Colormaps} colormaps
  * @returns {ToWorker}
  */
-export function computeRequest(id, request, file, model, batch, head, colormaps) {
+export function computeRequest(id, request, file, model, batch, head, colormaps, headScale) {
   /** @type {ToWorker} */
-  const m = { kind: 'compute', id, request, batch, head, colormaps };
+  const m = { kind: 'compute', id, request, batch, head, colormaps, head_scale: headScale };
   if (file) m.file = file;
   if (model) m.model = model;
   return m;

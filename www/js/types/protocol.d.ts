@@ -157,7 +157,11 @@ model?: LayerSource,
 /**
  * The batch element and head shown (clamped to the trace's).
  */
-batch: number, head: number, colormaps: Colormaps, };
+batch: number, head: number, colormaps: Colormaps, 
+/**
+ * Which stages share one colour range across heads.
+ */
+head_scale: HeadScale, };
 
 /**
  * A stage of the (batch, head) selected: its shape and colour range (values and pixels behind the pointers).
@@ -175,7 +179,11 @@ lo: number, hi: number,
  * The values come with the raster (at most VALUES_CELLS, src/app/session.rs); otherwise ask for the
  * cells needed with a [`CellsRequest`].
  */
-has_values: boolean, };
+has_values: boolean, 
+/**
+ * `lo` … `hi` is every head's range ([`HeadScale`]), not this head's alone.
+ */
+heads_shared: boolean, };
 
 /**
  * Attention by distance of one head over the current window.
@@ -237,6 +245,14 @@ export type ExportRequest = { id: number, };
  * Every message from the worker to the page (one at a time: the variants' sizes do not matter).
  */
 export type FromWorker = { "kind": "progress" } & ProgressMessage | { "kind": "result" } & ResultMessage | { "kind": "error" } & ErrorMessage | { "kind": "fatal" } & ErrorMessage | { "kind": "export" } & ExportReply | { "kind": "cells" } & CellsReply | { "kind": "readers" } & ReadersReply | { "kind": "schemes" } & SchemesReply | { "kind": "model-result" } & ModelResult | { "kind": "model-sampled" } & ModelSampled | { "kind": "model-nll" } & NllResult | { "kind": "model-compare" } & CompareResult | { "kind": "model-error" } & ModelError | { "kind": "gpu-settled" };
+
+/**
+ * Which stages of a (batch, head) are coloured over one range for every head, so that heads can be compared
+ * by colour: the bias stages alone (ALiBi's and T5's term, T5's table per head: the default), every stage
+ * that differs by head, or none. Only a layer held whole shares (one held on demand would compute every
+ * head to find the range).
+ */
+export type HeadScale = "bias" | "all" | "each";
 
 /**
  * How the relative terms are computed; both give the same numbers.
@@ -835,10 +851,11 @@ pairs: boolean,
  */
 rows_are_queries: boolean, 
 /**
- * The cells above the diagonal (j > i) are leftovers that the causal mask removes (the causal skew's
- * last step): the page greys them.
+ * The cells above the diagonal (j > i) get no weight: the causal mask removes them (in the logits and the
+ * weights, and the terms and skew leftovers that would have fed them). They are drawn grey ("no weight")
+ * and left out of the colour range, as padded keys are.
  */
-leftover_above: boolean, 
+masked_above: boolean, 
 /**
  * The values differ from one head to another (for tables: with one table per head).
  */
@@ -859,7 +876,11 @@ lo: number, hi: number,
  * The values come with the raster (at most VALUES_CELLS, src/app/session.rs); otherwise ask for the
  * cells needed with a [`CellsRequest`].
  */
-has_values: boolean, };
+has_values: boolean, 
+/**
+ * `lo` … `hi` is every head's range ([`HeadScale`]), not this head's alone.
+ */
+heads_shared: boolean, };
 
 /**
  * One piece of the data file.
@@ -1194,10 +1215,11 @@ pairs: boolean,
  */
 rows_are_queries: boolean, 
 /**
- * The cells above the diagonal (j > i) are leftovers that the causal mask removes (the causal skew's
- * last step): the page greys them.
+ * The cells above the diagonal (j > i) get no weight: the causal mask removes them (in the logits and the
+ * weights, and the terms and skew leftovers that would have fed them). They are drawn grey ("no weight")
+ * and left out of the colour range, as padded keys are.
  */
-leftover_above: boolean, 
+masked_above: boolean, 
 /**
  * The values differ from one head to another (for tables: with one table per head).
  */
@@ -1249,10 +1271,11 @@ pairs: boolean,
  */
 rows_are_queries: boolean, 
 /**
- * The cells above the diagonal (j > i) are leftovers that the causal mask removes (the causal skew's
- * last step): the page greys them.
+ * The cells above the diagonal (j > i) get no weight: the causal mask removes them (in the logits and the
+ * weights, and the terms and skew leftovers that would have fed them). They are drawn grey ("no weight")
+ * and left out of the colour range, as padded keys are.
  */
-leftover_above: boolean, 
+masked_above: boolean, 
 /**
  * The values differ from one head to another (for tables: with one table per head).
  */
@@ -1273,7 +1296,11 @@ lo: number, hi: number,
  * The values come with the raster (at most VALUES_CELLS, src/app/session.rs); otherwise ask for the
  * cells needed with a [`CellsRequest`].
  */
-has_values: boolean, };
+has_values: boolean, 
+/**
+ * `lo` … `hi` is every head's range ([`HeadScale`]), not this head's alone.
+ */
+heads_shared: boolean, };
 
 /**
  * One tile of the model view: head (layer, head)'s (T, T) weights as pixels, pooled to size × size.

@@ -16,7 +16,7 @@ use crate::layer::presets;
 use crate::layer::stage_meta::StageMeta;
 use crate::layer::trace::Trace;
 use crate::pictures::{self, Body, Picture};
-use crate::protocol::{BackendUsed, Cut, Info, PictureView, Request, Shown, Timing};
+use crate::protocol::{BackendUsed, Cut, HeadScale, Info, PictureView, Request, Shown, Timing};
 use crate::render::{Palette, Pooler};
 use crate::stage::{Scale, Stage};
 use crate::timing::{now_ms, StageTimes};
@@ -79,32 +79,68 @@ pub struct Made {
     pub rgba: Vec<u8>,
 }
 
+/// The cells of a (query i, key j) stage that get no weight: keys after the query in a causal layer, and
+/// padded keys (false in the batch element's key mask).
+#[derive(Clone, Debug, PartialEq)]
+pub struct CellMask {
+    pub causal: bool,
+    pub keys: Option<Vec<bool>>,
+}
+
+impl CellMask {
+    pub fn masked(&self, i: usize, j: usize) -> bool {
+        (self.causal && j > i) || self.keys.as_ref().is_some_and(|k| !k[j])
+    }
+}
+
 /// One stage of a (batch, head) being cut, from its rows in order: pooled, and its values kept when they are at
-/// most [`VALUES_CELLS`].
+/// most [`VALUES_CELLS`]; the cells a [`CellMask`] masks are coloured grey and left out of the colour range
+/// (their values are kept as they are).
 pub struct Cutting {
     dim: (usize, usize),
     pooler: Pooler,
     values: Option<Vec<f32>>,
+    mask: Option<CellMask>,
 }
 
 impl Cutting {
     pub fn new(scale: Scale, dim: (usize, usize)) -> Cutting {
         let values = (dim.0 * dim.1 <= VALUES_CELLS).then(|| Vec::with_capacity(dim.0 * dim.1));
-        Cutting { dim, pooler: Pooler::new(dim, scale, RASTER_SIDE), values }
+        Cutting { dim, pooler: Pooler::new(dim, scale, RASTER_SIDE), values, mask: None }
+    }
+
+    /// The same cut with `mask`'s cells greyed.
+    pub fn masked(self, mask: Option<CellMask>) -> Cutting {
+        Cutting { mask, ..self }
     }
 
     /// Rows `first..first + m.nrows()`.
     pub fn add(&mut self, first: usize, m: ArrayView2<f32>) {
-        self.pooler.add(m, first);
+        match &self.mask {
+            // Masked cells as masked logits are: −∞, which the colours grey and the range skips.
+            Some(mask) => {
+                let shown = ndarray::Array2::from_shape_fn(m.dim(), |(r, j)| if mask.masked(first + r, j) { f32::NEG_INFINITY } else { m[[r, j]] });
+                self.pooler.add(shown.view(), first);
+            }
+            None => self.pooler.add(m, first),
+        }
         if let Some(v) = self.values.as_mut() {
             v.extend(m.iter().copied());
         }
     }
 
     pub fn finish(self, palette: Palette) -> Made {
-        let (rgba, (raster_rows, raster_cols), (lo, hi)) = self.pooler.rgba(palette);
+        self.finish_over(palette, None)
+    }
+
+    /// [`Cutting::finish`] over `range` when given (every head's), else over its own values' range.
+    fn finish_over(self, palette: Palette, range: Option<(f32, f32)>) -> Made {
+        let (rgba, (raster_rows, raster_cols), (lo, hi)) = match range {
+            Some(r) => self.pooler.rgba_over(palette, r),
+            None => self.pooler.rgba(palette),
+        };
         let (rows, cols) = self.dim;
-        let cut = Cut { rows, cols, raster_rows, raster_cols, lo, hi, has_values: self.values.is_some() };
+        let cut = Cut { rows, cols, raster_rows, raster_cols, lo, hi, has_values: self.values.is_some(), heads_shared: range.is_some() };
         Made { cut, values: self.values.unwrap_or_default(), rgba }
     }
 }
@@ -121,7 +157,7 @@ fn picture_view(picture: Picture, palette: Palette) -> PictureView {
             PictureView { meta, cut, x_labels, y_labels, chart: None, values, rgba }
         }
         Body::Curves(chart) => {
-            let cut = Cut { rows: 0, cols: 0, raster_rows: 0, raster_cols: 0, lo: 0.0, hi: 0.0, has_values: false };
+            let cut = Cut { rows: 0, cols: 0, raster_rows: 0, raster_cols: 0, lo: 0.0, hi: 0.0, has_values: false, heads_shared: false };
             PictureView { meta, cut, x_labels: Vec::new(), y_labels: Vec::new(), chart: Some(chart), values: None, rgba: Vec::new() }
         }
     }
@@ -144,6 +180,8 @@ pub struct Session {
     stages: Vec<Stage>,
     info: Info,
     shown: Option<ShownCuts>,
+    /// Which stages share one colour range across heads.
+    head_scale: HeadScale,
     /// Building the scenario, computing the layer, and cutting the stages of each (batch, head) selected.
     timings: Vec<Timing>,
 }
@@ -156,7 +194,7 @@ impl Session {
         let (b, _, n) = trace.dims();
         let d_model = trace.x.dim().2;
         let info = Info::new(&trace.config, inputs, (b, n, d_model), metas, backend, Some(stage_times), false);
-        Session::stating(Session { source: Source::Whole(trace), stages, info, shown: None, timings })
+        Session::stating(Session { source: Source::Whole(trace), stages, info, shown: None, head_scale: HeadScale::default(), timings })
     }
 
     /// A session around a layer whose stages are computed when selected (its forward ran fused: no stage times).
@@ -164,7 +202,7 @@ impl Session {
         let stages = layer.stages();
         let metas = stages.iter().map(|&s| layer.meta(s)).collect();
         let info = Info::new(&layer.config, inputs, layer.scenario.dims(), metas, backend, None, true);
-        Session::stating(Session { source: Source::OnDemand(layer), stages, info, shown: None, timings })
+        Session::stating(Session { source: Source::OnDemand(layer), stages, info, shown: None, head_scale: HeadScale::default(), timings })
     }
 
     /// The session with its scheme's options stated in its info.
@@ -203,6 +241,46 @@ impl Session {
             Source::Whole(t) => Some(t),
             Source::OnDemand(_) => None,
         }
+    }
+
+    /// Colours the stages from now on with `head_scale`'s stages over every head's range (the cuts already made
+    /// are made again when it changes).
+    pub fn set_head_scale(&mut self, head_scale: HeadScale) {
+        if head_scale != self.head_scale {
+            self.head_scale = head_scale;
+            self.shown = None;
+        }
+    }
+
+    /// Whether stage `k` is coloured over every head's range: a stage that differs by head, of a layer held
+    /// whole with more than one head, that [`HeadScale`] picks (the bias stages: ALiBi's and T5's term, T5's
+    /// table).
+    fn shares_scale(&self, k: usize) -> bool {
+        let (stage, cfg) = (self.stages[k], self.config());
+        let picked = match self.head_scale {
+            HeadScale::Each => false,
+            HeadScale::All => true,
+            HeadScale::Bias => (stage == Stage::RelativeLogits && cfg.method.adds_distance_bias()) || (stage == Stage::RelK && cfg.method.buckets()),
+        };
+        picked && self.info.stages[k].per_head && self.dims().1 > 1 && matches!(self.source, Source::Whole(_))
+    }
+
+    /// The colour range of stage `k` over every head of batch element `batch` (its masked cells left out).
+    fn range_over_heads(&self, k: usize, batch: usize) -> Result<(f32, f32)> {
+        let Source::Whole(t) = &self.source else { unreachable!("only a layer held whole shares its scale") };
+        let stage = self.stages[k];
+        let mask = self.cell_mask(stage, batch);
+        let mut range = (f32::INFINITY, f32::NEG_INFINITY);
+        for head in 0..self.dims().1 {
+            let m = t.stage_view(stage, batch, head)?;
+            let shown = match &mask {
+                Some(mask) => ndarray::Array2::from_shape_fn(m.dim(), |(i, j)| if mask.masked(i, j) { f32::NEG_INFINITY } else { m[[i, j]] }),
+                None => m.to_owned(),
+            };
+            let (lo, hi) = crate::render::value_range(shown.view(), stage.scale());
+            range = (range.0.min(lo), range.1.max(hi));
+        }
+        Ok(range)
     }
 
     /// Selects stage `i` (of [`Info::stages`]) of (batch, head), cutting and colouring every stage of that
@@ -278,25 +356,38 @@ impl Session {
         check_index("head", head, heads)
     }
 
+    /// The cells of `stage` of batch element `batch` that get no weight, when the stage's cells are pairs the
+    /// mask applies to and the layer masks some (causal, or padded keys).
+    fn cell_mask(&self, stage: Stage, batch: usize) -> Option<CellMask> {
+        let keys = match &self.source {
+            Source::Whole(t) => t.key_mask.as_ref(),
+            Source::OnDemand(l) => l.scenario.key_mask.as_ref(),
+        };
+        let causal = self.config().causal;
+        (stage.masked_when_causal() && (causal || keys.is_some())).then(|| CellMask { causal, keys: keys.map(|k| k.row(batch).to_vec()) })
+    }
+
     /// Every stage of (batch, head) cut and coloured with `palette`: pooled to [`RASTER_SIDE`], with its values
-    /// when they are at most [`VALUES_CELLS`].
+    /// when they are at most [`VALUES_CELLS`], its masked cells grey.
     fn make_cuts(&self, batch: usize, head: usize, palette: Palette) -> Result<Vec<Made>> {
         let mut cutting: Vec<Cutting> = Vec::with_capacity(self.stages.len());
         match &self.source {
             Source::Whole(t) => {
                 for &stage in &self.stages {
                     let m = t.stage_view(stage, batch, head)?;
-                    let mut c = Cutting::new(stage.scale(), m.dim());
+                    let mut c = Cutting::new(stage.scale(), m.dim()).masked(self.cell_mask(stage, batch));
                     c.add(0, m.view());
                     cutting.push(c);
                 }
             }
             Source::OnDemand(l) => {
-                cutting.extend(self.stages.iter().map(|&stage| Cutting::new(stage.scale(), l.shape(stage))));
+                cutting.extend(self.stages.iter().map(|&stage| Cutting::new(stage.scale(), l.shape(stage)).masked(self.cell_mask(stage, batch))));
                 l.each_block(batch, head, |k, first, m| cutting[k].add(first, m))?;
             }
         }
-        Ok(cutting.into_iter().map(|c| c.finish(palette)).collect())
+        let ranges: Vec<Option<(f32, f32)>> =
+            (0..self.stages.len()).map(|k| if self.shares_scale(k) { self.range_over_heads(k, batch).map(Some) } else { Ok(None) }).collect::<Result<_>>()?;
+        Ok(cutting.into_iter().zip(ranges).map(|(c, range)| c.finish_over(palette, range)).collect())
     }
 
     /// The cut last selected: its values (empty when the cut has none) and its pixels.

@@ -31,9 +31,10 @@ pub struct StageMeta {
     pub pairs: bool,
     /// The rows are the query positions (token labels fit them).
     pub rows_are_queries: bool,
-    /// The cells above the diagonal (j > i) are leftovers that the causal mask removes (the causal skew's
-    /// last step): the page greys them.
-    pub leftover_above: bool,
+    /// The cells above the diagonal (j > i) get no weight: the causal mask removes them (in the logits and the
+    /// weights, and the terms and skew leftovers that would have fed them). They are drawn grey ("no weight")
+    /// and left out of the colour range, as padded keys are.
+    pub masked_above: bool,
     /// The values differ from one head to another (for tables: with one table per head).
     pub per_head: bool,
     /// The values differ from one batch element to another.
@@ -269,7 +270,7 @@ impl Stage {
             y_axis,
             pairs: x_axis == KEY_AXIS && y_axis == QUERY_AXIS,
             rows_are_queries: y_axis == QUERY_AXIS,
-            leftover_above: self == Stage::SkewSliced && cfg.method.skews() && cfg.causal,
+            masked_above: cfg.causal && self.masked_when_causal(),
             per_head: if is_table { per_head_tables } else { !positional && self != Stage::Output },
             per_batch: !is_table && !positional,
             scale: self.scale(),
@@ -307,6 +308,13 @@ pub fn markdown_table() -> String {
 }
 
 impl Stage {
+    /// Whether the causal mask takes the weight of this stage's cells above the diagonal: the pairs' logits
+    /// and weights and the terms that make them (content, relative, the skew's slice); not the distances,
+    /// rows or kernels, which say what a pair would read.
+    pub fn masked_when_causal(self) -> bool {
+        matches!(self, Stage::ContentLogits | Stage::RelativeLogits | Stage::SkewSliced | Stage::Logits | Stage::Weights)
+    }
+
     /// Whether a layer of this variant has the stage (skew steps: a scheme that skews; w^V stages: a value term).
     fn exists_in(self, v: Variant) -> bool {
         Present::fullest(v.method, v.values).has(self)

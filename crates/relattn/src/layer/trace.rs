@@ -65,6 +65,8 @@ pub struct Trace {
     pub rope: Option<RopeTable>,
     /// The absolute position vectors (n, d_model) when the scenario gave a model's own.
     pub positions: Option<Array2<f32>>,
+    /// (b, n): false where a key is padding (the scenario's), if any.
+    pub key_mask: Option<Array2<bool>>,
     /// Heads concatenated, before W_o, (b, Lq, d_model).
     pub heads: Array3<f32>,
     /// (b, Lq, d_model).
@@ -124,6 +126,7 @@ impl Trace {
             rotated,
             rope: sc.rope_table(cfg),
             positions: sc.positions.clone(),
+            key_mask: sc.key_mask.clone(),
             heads,
             output,
         }

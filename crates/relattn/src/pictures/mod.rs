@@ -78,7 +78,7 @@ impl Text {
             y_axis: self.y_axis,
             pairs: false,
             rows_are_queries: false,
-            leftover_above: false,
+            masked_above: false,
             per_head: false,
             per_batch: false,
             scale,

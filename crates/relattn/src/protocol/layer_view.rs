@@ -140,6 +140,20 @@ pub struct Info {
     pub on_demand: bool,
 }
 
+/// Which stages of a (batch, head) are coloured over one range for every head, so that heads can be compared
+/// by colour: the bias stages alone (ALiBi's and T5's term, T5's table per head: the default), every stage
+/// that differs by head, or none. Only a layer held whole shares (one held on demand would compute every
+/// head to find the range).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[cfg_attr(test, derive(ts_rs::TS), ts(export, export_to = "protocol.d.ts"))]
+pub enum HeadScale {
+    #[default]
+    Bias,
+    All,
+    Each,
+}
+
 /// A stage of the (batch, head) selected: its shape and colour range (values and pixels behind the pointers).
 #[derive(Clone, Copy, Debug, Serialize)]
 #[cfg_attr(test, derive(ts_rs::TS), ts(export, export_to = "protocol.d.ts"))]
@@ -155,6 +169,8 @@ pub struct Cut {
     /// The values come with the raster (at most VALUES_CELLS, src/app/session.rs); otherwise ask for the
     /// cells needed with a [`CellsRequest`].
     pub has_values: bool,
+    /// `lo` … `hi` is every head's range ([`HeadScale`]), not this head's alone.
+    pub heads_shared: bool,
 }
 
 /// A stage of the (batch, head) shown, as the page gets it: its metadata (the page spells none of it), its
@@ -250,6 +266,9 @@ pub struct ComputeRequest {
     pub batch: f64,
     pub head: f64,
     pub colormaps: Colormaps,
+    /// Which stages share one colour range across heads.
+    #[serde(default)]
+    pub head_scale: HeadScale,
 }
 
 /// page → worker: the session shown, exported as the CLI's trace .npz.

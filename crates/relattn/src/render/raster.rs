@@ -65,7 +65,11 @@ impl Pooler {
 
     /// The pooled cells coloured over the range of every value added: pixels, their (rows, cols), the range.
     pub fn rgba(&self, palette: Palette) -> (Vec<u8>, (usize, usize), (f32, f32)) {
-        let range = self.extent.range(self.scale);
+        self.rgba_over(palette, self.extent.range(self.scale))
+    }
+
+    /// The pooled cells coloured over `range` (one shared by several matrices): pixels, their (rows, cols), the range.
+    pub fn rgba_over(&self, palette: Palette, range: (f32, f32)) -> (Vec<u8>, (usize, usize), (f32, f32)) {
         (rgba_in_range(self.pooled.view(), self.scale, palette, range), self.pooled.dim(), range)
     }
 }
