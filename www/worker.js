@@ -172,7 +172,7 @@ function answer(m, work, reply, failed) {
 /** @param {SchemesRequest} m */
 function compareSchemes(m) {
   try {
-    const schemes = relattn.compare_schemes({ options: m.options, tokens: m.tokens }, m.batch, m.head);
+    const schemes = relattn.compare_schemes({ options: m.options, tokens: m.tokens }, m.batch, m.head, m.what);
     self.postMessage(schemesReply(m.id, schemes), schemes.flatMap((s) => (s.values ? [s.rgba.buffer, s.values.buffer] : [s.rgba.buffer])));
   } catch (err) {
     if (isAbort(err)) { fatal(err.message); return; }

@@ -2,6 +2,7 @@
 // formulas, their controls, reverse linking from a T5 bucket, and a refused option that keeps the result shown.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { artifacts, prepare, startServer, launch, watch, close, hover, PANEL_SHOT } from './harness.mjs';
 
@@ -15,7 +16,7 @@ before(async () => {
   prepare();
   let base;
   ({ server, base } = await startServer());
-  ({ context, page, profile } = await launch());
+  ({ context, page, profile } = await launch({ acceptDownloads: true }));
   watch(page, problems);
   await page.goto(`${base}?backend=cpu`);
   await page.waitForFunction(() => document.body.dataset.ready, null, { timeout: 30000 });
@@ -140,9 +141,47 @@ test('compare schemes: the six schemes on one input, their attention by distance
   await settle(() => page.selectOption('#head', '1'));
   await page.waitForFunction((b) => { const r = document.getElementById('compare').dataset.ready; return r && r !== b; }, before, { timeout: 60000 });
   assert.match(await page.locator('#compare-desc').innerText(), /head 1 shown/);
+  // The exported slide is 16:9, 1920 × 1080 (the PNG's IHDR).
   const [download] = await Promise.all([page.waitForEvent('download'), page.click('#compare-png')]);
-  assert.match(download.suggestedFilename(), /^relattn-schemes-n10-h1\.png$/);
+  assert.match(download.suggestedFilename(), /^relattn-schemes-weights-n10-h1\.png$/);
+  const png = readFileSync(await download.path());
+  assert.deepEqual([png.readUInt32BE(16), png.readUInt32BE(20)], [1920, 1080]);
   await page.locator('#compare').screenshot({ ...PANEL_SHOT, path: join(artifacts, 'compare-schemes.png') });
+  // Kept in the link; the caption says what is on.
+  assert.match(page.url(), /[?&]compare=weights/);
+  assert.match(await page.locator('#compare-desc').innerText(), /content and position together: with random weights the six look alike/);
+  // The position terms: each scheme's own stage, its mean by distance.
+  let ready = await page.getAttribute('#compare', 'data-ready');
+  await page.selectOption('#compare-what', 'term');
+  await page.waitForFunction((b) => { const r = document.getElementById('compare').dataset.ready; return r && r !== b; }, ready, { timeout: 60000 });
+  assert.deepEqual(await page.$$eval('#compare-grid figure', (fs) => fs.map((f) => f.dataset.stage)),
+    ['absolute_similarity', 'relative_logits', 'relative_logits', 'rope_kernel', 'relative_logits', 'relative_logits']);
+  assert.match(page.url(), /[?&]compare=term/);
+  // As a slide at 1280 × 720: every panel inside the screen, then the chart; the link opens on that slide.
+  const viewport = page.viewportSize();
+  await page.setViewportSize({ width: 1280, height: 720 });
+  await page.click('#compare-present');
+  await page.waitForFunction(() => document.body.dataset.compareSlide === '0');
+  for (const b of await page.$$eval('#compare-grid canvas', (cs) => cs.map((c) => c.getBoundingClientRect().toJSON()))) {
+    assert.ok(b.left >= 0 && b.top >= 0 && b.right <= 1280 && b.bottom <= 720 && b.height > 200, JSON.stringify(b));
+  }
+  assert.match(await page.locator('#compare-heading').innerText(), /^Six schemes, one input: position terms$/);
+  await page.screenshot({ path: join(artifacts, 'compare-slide.png') });
+  await page.keyboard.press('ArrowRight');
+  await page.waitForFunction(() => document.body.dataset.compareSlide === '1');
+  const chart = await page.locator('#compare-profile').boundingBox();
+  assert.ok(chart.height > 400 && chart.width > 1100, JSON.stringify(chart));
+  assert.match(page.url(), /present=compare_chart/);
+  const linked = await context.newPage();
+  watch(linked, problems);
+  await linked.setViewportSize({ width: 1280, height: 720 });
+  await linked.goto(page.url());
+  await linked.waitForFunction(() => document.body.dataset.compareSlide === '1' && document.getElementById('compare').dataset.ready, null, { timeout: 60000 });
+  assert.equal(await linked.inputValue('#compare-what'), 'term');
+  await linked.close();
+  await page.keyboard.press('Escape');
+  await page.waitForFunction(() => document.body.dataset.compareSlide === undefined);
+  await page.setViewportSize(viewport);
   // Too long a sequence to compare is refused by name, and the view stays.
   await page.fill('#sentence', '');
   await page.dispatchEvent('#sentence', 'input');

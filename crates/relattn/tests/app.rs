@@ -13,7 +13,7 @@ use relattn::layer::options::LayerOptions;
 use relattn::layer::scenario::Spec;
 use relattn::layer::stage_meta::StageMeta;
 use relattn::positions::Method;
-use relattn::protocol::{Cut, Request};
+use relattn::protocol::{Compared, Cut, Request};
 use relattn::render::Palette;
 
 /// The options of the page's controls.
@@ -432,7 +432,7 @@ fn the_memory_budget_refuses_every_big_setting() {
 #[test]
 fn the_schemes_side_by_side() {
     let r = request(settings(Method::Shaw, 12.0, 32.0, 2.0, 3.0), &[]);
-    let views = compare(&r, 0, 1, Palette::default()).unwrap();
+    let views = compare(&r, 0, 1, Compared::Weights, Palette::default()).unwrap();
     assert_eq!(views.iter().map(|v| v.method.as_str()).collect::<Vec<_>>(), Method::ALL.map(Method::name));
     for v in &views {
         let values = v.values.as_ref().unwrap();
@@ -442,9 +442,29 @@ fn the_schemes_side_by_side() {
     }
     assert_ne!(views[0].values, views[1].values);
     let preset = request(LayerOptions { preset: Some("seed004".into()), ..LayerOptions::default() }, &[]);
-    assert_eq!(compare(&preset, 0, 0, Palette::default()).err().unwrap().field(), "compare");
+    assert_eq!(compare(&preset, 0, 0, Compared::Weights, Palette::default()).err().unwrap().field(), "compare");
     let long = request(settings(Method::Shaw, 4096.0, 8.0, 1.0, 2.0), &[]);
-    assert_eq!(compare(&long, 0, 0, Palette::default()).err().unwrap().field(), "n");
+    assert_eq!(compare(&long, 0, 0, Compared::Weights, Palette::default()).err().unwrap().field(), "n");
+}
+
+/// The six schemes' position terms side by side (#40 item 5): each scheme's own stage (the relative logits or
+/// bias, RoPE's kernel, the absolute vectors' similarity), its mean by distance, the masked keys grey.
+#[test]
+fn the_schemes_position_terms_side_by_side() {
+    let r = request(LayerOptions { causal: Some(true), ..settings(Method::Shaw, 10.0, 32.0, 4.0, 3.0) }, &[]);
+    let views = compare(&r, 0, 0, Compared::Term, Palette::default()).unwrap();
+    let stages: Vec<&str> = views.iter().map(|v| v.meta.name).collect();
+    assert_eq!(stages, ["absolute_similarity", "relative_logits", "relative_logits", "rope_kernel", "relative_logits", "relative_logits"]);
+    let alibi = &views[4];
+    let values = alibi.values.as_ref().unwrap();
+    // ALiBi's bias at distance d is m_0·d (m_0 = 1/4 with 4 heads): its mean by distance is exactly that.
+    for d in -9..=0isize {
+        assert!((alibi.profile[(d + 9) as usize] - 0.25 * d as f32).abs() < 1e-6, "d {d}");
+    }
+    assert_eq!(alibi.profile[9 + 1], 0.0, "masked distances count for nothing");
+    assert!(values[9] > 0.0, "the masked bias keeps its value");
+    let rope = &views[3];
+    assert!((rope.profile[9] - 1.0).abs() < 1e-6, "RoPE's kernel is 1 at d = 0");
 }
 
 /// Keys after the query get no weight (#40 item 3): in a causal layer the pairs' stages say so in their

@@ -1,24 +1,75 @@
 // Owns the "compare schemes" view: the six position schemes (crates/relattn-wasm/src/compare.rs ORDER) on the options shown,
-// for the (batch, head) shown — each scheme's attention weights, drawn as every stage is (figures.js), and one
-// chart of their attention by distance — and its export as one slide (PNG). It recomputes when a result with
-// other options (or another head) arrives while it is open; its own state stays here.
+// for the (batch, head) shown — each scheme's attention weights or its position term (the compare select), drawn
+// as every stage is (figures.js), and one chart of them by distance — as a panel under the controls, as a
+// 16:9 slide (Present: the six panels, then → the chart), and exported as that slide (PNG, 1920 × 1080). It
+// recomputes when a result with other options (or another head) arrives while it is open; it is kept in the
+// link (&compare=weights|term, &present=compare or compare_chart); its own state stays here.
 import { $, textPx } from './dom.js';
 import { state } from './state.js';
 import { askSchemes } from './worker-client.js';
 import { FRAME, newView, drawView } from './figures.js';
 import { download } from '../shared/figure-core.js';
 import { hideTip, showTip } from './tooltip.js';
+import { saveURL } from './url.js';
 import { SCHEME_COLORS } from './scheme-colors.js';
 
 /** The widest distance the chart shows on each side (all of them for shorter sequences). */
 const REACH = 64;
 
-const view = { key: '', asked: 0, schemes: null };
+/** The slides' names in the link (&present=), in order. */
+export const COMPARE_SLIDES = ['compare', 'compare_chart'];
+
+const view = { key: '', asked: 0, schemes: null, cur: null, what: 'weights' };
 
 export function initCompare() {
-  $('compare-btn').addEventListener('click', () => { $('compare').hidden = false; refreshCompare(); $('compare').scrollIntoView({ block: 'start' }); });
-  $('compare-close').addEventListener('click', () => { $('compare').hidden = true; });
+  $('compare-btn').addEventListener('click', () => { openCompare(); $('compare').scrollIntoView({ block: 'start' }); });
+  $('compare-close').addEventListener('click', () => { leaveSlide(); $('compare').hidden = true; saveURL(); });
   $('compare-png').addEventListener('click', exportSlide);
+  $('compare-what').addEventListener('change', () => { refreshCompare(); saveURL(); });
+  $('compare-present').addEventListener('click', () => presentCompare(0));
+  document.addEventListener('keydown', slideKeys);
+  window.addEventListener('resize', () => { if (slideAt() !== null && view.schemes) draw(view.cur, view.schemes); });
+}
+
+/** Opens the panel (it computes with the next result, or now). */
+export function openCompare() {
+  $('compare').hidden = false;
+  refreshCompare();
+  saveURL();
+}
+
+/** The slide shown (0: the six panels, 1: the chart), or null outside the slides. */
+export function slideAt() {
+  const at = document.body.dataset.compareSlide;
+  return at === undefined ? null : Number(at);
+}
+
+/** Shows the comparison as slide `at`, full screen (drawn again at the slide's size). */
+export function presentCompare(at) {
+  $('compare').hidden = false;
+  document.body.classList.add('compare-slide');
+  document.body.dataset.compareSlide = String(Math.max(0, Math.min(COMPARE_SLIDES.length - 1, at)));
+  const el = document.documentElement;
+  if (el.requestFullscreen && !document.fullscreenElement) el.requestFullscreen().catch(() => {});
+  if (view.schemes) draw(view.cur, view.schemes); else refreshCompare();
+  saveURL();
+}
+
+function leaveSlide() {
+  if (slideAt() === null) return;
+  document.body.classList.remove('compare-slide');
+  delete document.body.dataset.compareSlide;
+  if (document.fullscreenElement && document.exitFullscreen) document.exitFullscreen().catch(() => {});
+  if (view.schemes) draw(view.cur, view.schemes);
+  saveURL();
+}
+
+function slideKeys(e) {
+  const at = slideAt();
+  if (at === null) return;
+  if (['ArrowRight', 'PageDown', ' ', 'ArrowDown'].includes(e.key)) { e.preventDefault(); presentCompare(at + 1); }
+  else if (['ArrowLeft', 'PageUp', 'ArrowUp'].includes(e.key)) { e.preventDefault(); presentCompare(at - 1); }
+  else if (e.key === 'Escape') { e.preventDefault(); leaveSlide(); }
 }
 
 /** The chart's canvas, made with the first comparison (so that a page that never compares has no canvas of it). */
@@ -41,15 +92,16 @@ export function refreshCompare() {
   const cur = state.current;
   if ($('compare').hidden || !cur) return;
   const { batch, head } = cur.shown;
-  const key = JSON.stringify([cur.info.options, cur.info.tokens, batch, head]);
+  const what = /** @type {import('../types/protocol').Compared} */ ($('compare-what').value);
+  const key = JSON.stringify([cur.info.options, cur.info.tokens, batch, head, what]);
   if (key === view.key) return;
   view.key = key;
   const asked = ++view.asked;
   $('compare-status').textContent = 'computing the six schemes…';
   $('compare').dataset.ready = '';
-  askSchemes(cur.info.options, cur.info.tokens, batch, head).then((schemes) => {
+  askSchemes(cur.info.options, cur.info.tokens, batch, head, what).then((schemes) => {
     if (asked !== view.asked) return;
-    view.schemes = schemes;
+    Object.assign(view, { schemes, cur, what });
     $('compare-status').textContent = '';
     draw(cur, schemes);
   }).catch((e) => {
@@ -59,37 +111,59 @@ export function refreshCompare() {
   });
 }
 
-/** What the comparison was computed on, in one line (the slide's title and the panel's description). */
-function caption(cur) {
+/** What the comparison was computed on and what is on, in one line (the slide's caption and the panel's description). */
+function caption(cur, what) {
   const s = cur.info.options;
   const input = cur.tokens ? `“${cur.tokens.join(' ')}”` : `n ${s.n}, seed ${s.seed}`;
+  const on = what === 'term'
+    ? "each scheme's own term: the relative logits (Shaw, the Music Transformer: they depend on q), ALiBi's and T5's bias, RoPE's kernel; absolute positions have none in attention, so how alike their vectors are"
+    : s.relative_only
+      ? 'relative term only: the weights come from the positions alone'
+      : 'content and position together: with random weights the six look alike (tick “relative term only” or compare the position terms to see the positions alone)';
   return `${input}; d_model ${s.d_model}, ${s.heads} head${s.heads > 1 ? 's' : ''} (head ${cur.shown.head} shown)${s.causal ? ', causal' : ''}; `
-    + `Shaw's and the Music Transformer's k ${s.clip}; the same x and weights for every scheme`;
+    + `Shaw's and the Music Transformer's k ${s.clip}; the same x and weights for every scheme; ${on}`;
+}
+
+/** The slide's title: what is compared. */
+function heading(what, at) {
+  const of = what === 'term' ? 'position terms' : 'attention weights';
+  return at === 1 ? `Six schemes: ${what === 'term' ? 'each term' : 'the attention'} by distance` : `Six schemes, one input: ${of}`;
 }
 
 function draw(cur, schemes) {
-  $('compare-desc').textContent = caption(cur);
+  const what = view.what;
+  const at = slideAt();
+  $('compare-heading').textContent = at === null ? 'Compare schemes' : heading(what, at);
+  $('compare-step').textContent = at === null ? '' : `${at + 1} / ${COMPARE_SLIDES.length} · → ← · Esc leaves`;
+  $('compare-desc').textContent = caption(cur, what);
   const grid = $('compare-grid');
   grid.replaceChildren();
-  schemes.forEach((s, k) => {
-    const stage = { ...s.meta, ...s.cut, title: `${s.label}: attention weights`, rgba: s.rgba, values: s.values };
+  // On a slide each panel is drawn at 12/14 of its third of the width and half of the height (as a stage's
+  // slide: its 12 px text shown at 14 px or more); on the page at the figures' size.
+  const cell = at === null ? null : [(grid.clientWidth - 16) / 3, (grid.clientHeight - 8) / 2];
+  const size = cell ? [Math.max(160, Math.round((cell[0] * 12) / 14)), Math.max(140, Math.round((cell[1] * 12) / 14))] : [FRAME.w, FRAME.h];
+  schemes.forEach((s) => {
+    const stage = { ...s.meta, ...s.cut, title: `${s.label}: ${what === 'term' ? s.meta.title : 'attention weights'}`, rgba: s.rgba, values: s.values };
     const fig = document.createElement('figure');
     fig.className = 'compare-fig';
     fig.dataset.method = s.method;
+    fig.dataset.stage = s.meta.name;
     fig.style.borderTopColor = SCHEME_COLORS[s.method];
-    const v = newView(stage, FRAME.w, FRAME.h);
+    const v = newView(stage, size[0], size[1]);
+    if (cell) Object.assign(v.canvas.style, { width: `${Math.round((size[0] * 14) / 12)}px`, height: `${Math.round((size[1] * 14) / 12)}px` });
     fig.append(v.canvas);
     grid.append(fig);
     drawView(v, stage, cur);
   });
-  drawProfiles(schemes, cur.info.options.causal);
+  drawProfiles(schemes, cur.info.options.causal, what);
   $('compare').dataset.ready = String(view.asked);
 }
 
-/** The chart: each scheme's share of the attention at each distance, over −R … R (… 0 when causal). */
-function drawProfiles(schemes, causal) {
+/** The chart: each scheme's share of the attention (or its term's mean) at each distance, over −R … R (… 0 when causal). */
+function drawProfiles(schemes, causal, what) {
   const c = chartCanvas();
-  const n = (schemes[0].profile.length + 1) / 2;
+  // Every scheme's profile covers −(n − 1) … n − 1 (absolute positions' similarity at most its first 512).
+  const n = Math.max(...schemes.map((s) => (s.profile.length + 1) / 2));
   const reach = Math.min(n - 1, REACH);
   const [from, to] = [-reach, causal ? 0 : reach];
   const w = c.clientWidth || 900;
@@ -101,36 +175,40 @@ function drawProfiles(schemes, causal) {
   ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
   ctx.fillStyle = '#fff';
   ctx.fillRect(0, 0, w, h);
-  const fs = textPx(12);
+  // Larger on a slide: the chart fills it.
+  const fs = slideAt() === null ? textPx(12) : Math.max(14, Math.round(h / 40));
   ctx.font = `${fs}px system-ui, sans-serif`;
-  const at = (s, d) => s.profile[d + n - 1];
-  let max = 0;
-  for (const s of schemes) for (let d = from; d <= to; d++) max = Math.max(max, at(s, d));
-  const top = max > 0 ? max * 1.1 : 1;
-  const m = { l: 56, r: 12, t: 12 + (fs + 6) * Math.ceil(schemes.length / 3), b: 2 * fs + 14 };
+  const at = (s, d) => s.profile[d + (s.profile.length + 1) / 2 - 1];
+  const has = (s, d) => Math.abs(d) <= (s.profile.length - 1) / 2;
+  let [min, max] = [0, 0];
+  for (const s of schemes) for (let d = from; d <= to; d++) if (has(s, d)) { min = Math.min(min, at(s, d)); max = Math.max(max, at(s, d)); }
+  const [bottom, top] = [min < 0 ? min * 1.1 : 0, max > 0 ? max * 1.1 : min < 0 ? 0 : 1];
+  const m = { l: 4.7 * fs, r: 12, t: 12 + (fs + 6) * Math.ceil(schemes.length / 3), b: 2 * fs + 14 };
   const X = (d) => m.l + ((d - from) / Math.max(1, to - from)) * (w - m.l - m.r);
-  const Y = (v) => h - m.b - (v / top) * (h - m.t - m.b);
+  const Y = (v) => h - m.b - ((v - bottom) / (top - bottom)) * (h - m.t - m.b);
   ctx.strokeStyle = '#999';
   ctx.lineWidth = 1;
-  ctx.beginPath(); ctx.moveTo(m.l, h - m.b); ctx.lineTo(w - m.r, h - m.b); ctx.moveTo(m.l, m.t); ctx.lineTo(m.l, h - m.b); ctx.stroke();
+  ctx.beginPath(); ctx.moveTo(m.l, Y(0)); ctx.lineTo(w - m.r, Y(0)); ctx.moveTo(m.l, m.t); ctx.lineTo(m.l, h - m.b); ctx.stroke();
   ctx.fillStyle = '#444';
   ctx.textAlign = 'center';
   for (const d of [from, Math.round(from / 2), 0, Math.round(to / 2), to].filter((d, k, all) => all.indexOf(d) === k)) ctx.fillText(String(d), X(d), h - m.b + fs + 2);
   ctx.fillText(`distance j − i (key − query)${reach < n - 1 ? `, within ±${reach}` : ''}`, (m.l + w - m.r) / 2, h - 4);
   ctx.textAlign = 'right';
-  ctx.fillText(max.toFixed(2), m.l - 4, Y(max) + 4);
-  ctx.fillText('0', m.l - 4, h - m.b);
+  if (max > 0) ctx.fillText(max.toFixed(2), m.l - 4, Y(max) + 4);
+  if (min < 0) ctx.fillText(min.toFixed(2), m.l - 4, Y(min) + 4);
+  ctx.fillText('0', m.l - 4, Y(0) + 4);
   ctx.save(); ctx.translate(fs, (m.t + h - m.b) / 2); ctx.rotate(-Math.PI / 2); ctx.textAlign = 'center';
-  ctx.fillText('share of attention', 0, 0); ctx.restore();
+  ctx.fillText(what === 'term' ? "the term's mean at the distance" : 'share of attention', 0, 0); ctx.restore();
   const peaks = {};
   schemes.forEach((s, k) => {
     ctx.strokeStyle = SCHEME_COLORS[s.method];
     ctx.lineWidth = 1.75;
     ctx.beginPath();
-    let peak = from;
+    let peak = null;
     for (let d = from; d <= to; d++) {
-      if (at(s, d) > at(s, peak)) peak = d;
-      if (d === from) ctx.moveTo(X(d), Y(at(s, d))); else ctx.lineTo(X(d), Y(at(s, d)));
+      if (!has(s, d)) continue;
+      if (peak === null || at(s, d) > at(s, peak)) { if (peak === null) ctx.moveTo(X(d), Y(at(s, d))); peak = d; }
+      ctx.lineTo(X(d), Y(at(s, d)));
     }
     ctx.stroke();
     peaks[s.method] = peak;
@@ -144,7 +222,7 @@ function drawProfiles(schemes, causal) {
     ctx.textAlign = 'left';
     ctx.fillText(s.label, lx + 22, ly + fs - 1);
   });
-  c.hover = { schemes, n, from, to, left: m.l, right: w - m.r };
+  c.hover = { schemes, n, from, to, left: m.l, right: w - m.r, what };
   c.dataset.peaks = JSON.stringify(peaks);
   c.dataset.sums = JSON.stringify(Object.fromEntries(schemes.map((s) => [s.method, s.profile.reduce((a, b) => a + b, 0)])));
   c.setAttribute('aria-label', `Attention by distance of the six schemes; the distance each puts most weight on: ${schemes.map((s) => `${s.label} ${peaks[s.method]}`).join(', ')}`);
@@ -159,32 +237,50 @@ function hoverProfile(e) {
   const d = Math.round(hv.from + ((x - hv.left) / (hv.right - hv.left)) * (hv.to - hv.from));
   if (d < hv.from || d > hv.to) { hideTip(); return; }
   c.dataset.hovered = String(d);
-  showTip(`distance j − i = ${d}`, hv.schemes.map((s) => `${s.label}: ${(100 * s.profile[d + hv.n - 1]).toFixed(2)} % of the attention`), e.pageX, e.pageY);
+  const line = (s) => {
+    const k = d + (s.profile.length + 1) / 2 - 1;
+    if (k < 0 || k >= s.profile.length) return `${s.label}: —`;
+    return hv.what === 'term' ? `${s.label}: mean term ${s.profile[k].toFixed(3)}` : `${s.label}: ${(100 * s.profile[k]).toFixed(2)} % of the attention`;
+  };
+  showTip(`distance j − i = ${d}`, hv.schemes.map(line), e.pageX, e.pageY);
 }
 
-/** The panel as one slide: its caption as the title, the six figures in two rows of three, the chart below. */
+/** The comparison as a 16:9 slide, 1920 × 1080 (PNG): title, caption with the settings and what is on, the six
+ *  panels three to a row, and the chart of them by distance beside them. */
 function exportSlide() {
-  const cur = state.current;
+  const cur = view.cur;
   if (!view.schemes || !cur) return;
   const figs = [...$('compare-grid').querySelectorAll('canvas')];
   const chart = $('compare-profile');
-  const [fw, fh] = [figs[0].width, figs[0].height];
-  const width = 3 * fw;
-  const chartH = Math.round((chart.height / chart.width) * width);
-  const top = 64;
+  const [W, H] = [1920, 1080];
   const c = document.createElement('canvas');
-  c.width = width;
-  c.height = top + 2 * fh + chartH;
+  c.width = W;
+  c.height = H;
   const ctx = c.getContext('2d');
   ctx.fillStyle = '#fff';
-  ctx.fillRect(0, 0, c.width, c.height);
+  ctx.fillRect(0, 0, W, H);
   ctx.fillStyle = '#111';
-  ctx.font = 'bold 26px sans-serif';
-  ctx.fillText('Six position schemes on one input', 12, 30, width - 24);
-  ctx.font = '16px sans-serif';
-  ctx.fillText(caption(cur), 12, 54, width - 24);
-  figs.forEach((f, k) => ctx.drawImage(f, (k % 3) * fw, top + Math.floor(k / 3) * fh));
-  ctx.drawImage(chart, 0, top + 2 * fh, width, chartH);
-  const s = cur.info.options;
-  c.toBlob((blob) => download(blob, `relattn-schemes-n${s.n}-h${cur.shown.head}.png`), 'image/png');
+  ctx.font = 'bold 40px sans-serif';
+  ctx.fillText(heading(view.what, 0), 24, 52, W - 48);
+  ctx.font = '20px sans-serif';
+  ctx.fillStyle = '#333';
+  const words = caption(cur, view.what).split(' ');
+  let line = '';
+  let y = 84;
+  for (const word of words) {
+    if (ctx.measureText(`${line} ${word}`).width > W - 48 && line) { ctx.fillText(line, 24, y); line = word; y += 26; } else line = line ? `${line} ${word}` : word;
+  }
+  ctx.fillText(line, 24, y);
+  const top = y + 16;
+  // Panels: three to a row in the left 63 %, each keeping its ratio; the chart in the rest.
+  const [pw, ph] = [(0.63 * W) / 3, (H - top) / 2];
+  figs.forEach((f, k) => {
+    const s = Math.min(pw / f.width, ph / f.height);
+    ctx.drawImage(f, (k % 3) * pw + (pw - f.width * s) / 2, top + Math.floor(k / 3) * ph + (ph - f.height * s) / 2, f.width * s, f.height * s);
+  });
+  const [cx, cw] = [0.63 * W + 12, 0.37 * W - 24];
+  const s = Math.min(cw / chart.width, (H - top) / chart.height);
+  ctx.drawImage(chart, cx, top + (H - top - chart.height * s) / 2, chart.width * s, chart.height * s);
+  const o = cur.info.options;
+  c.toBlob((blob) => download(blob, `relattn-schemes-${view.what}-n${o.n}-h${cur.shown.head}.png`), 'image/png');
 }

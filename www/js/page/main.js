@@ -20,7 +20,7 @@ import { loadFile, forgetFile, dropCandidate, acceptCandidate, fileInPlay, accep
 import { wireModel, setMode, onModelMessage, onWorkerRestart, modelGpuSettled, recolour, firstShown, applyModelEmbed, modelRequest } from './chorales/mode.js';
 import { wireTour } from './tour.js';
 import { windowName } from './chorales/form.js';
-import { initCompare, refreshCompare } from './compare.js';
+import { initCompare, refreshCompare, presentCompare, COMPARE_SLIDES } from './compare.js';
 
 /** A value of the link the page does not have, said next to its control with every result (applyURL) until
  *  that control is changed. */
@@ -175,6 +175,8 @@ async function main() {
     const once = setInterval(() => {
       if (!state.current) return;
       clearInterval(once);
+      // The comparison's slides (compare.js), or a stage's.
+      if (COMPARE_SLIDES.includes(presentStage)) { presentCompare(COMPARE_SLIDES.indexOf(presentStage)); return; }
       const at = state.current.stages.findIndex((s) => s.name === presentStage);
       enterPresent(at < 0 ? 0 : at);
     }, 50);

@@ -53,6 +53,10 @@ export function saveURL() {
   const src = modelLayer();
   if (src) q.set('source', [src.kind, src.window.piece, src.window.start, src.window.length, src.window.transpose, src.layer].join(','));
   if (presenting() && cur.stages[presentedAt()]) q.set('present', cur.stages[presentedAt()].name);
+  // The comparison, when open: what it compares, and its slide when presented.
+  if (!$('compare').hidden) q.set('compare', $('compare-what').value);
+  const slide = document.body.dataset.compareSlide;
+  if (slide !== undefined) q.set('present', slide === '1' ? 'compare_chart' : 'compare');
   const url = `${location.pathname}?${q}`;
   if (url !== location.pathname + location.search) history.replaceState(null, '', url);
 }
@@ -79,6 +83,7 @@ export function applyURL() {
   if (q.has('sentence')) $('sentence').value = q.get('sentence');
   for (const k of ['seq', 'div']) if (q.has(k)) setSelect($(k), q.get(k));
   if (q.has('head_scale')) setSelect($('head-scale'), q.get('head_scale'));
+  if (q.has('compare')) { setSelect($('compare-what'), q.get('compare')); $('compare').hidden = false; }
   if (q.has('backend')) setSelect($('backend-mode'), q.get('backend'));
   const dark = window.matchMedia && window.matchMedia('(prefers-color-scheme: dark)').matches;
   setTheme(q.get('theme') === 'dark' || q.get('theme') === 'light' ? q.get('theme') : dark ? 'dark' : 'light');

@@ -130,8 +130,8 @@ export function readersRequest(id, result, row) {
 }
 
 /** @param {number} id @param {LayerOptions} options @param {string[]} tokens @param {number} batch @param {number} head @returns {ToWorker} */
-export function schemesRequest(id, options, tokens, batch, head) {
-  return { kind: 'schemes', id, options, tokens, batch, head };
+export function schemesRequest(id, options, tokens, batch, head, what) {
+  return { kind: 'schemes', id, options, tokens, batch, head, what };
 }
 
 /**

@@ -134,6 +134,13 @@ export type CompareSeries = { model: Method,
 profiles: Float64Array[], descriptions: Array<string>, landmarks: Array<Landmark>, };
 
 /**
+ * What the "compare schemes" view shows of each scheme: its attention weights, or its position term (the
+ * relative logits, ALiBi's and T5's bias, RoPE's kernel; for absolute positions how alike the position vectors
+ * are, since attention has no term of theirs).
+ */
+export type Compared = "weights" | "term";
+
+/**
  * page → worker: compute (or reuse the cached session for) `request`, then send the stages of (batch, head).
  */
 export type ComputeRequest = { 
@@ -1157,7 +1164,8 @@ export type SchemeView = { method: string, label: string,
  */
 meta: StageMeta, cut: Cut, 
 /**
- * `profile[k]`: the share of the attention at distance k − (n − 1), averaged over the queries.
+ * By distance d = k − (rows − 1): the weights' share of the attention at d averaged over the queries, or
+ * the term's mean over the pairs at d (its unmasked ones).
  */
 profile: Array<number>, };
 
@@ -1169,7 +1177,7 @@ export type SchemesReply = { id: number, ok: boolean, schemes?: Array<SchemeView
 /**
  * page → worker: the "compare schemes" view of these options (those of the result shown) for (batch, head).
  */
-export type SchemesRequest = { id: number, options: LayerOptions, tokens: Array<string>, batch: number, head: number, };
+export type SchemesRequest = { id: number, options: LayerOptions, tokens: Array<string>, batch: number, head: number, what: Compared, };
 
 /**
  * One curve: its points (x, y) in order, joined by a line; `markers` draws each point; `labels` (empty, or one

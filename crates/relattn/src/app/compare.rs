@@ -1,31 +1,34 @@
 //! The "compare schemes" view: one input — the options shown, with their sentence — under every position
 //! scheme, and for the (batch, head) shown each scheme's attention weights and its attention by distance
-//! ([`crate::attention::by_distance`]). Every scheme gets the same x, W_q, W_k, W_v and W_o (they are drawn
+//! ([`crate::attention::by_distance`]), or its position term and that term's mean by distance ([`Compared`]). Every scheme gets the same x, W_q, W_k, W_v and W_o (they are drawn
 //! from the seed by name, whatever the scheme) and its own position parameters from the same seed; Shaw's and
 //! the Music Transformer's tables have the options' k. Computed on the CPU, a head at a time in blocks of
 //! query rows (no whole trace), so six schemes cost about six forward passes.
 
 use super::request::Inputs;
-use super::session::{Cutting, Made};
+use super::session::{CellMask, Cutting, Made};
 use crate::attention::by_distance;
 use crate::error::{check_index, Error, Result};
 use crate::layer::forward;
 use crate::layer::on_demand::Layer;
 use crate::layer::options::LayerOptions;
 use crate::layer::scenario::Scenario;
+use crate::pictures;
 use crate::positions::Method;
-use crate::protocol::{Request, SchemeView};
+use crate::protocol::{Compared, Request, SchemeView};
 use crate::render::Palette;
 use crate::stage::Stage;
+use ndarray::ArrayView2;
 
 /// The longest sequence the comparison takes (six layers in a row, each a few seconds at this n).
 pub const MAX_COMPARE_N: usize = 2048;
 
 /// The comparison of the request's options (a preset's or a file's are refused: the page sends the options it
 /// shows) for (batch, head), coloured with `palette`: one [`SchemeView`] per scheme in [`Method::ALL`]'s
-/// order, its weights' values kept when they are at most [`super::session::VALUES_CELLS`]. Errors name the
-/// field: "compare", "n" past [`MAX_COMPARE_N`], "batch index", "head", or an option.
-pub fn compare(request: &Request, batch: usize, head: usize, palette: Palette) -> Result<Vec<SchemeView>> {
+/// order — its weights or its position term (`what`) — its values kept when they are at most
+/// [`super::session::VALUES_CELLS`], the keys a causal layer masks grey. Errors name the field: "compare",
+/// "n" past [`MAX_COMPARE_N`], "batch index", "head", or an option.
+pub fn compare(request: &Request, batch: usize, head: usize, what: Compared, palette: Palette) -> Result<Vec<SchemeView>> {
     if request.options.preset.as_deref().is_some_and(|p| !p.is_empty()) || !request.file_name.is_empty() {
         let why = "the options shown, not a preset or a file (a file's tables belong to one scheme)";
         return Err(Error::invalid("compare", "a preset or a file", why));
@@ -43,14 +46,61 @@ pub fn compare(request: &Request, batch: usize, head: usize, palette: Palette) -
             let sc = Scenario::build(&cfg, &spec, arrays, per_head)?;
             let (projections, output) = forward::forward_projected(&cfg, &sc)?;
             let layer = Layer::new(&cfg, sc, projections, output)?;
-            let weights = layer.stage(Stage::Weights, batch, head)?;
+            let causal = cfg.causal;
+            let (matrix, meta, masked) = match (what, method.term_stage()) {
+                (Compared::Weights, _) => (layer.stage(Stage::Weights, batch, head)?, layer.meta(Stage::Weights), causal),
+                (Compared::Term, Some(stage)) => (layer.stage(stage, batch, head)?, layer.meta(stage), causal && stage.masked_when_causal()),
+                (Compared::Term, None) => {
+                    // Absolute positions have no term in attention: how alike their vectors are stands in.
+                    let rope = layer.rope_table();
+                    let (_, n, d_model) = layer.scenario.dims();
+                    let inputs =
+                        pictures::Inputs { config: &cfg, tables: &layer.scenario.rel_k, rope, positions: layer.scenario.positions.as_ref(), n, d_model };
+                    let picture = pictures::of(&inputs).into_iter().next().expect("absolute positions draw their similarity");
+                    let pictures::Body::Heatmap { values, .. } = picture.body else { unreachable!("the similarity is a heatmap") };
+                    (values, picture.meta, false)
+                }
+            };
             // Cut as the page cuts a stage: pooled to a raster, coloured, its values kept when they are few enough.
-            let mut cutting = Cutting::new(Stage::Weights.scale(), weights.dim());
-            cutting.add(0, weights.view());
+            let mut cutting = Cutting::new(meta.scale, matrix.dim()).masked(masked.then_some(CellMask { causal: true, keys: None }));
+            cutting.add(0, matrix.view());
             let Made { cut, values, rgba } = cutting.finish(palette);
-            let profile = by_distance(weights.view()).into_iter().map(|v| v as f32).collect();
+            let profile = match what {
+                Compared::Weights => by_distance(matrix.view()).into_iter().map(|v| v as f32).collect(),
+                Compared::Term => mean_by_distance(matrix.view(), masked),
+            };
             let values = cut.has_values.then_some(values);
-            Ok(SchemeView { method: method.to_string(), label: method.label().into(), meta: layer.meta(Stage::Weights), cut, profile, rgba, values })
+            Ok(SchemeView { method: method.to_string(), label: method.label().into(), meta, cut, profile, rgba, values })
         })
         .collect()
+}
+
+/// A term's mean by distance: `out[d + n − 1]` is the mean of `m[i, j]` over the pairs with j − i = d, for d in
+/// −(n − 1)..=n − 1 of a square (n, n) term; with `masked`, pairs after the query (d > 0) count for nothing and
+/// their means are 0.
+pub fn mean_by_distance(m: ArrayView2<f32>, masked: bool) -> Vec<f32> {
+    let n = m.nrows();
+    let (mut sum, mut count) = (vec![0.0f64; 2 * n - 1], vec![0usize; 2 * n - 1]);
+    for ((i, j), &v) in m.indexed_iter() {
+        if masked && j > i {
+            continue;
+        }
+        let k = j + n - 1 - i;
+        sum[k] += v as f64;
+        count[k] += 1;
+    }
+    sum.iter().zip(&count).map(|(s, &c)| if c == 0 { 0.0 } else { (s / c as f64) as f32 }).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The mean of each diagonal, against the definition written out; masked diagonals are 0.
+    #[test]
+    fn mean_by_distance_is_each_diagonals_mean() {
+        let m = ndarray::Array2::from_shape_fn((3, 3), |(i, j)| (10 * i + j) as f32);
+        assert_eq!(mean_by_distance(m.view(), false), [20.0, 15.0, 11.0, 7.0, 2.0]);
+        assert_eq!(mean_by_distance(m.view(), true), [20.0, 15.0, 11.0, 0.0, 0.0]);
+    }
 }

@@ -143,6 +143,19 @@ impl Method {
         !matches!(self, Method::Rope | Method::Absolute)
     }
 
+    /// The stage that holds the scheme's own term for a pair, a function of j − i: its relative logits (Shaw's
+    /// a^K term, the Music Transformer's, ALiBi's and T5's bias) or RoPE's kernel; none for absolute positions,
+    /// which have no term in attention.
+    pub fn term_stage(self) -> Option<Stage> {
+        if self.has_relative_term() {
+            Some(Stage::RelativeLogits)
+        } else if self.rotates() {
+            Some(Stage::RopeKernel)
+        } else {
+            None
+        }
+    }
+
     /// Whether positions enter as vectors added to x before the projections (absolute sinusoids).
     pub fn adds_to_input(self) -> bool {
         self == Method::Absolute

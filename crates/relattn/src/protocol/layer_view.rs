@@ -224,7 +224,8 @@ pub struct SchemeView {
     /// The weights stage's metadata for this scheme's layer.
     pub meta: StageMeta,
     pub cut: Cut,
-    /// `profile[k]`: the share of the attention at distance k − (n − 1), averaged over the queries.
+    /// By distance d = k − (rows − 1): the weights' share of the attention at d averaged over the queries, or
+    /// the term's mean over the pairs at d (its unmasked ones).
     pub profile: Vec<f32>,
     /// cut.raster_rows × cut.raster_cols pixels (set by the wasm beside the serialized fields).
     #[serde(skip)]
@@ -304,6 +305,18 @@ pub struct ReadersRequest {
     pub row: usize,
 }
 
+/// What the "compare schemes" view shows of each scheme: its attention weights, or its position term (the
+/// relative logits, ALiBi's and T5's bias, RoPE's kernel; for absolute positions how alike the position vectors
+/// are, since attention has no term of theirs).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[cfg_attr(test, derive(ts_rs::TS), ts(export, export_to = "protocol.d.ts"))]
+pub enum Compared {
+    #[default]
+    Weights,
+    Term,
+}
+
 /// page → worker: the "compare schemes" view of these options (those of the result shown) for (batch, head).
 #[derive(Clone, Debug, Deserialize)]
 #[cfg_attr(test, derive(ts_rs::TS), ts(export, export_to = "protocol.d.ts"))]
@@ -313,6 +326,7 @@ pub struct SchemesRequest {
     pub tokens: Vec<String>,
     pub batch: usize,
     pub head: usize,
+    pub what: Compared,
 }
 
 /// worker → page: what the compute of request `id` is doing now (the busy line says it).
