@@ -599,7 +599,7 @@ test('the six models side by side: one row of distance charts each, every distri
   await p.close();
 });
 
-test('Present: five titled, numbered slides at projector size → this head stage by stage from its first stage → Esc back to Model mode', async () => {
+test('Present: six titled, numbered slides at projector size, each its own link → this head stage by stage from its first stage → Esc back to Model mode', async () => {
   const p = await open(`?mode=model&model=music&piece=${PIECE}&start=0&length=64&layer=1&head=2&note=40`);
   await p.setViewportSize({ width: 1280, height: 720 });
   // The Present button sits inside the page's margin, as the panels do.
@@ -607,14 +607,19 @@ test('Present: five titled, numbered slides at projector size → this head stag
   assert.ok(button.x >= panel.x - 1, `Present at x ${button.x}, the panels at ${panel.x}`);
   await p.click('#m-present');
   const slide = () => p.evaluate(() => document.body.dataset.modelSlide || null);
-  const panels = { roll: '.roll-fig', tiles: '#m-panel-tiles', dist: '#m-panel-dist', predict: '#m-panel-predict', nll: '#m-panel-nll' };
+  const panels = { roll: '.roll-fig', tiles: '#m-panel-tiles', dist: '#m-panel-dist', models: '#m-panel-models', predict: '#m-panel-predict', nll: '#m-panel-nll' };
   const order = Object.keys(panels);
   for (const [k, name] of order.entries()) {
     if (k > 0) await p.keyboard.press('ArrowRight');
     assert.equal(await slide(), name);
     for (const [other, sel] of Object.entries(panels)) assert.equal(await p.locator(sel).isVisible(), other === name, `${name}: ${other} shown?`);
     const title = await p.locator('#m-slide-title').innerText();
-    assert.match(title, new RegExp(`^${k + 1} / 5 · \\S`), `${name}: "${title}"`);
+    assert.match(title, new RegExp(`^${k + 1} / 6 · \\S`), `${name}: "${title}"`);
+    // Each slide names what it shows, and is its own link.
+    assert.match(title, name === 'models' || name === 'nll' ? /BWV 10\.7/ : /Music Transformer \(relative, skew\) model, BWV 10\.7, tokens 0…63/, `${name}: "${title}"`);
+    if (['roll', 'dist', 'models'].includes(name)) assert.match(title, /layer 1/);
+    if (name === 'roll') assert.match(title, /head 2/);
+    assert.match(p.url(), new RegExp(`[?&]slide=${name}(&|$)`));
     // Text at projector size: the title and every label on the slide at least 14 px.
     const small = await p.evaluate((sel) => [...document.querySelectorAll(`${sel} *`)]
       .filter((e) => e.offsetParent && e.childNodes.length && [...e.childNodes].some((n) => n.nodeType === 3 && n.textContent.trim()))
@@ -623,6 +628,19 @@ test('Present: five titled, numbered slides at projector size → this head stag
     assert.deepEqual(small, [], `${name}: text under 14 px`);
     if (name === 'roll') assert.ok((await roll(p)).arcs.length > 0, 'the arcs are drawn on the roll slide');
     if (name === 'dist') await p.screenshot({ path: join(artifacts, 'model-slide-dist.png') });
+    if (name === 'models') {
+      // The six models fit the slide: a chart per model, every one inside 1280 × 720.
+      await p.waitForFunction(() => document.querySelectorAll('#m-compare canvas[data-model]').length === 6, null, { timeout: 120000 });
+      for (const b of await p.$$eval('#m-compare canvas', (cs) => cs.map((c) => c.getBoundingClientRect().toJSON()))) {
+        assert.ok(b.top >= 0 && b.bottom <= 720 && b.right <= 1280 && b.height > 200, JSON.stringify(b));
+      }
+      await p.screenshot({ path: join(artifacts, 'model-slide-models.png') });
+      // Its link opens on it.
+      const linked = await open(p.url().replace(base, ''));
+      await linked.setViewportSize({ width: 1280, height: 720 });
+      await linked.waitForFunction(() => document.body.dataset.modelSlide === 'models', null, { timeout: 60000 });
+      await linked.close();
+    }
   }
   // The NLL slide computes its chart on arrival.
   await p.waitForFunction(() => document.getElementById('m-nll') && document.getElementById('m-nll').dataset.drawn, null, { timeout: 120000 });
@@ -657,13 +675,13 @@ test('each Model mode panel exports as PNG and SVG', async () => {
         assert.match(bytes.toString(), /^<svg [^>]*>\n<title>[^<]+<\/title>\n<image [^>]*href="data:image\/png;base64,/, `${panel}: not the SVG`);
         // The title says what and where, without the page's hints.
         const title = /<title>([^<]+)<\/title>/.exec(bytes.toString())[1];
-        assert.match(title, / — shaw model, BWV 10\.7, tokens 0…63, layer 0, head 1$/, title);
+        assert.match(title, panel === 'm-panel-tiles' ? / — shaw model, BWV 10\.7, tokens 0…63; chosen: layer 0, head 1$/ : / — shaw model, BWV 10\.7, tokens 0…63, layer 0, every head$/, title);
         assert.doesNotMatch(title, /click/);
       }
     }
   }
   const [dl] = await Promise.all([p.waitForEvent('download'), p.click('#m-export-svg')]);
-  assert.match(readFileSync(await dl.path()).toString(), /^<svg [^>]*>\n<title>BWV 10\.7: layer 0, head 1, note 20<\/title>\n<image /);
+  assert.match(readFileSync(await dl.path()).toString(), /^<svg [^>]*>\n<title>shaw model, BWV 10\.7, tokens 0…63: what note 20 attends to, layer 0, head 1<\/title>\n<image /);
   await p.close();
 });
 
@@ -739,7 +757,7 @@ test('embed (?embed=arcs, tiles) shows that view alone; PNG export and full scre
   await nll.waitForFunction(() => document.getElementById('m-nll') && document.getElementById('m-nll').dataset.drawn, null, { timeout: 120000 });
   await nll.close();
   const bad = await open(`?mode=model&model=music&piece=${PIECE}&embed=bogus`);
-  assert.match(await bad.locator('#err-general').innerText(), /embed: no view 'bogus'.*arcs, tiles, distance, prediction, nll/);
+  assert.match(await bad.locator('#err-general').innerText(), /embed: no view 'bogus'.*arcs, tiles, distance, models, prediction, nll/);
   await bad.close();
 
   const q = await open(`?mode=model&model=music&piece=${PIECE}&note=130`);

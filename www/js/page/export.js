@@ -9,9 +9,12 @@ import { download, withCells } from '../shared/figure-core.js';
 import { askExport } from './worker-client.js';
 import { fileInUse } from './file.js';
 import { windowName, windowSlug } from './chorales/form.js';
+import { nllShown } from './chorales/compare.js';
 import { drawFailed } from './ui-wasm.js';
 
-/** Model mode's roll (with the arcs and the sampled notes) as a PNG at twice its size on screen; `draw(canvas, size)` draws it. */
+/** Model mode's roll (with the arcs and the sampled notes) at twice its size on screen, titled with what it shows
+ *  (model, piece, tokens, layer, head, note): a PNG with the title drawn above it, or an SVG with it as its
+ *  <title>; `draw(canvas, size)` draws it. */
 export function exportRoll(draw, kind = 'png') {
   const s = state.model.shown;
   if (!s) return;
@@ -19,9 +22,21 @@ export function exportRoll(draw, kind = 'png') {
   const c = document.createElement('canvas');
   draw(c, { width: on.clientWidth, height: on.clientHeight, dpr: 2 });
   const w = s.window;
+  const title = `${s.model} model, ${windowName(w)}, tokens ${w.start}…${w.start + w.length - 1}: what note ${state.model.position} attends to, layer ${s.layer}, head ${s.head}`;
   const name = `relattn-${s.model}-${windowSlug(w)}-t${w.start}-${w.length}-L${s.layer}H${s.head}-note${state.model.position}`;
-  if (kind === 'png') c.toBlob((blob) => download(blob, `${name}.png`), 'image/png');
-  else download(rasterSVG(c, on.clientWidth, on.clientHeight, `${windowName(w)}: layer ${s.layer}, head ${s.head}, note ${state.model.position}`), `${name}.svg`);
+  if (kind === 'svg') { download(rasterSVG(c, on.clientWidth, on.clientHeight, title), `${name}.svg`); return; }
+  const top = 2 * 28;
+  const t = document.createElement('canvas');
+  t.width = c.width;
+  t.height = c.height + top;
+  const ctx = t.getContext('2d');
+  ctx.fillStyle = '#fff';
+  ctx.fillRect(0, 0, t.width, t.height);
+  ctx.fillStyle = '#111';
+  ctx.font = 'bold 28px sans-serif';
+  ctx.fillText(title, 16, 38, t.width - 32);
+  ctx.drawImage(c, 0, top);
+  t.toBlob((blob) => download(blob, `${name}.png`), 'image/png');
 }
 
 /** An SVG of `width` × `height` with `title` and canvas `c` embedded as a PNG. */
@@ -44,7 +59,17 @@ export function exportPanel(panel, kind) {
   const w = s.window;
   // The panel's heading without its on-page hints ("(click a tile…)"), and what it was computed on.
   const heading = [...panel.querySelector('h2').childNodes].filter((n) => !(n.classList && n.classList.contains('range'))).map((n) => n.textContent).join('').trim();
-  const title = `${heading} — ${s.model} model, ${windowName(w)}, tokens ${w.start}…${w.start + w.length - 1}${w.transpose ? ` (transposed ${w.transpose})` : ''}, layer ${s.layer}, head ${s.head}`;
+  const tokens = `${windowName(w)}, tokens ${w.start}…${w.start + w.length - 1}${w.transpose ? ` (transposed ${w.transpose})` : ''}`;
+  // What each panel shows: one model's layers and heads (the chosen one outlined), one layer's heads, the six
+  // models on one layer, the six models' loss over the piece from its start.
+  const nll = nllShown();
+  const what = {
+    'm-panel-tiles': `${s.model} model, ${tokens}; chosen: layer ${s.layer}, head ${s.head}`,
+    'm-panel-dist': `${s.model} model, ${tokens}, layer ${s.layer}, every head`,
+    'm-panel-models': `the six models, ${tokens}, layer ${s.layer}`,
+    'm-panel-nll': nll ? `the six models, BWV ${nll.piece}, tokens 0…${nll.length - 1} from its start` : 'not computed',
+  }[panel.id] || `${s.model} model, ${tokens}, layer ${s.layer}, head ${s.head}`;
+  const title = `${heading} — ${what}`;
   const scale = 2;
   const top = 28;
   const c = document.createElement('canvas');

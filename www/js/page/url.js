@@ -7,6 +7,7 @@ import { state } from './state.js';
 import { presenting, presentedAt } from './present.js';
 import { PARAMS, readOption, writeOption, setSelect, setTheme, optionsFollowMethod } from './controls.js';
 import { modelQuery, applyModelURL, modelKinds } from './chorales/form.js';
+import { slideShown, wantSlide } from './chorales/slides.js';
 import { modelLayer, useModelLayer, askSlice } from './source.js';
 
 /** ?embed=STAGE: that one heatmap, sized to its frame, and nothing else (null: the whole page); in Model mode,
@@ -22,6 +23,7 @@ export function saveURL() {
     const q = new URLSearchParams({ mode: 'model' });
     if (EMBED) q.set('embed', EMBED);
     modelQuery(q);
+    if (slideShown()) q.set('slide', slideShown());
     q.set('theme', document.documentElement.dataset.theme);
     q.set('backend', $('backend-mode').value);
     const url = `${location.pathname}?${q}`;
@@ -96,6 +98,7 @@ export function applyURL() {
   const pin = /^(\d+),(\d+)$/.exec(q.get('pin') || '');
   const row = /^(\d+)$/.exec(q.get('row') || '');
   applyModelURL(q.get('mode') === 'model' ? q : new URLSearchParams());
+  if (q.get('mode') === 'model') wantSlide(q.get('slide'));
   return {
     notice,
     present: q.get('present'),

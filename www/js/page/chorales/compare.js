@@ -6,7 +6,7 @@ import { state } from '../state.js';
 import { post } from '../worker-client.js';
 import { modelLabel } from './form.js';
 import { nllRequest, compareRequest, windowOf } from '../../shared/protocol.js';
-import { drawDistances, drawNll } from './views.js';
+import { drawDistances, drawNll, drawModelsSlide } from './views.js';
 import { backendMode } from '../controls.js';
 
 const nll = { id: 0, result: null };
@@ -21,6 +21,21 @@ export function wireComparisons(shownResult, layer) {
   chosenLayer = layer;
   $('m-nll-btn').addEventListener('click', computeNll);
   $('m-compare-btn').addEventListener('click', computeCompare);
+}
+
+/** Computes the six models side by side unless they are there or on their way (their slide). */
+export function ensureComparison() {
+  if (!compare.result && !$('m-compare-btn').disabled) computeCompare();
+}
+
+/** The six models' comparison shown, or null: { window, layer } of its CompareResult. */
+export function comparisonShown() {
+  return compare.result;
+}
+
+/** The NLL chart shown, or null: its NllResult ({ piece, length, series }). */
+export function nllShown() {
+  return nll.result;
 }
 
 /** Computes the NLL chart unless it is there or on its way (the NLL slide, ?embed=nll). */
@@ -91,6 +106,11 @@ export function drawComparisons() {
   const s = shown();
   if (!c || !s) return;
   const box = $('m-compare');
+  // On its slide: one chart per model, heads overlaid, three to a row (it fits 1280 × 720).
+  if (document.body.dataset.modelSlide === 'models') {
+    drawModelsSlide(c, box);
+    return;
+  }
   box.replaceChildren();
   for (const { model, profiles, descriptions, landmarks } of c.series) {
     const row = document.createElement('div');

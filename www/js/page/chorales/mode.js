@@ -13,8 +13,8 @@ import { noteName, VOICE_NAMES } from './roll.js';
 import { wireRoll, makeRoll, redraw, describe, fadeArcs, togglePlay, selectShown } from './selection.js';
 import { drawTiles, markTile, markRow, drawDistances, drawPrediction } from './views.js';
 import { wireSampling, onSampled, onSampleRefused, endSampling, samplingUnderway, whenSamplingEnds } from './sampling.js';
-import { wireComparisons, onComparison, drawComparisons, ensureNll, windowShown } from './compare.js';
-import { wireSlides } from './slides.js';
+import { wireComparisons, onComparison, drawComparisons, ensureNll, ensureComparison, windowShown } from './compare.js';
+import { wireSlides, showWantedSlide } from './slides.js';
 import { stop, playing } from './sound.js';
 import { colormaps, backendMode } from '../controls.js';
 import { showBackend } from '../status.js';
@@ -140,6 +140,9 @@ function showResult(msg) {
   $('m-timings').textContent = `model: forward pass ${next.window.nll.ms.toFixed(0)} ms · last answer ${msg.ms.toFixed(0)} ms`;
   // ?embed=nll shows its chart: computed once the model has answered.
   if (first && $('m-panel-nll').classList.contains('embed-target')) ensureNll();
+  if (first && $('m-panel-models').classList.contains('embed-target')) ensureComparison();
+  // &slide=NAME: that slide, once there is something to show on it.
+  if (first) showWantedSlide();
   if (first && document.body.dataset.firstArcsMs === undefined) document.body.dataset.firstArcsMs = performance.now().toFixed(0);
   shownFirst();
   if (!playing()) saveURL(); // while playing, the note changes many times a second: saved when it stops
@@ -156,7 +159,7 @@ function chooseHead(layer, head) {
 // --- the mode switch and the controls -------------------------------------------------------------------------
 
 /** Model mode's views by their ?embed= name. */
-const EMBEDS = { arcs: '.roll-fig', tiles: '#m-panel-tiles', distance: '#m-panel-dist', prediction: '#m-panel-predict', nll: '#m-panel-nll' };
+const EMBEDS = { arcs: '.roll-fig', tiles: '#m-panel-tiles', distance: '#m-panel-dist', models: '#m-panel-models', prediction: '#m-panel-predict', nll: '#m-panel-nll' };
 
 /** ?mode=model&embed=NAME: marks that view as the one shown (style.css hides the rest); an unknown name is said. */
 export function applyModelEmbed(name) {

@@ -1,21 +1,51 @@
-// Owns Model mode's slides (Present): one panel at a time on the whole screen, each titled and numbered, the
-// slide shown being its own state (body[data-model-slide] tells the CSS and the charts' text size); → after
-// the last goes on to the chosen head stage by stage, and Esc there comes back.
+// Owns Model mode's slides (Present): one panel at a time on the whole screen, each titled with what it shows
+// (model, piece, layer, head) and numbered, the slide shown being its own state (body[data-model-slide] tells
+// the CSS and the charts' text size) and in the link (&slide=NAME opens on it); → after the last goes on to the
+// chosen head stage by stage, and Esc there comes back.
 import { $ } from '../dom.js';
-import { ensureNll } from './compare.js';
+import { state } from '../state.js';
+import { ensureNll, ensureComparison } from './compare.js';
+import { modelLabel, windowName } from './form.js';
+import { saveURL } from '../url.js';
+
+/** "the Music Transformer model, BWV 10.7, tokens 0…63": the model and window of result `s`. */
+function where(s) {
+  const w = s.window;
+  return `${modelLabel(s.model)} model, ${windowName(w)}, tokens ${w.start}…${w.start + w.length - 1}`;
+}
 
 /**
- * The slides in order: name, panel, title (of the result shown). After the last comes the chosen head stage
- * by stage (Parameters mode's presentation from its first stage).
+ * The slides in order: name, panel, title (of the result shown), each naming what it shows. After the last
+ * comes the chosen head stage by stage (Parameters mode's presentation from its first stage).
  */
 /** @type {[string, string, (s: any) => string][]} */
-const SLIDES = [
-  ['roll', '.roll-fig', (s) => `The window and what the selected note attends to (layer ${s.layer}, head ${s.head})`],
-  ['tiles', '#m-panel-tiles', () => 'Every layer and head, and what each does'],
-  ['dist', '#m-panel-dist', (s) => `Attention by distance, layer ${s.layer}`],
-  ['predict', '#m-panel-predict', () => 'The next token after the selected one'],
-  ['nll', '#m-panel-nll', () => 'Longer than trained: loss per position'],
+export const SLIDES = [
+  ['roll', '.roll-fig', (s) => `What note ${state.model.position} attends to — ${where(s)}, layer ${s.layer}, head ${s.head}`],
+  ['tiles', '#m-panel-tiles', (s) => `Every layer and head, and what each does — ${where(s)}`],
+  ['dist', '#m-panel-dist', (s) => `Attention by distance — ${where(s)}, layer ${s.layer}`],
+  ['models', '#m-panel-models', (s) => `The six models side by side — ${windowName(s.window)}, tokens ${s.window.start}…${s.window.start + s.window.length - 1}, layer ${s.layer}`],
+  ['predict', '#m-panel-predict', (s) => `The next token after note ${state.model.position} — ${where(s)}`],
+  ['nll', '#m-panel-nll', (s) => `Longer than trained: loss per position — the six models on ${windowName(s.window)} from its start`],
 ];
+
+/** The slide shown, or null (url.js keeps it in the link). */
+export function slideShown() {
+  return current;
+}
+
+/** The slide the link asks for (&slide=), shown once the first result is in; null when none or shown. */
+let wanted = null;
+
+/** Sets the slide to show once the first result is in (url.js, from &slide=). */
+export function wantSlide(name) {
+  wanted = SLIDES.some(([n]) => n === name) ? name : null;
+}
+
+/** The first result is in: the slide the link asks for is shown. */
+export function showWantedSlide() {
+  if (wanted) present(wanted);
+  wanted = null;
+}
 
 /** The slide shown, or null. */
 let current = null;
@@ -63,8 +93,9 @@ function present(name) {
   const s = shown();
   $('m-slide-title').hidden = !name;
   $('m-slide-title').textContent = name && s ? `${at + 1} / ${SLIDES.length} · ${SLIDES[at][2](s)}` : '';
-  // The NLL slide shows its chart: computed on arrival when it is not yet.
+  // The NLL slide and the six models show their charts: computed on arrival when they are not yet.
   if (name === 'nll') ensureNll();
+  if (name === 'models') ensureComparison();
   if (!name) {
     delete document.body.dataset.modelSlide;
     if (document.fullscreenElement && document.exitFullscreen) done = document.exitFullscreen().catch(() => {});
@@ -76,6 +107,7 @@ function present(name) {
   }
   // The panels draw at their new size (and text size: 14 px or more on a slide).
   if (s) redrawAll();
+  saveURL();
   return done;
 }
 

@@ -290,3 +290,63 @@ export function drawNll(n) {
   c.setAttribute('aria-label', `NLL per position: ${$('m-nll-note').textContent}`);
   c.dataset.series = JSON.stringify(lines.map((s) => ({ model: s.model, count: s.values.length, mean: s.mean })));
 }
+
+/**
+ * The six models side by side as one slide: a chart per model (into `box`, three to a row), every head of the
+ * layer a curve of its own colour over distances −64 … 0 (the whole window when asked), named in a legend.
+ * `c` is a CompareResult (its window, layer and one series per model).
+ */
+export function drawModelsSlide(c, box) {
+  const T = c.window.length;
+  const shownFrom = $('m-dist-full').checked ? -(T - 1) : -Math.min(64, T - 1);
+  box.replaceChildren();
+  for (const { model, profiles } of c.series) {
+    const canvas = document.createElement('canvas');
+    canvas.setAttribute('role', 'img');
+    canvas.dataset.model = model;
+    box.append(canvas);
+    const { ctx, w, h } = blank(canvas, 400, 280);
+    const fs = Math.max(14, Math.round(h / 18));
+    ctx.font = `${fs}px system-ui, sans-serif`;
+    const m = { l: 3.2 * fs, r: 8, t: 3.2 * fs, b: 2.6 * fs };
+    const at = (d, dist) => d[dist + T - 1];
+    let max = 0;
+    for (const d of profiles) for (let dist = shownFrom; dist <= 0; dist++) max = Math.max(max, at(d, dist));
+    const top = max > 0 ? Math.min(1, max) * 1.1 : 1;
+    const X = (dist) => m.l + ((dist - shownFrom) / Math.max(1, -shownFrom)) * (w - m.l - m.r);
+    const Y = (v) => h - m.b - (v / top) * (h - m.t - m.b);
+    ctx.fillStyle = SCHEME_COLORS[model];
+    ctx.fillRect(0, 0, w, 4);
+    ctx.fillStyle = '#111';
+    ctx.textAlign = 'left';
+    ctx.font = `bold ${fs}px system-ui, sans-serif`;
+    ctx.fillText(modelLabel(model), 4, fs + 4);
+    ctx.font = `${fs}px system-ui, sans-serif`;
+    ctx.strokeStyle = '#999'; ctx.lineWidth = 1;
+    ctx.beginPath(); ctx.moveTo(m.l, h - m.b); ctx.lineTo(w - m.r, h - m.b); ctx.moveTo(m.l, m.t); ctx.lineTo(m.l, h - m.b); ctx.stroke();
+    ctx.fillStyle = '#555'; ctx.textAlign = 'center';
+    ctx.fillText(String(shownFrom), X(shownFrom), h - m.b + fs + 2);
+    ctx.fillText('0', X(0), h - m.b + fs + 2);
+    ctx.fillText('distance j − i', (m.l + w - m.r) / 2, h - 4);
+    ctx.textAlign = 'right';
+    ctx.fillText(max.toFixed(2), m.l - 4, Y(max) + fs / 3);
+    ctx.fillText('0', m.l - 4, h - m.b);
+    profiles.forEach((d, head) => {
+      ctx.strokeStyle = HEAD_COLORS[head % HEAD_COLORS.length]; ctx.lineWidth = 2;
+      ctx.beginPath();
+      for (let dist = shownFrom; dist <= 0; dist++) (dist === shownFrom ? ctx.moveTo : ctx.lineTo).call(ctx, X(dist), Y(at(d, dist)));
+      ctx.stroke();
+    });
+    // The legend: the heads in their colours, on the line under the title.
+    ctx.textAlign = 'left';
+    let x = 4;
+    profiles.forEach((_, head) => {
+      ctx.fillStyle = HEAD_COLORS[head % HEAD_COLORS.length];
+      ctx.fillRect(x, 1.5 * fs + 4, fs * 1.2, 4);
+      ctx.fillStyle = '#333';
+      ctx.fillText(`head ${head}`, x + 1.5 * fs, 2 * fs + 6);
+      x += 5.5 * fs;
+    });
+    canvas.setAttribute('aria-label', `${modelLabel(model)}, layer ${c.layer}: each head's attention by distance, ${shownFrom}…0`);
+  }
+}
