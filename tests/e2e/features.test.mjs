@@ -209,6 +209,16 @@ test('presentation mode steps through every stage by keyboard, with rendered for
   await page.keyboard.press('PageUp');
   assert.equal(await page.getAttribute('#present', 'data-stage'), names.at(-3));
   assert.match(page.url(), new RegExp(`present=${names.at(-3)}`));
+  // Slide text grows with the screen: half again at 1920 × 1080, the figure's text with it.
+  const sizes = async () => page.evaluate(() => [parseFloat(getComputedStyle(document.getElementById('present-title')).fontSize),
+    parseFloat(getComputedStyle(document.getElementById('present-notice')).fontSize), Number(document.querySelector('#present canvas').dataset.textScale)]);
+  const small = await sizes();
+  await page.setViewportSize({ width: 1920, height: 1080 });
+  await page.waitForFunction(() => document.querySelector('#present canvas').dataset.textScale === '1.5');
+  const large = await sizes();
+  assert.ok(Math.abs(large[0] / small[0] - 1.5) < 0.05 && Math.abs(large[1] / small[1] - 1.5) < 0.05 && small[2] === 1, `${small} → ${large}`);
+  await page.screenshot({ path: join(artifacts, 'features-present-1080p.png') });
+  await page.setViewportSize({ width: 1280, height: 720 });
   assert.equal(await page.locator('#controls').isVisible(), false, 'controls show during the presentation');
   await page.keyboard.press('Escape');
   await page.waitForSelector('#present', { state: 'hidden' });

@@ -46,6 +46,7 @@ pub fn run(args: &LayerArgs, name: &str, size: &str, out: &Path) -> Result<(), S
                 palette: Default::default(),
                 ink: render::Ink::LIGHT,
                 range: None,
+                text_scale: 1.0,
             };
             write_atomic(out, |tmp| render::save(&fig, tmp, size))?;
         }

@@ -53,6 +53,7 @@ pub fn run(args: &LayerArgs, what: Drawn, out: &Path, json: bool, start: Instant
         palette: Default::default(),
         ink: render::Ink::LIGHT,
         range: None,
+        text_scale: 1.0,
     };
     write_atomic(out, |tmp| render::save(&fig, tmp, size))?;
     if json {

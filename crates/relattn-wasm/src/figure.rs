@@ -32,6 +32,9 @@ pub struct FigureSpec {
     /// The colour range [lo, hi] when it is not the values' own (a zoomed window keeps its stage's colours).
     #[serde(default)]
     pub range: Option<[f32; 2]>,
+    /// Every text size times this (1 when absent; larger on a slide for a larger screen), within 0.5 … 8.
+    #[serde(default)]
+    pub text_scale: Option<f32>,
 }
 
 /// Cells to colour: their shape, scale and colour range.
@@ -92,6 +95,7 @@ impl FigureSpec {
             palette: palette(),
             ink: ink(),
             range: self.range.map(|[lo, hi]| (lo, hi)),
+            text_scale: self.text_scale.unwrap_or(1.0),
         }
     }
 }

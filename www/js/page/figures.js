@@ -103,8 +103,9 @@ export function drawView(v, stage, cur) {
   v.win = zoomed ? w : null;
   // The stage's colour range always: a window keeps it, and a stage sent without values has only it.
   const spec = { ...figureSpec(stage, cur), range: [stage.lo, stage.hi] };
-  // A slide's figure goes under the slide's own title and formula.
+  // A slide's figure goes under the slide's own title and formula, its text scaled with the screen.
   if (v.bare) Object.assign(spec, { title: '', subtitle: '' });
+  if (v.textScale) spec.text_scale = v.textScale;
   let values = stage.values;
   if (zoomed) {
     values = windowValues(v, stage, w);
@@ -180,7 +181,7 @@ export function blit(v) {
   // As large as the cell takes its longest value (about 0.6 em a character), up to 13 px (20 on a slide).
   let longest = 1;
   for (let k = 0; k < rows * cols; k++) longest = Math.max(longest, core.fmt(values[k]).length);
-  const px = Math.min(v.minValuePx ? 20 : 13, Math.floor(ch * 0.45), Math.floor((cw * 0.85) / (0.6 * longest + 0.2)));
+  const px = Math.min(v.minValuePx ? Math.round((v.minValuePx * 5) / 3) : 13, Math.floor(ch * 0.45), Math.floor((cw * 0.85) / (0.6 * longest + 0.2)));
   // A view that must stay legible (the presentation's) writes no value smaller than its minimum.
   if (v.minValuePx && px < v.minValuePx) return;
   ctx.font = `${px}px sans-serif`;

@@ -14,7 +14,7 @@ import { clearPins, restorePins, keepPinsWithin } from './tooltip.js';
 import { modelLayer, useControls, sliceShown } from './source.js';
 import { showBackend } from './status.js';
 import { EMBED, applyURL, saveURL, copyLink } from './url.js';
-import { enterPresent, exitPresent, presentKeys, attachPresentControls, presenting, resultDrawn } from './present.js';
+import { enterPresent, exitPresent, presentKeys, attachPresentControls, presenting, resultDrawn, drawPresent } from './present.js';
 import { exportNpz } from './export.js';
 import { loadFile, forgetFile, dropCandidate, acceptCandidate, fileInPlay, acceptDrops } from './file.js';
 import { wireModel, setMode, onModelMessage, onWorkerRestart, modelGpuSettled, recolour, firstShown, applyModelEmbed, modelRequest } from './chorales/mode.js';
@@ -165,6 +165,9 @@ async function main() {
   document.addEventListener('keydown', presentKeys);
   attachPresentControls();
   document.addEventListener('fullscreenchange', () => { if (!document.fullscreenElement && presenting()) exitPresent(); });
+  // A slide is drawn again for a new screen (a projector plugged in): its size and its text's.
+  let resized = 0;
+  window.addEventListener('resize', () => { clearTimeout(resized); resized = setTimeout(() => { if (presenting()) drawPresent(); }, 100); });
   acceptDrops();
   if (EMBED) {
     let t = 0;

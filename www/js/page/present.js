@@ -105,13 +105,18 @@ export function drawPresent() {
   const holder = $('present-holder');
   const [w, h] = [Math.max(200, holder.clientWidth), Math.max(200, holder.clientHeight)];
   const full = [Math.round((w * 12) / 14), Math.round((h * 12) / 14)];
+  // The figure's text grows with the screen as the slide's does: its sizes at 1280 × 720, half again at
+  // 1920 × 1080, three times at 3840 × 2160.
+  const textScale = Math.max(1, Math.min(window.innerWidth / 1280, window.innerHeight / 720));
   const view = (size) => {
     const old = show.view;
-    if (old && old.canvas.width === size[0] && old.canvas.height === size[1]) return old;
+    if (old && old.canvas.width === size[0] && old.canvas.height === size[1] && old.textScale === textScale) return old;
     // Made on first use, so the page (and an embed) has no hidden canvas; made again at a new size.
     const v = newView(stage, size[0], size[1]);
     v.canvas.setAttribute('role', 'img');
-    v.minValuePx = 12;
+    v.textScale = textScale;
+    v.canvas.dataset.textScale = String(textScale);
+    v.minValuePx = 12 * textScale;
     v.bare = true; // under the slide's own title and formula
     Object.assign(v.canvas.style, { width: `${Math.round((size[0] * 14) / 12)}px`, height: `${Math.round((size[1] * 14) / 12)}px` });
     if (old) old.canvas.replaceWith(v.canvas); else holder.append(v.canvas);

@@ -73,7 +73,11 @@ pub fn draw_chart<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, fig: &Chart
     let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
     let ink = fig.ink;
     root.fill(&ink.background).map_err(err)?;
-    let body = if fig.title.is_empty() && fig.subtitle.is_empty() { root.clone() } else { header(root, &printable(fig.title), &printable(fig.subtitle), ink)? };
+    let body = if fig.title.is_empty() && fig.subtitle.is_empty() {
+        root.clone()
+    } else {
+        header(root, &printable(fig.title), &printable(fig.subtitle), ink, fig.text_px as f32 / 12.0)?
+    };
     let ((x0, x1), (y0, y1)) = ranges(fig.chart);
     let px = fig.text_px;
     let (w, h) = body.dim_in_pixel();

@@ -46,6 +46,9 @@ pub struct Figure<'a> {
     /// The colour range, when it is not the matrix's own ([`value_range`]): a zoomed window of a stage keeps
     /// the whole stage's colours.
     pub range: Option<(f32, f32)>,
+    /// Every text size and the room around it, times this (1: the figures' own 12 px labels and 20 px title;
+    /// larger on a slide for a larger screen).
+    pub text_scale: f32,
 }
 
 /// The colours of a figure around its cells.
@@ -117,17 +120,21 @@ pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, fig: &Figure, cel
         palette: fig.palette,
         ink: fig.ink,
         range: fig.range,
+        text_scale: fig.text_scale,
     };
     let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+    // A size of the figure's own (text, or the room around it) at its text scale.
+    let k = fig.text_scale.clamp(0.5, 8.0);
+    let px = |size: u32| (size as f32 * k).round() as u32;
     let (rows, cols) = fig.matrix.dim();
     let range = fig.range.unwrap_or_else(|| value_range(fig.matrix, fig.scale));
     let lut = Lut::with_palette(fig.scale, fig.palette);
     let ink = fig.ink;
     root.fill(&ink.background).map_err(err)?;
     // No title and no subtitle: a slide states them above the figure.
-    let body = if fig.title.is_empty() && fig.subtitle.is_empty() { root.clone() } else { header(root, &fig.title, &fig.subtitle, ink)? };
+    let body = if fig.title.is_empty() && fig.subtitle.is_empty() { root.clone() } else { header(root, &fig.title, &fig.subtitle, ink, k)? };
     let (w, _) = body.dim_in_pixel();
-    let (main, bar) = body.split_horizontally(w.saturating_sub(COLORBAR_WIDTH));
+    let (main, bar) = body.split_horizontally(w.saturating_sub(px(COLORBAR_WIDTH)));
 
     let label = |labels: &Option<Vec<String>>, i: i32| match labels {
         Some(l) => l.get(i as usize).cloned().unwrap_or_default(),
@@ -136,25 +143,25 @@ pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, fig: &Figure, cel
     // Room for the longest row label (tokens can be long) beside the axis title.
     // Labels are measured in the figure's own font (not counted in characters), so none overlaps its
     // neighbour or the axis title.
-    let label_font = ("sans-serif", 12).into_font();
+    let label_font = ("sans-serif", px(12)).into_font();
     let label_style = TextStyle::from(label_font.clone());
-    let px = |t: &str| main.estimate_text_size(t, &label_style).map_or(7 * t.chars().count() as u32, |(w, _)| w);
+    let text_w = |t: &str| main.estimate_text_size(t, &label_style).map_or(7 * t.chars().count() as u32, |(w, _)| w);
     let widest = |labels: &Option<Vec<String>>, count: usize| match labels {
-        Some(l) => l.iter().map(|t| px(&format!("{t}{Y_LABEL_GAP}"))).max().unwrap_or(0),
-        None => px(&format!("{}{Y_LABEL_GAP}", count.saturating_sub(1))),
+        Some(l) => l.iter().map(|t| text_w(&format!("{t}{Y_LABEL_GAP}"))).max().unwrap_or(0),
+        None => text_w(&format!("{}{Y_LABEL_GAP}", count.saturating_sub(1))),
     };
     let mut chart = ChartBuilder::on(&main)
-        .margin(8)
-        .x_label_area_size(40)
-        .y_label_area_size((36 + widest(&fig.y_labels, rows)).max(56))
+        .margin(px(8))
+        .x_label_area_size(px(40))
+        .y_label_area_size((px(36) + widest(&fig.y_labels, rows)).max(px(56)))
         .build_cartesian_2d((0..cols as i32 - 1).into_segmented(), (0..rows as i32 - 1).into_segmented())
         .map_err(err)?;
     // Every `step`-th row and column is labelled, a 1-2-5 step that leaves each label room (12 px text:
     // 18 px a row; a column: its widest label, measured, and 6 px between); tokens are cut to that room with
     // an ellipsis (two characters at least: the tooltip has the whole token), never overlapping.
     let (plot_w, plot_h) = chart.plotting_area().dim_in_pixel();
-    let (x_step, x_shown) = column_labels(fig.x_labels.as_deref(), cols, plot_w, &px);
-    let y_step = tick_step(rows, plot_h as usize / 18);
+    let (x_step, x_shown) = column_labels(fig.x_labels.as_deref(), cols, plot_w, &text_w);
+    let y_step = tick_step(rows, plot_h as usize / px(18) as usize);
     let x_fmt = |v: &SegmentValue<i32>| match v {
         SegmentValue::CenterOf(c) if *c < cols as i32 && (*c as usize).is_multiple_of(x_step) => x_shown[*c as usize / x_step].clone(),
         _ => String::new(),
@@ -180,11 +187,11 @@ pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, fig: &Figure, cel
         .x_desc(&fig.x_desc)
         .y_desc(&fig.y_desc)
         .label_style(label_font.clone().color(&ink.text))
-        .axis_desc_style(("sans-serif", 12).into_font().color(&ink.text))
+        .axis_desc_style(("sans-serif", px(12)).into_font().color(&ink.text))
         .axis_style(ink.text)
         .draw()
         .map_err(err)?;
-    let (px, py) = chart.plotting_area().get_pixel_range();
+    let (xs, ys) = chart.plotting_area().get_pixel_range();
 
     if cells == Cells::Paint {
         if rows * cols <= MAX_VECTOR_CELLS {
@@ -197,14 +204,14 @@ pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, fig: &Figure, cel
             };
             chart.draw_series(fig.matrix.indexed_iter().map(|((i, j), &v)| rect(i, j, lut.color(v, range)))).map_err(err)?;
         } else {
-            let (w, h) = ((px.end - px.start) as usize, (py.end - py.start) as usize);
+            let (w, h) = ((xs.end - xs.start) as usize, (ys.end - ys.start) as usize);
             let buf = rgb_pooled(fig.matrix, fig.scale, range, &lut, w, h);
-            let img = BitMapElement::with_owned_buffer((px.start, py.start), (w as u32, h as u32), buf).ok_or("bitmap size")?;
+            let img = BitMapElement::with_owned_buffer((xs.start, ys.start), (w as u32, h as u32), buf).ok_or("bitmap size")?;
             root.draw(&img).map_err(err)?;
         }
-        let (cell_w, cell_h) = ((px.end - px.start) / cols as i32, (py.end - py.start) / rows as i32);
+        let (cell_w, cell_h) = ((xs.end - xs.start) / cols as i32, (ys.end - ys.start) / rows as i32);
         if rows <= MAX_TEXT_SIDE && cols <= MAX_TEXT_SIDE && cell_w >= VALUE_CELL.0 && cell_h >= VALUE_CELL.1 {
-            let size = (cell_w.min(cell_h) / 3).clamp(8, 16);
+            let size = (cell_w.min(cell_h) / 3).clamp(8, (16.0 * k).round() as i32);
             chart
                 .draw_series(fig.matrix.indexed_iter().map(|((i, j), &v)| {
                     let c = lut.color(v, range);
@@ -215,27 +222,38 @@ pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, fig: &Figure, cel
                 .map_err(err)?;
         }
     }
-    draw_colorbar(&bar, range, &lut, ink).map_err(err)?;
-    Ok((px, py))
+    draw_colorbar(&bar, range, &lut, ink, k).map_err(err)?;
+    Ok((xs, ys))
 }
 
 /// Draws a figure's title and subtitle across the whole width of `root` and returns the area below them.
 /// A title too wide for its line at 20 px shrinks (to 12 px), then is cut with an ellipsis: never clipped at
 /// the edges. The subtitle (formula, shape, a zoomed window's rows and columns) takes as many lines as the
 /// width needs (two at most, the second cut with an ellipsis), never clipped mid-word at the figure's edge.
-pub(super) fn header<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, title: &str, subtitle: &str, ink: Ink) -> Result<DrawingArea<DB, Shift>, String> {
+///
+/// Sizes are times `scale` (the figure's text scale).
+pub(super) fn header<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    title: &str,
+    subtitle: &str,
+    ink: Ink,
+    scale: f32,
+) -> Result<DrawingArea<DB, Shift>, String> {
     let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
     let title_room = root.dim_in_pixel().0.saturating_sub(16);
-    let title_width = |t: &str, px: u32| root.estimate_text_size(t, &("sans-serif", px).into_font().color(&ink.text)).map_or(0, |(w, _)| w);
+    // fit_title picks 12 … 20 px; drawn times the scale.
+    let scaled = |px: u32| (px as f32 * scale).round() as u32;
+    let title_width = |t: &str, px: u32| root.estimate_text_size(t, &("sans-serif", scaled(px)).into_font().color(&ink.text)).map_or(0, |(w, _)| w);
     let (title, px) = fit_title(title, title_room, title_width);
-    let body = root.titled(&title, ("sans-serif", px).into_font().color(&ink.text)).map_err(err)?;
-    let sub_font = ("sans-serif", 14).into_font().color(&ink.muted);
+    let body = root.titled(&title, ("sans-serif", scaled(px)).into_font().color(&ink.text)).map_err(err)?;
+    let sub_font = ("sans-serif", scaled(14)).into_font().color(&ink.muted);
     let room = body.dim_in_pixel().0.saturating_sub(24);
     let width = |t: &str| body.estimate_text_size(t, &sub_font).map_or(0, |(w, _)| w);
     let lines = wrap_to(subtitle, room, 2, width);
-    let (sub, body) = body.split_vertically(22 * lines.len().max(1) as u32);
-    for (k, line) in lines.iter().enumerate() {
-        sub.draw_text(line, &sub_font, (12, 2 + 22 * k as i32)).map_err(err)?;
+    let line = scaled(22);
+    let (sub, body) = body.split_vertically(line * lines.len().max(1) as u32);
+    for (k, text) in lines.iter().enumerate() {
+        sub.draw_text(text, &sub_font, (12, 2 + (line as usize * k) as i32)).map_err(err)?;
     }
     Ok(body)
 }
@@ -252,15 +270,21 @@ fn tick_step(count: usize, room: usize) -> usize {
     }
 }
 
-/// A vertical colorbar with value ticks.
+/// A vertical colorbar with value ticks, its text and room times `scale`.
 fn draw_colorbar<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     (lo, hi): (f32, f32),
     lut: &Lut,
     ink: Ink,
+    scale: f32,
 ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
-    let mut chart =
-        ChartBuilder::on(area).margin_top(8).margin_bottom(48).margin_right(4).y_label_area_size(50).build_cartesian_2d(0f64..1f64, lo as f64..hi as f64)?;
+    let px = |size: u32| (size as f32 * scale).round() as u32;
+    let mut chart = ChartBuilder::on(area)
+        .margin_top(px(8))
+        .margin_bottom(px(48))
+        .margin_right(4)
+        .y_label_area_size(px(50))
+        .build_cartesian_2d(0f64..1f64, lo as f64..hi as f64)?;
     chart
         .configure_mesh()
         .disable_mesh()
@@ -268,7 +292,7 @@ fn draw_colorbar<DB: DrawingBackend>(
         .y_labels(7)
         // Ticks are sums of steps: snap float residue such as −5.55e−17 to the 0 it stands for.
         .y_label_formatter(&|v| short(if v.abs() < (hi - lo) as f64 * 1e-6 { 0.0 } else { *v as f32 }))
-        .label_style(("sans-serif", 12).into_font().color(&ink.text))
+        .label_style(("sans-serif", px(12)).into_font().color(&ink.text))
         .axis_style(ink.text)
         .draw()?;
     let steps = 128;
@@ -455,6 +479,7 @@ mod tests {
             palette: Palette::default(),
             ink: Ink::LIGHT,
             range: None,
+            text_scale: 1.0,
         };
         register_fonts();
         let mut svg = String::new();
