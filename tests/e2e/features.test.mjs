@@ -303,6 +303,21 @@ test('exports: PNG at 2×, SVG, and the trace .npz with the CLI\'s names and num
   assert.ok(parsed.rects >= 16, `only ${parsed.rects} rects`);
   assert.match(parsed.text, /Relative logits/);
   assert.match(parsed.text, /129/, 'the cell values are written in a 4 × 4 figure');
+  // Standing alone: the scheme in the title, its options and the pin under it, the pinned cell outlined.
+  assert.match(parsed.text, /Relative logits — shaw/);
+  assert.match(parsed.text, /Shaw et\s+al\.\s+2018:\s+clip\s+k\s+=\s+2/);
+  await hover(page, 'weights', 1, 2);
+  await page.mouse.down();
+  await page.mouse.up();
+  const pinned = (await downloadOf(page, () => page.click('figure[data-stage="relative_logits"] .export-svg'))).bytes.toString('utf8');
+  assert.match(pinned, /pinned \(i, j\) = \(1, 2\)/);
+  assert.equal((pinned.match(/stroke="#ffd400"/g) || []).length, 1, 'the pinned cell is outlined');
+  // A 16:9 slide: 1920 × 1080.
+  const slide = await downloadOf(page, () => page.click('figure[data-stage="weights"] .export-slide'));
+  assert.deepEqual([slide.bytes.readUInt32BE(16), slide.bytes.readUInt32BE(20)], [1920, 1080]);
+  assert.match(slide.name, /-weights-slide\.png$/);
+  writeFileSync(join(artifacts, 'features-export-slide.png'), slide.bytes);
+  await page.keyboard.press('Escape');
 
   const npz = await downloadOf(page, () => page.click('#export-npz'));
   const t = readZip(npz.bytes);

@@ -102,10 +102,10 @@ export function drawView(v, stage, cur) {
   const zoomed = w.rows < stage.rows || w.cols < stage.cols;
   v.win = zoomed ? w : null;
   // The stage's colour range always: a window keeps it, and a stage sent without values has only it.
-  const spec = { ...figureSpec(stage, cur), range: [stage.lo, stage.hi] };
-  // A slide's figure goes under the slide's own title and formula, its text scaled with the screen.
+  // A slide's figure has its text scaled with the screen.
+  const spec = { ...figureSpec(stage, cur), range: [stage.lo, stage.hi], text_scale: v.textScale || 1 };
+  // A slide's figure goes under the slide's own title and formula.
   if (v.bare) Object.assign(spec, { title: '', subtitle: '' });
-  if (v.textScale) spec.text_scale = v.textScale;
   let values = stage.values;
   if (zoomed) {
     values = windowValues(v, stage, w);

@@ -63,10 +63,13 @@ function newFigure(stage) {
     png.type = 'button'; png.className = 'export-png'; png.textContent = 'PNG';
     const svg = document.createElement('button');
     svg.type = 'button'; svg.className = 'export-svg'; svg.textContent = 'SVG';
-    cap.append(png, svg);
+    const slide = document.createElement('button');
+    slide.type = 'button'; slide.className = 'export-slide'; slide.textContent = 'Slide';
+    cap.append(png, svg, slide);
     figure.append(cap);
     png.addEventListener('click', () => exportFigure(v.stage.name, 'png'));
     svg.addEventListener('click', () => exportFigure(v.stage.name, 'svg'));
+    slide.addEventListener('click', () => exportFigure(v.stage.name, 'slide'));
   }
   attachPointer(v);
   attachZoom(v);
@@ -99,7 +102,8 @@ async function render(cur) {
       v.canvas.height = Math.max(160, window.innerHeight);
     }
     for (const b of v.figure.querySelectorAll('figcaption button')) {
-      b.setAttribute('aria-label', `Export ${stage.title} as ${b.textContent}${b.textContent === 'PNG' ? ' (2×)' : ''}`);
+      const as = { PNG: 'PNG (2×)', SVG: 'SVG', Slide: 'a 16:9 slide (PNG, 1920 × 1080)' }[b.textContent];
+      b.setAttribute('aria-label', `Export ${stage.title} as ${as}`);
     }
     if (prev ? prev.figure.nextSibling !== v.figure : main.firstChild !== v.figure) {
       if (prev) prev.figure.after(v.figure); else main.prepend(v.figure);

@@ -229,7 +229,7 @@ pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, fig: &Figure, cel
 /// Draws a figure's title and subtitle across the whole width of `root` and returns the area below them.
 /// A title too wide for its line at 20 px shrinks (to 12 px), then is cut with an ellipsis: never clipped at
 /// the edges. The subtitle (formula, shape, a zoomed window's rows and columns) takes as many lines as the
-/// width needs (two at most, the second cut with an ellipsis), never clipped mid-word at the figure's edge.
+/// width needs (three at most, the last cut with an ellipsis), never clipped mid-word at the figure's edge.
 ///
 /// Sizes are times `scale` (the figure's text scale).
 pub(super) fn header<DB: DrawingBackend>(
@@ -249,7 +249,7 @@ pub(super) fn header<DB: DrawingBackend>(
     let sub_font = ("sans-serif", scaled(14)).into_font().color(&ink.muted);
     let room = body.dim_in_pixel().0.saturating_sub(24);
     let width = |t: &str| body.estimate_text_size(t, &sub_font).map_or(0, |(w, _)| w);
-    let lines = wrap_to(subtitle, room, 2, width);
+    let lines = wrap_to(subtitle, room, 3, width);
     let line = scaled(22);
     let (sub, body) = body.split_vertically(line * lines.len().max(1) as u32);
     for (k, text) in lines.iter().enumerate() {
