@@ -391,7 +391,12 @@ impl Packed {
     /// Adds the matrix `m` of a stage under `meta`, shown with `title` and `formula`, its table rows read by
     /// `readers`.
     fn push(&mut self, meta: StageMeta, (title, formula): (String, String), m: ndarray::ArrayView2<f32>, readers: Vec<Vec<u32>>) {
-        let (lo, hi) = value_range(m, meta.scale);
+        // Keys after the query (causal) get no weight: out of the colour range, as the page's cuts leave them.
+        let (lo, hi) = if meta.masked_above {
+            value_range(ndarray::Array2::from_shape_fn(m.dim(), |(i, j)| if j > i { f32::NEG_INFINITY } else { m[[i, j]] }).view(), meta.scale)
+        } else {
+            value_range(m, meta.scale)
+        };
         let (rows, cols) = m.dim();
         let cut = Cut { rows, cols, raster_rows: rows, raster_cols: cols, lo, hi, has_values: true, heads_shared: false };
         self.list.push(NotebookFigure { meta, cut, title, formula, offset: self.values.len(), readers });

@@ -102,7 +102,7 @@ test('Model mode on a phone: the tiles fit 390 px, a swipe steps the slides and 
   const right = await p.$$eval('#m-tiles .tile', (ts) => Math.max(...ts.map((t) => t.getBoundingClientRect().right)));
   assert.ok(right <= 390, `a tile reaches ${right} px`);
   await p.screenshot({ path: join(artifacts, 'screen-phone-model.png'), fullPage: true });
-  const url = p.url();
+  const [url, visits] = [p.url(), await p.evaluate(() => history.length)];
   await p.click('#m-present');
   const slide = () => p.evaluate(() => document.body.dataset.modelSlide || null);
   assert.equal(await slide(), 'roll');
@@ -118,7 +118,10 @@ test('Model mode on a phone: the tiles fit 390 px, a swipe steps the slides and 
   assert.equal(await slide(), 'roll', 'a swipe to the right steps back');
   await swipe(120, 300);
   assert.equal(await slide(), 'roll', 'no slide before the first');
-  assert.equal(p.url(), url, 'the browser did not navigate');
+  // The link names the slide shown (replaced in place: no navigation, no new history entry).
+  assert.equal(p.url().replace(/&slide=\w+/, ''), url, 'the browser did not navigate');
+  assert.match(p.url(), /&slide=roll/);
+  assert.equal(await p.evaluate(() => history.length), visits, 'no history entry added');
   assert.equal(await p.evaluate(() => getComputedStyle(document.body).overscrollBehaviorX), 'none');
   await p.keyboard.press('Escape');
   await p.close();

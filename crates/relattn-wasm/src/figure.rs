@@ -37,7 +37,9 @@ pub struct FigureSpec {
     pub text_scale: Option<f32>,
 }
 
-/// Cells to colour: their shape, scale and colour range.
+/// Cells to colour: their shape, scale and colour range; with `masked_above`, the cells above the diagonal of
+/// the stage they are a window of (row `origin[0] + i`, column `origin[1] + j`, j > i) are grey, as the
+/// worker's rasters have them (keys after the query get no weight).
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CellsSpec {
@@ -45,6 +47,10 @@ pub struct CellsSpec {
     pub cols: usize,
     pub scale: Scale,
     pub range: [f32; 2],
+    #[serde(default)]
+    pub masked_above: bool,
+    #[serde(default)]
+    pub origin: [usize; 2],
 }
 
 /// The plot area in pixels: columns `x0..x1`, rows `y0..y1`.
@@ -147,7 +153,12 @@ pub fn draw_svg(spec: JsValue, values: &[f32], width: u32, height: u32) -> Resul
 #[wasm_bindgen]
 pub fn colour(spec: JsValue, values: &[f32]) -> Result<Vec<u8>, JsValue> {
     let spec: CellsSpec = serde_wasm_bindgen::from_value(spec).map_err(|e| js_error("cells", ErrorKind::Invalid, &format!("invalid cells: {e}")))?;
-    let m = matrix(values, spec.rows, spec.cols)?;
+    let mut m = matrix(values, spec.rows, spec.cols)?;
+    if spec.masked_above {
+        let [r0, c0] = spec.origin;
+        // As masked logits are: −∞, which the colours grey.
+        m.indexed_iter_mut().filter(|((i, j), _)| c0 + j > r0 + i).for_each(|(_, v)| *v = f32::NEG_INFINITY);
+    }
     let [lo, hi] = spec.range;
     Ok(render::rgba_in_range(m.view(), spec.scale, palette(), (lo, hi)))
 }

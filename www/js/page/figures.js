@@ -122,7 +122,7 @@ export function drawView(v, stage, cur) {
   v.crop = null;
   if (zoomed) {
     // The window's cells, coloured like the whole stage; the whole stage's raster is kept for the minimap.
-    const rgba = values && new Uint8ClampedArray(state.ui.colour({ rows: w.rows, cols: w.cols, scale: stage.scale, range: [stage.lo, stage.hi] }, values));
+    const rgba = values && new Uint8ClampedArray(state.ui.colour({ rows: w.rows, cols: w.cols, scale: stage.scale, range: [stage.lo, stage.hi], masked_above: stage.masked_above, origin: [w.r0, w.c0] }, values));
     v.cells = { ...w, values, rgba };
     v.mini = v.mini || document.createElement('canvas');
     v.mini.width = stage.raster_cols;
@@ -163,18 +163,9 @@ export function blit(v) {
   v.ctx.imageSmoothingEnabled = sw > x1 - x0 || sh > y1 - y0;
   if (v.crop) v.ctx.drawImage(v.off, ...v.crop, x0, y0, x1 - x0, y1 - y0);
   else v.ctx.drawImage(v.off, x0, y0, x1 - x0, y1 - y0);
-  const { r0, c0, rows, cols, values, rgba } = v.cells;
+  const { rows, cols, values, rgba } = v.cells;
   const cw = (x1 - x0) / cols;
   const ch = (y1 - y0) / rows;
-  if (v.stage.masked_above && v.win) {
-    // Keys after the query get no weight: grey (the worker's raster of the whole stage has them grey already;
-    // a zoomed window is coloured here from its values).
-    v.ctx.fillStyle = 'rgba(128, 128, 128, 0.75)';
-    for (let i = 0; i < rows; i++) {
-      const from = Math.max(0, r0 + i + 1 - c0);
-      if (from < cols) v.ctx.fillRect(x0 + from * cw, y0 + i * ch, (cols - from) * cw, ch);
-    }
-  }
   if (v.win) drawMinimap(v);
   if (cw < VALUE_CELL.w || ch < VALUE_CELL.h || !rgba) return;
   const ctx = v.ctx;
