@@ -62,7 +62,7 @@ def _split(x, kwargs):
                     a = a.float()
             a = _np.asarray(a)
         except Exception as e:  # a meta, sparse or nested tensor, an object NumPy cannot read
-            from .capture import _refuse
+            from ._errors import refuse as _refuse
 
             raise _refuse(name, f"{type(a).__name__} ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})",
                           "a dense float array or CPU tensor with data (NumPy, or torch's .to_dense() of a sparse one)") from None
@@ -125,7 +125,7 @@ def from_seed_module(module, x, mask=None):
     width = arrays["w_q"].shape[0]  # the module's input width, d_model
     shape = tuple(getattr(x, "shape", None) or _np.shape(x))
     if not shape or shape[-1] != width:
-        from .capture import _refuse
+        from ._errors import refuse as _refuse
 
         raise _refuse("x", f"shape {shape}", f"(…, {width}): the module's input width d_model")
     if mask is not None:
@@ -169,7 +169,7 @@ def _read_file(path, field, wanted):
     import os
     import stat
 
-    from .capture import _refuse
+    from ._errors import refuse as _refuse
 
     try:
         st = os.stat(path)
@@ -191,7 +191,7 @@ def _model_files(model, data):
     before it is read (:func:`_read_file`)."""
     import pathlib
 
-    from .capture import _refuse
+    from ._errors import refuse as _refuse
 
     model_path = _MODELS / f"chorales-{model}.safetensors" if model in MODELS else pathlib.Path(model)
     data_path = _MODELS / "chorales-test.json" if data is None else pathlib.Path(data)

@@ -43,17 +43,10 @@ Families, and what each one's capture takes from the model:
 
 import numpy as _np
 
-from ._relattn import RelattnError
+from ._errors import refuse as _refuse
 
 #: The model types (``model.config.model_type``) :func:`capture` knows.
 FAMILIES = ("t5", "mt5", "umt5", "llama", "mistral", "qwen2", "gemma", "gpt_neox", "gptj", "bloom", "falcon", "mpt", "gpt2", "opt", "bert")
-
-
-def _refuse(field, given, allowed):
-    """A RelattnError naming ``field``, as the crate's own refusals read."""
-    err = RelattnError(f"invalid {field}: got {given}; allowed: {allowed}")
-    err.field, err.kind = field, "invalid"
-    return err
 
 
 class _Stop(Exception):

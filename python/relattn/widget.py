@@ -13,7 +13,7 @@ import anywidget
 import traitlets
 
 from . import _relattn
-from .capture import _refuse
+from ._errors import refuse as _refuse
 
 _HERE = pathlib.Path(__file__).resolve().parent
 
