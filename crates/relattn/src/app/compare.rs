@@ -96,11 +96,12 @@ pub fn mean_by_distance(m: ArrayView2<f32>, masked: bool) -> Vec<f32> {
 mod tests {
     use super::*;
 
-    /// The mean of each diagonal, against the definition written out; masked diagonals are 0.
+    /// The mean of each diagonal, against the definition written out (m[i, j] = 10 i + j: d = −1 holds 10 and 21);
+    /// masked diagonals are 0.
     #[test]
     fn mean_by_distance_is_each_diagonals_mean() {
         let m = ndarray::Array2::from_shape_fn((3, 3), |(i, j)| (10 * i + j) as f32);
-        assert_eq!(mean_by_distance(m.view(), false), [20.0, 15.0, 11.0, 7.0, 2.0]);
-        assert_eq!(mean_by_distance(m.view(), true), [20.0, 15.0, 11.0, 0.0, 0.0]);
+        assert_eq!(mean_by_distance(m.view(), false), [20.0, 15.5, 11.0, 6.5, 2.0]);
+        assert_eq!(mean_by_distance(m.view(), true), [20.0, 15.5, 11.0, 0.0, 0.0]);
     }
 }
