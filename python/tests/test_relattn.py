@@ -341,12 +341,20 @@ def test_ctrl_c_stops_a_long_computation_within_a_second():
     KeyboardInterrupt within a second, not when the computation ends nor as a PanicException; the next call
     computes as usual. (#41 item 6: 52 s late at n 80000.)"""
     import _thread
+    import signal
 
+    # Ctrl-C reaches Python as KeyboardInterrupt through its SIGINT handler, which Python installs only when it
+    # starts with SIGINT at its default: a test run started in the background of a non-interactive shell
+    # inherits SIGINT ignored, and interrupt_main would then do nothing. Installed here, as in a terminal.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     timer = threading.Timer(0.5, _thread.interrupt_main)
     timer.start()
     start = time.perf_counter()
-    with pytest.raises(KeyboardInterrupt):
-        relattn.attention(method="rope", n=60000, d_model=64, heads=1, threads=2)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            relattn.attention(method="rope", n=60000, d_model=64, heads=1, threads=2)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     late = time.perf_counter() - start - 0.5
     timer.join()
     assert late < 1.0, f"KeyboardInterrupt {late:.2f} s after Ctrl-C"

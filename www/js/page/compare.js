@@ -150,7 +150,11 @@ function draw(cur, schemes) {
     fig.dataset.stage = s.meta.name;
     fig.style.borderTopColor = SCHEME_COLORS[s.method];
     const v = newView(stage, size[0], size[1]);
-    if (cell) Object.assign(v.canvas.style, { width: `${Math.round((size[0] * 14) / 12)}px`, height: `${Math.round((size[1] * 14) / 12)}px` });
+    if (cell) {
+      Object.assign(v.canvas.style, { width: `${Math.round((size[0] * 14) / 12)}px`, height: `${Math.round((size[1] * 14) / 12)}px` });
+      // The text grows with the screen as a stage's slide's does.
+      v.textScale = Math.max(1, Math.min(window.innerWidth / 1280, window.innerHeight / 720));
+    }
     fig.append(v.canvas);
     grid.append(fig);
     drawView(v, stage, cur);
