@@ -91,6 +91,12 @@ impl CellMask {
     pub fn masked(&self, i: usize, j: usize) -> bool {
         (self.causal && j > i) || self.keys.as_ref().is_some_and(|k| !k[j])
     }
+
+    /// Rows `first..first + m.nrows()` of a stage as they are coloured: the masked cells as masked logits are,
+    /// −∞, which the colours grey and the colour range skips.
+    fn shown(&self, first: usize, m: ArrayView2<f32>) -> ndarray::Array2<f32> {
+        ndarray::Array2::from_shape_fn(m.dim(), |(r, j)| if self.masked(first + r, j) { f32::NEG_INFINITY } else { m[[r, j]] })
+    }
 }
 
 /// One stage of a (batch, head) being cut, from its rows in order: pooled, and its values kept when they are at
@@ -117,11 +123,7 @@ impl Cutting {
     /// Rows `first..first + m.nrows()`.
     pub fn add(&mut self, first: usize, m: ArrayView2<f32>) {
         match &self.mask {
-            // Masked cells as masked logits are: −∞, which the colours grey and the range skips.
-            Some(mask) => {
-                let shown = ndarray::Array2::from_shape_fn(m.dim(), |(r, j)| if mask.masked(first + r, j) { f32::NEG_INFINITY } else { m[[r, j]] });
-                self.pooler.add(shown.view(), first);
-            }
+            Some(mask) => self.pooler.add(mask.shown(first, m).view(), first),
             None => self.pooler.add(m, first),
         }
         if let Some(v) = self.values.as_mut() {
@@ -273,11 +275,10 @@ impl Session {
         let mut range = (f32::INFINITY, f32::NEG_INFINITY);
         for head in 0..self.dims().1 {
             let m = t.stage_view(stage, batch, head)?;
-            let shown = match &mask {
-                Some(mask) => ndarray::Array2::from_shape_fn(m.dim(), |(i, j)| if mask.masked(i, j) { f32::NEG_INFINITY } else { m[[i, j]] }),
-                None => m.to_owned(),
+            let (lo, hi) = match &mask {
+                Some(mask) => crate::render::value_range(mask.shown(0, m.view()).view(), stage.scale()),
+                None => crate::render::value_range(m.view(), stage.scale()),
             };
-            let (lo, hi) = crate::render::value_range(shown.view(), stage.scale());
             range = (range.0.min(lo), range.1.max(hi));
         }
         Ok(range)
