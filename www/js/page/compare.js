@@ -4,7 +4,7 @@
 // 16:9 slide (Present: the six panels, then → the chart), and exported as that slide (PNG, 1920 × 1080). It
 // recomputes when a result with other options (or another head) arrives while it is open; it is kept in the
 // link (&compare=weights|term, &present=compare or compare_chart); its own state stays here.
-import { $, textPx } from './dom.js';
+import { $, textPx, slideTextScale } from './dom.js';
 import { state } from './state.js';
 import { askSchemes } from './worker-client.js';
 import { FRAME, newView, drawView } from './figures.js';
@@ -153,7 +153,7 @@ function draw(cur, schemes) {
     if (cell) {
       Object.assign(v.canvas.style, { width: `${Math.round((size[0] * 14) / 12)}px`, height: `${Math.round((size[1] * 14) / 12)}px` });
       // The text grows with the screen as a stage's slide's does.
-      v.textScale = Math.max(1, Math.min(window.innerWidth / 1280, window.innerHeight / 720));
+      v.textScale = slideTextScale();
     }
     fig.append(v.canvas);
     grid.append(fig);

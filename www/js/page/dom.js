@@ -10,6 +10,12 @@ export function textPx(px) {
   return document.body.dataset.modelSlide ? Math.max(14, px) : px;
 }
 
+/** How much a slide's text grows with the screen, as the stylesheet's slide sizes do: 1 at 1280 × 720, half
+ *  again at 1920 × 1080, three times at 3840 × 2160 (never below 1). */
+export function slideTextScale() {
+  return Math.max(1, Math.min(window.innerWidth / 1280, window.innerHeight / 720));
+}
+
 /** `text` split into lines of at most `width` px in the context's font, breaking between words. */
 export function wrapLines(ctx, text, width) {
   // Spaces, tabs and line breaks separate words; a no-break space ("98 %") does not.

@@ -1,6 +1,6 @@
 // Owns presentation mode: one stage at a time, full screen, its formula typeset by KaTeX (stage.tex), stepped
 // with the keyboard, the on-screen buttons or a swipe (phones); the stage presented is in the URL.
-import { $ } from './dom.js';
+import { $, slideTextScale } from './dom.js';
 import { state } from './state.js';
 import { newView, drawView } from './figures.js';
 import { saveURL } from './url.js';
@@ -105,9 +105,8 @@ export function drawPresent() {
   const holder = $('present-holder');
   const [w, h] = [Math.max(200, holder.clientWidth), Math.max(200, holder.clientHeight)];
   const full = [Math.round((w * 12) / 14), Math.round((h * 12) / 14)];
-  // The figure's text grows with the screen as the slide's does: its sizes at 1280 × 720, half again at
-  // 1920 × 1080, three times at 3840 × 2160.
-  const textScale = Math.max(1, Math.min(window.innerWidth / 1280, window.innerHeight / 720));
+  // The figure's text grows with the screen as the slide's does.
+  const textScale = slideTextScale();
   const view = (size) => {
     const old = show.view;
     if (old && old.canvas.width === size[0] && old.canvas.height === size[1] && old.textScale === textScale) return old;
