@@ -2,9 +2,8 @@
 //! weights as typed arrays.
 
 use super::session::read_request;
-use super::{palette, to_js, to_value};
+use super::{choice_arg, palette, to_js, to_value};
 use relattn::app::compare::compare;
-use relattn::error::Error;
 use relattn::protocol::Compared;
 use wasm_bindgen::prelude::*;
 
@@ -14,11 +13,7 @@ use wasm_bindgen::prelude::*;
 #[wasm_bindgen]
 pub fn compare_schemes(request: JsValue, batch: usize, head: usize, what: JsValue) -> Result<JsValue, JsValue> {
     let request = read_request(request)?;
-    let what: Compared = if what.is_undefined() {
-        Compared::default()
-    } else {
-        serde_wasm_bindgen::from_value(what.clone()).map_err(|_| to_js(Error::invalid("what", format!("{what:?}"), "weights, term")))?
-    };
+    let what: Compared = choice_arg(what, "what", "weights, term")?;
     let out = js_sys::Array::new();
     for view in compare(&request, batch, head, what, palette()).map_err(to_js)? {
         // The serialized fields, and the pixels and weights beside them as typed arrays.

@@ -147,6 +147,15 @@ pub fn from_request<T: DeserializeOwned + Strict>(value: JsValue, what: &str) ->
     Ok(r)
 }
 
+/// A choice passed as a string (one of `allowed`, serde's names of `T`), or `T`'s default when the caller left
+/// the argument out (undefined); anything else refused by the argument's name, `field`.
+pub fn choice_arg<T: DeserializeOwned + Default>(value: JsValue, field: &str, allowed: &str) -> Result<T, JsValue> {
+    if value.is_undefined() {
+        return Ok(T::default());
+    }
+    serde_wasm_bindgen::from_value(value.clone()).map_err(|_| to_js(Error::invalid(field, format!("{value:?}"), allowed)))
+}
+
 /// A Rust value as a plain JavaScript object (maps as objects, not `Map`s).
 pub fn to_value<T: Serialize>(v: &T) -> Result<JsValue, JsValue> {
     v.serialize(&serde_wasm_bindgen::Serializer::json_compatible()).map_err(|e| js_error("general", ErrorKind::Invalid, &e.to_string()))

@@ -5,7 +5,7 @@
 //! ptr, len)`), no copy.
 
 use super::backend::WebGpu;
-use super::{from_request, palette, to_js, to_value};
+use super::{choice_arg, from_request, palette, to_js, to_value};
 use relattn::app::session;
 use relattn::error::Error;
 use relattn::layer::options::LayerOptions;
@@ -81,12 +81,7 @@ impl Session {
     /// the [`relattn::protocol::Cut`] `{ rows, cols, raster_rows, raster_cols, lo, hi, has_values,
     /// heads_shared }`; read the values and pixels through the pointers below.
     pub fn select(&mut self, i: usize, batch: usize, head: usize, head_scale: JsValue) -> Result<JsValue, JsValue> {
-        let head_scale: HeadScale = if head_scale.is_undefined() {
-            HeadScale::default()
-        } else {
-            serde_wasm_bindgen::from_value(head_scale.clone()).map_err(|_| to_js(Error::invalid("head_scale", format!("{head_scale:?}"), "bias, all, each")))?
-        };
-        self.0.set_head_scale(head_scale);
+        self.0.set_head_scale(choice_arg::<HeadScale>(head_scale, "head_scale", "bias, all, each")?);
         to_value(&self.0.cut(i, batch, head, palette()).map_err(to_js)?)
     }
 
