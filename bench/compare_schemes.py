@@ -1,27 +1,35 @@
 #!/usr/bin/env python3
-"""Compare relattn's native forward of RoPE, ALiBi and T5's bucketed bias with the PyTorch layers people use.
+"""Compare relattn's fused forward of every scheme with the PyTorch layer people use for it, causal and not.
 
-The peers are what Hugging Face's models do for each scheme, written for speed (hidden 512, 8 heads, batch
-1, bidirectional, 2 threads):
+The peers are what Hugging Face's models (and a performance-minded PyTorch user) do for each scheme, written for
+speed (hidden 512, 8 heads, batch 1, 2 threads):
 
     Q, K, V = x W + b, split into heads (1, h, n, d_h)
-    rope:  Q, K rotated by Llama's rotary embedding (rotate_half: the half-split layout, base 10000), then
-           z = scaled_dot_product_attention(Q, K, V)
-    alibi: bias[h, i, j] = −m_h |j − i| (BLOOM's slopes), z = scaled_dot_product_attention(Q, K, V, attn_mask=bias)
-    t5:    bias[h, i, j] = table[bucket(j − i), h] gathered each forward (32 buckets, max_distance 128; the
-           bucket matrix computed once, as T5 does per forward), z = scaled_dot_product_attention(Q, K, V,
-           attn_mask=bias)
-    output = concat_h(z) W_o + b_o
+    shaw:     S = (Q w^Kᵀ).gather(clip(j − i, 16) + 16) each forward (the gather layer, keys only), then
+              z = scaled_dot_product_attention(Q, K, V, attn_mask = S / sqrt(d_h) [+ the causal −∞])
+    rope:     Q, K rotated by Llama's rotary embedding (rotate_half, base 10000; cos and sin made once), then
+              z = scaled_dot_product_attention(Q, K, V, is_causal)  — PyTorch's flash CPU kernel
+    alibi:    bias[h, i, j] = −m_h |j − i| (BLOOM's slopes) [+ the causal −∞] as SDPA's attn_mask
+    t5:       bias[h, i, j] = table[bucket(j − i), h] (32 buckets, max_distance 128, causal buckets when causal)
+              [+ the causal −∞] as SDPA's attn_mask
+    absolute: x + the sinusoids (made once), then z = scaled_dot_product_attention(Q, K, V, is_causal)
+    output  = concat_h(z) W_o + b_o
 
-relattn runs `relattn bench --method {rope,alibi,t5}` on the same tensors (its fused forward: no (n, n) array),
-and Shaw's fused forward (k 16, no a^V) on them too, the reference of issue #24's "within 1.25× of Shaw".
-Each side's time is its median after a warm-up, its memory its own VmHWM, the outputs are compared, and the
-sgemm peak (torch.mm, 2 threads) is measured in the same run. Prints a markdown table and writes it, with
-the machine and date, to bench/results/compare_schemes.md.
+ALiBi's and T5's bias is timed twice: built in each forward, as one layer does ("torch"), and built once
+beforehand, as a model that shares it across its layers does ("torch, bias once": only SDPA with it is timed).
+
+relattn runs `relattn bench --method … [--causal]` on the same tensors (its fused forward: no (n, n) array).
+The sides are run interleaved, each in its own process (`--rounds` rounds of: every peer, then relattn), and
+each keeps its best repetition over all rounds (the host is shared: a side's best is its least disturbed run).
+Each side's memory is its own VmHWM; the outputs are compared; the sgemm peak (torch.mm, 2 threads) is
+measured in the same run, before and after the rows, and the larger kept. "% of peak" counts the useful flops
+only: the projections, 4·n²·d for attention (n(n + 1)/2 pairs when causal) and the small relative products,
+as `relattn bench` reports them. Prints a markdown table and writes it, with the machine and date, to
+bench/results/compare_schemes.md.
 
 Usage (from the repository root):
-    python3 bench/compare_schemes.py                      # n = 512 2048 4096
-    python3 bench/compare_schemes.py --sizes 1024
+    python3 bench/compare_schemes.py                                  # n = 512 2048 4096 8192, both masks
+    python3 bench/compare_schemes.py --sizes 2048 --schemes rope --causal false
 """
 
 import datetime
@@ -37,14 +45,15 @@ from compare_torch import fmt, vm_hwm_mib, worker_compare, worker_peak
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 DEFAULT_OUT = os.path.join(HERE, "results", "compare_schemes.md")
-HIDDEN, HEADS, THREADS = 512, 8, 2
+HIDDEN, HEADS, THREADS, CLIP = 512, 8, 2, 16
 BUCKETS, MAX_DISTANCE = 32, 128
-SCHEMES = ["rope", "alibi", "t5"]
+SCHEMES = ["shaw", "rope", "alibi", "t5", "absolute"]
+BIAS_SCHEMES = ["alibi", "t5"]
 TOLERANCE = 1e-4
 
 
 def default_reps(n):
-    return 10 if n <= 1024 else 5 if n <= 2048 else 3
+    return 10 if n <= 1024 else 4 if n <= 2048 else 2 if n <= 4096 else 1
 
 
 def alibi_slopes(h):
@@ -58,25 +67,37 @@ def alibi_slopes(h):
     return slopes
 
 
-def t5_buckets(torch, n):
-    """Hugging Face's T5Attention._relative_position_bucket for j − i, bidirectional."""
+def t5_buckets(torch, n, causal):
+    """Hugging Face's T5Attention._relative_position_bucket for j − i (bidirectional, or causal: the past
+    only, every bucket for it)."""
     import math
     pos = torch.arange(n)
     rel = pos[None, :] - pos[:, None]
-    half = BUCKETS // 2
-    out = (rel > 0).long() * half
-    rel = rel.abs()
-    exact = half // 2
-    large = exact + (torch.log(rel.float() / exact) / math.log(MAX_DISTANCE / exact) * (half - exact)).long()
-    large = torch.minimum(large, torch.full_like(large, half - 1))
+    if causal:
+        buckets, out, rel = BUCKETS, torch.zeros_like(rel), -torch.clamp(rel, max=0)
+    else:
+        buckets = BUCKETS // 2
+        out, rel = (rel > 0).long() * buckets, rel.abs()
+    exact = buckets // 2
+    large = exact + (torch.log(rel.float().clamp(min=1) / exact) / math.log(MAX_DISTANCE / exact) * (buckets - exact)).long()
+    large = torch.minimum(large, torch.full_like(large, buckets - 1))
     return out + torch.where(rel < exact, rel, large)
+
+
+def sinusoids(torch, n, d):
+    """PE[p, 2i] = sin(p / 10000^(2i/d)), PE[p, 2i + 1] = cos(…): relattn's absolute positions."""
+    pos = torch.arange(n, dtype=torch.float64)[:, None]
+    angle = pos / 10000.0 ** (torch.arange(0, d, 2, dtype=torch.float64) / d)
+    pe = torch.zeros(n, d, dtype=torch.float64)
+    pe[:, 0::2], pe[:, 1::2] = angle.sin(), angle.cos()
+    return pe.float()
 
 
 # -------------------------------------------------------------------------------------------- workers
 
 def worker_export(args):
-    """The scenario .npz: x (1, n, 512) ~ N(0, 1), Xavier-uniform weights, biases in ±0.1; ALiBi's slopes;
-    T5's table (B, h) ~ N(0, 1)."""
+    """The scenario .npz: x (1, n, 512) ~ N(0, 1), Xavier-uniform weights, biases in ±0.1; Shaw's w^K
+    (33, 64) Xavier-uniform; ALiBi's slopes; T5's table (B, h) ~ N(0, 1)."""
     import numpy as np
     rng = np.random.default_rng(0)
 
@@ -88,6 +109,8 @@ def worker_export(args):
     for name in "qkvo":
         arrays["w_" + name] = xavier((HIDDEN, HIDDEN))
         arrays["b_" + name] = rng.uniform(-0.1, 0.1, HIDDEN).astype(np.float32)
+    if args.scheme == "shaw":
+        arrays["rel_k"] = xavier((2 * CLIP + 1, HIDDEN // HEADS))
     if args.scheme == "alibi":
         arrays["alibi_slopes"] = np.array(alibi_slopes(HEADS), dtype=np.float32)
     if args.scheme == "t5":
@@ -95,133 +118,169 @@ def worker_export(args):
     np.savez(args.npz, **arrays)
 
 
-def peer_forward(torch, t, scheme, fixed):
-    """The PyTorch layer of this file's docstring; `fixed` holds what a model computes once (RoPE's cos and
-    sin, ALiBi's distances, T5's bucket matrix)."""
+def fixed_tensors(torch, t, scheme, n, causal):
+    """What a model computes once for every layer and forward: RoPE's cos and sin, ALiBi's distances, T5's
+    bucket matrix, Shaw's index, the sinusoids; and the causal mask (0 or −∞ above the diagonal)."""
+    dh = HIDDEN // HEADS
+    pos = torch.arange(n)
+    above = torch.full((n, n), float("-inf")).triu(1) if causal else torch.zeros(n, n)
+    if scheme == "rope":
+        inv_freq = 1.0 / (10000.0 ** (torch.arange(0, dh, 2, dtype=torch.float) / dh))
+        emb = torch.cat((pos[:, None].float() * inv_freq,) * 2, dim=-1)
+        return {"cos": emb.cos(), "sin": emb.sin()}
+    if scheme == "alibi":
+        return {"distance": (pos[None, :] - pos[:, None]).abs().float(), "above": above}
+    if scheme == "t5":
+        return {"buckets": t5_buckets(torch, n, causal), "above": above}
+    if scheme == "shaw":
+        return {"index": (pos[None, :] - pos[:, None]).clamp(-CLIP, CLIP) + CLIP, "above": above}
+    return {"pe": sinusoids(torch, n, HIDDEN)}
+
+
+def bias(torch, t, scheme, fixed):
+    """ALiBi's or T5's (1, h, n, n) bias with the causal −∞, as one layer builds it in its forward."""
+    if scheme == "alibi":
+        b = fixed["distance"] * t["alibi_slopes"].view(HEADS, 1, 1).neg()
+    else:
+        b = t["t5_bias"][fixed["buckets"]].permute(2, 0, 1)
+    return b.add_(fixed["above"]).unsqueeze(0)
+
+
+def peer_forward(torch, t, scheme, fixed, causal, bias_once=None):
+    """The PyTorch layer of this file's docstring; `bias_once`: ALiBi's or T5's bias built beforehand."""
     F = torch.nn.functional
     x = t["x"]
     b, n, d = x.shape
     dh = d // HEADS
+    if scheme == "absolute":
+        x = x + fixed["pe"]
 
-    def heads(w, bias):
-        return torch.addmm(bias, x.view(n * b, d), w).view(b, n, HEADS, dh).transpose(1, 2)
+    def heads(w, b_):
+        return torch.addmm(b_, x.reshape(n * b, d), w).view(b, n, HEADS, dh).transpose(1, 2)
 
     q, k, v = heads(t["w_q"], t["b_q"]), heads(t["w_k"], t["b_k"]), heads(t["w_v"], t["b_v"])
-    mask = None
+    mask, is_causal = None, False
     if scheme == "rope":
-        cos, sin = fixed
-
         def rotate_half(a):
-            a1, a2 = a[..., : dh // 2], a[..., dh // 2:]
-            return torch.cat((-a2, a1), dim=-1)
+            return torch.cat((-a[..., dh // 2:], a[..., : dh // 2]), dim=-1)
 
+        cos, sin = fixed["cos"], fixed["sin"]
         q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
-    elif scheme == "alibi":
-        mask = fixed * t["alibi_slopes"].view(1, HEADS, 1, 1).neg()
+        is_causal = causal
+    elif scheme == "absolute":
+        is_causal = causal
+    elif scheme == "shaw":
+        index = fixed["index"].expand(b, HEADS, n, n)
+        mask = torch.matmul(q, t["rel_k"].t()).gather(-1, index).mul_(dh ** -0.5).add_(fixed["above"])
     else:
-        mask = t["t5_bias"][fixed].permute(2, 0, 1).unsqueeze(0)
-    z = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        mask = bias_once if bias_once is not None else bias(torch, t, scheme, fixed)
+    z = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=is_causal)
     return torch.addmm(t["b_o"], z.transpose(1, 2).reshape(b * n, d), t["w_o"]).view(b, n, d)
 
 
 def worker_torch(args):
-    """Times the peer's forward; prints one JSON line."""
+    """Times the peer's forward (its best repetition after a warm-up); prints one JSON line."""
     import json
     import numpy as np
     import torch
     torch.set_num_threads(THREADS)
     with np.load(args.npz) as f:
         t = {name: torch.from_numpy(f[name]) for name in f.files}
-    n, dh = t["x"].shape[1], HIDDEN // HEADS
-    pos = torch.arange(n)
-    if args.scheme == "rope":
-        inv_freq = 1.0 / (10000.0 ** (torch.arange(0, dh, 2, dtype=torch.float) / dh))
-        freqs = pos[:, None].float() * inv_freq
-        emb = torch.cat((freqs, freqs), dim=-1)
-        fixed = (emb.cos(), emb.sin())
-    elif args.scheme == "alibi":
-        fixed = (pos[None, :] - pos[:, None]).abs().float()
-    else:
-        fixed = t5_buckets(torch, n)
+    n = t["x"].shape[1]
+    causal = args.causal == "true"
+    fixed = fixed_tensors(torch, t, args.scheme, n, causal)
     times = []
     with torch.inference_mode():
-        out = peer_forward(torch, t, args.scheme, fixed)
+        once = bias(torch, t, args.scheme, fixed) if args.bias_once else None
+        out = peer_forward(torch, t, args.scheme, fixed, causal, once)
         for _ in range(args.reps):
             start = time.perf_counter()
-            out = peer_forward(torch, t, args.scheme, fixed)
+            out = peer_forward(torch, t, args.scheme, fixed, causal, once)
             times.append((time.perf_counter() - start) * 1e3)
     np.save(args.save_output, out.numpy().astype(np.float32))
-    times.sort()
-    print(json.dumps({"ms_per_forward": times[len(times) // 2], "peak_rss_mib": vm_hwm_mib()}))
+    print(json.dumps({"ms_min": min(times), "peak_rss_mib": vm_hwm_mib()}))
 
 
 # ------------------------------------------------------------------------------------------------ main
 
-def shaw_ms(n, reps, binary, work, env, timeout):
-    """relattn's Shaw forward (k 16, no a^V) on the tensors RoPE was measured on (x and the weights alone)."""
-    npz = os.path.join(work, f"in_rope_{n}.npz")
-    cmd = [binary, "bench", "--method", "shaw", "--tensors", npz, "--heads", str(HEADS), "--clip", "16", "--relative-values", "false", "--reps", str(reps),
-           "--threads", str(THREADS), "--max-memory-mb", "20000"]
-    rc, out, err, _, _ = run_measured(cmd, timeout, env)
-    info = last_json(out) if rc == 0 else None
-    return info["ms_per_forward"] if info else None
-
-
-def measure(scheme, n, reps, binary, me, work, env, timeout):
-    npz = os.path.join(work, f"in_{scheme}_{n}.npz")
-    rc, _, err, _, _ = run_measured(me + ["--worker", "export", "--scheme", scheme, "--n", str(n), "--npz", npz], timeout, env)
-    if rc != 0:
-        raise SystemExit(f"error: exporting {scheme} n = {n} failed:\n{err}")
-    torch_out, rel_out = os.path.join(work, "torch_out.npy"), os.path.join(work, "relattn_out.npy")
-    row = {"scheme": scheme, "n": n, "torch_ms": None, "rel_ms": None, "torch_mib": None, "rel_mib": None, "gflops": None, "err": None,
-           "torch_fail": None, "rel_fail": None}
-    print(f"[{scheme} n={n}] torch ({reps} reps)...", file=sys.stderr, flush=True)
-    rc, out, err, _, _ = run_measured(me + ["--worker", "torch", "--scheme", scheme, "--npz", npz, "--save-output", torch_out,
-                                            "--reps", str(reps)], timeout, env)
-    info = last_json(out) if rc == 0 else None
-    if info:
-        row["torch_ms"], row["torch_mib"] = info["ms_per_forward"], info["peak_rss_mib"]
-    else:
-        row["torch_fail"] = failure(rc, err)
-    print(f"[{scheme} n={n}] relattn ({reps} reps)...", file=sys.stderr, flush=True)
+def relattn_cmd(binary, scheme, npz, causal, reps, out):
     cmd = [binary, "bench", "--method", scheme, "--tensors", npz, "--heads", str(HEADS), "--reps", str(reps), "--threads", str(THREADS),
-           "--save-output", rel_out, "--max-memory-mb", "20000", "--t5-buckets", str(BUCKETS), "--t5-max-distance", str(MAX_DISTANCE),
-           "--rope-layout", "half"]
-    if scheme == "t5":
-        cmd.append("--per-head-tables")
-    rc, out, err, _, _ = run_measured(cmd, timeout, env)
-    info = last_json(out) if rc == 0 else None
-    if info:
-        row["rel_ms"], row["gflops"], row["rel_mib"] = info["ms_per_forward"], info["gflop_per_s"], info["peak_rss_mib"]
-    else:
-        row["rel_fail"] = failure(rc, err)
-    if row["torch_ms"] is not None and row["rel_ms"] is not None:
-        rc, out, err, _, _ = run_measured(me + ["--worker", "compare", "--outputs", rel_out, torch_out], timeout, env)
+           "--causal", causal, "--save-output", out, "--max-memory-mb", "20000"]
+    return cmd + {"shaw": ["--clip", str(CLIP), "--relative-values", "false"], "rope": ["--rope-layout", "half"],
+                  "t5": ["--per-head-tables", "--t5-buckets", str(BUCKETS), "--t5-max-distance", str(MAX_DISTANCE)]}.get(scheme, [])
+
+
+def measure(scheme, n, causal, reps, rounds, binary, me, work, env, timeout):
+    """One row: every peer and relattn, interleaved over `rounds`, each side's best repetition kept."""
+    npz = os.path.join(work, f"in_{scheme}_{n}.npz")
+    if not os.path.exists(npz):
+        rc, _, err, _, _ = run_measured(me + ["--worker", "export", "--scheme", scheme, "--n", str(n), "--npz", npz], timeout, env)
+        if rc != 0:
+            raise SystemExit(f"error: exporting {scheme} n = {n} failed:\n{err}")
+    sides = {"torch": me + ["--worker", "torch", "--scheme", scheme, "--npz", npz, "--causal", causal, "--reps", str(reps)]}
+    if scheme in BIAS_SCHEMES:
+        sides["once"] = sides["torch"] + ["--bias-once"]
+    rel_out = os.path.join(work, "relattn_out.npy")
+    sides["relattn"] = relattn_cmd(binary, scheme, npz, causal, reps, rel_out)
+    row = {"scheme": scheme, "n": n, "causal": causal, "gflops": None, "err": None}
+    for side in sides:
+        row[side] = {"ms": None, "mib": None, "fail": None}
+    for r in range(rounds):
+        for side, cmd in sides.items():
+            out = os.path.join(work, f"{side}_out.npy")
+            print(f"[{scheme} n={n} causal {causal}] {side}, round {r + 1} of {rounds} ({reps} reps)...", file=sys.stderr, flush=True)
+            rc, stdout, err, _, _ = run_measured(cmd if side == "relattn" else cmd + ["--save-output", out], timeout, env)
+            info = last_json(stdout) if rc == 0 else None
+            s = row[side]
+            if not info:
+                s["fail"] = failure(rc, err)
+                continue
+            if s["ms"] is None or info["ms_min"] < s["ms"]:
+                s["ms"] = info["ms_min"]
+                if side == "relattn":
+                    row["gflops"] = info["gflop_per_s"] * info["ms_per_forward"] / info["ms_min"]
+            s["mib"] = max(s["mib"] or 0, info["peak_rss_mib"])
+    if row["torch"]["ms"] is not None and row["relattn"]["ms"] is not None:
+        rc, out, err, _, _ = run_measured(me + ["--worker", "compare", "--outputs", rel_out, os.path.join(work, "torch_out.npy")], timeout, env)
         row["err"] = last_json(out)["error"] if rc == 0 else None
     return row
 
 
 def table(rows, peak_gflops):
-    lines = ["| scheme | n | torch ms | relattn ms | speed-up | relattn / Shaw | relattn GFLOP/s | % of sgemm peak | torch peak MiB | "
-             "relattn peak MiB | max rel. error |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = ["| scheme | causal | n | torch ms | torch, bias once ms | relattn ms | speed-up | vs bias once | relattn GFLOP/s | % of sgemm peak | "
+             "torch peak MiB | relattn peak MiB | max rel. error |", "|---|:---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
-        vs_shaw = r["rel_ms"] / r["shaw_ms"] if r["rel_ms"] and r.get("shaw_ms") else None
-        speed = r["torch_ms"] / r["rel_ms"] if r["torch_ms"] and r["rel_ms"] else None
+        ms = {side: r[side]["ms"] if side in r else None for side in ("torch", "once", "relattn")}
+        shown = {side: (fmt(ms[side], ".2f") if ms[side] is not None else r[side]["fail"]) if side in r else "—" for side in ms}
+        speed = ms["torch"] / ms["relattn"] if ms["torch"] and ms["relattn"] else None
+        vs_once = ms["once"] / ms["relattn"] if ms["once"] and ms["relattn"] else None
         pct = 100 * r["gflops"] / peak_gflops if r["gflops"] else None
         err = "—" if r["err"] is None else f"{r['err']:.1e}" + ("" if r["err"] <= TOLERANCE else " FAIL")
-        torch_ms = fmt(r["torch_ms"], ".2f") if r["torch_ms"] is not None else r["torch_fail"]
-        rel_ms = fmt(r["rel_ms"], ".2f") if r["rel_ms"] is not None else r["rel_fail"]
-        lines.append(f"| {r['scheme']} | {r['n']} | {torch_ms} | {rel_ms} | {fmt(speed, '.2f', '×')} | {fmt(vs_shaw, '.2f', '×')} | {fmt(r['gflops'], '.1f')} | "
-                     f"{fmt(pct, '.0f', '%')} | {fmt(r['torch_mib'], '.0f')} | {fmt(r['rel_mib'], '.0f')} | {err} |")
+        lines.append(f"| {r['scheme']} | {'yes' if r['causal'] == 'true' else 'no'} | {r['n']} | {shown['torch']} | {shown['once']} | {shown['relattn']} | "
+                     f"{fmt(speed, '.2f', '×')} | {fmt(vs_once, '.2f', '×')} | {fmt(r['gflops'], '.1f')} | {fmt(pct, '.0f', '%')} | "
+                     f"{fmt(r['torch']['mib'], '.0f')} | {fmt(r['relattn']['mib'], '.0f')} | {err} |")
     return "\n".join(lines)
 
 
+def measure_peak(me, env, timeout):
+    rc, out, err, _, _ = run_measured(me + ["--worker", "peak"], timeout, env)
+    if rc != 0:
+        raise SystemExit(f"error: measuring the sgemm peak failed:\n{err}")
+    return last_json(out)["gflop_per_s"]
+
+
 def main():
-    ap = arguments(__doc__, [512, 2048, 4096], "10/5/3", DEFAULT_OUT, ["export", "peak", "torch", "compare"])
+    ap = arguments(__doc__, [512, 2048, 4096, 8192], "10/4/2/1", DEFAULT_OUT, ["export", "peak", "torch", "compare"])
+    ap.add_argument("--schemes", nargs="+", choices=SCHEMES, default=SCHEMES, help="schemes to measure (default: all)")
+    ap.add_argument("--causal", nargs="+", choices=["false", "true"], default=["false", "true"], help="masks to measure (default: both)")
+    ap.add_argument("--rounds", type=int, default=2, help="interleaved rounds of every side (default: %(default)s)")
     ap.add_argument("--scheme", choices=SCHEMES, help="(worker) the scheme")
+    ap.add_argument("--bias-once", action="store_true", help="(worker) build the bias before timing")
     ap.add_argument("--outputs", nargs=2, help="(worker) relattn's and torch's outputs")
     args = ap.parse_args()
     if args.worker:
+        if args.worker == "torch":
+            args.causal = args.causal[0]
         {"export": worker_export, "peak": worker_peak, "torch": worker_torch, "compare": worker_compare}[args.worker](args)
         return
 
@@ -233,26 +292,21 @@ def main():
     work = args.keep or tempfile.mkdtemp(prefix="compare_schemes_")
     os.makedirs(work, exist_ok=True)
     me = [sys.executable, os.path.abspath(__file__)]
-    rc, out, err, _, _ = run_measured(me + ["--worker", "peak"], args.timeout, env)
-    if rc != 0:
-        raise SystemExit(f"error: measuring the sgemm peak failed:\n{err}")
-    peak_gflops = last_json(out)["gflop_per_s"]
-    rows = []
-    for n in args.sizes:
-        reps = args.reps or default_reps(n)
-        at_n = [measure(scheme, n, reps, binary, me, work, env, args.timeout) for scheme in SCHEMES]
-        shaw = shaw_ms(n, reps, binary, work, env, args.timeout)
-        for r in at_n:
-            r["shaw_ms"] = shaw
-        rows.extend(at_n)
-    text = table(rows, peak_gflops)
+    started = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
+    peaks = [measure_peak(me, env, args.timeout)]
+    rows = [measure(scheme, n, causal, args.reps or default_reps(n), args.rounds, binary, me, work, env, args.timeout)
+            for n in args.sizes for causal in args.causal for scheme in args.schemes]
+    peaks.append(measure_peak(me, env, args.timeout))
+    text = table(rows, max(peaks))
     print(text)
-    stamp = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
+    ended = datetime.datetime.now().strftime("%H:%M")
     version = subprocess.run([binary, "--version"], capture_output=True, text=True).stdout.strip()
+    isa = last_json(subprocess.run([binary, "bench", "--n", "8"], capture_output=True, text=True).stdout).get("isa")
     with open(args.out, "w", encoding="utf-8") as f:
-        f.write(f"# relattn vs PyTorch layers of RoPE, ALiBi and T5\n\n{stamp}, {machine()}; torch {torch_version}, {version}; "
-                f"{THREADS} threads each; hidden {HIDDEN}, {HEADS} heads, batch 1, bidirectional; sgemm peak {peak_gflops:.1f} GFLOP/s "
-                f"(torch.mm, {THREADS} threads, same run). `python3 bench/compare_schemes.py`\n\n{text}\n")
+        f.write(f"# relattn vs the PyTorch layers of each scheme\n\n{started}–{ended}, {machine()}; torch {torch_version}, {version} "
+                f"(kernels: {isa}); {THREADS} threads each; hidden {HIDDEN}, {HEADS} heads, batch 1; {args.rounds} interleaved rounds, "
+                f"each side's best; sgemm peak {max(peaks):.1f} GFLOP/s (torch.mm, {THREADS} threads, best of "
+                f"{', '.join(f'{p:.1f}' for p in peaks)} measured before and after). `python3 bench/compare_schemes.py`\n\n{text}\n")
     print(f"[written] {args.out}", file=sys.stderr)
     if any(r["err"] is not None and r["err"] > TOLERANCE for r in rows):
         raise SystemExit("error: an output differs from the peer's by more than the tolerance")

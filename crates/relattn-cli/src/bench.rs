@@ -8,12 +8,15 @@ use relattn::attention::Config;
 use relattn::{Backend, Error};
 use std::path::Path;
 
-/// Floating-point operations of one forward: four projections, QKᵀ, αV, and the two small relative products.
+/// Useful floating-point operations of one forward: four projections, QKᵀ and αV over the pairs that are
+/// computed (n(n + 1)/2 when causal: a causal forward skips the keys after each query), and the two small
+/// relative products.
 pub fn forward_flops(cfg: &Config, (b, n, d): (usize, usize, usize)) -> f64 {
     let (b, n, d, h, r) = (b as f64, n as f64, d as f64, cfg.heads as f64, cfg.table_rows() as f64);
     let dh = d / h;
     let rel_v = if cfg.has_rel_v() { 1.0 } else { 0.0 };
-    b * (8.0 * n * d * d + h * (4.0 * n * n * dh + 2.0 * n * r * dh * (1.0 + rel_v)))
+    let pairs = if cfg.causal { n * (n + 1.0) / 2.0 } else { n * n };
+    b * (8.0 * n * d * d + h * (4.0 * pairs * dh + 2.0 * n * r * dh * (1.0 + rel_v)))
 }
 
 pub fn run(layer: &LayerArgs, reps: u64, threads: Option<u64>, backend: &str, save_output: Option<&Path>, stages: bool) -> relattn::Result<serde_json::Value> {
@@ -48,7 +51,7 @@ pub fn run(layer: &LayerArgs, reps: u64, threads: Option<u64>, backend: &str, sa
         Ok(serde_json::json!({
             "backend": backend.name(), "adapter": adapter, "method": cfg.method.to_string(), "implementation": format!("{:?}", cfg.implementation).to_lowercase(),
             "batch": b, "n": n, "d_model": d, "heads": cfg.heads, "clip": cfg.clip, "causal": cfg.causal, "rel_v": cfg.has_rel_v(),
-            "threads": threads, "reps": reps,
+            "threads": threads, "reps": reps, "isa": relattn::core::simd::Isa::best().name(),
             "ms_per_forward": median, "ms_min": ms[0],
             "gflop_per_s": forward_flops(&cfg, sc.dims()) / median / 1e6,
             "peak_rss_mib": peak_rss, "estimate_bytes": estimate,

@@ -3,6 +3,8 @@
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use ndarray::Array2;
+use relattn::attention::{attend_head_fused, HeadInput};
+use relattn::core::simd::Isa;
 use relattn::core::softmax::softmax_rows;
 use relattn::layer::forward;
 use relattn::layer::scenario::Arrays;
@@ -10,7 +12,7 @@ use relattn::positions::shaw;
 use relattn::positions::table::{QueryRows, RelTable};
 use relattn::render::rgba;
 use relattn::stage::Scale;
-use relattn::{Config, Implementation, Scenario, Spec};
+use relattn::{Config, Implementation, Method, Scenario, Spec};
 use std::hint::black_box;
 
 /// Deterministic values in [−1, 1).
@@ -80,6 +82,27 @@ fn forward(c: &mut Criterion) {
     g.finish();
 }
 
+/// One head's fused forward (d_head 64, RoPE's plain attention and Shaw's keys-only term, bidirectional and
+/// causal) with the kernels of each instruction set this CPU has: the flash kernel's own speed, one thread.
+fn fused_head(c: &mut Criterion) {
+    let mut g = c.benchmark_group("fused_head");
+    g.sample_size(10);
+    for n in [512, 2048] {
+        let (q, k, v, rel_k) = (matrix(n, 64, 1), matrix(n, 64, 2), matrix(n, 64, 3), matrix(33, 64, 4));
+        g.throughput(criterion::Throughput::Elements((4 * n * n * 64) as u64));
+        for (method, causal) in [(Method::Rope, false), (Method::Rope, true), (Method::Shaw, false)] {
+            let cfg = Config { method, clip: 16, causal, rel_v: false, ..Config::default() };
+            let rel_k = if method == Method::Shaw { rel_k.view() } else { rel_k.slice(ndarray::s![..0, ..]) };
+            let h = HeadInput { q: q.view(), k: k.view(), v: v.view(), rel_k, rel_v: None, key_mask: None, rope: None };
+            for isa in Isa::ALL.into_iter().filter(|isa| isa.available()) {
+                let id = format!("{method}{}/{}", if causal { "_causal" } else { "" }, isa.name());
+                g.bench_with_input(BenchmarkId::new(id, n), &n, |b, _| b.iter(|| attend_head_fused(isa, &cfg, &h).unwrap()));
+            }
+        }
+    }
+    g.finish();
+}
+
 /// One RGBA pixel per cell of an (n, n) matrix: the page's redraw of a heatmap.
 fn raster(c: &mut Criterion) {
     let mut g = c.benchmark_group("rgba_raster");
@@ -90,5 +113,5 @@ fn raster(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, relative_logits, softmax, value_term, forward, raster);
+criterion_group!(benches, relative_logits, softmax, value_term, forward, fused_head, raster);
 criterion_main!(benches);

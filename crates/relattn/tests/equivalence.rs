@@ -7,7 +7,8 @@ mod common;
 use common::{flat, rel_err};
 use ndarray::{Array2, Array3, Axis};
 use proptest::prelude::*;
-use relattn::attention::{attend_head, attend_rows, HeadInput, HeadTrace};
+use relattn::attention::{attend_head, attend_head_fused, attend_rows, HeadInput, HeadTrace};
+use relattn::core::simd::Isa;
 use relattn::layer::forward;
 use relattn::layer::scenario::Arrays;
 use relattn::positions::rope::{PairLayout, Rope};
@@ -91,12 +92,13 @@ proptest! {
 proptest! {
     #![proptest_config(ProptestConfig { cases: 40, ..ProptestConfig::default() })]
 
-    /// The fused forward (src/attention/fused.rs) over lengths that cross its query and key tiles (256, 512), Lq ≤ Lk
-    /// (decoding with a cache) and Lq > Lk, every method, edge, mask and content switch, against the f64
-    /// definition.
+    /// The fused forward (src/attention/fused/) on every instruction set this CPU has, over lengths that cross
+    /// its query and key blocks (48, 512) and its kernels' tiles, Lq ≤ Lk (decoding with a cache) and Lq > Lk,
+    /// head widths below, across and beyond the kernels' panels (8…32 columns), every method, edge, mask and
+    /// content switch, against the f64 definition.
     #[test]
     fn fused_tiles_match_definition(cfg in common::configs(1..=1, 0..=40), lk in 1usize..=1100, lq in 1usize..=1100,
-                                    d_head in 1usize..=8, seed in any::<u64>(), masked in any::<bool>()) {
+                                    d_head in prop_oneof![1usize..=8, Just(17), Just(33), Just(64)], seed in any::<u64>(), masked in any::<bool>()) {
         let (cfg, d_head) = common::fit(cfg, d_head);
         let mut rng = seed;
         let mut next = move || {
@@ -111,12 +113,14 @@ proptest! {
         let input = HeadInput { q: q.view(), k: k.view(), v: v.view(), rel_k: tk.view(), rel_v: Some(tv.view()), key_mask: Some(mask.view()), rope: None };
         let to_mat = |a: &Array2<f32>| -> common::Mat { a.rows().into_iter().map(|r| r.iter().map(|&x| x as f64).collect()).collect() };
         let want = common::head(&cfg, &to_mat(&q), &to_mat(&k), &to_mat(&v), &to_mat(&tk), Some(&to_mat(&tv)), Some(mask.as_slice().unwrap()));
-        let z = attend_head(&cfg, &input, None).unwrap();
-        let e = rel_err(z.iter(), flat(&want.z));
         // A logit e is known to |e|·2⁻²⁴ in f32: ALiBi's bias reaches |m|·max(Lq, Lk) (a thousand here).
         let largest_bias = if cfg.method == Method::Alibi { tk[[0, 0]].abs() as f64 * lq.max(lk) as f64 } else { 0.0 };
         let tol = TOL.max(largest_bias * 1e-7);
-        prop_assert!(e <= tol, "{cfg:?} lq {lq} lk {lk}: {e:e}");
+        for isa in Isa::ALL.into_iter().filter(|isa| isa.available()) {
+            let z = attend_head_fused(isa, &cfg, &input).unwrap();
+            let e = rel_err(z.iter(), flat(&want.z));
+            prop_assert!(e <= tol, "{} {cfg:?} lq {lq} lk {lk} d_head {d_head}: {e:e}", isa.name());
+        }
     }
 }
 

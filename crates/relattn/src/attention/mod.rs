@@ -20,6 +20,7 @@ pub mod fused;
 
 use crate::core::finite::check_overflow;
 use crate::core::matmul::matmul;
+use crate::core::simd::Isa;
 use crate::core::softmax::softmax_rows;
 use crate::error::{Error, Result};
 use crate::positions::music::SkewSteps;
@@ -235,14 +236,23 @@ pub fn attend_head(cfg: &Config, h: &HeadInput, trace: Option<&mut HeadTrace>) -
 /// With neither, the efficient implementation runs fused ([`crate::attention::fused`]: no (Lq, Lk) array);
 /// otherwise stage by stage, each stage a whole (Lq, Lk) array.
 pub fn attend_head_timed(cfg: &Config, h: &HeadInput, trace: Option<&mut HeadTrace>, times: Option<&mut StageTimes>) -> Result<Array2<f32>> {
+    if trace.is_none() && times.is_none() && cfg.implementation == Implementation::Efficient {
+        return attend_head_fused(Isa::best(), cfg, h);
+    }
     check_head(cfg, h)?;
     let rotated = rotate(cfg, h);
     let h = &with_rotated(h, rotated.as_ref());
-    if trace.is_none() && times.is_none() && cfg.implementation == Implementation::Efficient {
-        return fused::attend_head(cfg, h);
-    }
     let all = 0..h.q.nrows();
     keep_rotated(trace, rotated.as_ref(), all.clone(), |trace| staged(cfg, h, all, trace, times))
+}
+
+/// One head's forward fused ([`fused`]: no (Lq, Lk) array) with the kernels of `isa`; [`attend_head`]
+/// without a trace runs it on the CPU's best ([`Isa::best`]), tests and benchmarks on each. Panics when the
+/// CPU lacks `isa` ([`Isa::available`]).
+pub fn attend_head_fused(isa: Isa, cfg: &Config, h: &HeadInput) -> Result<Array2<f32>> {
+    check_head(cfg, h)?;
+    let rotated = rotate(cfg, h);
+    fused::attend_head(isa, cfg, &with_rotated(h, rotated.as_ref()))
 }
 
 /// `h` with RoPE's rotated Q and K in place of its own.

@@ -27,7 +27,7 @@ fn softmax(row: &mut [f32]) {
         row.fill(0.0);
         return;
     }
-    row.iter_mut().for_each(|v| *v = softmax_weight(*v - max));
+    row.iter_mut().for_each(|v| *v = softmax_weight::<false>(*v - max));
     let inv = 1.0 / reduce(row, 0.0, |s, v| s + v);
     row.iter_mut().for_each(|v| *v *= inv);
 }
@@ -50,36 +50,57 @@ pub(crate) fn reduce(row: &[f32], init: f32, f: impl Fn(f32, f32) -> f32) -> f32
 /// tens of times slower (ALiBi's far keys at n 4096: −m·|j − i| reaches −2048).
 pub(crate) const NEGLIGIBLE: f32 = -64.0;
 
-/// A softmax weight e^x for x ≤ 0 (x = logit − the row's maximum): [`exp_nonpositive`], and 0 below
-/// [`NEGLIGIBLE`].
+/// `a · b + c`: one fused instruction when `FMA` (the caller is compiled with FMA: AVX2's and AVX-512's
+/// kernels), else a multiply and an add (`f32::mul_add` without FMA hardware is a slow library call).
 #[inline(always)]
-pub(crate) fn softmax_weight(x: f32) -> f32 {
-    if x < NEGLIGIBLE {
-        0.0
+pub(crate) fn madd<const FMA: bool>(a: f32, b: f32, c: f32) -> f32 {
+    if FMA {
+        a.mul_add(b, c)
     } else {
-        exp_nonpositive(x)
+        a * b + c
     }
 }
 
-/// e^x for x ≤ 0 (−∞ gives 0), within 2 ulp: x = n·ln2 + r with n rounded to nearest (by the 1.5·2²³
-/// trick, no floor call), e^r by Cephes' degree-6 polynomial, 2^n by writing the exponent bits.
+/// A softmax weight e^x for x ≤ 0 (x = logit − the row's maximum): [`exp_nonpositive`], and 0 below
+/// [`NEGLIGIBLE`].
 #[inline(always)]
-pub(crate) fn exp_nonpositive(x: f32) -> f32 {
-    const ROUND: f32 = 12_582_912.0; // 1.5 · 2^23
-    let xc = if x > -87.0 { x } else { -87.0 };
-    let t = xc * std::f32::consts::LOG2_E + ROUND;
-    let n = t - ROUND;
-    // t's low mantissa bits hold n: a bit cast, not a (saturating, unvectorizable) float-to-int conversion.
-    let n_bits = t.to_bits().wrapping_sub(ROUND.to_bits());
-    let r = xc - n * 0.693_359_4 + n * 2.121_944_4e-4;
-    let p = ((((1.987_569_1e-4 * r + 1.398_199_9e-3) * r + 8.333_452e-3) * r + 4.166_579_6e-2) * r + 1.666_666_5e-1) * r + 0.5;
-    let y = p * r * r + r + 1.0;
-    let scale = f32::from_bits(n_bits.wrapping_add(127) << 23);
+pub(crate) fn softmax_weight<const FMA: bool>(x: f32) -> f32 {
+    let y = exp_clamped::<FMA>(x);
+    if x < NEGLIGIBLE {
+        0.0
+    } else {
+        y
+    }
+}
+
+/// e^x for x ≤ 0 (−∞ gives 0), within 2 ulp.
+#[inline(always)]
+pub(crate) fn exp_nonpositive<const FMA: bool>(x: f32) -> f32 {
+    let y = exp_clamped::<FMA>(x);
     if x < -87.0 {
         0.0
     } else {
-        y * scale
+        y
     }
+}
+
+/// e^max(x, −87) for x ≤ 0: x = n·ln2 + r with n rounded to nearest (by the 1.5·2²³ trick, no floor
+/// call), e^r by Cephes' degree-6 polynomial, 2^n by writing the exponent bits.
+#[inline(always)]
+fn exp_clamped<const FMA: bool>(x: f32) -> f32 {
+    const ROUND: f32 = 12_582_912.0; // 1.5 · 2^23
+    let xc = if x > -87.0 { x } else { -87.0 };
+    let t = madd::<FMA>(xc, std::f32::consts::LOG2_E, ROUND);
+    let n = t - ROUND;
+    // t's low mantissa bits hold n: a bit cast, not a (saturating, unvectorizable) float-to-int conversion.
+    let n_bits = t.to_bits().wrapping_sub(ROUND.to_bits());
+    let r = madd::<FMA>(n, 2.121_944_4e-4, madd::<FMA>(n, -0.693_359_4, xc));
+    let mut p = 1.987_569_1e-4;
+    for c in [1.398_199_9e-3, 8.333_452e-3, 4.166_579_6e-2, 1.666_666_5e-1, 0.5] {
+        p = madd::<FMA>(p, r, c);
+    }
+    let y = madd::<FMA>(p, r * r, r) + 1.0;
+    y * f32::from_bits(n_bits.wrapping_add(127) << 23)
 }
 
 #[cfg(test)]
@@ -91,12 +112,15 @@ mod tests {
     fn exp_is_accurate() {
         for i in 0..=200_000 {
             let x = -(i as f32) * 87.0 / 200_000.0;
-            let (got, want) = (exp_nonpositive(x), (x as f64).exp());
-            assert!(((got as f64 - want) / want).abs() < 3e-7, "exp({x}) = {got}, want {want}");
+            for (got, want) in [(exp_nonpositive::<false>(x), (x as f64).exp()), (exp_nonpositive::<true>(x), (x as f64).exp())] {
+                assert!(((got as f64 - want) / want).abs() < 3e-7, "exp({x}) = {got}, want {want}");
+            }
         }
-        assert_eq!(exp_nonpositive(f32::NEG_INFINITY), 0.0);
-        assert_eq!(exp_nonpositive(-1000.0), 0.0);
-        assert_eq!(exp_nonpositive(0.0), 1.0);
+        assert_eq!(exp_nonpositive::<false>(f32::NEG_INFINITY), 0.0);
+        assert_eq!(exp_nonpositive::<true>(f32::NEG_INFINITY), 0.0);
+        assert_eq!(exp_nonpositive::<false>(-1000.0), 0.0);
+        assert_eq!(exp_nonpositive::<false>(0.0), 1.0);
+        assert_eq!(exp_nonpositive::<true>(0.0), 1.0);
     }
 
     #[test]

@@ -50,9 +50,8 @@ fn sum_of_products(terms: &[&[u64]]) -> Option<u64> {
 /// layer       7·b·n·d (Q, K, V, the heads' z, heads, output, a projection's temporary)
 /// per head    traced: 4·n² + 2·n·R + 4·n·d_h (logits, Q·tableᵀ, buckets, outputs) + wasm 2·R·d_h (packed
 ///             tables) + Music 6·n·(L'+1) + (L'+1)·d_h + materialized n²·d_h                      × P
-///             forward (efficient, fused): 3·TQ·TK + n·R + 7·n·d_h + wasm 2·R·d_h (a logits tile, its
-///             packed copy and product, Q·tableᵀ, contiguous Q, K, V, the output and the tiles'
-///             accumulators)                                                                    × P
+///             forward (efficient, fused): fused::working_floats(n, d_h, R) + wasm 2·R·d_h (packed
+///             Q, K, V, the output, Q·tableᵀ, a logits tile and a block's accumulators)           × P
 /// trace       2·b·h·(4·n² + n·R + 2·n·d_h + Music 3·n·(L'+1) + n²)  (per-head traces and their stacked copy)
 ///             + 4·n² (i64 distances, rows) + t·R·d_h·(1 + a^V) + 2·b·n·d (the trace's copies)
 /// ```
@@ -67,7 +66,7 @@ pub fn estimate_bytes(cfg: &Config, s: &Sizes) -> Option<u64> {
     let packing = if cfg!(target_arch = "wasm32") { 2 } else { 0 };
     let fused = !s.trace && cfg.implementation == Implementation::Efficient;
     let head = if fused {
-        sum_of_products(&[&[3, u(fused::TQ), u(fused::TK)], &[1, n, r], &[7, n, dh], &[packing, r, dh]])?
+        sum_of_products(&[&[fused::working_floats(n, dh, r)?], &[packing, r, dh]])?
     } else {
         sum_of_products(&[&[4, n, n], &[2, n, r], &[packing, r, dh], &[4, n, dh], &[6, music, n, w], &[music, w, dh], &[materialized, n, n, dh]])?
     };

@@ -12,27 +12,38 @@ use ndarray::{Array2, ArrayViewMut2};
 
 /// Adds PE[p] to `row`: sin at 2i, cos at 2i + 1, computed in f64 (as the training code does).
 pub fn add_sinusoid(row: &mut [f32], p: usize) {
-    let d = row.len();
-    for i in (0..d).step_by(2) {
-        let angle = p as f64 * (-(10000f64.ln()) * i as f64 / d as f64).exp();
-        row[i] += angle.sin() as f32;
-        if i + 1 < d {
-            row[i + 1] += angle.cos() as f32;
+    add_at(row, p, &frequencies(row.len()));
+}
+
+/// ω_i = 10000^(−i/d) for i = 0, 2, 4, …: the frequency of columns i and i + 1.
+fn frequencies(d: usize) -> Vec<f64> {
+    (0..d).step_by(2).map(|i| (-(10000f64.ln()) * i as f64 / d as f64).exp()).collect()
+}
+
+/// Adds PE[p] to `row`, given its frequencies.
+fn add_at(row: &mut [f32], p: usize, frequencies: &[f64]) {
+    for (pair, &w) in row.chunks_mut(2).zip(frequencies) {
+        let (sin, cos) = (p as f64 * w).sin_cos();
+        pair[0] += sin as f32;
+        if let Some(c) = pair.get_mut(1) {
+            *c += cos as f32;
         }
     }
 }
 
-/// Adds PE to every row of `x` (n, d_model), row p at position p.
+/// Adds PE to every row of `x` (n, d_model), row p at position p; rows split across rayon's threads
+/// natively (a sine and a cosine per value: 2.1 M of each at n 8192, d_model 512).
 pub fn add_sinusoids(mut x: ArrayViewMut2<f32>) {
-    for (p, mut row) in x.outer_iter_mut().enumerate() {
-        match row.as_slice_mut() {
-            Some(r) => add_sinusoid(r, p),
-            None => {
-                let mut r = row.to_vec();
-                add_sinusoid(&mut r, p);
-                row.iter_mut().zip(r).for_each(|(a, b)| *a = b);
-            }
-        }
+    use rayon::prelude::*;
+    let w = frequencies(x.ncols());
+    let d = x.ncols().max(1);
+    match x.as_slice_mut() {
+        Some(rows) => rows.par_chunks_mut(d).enumerate().for_each(|(p, row)| add_at(row, p, &w)),
+        None => x.outer_iter_mut().enumerate().for_each(|(p, mut row)| {
+            let mut r = row.to_vec();
+            add_at(&mut r, p, &w);
+            row.iter_mut().zip(r).for_each(|(a, b)| *a = b);
+        }),
     }
 }
 

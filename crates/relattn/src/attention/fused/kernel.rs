@@ -1,0 +1,125 @@
+//! The two products of one (query block, key block) step, register-tiled for one instruction set
+//! ([`F32s`]): `S = Q_blk K_blkᵀ` and `O += P V_blk`, each an `MR × NR` tile of accumulators
+//! (`NR = NV · LANES` columns) held in vector registers over the whole depth, the operands packed once
+//! per head so that every load is contiguous:
+//!
+//! ```text
+//! qk:  S[r, c]  = Σ_{p < d_head} Q[i0 + r, p] · K[j0 + c, p]      depth d_head, S written
+//! pv:  O[r, c] += Σ_{t < cols}   P[r, t] · V[j0 + t, c]            depth cols,   O read and written
+//! ```
+//!
+//! Per step of the depth: NV loads of the packed operand, MR broadcasts of the other, MR·NV multiply-adds
+//! (AVX2: 6 × 16 → 12 of 16 registers accumulate; AVX-512: 12 × 32 → 24 of 32).
+
+use crate::core::simd::F32s;
+use ndarray::ArrayView2;
+
+/// A head's Q, K and V packed for kernels of `MR` rows and `NR` columns.
+pub struct Packed {
+    /// Q (Lq rounded up to MR, d_head), row-major, zero rows past Lq.
+    q: Vec<f32>,
+    /// K in panels of NR keys: `k[(panel·d_head + p)·NR + c] = K[panel·NR + c, p]`, zero past Lk.
+    k: Vec<f32>,
+    /// V in panels of NR columns: `v[(panel·Lk + j)·NR + c] = V[j, panel·NR + c]`, zero past d_head.
+    v: Vec<f32>,
+    dh: usize,
+    lk: usize,
+    nr: usize,
+}
+
+impl Packed {
+    /// Packs Q (Lq, d_head), K and V (Lk, d_head), any strides.
+    pub fn new(q: ArrayView2<f32>, k: ArrayView2<f32>, v: ArrayView2<f32>, mr: usize, nr: usize) -> Self {
+        let (lq, dh) = q.dim();
+        let lk = k.nrows();
+        let mut qp = vec![0.0; lq.next_multiple_of(mr) * dh];
+        for (row, dst) in q.outer_iter().zip(qp.chunks_exact_mut(dh.max(1))) {
+            dst.iter_mut().zip(row).for_each(|(d, &x)| *d = x);
+        }
+        let mut kp = vec![0.0; lk.next_multiple_of(nr) * dh];
+        for (j, row) in k.outer_iter().enumerate() {
+            let panel = &mut kp[(j / nr) * dh * nr..];
+            row.iter().enumerate().for_each(|(p, &x)| panel[p * nr + j % nr] = x);
+        }
+        let mut vp = vec![0.0; dh.next_multiple_of(nr) * lk];
+        for (j, row) in v.outer_iter().enumerate() {
+            row.iter().enumerate().for_each(|(c, &x)| vp[((c / nr) * lk + j) * nr + c % nr] = x);
+        }
+        Packed { q: qp, k: kp, v: vp, dh, lk, nr }
+    }
+
+    /// d_head rounded up to NR: the width of the output accumulator [`pv`] writes.
+    pub fn dh_padded(&self) -> usize {
+        self.dh.next_multiple_of(self.nr)
+    }
+}
+
+/// `S[r, c] = Σ_p Q[i0 + r, p] · K[j0 + c, p]` for r < `rows` (a multiple of MR) and c < `cols` rounded up
+/// to NR, S with row stride `lds` (≥ that width). `j0` is a multiple of NR.
+///
+/// # Safety
+/// The CPU runs `V`'s instructions; `i0 + rows` ≤ the packed Q's rows, `j0 + cols` ≤ Lk; S holds `rows`
+/// rows of `lds` floats.
+#[inline(always)]
+pub unsafe fn qk<V: F32s, const MR: usize, const NV: usize>(pk: &Packed, i0: usize, rows: usize, j0: usize, cols: usize, s: *mut f32, lds: usize) {
+    let (nr, dh) = (pk.nr, pk.dh);
+    debug_assert!(nr == NV * V::LANES && rows.is_multiple_of(MR) && j0.is_multiple_of(nr) && cols.next_multiple_of(nr) <= lds);
+    debug_assert!((i0 + rows) * dh <= pk.q.len() && (j0 + cols).next_multiple_of(nr) * dh <= pk.k.len());
+    // Panels outside, rows inside: one panel of K (d_head × NR) stays in L1 for every row block.
+    for panel in 0..cols.div_ceil(nr) {
+        let b = pk.k.as_ptr().add((j0 / nr + panel) * dh * nr);
+        for r0 in (0..rows).step_by(MR) {
+            let a = pk.q.as_ptr().add((i0 + r0) * dh);
+            let mut acc = [[V::zero(); NV]; MR];
+            for p in 0..dh {
+                let bv: [V; NV] = std::array::from_fn(|x| V::load(b.add(p * nr + x * V::LANES)));
+                for (r, acc_r) in acc.iter_mut().enumerate() {
+                    let ar = V::splat(a.add(r * dh + p));
+                    for (acc_rx, &bx) in acc_r.iter_mut().zip(&bv) {
+                        *acc_rx = V::mul_add(ar, bx, *acc_rx);
+                    }
+                }
+            }
+            for (r, acc_r) in acc.iter().enumerate() {
+                for (x, acc_rx) in acc_r.iter().enumerate() {
+                    acc_rx.store(s.add((r0 + r) * lds + panel * nr + x * V::LANES));
+                }
+            }
+        }
+    }
+}
+
+/// `O[r, c] += Σ_{t < cols} P[r, t] · V[j0 + t, c]` for r < `rows` (a multiple of MR) and c < d_head
+/// rounded up to NR ([`Packed::dh_padded`]); P with row stride `ldp`, O with rows of `dh_padded`.
+///
+/// # Safety
+/// The CPU runs `V`'s instructions; `j0 + cols` ≤ Lk; P holds `rows` rows of ≥ `cols` floats, O `rows`
+/// rows of `dh_padded` floats.
+#[inline(always)]
+pub unsafe fn pv<V: F32s, const MR: usize, const NV: usize>(pk: &Packed, p: *const f32, ldp: usize, rows: usize, j0: usize, cols: usize, o: *mut f32) {
+    let nr = pk.nr;
+    debug_assert!(nr == NV * V::LANES && rows.is_multiple_of(MR) && j0 + cols <= pk.lk);
+    let ldo = pk.dh_padded();
+    for panel in 0..pk.dh.div_ceil(nr) {
+        let b = pk.v.as_ptr().add((panel * pk.lk + j0) * nr);
+        for r0 in (0..rows).step_by(MR) {
+            let out = o.add(r0 * ldo + panel * nr);
+            let mut acc: [[V; NV]; MR] = std::array::from_fn(|r| std::array::from_fn(|x| V::load(out.add(r * ldo + x * V::LANES))));
+            let a = p.add(r0 * ldp);
+            for t in 0..cols {
+                let bv: [V; NV] = std::array::from_fn(|x| V::load(b.add(t * nr + x * V::LANES)));
+                for (r, acc_r) in acc.iter_mut().enumerate() {
+                    let ar = V::splat(a.add(r * ldp + t));
+                    for (acc_rx, &bx) in acc_r.iter_mut().zip(&bv) {
+                        *acc_rx = V::mul_add(ar, bx, *acc_rx);
+                    }
+                }
+            }
+            for (r, acc_r) in acc.iter().enumerate() {
+                for (x, acc_rx) in acc_r.iter().enumerate() {
+                    acc_rx.store(out.add(r * ldo + x * V::LANES));
+                }
+            }
+        }
+    }
+}
