@@ -34,31 +34,32 @@ pub fn matmul_add(a: ArrayView2<f32>, b: ArrayView2<f32>, c: ArrayViewMut2<f32>)
     }
 }
 
-/// [`matmul`] with A's rows split across rayon's threads natively (one product per thread's band of rows,
-/// at least 64 rows each): what the layer's projections use, since matrixmultiply computes one product
-/// on one thread. The same as [`matmul`] in wasm (one thread).
-pub fn matmul_rows_parallel(a: ArrayView2<f32>, b: ArrayView2<f32>) -> Array2<f32> {
+/// [`matmul_add`] with A's and C's rows split across rayon's threads natively (one product per thread's band
+/// of rows, at least 64 rows each): what the layer's projections use, since matrixmultiply computes one
+/// product on one thread. The same as [`matmul_add`] in wasm (one thread). Panics as [`matmul_add`] does,
+/// and when C is not in standard layout.
+pub fn matmul_add_rows_parallel(a: ArrayView2<f32>, b: ArrayView2<f32>, c: ArrayViewMut2<f32>) {
     #[cfg(not(target_arch = "wasm32"))]
     {
+        let mut c = c;
         use ndarray::s;
         use rayon::prelude::*;
         let (m, n) = (a.nrows(), b.ncols());
         let band = m.div_ceil(rayon::current_num_threads()).max(64);
         if band >= m || n == 0 {
-            return matmul(a, b);
+            return matmul_add(a, b, c);
         }
-        let mut c = Array2::zeros((m, n));
-        let bands = c.as_slice_mut().expect("a fresh array is contiguous").par_chunks_mut(band * n);
+        assert_eq!(a.nrows(), c.nrows(), "matmul: A is {:?}, C is {:?}", a.dim(), c.dim());
+        let bands = c.as_slice_mut().expect("matmul: C in standard layout").par_chunks_mut(band * n);
         bands.enumerate().for_each(|(k, c_k)| {
             let rows = k * band..k * band + c_k.len() / n;
             let c_k = ArrayViewMut2::from_shape((rows.len(), n), c_k).expect("a band of whole rows");
             matmul_add(a.slice(s![rows, ..]), b, c_k);
         });
-        c
     }
     #[cfg(target_arch = "wasm32")]
     {
-        matmul(a, b)
+        matmul_add(a, b, c)
     }
 }
 

@@ -10,7 +10,7 @@ use crate::attention::{attend_head_timed, Config, HeadInput, HeadTrace, Implemen
 
 use crate::attention::fused;
 use crate::core::finite::check_overflow;
-use crate::core::matmul::matmul_rows_parallel;
+use crate::core::matmul::matmul_add_rows_parallel;
 use crate::error::{Bytes, Error, Result};
 use crate::layer::scenario::Scenario;
 use crate::layer::trace::{stack_heads, Computed, SkewTrace, Trace};
@@ -175,9 +175,10 @@ pub fn largest_fitting(mut lo: usize, mut hi: usize, fits: impl Fn(usize) -> boo
 /// `x W + b` for every batch: (b, n, d_model).
 fn project(x: &ArrayView3<f32>, w: &Array2<f32>, bias: &ndarray::Array1<f32>) -> Array3<f32> {
     let (b, n, _) = x.dim();
-    let mut out = Array3::zeros((b, n, w.ncols()));
-    for (xb, mut ob) in x.outer_iter().zip(out.outer_iter_mut()) {
-        ob.assign(&(matmul_rows_parallel(xb, w.view()) + bias));
+    // Every row starts as the bias, and the product is added to it in place (no temporary, no extra pass).
+    let mut out = Array3::from_shape_fn((b, n, w.ncols()), |(_, _, j)| bias[j]);
+    for (xb, ob) in x.outer_iter().zip(out.outer_iter_mut()) {
+        matmul_add_rows_parallel(xb, w.view(), ob);
     }
     out
 }

@@ -32,13 +32,18 @@ fn add_at(row: &mut [f32], p: usize, frequencies: &[f64]) {
 }
 
 /// Adds PE to every row of `x` (n, d_model), row p at position p; rows split across rayon's threads
-/// natively (a sine and a cosine per value: 2.1 M of each at n 8192, d_model 512).
+/// natively (one thread in wasm) (a sine and a cosine per value: 2.1 M of each at n 8192, d_model 512).
 pub fn add_sinusoids(mut x: ArrayViewMut2<f32>) {
-    use rayon::prelude::*;
     let w = frequencies(x.ncols());
     let d = x.ncols().max(1);
     match x.as_slice_mut() {
-        Some(rows) => rows.par_chunks_mut(d).enumerate().for_each(|(p, row)| add_at(row, p, &w)),
+        #[cfg(not(target_arch = "wasm32"))]
+        Some(rows) => {
+            use rayon::prelude::*;
+            rows.par_chunks_mut(d).enumerate().for_each(|(p, row)| add_at(row, p, &w))
+        }
+        #[cfg(target_arch = "wasm32")]
+        Some(rows) => rows.chunks_mut(d).enumerate().for_each(|(p, row)| add_at(row, p, &w)),
         None => x.outer_iter_mut().enumerate().for_each(|(p, mut row)| {
             let mut r = row.to_vec();
             add_at(&mut r, p, &w);

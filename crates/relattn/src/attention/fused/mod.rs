@@ -21,7 +21,7 @@
 //! key, so half the blocks are never computed.
 //!
 //! The blocks are flash attention's (Dao et al. 2022): BQ queries against BK keys, the (BQ, BK) tile of
-//! logits in L1, its two products by the register-tiled kernels of [`kernel`] (compiled for each
+//! logits in L2, its two products by the register-tiled kernels of [`kernel`] (compiled for each
 //! instruction set, [`Isa`]), the row pass between them (relative term, scale, bias, overflow
 //! check, masks, online softmax, buckets) in two sweeps of each row.
 
@@ -38,11 +38,13 @@ use kernel::Packed;
 use ndarray::{s, Array1, Array2, ArrayView1, ArrayViewMut1};
 use std::ops::Range;
 
-/// Queries per block: a multiple of every kernel's MR (4, 6, 12). Measured with BK (2026-11-26, the
-/// 2-core EPYC VM, AVX-512 and AVX2, n 2048 and 4096): see BENCHMARKS.md, "Block sizes".
+/// Queries per block: a multiple of every kernel's MR (4, 6). Measured against 24, 96 and 192 (2026-11-26,
+/// the 2-core EPYC VM, one head of d_head 64, n 2048 and 4096, AVX-512 and AVX2): within 2% bidirectional,
+/// and the fewest keys computed past the diagonal when causal (BQ²/2 a block).
 pub const BQ: usize = 48;
-/// Keys per block: a multiple of every kernel's NR (8, 16, 32); the (BQ, BK) logits tile is 24 KiB, in L1
-/// with a panel of K or V.
+/// Keys per block: a multiple of every kernel's NR (8, 16, 64). The (BQ, BK) logits tile (96 KiB) stays
+/// in L2 between the two products; 512 ran 5–10% faster than 64 and 128 (more row-pass work per fixed cost
+/// of a row and block) and 2–4% faster than 256 and 1024.
 pub const BK: usize = 512;
 
 /// z (Lq, d_head) of one head, equal to [`crate::attention::attend_head`]'s within float rounding, with the
@@ -67,7 +69,7 @@ pub fn attend_head(isa: Isa, cfg: &Config, h: &HeadInput) -> Result<Array2<f32>>
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx2,fma")]
 unsafe fn attend_avx512(cfg: &Config, h: &HeadInput) -> Result<Array2<f32>> {
-    attend::<crate::core::simd::Avx512, 12, 2>(cfg, h)
+    attend::<crate::core::simd::Avx512, 6, 4>(cfg, h)
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -77,18 +79,18 @@ unsafe fn attend_avx2(cfg: &Config, h: &HeadInput) -> Result<Array2<f32>> {
 }
 
 /// The floats one head's fused forward holds at its peak for n queries and keys, for
-/// [`crate::layer::forward::estimate_bytes`]; `None` past u64. The packed Q and K (padded by fewer than 32
-/// rows), V (its columns padded to a multiple of 32, the widest NR), the output z, P = Q Tᵀ (n, R), a
+/// [`crate::layer::forward::estimate_bytes`]; `None` past u64. The packed Q and K (padded by fewer than 64
+/// rows), V (its columns padded to a multiple of 64, the widest NR), the output z, P = Q Tᵀ (n, R), a
 /// logits tile and a block's accumulators:
 ///
 /// ```text
-/// 2·(n + 32)·d_h + n·⌈d_h⌉₃₂ + n·d_h + n·R + BQ·BK + BQ·(⌈d_h⌉₃₂ + R)
+/// 2·(n + 64)·d_h + n·⌈d_h⌉₆₄ + n·d_h + n·R + BQ·BK + BQ·(⌈d_h⌉₆₄ + R)
 /// ```
 pub fn working_floats(n: u64, dh: u64, r: u64) -> Option<u64> {
-    let wide = dh.checked_next_multiple_of(32)?;
+    let wide = dh.checked_next_multiple_of(64)?;
     let (bq, bk) = (BQ as u64, BK as u64);
     let terms = [
-        2 * (n.checked_add(32)?).checked_mul(dh)?,
+        2 * (n.checked_add(64)?).checked_mul(dh)?,
         n.checked_mul(wide)?,
         n.checked_mul(dh)?,
         n.checked_mul(r)?,
@@ -118,7 +120,7 @@ fn attend<V: F32s, const MR: usize, const NV: usize>(cfg: &Config, h: &HeadInput
         let rows = (i1 - i0).next_multiple_of(MR);
         // Keys up to the last one visible to the block's last query.
         let keys = if cfg.causal { visible_keys(i1 - 1, lq, lk) } else { lk };
-        block.reset(i1 - i0);
+        block.reset();
         for j0 in (0..keys).step_by(BK) {
             let j1 = (j0 + BK).min(keys);
             if cfg.content {
@@ -160,8 +162,8 @@ struct Pass<'a, 'h> {
 }
 
 /// Turns query `i0 + t`'s content logits `e` of one key block into weights p in place and folds them
-/// into the block's running state: relative term, then scale, bias and overflow check in one sweep,
-/// masks, then [`Block::absorb`] (maximum, e^x and sum) and the buckets. `FMA`: multiply-adds fused
+/// into the block's running state: relative term, then scale, bias, overflow check and maximum in one
+/// sweep of the visible keys, masks, then [`Block::absorb`] (e^x and sum) and the buckets. `FMA`: multiply-adds fused
 /// ([`madd`]).
 #[inline(always)]
 fn row_pass<const FMA: bool>(pass: &Pass, block: &mut Block, t: usize, e: &mut [f32]) -> Result<()> {
@@ -175,27 +177,35 @@ fn row_pass<const FMA: bool>(pass: &Pass, block: &mut Block, t: usize, e: &mut [
     if r > 0 {
         for_each_run(layout, i, lq, lk, j0..j1, |run, rows| rows.add_logits(&mut e[run.start - j0..run.end - j0], p_i));
     }
+    // Keys past `end` are masked (causal): only the visible ones are scaled, checked and compared.
+    let end = if cfg.causal { visible_keys(i, lq, lk).clamp(j0, j1) } else { j1 };
+    let (visible, masked) = e.split_at_mut(end - j0);
     let (finite, max) = match bias {
-        // Keys j0..j1 of query i read b[j − i + Lq − 1]: one contiguous run.
+        // Keys j0..end of query i read b[j − i + Lq − 1]: one contiguous run.
         Some(b) => {
             let first = j0 + lq - 1 - i;
-            scale_add_max::<FMA>(e, scale, &b.as_slice().expect("a fresh bias is contiguous")[first..first + (j1 - j0)])
+            scale_add_max::<FMA>(visible, scale, &b.as_slice().expect("a fresh bias is contiguous")[first..first + visible.len()])
         }
-        None => scale_max(e, scale),
+        None => scale_max(visible, scale),
     };
-    // Before any −∞ mask: every value must be finite here.
+    // Before any −∞ mask: every visible value must be finite here.
     if !finite {
-        return Err(overflow(cfg, h, i, j0 + e.iter().position(|v| !v.is_finite()).expect("a non-finite logit"), p_i, bias));
+        return Err(overflow(cfg, h, i, j0 + visible.iter().position(|v| !v.is_finite()).expect("a non-finite logit"), p_i, bias));
     }
-    let end = if cfg.causal { visible_keys(i, lq, lk).clamp(j0, j1) } else { j1 };
-    let masked = end < j1 || h.key_mask.is_some();
-    e[end - j0..].fill(f32::NEG_INFINITY);
-    if let Some(m) = h.key_mask {
-        e.iter_mut().zip(m.slice(s![j0..j1])).for_each(|(e, &keep)| *e = if keep { *e } else { f32::NEG_INFINITY });
-    }
-    // The sweep's maximum holds unless a mask took keys out.
-    let max = if masked { reduce(e, f32::NEG_INFINITY, |m, v| if v > m { v } else { m }) } else { max };
-    block.absorb::<FMA>(t, e, max);
+    // The weights to compute: the visible keys' (the causally masked ones are 0), or with a key mask every
+    // key's, the masked ones −∞.
+    let (live, max) = match h.key_mask {
+        Some(m) => {
+            masked.fill(f32::NEG_INFINITY);
+            e.iter_mut().zip(m.slice(s![j0..j1])).for_each(|(e, &keep)| *e = if keep { *e } else { f32::NEG_INFINITY });
+            (j1, reduce(e, f32::NEG_INFINITY, |m, v| if v > m { v } else { m }))
+        }
+        None => {
+            masked.fill(0.0);
+            (end, max)
+        }
+    };
+    block.absorb::<FMA>(t, &mut e[..live - j0], max);
     if let Some(b) = block.buckets.as_mut() {
         for_each_run(layout, i, lq, lk, j0..j1, |run, rows| rows.add_weights(b.row_mut(t), &e[run.start - j0..run.end - j0]));
     }
@@ -292,15 +302,14 @@ impl Block {
         Block { max: Array1::zeros(BQ), sum: Array1::zeros(BQ), out: Array2::zeros((BQ, dh_padded)), buckets: table_rows.map(|r| Array2::zeros((BQ, r))) }
     }
 
-    /// Empties the state for a block of `rows` queries (the rows past them stay zero).
-    fn reset(&mut self, rows: usize) {
+    /// Empties the state for the next block of queries.
+    fn reset(&mut self) {
         self.max.fill(f32::NEG_INFINITY);
         self.sum.fill(0.0);
         self.out.fill(0.0);
         if let Some(b) = self.buckets.as_mut() {
             b.fill(0.0);
         }
-        debug_assert!(rows <= BQ);
     }
 
     /// Takes query t's logits `e` of one key block and their maximum: rescales its state to the new
