@@ -36,7 +36,7 @@ fn check_layer(cfg: &Config, sc: &Scenario) -> Result<(), TestCaseError> {
             prop_assert!(e <= TOL, "{implementation:?} output b{bi}: {e:e}");
         }
         prop_assert!(t.weights.iter().all(|w| w.is_finite()) && t.output.iter().all(|v| v.is_finite()));
-        // Without a trace the efficient implementation runs fused (src/attention/fused.rs), the materialized one staged.
+        // Without a trace the efficient implementation runs fused (src/attention/fused/), the materialized one staged.
         let fwd = forward::forward(&cfg, sc).unwrap();
         for (bi, want) in want.output.iter().enumerate() {
             let e = rel_err(fwd.index_axis(Axis(0), bi).iter(), flat(want));

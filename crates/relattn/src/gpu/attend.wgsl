@@ -1,6 +1,6 @@
 // One chunk of query rows of a head, attended in one kernel: the output z with no (rows, n) logits or
 // weights, for a forward that keeps nothing (a trace's stages come from logits.wgsl, softmax.wgsl,
-// buckets.wgsl and matmul.wgsl). The same online softmax as the CPU's src/fused.rs:
+// buckets.wgsl and matmul.wgsl). The same online softmax as the CPU's src/attention/fused/:
 //
 //     e_ij = (q_i · k_j + P[i, row(j − i)]) / sqrt(d_head)          visible keys only (CAUSAL, key_mask)
 //     m'   = max(m, max_{j in tile} e_ij),   γ = exp(m − m')          per tile of TK keys (γ = 0 before any key)

@@ -375,7 +375,7 @@ mod tests {
             let (t, times) = trace_timed(&cfg, &sc).unwrap();
             let (out, forward_times) = forward_timed(&cfg, &sc).unwrap();
             assert_eq!(t.output, trace(&cfg, &sc).unwrap().output);
-            // The forward runs fused (src/attention/fused.rs), the timed one stage by stage: equal within rounding.
+            // The forward runs fused (src/attention/fused/), the timed one stage by stage: equal within rounding.
             let fused = forward(&cfg, &sc).unwrap();
             let scale = out.iter().fold(1.0f32, |m, v| m.max(v.abs()));
             assert!(out.iter().zip(&fused).all(|(a, b)| (a - b).abs() <= 1e-5 * scale), "{method:?}: fused and staged outputs differ");

@@ -68,23 +68,33 @@ fn rows<'a>(a: &'a ArrayView2<'a, f32>) -> impl Iterator<Item = Cow<'a, [f32]>> 
     })
 }
 
-/// `S[r, c] = Σ_p Q[i0 + r, p] · K[j0 + c, p]` for r < `rows` (a multiple of MR) and c < `cols` rounded up
-/// to NR, S with row stride `lds` (≥ that width). `j0` is a multiple of NR.
+/// `S[r, c] = Σ_p Q[i0 + r, p] · K[j0 + c, p]` for r < `rows` (a multiple of MR) and, in the row block
+/// from r0, c < `cols(r0)` rounded up to NR (`cols` non-decreasing: a causal block's staircase, its blocks
+/// of keys past every query of a row block left out); S with row stride `lds` (≥ that width). `j0` is a
+/// multiple of NR.
 ///
 /// # Safety
-/// The CPU runs `V`'s instructions; `i0 + rows` ≤ the packed Q's rows, `j0 + cols` ≤ Lk; S holds `rows`
+/// The CPU runs `V`'s instructions; `i0 + rows` ≤ the packed Q's rows, `j0 + cols(r0)` ≤ Lk; S holds `rows`
 /// rows of `lds` floats.
 #[inline(always)]
-pub unsafe fn qk<V: F32s, const MR: usize, const NV: usize>(pk: &Packed, i0: usize, rows: usize, j0: usize, cols: usize, s: *mut f32, lds: usize) {
+pub unsafe fn qk<V: F32s, const MR: usize, const NV: usize>(
+    pk: &Packed,
+    i0: usize,
+    rows: usize,
+    j0: usize,
+    cols: impl Fn(usize) -> usize,
+    s: *mut f32,
+    lds: usize,
+) {
     let (nr, dh) = (pk.nr, pk.dh);
-    debug_assert!(nr == NV * V::LANES && rows.is_multiple_of(MR) && j0.is_multiple_of(nr) && cols.next_multiple_of(nr) <= lds);
-    debug_assert!((i0 + rows) * dh <= pk.q.len() && (j0 + cols).next_multiple_of(nr) * dh <= pk.k.len());
+    let widest = cols(rows - MR);
+    debug_assert!(nr == NV * V::LANES && rows.is_multiple_of(MR) && j0.is_multiple_of(nr) && widest.next_multiple_of(nr) <= lds);
+    debug_assert!((i0 + rows) * dh <= pk.q.len() && (j0 + widest).next_multiple_of(nr) * dh <= pk.k.len());
     // Panels outside, rows inside: one panel of K (d_head × NR) stays in L1 for every row block.
-    for panel in 0..cols.div_ceil(nr) {
+    for panel in 0..widest.div_ceil(nr) {
         let b = pk.k.as_ptr().add((j0 / nr + panel) * dh * nr);
-        for r0 in (0..rows).step_by(MR) {
+        for r0 in (0..rows).step_by(MR).filter(|&r0| cols(r0) > panel * nr) {
             let a = pk.q.as_ptr().add((i0 + r0) * dh);
-            debug_assert!((i0 + r0).is_multiple_of(MR));
             let mut acc = [[V::zero(); NV]; MR];
             for p in 0..dh {
                 let bv: [V; NV] = std::array::from_fn(|x| V::load(b.add(p * nr + x * V::LANES)));
@@ -104,16 +114,25 @@ pub unsafe fn qk<V: F32s, const MR: usize, const NV: usize>(pk: &Packed, i0: usi
     }
 }
 
-/// `O[r, c] += Σ_{t < cols} P[r, t] · V[j0 + t, c]` for r < `rows` (a multiple of MR) and c < d_head
-/// rounded up to NR ([`Packed::dh_padded`]); P with row stride `ldp`, O with rows of `dh_padded`.
+/// `O[r, c] += Σ_{t < cols(r0)} P[r, t] · V[j0 + t, c]` for r < `rows` (a multiple of MR; r0 its row
+/// block's first) and c < d_head rounded up to NR ([`Packed::dh_padded`]); P with row stride `ldp`, O with
+/// rows of `dh_padded`.
 ///
 /// # Safety
-/// The CPU runs `V`'s instructions; `j0 + cols` ≤ Lk; P holds `rows` rows of ≥ `cols` floats, O `rows`
-/// rows of `dh_padded` floats.
+/// The CPU runs `V`'s instructions; `j0 + cols(r0)` ≤ Lk; P holds `rows` rows of ≥ `cols(r0)` floats, O
+/// `rows` rows of `dh_padded` floats.
 #[inline(always)]
-pub unsafe fn pv<V: F32s, const MR: usize, const NV: usize>(pk: &Packed, p: *const f32, ldp: usize, rows: usize, j0: usize, cols: usize, o: *mut f32) {
+pub unsafe fn pv<V: F32s, const MR: usize, const NV: usize>(
+    pk: &Packed,
+    p: *const f32,
+    ldp: usize,
+    rows: usize,
+    j0: usize,
+    cols: impl Fn(usize) -> usize,
+    o: *mut f32,
+) {
     let nr = pk.nr;
-    debug_assert!(nr == NV * V::LANES && rows.is_multiple_of(MR) && j0 + cols <= pk.lk);
+    debug_assert!(nr == NV * V::LANES && rows.is_multiple_of(MR) && j0 + cols(rows - MR) <= pk.lk);
     let ldo = pk.dh_padded();
     for panel in 0..pk.dh.div_ceil(nr) {
         let b = pk.v.as_ptr().add((panel * pk.lk + j0) * nr);
@@ -121,7 +140,7 @@ pub unsafe fn pv<V: F32s, const MR: usize, const NV: usize>(pk: &Packed, p: *con
             let out = o.add(r0 * ldo + panel * nr);
             let mut acc: [[V; NV]; MR] = std::array::from_fn(|r| std::array::from_fn(|x| V::load(out.add(r * ldo + x * V::LANES))));
             let a = p.add(r0 * ldp);
-            for t in 0..cols {
+            for t in 0..cols(r0) {
                 let bv: [V; NV] = std::array::from_fn(|x| V::load(b.add(t * nr + x * V::LANES)));
                 for (r, acc_r) in acc.iter_mut().enumerate() {
                     let ar = V::splat(a.add(r * ldp + t));

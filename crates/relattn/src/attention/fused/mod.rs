@@ -123,9 +123,11 @@ fn attend<V: F32s, const MR: usize, const NV: usize>(cfg: &Config, h: &HeadInput
         block.reset();
         for j0 in (0..keys).step_by(BK) {
             let j1 = (j0 + BK).min(keys);
+            // The keys the row block from r0 needs: causal, up to its last query's last visible key.
+            let needed = |r0: usize| if cfg.causal { visible_keys(i0 + r0 + MR - 1, lq, lk).clamp(j0, j1) - j0 } else { j1 - j0 };
             if cfg.content {
                 // SAFETY: the CPU runs V (the caller's target feature); rows of the packed Q from i0 and keys j0..j1 exist; the tile holds BQ ≥ rows rows of BK.
-                unsafe { kernel::qk::<V, MR, NV>(&packed, i0, rows, j0, j1 - j0, logits.as_mut_ptr(), BK) };
+                unsafe { kernel::qk::<V, MR, NV>(&packed, i0, rows, j0, needed, logits.as_mut_ptr(), BK) };
             } else {
                 logits[..rows * BK].fill(0.0);
             }
@@ -140,7 +142,7 @@ fn attend<V: F32s, const MR: usize, const NV: usize>(cfg: &Config, h: &HeadInput
             }
             // SAFETY: as above; the tile's rows past the block's queries hold finite values (zero queries'
             // logits, or zeros), and the accumulator has BQ ≥ rows rows of dh_padded.
-            unsafe { kernel::pv::<V, MR, NV>(&packed, logits.as_ptr(), BK, rows, j0, j1 - j0, block.out.as_mut_ptr()) };
+            unsafe { kernel::pv::<V, MR, NV>(&packed, logits.as_ptr(), BK, rows, j0, needed, block.out.as_mut_ptr()) };
         }
         z.slice_mut(s![i0..i1, ..]).assign(&block.finish(i1 - i0, dh, rel_v));
     }
