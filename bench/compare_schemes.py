@@ -7,6 +7,8 @@ speed (hidden 512, 8 heads, batch 1, 2 threads):
     Q, K, V = x W + b, split into heads (1, h, n, d_h)
     shaw:     S = (Q w^Kᵀ).gather(clip(j − i, 16) + 16) each forward (the gather layer, keys only), then
               z = scaled_dot_product_attention(Q, K, V, attn_mask = S / sqrt(d_h) [+ the causal −∞])
+    music:    the same gather layer with the Music Transformer's table E_r (distances −16..0 causal, −16..16
+              not; farther ones read a zero column, tensor2tensor's edge)
     rope:     Q, K rotated by Llama's rotary embedding (rotate_half, base 10000; cos and sin made once), then
               z = scaled_dot_product_attention(Q, K, V, is_causal)  — PyTorch's flash CPU kernel
     alibi:    bias[h, i, j] = −m_h |j − i| (BLOOM's slopes) [+ the causal −∞] as SDPA's attn_mask
@@ -47,7 +49,7 @@ ROOT = os.path.dirname(HERE)
 DEFAULT_OUT = os.path.join(HERE, "results", "compare_schemes.md")
 HIDDEN, HEADS, THREADS, CLIP = 512, 8, 2, 16
 BUCKETS, MAX_DISTANCE = 32, 128
-SCHEMES = ["shaw", "rope", "alibi", "t5", "absolute"]
+SCHEMES = ["shaw", "music", "rope", "alibi", "t5", "absolute"]
 BIAS_SCHEMES = ["alibi", "t5"]
 TOLERANCE = 1e-4
 
@@ -97,7 +99,8 @@ def sinusoids(torch, n, d):
 
 def worker_export(args):
     """The scenario .npz: x (1, n, 512) ~ N(0, 1), Xavier-uniform weights, biases in ±0.1; Shaw's w^K
-    (33, 64) Xavier-uniform; ALiBi's slopes; T5's table (B, h) ~ N(0, 1)."""
+    (33, 64) and the Music Transformer's E_r (17 rows causal, 33 not) Xavier-uniform; ALiBi's slopes; T5's
+    table (B, h) ~ N(0, 1)."""
     import numpy as np
     rng = np.random.default_rng(0)
 
@@ -111,6 +114,8 @@ def worker_export(args):
         arrays["b_" + name] = rng.uniform(-0.1, 0.1, HIDDEN).astype(np.float32)
     if args.scheme == "shaw":
         arrays["rel_k"] = xavier((2 * CLIP + 1, HIDDEN // HEADS))
+    if args.scheme == "music":
+        arrays["e_r"] = xavier((CLIP + 1 if args.causal == "true" else 2 * CLIP + 1, HIDDEN // HEADS))
     if args.scheme == "alibi":
         arrays["alibi_slopes"] = np.array(alibi_slopes(HEADS), dtype=np.float32)
     if args.scheme == "t5":
@@ -134,6 +139,11 @@ def fixed_tensors(torch, t, scheme, n, causal):
         return {"buckets": t5_buckets(torch, n, causal), "above": above}
     if scheme == "shaw":
         return {"index": (pos[None, :] - pos[:, None]).clamp(-CLIP, CLIP) + CLIP, "above": above}
+    if scheme == "music":
+        d = pos[None, :] - pos[:, None]
+        rows = CLIP + 1 if causal else 2 * CLIP + 1
+        inside = (d >= -CLIP) & (d <= (0 if causal else CLIP))
+        return {"index": torch.where(inside, d + CLIP, torch.full_like(d, rows)), "above": above}
     return {"pe": sinusoids(torch, n, HIDDEN)}
 
 
@@ -169,9 +179,12 @@ def peer_forward(torch, t, scheme, fixed, causal, bias_once=None):
         is_causal = causal
     elif scheme == "absolute":
         is_causal = causal
-    elif scheme == "shaw":
+    elif scheme in ("shaw", "music"):
         index = fixed["index"].expand(b, HEADS, n, n)
-        mask = torch.matmul(q, t["rel_k"].t()).gather(-1, index).mul_(dh ** -0.5).add_(fixed["above"])
+        rel = torch.matmul(q, t["rel_k" if scheme == "shaw" else "e_r"].t())
+        if scheme == "music":
+            rel = F.pad(rel, (0, 1))  # the zero column that distances past the table read
+        mask = rel.gather(-1, index).mul_(dh ** -0.5).add_(fixed["above"])
     else:
         mask = bias_once if bias_once is not None else bias(torch, t, scheme, fixed)
     z = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=is_causal)
@@ -206,15 +219,16 @@ def worker_torch(args):
 def relattn_cmd(binary, scheme, npz, causal, reps, out):
     cmd = [binary, "bench", "--method", scheme, "--tensors", npz, "--heads", str(HEADS), "--reps", str(reps), "--threads", str(THREADS),
            "--causal", causal, "--save-output", out, "--max-memory-mb", "20000"]
-    return cmd + {"shaw": ["--clip", str(CLIP), "--relative-values", "false"], "rope": ["--rope-layout", "half"],
+    return cmd + {"shaw": ["--clip", str(CLIP), "--relative-values", "false"], "music": ["--clip", str(CLIP)], "rope": ["--rope-layout", "half"],
                   "t5": ["--per-head-tables", "--t5-buckets", str(BUCKETS), "--t5-max-distance", str(MAX_DISTANCE)]}.get(scheme, [])
 
 
 def measure(scheme, n, causal, reps, rounds, binary, me, work, env, timeout):
     """One row: every peer and relattn, interleaved over `rounds`, each side's best repetition kept."""
-    npz = os.path.join(work, f"in_{scheme}_{n}.npz")
+    # The Music Transformer's table has fewer rows when causal; the other schemes' files serve both masks.
+    npz = os.path.join(work, f"in_{scheme}_{n}" + (f"_{causal}" if scheme == "music" else "") + ".npz")
     if not os.path.exists(npz):
-        rc, _, err, _, _ = run_measured(me + ["--worker", "export", "--scheme", scheme, "--n", str(n), "--npz", npz], timeout, env)
+        rc, _, err, _, _ = run_measured(me + ["--worker", "export", "--scheme", scheme, "--n", str(n), "--npz", npz, "--causal", causal], timeout, env)
         if rc != 0:
             raise SystemExit(f"error: exporting {scheme} n = {n} failed:\n{err}")
     sides = {"torch": me + ["--worker", "torch", "--scheme", scheme, "--npz", npz, "--causal", causal, "--reps", str(reps)]}
@@ -279,7 +293,7 @@ def main():
     ap.add_argument("--outputs", nargs=2, help="(worker) relattn's and torch's outputs")
     args = ap.parse_args()
     if args.worker:
-        if args.worker == "torch":
+        if args.worker in ("torch", "export"):
             args.causal = args.causal[0]
         {"export": worker_export, "peak": worker_peak, "torch": worker_torch, "compare": worker_compare}[args.worker](args)
         return
