@@ -97,19 +97,9 @@ pub unsafe fn qk<V: F32s, const MR: usize, const NV: usize>(
             let a = pk.q.as_ptr().add((i0 + r0) * dh);
             let mut acc = [[V::zero(); NV]; MR];
             for p in 0..dh {
-                let bv: [V; NV] = std::array::from_fn(|x| V::load(b.add(p * nr + x * V::LANES)));
-                for (r, acc_r) in acc.iter_mut().enumerate() {
-                    let ar = V::splat(a.add(p * MR + r));
-                    for (acc_rx, &bx) in acc_r.iter_mut().zip(&bv) {
-                        *acc_rx = V::mul_add(ar, bx, *acc_rx);
-                    }
-                }
+                step(&mut acc, |r| a.add(p * MR + r), b.add(p * nr));
             }
-            for (r, acc_r) in acc.iter().enumerate() {
-                for (x, acc_rx) in acc_r.iter().enumerate() {
-                    acc_rx.store(s.add((r0 + r) * lds + panel * nr + x * V::LANES));
-                }
-            }
+            store(&acc, s.add(r0 * lds + panel * nr), lds);
         }
     }
 }
@@ -141,19 +131,32 @@ pub unsafe fn pv<V: F32s, const MR: usize, const NV: usize>(
             let mut acc: [[V; NV]; MR] = std::array::from_fn(|r| std::array::from_fn(|x| V::load(out.add(r * ldo + x * V::LANES))));
             let a = p.add(r0 * ldp);
             for t in 0..cols(r0) {
-                let bv: [V; NV] = std::array::from_fn(|x| V::load(b.add(t * nr + x * V::LANES)));
-                for (r, acc_r) in acc.iter_mut().enumerate() {
-                    let ar = V::splat(a.add(r * ldp + t));
-                    for (acc_rx, &bx) in acc_r.iter_mut().zip(&bv) {
-                        *acc_rx = V::mul_add(ar, bx, *acc_rx);
-                    }
-                }
+                step(&mut acc, |r| a.add(r * ldp + t), b.add(t * nr));
             }
-            for (r, acc_r) in acc.iter().enumerate() {
-                for (x, acc_rx) in acc_r.iter().enumerate() {
-                    acc_rx.store(out.add(r * ldo + x * V::LANES));
-                }
-            }
+            store(&acc, out, ldo);
+        }
+    }
+}
+
+/// One step of the depth: `acc[r][x] += A[r] · B[x]` for the MR broadcast values at `a(r)` and the NV
+/// vectors at `b`.
+#[inline(always)]
+unsafe fn step<V: F32s, const MR: usize, const NV: usize>(acc: &mut [[V; NV]; MR], a: impl Fn(usize) -> *const f32, b: *const f32) {
+    let bv: [V; NV] = std::array::from_fn(|x| V::load(b.add(x * V::LANES)));
+    for (r, acc_r) in acc.iter_mut().enumerate() {
+        let ar = V::splat(a(r));
+        for (acc_rx, &bx) in acc_r.iter_mut().zip(&bv) {
+            *acc_rx = V::mul_add(ar, bx, *acc_rx);
+        }
+    }
+}
+
+/// Writes the MR × NV·LANES accumulators to `out`, rows `ld` floats apart.
+#[inline(always)]
+unsafe fn store<V: F32s, const MR: usize, const NV: usize>(acc: &[[V; NV]; MR], out: *mut f32, ld: usize) {
+    for (r, acc_r) in acc.iter().enumerate() {
+        for (x, acc_rx) in acc_r.iter().enumerate() {
+            acc_rx.store(out.add(r * ld + x * V::LANES));
         }
     }
 }
