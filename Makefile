@@ -2,6 +2,7 @@
 #   make serve   installs what is missing, builds the wasm, serves www/ and prints the URL
 #   make test    installs what the tests need and runs every test
 #   make wheel   the Python package, whole (extension, widget, models), as target/wheels/relattn-*.whl for pip
+#   make docs    the book (docs/, mdBook) into target/book, its links and every command it shows checked
 #   make check   formatting, clippy with warnings as errors (native, wasm32, fuzz targets), the scripts' syntax, Python lint,
 #                the page's protocol types current, its messages and its worker type-checked against them
 PORT ?= 8080
@@ -11,7 +12,7 @@ WASM_DEBUG = $(or $(CARGO_TARGET_DIR),target)/wasm32-unknown-unknown/debug/relat
 # Cargo features of the wasm build: none for make serve; the e2e tests need the test hooks (crates/relattn-wasm/Cargo.toml).
 WASM_FEATURES ?=
 
-.PHONY: check protocol serve wasm vendor widget wheel deps-wasm deps-web deps-gpu deps-python test test-rust test-python test-web test-wasm test-e2e train fixtures
+.PHONY: check protocol serve wasm vendor widget wheel docs deps-wasm deps-web deps-gpu deps-python test test-rust test-python test-web test-wasm test-e2e train fixtures
 
 deps-wasm:
 	@rustup target list --installed | grep -qx wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
@@ -36,7 +37,7 @@ serve: wasm
 	@echo "relattn is served at http://127.0.0.1:$(PORT)/  (Ctrl-C stops it)"
 	python3 -m http.server $(PORT) --bind 127.0.0.1 --directory www
 
-test: test-rust test-python test-web
+test: docs test-rust test-python test-web
 
 # The gate CI runs before the tests (eframe_template's check.sh): rustfmt (rustfmt.toml), clippy with warnings
 # as errors on every native target and on the wasm32 library, each with and without the test hooks, and on
@@ -73,6 +74,17 @@ check:
 protocol:
 	rm -rf www/js/types
 	cargo test --quiet -p relattn --lib --features test-hooks export_bindings >/dev/null
+
+# The book: docs/src/*.md (SUMMARY.md lists the chapters) built by mdBook into target/book (docs/book.toml), then
+# scripts/check_docs.py: every link, image and #anchor of README.md and the book resolves, SUMMARY.md lists every
+# chapter, and every `$ relattn …` line of a console block runs (with the debug CLI, in a temporary directory) and
+# exits 0. mdbook is installed if missing, without its serve and watch features (a smaller build).
+MDBOOK_VERSION = 0.5.4
+docs:
+	@mdbook --version 2>/dev/null | grep -qx "mdbook v$(MDBOOK_VERSION)" || cargo install mdbook --locked --no-default-features --features search --version $(MDBOOK_VERSION)
+	cargo build -p relattn-cli
+	mdbook build docs
+	RELATTN_BIN=$(abspath $(or $(CARGO_TARGET_DIR),target))/debug/relattn python3 scripts/check_docs.py
 
 # Mesa's software Vulkan (lavapipe), so tests/gpu.rs has an adapter on a machine without a GPU.
 deps-gpu:
@@ -146,11 +158,11 @@ test-e2e: deps-web wasm
 test-web: test-wasm test-e2e
 
 # --- trained models ------------------------------------------------------------------------------
-# Rebuilds models/, tests/fixtures/chorales-* and docs/models-*.png from music21's Bach chorales with PyTorch
+# Rebuilds models/, tests/fixtures/chorales-* and docs/src/img/models-*.png from music21's Bach chorales with PyTorch
 # in a virtual environment of its own (train/.venv, about 4 GB): six schemes × three seeds, one run after
 # another, each about 35 minutes on 2 cores, resumable (stopped, it continues from the checkpoints in
 # train/runs/; finished runs' figures and weights in train/results/ are kept and committed); then the music figures of the shipped models
-# (models/music_figures.json) and MODELS.md's tables on stdout. Offline work: make test never needs it.
+# (models/music_figures.json) and docs/src/models.md's tables on stdout. Offline work: make test never needs it.
 train:
 	@test -x train/.venv/bin/python || python3 -m venv train/.venv
 	train/.venv/bin/pip install --quiet -r train/requirements.txt

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """This machine's measured single-precision matmul peak: the best GFLOP/s of torch.mm (MKL/oneDNN)
-on square float32 matrices, with 1 and 2 threads. BENCHMARKS.md compares relattn's figures to it.
+on square float32 matrices, with 1 and 2 threads. docs/src/benchmarks.md compares relattn's figures to it.
 
     python3 bench/peak_matmul.py            # installs torch when missing (see bench/requirements.txt)
 """

@@ -1,6 +1,6 @@
 """Bach chorales from music21's corpus as token sequences (the Music Transformer paper's JSB serialisation).
 
-Every choice, in one place (README and MODELS.md point here):
+Every choice, in one place (docs/src/models.md points here):
 
 - Pieces: every `music21/corpus/bach/*.mxl` with exactly four parts (soprano, alto, tenor, bass, in the
   score's order). Scores with instrumental parts or fewer voices are skipped and counted.

@@ -8,7 +8,7 @@ writes everything relattn ships from the runs:
   sequence and one layer's q, k, v and attention weights, for the runtime's tests;
   tests/fixtures/chorales-subset.json: three test pieces, whose NLL is in the fixtures' metadata;
 - models/results.json (every finished seed's figures, each scheme's mean ± standard deviation over its
-  seeds, which seed ships), docs/models-loss.png, docs/models-length.png: the figures of MODELS.md.
+  seeds, which seed ships), docs/src/img/models-loss.png, docs/src/img/models-length.png: the figures of docs/src/models.md.
 
     train/.venv/bin/python train/export.py [--methods music shaw]   # schemes with no finished run are skipped
 """
@@ -125,7 +125,7 @@ def main(methods):
     test_pieces = [p for p in data["pieces"] if p["split"] == "test"]
     os.makedirs(os.path.join(ROOT, "models"), exist_ok=True)
     os.makedirs(os.path.join(ROOT, "tests", "fixtures"), exist_ok=True)
-    os.makedirs(os.path.join(ROOT, "docs"), exist_ok=True)
+    os.makedirs(os.path.join(ROOT, "docs", "src", "img"), exist_ok=True)
     with open(os.path.join(ROOT, "models", "chorales-test.json"), "w") as f:
         json.dump(data_file(test_pieces, lo, hi, "test"), f, ensure_ascii=False, separators=(",", ":"))
     subset = test_pieces[:3]
@@ -200,7 +200,7 @@ def plots(results):
     ax.set(xlabel="optimizer step", ylabel="NLL (nats / token)", title="Bach chorales: training (faint) and validation loss", ylim=(0.2, 2.5))
     ax.legend()
     fig.tight_layout()
-    fig.savefig(os.path.join(ROOT, "docs", "models-loss.png"), dpi=120)
+    fig.savefig(os.path.join(ROOT, "docs", "src", "img", "models-loss.png"), dpi=120)
 
     fig, ax = plt.subplots(figsize=(7, 4))
     ctx = train.CONTEXT
@@ -217,7 +217,7 @@ def plots(results):
            title=f"Longer than trained: windows of {4 * ctx} tokens ({next(iter(results['models'].values()))['windows_4L']} test windows)")
     ax.legend()
     fig.tight_layout()
-    fig.savefig(os.path.join(ROOT, "docs", "models-length.png"), dpi=120)
+    fig.savefig(os.path.join(ROOT, "docs", "src", "img", "models-length.png"), dpi=120)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
-"""The figures of "Does the music hold together?" (MODELS.md) for Bach's test chorales and every shipped model at
+"""The figures of "Does the music hold together?" (docs/src/models.md) for Bach's test chorales and every shipped model at
 the sampler's settings, each from `relattn model stats` (src/trained/music_stats.rs defines them), written to
-models/music_figures.json and printed as MODELS.md's table. Needs relattn's release binary (`cargo build
+models/music_figures.json and printed as docs/src/models.md's table. Needs relattn's release binary (`cargo build
 --release`), not torch.
 
     python3 train/music_figures.py [--samples 16] [--length 512]

@@ -1,7 +1,7 @@
-"""MODELS.md's tables from models/results.json (written by export.py): each scheme's shipped run and its
-seeds' mean ± standard deviation, and the NLL by window length; and the figures MODELS.md's text states about
+"""docs/src/models.md's tables from models/results.json (written by export.py): each scheme's shipped run and its
+seeds' mean ± standard deviation, and the NLL by window length; and the figures the chapter's text states about
 the runs (how the validation NLL moved over the last 2000 steps, early stops, times by seed and threads), from
-the runs' own logs (train/results/*.json). python/tests/test_train.py checks MODELS.md against `run_figures`.
+the runs' own logs (train/results/*.json). python/tests/test_train.py checks docs/src/models.md against `run_figures`.
 Needs no torch.
 
     python3 train/tables.py
@@ -19,7 +19,7 @@ def spread(s):
 
 
 def run_figures(results=None):
-    """What the runs' logs say, as MODELS.md states it: the validation NLL's fall from step 6000 to 7000 and from
+    """What the runs' logs say, as docs/src/models.md states it: the validation NLL's fall from step 6000 to 7000 and from
     7000 to 8000 (lowest, highest; negative is a rise) with the runs that rose, the runs stopped early, and the
     training minutes of each seed (lowest, highest) with the threads the runs had."""
     runs = [json.load(open(p)) for p in sorted(glob.glob(os.path.join(results or os.path.join(ROOT, "train", "results"), "*-seed*.json")))]
@@ -65,7 +65,7 @@ def main():
         by = models[m]["nll_by_window"]
         print(f"| {m} | " + " | ".join(f"{by[w]:.4f}" if w in by else "–" for w in windows) + " |")
     print()
-    print("The runs' logs (MODELS.md's text):", json.dumps(run_figures(), indent=1))
+    print("The runs' logs (docs/src/models.md's text):", json.dumps(run_figures(), indent=1))
 
 
 if __name__ == "__main__":

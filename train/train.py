@@ -9,7 +9,7 @@ when started again on the same machine; a checkpoint that cannot be read, or of 
     train/.venv/bin/python train/train.py --method music --seed 1   # same data, size, budget and recipe for all
 
 The six models differ only in `method` (and each scheme's own options below). Every number here is written into
-the model's metadata by export.py, so MODELS.md and the shipped files can be checked against each other.
+the model's metadata by export.py, so docs/src/models.md and the shipped files can be checked against each other.
 """
 import argparse
 import json

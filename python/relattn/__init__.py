@@ -1,6 +1,6 @@
 """relattn: relative-position self-attention with every intermediate, from NumPy and PyTorch.
 
-The same Rust crate as the relattn command line and page (https://… README.md), as a Python module. Two calls,
+The same Rust crate as the relattn command line and page (its book: docs/ in the repository), as a Python module. Two calls,
 with the command line's options as keyword arguments (``--rope-base`` is ``rope_base=``):
 
 >>> import relattn
@@ -154,7 +154,7 @@ def show(x=None, *, stages=(), batch=0, head=0, tokens=(), **options):
     return figures(options, arrays, batch=batch, head=head, stages=stages, tokens=tokens, caption=caption)
 
 
-#: The trained chorale models inside the package (MODELS.md), one per position scheme.
+#: The trained chorale models inside the package (docs/src/models.md), one per position scheme.
 MODELS = tuple(_relattn.models())
 _MODELS = __import__("pathlib").Path(__file__).resolve().parent / "models"
 

@@ -94,7 +94,7 @@ class Capture:
         return f"{self.model}, {self.part} layer {self.layer}"
 
     def description(self):
-        """What ``save`` writes beside the arrays (README "Your model"): the options, the model, its family, the
+        """What ``save`` writes beside the arrays (docs/src/capture.md): the options, the model, its family, the
         part, the layer, the tokens and the notes."""
         return {"options": self.options, "model": self.model, "family": self.family, "part": self.part, "layer": self.layer,
                 "tokens": self.tokens or [], "notes": list(self.notes)}

@@ -86,7 +86,7 @@ def test_export_leaves_out_runs_of_another_recipe_and_names_a_broken_file(tmp_pa
 
 
 def test_models_md_states_what_the_runs_logs_say():
-    """MODELS.md's figures about the runs are the logs' (train/results/*.json, via train/tables.py): how the
+    """docs/src/models.md's figures about the runs are the logs' (train/results/*.json, via train/tables.py): how the
     validation NLL moved over the last 2000 steps, that no run stopped early, the minutes of each seed (#41
     item 3b: it said 'fell by 0.0013–0.0019 … still falling' where the logs give −0.0002 to 0.0022)."""
     import re
@@ -96,7 +96,7 @@ def test_models_md_states_what_the_runs_logs_say():
     import tables
 
     f = tables.run_figures()
-    text = (TRAIN.parent / "MODELS.md").read_text()
+    text = (TRAIN.parent / "docs" / "src" / "models.md").read_text()
     flat = " ".join(text.split())
     fmt = lambda v: f"{v:.4f}".replace("-", "−")
     assert f"All {f['runs']} runs of round two ran to the budget (early stopping never fired)" in flat and f["stopped_early"] == []

@@ -5,7 +5,7 @@
 // the arcs on both backends, as backend.test.mjs runs Parameters mode: WebGPU (SwiftShader's software adapter
 // in chromium --enable-unsafe-webgpu) and the CPU fallback (chromium without WebGPU), the footer saying which.
 // Run with `make test-e2e` (builds www/pkg and copies the models to www/models). The roll's screenshot is
-// also the README's docs/model-mode.png.
+// also the book's docs/src/img/model-mode.png.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -126,7 +126,7 @@ test('the roll and the arcs of ?mode=model&…&note=: drawn soon, equal to `rela
 
   await p.locator('.roll-fig').screenshot({ ...PANEL_SHOT, path: join(artifacts, 'model-roll.png') });
   await p.screenshot({ path: join(artifacts, 'model-page.png'), fullPage: true });
-  copyFileSync(join(artifacts, 'model-roll.png'), join(root, 'docs', 'model-mode.png'));
+  copyFileSync(join(artifacts, 'model-roll.png'), join(root, 'docs', 'src', 'img', 'model-mode.png'));
   let long = await p.evaluate(() => window.longTasks);
   await p.close();
   console.log(`first arcs ${firstArcs} ms after navigation; main-thread long tasks (ms): ${JSON.stringify(long.map((d) => Math.round(d)))}`);
@@ -511,7 +511,7 @@ test('Longer than trained: NLL per position of the six models at 1024 tokens', a
   assert.deepEqual(offered, ['music', 'shaw', 'rope', 'alibi', 't5', 'absolute'], 'the model select offers the six models');
   assert.deepEqual(series.map((s) => [s.model, s.count]), offered.map((m) => [m, 1023]));
   // Beyond the training length the absolute model breaks and the table-based relative ones do not (RoPE
-  // breaks too: MODELS.md, "Longer than trained").
+  // breaks too: docs/src/models.md, "Longer than trained").
   const mean = (m) => series.find((s) => s.model === m).mean;
   for (const m of ['music', 'shaw', 'alibi', 't5']) assert.ok(mean('absolute') > mean(m), `absolute ${mean('absolute')} worse than ${m} ${mean(m)}`);
   for (const s of series) assert.ok(Number.isFinite(s.mean), `${s.model}: ${s.mean}`);

@@ -82,7 +82,7 @@ test('the example notebook runs and its widgets draw the stages, with the arrays
   assert.equal(stages[4].length, 12);
   const heads = await page.locator('.relattn-widget').nth(4).locator('canvas').evaluateAll((cs) => cs.map((c) => c.getAttribute('aria-label')));
   assert.ok(heads.every((l) => /^layer \d, head \d: .*(%|spread)/.test(l)), heads.join('\n'));
-  // The 1024 × 1024 stage: drawn (its size and time go to BENCHMARKS.md; no timing is asserted here).
+  // The 1024 × 1024 stage: drawn (its size and time go to docs/src/benchmarks.md; no timing is asserted here).
   const long = await page.locator('.relattn-widget').nth(2).evaluate((w) => ({ ms: Number(w.dataset.drawMs), cols: Number(w.querySelector('canvas').dataset.cols) }));
   assert.equal(long.cols, 1024);
   console.log(`# the widget drew a 1024 × 1024 stage in ${long.ms.toFixed(0)} ms`);

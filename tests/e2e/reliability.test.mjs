@@ -1,4 +1,4 @@
-// Reliability of the page (README "Reliability"): out-of-range controls, corrupt / NaN / huge files,
+// Reliability of the page (docs/src/reliability.md): out-of-range controls, corrupt / NaN / huge files,
 // markup in tokens and file names, a panic in the worker's wasm, and the Content-Security-Policy. For each:
 // an error next to the right control, no uncaught error, and the previous view still on screen.
 import { test, before, after } from 'node:test';

@@ -1,4 +1,4 @@
-// Owns the guided tour for first-time visitors: the README's "lecture in ten steps" inside the page. Each
+// Owns the guided tour for first-time visitors: the book's "lecture in ten steps" (docs/src/page.md) inside the page. Each
 // step sets the controls (as a person would: the control's value, then its change or input event) and says
 // what to look at. It opens by itself on a first plain visit (no query string), from the toolbar's Tour
 // button at any time, and once closed or finished it is remembered (localStorage) and no longer opens by
