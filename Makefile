@@ -41,7 +41,8 @@ test: docs test-rust test-python test-web
 
 # The gate CI runs before the tests (eframe_template's check.sh): rustfmt (rustfmt.toml), clippy with warnings
 # as errors on every native target and on the wasm32 library, each with and without the test hooks, and on
-# the fuzz targets (their own crate, fuzz/); node's syntax check of every script; ruff's pyflakes rules (F)
+# the fuzz targets (their own crate, fuzz/); node's syntax check of every script and the page's modules on floors
+# (tests/e2e/layout.test.mjs: no import back up, no cycle; no browser needed); ruff's pyflakes rules (F)
 # on the offline Python of train/ and bench/ (static: neither torch nor music21 is needed).
 check:
 	@rustup target list --installed | grep -qx wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
@@ -54,6 +55,7 @@ check:
 	cargo clippy --manifest-path fuzz/Cargo.toml --bins --target-dir target/fuzz -- -D warnings
 	cargo clippy --manifest-path python/Cargo.toml --all-targets --target-dir target/python -- -D warnings
 	@for f in www/*.js $$(find www/js -name '*.js') tests/e2e/*.mjs bench/*.mjs python/relattn/*.js; do node --check "$$f" || exit 1; done
+	node --test --test-reporter=dot tests/e2e/layout.test.mjs
 	@python3 -m ruff --version >/dev/null 2>&1 || python3 -m pip install --quiet ruff
 	python3 -m ruff check --select F --no-cache train bench python
 	@test -d node_modules/typescript -a node_modules/.package-lock.json -nt package-lock.json || npm ci --no-audit --no-fund

@@ -2,7 +2,7 @@
 // Query parameters: sizes=128,512 (n), reps=5. Run headless with bench/browser_bench.mjs.
 import init, { Bench } from './pkg/relattn.js';
 
-// The Rust `LayerOptions` (src/layer/options.rs) of a generated Shaw layer with a^V.
+// The Rust `LayerOptions` (crates/relattn/src/options.rs) of a generated Shaw layer with a^V.
 const options = (n, d_model, heads, clip) => ({ method: 'shaw', n, d_model, heads, clip, seed: 0, batch_size: 1, causal: false, relative_values: true, per_head_tables: false, relative_only: false });
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];

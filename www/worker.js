@@ -1,14 +1,14 @@
 // The heavy half of the page: computes traces off the main thread with the same wasm module. A module worker
-// (worker-client.js starts it with { type: 'module' }); its messages are src/protocol/'s (ToWorker in, FromWorker
-// out), built by js/protocol.js. A newer compute request supersedes one still waiting: only the latest pending
-// request is computed. A compute request's `request` goes to the wasm's compute untouched (it checks every
-// field), with the scenario file's bytes when it has one. request.backend = 'auto' | 'webgpu' | 'cpu': WebGPU is
-// tried once (gpu_init) and its device kept for every recompute, Model mode's too; without it (or when it fails
-// on a layer, or is lost) the CPU computes, and the result's backend says where and why. The debug-* test hooks
-// are sent by tests/e2e only. Model mode's messages ('model*') go to js/worker/chorales.js.
+// (js/page/worker-client.js starts it with { type: 'module' }); its messages are crates/relattn/src/protocol/'s
+// (ToWorker in, FromWorker out), built by js/shared/protocol.js. A newer compute request supersedes one still
+// waiting: only the latest pending request is computed. A compute request's `request` goes to the wasm's compute
+// untouched (it checks every field), with the scenario file's bytes when it has one. request.backend = 'auto' |
+// 'webgpu' | 'cpu': WebGPU is tried once (gpu_init) and its device kept for every recompute, Model mode's too;
+// without it (or when it fails on a layer, or is lost) the CPU computes, and the result's backend says where and
+// why. The debug-* test hooks are sent by tests/e2e only. Model mode's messages ('model*') go to js/worker/model.js.
 import init, * as relattn from './pkg/relattn.js';
 import { progressMessage, resultMessage, backendShown, gpuSettled, errorMessage, fatalMessage, exportReply, exportFailed, cellsReply, cellsFailed, readersReply, readersFailed, schemesReply, schemesFailed, typedError } from './js/shared/protocol.js';
-import { onModelMessage, layerSession } from './js/worker/chorales.js';
+import { onModelMessage, layerSession } from './js/worker/model.js';
 /** @typedef {import('./js/types/protocol').ToWorker} ToWorker */
 /** @typedef {import('./js/types/protocol').ComputeRequest} ComputeRequest */
 /** @typedef {import('./js/types/protocol').CellsRequest} CellsRequest */
@@ -27,7 +27,7 @@ let wasm = null;
 /** The wasm instance aborted: only the page's restart helps now. */
 let dead = false;
 
-// The worker's state, by job: the layer shown, the compute queue and WebGPU. Model mode's is js/worker/chorales.js's.
+// The worker's state, by job: the layer shown, the compute queue and WebGPU. Model mode's is js/worker/model.js's.
 const held = {
   /** @type {import('./pkg/relattn.js').Session | null} The layer shown (crates/relattn-wasm/src/session.rs), or null. */
   session: null,
@@ -94,7 +94,7 @@ self.onmessage = (e) => {
   }
 };
 
-// What js/worker/chorales.js computes with: the module, its memory, the GPU's first try and the footer's
+// What js/worker/model.js computes with: the module, its memory, the GPU's first try and the footer's
 // backend line, posting, and the abort check.
 function modelContext(w) {
   return {

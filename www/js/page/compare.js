@@ -1,15 +1,16 @@
-// Owns the "compare schemes" view: the six position schemes (crates/relattn-wasm/src/compare.rs ORDER) on the options shown,
-// for the (batch, head) shown — each scheme's attention weights or its position term (the compare select), drawn
-// as every stage is (figures.js), and one chart of them by distance — as a panel under the controls, as a
-// 16:9 slide (Present: the six panels, then → the chart), and exported as that slide (PNG, 1920 × 1080). It
-// recomputes when a result with other options (or another head) arrives while it is open; it is kept in the
-// link (&compare=weights|term, &present=compare or compare_chart); its own state stays here.
+// Owns the "compare schemes" view: the six position schemes (crates/relattn/src/app/compare.rs, in the order of
+// crates/relattn-core/src/positions/mod.rs Method::ALL) on the options shown, for the (batch, head) shown — each
+// scheme's attention weights or its position term (the compare select), drawn as every stage is (figures.js),
+// and one chart of them by distance — as a panel under the controls, as a 16:9 slide (Present: the six panels,
+// then → the chart), and exported as that slide (PNG, 1920 × 1080). It recomputes when a result with other
+// options (or another head) arrives while it is open; it is kept in the link (&compare=weights|term,
+// &present=compare or compare_chart); its own state stays here. (Model mode's six models: model/all-models.js.)
 import { $, textPx, slideTextScale } from './dom.js';
 import { state } from './state.js';
 import { askSchemes } from './worker-client.js';
 import { FRAME, newView, drawView } from './figures.js';
-import { download } from '../shared/figure-core.js';
-import { hideTip, showTip } from './tooltip.js';
+import { download, sizeCanvas } from '../shared/figure-core.js';
+import { hideTip, showTip } from './tip.js';
 import { saveURL } from './url.js';
 import { SCHEME_COLORS } from './scheme-colors.js';
 
@@ -170,15 +171,7 @@ function drawProfiles(schemes, causal, what) {
   const n = Math.max(...schemes.map((s) => (s.profile.length + 1) / 2));
   const reach = Math.min(n - 1, REACH);
   const [from, to] = [-reach, causal ? 0 : reach];
-  const w = c.clientWidth || 900;
-  const h = c.clientHeight || 300;
-  const dpr = window.devicePixelRatio || 1;
-  c.width = Math.round(w * dpr);
-  c.height = Math.round(h * dpr);
-  const ctx = c.getContext('2d');
-  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-  ctx.fillStyle = '#fff';
-  ctx.fillRect(0, 0, w, h);
+  const { ctx, w, h } = sizeCanvas(c, 900, 300);
   // Larger on a slide: the chart fills it.
   const fs = slideAt() === null ? textPx(12) : Math.max(14, Math.round(h / 40));
   ctx.font = `${fs}px system-ui, sans-serif`;

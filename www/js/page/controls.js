@@ -1,6 +1,6 @@
 // Owns the form: reading the layer's options from the controls, writing a result's options back into them, the
 // theme, and the errors shown next to each control (an <output id="err-FIELD"> per field, aria-invalid).
-// The options are the Rust struct `LayerOptions` (src/layer/options.rs), field for field: each option's control
+// The options are the Rust struct `LayerOptions` (crates/relattn/src/options.rs), field for field: each option's control
 // has the field's name as its id and the attribute data-option in index.html, and is read by its kind (a
 // checkbox, a number box or a select). Adding a control: its field in LayerOptions, its element in index.html.
 import { $, all } from './dom.js';
@@ -136,7 +136,7 @@ export function setTheme(t) {
 /**
  * The controls follow the method: the options it does not read are disabled (k, a^V, per-head tables), greyed
  * with their values kept, or hidden (RoPE's, T5's, the Music Transformer's edge), as the page's wasm says (scheme_options:
- * src/protocol/layer_view.rs SchemeOptions). Called again once that wasm is loaded (main.js), as a page opened
+ * crates/relattn/src/protocol/layer_view.rs SchemeOptions). Called again once that wasm is loaded (main.js), as a page opened
  * in Model mode restores its URL before.
  */
 export function optionsFollowMethod() {

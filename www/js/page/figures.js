@@ -4,10 +4,9 @@
 // stage, win, cells }; everything about a stage (title, formula, axes, pairs) is read from the stage object.
 // `win` is the window of the stage shown ({ r0, c0, rows, cols }, null: all of it; zoom.js sets it): a zoomed
 // view draws those cells alone, coloured by the page's wasm over the whole stage's range, with a minimap.
-import { state } from './state.js';
+import { state, emit } from './state.js';
 import * as core from '../shared/figure-core.js';
 import { askCells } from './worker-client.js';
-import { drawPins } from './tooltip.js';
 
 export const FRAME = core.FRAME;
 
@@ -74,7 +73,7 @@ function windowValues(v, stage, w) {
     if (v.asked !== asked) return;
     asked.values = values;
     drawView(v, v.stage, state.current);
-    drawPins();
+    emit('view-redrawn', v); // its pins (tooltip.js)
   }).catch(() => { /* too many cells (the pooled raster stays), or a newer result */ });
   return null;
 }
@@ -150,7 +149,7 @@ export function drawView(v, stage, cur) {
 /** What draw_frame gets for a stage sent without its values (its spec's range colours the colorbar). */
 const NO_VALUES = new Float32Array(0);
 
-/** The smallest cell, in canvas pixels, that gets its value written in it (src/render/figure.rs VALUE_CELL, for exports). */
+/** The smallest cell, in canvas pixels, that gets its value written in it (crates/relattn/src/render/figure.rs VALUE_CELL, for exports). */
 const VALUE_CELL = { w: 26, h: 14 };
 
 /** The frame, then the cells scaled into its plot area (no smoothing: one block per cell), with their values

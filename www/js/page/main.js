@@ -2,24 +2,25 @@
 // the wasm module with plotters (draw_frame); its cells are blitted from the RGBA buffer the worker made.
 // This module owns only the wiring: it loads the page's wasm, restores the URL, starts the worker, turns
 // the worker's answers into what is shown, and connects every control to what it does. Model mode (the
-// trained models) is wired by chorales/mode.js; a page opened in Model mode starts its worker and its first request
-// before loading its own wasm, so that the first arcs come soon.
+// trained models) is wired by model/mode.js; a page opened in Model mode starts its worker and its first request
+// before loading its own wasm, so that the first arcs come soon. It is the top floor: every module is below it.
 import { $ } from './dom.js';
 import { state } from './state.js';
 import { PARAMS, tokens, clearErrors, showError, showRefusal, syncControls, setTheme, optionsFollowMethod } from './controls.js';
 import { startWorker, request, requestSoon, paramsStarted } from './worker-client.js';
 import { loadUi, watchUi, drawFailed } from './ui-wasm.js';
-import { show, redraw, stopRendering, showLastGood } from './views.js';
+import { show, redraw, stopRendering, showLastGood } from './stage-views.js';
 import { clearPins, restorePins, keepPinsWithin } from './tooltip.js';
 import { modelLayer, useControls, sliceShown } from './source.js';
 import { showBackend } from './status.js';
 import { EMBED, applyURL, saveURL, copyLink } from './url.js';
-import { enterPresent, exitPresent, presentKeys, attachPresentControls, presenting, resultDrawn, drawPresent } from './present.js';
+import { enterPresent, exitPresent, presentKeys, attachPresentControls, resultDrawn, drawPresent } from './present.js';
 import { exportNpz } from './export.js';
 import { loadFile, forgetFile, dropCandidate, acceptCandidate, fileInPlay, acceptDrops } from './file.js';
-import { wireModel, setMode, onModelMessage, onWorkerRestart, modelGpuSettled, recolour, firstShown, applyModelEmbed, modelRequest } from './chorales/mode.js';
+import { wireModel, setMode, onModelMessage, onWorkerRestart, modelGpuSettled, recolour, firstShown, applyModelEmbed, modelRequest } from './model/mode.js';
 import { wireTour } from './tour.js';
-import { windowName } from './chorales/form.js';
+import { windowName } from './model/form.js';
+import { wantSlide } from './model/slides.js';
 import { initCompare, refreshCompare, presentCompare, COMPARE_SLIDES } from './compare.js';
 
 /** A value of the link the page does not have, said next to its control with every result (applyURL) until
@@ -79,7 +80,7 @@ function showFatal(error, latest) {
 }
 
 async function main() {
-  const handlers = { result: showResult, refused: showRefused, fatal: showFatal, model: onModelMessage, restarted: onWorkerRestart, gpuSettled };
+  const handlers = { result: showResult, refused: showRefused, fatal: showFatal, model: onModelMessage, restarted: onWorkerRestart, gpuSettled, file: fileInPlay };
   // Parameters mode's first request waits for the page's own wasm (it draws the figures).
   /** @type {(value?: unknown) => void} */
   let uiLoaded = () => {};
@@ -91,9 +92,11 @@ async function main() {
   const modelFirst = new URLSearchParams(location.search).get('mode') === 'model';
   if (EMBED) document.body.classList.add(modelFirst ? 'embed-model' : 'embed');
   if (EMBED && modelFirst) applyModelEmbed(EMBED);
-  // The URL's controls, form, source and pins, before the first request; the stage to present (Parameters mode).
+  // The URL's controls, form, source, pins and Model mode's slide, before the first request; the stage to
+  // present (Parameters mode).
   const restore = () => {
     const r = applyURL();
+    wantSlide(r.slide);
     urlNotice = r.notice;
     if (urlNotice) $(urlNotice.field).addEventListener('change', () => { urlNotice = null; }, { once: true });
     restorePins(r.pin, r.row);
@@ -164,10 +167,10 @@ async function main() {
   $('tensors-clear').addEventListener('click', () => { forgetFile(); request(); });
   document.addEventListener('keydown', presentKeys);
   attachPresentControls();
-  document.addEventListener('fullscreenchange', () => { if (!document.fullscreenElement && presenting()) exitPresent(); });
+  document.addEventListener('fullscreenchange', () => { if (!document.fullscreenElement && state.presentedAt !== null) exitPresent(); });
   // A slide is drawn again for a new screen (a projector plugged in): its size and its text's.
   let resized = 0;
-  window.addEventListener('resize', () => { clearTimeout(resized); resized = setTimeout(() => { if (presenting()) drawPresent(); }, 100); });
+  window.addEventListener('resize', () => { clearTimeout(resized); resized = setTimeout(() => { if (state.presentedAt !== null) drawPresent(); }, 100); });
   acceptDrops();
   if (EMBED) {
     let t = 0;

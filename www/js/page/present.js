@@ -4,35 +4,17 @@ import { $, slideTextScale } from './dom.js';
 import { state } from './state.js';
 import { newView, drawView } from './figures.js';
 import { saveURL } from './url.js';
-import { hideTip, drawPins } from './tooltip.js';
+import { drawPins } from './tooltip.js';
+import { hideTip } from './tip.js';
 
-// This module's own state: no other module writes it (presenting(), presentedView() and presentNextResult()
-// are how they use it).
+// The stage presented and the presentation's view are state.presentedAt and state.presentedView (others read
+// them); this module's own state (presentNextResult() is how others use it):
 const show = {
-  /** The index (in current.stages) of the stage presented, or null outside presentation mode. */
-  at: null,
-  /** The presentation's own view (made on first use), or null. */
-  view: null,
   /** The stage to present once the next result is drawn (the model slides' last step), or null. */
   whenReady: null,
   /** What leaving that presentation does (the model slides: back to Model mode), or null. */
   after: null,
 };
-
-/** True in presentation mode. */
-export function presenting() {
-  return show.at !== null;
-}
-
-/** The index of the stage presented, or null outside presentation mode. */
-export function presentedAt() {
-  return show.at;
-}
-
-/** The presentation's view while presenting, else null. */
-export function presentedView() {
-  return show.at !== null ? show.view : null;
-}
 
 /** Presents stage `at` once the next result is drawn (resultDrawn), and calls `after` when it is left. */
 export function presentNextResult(at, after) {
@@ -50,7 +32,7 @@ export function resultDrawn() {
 
 export function enterPresent(at = 0) {
   if (!state.current) return;
-  show.at = Math.max(0, Math.min(state.current.stages.length - 1, at));
+  state.presentedAt = Math.max(0, Math.min(state.current.stages.length - 1, at));
   document.body.classList.add('presenting');
   $('present').hidden = false;
   hideTip();
@@ -61,8 +43,8 @@ export function enterPresent(at = 0) {
 }
 
 export function exitPresent() {
-  if (show.at === null) return;
-  show.at = null;
+  if (state.presentedAt === null) return;
+  state.presentedAt = null;
   document.body.classList.remove('presenting');
   $('present').hidden = true;
   if (document.fullscreenElement && document.exitFullscreen) document.exitFullscreen().catch(() => {});
@@ -74,14 +56,14 @@ export function exitPresent() {
 }
 
 function stepTo(at) {
-  if (show.at === null || !state.current) return;
-  show.at = Math.max(0, Math.min(state.current.stages.length - 1, at));
+  if (state.presentedAt === null || !state.current) return;
+  state.presentedAt = Math.max(0, Math.min(state.current.stages.length - 1, at));
   drawPresent();
 }
 
 /** Draws the stage presented (again: a new result redraws it); nothing outside presentation mode. */
 export function drawPresent() {
-  const at = show.at;
+  const at = state.presentedAt;
   const cur = state.current;
   const stage = at === null ? null : cur.stages[at];
   if (!stage) return;
@@ -108,7 +90,7 @@ export function drawPresent() {
   // The figure's text grows with the screen as the slide's does.
   const textScale = slideTextScale();
   const view = (size) => {
-    const old = show.view;
+    const old = state.presentedView;
     if (old && old.canvas.width === size[0] && old.canvas.height === size[1] && old.textScale === textScale) return old;
     // Made on first use, so the page (and an embed) has no hidden canvas; made again at a new size.
     const v = newView(stage, size[0], size[1]);
@@ -119,7 +101,7 @@ export function drawPresent() {
     v.bare = true; // under the slide's own title and formula
     Object.assign(v.canvas.style, { width: `${Math.round((size[0] * 14) / 12)}px`, height: `${Math.round((size[1] * 14) / 12)}px` });
     if (old) old.canvas.replaceWith(v.canvas); else holder.append(v.canvas);
-    show.view = v;
+    state.presentedView = v;
     return v;
   };
   // The margins change with the width (a formula that wraps to a second line): measured again, up to three times.
@@ -152,25 +134,25 @@ function fitTitle(h, text) {
 
 /** The on-screen previous / next / close buttons and a horizontal swipe of at least 50 px. */
 export function attachPresentControls() {
-  $('present-prev').addEventListener('click', () => stepTo(show.at - 1));
-  $('present-next').addEventListener('click', () => stepTo(show.at + 1));
+  $('present-prev').addEventListener('click', () => stepTo(state.presentedAt - 1));
+  $('present-next').addEventListener('click', () => stepTo(state.presentedAt + 1));
   $('present-close').addEventListener('click', exitPresent);
   let x0 = null;
   $('present').addEventListener('touchstart', (e) => { x0 = e.touches.length === 1 ? e.touches[0].clientX : null; }, { passive: true });
   $('present').addEventListener('touchend', (e) => {
-    if (x0 === null || show.at === null) return;
+    if (x0 === null || state.presentedAt === null) return;
     const dx = e.changedTouches[0].clientX - x0;
     x0 = null;
-    if (Math.abs(dx) >= 50) stepTo(show.at + (dx < 0 ? 1 : -1));
+    if (Math.abs(dx) >= 50) stepTo(state.presentedAt + (dx < 0 ? 1 : -1));
   });
 }
 
 export function presentKeys(e) {
-  if (show.at === null) return;
+  if (state.presentedAt === null) return;
   const next = ['ArrowRight', 'PageDown', ' ', 'ArrowDown'].includes(e.key);
   const back = ['ArrowLeft', 'PageUp', 'ArrowUp'].includes(e.key);
   const last = state.current.stages.length - 1;
-  if (next || back) { e.preventDefault(); stepTo(show.at + (next ? 1 : -1)); }
+  if (next || back) { e.preventDefault(); stepTo(state.presentedAt + (next ? 1 : -1)); }
   else if (e.key === 'Home') { e.preventDefault(); stepTo(0); }
   else if (e.key === 'End') { e.preventDefault(); stepTo(last); }
   else if (e.key === 'Escape') { e.preventDefault(); exitPresent(); }

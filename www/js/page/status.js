@@ -26,7 +26,7 @@ export function showBackend(b) {
   $('err-backend-mode').textContent = b.mode === 'webgpu' && b.note ? `${b.note} (computed on the CPU instead)` : '';
 }
 
-// Milliseconds of each compute stage (src/timing.rs StageTimes::named). The CPU's are measured per head and
+// Milliseconds of each compute stage (crates/relattn-core/src/timing.rs StageTimes::named). The CPU's are measured per head and
 // summed over heads (CPU time: heads may run in parallel), with "logits" = QKᵀ + relative + scale+mask; the
 // GPU's are each stage submitted alone and waited for, the logits one fused kernel (no parts).
 const STAGE_LABELS = { content_logits: 'QKᵀ', relative_logits: 'relative', scale_mask: 'scale+mask' };

@@ -1,12 +1,15 @@
 // Owns pointing at cells: the hover tooltip, the pinned pair (outlined in every view, named in the status
 // line), the keyboard cursor of a focused figure, and what a screen reader hears (the aria-live region).
 import { $ } from './dom.js';
-import { state } from './state.js';
-import { presenting, presentedView } from './present.js';
+import { state, on } from './state.js';
 import { fmt, cellText, readerRuns } from '../shared/figure-core.js';
 import { blit, cellAt, outline, shade } from './figures.js';
 import { saveURL } from './url.js';
 import { askCells, askReaders } from './worker-client.js';
+import { hideTip, placeTip } from './tip.js';
+
+// A view drawn again by itself (figures.js: its asked cells came) has lost its pins.
+on('view-redrawn', () => drawPins());
 
 /** Wires a view's canvas: hover, click to pin, arrow keys, and leaving. */
 export function attachPointer(v) {
@@ -16,10 +19,6 @@ export function attachPointer(v) {
   c.addEventListener('click', (e) => click(v, e));
   c.addEventListener('keydown', (e) => keyPin(v, e));
   c.addEventListener('blur', () => { v.cursor = null; hideTip(); drawPins(); });
-}
-
-export function hideTip() {
-  $('tooltip').hidden = true;
 }
 
 /** The stages a pair (i, j) is read from, by part. */
@@ -106,7 +105,7 @@ function fillTip(v, i, j, announce = false) {
     const p = parts(i, j);
     const tok = cur.tokens ? `  “${cur.tokens[i]}” → “${cur.tokens[j]}”` : '';
     lines.push(`distance j − i = ${j - i}${tok}`);
-    // The scheme names its parts (Info.pair, from src/positions/); a row of −1 reads nothing.
+    // The scheme names its parts (Info.pair, from crates/relattn-core/src/positions/); a row of −1 reads nothing.
     const said = cur.info.pair;
     const masked = cur.info.options.causal && j > i;
     const filled = (label, value) => label.replace('{}', value);
@@ -123,30 +122,6 @@ function fillTip(v, i, j, announce = false) {
   tip.replaceChildren(title, ...lines.slice(1).flatMap((l) => [document.createElement('br'), document.createTextNode(l)]));
   tip.hidden = false;
   return lines.slice(1).join('; ');
-}
-
-/** Shows the page's tooltip at page point (pageX, pageY): `title` in bold, then `lines`, as text nodes only. */
-export function showTip(title, lines, pageX, pageY) {
-  const tip = $('tooltip');
-  const b = document.createElement('b');
-  b.textContent = title;
-  tip.replaceChildren(b, ...lines.flatMap((l) => [document.createElement('br'), document.createTextNode(l)]));
-  tip.hidden = false;
-  placeTip(pageX, pageY);
-}
-
-/** Puts the tooltip beside the point, flipped to the other side at the viewport's edges and never outside it. */
-function placeTip(pageX, pageY) {
-  const tip = $('tooltip');
-  const pad = 14;
-  const [minX, minY] = [window.scrollX + 4, window.scrollY + 4];
-  const [maxX, maxY] = [window.scrollX + window.innerWidth - tip.offsetWidth - 4, window.scrollY + window.innerHeight - tip.offsetHeight - 4];
-  let left = pageX + pad;
-  let top = pageY + pad;
-  if (left > maxX) left = pageX - tip.offsetWidth - pad;
-  if (top > maxY) top = pageY - tip.offsetHeight - pad;
-  tip.style.left = `${Math.max(minX, Math.min(left, maxX))}px`;
-  tip.style.top = `${Math.max(minY, Math.min(top, maxY))}px`;
 }
 
 /** Lets go of the pins (a preset, a trained model's layer: a result whose cells are others). */
@@ -198,7 +173,7 @@ function setRow(r) {
 
 /**
  * The pairs (i, j) that read table row r (rel_index = r) as runs [i, lo, hi], keys lo … hi − 1 of query i: asked
- * of the worker (src/positions/table.rs RelTable::readers) once per result and row; null while they come (the pins are
+ * of the worker (crates/relattn-core/src/positions/table.rs RelTable::readers) once per result and row; null while they come (the pins are
  * drawn again then).
  */
 function readersOf(r) {
@@ -219,7 +194,7 @@ function readersOf(r) {
 // Keyboard: the arrow keys move a cursor cell of the focused figure (on (i, j) figures the cursor is
 // the pin, shown in every view); its numbers go to the tooltip and to an aria-live region.
 function keyPin(v, e) {
-  if (!state.current || !v.stage || !v.rect || presenting()) return;
+  if (!state.current || !v.stage || !v.rect || state.presentedAt !== null) return;
   const pairs = v.stage.pairs;
   const d = { ArrowUp: [-1, 0], ArrowDown: [1, 0], ArrowLeft: [0, -1], ArrowRight: [0, 1] }[e.key];
   if (e.key === 'Escape') { v.cursor = null; setPin(null); setRow(null); hideTip(); return; }
@@ -244,7 +219,7 @@ function keyPin(v, e) {
 /** The views drawn now, by stage name: the page's figures, or in presentation mode the stage presented (so
  *  stepping through the skew with a pin follows its cell, or a pinned row's diagonal, from step to step). */
 function shownViews() {
-  const v = presentedView();
+  const v = state.presentedAt !== null ? state.presentedView : null;
   return v && v.rect ? new Map([[v.stage.name, v]]) : state.views;
 }
 
@@ -278,7 +253,7 @@ export function drawPins() {
 }
 
 /**
- * Where pair (i, j) of the relative logits sits in the skew's first three steps (src/positions/music.rs), or null for
+ * Where pair (i, j) of the relative logits sits in the skew's first three steps (crates/relattn-core/src/positions/music.rs), or null for
  * another stage: column j − i + n − 1 of Q E_rᵀ; one further right after the causal zero column (the
  * bidirectional one is last); in the reshaped buffer row i + 1 (causal: the slice drops row 0) or column
  * j + n − 1 (bidirectional: it drops n − 1 columns).

@@ -28,7 +28,7 @@ export async function loadUi() {
 
 // A panic in the page's instance (the hook in crates/relattn-wasm/src/lib.rs `start` calls relattnPanicked before the abort),
 // or an abort that reached a caller (an allocation failure): `stop()` stops a render under way, the error is
-// shown, a fresh instance loaded, and `showLastGood()` draws the last good view again with it (views.js).
+// shown, a fresh instance loaded, and `showLastGood()` draws the last good view again with it (stage-views.js).
 export function watchUi(stop, showLastGood) {
   globalThis.relattnPanicked = (message) => { instance.broken = instance.broken || replaceUi(message, stop, showLastGood); };
 }

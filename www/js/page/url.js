@@ -1,17 +1,15 @@
 // Owns the shareable state: every control, the pin and the presented stage in the query string (saveURL after
 // each change, applyURL once at start), ?embed=STAGE, and "Copy link" with its toast. In Model mode the query
-// is mode=model and Model mode's fields (chorales/form.js: model, piece, start, length, transpose, layer, head,
-// note) with the theme and the backend.
+// is mode=model and Model mode's fields (model/form.js: model, piece, start, length, transpose, layer, head,
+// note), its slide, the theme and the backend. It reads what it saves from state.js, the controls and the DOM.
 import { $ } from './dom.js';
 import { state } from './state.js';
-import { presenting, presentedAt } from './present.js';
 import { PARAMS, readOption, writeOption, setSelect, setTheme, optionsFollowMethod } from './controls.js';
-import { modelQuery, applyModelURL, modelKinds } from './chorales/form.js';
-import { slideShown, wantSlide } from './chorales/slides.js';
+import { modelQuery, applyModelURL, modelKinds } from './model/form.js';
 import { modelLayer, useModelLayer, askSlice } from './source.js';
 
 /** ?embed=STAGE: that one heatmap, sized to its frame, and nothing else (null: the whole page); in Model mode,
- *  ?embed=arcs (the piano roll with its arcs), tiles, distance, prediction or nll (chorales/mode.js applyModelEmbed). */
+ *  ?embed=arcs (the piano roll with its arcs), tiles, distance, prediction or nll (model/mode.js applyModelEmbed). */
 export const EMBED = new URLSearchParams(location.search).get('embed');
 
 /** Links made before the options had one spelling everywhere keep working: an old name → its option. */
@@ -23,7 +21,7 @@ export function saveURL() {
     const q = new URLSearchParams({ mode: 'model' });
     if (EMBED) q.set('embed', EMBED);
     modelQuery(q);
-    if (slideShown()) q.set('slide', slideShown());
+    if (state.model.slide) q.set('slide', state.model.slide);
     q.set('theme', document.documentElement.dataset.theme);
     q.set('backend', $('backend-mode').value);
     const url = `${location.pathname}?${q}`;
@@ -54,7 +52,7 @@ export function saveURL() {
   // A trained model's layer shown stage by stage: model, piece, start, length, transpose, layer.
   const src = modelLayer();
   if (src) q.set('source', [src.kind, src.window.piece, src.window.start, src.window.length, src.window.transpose, src.layer].join(','));
-  if (presenting() && cur.stages[presentedAt()]) q.set('present', cur.stages[presentedAt()].name);
+  if (state.presentedAt !== null && cur.stages[state.presentedAt]) q.set('present', cur.stages[state.presentedAt].name);
   // The comparison, when open: what it compares, and its slide when presented.
   if (!$('compare').hidden) q.set('compare', $('compare-what').value);
   const slide = document.body.dataset.compareSlide;
@@ -65,9 +63,9 @@ export function saveURL() {
 
 /**
  * Sets the controls, Model mode's form and Parameters mode's source (source.js) from the URL, before the first
- * request. Returns what other features restore: `{ notice, present, pin, row }` (a value of the link the page
- * does not have, `{ field, message }`, or null; the stage to present or null, the pinned pair { i, j } or null,
- * the pinned table row or null).
+ * request. Returns what other features restore: `{ notice, present, pin, row, slide }` (a value of the link the
+ * page does not have, `{ field, message }`, or null; the stage to present or null, the pinned pair { i, j } or
+ * null, the pinned table row or null; in Model mode the slide to show, else null).
  */
 export function applyURL() {
   const q = new URLSearchParams(location.search);
@@ -98,12 +96,12 @@ export function applyURL() {
   const pin = /^(\d+),(\d+)$/.exec(q.get('pin') || '');
   const row = /^(\d+)$/.exec(q.get('row') || '');
   applyModelURL(q.get('mode') === 'model' ? q : new URLSearchParams());
-  if (q.get('mode') === 'model') wantSlide(q.get('slide'));
   return {
     notice,
     present: q.get('present'),
     pin: pin ? { i: Number(pin[1]), j: Number(pin[2]) } : null,
     row: row ? Number(row[1]) : null,
+    slide: q.get('mode') === 'model' ? q.get('slide') : null,
   };
 }
 

@@ -2,13 +2,12 @@
 // its wasm aborts. The one rule against stale answers lives here: every change of the settings takes a new id
 // (supersede) at once, before its debounced request is sent, and only an answer carrying the newest id
 // (isLatest) is passed on to the page; an older one is for superseded settings and touches neither the
-// controls nor the view. (A render already under way is stopped by its render token: views.js.)
+// controls nor the view. (A render already under way is stopped by its render token: stage-views.js.)
 import { state } from './state.js';
 import { computeRequest, exportRequest, cellsRequest, readersRequest, schemesRequest, typedError } from '../shared/protocol.js';
 import { readParams, colormaps, headScale, backendMode, showError } from './controls.js';
 import { modelLayer, shownSlice } from './source.js';
 import { setBusy, showProgress } from './status.js';
-import { fileInPlay } from './file.js';
 
 // This module's own state: no other module writes it (post() and paramsStarted() are how they use it).
 const client = {
@@ -29,9 +28,11 @@ const client = {
   asked: new Map(),
   /** True once Parameters mode has sent its first request (a page opened in Model mode computes none). */
   paramsStarted: false,
+  /** The file a request computes from ({ id, name, bytes }) or null: file.js fileInPlay, given to startWorker. */
+  file: () => null,
 };
 
-/** Sends `msg` (a ToWorker message, built by protocol.js) to the worker. */
+/** Sends `msg` (a ToWorker message, built by ../shared/protocol.js) to the worker. */
 export function post(msg) {
   client.worker.postMessage(msg);
 }
@@ -44,10 +45,12 @@ export function paramsStarted() {
 /**
  * Starts the worker. `h.result(msg)` gets the newest settings' ResultMessage, `h.refused(error)` their
  * WorkerError, `h.fatal(error, latest)` a FatalMessage's error when it is the newest settings' (latest) or
- * in no request; `h.model(msg)` every Model-mode message ('model-*': chorales/mode.js checks their ids),
- * `h.restarted()` is called after the worker was replaced and `h.gpuSettled()` once WebGPU's set-up has ended.
+ * in no request; `h.model(msg)` every Model-mode message ('model-*': model/mode.js checks their ids),
+ * `h.restarted()` is called after the worker was replaced and `h.gpuSettled()` once WebGPU's set-up has ended;
+ * each request computes from the file `h.file()` gives (null: none).
  */
 export function startWorker(h) {
+  client.file = h.file;
   spawn(h);
 }
 
@@ -85,8 +88,8 @@ export function requestSoon() {
 
 /** Sends the controls as they are now, under the newest id. */
 function send() {
-  const file = fileInPlay();
-  // src/protocol/layer_view.rs Request: a file's sizes replace the options' (the preset is not used).
+  const file = client.file();
+  // crates/relattn/src/protocol/layer_view.rs Request: a file's sizes replace the options' (the preset is not used).
   const { options, tokens } = readParams(!!file);
   const request = { backend: backendMode(), file_name: file ? file.name : '', options, tokens };
   const { batch, head } = shownSlice();

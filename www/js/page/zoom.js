@@ -3,7 +3,6 @@
 // each change redraws that view (its cells coloured over the whole stage's range, a minimap in the corner) and
 // the pins. The tooltip, the pin and the keyboard cursor keep reading the exact cells.
 import { state } from './state.js';
-import { presenting } from './present.js';
 import { drawView, windowOf, cellAt } from './figures.js';
 import { drawPins } from './tooltip.js';
 
@@ -14,7 +13,7 @@ const MIN_SIDE = 8;
 export function attachZoom(v) {
   const c = v.canvas;
   c.addEventListener('keydown', (e) => {
-    if (!v.stage || !v.rect || presenting()) return;
+    if (!v.stage || !v.rect || state.presentedAt !== null) return;
     const focus = v.cursor || state.pinned;
     if (e.key === '+' || e.key === '=') { e.preventDefault(); zoom(v, 0.5, focus); }
     else if (e.key === '-' || e.key === '_') { e.preventDefault(); zoom(v, 2, focus); }

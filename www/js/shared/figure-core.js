@@ -1,7 +1,8 @@
 // The figure core the page and the notebook widget share (python/relattn/widget.js bundles it: `make widget`):
-// no state, no worker, nothing but the canvas, context and values it is given. A figure's geometry is its plot
-// area `rect` { x0, x1, y0, y1 } in canvas pixels (draw_frame's answer: crates/relattn-wasm/src/figure.rs) and the window of
-// its stage shown `win` { r0, c0, rows, cols } (the whole stage, or a zoomed part of it).
+// no state, no worker, no import, nothing but the canvas, context and values it is given. A figure's geometry is
+// its plot area `rect` { x0, x1, y0, y1 } in canvas pixels (draw_frame's answer: crates/relattn-wasm/src/figure.rs)
+// and the window of its stage shown `win` { r0, c0, rows, cols } (the whole stage, or a zoomed part of it). The
+// charts the page draws itself (the piano roll, Model mode's and the schemes' charts) size their canvas here.
 
 /** The size of a figure's canvas (and of an exported figure, before the PNG's 2×). */
 export const FRAME = { w: 470, h: 430 };
@@ -117,4 +118,27 @@ export function download(blob, name) {
   a.click();
   a.remove();
   setTimeout(() => URL.revokeObjectURL(a.href), 10000);
+}
+
+/**
+ * Sizes a chart's canvas and clears it to white, for drawing in CSS pixels: `w` × `h` (`size.width` × `size.height`
+ * when given, else the canvas's CSS box, else `w0` × `h0`) at pixel ratio `size.dpr` (else the screen's), the
+ * context scaled to it. `keep`: a canvas already at that size is not reset, only painted over (the piano roll,
+ * drawn again every frame while it plays). Returns { ctx, w, h }.
+ * @param {HTMLCanvasElement} canvas
+ * @param {{ width?: number, height?: number, dpr?: number } | null} [size]
+ */
+export function sizeCanvas(canvas, w0, h0, size = null, keep = false) {
+  const dpr = (size && size.dpr) || window.devicePixelRatio || 1;
+  const w = (size && size.width) || canvas.clientWidth || w0;
+  const h = (size && size.height) || canvas.clientHeight || h0;
+  if (!keep || canvas.width !== Math.round(w * dpr) || canvas.height !== Math.round(h * dpr)) {
+    canvas.width = Math.round(w * dpr);
+    canvas.height = Math.round(h * dpr);
+  }
+  const ctx = canvas.getContext('2d');
+  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+  ctx.fillStyle = '#fff';
+  ctx.fillRect(0, 0, w, h);
+  return { ctx, w, h };
 }

@@ -1,12 +1,12 @@
 // @ts-check
-// Builds every message between the page (worker-client.js, the Model mode modules) and the worker (../worker.js,
-// worker/chorales.js). The messages are defined once, in Rust (src/protocol/: who sends what, and what every field
-// means); their JavaScript types are generated from it into types/protocol.d.ts (`make protocol`), and
+// Builds every message between the page (page/worker-client.js, page/model/) and the worker (../worker.js,
+// worker/model.js). The messages are defined once, in Rust (crates/relattn/src/protocol/: who sends what, and what
+// every field means); their JavaScript types are generated from it into types/protocol.d.ts (`make protocol`), and
 // `make check` type-checks this file against them (tsconfig.json): a message built here that Rust does not
 // define fails the check. Every message has a `kind`.
 //
 // A newer compute request supersedes one still waiting in the worker; the page drops any answer whose id is
-// not its newest (worker-client.js). Typed arrays in a result are transferred, never copied again.
+// not its newest (page/worker-client.js). Typed arrays in a result are transferred, never copied again.
 
 /** @typedef {import('../types/protocol').ToWorker} ToWorker */
 /** @typedef {import('../types/protocol').FromWorker} FromWorker */

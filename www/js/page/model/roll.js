@@ -6,6 +6,7 @@
 // For the tests the canvas carries data-position (the selected token), data-arcs (JSON [[key, weight], …]
 // as drawn), data-bars, data-sampled (the sampled tokens) and data-playhead.
 import { textPx } from '../dom.js';
+import { sizeCanvas } from '../../shared/figure-core.js';
 
 const VOICE_COLORS = ['#d62728', '#2a9d3a', '#1f6fc4', '#8a4fbf'];
 export const VOICE_NAMES = ['S', 'A', 'T', 'B'];
@@ -97,17 +98,7 @@ export function arcsOf(values, T, i) {
  * overrides the canvas's CSS size and the screen's pixel ratio (the PNG export).
  */
 export function drawRoll(canvas, r, { sampled = [], position = null, playhead = null, fade = 1, size = null } = {}) {
-  const dpr = (size && size.dpr) || window.devicePixelRatio || 1;
-  const w = (size && size.width) || canvas.clientWidth || 1200;
-  const h = (size && size.height) || canvas.clientHeight || 420;
-  if (canvas.width !== Math.round(w * dpr) || canvas.height !== Math.round(h * dpr)) {
-    canvas.width = Math.round(w * dpr);
-    canvas.height = Math.round(h * dpr);
-  }
-  const ctx = canvas.getContext('2d');
-  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-  ctx.fillStyle = '#fff';
-  ctx.fillRect(0, 0, w, h);
+  const { ctx, w, h } = sizeCanvas(canvas, 1200, 420, size, true);
   const L = layout(r, sampled, w, h);
   const T = r.window.length;
   const piece = r.info.pieces.find((p) => p.bwv === r.window.piece);

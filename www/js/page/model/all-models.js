@@ -1,17 +1,17 @@
-// Owns Model mode's comparisons: the NLL per position of the six models beyond the training
-// length, and the six models' attention by distance side by side. Each keeps its own request id and answer;
-// only the newest answer is drawn.
+// Owns Model mode's views of all six models on one window (the protocol's NllRequest and CompareRequest): the
+// NLL per position of the six models beyond the training length, and the six models' attention by distance
+// side by side. Each keeps its own request id and answer; only the newest answer is drawn (panels.js).
+// (The six position schemes on Parameters mode's options: ../compare.js.)
 import { $ } from '../dom.js';
-import { state } from '../state.js';
 import { post } from '../worker-client.js';
 import { modelLabel } from './form.js';
 import { nllRequest, compareRequest, windowOf } from '../../shared/protocol.js';
-import { drawDistances, drawNll, drawModelsSlide } from './views.js';
+import { drawDistances, drawNll, drawModelsSlide } from './panels.js';
 import { backendMode } from '../controls.js';
 
 const nll = { id: 0, result: null };
 const compare = { id: 0, result: null };
-/** The result shown (chorales/mode.js) and the chosen layer, given by wireComparisons. */
+/** The result shown (mode.js) and the chosen layer, given by wireComparisons. */
 let shown = () => null;
 let chosenLayer = () => 0;
 

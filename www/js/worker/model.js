@@ -1,11 +1,11 @@
 // Owns the worker's half of Model mode (../worker.js hands it every 'model*' message): the trained models'
-// ModelSessions (src/app/chorales.rs; one per kind, fetched and loaded on first use, then kept), the test
+// ModelSessions (crates/relattn-wasm/src/model.rs; one per kind, fetched and loaded on first use, then kept), the test
 // pieces' bytes (fetched once), the window each session last ran, the sampling loop (16 tokens a batch,
 // yielding between batches so that a stop or a newer request gets in) and the NLL comparison. Everything is
 // computed here, in wasm: a window's pass, the NLLs and a layer's trace on the backend each request asks for
-// (WebGPU when usable, else the CPU, which says why: crates/relattn-wasm/src/backend.rs with_backend), sampling on the CPU;
+// (WebGPU when usable, else the CPU, which says why: crates/relattn-wasm/src/backend.rs WebGpu), sampling on the CPU;
 // the page only draws. The computing methods are async (they may await the GPU), so other messages are
-// answered meanwhile. Messages are typed in protocol.js.
+// answered meanwhile. Messages are typed in ../shared/protocol.js.
 import { compareResult, modelError, modelResult, modelSampled, nllResult, typedError, windowKey, windowRequest } from '../shared/protocol.js';
 
 const TILE = 128; // the model view's tiles: at most TILE × TILE pixels each
@@ -235,7 +235,7 @@ async function drain(ctx) {
  * transfer), isAbort(err) }. Requests wait for nothing but their own; only the newest 'model' is answered.
  */
 /**
- * One layer of a trained model on a window, as a trace Session (src/app/chorales.rs ModelSession::trace): the
+ * One layer of a trained model on a window, as a trace Session (crates/relattn-wasm/src/model.rs ModelSession::trace): the
  * stages of every head of that layer on the real hidden states, for Parameters mode's figures, computed on
  * `backend` (the worker tried WebGPU already when it is asked for).
  * @param {{ kind: string, window: object, layer: number }} source

@@ -1,9 +1,9 @@
 // Owns Model mode's wiring: the Parameters | Model switch, the model form's events, the window's requests to
 // the worker (ids: only the newest ModelRequest's answer is shown), turning answers into state.model.shown and
-// drawing it (chorales/selection.js: the roll, the selected token and Play; chorales/views.js: the panels). Continue
-// (chorales/sampling.js), the comparisons (chorales/compare.js) and the slides (chorales/slides.js) own their state and
-// are given what they need here. Every request carries the page's Backend (the toolbar's, Parameters mode's
-// too); the footer says where it ran.
+// drawing it (selection.js: the roll, the selected token and Play; panels.js: the panels). Continue
+// (sampling.js), the six models (all-models.js) and the slides (slides.js) own their state and are given what
+// they need here. Every request carries the page's Backend (the toolbar's, Parameters mode's too); the footer
+// says where it ran.
 import { $, all } from '../dom.js';
 import { state } from '../state.js';
 import { presentNextResult } from '../present.js';
@@ -11,15 +11,15 @@ import { modelRequest as modelMsg, windowKey } from '../../shared/protocol.js';
 import { readWindow, readHead, modelKind, wantedNote, noteTaken, syncModelForm, syncChoices, clearModelErrors, showModelError, showOpening } from './form.js';
 import { noteName, VOICE_NAMES } from './roll.js';
 import { wireRoll, makeRoll, redraw, describe, fadeArcs, togglePlay, selectShown } from './selection.js';
-import { drawTiles, markTile, markRow, drawDistances, drawPrediction } from './views.js';
+import { drawTiles, markTile, markRow, drawDistances, drawPrediction } from './panels.js';
 import { wireSampling, onSampled, onSampleRefused, endSampling, samplingUnderway, whenSamplingEnds } from './sampling.js';
-import { wireComparisons, onComparison, drawComparisons, ensureNll, ensureComparison, windowShown } from './compare.js';
+import { wireComparisons, onComparison, drawComparisons, ensureNll, ensureComparison, windowShown } from './all-models.js';
 import { wireSlides, showWantedSlide } from './slides.js';
 import { stop, playing } from './sound.js';
 import { colormaps, backendMode } from '../controls.js';
 import { showBackend } from '../status.js';
 import { saveURL } from '../url.js';
-import { exportRoll, exportPanel } from '../export.js';
+import { exportRoll, exportPanel } from './export.js';
 import { request as requestTrace, post, paramsStarted } from '../worker-client.js';
 import { useModelLayer, askSlice } from '../source.js';
 import { clearPins } from '../tooltip.js';
@@ -232,7 +232,7 @@ export function wireModel(startParams) {
     cancelAnimationFrame(resizing);
     resizing = requestAnimationFrame(() => { if (m.shown && state.mode === 'model') redrawAll(); });
   });
-  // The chosen layer and head, stage by stage, in Parameters mode's figures (src/app/chorales.rs trace).
+  // The chosen layer and head, stage by stage, in Parameters mode's figures (crates/relattn/src/app/model.rs ChoraleSession::trace).
   $('m-stages').addEventListener('click', () => {
     const { layer, head } = readHead();
     useModelLayer({ kind: modelKind(), window: readWindow(), layer });

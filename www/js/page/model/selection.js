@@ -1,11 +1,11 @@
 // Owns Model mode's roll: drawing it from state.model.shown (the arcs fading in on a new head), the selected
 // token (a click, ← / → / ↑ / ↓ / Home / End, the URL's note=, the playhead), the lines that describe the
-// window and the selected token, the hover title, and Play (chorales/sound.js). Selecting a token asks the worker for
-// its prediction through the `ask` given to wireRoll (chorales/mode.js's modelRequest).
+// window and the selected token, the hover title, and Play (sound.js). Selecting a token asks the worker for
+// its prediction through the `ask` given to wireRoll (mode.js's modelRequest).
 import { $ } from '../dom.js';
 import { state } from '../state.js';
 import { drawRoll, hit, noteName, arcsOf } from './roll.js';
-import { markRow } from './views.js';
+import { markRow } from './panels.js';
 import { windowName, modelLabel } from './form.js';
 import { sampledNotes } from './sampling.js';
 import { play, stop, playing } from './sound.js';
@@ -13,7 +13,7 @@ import { saveURL } from '../url.js';
 
 const m = state.model;
 const FADE_MS = 180;
-/** What selecting a token asks of the worker (chorales/mode.js: a new ModelRequest). */
+/** What selecting a token asks of the worker (mode.js: a new ModelRequest). */
 let ask = () => {};
 let fadeRaf = 0;
 
@@ -42,7 +42,7 @@ export function describe() {
 }
 
 const VOICES = ['soprano', 'alto', 'tenor', 'bass'];
-/** What the key at distance `d` from the query note `q` reaches, named from the token q predicts (src/trained/heads.rs). */
+/** What the key at distance `d` from the query note `q` reaches, named from the token q predicts (crates/relattn/src/trained/heads.rs). */
 function keyName(d, q) {
   const { beat, bar } = m.shown.window.meter;
   return state.ui ? state.ui.name_key(d, (q.voice + 1) % 4, beat, bar) : `distance ${d}`;

@@ -1,10 +1,10 @@
 // Owns Model mode's slides (Present): one panel at a time on the whole screen, each titled with what it shows
-// (model, piece, layer, head) and numbered, the slide shown being its own state (body[data-model-slide] tells
+// (model, piece, layer, head) and numbered, the slide shown being state.model.slide (body[data-model-slide] tells
 // the CSS and the charts' text size) and in the link (&slide=NAME opens on it); → after the last goes on to the
 // chosen head stage by stage, and Esc there comes back.
 import { $ } from '../dom.js';
 import { state } from '../state.js';
-import { ensureNll, ensureComparison } from './compare.js';
+import { ensureNll, ensureComparison } from './all-models.js';
 import { modelLabel, windowName } from './form.js';
 import { saveURL } from '../url.js';
 
@@ -28,15 +28,10 @@ export const SLIDES = [
   ['nll', '#m-panel-nll', (s) => `Longer than trained: loss per position — the six models on ${windowName(s.window)} from its start`],
 ];
 
-/** The slide shown, or null (url.js keeps it in the link). */
-export function slideShown() {
-  return current;
-}
-
 /** The slide the link asks for (&slide=), shown once the first result is in; null when none or shown. */
 let wanted = null;
 
-/** Sets the slide to show once the first result is in (url.js, from &slide=). */
+/** Sets the slide to show once the first result is in (main.js, from url.js applyURL's &slide=). */
 export function wantSlide(name) {
   wanted = SLIDES.some(([n]) => n === name) ? name : null;
 }
@@ -47,8 +42,6 @@ export function showWantedSlide() {
   wanted = null;
 }
 
-/** The slide shown, or null. */
-let current = null;
 /** Given by wireSlides: the result shown, redrawing every chart, and presenting the head's stages. */
 let shown = () => null;
 let redrawAll = () => {};
@@ -63,9 +56,9 @@ export function wireSlides(shownResult, redraw, toStagesThenBack) {
   document.addEventListener('keydown', keys);
   // A horizontal swipe of 50 px or more steps as ← / → do (style.css keeps it from being a browser gesture).
   let x0 = null;
-  document.addEventListener('touchstart', (e) => { x0 = current && e.touches.length === 1 ? e.touches[0].clientX : null; }, { passive: true });
+  document.addEventListener('touchstart', (e) => { x0 = state.model.slide && e.touches.length === 1 ? e.touches[0].clientX : null; }, { passive: true });
   document.addEventListener('touchend', (e) => {
-    if (x0 === null || !current) return;
+    if (x0 === null || !state.model.slide) return;
     const dx = e.changedTouches[0].clientX - x0;
     x0 = null;
     if (Math.abs(dx) >= 50) step(dx < 0 ? 1 : -1);
@@ -74,7 +67,7 @@ export function wireSlides(shownResult, redraw, toStagesThenBack) {
 
 /** One slide on (1) or back (−1); on from the last: the head's stages. */
 function step(by) {
-  const at = SLIDES.findIndex(([n]) => n === current);
+  const at = SLIDES.findIndex(([n]) => n === state.model.slide);
   if (by > 0 && at + 1 >= SLIDES.length) {
     // Once full screen is left: its fullscreenchange, coming after the stages are presented, would end them.
     present(null).then(toStages);
@@ -87,7 +80,7 @@ function step(by) {
 function present(name) {
   let done = Promise.resolve();
   for (const [, sel] of SLIDES) document.querySelector(sel).removeAttribute('data-slide');
-  current = name;
+  state.model.slide = name;
   $('m-slide-keys').hidden = !name;
   const at = SLIDES.findIndex(([n]) => n === name);
   const s = shown();
@@ -113,7 +106,7 @@ function present(name) {
 
 /** → / PageDown / Space next, ← / PageUp back, Esc leaves; after the last slide, the head's stages presented. */
 function keys(e) {
-  if (!current) return;
+  if (!state.model.slide) return;
   if (['ArrowRight', 'PageDown', ' '].includes(e.key)) {
     e.preventDefault();
     step(1);

@@ -8,7 +8,7 @@ import { state } from './state.js';
 import { FRAME, newView, drawView } from './figures.js';
 import { attachPointer, drawPins } from './tooltip.js';
 import { attachZoom } from './zoom.js';
-import { drawPresent, presenting } from './present.js';
+import { drawPresent } from './present.js';
 import { exportFigure } from './export.js';
 import { showTimings, showStageTimes } from './status.js';
 import { EMBED } from './url.js';
@@ -53,7 +53,7 @@ function newFigure(stage) {
   canvas.setAttribute('aria-describedby', 'kbd-hint');
   figure.append(canvas);
   if (!EMBED) {
-    // What to notice in this stage (src/layer/stage_meta.rs), under the figure.
+    // What to notice in this stage (crates/relattn-core/src/layer/stage_meta.rs), under the figure.
     const notice = document.createElement('p');
     notice.className = 'notice';
     figure.append(notice);
@@ -121,7 +121,7 @@ async function render(cur) {
     }
   }
   drawPins();
-  if (presenting()) drawPresent();
+  if (state.presentedAt !== null) drawPresent();
   showTimings(cur.timings, drawMs, cur.memory);
   showStageTimes(cur.stageTimes, cur.onGpu);
   state.good = cur;

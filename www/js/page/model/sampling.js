@@ -9,7 +9,7 @@ import { sampleRequest, modelStop, windowOf } from '../../shared/protocol.js';
 /** The sampling under way (its id, 0: none), the last id given, the notes drawn after the window, and what
  *  to call once the sampling under way ends (whenSamplingEnds). */
 const sampling = { id: 0, seq: 0, notes: [], then: [] };
-/** Redraws the roll (chorales/mode.js), given by wireSampling. */
+/** Redraws the roll (mode.js), given by wireSampling. */
 let redrawRoll = () => {};
 
 /** The notes sampled after the window (Notes: token, voice, step, midi). */

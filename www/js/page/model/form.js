@@ -28,7 +28,7 @@ export function modelLabel(kind) {
 }
 
 /** The shipped models' kinds, as the model select (index.html) offers them; the worker's list is the wasm's
- *  model_kinds() (src/trained/mod.rs MODELS), and the e2e test checks that the two agree. */
+ *  model_kinds() (crates/relattn/src/trained/mod.rs MODELS), and the e2e test checks that the two agree. */
 export function modelKinds() {
   return [...$('m-model').options].map((o) => o.value);
 }

@@ -1,17 +1,17 @@
-// Owns Model mode's smaller views: the model view (one tile per layer × head, each that head's (T, T)
+// Owns Model mode's panels beside the roll: the model view (one tile per layer × head, each that head's (T, T)
 // weights as the worker coloured them, the selected query's row ticked; clicking a tile chooses it), the
 // attention-by-distance charts (per head of the chosen layer, the distribution over j − i with the landmarks
-// and each head's one-line description that the worker computes: src/trained/heads.rs), the prediction at the
-// selected token (top candidates with bars, the actual next token's rank) and the NLL-per-position chart
-// (the six models beyond the training length). Each canvas carries what the tests check
+// and each head's one-line description that the worker computes: crates/relattn/src/trained/heads.rs), the
+// prediction at the selected token (top candidates with bars, the actual next token's rank), the NLL-per-position
+// chart and the six models' slide (drawn from all-models.js's answers). Each canvas carries what the tests check
 // (data-layer/head/row, data-sum, data-landmarks, data-description, data-series).
 import { $, textPx, wrapLines } from '../dom.js';
 import { state } from '../state.js';
-import { hideTip, showTip } from '../tooltip.js';
+import { sizeCanvas } from '../../shared/figure-core.js';
+import { hideTip, showTip } from '../tip.js';
 import { modelLabel } from './form.js';
 import { SCHEME_COLORS } from '../scheme-colors.js';
 
-/** One colour per trained model, in every chart that puts them side by side. */
 /** Each tile's pixels (its head's weights), to draw again under the selected row's ticks. @type {WeakMap<HTMLCanvasElement, ImageData>} */
 const TILE_PIXELS = new WeakMap();
 
@@ -48,7 +48,7 @@ export function drawTiles(r, choose) {
       c.dataset.head = String(h);
       const cap = document.createElement('span');
       cap.textContent = `L${l} · H${h}`;
-      // What the head does, measured on this window (src/trained/heads.rs).
+      // What the head does, measured on this window (crates/relattn/src/trained/heads.rs).
       const what = document.createElement('span');
       what.className = 'tile-what';
       what.textContent = t.description;
@@ -85,18 +85,6 @@ export function markTile(layer, head) {
 }
 
 /** Draws one chart per head of `r.layer`: profiles[h] over distances −(T−1)..=0, shown from −range. */
-/** A chart canvas sized to its CSS box (or w × h) at the screen's pixel ratio, white: { ctx, w, h } in CSS pixels. */
-function blank(c, w0, h0) {
-  const w = c.clientWidth || w0;
-  const h = c.clientHeight || h0;
-  const dpr = window.devicePixelRatio || 1;
-  c.width = Math.round(w * dpr); c.height = Math.round(h * dpr);
-  const ctx = c.getContext('2d');
-  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-  ctx.fillStyle = '#fff'; ctx.fillRect(0, 0, w, h);
-  return { ctx, w, h };
-}
-
 export function drawDistances(r, box = $('m-dist')) {
   const heads = r.profiles.length;
   const T = r.window.length;
@@ -113,7 +101,7 @@ export function drawDistances(r, box = $('m-dist')) {
   }
   r.profiles.forEach((d, h) => {
     const c = box.children[h];
-    const { ctx, w, h: hh } = blank(c, 320, 170);
+    const { ctx, w, h: hh } = sizeCanvas(c, 320, 170);
     const big = document.body.dataset.modelSlide ? 1.5 : 1;
     const fs = textPx(10);
     ctx.font = `${fs}px system-ui, sans-serif`;
@@ -237,7 +225,7 @@ export function drawNll(n) {
   if (!n) { delete c.dataset.drawn; $('m-nll-note').textContent = ''; return; }
   // Shown before it is measured (style.css hides it until drawn), so it is drawn at its displayed size.
   c.dataset.drawn = '1';
-  const { ctx, w, h: hh } = blank(c, 900, 240);
+  const { ctx, w, h: hh } = sizeCanvas(c, 900, 240);
   const fs = textPx(11);
   ctx.font = `${fs}px system-ui, sans-serif`;
   // The legend, sized to its text, in a margin of its own right of the plot (six lines would hide curves).
@@ -305,7 +293,7 @@ export function drawModelsSlide(c, box) {
     canvas.setAttribute('role', 'img');
     canvas.dataset.model = model;
     box.append(canvas);
-    const { ctx, w, h } = blank(canvas, 400, 280);
+    const { ctx, w, h } = sizeCanvas(canvas, 400, 280);
     const fs = Math.max(14, Math.round(h / 18));
     ctx.font = `${fs}px system-ui, sans-serif`;
     const m = { l: 3.2 * fs, r: 8, t: 3.2 * fs, b: 2.6 * fs };
