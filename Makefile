@@ -12,7 +12,7 @@ WASM_DEBUG = $(or $(CARGO_TARGET_DIR),target)/wasm32-unknown-unknown/debug/relat
 # Cargo features of the wasm build: none for make serve; the e2e tests need the test hooks (crates/relattn-wasm/Cargo.toml).
 WASM_FEATURES ?=
 
-.PHONY: check protocol serve wasm vendor widget wheel docs deps-wasm deps-web deps-gpu deps-python test test-rust test-python test-web test-wasm test-e2e train fixtures
+.PHONY: check protocol serve wasm vendor widget wheel docs cli deps-wasm deps-web deps-gpu deps-python test test-rust test-python test-web test-wasm test-e2e train fixtures
 
 deps-wasm:
 	@rustup target list --installed | grep -qx wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
@@ -37,7 +37,9 @@ serve: wasm
 	@echo "relattn is served at http://127.0.0.1:$(PORT)/  (Ctrl-C stops it)"
 	python3 -m http.server $(PORT) --bind 127.0.0.1 --directory www
 
-test: docs test-rust test-python test-web
+# In this order: the native build first (the book, Python and the e2e tests run its CLI), the Python tests before
+# the browser's (tests/e2e/notebook.test.mjs runs the package they install).
+test: test-rust docs test-python test-web
 
 # The gate CI runs before the tests (eframe_template's check.sh): rustfmt (rustfmt.toml), clippy with warnings
 # as errors on every native target and on the wasm32 library, each with and without the test hooks, and on
@@ -48,12 +50,13 @@ check:
 	@rustup target list --installed | grep -qx wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
 	cargo fmt --check  # every workspace member, the Python crate included
 	rustfmt --check --edition 2021 fuzz/fuzz_targets/*.rs
+	cargo clippy -p relattn-core --all-targets -- -D warnings  # the math crate alone, no features: what a `cargo add` gets
 	cargo clippy --all-targets -- -D warnings
 	cargo clippy --all-targets --features relattn/test-hooks -- -D warnings
-	cargo clippy -p relattn -p relattn-wasm --lib --target wasm32-unknown-unknown -- -D warnings
+	cargo clippy -p relattn-core -p relattn -p relattn-wasm --lib --target wasm32-unknown-unknown -- -D warnings
 	cargo clippy -p relattn-wasm --target wasm32-unknown-unknown --features test-hooks --lib --test web --test web_model -- -D warnings
 	cargo clippy --manifest-path fuzz/Cargo.toml --bins --target-dir target/fuzz -- -D warnings
-	cargo clippy --manifest-path python/Cargo.toml --all-targets --target-dir target/python -- -D warnings
+	cargo clippy -p relattn-python --all-targets -- -D warnings
 	@for f in www/*.js $$(find www/js -name '*.js') tests/e2e/*.mjs bench/*.mjs python/relattn/*.js; do node --check "$$f" || exit 1; done
 	node --test --test-reporter=dot tests/e2e/layout.test.mjs
 	@python3 -m ruff --version >/dev/null 2>&1 || python3 -m pip install --quiet ruff
@@ -71,7 +74,8 @@ check:
 	node_modules/.bin/tsc -p tsconfig.worker.json
 	@echo "check: fmt, clippy (native, wasm32, with and without test hooks; the fuzz targets), scripts, Python, the protocol's types, the page's messages and the worker OK"
 
-# The page's JavaScript types of the page ⇄ worker protocol, generated from src/protocol/ by ts-rs (each type's
+# The page's JavaScript types of the page ⇄ worker protocol, generated from crates/relattn/src/protocol/ (and the
+# relattn-core types it carries, feature "ts") by ts-rs (each type's
 # export_bindings test) into www/js/types/protocol.d.ts; make check fails when they are not current.
 protocol:
 	rm -rf www/js/types
@@ -82,9 +86,8 @@ protocol:
 # chapter, and every `$ relattn …` line of a console block runs (with the debug CLI, in a temporary directory) and
 # exits 0. mdbook is installed if missing, without its serve and watch features (a smaller build).
 MDBOOK_VERSION = 0.5.4
-docs:
+docs: cli
 	@mdbook --version 2>/dev/null | grep -qx "mdbook v$(MDBOOK_VERSION)" || cargo install mdbook --locked --no-default-features --features search --version $(MDBOOK_VERSION)
-	cargo build -p relattn-cli
 	mdbook build docs
 	RELATTN_BIN=$(abspath $(or $(CARGO_TARGET_DIR),target))/debug/relattn python3 scripts/check_docs.py
 
@@ -92,15 +95,21 @@ docs:
 deps-gpu:
 	@test -f /usr/share/vulkan/icd.d/lvp_icd.x86_64.json || (apt-get update && apt-get install -y mesa-vulkan-drivers)
 
+# One native debug build serves every native test: cargo test's, and the CLI that the book's commands, Python's
+# tests and the e2e tests run (built with the same flags, so `make cli` after `make test-rust` builds nothing).
+NATIVE_TEST_BUILD = --all-targets --features relattn/test-hooks
+cli:
+	cargo build $(NATIVE_TEST_BUILD)
+
 test-rust: deps-gpu
-	cargo test --all-targets --features relattn/test-hooks
+	cargo test $(NATIVE_TEST_BUILD)
 
 # --- the Python package (python/) ------------------------------------------------------------------
 # make wheel, the one command for Python users: target/wheels/relattn-*.whl, the crate's extension built by maturin
 # (abi3, in a small virtual environment of its own, target/wheelvenv), with what the package carries brought in by
 # this target (into python/relattn/static and python/relattn/models, git-ignored): the page's wasm and glue for the
 # notebook widget (a release build without the test hooks), the widget's bundle and the trained chorale models.
-# The tests install that wheel in a virtual environment of their own (target/pyvenv: maturin, numpy, pytest,
+# The tests install the same package built in the debug profile (test-python) in a virtual environment of their own (target/pyvenv: maturin, numpy, pytest,
 # anywidget, jupyterlab, and torch and transformers for relattn.capture's tests: about 6 GB); pytest checks it
 # against the command line's .npz and the transformers models; tests/e2e/notebook.test.mjs runs examples/ in JupyterLab.
 PYVENV = target/pyvenv
@@ -130,9 +139,17 @@ wheel: deps-wasm widget
 	CARGO_TARGET_DIR=target/python $(WHEEL_VENV)/bin/maturin build --release -m python/Cargo.toml -o target/wheels
 	@echo "Built $$(ls target/wheels/relattn-*.whl). Install it with: pip install '$$(ls target/wheels/relattn-*.whl)[notebook]'"
 
-test-python: deps-python wheel
-	cargo build -p relattn-cli
-	$(PYVENV)/bin/pip install --quiet --force-reinstall --no-deps target/wheels/relattn-*-cp39-abi3-*.whl
+# The tests' package: the same maturin build as make wheel's but in the debug profile, in the workspace's target/
+# beside cargo test's build (no second release build of the crates), carrying the wasm the e2e tests use (make
+# wasm with the test hooks: one release build of the wasm for both).
+test-python: WASM_FEATURES = --features test-hooks
+test-python: deps-python wasm widget cli
+	@mkdir -p python/relattn/static python/relattn/models
+	cp www/pkg/relattn.js www/pkg/relattn_bg.wasm python/relattn/static/
+	cp models/chorales-*.safetensors models/chorales-test.json python/relattn/models/
+	@rm -rf target/test-wheels
+	$(PYVENV)/bin/maturin build -m python/Cargo.toml -o target/test-wheels
+	$(PYVENV)/bin/pip install --quiet --force-reinstall --no-deps target/test-wheels/relattn-*-cp39-abi3-*.whl
 	cd target && RELATTN_BIN=$(CURDIR)/target/debug/relattn $(CURDIR)/$(PYVENV)/bin/python -m pytest -q $(CURDIR)/python/tests
 
 # --- browser tests ---------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""The decoder relattn runs (src/trained/transformer.rs), in PyTorch, with relattn's conventions, so the trained
+"""The decoder relattn runs (crates/relattn/src/trained/transformer/), in PyTorch, with relattn's conventions, so the trained
 weights load with no conversion:
 
     x      = E[tokens] · √d_model  (+ sinusoidal positions, `absolute` only)           (T, d_model)
@@ -185,7 +185,7 @@ class Decoder(nn.Module):
         return self.ln_f(x) @ self.embed.T
 
     def tensors(self):
-        """The weights under relattn's names (src/trained/transformer.rs): every array (in, out)."""
+        """The weights under relattn's names (crates/relattn/src/trained/transformer/): every array (in, out)."""
         out = {"embed": self.embed, "ln_f.weight": self.ln_f.weight, "ln_f.bias": self.ln_f.bias}
         for i, layer in enumerate(self.layers):
             p = f"layers.{i}."

@@ -4,9 +4,10 @@
 /// scenario or give an error, for each method; a scenario within a small memory budget computes a trace
 /// (or names the array that overflowed float32).
 pub fn check_scenario_bytes(data: &[u8]) {
-    use relattn::layer::{forward, scenario};
+    use relattn::files::{read_arrays, TensorFile};
+    use relattn::layer::forward;
     use relattn::{Config, Method, Scenario, Spec};
-    let Ok(scenario::TensorFile { arrays, .. }) = scenario::read_arrays(data, "input.npz") else { return };
+    let Ok(TensorFile { arrays, .. }) = read_arrays(data, "input.npz") else { return };
     for (method, causal) in [(Method::Shaw, false), (Method::Music, true)] {
         let cfg = Config { method, causal, heads: 1, clip: 2, ..Config::default() };
         let spec = Spec { n: 4, d_model: 4, batch: 1, seed: 0 };
@@ -20,7 +21,7 @@ pub fn check_scenario_bytes(data: &[u8]) {
             continue;
         }
         if let Ok(sc) = Scenario::build(&cfg, &spec, arrays.clone(), false) {
-            // The trace (staged) and the forward (fused, src/attention/fused.rs) agree: the same output within
+            // The trace (staged) and the forward (fused, relattn-core's src/attention/fused/) agree: the same output within
             // rounding, or both refuse the same overflow.
             match (forward::trace(&cfg, &sc), forward::forward(&cfg, &sc)) {
                 (Ok(t), Ok(out)) => {

@@ -159,8 +159,9 @@ MODELS = tuple(_relattn.models())
 _MODELS = __import__("pathlib").Path(__file__).resolve().parent / "models"
 
 
-#: Most bytes a model or data file may have (as the command line's scenario and model files).
-MAX_FILE_BYTES = 1 << 30
+#: Most bytes a model or data file may have: the library's limit (relattn.files::MAX_FILE_BYTES), as the command
+#: line's and the page's.
+MAX_FILE_BYTES = _relattn.MAX_FILE_BYTES
 
 
 def _read_file(path, field, wanted):

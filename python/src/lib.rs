@@ -20,11 +20,11 @@ use pyo3::types::{PyBytes, PyDict, PyList};
 use relattn::error::Error;
 use relattn::layer::forward::{self, Sizes, DEFAULT_MEMORY_LIMIT};
 use relattn::layer::on_demand::{stage_work_bytes, Layer};
-use relattn::layer::options::{LayerOptions, Limits, Resolved};
 use relattn::layer::presets::NAMES as PRESETS;
 use relattn::layer::scenario::{Arrays, Scenario, NAMES};
 use relattn::layer::stage_meta::StageMeta;
 use relattn::layer::trace::{Named, Trace};
+use relattn::options::{LayerOptions, Limits, Resolved};
 use relattn::positions::Method;
 use relattn::protocol::{Cut, NotebookFigure};
 use relattn::render::value_range;
@@ -489,7 +489,7 @@ fn methods<'py>(py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
     PyList::new(py, Method::ALL.map(|m| m.to_string()))
 }
 
-/// The shipped chorale models' names (relattn's `trained::MODELS`), in the order MODELS.md lists them.
+/// The shipped chorale models' names (relattn's `trained::MODELS`), in the order docs/src/models.md lists them.
 #[pyfunction]
 fn models<'py>(py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
     PyList::new(py, relattn::trained::MODELS.map(Method::name))
@@ -516,6 +516,8 @@ fn option_names<'py>(py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
 #[pymodule]
 fn _relattn(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("RelattnError", m.py().get_type::<RelattnError>())?;
+    // The library's one limit on a file's size, read by the package's own file checks (relattn.MAX_FILE_BYTES).
+    m.add("MAX_FILE_BYTES", relattn::files::MAX_FILE_BYTES)?;
     m.add_function(wrap_pyfunction!(trace, m)?)?;
     m.add_function(wrap_pyfunction!(attention, m)?)?;
     m.add_function(wrap_pyfunction!(layer, m)?)?;

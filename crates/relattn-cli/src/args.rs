@@ -1,8 +1,8 @@
 //! The command line's arguments (clap's derive): the commands, their flags and their help. A layer's options
-//! are `LayerOptions` (src/layer/options.rs), flattened into [`LayerArgs`] with the scenario file and the budget.
+//! are `LayerOptions` (src/options.rs), flattened into [`LayerArgs`] with the scenario file and the budget.
 
 use clap::{Args, Parser, Subcommand};
-use relattn::layer::options::LayerOptions;
+use relattn::options::LayerOptions;
 use relattn::trained::chorales::BPM;
 use relattn::trained::transformer::{DEFAULT_TOP_K, DEFAULT_TOP_P};
 use relattn::Stage;
@@ -23,7 +23,7 @@ pub const MAX_MEMORY_MB: u64 = (isize::MAX as u64) >> 20;
     long_about = "Computes relative-position multi-head self-attention and writes every intermediate (distances, clipped \
 indices, content and relative logits, the Music Transformer's skew steps, masked logits, weights, outputs) to an .npz, \
 or renders one of them as a labelled heatmap (.svg or .png).\n\nTensors come from a scenario file (--tensors, an \
-np.savez .npz; see README.md) and whatever it lacks is generated from --seed (ChaCha8; x ~ N(0, 1); weights and tables \
+np.savez .npz; see docs/src/files.md) and whatever it lacks is generated from --seed (ChaCha8; x ~ N(0, 1); weights and tables \
 Xavier-uniform; biases 0)."
 )]
 pub struct Cli {
@@ -203,19 +203,8 @@ pub enum ModelCommand {
         /// length it was trained and evaluated at).
         #[arg(long, allow_negative_numbers = true)]
         context: Option<i64>,
-        /// Softmax temperature, 0..=100 (0: always the most likely token).
-        #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
-        temperature: f32,
-        /// Draw only from the K most likely tokens, 0..=vocab (0: every token).
-        #[arg(long, default_value_t = DEFAULT_TOP_K as i64, allow_negative_numbers = true)]
-        top_k: i64,
-        /// Draw only from the fewest most likely tokens whose probabilities reach P (nucleus), in (0, 1] (1:
-        /// every token).
-        #[arg(long, default_value_t = DEFAULT_TOP_P, allow_negative_numbers = true)]
-        top_p: f32,
-        /// Seed of the sampler (ChaCha8), 0..=18446744073709551615; the same seed gives the same music.
-        #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
-        seed: u64,
+        #[command(flatten)]
+        sampler: SamplerArgs,
         /// Tempo of the MIDI file, 20..=400 quarter notes per minute.
         #[arg(long, default_value_t = 80, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(*BPM.start() as i64..=*BPM.end() as i64))]
         bpm: u32,
@@ -246,23 +235,31 @@ pub enum ModelCommand {
         /// Tokens of each piece to start from, a multiple of 4 in 4..=(the shortest piece's tokens).
         #[arg(long, default_value_t = 64, allow_negative_numbers = true)]
         prime: i64,
-        /// Softmax temperature, 0..=100 (0: always the most likely token).
-        #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
-        temperature: f32,
-        /// Draw only from the K most likely tokens, 0..=vocab (0: every token).
-        #[arg(long, default_value_t = DEFAULT_TOP_K as i64, allow_negative_numbers = true)]
-        top_k: i64,
-        /// Draw only from the fewest most likely tokens whose probabilities reach P (nucleus), in (0, 1] (1:
-        /// every token).
-        #[arg(long, default_value_t = DEFAULT_TOP_P, allow_negative_numbers = true)]
-        top_p: f32,
-        /// Seed of the first continuation's sampler; the k-th uses seed + k.
-        #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
-        seed: u64,
+        #[command(flatten)]
+        sampler: SamplerArgs,
         /// Print JSON.
         #[arg(long)]
         json: bool,
     },
+}
+
+/// How `model sample` and `model stats` draw each token.
+#[derive(Args)]
+pub struct SamplerArgs {
+    /// Softmax temperature, 0..=100 (0: always the most likely token).
+    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
+    pub temperature: f32,
+    /// Draw only from the K most likely tokens, 0..=vocab (0: every token).
+    #[arg(long, default_value_t = DEFAULT_TOP_K as i64, allow_negative_numbers = true)]
+    pub top_k: i64,
+    /// Draw only from the fewest most likely tokens whose probabilities reach P (nucleus), in (0, 1] (1:
+    /// every token).
+    #[arg(long, default_value_t = DEFAULT_TOP_P, allow_negative_numbers = true)]
+    pub top_p: f32,
+    /// Seed of the sampler (ChaCha8), 0..=18446744073709551615; the same seed gives the same music (`stats`:
+    /// the k-th continuation uses seed + k).
+    #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
+    pub seed: u64,
 }
 
 /// What to compute: the layer's options (unset ones from --preset, or the defaults shown), a scenario file and

@@ -10,7 +10,7 @@ use std::time::Instant;
 /// Computes the trace of `layer` and writes it to `out`; with `json`, prints its summary.
 pub fn run(layer: &LayerArgs, out: &Path, json: bool, start: Instant) -> Result<(), Stop> {
     let (t, times, estimate) = layer.trace(0)?;
-    write_atomic(out, |tmp| write_file(tmp, |w| t.write_npz(w)))?;
+    write_atomic(out, |tmp| write_file(tmp, |w| relattn::files::write_trace(&t, w)))?;
     if json {
         let unread = layer.options.unread(t.config.method);
         let mut s = summary(&t.config, t.dims(), t.output.dim().2, &t.stages(), out, start.elapsed().as_secs_f64() * 1e3, &unread);

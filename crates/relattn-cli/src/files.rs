@@ -2,7 +2,7 @@
 //! (a temporary file renamed over the old one once complete and synced), the first write error kept.
 
 use relattn::error::Bytes;
-use relattn::layer::scenario::{read_arrays, read_at_most, TensorFile, MAX_FILE_BYTES};
+use relattn::files::{read_arrays, read_at_most, TensorFile, MAX_FILE_BYTES};
 use relattn::trained::chorales::Chorales;
 use relattn::trained::transformer::Transformer;
 use relattn::Error;

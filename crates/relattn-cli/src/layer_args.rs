@@ -4,11 +4,11 @@
 use crate::args::LayerArgs;
 use crate::files::read_file;
 use relattn::attention::Config;
-use relattn::layer::capture::CaptureInfo;
+use relattn::files::capture::CaptureInfo;
 use relattn::layer::forward::{self, Sizes, DEFAULT_MEMORY_LIMIT};
 use relattn::layer::on_demand::{stage_work_bytes, Layer};
-use relattn::layer::options::{Limits, Resolved};
 use relattn::layer::scenario::{sizes_of, Arrays, Scenario, Spec};
+use relattn::options::{Limits, Resolved};
 use relattn::timing::StageTimes;
 use relattn::{Backend, Trace};
 

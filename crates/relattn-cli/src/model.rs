@@ -1,6 +1,6 @@
 //! `relattn model …`: a trained chorale model's config, evaluation, traces, sampling and music figures.
 
-use crate::args::{ModelCommand, ModelFiles};
+use crate::args::{ModelCommand, ModelFiles, SamplerArgs};
 use crate::files::{load_model, read_chorales, write_atomic, write_file};
 use crate::progress::Progress;
 use crate::{say, Stop};
@@ -56,9 +56,18 @@ pub fn whole_steps(field: &str, value: i64, range: std::ops::RangeInclusive<usiz
     Ok(v)
 }
 
+impl SamplerArgs {
+    /// The sampler's settings for `steps` tokens, each attending to `context`; top_k checked against the model's
+    /// vocabulary (temperature and top_p by the sampler itself).
+    fn settings(&self, model: &Transformer, steps: usize, context: usize) -> Result<SampleSettings, Stop> {
+        let top_k = in_range("top_k", self.top_k, 0..=model.config.vocab, "0: every token; the vocabulary's size")?;
+        Ok(SampleSettings { steps, temperature: self.temperature, top_k, top_p: self.top_p, seed: self.seed, context })
+    }
+}
+
 pub fn run(command: ModelCommand) -> Result<(), Stop> {
     match command {
-        ModelCommand::Stats { model, data, samples, length, prime, temperature, top_k, top_p, seed, json } => {
+        ModelCommand::Stats { model, data, samples, length, prime, sampler, json } => {
             let chorales = read_chorales(&data)?;
             with_pieces(&chorales, &data)?;
             let sequences: Vec<Vec<u32>> = match model {
@@ -70,12 +79,12 @@ pub fn run(command: ModelCommand) -> Result<(), Stop> {
                     let length = whole_steps("length", length, 4..=MAX_SAMPLE_STEPS, "tokens per continuation")?;
                     let shortest = chorales.pieces.iter().map(|p| p.tokens.len()).min().unwrap_or(0);
                     let prime = whole_steps("prime", prime, 4..=shortest, "the shortest piece's tokens")?;
-                    let top_k = in_range("top_k", top_k, 0..=m.config.vocab, "0: every token; the vocabulary's size")?;
+                    let settings = sampler.settings(&m, length, m.config.context)?;
                     let mut progress = Progress::new("sampling", "continuations", samples);
                     let mut out = Vec::with_capacity(samples);
                     for k in 0..samples {
                         let piece = &chorales.pieces[k % chorales.pieces.len()];
-                        let settings = SampleSettings { top_k, top_p, ..SampleSettings::new(&m, length, temperature, seed.wrapping_add(k as u64)) };
+                        let settings = SampleSettings { seed: settings.seed.wrapping_add(k as u64), ..settings };
                         out.push(m.sample(&piece.tokens[..prime], &settings, |_| {})?[prime..].to_vec());
                         progress.tick(k + 1);
                     }
@@ -137,9 +146,9 @@ pub fn run(command: ModelCommand) -> Result<(), Stop> {
             let tokens = &data.piece(&piece)?.tokens;
             let mut backend = backend_named(&backend)?;
             let trace = pollster::block_on(model.window_trace(&mut backend, tokens, start, length, layer, head))?;
-            write_atomic(&out, |tmp| write_file(tmp, |w| trace.write_npz(w)))?;
+            write_atomic(&out, |tmp| write_file(tmp, |w| relattn::files::write_trace(&trace, w)))?;
         }
-        ModelCommand::Sample { files, piece, opening, prime, steps, context, temperature, top_k, top_p, seed, bpm, out, json } => {
+        ModelCommand::Sample { files, piece, opening, prime, steps, context, sampler, bpm, out, json } => {
             let (model, data) = files.load()?;
             let (tokens, prime) = match (&piece, &opening) {
                 (Some(piece), _) => {
@@ -158,8 +167,7 @@ pub fn run(command: ModelCommand) -> Result<(), Stop> {
                 Some(c) => in_range("context", c, 1..=MAX_CONTEXT, "tokens a new token may attend to")?,
                 None => model.config.context,
             };
-            let top_k = in_range("top_k", top_k, 0..=model.config.vocab, "0: every token; the vocabulary's size")?;
-            let settings = SampleSettings { steps, temperature, top_k, top_p, seed, context };
+            let settings = sampler.settings(&model, steps, context)?;
             let interrupted = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
             let flag = interrupted.clone();
             // Without a handler Ctrl-C ends the process as before (nothing is written until the end either way).

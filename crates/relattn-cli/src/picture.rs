@@ -35,18 +35,9 @@ pub fn run(args: &LayerArgs, name: &str, size: &str, out: &Path) -> Result<(), S
         Body::Heatmap { values, x_labels, y_labels } => {
             let labels = |l: &Vec<String>| (!l.is_empty()).then(|| l.clone());
             let fig = Figure {
-                matrix: values.view(),
-                title,
-                subtitle,
-                x_desc: meta.x_axis.into(),
-                y_desc: meta.y_axis.into(),
                 x_labels: labels(x_labels),
                 y_labels: labels(y_labels),
-                scale: meta.scale,
-                palette: Default::default(),
-                ink: render::Ink::LIGHT,
-                range: None,
-                text_scale: 1.0,
+                ..Figure::plain(values.view(), title, subtitle, meta.x_axis, meta.y_axis, meta.scale)
             };
             write_atomic(out, |tmp| render::save(&fig, tmp, size))?;
         }

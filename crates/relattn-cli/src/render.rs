@@ -36,24 +36,16 @@ pub fn run(args: &LayerArgs, what: Drawn, out: &Path, json: bool, start: Instant
     let positional = |len: usize| tokens.clone().filter(|_| len == n);
     let (rows, cols) = m.dim();
     let meta = layer.meta(stage);
+    let title = match (meta.per_head, &capture) {
+        (true, Some(c)) => format!("{} — head {head} — {}", meta.title, c.title()),
+        (true, None) => format!("{} — head {head}", meta.title),
+        (false, Some(c)) => format!("{} — {}", meta.title, c.title()),
+        (false, None) => meta.title.into(),
+    };
     let fig = Figure {
-        matrix: m.view(),
-        title: match (meta.per_head, &capture) {
-            (true, Some(c)) => format!("{} — head {head} — {}", meta.title, c.title()),
-            (true, None) => format!("{} — head {head}", meta.title),
-            (false, Some(c)) => format!("{} — {}", meta.title, c.title()),
-            (false, None) => meta.title.into(),
-        },
-        subtitle: format!("{}   shape ({rows}, {cols})", meta.formula),
-        x_desc: meta.x_axis.into(),
-        y_desc: meta.y_axis.into(),
         x_labels: if meta.pairs { positional(cols) } else { None },
         y_labels: if meta.rows_are_queries { positional(rows) } else { None },
-        scale: meta.scale,
-        palette: Default::default(),
-        ink: render::Ink::LIGHT,
-        range: None,
-        text_scale: 1.0,
+        ..Figure::plain(m.view(), title, format!("{}   shape ({rows}, {cols})", meta.formula), meta.x_axis, meta.y_axis, meta.scale)
     };
     write_atomic(out, |tmp| render::save(&fig, tmp, size))?;
     if json {

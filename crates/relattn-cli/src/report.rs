@@ -6,7 +6,7 @@ use relattn::Stage;
 use std::path::Path;
 
 /// The JSON summary of a computed layer; `unread`: the options given that its method does not read
-/// ([`relattn::layer::options::LayerOptions::unread`]).
+/// ([`relattn::options::LayerOptions::unread`]).
 pub fn summary(cfg: &Config, (b, h, n): (usize, usize, usize), d_model: usize, stages: &[Stage], out: &Path, ms: f64, unread: &[String]) -> serde_json::Value {
     serde_json::json!({
         "method": cfg.method.to_string(),

@@ -1,6 +1,6 @@
 //! The `relattn` binary: traces, figures, and every error path (message and exit code 2).
 
-#[path = "../../relattn/tests/common/mod.rs"]
+#[path = "../../relattn-core/tests/common/mod.rs"]
 mod common;
 
 use common::npy;
@@ -397,7 +397,7 @@ fn help_documents_the_commands() {
     // Every command that computes a layer takes every layer option by its one name (crates/relattn/tests/options.rs).
     for sub in ["compute", "render", "bench"] {
         let text = String::from_utf8_lossy(&relattn(&[sub, "--help"]).stdout).into_owned();
-        for name in relattn::layer::options::LayerOptions::names() {
+        for name in relattn::options::LayerOptions::names() {
             let flag = format!("--{} ", name.replace('_', "-"));
             assert!(text.contains(&flag), "relattn {sub} --help lacks {flag}");
         }
@@ -501,7 +501,7 @@ fn tensors_must_be_a_regular_file_within_the_limit() {
     assert!(String::from_utf8_lossy(&fifo_out.stderr).contains("not a regular file"));
     // Over the limit: refused from its size, before reading (a sparse file, no disk used).
     let big = path(&d, "big.npz");
-    std::fs::File::create(&big).unwrap().set_len(relattn::layer::scenario::MAX_FILE_BYTES + 1).unwrap();
+    std::fs::File::create(&big).unwrap().set_len(relattn::files::MAX_FILE_BYTES + 1).unwrap();
     fails(&["compute", "--tensors", s(&big), "--out", o], &["cannot read", "1.00 GiB is over the limit of 1.00 GiB"]);
 }
 

@@ -4,7 +4,7 @@
 //! GPU backend (lavapipe in CI). The key/value cache gives the full forward's logits; sampling is deterministic;
 //! broken model files are clear errors (and tests/fuzz_corpus.rs replays the model loader's fuzz corpus).
 
-#[path = "../../relattn/tests/common/mod.rs"]
+#[path = "../../relattn-core/tests/common/mod.rs"]
 mod common;
 
 use common::{fixture, rel_err, Mat};
@@ -134,7 +134,7 @@ fn cached_decoding_gives_the_full_forward() {
     }
 }
 
-/// The model of `method` by its definition (src/trained/transformer.rs's doc, MODELS.md), in f64 plain loops over the
+/// The model of `method` by its definition (crates/relattn/src/trained/transformer/mod.rs's doc, docs/src/models.md), in f64 plain loops over the
 /// file's tensors, with a causal mask that also hides keys `context` or more tokens back: the logits (T, vocab).
 /// Attention is the tests' f64 definition of one head (common::head) for each query over its window of keys.
 fn banded_forward_by_definition(method: &str, tokens: &[u32], context: usize) -> Vec<Vec<f64>> {

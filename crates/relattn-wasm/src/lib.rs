@@ -8,7 +8,7 @@
 //!   ([`relattn::layer::stage_meta::StageMeta`]), where it ran and how long each stage took;
 //! - [`Session::select`] cuts one stage of one (batch, head) into f32 values and an RGBA raster that
 //!   JavaScript reads straight out of the wasm memory (`new Float32Array(memory.buffer, ptr, len)`), no copy;
-//! - [`chorales::ModelSession`]: Model mode; [`compare::compare_schemes`]: the six schemes side by side;
+//! - [`model::ModelSession`]: Model mode; [`compare::compare_schemes`]: the six schemes side by side;
 //! - [`figure::draw_frame`] and [`figure::draw_svg`] draw a figure's frame from a [`figure::FigureSpec`].
 //!
 //! Errors reach JavaScript as an `Error` with a `field` (the control to show it next to) and a `kind`
@@ -26,11 +26,11 @@ use wasm_bindgen::prelude::*;
 
 pub mod backend;
 pub mod bench;
-pub mod chorales;
 pub mod compare;
 pub mod figure;
 #[cfg(feature = "test-hooks")]
 pub mod hooks;
+pub mod model;
 pub mod session;
 
 pub use session::{compute, Session};

@@ -8,8 +8,8 @@
 use relattn::attention::Config;
 
 use relattn::app::request::{page_bytes, LIMITS, MEMORY_LIMIT};
-use relattn::layer::options::LayerOptions;
 use relattn::layer::scenario::Spec;
+use relattn::options::LayerOptions;
 use relattn::positions::Method;
 use relattn_wasm::figure::{draw_frame, draw_svg};
 use relattn_wasm::{compute, memory_bytes, set_colormaps, Session};

@@ -1,4 +1,4 @@
-//! The Model mode's wasm API (src/chorales.rs over the library's src/app/chorales.rs) in a headless browser (wasm-bindgen-test, `make test-wasm`):
+//! The Model mode's wasm API (src/model.rs over the library's src/app/chorales.rs) in a headless browser (wasm-bindgen-test, `make test-wasm`):
 //! the shipped models and test pieces load; a window's attention weights are causal distributions equal to
 //! the native trace and to PyTorch's (tests/fixtures); NLL, predictions and distance profiles agree with the
 //! logits; live sampling gives `Transformer::sample`'s and the CLI's tokens; bad requests name their field;
@@ -10,13 +10,13 @@ use relattn::protocol::{BackendUsed, DistanceProfile, ModelInfo, PositionNll, Pr
 use relattn::trained::heads::{describe, Meter};
 use relattn::trained::transformer::{log_softmax_at, probabilities, SampleSettings, Transformer};
 use relattn::Backend;
-use relattn_wasm::chorales::ModelSession;
+use relattn_wasm::model::ModelSession;
 use relattn_wasm::Session;
 use serde::de::DeserializeOwned;
 use wasm_bindgen::JsValue;
 use wasm_bindgen_test::*;
 
-#[path = "../../relattn/tests/common/fixture.rs"]
+#[path = "../../relattn-core/tests/common/fixture.rs"]
 mod fixture;
 
 wasm_bindgen_test_configure!(run_in_browser);
@@ -92,7 +92,7 @@ fn max_diff<'a>(a: impl IntoIterator<Item = &'a f32>, b: impl IntoIterator<Item 
 }
 
 /// NLL per position from a pass that keeps every weight (staged) and one that keeps none (the fused
-/// forward, src/attention/fused.rs): equal within float rounding.
+/// forward, relattn-core's src/attention/fused/): equal within float rounding.
 fn same_nll(a: &[f64], b: &[f64]) -> bool {
     a.len() == b.len() && a.iter().zip(b).all(|(x, y)| (x - y).abs() <= 1e-5 * x.abs().max(1.0))
 }
@@ -116,7 +116,7 @@ fn log(line: String) {
 
 #[wasm_bindgen_test]
 fn each_model_loads_with_its_config_and_the_pieces() {
-    // The training figures as export.py measured them (models/results.json, MODELS.md's tables).
+    // The training figures as export.py measured them (models/results.json, docs/src/models.md's tables).
     let results: serde_json::Value = serde_json::from_slice(include_bytes!("../../../models/results.json")).unwrap();
     for (kind, _, _) in MODELS {
         let trained = &results["models"][kind];

@@ -4,8 +4,8 @@
 //! www/js/types/protocol.d.ts) and the page's controls (the ids of www/index.html's `data-option` elements).
 
 use clap::Args;
-use relattn::layer::options::{LayerOptions, Limits};
 use relattn::layer::scenario::Spec;
+use relattn::options::{LayerOptions, Limits};
 use relattn::Config;
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -93,7 +93,7 @@ fn old_names_are_refused_with_the_list() {
 /// ranges that depend on each other are checked), and the refusal names the option and states its range.
 #[test]
 fn every_refusal_states_the_real_range() {
-    use relattn::layer::options::Resolved;
+    use relattn::options::Resolved;
     use relattn::Scenario;
     let cases: [(&str, &str); 16] = [
         (r#"{"n": -1}"#, "a whole number ≥ 1"),

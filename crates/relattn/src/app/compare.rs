@@ -1,24 +1,24 @@
 //! The "compare schemes" view: one input — the options shown, with their sentence — under every position
 //! scheme, and for the (batch, head) shown each scheme's attention weights and its attention by distance
-//! ([`crate::attention::by_distance`]), or its position term and that term's mean by distance ([`Compared`]). Every scheme gets the same x, W_q, W_k, W_v and W_o (they are drawn
+//! ([`relattn_core::attention::by_distance`]), or its position term and that term's mean by distance ([`Compared`]). Every scheme gets the same x, W_q, W_k, W_v and W_o (they are drawn
 //! from the seed by name, whatever the scheme) and its own position parameters from the same seed; Shaw's and
 //! the Music Transformer's tables have the options' k. Computed on the CPU, a head at a time in blocks of
 //! query rows (no whole trace), so six schemes cost about six forward passes.
 
 use super::request::Inputs;
 use super::session::{CellMask, Cutting, Made};
-use crate::attention::by_distance;
-use crate::error::{check_index, Error, Result};
-use crate::layer::forward;
-use crate::layer::on_demand::Layer;
-use crate::layer::options::LayerOptions;
-use crate::layer::scenario::Scenario;
+use crate::options::LayerOptions;
 use crate::pictures;
-use crate::positions::Method;
 use crate::protocol::{Compared, Request, SchemeView};
 use crate::render::Palette;
-use crate::stage::Stage;
 use ndarray::ArrayView2;
+use relattn_core::attention::by_distance;
+use relattn_core::error::{check_index, Error, Result};
+use relattn_core::layer::forward;
+use relattn_core::layer::on_demand::Layer;
+use relattn_core::layer::scenario::Scenario;
+use relattn_core::positions::Method;
+use relattn_core::stage::Stage;
 
 /// The longest sequence the comparison takes (six layers in a row, each a few seconds at this n).
 pub const MAX_COMPARE_N: usize = 2048;

@@ -7,19 +7,19 @@
 //! - [`session`]: a computed layer ([`session::Session`]): its [`crate::protocol::Info`], the stages of the
 //!   (batch, head) shown cut and coloured, exact cells, a table row's readers, the trace as an .npz;
 //! - [`compare`]: the six position schemes side by side on one input;
-//! - [`chorales`]: Model mode, a trained chorale model and the test pieces ([`chorales::ChoraleSession`]).
+//! - [`model`]: Model mode, a trained chorale model and the test pieces ([`model::ChoraleSession`]).
 //!
 //! Where a computation runs is a [`Runner`]'s choice: the page's picks WebGPU or the CPU per request and says
 //! why (crates/relattn-wasm/src/backend.rs); [`Cpu`] computes on the CPU, as the native tests do.
 
-pub mod chorales;
 pub mod compare;
+pub mod model;
 pub mod request;
 pub mod session;
 
-use crate::backend::Backend;
-use crate::error::Result;
 use crate::protocol::{BackendChoice, BackendUsed};
+use relattn_core::backend::Backend;
+use relattn_core::error::Result;
 
 /// What a [`Runner`] computed, and where.
 pub struct Ran<T> {

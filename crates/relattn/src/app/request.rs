@@ -2,16 +2,16 @@
 //! resolved within the page's [`LIMITS`] into a [`Config`] and a [`Spec`] with errors that name the control;
 //! the memory budget that decides how a layer is held.
 
-use crate::attention::Config;
-use crate::error::{Bytes, Error, Result};
-use crate::layer::capture::CaptureInfo;
-use crate::layer::forward;
-use crate::layer::on_demand;
-use crate::layer::options::{LayerOptions, Limits, Resolved};
-use crate::layer::scenario::{self, Arrays, Scenario, Spec};
-use crate::positions::Method;
+use crate::files::capture::CaptureInfo;
+use crate::options::{LayerOptions, Limits, Resolved};
 use crate::protocol::{BackendChoice, Request, SchemeOptions};
-use crate::stage::Stage;
+use relattn_core::attention::Config;
+use relattn_core::error::{Bytes, Error, Result};
+use relattn_core::layer::forward;
+use relattn_core::layer::on_demand;
+use relattn_core::layer::scenario::{self, Arrays, Scenario, Spec};
+use relattn_core::positions::Method;
+use relattn_core::stage::Stage;
 use serde::Deserialize;
 
 use super::session::{RASTER_SIDE, VALUES_CELLS};
@@ -37,7 +37,7 @@ pub enum Holding {
     /// Every stage of every (batch, head), computed at once, on the backend asked for.
     Whole,
     /// The layer's forward pass on the backend asked for; the stages of the (batch, head) shown computed when
-    /// shown, on the CPU ([`crate::layer::on_demand::Layer`]).
+    /// shown, on the CPU ([`relattn_core::layer::on_demand::Layer`]).
     OnDemand,
 }
 
@@ -84,7 +84,7 @@ pub struct Inputs {
 
 impl Inputs {
     /// The request's options within the page's [`LIMITS`] (a preset's, when it names one), with a scenario
-    /// file's bytes (.npz or .npy, README "Scenario files": its x sets n, d_model and the batch) or the
+    /// file's bytes (.npz or .npy, docs/src/files.md "Scenario files": its x sets n, d_model and the batch) or the
     /// sentence's tokens (x one seeded vector per distinct token; n their number, the batch 1). A captured
     /// layer's file brings its options, which replace the request's (the page then shows them in its controls).
     pub fn resolve(request: &Request, file: Option<&[u8]>) -> Result<Inputs> {
@@ -92,7 +92,7 @@ impl Inputs {
         if sentence.len() > MAX_N {
             return Err(Error::invalid("tokens", format!("{} tokens", sentence.len()), format!("at most {MAX_N} tokens (n)")));
         }
-        let file = file.map(|bytes| scenario::read_arrays(bytes, &request.file_name)).transpose()?.unwrap_or_default();
+        let file = file.map(|bytes| crate::files::read_arrays(bytes, &request.file_name)).transpose()?.unwrap_or_default();
         let mut options: LayerOptions = match &file.capture {
             Some(c) => c.options.over(&request.options),
             None => request.options.clone(),
@@ -141,7 +141,7 @@ pub fn page_bytes(cfg: &Config, spec: &Spec, per_head_tables: bool) -> Option<u6
 
 /// Bytes a whole trace takes at its peak in this module's wasm memory, or `None` past u64.
 /// [`forward::estimate_bytes`] plus what the page adds, measured in chromium with [`super::memory_bytes`]
-/// (README "Reliability"): the per-head traces and their stacked copies coexist while the trace is
+/// (docs/src/reliability.md): the per-head traces and their stacked copies coexist while the trace is
 /// assembled, the distance and row matrices are i64, the value buckets have 2k+1 columns (k up to 4096), and
 /// [`super::Session::select`] holds a stage three times (the cut, its values, its pixels).
 fn whole_bytes(cfg: &Config, spec: &Spec, per_head_tables: bool) -> Option<u64> {

@@ -6,21 +6,21 @@
 
 use super::request::{Holding, Inputs};
 use super::Runner;
-use crate::attention::Config;
-use crate::error::Result;
-use crate::error::{check_index, Error};
-use crate::layer::capture::CaptureInfo;
-use crate::layer::on_demand::Layer;
-use crate::layer::options::LayerOptions;
-use crate::layer::presets;
-use crate::layer::stage_meta::StageMeta;
-use crate::layer::trace::Trace;
+use crate::files::capture::CaptureInfo;
+use crate::options::LayerOptions;
 use crate::pictures::{self, Body, Picture};
 use crate::protocol::{BackendUsed, Cut, HeadScale, Info, PictureView, Request, Shown, Timing};
 use crate::render::{Palette, Pooler};
-use crate::stage::{Scale, Stage};
-use crate::timing::{now_ms, StageTimes};
 use ndarray::{s, ArrayView2};
+use relattn_core::attention::Config;
+use relattn_core::error::Result;
+use relattn_core::error::{check_index, Error};
+use relattn_core::layer::on_demand::Layer;
+use relattn_core::layer::presets;
+use relattn_core::layer::stage_meta::StageMeta;
+use relattn_core::layer::trace::Trace;
+use relattn_core::stage::{Scale, Stage};
+use relattn_core::timing::{now_ms, StageTimes};
 use std::ops::Range;
 
 impl Info {
@@ -34,7 +34,7 @@ impl Info {
         on_demand: bool,
     ) -> Info {
         let preset_description = if inputs.preset.is_empty() { "" } else { presets::preset(&inputs.preset).map(|p| p.description).unwrap_or("") };
-        let spec = crate::layer::scenario::Spec { n, batch: b, d_model, ..inputs.spec };
+        let spec = relattn_core::layer::scenario::Spec { n, batch: b, d_model, ..inputs.spec };
         Info {
             preset: inputs.preset.clone(),
             preset_description: preset_description.into(),
@@ -414,7 +414,7 @@ impl Session {
             return Err(Error::invalid("export", "the whole trace", format!("{why}: export it with `relattn compute … --out trace.npz`")));
         };
         let mut out = std::io::Cursor::new(Vec::new());
-        trace.write_npz(&mut out)?;
+        crate::files::write_trace(trace, &mut out)?;
         Ok(out.into_inner())
     }
 
@@ -429,7 +429,7 @@ impl Session {
 
     /// Reverse linking: the pairs (i, j) that read row `row` of the relative tables (those whose rel_index is
     /// `row`), as one range of keys per query, `lo..hi`: 2n numbers `[lo_0, hi_0, lo_1, hi_1, …]`
-    /// ([`crate::positions::Scheme::readers`]: a table row, or a T5 bucket; the same for every batch element and
+    /// ([`relattn_core::positions::Scheme::readers`]: a table row, or a T5 bucket; the same for every batch element and
     /// head). The error names "row" and the table's rows.
     pub fn table_readers(&self, row: usize) -> Result<Vec<u32>> {
         let cfg = self.config();

@@ -5,18 +5,19 @@
 //! ```
 
 use super::{Inputs, Picture, Text};
-use crate::positions::absolute;
-use crate::stage::Scale;
 use ndarray::Array2;
+use relattn_core::positions::absolute;
+use relattn_core::stage::{Scale, StageText};
 
 pub const SIMILARITY: Text = Text {
     name: "absolute_similarity",
-    title: "How alike position vectors are",
-    formula: "sim(i, j) = PE_i · PE_j / (|PE_i| |PE_j|), for the first 512 positions at most",
-    tex: r"\operatorname{sim}(i, j) = \frac{PE_i \cdot PE_j}{\lVert PE_i \rVert\, \lVert PE_j \rVert}",
-    notice: "Near positions have near vectors: 1 on the diagonal, falling with distance. For the sinusoids every diagonal holds one value (their dot product is a sum of cos((j − i)ω)), yet attention only sees them mixed into x + PE; a model's learned vectors need not be so regular.",
-    x_axis: "position j",
-    y_axis: "position i",
+    text: StageText::new(
+        "How alike position vectors are",
+        "sim(i, j) = PE_i · PE_j / (|PE_i| |PE_j|), for the first 512 positions at most",
+        r"\operatorname{sim}(i, j) = \frac{PE_i \cdot PE_j}{\lVert PE_i \rVert\, \lVert PE_j \rVert}",
+        "Near positions have near vectors: 1 on the diagonal, falling with distance. For the sinusoids every diagonal holds one value (their dot product is a sum of cos((j − i)ω)), yet attention only sees them mixed into x + PE; a model's learned vectors need not be so regular.",
+    )
+    .on("position j", "position i"),
 };
 
 /// The most positions compared (512² cells; a long layer's similarity would be n² dot products of d_model).
@@ -51,7 +52,7 @@ mod tests {
     /// The sinusoids' similarity is 1 on the diagonal and the same along every diagonal.
     #[test]
     fn the_sinusoids_similarity_is_relative() {
-        let cfg = crate::attention::Config { method: crate::positions::Method::Absolute, ..Default::default() };
+        let cfg = relattn_core::attention::Config { method: relattn_core::positions::Method::Absolute, ..Default::default() };
         let tables = ndarray::Array3::zeros((1, 0, 1));
         let inputs = Inputs { config: &cfg, tables: &tables, rope: None, positions: None, n: 9, d_model: 16 };
         let super::super::Body::Heatmap { values, .. } = &pictures(&inputs)[0].body else { panic!("heatmap") };

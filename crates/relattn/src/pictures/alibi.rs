@@ -6,29 +6,31 @@
 //! ```
 
 use super::{Inputs, Picture, Text};
-use crate::positions::alibi;
 use crate::render::{short, Chart, Series};
-use crate::stage::Scale;
 use ndarray::Array2;
+use relattn_core::positions::alibi;
+use relattn_core::stage::{Scale, StageText};
 
 pub const SLOPES: Text = Text {
     name: "alibi_slope_by_head",
-    title: "ALiBi's slope per head",
-    formula: "m_h = 2^(−8(h+1)/H), h = 0 … H − 1: a geometric sequence from 2^(−8/H) down to 2^(−8)",
-    tex: r"m_h = 2^{-8(h+1)/H}, \quad h = 0, \dots, H - 1",
-    notice: "Each head halves (for 8 heads) the slope of the one before: head 0 penalises every step of distance steeply and attends nearby, the last head barely at all and sees the whole context. Nothing here is learned; the values are written at the dots.",
-    x_axis: "head h",
-    y_axis: "slope m_h",
+    text: StageText::new(
+        "ALiBi's slope per head",
+        "m_h = 2^(−8(h+1)/H), h = 0 … H − 1: a geometric sequence from 2^(−8/H) down to 2^(−8)",
+        r"m_h = 2^{-8(h+1)/H}, \quad h = 0, \dots, H - 1",
+        "Each head halves (for 8 heads) the slope of the one before: head 0 penalises every step of distance steeply and attends nearby, the last head barely at all and sees the whole context. Nothing here is learned; the values are written at the dots.",
+    )
+    .on("head h", "slope m_h"),
 };
 
 pub const BIAS_BY_HEAD: Text = Text {
     name: "alibi_bias_by_head",
-    title: "Every head's ALiBi bias",
-    formula: "bias_h(d) = m_h · d (causal, d ≤ 0) or −m_h · |d| (bidirectional), d = j − i",
-    tex: r"b_h(d) = \begin{cases} m_h\, d & \text{causal},\ d = j - i \le 0 \\ -m_h\, |d| & \text{bidirectional} \end{cases}",
-    notice: "One row per head, one colour scale for all: the first head's bias falls off within a few positions while the last head's stays near 0 across the whole window. That spread of reaches is the point of the slopes.",
-    x_axis: "distance d = j − i",
-    y_axis: "head h",
+    text: StageText::new(
+        "Every head's ALiBi bias",
+        "bias_h(d) = m_h · d (causal, d ≤ 0) or −m_h · |d| (bidirectional), d = j − i",
+        r"b_h(d) = \begin{cases} m_h\, d & \text{causal},\ d = j - i \le 0 \\ -m_h\, |d| & \text{bidirectional} \end{cases}",
+        "One row per head, one colour scale for all: the first head's bias falls off within a few positions while the last head's stays near 0 across the whole window. That spread of reaches is the point of the slopes.",
+    )
+    .on("distance d = j − i", "head h"),
 };
 
 /// The layer's slopes: its table (h, 1, 1).
@@ -83,7 +85,7 @@ mod tests {
     #[test]
     fn the_bias_is_every_heads_slope_times_the_distance() {
         for causal in [true, false] {
-            let cfg = crate::attention::Config { method: crate::positions::Method::Alibi, heads: 8, causal, ..Default::default() };
+            let cfg = relattn_core::attention::Config { method: relattn_core::positions::Method::Alibi, heads: 8, causal, ..Default::default() };
             let tables = ndarray::Array3::from_shape_vec((8, 1, 1), alibi::slopes(8)).unwrap();
             let inputs = Inputs { config: &cfg, tables: &tables, rope: None, positions: None, n: 5, d_model: 16 };
             let pics = pictures(&inputs);
@@ -101,7 +103,7 @@ mod tests {
             assert!(stated(&inputs).starts_with("ALiBi: 8 heads, slopes 2^(−8(h+1)/8) = 0.500 … 3.91e-3"), "{}", stated(&inputs));
         }
         // A model's own slopes are drawn against the paper's rule.
-        let cfg = crate::attention::Config { method: crate::positions::Method::Alibi, heads: 2, ..Default::default() };
+        let cfg = relattn_core::attention::Config { method: relattn_core::positions::Method::Alibi, heads: 2, ..Default::default() };
         let tables = ndarray::Array3::from_shape_vec((2, 1, 1), vec![0.3, 0.1]).unwrap();
         let inputs = Inputs { config: &cfg, tables: &tables, rope: None, positions: None, n: 4, d_model: 8 };
         let super::super::Body::Curves(c) = &pictures(&inputs)[0].body else { panic!("curves") };

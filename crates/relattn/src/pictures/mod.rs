@@ -12,13 +12,13 @@ pub mod alibi;
 pub mod rope;
 pub mod t5;
 
-use crate::attention::Config;
-use crate::layer::stage_meta::StageMeta;
-use crate::positions::rope::RopeTable;
-use crate::positions::Method;
 use crate::render::Chart;
-use crate::stage::Scale;
 use ndarray::{Array2, Array3};
+use relattn_core::attention::Config;
+use relattn_core::layer::stage_meta::StageMeta;
+use relattn_core::positions::rope::RopeTable;
+use relattn_core::positions::Method;
+use relattn_core::stage::{Scale, StageText};
 
 /// What a picture is drawn from: the layer's options and its scheme's tables.
 pub struct Inputs<'a> {
@@ -57,25 +57,23 @@ pub struct Picture {
 pub struct Text {
     /// The picture's name in links (`?present=`) and exported files.
     pub name: &'static str,
-    pub title: &'static str,
-    pub formula: &'static str,
-    pub tex: &'static str,
-    pub notice: &'static str,
-    pub x_axis: &'static str,
-    pub y_axis: &'static str,
+    /// Its title, formulas, what to notice and (always) its axes: a stage's kind of text.
+    pub text: StageText,
 }
 
 impl Text {
     /// The picture's [`StageMeta`]: a picture covers every head and batch element, and its cells are not pairs.
     fn meta(&self, scale: Scale) -> StageMeta {
+        let StageText { title, formula, tex, notice, axes } = self.text;
+        let (x_axis, y_axis) = axes.unwrap_or_default();
         StageMeta {
             name: self.name,
-            title: self.title,
-            formula: self.formula,
-            tex: self.tex,
-            notice: self.notice,
-            x_axis: self.x_axis,
-            y_axis: self.y_axis,
+            title,
+            formula,
+            tex,
+            notice,
+            x_axis,
+            y_axis,
             pairs: false,
             rows_are_queries: false,
             masked_above: false,
@@ -121,8 +119,8 @@ pub fn stated(inputs: &Inputs) -> String {
             cfg.clip,
             if cfg.causal { cfg.clip + 1 } else { 2 * cfg.clip + 1 },
             match cfg.edge {
-                crate::positions::table::Edge::Clip => "the edge row",
-                crate::positions::table::Edge::Zero => "zeros",
+                relattn_core::positions::table::Edge::Clip => "the edge row",
+                relattn_core::positions::table::Edge::Zero => "zeros",
             }
         ),
         Method::Rope => rope::stated(inputs),
@@ -140,7 +138,7 @@ fn index_labels(range: std::ops::Range<isize>) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::layer::scenario::{Scenario, Spec};
+    use relattn_core::layer::scenario::{Scenario, Spec};
 
     /// Every picture any scheme draws.
     const NAMES: [&str; 8] = [

@@ -8,39 +8,42 @@
 //! ```
 
 use super::{Inputs, Picture, Text};
-use crate::positions::rope::{PairLayout, Rope, RopeTable};
 use crate::render::{Chart, Series};
-use crate::stage::Scale;
 use ndarray::Array2;
+use relattn_core::positions::rope::{PairLayout, Rope, RopeTable};
+use relattn_core::stage::{Scale, StageText};
 
 pub const TURN: Text = Text {
     name: "rope_pair_turn",
-    title: "A pair of q turning",
-    formula: "(q'_a, q'_b) at position m = R(φ_mp) (r, 0), φ_mp = m θ_p / s: the three fastest pairs at radii 1, 3/4, 1/2",
-    tex: r"\begin{pmatrix} q'_a \\ q'_b \end{pmatrix} = \begin{pmatrix} \cos\varphi_{mp} & -\sin\varphi_{mp} \\ \sin\varphi_{mp} & \cos\varphi_{mp} \end{pmatrix} \begin{pmatrix} r \\ 0 \end{pmatrix}, \quad \varphi_{mp} = \frac{m\,\theta_p}{s}",
-    notice: "Each dot is the same pair of q one position later: the fastest pair turns θ_0/s radians a step (1 by default, round the circle in 6.3 positions), each next pair base^(−2/d_rot) times slower. Lengths never change: RoPE only turns, and a key turned the same way keeps its angle to the query, so q'·k' depends on j − i alone.",
-    x_axis: "component a of the pair",
-    y_axis: "component b of the pair",
+    text: StageText::new(
+        "A pair of q turning",
+        "(q'_a, q'_b) at position m = R(φ_mp) (r, 0), φ_mp = m θ_p / s: the three fastest pairs at radii 1, 3/4, 1/2",
+        r"\begin{pmatrix} q'_a \\ q'_b \end{pmatrix} = \begin{pmatrix} \cos\varphi_{mp} & -\sin\varphi_{mp} \\ \sin\varphi_{mp} & \cos\varphi_{mp} \end{pmatrix} \begin{pmatrix} r \\ 0 \end{pmatrix}, \quad \varphi_{mp} = \frac{m\,\theta_p}{s}",
+        "Each dot is the same pair of q one position later: the fastest pair turns θ_0/s radians a step (1 by default, round the circle in 6.3 positions), each next pair base^(−2/d_rot) times slower. Lengths never change: RoPE only turns, and a key turned the same way keeps its angle to the query, so q'·k' depends on j − i alone.",
+    )
+    .on("component a of the pair", "component b of the pair"),
 };
 
 pub const KERNELS: Text = Text {
     name: "rope_kernel_curves",
-    title: "RoPE's kernel against distance",
-    formula: "κ(d) = (Σ_p 2 cos(d θ_p / s) + d_head − d_rot) / d_head, θ_p = base^(−2p/d_rot)",
-    tex: r"\kappa(d) = \frac{1}{d_h}\Bigl(\sum_p 2 \cos\bigl(d\,\theta_p / s\bigr) + d_h - d_{rot}\Bigr), \quad \theta_p = \text{base}^{-2p/d_{rot}}",
-    notice: "Every curve is 1 at d = 0 and falls as the pairs drift out of step: a small base falls and ripples within a few positions (short reach), a large one stays high far longer; rotating only a fraction of the components leaves a floor of (d_head − d_rot)/d_head that no distance removes.",
-    x_axis: "distance d = j − i",
-    y_axis: "κ(d)",
+    text: StageText::new(
+        "RoPE's kernel against distance",
+        "κ(d) = (Σ_p 2 cos(d θ_p / s) + d_head − d_rot) / d_head, θ_p = base^(−2p/d_rot)",
+        r"\kappa(d) = \frac{1}{d_h}\Bigl(\sum_p 2 \cos\bigl(d\,\theta_p / s\bigr) + d_h - d_{rot}\Bigr), \quad \theta_p = \text{base}^{-2p/d_{rot}}",
+        "Every curve is 1 at d = 0 and falls as the pairs drift out of step: a small base falls and ripples within a few positions (short reach), a large one stays high far longer; rotating only a fraction of the components leaves a floor of (d_head − d_rot)/d_head that no distance removes.",
+    )
+    .on("distance d = j − i", "κ(d)"),
 };
 
 pub const LAYOUTS: Text = Text {
     name: "rope_layouts",
-    title: "RoPE's two pair layouts",
-    formula: "pair of component c: interleaved ⌊c/2⌋, half c mod (d_rot/2); −1: not rotated (c ≥ d_rot)",
-    tex: r"p(c) = \begin{cases} \lfloor c/2 \rfloor & \text{interleaved } (2p,\ 2p+1) \\ c \bmod d_{rot}/2 & \text{half } (p,\ p + d_{rot}/2) \\ -1 & c \ge d_{rot} \text{ (not rotated)} \end{cases}",
-    notice: "Equal numbers turn together. The paper and GPT-J pair neighbours (2p, 2p + 1); GPT-NeoX, Llama and Mistral pair c with c + d_rot/2. The maths is the same, but weights trained with one layout give wrong attention with the other: the subtitle of every slide says which this layer uses.",
-    x_axis: "component c of q (d_head)",
-    y_axis: "layout",
+    text: StageText::new(
+        "RoPE's two pair layouts",
+        "pair of component c: interleaved ⌊c/2⌋, half c mod (d_rot/2); −1: not rotated (c ≥ d_rot)",
+        r"p(c) = \begin{cases} \lfloor c/2 \rfloor & \text{interleaved } (2p,\ 2p+1) \\ c \bmod d_{rot}/2 & \text{half } (p,\ p + d_{rot}/2) \\ -1 & c \ge d_{rot} \text{ (not rotated)} \end{cases}",
+        "Equal numbers turn together. The paper and GPT-J pair neighbours (2p, 2p + 1); GPT-NeoX, Llama and Mistral pair c with c + d_rot/2. The maths is the same, but weights trained with one layout give wrong attention with the other: the subtitle of every slide says which this layer uses.",
+    )
+    .on("component c of q (d_head)", "layout"),
 };
 
 /// The pairs shown turning: the three fastest (fewer when d_rot/2 is smaller).
@@ -156,7 +159,7 @@ mod tests {
                 assert!((pt[0] as f64 - r * a.cos()).abs() < 1e-5 && (pt[1] as f64 - r * a.sin()).abs() < 1e-5, "pair {p} at {m}");
             }
         }
-        let cfg = crate::attention::Config { method: crate::positions::Method::Rope, heads: 2, ..Default::default() };
+        let cfg = relattn_core::attention::Config { method: relattn_core::positions::Method::Rope, heads: 2, ..Default::default() };
         let tables = ndarray::Array3::zeros((1, 0, 1));
         let inputs = Inputs { config: &cfg, tables: &tables, rope: Some(&table), positions: None, n, d_model: 16 };
         let k = kernels(&table, &inputs, d_head);

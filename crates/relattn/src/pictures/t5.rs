@@ -9,29 +9,31 @@
 //! ```
 
 use super::{Inputs, Picture, Text};
-use crate::positions::t5;
 use crate::render::{Chart, Series};
-use crate::stage::Scale;
 use ndarray::Array2;
+use relattn_core::positions::t5;
+use relattn_core::stage::{Scale, StageText};
 
 pub const STAIRCASE: Text = Text {
     name: "t5_staircase",
-    title: "T5's buckets: the staircase",
-    formula: t5::BUCKET_FORMULA,
-    tex: t5::BUCKET_TEX,
-    notice: "Three parts: one bucket per distance up to E, then steps that widen logarithmically, then flat from the max distance on, where every farther key shares the last bucket. Bidirectional, keys after the query (d > 0) climb their own half of the buckets; causal, they all read bucket 0 and are masked anyway.",
-    x_axis: "distance d = j − i",
-    y_axis: "bucket",
+    text: StageText::new(
+        "T5's buckets: the staircase",
+        t5::BUCKET_FORMULA,
+        t5::BUCKET_TEX,
+        "Three parts: one bucket per distance up to E, then steps that widen logarithmically, then flat from the max distance on, where every farther key shares the last bucket. Bidirectional, keys after the query (d > 0) climb their own half of the buckets; causal, they all read bucket 0 and are masked anyway.",
+    )
+    .on("distance d = j − i", "bucket"),
 };
 
 pub const BIAS_BY_BUCKET: Text = Text {
     name: "t5_bias_by_bucket",
-    title: "T5's bias per bucket and head",
-    formula: "b_h[r]: one learned scalar per head h and bucket r, added after the scale",
-    tex: r"b_{h}[r] \in \mathbb{R}, \quad r = 0, \dots, B - 1: \text{ added to } e_{ij} \text{ at } r = \operatorname{bucket}(j - i)",
-    notice: "The whole of T5's position signal: one number per bucket and head, on one colour scale across heads, its value written in each cell when it fits. A head that prefers near keys has large values in the first buckets; a random layer's values are noise.",
-    x_axis: "bucket r",
-    y_axis: "head h",
+    text: StageText::new(
+        "T5's bias per bucket and head",
+        "b_h[r]: one learned scalar per head h and bucket r, added after the scale",
+        r"b_{h}[r] \in \mathbb{R}, \quad r = 0, \dots, B - 1: \text{ added to } e_{ij} \text{ at } r = \operatorname{bucket}(j - i)",
+        "The whole of T5's position signal: one number per bucket and head, on one colour scale across heads, its value written in each cell when it fits. A head that prefers near keys has large values in the first buckets; a random layer's values are noise.",
+    )
+    .on("bucket r", "head h"),
 };
 
 /// The distances the staircase is drawn over: to 1.5 × max distance either side (at most 8192), so that the cap shows.
@@ -72,12 +74,12 @@ pub fn stated(inputs: &Inputs) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::positions::t5::Buckets;
+    use relattn_core::positions::t5::Buckets;
 
     /// The staircase against T5's definition written out in f64 (exact, logarithmic, capped) for both maskings.
     #[test]
     fn the_staircase_is_the_bucket_definition() {
-        let cfg = crate::attention::Config { method: crate::positions::Method::T5, heads: 2, ..Default::default() };
+        let cfg = relattn_core::attention::Config { method: relattn_core::positions::Method::T5, heads: 2, ..Default::default() };
         let tables = ndarray::Array3::from_shape_fn((2, 32, 1), |(h, r, _)| (h * 100 + r) as f32);
         let inputs = Inputs { config: &cfg, tables: &tables, rope: None, positions: None, n: 8, d_model: 16 };
         let pics = pictures(&inputs);
@@ -102,7 +104,7 @@ mod tests {
         assert_eq!((values.dim(), values[[1, 3]]), ((2, 32), 103.0));
         assert_eq!(stated(&inputs), "T5: 32 buckets (16 a side, 8 exact), max distance 128, bidirectional");
         // An odd count is causal only: one curve.
-        let odd = crate::attention::Config { buckets: Buckets { count: 7, max_distance: 20 }, causal: true, ..cfg };
+        let odd = relattn_core::attention::Config { buckets: Buckets { count: 7, max_distance: 20 }, causal: true, ..cfg };
         let inputs = Inputs { config: &odd, ..inputs };
         let super::super::Body::Curves(c) = &pictures(&inputs)[0].body else { panic!("curves") };
         assert_eq!(c.series.len(), 1);

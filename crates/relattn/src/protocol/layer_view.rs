@@ -3,14 +3,14 @@
 //! cells, a table row's readers, the trace as a file and the six schemes side by side on request. The wasm
 //! checks every request field (src/app/request.rs); the same [`LayerOptions`] come back in [`Info`], resolved
 //! (a preset's, or a file's sizes), so the page writes its controls from what was computed. Adding a control
-//! means adding its option to [`LayerOptions`] (src/layer/options.rs) and its element to www/index.html.
+//! means adding its option to [`LayerOptions`] (src/options.rs) and its element to www/index.html.
 
 use super::{Colormaps, LayerSource, WorkerError};
-use crate::layer::capture::CaptureInfo;
-use crate::layer::options::{LayerOptions, Unknown};
-use crate::layer::stage_meta::StageMeta;
+use crate::files::capture::CaptureInfo;
+use crate::options::{LayerOptions, Unknown};
 use crate::render::Chart;
-use crate::stage::PairLabels;
+use relattn_core::layer::stage_meta::StageMeta;
+use relattn_core::stage::PairLabels;
 use serde::{Deserialize, Serialize};
 
 /// Where to compute.
@@ -40,7 +40,7 @@ pub struct Request {
     /// preset alone.
     pub options: LayerOptions,
     /// A sentence's tokens: when given, n is their number and x has one seeded embedding per distinct
-    /// token ([`crate::layer::scenario::token_embeddings`]), so repeated tokens have equal content and differ
+    /// token ([`relattn_core::layer::scenario::token_embeddings`]), so repeated tokens have equal content and differ
     /// only by their relative positions.
     #[serde(default)]
     #[cfg_attr(test, ts(as = "Option<_>", optional))]
@@ -51,7 +51,7 @@ pub struct Request {
 }
 
 /// Which of the page's scheme options a position scheme reads (the controls that follow the method select):
-/// the wasm's `scheme_options(method)`, from the scheme's own predicates ([`crate::positions::Method`]).
+/// the wasm's `scheme_options(method)`, from the scheme's own predicates ([`relattn_core::positions::Method`]).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[cfg_attr(test, derive(ts_rs::TS), ts(export, export_to = "protocol.d.ts"))]
 pub struct SchemeOptions {
@@ -131,7 +131,7 @@ pub struct Info {
     /// How the tooltip names a pair's parts in this layer's scheme.
     pub pair: PairLabels,
     pub backend: BackendUsed,
-    /// Milliseconds of each compute stage ([`crate::timing::StageTimes::named`]): on the CPU head stages
+    /// Milliseconds of each compute stage ([`relattn_core::timing::StageTimes::named`]): on the CPU head stages
     /// summed over heads and the logits in their three parts; on the GPU each stage submitted alone and
     /// waited for; none for a layer held on demand (its forward pass ran fused).
     pub stage_times: Vec<Timing>,
@@ -411,7 +411,7 @@ pub struct ReadersReply {
     pub id: u32,
     pub ok: bool,
     /// One range of keys per query i, lo..hi, as [lo_0, hi_0, lo_1, hi_1, …]
-    /// ([`crate::positions::table::RelTable::readers`]), when ok.
+    /// ([`relattn_core::positions::table::RelTable::readers`]), when ok.
     #[cfg_attr(test, ts(optional, type = "Uint32Array"))]
     pub runs: Option<Vec<u32>>,
     #[cfg_attr(test, ts(optional))]

@@ -1,5 +1,5 @@
 //! The page ⇄ worker protocol, defined once: every message the page (www/js/page/worker-client.js, the Model
-//! mode modules) and the worker (www/worker.js, www/js/worker/chorales.js) exchange, and the wasm API's request
+//! mode modules) and the worker (www/worker.js, www/js/worker/model.js) exchange, and the wasm API's request
 //! and answer structs that those messages carry. Every message has a `kind`:
 //!
 //! ```text
@@ -26,15 +26,15 @@
 //! (`make protocol`; `make check` fails when it is not current), and `www/js/shared/protocol.js`, type-checked
 //! against them, builds every message.
 
-pub mod chorales;
 pub mod layer_view;
+pub mod model;
 
 use serde::{Deserialize, Serialize};
 
-pub use chorales::*;
 pub use layer_view::*;
+pub use model::*;
 
-pub use crate::layer::options::Unknown;
+pub use crate::options::Unknown;
 
 /// A request the page fills: the keys it carried that its struct (or a struct inside it) does not name, which
 /// the wasm refuses (crates/relattn-wasm/src/lib.rs `from_request`) so that a control Rust does not know is never silently ignored.
@@ -74,7 +74,7 @@ pub struct Colormaps {
 pub struct WorkerError {
     /// The control to show it under ("general" when none).
     pub field: String,
-    /// An [`crate::error::ErrorKind`] by name ("invalid", "shape", "non_finite", "file", "write", "too_large",
+    /// An [`relattn_core::error::ErrorKind`] by name ("invalid", "shape", "non_finite", "file", "write", "too_large",
     /// "overflow", "gpu"), or "stale" (asked of a result no longer held, or of none), "internal" (any other
     /// exception) or "fatal" (the worker's wasm aborted, or was restarted before answering).
     pub kind: String,
@@ -151,7 +151,7 @@ mod tests {
         let sample = r#"{"kind":"model-sample","id":2,"model":"t5","window":{"piece":"10.7","start":0,"length":64,"transpose":0},
             "sampling":{"steps":32,"temperature":1,"top_k":0,"top_p":0.95,"seed":7},"backend":"cpu"}"#;
         let ToWorker::ModelSample(m) = serde_json::from_str(sample).unwrap() else { panic!("not a model-sample") };
-        assert_eq!((m.model, m.backend, m.sampling.top_p, m.sampling.unknown.len()), (crate::positions::Method::T5, BackendChoice::Cpu, 0.95, 0));
+        assert_eq!((m.model, m.backend, m.sampling.top_p, m.sampling.unknown.len()), (relattn_core::positions::Method::T5, BackendChoice::Cpu, 0.95, 0));
     }
 
     /// The wasm refuses a field a request does not name: the flattened map after the window's fields holds
@@ -174,7 +174,7 @@ mod tests {
 #[derive(Clone, Debug, Serialize)]
 #[cfg_attr(test, derive(ts_rs::TS), ts(export, export_to = "protocol.d.ts"))]
 pub struct NotebookFigure {
-    pub meta: crate::layer::stage_meta::StageMeta,
+    pub meta: relattn_core::layer::stage_meta::StageMeta,
     pub cut: Cut,
     /// The stage's title and formula, or a trained model's head ("layer 1, head 2") and what it does.
     pub title: String,
@@ -182,6 +182,6 @@ pub struct NotebookFigure {
     /// Index of its first value in the values buffer (float32 little-endian, row-major, figures concatenated).
     pub offset: usize,
     /// For a relative table (w^K, E_r, T5's bias per bucket): per row, the keys of each query that read it,
-    /// `[lo_0, hi_0, lo_1, hi_1, …]` ([`crate::positions::Scheme::reader_runs`]); empty for other stages.
+    /// `[lo_0, hi_0, lo_1, hi_1, …]` ([`relattn_core::positions::Scheme::reader_runs`]); empty for other stages.
     pub readers: Vec<Vec<u32>>,
 }

@@ -151,8 +151,8 @@ pub fn draw_chart<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, fig: &Chart
 
 /// Writes a chart figure to an .svg or .png file of `size` pixels.
 #[cfg(not(target_arch = "wasm32"))]
-pub fn save_chart(fig: &ChartFigure, path: &std::path::Path, size: (u32, u32)) -> crate::error::Result<()> {
-    let file_err = |reason: String| crate::error::Error::Write { path: path.display().to_string(), reason };
+pub fn save_chart(fig: &ChartFigure, path: &std::path::Path, size: (u32, u32)) -> relattn_core::error::Result<()> {
+    let file_err = |reason: String| relattn_core::error::Error::Write { path: path.display().to_string(), reason };
     super::figure::register_fonts();
     match path.extension().and_then(|e| e.to_str()) {
         Some("svg") => {
@@ -165,7 +165,7 @@ pub fn save_chart(fig: &ChartFigure, path: &std::path::Path, size: (u32, u32)) -
             draw_chart(&root, fig).map_err(file_err)?;
             root.present().map_err(|e| file_err(e.to_string()))
         }
-        other => Err(crate::error::Error::invalid("out", format!("extension {:?}", other.unwrap_or("")), ".svg or .png")),
+        other => Err(relattn_core::error::Error::invalid("out", format!("extension {:?}", other.unwrap_or("")), ".svg or .png")),
     }
 }
 

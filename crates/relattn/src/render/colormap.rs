@@ -1,7 +1,7 @@
 //! Colours: the colormaps, the value range a stage is coloured over, and one RGBA pixel per cell.
 
-use crate::stage::Scale;
 use ndarray::ArrayView2;
+use relattn_core::stage::Scale;
 
 /// Grey for cells that are not finite (masked logits).
 pub const MASKED: [u8; 3] = [150, 150, 150];

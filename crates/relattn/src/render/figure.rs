@@ -3,12 +3,12 @@
 
 use super::colormap::{value_range, Lut, Palette};
 use super::raster::rgb_pooled;
-use crate::stage::Scale;
 use ndarray::ArrayView2;
 use plotters::coord::ranged1d::SegmentValue;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
+use relattn_core::stage::Scale;
 use std::ops::Range;
 
 /// A value as short text for a cell or a tooltip: integers as such, others with 3 significant digits.
@@ -49,6 +49,27 @@ pub struct Figure<'a> {
     /// Every text size and the room around it, times this (1: the figures' own 12 px labels and 20 px title;
     /// larger on a slide for a larger screen).
     pub text_scale: f32,
+}
+
+impl<'a> Figure<'a> {
+    /// A figure as the command line draws it: indices on the axes, the default colormaps, [`Ink::LIGHT`], the
+    /// matrix's own colour range, text at its own size.
+    pub fn plain(matrix: ArrayView2<'a, f32>, title: String, subtitle: String, x_desc: &str, y_desc: &str, scale: Scale) -> Figure<'a> {
+        Figure {
+            matrix,
+            title,
+            subtitle,
+            x_desc: x_desc.into(),
+            y_desc: y_desc.into(),
+            x_labels: None,
+            y_labels: None,
+            scale,
+            palette: Palette::default(),
+            ink: Ink::LIGHT,
+            range: None,
+            text_scale: 1.0,
+        }
+    }
 }
 
 /// The colours of a figure around its cells.
@@ -314,8 +335,8 @@ pub fn figure_bytes((w, h): (u32, u32)) -> u64 {
 
 /// Writes a figure to an .svg or .png file of `size` pixels.
 #[cfg(not(target_arch = "wasm32"))]
-pub fn save(fig: &Figure, path: &std::path::Path, size: (u32, u32)) -> crate::error::Result<()> {
-    let file_err = |reason: String| crate::error::Error::Write { path: path.display().to_string(), reason };
+pub fn save(fig: &Figure, path: &std::path::Path, size: (u32, u32)) -> relattn_core::error::Result<()> {
+    let file_err = |reason: String| relattn_core::error::Error::Write { path: path.display().to_string(), reason };
     register_fonts();
     match path.extension().and_then(|e| e.to_str()) {
         Some("svg") => {
@@ -328,7 +349,7 @@ pub fn save(fig: &Figure, path: &std::path::Path, size: (u32, u32)) -> crate::er
             draw(&root, fig, Cells::Paint).map_err(file_err)?;
             root.present().map_err(|e| file_err(e.to_string()))
         }
-        other => Err(crate::error::Error::invalid("out", format!("extension {:?}", other.unwrap_or("")), ".svg or .png")),
+        other => Err(relattn_core::error::Error::invalid("out", format!("extension {:?}", other.unwrap_or("")), ".svg or .png")),
     }
 }
 
@@ -467,20 +488,7 @@ mod tests {
     #[test]
     fn a_large_figure_has_round_readable_ticks() {
         let m = ndarray::Array2::<f32>::zeros((4096, 4096));
-        let fig = Figure {
-            matrix: m.view(),
-            title: "t".into(),
-            subtitle: String::new(),
-            x_desc: "key j".into(),
-            y_desc: "query i".into(),
-            x_labels: None,
-            y_labels: None,
-            scale: Scale::Sequential,
-            palette: Palette::default(),
-            ink: Ink::LIGHT,
-            range: None,
-            text_scale: 1.0,
-        };
+        let fig = Figure::plain(m.view(), "t".into(), String::new(), "key j", "query i", Scale::Sequential);
         register_fonts();
         let mut svg = String::new();
         {

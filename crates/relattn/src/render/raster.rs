@@ -2,8 +2,8 @@
 //! (a one-cell band stays visible), whole or a block of rows at a time.
 
 use super::colormap::{rgba_in_range, Extent, Lut, Palette};
-use crate::stage::Scale;
 use ndarray::{Array2, ArrayView2};
+use relattn_core::stage::Scale;
 
 /// [`rgba_with`] with at most `max_side` pixels a side: a larger matrix is pooled (`pool`), so a band one cell wide
 /// (the clip band, a diagonal) stays visible where sampling one cell per pixel would drop it. Returns the

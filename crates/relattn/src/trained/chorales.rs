@@ -8,9 +8,9 @@
 //!
 //! and the way back to music: a standard MIDI file with one track per voice.
 
-use crate::error::{Error, Result};
 use midly::num::{u15, u24, u28, u4, u7};
 use midly::{Format, Header, MetaMessage, MidiMessage, Smf, Timing, TrackEvent, TrackEventKind};
+use relattn_core::error::{Error, Result};
 use serde::{Deserialize, Serialize};
 
 /// Voices per step, in serialisation order.

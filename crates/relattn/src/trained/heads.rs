@@ -11,9 +11,9 @@
 //!                     back not a multiple of 4 → another voice; d = 0 → the query token itself
 //! ```
 
-use crate::attention::by_distance;
 use crate::trained::chorales::VOICES;
 use ndarray::ArrayView2;
+use relattn_core::attention::by_distance;
 
 /// The meter of a piece in 16th-note steps: steps per beat and per bar.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

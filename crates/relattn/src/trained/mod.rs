@@ -4,10 +4,10 @@
 //! attention by distance ([`heads`]); the figures that say whether four-part music holds together
 //! ([`music_stats`]).
 
-use crate::positions::Method;
+use relattn_core::positions::Method;
 
 /// The shipped chorale models, one per position scheme (`models/chorales-NAME.safetensors`, NAME the scheme's
-/// [`Method::name`]), in the order Model mode, MODELS.md and the comparisons list them: the Music
+/// [`Method::name`]), in the order Model mode, docs/src/models.md and the comparisons list them: the Music
 /// Transformer's first, the absolute baseline last. The page's worker (the wasm's `model_kinds()`), the
 /// Python package (`relattn.MODELS`) and the tests read this list.
 pub const MODELS: [Method; 6] = [Method::Music, Method::Shaw, Method::Rope, Method::Alibi, Method::T5, Method::Absolute];

@@ -2,11 +2,11 @@
 //! ([`Transformer::step`]) attending to the last `context` tokens, a sliding window.
 
 use super::Transformer;
-use crate::attention::{attend_head, rope_table, HeadInput};
-use crate::core::matmul::matmul;
-use crate::error::{Error, Result};
-use crate::layer::forward;
 use ndarray::{s, Array1, Array2, ArrayView2, Axis};
+use relattn_core::attention::{attend_head, rope_table, HeadInput};
+use relattn_core::core::matmul::matmul;
+use relattn_core::error::{Error, Result};
+use relattn_core::layer::forward;
 
 impl Transformer {
     /// An empty key/value cache for [`Transformer::step`] whose tokens attend to the last `context` tokens

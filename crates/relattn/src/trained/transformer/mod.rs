@@ -39,19 +39,19 @@ pub use sampling::{
     log_softmax_at, probabilities, truncated_probabilities, SampleSettings, Sampler, DEFAULT_TOP_K, DEFAULT_TOP_P, MAX_CONTEXT, MAX_SAMPLE_STEPS,
 };
 
-use crate::attention::Config;
-use crate::core::finite::check_overflow;
-use crate::core::matmul::matmul;
-use crate::error::{Error, Result};
-use crate::layer::forward;
-use crate::layer::scenario::Scenario;
-use crate::positions::absolute::add_sinusoid;
-use crate::positions::alibi;
-use crate::positions::rope::Rope;
-use crate::positions::t5::Buckets;
-use crate::positions::table::Edge;
-use crate::positions::Method;
 use ndarray::{Array1, Array2, Array3, ArrayView2, Axis, Ix1, Ix2, Ix3};
+use relattn_core::attention::Config;
+use relattn_core::core::finite::check_overflow;
+use relattn_core::core::matmul::matmul;
+use relattn_core::error::{Error, Result};
+use relattn_core::layer::forward;
+use relattn_core::layer::scenario::Scenario;
+use relattn_core::positions::absolute::add_sinusoid;
+use relattn_core::positions::alibi;
+use relattn_core::positions::rope::Rope;
+use relattn_core::positions::t5::Buckets;
+use relattn_core::positions::table::Edge;
+use relattn_core::positions::Method;
 use serde::{Deserialize, Serialize};
 
 const LN_EPS: f32 = 1e-5;
@@ -190,7 +190,7 @@ impl LayerNorm {
 struct Attention {
     w: [Array2<f32>; 4],
     b: [Array1<f32>; 4],
-    /// (heads, R, width), the layer's table ([`crate::positions::Scheme::table_rows`] and `table_width`): w^K
+    /// (heads, R, width), the layer's table ([`relattn_core::positions::Scheme::table_rows`] and `table_width`): w^K
     /// or E_r (R, d_head), T5's bias (B, 1), ALiBi's slope (1, 1), none for RoPE (0, d_head), and a zero
     /// (1, d_head) for the absolute model.
     rel_k: Array3<f32>,
@@ -303,7 +303,11 @@ impl Transformer {
         }
         let ln_f = t.layer_norm("ln_f", d)?;
         if let Some(extra) = t.st.names().into_iter().find(|n| !t.used.iter().any(|u| u == n)) {
-            return Err(Error::invalid("tensor", format!("'{extra}' in {file_name}"), "only the tensors of this config (see src/trained/transformer.rs)"));
+            return Err(Error::invalid(
+                "tensor",
+                format!("'{extra}' in {file_name}"),
+                "only the tensors of this config (the book's trained-models chapter, docs/src/models.md, names them)",
+            ));
         }
         Ok(Transformer { config, metadata, embed, blocks, ln_f })
     }

@@ -2,11 +2,11 @@
 //! the pass that keeps every layer's attention weights for the page.
 
 use super::{log_softmax_at, Transformer};
-use crate::backend::Backend;
-use crate::error::{in_range, Error, Result};
-use crate::layer::trace::Trace;
-use crate::timing::StageTimes;
 use ndarray::{Array2, Array3, Axis};
+use relattn_core::backend::Backend;
+use relattn_core::error::{in_range, Error, Result};
+use relattn_core::layer::trace::Trace;
+use relattn_core::timing::StageTimes;
 
 impl Transformer {
     /// The residual stream entering layer `stop` (all layers when `stop` = layers), (T, d_model).

@@ -2,13 +2,13 @@
 //! draws from (softmax with a temperature, top-k and nucleus truncation).
 
 use super::{Cache, Transformer};
-use crate::error::{Error, Result};
 use ndarray::Array1;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use relattn_core::error::{Error, Result};
 
 /// The sampler's defaults, the same in the CLI and the page, chosen by the figures of the music sampled
-/// (`relattn model stats`, MODELS.md): no top-k, a nucleus of 0.9.
+/// (`relattn model stats`, docs/src/models.md): no top-k, a nucleus of 0.9.
 pub const DEFAULT_TOP_K: usize = 0;
 pub const DEFAULT_TOP_P: f32 = 0.9;
 

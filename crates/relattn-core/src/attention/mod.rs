@@ -1,0 +1,478 @@
+//! Relative-position multi-head self-attention, one head at a time.
+//!
+//! For one head with queries Q (Lq, d_head), keys K and values V (Lk, d_head) and a relative table T
+//! (R, d_head) — Shaw's w^K or the Music Transformer's E_r:
+//!
+//! ```text
+//! content_logits  C = Q Kᵀ                                   (Lq, Lk)
+//! relative_logits S = q_i · T[row(j − i)]                    (Lq, Lk)   gather or skew, see shaw / skew
+//! logits          E = (C + S) / sqrt(d_head), −inf where masked
+//!                 ALiBi, T5: E = C / sqrt(d_head) + b(j − i), S = b the bias by distance (added after the scale)
+//!                 RoPE: Q and K rotated by position first (q'_i = R_i q_i), no S
+//! weights         α = softmax_j(E), a row with every key masked gives zeros
+//! output          z = α V  +  B w^V,  B[i, r] = Σ_{j: row(j−i) = r} α_ij     (Lq, d_head)
+//! ```
+//!
+//! The value term `B w^V` is Shaw's a^V; the Music Transformer has none. [`fused`]: the same forward
+//! with no (Lq, Lk) array.
+
+pub mod fused;
+
+use crate::core::finite::check_overflow;
+use crate::core::matmul::matmul;
+use crate::core::simd::Isa;
+use crate::core::softmax::softmax_rows;
+use crate::error::{Error, Result};
+use crate::positions::music::SkewSteps;
+use crate::positions::rope::{Rope, RopeTable};
+use crate::positions::shaw;
+use crate::positions::t5::Buckets;
+use crate::positions::table::{visible_keys, Edge, QueryRows, RelTable};
+use crate::positions::{self, Method, Scheme};
+use crate::timing::{now_ms, LogitTimes, StageTimes};
+use ndarray::{s, Array2, ArrayView1, ArrayView2};
+use std::ops::Range;
+use std::str::FromStr;
+
+/// How the relative terms are computed; both give the same numbers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "lowercase"))]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(export, export_to = "protocol.d.ts"))]
+pub enum Implementation {
+    /// Gather of the small `Q Tᵀ` product (Shaw) or the skew (Music); weights summed into buckets.
+    Efficient,
+    /// The seeds' way: an (Lq, Lk, d_head) tensor of table rows per head. Reference and teaching only.
+    Materialized,
+}
+
+/// What the logits (the content term plus Shaw's or the Music Transformer's relative term) are multiplied by
+/// before ALiBi's or T5's bias is added and the softmax taken.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(export, export_to = "protocol.d.ts"))]
+pub enum LogitScale {
+    /// 1/√d_head (Vaswani et al. 2017, and every scheme's paper).
+    #[default]
+    InvSqrtDHead,
+    /// 1: T5's logits, whose 1/√d_head is folded into the initialisation of W_q.
+    None,
+}
+
+impl LogitScale {
+    /// The factor for heads of width `d_head`.
+    pub fn factor(self, d_head: usize) -> f32 {
+        match self {
+            LogitScale::InvSqrtDHead => 1.0 / (d_head as f32).sqrt(),
+            LogitScale::None => 1.0,
+        }
+    }
+
+    /// The name in files, links and on the command line (serde's).
+    pub fn name(self) -> &'static str {
+        match self {
+            LogitScale::InvSqrtDHead => "inv_sqrt_d_head",
+            LogitScale::None => "none",
+        }
+    }
+}
+
+impl FromStr for LogitScale {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        [LogitScale::InvSqrtDHead, LogitScale::None]
+            .into_iter()
+            .find(|l| l.name() == s)
+            .ok_or_else(|| Error::invalid("logit_scale", format!("'{s}'"), "inv_sqrt_d_head, none"))
+    }
+}
+
+/// Everything about the computation that is not a tensor.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Config {
+    pub method: Method,
+    pub heads: usize,
+    /// k: Shaw's tables cover distances −k..=k; the Music Transformer's E_r covers −k..=0 (causal) or −k..=k.
+    pub clip: usize,
+    /// Mask keys after the query (j − i > 0).
+    pub causal: bool,
+    /// Add Shaw's value term a^V (ignored by the Music Transformer, which has none).
+    pub rel_v: bool,
+    /// What a distance beyond the Music Transformer's table reads (Shaw always clips).
+    pub edge: Edge,
+    pub implementation: Implementation,
+    /// Add the content term q_i · k_j to the logits. Off, the logits are the relative term alone (the
+    /// content logits are zeros): what relative positions do by themselves, for teaching.
+    pub content: bool,
+    /// The logits' scale: 1/√d_head, or 1 (T5).
+    pub logit_scale: LogitScale,
+    /// RoPE's options (method rope).
+    pub rope: Rope,
+    /// T5's buckets (method t5).
+    pub buckets: Buckets,
+    /// Absolute positions already in x (a captured model's layer): shown, not added again.
+    pub positions_in_x: bool,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            method: Method::Shaw,
+            heads: 1,
+            clip: 2,
+            causal: false,
+            rel_v: true,
+            edge: Edge::Zero,
+            implementation: Implementation::Efficient,
+            content: true,
+            logit_scale: LogitScale::InvSqrtDHead,
+            rope: Rope::default(),
+            buckets: Buckets::default(),
+            positions_in_x: false,
+        }
+    }
+}
+
+impl Config {
+    /// The position scheme and its options.
+    pub fn scheme(&self) -> Scheme {
+        Scheme { method: self.method, clip: self.clip, causal: self.causal, edge: self.edge, rope: self.rope, buckets: self.buckets }
+    }
+
+    /// Rows of the relative table ([`Scheme::table_rows`]): 2k+1 for Shaw and bidirectional Music, k+1 for
+    /// causal Music, 1 (the slope) for ALiBi, the buckets for T5, 0 for RoPE.
+    pub fn table_rows(&self) -> usize {
+        self.scheme().table_rows()
+    }
+
+    /// The distances the vector table's rows cover and what lies beyond them ([`Scheme::layout`]).
+    pub fn layout(&self) -> RelTable {
+        self.scheme().layout()
+    }
+
+    /// Whether the output has Shaw's value term.
+    pub fn has_rel_v(&self) -> bool {
+        self.rel_v && self.method.has_value_term()
+    }
+}
+
+/// One head's tensors.
+#[derive(Clone, Copy)]
+pub struct HeadInput<'a> {
+    /// (Lq, d_head)
+    pub q: ArrayView2<'a, f32>,
+    /// (Lk, d_head)
+    pub k: ArrayView2<'a, f32>,
+    /// (Lk, d_head)
+    pub v: ArrayView2<'a, f32>,
+    /// (R, d_head): w^K or E_r, R = `Config::table_rows`; (1, 1) ALiBi's slope; (B, 1) T5's bias per
+    /// bucket; (0, d_head) for RoPE.
+    pub rel_k: ArrayView2<'a, f32>,
+    /// (R, d_head): w^V, used when `Config::has_rel_v`.
+    pub rel_v: Option<ArrayView2<'a, f32>>,
+    /// (Lk): false where a key is padding.
+    pub key_mask: Option<ArrayView1<'a, bool>>,
+    /// RoPE's cos and sin for the positions of the queries and keys, made once for every head of a layer;
+    /// `None`: made for this head.
+    pub rope: Option<&'a RopeTable>,
+}
+
+/// Every intermediate of one head, for display.
+#[derive(Clone, Debug, Default)]
+pub struct HeadTrace {
+    pub content_logits: Array2<f32>,
+    pub relative_logits: Array2<f32>,
+    /// Scaled and masked, −inf where masked.
+    pub logits: Array2<f32>,
+    pub weights: Array2<f32>,
+    /// B (Lq, R): the weight each query gives each row of w^V (Shaw with a^V only).
+    pub value_buckets: Option<Array2<f32>>,
+    /// The skew's stages (Music Transformer, efficient implementation).
+    pub skew: Option<SkewSteps>,
+    /// α V, (Lq, d_head).
+    pub out_content: Array2<f32>,
+    /// B w^V, (Lq, d_head); zeros without a^V.
+    pub out_relative: Array2<f32>,
+    /// RoPE's rotated Q (the rows traced) and K (every key), (·, d_head).
+    pub rotated: Option<(Array2<f32>, Array2<f32>)>,
+}
+
+fn check_head(cfg: &Config, h: &HeadInput) -> Result<()> {
+    let dh = h.q.ncols();
+    let lk = h.k.nrows();
+    let want = |name: &str, a: &ArrayView2<f32>, rows: usize| {
+        if a.dim() != (rows, dh) {
+            Err(Error::shape(name, a.shape(), format!("[{rows}, {dh}]")))
+        } else {
+            Ok(())
+        }
+    };
+    want("k", &h.k, lk)?;
+    want("v", &h.v, lk)?;
+    let width = cfg.scheme().table_width(dh);
+    if h.rel_k.dim() != (cfg.table_rows(), width) {
+        return Err(Error::shape("rel_k", h.rel_k.shape(), format!("[{}, {width}]", cfg.table_rows())));
+    }
+    if let Some(t) = &h.rel_v {
+        want("rel_v", t, cfg.table_rows())?;
+    }
+    if cfg.has_rel_v() && h.rel_v.is_none() {
+        return Err(Error::invalid("rel_v", "absent", "a (2k+1, d_head) table when a^V is on"));
+    }
+    if let Some(m) = h.key_mask {
+        if m.len() != lk {
+            return Err(Error::shape("key_mask", m.shape(), format!("[{lk}]")));
+        }
+    }
+    Ok(())
+}
+
+/// Attends one head; returns z (Lq, d_head) and fills `trace` with every stage when given.
+pub fn attend_head(cfg: &Config, h: &HeadInput, trace: Option<&mut HeadTrace>) -> Result<Array2<f32>> {
+    attend_head_timed(cfg, h, trace, None)
+}
+
+/// [`attend_head`], adding the milliseconds of each of its stages (keeping that stage's intermediate for
+/// `trace` included) into `times` when given; projections and output are the layer's, left as they are.
+/// With neither, the efficient implementation runs fused ([`crate::attention::fused`]: no (Lq, Lk) array);
+/// otherwise stage by stage, each stage a whole (Lq, Lk) array.
+pub fn attend_head_timed(cfg: &Config, h: &HeadInput, trace: Option<&mut HeadTrace>, times: Option<&mut StageTimes>) -> Result<Array2<f32>> {
+    if trace.is_none() && times.is_none() && cfg.implementation == Implementation::Efficient {
+        return attend_head_fused(Isa::best(), cfg, h);
+    }
+    check_head(cfg, h)?;
+    let rotated = rotate(cfg, h);
+    let h = &with_rotated(h, rotated.as_ref());
+    let all = 0..h.q.nrows();
+    keep_rotated(trace, rotated.as_ref(), all.clone(), |trace| staged(cfg, h, all, trace, times))
+}
+
+/// One head's forward fused ([`fused`]: no (Lq, Lk) array) with the kernels of `isa`; [`attend_head`]
+/// without a trace runs it on the CPU's best ([`Isa::best`]), tests and benchmarks on each. Panics when the
+/// CPU lacks `isa` ([`Isa::available`]).
+pub fn attend_head_fused(isa: Isa, cfg: &Config, h: &HeadInput) -> Result<Array2<f32>> {
+    check_head(cfg, h)?;
+    let rotated = rotate(cfg, h);
+    fused::attend_head(isa, cfg, &with_rotated(h, rotated.as_ref()))
+}
+
+/// `h` with RoPE's rotated Q and K in place of its own.
+fn with_rotated<'a, 'b: 'a>(h: &HeadInput<'b>, rotated: Option<&'a (Array2<f32>, Array2<f32>)>) -> HeadInput<'a> {
+    let (q, k) = match rotated {
+        Some((q, k)) => (q.view(), k.view()),
+        None => (h.q.reborrow(), h.k.reborrow()),
+    };
+    HeadInput {
+        q,
+        k,
+        v: h.v.reborrow(),
+        rel_k: h.rel_k.reborrow(),
+        rel_v: h.rel_v.map(|t| t.reborrow()),
+        key_mask: h.key_mask.map(|m| m.reborrow()),
+        rope: h.rope,
+    }
+}
+
+/// RoPE's Q and K rotated by their positions (query i at i + Lk − Lq, key j at j), with the head's table when
+/// it covers them, else one made here; `None` for other schemes.
+fn rotate(cfg: &Config, h: &HeadInput) -> Option<(Array2<f32>, Array2<f32>)> {
+    if !cfg.method.rotates() {
+        return None;
+    }
+    let (lq, lk, dh) = (h.q.nrows(), h.k.nrows(), h.q.ncols());
+    let first = lk as isize - lq as isize;
+    let made;
+    let table = match h.rope {
+        Some(t) if t.rope == cfg.rope && t.covers(first.min(0), lk.max(lq), dh) => t,
+        _ => {
+            made = rope_table(cfg, lq, lk, dh);
+            &made
+        }
+    };
+    Some((table.rotate(h.q, first), table.rotate(h.k, 0)))
+}
+
+/// The RoPE table for Lq queries aligned to the last of Lk keys: positions min(Lk − Lq, 0) .. Lk.
+pub fn rope_table(cfg: &Config, lq: usize, lk: usize, d_head: usize) -> RopeTable {
+    let first = (lk as isize - lq as isize).min(0);
+    cfg.rope.table(first, (lk as isize - first) as usize, d_head)
+}
+
+/// Runs `f` with `trace`, then keeps the rotated Q (rows `rows`) and K in it.
+fn keep_rotated<T>(
+    mut trace: Option<&mut HeadTrace>,
+    rotated: Option<&(Array2<f32>, Array2<f32>)>,
+    rows: Range<usize>,
+    f: impl FnOnce(Option<&mut HeadTrace>) -> T,
+) -> T {
+    let out = f(trace.as_deref_mut());
+    if let (Some(t), Some((q, k))) = (trace, rotated) {
+        t.rotated = Some((q.slice(s![rows, ..]).to_owned(), k.clone()));
+    }
+    out
+}
+
+/// Rows `rows` of one head stage by stage: z (rows, d_head), and those rows of every stage in `trace` (each
+/// (rows, ·); the skew's reshaped buffer has the rows `rows.start..=rows.end`, see [`music::skew_rows`]).
+/// Each query row's stages depend on that row of Q and on every key, so a head's trace can be computed a
+/// block of rows at a time, in O(rows · Lk) memory (the page's traces of long sequences). Errors as
+/// [`attend_head`]'s; a row range beyond the queries names "rows".
+pub fn attend_rows(cfg: &Config, h: &HeadInput, rows: Range<usize>, trace: &mut HeadTrace) -> Result<Array2<f32>> {
+    check_head(cfg, h)?;
+    let lq = h.q.nrows();
+    if rows.start >= rows.end || rows.end > lq {
+        return Err(Error::invalid("rows", format!("{}..{}", rows.start, rows.end), format!("a non-empty range within 0..{lq}")));
+    }
+    let rotated = rotate(cfg, h);
+    let h = &with_rotated(h, rotated.as_ref());
+    keep_rotated(Some(trace), rotated.as_ref(), rows.clone(), |trace| staged(cfg, h, rows, trace, None))
+}
+
+/// The staged path ([`attend_head_timed`] and [`attend_rows`]) for the query rows `rows`.
+fn staged(cfg: &Config, h: &HeadInput, rows: Range<usize>, mut trace: Option<&mut HeadTrace>, times: Option<&mut StageTimes>) -> Result<Array2<f32>> {
+    let (lq, dh) = (h.q.nrows(), h.q.ncols());
+    let block = QueryRows { first: rows.start, lq };
+    let q = h.q.slice(s![rows.clone(), ..]);
+    let layout = cfg.layout();
+    // Milliseconds since the previous lap (0 when not timed).
+    let mut clock = times.is_some().then(now_ms);
+    let mut lap = || {
+        clock.as_mut().map_or(0.0, |c| {
+            let now = now_ms();
+            let ms = now - *c;
+            *c = now;
+            ms
+        })
+    };
+
+    let mut logits = if cfg.content { matmul(q, h.k.t()) } else { Array2::zeros((rows.len(), h.k.nrows())) };
+    check_overflow("content_logits", &logits)?;
+    if let Some(t) = trace.as_deref_mut() {
+        t.content_logits = logits.clone();
+    }
+    let content_ms = lap();
+
+    let method = cfg.method;
+    // The relative term, added here, or after the scale when it is ALiBi's or T5's bias.
+    let mut rel = None;
+    if trace.is_none() && method == Method::Shaw && cfg.implementation == Implementation::Efficient {
+        // Forward only: add the gathered relative logits straight into the content logits.
+        shaw::add_relative_logits(logits.view_mut(), q, h.rel_k, layout, block);
+    } else if method.has_relative_term() {
+        let r = relative_logits(cfg, h, rows.clone(), trace.as_deref_mut());
+        if !method.adds_distance_bias() {
+            logits += &r;
+        }
+        rel = Some(r);
+    }
+    let relative_ms = lap();
+
+    let bias = rel.as_ref().filter(|_| method.adds_distance_bias());
+    scale_and_mask(&mut logits, cfg.logit_scale.factor(dh), bias, cfg.causal, h.key_mask, block)?;
+    if let (Some(t), Some(r)) = (trace.as_deref_mut(), rel) {
+        t.relative_logits = r;
+    }
+    if let Some(t) = trace.as_deref_mut() {
+        t.logits = logits.clone();
+    }
+    let scale_mask_ms = lap();
+
+    softmax_rows(&mut logits);
+    let weights = logits;
+    let softmax_ms = lap();
+    let out_content = matmul(weights.view(), h.v);
+    let (buckets, out_relative) = match (cfg.has_rel_v(), h.rel_v, cfg.implementation) {
+        (true, Some(w_v), Implementation::Efficient) => {
+            let b = shaw::value_buckets(weights.view(), layout, block);
+            let r = shaw::relative_values(b.view(), w_v);
+            (Some(b), r)
+        }
+        (true, Some(w_v), Implementation::Materialized) => (None, shaw::relative_values_materialized(weights.view(), w_v, layout, block)),
+        _ => (None, Array2::zeros((rows.len(), dh))),
+    };
+    let z = &out_content + &out_relative;
+    if let Some(t) = trace {
+        t.weights = weights;
+        t.value_buckets = buckets;
+        t.out_content = out_content;
+        t.out_relative = out_relative;
+    }
+    let values_ms = lap();
+    if let Some(t) = times {
+        let logits = LogitTimes::Parts { content_logits: content_ms, relative_logits: relative_ms, scale_mask: scale_mask_ms };
+        t.add(&StageTimes { logits, softmax: softmax_ms, values: values_ms, ..StageTimes::default() });
+    }
+    Ok(z)
+}
+
+/// The relative logits (rows, Lk) of the query rows `rows` on their own, by the scheme
+/// ([`positions::relative_logits`]), recording the skew's steps in `trace`.
+fn relative_logits(cfg: &Config, h: &HeadInput, rows: Range<usize>, trace: Option<&mut HeadTrace>) -> Array2<f32> {
+    let materialized = cfg.implementation == Implementation::Materialized;
+    let skew = trace.map(|t| &mut t.skew);
+    positions::relative_logits(&cfg.scheme(), materialized, h.q, h.rel_k, h.k.nrows(), rows, skew)
+}
+
+/// `e ← e · scale + bias` (ALiBi's or T5's, when given), then −∞ for keys after the query (causal) and for
+/// padding keys; `logits` and `bias` are the query rows `block`'s.
+///
+/// A logit that is not finite where no mask puts −∞ (NaN or ±∞ from finite inputs past float32's range: ALiBi's
+/// slope of 1e38 times a distance) would pass the softmax as a wrong but finite weight: it is refused as an
+/// overflow in "logits" at (query, key), as the fused forward refuses it.
+fn scale_and_mask(
+    logits: &mut Array2<f32>,
+    scale: f32,
+    bias: Option<&Array2<f32>>,
+    causal: bool,
+    key_mask: Option<ArrayView1<bool>>,
+    block: QueryRows,
+) -> Result<()> {
+    let lk = logits.ncols();
+    for (i, mut row) in logits.rows_mut().into_iter().enumerate() {
+        let visible = if causal { visible_keys(block.query(i), block.lq, lk) } else { lk };
+        row.slice_mut(s![..visible]).mapv_inplace(|e| e * scale);
+        if let Some(b) = bias {
+            row.slice_mut(s![..visible]).zip_mut_with(&b.slice(s![i, ..visible]), |e, b| *e += b);
+        }
+        let kept = |j: usize| key_mask.is_none_or(|m| m[j]);
+        if let Some((j, v)) = row.slice(s![..visible]).iter().enumerate().find(|&(j, v)| !v.is_finite() && kept(j)) {
+            return Err(Error::Overflow { array: "logits".into(), index: vec![block.query(i), j], value: *v as f64 });
+        }
+        row.slice_mut(s![visible..]).fill(f32::NEG_INFINITY);
+        if let Some(m) = key_mask {
+            row.zip_mut_with(&m, |e, &keep| {
+                if !keep {
+                    *e = f32::NEG_INFINITY;
+                }
+            });
+        }
+    }
+    Ok(())
+}
+
+impl FromStr for Implementation {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "efficient" => Ok(Implementation::Efficient),
+            "materialized" => Ok(Implementation::Materialized),
+            _ => Err(Error::invalid("implementation", format!("'{s}'"), "efficient, materialized")),
+        }
+    }
+}
+
+/// A head's attention by distance, from its weights α (Lq, Lk) with queries aligned to the last keys:
+/// `profile[d + Lk − 1] = (1/Lq) Σ_i α[i, j]` over the pairs at distance d = j − (i + Lk − Lq), for d in
+/// −(Lk − 1)..=Lq − 1: each query's softmax row as a distribution over distances, averaged over the queries
+/// (it sums to 1 when no row is fully masked; causal weights put nothing at d > 0).
+pub fn by_distance(weights: ArrayView2<f32>) -> Vec<f64> {
+    let (lq, lk) = weights.dim();
+    let mut sum = vec![0.0f64; lq + lk - 1];
+    for (i, row) in weights.rows().into_iter().enumerate() {
+        for (j, &a) in row.iter().enumerate() {
+            sum[(positions::table::distance(i, j, lq, lk) + lk as isize - 1) as usize] += a as f64;
+        }
+    }
+    sum.iter().map(|s| s / lq as f64).collect()
+}

@@ -1,0 +1,364 @@
+//! Scenario files: the tensors of one attention layer, as a user exports them with `np.savez`.
+//!
+//! Every array is optional, float32 or float64; what is absent is generated from the seed:
+//!
+//! | name | shape | generated as |
+//! |---|---|---|
+//! | `x` | (n, d_model) or (b, n, d_model) | N(0, 1) |
+//! | `w_q`, `w_k`, `w_v`, `w_o` | (d_model, d_model) | Xavier-uniform, U(±sqrt(6 / (fan_in + fan_out))) |
+//! | `b_q`, `b_k`, `b_v`, `b_o` | (d_model) | zeros |
+//! | `w_k`, `w_v`, `b_k`, `b_v` of g grouped K/V heads | (d_model, g·d_head), (g·d_head); g divides h | — |
+//! | `rope_cos`, `rope_sin` (RoPE) | (n, d_rot/2): a model's own, for positions 0 .. n | from the RoPE options |
+//! | `rel_k`, `rel_v` (Shaw) | (2k+1, d_head) or (h, 2k+1, d_head) | Xavier-uniform per head table |
+//! | `e_r` (Music) | (R, d_head) or (h, R, d_head); R = k+1 causal, 2k+1 bidirectional | Xavier-uniform |
+//! | `alibi_slopes` (ALiBi) | (h) | the paper's geometric sequence ([`crate::positions::alibi::slopes`]) |
+//! | `t5_bias` (T5) | (B) or (B, h), as Hugging Face's `relative_attention_bias.weight` | Xavier-uniform per head |
+//! | `positions` (absolute) | (n, d_model): a model's learned position vectors | the sinusoids |
+//! | `key_mask` | (b, n) of 0/1, 0 = padding | none |
+//!
+//! Grouped K/V heads (Llama 2/3, Mistral, Qwen2: `num_key_value_heads` = g < h) share each K/V head with
+//! h/g query heads, query head i reading K/V head ⌊i·g/h⌋; the scenario repeats each K/V head's columns for
+//! its query heads (as Hugging Face's `repeat_kv`), so every later step sees h heads.
+//!
+//! The RNG is ChaCha8 seeded with the seed; each array draws from its own stream, so giving one array in a
+//! file never changes the values generated for another.
+
+use crate::attention::{rope_table, Config};
+
+use crate::error::{Error, Result};
+use crate::positions::rope::RopeTable;
+use crate::positions::{alibi, Method};
+use ndarray::{Array1, Array2, Array3, ArrayD, Axis, Dimension, Ix2, Ix3};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use rand_distr::StandardNormal;
+use std::collections::BTreeMap;
+
+/// Sizes used for whatever the file does not give.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Spec {
+    pub n: usize,
+    pub d_model: usize,
+    pub batch: usize,
+    pub seed: u64,
+}
+
+impl Default for Spec {
+    fn default() -> Self {
+        Spec { n: 8, d_model: 16, batch: 1, seed: 0 }
+    }
+}
+
+/// The tensors of one layer, checked against a [`Config`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct Scenario {
+    /// (b, n, d_model)
+    pub x: Array3<f32>,
+    /// (d_model, d_model) each
+    pub w_q: Array2<f32>,
+    pub w_k: Array2<f32>,
+    pub w_v: Array2<f32>,
+    pub w_o: Array2<f32>,
+    /// (d_model) each
+    pub b_q: Array1<f32>,
+    pub b_k: Array1<f32>,
+    pub b_v: Array1<f32>,
+    pub b_o: Array1<f32>,
+    /// (1 or h, R, d_head): Shaw's w^K or the Music Transformer's E_r.
+    pub rel_k: Array3<f32>,
+    /// (1 or h, R, d_head): Shaw's w^V, when a^V is on.
+    pub rel_v: Option<Array3<f32>>,
+    /// (b, n): false where a key is padding.
+    pub key_mask: Option<Array2<bool>>,
+    /// (n, d_model): absolute positions when the file gives a model's own (`positions`); `None`: the sinusoids.
+    pub positions: Option<Array2<f32>>,
+    /// RoPE's cos and sin when the file gives a model's own (`rope_cos`, `rope_sin`); `None`: made from
+    /// the options ([`Scenario::rope_table`]).
+    pub rope: Option<RopeTable>,
+}
+
+/// Arrays read from a file, by name, as f32.
+pub type Arrays = BTreeMap<String, ArrayD<f32>>;
+
+/// The array names a scenario file may hold.
+pub const NAMES: [&str; 18] = [
+    "x",
+    "w_q",
+    "w_k",
+    "w_v",
+    "w_o",
+    "b_q",
+    "b_k",
+    "b_v",
+    "b_o",
+    "rel_k",
+    "rel_v",
+    "e_r",
+    "alibi_slopes",
+    "t5_bias",
+    "rope_cos",
+    "rope_sin",
+    "positions",
+    "key_mask",
+];
+
+/// A generator with one stream per array name.
+fn rng(seed: u64, name: &str) -> ChaCha8Rng {
+    let mut r = ChaCha8Rng::seed_from_u64(seed);
+    r.set_stream(NAMES.iter().position(|n| *n == name).unwrap_or(NAMES.len()) as u64 + 1);
+    r
+}
+
+fn normal(seed: u64, name: &str, shape: (usize, usize, usize)) -> Array3<f32> {
+    let mut r = rng(seed, name);
+    Array3::from_shape_simple_fn(shape, || r.sample(StandardNormal))
+}
+
+/// An input x (n, d_model) for a sentence: one N(0, 1) vector per distinct token, drawn from a ChaCha8
+/// stream picked by the token's text (FNV-1a) and seeded with `seed`, so the same token gives the same row
+/// wherever it stands. Equal rows give equal content logits q_i · k_j; what still tells them apart is the
+/// relative term alone.
+pub fn token_embeddings(tokens: &[String], d_model: usize, seed: u64) -> Array2<f32> {
+    let mut x = Array2::zeros((tokens.len(), d_model));
+    for (mut row, token) in x.rows_mut().into_iter().zip(tokens) {
+        let stream = token.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3));
+        let mut r = ChaCha8Rng::seed_from_u64(seed);
+        r.set_stream(stream);
+        row.iter_mut().for_each(|v| *v = r.sample(StandardNormal));
+    }
+    x
+}
+
+/// Xavier-uniform (a, rows, cols): U(±sqrt(6 / (rows + cols))) per (rows, cols) matrix.
+fn xavier(seed: u64, name: &str, shape: (usize, usize, usize)) -> Array3<f32> {
+    let mut r = rng(seed, name);
+    let bound = (6.0 / (shape.1 + shape.2) as f32).sqrt();
+    Array3::from_shape_simple_fn(shape, || (r.random::<f32>() * 2.0 - 1.0) * bound)
+}
+
+fn dims(a: &ArrayD<f32>) -> String {
+    format!("{:?}", a.shape())
+}
+
+/// Checks every value is finite, naming the first bad one.
+fn check_finite(name: &str, a: &ArrayD<f32>) -> Result<()> {
+    // A plain scan first (an indexed walk of a dynamic-rank array costs ~15 ns an element: 30 ms for 2M
+    // values); the index is looked for only when there is a bad value.
+    if a.iter().all(|v| v.is_finite()) {
+        return Ok(());
+    }
+    match a.indexed_iter().find(|(_, v)| !v.is_finite()) {
+        Some((idx, v)) => Err(Error::NonFinite { array: name.into(), index: idx.slice().to_vec(), value: *v as f64 }),
+        None => Ok(()),
+    }
+}
+
+/// Checks the sizes of a request before anything is generated.
+pub fn check_config(cfg: &Config, spec: &Spec) -> Result<()> {
+    if cfg.heads == 0 {
+        return Err(Error::invalid("heads", 0, "1 or more, dividing d_model"));
+    }
+    if spec.n == 0 {
+        return Err(Error::invalid("n", 0, "1 or more"));
+    }
+    if spec.batch == 0 {
+        return Err(Error::invalid("batch_size", 0, "1 or more"));
+    }
+    if spec.d_model == 0 {
+        return Err(Error::invalid("d_model", 0, "1 or more"));
+    }
+    if !spec.d_model.is_multiple_of(cfg.heads) {
+        return Err(Error::invalid("heads", cfg.heads, format!("a divisor of d_model = {}", spec.d_model)));
+    }
+    cfg.scheme().check(spec.d_model / cfg.heads)
+}
+
+/// The sizes of a request: from `x` when the file has it ((n, d_model) or (b, n, d_model), every size
+/// ≥ 1, else a shape error naming `x`: the file is at fault, not a control), else from `spec`.
+pub fn sizes_of(arrays: &Arrays, spec: &Spec) -> Result<Spec> {
+    let Some(x) = arrays.get("x") else { return Ok(*spec) };
+    let expected = "(n, d_model) or (b, n, d_model), every size ≥ 1";
+    match *x.shape() {
+        _ if x.shape().contains(&0) => Err(Error::shape("x", x.shape(), expected)),
+        [n, d_model] => Ok(Spec { n, d_model, batch: 1, ..*spec }),
+        [batch, n, d_model] => Ok(Spec { n, d_model, batch, ..*spec }),
+        _ => Err(Error::shape("x", x.shape(), expected)),
+    }
+}
+
+impl Scenario {
+    /// Builds a scenario from the given arrays (possibly none), generating the rest from `spec`.
+    /// When `x` is given it fixes n, d_model and the batch, and `spec`'s sizes are not used.
+    pub fn build(cfg: &Config, spec: &Spec, mut given: Arrays, per_head_tables: bool) -> Result<Scenario> {
+        for (name, a) in given.iter_mut() {
+            check_finite(name, a)?;
+            // Any layout in (a reversed or strided NumPy view, a transposed tensor), row-major from here on:
+            // every reshape below reads the elements in logical order.
+            if !a.is_standard_layout() {
+                *a = a.as_standard_layout().into_owned();
+            }
+        }
+        sizes_of(&given, spec)?;
+        let x = match given.remove("x") {
+            Some(a) if a.ndim() == 2 => a.insert_axis(Axis(0)).into_dimensionality::<Ix3>().expect("3-D"),
+            Some(a) => a.into_dimensionality::<Ix3>().expect("sizes_of: 2-D or 3-D"),
+            None => {
+                check_config(cfg, spec)?;
+                normal(spec.seed, "x", (spec.batch, spec.n, spec.d_model))
+            }
+        };
+        let (b, n, d) = x.dim();
+        check_config(cfg, &Spec { n, d_model: d, batch: b, seed: spec.seed })?;
+        let dh = d / cfg.heads;
+        let seed = spec.seed;
+
+        let h = cfg.heads;
+        // K/V heads: w_k's columns tell (d_model for h, g·d_head for g grouped heads); w_v and the biases must agree.
+        let kv_heads = match given.get("w_k").map(|a| a.shape().to_vec()) {
+            Some(shape) if shape.len() == 2 && shape[0] == d && shape[1] % dh == 0 && shape[1] > 0 && h.is_multiple_of(shape[1] / dh) => shape[1] / dh,
+            _ => h,
+        };
+        let kv = kv_heads * dh;
+        let grouped = |name: &str| matches!(name, "w_k" | "w_v" | "b_k" | "b_v");
+        let mut matrix = |name: &str| -> Result<Array2<f32>> {
+            let (cols, times) = if grouped(name) { (kv, h / kv_heads) } else { (d, 1) };
+            match given.remove(name) {
+                Some(a) if a.shape() == [d, cols] => Ok(repeat_kv(a.into_dimensionality::<Ix2>().expect("2-D"), dh, times)),
+                Some(a) if name == "w_k" => Err(Error::shape(
+                    name,
+                    a.shape(),
+                    format!("[{d}, {d}] = (d_model, d_model), or [{d}, g·{dh}] = (d_model, g·d_head) for g grouped K/V heads, g dividing heads = {h}"),
+                )),
+                Some(a) if cols != d => {
+                    Err(Error::shape(name, a.shape(), format!("[{d}, {cols}] = (d_model, {kv_heads}·d_head), as w_k's {kv_heads} K/V heads")))
+                }
+                Some(a) => Err(Error::shape(name, a.shape(), format!("[{d}, {d}] = (d_model, d_model)"))),
+                None => Ok(repeat_kv(xavier(seed, name, (1, d, cols)).index_axis_move(Axis(0), 0), dh, times)),
+            }
+        };
+        let (w_q, w_k, w_v, w_o) = (matrix("w_q")?, matrix("w_k")?, matrix("w_v")?, matrix("w_o")?);
+        let mut bias = |name: &str| -> Result<Array1<f32>> {
+            let (cols, times) = if grouped(name) { (kv, h / kv_heads) } else { (d, 1) };
+            match given.remove(name) {
+                Some(a) if a.shape() == [cols] => Ok(repeat_kv(a.into_shape_with_order((1, cols)).expect("1-D"), dh, times).index_axis_move(Axis(0), 0)),
+                Some(a) if cols != d => Err(Error::shape(name, a.shape(), format!("[{cols}] = ({kv_heads}·d_head), as w_k's {kv_heads} K/V heads"))),
+                Some(a) => Err(Error::shape(name, a.shape(), format!("[{d}] = (d_model)"))),
+                None => Ok(Array1::zeros(d)),
+            }
+        };
+        let (b_q, b_k, b_v, b_o) = (bias("b_q")?, bias("b_k")?, bias("b_v")?, bias("b_o")?);
+
+        let rows = cfg.table_rows();
+        let (logits_table, values_table) = cfg.method.table_names();
+        // ALiBi's slopes or T5's biases, read here: their shapes are their own.
+        let scalars = if cfg.method.has_vector_table() { None } else { given.remove(logits_table) };
+        let table_heads = if per_head_tables { cfg.heads } else { 1 };
+        let mut table = |name: &str| -> Result<Array3<f32>> {
+            let expected =
+                || format!("[{rows}, {dh}] or [{}, {rows}, {dh}] = ({f}, d_head) or (heads, {f}, d_head)", cfg.heads, f = cfg.scheme().rows_formula());
+            match given.remove(name) {
+                Some(a) if a.shape() == [rows, dh] => Ok(a.into_dimensionality::<Ix2>().expect("2-D").insert_axis(Axis(0))),
+                Some(a) if a.shape() == [cfg.heads, rows, dh] => Ok(a.into_dimensionality::<Ix3>().expect("3-D")),
+                Some(a) => Err(Error::Shape { array: name.into(), given: dims(&a), expected: expected() }),
+                None => Ok(xavier(seed, name, (table_heads, rows, dh))),
+            }
+        };
+        let rel_k = match cfg.method {
+            Method::Shaw | Method::Music => table(logits_table)?,
+            Method::Rope | Method::Absolute => Array3::zeros((1, 0, dh)),
+            Method::Alibi => match scalars {
+                Some(a) if a.shape() == [cfg.heads] => a.into_shape_with_order((cfg.heads, 1, 1)).expect("h values"),
+                Some(a) => return Err(Error::Shape { array: logits_table.into(), given: dims(&a), expected: format!("[{}] = (heads)", cfg.heads) }),
+                None => Array3::from_shape_vec((cfg.heads, 1, 1), alibi::slopes(cfg.heads)).expect("h slopes"),
+            },
+            Method::T5 => match scalars {
+                Some(a) if a.shape() == [rows] => a.into_shape_with_order((1, rows, 1)).expect("B values"),
+                // Hugging Face's nn.Embedding(num_buckets, n_heads): bucket-major, a column per head.
+                Some(a) if a.shape() == [rows, cfg.heads] => a.into_dimensionality::<Ix2>().expect("2-D").t().to_owned().insert_axis(Axis(2)),
+                Some(a) => {
+                    let expected = format!("[{rows}] or [{rows}, {}] = (buckets) or (buckets, heads)", cfg.heads);
+                    return Err(Error::Shape { array: logits_table.into(), given: dims(&a), expected });
+                }
+                None => xavier(seed, logits_table, (table_heads, rows, 1)),
+            },
+        };
+        let rel_v = match values_table {
+            Some(name) if cfg.rel_v => Some(table(name)?),
+            _ => None,
+        };
+        let key_mask = match given.remove("key_mask") {
+            Some(a) if a.shape() == [b, n] => {
+                if let Some((idx, v)) = a.indexed_iter().find(|(_, v)| **v != 0.0 && **v != 1.0) {
+                    return Err(Error::invalid("key_mask", format!("{v} at {:?}", idx.slice()), "0 (padding) or 1 (keep)"));
+                }
+                Some(a.into_dimensionality::<Ix2>().expect("2-D").mapv(|v| v == 1.0))
+            }
+            Some(a) => return Err(Error::shape("key_mask", a.shape(), format!("[{b}, {n}] = (b, n)"))),
+            None => None,
+        };
+        let rope = match (cfg.method.rotates(), given.remove("rope_cos"), given.remove("rope_sin")) {
+            (true, Some(cos), Some(sin)) => {
+                let pairs = cfg.rope.rotated_dims(dh) / 2;
+                for (name, a) in [("rope_cos", &cos), ("rope_sin", &sin)] {
+                    if a.shape() != [n, pairs] {
+                        let expected = format!("[{n}, {pairs}] = (n, d_rot/2): positions 0..n, one column per rotated pair of d_head {dh}");
+                        return Err(Error::shape(name, a.shape(), expected));
+                    }
+                }
+                let two = |a: ArrayD<f32>| a.into_dimensionality::<Ix2>().expect("2-D");
+                Some(RopeTable::given(cfg.rope, two(cos), two(sin)))
+            }
+            (true, Some(_), None) => return Err(Error::invalid("rope_sin", "absent", "given with rope_cos: a model's cos and sin come together")),
+            (true, None, Some(_)) => return Err(Error::invalid("rope_cos", "absent", "given with rope_sin: a model's cos and sin come together")),
+            (_, cos, sin) => {
+                // Not a RoPE layer: left to be refused below as an array this configuration does not use.
+                given.extend([cos.map(|a| ("rope_cos".to_string(), a)), sin.map(|a| ("rope_sin".to_string(), a))].into_iter().flatten());
+                None
+            }
+        };
+        let positions = match given.remove("positions") {
+            Some(a) if cfg.method.adds_to_input() && a.shape() == [n, d] => Some(a.into_dimensionality::<Ix2>().expect("2-D")),
+            Some(a) if cfg.method.adds_to_input() => return Err(Error::shape("positions", a.shape(), format!("[{n}, {d}] = (n, d_model)"))),
+            Some(a) => {
+                given.insert("positions".into(), a);
+                None
+            }
+            None => None,
+        };
+        if let Some(name) = given.keys().next() {
+            let reads = match cfg.method.array_names() {
+                none if none.is_empty() => format!("--method {} reads none of its own", cfg.method),
+                names => format!("--method {} reads {}", cfg.method, names.join(", ")),
+            };
+            let hint = match Method::ALL.into_iter().find(|&m| m.array_names().contains(&name.as_str())) {
+                _ if Some(name.as_str()) == values_table => "a^V is switched off (--relative-values false)".to_string(),
+                Some(owner) => format!("'{name}' belongs to --method {owner}; {reads}"),
+                None => reads,
+            };
+            return Err(Error::invalid("array", format!("'{name}' not used by this configuration"), hint));
+        }
+        Ok(Scenario { x, w_q, w_k, w_v, w_o, b_q, b_k, b_v, b_o, rel_k, rel_v, key_mask, positions, rope })
+    }
+
+    /// (b, n, d_model).
+    pub fn dims(&self) -> (usize, usize, usize) {
+        self.x.dim()
+    }
+
+    /// RoPE's cos and sin for positions 0 .. n, once for every head: the model's own when given, else made
+    /// from the options; `None` for a scheme that does not rotate.
+    pub fn rope_table(&self, cfg: &Config) -> Option<RopeTable> {
+        let (_, n, d) = self.dims();
+        cfg.method.rotates().then(|| self.rope.clone().unwrap_or_else(|| rope_table(cfg, n, n, d / cfg.heads)))
+    }
+}
+
+/// `a` (rows, g·d_head) with each K/V head's d_head columns repeated `times` times in place, as Hugging
+/// Face's `repeat_kv`: (rows, g·times·d_head), column block i the K/V head ⌊i / times⌋.
+fn repeat_kv(a: Array2<f32>, d_head: usize, times: usize) -> Array2<f32> {
+    if times == 1 {
+        return a;
+    }
+    let (rows, cols) = a.dim();
+    Array2::from_shape_fn((rows, cols * times), |(r, c)| a[[r, (c / d_head / times) * d_head + c % d_head]])
+}

@@ -1,0 +1,280 @@
+//! A plain-loop definition of relative attention in f64, written from the papers and independent of the
+//! library's code paths, and a tolerance check.
+#![allow(dead_code)]
+// The definition is written as the formulas' index loops on purpose (i, j, c as in the papers).
+#![allow(clippy::needless_range_loop)]
+
+pub mod fixture;
+
+use proptest::prelude::*;
+use relattn_core::attention::LogitScale;
+use relattn_core::positions::rope::{PairLayout, Rope};
+use relattn_core::positions::t5::Buckets;
+use relattn_core::{Config, Edge, Implementation, Method, Scenario};
+use std::ops::RangeInclusive;
+
+pub type Mat = Vec<Vec<f64>>;
+
+/// One head's results by definition.
+pub struct HeadRef {
+    pub relative: Mat,
+    pub weights: Mat,
+    pub z: Mat,
+    /// Which cells are masked.
+    pub masked: Vec<Vec<bool>>,
+}
+
+/// Table row of distance `d`, by the definitions in docs/src/math.md:
+/// Shaw: clip(d, k) + k. Music causal: rows for −k..=0; bidirectional: −k..=k; beyond them zero or the edge.
+pub fn table_row(cfg: &Config, d: i64) -> Option<usize> {
+    let k = cfg.clip as i64;
+    let (lo, hi) = match (cfg.method, cfg.causal) {
+        (Method::Music, true) => (-k, 0),
+        _ => (-k, k),
+    };
+    if (lo..=hi).contains(&d) {
+        return Some((d - lo) as usize);
+    }
+    match (cfg.method, cfg.edge) {
+        (Method::Shaw, _) | (Method::Music, Edge::Clip) => Some((d.clamp(lo, hi) - lo) as usize),
+        _ => None,
+    }
+}
+
+/// RoPE by Su et al.'s definition: row r of `x` (at position `first + r`) with pair p = (a, b) turned by the
+/// angle (position / scale) · base^(−2p / d_rot); d_rot = ⌊fraction · d_head⌋ rounded down to even, the
+/// pairs (2p, 2p + 1) interleaved or (p, p + d_rot/2) half-split.
+pub fn rotate(rope: &Rope, x: &Mat, first: i64) -> Mat {
+    let dh = x[0].len();
+    let d_rot = ((dh as f64 * rope.fraction as f64) as usize) & !1;
+    x.iter()
+        .enumerate()
+        .map(|(r, row)| {
+            let mut out = row.clone();
+            for p in 0..d_rot / 2 {
+                let (a, b) = if rope.layout == PairLayout::Interleaved { (2 * p, 2 * p + 1) } else { (p, p + d_rot / 2) };
+                let angle = (first + r as i64) as f64 / rope.scale as f64 * (rope.base as f64).powf(-2.0 * p as f64 / d_rot as f64);
+                out[a] = row[a] * angle.cos() - row[b] * angle.sin();
+                out[b] = row[b] * angle.cos() + row[a] * angle.sin();
+            }
+            out
+        })
+        .collect()
+}
+
+/// Row r of `x` with pair p turned by a model's own table: (x_a, x_b) → (x_a c − x_b s, x_b c + x_a s) with
+/// c = `cos[r][p]`, s = `sin[r][p]` as given (not unit when the model scales its attention), the pairs as
+/// `layout` says over the first 2·|cos[r]| components.
+pub fn rotate_by(x: &Mat, cos: &Mat, sin: &Mat, layout: PairLayout) -> Mat {
+    x.iter()
+        .enumerate()
+        .map(|(r, row)| {
+            let mut out = row.clone();
+            let half = cos[r].len();
+            for p in 0..half {
+                let (a, b) = if layout == PairLayout::Interleaved { (2 * p, 2 * p + 1) } else { (p, p + half) };
+                out[a] = row[a] * cos[r][p] - row[b] * sin[r][p];
+                out[b] = row[b] * cos[r][p] + row[a] * sin[r][p];
+            }
+            out
+        })
+        .collect()
+}
+
+/// x W + b in f64, for x (n, d_in) and W (d_in, d_out) of any width (a grouped K/V projection's g·d_head).
+pub fn project(x: &Mat, w: &ndarray::Array2<f32>, b: &ndarray::Array1<f32>) -> Mat {
+    matmul_bias(x, w, b)
+}
+
+/// Columns `from..to` of `m`.
+pub fn columns(m: &Mat, from: usize, to: usize) -> Mat {
+    cols(m, from, to)
+}
+
+fn dot(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+/// e_ij = q_i·(k_j + a^K_ij)·s (q_i·a^K_ij·s with the content term off; s = 1/sqrt(d_head), or 1 for
+/// LogitScale::None); α = softmax
+/// over unmasked j; z_i = Σ_j α_ij (v_j + a^V_ij). ALiBi: e_ij = q_i·k_j/sqrt(d_head) + m·(j − i) causal,
+/// − m·|j − i| otherwise, m = `rel_k[0][0]`; T5: + `rel_k[bucket(j − i)][0]` (the bucket function is the
+/// library's, checked against Hugging Face's in tests/positions.rs); RoPE: q and k rotated ([`rotate`]), no
+/// relative term. Queries are aligned to the last keys: d_ij = j − (i + Lk − Lq).
+pub fn head(cfg: &Config, q: &Mat, k: &Mat, v: &Mat, rel_k: &Mat, rel_v: Option<&Mat>, key_mask: Option<&[bool]>) -> HeadRef {
+    let (lq, lk, dh) = (q.len(), k.len(), q[0].len());
+    let rotated;
+    let (q, k) = if cfg.method == Method::Rope {
+        rotated = (rotate(&cfg.rope, q, lk as i64 - lq as i64), rotate(&cfg.rope, k, 0));
+        (&rotated.0, &rotated.1)
+    } else {
+        (q, k)
+    };
+    let zero = vec![0.0; dh];
+    let mut out =
+        HeadRef { relative: vec![vec![0.0; lk]; lq], weights: vec![vec![0.0; lk]; lq], z: vec![vec![0.0; dh]; lq], masked: vec![vec![false; lk]; lq] };
+    for i in 0..lq {
+        let mut e = vec![f64::NEG_INFINITY; lk];
+        for j in 0..lk {
+            let d = j as i64 - (i as i64 + lk as i64 - lq as i64);
+            out.relative[i][j] = match cfg.method {
+                Method::Shaw | Method::Music => dot(&q[i], table_row(cfg, d).map_or(&zero, |r| &rel_k[r])),
+                Method::Alibi if cfg.causal => rel_k[0][0] * d as f64,
+                Method::Alibi => -rel_k[0][0] * d.abs() as f64,
+                Method::T5 => rel_k[cfg.buckets.bucket(d as isize, cfg.causal)][0],
+                Method::Rope | Method::Absolute => 0.0,
+            };
+            out.masked[i][j] = (cfg.causal && d > 0) || key_mask.is_some_and(|m| !m[j]);
+            if !out.masked[i][j] {
+                let content = if cfg.content { dot(&q[i], &k[j]) } else { 0.0 };
+                let scale = if cfg.logit_scale == LogitScale::None { 1.0 } else { 1.0 / (dh as f64).sqrt() };
+                e[j] = match cfg.method {
+                    Method::Alibi | Method::T5 => content * scale + out.relative[i][j],
+                    _ => (content + out.relative[i][j]) * scale,
+                };
+            }
+        }
+        let max = e.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        if max == f64::NEG_INFINITY {
+            continue;
+        }
+        let sum: f64 = e.iter().map(|x| (x - max).exp()).sum();
+        for j in 0..lk {
+            let w = (e[j] - max).exp() / sum;
+            out.weights[i][j] = w;
+            let d = j as i64 - (i as i64 + lk as i64 - lq as i64);
+            for c in 0..dh {
+                let a_v = match rel_v {
+                    Some(t) if cfg.method == Method::Shaw && cfg.rel_v => table_row(cfg, d).map_or(0.0, |r| t[r][c]),
+                    _ => 0.0,
+                };
+                out.z[i][c] += w * (v[j][c] + a_v);
+            }
+        }
+    }
+    out
+}
+
+/// The whole layer by definition: per (batch, head) results and the output (b, n, d_model).
+pub struct LayerRef {
+    pub heads: Vec<Vec<HeadRef>>,
+    pub output: Vec<Mat>,
+}
+
+fn matmul_bias(x: &Mat, w: &ndarray::Array2<f32>, b: &ndarray::Array1<f32>) -> Mat {
+    x.iter().map(|row| (0..w.ncols()).map(|c| b[c] as f64 + row.iter().enumerate().map(|(r, v)| v * w[[r, c]] as f64).sum::<f64>()).collect()).collect()
+}
+
+fn cols(m: &Mat, from: usize, to: usize) -> Mat {
+    m.iter().map(|r| r[from..to].to_vec()).collect()
+}
+
+fn table(t: &ndarray::Array3<f32>, h: usize) -> Mat {
+    let h = if t.shape()[0] == 1 { 0 } else { h };
+    t.index_axis(ndarray::Axis(0), h).rows().into_iter().map(|r| r.iter().map(|&v| v as f64).collect()).collect()
+}
+
+pub fn layer(cfg: &Config, sc: &Scenario) -> LayerRef {
+    let (b, n, d) = sc.x.dim();
+    let dh = d / cfg.heads;
+    let mut out = LayerRef { heads: vec![], output: vec![] };
+    for bi in 0..b {
+        // Absolute positions (Vaswani et al.): x_p + PE_p, PE[p, 2i] = sin(p / 10000^(2i/d)), PE[p, 2i+1] = cos(…).
+        let pe = |p: usize, c: usize| {
+            let angle = p as f64 / 10000f64.powf((c - c % 2) as f64 / d as f64);
+            if c.is_multiple_of(2) {
+                angle.sin()
+            } else {
+                angle.cos()
+            }
+        };
+        // A model's own table when given; nothing when x holds the positions already.
+        let added = |i: usize, c: usize| match (cfg.method, cfg.positions_in_x, &sc.positions) {
+            (Method::Absolute, false, Some(p)) => p[[i, c]] as f64,
+            (Method::Absolute, false, None) => pe(i, c),
+            _ => 0.0,
+        };
+        let x: Mat = (0..n).map(|i| (0..d).map(|c| sc.x[[bi, i, c]] as f64 + added(i, c)).collect()).collect();
+        let (q, k, v) = (matmul_bias(&x, &sc.w_q, &sc.b_q), matmul_bias(&x, &sc.w_k, &sc.b_k), matmul_bias(&x, &sc.w_v, &sc.b_v));
+        let mask: Option<Vec<bool>> = sc.key_mask.as_ref().map(|m| m.row(bi).to_vec());
+        let mut concat = vec![vec![0.0; d]; n];
+        let mut heads = vec![];
+        for h in 0..cfg.heads {
+            let (a, z) = (h * dh, (h + 1) * dh);
+            let rel_v = sc.rel_v.as_ref().map(|t| table(t, h));
+            let r = head(cfg, &cols(&q, a, z), &cols(&k, a, z), &cols(&v, a, z), &table(&sc.rel_k, h), rel_v.as_ref(), mask.as_deref());
+            for i in 0..n {
+                concat[i][a..z].copy_from_slice(&r.z[i]);
+            }
+            heads.push(r);
+        }
+        out.output.push(matmul_bias(&concat, &sc.w_o, &sc.b_o));
+        out.heads.push(heads);
+    }
+    out
+}
+
+/// max |got − want| / max(1, max |want|): relative to the array's scale, absolute for arrays below 1.
+pub fn rel_err<'a>(got: impl IntoIterator<Item = &'a f32>, want: impl IntoIterator<Item = f64>) -> f64 {
+    let (mut diff, mut scale) = (0.0f64, 1.0f64);
+    for (g, w) in got.into_iter().zip(want) {
+        diff = diff.max((*g as f64 - w).abs());
+        scale = scale.max(w.abs());
+    }
+    diff / scale
+}
+
+pub fn flat(m: &Mat) -> Vec<f64> {
+    m.iter().flatten().copied().collect()
+}
+
+/// Random configurations: every method, `heads` and `clip` in the given ranges, causal or not, a^V on or
+/// off, either edge, the content term on (3 in 4) or off, the logits scaled by 1/√d_head (3 in 4) or not, RoPE's options (base, fraction, layout, scale) and
+/// T5's buckets; the efficient implementation. The d_head of the tests (≥ 2) leaves RoPE a pair at any
+/// fraction drawn here (½ or 1).
+pub fn configs(heads: RangeInclusive<usize>, clip: RangeInclusive<usize>) -> impl Strategy<Value = Config> {
+    let flags = (any::<bool>(), any::<bool>(), any::<bool>(), 0..4u8, 0..4u8, any::<bool>());
+    let rope = (prop_oneof![Just(10000.0f32), Just(50.0)], any::<bool>(), any::<bool>(), prop_oneof![Just(1.0f32), Just(2.5)]);
+    let buckets = prop_oneof![Just((4, 5)), Just((8, 20)), Just((32, 128))];
+    (0..Method::ALL.len(), heads, clip, flags, rope, buckets).prop_map(
+        |(method, heads, clip, (causal, rel_v, clip_edge, content, unscaled, in_x), (base, half, partial, scale), (count, max_distance))| Config {
+            method: Method::ALL[method],
+            heads,
+            clip,
+            causal,
+            rel_v,
+            edge: if clip_edge { Edge::Clip } else { Edge::Zero },
+            implementation: Implementation::Efficient,
+            content: content != 0,
+            logit_scale: if unscaled == 0 { LogitScale::None } else { LogitScale::InvSqrtDHead },
+            rope: Rope { base, fraction: if partial { 0.5 } else { 1.0 }, layout: if half { PairLayout::Half } else { PairLayout::Interleaved }, scale },
+            buckets: Buckets { count, max_distance },
+            positions_in_x: in_x,
+        },
+    )
+}
+
+/// `cfg` and `d_head` made to fit each other: RoPE rotates whole pairs, so its d_head is even (2 or more) and
+/// its fraction 1 where the one drawn leaves no pair or half a pair. Other methods are left as they are.
+pub fn fit(cfg: Config, d_head: usize) -> (Config, usize) {
+    if cfg.method != Method::Rope {
+        return (cfg, d_head);
+    }
+    let d_head = (d_head + d_head % 2).max(2);
+    let rope = if cfg.rope.check(d_head).is_err() { Rope { fraction: 1.0, ..cfg.rope } } else { cfg.rope };
+    (Config { rope, ..cfg }, d_head)
+}
+
+/// An .npy file's bytes: `descr` and `shape` in the header, then `data`.
+pub fn npy(descr: &str, shape: &str, data: &[u8]) -> Vec<u8> {
+    let mut header = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}").into_bytes();
+    while !(10 + header.len() + 1).is_multiple_of(64) {
+        header.push(b' ');
+    }
+    header.push(b'\n');
+    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+    bytes.extend((header.len() as u16).to_le_bytes());
+    bytes.extend(header);
+    bytes.extend(data);
+    bytes
+}

@@ -1,0 +1,393 @@
+//! `efficient` equals `materialized`, and both equal the plain-loop f64 definition within 1e-5
+//! (relative to each array's scale), over random shapes, clips below and above n, Lq ≠ Lk, masks,
+//! shared and per-head tables, both methods.
+
+mod common;
+
+use common::{flat, rel_err};
+use ndarray::{Array2, Array3, Axis};
+use proptest::prelude::*;
+use relattn_core::attention::{attend_head, attend_head_fused, attend_rows, HeadInput, HeadTrace};
+use relattn_core::core::simd::Isa;
+use relattn_core::layer::forward;
+use relattn_core::layer::scenario::Arrays;
+use relattn_core::positions::rope::{PairLayout, Rope};
+use relattn_core::{Config, Implementation, Method, Scenario, Spec};
+
+const TOL: f64 = 1e-5;
+
+/// Checks a layer's trace against the definition; masked cells' relative logits are not compared.
+fn check_layer(cfg: &Config, sc: &Scenario) -> Result<(), TestCaseError> {
+    let want = common::layer(cfg, sc);
+    for implementation in [Implementation::Efficient, Implementation::Materialized] {
+        let cfg = Config { implementation, ..*cfg };
+        let t = forward::trace(&cfg, sc).unwrap();
+        for (bi, heads) in want.heads.iter().enumerate() {
+            for (h, r) in heads.iter().enumerate() {
+                let got_rel = t.relative_logits.index_axis(Axis(0), bi).index_axis(Axis(0), h).to_owned();
+                let unmasked = |m: &Array2<f32>| -> Vec<f32> { m.indexed_iter().filter(|((i, j), _)| !r.masked[*i][*j]).map(|(_, v)| *v).collect() };
+                let want_rel: Vec<f64> = r.relative.iter().flatten().zip(r.masked.iter().flatten()).filter(|(_, m)| !**m).map(|(v, _)| *v).collect();
+                let e = rel_err(&unmasked(&got_rel), want_rel);
+                prop_assert!(e <= TOL, "{implementation:?} relative logits b{bi} h{h}: {e:e}");
+                let e = rel_err(t.weights.index_axis(Axis(0), bi).index_axis(Axis(0), h).iter(), flat(&r.weights));
+                prop_assert!(e <= TOL, "{implementation:?} weights b{bi} h{h}: {e:e}");
+            }
+            let e = rel_err(t.output.index_axis(Axis(0), bi).iter(), flat(&want.output[bi]));
+            prop_assert!(e <= TOL, "{implementation:?} output b{bi}: {e:e}");
+        }
+        prop_assert!(t.weights.iter().all(|w| w.is_finite()) && t.output.iter().all(|v| v.is_finite()));
+        // Without a trace the efficient implementation runs fused (src/attention/fused/), the materialized one staged.
+        let fwd = forward::forward(&cfg, sc).unwrap();
+        for (bi, want) in want.output.iter().enumerate() {
+            let e = rel_err(fwd.index_axis(Axis(0), bi).iter(), flat(want));
+            prop_assert!(e <= TOL, "{implementation:?} forward b{bi}: {e:e}");
+        }
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+
+    #[test]
+    fn layer_matches_definition(cfg in common::configs(1..=3, 0..=14), d_head in 1usize..=6, n in 1usize..=12, batch in 1usize..=2,
+                                per_head in any::<bool>(), seed in any::<u64>(), mask_bits in any::<u32>(), masked in any::<bool>()) {
+        let (cfg, d_head) = common::fit(cfg, d_head);
+        let spec = Spec { n, d_model: d_head * cfg.heads, batch, seed };
+        let mut given = Arrays::new();
+        if masked {
+            let m = Array2::from_shape_fn((batch, n), |(b, i)| ((mask_bits >> ((b * n + i) % 32)) & 1) as f32);
+            given.insert("key_mask".into(), m.into_dyn());
+        }
+        let sc = Scenario::build(&cfg, &spec, given, per_head).unwrap();
+        check_layer(&cfg, &sc)?;
+    }
+
+    /// One head with Lq ≠ Lk (queries aligned to the last keys), Shaw's method.
+    #[test]
+    fn head_with_unequal_lengths(lq in 1usize..=9, lk in 1usize..=11, d_head in 1usize..=5, clip in 0usize..=12,
+                                 causal in any::<bool>(), rel_v in any::<bool>(), values in proptest::collection::vec(-1.0f32..1.0, 512)) {
+        let cfg = Config { method: Method::Shaw, heads: 1, clip, causal, rel_v, ..Config::default() };
+        let rows = 2 * clip + 1;
+        let mut it = values.iter().cycle().copied();
+        let mut mat = |r: usize, c: usize| Array2::from_shape_simple_fn((r, c), || it.next().unwrap());
+        let (q, k, v, tk, tv) = (mat(lq, d_head), mat(lk, d_head), mat(lk, d_head), mat(rows, d_head), mat(rows, d_head));
+        let mask = Array2::from_shape_fn((1, lk), |(_, j)| j % 3 != 1).index_axis_move(Axis(0), 0);
+        let input = HeadInput { q: q.view(), k: k.view(), v: v.view(), rel_k: tk.view(), rel_v: Some(tv.view()), key_mask: Some(mask.view()), rope: None };
+        let to_mat = |a: &Array2<f32>| -> common::Mat { a.rows().into_iter().map(|r| r.iter().map(|&x| x as f64).collect()).collect() };
+        let want = common::head(&cfg, &to_mat(&q), &to_mat(&k), &to_mat(&v), &to_mat(&tk), Some(&to_mat(&tv)), Some(mask.as_slice().unwrap()));
+        for implementation in [Implementation::Efficient, Implementation::Materialized] {
+            let cfg = Config { implementation, ..cfg };
+            let mut t = HeadTrace::default();
+            let z = attend_head(&cfg, &input, Some(&mut t)).unwrap();
+            prop_assert!(rel_err(t.relative_logits.iter(), flat(&want.relative)) <= TOL);
+            prop_assert!(rel_err(t.weights.iter(), flat(&want.weights)) <= TOL);
+            prop_assert!(rel_err(z.iter(), flat(&want.z)) <= TOL, "{implementation:?} z");
+            let z = attend_head(&cfg, &input, None).unwrap();
+            prop_assert!(rel_err(z.iter(), flat(&want.z)) <= TOL, "{implementation:?} z without a trace");
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 40, ..ProptestConfig::default() })]
+
+    /// The fused forward (src/attention/fused/) on every instruction set this CPU has, over lengths that cross
+    /// its query and key blocks (48, 512) and its kernels' tiles, Lq ≤ Lk (decoding with a cache) and Lq > Lk,
+    /// head widths below, across and beyond the kernels' panels (8…32 columns), every method, edge, mask and
+    /// content switch, against the f64 definition.
+    #[test]
+    fn fused_tiles_match_definition(cfg in common::configs(1..=1, 0..=40), lk in 1usize..=1100, lq in 1usize..=1100,
+                                    d_head in prop_oneof![1usize..=8, Just(17), Just(33), Just(64)], seed in any::<u64>(), masked in any::<bool>()) {
+        let (cfg, d_head) = common::fit(cfg, d_head);
+        let mut rng = seed;
+        let mut next = move || {
+            rng = rng.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((rng >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+        };
+        let mut mat = |r: usize, c: usize| Array2::from_shape_simple_fn((r, c), &mut next);
+        let rows = cfg.table_rows();
+        let width = cfg.scheme().table_width(d_head);
+        let (q, k, v, tk, tv) = (mat(lq, d_head), mat(lk, d_head), mat(lk, d_head), mat(rows, width), mat(rows, d_head));
+        let mask = Array2::from_shape_fn((1, lk), |(_, j)| !masked || j % 5 != 2).index_axis_move(Axis(0), 0);
+        let input = HeadInput { q: q.view(), k: k.view(), v: v.view(), rel_k: tk.view(), rel_v: Some(tv.view()), key_mask: Some(mask.view()), rope: None };
+        let to_mat = |a: &Array2<f32>| -> common::Mat { a.rows().into_iter().map(|r| r.iter().map(|&x| x as f64).collect()).collect() };
+        let want = common::head(&cfg, &to_mat(&q), &to_mat(&k), &to_mat(&v), &to_mat(&tk), Some(&to_mat(&tv)), Some(mask.as_slice().unwrap()));
+        // A logit e is known to |e|·2⁻²⁴ in f32: ALiBi's bias reaches |m|·max(Lq, Lk) (a thousand here). RoPE's
+        // angle m·θ is known to |m·θ|·2⁻²⁴ (θ₀ = 1): the rotated vectors carry an error that grows with the
+        // position, up to max(Lq, Lk) (a query block at positions past 200 gave 1.1e-5 against the definition).
+        let largest = match cfg.method {
+            Method::Alibi => tk[[0, 0]].abs() as f64 * lq.max(lk) as f64,
+            Method::Rope => lq.max(lk) as f64,
+            _ => 0.0,
+        };
+        let tol = TOL.max(largest * 1e-7);
+        for isa in Isa::ALL.into_iter().filter(|isa| isa.available()) {
+            let z = attend_head_fused(isa, &cfg, &input).unwrap();
+            let e = rel_err(z.iter(), flat(&want.z));
+            prop_assert!(e <= tol, "{} {cfg:?} lq {lq} lk {lk} d_head {d_head}: {e:e}", isa.name());
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+
+    /// A head's trace computed a block of query rows at a time ([`attend_rows`], the page's traces of long
+    /// sequences) equals the whole head's rows: every stage, the skew's steps (its reshaped buffer's rows
+    /// start..=end), the output; blocks cut at random, both implementations.
+    #[test]
+    fn row_blocks_match_the_whole_head(cfg in common::configs(1..=1, 0..=14), materialized in any::<bool>(), n in 1usize..=40,
+                                        d_head in 1usize..=6, seed in any::<u64>(), cuts in proptest::collection::vec(1usize..=40, 0..6)) {
+        let implementation = if materialized { Implementation::Materialized } else { Implementation::Efficient };
+        let (cfg, d_head) = common::fit(Config { implementation, ..cfg }, d_head);
+        let sc = Scenario::build(&cfg, &Spec { n, d_model: d_head, batch: 1, seed }, Arrays::new(), false).unwrap();
+        let t = forward::trace(&cfg, &sc).unwrap();
+        let head = |a: &ndarray::Array4<f32>| a.index_axis(Axis(0), 0).index_axis(Axis(0), 0).to_owned();
+        let (q, k, v) = (t.q.index_axis(Axis(0), 0), t.k.index_axis(Axis(0), 0), t.v.index_axis(Axis(0), 0));
+        let input = HeadInput { q, k, v, rel_k: t.rel_k.index_axis(Axis(0), 0), rel_v: t.rel_v.as_ref().map(|a| a.index_axis(Axis(0), 0)), key_mask: None, rope: None };
+        let mut bounds: Vec<usize> = cuts.into_iter().filter(|&c| c < n).chain([0, n]).collect();
+        bounds.sort_unstable();
+        bounds.dedup();
+        for w in bounds.windows(2) {
+            let (a, b) = (w[0], w[1]);
+            let mut part = HeadTrace::default();
+            let z = attend_rows(&cfg, &input, a..b, &mut part).unwrap();
+            let rows = |m: Array2<f32>| m.slice(ndarray::s![a..b, ..]).to_owned();
+            let close = |got: &Array2<f32>, want: &Array2<f32>| got.dim() == want.dim() && rel_err(got.iter(), want.iter().map(|&v| v as f64)) <= 1e-6;
+            let relative = if cfg.method.has_relative_term() { rows(head(&t.relative_logits)) } else { Array2::zeros((0, 0)) };
+            if let (Some((q, k)), Some((wq, wk))) = (&part.rotated, &t.rotated) {
+                prop_assert!(close(q, &rows(head(wq))) && close(k, &head(wk)), "{cfg:?} rows {a}..{b}: rotated Q or K differ");
+            }
+            prop_assert_eq!(part.rotated.is_some(), cfg.method == Method::Rope);
+            for (name, got, want) in [
+                ("content_logits", &part.content_logits, rows(head(&t.content_logits))),
+                ("relative_logits", &part.relative_logits, relative),
+                ("weights", &part.weights, rows(head(&t.weights))),
+                ("output_content", &part.out_content, rows(head(&t.out_content))),
+                ("output_relative", &part.out_relative, rows(head(&t.out_relative))),
+                ("heads", &z, t.heads.index_axis(Axis(0), 0).slice(ndarray::s![a..b, ..]).to_owned()),
+            ] {
+                prop_assert!(close(got, &want), "{cfg:?} n {n} rows {a}..{b}: {name} differs");
+            }
+            let finite = |m: &Array2<f32>| m.mapv(|v| if v.is_finite() { v } else { -1e30 });
+            prop_assert!(close(&finite(&part.logits), &finite(&rows(head(&t.logits)))), "{cfg:?} rows {a}..{b}: logits differ");
+            if let Some(bk) = &t.value_buckets {
+                prop_assert!(close(part.value_buckets.as_ref().unwrap(), &rows(head(bk))), "rows {a}..{b}: buckets differ");
+            }
+            prop_assert_eq!(part.skew.is_some(), t.skew.is_some());
+            if let (Some(got), Some(whole)) = (&part.skew, &t.skew) {
+                prop_assert!(close(&got.qer, &rows(head(&whole.qer))) && close(&got.padded, &rows(head(&whole.padded))) && close(&got.sliced, &rows(head(&whole.sliced))));
+                let reshaped = head(&whole.reshaped).slice(ndarray::s![a..=b, ..]).to_owned();
+                prop_assert!(close(&got.reshaped, &reshaped), "{cfg:?} n {n} rows {a}..{b}: reshaped rows differ");
+            }
+        }
+    }
+}
+
+/// Every key masked: zero weights and zero output, never NaN.
+#[test]
+fn fully_masked_rows_give_zeros() {
+    let cfg = Config { heads: 2, ..Config::default() };
+    let given = Arrays::from([("key_mask".to_string(), Array2::<f32>::zeros((1, 5)).into_dyn())]);
+    let sc = Scenario::build(&cfg, &Spec { n: 5, d_model: 8, batch: 1, seed: 3 }, given, false).unwrap();
+    let t = forward::trace(&cfg, &sc).unwrap();
+    assert!(t.weights.iter().all(|&w| w == 0.0));
+    assert!(t.out_content.iter().chain(t.out_relative.iter()).all(|&v| v == 0.0));
+    // output = 0 · W_o + b_o, with b_o generated as zeros.
+    assert!(t.output.iter().all(|&v| v == 0.0));
+}
+
+/// Logits scaled by 1e4 stay finite and rows still sum to 1.
+#[test]
+fn huge_logits_stay_finite() {
+    let cfg = Config { heads: 2, clip: 3, causal: true, ..Config::default() };
+    let spec = Spec { n: 16, d_model: 8, batch: 1, seed: 9 };
+    let sc = Scenario::build(&cfg, &spec, Arrays::new(), false).unwrap();
+    let sc = Scenario { x: sc.x.mapv(|v| v * 1e4), ..sc };
+    let t = forward::trace(&cfg, &sc).unwrap();
+    assert!(t.weights.iter().all(|w| w.is_finite()));
+    for row in t.weights.rows() {
+        assert!((row.sum() - 1.0).abs() < 1e-5);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    /// A captured model's layer: g grouped K/V heads (w_k, w_v (d_model, g·d_head) and their biases; query
+    /// head h reads K/V head ⌊h·g/heads⌋) and the model's own rotary cos and sin (any frequencies, scaled by
+    /// an attention factor as YaRN's), by definition in f64 from the grouped arrays themselves; traced,
+    /// forward, on demand.
+    #[test]
+    fn grouped_heads_and_given_rotary_match_definition(kv_heads in 1usize..=2, groups in 1usize..=3, d_half in 1usize..=3, n in 1usize..=9,
+                                                       half in any::<bool>(), partial in any::<bool>(), causal in any::<bool>(),
+                                                       mscale in prop_oneof![Just(1.0f32), Just(1.2)], seed in any::<u64>()) {
+        let heads = kv_heads * groups;
+        let dh = 2 * d_half * if partial { 2 } else { 1 };
+        let d = heads * dh;
+        let rope = Rope { fraction: if partial { 0.5 } else { 1.0 }, layout: if half { PairLayout::Half } else { PairLayout::Interleaved }, ..Rope::default() };
+        let cfg = Config { method: Method::Rope, heads, causal, rope, ..Config::default() };
+        let pairs = rope.rotated_dims(dh) / 2;
+        let mut r = seed;
+        let mut draw = move || { r = r.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407); ((r >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0 };
+        let mut arr = |shape: &[usize]| ndarray::ArrayD::from_shape_simple_fn(shape, &mut draw);
+        let inv_freq: Vec<f32> = (0..pairs).map(|p| 0.9f32.powi(3 * p as i32 + 1)).collect();
+        let angle = |m: usize, p: usize| m as f32 * inv_freq[p];
+        let cos = Array2::from_shape_fn((n, pairs), |(m, p)| angle(m, p).cos() * mscale);
+        let sin = Array2::from_shape_fn((n, pairs), |(m, p)| angle(m, p).sin() * mscale);
+        let mut given = Arrays::new();
+        for (name, shape) in [("x", vec![n, d]), ("w_q", vec![d, d]), ("w_k", vec![d, kv_heads * dh]), ("w_v", vec![d, kv_heads * dh]), ("w_o", vec![d, d]),
+                              ("b_q", vec![d]), ("b_k", vec![kv_heads * dh]), ("b_v", vec![kv_heads * dh]), ("b_o", vec![d])] {
+            given.insert(name.into(), arr(&shape));
+        }
+        given.insert("rope_cos".into(), cos.clone().into_dyn());
+        given.insert("rope_sin".into(), sin.clone().into_dyn());
+        let two = |name: &str| given[name].clone().into_dimensionality::<ndarray::Ix2>().unwrap();
+        let one = |name: &str| given[name].clone().into_dimensionality::<ndarray::Ix1>().unwrap();
+        let x: common::Mat = two("x").rows().into_iter().map(|r| r.iter().map(|&v| v as f64).collect()).collect();
+        let f64s = |a: &Array2<f32>| -> common::Mat { a.rows().into_iter().map(|r| r.iter().map(|&v| v as f64).collect()).collect() };
+        let (q, k, v) = (common::project(&x, &two("w_q"), &one("b_q")), common::project(&x, &two("w_k"), &one("b_k")), common::project(&x, &two("w_v"), &one("b_v")));
+        // No rotation inside the definition's head (the method's rotation is the one given): its other steps as RoPE's.
+        let plain = Config { method: Method::Absolute, ..cfg };
+        let mut concat = vec![vec![0.0; d]; n];
+        let mut weights = vec![];
+        for h in 0..heads {
+            let g = h * kv_heads / heads;
+            let turn = |m: &common::Mat| common::rotate_by(m, &f64s(&cos), &f64s(&sin), rope.layout);
+            let head = common::head(&plain, &turn(&common::columns(&q, h * dh, (h + 1) * dh)), &turn(&common::columns(&k, g * dh, (g + 1) * dh)),
+                                    &common::columns(&v, g * dh, (g + 1) * dh), &vec![], None, None);
+            for (row, z) in concat.iter_mut().zip(&head.z) {
+                row[h * dh..(h + 1) * dh].copy_from_slice(z);
+            }
+            weights.push(head.weights);
+        }
+        let output = common::project(&concat, &two("w_o"), &one("b_o"));
+        let sc = Scenario::build(&cfg, &Spec::default(), given, false).unwrap();
+        let t = forward::trace(&cfg, &sc).unwrap();
+        for (h, w) in weights.iter().enumerate() {
+            let e = rel_err(t.weights.index_axis(Axis(0), 0).index_axis(Axis(0), h).iter(), flat(w));
+            prop_assert!(e <= TOL, "weights h{h}: {e:e}");
+        }
+        prop_assert!(rel_err(t.output.iter(), flat(&output)) <= TOL, "trace output");
+        prop_assert!(rel_err(forward::forward(&cfg, &sc).unwrap().iter(), flat(&output)) <= TOL, "forward output");
+        let layer = relattn_core::layer::on_demand::Layer::new(&cfg, sc.clone(), forward::projections(&cfg, &sc).unwrap(), t.output.clone()).unwrap();
+        for (h, w) in weights.iter().enumerate() {
+            prop_assert!(rel_err(layer.stage(relattn_core::stage::Stage::Weights, 0, h).unwrap().iter(), flat(w)) <= TOL, "on demand h{h}");
+        }
+        // The angles read back from the given table are the model's own, and their figure says so.
+        prop_assert!(t.meta(relattn_core::stage::Stage::RopeAngles).title.contains("the model's own"));
+        prop_assert!(layer.meta(relattn_core::stage::Stage::RopeKernel).formula.contains("model's cos and sin"));
+        let angles = t.stage(relattn_core::stage::Stage::RopeAngles, 0, 0).unwrap();
+        prop_assert!(angles.indexed_iter().all(|((m, p), a)| (a - angle(m, p)).abs() < 1e-4), "{angles:?}");
+    }
+}
+
+/// A model's learned absolute positions: added to x as the sinusoids would be, or, when x holds them already
+/// (`positions_in_x`, a captured GPT-2 layer), shown and not added; by definition either way.
+#[test]
+fn learned_positions_match_definition() {
+    let (n, d) = (7, 12);
+    let table = ndarray::Array2::from_shape_fn((n, d), |(p, c)| ((p * 5 + c * 3) % 7) as f32 / 3.0 - 1.0);
+    for in_x in [false, true] {
+        let cfg = Config { method: Method::Absolute, heads: 3, causal: true, positions_in_x: in_x, ..Config::default() };
+        let given: Arrays = [("positions".to_string(), table.clone().into_dyn())].into();
+        let sc = Scenario::build(&cfg, &Spec { n, d_model: d, batch: 2, seed: 5 }, given, false).unwrap();
+        check_layer(&cfg, &sc).unwrap();
+        let t = forward::trace(&cfg, &sc).unwrap();
+        assert_eq!(t.stage(relattn_core::stage::Stage::Positions, 1, 0).unwrap(), table);
+        assert_eq!(t.meta(relattn_core::stage::Stage::Positions).title.contains("learned"), in_x);
+    }
+    let e = Scenario::build(
+        &Config { method: Method::Absolute, ..Config::default() },
+        &Spec { n, d_model: d, batch: 1, seed: 0 },
+        [("positions".to_string(), ndarray::ArrayD::zeros(vec![n, d + 1]))].into(),
+        false,
+    )
+    .unwrap_err();
+    assert!(e.field() == "positions" && e.to_string().contains("(n, d_model)"), "{e}");
+}
+
+/// A bias past float32's range (ALiBi's slope of 1e38 times a distance) is refused as an overflow in "logits" by the trace, the fused forward and a layer held on demand alike (the
+/// trace once gave −∞ in unmasked cells and exit 0, where the forward refused).
+#[test]
+fn a_bias_past_float32_is_refused_on_every_path() {
+    let given: Arrays = [("alibi_slopes".to_string(), ndarray::arr1(&[1e38f32, 0.5]).into_dyn())].into();
+    for causal in [false, true] {
+        let cfg = Config { method: Method::Alibi, heads: 2, causal, ..Config::default() };
+        let sc = Scenario::build(&cfg, &Spec { n: 8, d_model: 16, batch: 1, seed: 1 }, given.clone(), false).unwrap();
+        let named = |r: relattn_core::Result<()>| match r {
+            Err(relattn_core::Error::Overflow { array, .. }) => array,
+            other => panic!("causal {causal}: {other:?}"),
+        };
+        assert_eq!(named(forward::trace(&cfg, &sc).map(drop)), "logits", "causal {causal}: trace");
+        assert_eq!(named(forward::forward(&cfg, &sc).map(drop)), "logits", "causal {causal}: forward");
+        assert_eq!(named(forward::forward_projected(&cfg, &sc).map(drop)), "logits", "causal {causal}: on demand");
+    }
+}
+
+/// Arrays in any memory layout (a reversed NumPy view, a transposed table, strided rows) build the scenario
+/// their row-major copies build: ALiBi's slopes reversed once panicked ("incompatible memory layout").
+#[test]
+fn any_layout_builds_the_same_scenario() {
+    use ndarray::{s, ArrayD};
+    let standard = |pairs: &[(&str, ArrayD<f32>)]| pairs.iter().map(|(n, a)| (n.to_string(), a.as_standard_layout().into_owned())).collect::<Arrays>();
+    let slopes = ndarray::arr1(&[0.5f32, 0.25, 0.125, 0.0625]);
+    let t5 = ndarray::Array2::from_shape_fn((4, 8), |(h, b)| (h * 8 + b) as f32 / 10.0); // (heads, buckets): transposed below
+    let x = ndarray::Array2::from_shape_fn((12, 16), |(i, c)| ((i * 16 + c) as f32 * 0.37).sin());
+    let reversed_rows = x.slice(s![..;-2, ..]).to_owned().into_dyn();
+    let strided_rows = x.slice(s![..;2, ..]).into_dyn();
+    for (method, pairs) in [
+        (Method::Alibi, vec![("alibi_slopes", slopes.slice(s![..;-1]).to_owned().into_dyn()), ("x", reversed_rows)]),
+        (Method::T5, vec![("t5_bias", t5.clone().reversed_axes().into_dyn()), ("x", strided_rows.to_owned())]),
+    ] {
+        let cfg = Config { method, heads: 4, buckets: relattn_core::positions::t5::Buckets { count: 8, max_distance: 20 }, ..Config::default() };
+        assert!(pairs.iter().any(|(_, a)| !a.is_standard_layout()));
+        let odd: Arrays = pairs.iter().map(|(n, a)| (n.to_string(), a.clone())).collect();
+        let a = Scenario::build(&cfg, &Spec::default(), odd, false).unwrap();
+        let b = Scenario::build(&cfg, &Spec::default(), standard(&pairs), false).unwrap();
+        assert_eq!(a, b, "{method}");
+        assert_eq!(a.x.index_axis(Axis(0), 0).row(0), x.row(if method == Method::Alibi { 11 } else { 0 }));
+    }
+}
+
+/// Grouped K/V arrays of a width no divisor of the heads gives, and a cos without its sin, are refused by name.
+#[test]
+fn grouped_and_rotary_arrays_are_checked() {
+    let cfg = Config { method: Method::Rope, heads: 4, ..Config::default() };
+    let spec = Spec { n: 3, d_model: 16, batch: 1, seed: 0 };
+    let build = |pairs: &[(&str, Vec<usize>)]| {
+        let given: Arrays = pairs.iter().map(|(n, s)| (n.to_string(), ndarray::ArrayD::zeros(s.as_slice()))).collect();
+        Scenario::build(&cfg, &spec, given, false)
+    };
+    assert!(build(&[("w_k", vec![16, 8]), ("w_v", vec![16, 8]), ("b_k", vec![8]), ("b_v", vec![8])]).is_ok());
+    let e = build(&[("w_k", vec![16, 12])]).unwrap_err();
+    assert_eq!(e.field(), "w_k");
+    assert!(e.to_string().contains("g dividing heads = 4"), "{e}");
+    let e = build(&[("w_k", vec![16, 8]), ("w_v", vec![16, 16])]).unwrap_err();
+    assert!(e.field() == "w_v" && e.to_string().contains("[16, 8]"), "{e}");
+    let e = build(&[("rope_cos", vec![3, 2])]).unwrap_err();
+    assert_eq!(e.field(), "rope_sin");
+    let e = build(&[("rope_cos", vec![3, 3]), ("rope_sin", vec![3, 3])]).unwrap_err();
+    assert!(e.field() == "rope_cos" && e.to_string().contains("[3, 2]"), "{e}");
+    let shaw = Scenario::build(
+        &Config::default(),
+        &Spec { n: 3, d_model: 4, batch: 1, seed: 0 },
+        [("rope_cos".to_string(), ndarray::ArrayD::zeros(vec![3, 1]))].into(),
+        false,
+    );
+    assert!(shaw.unwrap_err().to_string().contains("rope_cos"));
+}
+
+/// Per-head tables really differ per head; a shared table is one slice.
+#[test]
+fn shared_and_per_head_tables() {
+    let cfg = Config { heads: 4, ..Config::default() };
+    let spec = Spec { n: 6, d_model: 16, batch: 1, seed: 1 };
+    let shared = Scenario::build(&cfg, &spec, Arrays::new(), false).unwrap();
+    let per_head = Scenario::build(&cfg, &spec, Arrays::new(), true).unwrap();
+    assert_eq!(shared.rel_k.dim(), (1, 5, 4));
+    assert_eq!(per_head.rel_k.dim(), (4, 5, 4));
+    assert_ne!(per_head.rel_k.index_axis(Axis(0), 0), per_head.rel_k.index_axis(Axis(0), 1));
+    let _: Array3<f32> = per_head.rel_k;
+}

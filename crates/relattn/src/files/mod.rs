@@ -1,0 +1,176 @@
+//! Scenario files read: the arrays of an .npz (or a single .npy) as f32, with a captured layer's description
+//! ([`capture`]), every size checked before anything is inflated. The arrays' names and shapes are
+//! relattn_core's (`layer::scenario`: what each is, what is generated when it is absent); a trace is
+//! written back with [`write_trace`].
+
+pub mod capture;
+
+use capture::CaptureInfo;
+use ndarray::ArrayD;
+use ndarray_npy::npy::header::Header;
+use ndarray_npy::ReadNpyExt;
+use relattn_core::error::{Bytes, Error, Result};
+use relattn_core::layer::scenario::{Arrays, NAMES};
+use relattn_core::layer::trace::Trace;
+use std::collections::BTreeMap;
+use std::io::{Cursor, Read};
+
+/// Most bytes of arrays a scenario file may hold once decompressed, and most bytes of the file itself.
+pub const MAX_FILE_BYTES: u64 = 1 << 30;
+
+/// A scenario file's arrays, and the description of the model layer it was captured from, if it was
+/// ([`capture`]).
+#[derive(Clone, Debug, Default)]
+pub struct TensorFile {
+    pub arrays: Arrays,
+    pub capture: Option<CaptureInfo>,
+}
+
+/// Reads the arrays of an .npz (or, for a single array `x`, an .npy) from bytes, and a capture's description
+/// (its member `capture.npy`).
+/// Nothing is allocated for more elements than the file's bytes can hold: each member's declared size and
+/// each array's header are checked before its data is read, and decompression stops at [`MAX_FILE_BYTES`].
+pub fn read_arrays(bytes: &[u8], file_name: &str) -> Result<TensorFile> {
+    let file_err = |reason: String| Error::File { path: file_name.into(), reason };
+    if bytes.starts_with(b"\x93NUMPY") {
+        let x = read_npy(bytes).map_err(|e| file_err(format!("not a numeric .npy: {e}")))?;
+        return Ok(TensorFile { arrays: BTreeMap::from([("x".to_string(), x)]), capture: None });
+    }
+    if !bytes.starts_with(b"PK") {
+        return Err(file_err("neither an .npz (zip) nor an .npy file".into()));
+    }
+    let corrupt = |e: &dyn std::fmt::Display| file_err(format!("corrupt .npz: {e}"));
+    let too_big = || file_err(format!("its arrays exceed {} once decompressed", Bytes(MAX_FILE_BYTES)));
+    let mut zip = zip::ZipArchive::new(Cursor::new(bytes)).map_err(|e| corrupt(&e))?;
+    let (mut out, mut total) = (BTreeMap::new(), 0u64);
+    for i in 0..zip.len() {
+        let mut entry = zip.by_index(i).map_err(|e| corrupt(&e))?;
+        let name = entry.name().trim_end_matches(".npy").to_string();
+        if !NAMES.contains(&name.as_str()) && name != capture::MEMBER {
+            return Err(Error::invalid(
+                "array name",
+                format!("'{name}' in {file_name}"),
+                format!("{}, and capture (a captured layer's description)", NAMES.join(", ")),
+            ));
+        }
+        if out.contains_key(&name) {
+            return Err(Error::invalid("array name", format!("'{name}' twice in {file_name}"), "each array once"));
+        }
+        // The declared size first (a zip bomb says what it inflates to), then a bounded read in case it lies.
+        let room = MAX_FILE_BYTES - total;
+        if entry.size() > room {
+            return Err(too_big());
+        }
+        let data = read_at_most(&mut entry, room).map_err(|e| corrupt(&e))?.ok_or_else(too_big)?;
+        total += data.len() as u64;
+        let a = read_npy(&data).map_err(|e| file_err(format!("array '{name}': {e}")))?;
+        out.insert(name, a);
+    }
+    let capture = out.remove(capture::MEMBER).map(|bytes| CaptureInfo::parse(bytes.into_iter(), file_name)).transpose()?;
+    Ok(TensorFile { arrays: out, capture })
+}
+
+/// Everything `r` yields, or `None` when that is more than `limit` bytes; the buffer never grows past
+/// `limit + 1` bytes.
+pub fn read_at_most(r: &mut impl Read, limit: u64) -> std::io::Result<Option<Vec<u8>>> {
+    let mut data = Vec::new();
+    let mut chunk = [0u8; 1 << 16];
+    loop {
+        let got = r.read(&mut chunk)?;
+        if got == 0 {
+            return Ok(Some(data));
+        }
+        if (data.len() + got) as u64 > limit {
+            return Ok(None);
+        }
+        if data.capacity() - data.len() < got {
+            // Doubling, but never past the limit.
+            let want = (data.len() * 2).max(data.len() + got).min(limit as usize);
+            data.try_reserve_exact(want - data.len())
+                .map_err(|_| std::io::Error::new(std::io::ErrorKind::OutOfMemory, format!("no memory for {}", Bytes(want as u64))))?;
+        }
+        data.extend_from_slice(&chunk[..got]);
+    }
+}
+
+/// Deepest bracket nesting an .npy header may have: numpy's `{'descr': …, 'shape': (…), }` has 2, a
+/// structured dtype's list of tuples 3 (refused later, by its dtype).
+const MAX_HEADER_DEPTH: i64 = 3;
+
+/// The header text of an .npy (after the magic, the version and the length: 2 bytes in format 1, 4 in
+/// formats 2 and 3), when `bytes` hold all of it.
+fn header_text(bytes: &[u8]) -> Option<&[u8]> {
+    let (len, start) = match bytes.get(6)? {
+        1 => (u16::from_le_bytes(bytes.get(8..10)?.try_into().ok()?) as usize, 10usize),
+        _ => (u32::from_le_bytes(bytes.get(8..12)?.try_into().ok()?) as usize, 12),
+    };
+    bytes.get(start..start.checked_add(len)?)
+}
+
+/// The element types a scenario file's arrays may have: numpy's type character and item size.
+const DTYPES: [(&str, usize, &str); 6] =
+    [("f4", 4, "float32"), ("f8", 8, "float64"), ("i8", 8, "int64"), ("i4", 4, "int32"), ("b1", 1, "bool"), ("u1", 1, "uint8")];
+
+/// One .npy as f32, from float32, float64, int64, int32, bool or uint8 data (key masks are often
+/// integers or booleans). Before anything is allocated, the header's dtype must be one of those, its shape
+/// must hold at most [`MAX_FILE_BYTES`] (∏ max(dᵢ, 1) · itemsize, the same bound on every target: ndarray
+/// refuses shapes whose non-zero axes multiply past isize::MAX, 2³¹ − 1 on wasm32), and the data after the
+/// header must be exactly that many bytes.
+fn read_npy(bytes: &[u8]) -> std::result::Result<ArrayD<f32>, String> {
+    // The header's Python-literal parser takes exponential time on deeply nested brackets (a 150-byte
+    // header of 40 '{' ran for minutes, found by scripts/fuzz.sh); numpy writes a dict holding a tuple.
+    let depth = header_text(bytes).unwrap_or_default().iter().scan(0i64, |d, c| {
+        *d += match c {
+            b'(' | b'[' | b'{' => 1,
+            b')' | b']' | b'}' => -1,
+            _ => 0,
+        };
+        Some(*d)
+    });
+    if let Some(deep) = depth.max().filter(|&d| d > MAX_HEADER_DEPTH) {
+        return Err(format!("the header nests brackets {deep} deep; an .npy header is a dict of a tuple (at most {MAX_HEADER_DEPTH})"));
+    }
+    let mut cursor = Cursor::new(bytes);
+    let header = Header::from_reader(&mut cursor).map_err(|e| e.to_string())?;
+    let descr = header.type_descriptor.as_string().map_or_else(|| header.type_descriptor.to_string(), String::clone);
+    let code = descr.trim_start_matches(['<', '>', '=', '|']);
+    let Some(&(_, item, dtype)) = DTYPES.iter().find(|(c, _, _)| *c == code) else {
+        return Err(format!("dtype '{descr}' is not allowed; allowed: float32, float64 (key_mask may also be bool, int32, int64 or uint8)"));
+    };
+    let span = header.shape.iter().try_fold(item as u64, |n, &d| n.checked_mul(d.max(1) as u64)).filter(|&n| n <= MAX_FILE_BYTES);
+    if span.is_none() {
+        return Err(format!("the shape {:?} is too large: at most {} per array", header.shape, Bytes(MAX_FILE_BYTES)));
+    }
+    let claimed = header.shape.iter().product::<usize>() * item; // ≤ span: no overflow
+    let data = bytes.len() - cursor.position() as usize;
+    if claimed != data {
+        return Err(format!("the header says shape {:?} of {dtype} ({claimed} bytes) but the data holds {data} bytes", header.shape));
+    }
+    let read = || Cursor::new(bytes);
+    let e = |e: ndarray_npy::ReadNpyError| e.to_string();
+    Ok(match code {
+        "f4" => ArrayD::<f32>::read_npy(read()).map_err(e)?,
+        "f8" => ArrayD::<f64>::read_npy(read()).map_err(e)?.mapv(|v| v as f32),
+        "i8" => ArrayD::<i64>::read_npy(read()).map_err(e)?.mapv(|v| v as f32),
+        "i4" => ArrayD::<i32>::read_npy(read()).map_err(e)?.mapv(|v| v as f32),
+        "b1" => ArrayD::<bool>::read_npy(read()).map_err(e)?.mapv(|v| v as u8 as f32),
+        _ => ArrayD::<u8>::read_npy(read()).map_err(e)?.mapv(|v| v as f32),
+    })
+}
+
+/// Writes a trace's arrays ([`Trace::arrays`], under the names in `Stage::name` plus `x`, `q`, `k`, `v`,
+/// `heads`) to an .npz (uncompressed).
+pub fn write_trace<W: std::io::Write + std::io::Seek>(trace: &Trace, w: W) -> Result<()> {
+    use relattn_core::layer::trace::Named;
+    let io = |e: ndarray_npy::WriteNpzError| Error::Write { path: "trace .npz".into(), reason: e.to_string() };
+    let mut npz = ndarray_npy::NpzWriter::new(w);
+    for (name, a) in trace.arrays()? {
+        match a {
+            Named::F32(a) => npz.add_array(name, &a),
+            Named::I64(a) => npz.add_array(name, &a),
+        }
+        .map_err(io)?;
+    }
+    npz.finish().map_err(io)?;
+    Ok(())
+}
