@@ -1,5 +1,5 @@
 //! The command line's arguments (clap's derive): the commands, their flags and their help. A layer's options
-//! are `LayerOptions` (src/options.rs), flattened into [`LayerArgs`] with the scenario file and the budget.
+//! are `LayerOptions` (crates/relattn/src/options.rs), flattened into [`LayerArgs`] with the scenario file and the budget.
 
 use clap::{Args, Parser, Subcommand};
 use relattn::options::LayerOptions;

@@ -492,7 +492,7 @@ fn heads_describe_themselves_from_their_profiles() {
 /// `relattn model stats`: the test split's figures are Bach's (the soprano's mean pitch 70.9 and the other
 /// figures as an independent reimplementation measured them, issue #28: crossings 0.022, parallel fifths 0.32
 /// and octaves 0.00 per 100 chord changes, key fraction 0.953 — ours count by the definitions in
-/// src/trained/music_stats.rs), and a model's sampled continuations get the same figures; bad options are
+/// crates/relattn/src/trained/music_stats.rs), and a model's sampled continuations get the same figures; bad options are
 /// named.
 #[test]
 fn cli_stats_of_bach_and_of_sampled_continuations() {

@@ -1,6 +1,6 @@
 //! Where the page computes: [`WebGpu`], the app's [`Runner`] in the browser, runs a computation — a
 //! Parameters-mode layer ([`super::session::compute`]) or a trained model's pass
-//! ([`super::chorales::ModelSession`]) — on a [`Backend`]: the GPU of this wasm instance (the worker's), a
+//! ([`super::model::ModelSession`]) — on a [`Backend`]: the GPU of this wasm instance (the worker's), a
 //! WebGPU device tried once by [`gpu_init`] and kept in a slot for every later computation, or the CPU.
 //! Whatever goes wrong on the GPU — no `navigator.gpu`, no adapter, no device, a kernel whose pipeline fails
 //! to build, a device lost later, an error on the device during a compute, or a layer beyond the device's

@@ -1,19 +1,8 @@
-//! The browser's entry points: thin shells over the app (src/app/, plain Rust tested natively) that read
-//! JavaScript values into its requests, write its answers back as plain objects, and convert its errors at the
-//! boundary (candle's wasm examples are the model):
-//!
-//! - [`compute`] (in [`session`]) takes a [`relattn::protocol::Request`] — the layer's options, a preset or a
-//!   scenario file — and computes its layer on WebGPU or the CPU ([`backend::WebGpu`]), giving a [`Session`];
-//! - [`Session::info`] is the typed answer: the options used, the stages with their metadata
-//!   ([`relattn::layer::stage_meta::StageMeta`]), where it ran and how long each stage took;
-//! - [`Session::select`] cuts one stage of one (batch, head) into f32 values and an RGBA raster that
-//!   JavaScript reads straight out of the wasm memory (`new Float32Array(memory.buffer, ptr, len)`), no copy;
-//! - [`model::ModelSession`]: Model mode; [`compare::compare_schemes`]: the six schemes side by side;
-//! - [`figure::draw_frame`] and [`figure::draw_svg`] draw a figure's frame from a [`figure::FigureSpec`].
-//!
-//! Errors reach JavaScript as an `Error` with a `field` (the control to show it next to) and a `kind`
-//! ([`relattn::error::ErrorKind`] by name); the page never reads the message to decide anything.
-//! The requests and answers are [`relattn::protocol`]'s structs, whose JavaScript types the page is checked against.
+//! relattn-wasm: the browser's entry points, thin wasm-bindgen shells over relattn's app (crates/relattn/src/app/, plain Rust tested natively; candle's wasm
+//! examples are the model). They read JavaScript values into its requests ([`relattn::protocol`]'s structs, whose JavaScript types the page is checked
+//! against), write its answers back as plain objects and typed arrays (a selected stage's straight out of the wasm memory: [`Session::select`]), and convert
+//! its errors at the boundary: an `Error` with a `field` (the control to show it next to) and a `kind` ([`relattn::error::ErrorKind`] by name; [`to_js`]);
+//! the page never reads the message to decide anything. The crates and their modules: docs/src/architecture.md.
 
 use relattn::app::request;
 use relattn::error::{Error, ErrorKind};

@@ -1,4 +1,4 @@
-//! The Model mode's wasm API (src/model.rs over the library's src/app/chorales.rs) in a headless browser (wasm-bindgen-test, `make test-wasm`):
+//! The Model mode's wasm API (src/model.rs over the library's src/app/model.rs) in a headless browser (wasm-bindgen-test, `make test-wasm`):
 //! the shipped models and test pieces load; a window's attention weights are causal distributions equal to
 //! the native trace and to PyTorch's (tests/fixtures); NLL, predictions and distance profiles agree with the
 //! logits; live sampling gives `Transformer::sample`'s and the CLI's tokens; bad requests name their field;

@@ -1,23 +1,9 @@
-//! relattn: relative-position self-attention with every intermediate exposed — everything above the math.
+//! relattn: relative-position self-attention with every intermediate exposed — everything above the math: a layer's options, scenario and capture files and
+//! the trace as an .npz, figures and the lecture's pictures, the trained chorale models, the page ⇄ worker protocol and the page's application as plain Rust.
 //!
-//! The math (positions, attention, the fused kernel, the layer, on demand, the GPU path) is the crate
-//! relattn-core, re-exported here under the same names ([`positions`], [`attention`], [`layer`], …) for the
-//! wasm, CLI and Python crates. This crate's own folders, each built only on the ones listed before it and on
-//! relattn-core (tests/layout.rs checks that no import runs back up):
-//!
-//! - [`options`]: a layer's options, one spelling for the command line, Python and the page, checked in one place.
-//! - [`files`]: scenario files read (every size checked before anything is inflated), a captured layer's
-//!   description, a trace written as an .npz.
-//! - [`render`]: colormaps, heatmap rasters and figures; [`pictures`]: the lecture's pictures of each scheme.
-//! - [`trained`]: a decoder of these layers loaded from a trained model's safetensors file, with a key/value
-//!   cache for sampling, and the Bach chorale data it was trained on, with MIDI.
-//! - [`protocol`]: the page ⇄ worker messages and the wasm API's requests and answers, defined once (the page's
-//!   JavaScript types are generated from them).
-//! - [`app`]: the page's application (Parameters mode's sessions, the schemes compared, Model mode) as plain
-//!   Rust, tested natively.
-//!
-//! The page's worker API, thin wasm-bindgen shells over [`app`], is the crate relattn-wasm; the command line is
-//! relattn-cli (the workspace's root Cargo.toml lists them).
+//! The math is the crate relattn-core, re-exported here under the same names ([`positions`], [`attention`], [`layer`], …) for the wasm, CLI and Python crates.
+//! This crate's modules, each built only on the ones below it and on relattn-core (tests/layout.rs checks that no import runs back up), and the crates around
+//! it: docs/src/architecture.md.
 
 pub mod app;
 pub mod files;

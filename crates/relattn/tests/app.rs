@@ -71,7 +71,7 @@ fn seed004_relative_logits_match_the_seed() {
     assert_eq!((rel[[0, 0, 1, 0]], rel[[0, 0, 1, 1]]), (-29.0, 129.0));
 }
 
-/// Every stage comes with its metadata from src/layer/stage_meta.rs: the page spells none of it.
+/// Every stage comes with its metadata from relattn-core's src/layer/stage_meta.rs: the page spells none of it.
 #[test]
 fn info_carries_the_stage_metadata() {
     let mut s = run(LayerOptions { causal: Some(true), ..settings(Method::Music, 6.0, 8.0, 2.0, 3.0) }).unwrap();

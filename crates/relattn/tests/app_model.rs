@@ -1,4 +1,4 @@
-//! Model mode's application natively (src/app/chorales.rs, `cargo test`): the shipped models and test pieces
+//! Model mode's application natively (src/app/model.rs, `cargo test`): the shipped models and test pieces
 //! load; a window's attention weights are causal distributions equal to the model's own trace; NLL,
 //! predictions and distance profiles agree with the logits; live sampling gives `Transformer::sample`'s tokens;
 //! bad requests name their field. tests/web_model.rs checks the wasm shell in a browser (and PyTorch's

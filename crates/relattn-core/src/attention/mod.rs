@@ -1,20 +1,15 @@
-//! Relative-position multi-head self-attention, one head at a time.
-//!
-//! For one head with queries Q (Lq, d_head), keys K and values V (Lk, d_head) and a relative table T
-//! (R, d_head) — Shaw's w^K or the Music Transformer's E_r:
+//! Relative-position multi-head self-attention, one head at a time ([`fused`]: the same forward with no (Lq, Lk) array). For queries Q (Lq, d_head), keys
+//! K and values V (Lk, d_head) and a relative table T (R, d_head), Shaw's w^K or the Music Transformer's E_r (`B w^V` is Shaw's a^V; Music has none):
 //!
 //! ```text
 //! content_logits  C = Q Kᵀ                                   (Lq, Lk)
-//! relative_logits S = q_i · T[row(j − i)]                    (Lq, Lk)   gather or skew, see shaw / skew
+//! relative_logits S = q_i · T[row(j − i)]                    (Lq, Lk)   gather or skew: positions::shaw, positions::music
 //! logits          E = (C + S) / sqrt(d_head), −inf where masked
 //!                 ALiBi, T5: E = C / sqrt(d_head) + b(j − i), S = b the bias by distance (added after the scale)
 //!                 RoPE: Q and K rotated by position first (q'_i = R_i q_i), no S
 //! weights         α = softmax_j(E), a row with every key masked gives zeros
 //! output          z = α V  +  B w^V,  B[i, r] = Σ_{j: row(j−i) = r} α_ij     (Lq, d_head)
 //! ```
-//!
-//! The value term `B w^V` is Shaw's a^V; the Music Transformer has none. [`fused`]: the same forward
-//! with no (Lq, Lk) array.
 
 pub mod fused;
 

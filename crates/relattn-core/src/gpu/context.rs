@@ -1,5 +1,6 @@
-//! Device set-up: the adapter and device request, the kernels' compute pipelines, and the context that
-//! keeps them (with the buffers of [`super::buffers`]) from one compute to the next.
+//! Device set-up, apart from compute (as in wgpu's compute examples): the adapter and device request, the
+//! kernels' compute pipelines, and the context that keeps them (with the buffers of [`super::buffers`]) from
+//! one compute to the next.
 
 use super::kernels::{flag, Kernels, SOURCES};
 use super::plan::WORK_BYTES;

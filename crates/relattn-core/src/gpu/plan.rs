@@ -1,5 +1,9 @@
 //! How a layer is cut into chunks of (heads, query rows) that fit [`WORK_BYTES`] and the device's limits,
-//! or why it cannot run on this device.
+//! or why it cannot run on this device. After the projections everything is row-local, so a chunk needs only
+//! its rows of the (rows, n) logits and weights: small layers run every head in one chunk; larger ones go one
+//! head at a time and, beyond [`WORK_BYTES`] or the device's `max_storage_buffer_binding_size` /
+//! `max_compute_workgroups_per_dimension`, a few rows at a time. A layer whose single (n, d_model) projection
+//! does not fit one binding is refused with [`GpuError::TooLarge`].
 
 use super::kernels::{BLOCK, TILE};
 use crate::error::gpu::GpuError;

@@ -37,7 +37,9 @@ impl Clock {
 
 impl GpuContext {
     /// The output and every intermediate, the same [`Trace`] as the CPU's [`crate::layer::forward::trace`], and the
-    /// time of each stage (each submitted alone and waited for).
+    /// time of each stage (each submitted alone and waited for). [`Implementation::Materialized`] is computed with
+    /// the efficient kernels (the same numbers); its trace, like the CPU's, has no value buckets and no skew steps.
+    /// The Music Transformer's skew steps are filled on the CPU from the GPU's `P` ([`crate::positions::music::skew`]).
     pub async fn trace(&mut self, cfg: &Config, sc: &Scenario) -> Result<(Trace, StageTimes)> {
         let (_, trace, times) = self.run(cfg, sc, true, true).await?;
         Ok((trace.expect("recorded"), times.expect("profiled")))

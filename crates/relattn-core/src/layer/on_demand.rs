@@ -1,17 +1,15 @@
 //! A layer whose stages are computed when they are looked at.
 //!
-//! A [`crate::Trace`] keeps every stage of every (batch, head): b·h·Lq·Lk floats a stage, 2 GiB for each
-//! of them at n 8192 with 8 heads. A [`Layer`] keeps what the forward pass needs and gives — the scenario,
-//! the projections Q, K, V and the output, O(b·n·d_model) — and computes the stages of one (batch, head)
-//! when they are asked for, a block of [`BLOCK`] query rows at a time ([`attend_rows`]: a query row's
-//! stages depend on its row of Q and on every key), in O(BLOCK·n) memory:
+//! A [`crate::Trace`] keeps every stage of every (batch, head): b·h·Lq·Lk floats a stage, 2 GiB for each of them at n 8192 with 8 heads. A [`Layer`] keeps
+//! what the forward pass needs and gives — the scenario, the projections Q, K, V and the output, O(b·n·d_model) — and computes the stages of one (batch, head)
+//! when they are asked for, a block of [`BLOCK`] query rows at a time ([`attend_rows`]: a query row's stages depend on its row of Q and on every key), in
+//! O(BLOCK·n) memory:
 //!
 //! ```text
 //! stage rows a..b of (batch, head) = attend_rows(q_h[a..b], k_h, v_h, tables)    (b − a, n) each
 //! ```
 //!
-//! The values are those of [`crate::layer::forward::trace`] (the same staged code, tested block against whole in
-//! tests/equivalence.rs).
+//! The values are those of [`crate::layer::forward::trace`] (the same staged code, tested block against whole in relattn-core's tests/equivalence.rs).
 
 use crate::attention::{attend_rows, Config, HeadInput, HeadTrace, Implementation};
 use crate::positions::rope::RopeTable;

@@ -1,27 +1,8 @@
-//! Scenario files: the tensors of one attention layer, as a user exports them with `np.savez`.
+//! Scenario files: the tensors of one attention layer, as a user exports them with `np.savez`. Every array is optional, float32 or float64; what is absent is
+//! generated from the seed. The arrays, their shapes and how each is generated: docs/src/files.md, "Scenario files" ([`NAMES`]: the names).
 //!
-//! Every array is optional, float32 or float64; what is absent is generated from the seed:
-//!
-//! | name | shape | generated as |
-//! |---|---|---|
-//! | `x` | (n, d_model) or (b, n, d_model) | N(0, 1) |
-//! | `w_q`, `w_k`, `w_v`, `w_o` | (d_model, d_model) | Xavier-uniform, U(±sqrt(6 / (fan_in + fan_out))) |
-//! | `b_q`, `b_k`, `b_v`, `b_o` | (d_model) | zeros |
-//! | `w_k`, `w_v`, `b_k`, `b_v` of g grouped K/V heads | (d_model, g·d_head), (g·d_head); g divides h | — |
-//! | `rope_cos`, `rope_sin` (RoPE) | (n, d_rot/2): a model's own, for positions 0 .. n | from the RoPE options |
-//! | `rel_k`, `rel_v` (Shaw) | (2k+1, d_head) or (h, 2k+1, d_head) | Xavier-uniform per head table |
-//! | `e_r` (Music) | (R, d_head) or (h, R, d_head); R = k+1 causal, 2k+1 bidirectional | Xavier-uniform |
-//! | `alibi_slopes` (ALiBi) | (h) | the paper's geometric sequence ([`crate::positions::alibi::slopes`]) |
-//! | `t5_bias` (T5) | (B) or (B, h), as Hugging Face's `relative_attention_bias.weight` | Xavier-uniform per head |
-//! | `positions` (absolute) | (n, d_model): a model's learned position vectors | the sinusoids |
-//! | `key_mask` | (b, n) of 0/1, 0 = padding | none |
-//!
-//! Grouped K/V heads (Llama 2/3, Mistral, Qwen2: `num_key_value_heads` = g < h) share each K/V head with
-//! h/g query heads, query head i reading K/V head ⌊i·g/h⌋; the scenario repeats each K/V head's columns for
-//! its query heads (as Hugging Face's `repeat_kv`), so every later step sees h heads.
-//!
-//! The RNG is ChaCha8 seeded with the seed; each array draws from its own stream, so giving one array in a
-//! file never changes the values generated for another.
+//! The RNG is ChaCha8 seeded with the seed; each array draws from its own stream, so giving one array in a file never changes the values generated for another.
+//! Grouped K/V heads are repeated for their query heads as they are read (`repeat_kv`), so every later step sees h heads.
 
 use crate::attention::{rope_table, Config};
 
@@ -354,7 +335,9 @@ impl Scenario {
 }
 
 /// `a` (rows, g·d_head) with each K/V head's d_head columns repeated `times` times in place, as Hugging
-/// Face's `repeat_kv`: (rows, g·times·d_head), column block i the K/V head ⌊i / times⌋.
+/// Face's `repeat_kv`: (rows, g·times·d_head), column block i the K/V head ⌊i / times⌋. Grouped K/V heads (Llama
+/// 2/3, Mistral, Qwen2: `num_key_value_heads` = g < h) share each K/V head with h/g query heads, query head i
+/// reading K/V head ⌊i·g/h⌋; repeated here, every later step sees h heads.
 fn repeat_kv(a: Array2<f32>, d_head: usize, times: usize) -> Array2<f32> {
     if times == 1 {
         return a;

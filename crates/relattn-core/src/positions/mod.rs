@@ -8,11 +8,8 @@
 //! - [`alibi`]: ALiBi's per-head linear penalty on the distance (Press et al. 2022);
 //! - [`t5`]: T5's learned scalar per bucket of distances (Raffel et al. 2020).
 //!
-//! [`Method`] names the schemes and [`Scheme`] is a scheme with its options; their methods are the one place
-//! that says what each scheme is made of (the distances its table covers, the tables a scenario gives it,
-//! whether it has a value term, whether its relative logits come from the skew, whether it adds a bias of
-//! the distance after the scale or rotates q and k), and [`relative_logits`] and [`Scheme::distance_bias`]
-//! compute each scheme's term, so the rest of the crate asks rather than matches.
+//! [`Method`] names the schemes and [`Scheme`] is one with its options: their methods are the one place that says what each scheme is made of, and
+//! [`relative_logits`] and [`Scheme::distance_bias`] compute each scheme's term, so the rest of the crate asks rather than matches.
 
 pub mod absolute;
 pub mod alibi;
@@ -251,7 +248,10 @@ const LOGITS_WITH_BIAS: StageText = StageText::new(
     "The content logits scaled by 1/√d_head plus the bias, which is not scaled; masked cells are −∞ and get weight 0.",
 );
 
-/// A scheme with its options: everything the positions of a pair decide.
+/// A scheme with its options: everything the positions of a pair decide. Its methods and [`Method`]'s are the one
+/// place that says what each scheme is made of: the distances its table covers, the tables a scenario gives it,
+/// whether it has a value term, whether its relative logits come from the skew, whether it adds a bias of the
+/// distance after the scale or rotates q and k.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Scheme {
     pub method: Method,

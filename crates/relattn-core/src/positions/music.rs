@@ -1,20 +1,12 @@
-//! Huang et al. 2018 (Music Transformer): relative logits `Q · E_rᵀ` turned into absolute positions by the
-//! memory-efficient *skew* (pad, reshape, slice) instead of gathering an (L, L, d_head) tensor.
+//! Huang et al. 2018 (Music Transformer): relative logits `Q · E_rᵀ` turned into absolute positions by the memory-efficient *skew* (pad, reshape, slice)
+//! instead of gathering an (L, L, d_head) tensor. Column `c` of `Q · E_rᵀ` holds the relative distance `c − (L − 1)`. After the skew, cell (i, j) holds
+//! `q_i · E_r[row(j − i)]`, the same value as the direct gather [`crate::positions::shaw::relative_logits`] with the Music table layout, which the tests use
+//! to check the skew ([`table_for_length`]: the rows the skew needs, from a table of any length).
 //!
-//! Column `c` of `Q · E_rᵀ` holds the relative distance `c − (L − 1)`. After the skew, cell (i, j) holds
-//! `q_i · E_r[row(j − i)]`, the same value as the direct gather [`crate::positions::shaw::relative_logits`] with the
-//! Music table layout, which the tests use to check the skew.
-//!
-//! - Masked (causal) form: `E` has L rows, distances −(L−1)..=0. `QEᵀ` (L, L) → pad one zero column on the
-//!   left (L, L+1) → reshape the same memory to (L+1, L) → drop the first row (L, L). Cells with j > i hold
-//!   left-overs of the next row and must be masked.
-//! - Unmasked (bidirectional) form, tensor2tensor's: `E` has 2L−1 rows, distances −(L−1)..=L−1. `QEᵀ`
-//!   (L, 2L−1) → pad one zero column on the right (L, 2L) → flatten, pad L−1 zeros and reshape to
-//!   (L+1, 2L−1) → keep rows 0..L and columns L−1.. (L, L).
-//!
-//! A user's table E_r (R, d_head) may be shorter than the sequence needs. [`table_for_length`] builds the L
-//! (or 2L−1) rows the skew needs through a [`RelTable`]: with [`crate::positions::table::Edge::Zero`] (tensor2tensor,
-//! our default for this method) missing distances read zero vectors, with `Edge::Clip` (Shaw) the edge row.
+//! - Masked (causal) form: `E` has L rows, distances −(L−1)..=0. `QEᵀ` (L, L) → pad one zero column on the left (L, L+1) → reshape the same memory to
+//!   (L+1, L) → drop the first row (L, L). Cells with j > i hold left-overs of the next row and must be masked.
+//! - Unmasked (bidirectional) form, tensor2tensor's: `E` has 2L−1 rows, distances −(L−1)..=L−1. `QEᵀ` (L, 2L−1) → pad one zero column on the right
+//!   (L, 2L) → flatten, pad L−1 zeros and reshape to (L+1, 2L−1) → keep rows 0..L and columns L−1.. (L, L).
 
 use crate::positions::logits_with_relative_term;
 use crate::positions::table::RelTable;
@@ -46,7 +38,9 @@ fn skew_distances(l: usize, causal: bool) -> std::ops::RangeInclusive<isize> {
 }
 
 /// The rows of `e_r` (R, d_head), read through `layout`, that a length-`l` skew needs:
-/// (L, d_head) for the causal form, (2L−1, d_head) for the bidirectional one.
+/// (L, d_head) for the causal form, (2L−1, d_head) for the bidirectional one. A user's table E_r may be shorter
+/// than the sequence needs: with [`crate::positions::table::Edge::Zero`] (tensor2tensor, our default for this
+/// method) missing distances read zero vectors, with `Edge::Clip` (Shaw) the edge row.
 pub fn table_for_length(e_r: ArrayView2<f32>, layout: RelTable, l: usize, causal: bool) -> Array2<f32> {
     let dists: Vec<isize> = skew_distances(l, causal).collect();
     let mut out = Array2::zeros((dists.len(), e_r.ncols()));

@@ -1,9 +1,6 @@
-//! Rotary position embeddings (RoPE; Su et al. 2021, "RoFormer"): rotate each pair of components of q and
-//! k by an angle proportional to the position, so that q_i · k_j depends on the positions only through j − i.
-//!
-//! With d_rot = the rotated components of d_head (all of them, or a fraction as GPT-NeoX's `rotary_pct`),
-//! p = 0 .. d_rot/2 − 1 and the position m divided by the scale s (linear position interpolation, as Hugging
-//! Face's `rope_scaling = {"type": "linear"}`):
+//! Rotary position embeddings (RoPE; Su et al. 2021, "RoFormer"): rotate each pair of components of q and k by an angle proportional to the position, so
+//! that q_i · k_j depends on the positions only through j − i. With d_rot = the rotated components of d_head ([`Rope::fraction`]), p = 0 .. d_rot/2 − 1
+//! and the position m divided by the scale s (linear position interpolation, [`Rope::scale`]):
 //!
 //! ```text
 //! θ_p      = base^(−2p / d_rot)                                   frequencies (base 10000)
@@ -12,8 +9,7 @@
 //! q'_i · k'_j = Σ_p Re[(q_ia + i q_ib)(k_ja − i k_jb) e^{−i (j − i) θ_p / s}] + unrotated part
 //! ```
 //!
-//! The pair (a, b) of p is (2p, 2p + 1) in the paper's and GPT-J's *interleaved* layout, (p, p + d_rot/2) in
-//! GPT-NeoX's and Llama's *half-split* layout (`rotate_half`): the same weights give different numbers.
+//! Pair (a, b) of p: (2p, 2p + 1) *interleaved* (the paper, GPT-J), (p, p + d_rot/2) *half-split* (GPT-NeoX, Llama): the same weights give different numbers.
 
 use crate::error::{Error, Result};
 use crate::stage::{PairLabels, Stage, StageText, COMPONENT_AXIS, KEY_AXIS, LOGITS_TITLE, QUERY_AXIS};
@@ -41,7 +37,8 @@ pub struct Rope {
     /// The rotated share of d_head (GPT-NeoX's `rotary_pct`, 0.25 in NeoX-20B; 1 elsewhere).
     pub fraction: f32,
     pub layout: PairLayout,
-    /// Positions are divided by this (linear interpolation: 2 stretches a model to twice its context).
+    /// Positions are divided by this (linear position interpolation, as Hugging Face's `rope_scaling = {"type": "linear"}`:
+    /// 2 stretches a model to twice its context).
     pub scale: f32,
 }
 

@@ -5,14 +5,11 @@
 //! z_i  = Σ_j α_ij (v_j + a^V_ij)                    a^V_ij = w^V[row(d_ij)]
 //! ```
 //!
-//! in two ways that give the same numbers:
-//! - *efficient* (the default): `P = Q · w^Kᵀ` is only (Lq, R) with R = 2k+1 rows, and the relative logit of
-//!   (i, j) is the gather `P[i, row(d_ij)]`; the value term sums the weights of each row into R buckets,
-//!   `B[i, r] = Σ_{j: row(d_ij) = r} α_ij`, then takes `B · w^V`. Nothing of size Lq·Lk·d_head is built.
-//! - *materialized* (the seeds' way, for reference and teaching): gather the (Lq, Lk, d_head) tensor
-//!   `A[i, j] = w[row(d_ij)]` and contract it with Q or with the weights.
-//!
-//! Both take any [`RelTable`], so the Music Transformer's direct gather is the same code with its table.
+//! in two ways that give the same numbers, both for any [`RelTable`] (so the Music Transformer's direct gather is the same code with its table):
+//! - *efficient* (the default): `P = Q · w^Kᵀ` is only (Lq, R) with R = 2k+1 rows, and the relative logit of (i, j) is the gather `P[i, row(d_ij)]`;
+//!   the value term sums the weights of each row into R buckets, `B[i, r] = Σ_{j: row(d_ij) = r} α_ij`, then takes `B · w^V`. Nothing of size Lq·Lk·d_head
+//!   is built.
+//! - *materialized* (the seeds' way, for reference and teaching): gather the (Lq, Lk, d_head) tensor `A[i, j] = w[row(d_ij)]`, contract it with Q or α.
 
 use crate::core::matmul::matmul;
 use crate::positions::logits_with_relative_term;

@@ -1,7 +1,5 @@
-//! T5's bucketed relative bias (Raffel et al. 2020): each head learns one scalar per bucket of distances,
-//! added to the logits; buckets are exact for small distances and log-spaced up to `max_distance`.
-//!
-//! With d = j − i (Hugging Face's `memory_position − context_position`), B buckets and D = max_distance:
+//! T5's bucketed relative bias (Raffel et al. 2020): each head learns one scalar per bucket of distances, added to the logits; buckets are exact for small
+//! distances and log-spaced up to `max_distance`. With d = j − i (Hugging Face's `memory_position − context_position`), B buckets and D = max_distance:
 //!
 //! ```text
 //! bidirectional: B' = B/2; offset = B' if d > 0 else 0; n = |d|
@@ -11,9 +9,7 @@
 //! e_ij = q_i · k_j / √d_head + b_h[bucket(j − i)]
 //! ```
 //!
-//! The logarithm is taken in f32 as Hugging Face's `_relative_position_bucket` does, so the buckets are
-//! its buckets. T5 itself leaves out the 1/√d_head (folded into its initialisation); relattn keeps it on the
-//! content term so that every scheme scales alike.
+//! T5 itself leaves out the 1/√d_head (folded into its initialisation); relattn keeps it on the content term so that every scheme scales alike.
 
 use crate::error::{Error, Result};
 use crate::positions::LOGITS_WITH_BIAS;
@@ -79,7 +75,8 @@ impl Buckets {
         format!("{} to {MAX_DISTANCE} (above the {exact} exact buckets)", exact + 1)
     }
 
-    /// The bucket of distance d = j − i.
+    /// The bucket of distance d = j − i. The logarithm is taken in f32 as Hugging Face's `_relative_position_bucket`
+    /// does, so the buckets are its buckets.
     pub fn bucket(&self, d: isize, causal: bool) -> usize {
         let (per_side, exact) = self.sides(causal);
         let (offset, n) = if causal { (0, (-d).max(0) as usize) } else { (if d > 0 { per_side } else { 0 }, d.unsigned_abs()) };

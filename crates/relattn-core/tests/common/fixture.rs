@@ -1,6 +1,6 @@
 //! PyTorch's fixtures of the trained models (tests/fixtures/chorales-*.safetensors, written by
-//! train/export.py), read from the file's bytes: natively (tests/transformer.rs) and in wasm
-//! (tests/web_model.rs, which includes this file alone: the rest of `common` needs proptest).
+//! train/export.py), read from the file's bytes: natively (relattn-cli's tests/transformer.rs) and in
+//! wasm (relattn-wasm's tests/web_model.rs, which includes this file alone: the rest of `common` needs proptest).
 
 use ndarray::ArrayD;
 

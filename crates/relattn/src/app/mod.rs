@@ -1,16 +1,14 @@
-//! The page's application as plain Rust, built and tested natively (`cargo test`: tests/app.rs), candle's way:
-//! the wasm exports in crates/relattn-wasm/src/ are thin shells over it that convert JavaScript values and errors at the
-//! boundary.
+//! The page's application as plain Rust, built and tested natively (`cargo test`: tests/app.rs), candle's way: the wasm exports in crates/relattn-wasm/src/ are
+//! thin shells over it that convert JavaScript values and errors at the boundary.
 //!
-//! - [`request`]: a Parameters-mode [`crate::protocol::Request`] resolved within the page's limits, and how
-//!   a layer is held (whole, or on demand) within its memory budget;
-//! - [`session`]: a computed layer ([`session::Session`]): its [`crate::protocol::Info`], the stages of the
-//!   (batch, head) shown cut and coloured, exact cells, a table row's readers, the trace as an .npz;
-//! - [`compare`]: the six position schemes side by side on one input;
-//! - [`model`]: Model mode, a trained chorale model and the test pieces ([`model::ChoraleSession`]).
+//! - [`request`]: a Parameters-mode [`crate::protocol::Request`] resolved within the page's limits, and how a layer is held (whole, or on demand) within its
+//!   memory budget;
+//! - [`session`]: a computed layer ([`session::Session`]): its [`crate::protocol::Info`], the stages of the (batch, head) shown cut and coloured, exact cells,
+//!   a table row's readers, the trace as an .npz;
+//! - [`compare`]: the six position schemes side by side on one input; [`model`]: Model mode, a trained model and the test pieces ([`model::ChoraleSession`]).
 //!
-//! Where a computation runs is a [`Runner`]'s choice: the page's picks WebGPU or the CPU per request and says
-//! why (crates/relattn-wasm/src/backend.rs); [`Cpu`] computes on the CPU, as the native tests do.
+//! Where a computation runs is a [`Runner`]'s choice: the page's picks WebGPU or the CPU per request and says why (crates/relattn-wasm/src/backend.rs); [`Cpu`]
+//! computes on the CPU, as the native tests do.
 
 pub mod compare;
 pub mod model;

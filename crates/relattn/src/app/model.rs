@@ -1,33 +1,14 @@
-//! The page's Model mode: a trained chorale model ([`crate::trained::transformer`]) and the test split
-//! ([`crate::trained::chorales`]) held in the worker's memory. A window's forward pass, its NLL and a layer's
-//! trace are computed where the request's `backend` says, by a [`Runner`] as Parameters mode's compute: in
-//! the page on WebGPU when it is usable, else on the CPU with the reason ([`BackendUsed`]). Sampling with the
-//! key/value cache runs on the CPU ([`Transformer::step`] has no [`crate::Backend`] path: one query row at
-//! a time).
+//! The page's Model mode: a trained chorale model ([`crate::trained::transformer`]) and the test split ([`crate::trained::chorales`]) held in the worker's
+//! memory. A window's forward pass, its NLL and a layer's trace are computed where the request's `backend` says, by a [`Runner`] as Parameters mode's compute:
+//! in the page on WebGPU when it is usable, else on the CPU with the reason ([`BackendUsed`]). Sampling with the key/value cache runs on the CPU
+//! ([`Transformer::step`] has no [`crate::Backend`] path: one query row at a time).
 //!
-//! - [`ChoraleSession::load`] reads a model file and the chorale data; [`ChoraleSession::info`] describes both
-//!   ([`ModelInfo`]: kind, config, parameters, NLLs from training, the pieces);
-//! - [`ChoraleSession::run`] takes a [`ModelRequest`] (piece, window, transposition, backend) and computes one
-//!   forward pass that keeps every layer's attention weights and the logits; it answers [`WindowInfo`] (the
-//!   notes, the NLL of each position, where it was computed);
-//! - on that window, without computing again: [`ChoraleSession::weights`] (one head's (T, T) map, its values
-//!   and pixels kept), [`ChoraleSession::distance_profile`], [`ChoraleSession::predict`];
-//!   [`ChoraleSession::trace`] computes one layer's every stage as a [`Session`];
-//! - [`ChoraleSession::start_sampling`] and [`ChoraleSession::next_tokens`] continue the window a few tokens
-//!   per call, exactly as `relattn model sample` ([`Transformer::sample`]) does with the same prime, steps,
-//!   temperature and seed;
-//! - [`ChoraleSession::nll_by_position`] scores another window without replacing the current one (the
-//!   page's 2× and 4× training-length comparison).
+//! [`ChoraleSession::load`] reads a model and the data; [`ChoraleSession::run`] computes a window ([`ModelRequest`] → [`WindowInfo`]) keeping every layer's
+//! attention weights and the logits, which [`ChoraleSession::weights`], [`ChoraleSession::distance_profile`] and [`ChoraleSession::predict`] read without
+//! computing again; the rest: a layer's trace, sampling (`relattn model sample`'s tokens, a few a call), another window's NLL (each method says how).
 //!
-//! Positions: a window of T tokens starts at token `start` of the piece (a multiple of 4, so token t of the
-//! window is voice (t mod 4) ∈ soprano, alto, tenor, bass at 16th-note step (start + t) div 4 of the piece).
-//!
-//! Windows longer than the training context (256 tokens for the shipped models) run, up to
-//! [`CONTEXTS_PER_WINDOW`] × context: [`Transformer`] only refuses what exceeds its memory budget. Past the
-//! context each model meets distances or positions it never trained on: the Music Transformer's E_r has rows
-//! for distances −(context − 1)..0 and reads zero beyond (its relative logit is 0 there); Shaw's tables clip
-//! every distance below −k to −k (k = 64); the absolute model adds sinusoids, defined at every position, for
-//! positions it never saw (docs/src/models.md, "Longer than trained", gives every model's NLL at each length).
+//! Positions: a window of T tokens starts at token `start` of the piece (a multiple of 4, so token t of the window is voice (t mod 4) ∈ soprano, alto, tenor,
+//! bass at 16th-note step (start + t) div 4 of the piece). Windows run up to [`CONTEXTS_PER_WINDOW`] × the training context, past what the model saw.
 
 use super::request::Inputs;
 use super::session::Session;
@@ -51,6 +32,11 @@ use std::cell::{Ref, RefCell};
 /// A window may hold up to this many times the model's training context (1024 tokens for the shipped
 /// models: the longest windows docs/src/models.md evaluates). Running a 1024-token window grows the wasm memory to
 /// about 400 MiB (measured in chromium: the trace of one layer at a time, all layers' weights, 48 MiB, kept).
+/// [`Transformer`] itself only refuses what exceeds its memory budget. Past the context each model meets distances or
+/// positions it never trained on: the Music Transformer's E_r has rows for distances −(context − 1)..0 and reads zero
+/// beyond (its relative logit is 0 there); Shaw's tables clip every distance below −k to −k (k = 64); the absolute
+/// model adds sinusoids, defined at every position, for positions it never saw (docs/src/models.md, "Longer than
+/// trained", gives every model's NLL at each length).
 pub const CONTEXTS_PER_WINDOW: usize = 4;
 /// Most tokens one [`ChoraleSession::start_sampling`] may draw.
 pub const MAX_STEPS: usize = 4096;

@@ -1,30 +1,11 @@
-//! The page ⇄ worker protocol, defined once: every message the page (www/js/page/worker-client.js, the Model
-//! mode modules) and the worker (www/worker.js, www/js/worker/model.js) exchange, and the wasm API's request
-//! and answer structs that those messages carry. Every message has a `kind`:
+//! The page ⇄ worker protocol, defined once: every message the page (www/js/page/worker-client.js, the Model mode modules of www/js/page/model/) and the worker
+//! (www/worker.js, www/js/worker/model.js) exchange, [`ToWorker`] and [`FromWorker`], each with a `kind`, and the wasm API's request and answer structs that
+//! those messages carry. Which message answers which: docs/src/architecture.md, "The page ⇄ worker messages".
 //!
-//! ```text
-//!   page → worker ([`ToWorker`])           worker → page ([`FromWorker`])
-//!   compute       ComputeRequest     →     progress (none or more), then result | error
-//!   export        ExportRequest      →     export
-//!   cells         CellsRequest       →     cells (exact values of a stage sent without them)
-//!   readers       ReadersRequest     →     readers (the pairs that read a pinned table row)
-//!   schemes       SchemesRequest     →     schemes (the six position schemes on the settings shown)
-//!   (a wasm abort, at any time)            fatal (then the page replaces the worker)
-//!   (WebGPU's set-up ended, once)          gpu-settled (the page asks again for a provisional view)
-//!   model         ModelMessage       →     model-result | model-error
-//!   model-sample  SampleMessage      →     model-sampled (one per batch of 16 tokens) | model-error
-//!   model-stop    ModelStop          →     (nothing: the sampling with that id stops after its batch)
-//!   model-nll     NllRequest         →     model-nll | model-error
-//!   model-compare CompareRequest     →     model-compare | model-error
-//!   debug-*       test hooks (tests/e2e only; no reply)
-//! ```
-//!
-//! A newer compute request supersedes one still waiting in the worker; the page drops any answer whose id is
-//! not its newest. Typed arrays (the fields typed `Float32Array`, `Uint8ClampedArray`, …) are built by the
-//! worker from views into the wasm memory and transferred, never copied again: their Rust types say what they
-//! hold. The JavaScript types are generated from these structs by ts-rs into `www/js/types/protocol.d.ts`
-//! (`make protocol`; `make check` fails when it is not current), and `www/js/shared/protocol.js`, type-checked
-//! against them, builds every message.
+//! A newer compute request supersedes one still waiting in the worker; the page drops any answer whose id is not its newest. Typed arrays (the fields typed
+//! `Float32Array`, `Uint8ClampedArray`, …) are built by the worker from views into the wasm memory and transferred, never copied again: their Rust types say
+//! what they hold. The JavaScript types are generated from these structs by ts-rs into `www/js/types/protocol.d.ts` (`make protocol`; `make check` fails when
+//! it is not current), and `www/js/shared/protocol.js`, type-checked against them, builds every message.
 
 pub mod layer_view;
 pub mod model;

@@ -1,21 +1,6 @@
-//! Figures that say whether four-part music holds together, for sampled continuations and for Bach's own
-//! chorales alike (issue #28's table), computed on the chorale serialisation (4 tokens per 16th-note step:
-//! soprano, alto, tenor, bass; 0 a rest, else MIDI pitch `pitch_min + token − 1`):
-//!
-//! ```text
-//! crossings per step     adjacent voices out of order (S < A, A < T or T < B, both sounding), per step
-//! parallel fifths, octaves per 100 chord changes: a chord change is a step where a voice's pitch differs
-//!                        from the step before; a parallel is a pair of voices, both sounding in both steps,
-//!                        both moving the same way, a perfect fifth (7 mod 12) or an octave or unison (0 mod 12)
-//!                        apart before and after
-//! key fraction           the share of sounding voice-steps whose pitch class is in the key that the
-//!                        Krumhansl–Kessler profiles find for the whole sequence (major: its 7 pitch classes;
-//!                        minor: the natural minor and its raised 7th, 8)
-//! chord changes per step chord changes / (steps − 1)
-//! per voice              lowest, highest and mean sounding pitch
-//! mean note length       16th-note steps a note lasts (a note: a run of one pitch in one voice)
-//! longest repeat         the longest run of steps that repeats an earlier run exactly, without overlap
-//! ```
+//! Figures that say whether four-part music holds together, for sampled continuations and for Bach's own chorales alike (issue #28's table), computed on the
+//! chorale serialisation (4 tokens per 16th-note step: soprano, alto, tenor, bass; 0 a rest, else MIDI pitch `pitch_min + token − 1`). Each figure's
+//! definition is on its field of [`MusicFigures`].
 
 use crate::trained::chorales::VOICES;
 use serde::Serialize;
@@ -42,15 +27,25 @@ pub struct VoiceFigures {
 pub struct MusicFigures {
     pub sequences: usize,
     pub steps: usize,
+    /// Adjacent voices out of order (S < A, A < T or T < B, both sounding), per step.
     pub crossings_per_step: f64,
+    /// Steps where a voice's pitch differs from the step before.
     pub chord_changes: usize,
+    /// Chord changes / (steps − 1).
     pub chord_changes_per_step: f64,
+    /// Per 100 chord changes: pairs of voices, both sounding in both steps, both moving the same way, a perfect fifth (7 mod 12) apart
+    /// before and after.
     pub parallel_fifths_per_100_changes: f64,
+    /// The same for an octave or unison (0 mod 12).
     pub parallel_octaves_per_100_changes: f64,
+    /// The share of sounding voice-steps whose pitch class is in the key that the Krumhansl–Kessler profiles find for the whole sequence
+    /// (major: its 7 pitch classes; minor: the natural minor and its raised 7th, 8).
     pub key_fraction: f64,
+    /// Per voice: lowest, highest and mean sounding pitch.
     pub voices: Vec<VoiceFigures>,
+    /// 16th-note steps a note lasts (a note: a run of one pitch in one voice).
     pub mean_note_length: f64,
-    /// The longest repeat of any one sequence, in steps.
+    /// The longest run of steps that repeats an earlier run exactly, without overlap, of any one sequence, in steps.
     pub longest_repeat: usize,
 }
 

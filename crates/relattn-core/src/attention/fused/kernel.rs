@@ -1,16 +1,14 @@
-//! The two products of one (query block, key block) step, register-tiled for one instruction set
-//! ([`F32s`]): `S = Q_blk K_blkᵀ` and `O += P V_blk`, each an `MR × NR` tile of accumulators
-//! (`NR = NV · LANES` columns) held in vector registers over the whole depth, the operands packed once
-//! per head so that every load is contiguous:
+//! The two products of one (query block, key block) step, register-tiled for one instruction set ([`F32s`]): `S = Q_blk K_blkᵀ` and `O += P V_blk`, each an
+//! `MR × NR` tile of accumulators (`NR = NV · LANES` columns) held in vector registers over the whole depth, the operands packed once per head so that every
+//! load is contiguous:
 //!
 //! ```text
 //! qk:  S[r, c]  = Σ_{p < d_head} Q[i0 + r, p] · K[j0 + c, p]      depth d_head, S written
 //! pv:  O[r, c] += Σ_{t < cols}   P[r, t] · V[j0 + t, c]            depth cols,   O read and written
 //! ```
 //!
-//! Per step of the depth: NV loads of the packed operand, MR broadcasts of the other, MR·NV multiply-adds
-//! (AVX2: 6 × 16, 12 of 16 registers accumulate; AVX-512: 6 × 64, 24 of 32, a head of 64 in one panel: 1–2%
-//! faster than 12 × 32 causal, equal bidirectional; SIMD128 and portable: 4 × 8).
+//! Per step of the depth: NV loads of the packed operand, MR broadcasts of the other, MR·NV multiply-adds (AVX2: 6 × 16, 12 of 16 registers accumulate;
+//! AVX-512: 6 × 64, 24 of 32, a head of 64 in one panel: 1–2% faster than 12 × 32 causal, equal bidirectional; SIMD128 and portable: 4 × 8).
 
 use crate::core::simd::F32s;
 use ndarray::ArrayView2;

@@ -1,29 +1,15 @@
-//! One head's forward fused into blocks: no (Lq, Lk) array, O((Lq + Lk)·d_head + Lq·R + BQ·BK) memory per head.
-//!
-//! The same attention as [`crate::attention`] (Shaw's a^K and a^V; the Music Transformer's skew, which
-//! is the gather of `Q E_rᵀ` by index arithmetic, masked or not). With `P = Q Tᵀ` (Lq, R) computed once,
-//! each block of BQ queries walks the keys in blocks of BK and keeps, per query i, a running maximum m_i,
-//! a running sum l_i, an output accumulator o_i (d_head) and, with a^V, R bucket sums b_i (the online
-//! softmax):
-//!
+//! One head's forward fused into flash attention's blocks (Dao et al. 2022): no (Lq, Lk) array, O((Lq + Lk)·d_head + Lq·R + BQ·BK) memory per head; the same
+//! attention as [`crate::attention`] (Shaw's a^K and a^V; the Music Transformer's skew, which is the gather of `Q E_rᵀ` by index arithmetic, masked or not).
+//! With `P = Q Tᵀ` (Lq, R) computed once, each block of [`BQ`] queries walks the keys in blocks of [`BK`] and keeps, per query i, a running maximum m_i, a
+//! running sum l_i, an output accumulator o_i (d_head) and, with a^V, R bucket sums b_i (the online softmax; b is ALiBi's or T5's bias by distance, else zero):
 //! ```text
 //! e_ij = (q_i · k_j + P[i, row(d_ij)]) / sqrt(d_head) + b[d_ij],  −∞ where masked   (BQ, BK) tile; no q·k when content is off
-//! m_i' = max(m_i, max_j e_ij),   γ_i = exp(m_i − m_i')                      (γ = 0 while m_i = −∞)
-//! p_ij = exp(e_ij − m_i')
+//! m_i' = max(m_i, max_j e_ij),   γ_i = exp(m_i − m_i'),   p_ij = exp(e_ij − m_i')   (γ = 0 while m_i = −∞)
 //! l_i ← γ_i l_i + Σ_j p_ij
 //! o_i ← γ_i o_i + Σ_j p_ij v_j                                               (BQ, BK)·(BK, d_head)
 //! b_ir ← γ_i b_ir + Σ_{j: row(d_ij) = r} p_ij                                Shaw's a^V only
 //! z_i = (o_i + b_i w^V) / l_i                                                zeros when every key is masked
 //! ```
-//!
-//! b is ALiBi's or T5's bias by distance (zero for the other schemes; RoPE's Q and K arrive rotated, and
-//! they have no table, so P has no columns). With the causal mask a query block stops at its last visible
-//! key, so half the blocks are never computed.
-//!
-//! The blocks are flash attention's (Dao et al. 2022): BQ queries against BK keys, the (BQ, BK) tile of
-//! logits in L2, its two products by the register-tiled kernels of [`kernel`] (compiled for each
-//! instruction set, [`Isa`]), the row pass between them (relative term, scale, bias, overflow
-//! check, masks, online softmax, buckets) in two sweeps of each row.
 
 mod kernel;
 
@@ -101,7 +87,11 @@ pub fn working_floats(n: u64, dh: u64, r: u64) -> Option<u64> {
 }
 
 /// The blocked forward with `V`'s kernels of MR × NV·LANES; inlined into each instruction set's
-/// `#[target_feature]` function, which compiles it (the row pass too) for that instruction set.
+/// `#[target_feature]` function, which compiles it (the row pass too) for that instruction set ([`Isa`]). Per
+/// (query block, key block): the (BQ, BK) tile of logits by [`kernel::qk`], the row pass ([`row_pass`]: relative
+/// term, scale, bias, overflow check, masks, online softmax, buckets, in two sweeps of each row), then
+/// [`kernel::pv`]. With the causal mask a query block stops at its last visible key, so half the blocks are
+/// never computed.
 #[inline(always)]
 fn attend<V: F32s, const MR: usize, const NV: usize>(cfg: &Config, h: &HeadInput) -> Result<Array2<f32>> {
     let (lq, dh) = h.q.dim();
@@ -153,9 +143,11 @@ fn attend<V: F32s, const MR: usize, const NV: usize>(cfg: &Config, h: &HeadInput
 struct Pass<'a, 'h> {
     cfg: &'a Config,
     h: &'a HeadInput<'h>,
-    /// P = Q Tᵀ (Lq, R), standard layout.
+    /// P = Q Tᵀ (Lq, R), standard layout; no columns for a scheme without a vector table (RoPE, whose Q and K
+    /// arrive rotated; ALiBi, T5, absolute).
     p: &'a Array2<f32>,
-    /// The bias by distance, element j − i + Lq − 1 ([`crate::positions::Scheme::distance_bias`]).
+    /// ALiBi's or T5's bias by distance, element j − i + Lq − 1 ([`crate::positions::Scheme::distance_bias`]);
+    /// `None` for the other schemes.
     bias: Option<&'a Array1<f32>>,
     scale: f32,
     /// The block's first query.

@@ -1,5 +1,5 @@
-//! A decoder-only transformer whose attention is relattn's layer: the trained chorale models
-//! (`models/chorales-{music,shaw,rope,alibi,t5,absolute}.safetensors`, trained by `train/`).
+//! A decoder-only transformer whose attention is relattn's layer: the trained chorale models (models/chorales-{music,shaw,rope,alibi,t5,absolute}.safetensors,
+//! trained by `train/`), as docs/src/models.md ("The architecture, exactly") defines them, the file's tensors included:
 //!
 //! ```text
 //! x      = E[tokens] · √d_model  (+ PE sinusoids, absolute model only)        (T, d_model)
@@ -7,27 +7,9 @@
 //!          x ← x + gelu(LN₂(x) W₁ + b₁) W₂ + b₂                              W₁ (d_model, d_ff), W₂ (d_ff, d_model)
 //! logits = LN_f(x) · Eᵀ                                                        (T, vocab), tied embeddings
 //! ```
-//!
-//! `gelu(u) = ½u(1 + tanh(√(2/π)(u + 0.044715u³)))`, LayerNorm ε = 1e-5 with the biased variance, PE[p, 2i] =
-//! sin(p / 10000^(2i/d)), PE[p, 2i+1] = cos(…). Attention is causal; its relative term is the model's:
-//! - `music`: Huang et al.'s E_r (heads, R, d_head), rows for distances −(R−1)..0 (R = the training length),
-//!   zero beyond (tensor2tensor's edge); the skew for a full sequence, the direct gather for a cached step;
-//! - `shaw`: Shaw et al.'s w^K and w^V (heads, 2k+1, d_head), clip(j − i, k);
-//! - `rope`: Q and K rotated by position (interleaved pairs, base 10000, every component: [`Rope::default`]);
-//!   a cached step rotates the window's keys by their places in it, which gives the same angles j − i;
-//! - `alibi`: m_h·(j − i) added after the scale, the paper's slopes ([`alibi::slopes`]; not in the file);
-//! - `t5`: a trained bias per head and causal bucket of j − i (`t5_buckets`, `t5_max_distance` of the config);
-//! - `absolute`: no relative term. It runs through the same layer as Shaw with k = 0, a^V off and a zero
-//!   table, so its relative logits are exactly zero and every stage of the page still applies.
-//!
-//! The file is a safetensors file whose metadata key `config` holds [`ModelConfig`] as JSON (with the training
-//! figures beside it); the tensors are named `embed`, `ln_f.{weight,bias}` and, for each layer ℓ,
-//! `layers.ℓ.{ln1,ln2}.{weight,bias}`, `layers.ℓ.attn.{w_q,b_q,w_k,b_k,w_v,b_v,w_o,b_o}`,
-//! `layers.ℓ.attn.{rel_k,rel_v}` (shaw), `layers.ℓ.attn.e_r` (music) or `layers.ℓ.attn.t5_bias` (t5, (heads,
-//! buckets)), `layers.ℓ.ffn.{w1,b1,w2,b2}`.
-//!
-//! Here: the config, the weights as loaded and one layer's parts; [`passes`]: the passes over a whole sequence;
-//! [`cache`]: the key/value cache for one token at a time; [`sampling`]: drawing tokens.
+//! Attention is causal, its relative term the model's: music E_r (heads, R, d_head), rows for distances −(R−1)..0 (R = the training length), zero beyond; shaw
+//! w^K, w^V (heads, 2k+1, d_head) at clip(j − i, k); rope Q, K rotated ([`Rope::default`]); alibi m_h·(j − i) after the scale ([`alibi::slopes`], not in the
+//! file); t5 b_h[bucket(j − i)] (heads, buckets); absolute none ([`ModelConfig::attention`]).
 
 mod cache;
 mod passes;
@@ -54,6 +36,7 @@ use relattn_core::positions::table::Edge;
 use relattn_core::positions::Method;
 use serde::{Deserialize, Serialize};
 
+/// LayerNorm's ε, with the biased variance (PyTorch's).
 const LN_EPS: f32 = 1e-5;
 
 /// The shape of a model; the file's metadata `config` (other keys there are training figures, kept as they are).
@@ -140,7 +123,8 @@ impl ModelConfig {
     }
 
     /// The attention layer's configuration (every layer has the same). The absolute model's positions are in
-    /// its input: its layer is Shaw's with k = 0 and a zero table.
+    /// its input: its layer is Shaw's with k = 0, a^V off and a zero table, so its relative logits are exactly
+    /// zero and every stage of the page still applies.
     pub fn attention(&self) -> Config {
         let method = if self.method == Method::Absolute { Method::Shaw } else { self.method };
         let buckets = self.buckets().unwrap_or_default();
@@ -254,7 +238,8 @@ impl Tensors<'_> {
     }
 }
 impl Transformer {
-    /// Loads a model from the bytes of its safetensors file; every error names the file and the field.
+    /// Loads a model from the bytes of its safetensors file (the metadata key `config` holds [`ModelConfig`] as JSON,
+    /// with the training figures beside it; the tensors' names: docs/src/models.md); every error names the file and the field.
     pub fn load(bytes: &[u8], file_name: &str) -> Result<Transformer> {
         let file_err = |reason: String| Error::File { path: file_name.into(), reason };
         let st = safetensors::SafeTensors::deserialize(bytes).map_err(|e| file_err(format!("not a safetensors file: {e}")))?;
@@ -335,8 +320,9 @@ impl Transformer {
         self.embed.len() + blocks + ln(&self.ln_f)
     }
 
-    /// `E[token] · √d_model` (+ PE[first_position + t] for the absolute model), one row per token;
-    /// "embedding" names an overflow (an embedding near float32's limit, scaled by √d_model).
+    /// `E[token] · √d_model` (+ PE[first_position + t] for the absolute model, PE[p, 2i] = sin(p / 10000^(2i/d)),
+    /// PE[p, 2i+1] = cos(…)), one row per token; "embedding" names an overflow (an embedding near float32's limit,
+    /// scaled by √d_model).
     fn embed(&self, tokens: &[u32], first_position: usize) -> Result<Array2<f32>> {
         let d = self.config.d_model;
         let scale = (d as f32).sqrt();
