@@ -12,7 +12,7 @@ WASM_DEBUG = $(or $(CARGO_TARGET_DIR),target)/wasm32-unknown-unknown/debug/relat
 # Cargo features of the wasm build: none for make serve; the e2e tests need the test hooks (crates/relattn-wasm/Cargo.toml).
 WASM_FEATURES ?=
 
-.PHONY: check protocol serve wasm vendor widget wheel docs cli deps-wasm deps-web deps-gpu deps-python test test-rust test-python test-web test-wasm test-e2e train fixtures
+.PHONY: check protocol serve wasm vendor widget package-files wheel docs cli deps-wasm deps-web deps-gpu deps-python test test-rust test-python test-web test-wasm test-e2e train fixtures
 
 deps-wasm:
 	@rustup target list --installed | grep -qx wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
@@ -128,25 +128,25 @@ widget: vendor
 	@mkdir -p python/relattn/static
 	node_modules/.bin/esbuild python/relattn/widget.js --bundle --format=esm --log-level=warning --outfile=python/relattn/static/widget.js
 
-wheel: deps-wasm widget
-	@test -x $(WHEEL_VENV)/bin/maturin || { python3 -m venv $(WHEEL_VENV) && $(WHEEL_VENV)/bin/pip install --quiet maturin==1.16.0; }
+# What the package carries besides its extension: the page's wasm and glue for the notebook widget (a release build
+# without the test hooks), the widget's bundle and the trained chorale models.
+package-files: deps-wasm widget
 	cargo build -p relattn-wasm --lib --target wasm32-unknown-unknown --release
 	wasm-bindgen --target web --no-typescript --out-name relattn --out-dir $(WHEEL_WWW) $(WASM)
 	@mkdir -p python/relattn/static python/relattn/models
 	cp $(WHEEL_WWW)/relattn.js $(WHEEL_WWW)/relattn_bg.wasm python/relattn/static/
 	cp models/chorales-*.safetensors models/chorales-test.json python/relattn/models/
+
+wheel: package-files
+	@test -x $(WHEEL_VENV)/bin/maturin || { python3 -m venv $(WHEEL_VENV) && $(WHEEL_VENV)/bin/pip install --quiet maturin==1.16.0; }
 	@rm -f target/wheels/relattn-*.whl
-	CARGO_TARGET_DIR=target/python $(WHEEL_VENV)/bin/maturin build --release -m python/Cargo.toml -o target/wheels
+	$(WHEEL_VENV)/bin/maturin build --release -m python/Cargo.toml -o target/wheels
 	@echo "Built $$(ls target/wheels/relattn-*.whl). Install it with: pip install '$$(ls target/wheels/relattn-*.whl)[notebook]'"
 
-# The tests' package: the same maturin build as make wheel's but in the debug profile, in the workspace's target/
-# beside cargo test's build (no second release build of the crates), carrying the wasm the e2e tests use (make
-# wasm with the test hooks: one release build of the wasm for both).
-test-python: WASM_FEATURES = --features test-hooks
-test-python: deps-python wasm widget cli
-	@mkdir -p python/relattn/static python/relattn/models
-	cp www/pkg/relattn.js www/pkg/relattn_bg.wasm python/relattn/static/
-	cp models/chorales-*.safetensors models/chorales-test.json python/relattn/models/
+# The tests' package: make wheel's files and maturin build, but the extension in the debug profile in the
+# workspace's target/, beside cargo test's build (its dependencies shared where their features agree), instead of
+# a release build of every crate.
+test-python: deps-python package-files cli
 	@rm -rf target/test-wheels
 	$(PYVENV)/bin/maturin build -m python/Cargo.toml -o target/test-wheels
 	$(PYVENV)/bin/pip install --quiet --force-reinstall --no-deps target/test-wheels/relattn-*-cp39-abi3-*.whl

@@ -1,4 +1,4 @@
-//! The five kernels: their WGSL (the files beside this one), their parameters as the `Params` uniform
+//! The six kernels (matmul, logits, softmax, buckets, attend, rope): their WGSL (the files beside this one), their parameters as the `Params` uniform
 //! each file declares (mirrored field by field, checked by this file's tests), the flags they test (one
 //! set, [`flag`], written into every kernel's source ahead of it), and the encoding of one dispatch of each.
 

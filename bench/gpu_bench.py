@@ -1,0 +1,180 @@
+#!/usr/bin/env python3
+"""relattn's GPU path (wgpu on Vulkan) on a real GPU, against relattn's CPU forward on the same machine and
+against the PyTorch layers of compare_schemes.py run on CUDA, for every scheme at n 1024–16384, causal and not.
+
+The layer is compare_schemes.py's (hidden 512, 8 heads, batch 1; Shaw and the Music Transformer with clip 16,
+RoPE in the half layout, T5 with 32 buckets up to 128 and a table per head), on the same tensors for every side
+(its worker_export). Each side runs in this process's order — relattn GPU, relattn CPU, PyTorch CUDA — for
+`--rounds` rounds, and keeps its best repetition over all rounds:
+    relattn gpu:  `relattn bench --backend gpu` (a warm-up forward, then --reps timed ones; each forward waits for
+                  the GPU and reads the output back, as the page and the CLI do)
+    relattn cpu:  `relattn bench --backend cpu --threads T` (the fused forward, every core by default)
+    torch cuda:   peer_forward of compare_schemes.py with every tensor on the GPU, float32 (TF32 off), timed
+                  between torch.cuda.synchronize() calls after a warm-up; ALiBi's and T5's bias built in the
+                  forward as one layer does
+Outputs are compared (relattn's GPU output against PyTorch's); a side that fails (a size past the device's
+limits, memory) is reported, not fatal. Writes a markdown table with the machine, GPU and date to --out.
+
+Usage (from the repository root, on the GPU machine, with a release build of relattn):
+    python3 bench/gpu_bench.py --relattn target/release/relattn --out bench/results/gpu_bench.md
+    python3 bench/gpu_bench.py --sizes 1024 --schemes rope --causal true
+"""
+
+import argparse
+import datetime
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import types
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from compare_schemes import BUCKETS, CLIP, HEADS, HIDDEN, MAX_DISTANCE, SCHEMES, fixed_tensors, peer_forward, worker_export
+from compare_seed import machine
+
+SIZES = [1024, 2048, 4096, 8192, 16384]
+
+
+def reps_for(n):
+    return 10 if n <= 2048 else 5 if n <= 4096 else 3 if n <= 8192 else 2
+
+
+def scheme_flags(scheme):
+    return {"shaw": ["--clip", str(CLIP), "--relative-values", "false"], "music": ["--clip", str(CLIP)], "rope": ["--rope-layout", "half"],
+            "t5": ["--per-head-tables", "--t5-buckets", str(BUCKETS), "--t5-max-distance", str(MAX_DISTANCE)]}.get(scheme, [])
+
+
+def relattn_side(binary, backend, scheme, npz, causal, reps, out, threads, timeout):
+    """One `relattn bench` run: its JSON, or {"error": …}."""
+    cmd = [binary, "bench", "--method", scheme, "--tensors", npz, "--heads", str(HEADS), "--reps", str(reps), "--causal", causal,
+           "--backend", backend, "--save-output", out, "--max-memory-mb", "200000"] + scheme_flags(scheme)
+    if threads:
+        cmd += ["--threads", str(threads)]
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"error": f"over {timeout} s"}
+    if p.returncode != 0:
+        return {"error": (p.stderr.strip().splitlines() or ["exit %d" % p.returncode])[-1][:160]}
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def torch_side(torch, npz, scheme, causal, reps):
+    """PyTorch's layer on CUDA: best ms and the output (numpy), or {"error": …}."""
+    import numpy as np
+    try:
+        with np.load(npz) as f:
+            t = {name: torch.from_numpy(f[name]).cuda() for name in f.files}
+        n = t["x"].shape[1]
+        fixed = {k: v.cuda() for k, v in fixed_tensors(torch, t, scheme, n, causal).items()}
+        times = []
+        with torch.inference_mode():
+            out = peer_forward(torch, t, scheme, fixed, causal)
+            torch.cuda.synchronize()
+            for _ in range(reps):
+                torch.cuda.synchronize()
+                start = time.perf_counter()
+                out = peer_forward(torch, t, scheme, fixed, causal)
+                torch.cuda.synchronize()
+                times.append((time.perf_counter() - start) * 1e3)
+        result = {"ms_min": min(times), "output": out.float().cpu().numpy()}
+    except RuntimeError as e:  # CUDA out of memory and the like
+        result = {"error": str(e).splitlines()[0][:160]}
+    torch.cuda.empty_cache()
+    return result
+
+
+def rel_err(got, want):
+    import numpy as np
+    return float(np.abs(got - want).max() / max(np.abs(want).max(), 1.0))
+
+
+def flops(n, causal):
+    """Useful flops of one forward, as `relattn bench` counts them: the four projections and 4·n²·d of
+    attention (n(n + 1)/2 pairs causal); the small relative products left out."""
+    pairs = n * (n + 1) / 2 if causal else n * n
+    return 4 * 2 * n * HIDDEN * HIDDEN + 4 * pairs * HIDDEN
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--relattn", default=os.path.join(os.path.dirname(HERE), "target", "release", "relattn"))
+    ap.add_argument("--sizes", type=int, nargs="+", default=SIZES)
+    ap.add_argument("--schemes", nargs="+", choices=SCHEMES, default=SCHEMES)
+    ap.add_argument("--causal", nargs="+", choices=["false", "true"], default=["false", "true"])
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=0, help="relattn's CPU threads (default: every core)")
+    ap.add_argument("--cpu-max-n", type=int, default=8192, help="largest n run on relattn's CPU side")
+    ap.add_argument("--timeout", type=float, default=300)
+    ap.add_argument("--out", default=os.path.join(HERE, "results", "gpu_bench.md"))
+    args = ap.parse_args()
+    import numpy as np
+    import torch
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    gpu = torch.cuda.get_device_name(0)
+    rows, adapter = [], None
+    started = datetime.datetime.now(datetime.timezone.utc)
+    with tempfile.TemporaryDirectory() as work:
+        for scheme in args.schemes:
+            for causal in args.causal:
+                for n in args.sizes:
+                    npz = os.path.join(work, "s.npz")
+                    worker_export(types.SimpleNamespace(n=n, scheme=scheme, causal=causal, npz=npz))
+                    reps = reps_for(n)
+                    best = {"gpu": None, "cpu": None, "torch": None}
+                    errors, outputs = {}, {}
+                    for _ in range(args.rounds):
+                        sides = [("gpu", "gpu"), ("cpu", "cpu")] if n <= args.cpu_max_n else [("gpu", "gpu")]
+                        for side, backend in sides:
+                            out = os.path.join(work, f"{side}.npy")
+                            r = relattn_side(args.relattn, backend, scheme, npz, causal, reps, out, args.threads if side == "cpu" else 0, args.timeout)
+                            if "error" in r:
+                                errors[side] = r["error"]
+                                continue
+                            adapter = adapter or r.get("adapter")
+                            best[side] = min(best[side] or r["ms_min"], r["ms_min"])
+                            outputs[side] = np.load(out)[0]
+                        r = torch_side(torch, npz, scheme, causal == "true", reps)
+                        if "error" in r:
+                            errors["torch"] = r["error"]
+                        else:
+                            best["torch"] = min(best["torch"] or r["ms_min"], r["ms_min"])
+                            outputs["torch"] = r["output"][0]
+                    err = rel_err(outputs["gpu"], outputs["torch"]) if "gpu" in outputs and "torch" in outputs else None
+                    rows.append((scheme, causal, n, best, err, errors))
+                    print(json.dumps({"scheme": scheme, "causal": causal, "n": n, "ms": best, "rel_err": err, "errors": errors}), flush=True)
+
+    def ms(v):
+        return "—" if v is None else f"{v:.2f}" if v < 100 else f"{v:.0f}"
+
+    def tflops(v, n, causal):
+        return "—" if v is None else f"{flops(n, causal == 'true') / v / 1e9:.1f}"
+
+    lines = [
+        "# relattn's GPU path on a real GPU (bench/gpu_bench.py)",
+        "",
+        f"{started:%Y-%m-%d %H:%M} UTC; GPU: {gpu} (wgpu adapter: {adapter}); CPU: {machine()}; torch {torch.__version__}.",
+        f"Hidden 512, 8 heads, batch 1, float32; best of {args.rounds} rounds × the reps by n (10 to 2); relattn CPU with "
+        f"{args.threads or os.cpu_count()} threads up to n {args.cpu_max_n}. TFLOP/s counts the useful flops (projections, 4·n²·d, n(n+1)/2 pairs causal).",
+        "",
+        "| scheme | causal | n | relattn GPU ms | TFLOP/s | PyTorch CUDA ms | TFLOP/s | relattn CPU ms | GPU vs PyTorch | GPU vs CPU | max rel. diff | errors |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for scheme, causal, n, best, err, errors in rows:
+        g, t, c = best["gpu"], best["torch"], best["cpu"]
+        ratio = lambda a, b: "—" if a is None or b is None else f"{b / a:.2f}×"
+        lines.append(f"| {scheme} | {causal} | {n} | {ms(g)} | {tflops(g, n, causal)} | {ms(t)} | {tflops(t, n, causal)} | {ms(c)} | "
+                     f"{ratio(g, t)} | {ratio(g, c)} | {'—' if err is None else f'{err:.1e}'} | {'; '.join(f'{k}: {v}' for k, v in errors.items())} |")
+    text = "\n".join(lines) + "\n"
+    os.makedirs(os.path.dirname(args.out), exist_ok=True)
+    with open(args.out, "w") as f:
+        f.write(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
