@@ -62,28 +62,34 @@ def relattn_side(binary, backend, scheme, npz, causal, reps, out, threads, timeo
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
-def torch_side(torch, npz, scheme, causal, reps):
-    """PyTorch's layer on CUDA: best ms and the output (numpy), or {"error": …}."""
+def torch_side(torch, device, npz, scheme, causal, reps):
+    """PyTorch's layer on `device` (CUDA): best ms and the output (numpy), or {"error": …}."""
     import numpy as np
+
+    def sync():
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+
     try:
         with np.load(npz) as f:
-            t = {name: torch.from_numpy(f[name]).cuda() for name in f.files}
+            t = {name: torch.from_numpy(f[name]).to(device) for name in f.files}
         n = t["x"].shape[1]
-        fixed = {k: v.cuda() for k, v in fixed_tensors(torch, t, scheme, n, causal).items()}
+        fixed = {k: v.to(device) for k, v in fixed_tensors(torch, t, scheme, n, causal).items()}
         times = []
         with torch.inference_mode():
             out = peer_forward(torch, t, scheme, fixed, causal)
-            torch.cuda.synchronize()
+            sync()
             for _ in range(reps):
-                torch.cuda.synchronize()
+                sync()
                 start = time.perf_counter()
                 out = peer_forward(torch, t, scheme, fixed, causal)
-                torch.cuda.synchronize()
+                sync()
                 times.append((time.perf_counter() - start) * 1e3)
         result = {"ms_min": min(times), "output": out.float().cpu().numpy()}
     except RuntimeError as e:  # CUDA out of memory and the like
         result = {"error": str(e).splitlines()[0][:160]}
-    torch.cuda.empty_cache()
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
     return result
 
 
@@ -98,6 +104,35 @@ def flops(n, causal):
     pairs = n * (n + 1) / 2 if causal else n * n
     return 4 * 2 * n * HIDDEN * HIDDEN + 4 * pairs * HIDDEN
 
+def write_table(rows, args, started, gpu, adapter, torch_version, cpu):
+    """The markdown table of the rows so far, written to --out (after each row: a run stopped early keeps them)."""
+
+    def ms(v):
+        return "—" if v is None else f"{v:.2f}" if v < 100 else f"{v:.0f}"
+
+    def tflops(v, n, causal):
+        return "—" if v is None else f"{flops(n, causal == 'true') / v / 1e9:.1f}"
+
+    lines = [
+        "# relattn's GPU path on a real GPU (bench/gpu_bench.py)",
+        "",
+        f"{started:%Y-%m-%d %H:%M} UTC; GPU: {gpu} (wgpu adapter: {adapter}); CPU: {cpu}; torch {torch_version}.",
+        f"Hidden 512, 8 heads, batch 1, float32; best of {args.rounds} rounds × the reps by n (10 to 2); relattn CPU with "
+        f"{args.threads or os.cpu_count()} threads up to n {args.cpu_max_n}. TFLOP/s counts the useful flops (projections, 4·n²·d, n(n+1)/2 pairs causal).",
+        "",
+        "| scheme | causal | n | relattn GPU ms | TFLOP/s | PyTorch CUDA ms | TFLOP/s | relattn CPU ms | GPU vs PyTorch | GPU vs CPU | max rel. diff | errors |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for scheme, causal, n, best, err, errors in rows:
+        g, t, c = best["gpu"], best["torch"], best["cpu"]
+        ratio = lambda a, b: "—" if a is None or b is None else f"{b / a:.2f}×"
+        lines.append(f"| {scheme} | {causal} | {n} | {ms(g)} | {tflops(g, n, causal)} | {ms(t)} | {tflops(t, n, causal)} | {ms(c)} | "
+                     f"{ratio(g, t)} | {ratio(g, c)} | {'—' if err is None else f'{err:.1e}'} | {'; '.join(f'{k}: {v}' for k, v in errors.items())} |")
+    text = "\n".join(lines) + "\n"
+    os.makedirs(os.path.dirname(args.out), exist_ok=True)
+    with open(args.out, "w") as f:
+        f.write(text)
+
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -110,13 +145,15 @@ def main():
     ap.add_argument("--cpu-max-n", type=int, default=8192, help="largest n run on relattn's CPU side")
     ap.add_argument("--timeout", type=float, default=300)
     ap.add_argument("--out", default=os.path.join(HERE, "results", "gpu_bench.md"))
+    ap.add_argument("--device", default="cuda", help="PyTorch's device (cpu: a smoke test of this script without a GPU)")
     args = ap.parse_args()
     import numpy as np
     import torch
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
-    gpu = torch.cuda.get_device_name(0)
-    rows, adapter = [], None
+    device = torch.device(args.device)
+    gpu = torch.cuda.get_device_name(0) if device.type == "cuda" else "none (PyTorch on the CPU)"
+    rows, adapter, cpu = [], None, machine()
     started = datetime.datetime.now(datetime.timezone.utc)
     with tempfile.TemporaryDirectory() as work:
         for scheme in args.schemes:
@@ -138,7 +175,7 @@ def main():
                             adapter = adapter or r.get("adapter")
                             best[side] = min(best[side] or r["ms_min"], r["ms_min"])
                             outputs[side] = np.load(out)[0]
-                        r = torch_side(torch, npz, scheme, causal == "true", reps)
+                        r = torch_side(torch, device, npz, scheme, causal == "true", reps)
                         if "error" in r:
                             errors["torch"] = r["error"]
                         else:
@@ -147,33 +184,8 @@ def main():
                     err = rel_err(outputs["gpu"], outputs["torch"]) if "gpu" in outputs and "torch" in outputs else None
                     rows.append((scheme, causal, n, best, err, errors))
                     print(json.dumps({"scheme": scheme, "causal": causal, "n": n, "ms": best, "rel_err": err, "errors": errors}), flush=True)
+                    write_table(rows, args, started, gpu, adapter, torch.__version__, cpu)
 
-    def ms(v):
-        return "—" if v is None else f"{v:.2f}" if v < 100 else f"{v:.0f}"
-
-    def tflops(v, n, causal):
-        return "—" if v is None else f"{flops(n, causal == 'true') / v / 1e9:.1f}"
-
-    lines = [
-        "# relattn's GPU path on a real GPU (bench/gpu_bench.py)",
-        "",
-        f"{started:%Y-%m-%d %H:%M} UTC; GPU: {gpu} (wgpu adapter: {adapter}); CPU: {machine()}; torch {torch.__version__}.",
-        f"Hidden 512, 8 heads, batch 1, float32; best of {args.rounds} rounds × the reps by n (10 to 2); relattn CPU with "
-        f"{args.threads or os.cpu_count()} threads up to n {args.cpu_max_n}. TFLOP/s counts the useful flops (projections, 4·n²·d, n(n+1)/2 pairs causal).",
-        "",
-        "| scheme | causal | n | relattn GPU ms | TFLOP/s | PyTorch CUDA ms | TFLOP/s | relattn CPU ms | GPU vs PyTorch | GPU vs CPU | max rel. diff | errors |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
-    ]
-    for scheme, causal, n, best, err, errors in rows:
-        g, t, c = best["gpu"], best["torch"], best["cpu"]
-        ratio = lambda a, b: "—" if a is None or b is None else f"{b / a:.2f}×"
-        lines.append(f"| {scheme} | {causal} | {n} | {ms(g)} | {tflops(g, n, causal)} | {ms(t)} | {tflops(t, n, causal)} | {ms(c)} | "
-                     f"{ratio(g, t)} | {ratio(g, c)} | {'—' if err is None else f'{err:.1e}'} | {'; '.join(f'{k}: {v}' for k, v in errors.items())} |")
-    text = "\n".join(lines) + "\n"
-    os.makedirs(os.path.dirname(args.out), exist_ok=True)
-    with open(args.out, "w") as f:
-        f.write(text)
-    print(text)
 
 
 if __name__ == "__main__":
