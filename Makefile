@@ -64,7 +64,7 @@ check:
 	@test -d node_modules/typescript -a node_modules/.package-lock.json -nt package-lock.json || npm ci --no-audit --no-fund
 	@rm -rf target/protocol-types
 	TS_RS_EXPORT_DIR=$(CURDIR)/target/protocol-types cargo test --quiet -p relattn --lib --features test-hooks export_bindings >/dev/null
-	@diff -r target/protocol-types www/js/types >/dev/null || { echo "www/js/types/ is not what src/protocol/ generates: run make protocol"; exit 1; }
+	@diff -r target/protocol-types www/js/types >/dev/null || { echo "www/js/types/ is not what crates/relattn/src/protocol/ generates: run make protocol"; exit 1; }
 	node_modules/.bin/tsc -p tsconfig.json
 	@# The worker against the wasm's exports: their wasm-bindgen types, from a debug build, beside a copy of the worker.
 	@$(MAKE) --no-print-directory deps-wasm

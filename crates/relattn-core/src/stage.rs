@@ -38,7 +38,7 @@ pub enum Stage {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
-#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(export, export_to = "protocol.d.ts"))]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(export_to = "protocol.d.ts"))]
 pub enum Scale {
     /// Signed values, centred on 0.
     Diverging,
@@ -86,7 +86,7 @@ impl StageText {
 /// `Info::pair`; each scheme's module writes its own: `positions::<scheme>::pair_labels`).
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
-#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(export, export_to = "protocol.d.ts"))]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(export_to = "protocol.d.ts"))]
 pub struct PairLabels {
     /// "content term q·k = {}", or what the scheme's content logit is instead (RoPE's rotated vectors').
     pub content: &'static str,

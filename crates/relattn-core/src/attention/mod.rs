@@ -33,7 +33,7 @@ use std::str::FromStr;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(rename_all = "lowercase"))]
-#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(export, export_to = "protocol.d.ts"))]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(export_to = "protocol.d.ts"))]
 pub enum Implementation {
     /// Gather of the small `Q Tᵀ` product (Shaw) or the skew (Music); weights summed into buckets.
     Efficient,
@@ -46,7 +46,7 @@ pub enum Implementation {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
-#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(export, export_to = "protocol.d.ts"))]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(export_to = "protocol.d.ts"))]
 pub enum LogitScale {
     /// 1/√d_head (Vaswani et al. 2017, and every scheme's paper).
     #[default]

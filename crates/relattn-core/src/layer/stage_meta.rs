@@ -13,7 +13,7 @@ use crate::stage::{Scale, Stage, StageText, COMPONENT_AXIS, FEATURE_AXIS, KEY_AX
 /// Everything the page and the CLI show about a stage besides its numbers (sent to the page as JSON).
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
-#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(export, export_to = "protocol.d.ts"))]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(export_to = "protocol.d.ts"))]
 pub struct StageMeta {
     /// The array name in a trace .npz and on the command line.
     pub name: &'static str,

@@ -19,7 +19,7 @@ use std::str::FromStr;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(rename_all = "lowercase"))]
-#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(export, export_to = "protocol.d.ts"))]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(export_to = "protocol.d.ts"))]
 pub enum Edge {
     /// Clamp to the nearest edge row (Shaw et al. 2018: `clip(d, k)`).
     Clip,
