@@ -165,7 +165,12 @@ test('the URL restores the exact view, pinned cell included', async () => {
   // A value the page does not have (a mistyped or stale link) is said next to its control, not silently replaced.
   const p4 = await open('?method=nonsense&n=6&rope_layout=bogus');
   assert.match(await p4.locator('#err-method').innerText(), /The link's method=nonsense is not one of shaw, music, rope, alibi, t5, absolute: showing shaw\./);
-  await Promise.all([p2.close(), p3.close(), p4.close()]);
+  // A stage the layer does not have is said too, and no slide is shown in its place.
+  const p5 = await open('?preset=seed004&present=nonsense');
+  await p5.waitForFunction(() => document.getElementById('err-general').textContent !== '');
+  assert.match(await p5.locator('#err-general').innerText(), /The link's present=nonsense is not one of this layer's stages and pictures \(distances, .*weights.*\): the page is shown, no slide\./);
+  assert.equal(await p5.evaluate(() => document.getElementById('present').hidden), true, 'a slide was shown for an unknown stage');
+  await Promise.all([p2.close(), p3.close(), p4.close(), p5.close()]);
   // Copy link: the link is the page's URL (the clipboard, or a selected field to copy by hand).
   await page.click('#copy-link');
   await page.waitForFunction(() => document.getElementById('toast').textContent !== '' || document.querySelector('.link-field'));

@@ -184,7 +184,14 @@ async function main() {
       // The comparison's slides (compare.js), or a stage's.
       if (COMPARE_SLIDES.includes(presentStage)) { presentCompare(COMPARE_SLIDES.indexOf(presentStage)); return; }
       const at = state.current.stages.findIndex((s) => s.name === presentStage);
-      enterPresent(at < 0 ? 0 : at);
+      if (at >= 0) { enterPresent(at); return; }
+      // A stage the layer does not have (a mistyped or stale link): said under the controls with every result
+      // until a control is changed, and no slide.
+      const names = [...state.current.stages.map((s) => s.name), ...COMPARE_SLIDES].join(', ');
+      const notice = { field: 'general', message: `The link's present=${presentStage} is not one of this layer's stages and pictures (${names}): the page is shown, no slide.` };
+      urlNotice = urlNotice || notice;
+      $('controls').addEventListener('change', () => { if (urlNotice === notice) urlNotice = null; }, { once: true });
+      showError(urlNotice.field, urlNotice.message);
     }, 50);
   }
   uiLoaded();
