@@ -7,7 +7,7 @@ pub fn check_scenario_bytes(data: &[u8]) {
     use relattn::files::{read_arrays, TensorFile};
     use relattn::layer::forward;
     use relattn::{Config, Method, Scenario, Spec};
-    let Ok(TensorFile { arrays, .. }) = read_arrays(data, "input.npz") else { return };
+    let Ok(TensorFile { arrays, .. }) = read_arrays(data, "input.npz", relattn::files::MAX_FILE_BYTES) else { return };
     for (method, causal) in [(Method::Shaw, false), (Method::Music, true)] {
         let cfg = Config { method, causal, heads: 1, clip: 2, ..Config::default() };
         let spec = Spec { n: 4, d_model: 4, batch: 1, seed: 0 };

@@ -18,9 +18,10 @@ pub fn read_chorales(path: &Path) -> relattn::Result<Chorales> {
     Chorales::parse(&read_bytes(path, "a chorale data file", "a .json data file")?, &path.display().to_string())
 }
 
-/// Reads a scenario file, a captured layer's too (see [`read_bytes`]).
-pub fn read_file(path: &Path) -> relattn::Result<TensorFile> {
-    read_arrays(&read_bytes(path, "a scenario file", "an .npz or .npy file")?, &path.display().to_string())
+/// Reads a scenario file, a captured layer's too (see [`read_bytes`]), its arrays within `budget` bytes
+/// ([`read_arrays`]).
+pub fn read_file(path: &Path, budget: u64) -> relattn::Result<TensorFile> {
+    read_arrays(&read_bytes(path, "a scenario file", "an .npz or .npy file")?, &path.display().to_string(), budget)
 }
 
 /// Reads an input file (`what`, e.g. "a scenario file"; `wanted`, what to give instead). Refused before

@@ -16,11 +16,16 @@ impl LayerArgs {
     /// The configuration, sizes and given arrays (the preset's, then the file's), checked ([`LayerOptions::resolve`]),
     /// and the description of a captured layer's file: its options are the layer's, save those given beside it.
     pub fn resolve(&self) -> relattn::Result<(Config, Spec, Arrays, bool, Option<CaptureInfo>)> {
-        let file = self.tensors.as_deref().map(read_file).transpose()?.unwrap_or_default();
+        let file = self.tensors.as_deref().map(|p| read_file(p, self.budget())).transpose()?.unwrap_or_default();
         let options = file.capture.as_ref().map_or_else(|| self.options.clone(), |c| self.options.over(&c.options));
         let Resolved { config, spec, mut arrays, per_head_tables } = options.resolve(&Limits::NONE)?;
         arrays.extend(file.arrays);
         Ok((config, spec, arrays, per_head_tables, file.capture))
+    }
+
+    /// The memory budget in bytes: --max-memory-mb, or [`DEFAULT_MEMORY_LIMIT`].
+    pub fn budget(&self) -> u64 {
+        self.max_memory_mb.map_or(DEFAULT_MEMORY_LIMIT, |mb| mb << 20)
     }
 
     /// Builds the scenario and its trace within the memory budget (plus `extra` bytes the caller needs).
@@ -53,7 +58,7 @@ impl LayerArgs {
         let (cfg, spec, arrays, per_head, capture) = self.resolve()?;
         let sizes = sizes_of(&arrays, &spec)?;
         relattn::layer::scenario::check_config(&cfg, &sizes)?;
-        let limit = self.max_memory_mb.map_or(DEFAULT_MEMORY_LIMIT, |mb| mb << 20);
+        let limit = self.budget();
         let request = Sizes { batch: sizes.batch, n: sizes.n, d_model: sizes.d_model, per_head_tables: per_head, trace, parallel };
         let estimate = forward::check_budget(&cfg, &request, extra, limit)?;
         Ok((cfg, Scenario::build(&cfg, &spec, arrays, per_head)?, estimate, capture))

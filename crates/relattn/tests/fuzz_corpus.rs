@@ -51,7 +51,7 @@ fn past_crashes_stay_fixed() {
 #[test]
 fn huge_claimed_shape_is_an_error() {
     let bytes = common::npy("<f4", "(100000, 100000)", &[0u8; 16]);
-    assert!(relattn::files::read_arrays(&bytes, "huge.npy").is_err());
+    assert!(relattn::files::read_arrays(&bytes, "huge.npy", relattn::files::MAX_FILE_BYTES).is_err());
     check_scenario_bytes(&bytes);
 }
 
@@ -72,7 +72,7 @@ fn header_only_and_huge_shapes_fit_32_bit_limits() {
         }
     }
     let (npy, _) = fuzz_npy(&[0, 3, 4, 0, 0, 0, 0, 0, 0, 0, 0, 4, 112, 17, 1, 0, 0, 0, 0, 0, 4, 112, 17, 1, 0, 0, 0, 0, 0]).unwrap();
-    assert!(relattn::files::read_arrays(&npy, "empty.npy").is_err(), "shape (0, 70000, 70000) loaded");
+    assert!(relattn::files::read_arrays(&npy, "empty.npy", relattn::files::MAX_FILE_BYTES).is_err(), "shape (0, 70000, 70000) loaded");
 }
 
 /// A header of nested brackets (the Python-literal parser is exponential in their depth) is refused at once.
@@ -86,7 +86,7 @@ fn deeply_nested_header_is_refused_quickly() {
     bytes.extend((header.len() as u16).to_le_bytes());
     bytes.extend(header);
     let start = std::time::Instant::now();
-    let e = relattn::files::read_arrays(&bytes, "deep.npy").unwrap_err();
+    let e = relattn::files::read_arrays(&bytes, "deep.npy", relattn::files::MAX_FILE_BYTES).unwrap_err();
     assert!(e.to_string().contains("nests brackets 42 deep"), "{e}");
     assert!(start.elapsed().as_secs() < 5, "took {:?}", start.elapsed());
 }

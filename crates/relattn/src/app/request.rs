@@ -92,7 +92,7 @@ impl Inputs {
         if sentence.len() > MAX_N {
             return Err(Error::invalid("tokens", format!("{} tokens", sentence.len()), format!("at most {MAX_N} tokens (n)")));
         }
-        let file = file.map(|bytes| crate::files::read_arrays(bytes, &request.file_name)).transpose()?.unwrap_or_default();
+        let file = file.map(|bytes| crate::files::read_arrays(bytes, &request.file_name, MEMORY_LIMIT)).transpose()?.unwrap_or_default();
         let mut options: LayerOptions = match &file.capture {
             Some(c) => c.options.over(&request.options),
             None => request.options.clone(),

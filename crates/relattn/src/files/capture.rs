@@ -42,15 +42,15 @@ pub struct CaptureInfo {
 }
 
 impl CaptureInfo {
-    /// Reads the JSON of a capture's `capture.npy` (its bytes, as f32 values 0..=255 the way every member is
-    /// read), in `file_name` for messages.
-    pub fn parse(values: impl Iterator<Item = f32>, file_name: &str) -> Result<CaptureInfo> {
+    /// Reads the JSON of a capture's `capture.npy` (its bytes: 1-D uint8, [`super::read_arrays`] checks that),
+    /// in `file_name` for messages. Unknown keys are refused by name, in the options too.
+    pub fn parse(bytes: &[u8], file_name: &str) -> Result<CaptureInfo> {
         let file_err = |reason: String| Error::File { path: file_name.into(), reason };
-        let bytes: Vec<u8> = values
-            .map(|v| if (0.0..=255.0).contains(&v) && v.fract() == 0.0 { Ok(v as u8) } else { Err(()) })
-            .collect::<std::result::Result<_, _>>()
-            .map_err(|_| file_err(format!("member '{MEMBER}' is not UTF-8 bytes (uint8)")))?;
-        serde_json::from_slice(&bytes).map_err(|e| file_err(format!("member '{MEMBER}' is not a capture's description: {e}")))
+        let info: CaptureInfo = serde_json::from_slice(bytes).map_err(|e| file_err(format!("member '{MEMBER}' is not a capture's description: {e}")))?;
+        if let Some(name) = info.options.unknown.keys().next() {
+            return Err(Error::invalid("option", format!("'{name}' in {file_name}"), LayerOptions::names().join(", ")));
+        }
+        Ok(info)
     }
 
     /// A one-line title of the layer: "meta-llama/Llama-3.2-1B, decoder layer 3".
@@ -87,12 +87,19 @@ mod tests {
     #[test]
     fn a_description_is_json_bytes() {
         let json = br#"{"options": {"method": "t5", "logit_scale": "none"}, "model": "t5-small", "family": "t5", "part": "encoder", "layer": 1}"#;
-        let info = CaptureInfo::parse(json.iter().map(|&b| b as f32), "c.npz").unwrap();
+        let info = CaptureInfo::parse(json, "c.npz").unwrap();
         assert_eq!((info.options.method, info.title()), (Some(Method::T5), "t5-small, encoder layer 1".to_string()));
-        let bad = CaptureInfo::parse([1.5f32].into_iter(), "c.npz").unwrap_err();
-        assert!(bad.to_string().contains("c.npz") && bad.to_string().contains("uint8"), "{bad}");
-        let unknown =
-            CaptureInfo::parse(br#"{"options": {}, "model": "m", "family": "f", "part": "p", "layer": 0, "x": 1}"#.iter().map(|&b| b as f32), "c.npz");
+        let bad = CaptureInfo::parse(&[0xff], "c.npz").unwrap_err();
+        assert!(bad.to_string().contains("c.npz") && bad.to_string().contains("capture"), "{bad}");
+        let unknown = CaptureInfo::parse(br#"{"options": {}, "model": "m", "family": "f", "part": "p", "layer": 0, "x": 1}"#, "c.npz");
         assert!(unknown.unwrap_err().to_string().contains("unknown field"));
+    }
+
+    #[test]
+    fn an_unknown_option_is_refused_by_name() {
+        let json = br#"{"options": {"method": "rope", "foo": 1}, "model": "m", "family": "f", "part": "p", "layer": 0}"#;
+        let e = CaptureInfo::parse(json, "c.npz").unwrap_err();
+        assert_eq!(e.field(), "option");
+        assert!(e.to_string().contains("'foo'") && e.to_string().contains("rope_base"), "{e}");
     }
 }
