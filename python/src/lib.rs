@@ -67,11 +67,27 @@ fn json_of(py: Python<'_>, name: &str, value: &Bound<'_, PyAny>) -> PyResult<Opt
     } else if let (false, Ok(i)) = (value.is_instance_of::<PyFloat>(), value.extract::<i64>()) {
         i.into()
     } else if let Ok(f) = value.extract::<f64>() {
-        f.into()
+        match option_help(name) {
+            // JSON has no NaN or ∞ (serde_json would make it null: unset, the default taken without a word).
+            Some(help) if !f.is_finite() => {
+                let given = if f.is_nan() { "NaN (not a number)".to_string() } else { format!("{}∞", if f < 0.0 { "−" } else { "" }) };
+                return Err(refuse(py, name, given, format!("a finite number: {help}")));
+            }
+            _ => f.into(), // an unknown keyword's: refused by name as an unknown option
+        }
     } else {
         let given = value.repr().map(|r| r.to_string()).unwrap_or_default();
         return Err(refuse(py, name, given, "a number, True or False, or a string"));
     }))
+}
+
+/// What option `name` allows, as its help says it (the command line's `--help`: its range and default), for a
+/// refused NaN or ∞; None for a name that is not an option.
+fn option_help(name: &str) -> Option<String> {
+    use clap::Args;
+    let cmd = LayerOptions::augment_args(clap::Command::new("options"));
+    let arg = cmd.get_arguments().find(|a| a.get_id() == name)?;
+    Some(arg.get_help().map_or_else(|| name.to_string(), |h| h.to_string()))
 }
 
 /// Reads the keyword options into [`LayerOptions`] by serde, as the page's requests are read; a value of the

@@ -359,3 +359,26 @@ def test_ctrl_c_stops_a_long_computation_within_a_second():
     timer.join()
     assert late < 1.0, f"KeyboardInterrupt {late:.2f} s after Ctrl-C"
     assert relattn.attention(method="rope", n=8, d_model=16, heads=2).shape == (1, 8, 16)
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -float("inf"), np.float32("nan")])
+@pytest.mark.parametrize("name", ["rope_base", "rope_scale", "rope_fraction", "n", "clip", "t5_max_distance"])
+def test_a_non_finite_option_is_refused_by_name_in_every_entry_point(name, value):
+    """Issue #52 item 7: NaN or ±∞ is no option's value (JSON would carry it as null, unset: the default taken
+    without a word); every entry point that takes options refuses it naming the option and its range."""
+    calls = [relattn.trace, relattn.attention, relattn.layer]
+    try:
+        import anywidget  # noqa: F401
+
+        calls.append(relattn.show)
+    except ImportError:
+        pass
+    for call in calls:
+        with pytest.raises(relattn.RelattnError) as e:
+            call(method="rope", heads=2, **{name: value})
+        assert e.value.field == name, (call.__name__, e.value.field, str(e.value))
+        assert "finite" in str(e.value)
+    # An unknown keyword with NaN is still an unknown option.
+    with pytest.raises(relattn.RelattnError) as e:
+        relattn.trace(method="rope", heads=2, no_such_option=float("nan"))
+    assert e.value.field == "option"
