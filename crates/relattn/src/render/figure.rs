@@ -111,24 +111,71 @@ pub const MAX_VECTOR_CELLS: usize = 64 * 64;
 /// Largest matrix side that gets its values written in the cells.
 const MAX_TEXT_SIDE: usize = 16;
 
-/// `s` with every control character (C0, DEL, C1) replaced by a visible stand-in: U+2400 + c for C0
-/// ("␁"), "␡" for DEL, U+FFFD for C1. XML 1.0 has no way to write C0 controls other than tab and line
-/// breaks, so an SVG holding one is invalid; and none of them draws as anything on a canvas or bitmap.
+/// Most characters of any text drawn (a title, a subtitle, an axis title, a legend): the rest is cut with "…"
+/// by [`printable`] before anything is measured, so fitting a text measures at most this many characters.
+pub const MAX_TEXT_CHARS: usize = 1024;
+/// Most characters of a heatmap's tick label (a token): the tooltip has the whole token.
+pub const MAX_LABEL_CHARS: usize = 64;
+/// Largest share of a heatmap's width its row labels may take; longer ones are cut with "…".
+const ROW_LABEL_SHARE: f32 = 0.25;
+
+/// `s` in at most `max` characters, the last of them "…" when it had more (linear in `max`, whatever `s`'s
+/// length).
+pub fn capped(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        None => s.to_string(),
+        Some(_) => format!("{}…", s.chars().take(max.saturating_sub(1)).collect::<String>()),
+    }
+}
+
+/// `s` as drawn: at most [`MAX_TEXT_CHARS`] characters ([`capped`]), every control character (C0, DEL, C1)
+/// replaced by a visible stand-in: U+2400 + c for C0 ("␁"), "␡" for DEL, U+FFFD for C1 and for the
+/// bidirectional controls (U+200E, U+200F, U+061C, U+202A–U+202E, U+2066–U+2069), which would reorder the
+/// text around them (a right-to-left override shows a token reversed). XML 1.0 has no way to write C0
+/// controls other than tab and line breaks, so an SVG holding one is invalid; and none of them draws as
+/// anything on a canvas or bitmap.
 pub fn printable(s: &str) -> String {
-    s.chars()
+    capped(s, MAX_TEXT_CHARS)
+        .chars()
         .map(|c| match c as u32 {
             0..=0x1f => char::from_u32(0x2400 + c as u32).unwrap_or('\u{fffd}'),
             0x7f => '\u{2421}',
+            0x200e | 0x200f | 0x061c | 0x202a..=0x202e | 0x2066..=0x2069 => '\u{fffd}',
             _ if c.is_control() => '\u{fffd}',
             _ => c,
         })
         .collect()
 }
 
+/// The longest start of `t` that, followed by "…", is at most `room` pixels wide (`width` measures), of
+/// `min` characters at least; `t` itself when it fits. Found by bisection: about log₂ of `t`'s length
+/// measurements, each of at most its length.
+fn cut_to(t: &str, room: u32, min: usize, width: impl Fn(&str) -> u32) -> String {
+    if width(t) <= room {
+        return t.to_string();
+    }
+    // ends[k]: the byte end of the first k characters.
+    let ends: Vec<usize> = t.char_indices().map(|(i, _)| i).chain(std::iter::once(t.len())).collect();
+    let cut = |k: usize| format!("{}…", t[..ends[k]].trim_end());
+    let (mut lo, mut hi) = (min.min(ends.len() - 1), ends.len() - 1); // lo: shown whatever; answer in lo..hi
+    while hi - lo > 1 {
+        let mid = (lo + hi) / 2;
+        if width(&cut(mid)) <= room {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    if lo + 1 < ends.len() - 1 && width(&cut(lo + 1)) <= room {
+        lo += 1;
+    }
+    cut(lo)
+}
+
 /// Draws `fig` on `root`; returns the plot area's pixel ranges (x, y) in backend coordinates. Every text
 /// (title, subtitle, axis titles, labels) is drawn [`printable`].
 pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, fig: &Figure, cells: Cells) -> Result<(Range<i32>, Range<i32>), String> {
-    let printable_all = |l: &Option<Vec<String>>| l.as_ref().map(|l| l.iter().map(|t| printable(t)).collect::<Vec<_>>());
+    let printable_all = |l: &Option<Vec<String>>| l.as_ref().map(|l| l.iter().map(|t| printable(&capped(t, MAX_LABEL_CHARS))).collect::<Vec<_>>());
     let fig = &Figure {
         matrix: fig.matrix,
         title: printable(&fig.title),
@@ -167,6 +214,9 @@ pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, fig: &Figure, cel
     let label_font = ("sans-serif", px(12)).into_font();
     let label_style = TextStyle::from(label_font.clone());
     let text_w = |t: &str| main.estimate_text_size(t, &label_style).map_or(7 * t.chars().count() as u32, |(w, _)| w);
+    // Row labels take at most a share of the width (an 80-character token squeezed the cells to nothing).
+    let row_room = (w as f32 * ROW_LABEL_SHARE) as u32;
+    let y_labels = fig.y_labels.as_ref().map(|l| l.iter().map(|t| cut_to(t, row_room, 1, text_w)).collect::<Vec<_>>());
     let widest = |labels: &Option<Vec<String>>, count: usize| match labels {
         Some(l) => l.iter().map(|t| text_w(&format!("{t}{Y_LABEL_GAP}"))).max().unwrap_or(0),
         None => text_w(&format!("{}{Y_LABEL_GAP}", count.saturating_sub(1))),
@@ -174,7 +224,7 @@ pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, fig: &Figure, cel
     let mut chart = ChartBuilder::on(&main)
         .margin(px(8))
         .x_label_area_size(px(40))
-        .y_label_area_size((px(36) + widest(&fig.y_labels, rows)).max(px(56)))
+        .y_label_area_size((px(36) + widest(&y_labels, rows)).max(px(56)))
         .build_cartesian_2d((0..cols as i32 - 1).into_segmented(), (0..rows as i32 - 1).into_segmented())
         .map_err(err)?;
     // Every `step`-th row and column is labelled, a 1-2-5 step that leaves each label room (12 px text:
@@ -191,7 +241,7 @@ pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, fig: &Figure, cel
     // too, where it would collapse plain spaces).
     let y_fmt = |v: &SegmentValue<i32>| match v {
         SegmentValue::CenterOf(r) if *r < rows as i32 && (rows - 1 - *r as usize).is_multiple_of(y_step) => {
-            format!("{}{Y_LABEL_GAP}", label(&fig.y_labels, rows as i32 - 1 - *r))
+            format!("{}{Y_LABEL_GAP}", label(&y_labels, rows as i32 - 1 - *r))
         }
         _ => String::new(),
     };
@@ -356,7 +406,7 @@ pub fn save(fig: &Figure, path: &std::path::Path, size: (u32, u32)) -> relattn_c
 /// The column labels of a figure `plot_w` pixels wide: every `step`-th of the `cols` columns (a 1-2-5 step
 /// leaving each label its measured width, `px`, and 6 px between), and those labels — indices as they are,
 /// tokens cut with an ellipsis to their slot (two characters and the ellipsis at least decide the step; the
-/// tooltip has the whole token) — so that no two overlap.
+/// tooltip has the whole token; [`cut_to`], in time linear in the token's length) — so that no two overlap.
 fn column_labels(tokens: Option<&[String]>, cols: usize, plot_w: u32, px: &impl Fn(&str) -> u32) -> (usize, Vec<String>) {
     let cut = |t: &str, chars: usize| format!("{}…", t.chars().take(chars).collect::<String>());
     let need = match tokens {
@@ -370,15 +420,8 @@ fn column_labels(tokens: Option<&[String]>, cols: usize, plot_w: u32, px: &impl 
         .map(|c| match tokens {
             None => c.to_string(),
             Some(l) => {
-                let t = l.get(c).cloned().unwrap_or_default();
-                if px(&t) <= slot {
-                    return t;
-                }
-                let mut chars = t.chars().count();
-                while chars > 1 && px(&cut(&t, chars)) > slot {
-                    chars -= 1;
-                }
-                cut(&t, chars)
+                let t = l.get(c).map_or("", String::as_str);
+                cut_to(t, slot, 1, px)
             }
         })
         .collect();
@@ -386,7 +429,8 @@ fn column_labels(tokens: Option<&[String]>, cols: usize, plot_w: u32, px: &impl 
 }
 
 /// `text` in at most `max_lines` lines of at most `room` pixels (`width` measures a line), breaking between
-/// words; what does not fit ends the last line with "…".
+/// words; what does not fit ends the last line with "…" ([`cut_to`]). Each line is measured as it grows, at
+/// most as wide as `room`; callers pass texts of at most [`MAX_TEXT_CHARS`] ([`printable`]).
 fn wrap_to(text: &str, room: u32, max_lines: usize, width: impl Fn(&str) -> u32) -> Vec<String> {
     let mut lines: Vec<String> = Vec::new();
     let mut words = text.split(' ').peekable();
@@ -400,11 +444,8 @@ fn wrap_to(text: &str, room: u32, max_lines: usize, width: impl Fn(&str) -> u32)
             Some(line) if full => {
                 // Out of lines: cut the last one to fit with an ellipsis.
                 let rest: Vec<&str> = std::iter::once(word).chain(words.by_ref()).collect();
-                let mut cut = format!("{line} {}", rest.join(" "));
-                while !cut.is_empty() && width(&format!("{cut}…")) > room {
-                    cut.pop();
-                }
-                *line = format!("{}…", cut.trim_end());
+                let cut = cut_to(&format!("{line} {}", rest.join(" ")), room, 0, &width);
+                *line = if cut.ends_with('…') { cut } else { format!("{}…", cut.trim_end()) };
                 break;
             }
             _ => lines.push(word.to_string()),
@@ -511,6 +552,64 @@ mod tests {
             let s = tick_step(count, room);
             assert!(count.div_ceil(s) <= room.max(1), "{count} in {room}: step {s}");
         }
+    }
+
+    /// Fitting a text measures O(its length) characters in all, not O(length²): a 64,000-character token
+    /// or subtitle, measured by a width that counts what it is given.
+    #[test]
+    fn texts_are_fitted_in_linear_time() {
+        let measured = std::cell::Cell::new(0usize);
+        let px = |t: &str| {
+            let n = t.chars().count();
+            measured.set(measured.get() + n);
+            7 * n as u32
+        };
+        let long = "w".repeat(64_000);
+        let (_, shown) = column_labels(Some(&[long.clone(), "a".into()]), 2, 400, &px);
+        assert!(shown[0].ends_with('…') && px(&shown[0]) <= 200, "{}", shown[0]);
+        assert!(measured.get() <= 64_000 * 40, "{} characters measured", measured.get());
+        measured.set(0);
+        let lines = wrap_to(&format!("a b {long}"), 400, 1, px);
+        assert!(lines[0].ends_with('…') && px(&lines[0]) <= 400, "{lines:?}");
+        assert!(measured.get() <= 64_000 * 40, "{} characters measured", measured.get());
+        measured.set(0);
+        let lines = wrap_to(&"ab ".repeat(20_000), 400, 3, px);
+        assert_eq!(lines.len(), 3);
+        assert!(measured.get() <= 60_000 * 40, "{} characters measured", measured.get());
+        assert_eq!(cut_to("abcdef", 7 * 4, 1, |t: &str| 7 * t.chars().count() as u32), "abc…");
+        assert_eq!(cut_to("abcdef", 0, 1, |t: &str| 7 * t.chars().count() as u32), "a…");
+    }
+
+    /// What is drawn of a text is capped, and a long row label leaves the cells most of the width.
+    #[test]
+    fn long_tokens_are_cut_and_leave_the_cells_their_room() {
+        register_fonts();
+        let m = ndarray::Array2::<f32>::zeros((2, 2));
+        let svg_of = |token: String| {
+            let mut fig = Figure::plain(m.view(), token.clone(), token.clone(), "key j", "query i", Scale::Sequential);
+            (fig.x_labels, fig.y_labels) = (Some(vec![token.clone(), "b".into()]), Some(vec![token, "b".into()]));
+            let mut svg = String::new();
+            let start = std::time::Instant::now();
+            let (xs, _) = {
+                let root = plotters::prelude::SVGBackend::with_string(&mut svg, (900, 760)).into_drawing_area();
+                draw(&root, &fig, Cells::Leave).unwrap()
+            };
+            (svg, xs, start.elapsed())
+        };
+        let (svg, _, took) = svg_of("x".repeat(64_000));
+        assert!(took.as_secs_f64() < 5.0, "{took:?}");
+        assert!(!svg.contains(&"x".repeat(MAX_TEXT_CHARS + 1)), "more than {MAX_TEXT_CHARS} characters drawn");
+        let (_, xs, _) = svg_of("y".repeat(80));
+        assert!(xs.end - xs.start >= 400, "the cells got {} px of 900", xs.end - xs.start);
+    }
+
+    #[test]
+    fn bidirectional_controls_get_stand_ins() {
+        for c in ['\u{202e}', '\u{202a}', '\u{2066}', '\u{2069}', '\u{200e}', '\u{200f}', '\u{061c}'] {
+            assert_eq!(printable(&format!("ab{c}cd")), "ab\u{fffd}cd", "{:x}", c as u32);
+        }
+        assert_eq!(printable("a\u{1}b"), "a\u{2401}b");
+        assert_eq!(printable(&"é".repeat(MAX_TEXT_CHARS + 5)).chars().count(), MAX_TEXT_CHARS);
     }
 
     #[test]
