@@ -41,6 +41,10 @@ Families, and what each one's capture takes from the model:
   are the fused projection's three thirds.
 """
 
+import contextlib
+import threading
+import weakref
+
 import numpy as _np
 
 from ._errors import refuse as _refuse
@@ -108,7 +112,10 @@ class Capture:
         import os
         import tempfile
 
-        path = os.fspath(path)
+        try:
+            path = os.fsdecode(os.fspath(path))  # a str, bytes or os.PathLike path
+        except TypeError:
+            raise _refuse("path", type(path).__name__, "a file name (str, bytes or a pathlib.Path) ending in .npz") from None
         if not path.endswith(".npz"):
             raise _refuse("path", repr(path), "a file name ending in .npz")
         folder = os.path.dirname(os.path.abspath(path))
@@ -118,6 +125,9 @@ class Capture:
         members["capture"] = _np.frombuffer(json.dumps(self.description(), ensure_ascii=False).encode("utf-8"), dtype=_np.uint8)
         fd, tmp = tempfile.mkstemp(suffix=".npz.part", dir=folder)
         try:
+            # mkstemp's file is 0600: the file keeps the mode of the one it replaces, or a new one gets what
+            # open() would give it (0666 less the umask).
+            os.chmod(fd, _mode_for(path))
             with os.fdopen(fd, "wb") as f:
                 _np.savez(f, **members)
                 f.flush()
@@ -131,6 +141,36 @@ class Capture:
     def __repr__(self):
         b, n, d = self.arrays["x"].shape
         return f"Capture({self.model}, {self.part} layer {self.layer}: {self.options['method']}, {self.options['heads']} heads, batch {b}, n {n}, d_model {d})"
+
+
+def _umask():
+    """The process's umask: read from /proc where Linux gives it, else set and put back at once."""
+    import os
+
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _mode_for(path):
+    """The permission bits a save gives ``path``: those of the regular file it replaces, else 0666 & ~umask."""
+    import os
+    import stat
+
+    try:
+        st = os.stat(path)
+        if stat.S_ISREG(st.st_mode):
+            return stat.S_IMODE(st.st_mode)
+    except OSError:
+        pass
+    return 0o666 & ~_umask()
 
 
 def _np32(t):
@@ -183,8 +223,11 @@ def _run_to(module, run):
     import torch
 
     seen = {}
+    me = threading.get_ident()
 
     def hook(_module, args, kwargs):
+        if threading.get_ident() != me:  # another thread's forward through the same module: not this capture's
+            return None
         seen["args"], seen["kwargs"] = args, kwargs
         raise _Stop
 
@@ -215,24 +258,63 @@ def _same_for_the_batch(t, name):
     return t[0]
 
 
+def _check_ids(model, ids, field, vocab):
+    """Refuses token ids that are not a (batch, n) integer tensor on the CPU with batch, n ≥ 1 and every id in
+    0..vocab − 1, by ``field``."""
+    import torch
+
+    if not isinstance(ids, torch.Tensor) or ids.dim() != 2 or ids.dtype not in (torch.int64, torch.int32):
+        given = f"shape {tuple(ids.shape)}, {ids.dtype}" if isinstance(ids, torch.Tensor) else type(ids).__name__
+        raise _refuse(field, given, "a (batch, n) integer tensor, as a tokenizer's return_tensors='pt' gives")
+    if ids.device.type != "cpu":
+        raise _refuse(field, f"on {ids.device}", "a tensor on the CPU")
+    if 0 in ids.shape:
+        raise _refuse(field, f"shape {tuple(ids.shape)}", "(batch, n) with batch ≥ 1 and n ≥ 1")
+    lo, hi = int(ids.min()), int(ids.max())
+    if vocab is not None and (lo < 0 or hi >= vocab):
+        raise _refuse(field, f"ids from {lo} to {hi}", f"ids in 0..={vocab - 1} (the model's vocabulary of {vocab})")
+
+
+def _check_mask(mask, ids, field, ids_field):
+    """Refuses a padding mask that is not a tensor of ``ids``' shape holding 0 and 1 only, by ``field``."""
+    import torch
+
+    if mask is None:
+        return
+    if not isinstance(mask, torch.Tensor) or tuple(mask.shape) != tuple(ids.shape):
+        shape = f"shape {tuple(mask.shape)}" if isinstance(mask, torch.Tensor) else type(mask).__name__
+        raise _refuse(field, shape, f"a tensor of {ids_field}' shape {tuple(ids.shape)} (1 = token, 0 = padding)")
+    if mask.device.type != "cpu":
+        raise _refuse(field, f"on {mask.device}", "a tensor on the CPU")
+    if mask.is_complex() or not bool(((mask == 0) | (mask == 1)).all()):
+        bad = mask[~((mask == 0) | (mask == 1))].flatten()[0].item() if not mask.is_complex() else "complex values"
+        raise _refuse(field, f"a value {bad}", "0 (padding) and 1 (token) only")
+
+
+def _vocab(model):
+    """The number of rows of the model's input embedding (its ids' range), or None when it has none to read."""
+    try:
+        emb = model.get_input_embeddings()
+        return int(emb.num_embeddings)
+    except (AttributeError, NotImplementedError, TypeError):
+        size = getattr(getattr(model, "config", None), "vocab_size", None)
+        return size if isinstance(size, int) else None
+
+
 def _check_inputs(model, input_ids, attention_mask):
-    """Refuses what relattn cannot take from the model or the inputs, by name."""
+    """Refuses what relattn cannot take from the model or the inputs, by name: every parameter on the CPU (a
+    layer on the meta device or a GPU is found wherever it is) and in float32, the ids and the mask."""
     import torch
 
     params = list(model.parameters())
-    if params and params[0].device.type != "cpu":
-        raise _refuse("model", f"on {params[0].device}", "a model on the CPU (model.to('cpu'))")
+    devices = {p.device for p in params if p.device.type != "cpu"}
+    if devices:
+        raise _refuse("model", f"parameters on {', '.join(sorted(str(d) for d in devices))}", "a model whose every parameter is on the CPU (model.to('cpu'))")
     dtypes = {p.dtype for p in params}
     if dtypes - {torch.float32}:
         raise _refuse("model", f"parameters in {', '.join(sorted(str(d) for d in dtypes))}", "float32 (model.float())")
-    if not isinstance(input_ids, torch.Tensor) or input_ids.dim() != 2 or input_ids.dtype not in (torch.int64, torch.int32):
-        shape = tuple(input_ids.shape) if isinstance(input_ids, torch.Tensor) else type(input_ids).__name__
-        raise _refuse("input_ids", shape, "a (batch, n) integer tensor, as a tokenizer's return_tensors='pt' gives")
-    if input_ids.device.type != "cpu":
-        raise _refuse("input_ids", f"on {input_ids.device}", "a tensor on the CPU")
-    if attention_mask is not None and (not isinstance(attention_mask, torch.Tensor) or tuple(attention_mask.shape) != tuple(input_ids.shape)):
-        shape = tuple(attention_mask.shape) if isinstance(attention_mask, torch.Tensor) else type(attention_mask).__name__
-        raise _refuse("attention_mask", shape, f"a tensor of input_ids' shape {tuple(input_ids.shape)} (1 = token, 0 = padding)")
+    _check_ids(model, input_ids, "input_ids", _vocab(model))
+    _check_mask(attention_mask, input_ids, "attention_mask", "input_ids")
 
 
 def _key_mask(mask):
@@ -258,6 +340,8 @@ def _t5(model, layer, part, input_ids, attention_mask, decoder_input_ids, decode
     else:
         if decoder_input_ids is None:
             raise _refuse("decoder_input_ids", "None", "the decoder's (batch, n) token ids, for part='decoder'")
+        _check_ids(model, decoder_input_ids, "decoder_input_ids", _vocab(model))
+        _check_mask(decoder_attention_mask, decoder_input_ids, "decoder_attention_mask", "decoder_input_ids")
         ids, mask = decoder_input_ids, decoder_attention_mask
         args, kwargs = _run_to(attn, lambda: model(input_ids=input_ids, attention_mask=attention_mask, decoder_input_ids=decoder_input_ids,
                                                    decoder_attention_mask=decoder_attention_mask))
@@ -275,7 +359,7 @@ def _t5(model, layer, part, input_ids, attention_mask, decoder_input_ids, decode
     return ids, mask, options, arrays, notes
 
 
-def _rotary(model, layer, input_ids, attention_mask):
+def _rotary(model, layer, input_ids, attention_mask, extra):
     """Llama, Mistral, Qwen2, Gemma: half-split rotary with the model's own cos and sin, grouped K/V heads."""
     config = model.config
     layers = _layers(model, "model.layers", "layers")
@@ -289,7 +373,7 @@ def _rotary(model, layer, input_ids, attention_mask):
     window = getattr(attn, "sliding_window", None) if config.model_type == "qwen2" else getattr(config, "sliding_window", None)
     if window is not None and input_ids.shape[1] > window:
         raise _refuse("input_ids", f"{input_ids.shape[1]} tokens", f"at most the model's sliding window, {window} (relattn has no window)")
-    args, kwargs = _run_to(attn, lambda: model(input_ids=input_ids, attention_mask=attention_mask))
+    args, kwargs = _run_to(attn, lambda: model(input_ids=input_ids, attention_mask=attention_mask, **extra))
     cos, sin = kwargs["position_embeddings"]
     half = head_dim // 2
     (w_q, b_q), (w_k, b_k), (w_v, b_v), (w_o, b_o) = (_linear(attn.q_proj), _linear(attn.k_proj), _linear(attn.v_proj), _linear(attn.o_proj))
@@ -304,12 +388,12 @@ def _rotary(model, layer, input_ids, attention_mask):
     return input_ids, attention_mask, options, arrays, notes
 
 
-def _neox(model, layer, input_ids, attention_mask):
+def _neox(model, layer, input_ids, attention_mask, extra):
     """GPT-NeoX, Pythia: half-split rotary on the first rotary_ndims components; fused Q, K, V."""
     config = model.config
     attn = _pick(_layers(model, "gpt_neox.layers", "layers"), layer, "decoder").attention
     heads, head_dim = config.num_attention_heads, attn.head_size
-    args, kwargs = _run_to(attn, lambda: model(input_ids=input_ids, attention_mask=attention_mask))
+    args, kwargs = _run_to(attn, lambda: model(input_ids=input_ids, attention_mask=attention_mask, **extra))
     cos, sin = kwargs["position_embeddings"]
     rot = attn.rotary_ndims
     (w_q, b_q), (w_k, b_k), (w_v, b_v) = _fused_parts(attn.query_key_value, heads, head_dim, 3)
@@ -323,14 +407,14 @@ def _neox(model, layer, input_ids, attention_mask):
     return input_ids, attention_mask, options, arrays, notes
 
 
-def _gptj(model, layer, input_ids, attention_mask):
+def _gptj(model, layer, input_ids, attention_mask, extra):
     """GPT-J: interleaved rotary (rotate_every_two) on the first rotary_dim components."""
     config = model.config
     attn = _pick(_layers(model, "transformer.h", "h"), layer, "decoder").attn
     heads, head_dim = config.num_attention_heads, attn.head_dim
     if attn.rotary_dim is None:
         raise _refuse("model", "rotary_dim None", "a GPT-J config with rotary_dim set (64 in GPT-J-6B)")
-    args, kwargs = _run_to(attn, lambda: model(input_ids=input_ids, attention_mask=attention_mask))
+    args, kwargs = _run_to(attn, lambda: model(input_ids=input_ids, attention_mask=attention_mask, **extra))
     sin, cos = kwargs["position_embeddings"]  # GPT-J's order
     (w_q, _), (w_k, _), (w_v, _), (w_o, _) = (_linear(attn.q_proj), _linear(attn.k_proj), _linear(attn.v_proj), _linear(attn.out_proj))
     arrays = {"x": _np32(_hidden(args, kwargs)), "w_q": w_q, "w_k": w_k, "w_v": w_v, "w_o": w_o,
@@ -340,7 +424,7 @@ def _gptj(model, layer, input_ids, attention_mask):
     return input_ids, attention_mask, options, arrays, notes
 
 
-def _bloom(model, layer, input_ids, attention_mask):
+def _bloom(model, layer, input_ids, attention_mask, extra):
     """BLOOM: ALiBi with the model's slopes; fused Q, K, V."""
     import torch
     from transformers.models.bloom.modeling_bloom import build_alibi_tensor
@@ -348,7 +432,7 @@ def _bloom(model, layer, input_ids, attention_mask):
     config = model.config
     attn = _pick(_layers(model, "transformer.h", "h"), layer, "decoder").self_attention
     heads, head_dim = config.n_head, attn.head_dim
-    args, kwargs = _run_to(attn, lambda: model(input_ids=input_ids, attention_mask=attention_mask))
+    args, kwargs = _run_to(attn, lambda: model(input_ids=input_ids, attention_mask=attention_mask, **extra))
     # The model's own slopes: its ALiBi tensor is slope × key position; position 1 of an unpadded pair gives the slope.
     slopes = build_alibi_tensor(torch.ones(1, 2, dtype=torch.long), heads, torch.float32)[:, 0, 1]
     (w_q, b_q), (w_k, b_k), (w_v, b_v) = _fused_parts(attn.query_key_value, heads, head_dim, 3)
@@ -367,7 +451,7 @@ def _rows(lin, index):
     return _linear(lin, index.reshape(-1))
 
 
-def _falcon(model, layer, input_ids, attention_mask):
+def _falcon(model, layer, input_ids, attention_mask, extra):
     """Falcon: ALiBi (scaled with the logits) or half-split rotary; three fused Q/K/V layouts."""
     import math
 
@@ -389,7 +473,7 @@ def _falcon(model, layer, input_ids, attention_mask):
         parts, layout = (idx[:heads], idx[heads], idx[heads + 1]), "every query head, then one key and one value that all share"
     (w_q, b_q), (w_k, b_k), (w_v, b_v) = (_rows(attn.query_key_value, p) for p in parts)
     w_o, b_o = _linear(attn.dense)
-    args, kwargs = _run_to(attn, lambda: model(input_ids=input_ids, attention_mask=attention_mask))
+    args, kwargs = _run_to(attn, lambda: model(input_ids=input_ids, attention_mask=attention_mask, **extra))
     arrays = {"x": _np32(_hidden(args, kwargs)), "w_q": w_q, "w_k": w_k, "w_v": w_v, "w_o": w_o}
     arrays.update({name: b for name, b in (("b_q", b_q), ("b_k", b_k), ("b_v", b_v), ("b_o", b_o)) if b is not None})
     notes = [f"Q, K and V come from one fused projection laid out {layout}."]
@@ -415,11 +499,9 @@ def _falcon(model, layer, input_ids, attention_mask):
     return input_ids, attention_mask, options, arrays, notes
 
 
-def _mpt(model, layer, input_ids, attention_mask):
+def _mpt(model, layer, input_ids, attention_mask, extra):
     """MPT: ALiBi with MPT's slopes; Q, K, V the fused projection's thirds."""
     import torch
-    from transformers.models.mpt.modeling_mpt import build_mpt_alibi_tensor
-
     config = model.config
     attn_config = config.attn_config
     attn = _pick(_layers(model, "transformer.blocks", "blocks"), layer, "decoder").attn
@@ -433,13 +515,25 @@ def _mpt(model, layer, input_ids, attention_mask):
     d = config.d_model
     (w_q, b_q), (w_k, b_k), (w_v, b_v) = (_linear(attn.Wqkv, torch.arange(p * d, (p + 1) * d)) for p in range(3))
     w_o, b_o = _linear(attn.out_proj)
-    args, kwargs = _run_to(attn, lambda: model(input_ids=input_ids, attention_mask=attention_mask))
-    # MPT's bias at key j is slope × (j − (L − 1)): two positions give the slope.
-    slopes = -build_mpt_alibi_tensor(heads, 2, attn_config.alibi_bias_max)[:, 0, 0]
+    args, kwargs = _run_to(attn, lambda: model(input_ids=input_ids, attention_mask=attention_mask, **extra))
+    # The slopes the module adds, read off its own input: transformers builds MPT's ALiBi with its default
+    # alibi_bias_max (8), whatever the config says. Its bias at key column c is slope × (c − (L − 1)); the
+    # module adds the last n columns; two neighbouring columns give the slope, and the bias must be that line.
+    bias = kwargs.get("position_bias", args[1] if len(args) > 1 else None)
+    n = input_ids.shape[1]
+    if bias is None or bias.dim() != 3 or bias.shape[0] != heads or bias.shape[-1] < n:
+        shape = None if bias is None else tuple(bias.shape)
+        raise _refuse("input_ids", f"{n} tokens (the model's ALiBi bias: {shape})", f"at most the model's max_seq_len, {config.max_seq_len}, with ALiBi per head")
+    row = bias[:, -1, -n:].float()
+    slopes = (row[:, -1] - row[:, -2]) if n > 1 else torch.zeros(heads)
+    line = slopes[:, None] * torch.arange(1 - n, 1, dtype=torch.float32)[None, :]
+    if not torch.allclose(row, line, rtol=1e-5, atol=1e-6):
+        raise _refuse("model", "an MPT ALiBi bias that is not slope × (j − (L − 1))", "MPT's ALiBi as transformers builds it")
     arrays = {"x": _np32(_hidden(args, kwargs)), "w_q": w_q, "w_k": w_k, "w_v": w_v, "w_o": w_o, "alibi_slopes": _np32(slopes)}
     arrays.update({name: b for name, b in (("b_q", b_q), ("b_k", b_k), ("b_v", b_v), ("b_o", b_o)) if b is not None})
     options = {"method": "alibi", "heads": heads, "causal": True}
-    notes = [f"MPT's slopes (alibi_bias_max {attn_config.alibi_bias_max}); it adds m_h·(j − (L − 1)), which differs from the paper's "
+    notes = ["MPT's slopes as the module adds them (transformers builds them with alibi_bias_max 8, whatever the config says); "
+             "it adds m_h·(j − (L − 1)), which differs from the paper's "
              "m_h·(j − i) by a constant per row, which the softmax takes away.",
              "Q, K and V are the fused projection's three thirds."]
     return input_ids, attention_mask, options, arrays, notes
@@ -452,7 +546,7 @@ def _conv1d(conv, cols=None):
     return (w, b) if cols is None else (w[:, cols].copy(), b[cols].copy())
 
 
-def _absolute(model, layer, input_ids, attention_mask):
+def _absolute(model, layer, input_ids, attention_mask, extra):
     """GPT-2, OPT, BERT: learned absolute positions, already in every layer's x."""
     config = model.config
     family = config.model_type
@@ -491,42 +585,121 @@ def _absolute(model, layer, input_ids, attention_mask):
         raise _refuse("model", f"{heads} heads of width {w_q.shape[1] // heads} ≠ hidden size {w_q.shape[0]}", "heads × head width = hidden size")
     if n > table.shape[0]:
         raise _refuse("input_ids", f"{n} tokens", f"at most the model's {table.shape[0]} positions")
-    args, kwargs = _run_to(attn, lambda: model(input_ids=input_ids, attention_mask=attention_mask))
+    args, kwargs = _run_to(attn, lambda: model(input_ids=input_ids, attention_mask=attention_mask, **extra))
     arrays = {"x": _np32(_hidden(args, kwargs)), "w_q": w_q, "w_k": w_k, "w_v": w_v, "w_o": w_o, "positions": _np32(table[:n])}
     arrays.update({name: b for name, b in (("b_q", b_q), ("b_k", b_k), ("b_v", b_v), ("b_o", b_o)) if b is not None})
     options = {"method": "absolute", "heads": heads, "causal": causal, "positions_in_x": True, "logit_scale": scale}
     return input_ids, attention_mask, options, arrays, notes
 
 
-def capture(model, layer=0, *, input_ids, attention_mask=None, decoder_input_ids=None, decoder_attention_mask=None, part=None, tokenizer=None):
+_LOCKS = weakref.WeakKeyDictionary()
+_LOCKS_GUARD = threading.Lock()
+
+
+@contextlib.contextmanager
+def _held(model):
+    """The model to this capture alone (a lock per model, made once): two threads capturing the same model run
+    one after the other, so that neither's stop hook nor its eval() reaches the other's forward."""
+    with _LOCKS_GUARD:
+        lock = _LOCKS.setdefault(model, threading.RLock())
+    with lock:
+        yield
+
+
+@contextlib.contextmanager
+def _as_eval(model):
+    """The model in eval mode (dropout off) for the capture, every module's own training flag put back after,
+    whatever happens: yields whether any module was in training mode."""
+    modules = list(model.modules())
+    flags = [m.training for m in modules]
+    try:
+        for m in modules:
+            m.training = False
+        yield any(flags)
+    finally:
+        for m, flag in zip(modules, flags):
+            m.training = flag
+
+
+def _token_types(model, token_type_ids, input_ids, family):
+    """The model's forward's extra keyword: a tokenizer's ``token_type_ids`` passed through to a model that takes
+    them (BERT's segments, GPT-2's), left out when all zero for one that does not (T5's, Llama's tokenizers give
+    none, a BERT-style tokenizer zeros); refused by name otherwise."""
+    import inspect
+
+    import torch
+
+    if token_type_ids is None:
+        return {}
+    if not isinstance(token_type_ids, torch.Tensor) or tuple(token_type_ids.shape) != tuple(input_ids.shape) or token_type_ids.dtype not in (torch.int64, torch.int32):
+        given = f"shape {tuple(token_type_ids.shape)}, {token_type_ids.dtype}" if isinstance(token_type_ids, torch.Tensor) else type(token_type_ids).__name__
+        raise _refuse("token_type_ids", given, f"an integer tensor of input_ids' shape {tuple(input_ids.shape)}, as a tokenizer gives")
+    if token_type_ids.device.type != "cpu":
+        raise _refuse("token_type_ids", f"on {token_type_ids.device}", "a tensor on the CPU")
+    takes = family not in ("t5", "mt5", "umt5") and "token_type_ids" in inspect.signature(model.forward).parameters
+    if not takes:
+        if bool((token_type_ids == 0).all()):
+            return {}
+        raise _refuse("token_type_ids", "segments other than 0", f"all 0 or none: a {family} model has no token types")
+    types = getattr(model.config, "type_vocab_size", None)
+    lo, hi = int(token_type_ids.min()), int(token_type_ids.max())
+    if isinstance(types, int) and (lo < 0 or hi >= types):
+        raise _refuse("token_type_ids", f"types from {lo} to {hi}", f"0..={types - 1} (the model's type_vocab_size {types})")
+    return {"token_type_ids": token_type_ids}
+
+
+def _tokens(tokenizer, ids):
+    """Each sequence's tokens by ``tokenizer.convert_ids_to_tokens``: one string per position, refused by name
+    otherwise (a capture file's tokens label its axes)."""
+    tokens = []
+    for row in ids:
+        got = tokenizer.convert_ids_to_tokens(row.tolist())
+        if not isinstance(got, (list, tuple)) or len(got) != len(row) or not all(isinstance(t, str) for t in got):
+            what = (f"{len(got)} items" if isinstance(got, (list, tuple)) else type(got).__name__) + (
+                f" ({', '.join(sorted({type(t).__name__ for t in got}))})" if isinstance(got, (list, tuple)) else "")
+            raise _refuse("tokenizer", f"convert_ids_to_tokens giving {what} for {len(row)} ids", "one string per id")
+        tokens.append(list(got))
+    return tokens
+
+
+def capture(model, layer=0, *, input_ids, attention_mask=None, decoder_input_ids=None, decoder_attention_mask=None, part=None, tokenizer=None,
+            token_type_ids=None):
     """One self-attention layer of a ``transformers`` model on its inputs, as a :class:`Capture`.
 
     ``model``: a model of one of :data:`FAMILIES` (its weights whatever they are: random from a config, or
     ``from_pretrained``), in float32 on the CPU. ``layer``: the block's index. ``input_ids`` (batch, n) and
     ``attention_mask`` (1 = token, 0 = padding: its padding keys get no weight); for T5 ``part`` is "encoder"
     (the default) or "decoder", which needs ``decoder_input_ids`` (and takes ``decoder_attention_mask``).
-    ``tokenizer``: the model's tokenizer, whose tokens label the positions. Refusals are :class:`RelattnError`
-    naming the argument and what is supported.
+    ``tokenizer``: the model's tokenizer, whose tokens label the positions. ``token_type_ids`` (a tokenizer's,
+    so that ``**enc`` can be passed) go to a model that takes them (BERT), and must be all 0 for one that does
+    not. A model in training mode is captured as in eval mode (dropout off), said in the notes, and left as it
+    was; two threads capturing one model take turns. Refusals are :class:`RelattnError` naming the argument and
+    what is supported.
     """
     config = getattr(model, "config", None)
     family = getattr(config, "model_type", None)
     if family not in FAMILIES:
         raise _refuse("model", f"model type {family!r}" if family else type(model).__name__, f"a transformers model of type {', '.join(FAMILIES)}")
     _check_inputs(model, input_ids, attention_mask)
-    if family in ("t5", "mt5", "umt5"):
-        part = part or "encoder"
-        ids, mask, options, arrays, notes = _t5(model, layer, part, input_ids, attention_mask, decoder_input_ids, decoder_attention_mask)
-    else:
-        if part not in (None, "encoder" if family == "bert" else "decoder"):
-            raise _refuse("part", repr(part), f"'{'encoder' if family == 'bert' else 'decoder'}' (a {family} model has no other)")
-        part = "encoder" if family == "bert" else "decoder"
-        run = {"llama": _rotary, "mistral": _rotary, "qwen2": _rotary, "gemma": _rotary, "gpt_neox": _neox, "gptj": _gptj, "bloom": _bloom, "falcon": _falcon, "mpt": _mpt,
-               "gpt2": _absolute, "opt": _absolute, "bert": _absolute}[family]
-        ids, mask, options, arrays, notes = run(model, layer, input_ids, attention_mask)
+    extra = _token_types(model, token_type_ids, input_ids, family)
+    if tokenizer is not None and not callable(getattr(tokenizer, "convert_ids_to_tokens", None)):
+        raise _refuse("tokenizer", repr(tokenizer) if isinstance(tokenizer, str) else type(tokenizer).__name__,
+                      "the model's tokenizer object (transformers.AutoTokenizer.from_pretrained(name)), with convert_ids_to_tokens")
+    with _held(model), _as_eval(model) as training:
+        if family in ("t5", "mt5", "umt5"):
+            part = part or "encoder"
+            ids, mask, options, arrays, notes = _t5(model, layer, part, input_ids, attention_mask, decoder_input_ids, decoder_attention_mask)
+        else:
+            if part not in (None, "encoder" if family == "bert" else "decoder"):
+                raise _refuse("part", repr(part), f"'{'encoder' if family == 'bert' else 'decoder'}' (a {family} model has no other)")
+            part = "encoder" if family == "bert" else "decoder"
+            run = {"llama": _rotary, "mistral": _rotary, "qwen2": _rotary, "gemma": _rotary, "gpt_neox": _neox, "gptj": _gptj, "bloom": _bloom,
+                   "falcon": _falcon, "mpt": _mpt, "gpt2": _absolute, "opt": _absolute, "bert": _absolute}[family]
+            ids, mask, options, arrays, notes = run(model, layer, input_ids, attention_mask, extra)
+    if training:
+        notes = [*notes, "The model was in training mode: captured as eval() computes (dropout off); the model is left in training mode."]
     if mask is not None:
         arrays["key_mask"] = _key_mask(mask)
-    tokens = None
-    if tokenizer is not None:
-        tokens = [tokenizer.convert_ids_to_tokens(row.tolist()) for row in ids]
+    tokens = None if tokenizer is None else _tokens(tokenizer, ids)
     name = getattr(config, "name_or_path", "") or type(model).__name__
     return Capture(model=name, family=family, layer=layer, part=part, options=options, arrays=arrays, tokens=tokens, notes=notes)

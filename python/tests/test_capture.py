@@ -332,3 +332,161 @@ def test_falcon_alibi_as_each_attention_path_runs_it():
         assert rel(cap.attention(), seen["out"].numpy()) <= TOL, path
         outs[path] = cap.arrays["alibi_slopes"]
     np.testing.assert_allclose(outs["eager"], 2 * outs["sdpa"])
+
+
+@pytest.mark.parametrize("bias_max", [4, 16])
+def test_mpt_slopes_are_the_ones_the_module_adds(bias_max):
+    """Issue #52 item 5: transformers builds MPT's ALiBi with alibi_bias_max 8 whatever the config says; the
+    capture takes the slopes the module adds, so its output is the module's for any alibi_bias_max."""
+    model = build(transformers.MptForCausalLM, vocab_size=VOCAB, d_model=32, n_heads=4, n_layers=2, expansion_ratio=2, max_seq_len=64,
+                  attn_config={"alibi": True, "alibi_bias_max": bias_max})
+    ids, mask = inputs()
+    cap = relattn.capture(model, 1, input_ids=ids, attention_mask=mask)
+    seen, outputs = module_io(model, model.transformer.blocks[1].attn, lambda: model(input_ids=ids, attention_mask=mask, output_attentions=True))
+    check(cap, outputs.attentions[1], seen["out"])
+
+
+def bert():
+    return build(transformers.BertModel, vocab_size=VOCAB, hidden_size=32, num_attention_heads=4, num_hidden_layers=2, intermediate_size=48,
+                 max_position_embeddings=64, type_vocab_size=2)
+
+
+def test_a_model_in_training_mode_is_captured_as_in_eval_and_left_as_it_was():
+    """Issue #52 item 9: a model built from a config is in training mode (dropout on); the capture is the eval
+    model's, the same twice, said in the notes, and every module's mode is put back."""
+    torch.manual_seed(0)
+    config = transformers.BertConfig(vocab_size=VOCAB, hidden_size=32, num_attention_heads=4, num_hidden_layers=2, intermediate_size=48,
+                                     hidden_dropout_prob=0.5, attention_probs_dropout_prob=0.5, attn_implementation="eager")
+    model = transformers.BertModel(config)
+    model.encoder.layer[0].eval()  # a mix: the mode of each module is kept as it was
+    modes = [m.training for m in model.modules()]
+    assert model.training
+    ids, mask = inputs()
+    a = relattn.capture(model, 1, input_ids=ids, attention_mask=mask)
+    b = relattn.capture(model, 1, input_ids=ids, attention_mask=mask)
+    np.testing.assert_array_equal(a.arrays["x"], b.arrays["x"])
+    assert [m.training for m in model.modules()] == modes
+    assert any("training mode" in n for n in a.notes)
+    model.eval()
+    c = relattn.capture(model, 1, input_ids=ids, attention_mask=mask)
+    np.testing.assert_array_equal(a.arrays["x"], c.arrays["x"])
+    assert not any("training mode" in n for n in c.notes)
+
+
+def test_inputs_are_refused_at_capture_naming_their_field():
+    """Issue #52 items 11 and 12: each refused by capture as a RelattnError naming its own field, never accepted
+    to fail later under another name, never a raw IndexError, TypeError or AttributeError."""
+    model = build(transformers.LlamaForCausalLM, vocab_size=VOCAB, hidden_size=32, intermediate_size=48, num_attention_heads=4,
+                  num_key_value_heads=2, num_hidden_layers=2)
+    ids, mask = inputs()
+    for bad in (0.5, 2, float("nan")):
+        m = mask.float()
+        m[0, 1] = bad
+        assert "0 (padding) and 1" in refused("attention_mask", lambda: relattn.capture(model, 0, input_ids=ids, attention_mask=m))
+    for shape in ((1, 0), (0, 8)):
+        refused("input_ids", lambda: relattn.capture(model, 0, input_ids=torch.zeros(shape, dtype=torch.long)))
+    for value in (-1, VOCAB):
+        bad_ids = ids.clone()
+        bad_ids[1, 2] = value
+        assert f"0..={VOCAB - 1}" in refused("input_ids", lambda: relattn.capture(model, 0, input_ids=bad_ids))
+
+    class Bad:
+        def __init__(self, give):
+            self.give = give
+
+        def convert_ids_to_tokens(self, ids):
+            return self.give(ids)
+
+    for give in (lambda ids: list(ids), lambda ids: None, lambda ids: [str(i) for i in ids][:-1], lambda ids: "".join(map(str, ids))):
+        refused("tokenizer", lambda: relattn.capture(model, 0, input_ids=ids, tokenizer=Bad(give)))
+    refused("tokenizer", lambda: relattn.capture(model, 0, input_ids=ids, tokenizer="gpt2"))
+
+    t5 = build(transformers.T5ForConditionalGeneration, vocab_size=VOCAB, d_model=32, d_kv=8, num_heads=4, d_ff=48, num_layers=1)
+    refused("decoder_input_ids", lambda: relattn.capture(t5, 0, input_ids=ids, decoder_input_ids=ids.float(), part="decoder"))
+    refused("decoder_input_ids", lambda: relattn.capture(t5, 0, input_ids=ids, decoder_input_ids=ids[0], part="decoder"))
+    refused("decoder_input_ids", lambda: relattn.capture(t5, 0, input_ids=ids, decoder_input_ids=ids + VOCAB, part="decoder"))
+    refused("decoder_attention_mask", lambda: relattn.capture(t5, 0, input_ids=ids, decoder_input_ids=ids[:, :5],
+                                                               decoder_attention_mask=mask, part="decoder"))
+    half = build(transformers.LlamaForCausalLM, vocab_size=VOCAB, hidden_size=32, intermediate_size=48, num_attention_heads=4,
+                 num_key_value_heads=2, num_hidden_layers=2)
+    half.model.layers[1].to("meta")  # the first parameter (the embedding) stays on the CPU
+    assert "meta" in refused("model", lambda: relattn.capture(half, 1, input_ids=ids))
+
+
+def test_a_tokenizers_token_type_ids_are_taken():
+    """Issue #52 item 12: **enc of a BERT tokenizer carries token_type_ids: BERT takes them (its segments are in
+    x); a model without token types takes all-zero ones and refuses others by name."""
+    model = bert().eval()
+    ids, mask = inputs()
+    types = torch.zeros_like(ids)
+    types[:, 5:] = 1
+    cap = relattn.capture(model, 1, input_ids=ids, attention_mask=mask, token_type_ids=types)
+    seen, outputs = module_io(model, model.encoder.layer[1].attention.self,
+                              lambda: model(input_ids=ids, attention_mask=mask, token_type_ids=types, output_attentions=True))
+    np.testing.assert_allclose(cap.arrays["x"], seen["args"][0].numpy() if seen["args"] else seen["kwargs"]["hidden_states"].numpy(), atol=1e-6)
+    plain = relattn.capture(model, 1, input_ids=ids, attention_mask=mask)
+    assert np.abs(plain.arrays["x"] - cap.arrays["x"]).max() > 1e-3
+    refused("token_type_ids", lambda: relattn.capture(model, 1, input_ids=ids, token_type_ids=types + 2))
+    llama = build(transformers.LlamaForCausalLM, vocab_size=VOCAB, hidden_size=32, intermediate_size=48, num_attention_heads=4,
+                  num_key_value_heads=2, num_hidden_layers=1)
+    relattn.capture(llama, 0, input_ids=ids, token_type_ids=torch.zeros_like(ids))
+    refused("token_type_ids", lambda: relattn.capture(llama, 0, input_ids=ids, token_type_ids=types))
+    refused("token_type_ids", lambda: relattn.capture(llama, 0, input_ids=ids, token_type_ids=types[:, :3]))
+
+
+def test_two_threads_capture_one_model():
+    """Issue #52 item 13: threads capturing the same model at once each get their own layer's capture (each
+    thread's stop hook fired in the other's forward before)."""
+    import threading
+
+    model = build(transformers.LlamaForCausalLM, vocab_size=VOCAB, hidden_size=32, intermediate_size=48, num_attention_heads=4,
+                  num_key_value_heads=2, num_hidden_layers=4)
+    ids, mask = inputs(n=64)
+    want = {layer: relattn.capture(model, layer, input_ids=ids, attention_mask=mask).arrays["x"] for layer in range(4)}
+    errors, got = [], {}
+    start = threading.Barrier(8)
+
+    def run(i):
+        try:
+            start.wait()
+            for _ in range(3):
+                layer = i % 4
+                got.setdefault(i, []).append((layer, relattn.capture(model, layer, input_ids=ids, attention_mask=mask).arrays["x"]))
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    for results in got.values():
+        for layer, x in results:
+            np.testing.assert_array_equal(x, want[layer])
+
+
+def test_save_keeps_a_files_mode_and_gives_a_new_one_the_umasks(tmp_path):
+    """Issue #52 items 14 and 12: a new file gets 0666 & ~umask (not mkstemp's 0600), a replaced file keeps its
+    mode; a bytes path is a path, anything else is refused by name."""
+    import os
+    import stat
+
+    cap = llama_capture()
+    old = os.umask(0o027)
+    try:
+        new = cap.save(tmp_path / "new.npz")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(os.stat(new).st_mode) == 0o640
+    kept = tmp_path / "kept.npz"
+    kept.write_bytes(b"")
+    os.chmod(kept, 0o644)
+    cap.save(kept)
+    assert stat.S_IMODE(os.stat(kept).st_mode) == 0o644
+    os.chmod(kept, 0o600)
+    cap.save(kept)
+    assert stat.S_IMODE(os.stat(kept).st_mode) == 0o600
+    assert cap.save(os.fsencode(tmp_path / "b.npz")) == str(tmp_path / "b.npz")
+    refused("path", lambda: cap.save(3))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b.npz", "kept.npz", "new.npz"]
