@@ -36,8 +36,8 @@ Families, and what each one's capture takes from the model:
   the slopes of the path the model runs, read off the module's own inputs; with rotary (Falcon 7B/40B),
   half-split, the model's cos and sin. Its three fused Q/K/V layouts (one K/V head per query head, one shared
   K/V head (``multi_query``), grouped K/V heads (``new_decoder_architecture``)) are split as the model splits them.
-- **MPT** (``mpt``): ALiBi with MPT's slopes (``alibi_bias_max``), added as m_h·(j − (L − 1)) for the model's
-  longest length L; it differs from the paper's m_h·(j − i) by a constant per row: equal weights. Q, K and V
+- **MPT** (``mpt``): ALiBi with the slopes MPT's module adds, read off its input (transformers builds them with
+  ``alibi_bias_max`` 8 whatever the config says), added as m_h·(j − (L − 1)) for the model's longest length L; it differs from the paper's m_h·(j − i) by a constant per row: equal weights. Q, K and V
   are the fused projection's three thirds.
 """
 
