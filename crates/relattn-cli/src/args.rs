@@ -15,6 +15,16 @@ pub const MAX_THREADS: u64 = 256;
 /// Largest memory budget in MiB: isize::MAX bytes, the most one array may take.
 pub const MAX_MEMORY_MB: u64 = (isize::MAX as u64) >> 20;
 
+/// A whole number in 1..=MAX, read as a signed number first so that a negative one is refused with the range
+/// (clap's u64 parser says "invalid digit found in string").
+fn one_to<const MAX: u64>(s: &str) -> Result<u64, String> {
+    match s.parse::<i128>() {
+        Ok(v) if (1..=MAX as i128).contains(&v) => Ok(v as u64),
+        Ok(v) => Err(format!("{v} is not in 1..={MAX}")),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
 #[derive(Parser)]
 #[command(
     name = "relattn",
@@ -53,7 +63,7 @@ pub enum Command {
         #[arg(long)]
         name: String,
         /// Figure size in pixels, WIDTHxHEIGHT.
-        #[arg(long, default_value = "1600x900")]
+        #[arg(long, default_value = "1600x900", allow_hyphen_values = true)]
         size: String,
         /// Output file: .svg (vector) or .png.
         #[arg(long)]
@@ -68,17 +78,17 @@ pub enum Command {
         /// value_buckets, output_content, output_relative, output.
         #[arg(long, value_parser = clap::value_parser!(Stage))]
         stage: Stage,
-        /// Head to draw (0-based).
-        #[arg(long, default_value_t = 0)]
-        head: usize,
-        /// Batch element to draw (0-based).
-        #[arg(long, default_value_t = 0)]
-        batch_index: usize,
+        /// Head to draw, 0..=(heads − 1).
+        #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
+        head: i64,
+        /// Batch element to draw, 0..=(batch − 1).
+        #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
+        batch_index: i64,
         /// Space-separated tokens that label the axes (one per position).
         #[arg(long)]
         tokens: Option<String>,
         /// Figure size in pixels, WIDTHxHEIGHT.
-        #[arg(long, default_value = "900x760")]
+        #[arg(long, default_value = "900x760", allow_hyphen_values = true)]
         size: String,
         /// Output file: .svg (vector) or .png.
         #[arg(long)]
@@ -92,10 +102,10 @@ pub enum Command {
         #[command(flatten)]
         layer: LayerArgs,
         /// Timed repetitions after one warm-up (1..=10000).
-        #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..=MAX_REPS))]
+        #[arg(long, default_value_t = 5, allow_negative_numbers = true, value_parser = one_to::<MAX_REPS>)]
         reps: u64,
         /// Worker threads (heads run in parallel), 1..=256; default: all cores.
-        #[arg(long, value_parser = clap::value_parser!(u64).range(1..=MAX_THREADS))]
+        #[arg(long, allow_negative_numbers = true, value_parser = one_to::<MAX_THREADS>)]
         threads: Option<u64>,
         /// Where the forward runs: cpu, or gpu (wgpu: Vulkan; fails with the reason when there is no adapter).
         #[arg(long, default_value = "cpu", value_parser = ["cpu", "gpu"])]
@@ -273,6 +283,6 @@ pub struct LayerArgs {
     #[arg(long)]
     pub tensors: Option<PathBuf>,
     /// Memory budget in MiB (1..=8796093022207); larger requests are refused before computing. [default: 8192]
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=MAX_MEMORY_MB))]
+    #[arg(long, allow_negative_numbers = true, value_parser = one_to::<MAX_MEMORY_MB>)]
     pub max_memory_mb: Option<u64>,
 }

@@ -7,7 +7,40 @@ use relattn::trained::chorales::Chorales;
 use relattn::trained::transformer::Transformer;
 use relattn::Error;
 use std::io::{Seek, SeekFrom, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+
+/// The temporary file [`write_atomic`] is writing, if any: the Ctrl-C handler removes it.
+static WRITING: Mutex<Option<PathBuf>> = Mutex::new(None);
+/// Whether the command running stops itself on Ctrl-C ([`stop_on_ctrl_c`]), and whether Ctrl-C was pressed.
+static STOPS_ITSELF: AtomicBool = AtomicBool::new(false);
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+/// Installs the command line's one Ctrl-C handler: it removes the temporary file being written, if any (a
+/// trace of n 4096 is hundreds of MB), then ends the process with exit code 130 ("error: interrupted"), unless
+/// the command stops itself ([`stop_on_ctrl_c`]), which is then told.
+pub fn handle_ctrl_c() {
+    let _ = ctrlc::set_handler(|| {
+        let writing = WRITING.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(tmp) = &writing {
+            let _ = std::fs::remove_file(tmp);
+        }
+        if STOPS_ITSELF.load(Ordering::SeqCst) && writing.is_none() {
+            INTERRUPTED.store(true, Ordering::SeqCst);
+        } else {
+            eprintln!("error: interrupted; nothing written");
+            std::process::exit(130);
+        }
+    });
+}
+
+/// From now on Ctrl-C sets the flag returned, which the command checks to stop cleanly, instead of ending the
+/// process (while a file is written it still removes the file and ends it).
+pub fn stop_on_ctrl_c() -> &'static AtomicBool {
+    STOPS_ITSELF.store(true, Ordering::SeqCst);
+    &INTERRUPTED
+}
 
 pub fn load_model(path: &Path) -> relattn::Result<Transformer> {
     Transformer::load(&read_bytes(path, "a model file", "a .safetensors model")?, &path.display().to_string())
@@ -49,7 +82,7 @@ pub fn read_bytes(path: &Path, what: &str, wanted: &str) -> relattn::Result<Vec<
 /// Writes `path` through `write`, which is given the path to write to: a temporary file beside `path`
 /// (same directory, so the rename stays on one file system; same extension, which picks the format),
 /// renamed over `path` once written and synced. On failure the temporary file is removed and `path` is as
-/// it was. A `path` that exists and is not a regular file (/dev/null, /dev/stdout, a FIFO) is written in
+/// it was, and so on Ctrl-C ([`handle_ctrl_c`]). A `path` that exists and is not a regular file (/dev/null, /dev/stdout, a FIFO) is written in
 /// place: a rename would replace the device node itself.
 pub fn write_atomic(path: &Path, write: impl FnOnce(&Path) -> relattn::Result<()>) -> relattn::Result<()> {
     let shown = path.display().to_string();
@@ -63,7 +96,11 @@ pub fn write_atomic(path: &Path, write: impl FnOnce(&Path) -> relattn::Result<()
     let file_name = path.file_name().ok_or_else(|| Error::Write { path: shown.clone(), reason: "not a file name".into() })?;
     let ext = path.extension().map_or(String::new(), |e| format!(".{}", e.to_string_lossy()));
     let tmp = path.with_file_name(format!(".{}.{}.tmp{ext}", file_name.to_string_lossy(), std::process::id()));
+    // Ctrl-C while it is written removes it ([`handle_ctrl_c`]).
+    let writing = |tmp: Option<PathBuf>| *WRITING.lock().unwrap_or_else(|e| e.into_inner()) = tmp;
+    writing(Some(tmp.clone()));
     let result = write(&tmp).and_then(|()| std::fs::rename(&tmp, path).map_err(|e| Error::Write { path: shown.clone(), reason: e.to_string() }));
+    writing(None);
     if result.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }

@@ -62,7 +62,10 @@ fn run(cli: Cli) -> Result<(), Stop> {
         Command::Compute { layer, out, json } => compute::run(&layer, &out, json, start)?,
         Command::Picture { layer, name, size, out } => picture::run(&layer, &name, &size, &out)?,
         Command::Render { layer, stage, head, batch_index, tokens, size, out, json } => {
-            let what = render::Drawn { stage, batch: batch_index, head, tokens: tokens.as_deref(), size: &size };
+            // Negative indices are refused here; the upper bounds are the layer's (checked once it is built).
+            let index = |field: &str, v: i64| relattn::error::in_range(field, v, 0..=usize::MAX, "0-based; below the layer's count");
+            let (batch, head) = (index("batch index", batch_index)?, index("head", head)?);
+            let what = render::Drawn { stage, batch, head, tokens: tokens.as_deref(), size: &size };
             render::run(&layer, what, &out, json, start)?
         }
     }
@@ -79,6 +82,7 @@ fn one_line(e: &clap::Error) -> String {
 }
 
 fn main() -> ExitCode {
+    files::handle_ctrl_c();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         // --help, --version, and the help shown for a command given without its subcommand.

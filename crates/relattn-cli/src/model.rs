@@ -168,10 +168,8 @@ pub fn run(command: ModelCommand) -> Result<(), Stop> {
                 None => model.config.context,
             };
             let settings = sampler.settings(&model, steps, context)?;
-            let interrupted = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-            let flag = interrupted.clone();
-            // Without a handler Ctrl-C ends the process as before (nothing is written until the end either way).
-            let _ = ctrlc::set_handler(move || flag.store(true, std::sync::atomic::Ordering::SeqCst));
+            // Ctrl-C stops the sampling after its current token (nothing is written until the end).
+            let interrupted = crate::files::stop_on_ctrl_c();
             let mut sampler = model.sampler(&tokens[..prime], &settings)?;
             let mut all = tokens[..prime].to_vec();
             let mut progress = Progress::new("sampling", "tokens", steps);

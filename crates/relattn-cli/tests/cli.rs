@@ -371,6 +371,50 @@ fn a_long_sampling_shows_progress_and_stops_on_ctrl_c_writing_nothing() {
     assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 0, "no MIDI file and no temporary file");
 }
 
+/// Negative numbers reach the options' own checks, which name them with their range (not clap's "unexpected
+/// argument '-1' found").
+#[test]
+fn negative_numbers_are_refused_by_name_with_their_range() {
+    let d = dir();
+    let svg = path(&d, "f.svg");
+    let render = |extra: &[&'static str]| [&["render", "--stage", "weights", "--out", s(&svg)][..], extra].concat();
+    fails(&render(&["--head", "-1"]), &["invalid head", "got -1", "0 or more"]);
+    fails(&render(&["--batch-index", "-2"]), &["invalid batch index", "got -2", "0 or more"]);
+    fails(&render(&["--max-memory-mb", "-5"]), &["--max-memory-mb", "-5", "1..="]);
+    fails(&render(&["--size", "-1x5"]), &["invalid size", "-1x5", "200..=8000"]);
+    fails(&["picture", "--name", "rope_pair_turn", "--method", "rope", "--size", "-1x5", "--out", s(&svg)], &["invalid size", "-1x5"]);
+    fails(&["bench", "--reps", "-1"], &["--reps", "-1", "1..=10000"]);
+    fails(&["bench", "--threads", "-1"], &["--threads", "-1", "1..=256"]);
+    assert!(!svg.exists());
+}
+
+/// Ctrl-C while `compute --out` writes its trace (135 MB at n 2048) removes the temporary file: nothing is
+/// left beside the output, which is not written.
+#[test]
+fn ctrl_c_while_writing_leaves_no_temporary_file() {
+    let d = dir();
+    let out = path(&d, "t.npz");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_relattn"))
+        .current_dir(root())
+        .args(["compute", "--n", "2048", "--out", s(&out)])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    let writing = || std::fs::read_dir(d.path()).unwrap().any(|e| e.unwrap().file_name().to_string_lossy().contains(".tmp"));
+    while !writing() && child.try_wait().unwrap().is_none() && started.elapsed().as_secs() < 120 {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    assert!(writing(), "no temporary file seen while the trace was written");
+    Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    let done = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&done.stderr);
+    assert_eq!(done.status.code(), Some(130), "{err}");
+    assert!(err.contains("interrupted"), "{err}");
+    let left: Vec<_> = std::fs::read_dir(d.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
+
 /// Options a method does not read are accepted and said: in the JSON summary (and `--help` names each
 /// scheme-specific option's scheme).
 #[test]

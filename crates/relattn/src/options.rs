@@ -14,7 +14,7 @@ use relattn_core::attention::{Config, Implementation, LogitScale};
 use relattn_core::error::{Error, Result};
 use relattn_core::layer::presets;
 use relattn_core::layer::scenario::{Arrays, Spec};
-use relattn_core::positions::rope::{PairLayout, Rope};
+use relattn_core::positions::rope::{self, PairLayout, Rope};
 use relattn_core::positions::t5::Buckets;
 use relattn_core::positions::table::Edge;
 use relattn_core::positions::Method;
@@ -283,13 +283,21 @@ impl LayerOptions {
         cfg.positions_in_x = self.positions_in_x.unwrap_or(cfg.positions_in_x);
         // RoPE's numbers are ranged by the scheme's own check (Rope::check, when the scenario is built), T5's
         // below by Buckets::check.
+        // Where the method reads them, their ranges are checked here on the f64 too: 1000000001 rounds to
+        // float32's 1e9, within the range.
+        let method = cfg.method;
         let rope = &mut cfg.rope;
-        let float = |v: Option<f64>, default: f32| v.map_or(default, |v| v as f32);
+        let float = |name: &str, v: Option<f64>, default: f32, (lo, hi): (f32, f32), open_low: bool| match v {
+            None => Ok(default),
+            Some(v) if !method.reads_option(name) => Ok(v as f32),
+            Some(v) if v.is_finite() && (if open_low { v > lo as f64 } else { v >= lo as f64 }) && v <= hi as f64 => Ok(v as f32),
+            Some(v) => Err(Error::invalid(name, v, format!("{} {lo} to {hi}", if open_low { "above" } else { "from" }))),
+        };
         *rope = Rope {
-            base: float(self.rope_base, rope.base),
-            fraction: float(self.rope_fraction, rope.fraction),
+            base: float("rope_base", self.rope_base, rope.base, rope::BASE_RANGE, true)?,
+            fraction: float("rope_fraction", self.rope_fraction, rope.fraction, (0.0, 1.0), true)?,
             layout: self.rope_layout.unwrap_or(rope.layout),
-            scale: float(self.rope_scale, rope.scale),
+            scale: float("rope_scale", self.rope_scale, rope.scale, rope::SCALE_RANGE, false)?,
         };
         // T5's numbers must be whole; their ranges (which depend on each other and on causal) are the scheme's
         // (Buckets::check, when the scenario is built), and so is the range a refusal here states.
@@ -325,6 +333,9 @@ mod tests {
             (LayerOptions { seed: Some(2f64.powi(53)), ..LayerOptions::default() }, "seed"),
             (LayerOptions { seed: Some(1e20), ..LayerOptions::default() }, "seed"),
             (LayerOptions { t5_buckets: Some(-4.0), ..LayerOptions::default() }, "t5_buckets"),
+            // Past the range as f64, within it once rounded to float32.
+            (LayerOptions { method: Some(Method::Rope), rope_base: Some(1_000_000_001.0), ..LayerOptions::default() }, "rope_base"),
+            (LayerOptions { method: Some(Method::Rope), rope_scale: Some(1000.00001), ..LayerOptions::default() }, "rope_scale"),
             (LayerOptions { preset: Some("nope".into()), ..LayerOptions::default() }, "preset"),
         ] {
             assert_eq!(o.resolve(&page).err().map(|e| e.field().to_string()).as_deref(), Some(field), "{o:?}");

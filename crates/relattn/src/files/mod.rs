@@ -53,8 +53,11 @@ pub fn read_arrays(bytes: &[u8], file_name: &str, budget: u64) -> Result<TensorF
     let corrupt = |e: &dyn std::fmt::Display| file_err(format!("corrupt .npz: {e}"));
     let limit = MAX_FILE_BYTES.min(budget);
     let too_big = |name: &str| {
-        let what = if budget < MAX_FILE_BYTES { format!("the memory budget of {}", Bytes(budget)) } else { Bytes(MAX_FILE_BYTES).to_string() };
-        file_err(format!("array '{name}' does not fit: the arrays exceed {what} once decompressed (and read as float32)"))
+        file_err(if budget < MAX_FILE_BYTES {
+            format!("array '{name}' does not fit: the arrays exceed the memory budget of {} once decompressed and read as float32", Bytes(budget))
+        } else {
+            format!("array '{name}' does not fit: its arrays exceed {} once decompressed", Bytes(MAX_FILE_BYTES))
+        })
     };
     let mut zip = zip::ZipArchive::new(Cursor::new(bytes)).map_err(|e| corrupt(&e))?;
     // `held`: the bytes decompressed so far plus the float32 arrays read from them.
@@ -144,7 +147,7 @@ fn header_text(bytes: &[u8]) -> Option<&[u8]> {
 const DTYPES: [(&str, usize, &str); 6] =
     [("f4", 4, "float32"), ("f8", 8, "float64"), ("i8", 8, "int64"), ("i4", 4, "int32"), ("b1", 1, "bool"), ("u1", 1, "uint8")];
 
-/// An .npy's header, its dtype (numpy's type character: "f4", "u1", …) and where its data starts.
+/// An .npy's header, its dtype as written ("<f4", "|u1", …) and where its data starts.
 fn npy_header(bytes: &[u8]) -> std::result::Result<(Header, String, usize), String> {
     // The header's Python-literal parser takes exponential time on deeply nested brackets (a 150-byte
     // header of 40 '{' ran for minutes, found by scripts/fuzz.sh); numpy writes a dict holding a tuple.
@@ -162,15 +165,14 @@ fn npy_header(bytes: &[u8]) -> std::result::Result<(Header, String, usize), Stri
     let mut cursor = Cursor::new(bytes);
     let header = Header::from_reader(&mut cursor).map_err(|e| e.to_string())?;
     let descr = header.type_descriptor.as_string().map_or_else(|| header.type_descriptor.to_string(), String::clone);
-    let code = descr.trim_start_matches(['<', '>', '=', '|']).to_string();
-    Ok((header, code, cursor.position() as usize))
+    Ok((header, descr, cursor.position() as usize))
 }
 
 /// The bytes of a 1-D uint8 .npy (a capture's description): any other dtype or shape is refused.
 fn read_bytes_npy(bytes: &[u8]) -> std::result::Result<&[u8], String> {
-    let (header, code, start) = npy_header(bytes)?;
-    if code != "u1" || header.shape.len() != 1 {
-        return Err(format!("dtype '{code}' of shape {:?}; allowed: uint8 of one axis (UTF-8 bytes)", header.shape));
+    let (header, descr, start) = npy_header(bytes)?;
+    if descr.trim_start_matches('|') != "u1" || header.shape.len() != 1 {
+        return Err(format!("dtype '{descr}' of shape {:?}; allowed: uint8 of one axis (UTF-8 bytes)", header.shape));
     }
     let data = &bytes[start..];
     if data.len() != header.shape[0] {
@@ -186,10 +188,10 @@ fn read_bytes_npy(bytes: &[u8]) -> std::result::Result<&[u8], String> {
 /// an element) must fit `room`, what is left of the memory budget `budget`, and the data after the header must
 /// be exactly that many bytes.
 fn read_npy(bytes: &[u8], room: u64, budget: u64) -> std::result::Result<ArrayD<f32>, String> {
-    let (header, code, start) = npy_header(bytes)?;
-    let code = code.as_str();
+    let (header, descr, start) = npy_header(bytes)?;
+    let code = descr.trim_start_matches(['<', '>', '=', '|']);
     let Some(&(_, item, dtype)) = DTYPES.iter().find(|(c, _, _)| *c == code) else {
-        return Err(format!("dtype '{code}' is not allowed; allowed: float32, float64 (key_mask may also be bool, int32, int64 or uint8)"));
+        return Err(format!("dtype '{descr}' is not allowed; allowed: float32, float64 (key_mask may also be bool, int32, int64 or uint8)"));
     };
     let span = header.shape.iter().try_fold(item as u64, |n, &d| n.checked_mul(d.max(1) as u64)).filter(|&n| n <= MAX_FILE_BYTES);
     if span.is_none() {
