@@ -86,15 +86,24 @@ impl Inputs {
     /// The request's options within the page's [`LIMITS`] (a preset's, when it names one), with a scenario
     /// file's bytes (.npz or .npy, docs/src/files.md "Scenario files": its x sets n, d_model and the batch) or the
     /// sentence's tokens (x one seeded vector per distinct token; n their number, the batch 1). A captured
-    /// layer's file brings its options, which replace the request's (the page then shows them in its controls).
+    /// layer's file brings its options, which replace the request's, and the others are reset to their defaults
+    /// (the page then shows them in its controls).
     pub fn resolve(request: &Request, file: Option<&[u8]>) -> Result<Inputs> {
         let sentence = if file.is_some() { Vec::new() } else { request.tokens.clone() };
         if sentence.len() > MAX_N {
             return Err(Error::invalid("tokens", format!("{} tokens", sentence.len()), format!("at most {MAX_N} tokens (n)")));
         }
         let file = file.map(|bytes| crate::files::read_arrays(bytes, &request.file_name, MEMORY_LIMIT)).transpose()?.unwrap_or_default();
+        // A capture's options are the file's; every one it does not carry is its default, not the request's: the
+        // page sends its controls, which still hold the previous file's options (a T5 capture's logit scale
+        // "none" kept for a Llama capture opened next). Only how the same numbers are computed (implementation)
+        // and the keys to refuse come from the request.
         let mut options: LayerOptions = match &file.capture {
-            Some(c) => c.options.over(&request.options),
+            Some(c) => c.options.over(&LayerOptions {
+                implementation: request.options.implementation,
+                unknown: request.options.unknown.clone(),
+                ..LayerOptions::default()
+            }),
             None => request.options.clone(),
         };
         if !sentence.is_empty() {
@@ -217,4 +226,33 @@ fn page_budget(cfg: &Config, spec: &Spec, per_head_tables: bool) -> Result<Holdi
         ),
     };
     Err(Error::TooLargeForPage { layer, needs, hint })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use relattn_core::attention::LogitScale;
+
+    /// A capture file of x (1, 4, 8) whose description carries `options` (JSON).
+    fn capture_file(options: &str) -> Vec<u8> {
+        let json = format!(r#"{{"options": {options}, "model": "m", "family": "f", "part": "decoder", "layer": 0}}"#);
+        let mut w = ndarray_npy::NpzWriter::new(std::io::Cursor::new(Vec::new()));
+        w.add_array("x", &ndarray::Array3::<f32>::zeros((1, 4, 8))).unwrap();
+        w.add_array("capture", &ndarray::Array1::from(json.into_bytes())).unwrap();
+        w.finish().unwrap().into_inner()
+    }
+
+    /// The page's controls after a T5 capture (logit scale none, T5) sent with a Llama capture's file: the
+    /// file's options, the others their defaults.
+    #[test]
+    fn a_capture_resets_the_options_it_does_not_carry() {
+        let mut request: Request = serde_json::from_value(serde_json::json!({ "file_name": "llama.npz", "options": {} })).unwrap();
+        request.options =
+            LayerOptions { method: Some(Method::T5), logit_scale: Some(LogitScale::None), causal: Some(false), clip: Some(7.0), ..LayerOptions::default() };
+        let file = capture_file(r#"{"method": "rope", "heads": 2, "causal": true}"#);
+        let inputs = Inputs::resolve(&request, Some(&file)).unwrap();
+        let default = Config::default();
+        assert_eq!((inputs.cfg.method, inputs.cfg.heads, inputs.cfg.causal), (Method::Rope, 2, true));
+        assert_eq!((inputs.cfg.logit_scale, inputs.cfg.clip), (default.logit_scale, default.clip));
+    }
 }
