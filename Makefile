@@ -79,7 +79,7 @@ check:
 # export_bindings test) into www/js/types/protocol.d.ts; make check fails when they are not current.
 protocol:
 	rm -rf www/js/types
-	cargo test --quiet -p relattn --lib --features test-hooks export_bindings >/dev/null
+	TS_RS_EXPORT_DIR=$(CURDIR)/www/js/types cargo test --quiet -p relattn --lib --features test-hooks export_bindings >/dev/null
 
 # The book: docs/src/*.md (SUMMARY.md lists the chapters) built by mdBook into target/book (docs/book.toml), then
 # scripts/check_docs.py: every link, image and #anchor of README.md and the book resolves, SUMMARY.md lists every

@@ -431,10 +431,12 @@ test('a captured model layer: its options, tokens and description come with the 
   execFileSync(cli(), ['compute', '--tensors', file, '--out', ref]);
   const want = readZip(readFileSync(ref));
 
-  await page.goto(`${base}?method=shaw&n=8&d_model=16&heads=2&clip=2&seed=0&sentence=`);
+  // The controls hold an option the capture does not carry (as after a T5 capture: logit scale none).
+  await page.goto(`${base}?method=shaw&n=8&d_model=16&heads=2&clip=2&seed=0&sentence=&logit_scale=none`);
   await page.waitForFunction(() => document.body.dataset.ready, null, { timeout: 30000 });
   await settle(() => page.setInputFiles('#tensors', file));
-  // The file's options replace the controls' and the controls show them.
+  // The file's options replace the controls' and the controls show them; the others are reset to their defaults.
+  assert.equal(await page.inputValue('#logit_scale'), 'inv_sqrt_d_head');
   assert.equal(await page.inputValue('#method'), 'rope');
   assert.equal(await page.inputValue('#rope_layout'), 'half');
   assert.equal(await page.isChecked('#causal'), true);
@@ -454,6 +456,12 @@ test('a captured model layer: its options, tokens and description come with the 
   // The angles are the model's own, read back from its cos and sin.
   const a = await hover(page, 'rope_angles', 5, 0);
   assert.ok(Math.abs(Number(a.value) - 5) <= 1e-5, a.text);
+  // A control changed by hand then changes the captured layer: without the scale, the weights differ.
+  await settle(() => page.selectOption('#logit_scale', 'none'));
+  assert.equal(await page.inputValue('#logit_scale'), 'none');
+  const unscaled = await hover(page, 'weights', 5, 0);
+  assert.ok(Math.abs(Number(unscaled.value) - w.data[((0 * 4 + 3) * n + 5) * n + 0]) > 1e-4, unscaled.text);
+  await settle(() => page.selectOption('#logit_scale', 'inv_sqrt_d_head'));
   await page.locator('figure[data-stage="weights"]').scrollIntoViewIfNeeded();
   await page.screenshot({ path: join(artifacts, 'features-capture.png') });
   await settle(() => page.click('#tensors-clear'));

@@ -30,6 +30,10 @@ const client = {
   paramsStarted: false,
   /** The file a request computes from ({ id, name, bytes }) or null: file.js fileInPlay, given to startWorker. */
   file: () => null,
+  /** The id of the file the last compute request posted computed from (null: none). */
+  sentFile: null,
+  /** The id of the file whose result the controls show (its options synced into them), or null. */
+  shownFile: null,
 };
 
 /** Sends `msg` (a ToWorker message, built by ../shared/protocol.js) to the worker. */
@@ -91,9 +95,12 @@ function send() {
   const file = client.file();
   // crates/relattn/src/protocol/layer_view.rs Request: a file's sizes replace the options' (the preset is not used).
   const { options, tokens } = readParams(!!file);
-  const request = { backend: backendMode(), file_name: file ? file.name : '', options, tokens };
+  // A file's first request (new_file) takes a captured layer's own options, not the controls, which still show
+  // the previous layer's.
+  const request = { backend: backendMode(), file_name: file ? file.name : '', options, tokens, new_file: !!file && file.id !== client.shownFile };
   const { batch, head } = shownSlice();
   client.sentId = client.lastId;
+  client.sentFile = file ? file.id : null;
   post(computeRequest(client.lastId, request, file ? { id: file.id, bytes: file.bytes } : null, modelLayer(), batch, head, colormaps(), headScale()));
 }
 
@@ -158,6 +165,7 @@ function receive(msg, handlers) {
     case 'error':
       if (!isLatest(msg.id)) return; // superseded settings: the controls and the view are not touched
       client.answeredId = msg.id;
+      if (msg.kind === 'result') client.shownFile = client.sentFile;
       setBusy(false);
       if (msg.kind === 'result') handlers.result(msg); else handlers.refused(msg.error);
       return;

@@ -993,7 +993,13 @@ options: LayerOptions,
  * token ([`relattn_core::layer::scenario::token_embeddings`]), so repeated tokens have equal content and differ
  * only by their relative positions.
  */
-tokens?: Array<string>, };
+tokens?: Array<string>, 
+/**
+ * The file's first request: a captured layer's file then brings all its options (those it does not carry
+ * at their defaults), not the page's controls, which still hold the previous layer's; later requests with
+ * the same file take the controls' options over the file's.
+ */
+new_file?: boolean, };
 
 /**
  * worker → page: the stages of a compute request.

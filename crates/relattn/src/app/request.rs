@@ -86,24 +86,26 @@ impl Inputs {
     /// The request's options within the page's [`LIMITS`] (a preset's, when it names one), with a scenario
     /// file's bytes (.npz or .npy, docs/src/files.md "Scenario files": its x sets n, d_model and the batch) or the
     /// sentence's tokens (x one seeded vector per distinct token; n their number, the batch 1). A captured
-    /// layer's file brings its options, which replace the request's, and the others are reset to their defaults
-    /// (the page then shows them in its controls).
+    /// layer's file brings its options: on the file's first request ([`Request::new_file`]) with the others at
+    /// their defaults (the page then shows them in its controls), afterwards under the request's.
     pub fn resolve(request: &Request, file: Option<&[u8]>) -> Result<Inputs> {
         let sentence = if file.is_some() { Vec::new() } else { request.tokens.clone() };
         if sentence.len() > MAX_N {
             return Err(Error::invalid("tokens", format!("{} tokens", sentence.len()), format!("at most {MAX_N} tokens (n)")));
         }
         let file = file.map(|bytes| crate::files::read_arrays(bytes, &request.file_name, MEMORY_LIMIT)).transpose()?.unwrap_or_default();
-        // A capture's options are the file's; every one it does not carry is its default, not the request's: the
-        // page sends its controls, which still hold the previous file's options (a T5 capture's logit scale
+        // A new capture's options are the file's and every one it does not carry is its default, not the
+        // request's: the page's controls still hold the previous file's options (a T5 capture's logit scale
         // "none" kept for a Llama capture opened next). Only how the same numbers are computed (implementation)
-        // and the keys to refuse come from the request.
+        // and the keys to refuse come from that first request; later ones change the file's options as the
+        // controls say.
         let mut options: LayerOptions = match &file.capture {
-            Some(c) => c.options.over(&LayerOptions {
+            Some(c) if request.new_file => c.options.over(&LayerOptions {
                 implementation: request.options.implementation,
                 unknown: request.options.unknown.clone(),
                 ..LayerOptions::default()
             }),
+            Some(c) => c.options.over(&request.options),
             None => request.options.clone(),
         };
         if !sentence.is_empty() {
@@ -246,7 +248,7 @@ mod tests {
     /// file's options, the others their defaults.
     #[test]
     fn a_capture_resets_the_options_it_does_not_carry() {
-        let mut request: Request = serde_json::from_value(serde_json::json!({ "file_name": "llama.npz", "options": {} })).unwrap();
+        let mut request: Request = serde_json::from_value(serde_json::json!({ "file_name": "llama.npz", "options": {}, "new_file": true })).unwrap();
         request.options =
             LayerOptions { method: Some(Method::T5), logit_scale: Some(LogitScale::None), causal: Some(false), clip: Some(7.0), ..LayerOptions::default() };
         let file = capture_file(r#"{"method": "rope", "heads": 2, "causal": true}"#);
@@ -254,5 +256,10 @@ mod tests {
         let default = Config::default();
         assert_eq!((inputs.cfg.method, inputs.cfg.heads, inputs.cfg.causal), (Method::Rope, 2, true));
         assert_eq!((inputs.cfg.logit_scale, inputs.cfg.clip), (default.logit_scale, default.clip));
+        // Once the controls show the file's options, a control changed by hand changes the layer.
+        request.new_file = false;
+        request.options = LayerOptions { logit_scale: Some(LogitScale::None), ..LayerOptions::default() };
+        let inputs = Inputs::resolve(&request, Some(&file)).unwrap();
+        assert_eq!((inputs.cfg.method, inputs.cfg.heads, inputs.cfg.logit_scale), (Method::Rope, 2, LogitScale::None));
     }
 }

@@ -45,6 +45,12 @@ pub struct Request {
     #[serde(default)]
     #[cfg_attr(test, ts(as = "Option<_>", optional))]
     pub tokens: Vec<String>,
+    /// The file's first request: a captured layer's file then brings all its options (those it does not carry
+    /// at their defaults), not the page's controls, which still hold the previous layer's; later requests with
+    /// the same file take the controls' options over the file's.
+    #[serde(default)]
+    #[cfg_attr(test, ts(as = "Option<_>", optional))]
+    pub new_file: bool,
     #[serde(flatten)]
     #[cfg_attr(test, ts(skip))]
     pub unknown: Unknown,
