@@ -471,6 +471,15 @@ test('a captured model layer: its options, tokens and description come with the 
   assert.equal(await page.inputValue('#method'), 'rope');
   assert.match(await page.locator('#preset-desc').innerText(), /tiny-llama, decoder layer 1/);
   await settle(() => page.click('#tensors-clear'));
+  // Left padding under the causal mask: the first query sees no key (weight 0, where transformers spreads the
+  // row evenly), and the weights' figure says so.
+  const padded = join(work, 'left-padded.npz');
+  writeFileSync(padded, writeZip({ 'x.npy': npyF32([1, 4, 16], fill(64, (k) => Math.cos(k * 0.3))), 'key_mask.npy': npyF32([1, 4], [0, 1, 1, 1]) }));
+  await settle(() => page.setInputFiles('#tensors', padded));
+  const paddedSvg = (await downloadOf(page, () => page.click('figure[data-stage="weights"] .export-svg'))).bytes.toString('utf8');
+  const texts = [...paddedSvg.matchAll(/<text[^>]*>([^<]*)<\/text>/g)].map((m) => m[1]).join(' ').replace(/\s+/g, ' ');
+  assert.match(texts, /row 0 sees no key \(all padding\): weight 0/);
+  await settle(() => page.click('#tensors-clear'));
 });
 
 test('keyboard: controls reachable with labels, the cursor cell is announced', async () => {

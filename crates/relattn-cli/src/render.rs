@@ -4,6 +4,7 @@ use crate::args::LayerArgs;
 use crate::files::write_atomic;
 use crate::report::{peak_rss_mib, summary};
 use crate::{say, Stop};
+use relattn::positions::table;
 use relattn::render::{self, Figure};
 use relattn::{Error, Stage};
 use std::path::Path;
@@ -42,10 +43,16 @@ pub fn run(args: &LayerArgs, what: Drawn, out: &Path, json: bool, start: Instant
         (false, Some(c)) => format!("{} — {}", meta.title, c.title()),
         (false, None) => meta.title.into(),
     };
+    // Query rows that see no key (all padding) are said, as the page says them.
+    let unattended = match (&layer.scenario.key_mask, meta.rows_are_queries) {
+        (Some(mask), true) => table::unattended_note(&table::unattended_rows(layer.config.causal, &mask.row(batch).to_vec())),
+        _ => String::new(),
+    };
+    let subtitle = format!("{}   shape ({rows}, {cols}){}", meta.formula, if unattended.is_empty() { String::new() } else { format!(" · {unattended}") });
     let fig = Figure {
         x_labels: if meta.pairs { positional(cols) } else { None },
         y_labels: if meta.rows_are_queries { positional(rows) } else { None },
-        ..Figure::plain(m.view(), title, format!("{}   shape ({rows}, {cols})", meta.formula), meta.x_axis, meta.y_axis, meta.scale)
+        ..Figure::plain(m.view(), title, subtitle, meta.x_axis, meta.y_axis, meta.scale)
     };
     write_atomic(out, |tmp| render::save(&fig, tmp, size))?;
     if json {

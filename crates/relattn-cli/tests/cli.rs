@@ -125,6 +125,28 @@ fn tensors_from_a_file_are_used_and_the_rest_generated() {
     assert_eq!(q[[0, 2, 1]], 0.9, "W_q = I, b_q = 0: Q = x");
 }
 
+/// Left padding under the causal mask: the first queries see no key (weights 0, where transformers spreads
+/// such a row evenly): the trace marks them (`unattended`) and a figure whose rows are queries says which.
+#[test]
+fn queries_that_see_no_key_are_said() {
+    let d = dir();
+    let scen = path(&d, "left-padded.npz");
+    let mask = Array2::from_shape_vec((1, 5), vec![0f32, 0., 1., 1., 1.]).unwrap().into_dyn();
+    write_npz(&scen, &[("x", Array3::from_shape_fn((1, 5, 4), |(_, i, c)| (i + c) as f32 / 7.0).into_dyn()), ("key_mask", mask)]);
+    let out = path(&d, "t.npz");
+    let o = relattn(&["compute", "--heads", "2", "--causal", "--tensors", s(&scen), "--out", s(&out)]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let mut npz = NpzReader::new(std::fs::File::open(&out).unwrap()).unwrap();
+    let unattended: Array2<f32> = npz.by_name("unattended").unwrap();
+    assert_eq!(unattended.row(0).to_vec(), vec![1., 1., 0., 0., 0.]);
+    let w: Array4<f32> = npz.by_name("weights").unwrap();
+    assert!(w.slice(ndarray::s![.., .., ..2, ..]).iter().all(|&v| v == 0.0), "rows 0 and 1 have no visible key");
+    let svg = path(&d, "w.svg");
+    let o = relattn(&["render", "--heads", "2", "--causal", "--tensors", s(&scen), "--stage", "weights", "--out", s(&svg)]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(std::fs::read_to_string(&svg).unwrap().contains("rows 0–1 see no key (all padding): weight 0"));
+}
+
 /// `render` draws one head's stage of a layer whose whole trace would not fit the budget: the trace of n 2048 ×
 /// 8 heads (Music, bidirectional) is refused at 400 MiB, its skew's reshaped buffer (2049 × 4095) of head 5 is
 /// drawn within it (the forward pass and that head's stages a block of rows at a time); too little memory for

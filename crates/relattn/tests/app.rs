@@ -315,6 +315,20 @@ fn built_heads_and_the_relative_term_alone() {
     assert!(s.info().stages.iter().any(|m| m.name == "logits" && m.notice.starts_with("Not scaled")));
 }
 
+/// A left-padded causal file: the page's info says which query rows see no key, per batch element.
+#[test]
+fn queries_that_see_no_key_are_said_per_batch_element() {
+    let mut npz = ndarray_npy::NpzWriter::new(std::io::Cursor::new(Vec::new()));
+    npz.add_array("x", &ndarray::Array3::<f32>::from_shape_fn((2, 4, 8), |(b, i, c)| (b + i * c) as f32 / 9.0)).unwrap();
+    npz.add_array("key_mask", &ndarray::arr2(&[[0f32, 1., 1., 1.], [0., 0., 0., 1.]])).unwrap();
+    let bytes = npz.finish().unwrap().into_inner();
+    let mut r = request(LayerOptions { causal: Some(true), heads: Some(2.0), ..LayerOptions::default() }, &[]);
+    r.file_name = "left-padded.npz".into();
+    let s = pollster::block_on(compute(&Cpu, &r, Some(bytes))).unwrap();
+    assert_eq!(s.info().unattended, vec!["row 0 sees no key (all padding): weight 0", "rows 0–2 see no key (all padding): weight 0"]);
+    assert!(run(settings(Method::Shaw, 4.0, 8.0, 2.0, 2.0)).unwrap().info().unattended.is_empty(), "no key mask, nothing to say");
+}
+
 #[test]
 fn files_and_exports() {
     assert!(preset("seed004").npz().unwrap().starts_with(b"PK"));

@@ -37,8 +37,9 @@ function subtitleOf(stage, cur) {
     stage.per_head && s.heads > 1 ? `head ${cur.shown.head}` : '',
   ].filter(Boolean).join(', ');
   const grey = stage.masked_above ? ' · grey: masked, no weight' : '';
+  const unattended = stage.rows_are_queries && cur.info.unattended[cur.shown.batch] ? ` · ${cur.info.unattended[cur.shown.batch]}` : '';
   const shared = stage.heads_shared ? ' · one colour scale for all heads' : '';
-  return `${stage.formula}   [${stage.rows} × ${stage.cols}]${where ? ` · ${where}` : ''}${grey}${shared}`;
+  return `${stage.formula}   [${stage.rows} × ${stage.cols}]${where ? ` · ${where}` : ''}${grey}${unattended}${shared}`;
 }
 
 /** The crates/relattn-wasm/src/figure.rs FigureSpec of a stage's figure (shared/figure-core.js figureSpec). */

@@ -313,6 +313,12 @@ pair: PairLabels, backend: BackendUsed,
  */
 stage_times: Array<Timing>, 
 /**
+ * For each batch element, what a figure whose rows are queries says of the rows that see no key (every key
+ * they may attend to is padding: weights 0, where Hugging Face's softmax spreads such a row evenly), or ""
+ * ([`relattn_core::positions::table::unattended_note`]); empty without a key mask.
+ */
+unattended: Array<string>, 
+/**
  * The stages of the (batch, head) shown are computed when it is selected, on the CPU (the whole trace
  * would not fit WHOLE_LIMIT, src/app/request.rs); `backend` is where the layer's forward pass ran.
  */

@@ -291,6 +291,12 @@ impl Trace {
         })
     }
 
+    /// The query rows of batch element `batch` that see no key ([`table::unattended_rows`]: all their keys are
+    /// padding); none without a key mask.
+    pub fn unattended_rows(&self, batch: usize) -> Vec<usize> {
+        self.key_mask.as_ref().map_or(Vec::new(), |m| table::unattended_rows(self.config.causal, &m.row(batch).to_vec()))
+    }
+
     /// Every array of the trace under its name: the stage names plus `x`, `q`, `k`, `v`, `heads` (the names of
     /// [`Trace::write_npz`] and of the Python package's dictionaries). The Music Transformer's table is also
     /// under `e_r`, ALiBi's as `alibi_slopes` and T5's as `t5_bias`; the stages a scheme computes from its
@@ -313,6 +319,14 @@ impl Trace {
         }
         for (name, a) in [("x", &self.x), ("q", &self.q), ("k", &self.k), ("v", &self.v), ("heads", &self.heads), ("output", &self.output)] {
             out.push((name, f(a.view().into_dyn())));
+        }
+        // With a key mask, (b, n): 1 for the queries that see no key (weights 0, see `unattended_rows`).
+        if let Some(m) = &self.key_mask {
+            let mut rows = ndarray::Array2::<f32>::zeros(m.dim());
+            for (b, mut row) in rows.outer_iter_mut().enumerate() {
+                self.unattended_rows(b).into_iter().for_each(|i| row[i] = 1.0);
+            }
+            out.push(("unattended", Named::F32(rows.into_dyn().into())));
         }
         let mut four: Vec<(&'static str, &Array4<f32>)> = vec![
             ("content_logits", &self.content_logits),

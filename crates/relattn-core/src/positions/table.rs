@@ -146,6 +146,37 @@ pub fn visible_keys(i: usize, lq: usize, lk: usize) -> usize {
     (i + lk + 1).saturating_sub(lq).min(lk)
 }
 
+/// The queries of Lq = Lk = n that see no key: every key they may attend to (j ≤ i when causal) is padding
+/// (`key_mask` false), as the first rows of a left-padded causal sequence. Their weights are 0 and their
+/// output the output bias alone (relattn's choice: Hugging Face's softmax spreads such a row evenly over the
+/// masked keys instead); the figures and the trace say which rows they are.
+pub fn unattended_rows(causal: bool, key_mask: &[bool]) -> Vec<usize> {
+    match causal {
+        // Causal: the queries before the first key that is not padding.
+        true => (0..key_mask.iter().position(|&k| k).unwrap_or(key_mask.len())).collect(),
+        false if key_mask.iter().any(|&k| k) => Vec::new(),
+        false => (0..key_mask.len()).collect(),
+    }
+}
+
+/// What a figure whose rows are queries says of the rows [`unattended_rows`] found ("" when none):
+/// "rows 0–2, 5 see no key (all padding): weight 0".
+pub fn unattended_note(rows: &[usize]) -> String {
+    let mut runs: Vec<(usize, usize)> = Vec::new();
+    for &i in rows {
+        match runs.last_mut() {
+            Some((_, end)) if *end + 1 == i => *end = i,
+            _ => runs.push((i, i)),
+        }
+    }
+    let list: Vec<String> = runs.iter().map(|&(a, b)| if a == b { a.to_string() } else { format!("{a}–{b}") }).collect();
+    match rows.len() {
+        0 => String::new(),
+        1 => format!("row {} sees no key (all padding): weight 0", list[0]),
+        _ => format!("rows {} see no key (all padding): weight 0", list.join(", ")),
+    }
+}
+
 /// Distance `j − (i + Lk − Lq)` of query `i` to key `j`.
 #[inline]
 pub fn distance(i: usize, j: usize, lq: usize, lk: usize) -> isize {
@@ -250,5 +281,18 @@ mod tests {
         assert_eq!((t.row(-3), t.row(-2), t.row(0), t.row(1)), (None, Some(0), Some(2), None));
         let c = RelTable::music_causal(3, Edge::Clip);
         assert_eq!((c.row(-7), c.row(4)), (Some(0), Some(2)));
+    }
+
+    /// A query sees no key when every key up to it (causal) or every key (bidirectional) is padding.
+    #[test]
+    fn unattended_rows_are_the_queries_with_no_visible_key() {
+        let left_padded = [false, false, true, true, false];
+        assert_eq!(unattended_rows(true, &left_padded), vec![0, 1]);
+        assert_eq!(unattended_rows(false, &left_padded), Vec::<usize>::new());
+        assert_eq!(unattended_rows(false, &[false, false]), vec![0, 1]);
+        assert_eq!(unattended_rows(true, &[true, false, false]), Vec::<usize>::new());
+        assert_eq!(unattended_note(&[0, 1, 2, 5]), "rows 0–2, 5 see no key (all padding): weight 0");
+        assert_eq!(unattended_note(&[3]), "row 3 sees no key (all padding): weight 0");
+        assert_eq!(unattended_note(&[]), "");
     }
 }

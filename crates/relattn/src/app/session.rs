@@ -11,7 +11,7 @@ use crate::options::LayerOptions;
 use crate::pictures::{self, Body, Picture};
 use crate::protocol::{BackendUsed, Cut, HeadScale, Info, PictureView, Request, Shown, Timing};
 use crate::render::{Palette, Pooler};
-use ndarray::{s, ArrayView2};
+use ndarray::{s, Array2, ArrayView2};
 use relattn_core::attention::Config;
 use relattn_core::error::Result;
 use relattn_core::error::{check_index, Error};
@@ -19,6 +19,7 @@ use relattn_core::layer::on_demand::Layer;
 use relattn_core::layer::presets;
 use relattn_core::layer::stage_meta::StageMeta;
 use relattn_core::layer::trace::Trace;
+use relattn_core::positions::table;
 use relattn_core::stage::{Scale, Stage};
 use relattn_core::timing::{now_ms, StageTimes};
 use std::ops::Range;
@@ -48,7 +49,13 @@ impl Info {
             backend,
             stage_times: stage_times.map_or(Vec::new(), |t| t.named().into_iter().map(|(name, ms)| Timing { name: name.into(), ms }).collect()),
             on_demand,
+            unattended: Vec::new(),
         }
+    }
+    /// The same info saying, for each batch element, which query rows see no key ([`table::unattended_rows`]).
+    fn with_unattended_rows(self, cfg: &Config, key_mask: Option<&Array2<bool>>) -> Info {
+        let notes = |m: &Array2<bool>| m.outer_iter().map(|row| table::unattended_note(&table::unattended_rows(cfg.causal, &row.to_vec()))).collect();
+        Info { unattended: key_mask.map_or(Vec::new(), notes), ..self }
     }
 }
 
@@ -195,7 +202,8 @@ impl Session {
         let metas = stages.iter().map(|&s| trace.meta(s)).collect();
         let (b, _, n) = trace.dims();
         let d_model = trace.x.dim().2;
-        let info = Info::new(&trace.config, inputs, (b, n, d_model), metas, backend, Some(stage_times), false);
+        let info = Info::new(&trace.config, inputs, (b, n, d_model), metas, backend, Some(stage_times), false)
+            .with_unattended_rows(&trace.config, trace.key_mask.as_ref());
         Session::stating(Session { source: Source::Whole(trace), stages, info, shown: None, head_scale: HeadScale::default(), timings })
     }
 
@@ -203,7 +211,8 @@ impl Session {
     pub fn on_demand(layer: Layer, inputs: &Inputs, timings: Vec<Timing>, backend: BackendUsed) -> Session {
         let stages = layer.stages();
         let metas = stages.iter().map(|&s| layer.meta(s)).collect();
-        let info = Info::new(&layer.config, inputs, layer.scenario.dims(), metas, backend, None, true);
+        let info = Info::new(&layer.config, inputs, layer.scenario.dims(), metas, backend, None, true)
+            .with_unattended_rows(&layer.config, layer.scenario.key_mask.as_ref());
         Session::stating(Session { source: Source::OnDemand(layer), stages, info, shown: None, head_scale: HeadScale::default(), timings })
     }
 

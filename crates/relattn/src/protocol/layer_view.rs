@@ -141,6 +141,10 @@ pub struct Info {
     /// summed over heads and the logits in their three parts; on the GPU each stage submitted alone and
     /// waited for; none for a layer held on demand (its forward pass ran fused).
     pub stage_times: Vec<Timing>,
+    /// For each batch element, what a figure whose rows are queries says of the rows that see no key (every key
+    /// they may attend to is padding: weights 0, where Hugging Face's softmax spreads such a row evenly), or ""
+    /// ([`relattn_core::positions::table::unattended_note`]); empty without a key mask.
+    pub unattended: Vec<String>,
     /// The stages of the (batch, head) shown are computed when it is selected, on the CPU (the whole trace
     /// would not fit WHOLE_LIMIT, src/app/request.rs); `backend` is where the layer's forward pass ran.
     pub on_demand: bool,
