@@ -482,6 +482,31 @@ test('a captured model layer: its options, tokens and description come with the 
   await settle(() => page.click('#tensors-clear'));
 });
 
+test('crafted capture files (a 16,000-character model name, a 4,000-character token, a right-to-left override) keep every main-thread task under 300 ms', async () => {
+  const p = await open('?method=shaw&n=6&d_model=8&heads=2&clip=2&seed=0&sentence=');
+  await p.evaluate(() => {
+    window.__long = [];
+    new PerformanceObserver((l) => { for (const e of l.getEntries()) window.__long.push(e.duration); }).observe({ type: 'longtask' });
+  });
+  const [n, d] = [4, 8];
+  const crafted = {
+    'long-name.npz': { model: 'm'.repeat(16000), tokens: [['a', 'b', 'c', 'd']] },
+    'long-token.npz': { model: 'tiny', tokens: [['x'.repeat(4000), 'b', '\u202Eevil', 'd']] },
+  };
+  for (const [name, said] of Object.entries(crafted)) {
+    const description = { options: { method: 'rope', heads: 2, causal: true }, family: 'llama', part: 'decoder', layer: 0, notes: [], ...said };
+    const buffer = writeZip({
+      'x.npy': npyF32([1, n, d], Array.from({ length: n * d }, (_, k) => Math.sin(k))),
+      'capture.npy': npyU8(Buffer.from(JSON.stringify(description), 'utf8')),
+    });
+    await settle(() => p.setInputFiles('#tensors', { name, mimeType: 'application/octet-stream', buffer }), p);
+    assert.equal(await p.locator('#err-file').innerText(), '', name);
+  }
+  const longest = await p.evaluate(() => Math.max(0, ...window.__long));
+  assert.ok(longest < 300, `a main-thread task of ${longest} ms`);
+  await p.close();
+});
+
 test('keyboard: controls reachable with labels, the cursor cell is announced', async () => {
   await settle(() => page.selectOption('#preset', 'seed004'));
   // Every control has an accessible name.
