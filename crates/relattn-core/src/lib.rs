@@ -7,6 +7,7 @@
 //! Features: `serde` (Serialize/Deserialize of the options' enums, stage metadata, times and error kinds), `ts` (their TypeScript types, for the page),
 //! `test-hooks` (broken GPU kernels and pretended device limits, for tests).
 
+pub mod atlas;
 pub mod attention;
 pub mod backend;
 pub mod core;

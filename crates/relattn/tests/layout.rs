@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 /// relattn-core's concepts and floors, bottom up.
 const CORE_FLOORS: &[(&str, usize)] =
-    &[("error", 0), ("timing", 0), ("core", 1), ("stage", 1), ("positions", 2), ("attention", 3), ("layer", 4), ("gpu", 5), ("backend", 6)];
+    &[("error", 0), ("timing", 0), ("core", 1), ("stage", 1), ("positions", 2), ("attention", 3), ("layer", 4), ("gpu", 5), ("atlas", 5), ("backend", 6)];
 
 /// relattn's own concepts and floors, bottom up (all above relattn-core).
 const FLOORS: &[(&str, usize)] = &[("options", 0), ("files", 1), ("render", 2), ("pictures", 3), ("trained", 4), ("protocol", 5), ("app", 6)];

@@ -189,7 +189,7 @@ pub fn table_of(t: &Array3<f32>, h: usize) -> ArrayView2<'_, f32> {
 }
 
 /// `f(0..count)` in order: on rayon's threads natively, on the one thread in wasm.
-fn map_heads<R: Send>(count: usize, f: impl Fn(usize) -> R + Sync + Send) -> Vec<R> {
+pub(crate) fn map_heads<R: Send>(count: usize, f: impl Fn(usize) -> R + Sync + Send) -> Vec<R> {
     #[cfg(not(target_arch = "wasm32"))]
     {
         use rayon::prelude::*;

@@ -206,6 +206,24 @@ impl Layer {
         Ok(())
     }
 
+    /// Head `head` of batch element `batch` a [`BLOCK`] of query rows at a time, as [`attend_rows`] traces
+    /// them: `f(rows, input, trace)` gets the head's tensors (Q, K and V as projected, before any rotation) and
+    /// the trace of the query rows `rows`, every row once, in order. What [`crate::atlas`] summarises a head from.
+    pub fn each_traced_block(&self, batch: usize, head: usize, mut f: impl FnMut(Range<usize>, &HeadInput, &HeadTrace) -> Result<()>) -> Result<()> {
+        let (b, h, n) = self.dims();
+        check_index("batch index", batch, b)?;
+        check_index("head", head, h)?;
+        let input = self.head_input(batch, head);
+        for a in (0..n).step_by(BLOCK) {
+            crate::core::cancel::check()?;
+            let rows = a..(a + BLOCK).min(n);
+            let mut trace = HeadTrace::default();
+            attend_rows(&self.config, &input, rows.clone(), &mut trace)?;
+            f(rows, &input, &trace)?;
+        }
+        Ok(())
+    }
+
     /// The (rows, ·) block of a stage computed from query rows `queries` (the reshaped buffer's rows
     /// `queries.start..=queries.end`).
     fn block(&self, stage: Stage, batch: usize, head: usize, queries: Range<usize>) -> Result<Array2<f32>> {
