@@ -3,6 +3,7 @@
 //! relattn_core's (`layer::scenario`: what each is, what is generated when it is absent); a trace is
 //! written back with [`write_trace`].
 
+pub mod atlas;
 pub mod capture;
 
 use capture::CaptureInfo;
@@ -50,6 +51,48 @@ pub fn read_arrays(bytes: &[u8], file_name: &str, budget: u64) -> Result<TensorF
     if !bytes.starts_with(b"PK") {
         return Err(file_err("neither an .npz (zip) nor an .npy file".into()));
     }
+    let allowed = format!("{}, and capture (a captured layer's description)", NAMES.join(", "));
+    let kind_of = |name: &str| match name {
+        capture::MEMBER => Some(MemberKind::Description),
+        _ if NAMES.contains(&name) => Some(MemberKind::Array),
+        _ => None,
+    };
+    let (mut arrays, mut capture) = (BTreeMap::new(), None);
+    for (name, member) in read_npz(bytes, file_name, budget, kind_of, &allowed)? {
+        match member {
+            Member::Array(a) => {
+                arrays.insert(name, a);
+            }
+            Member::Description(json) => capture = Some(CaptureInfo::parse(&json, file_name)?),
+        }
+    }
+    Ok(TensorFile { arrays, capture })
+}
+
+/// What a reader takes a member of an .npz as ([`read_npz`]'s `kind_of`, by the member's name).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MemberKind {
+    /// An array, read as f32.
+    Array,
+    /// A description: the UTF-8 bytes of a JSON object, 1-D uint8 of at most [`MAX_CAPTURE_BYTES`].
+    Description,
+}
+
+/// A member of an .npz as read.
+#[derive(Clone, Debug)]
+pub enum Member {
+    Array(ArrayD<f32>),
+    Description(Vec<u8>),
+}
+
+/// Reads every member of an .npz (a zip of .npy, stored or deflated) as `kind_of` its name (without ".npy")
+/// says, refusing a name it does not know (field "array name", allowed: `allowed`) or a name twice, within
+/// `budget` as [`read_arrays`] says; in the zip's order.
+pub fn read_npz(bytes: &[u8], file_name: &str, budget: u64, kind_of: impl Fn(&str) -> Option<MemberKind>, allowed: &str) -> Result<Vec<(String, Member)>> {
+    let file_err = |reason: String| Error::File { path: file_name.into(), reason };
+    if !bytes.starts_with(b"PK") {
+        return Err(file_err("not an .npz (zip) file".into()));
+    }
     let corrupt = |e: &dyn std::fmt::Display| file_err(format!("corrupt .npz: {e}"));
     let limit = MAX_FILE_BYTES.min(budget);
     let too_big = |name: &str| {
@@ -61,27 +104,23 @@ pub fn read_arrays(bytes: &[u8], file_name: &str, budget: u64) -> Result<TensorF
     };
     let mut zip = zip::ZipArchive::new(Cursor::new(bytes)).map_err(|e| corrupt(&e))?;
     // `held`: the bytes decompressed so far plus the float32 arrays read from them.
-    let (mut out, mut held, mut capture) = (BTreeMap::new(), 0u64, None);
+    let (mut out, mut seen, mut held) = (Vec::<(String, Member)>::new(), std::collections::BTreeSet::new(), 0u64);
     for i in 0..zip.len() {
         let mut entry = zip.by_index(i).map_err(|e| corrupt(&e))?;
         let name = entry.name().trim_end_matches(".npy").to_string();
-        if !NAMES.contains(&name.as_str()) && name != capture::MEMBER {
-            return Err(Error::invalid(
-                "array name",
-                format!("'{name}' in {file_name}"),
-                format!("{}, and capture (a captured layer's description)", NAMES.join(", ")),
-            ));
-        }
-        if out.contains_key(&name) || (name == capture::MEMBER && capture.is_some()) {
+        let Some(kind) = kind_of(&name) else {
+            return Err(Error::invalid("array name", format!("'{name}' in {file_name}"), allowed));
+        };
+        if !seen.insert(name.clone()) {
             return Err(Error::invalid("array name", format!("'{name}' twice in {file_name}"), "each array once"));
         }
         // The declared size first (a zip bomb says what it inflates to), then a bounded read in case it lies.
-        let is_capture = name == capture::MEMBER;
-        let room = if is_capture { (MAX_CAPTURE_BYTES + NPY_HEADER_SLACK).min(limit - held) } else { limit - held };
-        let description_too_long = is_capture && held + MAX_CAPTURE_BYTES + NPY_HEADER_SLACK <= limit;
+        let is_description = kind == MemberKind::Description;
+        let room = if is_description { (MAX_CAPTURE_BYTES + NPY_HEADER_SLACK).min(limit - held) } else { limit - held };
+        let description_too_long = is_description && held + MAX_CAPTURE_BYTES + NPY_HEADER_SLACK <= limit;
         let refuse = |size: String| {
             if description_too_long {
-                file_err(format!("member '{}' holds {size}; a capture's description is at most {} (uint8)", capture::MEMBER, Bytes(MAX_CAPTURE_BYTES)))
+                file_err(format!("member '{name}' holds {size}; a description is at most {} (uint8)", Bytes(MAX_CAPTURE_BYTES)))
             } else {
                 too_big(&name)
             }
@@ -91,19 +130,19 @@ pub fn read_arrays(bytes: &[u8], file_name: &str, budget: u64) -> Result<TensorF
         }
         let data = read_at_most(&mut entry, room).map_err(|e| corrupt(&e))?.ok_or_else(|| refuse(format!("more than {}", Bytes(room))))?;
         held += data.len() as u64;
-        if is_capture {
-            let json = read_bytes_npy(&data).map_err(|e| file_err(format!("member '{}': {e}", capture::MEMBER)))?;
+        if is_description {
+            let json = read_bytes_npy(&data).map_err(|e| file_err(format!("member '{name}': {e}")))?;
             if json.len() as u64 > MAX_CAPTURE_BYTES {
                 return Err(refuse(Bytes(json.len() as u64).to_string()));
             }
-            capture = Some(CaptureInfo::parse(json, file_name)?);
+            out.push((name, Member::Description(json.to_vec())));
             continue;
         }
         let a = read_npy(&data, budget - held, budget).map_err(|e| file_err(format!("array '{name}': {e}")))?;
         held += 4 * a.len() as u64;
-        out.insert(name, a);
+        out.push((name, Member::Array(a)));
     }
-    Ok(TensorFile { arrays: out, capture })
+    Ok(out)
 }
 
 /// Everything `r` yields, or `None` when that is more than `limit` bytes; the buffer never grows past
