@@ -106,41 +106,56 @@ class Capture:
     def save(self, path):
         """Writes the layer to ``path`` (.npz): its arrays by relattn's names and its description (the member
         ``capture``, JSON as uint8), which ``relattn compute --tensors``, ``relattn render --tensors`` and the
-        page read; written to a temporary file beside it and renamed over it once complete, so a refused or
-        interrupted save leaves nothing half-written."""
-        import json
-        import os
-        import tempfile
+        page read; written as :func:`write_npz` writes (nothing half-written)."""
+        return write_npz(path, self.members())
 
-        try:
-            path = os.fsdecode(os.fspath(path))  # a str, bytes or os.PathLike path
-        except TypeError:
-            raise _refuse("path", type(path).__name__, "a file name (str, bytes or a pathlib.Path) ending in .npz") from None
-        if not path.endswith(".npz"):
-            raise _refuse("path", repr(path), "a file name ending in .npz")
-        folder = os.path.dirname(os.path.abspath(path))
-        if not os.path.isdir(folder):
-            raise _refuse("path", repr(path), "a file in an existing folder")
-        members = dict(self.arrays)
-        members["capture"] = _np.frombuffer(json.dumps(self.description(), ensure_ascii=False).encode("utf-8"), dtype=_np.uint8)
-        fd, tmp = tempfile.mkstemp(suffix=".npz.part", dir=folder)
-        try:
-            # mkstemp's file is 0600: the file keeps the mode of the one it replaces, or a new one gets what
-            # open() would give it (0666 less the umask).
-            os.chmod(fd, _mode_for(path))
-            with os.fdopen(fd, "wb") as f:
-                _np.savez(f, **members)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            os.unlink(tmp)
-            raise
-        return path
+    def members(self):
+        """The file's members: the arrays by relattn's names and ``capture``, the description as UTF-8 JSON."""
+        return {**self.arrays, "capture": json_member(self.description())}
 
     def __repr__(self):
         b, n, d = self.arrays["x"].shape
         return f"Capture({self.model}, {self.part} layer {self.layer}: {self.options['method']}, {self.options['heads']} heads, batch {b}, n {n}, d_model {d})"
+
+
+def json_member(value):
+    """``value`` as a file's JSON member: its UTF-8 JSON as a uint8 array (as the crate reads descriptions)."""
+    import json
+
+    return _np.frombuffer(json.dumps(value, ensure_ascii=False).encode("utf-8"), dtype=_np.uint8)
+
+
+def write_npz(path, members):
+    """Writes ``members`` (name → array) to ``path`` (.npz, in an existing folder; a str, bytes or os.PathLike
+    name, refused by name otherwise): to a temporary file beside it, renamed over it once complete, so that a
+    refused or interrupted save leaves nothing half-written; the file keeps the mode of the one it replaces, or
+    gets what open() would give it. Returns the path as a str."""
+    import os
+    import tempfile
+
+    try:
+        path = os.fsdecode(os.fspath(path))  # a str, bytes or os.PathLike path
+    except TypeError:
+        raise _refuse("path", type(path).__name__, "a file name (str, bytes or a pathlib.Path) ending in .npz") from None
+    if not path.endswith(".npz"):
+        raise _refuse("path", repr(path), "a file name ending in .npz")
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise _refuse("path", repr(path), "a file in an existing folder")
+    fd, tmp = tempfile.mkstemp(suffix=".npz.part", dir=folder)
+    try:
+        # mkstemp's file is 0600: the file keeps the mode of the one it replaces, or a new one gets what
+        # open() would give it (0666 less the umask).
+        os.chmod(fd, _mode_for(path))
+        with os.fdopen(fd, "wb") as f:
+            _np.savez(f, **members)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+    return path
 
 
 def _umask():
@@ -321,11 +336,9 @@ def _key_mask(mask):
     return None if mask is None else _np32(mask)
 
 
-def _t5(model, layer, part, input_ids, attention_mask, decoder_input_ids, decoder_attention_mask):
+def _t5(model, layer, part, input_ids, attention_mask, decoder_input_ids, decoder_attention_mask, reach):
     """T5, mT5, UMT5: the encoder's or the decoder's self-attention of block ``layer``."""
     config = model.config
-    if part not in ("encoder", "decoder"):
-        raise _refuse("part", repr(part), "'encoder' or 'decoder' (T5's cross-attention has no position term: it is not captured)")
     if config.num_heads * config.d_kv != config.d_model:
         raise _refuse("model", f"num_heads × d_kv = {config.num_heads} × {config.d_kv} = {config.num_heads * config.d_kv} ≠ d_model {config.d_model}",
                       "heads × head width = d_model (relattn's layers have d_head = d_model / heads)")
@@ -336,14 +349,14 @@ def _t5(model, layer, part, input_ids, attention_mask, decoder_input_ids, decode
     attn = _pick(blocks, layer, part).layer[0].SelfAttention
     if part == "encoder":
         ids, mask = input_ids, attention_mask
-        args, kwargs = _run_to(attn, lambda: stack(input_ids=input_ids, attention_mask=attention_mask))
+        args, kwargs = reach(attn, lambda: stack(input_ids=input_ids, attention_mask=attention_mask))
     else:
         if decoder_input_ids is None:
             raise _refuse("decoder_input_ids", "None", "the decoder's (batch, n) token ids, for part='decoder'")
         _check_ids(model, decoder_input_ids, "decoder_input_ids", _vocab(model))
         _check_mask(decoder_attention_mask, decoder_input_ids, "decoder_attention_mask", "decoder_input_ids")
         ids, mask = decoder_input_ids, decoder_attention_mask
-        args, kwargs = _run_to(attn, lambda: model(input_ids=input_ids, attention_mask=attention_mask, decoder_input_ids=decoder_input_ids,
+        args, kwargs = reach(attn, lambda: model(input_ids=input_ids, attention_mask=attention_mask, decoder_input_ids=decoder_input_ids,
                                                    decoder_attention_mask=decoder_attention_mask))
     owner = attn if config.model_type == "umt5" else blocks[0].layer[0].SelfAttention
     (w_q, _), (w_k, _), (w_v, _), (w_o, _) = (_linear(attn.q), _linear(attn.k), _linear(attn.v), _linear(attn.o))
@@ -359,7 +372,7 @@ def _t5(model, layer, part, input_ids, attention_mask, decoder_input_ids, decode
     return ids, mask, options, arrays, notes
 
 
-def _rotary(model, layer, input_ids, attention_mask, extra):
+def _rotary(model, layer, input_ids, attention_mask, extra, reach):
     """Llama, Mistral, Qwen2, Gemma: half-split rotary with the model's own cos and sin, grouped K/V heads."""
     config = model.config
     layers = _layers(model, "model.layers", "layers")
@@ -373,7 +386,7 @@ def _rotary(model, layer, input_ids, attention_mask, extra):
     window = getattr(attn, "sliding_window", None) if config.model_type == "qwen2" else getattr(config, "sliding_window", None)
     if window is not None and input_ids.shape[1] > window:
         raise _refuse("input_ids", f"{input_ids.shape[1]} tokens", f"at most the model's sliding window, {window} (relattn has no window)")
-    args, kwargs = _run_to(attn, lambda: model(input_ids=input_ids, attention_mask=attention_mask, **extra))
+    args, kwargs = reach(attn, lambda: model(input_ids=input_ids, attention_mask=attention_mask, **extra))
     cos, sin = kwargs["position_embeddings"]
     half = head_dim // 2
     (w_q, b_q), (w_k, b_k), (w_v, b_v), (w_o, b_o) = (_linear(attn.q_proj), _linear(attn.k_proj), _linear(attn.v_proj), _linear(attn.o_proj))
@@ -388,12 +401,12 @@ def _rotary(model, layer, input_ids, attention_mask, extra):
     return input_ids, attention_mask, options, arrays, notes
 
 
-def _neox(model, layer, input_ids, attention_mask, extra):
+def _neox(model, layer, input_ids, attention_mask, extra, reach):
     """GPT-NeoX, Pythia: half-split rotary on the first rotary_ndims components; fused Q, K, V."""
     config = model.config
     attn = _pick(_layers(model, "gpt_neox.layers", "layers"), layer, "decoder").attention
     heads, head_dim = config.num_attention_heads, attn.head_size
-    args, kwargs = _run_to(attn, lambda: model(input_ids=input_ids, attention_mask=attention_mask, **extra))
+    args, kwargs = reach(attn, lambda: model(input_ids=input_ids, attention_mask=attention_mask, **extra))
     cos, sin = kwargs["position_embeddings"]
     rot = attn.rotary_ndims
     (w_q, b_q), (w_k, b_k), (w_v, b_v) = _fused_parts(attn.query_key_value, heads, head_dim, 3)
@@ -407,14 +420,14 @@ def _neox(model, layer, input_ids, attention_mask, extra):
     return input_ids, attention_mask, options, arrays, notes
 
 
-def _gptj(model, layer, input_ids, attention_mask, extra):
+def _gptj(model, layer, input_ids, attention_mask, extra, reach):
     """GPT-J: interleaved rotary (rotate_every_two) on the first rotary_dim components."""
     config = model.config
     attn = _pick(_layers(model, "transformer.h", "h"), layer, "decoder").attn
     heads, head_dim = config.num_attention_heads, attn.head_dim
     if attn.rotary_dim is None:
         raise _refuse("model", "rotary_dim None", "a GPT-J config with rotary_dim set (64 in GPT-J-6B)")
-    args, kwargs = _run_to(attn, lambda: model(input_ids=input_ids, attention_mask=attention_mask, **extra))
+    args, kwargs = reach(attn, lambda: model(input_ids=input_ids, attention_mask=attention_mask, **extra))
     sin, cos = kwargs["position_embeddings"]  # GPT-J's order
     (w_q, _), (w_k, _), (w_v, _), (w_o, _) = (_linear(attn.q_proj), _linear(attn.k_proj), _linear(attn.v_proj), _linear(attn.out_proj))
     arrays = {"x": _np32(_hidden(args, kwargs)), "w_q": w_q, "w_k": w_k, "w_v": w_v, "w_o": w_o,
@@ -424,7 +437,7 @@ def _gptj(model, layer, input_ids, attention_mask, extra):
     return input_ids, attention_mask, options, arrays, notes
 
 
-def _bloom(model, layer, input_ids, attention_mask, extra):
+def _bloom(model, layer, input_ids, attention_mask, extra, reach):
     """BLOOM: ALiBi with the model's slopes; fused Q, K, V."""
     import torch
     from transformers.models.bloom.modeling_bloom import build_alibi_tensor
@@ -432,7 +445,7 @@ def _bloom(model, layer, input_ids, attention_mask, extra):
     config = model.config
     attn = _pick(_layers(model, "transformer.h", "h"), layer, "decoder").self_attention
     heads, head_dim = config.n_head, attn.head_dim
-    args, kwargs = _run_to(attn, lambda: model(input_ids=input_ids, attention_mask=attention_mask, **extra))
+    args, kwargs = reach(attn, lambda: model(input_ids=input_ids, attention_mask=attention_mask, **extra))
     # The model's own slopes: its ALiBi tensor is slope × key position; position 1 of an unpadded pair gives the slope.
     slopes = build_alibi_tensor(torch.ones(1, 2, dtype=torch.long), heads, torch.float32)[:, 0, 1]
     (w_q, b_q), (w_k, b_k), (w_v, b_v) = _fused_parts(attn.query_key_value, heads, head_dim, 3)
@@ -451,7 +464,7 @@ def _rows(lin, index):
     return _linear(lin, index.reshape(-1))
 
 
-def _falcon(model, layer, input_ids, attention_mask, extra):
+def _falcon(model, layer, input_ids, attention_mask, extra, reach):
     """Falcon: ALiBi (scaled with the logits) or half-split rotary; three fused Q/K/V layouts."""
     import math
 
@@ -473,7 +486,7 @@ def _falcon(model, layer, input_ids, attention_mask, extra):
         parts, layout = (idx[:heads], idx[heads], idx[heads + 1]), "every query head, then one key and one value that all share"
     (w_q, b_q), (w_k, b_k), (w_v, b_v) = (_rows(attn.query_key_value, p) for p in parts)
     w_o, b_o = _linear(attn.dense)
-    args, kwargs = _run_to(attn, lambda: model(input_ids=input_ids, attention_mask=attention_mask, **extra))
+    args, kwargs = reach(attn, lambda: model(input_ids=input_ids, attention_mask=attention_mask, **extra))
     arrays = {"x": _np32(_hidden(args, kwargs)), "w_q": w_q, "w_k": w_k, "w_v": w_v, "w_o": w_o}
     arrays.update({name: b for name, b in (("b_q", b_q), ("b_k", b_k), ("b_v", b_v), ("b_o", b_o)) if b is not None})
     notes = [f"Q, K and V come from one fused projection laid out {layout}."]
@@ -499,7 +512,7 @@ def _falcon(model, layer, input_ids, attention_mask, extra):
     return input_ids, attention_mask, options, arrays, notes
 
 
-def _mpt(model, layer, input_ids, attention_mask, extra):
+def _mpt(model, layer, input_ids, attention_mask, extra, reach):
     """MPT: ALiBi with MPT's slopes; Q, K, V the fused projection's thirds."""
     import torch
     config = model.config
@@ -515,7 +528,7 @@ def _mpt(model, layer, input_ids, attention_mask, extra):
     d = config.d_model
     (w_q, b_q), (w_k, b_k), (w_v, b_v) = (_linear(attn.Wqkv, torch.arange(p * d, (p + 1) * d)) for p in range(3))
     w_o, b_o = _linear(attn.out_proj)
-    args, kwargs = _run_to(attn, lambda: model(input_ids=input_ids, attention_mask=attention_mask, **extra))
+    args, kwargs = reach(attn, lambda: model(input_ids=input_ids, attention_mask=attention_mask, **extra))
     # The slopes the module adds, read off its own input: transformers builds MPT's ALiBi with its default
     # alibi_bias_max (8), whatever the config says. Its bias at key column c is slope × (c − (L − 1)); the
     # module adds the last n columns; two neighbouring columns give the slope, and the bias must be that line.
@@ -546,7 +559,7 @@ def _conv1d(conv, cols=None):
     return (w, b) if cols is None else (w[:, cols].copy(), b[cols].copy())
 
 
-def _absolute(model, layer, input_ids, attention_mask, extra):
+def _absolute(model, layer, input_ids, attention_mask, extra, reach):
     """GPT-2, OPT, BERT: learned absolute positions, already in every layer's x."""
     config = model.config
     family = config.model_type
@@ -585,7 +598,7 @@ def _absolute(model, layer, input_ids, attention_mask, extra):
         raise _refuse("model", f"{heads} heads of width {w_q.shape[1] // heads} ≠ hidden size {w_q.shape[0]}", "heads × head width = hidden size")
     if n > table.shape[0]:
         raise _refuse("input_ids", f"{n} tokens", f"at most the model's {table.shape[0]} positions")
-    args, kwargs = _run_to(attn, lambda: model(input_ids=input_ids, attention_mask=attention_mask, **extra))
+    args, kwargs = reach(attn, lambda: model(input_ids=input_ids, attention_mask=attention_mask, **extra))
     arrays = {"x": _np32(_hidden(args, kwargs)), "w_q": w_q, "w_k": w_k, "w_v": w_v, "w_o": w_o, "positions": _np32(table[:n])}
     arrays.update({name: b for name, b in (("b_q", b_q), ("b_k", b_k), ("b_v", b_v), ("b_o", b_o)) if b is not None})
     options = {"method": "absolute", "heads": heads, "causal": causal, "positions_in_x": True, "logit_scale": scale}
@@ -662,6 +675,48 @@ def _tokens(tokenizer, ids):
     return tokens
 
 
+_T5S = ("t5", "mt5", "umt5")
+
+#: Each family's capture, but T5's (:func:`_t5`, which has two parts).
+_FAMILY = {"llama": _rotary, "mistral": _rotary, "qwen2": _rotary, "gemma": _rotary, "gpt_neox": _neox, "gptj": _gptj, "bloom": _bloom,
+           "falcon": _falcon, "mpt": _mpt, "gpt2": _absolute, "opt": _absolute, "bert": _absolute}
+
+
+def _parts(family):
+    """The parts with self-attention layers: T5's encoder and decoder, BERT's encoder, the others' decoder."""
+    return ("encoder", "decoder") if family in _T5S else ("encoder",) if family == "bert" else ("decoder",)
+
+
+def _part(family, part):
+    """The part asked for (None: the first), refused by name when the family has no such part."""
+    parts = _parts(family)
+    if part is None:
+        return parts[0]
+    if part not in parts:
+        if family in _T5S:
+            raise _refuse("part", repr(part), "'encoder' or 'decoder' (T5's cross-attention has no position term: it is not captured)")
+        raise _refuse("part", repr(part), f"'{parts[0]}' (a {family} model has no other)")
+    return part
+
+
+class _Inputs:
+    """What the model's forward is given: the ids and mask, T5's decoder ids and mask, the extra keywords."""
+
+    def __init__(self, input_ids, attention_mask, decoder_input_ids=None, decoder_attention_mask=None, extra=None):
+        self.input_ids, self.attention_mask = input_ids, attention_mask
+        self.decoder_input_ids, self.decoder_attention_mask = decoder_input_ids, decoder_attention_mask
+        self.extra = extra or {}
+
+
+def _layer_of(model, family, layer, part, inputs, reach):
+    """Layer ``layer`` of ``part``: (ids, mask, options, arrays, notes), the module's inputs found by ``reach(attn,
+    run)``, which returns the (args, kwargs) the attention module ``attn`` is called with when ``run()`` runs the
+    model (:func:`_run_to` runs it to there; the atlas gives those of a forward already under way)."""
+    if family in _T5S:
+        return _t5(model, layer, part, inputs.input_ids, inputs.attention_mask, inputs.decoder_input_ids, inputs.decoder_attention_mask, reach)
+    return _FAMILY[family](model, layer, inputs.input_ids, inputs.attention_mask, inputs.extra, reach)
+
+
 def capture(model, layer=0, *, input_ids, attention_mask=None, decoder_input_ids=None, decoder_attention_mask=None, part=None, tokenizer=None,
             token_type_ids=None):
     """One self-attention layer of a ``transformers`` model on its inputs, as a :class:`Capture`.
@@ -685,17 +740,10 @@ def capture(model, layer=0, *, input_ids, attention_mask=None, decoder_input_ids
     if tokenizer is not None and not callable(getattr(tokenizer, "convert_ids_to_tokens", None)):
         raise _refuse("tokenizer", repr(tokenizer) if isinstance(tokenizer, str) else type(tokenizer).__name__,
                       "the model's tokenizer object (transformers.AutoTokenizer.from_pretrained(name)), with convert_ids_to_tokens")
+    part = _part(family, part)
+    inputs = _Inputs(input_ids, attention_mask, decoder_input_ids, decoder_attention_mask, extra)
     with _held(model), _as_eval(model) as training:
-        if family in ("t5", "mt5", "umt5"):
-            part = part or "encoder"
-            ids, mask, options, arrays, notes = _t5(model, layer, part, input_ids, attention_mask, decoder_input_ids, decoder_attention_mask)
-        else:
-            if part not in (None, "encoder" if family == "bert" else "decoder"):
-                raise _refuse("part", repr(part), f"'{'encoder' if family == 'bert' else 'decoder'}' (a {family} model has no other)")
-            part = "encoder" if family == "bert" else "decoder"
-            run = {"llama": _rotary, "mistral": _rotary, "qwen2": _rotary, "gemma": _rotary, "gpt_neox": _neox, "gptj": _gptj, "bloom": _bloom,
-                   "falcon": _falcon, "mpt": _mpt, "gpt2": _absolute, "opt": _absolute, "bert": _absolute}[family]
-            ids, mask, options, arrays, notes = run(model, layer, input_ids, attention_mask, extra)
+        ids, mask, options, arrays, notes = _layer_of(model, family, layer, part, inputs, _run_to)
     if training:
         notes = [*notes, "The model was in training mode: captured as eval() computes (dropout off); the model is left in training mode."]
     if mask is not None:

@@ -13,5 +13,5 @@ pub mod protocol;
 pub mod render;
 pub mod trained;
 
-pub use relattn_core::{attention, backend, core, error, gpu, layer, positions, stage, timing};
+pub use relattn_core::{atlas, attention, backend, core, error, gpu, layer, positions, stage, timing};
 pub use relattn_core::{Backend, Config, Edge, Error, Implementation, Method, Result, Scenario, Spec, Stage, Trace};
