@@ -85,7 +85,8 @@ pub struct Inputs {
 impl Inputs {
     /// The request's options within the page's [`LIMITS`] (a preset's, when it names one), with a scenario
     /// file's bytes (.npz or .npy, docs/src/files.md "Scenario files": its x sets n, d_model and the batch) or the
-    /// sentence's tokens (x one seeded vector per distinct token; n their number, the batch 1). A captured
+    /// sentence's tokens (x one seeded vector per distinct token; n their number, the batch 1), or a captured row
+    /// of a head atlas's file ([`Request::atlas_row`]: read as a capture file of that layer). A captured
     /// layer's file brings its options: on the file's first request ([`Request::new_file`]) with the others at
     /// their defaults (the page then shows them in its controls), afterwards under the request's.
     pub fn resolve(request: &Request, file: Option<&[u8]>) -> Result<Inputs> {
@@ -93,7 +94,11 @@ impl Inputs {
         if sentence.len() > MAX_N {
             return Err(Error::invalid("tokens", format!("{} tokens", sentence.len()), format!("at most {MAX_N} tokens (n)")));
         }
-        let file = file.map(|bytes| crate::files::read_arrays(bytes, &request.file_name, MEMORY_LIMIT)).transpose()?.unwrap_or_default();
+        let read = |bytes: &[u8]| match request.atlas_row {
+            Some(row) => crate::files::atlas::Atlas::read(bytes, &request.file_name, MEMORY_LIMIT)?.capture(row as usize).cloned(),
+            None => crate::files::read_arrays(bytes, &request.file_name, MEMORY_LIMIT),
+        };
+        let file = file.map(read).transpose()?.unwrap_or_default();
         // A new capture's options are the file's and every one it does not carry is its default, not the
         // request's: the page's controls still hold the previous file's options (a T5 capture's logit scale
         // "none" kept for a Llama capture opened next). Only how the same numbers are computed (implementation)
@@ -261,5 +266,19 @@ mod tests {
         request.options = LayerOptions { logit_scale: Some(LogitScale::None), ..LayerOptions::default() };
         let inputs = Inputs::resolve(&request, Some(&file)).unwrap();
         assert_eq!((inputs.cfg.method, inputs.cfg.heads, inputs.cfg.logit_scale), (Method::Rope, 2, LogitScale::None));
+    }
+
+    /// A captured row of a head atlas computes as its capture file would; a row not captured is refused by name.
+    #[test]
+    fn an_atlas_row_is_read_as_its_capture() {
+        use crate::files::atlas::tests::{atlas_bytes, description};
+        let file = atlas_bytes(&description(2), |_| {});
+        let mut request: Request =
+            serde_json::from_value(serde_json::json!({ "file_name": "t.atlas.npz", "options": {}, "new_file": true, "atlas_row": 1 })).unwrap();
+        let inputs = Inputs::resolve(&request, Some(&file)).unwrap();
+        assert_eq!((inputs.cfg.method, inputs.cfg.heads, inputs.spec.n), (Method::Rope, 4, 5));
+        assert_eq!(inputs.capture.unwrap().title(), "tiny-llama, decoder layer 1");
+        request.atlas_row = Some(0);
+        assert_eq!(Inputs::resolve(&request, Some(&file)).err().unwrap().field(), "atlas row");
     }
 }

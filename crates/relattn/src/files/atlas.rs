@@ -140,7 +140,6 @@ impl Metric {
 /// One row of the atlas: a layer of the model.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-#[cfg_attr(test, derive(ts_rs::TS), ts(export, export_to = "protocol.d.ts"))]
 pub struct AtlasLayer {
     /// "encoder" or "decoder".
     pub part: String,
@@ -163,7 +162,6 @@ impl AtlasLayer {
 /// One prompt the atlas was measured on.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-#[cfg_attr(test, derive(ts_rs::TS), ts(export, export_to = "protocol.d.ts"))]
 pub struct AtlasPrompt {
     pub n: u32,
     /// Its tokens, when a tokenizer was given.
@@ -173,7 +171,6 @@ pub struct AtlasPrompt {
 /// The repeated random sequence duplicate_token and induction are measured on: n tokens, two copies of n/2.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-#[cfg_attr(test, derive(ts_rs::TS), ts(export, export_to = "protocol.d.ts"))]
 pub struct AtlasInduction {
     pub n: u32,
     pub seed: u64,
@@ -182,7 +179,6 @@ pub struct AtlasInduction {
 /// What an atlas says of itself (its member `atlas`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-#[cfg_attr(test, derive(ts_rs::TS), ts(export, export_to = "protocol.d.ts"))]
 pub struct AtlasInfo {
     /// "relattn atlas".
     pub format: String,

@@ -51,6 +51,11 @@ pub struct Request {
     #[serde(default)]
     #[cfg_attr(test, ts(as = "Option<_>", optional))]
     pub new_file: bool,
+    /// The file is a head atlas and this is its captured row shown stage by stage (`Atlas::capture`); the
+    /// file's other rows and summaries are not used.
+    #[serde(default)]
+    #[cfg_attr(test, ts(optional))]
+    pub atlas_row: Option<u32>,
     #[serde(flatten)]
     #[cfg_attr(test, ts(skip))]
     pub unknown: Unknown,

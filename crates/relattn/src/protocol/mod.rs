@@ -7,11 +7,13 @@
 //! what they hold. The JavaScript types are generated from these structs by ts-rs into `www/js/types/protocol.d.ts` (`make protocol`; `make check` fails when
 //! it is not current), and `www/js/shared/protocol.js`, type-checked against them, builds every message.
 
+pub mod atlas;
 pub mod layer_view;
 pub mod model;
 
 use serde::{Deserialize, Serialize};
 
+pub use atlas::*;
 pub use layer_view::*;
 pub use model::*;
 
@@ -78,6 +80,7 @@ pub enum ToWorker {
     ModelStop(ModelStop),
     ModelNll(NllRequest),
     ModelCompare(CompareRequest),
+    AtlasHead(AtlasHeadRequest),
     /// Test hooks (tests/e2e/reliability.test.mjs, backend.test.mjs; the page never sends them): a panic in
     /// the wasm, sync or inside an async future.
     DebugPanic,
@@ -113,6 +116,9 @@ pub enum FromWorker {
     ModelNll(NllResult),
     ModelCompare(CompareResult),
     ModelError(ModelError),
+    /// The file of a compute request is an atlas: its picture, not a result.
+    Atlas(AtlasOpened),
+    AtlasHead(AtlasHeadReply),
     /// WebGPU's one try (Auto's set-up, which the first views do not wait for) has ended, either way: a view
     /// computed while it ran ([`BackendUsed::provisional`]) is asked for again.
     GpuSettled,

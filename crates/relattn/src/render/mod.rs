@@ -13,9 +13,12 @@
 //! - [`draw_chart`] draws curves on axes with the same title and subtitle (the lecture pictures that are not
 //!   heatmaps).
 //!
+//! [`atlas`]: a head atlas's grid of tiles, its HTML page and one head's chart.
+//!
 //! [`colormap`]: the colours; [`raster`]: pooled rasters of large stages; [`figure`]: labelled figures;
 //! [`chart`]: curves.
 
+pub mod atlas;
 mod chart;
 mod colormap;
 mod figure;
