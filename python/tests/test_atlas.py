@@ -194,3 +194,14 @@ def test_refusals_name_the_argument_and_the_model_is_left_as_it_was():
     assert sum(len(m._forward_pre_hooks) for m in model.modules()) == hooks
     for k, v in model.state_dict().items():
         assert torch.equal(v, before[k]), k
+
+
+def test_the_committed_atlas_fixture_is_what_atlas_writes_today():
+    # tests/fixtures/atlas-tiny-llama.atlas.npz (the page's and the CLI's tests open it), made by make_atlas_fixture.py.
+    import make_atlas_fixture
+
+    fresh, kept = make_atlas_fixture.atlas(), relattn.load_atlas(make_atlas_fixture.OUT)
+    assert kept.description == fresh.description
+    for name, a in fresh.arrays.items():
+        np.testing.assert_allclose(kept.arrays[name], a, atol=1e-5, err_msg=name)
+    assert sorted(kept.captures) == [1, 2]
