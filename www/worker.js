@@ -7,7 +7,7 @@
 // without it (or when it fails on a layer, or is lost) the CPU computes, and the result's backend says where and
 // why. The debug-* test hooks are sent by tests/e2e only. Model mode's messages ('model*') go to js/worker/model.js.
 import init, * as relattn from './pkg/relattn.js';
-import { progressMessage, resultMessage, backendShown, gpuSettled, errorMessage, fatalMessage, exportReply, exportFailed, cellsReply, cellsFailed, readersReply, readersFailed, schemesReply, schemesFailed, typedError } from './js/shared/protocol.js';
+import { progressMessage, resultMessage, backendShown, gpuSettled, errorMessage, fatalMessage, exportReply, exportFailed, cellsReply, cellsFailed, readersReply, readersFailed, schemesReply, schemesFailed, atlasOpened, atlasHeadReply, atlasHeadFailed, typedError } from './js/shared/protocol.js';
 import { onModelMessage, layerSession } from './js/worker/model.js';
 /** @typedef {import('./js/types/protocol').ToWorker} ToWorker */
 /** @typedef {import('./js/types/protocol').ComputeRequest} ComputeRequest */
@@ -39,6 +39,9 @@ const held = {
   results: new Set(),
   /** Where it was computed (BackendUsed), or null. */
   backend: null,
+  /** The head atlas opened last ({ file: the page's file id, open: an OpenAtlas }), or null: a compute request
+   *  whose file is an atlas opens it (answered 'atlas', not 'result'); its heads' charts are asked of it. */
+  atlas: null,
 };
 const queue = {
   /** @type {ComputeRequest | null} The newest compute request not yet worked on (a newer one replaces it). */
@@ -80,6 +83,7 @@ self.onmessage = (e) => {
     case 'cells': ready.then(() => answer(m, () => cellsOf(m), cellsReply, cellsFailed)); return;
     case 'readers': ready.then(() => answer(m, () => sessionOf(m.result).table_readers(m.row), readersReply, readersFailed)); return;
     case 'schemes': ready.then(() => compareSchemes(m)); return;
+    case 'atlas-head': ready.then(() => atlasHead(m)); return;
     case 'model': case 'model-sample': case 'model-stop': case 'model-nll': case 'model-compare':
       ready.then((w) => onModelMessage(modelContext(w), m));
       return;
@@ -147,13 +151,13 @@ function used(backend, b) {
   return backendShown(backend, b, gpu.adapterName);
 }
 
-// The cached session is reused while the compute request's source (options, sentence, file or model layer) and
+// The cached session is reused while the compute request's source (options, sentence, file and its atlas row, or model layer) and
 // backend are the same.
 /** @param {ComputeRequest} msg */
 function keyOf(msg) {
   const r = msg.request;
   if (msg.model) return `${r.backend}|model:${JSON.stringify(msg.model)}`;
-  return r.backend + JSON.stringify([msg.file ? msg.file.id : null, r.options, r.tokens]);
+  return r.backend + JSON.stringify([msg.file ? msg.file.id : null, r.atlas_row ?? null, r.options, r.tokens]);
 }
 
 // Answers the page's message `m` with `reply(m.id, work())` (its typed array's buffer transferred), or with
@@ -180,6 +184,30 @@ function compareSchemes(m) {
   }
 }
 
+// One head's full-size profile of the atlas opened last (refused as stale when the page asks of another file).
+function atlasHead(m) {
+  try {
+    if (!held.atlas || held.atlas.file !== m.file) throw typedError('general', 'stale', 'stale: the atlas opened has changed');
+    self.postMessage(atlasHeadReply(m.id, held.atlas.open.head_chart(m.row, m.head)));
+  } catch (err) {
+    if (isAbort(err)) { fatal(err.message); return; }
+    self.postMessage(atlasHeadFailed(m.id, err));
+  }
+}
+
+// A compute request's file that is a head atlas (and not one of its rows shown stage by stage): read and held,
+// its picture's data sent ('atlas'); the layer shown stays. True when the file was one.
+function openAtlas(msg) {
+  if (!msg.file || msg.request.atlas_row != null) return false;
+  const bytes = new Uint8Array(msg.file.bytes);
+  if (!relattn.is_atlas(bytes)) return false;
+  const open = relattn.open_atlas(bytes, msg.request.file_name);
+  if (held.atlas) held.atlas.open.free();
+  held.atlas = { file: msg.file.id, open };
+  self.postMessage(atlasOpened(msg.id, open.view()));
+  return true;
+}
+
 // The session that result `id` was sent from, or an error when the page has moved on from it.
 function sessionOf(id) {
   if (!held.session || !held.results.has(id)) throw typedError('general', 'stale', 'stale: the session shown has changed');
@@ -202,8 +230,8 @@ function cellsOf(m) {
   return s.cells(i, m.batch, m.head, m.r0, m.c0, m.rows, m.cols);
 }
 
-// The newest pending compute request: its layer (computed, or the one held when its key is the same), then the
-// stages of the (batch, head) it shows, posted as one ResultMessage; then the next pending one, if any.
+// The newest pending compute request: an atlas opened (openAtlas), or its layer shown (showLayer); then the next
+// pending one, if any.
 async function work() {
   wasm = wasm || (await ready);
   const msg = queue.pending;
@@ -211,53 +239,7 @@ async function work() {
   if (!msg || dead) { queue.scheduled = false; return; }
   queue.inFlight = msg;
   try {
-    const backend = msg.request.backend;
-    const key = keyOf(msg);
-    if (msg.colormaps) set_colormaps(msg.colormaps.sequential, msg.colormaps.diverging);
-    // A layer computed on the CPU while WebGPU was set up is computed again once the set-up has ended.
-    if (key !== held.key || !held.session || stale(held.backend)) {
-      self.postMessage(progressMessage(msg.id, 'computing the layer…'));
-      await tryGpu(backend);
-      // msg.model: one layer of a trained model (Model mode's "stages of this head"), on the same backend.
-      const s = msg.model ? await layerSession(modelContext(wasm), msg.model, backend) : await compute(msg.request, msg.file ? new Uint8Array(msg.file.bytes) : undefined);
-      if (held.session) held.session.free();
-      held.session = s;
-      held.key = key;
-      held.stages = s.info().stages.map((st) => st.name);
-      held.results = new Set();
-    }
-    const s = held.session;
-    /** @type {Info} */
-    const info = s.info();
-    held.backend = info.backend;
-    /** @type {Shown} clamped into this layer's (crates/relattn-wasm/src/session.rs) */
-    const shown = s.shown_for(msg.batch, msg.head);
-    // A layer held on demand computes the stages of the (batch, head) shown now: seconds at n 8192.
-    if (info.on_demand) self.postMessage(progressMessage(msg.id, `computing the stages of head ${shown.head}${info.options.batch_size > 1 ? `, batch element ${shown.batch}` : ''} (held on demand: ${info.options.n} query rows)…`));
-    const stages = [];
-    const transfer = [];
-    info.stages.forEach((meta, i) => {
-      // { rows, cols, raster_rows, raster_cols, lo, hi, has_values }: the first select of a (batch, head) cuts
-      // every stage of it (computing them, for a layer held on demand).
-      const cut = s.select(i, shown.batch, shown.head, msg.head_scale);
-      // Zero-copy views into the wasm memory, copied once into buffers that move to the page. A stage past
-      // VALUES_CELLS comes without its values (null): the page asks for the cells it needs ('cells').
-      const values = cut.has_values ? new Float32Array(wasm.memory.buffer, s.values_ptr(), s.values_len()).slice() : null;
-      const rgba = new Uint8ClampedArray(wasm.memory.buffer, s.rgba_ptr(), s.rgba_len()).slice();
-      stages.push({ ...meta, ...cut, values, rgba });
-      transfer.push(rgba.buffer);
-      if (values) transfer.push(values.buffer);
-    });
-    delete info.stages; // sent as `stages`, with their values
-    // The lecture's pictures of the scheme (heatmaps with their pixels and values, or curves).
-    /** @type {PictureView[]} */
-    const pictures = s.pictures();
-    for (const p of pictures) {
-      transfer.push(p.rgba.buffer);
-      if (p.values) transfer.push(p.values.buffer);
-    }
-    held.results.add(msg.id);
-    self.postMessage(resultMessage(msg.id, info, shown, stages, pictures, s.timings(), used(backend, info.backend), wasm.memory.buffer.byteLength), transfer);
+    if (!openAtlas(msg)) await showLayer(msg);
   } catch (err) {
     if (isAbort(err)) { fatal(err.message); return; }
     self.postMessage(errorMessage(msg.id, err));
@@ -268,6 +250,59 @@ async function work() {
     queue.scheduled = true;
     setTimeout(work, 0);
   }
+}
+
+// The layer of compute request `msg` (computed, or the one held when its key is the same), then the stages of
+// the (batch, head) it shows, posted as one ResultMessage.
+/** @param {ComputeRequest} msg */
+async function showLayer(msg) {
+  const backend = msg.request.backend;
+  const key = keyOf(msg);
+  if (msg.colormaps) set_colormaps(msg.colormaps.sequential, msg.colormaps.diverging);
+  // A layer computed on the CPU while WebGPU was set up is computed again once the set-up has ended.
+  if (key !== held.key || !held.session || stale(held.backend)) {
+    self.postMessage(progressMessage(msg.id, 'computing the layer…'));
+    await tryGpu(backend);
+    // msg.model: one layer of a trained model (Model mode's "stages of this head"), on the same backend.
+    const s = msg.model ? await layerSession(modelContext(wasm), msg.model, backend) : await compute(msg.request, msg.file ? new Uint8Array(msg.file.bytes) : undefined);
+    if (held.session) held.session.free();
+    held.session = s;
+    held.key = key;
+    held.stages = s.info().stages.map((st) => st.name);
+    held.results = new Set();
+  }
+  const s = held.session;
+  /** @type {Info} */
+  const info = s.info();
+  held.backend = info.backend;
+  /** @type {Shown} clamped into this layer's (crates/relattn-wasm/src/session.rs) */
+  const shown = s.shown_for(msg.batch, msg.head);
+  // A layer held on demand computes the stages of the (batch, head) shown now: seconds at n 8192.
+  if (info.on_demand) self.postMessage(progressMessage(msg.id, `computing the stages of head ${shown.head}${info.options.batch_size > 1 ? `, batch element ${shown.batch}` : ''} (held on demand: ${info.options.n} query rows)…`));
+  const stages = [];
+  const transfer = [];
+  info.stages.forEach((meta, i) => {
+    // { rows, cols, raster_rows, raster_cols, lo, hi, has_values }: the first select of a (batch, head) cuts
+    // every stage of it (computing them, for a layer held on demand).
+    const cut = s.select(i, shown.batch, shown.head, msg.head_scale);
+    // Zero-copy views into the wasm memory, copied once into buffers that move to the page. A stage past
+    // VALUES_CELLS comes without its values (null): the page asks for the cells it needs ('cells').
+    const values = cut.has_values ? new Float32Array(wasm.memory.buffer, s.values_ptr(), s.values_len()).slice() : null;
+    const rgba = new Uint8ClampedArray(wasm.memory.buffer, s.rgba_ptr(), s.rgba_len()).slice();
+    stages.push({ ...meta, ...cut, values, rgba });
+    transfer.push(rgba.buffer);
+    if (values) transfer.push(values.buffer);
+  });
+  delete info.stages; // sent as `stages`, with their values
+  // The lecture's pictures of the scheme (heatmaps with their pixels and values, or curves).
+  /** @type {PictureView[]} */
+  const pictures = s.pictures();
+  for (const p of pictures) {
+    transfer.push(p.rgba.buffer);
+    if (p.values) transfer.push(p.values.buffer);
+  }
+  held.results.add(msg.id);
+  self.postMessage(resultMessage(msg.id, info, shown, stages, pictures, s.timings(), used(backend, info.backend), wasm.memory.buffer.byteLength), transfer);
 }
 
 // A panic (or an allocation failure) aborts the wasm instance with a RuntimeError and leaves it unusable.

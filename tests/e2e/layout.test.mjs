@@ -47,17 +47,20 @@ const FLOORS = {
   'js/page/model/panels.js': 4,
   'js/page/model/sampling.js': 4,
   // 5 — features on those: pointing at cells and the pins, comparing the schemes, the figures' exports;
-  // Model mode's selected token and the six models side by side.
+  // Model mode's selected token and the six models side by side; a head atlas's grid.
   'js/page/tooltip.js': 5,
   'js/page/compare.js': 5,
   'js/page/export.js': 5,
   'js/page/model/selection.js': 5,
   'js/page/model/all-models.js': 5,
-  // 6 — what redraws the pins or the six models: zoom, presentation mode; Model mode's slides and exports.
+  'js/page/atlas/grid.js': 5,
+  // 6 — what redraws the pins or the six models: zoom, presentation mode; Model mode's slides and exports; the
+  // head atlas's exports.
   'js/page/zoom.js': 6,
   'js/page/present.js': 6,
   'js/page/model/slides.js': 6,
   'js/page/model/export.js': 6,
+  'js/page/atlas/export.js': 6,
   // 7 — the modes: the figures of the result shown (Parameters mode), Model mode's wiring.
   'js/page/stage-views.js': 7,
   'js/page/model/mode.js': 7,

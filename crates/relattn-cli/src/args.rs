@@ -3,6 +3,7 @@
 
 use clap::{Args, Parser, Subcommand};
 use relattn::options::LayerOptions;
+use relattn::render::atlas::Order;
 use relattn::trained::chorales::BPM;
 use relattn::trained::transformer::{DEFAULT_TOP_K, DEFAULT_TOP_P};
 use relattn::Stage;
@@ -120,11 +121,46 @@ pub enum Command {
     },
     /// List the presets (the seeds' examples).
     Presets,
+    /// Head atlases (relattn.atlas(model, prompts).save(path) in Python): every layer × head of a model.
+    Atlas {
+        #[command(subcommand)]
+        command: AtlasCommand,
+    },
     /// Trained models (models/chorales-*.safetensors): config, evaluation, attention traces, sampling.
     Model {
         #[command(subcommand)]
         command: ModelCommand,
     },
+}
+
+#[derive(Subcommand)]
+pub enum AtlasCommand {
+    /// Draw the atlas as a grid of layer × head tiles (each head's attention by offset over its scheme's
+    /// position term), coloured by a metric: .svg, .png, or one self-contained .html with tooltips.
+    Render(AtlasRender),
+}
+
+/// `atlas render`'s arguments.
+#[derive(Args)]
+pub struct AtlasRender {
+    /// The atlas (.atlas.npz).
+    pub file: PathBuf,
+    /// Output file: .svg, .png or .html.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// The metric colouring the tiles: first_token (the sink), previous_token, entropy (as a share of the
+    /// uniform entropy), mean_distance, position_share, offset_share, duplicate_token, induction.
+    #[arg(long, default_value = "first_token")]
+    pub metric: String,
+    /// The order of each layer's tiles: head, metric (highest first) or kv_head (grouped by K/V head).
+    #[arg(long, value_enum, default_value_t = Order::Head)]
+    pub order: Order,
+    /// The figure's width in pixels, 400..=8000 (its height follows from the layers).
+    #[arg(long, default_value_t = 1600, allow_negative_numbers = true)]
+    pub width: i64,
+    /// Memory budget in MiB (1..=8796093022207) for the atlas's arrays. [default: 8192]
+    #[arg(long, allow_negative_numbers = true, value_parser = one_to::<MAX_MEMORY_MB>)]
+    pub max_memory_mb: Option<u64>,
 }
 
 /// Where a model and its data come from.

@@ -2,10 +2,11 @@
 //! Errors print one line naming the field, what was given and what is allowed, and exit with code 2.
 //!
 //! [`args`] holds the commands and their flags; one module a command ([`compute`], [`render`], [`picture`],
-//! [`bench`], [`model`]); [`layer_args`] turns a layer's flags into its scenario; [`files`] reads inputs and writes outputs
+//! [`bench`], [`model`], [`atlas`]); [`layer_args`] turns a layer's flags into its scenario; [`files`] reads inputs and writes outputs
 //! atomically; [`progress`] and [`report`] are what long and `--json` commands print.
 
 mod args;
+mod atlas;
 mod bench;
 mod compute;
 mod files;
@@ -16,7 +17,7 @@ mod progress;
 mod render;
 mod report;
 
-use args::{Cli, Command};
+use args::{AtlasCommand, Cli, Command};
 use clap::Parser;
 use relattn::layer::presets;
 use relattn::Error;
@@ -54,6 +55,7 @@ fn run(cli: Cli) -> Result<(), Stop> {
             say(bench::run(&layer, reps, threads, &backend, save_output.as_deref(), stages)?)?;
         }
         Command::Model { command } => model::run(command)?,
+        Command::Atlas { command: AtlasCommand::Render(args) } => atlas::render(&args)?,
         Command::Presets => {
             for name in presets::NAMES {
                 say(format!("{name:14} {}", presets::preset(name)?.description))?;

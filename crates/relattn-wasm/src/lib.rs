@@ -13,6 +13,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use wasm_bindgen::prelude::*;
 
+pub mod atlas;
 pub mod backend;
 pub mod bench;
 pub mod compare;

@@ -59,7 +59,7 @@ function figureSVG(name, width = FRAME.w, height = FRAME.h) {
 }
 
 /** The SVG `svg` (width × height) rasterised into a canvas of cw × ch at (x, y), white around it. */
-async function raster(svg, [width, height], [cw, ch], [x, y] = [0, 0]) {
+export async function raster(svg, [width, height], [cw, ch], [x, y] = [0, 0]) {
   const url = URL.createObjectURL(new Blob([svg], { type: 'image/svg+xml' }));
   const img = new Image();
   img.src = url;

@@ -1,5 +1,7 @@
 // Owns "your own tensors": reading a picked or dropped .npz / .npy (the newest pick wins), the file in use and
-// the one sent but not yet computed, its name in the toolbar, and going back to generated tensors.
+// the one sent but not yet computed, its name in the toolbar, and going back to generated tensors. A head atlas
+// picked or dropped is sent the same way; the worker recognises it (its member `atlas`) and answers with its
+// picture (atlas/grid.js shows it), and a captured row of it is computed as a file of its own (useAtlasRow).
 import { $ } from './dom.js';
 import { showError } from './controls.js';
 import { supersede, request } from './worker-client.js';
@@ -7,7 +9,8 @@ import { setBusy } from './status.js';
 
 // This module's own state: no other module writes it (fileInPlay() and fileInUse() are how they read it).
 const files = {
-  /** The scenario file in use: { id, name, bytes }, or null (generated tensors). */
+  /** The scenario file in use: { id, name, bytes, atlasRow } (atlasRow: a head atlas's captured row, else
+   *  undefined), or null (generated tensors). */
   tensors: null,
   /** A file sent to the worker but not yet computed: becomes `tensors` on success, dropped on an error. */
   candidate: null,
@@ -49,6 +52,22 @@ export function forgetFile() {
 /** The file sent was refused (or its compute lost): the one in use before stays. */
 export function dropCandidate() {
   if (files.candidate) { files.candidate = null; $('tensors').value = ''; }
+}
+
+/** The file sent was a head atlas: it is not the tensors in use (the layer shown stays); returned to be shown. */
+export function acceptAtlas() {
+  const atlas = files.candidate;
+  files.candidate = null;
+  $('tensors').value = '';
+  return atlas;
+}
+
+/** Computes row `row` of the head atlas `atlas` ({ id, name, bytes }, as acceptAtlas gave it) stage by stage
+ *  next, as a file of its own: it becomes the one in use once computed. */
+export function useAtlasRow(atlas, row) {
+  files.seq += 1;
+  files.candidate = { id: files.seq, name: atlas.name, bytes: atlas.bytes, atlasRow: row };
+  $('preset').value = '';
 }
 
 /** The file sent was computed: it is the one in use now. */

@@ -16,7 +16,9 @@ import { showBackend } from './status.js';
 import { EMBED, applyURL, saveURL, copyLink } from './url.js';
 import { enterPresent, exitPresent, presentKeys, attachPresentControls, resultDrawn, drawPresent } from './present.js';
 import { exportNpz } from './export.js';
-import { loadFile, forgetFile, dropCandidate, acceptCandidate, fileInPlay, acceptDrops } from './file.js';
+import { loadFile, forgetFile, dropCandidate, acceptCandidate, acceptAtlas, fileInPlay, acceptDrops } from './file.js';
+import { initAtlas, showAtlas } from './atlas/grid.js';
+import { initAtlasExports } from './atlas/export.js';
 import { wireModel, setMode, onModelMessage, onWorkerRestart, modelGpuSettled, recolour, firstShown, applyModelEmbed, modelRequest } from './model/mode.js';
 import { wireTour } from './tour.js';
 import { windowName } from './model/form.js';
@@ -66,6 +68,12 @@ function gpuSettled() {
   else if (state.current && state.current.backend.provisional) request();
 }
 
+/** The newest settings' file was a head atlas: its grid is shown; the view and the controls stay. */
+function showAtlasFile(msg) {
+  clearErrors();
+  showAtlas(msg, acceptAtlas());
+}
+
 /** The newest settings were refused: the view stays, the error goes next to its control. */
 function showRefused(error) {
   const file = fileInPlay();
@@ -80,7 +88,7 @@ function showFatal(error, latest) {
 }
 
 async function main() {
-  const handlers = { result: showResult, refused: showRefused, fatal: showFatal, model: onModelMessage, restarted: onWorkerRestart, gpuSettled, file: fileInPlay };
+  const handlers = { result: showResult, refused: showRefused, fatal: showFatal, atlas: showAtlasFile, model: onModelMessage, restarted: onWorkerRestart, gpuSettled, file: fileInPlay };
   // Parameters mode's first request waits for the page's own wasm (it draws the figures).
   /** @type {(value?: unknown) => void} */
   let uiLoaded = () => {};
@@ -89,6 +97,8 @@ async function main() {
   wireModel(startParams);
   wireTour();
   initCompare();
+  initAtlas();
+  initAtlasExports();
   const modelFirst = new URLSearchParams(location.search).get('mode') === 'model';
   if (EMBED) document.body.classList.add(modelFirst ? 'embed-model' : 'embed');
   if (EMBED && modelFirst) applyModelEmbed(EMBED);

@@ -4,7 +4,7 @@
 // (isLatest) is passed on to the page; an older one is for superseded settings and touches neither the
 // controls nor the view. (A render already under way is stopped by its render token: stage-views.js.)
 import { state } from './state.js';
-import { computeRequest, exportRequest, cellsRequest, readersRequest, schemesRequest, typedError } from '../shared/protocol.js';
+import { computeRequest, exportRequest, cellsRequest, readersRequest, schemesRequest, atlasHeadRequest, typedError } from '../shared/protocol.js';
 import { readParams, colormaps, headScale, backendMode, showError } from './controls.js';
 import { modelLayer, shownSlice } from './source.js';
 import { setBusy, showProgress } from './status.js';
@@ -50,6 +50,7 @@ export function paramsStarted() {
  * Starts the worker. `h.result(msg)` gets the newest settings' ResultMessage, `h.refused(error)` their
  * WorkerError, `h.fatal(error, latest)` a FatalMessage's error when it is the newest settings' (latest) or
  * in no request; `h.model(msg)` every Model-mode message ('model-*': model/mode.js checks their ids),
+ * `h.atlas(msg)` the newest settings' AtlasOpened (their file was a head atlas),
  * `h.restarted()` is called after the worker was replaced and `h.gpuSettled()` once WebGPU's set-up has ended;
  * each request computes from the file `h.file()` gives (null: none).
  */
@@ -98,6 +99,8 @@ function send() {
   // A file's first request (new_file) takes a captured layer's own options, not the controls, which still show
   // the previous layer's.
   const request = { backend: backendMode(), file_name: file ? file.name : '', options, tokens, new_file: !!file && file.id !== client.shownFile };
+  // A head atlas's captured row, shown stage by stage.
+  if (file && file.atlasRow != null) request.atlas_row = file.atlasRow;
   const { batch, head } = shownSlice();
   client.sentId = client.lastId;
   client.sentFile = file ? file.id : null;
@@ -146,10 +149,16 @@ export function askSchemes(options, tokens, batch, head, what) {
   return ask((id) => schemesRequest(id, options, tokens, batch, head, what), (r) => r.schemes);
 }
 
+/** Asks the worker for row `row`, head `head`'s full-size profile of the atlas it opened from file `file` (the
+ *  page's file id); resolves to a HeadChart. */
+export function askAtlasHead(file, row, head) {
+  return ask((id) => atlasHeadRequest(id, file, row, head), (r) => r.chart);
+}
+
 /** @param {import('../shared/protocol.js').FromWorker} msg */
 function receive(msg, handlers) {
   switch (msg.kind) {
-    case 'export': case 'cells': case 'readers': case 'schemes': {
+    case 'export': case 'cells': case 'readers': case 'schemes': case 'atlas-head': {
       const cb = client.asked.get(msg.id);
       client.asked.delete(msg.id);
       if (cb) cb(msg);
@@ -160,6 +169,13 @@ function receive(msg, handlers) {
     case 'progress': if (isLatest(msg.id)) showProgress(msg.text); return;
     case 'model-result': case 'model-error': case 'model-sampled': case 'model-nll': case 'model-compare':
       if (handlers.model) handlers.model(msg);
+      return;
+    case 'atlas':
+      // The newest settings' file is a head atlas: shown beside the layer, which stays.
+      if (!isLatest(msg.id)) return;
+      client.answeredId = msg.id;
+      setBusy(false);
+      handlers.atlas(msg);
       return;
     case 'result':
     case 'error':

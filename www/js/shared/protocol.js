@@ -35,6 +35,8 @@
 /** @typedef {Extract<FromWorker, { kind: 'model-compare' }>} CompareResult */
 /** @typedef {Extract<FromWorker, { kind: 'model-error' }>} ModelError */
 /** @typedef {Extract<FromWorker, { kind: 'gpu-settled' }>} GpuSettled */
+/** @typedef {Extract<FromWorker, { kind: 'atlas' }>} AtlasOpened */
+/** @typedef {Extract<FromWorker, { kind: 'atlas-head' }>} AtlasHeadReply */
 /** @typedef {import('../types/protocol').BackendUsed} BackendUsed */
 /** @typedef {import('../types/protocol').BackendShown} BackendShown */
 
@@ -168,6 +170,11 @@ export function nllRequest(id, piece, length, backend) {
   return { kind: 'model-nll', id, piece, length, backend };
 }
 
+/** @param {number} id @param {number} file @param {number} row @param {number} head @returns {ToWorker} */
+export function atlasHeadRequest(id, file, row, head) {
+  return { kind: 'atlas-head', id, file, row, head };
+}
+
 // --- worker → page ---
 
 /** @param {number} id @param {string} text @returns {ProgressMessage} */
@@ -202,6 +209,21 @@ export function gpuSettled() {
 /** @param {number} id @param {any} err @returns {ErrorMessage} */
 export function errorMessage(id, err) {
   return { kind: 'error', id, ok: false, error: workerError(err) };
+}
+
+/** @param {number} id @param {AtlasOpened['view']} view @returns {AtlasOpened} */
+export function atlasOpened(id, view) {
+  return { kind: 'atlas', id, view };
+}
+
+/** @param {number} id @param {AtlasHeadReply['chart']} chart @returns {AtlasHeadReply} */
+export function atlasHeadReply(id, chart) {
+  return { kind: 'atlas-head', id, ok: true, chart };
+}
+
+/** @param {number} id @param {any} err @returns {AtlasHeadReply} */
+export function atlasHeadFailed(id, err) {
+  return { kind: 'atlas-head', id, ok: false, error: workerError(err) };
 }
 
 /** @param {number} id @param {string} field @param {string} message @returns {ErrorMessage} */

@@ -27,8 +27,9 @@ pub const TILE_POINTS: usize = 48;
 pub const CHART_POINTS: usize = 1024;
 
 /// How the tiles of a row are ordered.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "snake_case")]
+#[value(rename_all = "snake_case")]
 #[cfg_attr(test, derive(ts_rs::TS), ts(export, export_to = "protocol.d.ts"))]
 pub enum Order {
     /// Head 0, 1, … .
@@ -119,13 +120,29 @@ pub struct HeadChart {
     pub chart: Chart,
 }
 
-/// Mean of the finite values of `v` in each of `bins` equal spans of `lo..=hi`; NaN for a bin with none.
+/// `v` over `lo..=hi` at `bins` points: the mean of the finite values in each of `bins` equal spans (NaN for a
+/// span with none) when there are at least as many offsets as bins; else read between the offsets, linearly
+/// (NaN beside a NaN), so that a short profile is drawn as lines between its offsets, not as steps.
 fn pooled(v: &[f32], lo: usize, hi: usize, bins: usize) -> Vec<f32> {
     let span = hi + 1 - lo;
+    if span < bins {
+        return (0..bins)
+            .map(|b| {
+                let t = if bins > 1 { b as f32 * (span - 1) as f32 / (bins - 1) as f32 } else { 0.0 };
+                let (k, f) = (t.floor() as usize, t.fract());
+                let (a, z) = (v[lo + k], v[lo + (k + 1).min(span - 1)]);
+                if f == 0.0 {
+                    a
+                } else {
+                    a + (z - a) * f
+                }
+            })
+            .collect();
+    }
     (0..bins)
         .map(|b| {
-            let (a, z) = (lo + b * span / bins, lo + ((b + 1) * span / bins).max(b * span / bins + 1));
-            let (sum, count) = v[a..z.min(hi + 1)].iter().filter(|x| x.is_finite()).fold((0.0f64, 0u32), |(s, c), &x| (s + x as f64, c + 1));
+            let (a, z) = (lo + b * span / bins, lo + (b + 1) * span / bins);
+            let (sum, count) = v[a..z].iter().filter(|x| x.is_finite()).fold((0.0f64, 0u32), |(s, c), &x| (s + x as f64, c + 1));
             if count == 0 {
                 f32::NAN
             } else {
@@ -538,7 +555,11 @@ mod tests {
         let p = pooled(&v, 0, 5, 3);
         assert_eq!((p[0], p[2]), (2.0, 6.0));
         assert!(p[1].is_nan());
-        assert_eq!(pooled(&v, 4, 5, 8).len(), 8, "more bins than offsets repeat them");
+        // More points than offsets: read linearly between them, NaN beside a NaN.
+        assert_eq!(pooled(&v, 0, 1, 5), [1.0, 1.5, 2.0, 2.5, 3.0]);
+        let between = pooled(&v, 1, 4, 7);
+        assert_eq!((between[0], between[6]), (3.0, 5.0));
+        assert!(between[1].is_nan() && between[5].is_nan());
         assert_eq!(rescaled(&[-2.0, 0.0, f32::NAN, 2.0], 0.5)[..2], [0.0, 0.25]);
         assert_eq!(rescaled(&[0.0, 0.0], 0.5), [0.0, 0.0], "no position term lies at 0");
     }

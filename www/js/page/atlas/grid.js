@@ -1,0 +1,138 @@
+// Owns the head atlas panel: an atlas file's grid of layer × head tiles (drawn by the page's wasm,
+// crates/relattn/src/render/atlas.rs, from the AtlasView the worker sent: the same picture as the command line's
+// `relattn atlas render`), the metric colouring it and the order of each layer's tiles, a tooltip per tile (its
+// lines are the view's), the hovered or selected head's profile at full size (asked of the worker, drawn as the
+// lecture's charts are), and a click: a captured layer's stages at that head (as a file of its own, file.js
+// useAtlasRow), else how to capture it. Its own state stays here; atlas/export.js reads it with atlasShown().
+import { $ } from '../dom.js';
+import { askAtlasHead, request } from '../worker-client.js';
+import { useAtlasRow } from '../file.js';
+import { askSlice, useControls } from '../source.js';
+import { hideTip, showTip } from '../tip.js';
+import { state } from '../state.js';
+import { drawFailed } from '../ui-wasm.js';
+
+// This module's own state: no other module writes it.
+const atlas = {
+  /** The atlas file shown ({ id, name, bytes }), or null. */
+  file: null,
+  /** Its AtlasView (crates/relattn/src/render/atlas.rs), or null. */
+  view: null,
+  /** The tiles drawn: TileRect[] in canvas pixels. */
+  tiles: [],
+  /** The tile whose profile is drawn at full size ({ row, head }), and whether a click chose it (else the pointer). */
+  shown: null,
+  chosen: false,
+  /** The newest head chart asked for: an older answer is dropped. */
+  asked: 0,
+};
+
+export function initAtlas() {
+  $('atlas-metric').addEventListener('change', draw);
+  $('atlas-order').addEventListener('change', draw);
+  $('atlas-close').addEventListener('click', () => { $('atlas').hidden = true; hideTip(); });
+  const c = $('atlas-canvas');
+  c.addEventListener('mousemove', hover);
+  c.addEventListener('mouseleave', () => { hideTip(); if (!atlas.chosen && atlas.shown) atlas.shown = null; });
+  c.addEventListener('click', choose);
+  let resized = 0;
+  window.addEventListener('resize', () => { clearTimeout(resized); resized = setTimeout(() => { if (atlas.view && !$('atlas').hidden) draw(); }, 100); });
+}
+
+/** Shows the atlas `msg.view` (an AtlasOpened's) of file `file`: its metrics in the select, the grid drawn. */
+export function showAtlas(msg, file) {
+  Object.assign(atlas, { file, view: msg.view, shown: null, chosen: false });
+  const sel = $('atlas-metric');
+  const was = sel.value;
+  sel.replaceChildren(...msg.view.metrics.map((m) => Object.assign(new Option(m.title, m.name), { title: m.description })));
+  if (msg.view.metrics.some((m) => m.name === was)) sel.value = was;
+  $('atlas-title').textContent = `${file.name}: ${msg.view.title}`;
+  $('atlas-message').textContent = '';
+  $('atlas').hidden = false;
+  draw();
+  $('atlas-head').replaceChildren();
+  $('atlas').scrollIntoView({ block: 'start' });
+}
+
+/** The atlas shown ({ file, view }) and the grid's spec at `width` (and `height`, fixed: a slide), or null. */
+export function atlasShown(width, height = null, textScale = 1) {
+  if (!atlas.view) return null;
+  return { file: atlas.file, view: atlas.view, spec: { metric: $('atlas-metric').value, order: $('atlas-order').value, width, height, text_scale: textScale } };
+}
+
+/** The metric selected, as the grid shows it. */
+function metric() {
+  return atlas.view.metrics.find((m) => m.name === $('atlas-metric').value) || atlas.view.metrics[0];
+}
+
+function draw() {
+  const c = $('atlas-canvas');
+  const width = Math.max(480, Math.floor($('atlas-holder').clientWidth || 1200));
+  const { view, spec } = atlasShown(width);
+  try {
+    c.width = width;
+    c.height = state.ui.atlas_height(view, spec);
+    atlas.tiles = state.ui.draw_atlas(c, view, spec);
+    c.tiles = atlas.tiles; // where each tile is, for the tests' pointer
+  } catch (e) {
+    drawFailed(e);
+    return;
+  }
+  const m = metric();
+  $('atlas-desc').textContent = `${m.title}: ${m.description}.`;
+  c.setAttribute('aria-label', `${view.title}: ${atlas.tiles.length} tiles coloured by ${m.title}`);
+  c.dataset.metric = m.name;
+  $('atlas').dataset.ready = String(Number($('atlas').dataset.ready || 0) + 1);
+}
+
+/** The tile under a pointer event, or null. */
+function tileAt(e) {
+  const c = e.currentTarget;
+  const box = c.getBoundingClientRect();
+  const [x, y] = [((e.clientX - box.left) * c.width) / box.width, ((e.clientY - box.top) * c.height) / box.height];
+  return atlas.tiles.find((t) => x >= t.x && x < t.x + t.w && y >= t.y && y < t.y + t.h) || null;
+}
+
+function hover(e) {
+  const t = tileAt(e);
+  e.currentTarget.style.cursor = t ? 'pointer' : '';
+  if (!t) { hideTip(); return; }
+  const [title, ...lines] = atlas.view.tips[t.row * atlas.view.heads + t.head];
+  showTip(title, lines, e.pageX, e.pageY);
+  if (!atlas.chosen) showHead(t);
+}
+
+// A click: the head's profile stays shown; a captured layer's stages at that head are computed (the page's
+// capture-file path: the atlas's row read by the worker as a capture file), else the message says how to capture it.
+function choose(e) {
+  const t = tileAt(e);
+  if (!t) return;
+  atlas.chosen = true;
+  showHead(t);
+  const row = atlas.view.rows[t.row];
+  if (!row.captured) { $('atlas-message').textContent = row.how_to_capture; return; }
+  $('atlas-message').textContent = `${row.title}, head ${t.head}: its stages below.`;
+  useControls();
+  useAtlasRow(atlas.file, t.row);
+  askSlice(0, t.head);
+  request();
+}
+
+/** Draws tile `t`'s head at full size: its profile and the scheme's term by offset (asked of the worker). */
+function showHead(t) {
+  if (atlas.shown && atlas.shown.row === t.row && atlas.shown.head === t.head) return;
+  atlas.shown = { row: t.row, head: t.head };
+  const asked = ++atlas.asked;
+  askAtlasHead(atlas.file.id, t.row, t.head).then((chart) => {
+    if (asked !== atlas.asked) return;
+    let c = $('atlas-head-canvas');
+    if (!c) {
+      c = Object.assign(document.createElement('canvas'), { id: 'atlas-head-canvas', width: 900, height: 320 });
+      c.setAttribute('role', 'img');
+      $('atlas-head').append(c);
+    }
+    state.ui.draw_chart(c, { ...chart, text_px: 12 });
+    c.setAttribute('aria-label', `${chart.title}: ${chart.y_axis} by ${chart.x_axis}`);
+    c.dataset.head = `${t.row}/${t.head}`;
+  }).catch((err) => { if (asked === atlas.asked) $('atlas-message').textContent = `No profile: ${err.message}`; });
+}
