@@ -16,7 +16,7 @@ import numpy as _np
 from . import _relattn
 from ._errors import refuse as _refuse
 from .capture import (FAMILIES, Capture, _as_eval, _check_inputs, _held, _Inputs, _key_mask, _layer_of, _parts, _Stop, _token_types, _tokens,
-                      json_member, write_npz)
+                      converting_once, json_member, write_npz)
 
 #: The metrics of every (layer, head), in the order of :attr:`Atlas.metrics`' first axis (the core's names).
 METRICS = tuple(_relattn.atlas_metrics())
@@ -242,7 +242,7 @@ def atlas(model, prompts, *, attention_mask=None, tokenizer=None, layers=(), ind
         return _Inputs(ids, mask, dec, None, extra)
 
     first = inputs_of(*runs[0])
-    with _held(model), _as_eval(model) as training:
+    with _held(model), _as_eval(model) as training, converting_once():
         located = _locate_layers(model, family, parts, first)
         keep = set(layers)
         bad = [r for r in keep if isinstance(r, bool) or not isinstance(r, int) or not 0 <= r < len(located)]
