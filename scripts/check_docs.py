@@ -236,6 +236,7 @@ def run_commands(files, errors):
     for path, start, block in found:
         with tempfile.TemporaryDirectory(prefix="relattn-docs-") as work:
             os.symlink(os.path.join(ROOT, "models"), os.path.join(work, "models"))
+            os.symlink(os.path.join(ROOT, "tests"), os.path.join(work, "tests"))  # tests/fixtures: the atlas example
             for number, argv in block:
                 where = f"{rel(path)}:{number}"
                 began = time.monotonic()

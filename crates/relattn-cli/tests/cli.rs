@@ -744,3 +744,36 @@ fn position_scheme_options_are_checked_by_name() {
         }
     }
 }
+
+/// `atlas render` draws the atlas relattn.atlas made of a tiny random Llama as SVG, PNG or one HTML file, and
+/// names a metric it does not hold, an unknown order and a truncated file.
+#[test]
+fn atlas_render_writes_svg_png_and_html_and_names_bad_input() {
+    let d = dir();
+    let atlas = "tests/fixtures/atlas-tiny-llama.atlas.npz";
+    for ext in ["svg", "png", "html"] {
+        let out = path(&d, &format!("atlas.{ext}"));
+        let o = relattn(&["atlas", "render", atlas, "--metric", "previous_token", "--order", "kv_head", "--out", s(&out)]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let bytes = std::fs::read(&out).unwrap();
+        match ext {
+            "png" => assert_eq!(&bytes[1..4], b"PNG"),
+            _ => {
+                let text = String::from_utf8(bytes).unwrap();
+                assert!(text.contains("tiny-llama (llama): 4 layers × 8 heads") && text.contains("previous token"), "{ext}");
+                if ext == "html" {
+                    assert!(!text.contains("http://") && !text.contains("https://") && text.contains("id=\"atlas-data\""));
+                }
+            }
+        }
+    }
+    let o = s(&path(&d, "x.svg")).to_string();
+    fails(&["atlas", "render", atlas, "--metric", "sinkiness", "--out", &o], &["invalid metric", "'sinkiness'", "first_token, previous_token"]);
+    fails(&["atlas", "render", atlas, "--order", "random", "--out", &o], &["invalid value 'random'", "kv_head"]);
+    fails(&["atlas", "render", atlas, "--out", s(&path(&d, "x.pdf"))], &["invalid out", ".svg, .png or .html"]);
+    let truncated = path(&d, "cut.atlas.npz");
+    let bytes = std::fs::read(root().join(atlas)).unwrap();
+    std::fs::write(&truncated, &bytes[..bytes.len() / 2]).unwrap();
+    fails(&["atlas", "render", s(&truncated), "--out", &o], &["cannot read", "corrupt .npz"]);
+    fails(&["atlas", "render", "Cargo.toml", "--out", &o], &["cannot read 'Cargo.toml'", "not an .npz"]);
+}
