@@ -9,7 +9,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { root, artifacts, prepare, startServer, launch, watch, close, npyF32, npyU8, writeZip } from './harness.mjs';
+import { root, artifacts, prepare, startServer, launch, watch, close, npyF32, npyU8, writeZip, dropFile } from './harness.mjs';
 
 let server;
 let base;
@@ -242,6 +242,15 @@ test('a bad atlas is refused naming its member, and the page keeps what it shows
   await page.setInputFiles('#tensors', unknown);
   await page.waitForFunction(() => /sinkiness/.test(document.getElementById('err-file').textContent), null, { timeout: 30000 });
   assert.match(await page.locator('#err-file').innerText(), /first_token, previous_token/);
+});
+
+test('an atlas dropped on the page opens as one picked does', async () => {
+  const b = await atlasReady();
+  await dropFile(page, 'dropped.atlas.npz', atlasFile(() => {}, (d) => { d.model = 'dropped-llama'; }));
+  await page.waitForFunction((x) => Number(document.getElementById('atlas').dataset.ready || 0) > x && document.getElementById('busy').hidden, b, { timeout: 30000 });
+  assert.match(await page.locator('#atlas-title').innerText(), /^dropped\.atlas\.npz: dropped-llama \(llama\)/);
+  assert.equal(await page.locator('#err-file').innerText(), '');
+  assert.equal(await page.locator('#atlas-canvas').evaluate((c) => c.tiles.length), L * H);
 });
 
 test('the atlas relattn.atlas made of a tiny random Llama opens, and its captured layer\'s stages too', { skip: !existsSync(join(root, 'tests', 'fixtures', 'atlas-tiny-llama.atlas.npz')) }, async () => {

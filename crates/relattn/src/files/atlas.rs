@@ -45,6 +45,9 @@ pub const MEMBER: &str = "atlas";
 pub const FORMAT: &str = "relattn atlas";
 /// The one version this reader reads.
 pub const VERSION: u32 = 1;
+/// Most tiles (rows × heads) an atlas may have: 128 layers of 128 heads, more than any model has (a tile is drawn
+/// and its tooltip kept for each).
+pub const MAX_TILES: usize = 128 * 128;
 /// The arrays of an atlas besides its description and its captures (band_q and band_k optional).
 pub const ARRAYS: [&str; 7] = ["metrics", "metrics_std", "profile", "term", "kv_head", "band_q", "band_k"];
 
@@ -396,7 +399,7 @@ impl Atlas {
 }
 
 /// The description's own checks: its format and version, at least one layer, the same heads in every layer
-/// with kv_heads dividing them, known metrics each once, N ≥ 1 and every prompt within it, captured rows
+/// with kv_heads dividing them, at most [`MAX_TILES`] tiles, known metrics each once, N ≥ 1 and every prompt within it, captured rows
 /// among the layers. Returns the metrics.
 fn check_info(info: &AtlasInfo, file_name: &str) -> Result<Vec<Metric>> {
     let file_err = |reason: String| Error::File { path: file_name.into(), reason };
@@ -417,6 +420,14 @@ fn check_info(info: &AtlasInfo, file_name: &str) -> Result<Vec<Metric>> {
         if layer.kv_heads == 0 || layer.heads % layer.kv_heads != 0 {
             return Err(file_err(format!("member '{MEMBER}': layers[{c}].kv_heads is {}; allowed: a divisor of heads = {}", layer.kv_heads, layer.heads)));
         }
+    }
+    let tiles = info.layers.len() as u64 * first.heads as u64;
+    if tiles > MAX_TILES as u64 {
+        return Err(file_err(format!(
+            "member '{MEMBER}': {} layers × {} heads = {tiles} tiles; allowed: at most {MAX_TILES} (128 layers of 128 heads)",
+            info.layers.len(),
+            first.heads
+        )));
     }
     let mut metrics = Vec::new();
     for name in &info.metrics {
@@ -578,6 +589,9 @@ pub(crate) mod tests {
         let mut info = description(2);
         info["prompts"][0]["n"] = 9.into();
         assert!(refused(&atlas_bytes(&info, |_| {})).contains("prompts[0] has n = 9"));
+        let mut info = description(2);
+        info["layers"] = serde_json::json!(vec![info["layers"][0].clone(); MAX_TILES / 4 + 1]);
+        assert!(refused(&atlas_bytes(&info, |_| {})).contains("tiles; allowed: at most 16384"));
         let mut info = description(2);
         info["extra"] = 1.into();
         assert!(refused(&atlas_bytes(&info, |_| {})).contains("unknown field `extra`"));

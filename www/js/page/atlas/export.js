@@ -12,7 +12,7 @@ import { drawFailed } from '../ui-wasm.js';
 const WIDTH = 1600;
 
 export function initAtlasExports() {
-  for (const b of document.querySelectorAll('#atlas [data-export]')) b.addEventListener('click', () => exportAtlas(b.dataset.export));
+  for (const b of /** @type {NodeListOf<HTMLElement>} */ (document.querySelectorAll('#atlas [data-export]'))) b.addEventListener('click', () => exportAtlas(b.dataset.export));
 }
 
 function baseName(file, metric) {
@@ -29,6 +29,7 @@ async function exportAtlas(kind) {
     if (kind === 'html') { download(new Blob([state.ui.atlas_html(view, spec)], { type: 'text/html' }), `${name}.html`); return; }
     const svg = state.ui.atlas_svg(view, spec);
     if (kind === 'svg') { download(new Blob([svg], { type: 'image/svg+xml' }), `${name}.svg`); return; }
+    /** @type {[number, number]} */
     const size = [spec.width, state.ui.atlas_height(view, spec)];
     const c = await raster(svg, size, kind === 'slide' ? [1920, 1080] : [2 * size[0], 2 * size[1]]);
     const blob = await new Promise((ok) => c.toBlob(ok, 'image/png'));
