@@ -31,12 +31,22 @@ export function initAtlas() {
   $('atlas-metric').addEventListener('change', draw);
   $('atlas-order').addEventListener('change', draw);
   $('atlas-close').addEventListener('click', () => { $('atlas').hidden = true; hideTip(); });
-  const c = $('atlas-canvas');
-  c.addEventListener('mousemove', hover);
-  c.addEventListener('mouseleave', () => { hideTip(); if (!atlas.chosen && atlas.shown) atlas.shown = null; });
-  c.addEventListener('click', choose);
   let resized = 0;
   window.addEventListener('resize', () => { clearTimeout(resized); resized = setTimeout(() => { if (atlas.view && !$('atlas').hidden) draw(); }, 100); });
+}
+
+/** The grid's canvas, made with the first atlas (so that a page that never opens one has no canvas of it). */
+function gridCanvas() {
+  let c = $('atlas-canvas');
+  if (!c) {
+    c = Object.assign(document.createElement('canvas'), { id: 'atlas-canvas' });
+    c.setAttribute('role', 'img');
+    c.addEventListener('mousemove', hover);
+    c.addEventListener('mouseleave', () => { hideTip(); if (!atlas.chosen && atlas.shown) atlas.shown = null; });
+    c.addEventListener('click', choose);
+    $('atlas-holder').append(c);
+  }
+  return c;
 }
 
 /** Shows the atlas `msg.view` (an AtlasOpened's) of file `file`: its metrics in the select, the grid drawn. */
@@ -66,7 +76,7 @@ function metric() {
 }
 
 function draw() {
-  const c = $('atlas-canvas');
+  const c = gridCanvas();
   const width = Math.max(480, Math.floor($('atlas-holder').clientWidth || 1200));
   const { view, spec } = atlasShown(width);
   try {
