@@ -334,10 +334,12 @@ fn layout(view: &AtlasView, spec: &GridSpec, order: Order) -> Layout {
     let (top, left) = (px(HEADER), px(LABELS));
     let room_w = spec.width as i32 - left - 12 - gap * (h - 1) - group_gap * (groups - 1);
     let tw = (room_w / h).max(6);
-    let mut th = ((tw as f32 * 0.62) as i32).clamp(12, 90);
-    if let Some(height) = spec.height {
-        th = th.min(((height as i32 - top - px(FOOTER)) / l - gap).max(6));
-    }
+    // As tall as 0.62 of the width (12 … 90 pixels); with a fixed height (a slide), the rows fill it, each tile
+    // at most square.
+    let th = match spec.height {
+        None => ((tw as f32 * 0.62) as i32).clamp(12, 90),
+        Some(height) => ((height as i32 - top - px(FOOTER)) / l - gap).min(tw).max(6),
+    };
     let height = spec.height.unwrap_or((top + l * (th + gap) + px(FOOTER)) as u32);
     Layout { top, left, tile: (tw, th), gap, group_gap, height }
 }
@@ -604,6 +606,11 @@ mod tests {
         for text in ["tiny-llama (llama): 2 layers × 4 heads, 1 prompt", "previous token", "decoder layer 1 ●"] {
             assert!(svg.contains(text), "{text} missing");
         }
+        // A slide: the rows fill its height, every tile within it.
+        let slide = GridSpec { width: 1600, height: Some(900), ..spec("first_token", Order::Head) };
+        let (_, tiles) = grid_svg(&v, &slide, Ink::LIGHT).unwrap();
+        let bottom = tiles.iter().map(|t| t.y + t.h).max().unwrap();
+        assert!(grid_height(&v, &slide) == 900 && bottom > 600 && bottom <= 900 - FOOTER, "{bottom}");
         let e = grid_svg(&v, &spec("sinkiness", Order::Head), Ink::LIGHT).unwrap_err();
         assert!(e.contains("'sinkiness'") && e.contains("first_token"), "{e}");
         let page = html(&v, &spec("first_token", Order::Head)).unwrap();
