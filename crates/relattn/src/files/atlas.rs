@@ -48,6 +48,8 @@ pub const VERSION: u32 = 1;
 /// Most tiles (rows × heads) an atlas may have: 128 layers of 128 heads, more than any model has (a tile is drawn
 /// and its tooltip kept for each).
 pub const MAX_TILES: usize = 128 * 128;
+/// Largest N (`offsets`, the longest prompt): the offset axis has 2N − 1 points, on every target.
+pub const MAX_OFFSETS: u32 = 1 << 24;
 /// The arrays of an atlas besides its description and its captures (band_q and band_k optional).
 pub const ARRAYS: [&str; 7] = ["metrics", "metrics_std", "profile", "term", "kv_head", "band_q", "band_k"];
 
@@ -383,8 +385,7 @@ impl Atlas {
     /// The metrics the file holds that colour tiles ([`Metric::colours_tiles`]; the entropy only beside the
     /// uniform entropy), in [`Metric::ALL`]'s order.
     pub fn tile_metrics(&self) -> Vec<Metric> {
-        let has = |m| self.metric_names.contains(&m);
-        Metric::ALL.into_iter().filter(|&m| m.colours_tiles() && has(m) && (m != Metric::Entropy || has(Metric::UniformEntropy))).collect()
+        tile_metrics(&self.metric_names)
     }
 
     /// Row `c`, head `h`'s profile over the offsets −(N − 1) … N − 1.
@@ -398,8 +399,16 @@ impl Atlas {
     }
 }
 
+/// Of the metrics `held`, those that colour tiles, in [`Metric::ALL`]'s order: [`Metric::colours_tiles`], the
+/// entropy only beside the uniform entropy.
+fn tile_metrics(held: &[Metric]) -> Vec<Metric> {
+    let has = |m| held.contains(&m);
+    Metric::ALL.into_iter().filter(|&m| m.colours_tiles() && has(m) && (m != Metric::Entropy || has(Metric::UniformEntropy))).collect()
+}
+
 /// The description's own checks: its format and version, at least one layer, the same heads in every layer
-/// with kv_heads dividing them, at most [`MAX_TILES`] tiles, known metrics each once, N ≥ 1 and every prompt within it, captured rows
+/// with kv_heads dividing them, at most [`MAX_TILES`] tiles, known metrics each once and one of them colouring
+/// tiles, N in 1..=[`MAX_OFFSETS`] and every prompt within it, captured rows
 /// among the layers. Returns the metrics.
 fn check_info(info: &AtlasInfo, file_name: &str) -> Result<Vec<Metric>> {
     let file_err = |reason: String| Error::File { path: file_name.into(), reason };
@@ -437,8 +446,14 @@ fn check_info(info: &AtlasInfo, file_name: &str) -> Result<Vec<Metric>> {
         }
         metrics.push(m);
     }
-    if info.offsets == 0 {
-        return Err(file_err(format!("member '{MEMBER}': 'offsets' is 0; allowed: N ≥ 1, the longest prompt's length")));
+    if info.offsets == 0 || info.offsets > MAX_OFFSETS {
+        return Err(file_err(format!("member '{MEMBER}': 'offsets' is {}; allowed: N in 1..={MAX_OFFSETS}, the longest prompt's length", info.offsets)));
+    }
+    if tile_metrics(&metrics).is_empty() {
+        return Err(file_err(format!(
+            "member '{MEMBER}': 'metrics' names no metric that colours a tile; allowed: one or more of {} (entropy beside uniform_entropy)",
+            Metric::names()
+        )));
     }
     if let Some((k, p)) = info.prompts.iter().enumerate().find(|(_, p)| p.n > info.offsets || p.tokens.as_ref().is_some_and(|t| t.len() != p.n as usize)) {
         return Err(file_err(format!(
@@ -475,9 +490,11 @@ pub(crate) mod tests {
         })
     }
 
-    /// An atlas's bytes: `info`, its arrays as `edit` leaves them (name → array), and row 1's capture.
+    /// An atlas's bytes: `info`, its arrays (N its first prompt's n) as `edit` leaves them (name → array), and row
+    /// 1's capture.
     pub fn atlas_bytes(info: &serde_json::Value, edit: impl FnOnce(&mut BTreeMap<String, ArrayD<f32>>)) -> Vec<u8> {
-        let (l, m, n) = (info["layers"].as_array().unwrap().len(), info["metrics"].as_array().unwrap().len(), info["offsets"].as_u64().unwrap() as usize);
+        let (l, m, n) =
+            (info["layers"].as_array().unwrap().len(), info["metrics"].as_array().unwrap().len(), info["prompts"][0]["n"].as_u64().unwrap() as usize);
         let mut arrays = BTreeMap::new();
         let metrics = Array3::from_shape_fn((m, l, 4), |(k, c, h)| (k + c + h) as f32 / 20.0).into_dyn();
         arrays.insert("metrics".to_string(), metrics.clone());
@@ -592,6 +609,13 @@ pub(crate) mod tests {
         let mut info = description(2);
         info["layers"] = serde_json::json!(vec![info["layers"][0].clone(); MAX_TILES / 4 + 1]);
         assert!(refused(&atlas_bytes(&info, |_| {})).contains("tiles; allowed: at most 16384"));
+        let mut info = description(2);
+        info["metrics"] = serde_json::json!(["entropy"]);
+        let e = refused(&atlas_bytes(&info, |_| {}));
+        assert!(e.contains("names no metric that colours a tile"), "{e}");
+        let mut info = description(2);
+        info["offsets"] = (MAX_OFFSETS + 1).into();
+        assert!(refused(&atlas_bytes(&info, |_| {})).contains("'offsets' is 16777217"));
         let mut info = description(2);
         info["extra"] = 1.into();
         assert!(refused(&atlas_bytes(&info, |_| {})).contains("unknown field `extra`"));
