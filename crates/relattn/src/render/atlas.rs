@@ -7,7 +7,7 @@
 
 use super::chart::{Chart, Series};
 use super::colormap::Lut;
-use super::figure::{printable, short, Ink};
+use super::figure::{capped, printable, short, Ink};
 use crate::files::atlas::{Atlas, Metric};
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -23,6 +23,8 @@ pub const PROFILE_AXIS: &str = "mean attention weight";
 pub const PRIOR_LABEL: &str = "the scheme's position term, rescaled to the profile's range";
 /// Points of each curve a tile draws (the offsets pooled into this many bins).
 pub const TILE_POINTS: usize = 48;
+/// Most characters of the model's and the family's names in the title (the rest cut with "…").
+pub const MAX_NAME_CHARS: usize = 80;
 /// Most points of [`head_chart`]'s curves (the offsets pooled into at most this many bins).
 pub const CHART_POINTS: usize = 1024;
 
@@ -250,7 +252,12 @@ impl AtlasView {
         }
         let prompts = info.prompts.len();
         AtlasView {
-            title: format!("{} ({}): {l} layers × {h} heads, {prompts} prompt{}", info.model, info.family, if prompts == 1 { "" } else { "s" }),
+            title: format!(
+                "{} ({}): {l} layers × {h} heads, {prompts} prompt{}",
+                capped(&info.model, MAX_NAME_CHARS),
+                capped(&info.family, MAX_NAME_CHARS),
+                if prompts == 1 { "" } else { "s" }
+            ),
             subtitle: [format!("offsets up to ±{}", info.offsets.saturating_sub(1))]
                 .into_iter()
                 .chain(info.notes.iter().cloned())
@@ -360,7 +367,7 @@ pub fn draw_grid<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, view: &Atlas
     let font = |size: f32| ("sans-serif", (size * k).round() as u32).into_font();
     let (width, _) = root.dim_in_pixel();
     let chars = |size: f32| ((width as f32 - 24.0) / (size * k * 0.55)).max(8.0) as usize;
-    let fit = |text: &str, size: f32| printable(&super::figure::capped(text, chars(size)));
+    let fit = |text: &str, size: f32| printable(&capped(text, chars(size)));
     root.fill(&ink.background).map_err(err)?;
     let left_top = Pos::new(HPos::Left, VPos::Top);
     root.draw(&Text::new(fit(&view.title, 20.0), (12, 8), font(20.0).style(FontStyle::Bold).color(&ink.text).pos(left_top))).map_err(err)?;
@@ -375,7 +382,7 @@ pub fn draw_grid<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, view: &Atlas
         let y = at.top + c as i32 * (th + at.gap);
         let label = format!("{}{}", row.title, if row.captured { " ●" } else { "" });
         let label_style = font(12.0).color(&ink.text).pos(Pos::new(HPos::Right, VPos::Center));
-        root.draw(&Text::new(printable(&super::figure::capped(&label, 24)), (at.left - 8, y + th / 2), label_style)).map_err(err)?;
+        root.draw(&Text::new(printable(&capped(&label, 24)), (at.left - 8, y + th / 2), label_style)).map_err(err)?;
         let (mut x, mut group) = (at.left, None);
         for (head, g) in view.ordered(c, spec.order, metric) {
             if group.is_some_and(|prev| prev != g) {
@@ -598,7 +605,8 @@ mod tests {
 
     #[test]
     fn the_grid_draws_every_tile_and_the_html_stands_alone() {
-        let v = AtlasView::of(&atlas());
+        let a = atlas();
+        let v = AtlasView::of(&a);
         crate::render::figure::register_fonts();
         let (svg, tiles) = grid_svg(&v, &spec("previous_token", Order::KvHead), Ink::LIGHT).unwrap();
         assert_eq!(tiles.len(), 8);
@@ -617,6 +625,10 @@ mod tests {
         assert!(!page.contains("http:") && !page.contains("https:") && !page.contains(" src="), "an external resource");
         assert!(page.contains("<svg") && page.contains("id=\"atlas-data\"") && page.contains("captured: click"));
         // A token that would end the script is escaped in the data.
+        // A long model name is cut in the title.
+        let mut long = a.clone();
+        long.info.model = "m".repeat(16000);
+        assert!(AtlasView::of(&long).title.starts_with(&format!("{}… (llama): 2 layers", "m".repeat(MAX_NAME_CHARS - 1))));
         let mut evil = v.clone();
         evil.tips[0][0] = "</script><script>alert(1)</script>".into();
         assert!(!html(&evil, &spec("first_token", Order::Head)).unwrap().contains("</script><script>alert"));
