@@ -20,11 +20,11 @@ import numpy as _np
 
 from . import _relattn
 from ._relattn import Layer, RelattnError
-from .atlas import Atlas, atlas
+from .atlas import Atlas, atlas, show_atlas
 from .atlas import load as load_atlas
 from .capture import FAMILIES, Capture, capture
 
-__all__ = ["trace", "attention", "layer", "Layer", "capture", "Capture", "FAMILIES", "atlas", "Atlas", "load_atlas", "show", "show_model", "model_trace", "MODELS", "RelattnError", "presets", "methods", "stages", "OPTIONS", "ARRAYS", "from_seed_module"]
+__all__ = ["trace", "attention", "layer", "Layer", "capture", "Capture", "FAMILIES", "atlas", "Atlas", "load_atlas", "show_atlas", "show", "show_model", "model_trace", "MODELS", "RelattnError", "presets", "methods", "stages", "OPTIONS", "ARRAYS", "from_seed_module"]
 
 #: The keyword options of :func:`trace` and :func:`attention` (the command line's, with underscores).
 OPTIONS = tuple(_relattn.option_names())

@@ -2,8 +2,8 @@
 
 :func:`atlas` runs the model once per prompt with a hook on every self-attention module of the families
 :func:`relattn.capture` supports (T5's encoder and decoder). Each hook takes what its module reads, exactly as
-:func:`relattn.capture` does, and hands it to relattn's core, which summarises every head a block of query rows
-at a time (``relattn_core::atlas``: no (layers, heads, n, n) array is ever held); the forward stops after the
+:func:`relattn.capture` does, and hands it to relattn's core, which projects it and summarises every head a block of
+query rows at a time (``relattn_core::atlas``: no (layers, heads, n, n) array is ever held); the forward stops after the
 last layer's attention, the hooks are removed whatever happens and the model is left as it was. The metrics and
 their formulas are in docs/src/atlas.md and in :data:`METRICS`; the file :meth:`Atlas.save` writes is read by
 the page and by ``relattn atlas render``.
@@ -16,7 +16,7 @@ import numpy as _np
 from . import _relattn
 from ._errors import refuse as _refuse
 from .capture import (FAMILIES, Capture, _as_eval, _check_inputs, _held, _Inputs, _key_mask, _layer_of, _parts, _Stop, _token_types, _tokens,
-                      converting_once, json_member, write_npz)
+                      json_member, write_npz)
 
 #: The metrics of every (layer, head), in the order of :attr:`Atlas.metrics`' first axis (the core's names).
 METRICS = tuple(_relattn.atlas_metrics())
@@ -65,10 +65,23 @@ class Atlas:
     def save(self, path):
         """Writes the atlas to ``path`` (.npz, docs/src/atlas.md's format): nothing half-written, as
         :meth:`relattn.Capture.save`."""
+        return write_npz(path, self.members())
+
+    def html(self, metric="first_token", order="head", width=1200):
+        """The atlas as one self-contained HTML page (the grid of layer × head tiles coloured by ``metric``, with
+        tooltips; what ``relattn atlas render --out x.html`` writes and the page exports): a str."""
+        import io
+
+        buf = io.BytesIO()
+        _np.savez(buf, **self.members())
+        return _relattn.atlas_html(buf.getvalue(), metric, order, width)
+
+    def members(self):
+        """The file's members: ``atlas`` (the description as UTF-8 JSON), the arrays, the held layers' captures."""
         members = {"atlas": json_member(self.description), **self.arrays}
         for row, cap in self.captures.items():
             members.update({f"layer{row}.{name}": a for name, a in cap.members().items()})
-        return write_npz(path, members)
+        return members
 
     def __repr__(self):
         d = self.description
@@ -145,7 +158,7 @@ def _induction_ids(model, length, seed):
 
 def _run(model, family, parts, located, inputs, threads, keep):
     """One forward over ``inputs`` with a hook on every located module: each summarises its layer's heads
-    (the core's ``Layer.atlas``) as it is reached, and the forward stops after the last. Returns per row of
+    (the core's ``atlas``) as it is reached, and the forward stops after the last. Returns per row of
     ``located`` (summaries, options, the widths of W_q and W_k) and the captures of the rows in ``keep``."""
     import threading
 
@@ -161,9 +174,9 @@ def _run(model, family, parts, located, inputs, threads, keep):
         ids, mask, options, arrays, notes = _layer_of(model, family, layer, part, inputs, lambda _m, _r: (args, kwargs))
         if mask is not None:
             arrays["key_mask"] = _key_mask(mask)
-        held = _relattn.layer({**options, "threads": threads}, arrays)
+        summaries = _relattn.atlas({**options, "threads": threads}, arrays, _np.ascontiguousarray(ids.numpy().astype(_np.int64)))
         widths = {"q": arrays["w_q"].shape[1], "k": arrays["w_k"].shape[1]}
-        got[row] = (held.atlas(_np.ascontiguousarray(ids.numpy().astype(_np.int64))), options, widths)
+        got[row] = (summaries, options, widths)
         if row in keep:
             captures[row] = (options, dict(arrays), notes, ids)
         if len(got) == len(located):
@@ -242,7 +255,7 @@ def atlas(model, prompts, *, attention_mask=None, tokenizer=None, layers=(), ind
         return _Inputs(ids, mask, dec, None, extra)
 
     first = inputs_of(*runs[0])
-    with _held(model), _as_eval(model) as training, converting_once():
+    with _held(model), _as_eval(model) as training:
         located = _locate_layers(model, family, parts, first)
         keep = set(layers)
         bad = [r for r in keep if isinstance(r, bool) or not isinstance(r, int) or not 0 <= r < len(located)]
@@ -319,3 +332,21 @@ def _assemble(model, family, located, runs, per_prompt, induction, captures, tok
         tokens = None if tokenizer is None else _tokens(tokenizer, ids)
         held[row] = Capture(model=name, family=family, layer=layer, part=part, options=options, arrays=arrays_of, tokens=tokens, notes=cap_notes)
     return Atlas(description, arrays, held)
+
+
+def show_atlas(atlas, metric="first_token", order="head", width=1200):
+    """Shows an :class:`Atlas` (or the path of an atlas file) in a notebook: its self-contained HTML page
+    (:meth:`Atlas.html`) in a frame of its own, tooltips working; returns the IPython display object."""
+    import html as _html
+
+    from IPython.display import HTML
+
+    if not isinstance(atlas, Atlas):
+        atlas = load(atlas)
+    page = atlas.html(metric, order, width)
+    heads, layers = atlas.arrays["metrics"].shape[2], atlas.arrays["metrics"].shape[1]
+    height = 160 + layers * max(60, width // max(heads, 1) * 3 // 5)
+    frame = f'<iframe class="relattn-atlas" srcdoc="{_html.escape(page, quote=True)}" style="width: 100%; height: {height}px; border: 0"></iframe>'
+    with warnings.catch_warnings():  # IPython suggests IFrame, which needs a file or a server: srcdoc needs neither
+        warnings.simplefilter("ignore", UserWarning)
+        return HTML(frame)

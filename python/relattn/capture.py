@@ -42,7 +42,6 @@ Families, and what each one's capture takes from the model:
 """
 
 import contextlib
-import contextvars
 import threading
 import weakref
 
@@ -194,38 +193,15 @@ def _np32(t):
     return t.detach().to("cpu").float().numpy().astype(_np.float32, copy=False)
 
 
-#: Within :func:`converting_once`, the whole projections already converted by :func:`_linear`: id → (module, (W, b)).
-_CONVERTED = contextvars.ContextVar("converted", default=None)
-
-
-@contextlib.contextmanager
-def converting_once():
-    """Within, each whole ``nn.Linear`` is converted to relattn's (W, b) once and the arrays shared (the atlas
-    reads every layer once per prompt; the weights do not change between them)."""
-    token = _CONVERTED.set({})
-    try:
-        yield
-    finally:
-        _CONVERTED.reset(token)
-
-
 def _linear(lin, rows=None):
-    """(W, b) of an ``nn.Linear`` as relattn multiplies them, x W + b: its weight (out, in) transposed, rows
-    ``rows`` of the output only (a fused projection's part), the bias or None."""
-    memo = _CONVERTED.get()
-    if memo is not None and rows is None:
-        if id(lin) not in memo:
-            memo[id(lin)] = (lin, _linear_now(lin, None))
-        return memo[id(lin)][1]
-    return _linear_now(lin, rows)
-
-
-def _linear_now(lin, rows):
+    """(W, b) of an ``nn.Linear`` as relattn multiplies them, x W + b: its weight (out, in) transposed (by torch,
+    whose transposing copy is about 3× NumPy's), rows ``rows`` of the output only (a fused projection's part),
+    the bias or None."""
     w = lin.weight.detach()
     b = lin.bias.detach() if lin.bias is not None else None
     if rows is not None:
         w, b = w[rows], (b[rows] if b is not None else None)
-    return _np32(w).T.copy(), (_np32(b) if b is not None else None)
+    return _np32(w.t().contiguous()), (_np32(b) if b is not None else None)
 
 
 def _fused_parts(lin, heads, head_dim, parts):

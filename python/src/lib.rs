@@ -19,7 +19,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 use relattn::error::Error;
 use relattn::layer::forward::{self, Sizes, DEFAULT_MEMORY_LIMIT};
-use relattn::layer::on_demand::{stage_work_bytes, Layer};
+use relattn::layer::on_demand::{block_bytes, stage_work_bytes, Layer};
 use relattn::layer::presets::NAMES as PRESETS;
 use relattn::layer::scenario::{Arrays, Scenario, NAMES};
 use relattn::layer::stage_meta::StageMeta;
@@ -302,46 +302,72 @@ impl PyLayer {
     fn dims(&self) -> (usize, usize, usize) {
         self.layer.dims()
     }
-
-    /// Every head of every batch element summarised by position ([`relattn::atlas`]): a dict of `metrics`
-    /// (b, h, M) by the names `atlas_metrics()` gives, `offset_weight`, `offset_queries` and `offset_term` (b,
-    /// h, 2n − 1) at offsets −(n − 1)..n − 1, `band_q` and `band_k` (b, h, P: RoPE's pairs, else P = 0).
-    /// `tokens` (b, n) integer ids, for the duplicate-token and induction scores (NaN without).
-    #[pyo3(signature = (tokens=None))]
-    fn atlas<'py>(&self, py: Python<'py>, tokens: Option<PyReadonlyArrayDyn<'py, i64>>) -> PyResult<Bound<'py, PyDict>> {
-        let (b, h, n) = self.layer.dims();
-        let tokens = tokens.map(|t| t.as_array().to_owned());
-        if let Some(t) = &tokens {
-            if t.shape() != [b, n] {
-                return Err(refuse(py, "tokens", format!("shape {:?}", t.shape()), format!("(batch, n) = ({b}, {n}), one id per position")));
-            }
-        }
-        let heads = compute(py, self.threads, || {
-            (0..b)
-                .map(|bi| {
-                    let row = tokens.as_ref().map(|t| t.index_axis(ndarray::Axis(0), bi).iter().copied().collect::<Vec<i64>>());
-                    relattn::atlas::summarize(&self.layer, bi, row.as_deref())
-                })
-                .collect::<relattn::Result<Vec<_>>>()
-        })
-        .map_err(|e| py_err(py, e))?;
-        let bands = heads[0][0].band_q.len();
-        let width = 2 * n - 1;
-        let gather = |len: usize, f: &dyn Fn(&relattn::atlas::HeadSummary) -> Vec<f64>| {
-            ndarray::Array3::from_shape_vec((b, h, len), heads.iter().flatten().flat_map(f).collect()).expect("every head's length").into_dyn()
-        };
-        let out = PyDict::new(py);
-        out.set_item("metrics", gather(relattn::atlas::METRICS.len(), &|s| s.metrics.to_vec()).into_pyarray(py))?;
-        out.set_item("offset_weight", gather(width, &|s| s.offset_weight.clone()).into_pyarray(py))?;
-        out.set_item("offset_queries", gather(width, &|s| s.offset_queries.iter().map(|&c| c as f64).collect()).into_pyarray(py))?;
-        out.set_item("offset_term", gather(width, &|s| s.offset_term.clone()).into_pyarray(py))?;
-        out.set_item("band_q", gather(bands, &|s| s.band_q.clone()).into_pyarray(py))?;
-        out.set_item("band_k", gather(bands, &|s| s.band_k.clone()).into_pyarray(py))?;
-        Ok(out)
-    }
 }
 
-/// The names of the atlas's metrics, in the order of `Layer.atlas()['metrics']`' last axis.
+/// Every head of every batch element of the layer of the options and tensors summarised by position
+/// ([`relattn::atlas`], from the layer's projections a block of query rows at a time): a dict of `metrics` (b, h,
+/// M) by the names `atlas_metrics()` gives, `offset_weight`, `offset_queries` and `offset_term` (b, h, 2n − 1) at
+/// offsets −(n − 1)..n − 1, `band_q` and `band_k` (b, h, P: RoPE's pairs, else P = 0). `tokens` (b, n) integer
+/// ids, for the duplicate-token and induction scores (NaN without).
+#[pyfunction]
+#[pyo3(signature = (kwargs, tensors, tokens=None))]
+fn atlas<'py>(
+    py: Python<'py>,
+    kwargs: &Bound<'py, PyDict>,
+    tensors: &Bound<'py, PyDict>,
+    tokens: Option<PyReadonlyArrayDyn<'py, i64>>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let (config, sc, threads) = scenario(py, kwargs, tensors, false, |cfg, s| block_bytes(cfg, s.n, s.d_model / cfg.heads.max(1)))?;
+    let (b, n, _) = sc.dims();
+    let h = config.heads;
+    let tokens = tokens.map(|t| t.as_array().to_owned());
+    if let Some(t) = &tokens {
+        if t.shape() != [b, n] {
+            return Err(refuse(py, "tokens", format!("shape {:?}", t.shape()), format!("(batch, n) = ({b}, {n}), one id per position")));
+        }
+    }
+    let heads = compute(py, threads, || {
+        let layer = relattn::atlas::Projected::new(&config, sc)?;
+        (0..b)
+            .map(|bi| {
+                let row = tokens.as_ref().map(|t| t.index_axis(ndarray::Axis(0), bi).iter().copied().collect::<Vec<i64>>());
+                relattn::atlas::summarize(&layer, bi, row.as_deref())
+            })
+            .collect::<relattn::Result<Vec<_>>>()
+    })
+    .map_err(|e| py_err(py, e))?;
+    let bands = heads[0][0].band_q.len();
+    let width = 2 * n - 1;
+    let gather = |len: usize, f: &dyn Fn(&relattn::atlas::HeadSummary) -> Vec<f64>| {
+        ndarray::Array3::from_shape_vec((b, h, len), heads.iter().flatten().flat_map(f).collect()).expect("every head's length").into_dyn()
+    };
+    let out = PyDict::new(py);
+    out.set_item("metrics", gather(relattn::atlas::METRICS.len(), &|s| s.metrics.to_vec()).into_pyarray(py))?;
+    out.set_item("offset_weight", gather(width, &|s| s.offset_weight.clone()).into_pyarray(py))?;
+    out.set_item("offset_queries", gather(width, &|s| s.offset_queries.iter().map(|&c| c as f64).collect()).into_pyarray(py))?;
+    out.set_item("offset_term", gather(width, &|s| s.offset_term.clone()).into_pyarray(py))?;
+    out.set_item("band_q", gather(bands, &|s| s.band_q.clone()).into_pyarray(py))?;
+    out.set_item("band_k", gather(bands, &|s| s.band_k.clone()).into_pyarray(py))?;
+    Ok(out)
+}
+
+/// An atlas file's bytes (`Atlas.save`'s .npz) as the self-contained HTML page `relattn atlas render --out x.html`
+/// writes and the page exports: the grid of layer × head tiles coloured by `metric`, `order`ed (head, metric or
+/// kv_head), `width` pixels wide (400..=8000), with tooltips; no external resource.
+#[pyfunction]
+#[pyo3(signature = (data, metric="first_token", order="head", width=1200))]
+fn atlas_html(py: Python<'_>, data: &[u8], metric: &str, order: &str, width: i64) -> PyResult<String> {
+    use relattn::render::atlas::{html, AtlasView, GridSpec, Order};
+    let atlas = relattn::files::atlas::Atlas::read(data, "the atlas", DEFAULT_MEMORY_LIMIT).map_err(|e| py_err(py, e))?;
+    let view = AtlasView::of(&atlas);
+    view.metric(metric).map_err(|e| py_err(py, e))?;
+    let order: Order = serde_json::from_value(serde_json::json!(order)).map_err(|e| refuse(py, "order", format!("'{order}'"), e))?;
+    let width = relattn::error::in_range("width", width, 400..=8000, "pixels").map_err(|e| py_err(py, e))? as u32;
+    html(&view, &GridSpec { metric: metric.into(), order, width, height: None, text_scale: 1.0 })
+        .map_err(|e| refuse(py, "atlas", "a grid that cannot be drawn", e))
+}
+
+/// The names of the atlas's metrics, in the order of `atlas(...)['metrics']`' last axis.
 #[pyfunction]
 fn atlas_metrics() -> Vec<&'static str> {
     relattn::atlas::METRICS.to_vec()
@@ -580,7 +606,9 @@ fn _relattn(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(trace, m)?)?;
     m.add_function(wrap_pyfunction!(attention, m)?)?;
     m.add_function(wrap_pyfunction!(layer, m)?)?;
+    m.add_function(wrap_pyfunction!(atlas, m)?)?;
     m.add_function(wrap_pyfunction!(atlas_metrics, m)?)?;
+    m.add_function(wrap_pyfunction!(atlas_html, m)?)?;
     m.add_class::<PyLayer>()?;
     m.add_function(wrap_pyfunction!(figures, m)?)?;
     m.add_function(wrap_pyfunction!(model_trace, m)?)?;

@@ -205,3 +205,21 @@ def test_the_committed_atlas_fixture_is_what_atlas_writes_today():
     for name, a in fresh.arrays.items():
         np.testing.assert_allclose(kept.arrays[name], a, atol=1e-5, err_msg=name)
     assert sorted(kept.captures) == [1, 2]
+
+
+def test_the_atlas_as_a_self_contained_page_and_in_a_notebook(tmp_path):
+    import make_atlas_fixture
+
+    at = relattn.load_atlas(make_atlas_fixture.OUT)
+    page = at.html(metric="previous_token", order="kv_head")
+    assert page.startswith("<!doctype html>") and "tiny-llama" in page
+    assert "http://" not in page and "https://" not in page and "src=" not in page, "no external resource"
+    assert page.count("<rect") >= 32, "a tile for each of the 4 × 8 heads"
+    with pytest.raises(relattn.RelattnError) as e:
+        at.html(metric="nonsense")
+    assert e.value.field == "metric"
+    with pytest.raises(relattn.RelattnError) as e:
+        at.html(order="sideways")
+    assert e.value.field == "order"
+    shown = relattn.show_atlas(str(make_atlas_fixture.OUT))
+    assert shown.data.startswith('<iframe class="relattn-atlas" srcdoc="&lt;!doctype html&gt;')

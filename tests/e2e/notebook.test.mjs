@@ -166,6 +166,22 @@ test('the example notebook runs and its widgets draw the stages, with the arrays
   await page.locator('.relattn-widget').nth(6).evaluate((w) => w.scrollIntoView({ block: 'start' }));
   await page.screenshot({ path: join(artifacts, 'notebook-capture.png') });
 
+  // The head atlas of the tiny Llama (2 layers × 4 heads): relattn.show_atlas's self-contained page in a frame,
+  // a tile per head, its tooltip shown on hover.
+  await page.waitForFunction(() => /Atlas\(LlamaForCausalLM: 2 layers × 4 heads, 4 prompts/.test(document.body.textContent), null, { timeout: 120000 });
+  const atlas = page.frameLocator('iframe.relattn-atlas');
+  const data = await atlas.locator('#atlas-data').evaluate((s) => JSON.parse(s.textContent));
+  assert.equal(data.tiles.length, 8);
+  assert.equal(data.metric.name, 'previous_token');
+  await page.locator('iframe.relattn-atlas').scrollIntoViewIfNeeded();
+  const box = await atlas.locator('svg').boundingBox();
+  const tile = data.tiles.find((t) => t.row === 1 && t.head === 1);
+  const scale = box.width / data.width;
+  await page.mouse.move(box.x + (tile.x + tile.w / 2) * scale, box.y + (tile.y + tile.h / 2) * scale);
+  await atlas.locator('#tip:not([hidden])').waitFor({ timeout: 10000 });
+  assert.match(await atlas.locator('#tip').innerText(), /layer 1, head 1 · K\/V head 0/);
+  await page.screenshot({ path: join(artifacts, 'notebook-atlas.png') });
+
   // Saved with its widgets' state, the notebook keeps their figures (the 1024 × 1024 stage's values are 4 MiB, 5.6
   // MB in base64), not the page's 2 MB wasm and its glue once per widget (11 widgets: 23 MB more).
   const saved = join(home, 'relattn.ipynb');

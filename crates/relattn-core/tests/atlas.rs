@@ -8,22 +8,19 @@
 mod common;
 
 use common::{columns, project, rotate, Mat};
-use relattn_core::atlas::{summarize, HeadSummary, METRICS};
+use relattn_core::atlas::{summarize, HeadSummary, Projected, METRICS};
 use relattn_core::attention::LogitScale;
-use relattn_core::layer::forward;
-use relattn_core::layer::on_demand::Layer;
 use relattn_core::layer::scenario::Arrays;
 use relattn_core::positions::rope::PairLayout;
 use relattn_core::{Config, Method, Scenario, Spec};
 
 /// The layer of `cfg` on a seeded scenario of `batch` sequences of `n` tokens, the second with its first two
-/// positions padding (left padding), held on demand.
-fn layer_of(cfg: &Config, n: usize, d_model: usize) -> (Layer, Scenario) {
+/// positions padding (left padding), projected.
+fn layer_of(cfg: &Config, n: usize, d_model: usize) -> (Projected, Scenario) {
     let mut given = Arrays::new();
     given.insert("key_mask".into(), ndarray::Array2::from_shape_fn((2, n), |(b, j)| (b == 0 || j >= 2) as u8 as f32).into_dyn());
     let sc = Scenario::build(cfg, &Spec { n, d_model, batch: 2, seed: 11 }, given, true).unwrap();
-    let (p, output) = forward::forward_projected(cfg, &sc).unwrap();
-    (Layer::new(cfg, sc.clone(), p, output).unwrap(), sc)
+    (Projected::new(cfg, sc.clone()).unwrap(), sc)
 }
 
 fn dot(a: &[f64], b: &[f64]) -> f64 {

@@ -1,7 +1,8 @@
 //! The head atlas: each head of a layer summarised by position — where its attention falls by offset, how
 //! spread it is, whether it looks one token back or at the first token, and how much of its logits the
-//! position scheme's own term explains. Computed from a [`Layer`] a block of query rows at a time
-//! ([`Layer::each_traced_block`]): O(BLOCK·n) memory beside the layer, never a head's (n, n) array.
+//! position scheme's own term explains. Computed from a layer's projections ([`Projected`]: its output is not
+//! computed) a block of [`BLOCK`] query rows at a time ([`attend_rows`]): O(BLOCK·n) memory beside them, never a
+//! head's (n, n) array.
 //!
 //! For one head of one sequence, with A the attention weights, S the scaled, masked logits (the `logits`
 //! stage), T the scheme's position term in logit units ([`position_term`]), the counted queries i the unpadded
@@ -26,14 +27,58 @@
 //! scale); RoPE's change of the logit by the rotation, scale·(R_i q_i·R_j k_j − q_i·k_j); absolute positions'
 //! P W_q (P W_k)ᵀ·scale (the positions' own product; the learned table of a captured model, else the sinusoids).
 
-use crate::attention::{HeadInput, HeadTrace};
+use crate::attention::{attend_rows, Config, HeadInput, HeadTrace};
 use crate::core::matmul::matmul;
-use crate::error::{Error, Result};
-use crate::layer::forward::map_heads;
-use crate::layer::on_demand::Layer;
+use crate::error::{check_index, Error, Result};
+use crate::layer::forward::{map_heads, projections, Projections};
+use crate::layer::on_demand::{head_input, BLOCK};
+use crate::layer::scenario::Scenario;
 use crate::positions::absolute;
+use crate::positions::rope::RopeTable;
 use ndarray::{s, Array2, ArrayView2};
 use std::ops::Range;
+
+/// A layer as the atlas reads it: its options, its inputs and their projections Q, K, V (b, n, d_model each),
+/// and RoPE's table made once for every head. The attention's output is not computed.
+pub struct Projected {
+    pub config: Config,
+    pub scenario: Scenario,
+    pub projections: Projections,
+    rope: Option<RopeTable>,
+}
+
+impl Projected {
+    /// The layer of `cfg` on `scenario`, projected.
+    pub fn new(cfg: &Config, scenario: Scenario) -> Result<Projected> {
+        let projections = projections(cfg, &scenario)?;
+        let rope = scenario.rope_table(cfg);
+        Ok(Projected { config: *cfg, scenario, projections, rope })
+    }
+
+    /// (b, h, n).
+    pub fn dims(&self) -> (usize, usize, usize) {
+        let (b, n, _) = self.scenario.dims();
+        (b, self.config.heads, n)
+    }
+
+    /// Head `head` of batch element `batch` a [`BLOCK`] of query rows at a time, as [`attend_rows`] traces
+    /// them: `f(rows, input, trace)` gets the head's tensors (Q, K and V as projected, before any rotation) and
+    /// the trace of the query rows `rows`, every row once, in order.
+    fn each_block(&self, batch: usize, head: usize, mut f: impl FnMut(Range<usize>, &HeadInput, &HeadTrace) -> Result<()>) -> Result<()> {
+        let (b, h, n) = self.dims();
+        check_index("batch index", batch, b)?;
+        check_index("head", head, h)?;
+        let input = head_input(&self.config, &self.scenario, &self.projections, self.rope.as_ref(), batch, head);
+        for a in (0..n).step_by(BLOCK) {
+            crate::core::cancel::check()?;
+            let rows = a..(a + BLOCK).min(n);
+            let mut trace = HeadTrace::default();
+            attend_rows(&self.config, &input, rows.clone(), &mut trace)?;
+            f(rows, &input, &trace)?;
+        }
+        Ok(())
+    }
+}
 
 /// The metrics of a head, in the order of [`HeadSummary::metrics`], by their names in files and in Python.
 pub const METRICS: [&str; 9] =
@@ -70,7 +115,7 @@ impl HeadSummary {
 
 /// Every head of batch element `batch` of `layer`, summarised; `tokens` (n): that sequence's token ids, for
 /// the duplicate-token and induction scores (NaN without). Heads on rayon's threads natively.
-pub fn summarize(layer: &Layer, batch: usize, tokens: Option<&[i64]>) -> Result<Vec<HeadSummary>> {
+pub fn summarize(layer: &Projected, batch: usize, tokens: Option<&[i64]>) -> Result<Vec<HeadSummary>> {
     let (_, heads, n) = layer.dims();
     if let Some(t) = tokens {
         if t.len() != n {
@@ -98,14 +143,14 @@ struct Sums {
 }
 
 /// Head `head` of batch element `batch`, summarised ([`summarize`]).
-pub fn summarize_head(layer: &Layer, batch: usize, head: usize, tokens: Option<&[i64]>) -> Result<HeadSummary> {
+pub fn summarize_head(layer: &Projected, batch: usize, head: usize, tokens: Option<&[i64]>) -> Result<HeadSummary> {
     let (_, _, n) = layer.dims();
     let width = 2 * n - 1;
     let (mut offset_weight, mut offset_queries, mut offset_term, mut offset_logit) = (vec![0.0; width], vec![0u64; width], vec![0.0; width], vec![0.0; width]);
     let mut sums = Sums::default();
     let absolute = absolute_positions(layer, head);
     let mut bands = None;
-    layer.each_traced_block(batch, head, |rows, input, trace| {
+    layer.each_block(batch, head, |rows, input, trace| {
         if bands.is_none() {
             bands = Some(band_norms(layer, input));
         }
@@ -180,7 +225,7 @@ pub fn summarize_head(layer: &Layer, batch: usize, head: usize, tokens: Option<&
 /// relative schemes, their relative logits (Shaw's and the Music Transformer's scaled as the logits are,
 /// ALiBi's and T5's bias added after the scale as they are); for RoPE the rotation's change of the logit; for
 /// absolute positions P_q P_kᵀ·scale with `absolute` = (P W_q, P W_k) of this head.
-fn position_term(layer: &Layer, input: &HeadInput, trace: &HeadTrace, rows: Range<usize>, absolute: Option<&(Array2<f32>, Array2<f32>)>) -> Array2<f32> {
+fn position_term(layer: &Projected, input: &HeadInput, trace: &HeadTrace, rows: Range<usize>, absolute: Option<&(Array2<f32>, Array2<f32>)>) -> Array2<f32> {
     let cfg = &layer.config;
     let scale = cfg.logit_scale.factor(input.q.ncols());
     let method = cfg.method;
@@ -206,7 +251,7 @@ fn position_term(layer: &Layer, input: &HeadInput, trace: &HeadTrace, rows: Rang
 
 /// (P W_q, P W_k) of `head`, (n, d_head) each, for a layer with absolute positions: the layer's own table
 /// (a captured model's) or the sinusoids; `None` for other schemes.
-fn absolute_positions(layer: &Layer, head: usize) -> Option<(Array2<f32>, Array2<f32>)> {
+fn absolute_positions(layer: &Projected, head: usize) -> Option<(Array2<f32>, Array2<f32>)> {
     if !layer.config.method.adds_to_input() {
         return None;
     }
@@ -221,7 +266,7 @@ fn absolute_positions(layer: &Layer, head: usize) -> Option<(Array2<f32>, Array2
 
 /// RoPE's mean norm of each rotated pair of the head's q and k (before rotation), over the unpadded
 /// positions; empty for other schemes.
-fn band_norms(layer: &Layer, input: &HeadInput) -> (Vec<f64>, Vec<f64>) {
+fn band_norms(layer: &Projected, input: &HeadInput) -> (Vec<f64>, Vec<f64>) {
     let cfg = &layer.config;
     if !cfg.method.rotates() {
         return (Vec::new(), Vec::new());
@@ -232,7 +277,7 @@ fn band_norms(layer: &Layer, input: &HeadInput) -> (Vec<f64>, Vec<f64>) {
         (0..d_rot / 2)
             .map(|p| {
                 let (a, b) = cfg.rope.pair(p, d_rot);
-                let sum: f64 = kept.iter().map(|&i| (x[[i, a]] as f64).hypot(x[[i, b]] as f64)).sum();
+                let sum: f64 = kept.iter().map(|&i| ((x[[i, a]] as f64).powi(2) + (x[[i, b]] as f64).powi(2)).sqrt()).sum();
                 if kept.is_empty() {
                     f64::NAN
                 } else {

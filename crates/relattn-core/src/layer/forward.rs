@@ -12,7 +12,7 @@ use crate::attention::fused;
 use crate::core::finite::check_overflow;
 use crate::core::matmul::matmul_add_rows_parallel;
 use crate::error::{Bytes, Error, Result};
-use crate::layer::scenario::Scenario;
+use crate::layer::scenario::{repeat_kv, Scenario};
 use crate::layer::trace::{stack_heads, Computed, SkewTrace, Trace};
 use crate::positions::absolute;
 use crate::timing::{now_ms, StageTimes};
@@ -183,6 +183,20 @@ fn project(x: &ArrayView3<f32>, w: &Array2<f32>, bias: &ndarray::Array1<f32>) ->
     out
 }
 
+/// `x W + b` for a w whose `heads` column blocks repeat `kv_heads` K/V heads' (each `heads / kv_heads` times in
+/// a row): projected with one block of each, the result's columns repeated — the same numbers at 1/times the work.
+fn project_grouped(x: &ArrayView3<f32>, w: &Array2<f32>, bias: &ndarray::Array1<f32>, heads: usize, kv_heads: usize) -> Array3<f32> {
+    if kv_heads == heads || kv_heads == 0 || !heads.is_multiple_of(kv_heads) {
+        return project(x, w, bias);
+    }
+    let (dh, times) = (w.ncols() / heads, heads / kv_heads);
+    let first: Vec<usize> = (0..kv_heads).flat_map(|g| g * times * dh..g * times * dh + dh).collect();
+    let narrow = project(x, &w.select(Axis(1), &first), &bias.select(Axis(0), &first));
+    let (b, n, _) = x.dim();
+    let rows = narrow.into_shape_with_order((b * n, kv_heads * dh)).expect("a projection is in standard layout");
+    repeat_kv(rows, dh, times).into_shape_with_order((b, n, heads * dh)).expect("b·n rows")
+}
+
 /// The table of head `h`: per-head tables have one per head, a shared one has a single slice.
 pub fn table_of(t: &Array3<f32>, h: usize) -> ArrayView2<'_, f32> {
     t.index_axis(Axis(0), if t.len_of(Axis(0)) == 1 { 0 } else { h })
@@ -208,13 +222,14 @@ pub struct Projections {
     pub v: Array3<f32>,
 }
 
-/// `x W_q + b_q`, `x W_k + b_k`, `x W_v + b_v`; an overflow names "q", "k" or "v".
+/// `x W_q + b_q`, `x W_k + b_k`, `x W_v + b_v`; an overflow names "q", "k" or "v". With grouped K/V heads, K
+/// and V are projected once per K/V head and their columns repeated for the query heads it serves.
 pub fn projections(cfg: &Config, sc: &Scenario) -> Result<Projections> {
     let x = input(cfg, sc);
     let x = x.view();
     let q = project(&x, &sc.w_q, &sc.b_q);
-    let k = project(&x, &sc.w_k, &sc.b_k);
-    let v = project(&x, &sc.w_v, &sc.b_v);
+    let k = project_grouped(&x, &sc.w_k, &sc.b_k, cfg.heads, sc.kv_heads);
+    let v = project_grouped(&x, &sc.w_v, &sc.b_v, cfg.heads, sc.kv_heads);
     for (name, a) in [("q", &q), ("k", &k), ("v", &v)] {
         check_overflow(name, a)?;
     }
@@ -366,6 +381,24 @@ mod tests {
     use super::*;
     use crate::layer::scenario::Spec;
     use crate::positions::Method;
+
+    /// Grouped K/V heads projected once each equal the projection of their repeated columns.
+    #[test]
+    fn grouped_projections_equal_the_repeated_ones() {
+        let cfg = Config { method: Method::Rope, heads: 6, causal: true, rel_v: false, ..Config::default() };
+        let mut given = crate::layer::scenario::Arrays::new();
+        let (d, dh) = (24, 4);
+        given.insert("w_k".into(), ndarray::Array2::from_shape_fn((d, 2 * dh), |(r, c)| ((r * 7 + c * 3) % 11) as f32 / 11.0 - 0.5).into_dyn());
+        given.insert("b_v".into(), ndarray::Array1::from_shape_fn(2 * dh, |c| c as f32 * 0.1).into_dyn());
+        let sc = Scenario::build(&cfg, &Spec { n: 40, d_model: d, batch: 2, seed: 1 }, given, false).unwrap();
+        assert_eq!(sc.kv_heads, 2);
+        let grouped = projections(&cfg, &sc).unwrap();
+        let whole = projections(&cfg, &Scenario { kv_heads: cfg.heads, ..sc.clone() }).unwrap();
+        for (g, w) in [(&grouped.k, &whole.k), (&grouped.v, &whole.v)] {
+            assert!(g.iter().zip(w.iter()).all(|(a, b)| (a - b).abs() <= 1e-6 * b.abs().max(1.0)));
+        }
+        assert_eq!(grouped.q, whole.q);
+    }
 
     #[test]
     fn stage_times_are_present_and_non_negative() {

@@ -206,24 +206,6 @@ impl Layer {
         Ok(())
     }
 
-    /// Head `head` of batch element `batch` a [`BLOCK`] of query rows at a time, as [`attend_rows`] traces
-    /// them: `f(rows, input, trace)` gets the head's tensors (Q, K and V as projected, before any rotation) and
-    /// the trace of the query rows `rows`, every row once, in order. What [`crate::atlas`] summarises a head from.
-    pub fn each_traced_block(&self, batch: usize, head: usize, mut f: impl FnMut(Range<usize>, &HeadInput, &HeadTrace) -> Result<()>) -> Result<()> {
-        let (b, h, n) = self.dims();
-        check_index("batch index", batch, b)?;
-        check_index("head", head, h)?;
-        let input = self.head_input(batch, head);
-        for a in (0..n).step_by(BLOCK) {
-            crate::core::cancel::check()?;
-            let rows = a..(a + BLOCK).min(n);
-            let mut trace = HeadTrace::default();
-            attend_rows(&self.config, &input, rows.clone(), &mut trace)?;
-            f(rows, &input, &trace)?;
-        }
-        Ok(())
-    }
-
     /// The (rows, ·) block of a stage computed from query rows `queries` (the reshaped buffer's rows
     /// `queries.start..=queries.end`).
     fn block(&self, stage: Stage, batch: usize, head: usize, queries: Range<usize>) -> Result<Array2<f32>> {
@@ -275,18 +257,23 @@ impl Layer {
 
     /// Head `head` of batch element `batch`: its columns of Q, K, V, its tables, its key mask.
     fn head_input(&self, batch: usize, head: usize) -> HeadInput<'_> {
-        let dh = self.scenario.dims().2 / self.config.heads;
-        let cols = s![.., head * dh..(head + 1) * dh];
-        let p = &self.projections;
-        HeadInput {
-            q: p.q.index_axis(Axis(0), batch).slice_move(cols),
-            k: p.k.index_axis(Axis(0), batch).slice_move(cols),
-            v: p.v.index_axis(Axis(0), batch).slice_move(cols),
-            rel_k: table_of(&self.scenario.rel_k, head),
-            rel_v: self.scenario.rel_v.as_ref().map(|t| table_of(t, head)),
-            key_mask: self.scenario.key_mask.as_ref().map(|m| m.row(batch)),
-            rope: self.rope.as_ref(),
-        }
+        head_input(&self.config, &self.scenario, &self.projections, self.rope.as_ref(), batch, head)
+    }
+}
+
+/// Head `head` of batch element `batch` of a projected layer: its columns of Q, K, V (as projected, before any
+/// rotation), its tables, its key mask and the layer's RoPE table (made once for every head).
+pub fn head_input<'a>(cfg: &Config, sc: &'a Scenario, p: &'a Projections, rope: Option<&'a RopeTable>, batch: usize, head: usize) -> HeadInput<'a> {
+    let dh = sc.dims().2 / cfg.heads;
+    let cols = s![.., head * dh..(head + 1) * dh];
+    HeadInput {
+        q: p.q.index_axis(Axis(0), batch).slice_move(cols),
+        k: p.k.index_axis(Axis(0), batch).slice_move(cols),
+        v: p.v.index_axis(Axis(0), batch).slice_move(cols),
+        rel_k: table_of(&sc.rel_k, head),
+        rel_v: sc.rel_v.as_ref().map(|t| table_of(t, head)),
+        key_mask: sc.key_mask.as_ref().map(|m| m.row(batch)),
+        rope,
     }
 }
 

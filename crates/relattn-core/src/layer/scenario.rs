@@ -35,7 +35,8 @@ impl Default for Spec {
 pub struct Scenario {
     /// (b, n, d_model)
     pub x: Array3<f32>,
-    /// (d_model, d_model) each
+    /// (d_model, d_model) each; w_k and w_v (and b_k, b_v) with each of `kv_heads` K/V heads' columns repeated
+    /// for the query heads it serves.
     pub w_q: Array2<f32>,
     pub w_k: Array2<f32>,
     pub w_v: Array2<f32>,
@@ -56,6 +57,9 @@ pub struct Scenario {
     /// RoPE's cos and sin when the file gives a model's own (`rope_cos`, `rope_sin`); `None`: made from
     /// the options ([`Scenario::rope_table`]).
     pub rope: Option<RopeTable>,
+    /// How many K/V heads w_k and w_v hold (grouped-query attention: fewer than the heads, each repeated); the
+    /// heads when every query head has its own. [`crate::layer::forward::projections`] projects each once.
+    pub kv_heads: usize,
 }
 
 /// Arrays read from a file, by name, as f32.
@@ -318,7 +322,7 @@ impl Scenario {
             };
             return Err(Error::invalid("array", format!("'{name}' not used by this configuration"), hint));
         }
-        Ok(Scenario { x, w_q, w_k, w_v, w_o, b_q, b_k, b_v, b_o, rel_k, rel_v, key_mask, positions, rope })
+        Ok(Scenario { x, w_q, w_k, w_v, w_o, b_q, b_k, b_v, b_o, rel_k, rel_v, key_mask, positions, rope, kv_heads })
     }
 
     /// (b, n, d_model).
@@ -338,10 +342,19 @@ impl Scenario {
 /// Face's `repeat_kv`: (rows, g·times·d_head), column block i the K/V head ⌊i / times⌋. Grouped K/V heads (Llama
 /// 2/3, Mistral, Qwen2: `num_key_value_heads` = g < h) share each K/V head with h/g query heads, query head i
 /// reading K/V head ⌊i·g/h⌋; repeated here, every later step sees h heads.
-fn repeat_kv(a: Array2<f32>, d_head: usize, times: usize) -> Array2<f32> {
+pub(crate) fn repeat_kv(a: Array2<f32>, d_head: usize, times: usize) -> Array2<f32> {
     if times == 1 {
         return a;
     }
     let (rows, cols) = a.dim();
-    Array2::from_shape_fn((rows, cols * times), |(r, c)| a[[r, (c / d_head / times) * d_head + c % d_head]])
+    let a = a.as_standard_layout();
+    let mut out = vec![0.0; rows * cols * times];
+    for (from, to) in a.as_slice().expect("standard layout").chunks_exact(cols.max(1)).zip(out.chunks_exact_mut((cols * times).max(1))) {
+        for (g, head) in from.chunks_exact(d_head).enumerate() {
+            for t in 0..times {
+                to[(g * times + t) * d_head..][..d_head].copy_from_slice(head);
+            }
+        }
+    }
+    Array2::from_shape_vec((rows, cols * times), out).expect("rows × cols·times")
 }

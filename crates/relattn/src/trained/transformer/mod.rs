@@ -360,6 +360,7 @@ impl Transformer {
             key_mask: None,
             positions: None,
             rope: None,
+            kv_heads: self.config.heads,
         }
     }
 
