@@ -168,8 +168,33 @@ test('an atlas opens as a grid of tiles that the metric recolours, with a toolti
   await page.locator('#atlas').screenshot({ path: join(artifacts, 'atlas-grid.png') });
 });
 
+test('the keyboard moves between tiles and opens one; the page\'s colormap and theme redraw the grid', async () => {
+  const c = page.locator('#atlas-canvas');
+  await c.focus();
+  await page.keyboard.press('ArrowRight'); // the first tile
+  await page.keyboard.press('ArrowRight');
+  await page.keyboard.press('ArrowDown');
+  await page.waitForFunction(() => !document.getElementById('tooltip').hidden);
+  // Grouped by K/V head (the order left by the test before): row 1's second tile is head 1.
+  assert.match(await page.locator('#tooltip').innerText(), /^decoder layer 1, head 1 · K\/V head 0/);
+  assert.match(await page.locator('#announce').innerText(), /decoder layer 1, head 1 · K\/V head 0 \(rope\); sink \(first token\)/);
+  await page.keyboard.press('ArrowUp');
+  await page.keyboard.press('Enter');
+  await page.waitForFunction(() => /decoder layer 0 is not captured/.test(document.getElementById('atlas-message').textContent));
+  const drawn = await c.evaluate((el) => el.toDataURL());
+  for (const [sel, value] of [['#seq', 'cividis'], ['#theme', 'dark'], ['#theme', 'light'], ['#seq', 'viridis']]) {
+    const b = await atlasReady();
+    await page.selectOption(sel, value);
+    await page.waitForFunction((x) => Number(document.getElementById('atlas').dataset.ready) > x, b);
+    if (value === 'cividis') assert.notEqual(await c.evaluate((el) => el.toDataURL()), drawn, 'cividis did not recolour the tiles');
+  }
+  assert.equal(await c.evaluate((el) => el.toDataURL()), drawn, 'back to viridis and light, the grid is as it was');
+  await page.waitForFunction(() => document.body.dataset.ready && document.getElementById('busy').hidden, null, { timeout: 30000 });
+});
+
 test('a click on an uncaptured tile says how to capture it; on a captured one it opens that head\'s stages', async () => {
   const ready = await readyId();
+  await page.evaluate(() => { document.getElementById('atlas-message').textContent = ''; });
   const [x0, y0] = await tilePoint(0, 1);
   await page.mouse.click(x0, y0);
   await page.waitForFunction(() => document.getElementById('atlas-message').textContent !== '');

@@ -3,7 +3,7 @@
 //! `request.atlas_row`), and the page's own instance draws the grid from that data ([`draw_atlas`] on a canvas,
 //! [`atlas_svg`], [`atlas_html`]: src/render/atlas.rs, as the command line draws it).
 
-use super::{ink, js_error, to_js, to_value};
+use super::{ink, js_error, palette, to_js, to_value};
 use plotters::prelude::*;
 use plotters_canvas::CanvasBackend;
 use relattn::app::request::MEMORY_LIMIT;
@@ -59,26 +59,26 @@ pub fn atlas_height(view: JsValue, spec: JsValue) -> Result<u32, JsValue> {
 }
 
 /// Draws the grid of `view` (an `AtlasView`) on `canvas` (sized by the caller: `atlas_height`) in the page's
-/// theme; returns its tiles' rectangles (`TileRect[]`).
+/// theme and colormap; returns its tiles' rectangles (`TileRect[]`).
 #[wasm_bindgen]
 pub fn draw_atlas(canvas: web_sys::HtmlCanvasElement, view: JsValue, spec: JsValue) -> Result<JsValue, JsValue> {
     let (view, spec) = read(view, spec)?;
     let root = CanvasBackend::with_canvas_object(canvas).ok_or_else(|| drawing("no 2-D context".into()))?.into_drawing_area();
-    let tiles = picture::draw_grid(&root, &view, &spec, ink()).map_err(drawing)?;
+    let tiles = picture::draw_grid(&root, &view, &spec, ink(), palette()).map_err(drawing)?;
     root.present().map_err(|e| drawing(e.to_string()))?;
     to_value(&tiles)
 }
 
-/// The grid as SVG text (light ink, for a file).
+/// The grid as SVG text (light ink, for a file; the page's colormap).
 #[wasm_bindgen]
 pub fn atlas_svg(view: JsValue, spec: JsValue) -> Result<String, JsValue> {
     let (view, spec) = read(view, spec)?;
-    picture::grid_svg(&view, &spec, relattn::render::Ink::LIGHT).map(|(svg, _)| svg).map_err(drawing)
+    picture::grid_svg(&view, &spec, relattn::render::Ink::LIGHT, palette()).map(|(svg, _)| svg).map_err(drawing)
 }
 
-/// The atlas as one self-contained HTML page (the command line's `--out x.html`).
+/// The atlas as one self-contained HTML page (the command line's `--out x.html`, in the page's colormap).
 #[wasm_bindgen]
 pub fn atlas_html(view: JsValue, spec: JsValue) -> Result<String, JsValue> {
     let (view, spec) = read(view, spec)?;
-    picture::html(&view, &spec).map_err(drawing)
+    picture::html(&view, &spec, palette()).map_err(drawing)
 }

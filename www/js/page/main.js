@@ -17,7 +17,7 @@ import { EMBED, applyURL, saveURL, copyLink } from './url.js';
 import { enterPresent, exitPresent, presentKeys, attachPresentControls, resultDrawn, drawPresent } from './present.js';
 import { exportNpz } from './export.js';
 import { loadFile, forgetFile, dropCandidate, acceptCandidate, acceptAtlas, fileInPlay, acceptDrops } from './file.js';
-import { initAtlas, showAtlas } from './atlas/grid.js';
+import { initAtlas, showAtlas, redrawAtlas } from './atlas/grid.js';
 import { initAtlasExports } from './atlas/export.js';
 import { wireModel, setMode, onModelMessage, onWorkerRestart, modelGpuSettled, recolour, firstShown, applyModelEmbed, modelRequest } from './model/mode.js';
 import { wireTour } from './tour.js';
@@ -162,11 +162,13 @@ async function main() {
   for (const id of ['seq', 'div']) {
     $(id).addEventListener('change', () => {
       state.ui.set_colormaps($('seq').value, $('div').value);
+      redrawAtlas();
       if (state.mode === 'model') { recolour(); if (paramsStarted()) request(); } else request();
     });
   }
   $('theme').addEventListener('change', () => {
     setTheme($('theme').value);
+    redrawAtlas();
     saveURL();
     redraw().catch(drawFailed);
   });

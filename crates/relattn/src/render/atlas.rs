@@ -6,7 +6,7 @@
 //! head's profile at full size.
 
 use super::chart::{Chart, Series};
-use super::colormap::Lut;
+use super::colormap::{Lut, Palette};
 use super::figure::{capped, printable, short, Ink};
 use crate::files::atlas::{Atlas, Metric};
 use plotters::coord::Shift;
@@ -357,9 +357,15 @@ pub fn grid_height(view: &AtlasView, spec: &GridSpec) -> u32 {
 }
 
 /// Draws the grid on `root`: the title, the metric and what it measures, the row labels (● a captured row),
-/// one tile per head (its colour the metric's, its profile over its faint prior, its head's number), the
-/// colour bar; returns where each tile is. Every text is drawn [`printable`].
-pub fn draw_grid<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, view: &AtlasView, spec: &GridSpec, ink: Ink) -> Result<Vec<TileRect>, String> {
+/// one tile per head (its colour the metric's in the palette's sequential map, its profile over its faint
+/// prior, its head's number), the colour bar; returns where each tile is. Every text is drawn [`printable`].
+pub fn draw_grid<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    view: &AtlasView,
+    spec: &GridSpec,
+    ink: Ink,
+    palette: Palette,
+) -> Result<Vec<TileRect>, String> {
     let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
     let metric = view.metric(&spec.metric).map_err(|e| e.to_string())?;
     let at = layout(view, spec, spec.order);
@@ -374,7 +380,7 @@ pub fn draw_grid<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, view: &Atlas
     root.draw(&Text::new(fit(&view.subtitle, 12.0), (12, (36.0 * k) as i32), font(12.0).color(&ink.muted).pos(left_top))).map_err(err)?;
     let line = format!("colour: {} — {}", metric.title, metric.description);
     root.draw(&Text::new(fit(&line, 12.0), (12, (56.0 * k) as i32), font(12.0).color(&ink.text).pos(left_top))).map_err(err)?;
-    let lut = Lut::new(Scale::Sequential);
+    let lut = Lut::with_palette(Scale::Sequential, palette);
     let range = (metric.range[0], metric.range[1]);
     let (tw, th) = at.tile;
     let mut tiles = Vec::with_capacity(view.rows.len() * view.heads);
@@ -435,12 +441,12 @@ pub fn draw_grid<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, view: &Atlas
 }
 
 /// The grid as SVG text (`spec`'s size; its height [`grid_height`]) and its tiles.
-pub fn grid_svg(view: &AtlasView, spec: &GridSpec, ink: Ink) -> Result<(String, Vec<TileRect>), String> {
+pub fn grid_svg(view: &AtlasView, spec: &GridSpec, ink: Ink, palette: Palette) -> Result<(String, Vec<TileRect>), String> {
     let mut svg = String::new();
     let height = grid_height(view, spec);
     let tiles = {
         let root = SVGBackend::with_string(&mut svg, (spec.width, height)).into_drawing_area();
-        let tiles = draw_grid(&root, view, spec, ink)?;
+        let tiles = draw_grid(&root, view, spec, ink, palette)?;
         root.present().map_err(|e| e.to_string())?;
         tiles
     };
@@ -456,15 +462,15 @@ pub fn save_grid(view: &AtlasView, spec: &GridSpec, path: &std::path::Path) -> r
     match path.extension().and_then(|e| e.to_str()) {
         Some("svg") => {
             let root = SVGBackend::new(path, size).into_drawing_area();
-            draw_grid(&root, view, spec, Ink::LIGHT).map_err(file_err)?;
+            draw_grid(&root, view, spec, Ink::LIGHT, Palette::default()).map_err(file_err)?;
             root.present().map_err(|e| file_err(e.to_string()))
         }
         Some("png") => {
             let root = BitMapBackend::new(path, size).into_drawing_area();
-            draw_grid(&root, view, spec, Ink::LIGHT).map_err(file_err)?;
+            draw_grid(&root, view, spec, Ink::LIGHT, Palette::default()).map_err(file_err)?;
             root.present().map_err(|e| file_err(e.to_string()))
         }
-        Some("html") => std::fs::write(path, html(view, spec).map_err(file_err)?).map_err(|e| file_err(e.to_string())),
+        Some("html") => std::fs::write(path, html(view, spec, Palette::default()).map_err(file_err)?).map_err(|e| file_err(e.to_string())),
         other => Err(relattn_core::error::Error::invalid("out", format!("extension {:?}", other.unwrap_or("")), ".svg, .png or .html")),
     }
 }
@@ -495,8 +501,8 @@ const TOOLTIP_JS: &str = r#"(() => {
 /// The atlas as one self-contained HTML page: the grid's SVG inline, its tiles, tips and metrics as inline
 /// JSON, and a small inline script for the tooltips; no external resource (the SVG's namespace attribute,
 /// which HTML does not need, is left out).
-pub fn html(view: &AtlasView, spec: &GridSpec) -> Result<String, String> {
-    let (svg, tiles) = grid_svg(view, spec, Ink::LIGHT)?;
+pub fn html(view: &AtlasView, spec: &GridSpec, palette: Palette) -> Result<String, String> {
+    let (svg, tiles) = grid_svg(view, spec, Ink::LIGHT, palette)?;
     let svg = svg.replacen(r#" xmlns="http://www.w3.org/2000/svg""#, "", 1);
     let metric = view.metric(&spec.metric).map_err(|e| e.to_string())?;
     let data = serde_json::json!({
@@ -608,7 +614,7 @@ mod tests {
         let a = atlas();
         let v = AtlasView::of(&a);
         crate::render::figure::register_fonts();
-        let (svg, tiles) = grid_svg(&v, &spec("previous_token", Order::KvHead), Ink::LIGHT).unwrap();
+        let (svg, tiles) = grid_svg(&v, &spec("previous_token", Order::KvHead), Ink::LIGHT, Palette::default()).unwrap();
         assert_eq!(tiles.len(), 8);
         assert!(tiles.windows(2).all(|t| t[0].row < t[1].row || t[0].x < t[1].x));
         for text in ["tiny-llama (llama): 2 layers × 4 heads, 1 prompt", "previous token", "decoder layer 1 ●"] {
@@ -616,12 +622,12 @@ mod tests {
         }
         // A slide: the rows fill its height, every tile within it.
         let slide = GridSpec { width: 1600, height: Some(900), ..spec("first_token", Order::Head) };
-        let (_, tiles) = grid_svg(&v, &slide, Ink::LIGHT).unwrap();
+        let (_, tiles) = grid_svg(&v, &slide, Ink::LIGHT, Palette::default()).unwrap();
         let bottom = tiles.iter().map(|t| t.y + t.h).max().unwrap();
         assert!(grid_height(&v, &slide) == 900 && bottom > 600 && bottom <= 900 - FOOTER, "{bottom}");
-        let e = grid_svg(&v, &spec("sinkiness", Order::Head), Ink::LIGHT).unwrap_err();
+        let e = grid_svg(&v, &spec("sinkiness", Order::Head), Ink::LIGHT, Palette::default()).unwrap_err();
         assert!(e.contains("'sinkiness'") && e.contains("first_token"), "{e}");
-        let page = html(&v, &spec("first_token", Order::Head)).unwrap();
+        let page = html(&v, &spec("first_token", Order::Head), Palette::default()).unwrap();
         assert!(!page.contains("http:") && !page.contains("https:") && !page.contains(" src="), "an external resource");
         assert!(page.contains("<svg") && page.contains("id=\"atlas-data\"") && page.contains("captured: click"));
         // A token that would end the script is escaped in the data.
@@ -631,7 +637,7 @@ mod tests {
         assert!(AtlasView::of(&long).title.starts_with(&format!("{}… (llama): 2 layers", "m".repeat(MAX_NAME_CHARS - 1))));
         let mut evil = v.clone();
         evil.tips[0][0] = "</script><script>alert(1)</script>".into();
-        assert!(!html(&evil, &spec("first_token", Order::Head)).unwrap().contains("</script><script>alert"));
+        assert!(!html(&evil, &spec("first_token", Order::Head), Palette::default()).unwrap().contains("</script><script>alert"));
     }
 
     #[test]

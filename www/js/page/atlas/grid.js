@@ -25,6 +25,8 @@ const atlas = {
   chosen: false,
   /** The newest head chart asked for: an older answer is dropped. */
   asked: 0,
+  /** The keyboard's cursor: an index into `tiles` (row by row, in the order shown), or null. */
+  cursor: null,
 };
 
 export function initAtlas() {
@@ -43,7 +45,9 @@ function gridCanvas() {
     c.setAttribute('role', 'img');
     c.addEventListener('mousemove', hover);
     c.addEventListener('mouseleave', () => { hideTip(); if (!atlas.chosen && atlas.shown) atlas.shown = null; });
-    c.addEventListener('click', choose);
+    c.addEventListener('click', (e) => { const t = tileAt(e); if (t) choose(t); });
+    c.addEventListener('keydown', keyTile);
+    c.tabIndex = 0;
     $('atlas-holder').append(c);
   }
   return c;
@@ -51,7 +55,7 @@ function gridCanvas() {
 
 /** Shows the atlas `msg.view` (an AtlasOpened's) of file `file`: its metrics in the select, the grid drawn. */
 export function showAtlas(msg, file) {
-  Object.assign(atlas, { file, view: msg.view, shown: null, chosen: false });
+  Object.assign(atlas, { file, view: msg.view, shown: null, chosen: false, cursor: null });
   const sel = $('atlas-metric');
   const was = sel.value;
   sel.replaceChildren(...msg.view.metrics.map((m) => Object.assign(new Option(m.title, m.name), { title: m.description })));
@@ -68,6 +72,11 @@ export function showAtlas(msg, file) {
 export function atlasShown(width, height = null, textScale = 1) {
   if (!atlas.view) return null;
   return { file: atlas.file, view: atlas.view, spec: { metric: $('atlas-metric').value, order: $('atlas-order').value, width, height, text_scale: textScale } };
+}
+
+/** Draws the atlas shown again (the page's theme or colormap changed); nothing when none is shown. */
+export function redrawAtlas() {
+  if (atlas.view && !$('atlas').hidden) draw();
 }
 
 /** The metric selected, as the grid shows it. */
@@ -90,7 +99,7 @@ function draw() {
   }
   const m = metric();
   $('atlas-desc').textContent = `${m.title}: ${m.description}.`;
-  c.setAttribute('aria-label', `${view.title}: ${atlas.tiles.length} tiles coloured by ${m.title}`);
+  c.setAttribute('aria-label', `${view.title}: ${atlas.tiles.length} tiles coloured by ${m.title}; the arrow keys move between tiles, Enter opens one`);
   c.dataset.metric = m.name;
   $('atlas').dataset.ready = String(Number($('atlas').dataset.ready || 0) + 1);
 }
@@ -112,11 +121,31 @@ function hover(e) {
   if (!atlas.chosen) showHead(t);
 }
 
-// A click: the head's profile stays shown; a captured layer's stages at that head are computed (the page's
-// capture-file path: the atlas's row read by the worker as a capture file), else the message says how to capture it.
-function choose(e) {
-  const t = tileAt(e);
-  if (!t) return;
+// Keyboard: the arrow keys move a cursor tile (left and right within a row as shown, up and down to the same
+// place in the next row), its tooltip shown beside it and read aloud, its profile drawn; Enter or Space opens
+// it as a click does; Escape hides the tooltip.
+function keyTile(e) {
+  if (e.key === 'Escape') { hideTip(); return; }
+  const step = { ArrowLeft: -1, ArrowRight: 1, ArrowUp: -atlas.view.heads, ArrowDown: atlas.view.heads }[e.key];
+  if (step === undefined && e.key !== 'Enter' && e.key !== ' ') return;
+  e.preventDefault();
+  const n = atlas.tiles.length;
+  atlas.cursor = atlas.cursor === null ? 0 : Math.max(0, Math.min(n - 1, atlas.cursor + (step || 0)));
+  const t = atlas.tiles[atlas.cursor];
+  if (step === undefined) { choose(t); return; }
+  const c = e.currentTarget;
+  const box = c.getBoundingClientRect();
+  const k = box.width / c.width;
+  const [title, ...lines] = atlas.view.tips[t.row * atlas.view.heads + t.head];
+  showTip(title, lines, window.scrollX + box.left + (t.x + t.w) * k, window.scrollY + box.top + (t.y + t.h) * k);
+  $('announce').textContent = [title, ...lines].join('; ');
+  if (!atlas.chosen) showHead(t);
+}
+
+// A click (or Enter): the head's profile stays shown; a captured layer's stages at that head are computed (the
+// page's capture-file path: the atlas's row read by the worker as a capture file), else the message says how to
+// capture it.
+function choose(t) {
   atlas.chosen = true;
   showHead(t);
   const row = atlas.view.rows[t.row];
@@ -144,5 +173,9 @@ function showHead(t) {
     state.ui.draw_chart(c, { ...chart, text_px: 12 });
     c.setAttribute('aria-label', `${chart.title}: ${chart.y_axis} by ${chart.x_axis}`);
     c.dataset.head = `${t.row}/${t.head}`;
-  }).catch((err) => { if (asked === atlas.asked) $('atlas-message').textContent = `No profile: ${err.message}`; });
+  }).catch((err) => {
+    if (asked !== atlas.asked) return;
+    // The worker holds another atlas, or none since it was restarted (a panic): this one is opened again by picking it.
+    $('atlas-message').textContent = err.kind === 'stale' || err.kind === 'fatal' ? `No profile: the worker no longer holds ${atlas.file.name}; open it again.` : `No profile: ${err.message}`;
+  });
 }
