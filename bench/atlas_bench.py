@@ -1,7 +1,8 @@
 """The head atlas at scale (#48 item 4): relattn.atlas over a Llama-3.2-1B-shaped model with random weights (16
 layers, 32 query heads over 8 K/V heads, d_model 2048, d_ff 8192, vocabulary 128256) and 8 prompts of 512
 random tokens, beside the model's own eager forward with output_attentions=True over the same prompts (what a
-viewer built on output_attentions needs first), each side in a fresh process that builds the same seeded model,
+viewer built on output_attentions needs first) and beside its forward alone (the floor: the atlas runs it too),
+each side in a fresh process that builds the same seeded model,
 the sides interleaved, best of each kept. Memory: the peak resident size (VmHWM) less the resident size once
 the model is built. Prints a Markdown table for docs/src/benchmarks.md.
 
@@ -16,6 +17,10 @@ import platform
 import subprocess
 import sys
 import time
+
+
+#: relattn.atlas; the model's eager forward with output_attentions=True; the same forward without them (the floor).
+SIDES = ("atlas", "eager", "forward")
 
 
 def status(field):
@@ -48,7 +53,7 @@ def side(which, prompts, n, layers):
     else:
         with torch.no_grad():
             for p in range(prompts):
-                model.model(input_ids=ids[p:p + 1], output_attentions=True)
+                model.model(input_ids=ids[p:p + 1], output_attentions=which == "eager")
     seconds = time.perf_counter() - start
     print(json.dumps({"seconds": seconds, "beyond_weights": status("VmHWM") - weights, "threads": torch.get_num_threads()}))
 
@@ -59,14 +64,14 @@ def main():
     ap.add_argument("--prompts", type=int, default=8)
     ap.add_argument("--n", type=int, default=512)
     ap.add_argument("--layers", type=int, default=16)
-    ap.add_argument("--side", choices=["atlas", "eager"])
+    ap.add_argument("--side", choices=SIDES)
     a = ap.parse_args()
     if a.side:
         side(a.side, a.prompts, a.n, a.layers)
         return
     best = {}
     for r in range(a.rounds):
-        for which in ("atlas", "eager"):
+        for which in SIDES:
             out = subprocess.run([sys.executable, __file__, "--side", which, "--prompts", str(a.prompts), "--n", str(a.n), "--layers", str(a.layers)],
                                  check=True, capture_output=True, text=True)
             got = json.loads(out.stdout.strip().splitlines()[-1])
@@ -78,7 +83,10 @@ def main():
           f"{best['atlas']['seconds']:.1f} s | {best['atlas']['beyond_weights'] / 2**20:.0f} MiB |")
     print(f"| same, the model's eager forward with output_attentions=True | transformers | {best['eager']['seconds']:.1f} s | "
           f"{best['eager']['beyond_weights'] / 2**20:.0f} MiB |")
-    print(f"ratio atlas / eager: {best['atlas']['seconds'] / best['eager']['seconds']:.2f} ({best['atlas']['threads']} threads, {cpu})", file=sys.stderr)
+    print(f"| same, the model's forward alone (no attentions returned) | transformers | {best['forward']['seconds']:.1f} s | "
+          f"{best['forward']['beyond_weights'] / 2**20:.0f} MiB |")
+    print(f"ratio atlas / eager: {best['atlas']['seconds'] / best['eager']['seconds']:.2f}, atlas / forward: "
+          f"{best['atlas']['seconds'] / best['forward']['seconds']:.2f} ({best['atlas']['threads']} threads, {cpu})", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -162,6 +162,8 @@ def _run(model, family, parts, located, inputs, threads, keep):
     ``located`` (summaries, options, the widths of W_q and W_k) and the captures of the rows in ``keep``."""
     import threading
 
+    import torch
+
     me = threading.get_ident()
     index = {id(module): row for row, (_, _, module) in enumerate(located)}
     got, captures = {}, {}
@@ -184,8 +186,6 @@ def _run(model, family, parts, located, inputs, threads, keep):
         return None
 
     handles = [module.register_forward_pre_hook(hook, with_kwargs=True) for _, _, module in located]
-    import torch
-
     try:
         with torch.no_grad():
             if family in ("t5", "mt5", "umt5") and "decoder" in parts:
