@@ -76,9 +76,10 @@ pub fn atlas_svg(view: JsValue, spec: JsValue) -> Result<String, JsValue> {
     picture::grid_svg(&view, &spec, relattn::render::Ink::LIGHT, palette()).map(|(svg, _)| svg).map_err(drawing)
 }
 
-/// The atlas as one self-contained HTML page (the command line's `--out x.html`, in the page's colormap).
+/// The atlas as one self-contained HTML page: the command line's `--out x.html`, the same file (viridis,
+/// whatever the page's colormap).
 #[wasm_bindgen]
 pub fn atlas_html(view: JsValue, spec: JsValue) -> Result<String, JsValue> {
     let (view, spec) = read(view, spec)?;
-    picture::html(&view, &spec, palette()).map_err(drawing)
+    picture::html(&view, &spec).map_err(drawing)
 }

@@ -225,7 +225,7 @@ pub struct Atlas {
 }
 
 /// The prefix of row `c`'s capture members.
-pub fn capture_prefix(c: usize) -> String {
+fn capture_prefix(c: usize) -> String {
     format!("layer{c}.")
 }
 

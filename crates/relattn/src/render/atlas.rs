@@ -453,7 +453,7 @@ pub fn grid_svg(view: &AtlasView, spec: &GridSpec, ink: Ink, palette: Palette) -
     Ok((svg, tiles))
 }
 
-/// Writes the grid to an .svg, .png or .html ([`html`]) file, `spec`'s size.
+/// Writes the grid to an .svg, .png or .html ([`html`]) file, `spec`'s size, in the default colormap (viridis).
 #[cfg(not(target_arch = "wasm32"))]
 pub fn save_grid(view: &AtlasView, spec: &GridSpec, path: &std::path::Path) -> relattn_core::error::Result<()> {
     let file_err = |reason: String| relattn_core::error::Error::Write { path: path.display().to_string(), reason };
@@ -470,7 +470,7 @@ pub fn save_grid(view: &AtlasView, spec: &GridSpec, path: &std::path::Path) -> r
             draw_grid(&root, view, spec, Ink::LIGHT, Palette::default()).map_err(file_err)?;
             root.present().map_err(|e| file_err(e.to_string()))
         }
-        Some("html") => std::fs::write(path, html(view, spec, Palette::default()).map_err(file_err)?).map_err(|e| file_err(e.to_string())),
+        Some("html") => std::fs::write(path, html(view, spec).map_err(file_err)?).map_err(|e| file_err(e.to_string())),
         other => Err(relattn_core::error::Error::invalid("out", format!("extension {:?}", other.unwrap_or("")), ".svg, .png or .html")),
     }
 }
@@ -501,8 +501,8 @@ const TOOLTIP_JS: &str = r#"(() => {
 /// The atlas as one self-contained HTML page: the grid's SVG inline, its tiles, tips and metrics as inline
 /// JSON, and a small inline script for the tooltips; no external resource (the SVG's namespace attribute,
 /// which HTML does not need, is left out).
-pub fn html(view: &AtlasView, spec: &GridSpec, palette: Palette) -> Result<String, String> {
-    let (svg, tiles) = grid_svg(view, spec, Ink::LIGHT, palette)?;
+pub fn html(view: &AtlasView, spec: &GridSpec) -> Result<String, String> {
+    let (svg, tiles) = grid_svg(view, spec, Ink::LIGHT, Palette::default())?;
     let svg = svg.replacen(r#" xmlns="http://www.w3.org/2000/svg""#, "", 1);
     let metric = view.metric(&spec.metric).map_err(|e| e.to_string())?;
     let data = serde_json::json!({
@@ -627,7 +627,7 @@ mod tests {
         assert!(grid_height(&v, &slide) == 900 && bottom > 600 && bottom <= 900 - FOOTER, "{bottom}");
         let e = grid_svg(&v, &spec("sinkiness", Order::Head), Ink::LIGHT, Palette::default()).unwrap_err();
         assert!(e.contains("'sinkiness'") && e.contains("first_token"), "{e}");
-        let page = html(&v, &spec("first_token", Order::Head), Palette::default()).unwrap();
+        let page = html(&v, &spec("first_token", Order::Head)).unwrap();
         assert!(!page.contains("http:") && !page.contains("https:") && !page.contains(" src="), "an external resource");
         assert!(page.contains("<svg") && page.contains("id=\"atlas-data\"") && page.contains("captured: click"));
         // A token that would end the script is escaped in the data.
@@ -637,7 +637,7 @@ mod tests {
         assert!(AtlasView::of(&long).title.starts_with(&format!("{}… (llama): 2 layers", "m".repeat(MAX_NAME_CHARS - 1))));
         let mut evil = v.clone();
         evil.tips[0][0] = "</script><script>alert(1)</script>".into();
-        assert!(!html(&evil, &spec("first_token", Order::Head), Palette::default()).unwrap().contains("</script><script>alert"));
+        assert!(!html(&evil, &spec("first_token", Order::Head)).unwrap().contains("</script><script>alert"));
     }
 
     #[test]
