@@ -9,7 +9,8 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { root, artifacts, prepare, startServer, launch, watch, close, npyF32, npyU8, writeZip, dropFile } from './harness.mjs';
+import { root, artifacts, prepare, startServer, launch, watch, close, npyF32, npyU8, writeZip, dropFile, cli } from './harness.mjs';
+import { execFileSync } from 'node:child_process';
 
 let server;
 let base;
@@ -231,6 +232,11 @@ test('the exports: SVG, PNG, a 16:9 slide, and one HTML file that needs nothing 
   const html = await downloadOf(() => page.click('#atlas [data-export="html"]'));
   const text = html.bytes.toString('utf8');
   assert.doesNotMatch(text, /https?:\/\/|\bsrc=|<link\b|@import/, 'the HTML file names something outside it');
+  // The command line writes the same file.
+  const [metric, order] = [await page.inputValue('#atlas-metric'), await page.inputValue('#atlas-order')];
+  const fromCli = join(work, 'cli.html');
+  execFileSync(cli(), ['atlas', 'render', join(work, 'tiny.atlas.npz'), '--metric', metric, '--order', order, '--out', fromCli]);
+  assert.equal(text, readFileSync(fromCli, 'utf8'), 'the page\'s HTML export and relattn atlas render --out x.html differ');
   // Opened offline in a fresh page: no console error, and a tooltip on a tile.
   const fresh = await context.newPage();
   const errors = [];
