@@ -15,8 +15,8 @@ import numpy as _np
 
 from . import _relattn
 from ._errors import refuse as _refuse
-from .capture import (FAMILIES, Capture, _as_eval, _check_inputs, _held, _Inputs, _key_mask, _layer_of, _parts, _Stop, _token_types, _tokens,
-                      json_member, write_npz)
+from .capture import (FAMILIES, Capture, _as_eval, _check_inputs, _held, _input_device, _Inputs, _key_mask, _layer_of, _parts, _precision_note,
+                      _Stop, _token_types, _tokens, json_member, write_npz)
 
 #: The metrics of every (layer, head), in the order of :attr:`Atlas.metrics`' first axis (the core's names).
 METRICS = tuple(_relattn.atlas_metrics())
@@ -176,7 +176,7 @@ def _run(model, family, parts, located, inputs, threads, keep):
         ids, mask, options, arrays, notes = _layer_of(model, family, layer, part, inputs, lambda _m, _r: (args, kwargs))
         if mask is not None:
             arrays["key_mask"] = _key_mask(mask)
-        summaries = _relattn.atlas({**options, "threads": threads}, arrays, _np.ascontiguousarray(ids.numpy().astype(_np.int64)))
+        summaries = _relattn.atlas({**options, "threads": threads}, arrays, _np.ascontiguousarray(ids.cpu().numpy().astype(_np.int64)))
         widths = {"q": arrays["w_q"].shape[1], "k": arrays["w_k"].shape[1]}
         got[row] = (summaries, options, widths)
         if row in keep:
@@ -229,8 +229,8 @@ def _locate_layers(model, family, parts, inputs):
 def atlas(model, prompts, *, attention_mask=None, tokenizer=None, layers=(), induction_length=64, seed=0, threads=None):
     """Every self-attention layer and head of ``model`` summarised by position over ``prompts``, an :class:`Atlas`.
 
-    ``model``: a ``transformers`` model of one of :data:`relattn.FAMILIES`, in float32 on the CPU (as
-    :func:`relattn.capture`). ``prompts``: token ids, a (batch, n) tensor whose rows are the prompts (with
+    ``model``: a ``transformers`` model of one of :data:`relattn.FAMILIES`, in any floating type on any device
+    (as :func:`relattn.capture`: each layer's tensors are read as float32 on the CPU). ``prompts``: token ids, a (batch, n) tensor whose rows are the prompts (with
     ``attention_mask``: 1 token, 0 padding), a list of such tensors, or strings (a list, or one) with
     ``tokenizer``. T5's decoder reads each prompt shifted right (``model._shift_right``), as in teacher forcing.
     ``layers``: rows of the atlas (the forward order of its layers: T5's encoder first) whose whole capture the
@@ -252,8 +252,9 @@ def atlas(model, prompts, *, attention_mask=None, tokenizer=None, layers=(), ind
 
     def inputs_of(ids, mask, extra):
         dec = model._shift_right(ids) if t5 and "decoder" in parts else None
-        return _Inputs(ids, mask, dec, None, extra)
+        return _Inputs(ids, mask, dec, None, extra).to(device)
 
+    device = _input_device(model)
     first = inputs_of(*runs[0])
     with _held(model), _as_eval(model) as training:
         located = _locate_layers(model, family, parts, first)
@@ -320,6 +321,8 @@ def _assemble(model, family, located, runs, per_prompt, induction, captures, tok
     notes = ["duplicate_token and induction are measured on a repeated random sequence, not on the prompts."]
     if family in ("t5", "mt5", "umt5") and any(p == "decoder" for p, _, _ in located):
         notes.append("T5's decoder read each prompt shifted right (teacher forcing).")
+    if _precision_note(model):
+        notes.append(_precision_note(model))
     if training:
         notes.append("The model was in training mode: summarised as eval() computes (dropout off); the model is left in training mode.")
     prompts = [{"n": int(ids.shape[1]), "tokens": _tokens(tokenizer, ids)[0] if tokenizer is not None else None} for ids, _, _ in runs]

@@ -274,16 +274,32 @@ def _same_for_the_batch(t, name):
     return t[0]
 
 
+def _input_device(model):
+    """Where the model reads its token ids: its input embedding's device (its first parameter's without one; the
+    CPU for a model with no parameters)."""
+    try:
+        return model.get_input_embeddings().weight.device
+    except (AttributeError, NotImplementedError, TypeError):
+        first = next(iter(model.parameters()), None)
+        return None if first is None else first.device
+
+
+def _check_device(t, field, model):
+    """Refuses an input tensor that is neither on the CPU nor on the model's input device, by ``field``."""
+    device = _input_device(model)
+    if t.device.type != "cpu" and t.device != device:
+        raise _refuse(field, f"on {t.device}", f"a tensor on the CPU or on the model's input device ({device})")
+
+
 def _check_ids(model, ids, field, vocab):
-    """Refuses token ids that are not a (batch, n) integer tensor on the CPU with batch, n ≥ 1 and every id in
-    0..vocab − 1, by ``field``."""
+    """Refuses token ids that are not a (batch, n) integer tensor (on the CPU or the model's input device) with
+    batch, n ≥ 1 and every id in 0..vocab − 1, by ``field``."""
     import torch
 
     if not isinstance(ids, torch.Tensor) or ids.dim() != 2 or ids.dtype not in (torch.int64, torch.int32):
         given = f"shape {tuple(ids.shape)}, {ids.dtype}" if isinstance(ids, torch.Tensor) else type(ids).__name__
         raise _refuse(field, given, "a (batch, n) integer tensor, as a tokenizer's return_tensors='pt' gives")
-    if ids.device.type != "cpu":
-        raise _refuse(field, f"on {ids.device}", "a tensor on the CPU")
+    _check_device(ids, field, model)
     if 0 in ids.shape:
         raise _refuse(field, f"shape {tuple(ids.shape)}", "(batch, n) with batch ≥ 1 and n ≥ 1")
     lo, hi = int(ids.min()), int(ids.max())
@@ -291,7 +307,7 @@ def _check_ids(model, ids, field, vocab):
         raise _refuse(field, f"ids from {lo} to {hi}", f"ids in 0..={vocab - 1} (the model's vocabulary of {vocab})")
 
 
-def _check_mask(mask, ids, field, ids_field):
+def _check_mask(model, mask, ids, field, ids_field):
     """Refuses a padding mask that is not a tensor of ``ids``' shape holding 0 and 1 only, by ``field``."""
     import torch
 
@@ -300,8 +316,7 @@ def _check_mask(mask, ids, field, ids_field):
     if not isinstance(mask, torch.Tensor) or tuple(mask.shape) != tuple(ids.shape):
         shape = f"shape {tuple(mask.shape)}" if isinstance(mask, torch.Tensor) else type(mask).__name__
         raise _refuse(field, shape, f"a tensor of {ids_field}' shape {tuple(ids.shape)} (1 = token, 0 = padding)")
-    if mask.device.type != "cpu":
-        raise _refuse(field, f"on {mask.device}", "a tensor on the CPU")
+    _check_device(mask, field, model)
     if mask.is_complex() or not bool(((mask == 0) | (mask == 1)).all()):
         bad = mask[~((mask == 0) | (mask == 1))].flatten()[0].item() if not mask.is_complex() else "complex values"
         raise _refuse(field, f"a value {bad}", "0 (padding) and 1 (token) only")
@@ -318,19 +333,29 @@ def _vocab(model):
 
 
 def _check_inputs(model, input_ids, attention_mask):
-    """Refuses what relattn cannot take from the model or the inputs, by name: every parameter on the CPU (a
-    layer on the meta device or a GPU is found wherever it is) and in float32, the ids and the mask."""
-    import torch
-
+    """Refuses what relattn cannot take from the model or the inputs, by name: a parameter not loaded (on the meta
+    device: found wherever it is) or not floating point (a quantized model), the ids and the mask. The model may
+    be in any floating type on any device: only the captured layer's tensors are read, as float32 on the CPU."""
     params = list(model.parameters())
-    devices = {p.device for p in params if p.device.type != "cpu"}
-    if devices:
-        raise _refuse("model", f"parameters on {', '.join(sorted(str(d) for d in devices))}", "a model whose every parameter is on the CPU (model.to('cpu'))")
-    dtypes = {p.dtype for p in params}
-    if dtypes - {torch.float32}:
-        raise _refuse("model", f"parameters in {', '.join(sorted(str(d) for d in dtypes))}", "float32 (model.float())")
+    unloaded = sorted({p.device.type for p in params if p.device.type == "meta"})
+    if unloaded:
+        raise _refuse("model", "parameters on the meta device (not loaded)", "a model whose parameters are loaded, on the CPU or a GPU")
+    dtypes = sorted({str(p.dtype) for p in params if not p.dtype.is_floating_point})
+    if dtypes:
+        raise _refuse("model", f"parameters in {', '.join(dtypes)}", "floating-point parameters (float32, bfloat16, float16): a quantized model is not captured")
     _check_ids(model, input_ids, "input_ids", _vocab(model))
-    _check_mask(attention_mask, input_ids, "attention_mask", "input_ids")
+    _check_mask(model, attention_mask, input_ids, "attention_mask", "input_ids")
+
+
+def _precision_note(model):
+    """What relattn's reader should know of a model not in float32 on the CPU, or None."""
+    params = list(model.parameters())
+    dtypes = sorted({str(p.dtype).replace("torch.", "") for p in params})
+    devices = sorted({str(p.device) for p in params})
+    if dtypes == ["float32"] and devices == ["cpu"]:
+        return None
+    return (f"The model runs in {', '.join(dtypes)} on {', '.join(devices)}; the layer's tensors were read as float32 on the CPU and relattn "
+            f"computes in float32: its weights differ from the module's by the module's own rounding.")
 
 
 def _key_mask(mask):
@@ -355,7 +380,7 @@ def _t5(model, layer, part, input_ids, attention_mask, decoder_input_ids, decode
         if decoder_input_ids is None:
             raise _refuse("decoder_input_ids", "None", "the decoder's (batch, n) token ids, for part='decoder'")
         _check_ids(model, decoder_input_ids, "decoder_input_ids", _vocab(model))
-        _check_mask(decoder_attention_mask, decoder_input_ids, "decoder_attention_mask", "decoder_input_ids")
+        _check_mask(model, decoder_attention_mask, decoder_input_ids, "decoder_attention_mask", "decoder_input_ids")
         ids, mask = decoder_input_ids, decoder_attention_mask
         args, kwargs = reach(attn, lambda: model(input_ids=input_ids, attention_mask=attention_mask, decoder_input_ids=decoder_input_ids,
                                                    decoder_attention_mask=decoder_attention_mask))
@@ -538,7 +563,7 @@ def _mpt(model, layer, input_ids, attention_mask, extra, reach):
     if bias is None or bias.dim() != 3 or bias.shape[0] != heads or bias.shape[-1] < n:
         shape = None if bias is None else tuple(bias.shape)
         raise _refuse("input_ids", f"{n} tokens (the model's ALiBi bias: {shape})", f"at most the model's max_seq_len, {config.max_seq_len}, with ALiBi per head")
-    row = bias[:, -1, -n:].float()
+    row = bias[:, -1, -n:].float().cpu()
     slopes = (row[:, -1] - row[:, -2]) if n > 1 else torch.zeros(heads)
     line = slopes[:, None] * torch.arange(1 - n, 1, dtype=torch.float32)[None, :]
     if not torch.allclose(row, line, rtol=1e-5, atol=1e-6):
@@ -648,8 +673,7 @@ def _token_types(model, token_type_ids, input_ids, family):
     if not isinstance(token_type_ids, torch.Tensor) or tuple(token_type_ids.shape) != tuple(input_ids.shape) or token_type_ids.dtype not in (torch.int64, torch.int32):
         given = f"shape {tuple(token_type_ids.shape)}, {token_type_ids.dtype}" if isinstance(token_type_ids, torch.Tensor) else type(token_type_ids).__name__
         raise _refuse("token_type_ids", given, f"an integer tensor of input_ids' shape {tuple(input_ids.shape)}, as a tokenizer gives")
-    if token_type_ids.device.type != "cpu":
-        raise _refuse("token_type_ids", f"on {token_type_ids.device}", "a tensor on the CPU")
+    _check_device(token_type_ids, "token_type_ids", model)
     takes = family not in ("t5", "mt5", "umt5") and "token_type_ids" in inspect.signature(model.forward).parameters
     if not takes:
         if bool((token_type_ids == 0).all()):
@@ -708,6 +732,12 @@ class _Inputs:
         self.decoder_input_ids, self.decoder_attention_mask = decoder_input_ids, decoder_attention_mask
         self.extra = extra or {}
 
+    def to(self, device):
+        """The same inputs on ``device`` (the model's input device), tensors moved, None kept."""
+        on = (lambda t: None if t is None else t.to(device)) if device is not None else (lambda t: t)
+        return _Inputs(on(self.input_ids), on(self.attention_mask), on(self.decoder_input_ids), on(self.decoder_attention_mask),
+                       {k: on(v) for k, v in self.extra.items()})
+
 
 def _layer_of(model, family, layer, part, inputs, reach):
     """Layer ``layer`` of ``part``: (ids, mask, options, arrays, notes), the module's inputs found by ``reach(attn,
@@ -723,7 +753,8 @@ def capture(model, layer=0, *, input_ids, attention_mask=None, decoder_input_ids
     """One self-attention layer of a ``transformers`` model on its inputs, as a :class:`Capture`.
 
     ``model``: a model of one of :data:`FAMILIES` (its weights whatever they are: random from a config, or
-    ``from_pretrained``), in float32 on the CPU. ``layer``: the block's index. ``input_ids`` (batch, n) and
+    ``from_pretrained``), in any floating type on any device (the model is neither converted nor moved: the
+    layer's tensors are read as float32 on the CPU; the inputs, on the CPU or the model's device, are moved to it). ``layer``: the block's index. ``input_ids`` (batch, n) and
     ``attention_mask`` (1 = token, 0 = padding: its padding keys get no weight); for T5 ``part`` is "encoder"
     (the default) or "decoder", which needs ``decoder_input_ids`` (and takes ``decoder_attention_mask``).
     ``tokenizer``: the model's tokenizer, whose tokens label the positions. ``token_type_ids`` (a tokenizer's,
@@ -742,9 +773,12 @@ def capture(model, layer=0, *, input_ids, attention_mask=None, decoder_input_ids
         raise _refuse("tokenizer", repr(tokenizer) if isinstance(tokenizer, str) else type(tokenizer).__name__,
                       "the model's tokenizer object (transformers.AutoTokenizer.from_pretrained(name)), with convert_ids_to_tokens")
     part = _part(family, part)
-    inputs = _Inputs(input_ids, attention_mask, decoder_input_ids, decoder_attention_mask, extra)
+    inputs = _Inputs(input_ids, attention_mask, decoder_input_ids, decoder_attention_mask, extra).to(_input_device(model))
     with _held(model), _as_eval(model) as training:
         ids, mask, options, arrays, notes = _layer_of(model, family, layer, part, inputs, _run_to)
+    precision = _precision_note(model)
+    if precision:
+        notes = [*notes, precision]
     if training:
         notes = [*notes, "The model was in training mode: captured as eval() computes (dropout off); the model is left in training mode."]
     if mask is not None:

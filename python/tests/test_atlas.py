@@ -223,3 +223,16 @@ def test_the_atlas_as_a_self_contained_page_and_in_a_notebook(tmp_path):
     assert e.value.field == "order"
     shown = relattn.show_atlas(str(make_atlas_fixture.OUT))
     assert shown.data.startswith('<iframe class="relattn-atlas" srcdoc="&lt;!doctype html&gt;')
+
+
+def test_a_bfloat16_model_is_summarised_as_it_runs():
+    model = decoder_model("llama").to(torch.bfloat16)
+    ids = prompts()
+    at = relattn.atlas(model, ids)
+    with torch.no_grad():
+        probs = [model(input_ids=ids[p:p + 1], output_attentions=True).attentions for p in range(2)]
+    for row in range(2):
+        want = np.mean([definitions(p[row][0].float().numpy(), True)[0]["previous_token"] for p in probs], axis=0)
+        np.testing.assert_allclose(at.metric("previous_token")[row], want, atol=0.02)
+    assert any("bfloat16" in note for note in at.description["notes"])
+    assert all(p.dtype == torch.bfloat16 for p in model.parameters())

@@ -212,9 +212,9 @@ def test_refusals_name_what_and_list_what_is_supported():
     refused("input_ids", lambda: relattn.capture(model, 0, input_ids=ids[0]))
     refused("input_ids", lambda: relattn.capture(model, 0, input_ids=ids.float()))
     refused("attention_mask", lambda: relattn.capture(model, 0, input_ids=ids, attention_mask=mask[:, :3]))
-    assert "float32" in refused("model", lambda: relattn.capture(build(transformers.LlamaForCausalLM, vocab_size=VOCAB, hidden_size=32,
-                                                                            intermediate_size=48, num_attention_heads=4, num_hidden_layers=1).half(),
-                                                                      0, input_ids=ids))
+    quantized = build(transformers.LlamaForCausalLM, vocab_size=VOCAB, hidden_size=32, intermediate_size=48, num_attention_heads=4, num_hidden_layers=1)
+    quantized.model.layers[0].self_attn.q_proj.weight = torch.nn.Parameter(torch.zeros(32, 32, dtype=torch.int8), requires_grad=False)
+    assert "quantized" in refused("model", lambda: relattn.capture(quantized, 0, input_ids=ids))
     xglm = build(transformers.XGLMForCausalLM, vocab_size=VOCAB, d_model=32, attention_heads=4, num_layers=1, ffn_dim=48)
     assert "llama" in refused("model", lambda: relattn.capture(xglm, 0, input_ids=ids))
     clipped = build(transformers.MptForCausalLM, vocab_size=VOCAB, d_model=32, n_heads=4, n_layers=1, attn_config={"alibi": True, "clip_qkv": 6.0})
@@ -490,3 +490,35 @@ def test_save_keeps_a_files_mode_and_gives_a_new_one_the_umasks(tmp_path):
     assert cap.save(os.fsencode(tmp_path / "b.npz")) == str(tmp_path / "b.npz")
     refused("path", lambda: cap.save(3))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["b.npz", "kept.npz", "new.npz"]
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("name", ["llama", "bloom", "gpt2", "t5"])
+def test_a_model_in_half_precision_is_read_as_float32_and_left_as_it_was(name, dtype):
+    """A model in bfloat16 or float16 is captured without being converted: its layer's tensors are read as float32,
+    relattn's weights equal the module's own half-precision probabilities within their rounding, the notes say so."""
+    dtype = getattr(torch, dtype)
+    if name == "t5":
+        model = build(transformers.T5EncoderModel, vocab_size=VOCAB, d_model=32, d_kv=8, num_heads=4, d_ff=48, num_layers=2,
+                      relative_attention_num_buckets=8, relative_attention_max_distance=12)
+    else:
+        spec = dict(DECODERS[name])
+        cls = getattr(transformers, spec.pop("cls"))
+        layers = {"bloom": "n_layer", "gpt2": "n_layer"}.get(name, "num_hidden_layers")
+        model = build(cls, vocab_size=VOCAB, **{layers: 2}, **spec)
+    model = model.to(dtype)
+    ids, mask = inputs()
+    cap = relattn.capture(model, 1, input_ids=ids, attention_mask=mask)
+    with torch.no_grad():
+        out = model(input_ids=ids, attention_mask=mask, output_attentions=True)
+    probabilities = (getattr(out, "encoder_attentions", None) or out.attentions)[1].float().numpy()
+    weights = cap.trace()["weights"]
+    keep = np.broadcast_to(mask.numpy()[:, None, :, None].astype(bool), weights.shape)  # padded query rows: relattn's own rule
+    gap = float(np.abs(weights - probabilities)[keep].max())
+    # bfloat16 keeps 8 significant bits, float16 11: T5's large logits (its tests' wide weights) lose the most.
+    assert gap < (0.06 if dtype == torch.bfloat16 else 0.02), gap
+    assert float(probabilities.max()) > 0.5
+    assert all(p.dtype == dtype for p in model.parameters()), "the model is not converted"
+    assert any(str(dtype).replace("torch.", "") in note for note in cap.notes)
+    assert cap.arrays["x"].dtype == np.float32
+
