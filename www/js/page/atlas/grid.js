@@ -34,7 +34,7 @@ export function initAtlas() {
   $('atlas-order').addEventListener('change', draw);
   $('atlas-close').addEventListener('click', () => { $('atlas').hidden = true; hideTip(); });
   let resized = 0;
-  window.addEventListener('resize', () => { clearTimeout(resized); resized = setTimeout(() => { if (atlas.view && !$('atlas').hidden) draw(); }, 100); });
+  window.addEventListener('resize', () => { clearTimeout(resized); resized = setTimeout(redrawAtlas, 100); });
 }
 
 /** The grid's canvas, made with the first atlas (so that a page that never opens one has no canvas of it). */
@@ -150,7 +150,7 @@ function choose(t) {
   showHead(t);
   const row = atlas.view.rows[t.row];
   if (!row.captured) { $('atlas-message').textContent = row.how_to_capture; return; }
-  $('atlas-message').textContent = `${row.title}, head ${t.head}: its stages below.`;
+  $('atlas-message').textContent = `${row.title}, head ${t.head}: its stages are computed below (an error, if any, next to the file picker).`;
   useControls();
   useAtlasRow(atlas.file, t.row);
   askSlice(0, t.head);
@@ -174,6 +174,7 @@ function showHead(t) {
     c.setAttribute('aria-label', `${chart.title}: ${chart.y_axis} by ${chart.x_axis}`);
     c.dataset.head = `${t.row}/${t.head}`;
   }).catch((err) => {
+    if (err instanceof WebAssembly.RuntimeError) { drawFailed(err); return; }
     if (asked !== atlas.asked) return;
     // The worker holds another atlas, or none since it was restarted (a panic): this one is opened again by picking it.
     $('atlas-message').textContent = err.kind === 'stale' || err.kind === 'fatal' ? `No profile: the worker no longer holds ${atlas.file.name}; open it again.` : `No profile: ${err.message}`;
