@@ -206,6 +206,13 @@ test('a click on an uncaptured tile says how to capture it; on a captured one it
 
   const [x, y] = await tilePoint(1, 3);
   await page.mouse.click(x, y);
+  // The tile chosen is outlined in yellow, as the figures' pins are.
+  assert.equal(await page.locator('#atlas-canvas').getAttribute('data-chosen'), '1/3');
+  const rim = await page.locator('#atlas-canvas').evaluate((c) => {
+    const t = c.tiles.find((r) => r.row === 1 && r.head === 3);
+    return [...c.getContext('2d').getImageData(t.x - 2, t.y + Math.floor(t.h / 2), 1, 1).data];
+  });
+  assert.ok(rim[0] > 200 && rim[1] > 170 && rim[2] < 90, `the chosen tile's rim is ${rim}`);
   await page.waitForFunction((r) => Number(document.body.dataset.ready || 0) > r && document.getElementById('busy').hidden, ready, { timeout: 30000 });
   assert.equal(await page.inputValue('#head'), '3');
   assert.equal(await page.inputValue('#method'), 'rope');

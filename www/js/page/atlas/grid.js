@@ -97,11 +97,28 @@ function draw() {
     drawFailed(e);
     return;
   }
+  outline(c);
   const m = metric();
   $('atlas-desc').textContent = `${m.title}: ${m.description}.`;
   c.setAttribute('aria-label', `${view.title}: ${atlas.tiles.length} tiles coloured by ${m.title}; the arrow keys move between tiles, Enter opens one`);
   c.dataset.metric = m.name;
   $('atlas').dataset.ready = String(Number($('atlas').dataset.ready || 0) + 1);
+}
+
+/** Outlines the tile chosen (clicked, or opened with Enter) and the keyboard's cursor, black and yellow as the
+ *  figures' pins are. */
+function outline(c) {
+  const ctx = c.getContext('2d');
+  const chosen = atlas.chosen && atlas.shown ? atlas.tiles.find((t) => t.row === atlas.shown.row && t.head === atlas.shown.head) : null;
+  const cursor = atlas.cursor === null ? null : atlas.tiles[atlas.cursor];
+  for (const t of [chosen, cursor].filter(Boolean)) {
+    for (const [style, width] of [['#000', 3], ['#ffd400', 1.5]]) {
+      ctx.strokeStyle = style;
+      ctx.lineWidth = width;
+      ctx.strokeRect(t.x - 1.5, t.y - 1.5, t.w + 3, t.h + 3);
+    }
+  }
+  c.dataset.chosen = chosen ? `${chosen.row}/${chosen.head}` : '';
 }
 
 /** The tile under a pointer event, or null. */
@@ -133,6 +150,7 @@ function keyTile(e) {
   atlas.cursor = atlas.cursor === null ? 0 : Math.max(0, Math.min(n - 1, atlas.cursor + (step || 0)));
   const t = atlas.tiles[atlas.cursor];
   if (step === undefined) { choose(t); return; }
+  draw();
   const c = e.currentTarget;
   const box = c.getBoundingClientRect();
   const k = box.width / c.width;
@@ -148,6 +166,7 @@ function keyTile(e) {
 function choose(t) {
   atlas.chosen = true;
   showHead(t);
+  draw();
   const row = atlas.view.rows[t.row];
   if (!row.captured) { $('atlas-message').textContent = row.how_to_capture; return; }
   $('atlas-message').textContent = `${row.title}, head ${t.head}: its stages are computed below (an error, if any, next to the file picker).`;
