@@ -2,6 +2,7 @@
 //! are `LayerOptions` (crates/relattn/src/options.rs), flattened into [`LayerArgs`] with the scenario file and the budget.
 
 use clap::{Args, Parser, Subcommand};
+use relattn::files::atlas::Metric;
 use relattn::options::LayerOptions;
 use relattn::render::atlas::Order;
 use relattn::trained::chorales::BPM;
@@ -140,6 +141,11 @@ pub enum AtlasCommand {
     Render(AtlasRender),
 }
 
+/// The metrics that colour an atlas's tiles, by name, each with its title (crates/relattn/src/files/atlas.rs).
+fn tile_metrics() -> clap::builder::PossibleValuesParser {
+    Metric::ALL.into_iter().filter(|m| m.colours_tiles()).map(|m| clap::builder::PossibleValue::new(m.name()).help(m.title())).collect::<Vec<_>>().into()
+}
+
 /// `atlas render`'s arguments.
 #[derive(Args)]
 pub struct AtlasRender {
@@ -148,11 +154,10 @@ pub struct AtlasRender {
     /// Output file: .svg, .png or .html.
     #[arg(long)]
     pub out: PathBuf,
-    /// The metric colouring the tiles: first_token (the sink), previous_token, entropy (as a share of the
-    /// uniform entropy), mean_distance, position_share, offset_share, duplicate_token, induction.
-    #[arg(long, default_value = "first_token")]
+    /// The metric colouring the tiles (one the atlas holds).
+    #[arg(long, default_value = "first_token", value_parser = tile_metrics())]
     pub metric: String,
-    /// The order of each layer's tiles: head, metric (highest first) or kv_head (grouped by K/V head).
+    /// The order of each layer's tiles.
     #[arg(long, value_enum, default_value_t = Order::Head)]
     pub order: Order,
     /// The figure's width in pixels, 400..=8000 (its height follows from the layers).

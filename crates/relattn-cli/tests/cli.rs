@@ -768,7 +768,7 @@ fn atlas_render_writes_svg_png_and_html_and_names_bad_input() {
         }
     }
     let o = s(&path(&d, "x.svg")).to_string();
-    fails(&["atlas", "render", atlas, "--metric", "sinkiness", "--out", &o], &["invalid metric", "'sinkiness'", "first_token, previous_token"]);
+    fails(&["atlas", "render", atlas, "--metric", "sinkiness", "--out", &o], &["invalid value 'sinkiness'", "first_token, previous_token"]);
     fails(&["atlas", "render", atlas, "--order", "random", "--out", &o], &["invalid value 'random'", "kv_head"]);
     fails(&["atlas", "render", atlas, "--out", s(&path(&d, "x.pdf"))], &["invalid out", ".svg, .png or .html"]);
     let truncated = path(&d, "cut.atlas.npz");
