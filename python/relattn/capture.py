@@ -404,6 +404,13 @@ def _rotary(model, layer, input_ids, attention_mask, extra, reach):
     layers = _layers(model, "model.layers", "layers")
     attn = _pick(layers, layer, "decoder").self_attn
     heads, kv_heads, head_dim = config.num_attention_heads, config.num_key_value_heads, attn.head_dim
+    # A module with more than its four projections computes something relattn's layer does not (a model of a newer
+    # family relabelled as this one: Qwen3's q_norm and k_norm): refused, not captured wrong.
+    unknown = sorted(name for name, _ in attn.named_children() if name not in ("q_proj", "k_proj", "v_proj", "o_proj", "rotary_emb"))
+    if unknown:
+        raise _refuse("model", f"an attention module with {', '.join(unknown)} (a {config.model_type} config holding another family's layer?)",
+                      "Llama, Mistral, Qwen2 and Gemma's attention: q_proj, k_proj, v_proj, o_proj and the rotary alone "
+                      "(q/k norms, as Qwen3's, OLMo 2's and Gemma 3's, are not applied by relattn's layers yet)")
     if heads * head_dim != config.hidden_size:
         raise _refuse("model", f"heads × head_dim = {heads} × {head_dim} ≠ hidden_size {config.hidden_size}",
                       "heads × head_dim = hidden_size (relattn's layers have d_head = d_model / heads)")

@@ -228,6 +228,11 @@ def test_refusals_name_what_and_list_what_is_supported():
     windowed = build(transformers.MistralForCausalLM, vocab_size=VOCAB, hidden_size=32, intermediate_size=48, num_attention_heads=4,
                      num_key_value_heads=2, num_hidden_layers=1, sliding_window=4)
     assert "sliding window" in refused("input_ids", lambda: relattn.capture(windowed, 0, input_ids=ids))
+    # A Qwen3 relabelled qwen2 (its q/k norms would change the weights by 0.8): refused, not captured wrong.
+    qwen3 = build(transformers.Qwen3ForCausalLM, vocab_size=VOCAB, hidden_size=32, intermediate_size=48, num_attention_heads=4,
+                  num_key_value_heads=2, num_hidden_layers=1, head_dim=8)
+    qwen3.config.model_type = "qwen2"
+    assert "k_norm, q_norm" in refused("model", lambda: relattn.capture(qwen3, 0, input_ids=ids))
 
 
 class Tok:
