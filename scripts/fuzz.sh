@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Fuzz the scenario, model and chorale data loaders (libFuzzer through cargo-fuzz) for a bounded time per target, then report.
+# Fuzz the scenario, atlas, model and chorale data loaders (libFuzzer through cargo-fuzz) for a bounded time per target, then report.
 #   scripts/fuzz.sh            # 180 seconds per target
 #   FUZZ_SECONDS=3600 scripts/fuzz.sh
-# Targets (fuzz/fuzz_targets/): scenario, any bytes as a dropped or passed file; npy_header, .npy headers of
+# Targets (fuzz/fuzz_targets/): scenario, any bytes as a dropped or passed file; atlas, any bytes as a head
+# atlas (an atlas that reads draws its grid, its HTML and its heads' charts, and its captured rows resolve); npy_header, .npy headers of
 # any dtype and shape with little or no data (header-only files, huge and zero-size axes), with wasm32's
 # 32-bit limits emulated: an array that loads must fit them, so the browser's build cannot panic on it;
 # model, any bytes as a trained model's safetensors file (a model that loads runs and steps its cache);
@@ -17,7 +18,7 @@ seconds=${FUZZ_SECONDS:-180}
 command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
 export RUSTC_BOOTSTRAP=1
 failed=0
-for target in scenario npy_header model chorales; do
+for target in scenario atlas npy_header model chorales; do
   log=$(mktemp)
   status=0
   mkdir -p "fuzz/corpus/$target"

@@ -1,5 +1,5 @@
-//! Replays the fuzzers' kept corpora (fuzz/corpus/scenario/, fuzz/corpus/npy_header/, fuzz/corpus/model/,
-//! fuzz/corpus/chorales/) and every crash they ever found (tests/fuzz_regressions/, named after their target)
+//! Replays the fuzzers' kept corpora (fuzz/corpus/scenario/, fuzz/corpus/atlas/, fuzz/corpus/npy_header/,
+//! fuzz/corpus/model/, fuzz/corpus/chorales/) and every crash they ever found (tests/fuzz_regressions/, named after their target)
 //! through the scenario, model or chorale data loader: errors are fine, panics and aborts are not.
 
 #[path = "../../relattn-core/tests/common/mod.rs"]
@@ -9,6 +9,7 @@ include!("../../../fuzz/fuzz_targets/check.rs");
 include!("../../../fuzz/fuzz_targets/header.rs");
 include!("../../../fuzz/fuzz_targets/check_model.rs");
 include!("../../../fuzz/fuzz_targets/check_chorales.rs");
+include!("../../../fuzz/fuzz_targets/check_atlas.rs");
 
 /// Replays every file of `dir` (relative to the repository) through the check of the target that made it.
 fn replay(dir: &str) -> usize {
@@ -25,6 +26,8 @@ fn replay(dir: &str) -> usize {
                 check_model_bytes(&bytes)
             } else if made_by("chorales") {
                 check_chorales_bytes(&bytes)
+            } else if made_by("atlas") {
+                check_atlas_bytes(&bytes)
             } else {
                 check_scenario_bytes(&bytes)
             }
@@ -40,6 +43,7 @@ fn corpus_loads_or_errors() {
     assert!(replay("fuzz/corpus/npy_header") >= 10);
     assert!(replay("fuzz/corpus/model") >= 9);
     assert!(replay("fuzz/corpus/chorales") >= 10);
+    assert!(replay("fuzz/corpus/atlas") >= 2);
 }
 
 #[test]
@@ -89,4 +93,14 @@ fn deeply_nested_header_is_refused_quickly() {
     let e = relattn::files::read_arrays(&bytes, "deep.npy", relattn::files::MAX_FILE_BYTES).unwrap_err();
     assert!(e.to_string().contains("nests brackets 42 deep"), "{e}");
     assert!(start.elapsed().as_secs() < 5, "took {:?}", start.elapsed());
+}
+
+/// The atlas relattn.atlas made of a tiny random Llama reads, and the atlas check runs it whole (its grid, HTML,
+/// charts and captured rows), as the fuzzer's seed.
+#[test]
+fn the_fixture_atlas_passes_the_atlas_check() {
+    let bytes = std::fs::read(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/atlas-tiny-llama.atlas.npz")).unwrap();
+    let atlas = relattn::files::atlas::Atlas::read(&bytes, "atlas-tiny-llama.atlas.npz", 64 << 20).unwrap();
+    assert!(atlas.is_captured(1));
+    check_atlas_bytes(&bytes);
 }
