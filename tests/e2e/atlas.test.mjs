@@ -340,6 +340,37 @@ test('a large atlas (32 layers × 32 heads, N 256, a 16,000-character model name
   assert.ok(longest < 300, `a main-thread task of ${longest} ms`);
 });
 
+test('after a panic in the worker the atlas stays: a head\'s profile says to open it again, a captured tile still opens its stages', async () => {
+  const p = await context.newPage();
+  // The forced panic logs itself (console_error_panic_hook) on purpose: that one message is expected.
+  watch(p, problems, { ...watchOptions, expected: (text) => /debug_panic\(\)/.test(text) });
+  await p.goto(`${base}?preset=seed004`);
+  await p.waitForFunction(() => document.body.dataset.ready && document.getElementById('busy').hidden, null, { timeout: 30000 });
+  await p.setInputFiles('#tensors', join(work, 'tiny.atlas.npz'));
+  await p.waitForFunction(() => Number(document.getElementById('atlas').dataset.ready || 0) > 0 && document.getElementById('busy').hidden, null, { timeout: 30000 });
+  const drawn = await p.locator('#atlas-canvas').evaluate((c) => c.toDataURL());
+  await p.workers().at(-1).evaluate(() => self.dispatchEvent(new MessageEvent('message', { data: { kind: 'debug-panic', id: 0 } })));
+  await p.waitForFunction(() => /internal error/.test(document.getElementById('err-general').textContent));
+  assert.equal(await p.locator('#atlas-canvas').evaluate((c) => c.toDataURL()), drawn, 'the grid changed');
+  const point = async (row, head) => {
+    const c = p.locator('#atlas-canvas');
+    const box = await c.boundingBox();
+    const t = await c.evaluate((el, [r, h]) => ({ ...el.tiles.find((x) => x.row === r && x.head === h), width: el.width }), [row, head]);
+    const k = box.width / t.width;
+    return [box.x + (t.x + t.w / 2) * k, box.y + (t.y + t.h / 2) * k];
+  };
+  const [hx, hy] = await point(0, 2);
+  await p.mouse.move(hx, hy);
+  await p.waitForFunction(() => /no longer holds tiny\.atlas\.npz; open it again/.test(document.getElementById('atlas-message').textContent), null, { timeout: 10000 });
+  const ready = await p.evaluate(() => Number(document.body.dataset.ready || 0));
+  const [cx, cy] = await point(1, 2);
+  await p.mouse.click(cx, cy);
+  await p.waitForFunction((r) => Number(document.body.dataset.ready || 0) > r && document.getElementById('busy').hidden, ready, { timeout: 30000 });
+  assert.equal(await p.inputValue('#head'), '2');
+  assert.match(await p.locator('#preset-desc').innerText(), /tiny-llama, decoder layer 1 \(llama\)/);
+  await p.close();
+});
+
 test('the atlas relattn.atlas made of a tiny random Llama opens, and its captured layer\'s stages too', { skip: !existsSync(join(root, 'tests', 'fixtures', 'atlas-tiny-llama.atlas.npz')) }, async () => {
   const file = join(root, 'tests', 'fixtures', 'atlas-tiny-llama.atlas.npz');
   await openAtlas(file);
