@@ -42,9 +42,13 @@ impl OpenAtlas {
     }
 }
 
+/// The picture's data and the grid's spec, its metric one of the atlas's (else an error with field "metric").
 fn read(view: JsValue, spec: JsValue) -> Result<(AtlasView, GridSpec), JsValue> {
     let invalid = |what: &str, e: serde_wasm_bindgen::Error| js_error(what, ErrorKind::Invalid, &format!("invalid {what}: {e}"));
-    Ok((serde_wasm_bindgen::from_value(view).map_err(|e| invalid("atlas", e))?, serde_wasm_bindgen::from_value(spec).map_err(|e| invalid("grid", e))?))
+    let view: AtlasView = serde_wasm_bindgen::from_value(view).map_err(|e| invalid("atlas", e))?;
+    let spec: GridSpec = serde_wasm_bindgen::from_value(spec).map_err(|e| invalid("grid", e))?;
+    view.metric(&spec.metric).map_err(to_js)?;
+    Ok((view, spec))
 }
 
 fn drawing(reason: String) -> JsValue {

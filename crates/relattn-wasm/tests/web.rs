@@ -383,3 +383,31 @@ async fn the_memory_budget_refuses_every_big_setting_before_allocating() {
         last = b;
     }
 }
+
+/// The atlas of a tiny random Llama (tests/fixtures), read in the browser: its view, its grid as SVG and HTML
+/// in the page's colormap (the HTML in viridis, as the command line writes it), a head's chart; a truncated
+/// copy, and a capture file, are no atlas: refused with field and kind "file", or not recognised.
+#[wasm_bindgen_test]
+fn an_atlas_opens_draws_and_refuses_a_truncated_copy() {
+    use relattn_wasm::atlas::{atlas_height, atlas_html, atlas_svg, is_atlas, open_atlas};
+    let bytes = include_bytes!("../../../tests/fixtures/atlas-tiny-llama.atlas.npz");
+    assert!(is_atlas(bytes) && !is_atlas(&bytes[..bytes.len() / 2]));
+    let atlas = open_atlas(bytes, "tiny.atlas.npz").unwrap_or_else(|_| panic!("the fixture opens"));
+    let view = atlas.view().unwrap();
+    assert_eq!(js_sys::Array::from(&get(&view, "rows")).length(), 4);
+    assert!(text(&view, "title").starts_with("tiny-llama (llama): 4 layers × 8 heads"));
+    let spec = |metric: &str| relattn_wasm::to_value(&serde_json::json!({ "metric": metric, "order": "kv_head", "width": 800 })).unwrap();
+    assert!(atlas_height(view.clone(), spec("entropy")).unwrap() > 200);
+    set_colormaps("cividis", "red_blue").unwrap();
+    let cividis = atlas_svg(view.clone(), spec("entropy")).unwrap();
+    let html = atlas_html(view.clone(), spec("entropy")).unwrap();
+    set_colormaps("viridis", "red_blue").unwrap();
+    assert_ne!(cividis, atlas_svg(view.clone(), spec("entropy")).unwrap(), "the page's colormap colours the SVG");
+    assert_eq!(html, atlas_html(view.clone(), spec("entropy")).unwrap(), "the HTML is the command line's, whatever the colormap");
+    assert_eq!(named(&atlas_svg(view, spec("sinkiness")).unwrap_err()), ("metric".to_string(), "invalid".to_string()));
+    let chart = atlas.head_chart(1, 3).unwrap();
+    assert!(text(&chart, "title").starts_with("decoder layer 1, head 3"));
+    assert_eq!(named(&atlas.head_chart(9, 0).err().unwrap()), ("atlas row".to_string(), "invalid".to_string()));
+    let Err(e) = open_atlas(&bytes[..bytes.len() / 2], "cut.atlas.npz") else { panic!("a truncated atlas opened") };
+    assert_eq!(named(&e), ("file".to_string(), "file".to_string()));
+}
