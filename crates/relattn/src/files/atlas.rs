@@ -53,8 +53,9 @@ pub const MAX_OFFSETS: u32 = 1 << 24;
 /// The arrays of an atlas besides its description and its captures (band_q and band_k optional).
 pub const ARRAYS: [&str; 7] = ["metrics", "metrics_std", "profile", "term", "kv_head", "band_q", "band_k"];
 
-/// A metric of the atlas: per head, per prompt, averaged over the prompts. Its name (as the file spells it),
-/// title and description are said here only: the page and the command line show these.
+/// A metric of the atlas: per head, per prompt, averaged over the prompts. Its name is the core's
+/// (`relattn_core::atlas::METRICS`, in this enum's order: a test checks it); its title and description are said
+/// here only: the page and the command line show these.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Metric {
     MeanDistance,
@@ -83,17 +84,7 @@ impl Metric {
 
     /// Its name in the file's `metrics` list (and the command line's `--metric`).
     pub fn name(self) -> &'static str {
-        match self {
-            Metric::MeanDistance => "mean_distance",
-            Metric::Entropy => "entropy",
-            Metric::UniformEntropy => "uniform_entropy",
-            Metric::PreviousToken => "previous_token",
-            Metric::FirstToken => "first_token",
-            Metric::DuplicateToken => "duplicate_token",
-            Metric::Induction => "induction",
-            Metric::PositionShare => "position_share",
-            Metric::OffsetShare => "offset_share",
-        }
+        relattn_core::atlas::METRICS[self as usize]
     }
 
     /// The metric named `name`, if it is one.
@@ -476,6 +467,17 @@ pub(crate) mod tests {
     use ndarray::{Array1, Array2, Array3};
     use ndarray_npy::NpzWriter;
     use std::io::Cursor;
+
+    /// Every metric is one of the core's, each once: the enum's order is METRICS' (its names are read there).
+    #[test]
+    fn metrics_are_the_cores() {
+        let mut names: Vec<&str> = Metric::ALL.map(Metric::name).to_vec();
+        names.sort();
+        let mut core = relattn_core::atlas::METRICS.to_vec();
+        core.sort();
+        assert_eq!(names, core);
+        assert_eq!(Metric::OffsetShare as usize, relattn_core::atlas::METRICS.len() - 1);
+    }
 
     /// The description of an atlas of `layers` rows of 4 heads (2 K/V heads), N = 5, every metric, one prompt,
     /// row 1 captured.

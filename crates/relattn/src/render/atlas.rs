@@ -200,14 +200,15 @@ pub fn tile_tip(atlas: &Atlas, c: usize, h: usize) -> Vec<String> {
     lines
 }
 
-/// What a row not captured needs to be.
+/// What a row not captured needs to be: `relattn.capture` of its layer (and part, for T5's decoder), or the
+/// atlas again with the row (the atlas's rows, not the layers' numbers: T5's decoder rows follow the encoder's).
 fn how_to_capture(atlas: &Atlas, c: usize) -> String {
     let layer = &atlas.info.layers[c];
+    let part = if layer.part == "decoder" && atlas.info.layers.iter().any(|l| l.part == "encoder") { ", part=\"decoder\"" } else { "" };
     format!(
-        "{} is not captured in this atlas: capture it with relattn.capture(model, layer={}, …) or relattn.atlas(..., layers=[{}])",
+        "{} is not captured in this atlas: capture it with relattn.capture(model, layer={}{part}, …) or relattn.atlas(..., layers=[{c}])",
         layer.title(),
         layer.layer,
-        layer.layer
     )
 }
 
