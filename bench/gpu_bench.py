@@ -12,12 +12,16 @@ RoPE in the half layout, T5 with 32 buckets up to 128 and a table per head), on 
     torch cuda:   peer_forward of compare_schemes.py with every tensor on the GPU, float32 (TF32 off), timed
                   between torch.cuda.synchronize() calls after a warm-up; ALiBi's and T5's bias built in the
                   forward as one layer does
+    baseline:     with --baseline BINARY, a second relattn (e.g. the previous commit's) on the GPU, first in each
+                  round, so that a change is timed against it on the same card in the same run (above n 8192 its
+                  forward takes seconds: one repetition, first round only)
 Outputs are compared (relattn's GPU output against PyTorch's); a side that fails (a size past the device's
 limits, memory) is reported, not fatal. Writes a markdown table with the machine, GPU and date to --out.
 
 Usage (from the repository root, on the GPU machine, with a release build of relattn):
     python3 bench/gpu_bench.py --relattn target/release/relattn --out bench/results/gpu_bench.md
     python3 bench/gpu_bench.py --sizes 1024 --schemes rope --causal true
+    python3 bench/gpu_bench.py --relattn new/relattn --baseline old/relattn --sizes 1024 4096 16384
 """
 
 import argparse
@@ -113,6 +117,7 @@ def write_table(rows, args, started, gpu, adapter, torch_version, cpu):
     def tflops(v, n, causal):
         return "—" if v is None else f"{flops(n, causal == 'true') / v / 1e9:.1f}"
 
+    base = bool(args.baseline)
     lines = [
         "# relattn's GPU path on a real GPU (bench/gpu_bench.py)",
         "",
@@ -120,13 +125,15 @@ def write_table(rows, args, started, gpu, adapter, torch_version, cpu):
         f"Hidden 512, 8 heads, batch 1, float32; best of {args.rounds} rounds × the reps by n (10 to 2); relattn CPU with "
         f"{args.threads or os.cpu_count()} threads up to n {args.cpu_max_n}. TFLOP/s counts the useful flops (projections, 4·n²·d, n(n+1)/2 pairs causal).",
         "",
-        "| scheme | causal | n | relattn GPU ms | TFLOP/s | PyTorch CUDA ms | TFLOP/s | relattn CPU ms | GPU vs PyTorch | GPU vs CPU | max rel. diff | errors |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+        "| scheme | causal | n |" + (" baseline GPU ms | speed-up |" if base else "")
+        + " relattn GPU ms | TFLOP/s | PyTorch CUDA ms | TFLOP/s | relattn CPU ms | GPU vs PyTorch | GPU vs CPU | max rel. diff | errors |",
+        "|---|---|---:|" + ("---:|---:|" if base else "") + "---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for scheme, causal, n, best, err, errors in rows:
         g, t, c = best["gpu"], best["torch"], best["cpu"]
         ratio = lambda a, b: "—" if a is None or b is None else f"{b / a:.2f}×"
-        lines.append(f"| {scheme} | {causal} | {n} | {ms(g)} | {tflops(g, n, causal)} | {ms(t)} | {tflops(t, n, causal)} | {ms(c)} | "
+        before = f" {ms(best.get('base'))} | {ratio(g, best.get('base'))} |" if base else ""
+        lines.append(f"| {scheme} | {causal} | {n} |{before} {ms(g)} | {tflops(g, n, causal)} | {ms(t)} | {tflops(t, n, causal)} | {ms(c)} | "
                      f"{ratio(g, t)} | {ratio(g, c)} | {'—' if err is None else f'{err:.1e}'} | {'; '.join(f'{k}: {v}' for k, v in errors.items())} |")
     text = "\n".join(lines) + "\n"
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
@@ -137,6 +144,7 @@ def write_table(rows, args, started, gpu, adapter, torch_version, cpu):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--relattn", default=os.path.join(os.path.dirname(HERE), "target", "release", "relattn"))
+    ap.add_argument("--baseline", default=None, help="another relattn binary timed on the GPU in the same rounds (e.g. the previous commit's)")
     ap.add_argument("--sizes", type=int, nargs="+", default=SIZES)
     ap.add_argument("--schemes", nargs="+", choices=SCHEMES, default=SCHEMES)
     ap.add_argument("--causal", nargs="+", choices=["false", "true"], default=["false", "true"])
@@ -162,13 +170,16 @@ def main():
                     npz = os.path.join(work, "s.npz")
                     worker_export(types.SimpleNamespace(n=n, scheme=scheme, causal=causal, npz=npz))
                     reps = reps_for(n)
-                    best = {"gpu": None, "cpu": None, "torch": None}
+                    best = {"base": None, "gpu": None, "cpu": None, "torch": None}
                     errors, outputs = {}, {}
-                    for _ in range(args.rounds):
+                    for rnd in range(args.rounds):
                         sides = [("gpu", "gpu"), ("cpu", "cpu")] if n <= args.cpu_max_n else [("gpu", "gpu")]
+                        if args.baseline and (n <= 8192 or rnd == 0):
+                            sides.insert(0, ("base", "gpu"))
                         for side, backend in sides:
                             out = os.path.join(work, f"{side}.npy")
-                            r = relattn_side(args.relattn, backend, scheme, npz, causal, reps, out, args.threads if side == "cpu" else 0, args.timeout)
+                            binary, side_reps = (args.baseline, reps if n <= 8192 else 1) if side == "base" else (args.relattn, reps)
+                            r = relattn_side(binary, backend, scheme, npz, causal, side_reps, out, args.threads if side == "cpu" else 0, args.timeout)
                             if "error" in r:
                                 errors[side] = r["error"]
                                 continue
@@ -182,8 +193,9 @@ def main():
                             best["torch"] = min(best["torch"] or r["ms_min"], r["ms_min"])
                             outputs["torch"] = r["output"][0]
                     err = rel_err(outputs["gpu"], outputs["torch"]) if "gpu" in outputs and "torch" in outputs else None
+                    base_err = rel_err(outputs["base"], outputs["torch"]) if "base" in outputs and "torch" in outputs else None
                     rows.append((scheme, causal, n, best, err, errors))
-                    print(json.dumps({"scheme": scheme, "causal": causal, "n": n, "ms": best, "rel_err": err, "errors": errors}), flush=True)
+                    print(json.dumps({"scheme": scheme, "causal": causal, "n": n, "ms": best, "rel_err": err, "baseline_rel_err": base_err, "errors": errors}), flush=True)
                     write_table(rows, args, started, gpu, adapter, torch.__version__, cpu)
 
 

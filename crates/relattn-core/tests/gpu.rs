@@ -167,6 +167,60 @@ fn long_sequences() {
     }
 }
 
+/// Every scheme with heads of 64 (attend.wgsl's widest: its K and V tiles full) over several workgroups of
+/// query rows and tiles of keys (n 300: neither a multiple of 32), causal and not, with padded keys: the
+/// online softmax across tiles and across a row's lanes, each scheme's term in the kernel.
+#[test]
+fn every_scheme_over_many_tiles() {
+    let Some(mut ctx) = gpu() else { return };
+    for method in Method::ALL {
+        for causal in [false, true] {
+            let cfg = Config { method, heads: 2, clip: 16, causal, rel_v: true, ..Config::default() };
+            let sc = scenario(&cfg, 300, 64, 1, true, 11, Some(0xfff7_ffff_ffbf_fffe));
+            check(&mut ctx, &cfg, &sc).unwrap_or_else(|e| panic!("{method} causal {causal}: {e}"));
+        }
+    }
+}
+
+/// The context keeps the last RoPE table made from the options (and uploads a model's own each time): layers
+/// of other options, or a given table, in between give each its own rotation, on the same context.
+#[test]
+fn rope_tables_kept_between_calls_are_the_right_ones() {
+    let Some(mut ctx) = gpu() else { return };
+    use relattn_core::positions::rope::{PairLayout, Rope};
+    let (n, dh) = (40, 8);
+    let make = |base: f32, layout: PairLayout| Config {
+        method: Method::Rope,
+        heads: 2,
+        causal: true,
+        rope: Rope { base, layout, ..Default::default() },
+        ..Config::default()
+    };
+    let given = {
+        let cfg = make(10000.0, PairLayout::Half);
+        let mut arrays = Arrays::new();
+        arrays.insert("rope_cos".into(), Array2::from_shape_fn((n, dh / 2), |(m, p)| (m as f32 * 0.3f32.powi(p as i32)).cos()).into_dyn());
+        arrays.insert("rope_sin".into(), Array2::from_shape_fn((n, dh / 2), |(m, p)| (m as f32 * 0.3f32.powi(p as i32)).sin()).into_dyn());
+        (cfg, Scenario::build(&cfg, &Spec { n, d_model: 2 * dh, batch: 1, seed: 4 }, arrays, false).unwrap())
+    };
+    let a = make(10000.0, PairLayout::Half);
+    let b = make(50.0, PairLayout::Interleaved);
+    for (cfg, sc) in [
+        (a, scenario(&a, n, dh, 1, false, 1, None)),
+        (a, scenario(&a, n, dh, 1, false, 2, None)),
+        (b, scenario(&b, n, dh, 1, false, 3, None)),
+        given.clone(),
+        (a, scenario(&a, n, dh, 1, false, 5, None)),
+        given,
+        (b, scenario(&b, n, dh, 1, false, 6, None)),
+    ] {
+        let want = forward::trace(&cfg, &sc).unwrap();
+        let out = pollster::block_on(ctx.output(&cfg, &sc)).unwrap();
+        let e = rel_err(out.iter(), want.output.iter().map(|&v| v as f64));
+        assert!(e <= 1e-5, "base {} given {}: {e:e}", cfg.rope.base, sc.rope.is_some());
+    }
+}
+
 /// The materialized implementation runs on the efficient kernels and gives the CPU's materialized trace.
 #[test]
 fn materialized_is_computed_as_efficient() {

@@ -10,12 +10,23 @@
 //     out_i = z / l                                                  zeros when no key is visible
 //
 // With DISTANCE_BIAS (ALiBi, T5): e_ij = q_i · k_j / sqrt(d_head) + bias[h, j − i + n − 1] (no table: R = 0).
-//
 // row(d) as in logits.wgsl (ZERO_EDGE: beyond the table reads nothing, else the edge row); no −∞ is ever
-// formed (a flag says whether a row has seen a visible key). Each invocation owns one query row and keeps
-// q_i and z_i in private arrays of MAX_DH floats: heads wider than that take the unfused kernels. The
-// workgroup loads each tile of K and V rows into shared memory once for its 64 rows.
-// Grid: x = ceil(rows / 64), y = heads in the chunk. Writes its rows of the heads' columns of `heads` (n, d).
+// formed (a flag says whether a row has seen a visible key).
+//
+// Flash attention's tiling: a workgroup of 256 invocations takes ROWS = 32 query rows of one head and walks
+// the keys in tiles of TK = 32. Each tile of K, then of V, is loaded into workgroup memory once for all 32
+// rows. Invocation t works on row t % 32 as lane t / 32 of 8: a warp (or any group of 32 consecutive
+// invocations) is one lane of 32 rows, so its reads of the K and V tiles are broadcasts and its reads and
+// writes of the per-row arrays are consecutive. Per tile, in four phases between barriers:
+//   1. K tile (TK keys × MAX_DH, zeros past d_head or n) into `tile_kv`;
+//   2. scores: each lane the keys lane·4 .. lane·4 + 3 of the tile for its row (q_i in registers, MAX_DH
+//      wide, zeros past d_head), kept in registers; its maximum over them into `part_max`;
+//   3. V tile into `tile_kv`; the row's tile maximum from the 8 lanes' parts; the running m, l, z rescaled;
+//      the lane's 4 weights exp(e − m) into `tile_p` (0 for keys it cannot see);
+//   4. z ← z + Σ_j p_ij v_j over the tile, each lane for its 8 columns (lane·8 ..), l ← l + Σ_j p_ij.
+// Every lane of a row computes the same m and l (the same values in the same order). Heads wider than
+// MAX_DH take the unfused kernels.
+// Grid: x = ceil(rows / ROWS), y = heads in the chunk. Writes its rows of the heads' columns of `heads` (n, d).
 
 struct Params {
     rows: u32, n: u32, dh: u32, d: u32,        // rows in the chunk, keys, head width, model width
@@ -35,11 +46,18 @@ struct Params {
 @group(0) @binding(7) var<storage, read_write> heads: array<f32>;   // (n, d): the heads concatenated
 @group(0) @binding(8) var<storage, read> dbias: array<f32>;         // (h, 2n − 1): bias by distance, DISTANCE_BIAS
 
-const ROWS: u32 = 64u;     // query rows per workgroup, one per invocation
-const TK: u32 = 32u;       // keys per shared tile
-const MAX_DH: u32 = 64u;   // widest head (kernels.rs: ATTEND_MAX_DH)
-var<workgroup> tile_k: array<array<f32, 64>, 32>;   // [key][c], 8 KiB
-var<workgroup> tile_v: array<array<f32, 64>, 32>;   // [key][c], 8 KiB
+const ROWS: u32 = 32u;      // query rows per workgroup (kernels.rs: ATTEND_ROWS)
+const LANES: u32 = 8u;      // invocations per row: 256 in all
+const TK: u32 = 32u;        // keys per tile
+const KEYS: u32 = 4u;       // keys of a tile per lane (TK / LANES)
+const MAX_DH: u32 = 64u;    // widest head (kernels.rs: ATTEND_MAX_DH)
+const DH4: u32 = 16u;       // MAX_DH in vec4s
+const COLS4: u32 = 2u;      // output columns per lane in vec4s (MAX_DH / LANES / 4)
+// 8 KiB + 4 KiB + 1 KiB + 1 KiB: within WebGPU's default 16 KiB of workgroup memory.
+var<workgroup> tile_kv: array<array<vec4<f32>, 16>, 32>;   // [key][c / 4]: the tile's K, then its V
+var<workgroup> tile_p: array<array<f32, 32>, 32>;          // [key][row]: the tile's weights exp(e − m)
+var<workgroup> part_max: array<array<f32, 32>, 8>;         // [lane][row]: a lane's largest visible score
+var<workgroup> part_seen: array<array<u32, 32>, 8>;        // [lane][row]: 1 when the lane saw a visible key
 
 /// The table row distance `dist` reads, or −1 for none (ZERO_EDGE beyond the table).
 fn table_row(dist: i32) -> i32 {
@@ -54,102 +72,179 @@ fn table_row(dist: i32) -> i32 {
     return clamp(r, 0, last);
 }
 
-@compute @workgroup_size(64, 1, 1)
-fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {
-    let i = wid.x * ROWS + lid.x;          // row in the chunk
+/// Components c .. c + 3 of row j of an (n, d) buffer's head columns from `col0` (zeros past d_head or n):
+/// `which` 0 reads k, 1 reads v.
+fn load4(which: u32, j: u32, col0: u32, c: u32) -> vec4<f32> {
+    var out = vec4<f32>(0.0);
+    if (j < p.n) {
+        let at = j * p.d + col0 + c;
+        for (var e = 0u; e < 4u; e = e + 1u) {
+            if (c + e < p.dh) {
+                if (which == 0u) {
+                    out[e] = k[at + e];
+                } else {
+                    out[e] = v[at + e];
+                }
+            }
+        }
+    }
+    return out;
+}
+
+/// Components c .. c + 3 of w^V's row at `at` (zeros past d_head).
+fn rel_v4(at: u32, c: u32) -> vec4<f32> {
+    var out = vec4<f32>(0.0);
+    for (var e = 0u; e < 4u; e = e + 1u) {
+        if (c + e < p.dh) {
+            out[e] = rel_v[at + c + e];
+        }
+    }
+    return out;
+}
+
+/// Stores components c .. c + 3 of `val` into row qi of `heads` from column `col0` (those below d_head).
+fn store4(qi: u32, col0: u32, c: u32, val: vec4<f32>) {
+    for (var e = 0u; e < 4u; e = e + 1u) {
+        if (c + e < p.dh) {
+            heads[qi * p.d + col0 + c + e] = val[e];
+        }
+    }
+}
+
+/// The K (`which` 0) or V (1) rows t0 .. t0 + TK of the head into `tile_kv`, two vec4s per invocation.
+fn stage(which: u32, t0: u32, col0: u32, tid: u32) {
+    for (var idx = tid; idx < TK * DH4; idx = idx + ROWS * LANES) {
+        let kk = idx / DH4;
+        let c4 = idx % DH4;
+        tile_kv[kk][c4] = load4(which, t0 + kk, col0, 4u * c4);
+    }
+}
+
+@compute @workgroup_size(256, 1, 1)
+fn main(@builtin(local_invocation_index) tid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    let row = tid % ROWS;                  // row in the workgroup
+    let lane = tid / ROWS;                 // 0 .. LANES
+    let i = wid.x * ROWS + row;            // row in the chunk
     let z = wid.y;
     let col0 = (p.h0 + z) * p.dh;          // this head's columns
     let in_chunk = i < p.rows;
     let qi = p.i0 + i;                     // absolute query position
-    var qv: array<f32, 64>;
-    var acc: array<f32, 64>;
-    for (var c = 0u; c < MAX_DH; c = c + 1u) {
-        qv[c] = 0.0;
-        acc[c] = 0.0;
-        if (in_chunk && c < p.dh) {
-            qv[c] = q[qi * p.d + col0 + c];
+    let causal = (p.flags & CAUSAL) != 0u;
+    // q_i in registers (zeros past d_head; none outside the chunk).
+    var qv: array<vec4<f32>, 16>;
+    for (var c4 = 0u; c4 < DH4; c4 = c4 + 1u) {
+        qv[c4] = vec4<f32>(0.0);
+        if (in_chunk && (p.flags & NO_CONTENT) == 0u) {
+            for (var e = 0u; e < 4u; e = e + 1u) {
+                let c = 4u * c4 + e;
+                if (c < p.dh) {
+                    qv[c4][e] = q[qi * p.d + col0 + c];
+                }
+            }
         }
     }
+    let c_a = lane * 4u * COLS4;            // z_i's columns c_a .. c_a + 7, in two vec4s
+    var acc_a = vec4<f32>(0.0);
+    var acc_b = vec4<f32>(0.0);
     var m = 0.0;
     var l = 0.0;
     var seen = false;
     // Keys the workgroup's last row can see (the same for every invocation: barriers stay uniform).
     var keys = p.n;
-    if ((p.flags & CAUSAL) != 0u) {
+    if (causal) {
         keys = min(p.n, p.i0 + min(wid.x * ROWS + ROWS, p.rows));
     }
     let v_table = (p.h0 + z) * p.v_stride;
+    let bias_row = (p.h0 + z) * (2u * p.n - 1u);
     for (var t0 = 0u; t0 < keys; t0 = t0 + TK) {
-        for (var idx = lid.x; idx < TK * MAX_DH; idx = idx + ROWS) {
-            let kk = idx / MAX_DH;
-            let c = idx % MAX_DH;
+        // 1. The K tile.
+        stage(0u, t0, col0, tid);
+        workgroupBarrier();
+        // 2. This lane's scores, and their maximum.
+        var e: array<f32, 4>;
+        var vis: array<bool, 4>;
+        var lane_max = 0.0;
+        var lane_seen = false;
+        for (var s = 0u; s < KEYS; s = s + 1u) {
+            let kk = lane * KEYS + s;
             let j = t0 + kk;
-            var vk = 0.0;
-            var vv = 0.0;
-            if (j < p.n && c < p.dh) {
-                vk = k[j * p.d + col0 + c];
-                vv = v[j * p.d + col0 + c];
+            e[s] = 0.0;
+            vis[s] = in_chunk && j < p.n && key_mask[j] != 0u && !(causal && j > qi);
+            if (vis[s]) {
+                var dot4 = vec4<f32>(0.0);
+                for (var c4 = 0u; c4 < DH4; c4 = c4 + 1u) {
+                    dot4 = dot4 + qv[c4] * tile_kv[kk][c4];
+                }
+                let dot = (dot4.x + dot4.y) + (dot4.z + dot4.w);
+                var ek = 0.0;
+                if ((p.flags & DISTANCE_BIAS) != 0u) {
+                    ek = dot * p.scale + dbias[bias_row + j + p.n - 1u - qi];
+                } else {
+                    let tr = table_row(i32(j) - i32(qi));
+                    var rel = 0.0;
+                    if (tr >= 0) {
+                        rel = prel[(z * p.rows + i) * p.r + u32(tr)];
+                    }
+                    ek = (dot + rel) * p.scale;
+                }
+                e[s] = ek;
+                if (!lane_seen || ek > lane_max) {
+                    lane_max = ek;
+                }
+                lane_seen = true;
             }
-            tile_k[kk][c] = vk;
-            tile_v[kk][c] = vv;
+        }
+        part_max[lane][row] = lane_max;
+        part_seen[lane][row] = select(0u, 1u, lane_seen);
+        workgroupBarrier();
+        // 3. The V tile; the row's new maximum, the running sums rescaled, this lane's weights.
+        stage(1u, t0, col0, tid);
+        var tile_max = 0.0;
+        var found = false;
+        for (var ln = 0u; ln < LANES; ln = ln + 1u) {
+            if (part_seen[ln][row] != 0u) {
+                let pm = part_max[ln][row];
+                if (!found || pm > tile_max) {
+                    tile_max = pm;
+                }
+                found = true;
+            }
+        }
+        if (found) {
+            var gamma = 0.0;
+            if (seen && m > tile_max) {
+                tile_max = m;
+            }
+            if (seen) {
+                gamma = exp(m - tile_max);
+            }
+            m = tile_max;
+            seen = true;
+            l = l * gamma;
+            acc_a = acc_a * gamma;
+            acc_b = acc_b * gamma;
+        }
+        for (var s = 0u; s < KEYS; s = s + 1u) {
+            var w = 0.0;
+            if (vis[s]) {
+                w = exp(e[s] - m);
+            }
+            tile_p[lane * KEYS + s][row] = w;
         }
         workgroupBarrier();
-        if (in_chunk) {
-            var e: array<f32, 32>;
-            var tile_max = m;
-            var found = false;
-            for (var kk = 0u; kk < TK; kk = kk + 1u) {
-                let j = t0 + kk;
-                e[kk] = 0.0;
-                if (j < p.n && key_mask[j] != 0u && !((p.flags & CAUSAL) != 0u && j > qi)) {
-                    var dot = 0.0;
-                    if ((p.flags & NO_CONTENT) == 0u) {
-                        for (var c = 0u; c < p.dh; c = c + 1u) {
-                            dot = dot + qv[c] * tile_k[kk][c];
-                        }
-                    }
-                    let row = table_row(i32(j) - i32(qi));
-                    var rel = 0.0;
-                    if (row >= 0) {
-                        rel = prel[(z * p.rows + i) * p.r + u32(row)];
-                    }
-                    var ek = (dot + rel) * p.scale;
-                    if ((p.flags & DISTANCE_BIAS) != 0u) {
-                        ek = dot * p.scale + dbias[(p.h0 + z) * (2u * p.n - 1u) + j + p.n - 1u - qi];
-                    }
-                    e[kk] = ek;
-                    if (!(seen || found) || ek > tile_max) {
-                        tile_max = ek;
-                    }
-                    found = true;
-                }
-            }
-            if (found) {
-                var gamma = 0.0;
-                if (seen) {
-                    gamma = exp(m - tile_max);
-                }
-                m = tile_max;
-                seen = true;
-                l = l * gamma;
-                for (var c = 0u; c < p.dh; c = c + 1u) {
-                    acc[c] = acc[c] * gamma;
-                }
-                for (var kk = 0u; kk < TK; kk = kk + 1u) {
-                    let j = t0 + kk;
-                    if (j < p.n && key_mask[j] != 0u && !((p.flags & CAUSAL) != 0u && j > qi)) {
-                        let w = exp(e[kk] - m);
-                        l = l + w;
-                        let row = table_row(i32(j) - i32(qi));
-                        let with_rel_v = (p.flags & REL_V) != 0u && row >= 0;
-                        for (var c = 0u; c < p.dh; c = c + 1u) {
-                            var add = tile_v[kk][c];
-                            if (with_rel_v) {
-                                add = add + rel_v[v_table + u32(row) * p.dh + c];
-                            }
-                            acc[c] = acc[c] + w * add;
-                        }
-                    }
+        // 4. z and l over the tile: this lane's 8 columns.
+        let with_rel_v = (p.flags & REL_V) != 0u;
+        for (var kk = 0u; kk < TK; kk = kk + 1u) {
+            let w = tile_p[kk][row];
+            l = l + w;
+            acc_a = acc_a + w * tile_kv[kk][lane * COLS4];
+            acc_b = acc_b + w * tile_kv[kk][lane * COLS4 + 1u];
+            if (with_rel_v && w != 0.0) {
+                let tr = table_row(i32(t0 + kk) - i32(qi));
+                if (tr >= 0) {
+                    let at = v_table + u32(tr) * p.dh;
+                    acc_a = acc_a + w * rel_v4(at, c_a);
+                    acc_b = acc_b + w * rel_v4(at, c_a + 4u);
                 }
             }
         }
@@ -160,8 +255,7 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
         if (l > 0.0) {
             inv = 1.0 / l;
         }
-        for (var c = 0u; c < p.dh; c = c + 1u) {
-            heads[qi * p.d + col0 + c] = acc[c] * inv;
-        }
+        store4(qi, col0, c_a, acc_a * inv);
+        store4(qi, col0, c_a + 4u, acc_b * inv);
     }
 }

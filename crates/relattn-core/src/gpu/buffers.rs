@@ -55,7 +55,20 @@ impl GpuContext {
     }
 
     /// Submits `enc` after copying `parts` (buffer, f32 count) into the staging buffer, and reads them back.
-    pub(super) async fn read(&mut self, mut enc: wgpu::CommandEncoder, parts: &[(&wgpu::Buffer, usize)]) -> Result<Vec<Vec<f32>>> {
+    pub(super) async fn read(&mut self, enc: wgpu::CommandEncoder, parts: &[(&wgpu::Buffer, usize)]) -> Result<Vec<Vec<f32>>> {
+        let mut out = vec![Vec::new(); parts.len()];
+        self.read_into(enc, parts, |i, values| out[i] = values.to_vec()).await?;
+        Ok(out)
+    }
+
+    /// [`GpuContext::read`] without copies of its own: `sink` is given each part's values (part index, values)
+    /// straight from the mapped staging buffer, to copy where they belong.
+    pub(super) async fn read_into(
+        &mut self,
+        mut enc: wgpu::CommandEncoder,
+        parts: &[(&wgpu::Buffer, usize)],
+        mut sink: impl FnMut(usize, &[f32]),
+    ) -> Result<()> {
         let total: u64 = parts.iter().map(|(_, len)| (*len as u64 * 4).next_multiple_of(8)).sum::<u64>().max(8);
         if self.staging.as_ref().is_none_or(|s| s.size() < total) {
             self.staging = Some(self.device.create_buffer(&wgpu::BufferDescriptor {
@@ -76,18 +89,21 @@ impl GpuContext {
         }
         self.queue.submit([enc.finish()]);
         self.map_read(&staging, total).await?;
-        let mut out = Vec::with_capacity(parts.len());
         {
             let view = staging.slice(..total).get_mapped_range().map_err(|e| GpuError::Readback(e.to_string()))?;
             let mut offset = 0;
-            for (_, len) in parts {
+            for (i, (_, len)) in parts.iter().enumerate() {
                 let bytes = &view[offset..offset + len * 4];
-                out.push(bytes.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect());
+                // A mapped range is aligned to wgpu::MAP_ALIGNMENT (8 bytes) and every part starts at a multiple of 8.
+                match bytemuck::try_cast_slice::<u8, f32>(bytes) {
+                    Ok(values) => sink(i, values),
+                    Err(_) => sink(i, &bytemuck::pod_collect_to_vec::<u8, f32>(bytes)),
+                }
                 offset += (len * 4).next_multiple_of(8);
             }
         }
         staging.unmap();
-        Ok(out)
+        Ok(())
     }
 
     /// Maps `bytes` of `buf` for reading and waits for it.

@@ -5,6 +5,7 @@
 use super::kernels::{flag, Kernels, SOURCES};
 use super::plan::WORK_BYTES;
 use crate::error::gpu::GpuError;
+use crate::positions::rope::Rope;
 use std::collections::HashMap;
 
 /// A device, its queue, the compiled kernels and buffers kept between calls: build once, reuse for
@@ -20,6 +21,9 @@ pub struct GpuContext {
     pub(super) staging: Option<wgpu::Buffer>,
     /// Largest work buffer of a chunk, bytes ([`WORK_BYTES`] unless set).
     pub(super) work_bytes: u64,
+    /// The RoPE options, n and d_head whose table (made from the options) the "rope_cos" and "rope_sin"
+    /// buffers hold, if any.
+    pub(super) rope_kept: Option<(Rope, usize, usize)>,
 }
 
 impl GpuContext {
@@ -88,7 +92,7 @@ impl GpuContext {
             <[wgpu::ComputePipeline; 6]>::try_from(pipelines).unwrap_or_else(|_| unreachable!("one pipeline per kernel"));
         let kernels = Kernels { matmul, logits, softmax, buckets, attend, rope };
         let limits = device.limits();
-        Ok(GpuContext { device, queue, kernels, limits, buffers: HashMap::new(), staging: None, work_bytes: WORK_BYTES })
+        Ok(GpuContext { device, queue, kernels, limits, buffers: HashMap::new(), staging: None, work_bytes: WORK_BYTES, rope_kept: None })
     }
 
     /// The adapter behind the device: name, backend, driver.

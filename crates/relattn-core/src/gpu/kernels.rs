@@ -11,8 +11,11 @@ pub(super) const BLOCK: usize = 64;
 /// Side of the square workgroup of buckets.wgsl.
 pub(super) const TILE: usize = 16;
 
-/// Widest head attend.wgsl takes (its private accumulators' size); wider heads take the unfused kernels.
+/// Widest head attend.wgsl takes (the width of its K and V tiles and of q_i in registers); wider heads take
+/// the unfused kernels.
 pub(super) const ATTEND_MAX_DH: usize = 64;
+/// Query rows of one workgroup of attend.wgsl (its `ROWS`: 256 invocations, 8 per row).
+pub(super) const ATTEND_ROWS: usize = 32;
 
 /// The bits of a `Params` uniform's `flags`: one set for every kernel, so a name means the same bit
 /// everywhere. The WGSL sees them as constants of the same names ([`flag::wgsl`], prepended to each kernel).
@@ -299,8 +302,7 @@ impl GpuContext {
     /// v (n, d), P (heads, rows, R), the key mask (n) and w^V (any buffer when `params.flags` has no
     /// [`flag::REL_V`]) and the bias by distance (h, 2n − 1) with [`flag::DISTANCE_BIAS`] (any buffer without).
     pub(super) fn attend(&self, enc: &mut wgpu::CommandEncoder, params: &RowsParams, heads: usize, bufs: [&wgpu::Buffer; 8]) {
-        const ROWS: usize = 64;
-        self.dispatch(enc, &self.kernels.attend, params, &bufs, [(params.rows as usize).div_ceil(ROWS), heads, 1]);
+        self.dispatch(enc, &self.kernels.attend, params, &bufs, [(params.rows as usize).div_ceil(ATTEND_ROWS), heads, 1]);
     }
 
     /// RoPE: `dst` (n, d) = every head's rows of `src` rotated by the angles whose cos and sin (n, d_rot/2)
@@ -363,6 +365,14 @@ mod tests {
             assert!(wgsl.iter().all(|(_, ty)| ["u32", "i32", "f32"].contains(&ty.as_str())), "{kernel}: 4-byte scalars only");
             assert_eq!(size, (4 * wgsl.len()).next_multiple_of(16), "{kernel}: size");
         }
+    }
+
+    /// attend.wgsl's tile sizes are the ones the Rust side dispatches and plans with.
+    #[test]
+    fn attend_constants_match() {
+        let (_, source) = SOURCES.iter().find(|(name, _)| *name == "attend").expect("attend");
+        assert!(source.contains(&format!("const ROWS: u32 = {ATTEND_ROWS}u;")), "ROWS");
+        assert!(source.contains(&format!("const MAX_DH: u32 = {ATTEND_MAX_DH}u;")), "MAX_DH");
     }
 
     /// The flags are distinct bits, declared once (in Rust, written ahead of each kernel), and every flag a

@@ -5,8 +5,8 @@
 //! - `logits.wgsl`: `(QKᵀ + P[i, row(j − i)]) / sqrt(d_head)` in one pass, the relative term read by index (the Music Transformer's skew is this same
 //!   gather: [`crate::positions::music`] shows they are equal); `softmax.wgsl`: the stable row softmax with the causal and key-padding masks, zeros for a
 //!   fully masked row; `buckets.wgsl`: Shaw's value buckets `B[i, r] = Σ_{j: row(j−i) = r} α_ij`.
-//! - `attend.wgsl`: a forward's whole head in one kernel (logits by tile, online softmax, `Σ_j α_ij (v_j + a^V_ij)`), no (rows, n) array: what
-//!   [`GpuContext::output`] runs for heads up to 64 wide; traces and the profiled [`GpuContext::forward`] use the staged kernels.
+//! - `attend.wgsl`: a forward's head in one kernel, tiled as flash attention (32 query rows a workgroup, K and V tiles in workgroup memory, online softmax,
+//!   `Σ_j α_ij (v_j + a^V_ij)`), no (rows, n) array: [`GpuContext::output`] for heads up to 64 wide; traces and [`GpuContext::forward`] use the staged kernels.
 //!
 //! Work is cut into chunks of (heads, query rows) (`plan`, [`WORK_BYTES`]); device set-up is apart from compute (`context`). Readback is asynchronous (WebGPU
 //! has no blocking map): [`GpuContext::trace`], [`GpuContext::forward`] and [`GpuContext::output`] are async everywhere (natively: pollster blocks on them).

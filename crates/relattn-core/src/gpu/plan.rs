@@ -1,9 +1,10 @@
 //! How a layer is cut into chunks of (heads, query rows) that fit [`WORK_BYTES`] and the device's limits,
 //! or why it cannot run on this device. After the projections everything is row-local, so a chunk needs only
-//! its rows of the (rows, n) logits and weights: small layers run every head in one chunk; larger ones go one
-//! head at a time and, beyond [`WORK_BYTES`] or the device's `max_storage_buffer_binding_size` /
-//! `max_compute_workgroups_per_dimension`, a few rows at a time. A layer whose single (n, d_model) projection
-//! does not fit one binding is refused with [`GpuError::TooLarge`].
+//! its rows of the (rows, n) logits and weights (the fused forward, attend.wgsl, not even those: its rows of
+//! P, (rows, R)): small layers run every head in one chunk; larger ones go one head at a time and, beyond
+//! [`WORK_BYTES`] or the device's `max_storage_buffer_binding_size` / `max_compute_workgroups_per_dimension`,
+//! a few rows at a time. A layer whose single (n, d_model) projection does not fit one binding is refused
+//! with [`GpuError::TooLarge`].
 
 use super::kernels::{BLOCK, TILE};
 use crate::error::gpu::GpuError;
@@ -21,10 +22,12 @@ pub(super) struct Chunk {
 }
 
 /// The chunks of a layer of n positions, d = d_model, h heads, r = R table rows and dh = d_head: every
-/// head in one chunk when its (h, n, max(n, R, d_head)) work fits, else one head and as many rows as fit
-/// at a time. Refused ([`GpuError::TooLarge`]) when one (n, d_model) projection exceeds a binding, the
-/// grid exceeds the workgroups per dimension, or not even one row fits.
-pub(super) fn plan(limits: &wgpu::Limits, work_bytes: u64, n: usize, d: usize, h: usize, r: usize, dh: usize) -> Result<Vec<Chunk>, GpuError> {
+/// head in one chunk when its (h, n, max(n, R, d_head)) work fits (`fused`, attend.wgsl's forward, which
+/// keeps no (rows, n) array: (h, n, max(R, d_head))), else one head and as many rows as fit at a time.
+/// Refused ([`GpuError::TooLarge`]) when one (n, d_model) projection exceeds a binding, the grid exceeds
+/// the workgroups per dimension, or not even one row fits.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn plan(limits: &wgpu::Limits, work_bytes: u64, n: usize, d: usize, h: usize, r: usize, dh: usize, fused: bool) -> Result<Vec<Chunk>, GpuError> {
     let max_binding = limits.max_storage_buffer_binding_size.min(limits.max_buffer_size);
     let max_workgroups = limits.max_compute_workgroups_per_dimension;
     let max_groups = max_workgroups as usize;
@@ -35,14 +38,16 @@ pub(super) fn plan(limits: &wgpu::Limits, work_bytes: u64, n: usize, d: usize, h
     if n.div_ceil(BLOCK).max(d.div_ceil(BLOCK)).max(r.div_ceil(TILE)) > max_groups || h > max_groups {
         return too_large(format!("n = {n}, d_model = {d}, R = {r}, heads = {h} need too many workgroups"));
     }
-    let per_row = (n.max(r).max(dh) * 4) as u64;
+    // A row's widest work array: its logits or weights (n), P and the buckets (R), its output (d_head).
+    let per_row = (if fused { 0 } else { n }.max(r).max(dh) * 4) as u64;
     let budget = max_binding.min(work_bytes);
     if (h * n) as u64 * per_row <= budget && n <= max_groups {
         return Ok(vec![Chunk { h0: 0, hc: h, i0: 0, rows: n }]);
     }
     let rows = ((budget / per_row) as usize).min(n).min(max_groups);
     if rows == 0 {
-        return too_large(format!("one row of {} keys needs {per_row} bytes", n.max(r)));
+        let what = if fused { format!("one row of P or of the output ({} values)", r.max(dh)) } else { format!("one row of {} keys", n.max(r)) };
+        return too_large(format!("{what} needs {per_row} bytes"));
     }
     let mut chunks = Vec::new();
     for h0 in 0..h {
@@ -68,13 +73,13 @@ mod tests {
 
     #[test]
     fn small_layers_are_one_chunk() {
-        assert_eq!(plan(&limits(1 << 30, 65535), WORK_BYTES, 64, 32, 4, 5, 8).unwrap(), [Chunk { h0: 0, hc: 4, i0: 0, rows: 64 }]);
+        assert_eq!(plan(&limits(1 << 30, 65535), WORK_BYTES, 64, 32, 4, 5, 8, false).unwrap(), [Chunk { h0: 0, hc: 4, i0: 0, rows: 64 }]);
     }
 
     #[test]
     fn larger_layers_go_a_head_and_some_rows_at_a_time() {
         // 10 rows of 100 keys fit 4000 bytes: 10 chunks per head, the last one 1 row.
-        let chunks = plan(&limits(1 << 30, 65535), 4000, 91, 16, 2, 5, 8).unwrap();
+        let chunks = plan(&limits(1 << 30, 65535), 4000, 91, 16, 2, 5, 8, false).unwrap();
         assert_eq!(chunks.len(), 2 * 10);
         assert!(chunks.iter().all(|c| c.hc == 1 && c.rows <= 10));
         assert_eq!(chunks[9], Chunk { h0: 0, hc: 1, i0: 90, rows: 1 });
@@ -84,11 +89,23 @@ mod tests {
     }
 
     #[test]
+    fn the_fused_forward_needs_no_row_of_keys() {
+        // n 4096, d 512, 8 heads, R 33, d_head 64: (8, 4096, 4096) logits exceed 128 MiB (one head at a time
+        // for the staged kernels); attend.wgsl's (8, 4096, 64) outputs and P do not: every head at once.
+        let l = limits(1 << 30, 65535);
+        assert_eq!(plan(&l, WORK_BYTES, 4096, 512, 8, 33, 64, false).unwrap().len(), 8);
+        assert_eq!(plan(&l, WORK_BYTES, 4096, 512, 8, 33, 64, true).unwrap(), [Chunk { h0: 0, hc: 8, i0: 0, rows: 4096 }]);
+        // A cap still cuts it, by rows of max(R, d_head).
+        let chunks = plan(&l, 10 * 64 * 4, 91, 16, 2, 5, 64, true).unwrap();
+        assert!(chunks.iter().all(|c| c.hc == 1 && c.rows <= 10));
+    }
+
+    #[test]
     fn beyond_the_limits_is_refused_with_the_numbers() {
-        let e = plan(&limits(64, 65535), WORK_BYTES, 8, 4, 1, 5, 4).unwrap_err();
+        let e = plan(&limits(64, 65535), WORK_BYTES, 8, 4, 1, 5, 4, false).unwrap_err();
         assert_eq!(e, GpuError::TooLarge { what: "one (n, d_model) = (8, 4) projection needs 128 bytes".into(), max_binding: 64, max_workgroups: 65535 });
         assert!(e.to_string().contains("allows 64 bytes per buffer"), "{e}");
-        assert!(matches!(plan(&limits(1 << 30, 2), WORK_BYTES, 1000, 16, 1, 5, 16), Err(GpuError::TooLarge { .. })));
-        assert!(matches!(plan(&limits(1 << 30, 65535), 4, 8, 4, 1, 5, 4), Err(GpuError::TooLarge { .. })));
+        assert!(matches!(plan(&limits(1 << 30, 2), WORK_BYTES, 1000, 16, 1, 5, 16, false), Err(GpuError::TooLarge { .. })));
+        assert!(matches!(plan(&limits(1 << 30, 65535), 4, 8, 4, 1, 5, 4, true), Err(GpuError::TooLarge { .. })));
     }
 }
