@@ -162,7 +162,7 @@ test('an atlas opens as a grid of tiles that the metric recolours, with a toolti
   assert.equal(sink, 0.45);
   assert.match(tip, /sink \(first token\): 0\.450 ± 0\.0450/);
   assert.match(tip, /entropy: .* nats \(.* of uniform\)/);
-  assert.match(tip, /captured: click for this head's stages/);
+  assert.match(tip, /captured: in the page, a click opens this head's stages/);
   // The hovered head's profile at full size, with its axis.
   await page.waitForFunction(() => document.getElementById('atlas-head-canvas')?.dataset.head === '1/2');
   assert.match(await page.locator('#atlas-head-canvas').getAttribute('aria-label'), /mean attention weight by offset j − i/);

@@ -196,7 +196,7 @@ pub fn tile_tip(atlas: &Atlas, c: usize, h: usize) -> Vec<String> {
         };
         lines.push(format!("{}: {} ± {}{relative}", m.title(), short(mean), short(std)));
     }
-    lines.push(if atlas.is_captured(c) { "captured: click for this head's stages".into() } else { how_to_capture(atlas, c) });
+    lines.push(if atlas.is_captured(c) { "captured: in the page, a click opens this head's stages".into() } else { how_to_capture(atlas, c) });
     lines
 }
 
@@ -630,7 +630,7 @@ mod tests {
         assert!(e.contains("'sinkiness'") && e.contains("first_token"), "{e}");
         let page = html(&v, &spec("first_token", Order::Head)).unwrap();
         assert!(!page.contains("http:") && !page.contains("https:") && !page.contains(" src="), "an external resource");
-        assert!(page.contains("<svg") && page.contains("id=\"atlas-data\"") && page.contains("captured: click"));
+        assert!(page.contains("<svg") && page.contains("id=\"atlas-data\"") && page.contains("captured: in the page, a click"));
         // A token that would end the script is escaped in the data.
         // A long model name is cut in the title.
         let mut long = a.clone();
