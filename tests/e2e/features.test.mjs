@@ -540,6 +540,11 @@ test('the guided tour: opens on a first plain visit, each step sets the controls
   assert.equal(await p.locator('#tour-step').innerText(), '2 / 10');
   await settle(() => p.click('#tour-next'), p);
   assert.equal(await p.inputValue('#sentence'), 'the cat saw the dog');
+  // Content versus position: the content term is on (step 1's preset had it off), and the two "the" (keys 0 and 3)
+  // give "dog" the same content logit, not 0.
+  assert.equal(await p.isChecked('#relative_only'), false);
+  const [first, second] = [await hover(p, 'content_logits', 4, 0), await hover(p, 'content_logits', 4, 3)];
+  assert.ok(first.value === second.value && Number(first.value) !== 0, `${first.value} and ${second.value}`);
   await settle(() => p.click('#tour-next'), p);
   assert.deepEqual([await p.inputValue('#method'), await p.inputValue('#n'), await p.isChecked('#causal')], ['music', '6', true]);
   assert.ok(await p.locator('figure[data-stage="skew_sliced"]').count() === 1, 'the skew is shown');

@@ -25,8 +25,9 @@ const STEPS = [
     'Click a cell of the weights: it is pinned and outlined in every view, and the tooltip gives its distance, table row, content and relative terms. Click a row of w^K instead: every pair that reads it is shaded, one row for a whole diagonal.',
     () => {}],
   ['Content versus position',
-    'A sentence with a repeated word: the two "the" get the same vector, so their content logits are equal and only the relative term tells them apart. Tick "relative term only" to see what the positions do alone.',
-    () => { set('sentence', 'the cat saw the dog'); }],
+    'A sentence with a repeated word, on random weights with the content term on: the two "the" get the same vector, so their content logits are equal and only the relative term tells them apart. Tick "relative term only" to see what the positions do alone.',
+    // Step 1's preset leaves the content term off and W_q zero: the custom layer, content on, makes the point.
+    () => { set('preset', ''); set('relative_only', false); set('sentence', 'the cat saw the dog'); }],
   ['The skew, step by step',
     'The Music Transformer, n 6, causal: pin a pair and present the four skew steps (they come before the relative logits they produce); the pinned cell is outlined in Q E_rᵀ, after the zero column, in the reshaped buffer and in the slice.',
     () => { set('sentence', ''); set('method', 'music'); set('n', '6'); set('causal', true); }],
