@@ -231,10 +231,12 @@ pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, fig: &Figure, cel
     // 18 px a row; a column: its widest label, measured, and 6 px between); tokens are cut to that room with
     // an ellipsis (two characters at least: the tooltip has the whole token), never overlapping.
     let (plot_w, plot_h) = chart.plotting_area().dim_in_pixel();
-    let (x_step, x_shown) = column_labels(fig.x_labels.as_deref(), cols, plot_w, &text_w);
+    let (x_first, x_step, x_shown) = column_labels(fig.x_labels.as_deref(), cols, plot_w, &text_w);
     let y_step = tick_step(rows, plot_h as usize / px(18) as usize);
     let x_fmt = |v: &SegmentValue<i32>| match v {
-        SegmentValue::CenterOf(c) if *c < cols as i32 && (*c as usize).is_multiple_of(x_step) => x_shown[*c as usize / x_step].clone(),
+        SegmentValue::CenterOf(c) if *c < cols as i32 && *c as usize >= x_first && (*c as usize - x_first).is_multiple_of(x_step) => {
+            x_shown[(*c as usize - x_first) / x_step].clone()
+        }
         _ => String::new(),
     };
     // Row labels end at the axis (no tick marks): two no-break spaces keep them off its line (SVG keeps them
@@ -403,11 +405,13 @@ pub fn save(fig: &Figure, path: &std::path::Path, size: (u32, u32)) -> relattn_c
     }
 }
 
-/// The column labels of a figure `plot_w` pixels wide: every `step`-th of the `cols` columns (a 1-2-5 step
-/// leaving each label its measured width, `px`, and 6 px between), and those labels — indices as they are,
-/// tokens cut with an ellipsis to their slot (two characters and the ellipsis at least decide the step; the
-/// tooltip has the whole token; [`cut_to`], in time linear in the token's length) — so that no two overlap.
-fn column_labels(tokens: Option<&[String]>, cols: usize, plot_w: u32, px: &impl Fn(&str) -> u32) -> (usize, Vec<String>) {
+/// The column labels of a figure `plot_w` pixels wide: the first labelled column, every `step`-th of the `cols`
+/// columns from it (a 1-2-5 step leaving each label its measured width, `px`, and 6 px between), and those labels
+/// — indices as they are, tokens cut with an ellipsis to their slot (two characters and the ellipsis at least
+/// decide the step; the tooltip has the whole token; [`cut_to`], in time linear in the token's length) — so that
+/// no two overlap. Labels that count up by one (distances −2047 … 2047) are labelled at the multiples of the
+/// step, 0 among them, not from the first column (−2047, −1847, …).
+fn column_labels(tokens: Option<&[String]>, cols: usize, plot_w: u32, px: &impl Fn(&str) -> u32) -> (usize, usize, Vec<String>) {
     let cut = |t: &str, chars: usize| format!("{}…", t.chars().take(chars).collect::<String>());
     let need = match tokens {
         Some(l) => l.iter().map(|t| if t.chars().count() > 2 { px(t).min(px(&cut(t, 2))) } else { px(t) }).max().unwrap_or(0),
@@ -415,7 +419,12 @@ fn column_labels(tokens: Option<&[String]>, cols: usize, plot_w: u32, px: &impl 
     };
     let step = tick_step(cols, plot_w as usize / (need as usize + 6).max(1));
     let slot = (plot_w as usize * step / cols.max(1)).saturating_sub(6) as u32;
-    let shown = (0..cols)
+    let counting = tokens.and_then(|l| {
+        let first: i64 = l.first()?.parse().ok()?;
+        l.iter().enumerate().all(|(c, t)| t.parse::<i64>().ok() == Some(first + c as i64)).then_some(first)
+    });
+    let first = counting.map_or(0, |v| (-v).rem_euclid(step as i64) as usize).min(cols.saturating_sub(1));
+    let shown = (first..cols)
         .step_by(step)
         .map(|c| match tokens {
             None => c.to_string(),
@@ -425,7 +434,7 @@ fn column_labels(tokens: Option<&[String]>, cols: usize, plot_w: u32, px: &impl 
             }
         })
         .collect();
-    (step, shown)
+    (first, step, shown)
 }
 
 /// `text` in at most `max_lines` lines of at most `room` pixels (`width` measures a line), breaking between
@@ -492,7 +501,7 @@ mod tests {
         };
         let words: Vec<String> = "the wombat swims while mice swim in willow woods".split(' ').map(String::from).collect();
         for plot_w in [60, 120, 250, 400, 900] {
-            let (step, shown) = column_labels(Some(&words), words.len(), plot_w, &px);
+            let (_, step, shown) = column_labels(Some(&words), words.len(), plot_w, &px);
             let slot = plot_w as usize * step / words.len();
             for (k, t) in shown.iter().enumerate() {
                 assert!(px(t) as usize <= slot.saturating_sub(6) || t.chars().count() <= 2, "{plot_w} px: '{t}' in a slot of {slot}");
@@ -501,10 +510,15 @@ mod tests {
             }
         }
         // Wide enough: every word whole.
-        let (step, shown) = column_labels(Some(&words), words.len(), 900, &px);
+        let (_, step, shown) = column_labels(Some(&words), words.len(), 900, &px);
         assert_eq!((step, shown), (1, words.clone()));
         // Indices keep their digits.
-        assert_eq!(column_labels(None, 12, 600, &px).1[..3], ["0", "1", "2"]);
+        assert_eq!(column_labels(None, 12, 600, &px).2[..3], ["0", "1", "2"]);
+        // Distances −2047 … 0 (ALiBi's bias by head at n 2048): round labels, 0 among them (#51 item 9).
+        let distances: Vec<String> = (-2047..=0).map(|d: i64| d.to_string()).collect();
+        let (first, step, shown) = column_labels(Some(&distances), distances.len(), 900, &px);
+        assert!(step > 1 && shown.iter().all(|t| t.parse::<i64>().unwrap() % step as i64 == 0), "{step}: {shown:?}");
+        assert_eq!((shown.last().map(String::as_str), &distances[first]), (Some("0"), &shown[0]));
     }
 
     #[test]
@@ -565,7 +579,7 @@ mod tests {
             7 * n as u32
         };
         let long = "w".repeat(64_000);
-        let (_, shown) = column_labels(Some(&[long.clone(), "a".into()]), 2, 400, &px);
+        let (_, _, shown) = column_labels(Some(&[long.clone(), "a".into()]), 2, 400, &px);
         assert!(shown[0].ends_with('…') && px(&shown[0]) <= 200, "{}", shown[0]);
         assert!(measured.get() <= 64_000 * 40, "{} characters measured", measured.get());
         measured.set(0);
