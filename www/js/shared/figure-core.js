@@ -15,7 +15,7 @@ export function fmt(v) {
   if (Number.isInteger(v) && Math.abs(v) < 1e6) return String(v);
   const a = Math.abs(v);
   if (a >= 0.01 && a < 1000) return v.toFixed(Math.max(0, 2 - Math.floor(Math.log10(a))));
-  return v.toExponential(2);
+  return v.toExponential(2).replace('e+', 'e'); // 1.23e4, as the Rust figures (render::figure::short) write it
 }
 
 /** A cell's line of a tooltip: where it is ((i, j) for a pair, else by its axes) and its value ('…' while it

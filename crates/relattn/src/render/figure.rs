@@ -19,11 +19,18 @@ pub fn short(v: f32) -> String {
     if v == v.round() && v.abs() < 1e6 {
         return format!("{}", v as i64);
     }
-    let a = v.abs();
+    // Three significant digits, a tie rounded away from zero as the page's tooltips (JavaScript's toFixed and
+    // toExponential) round it: ALiBi's slope 2⁻⁵ reads 0.0313 on every slide and in every tooltip.
+    let (a, v) = (v.abs(), v as f64);
+    let away = |x: f64, digits: i32| (x * 10f64.powi(digits)).round() / 10f64.powi(digits);
     if (0.01..1000.0).contains(&a) {
-        format!("{:.*}", (2 - a.log10().floor() as i32).max(0) as usize, v)
+        let digits = (2 - a.log10().floor() as i32).max(0);
+        format!("{:.*}", digits as usize, away(v, digits))
     } else {
-        format!("{v:.2e}")
+        let e = (v.abs().log10().floor()) as i32;
+        let m = away(v / 10f64.powi(e), 2);
+        let (m, e) = if m.abs() >= 10.0 { (m / 10.0, e + 1) } else { (m, e) };
+        format!("{m:.2}e{e}")
     }
 }
 
@@ -632,5 +639,11 @@ mod tests {
         assert_eq!(short(0.1234), "0.123");
         assert_eq!(short(12.345), "12.3");
         assert_eq!(short(f32::NEG_INFINITY), "−∞");
+        // Ties away from zero, as the page's fmt (JavaScript) says them.
+        assert_eq!((short(0.03125), short(-0.03125)), ("0.0313".into(), "-0.0313".into()));
+        assert_eq!(
+            (short(3.90625e-3), short(-9.72e-3), short(12345.6), short(9.999e-3)),
+            ("3.91e-3".into(), "-9.72e-3".into(), "1.23e4".into(), "1.00e-2".into())
+        );
     }
 }
