@@ -284,7 +284,7 @@ test('exports: PNG at 2×, SVG, and the trace .npz with the CLI\'s names and num
   assert.match(parsed.text, /Relative logits/);
   assert.match(parsed.text, /129/, 'the cell values are written in a 4 × 4 figure');
   // Standing alone: the scheme in the title, its options and the pin under it, the pinned cell outlined.
-  assert.match(parsed.text, /Relative logits — shaw/);
+  assert.match(parsed.text, /Relative logits — Shaw et al. 2018/);
   assert.match(parsed.text, /Shaw et\s+al\.\s+2018:\s+clip\s+k\s+=\s+2/);
   await hover(page, 'weights', 1, 2);
   await page.mouse.down();

@@ -19,10 +19,9 @@ function baseName() {
  *  subtitle holds the formula, the shape, the head and batch element, the scheme's options and the pin. */
 function standalone(stage, cur) {
   const spec = { ...figureSpec(stage, cur), range: [stage.lo, stage.hi] };
-  const scheme = cur.info.capture_title || cur.info.options.method;
   const pin = state.pinned && stage.pairs ? ` · pinned (i, j) = (${state.pinned.i}, ${state.pinned.j})` : '';
   const row = state.pinnedRow != null ? ` · pinned table row ${state.pinnedRow}` : '';
-  return { ...spec, title: `${stage.title} — ${scheme}`, subtitle: `${spec.subtitle} · ${cur.info.stated}${pin}${row}` };
+  return { ...spec, title: `${stage.title} — ${cur.info.heading}`, subtitle: `${spec.subtitle} · ${cur.info.stated}${pin}${row}` };
 }
 
 /** The pinned pair's cell outlined in an SVG figure whose plot is `area` (black and yellow, as on the page). */
@@ -43,7 +42,7 @@ function figureSVG(name, width = FRAME.w, height = FRAME.h) {
   const stage = cur.byName[name];
   if (stage.chart) {
     const spec = chartSpec(stage, cur);
-    const title = `${stage.title} — ${cur.info.capture_title || cur.info.options.method}`;
+    const title = `${stage.title} — ${cur.info.heading}`;
     return { svg: state.ui.chart_svg({ ...spec, title }, width, height), area: null };
   }
   // A stage sent without its values (past VALUES_CELLS) is too large to paint as vectors anyway: its raster goes in.

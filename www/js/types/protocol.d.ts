@@ -350,6 +350,11 @@ capture: CaptureInfo | null,
  */
 capture_title: string, 
 /**
+ * What an exported figure's title names after the stage's: the captured layer ([`Info::capture_title`]),
+ * else the scheme ([`relattn_core::Method::label`]: "T5 buckets", not the option's "t5").
+ */
+heading: string, 
+/**
  * The scheme's options in one line, stated on every slide of the scheme ([`crate::pictures::stated`]).
  */
 stated: string, 

@@ -43,6 +43,7 @@ impl Info {
             tokens: inputs.tokens.clone(),
             capture: inputs.capture.clone(),
             capture_title: inputs.capture.as_ref().map_or(String::new(), CaptureInfo::title),
+            heading: inputs.capture.as_ref().map_or(cfg.method.label().to_string(), CaptureInfo::title),
             stated: String::new(),
             stages,
             pair: cfg.method.pair_labels(cfg.clip),

@@ -135,6 +135,9 @@ pub struct Info {
     pub capture: Option<CaptureInfo>,
     /// A captured layer in one line ([`CaptureInfo::title`]: "t5-small, encoder layer 1"), or "".
     pub capture_title: String,
+    /// What an exported figure's title names after the stage's: the captured layer ([`Info::capture_title`]),
+    /// else the scheme ([`relattn_core::Method::label`]: "T5 buckets", not the option's "t5").
+    pub heading: String,
     /// The scheme's options in one line, stated on every slide of the scheme ([`crate::pictures::stated`]).
     pub stated: String,
     /// The trace's stages in pipeline order, with their titles, formulas and axes.
