@@ -321,8 +321,9 @@ def _assemble(model, family, located, runs, per_prompt, induction, captures, tok
     notes = ["duplicate_token and induction are measured on a repeated random sequence, not on the prompts."]
     if family in ("t5", "mt5", "umt5") and any(p == "decoder" for p, _, _ in located):
         notes.append("T5's decoder read each prompt shifted right (teacher forcing).")
-    if _precision_note(model):
-        notes.append(_precision_note(model))
+    precision = _precision_note(model)
+    if precision:
+        notes.append(precision)
     if training:
         notes.append("The model was in training mode: summarised as eval() computes (dropout off); the model is left in training mode.")
     prompts = [{"n": int(ids.shape[1]), "tokens": _tokens(tokenizer, ids)[0] if tokenizer is not None else None} for ids, _, _ in runs]

@@ -1,7 +1,7 @@
 //! The head atlas: each head of a layer summarised by position — where its attention falls by offset, how
 //! spread it is, whether it looks one token back or at the first token, and how much of its logits the
 //! position scheme's own term explains. Computed from a layer's projections ([`Projected`]: its output is not
-//! computed) a block of [`BLOCK`] query rows at a time ([`attend_rows`]): O(BLOCK·n) memory beside them, never a
+//! computed) a block of [`BLOCK`](crate::layer::on_demand::BLOCK) query rows at a time ([`attend_rows`](crate::attention::attend_rows)): O(BLOCK·n) memory beside them, never a
 //! head's (n, n) array.
 //!
 //! For one head of one sequence, with A the attention weights, S the scaled, masked logits (the `logits`
@@ -27,11 +27,11 @@
 //! scale); RoPE's change of the logit by the rotation, scale·(R_i q_i·R_j k_j − q_i·k_j); absolute positions'
 //! P W_q (P W_k)ᵀ·scale (the positions' own product; the learned table of a captured model, else the sinusoids).
 
-use crate::attention::{attend_rows, Config, HeadInput, HeadTrace};
+use crate::attention::{Config, HeadInput, HeadTrace};
 use crate::core::matmul::matmul;
 use crate::error::{check_index, Error, Result};
 use crate::layer::forward::{map_heads, projections, Projections};
-use crate::layer::on_demand::{head_input, BLOCK};
+use crate::layer::on_demand::{each_traced_block, head_input};
 use crate::layer::scenario::Scenario;
 use crate::positions::absolute;
 use crate::positions::rope::RopeTable;
@@ -61,22 +61,15 @@ impl Projected {
         (b, self.config.heads, n)
     }
 
-    /// Head `head` of batch element `batch` a [`BLOCK`] of query rows at a time, as [`attend_rows`] traces
+    /// Head `head` of batch element `batch` a [`BLOCK`](crate::layer::on_demand::BLOCK) of query rows at a time, as [`attend_rows`](crate::attention::attend_rows) traces
     /// them: `f(rows, input, trace)` gets the head's tensors (Q, K and V as projected, before any rotation) and
     /// the trace of the query rows `rows`, every row once, in order.
     fn each_block(&self, batch: usize, head: usize, mut f: impl FnMut(Range<usize>, &HeadInput, &HeadTrace) -> Result<()>) -> Result<()> {
-        let (b, h, n) = self.dims();
+        let (b, h, _) = self.dims();
         check_index("batch index", batch, b)?;
         check_index("head", head, h)?;
         let input = head_input(&self.config, &self.scenario, &self.projections, self.rope.as_ref(), batch, head);
-        for a in (0..n).step_by(BLOCK) {
-            crate::core::cancel::check()?;
-            let rows = a..(a + BLOCK).min(n);
-            let mut trace = HeadTrace::default();
-            attend_rows(&self.config, &input, rows.clone(), &mut trace)?;
-            f(rows, &input, &trace)?;
-        }
-        Ok(())
+        each_traced_block(&self.config, &input, |rows, trace| f(rows, &input, trace))
     }
 }
 
@@ -150,6 +143,8 @@ pub fn summarize_head(layer: &Projected, batch: usize, head: usize, tokens: Opti
     let mut sums = Sums::default();
     let absolute = absolute_positions(layer, head);
     let mut bands = None;
+    // The keys a query row sees, one buffer for every row (not an allocation a row).
+    let mut visible: Vec<usize> = Vec::with_capacity(n);
     layer.each_block(batch, head, |rows, input, trace| {
         if bands.is_none() {
             bands = Some(band_norms(layer, input));
@@ -161,7 +156,8 @@ pub fn summarize_head(layer: &Projected, batch: usize, head: usize, tokens: Opti
                 continue;
             }
             let (s_row, a_row, t_row) = (trace.logits.row(r), trace.weights.row(r), term.row(r));
-            let visible: Vec<usize> = (0..n).filter(|&j| s_row[j].is_finite()).collect();
+            visible.clear();
+            visible.extend((0..n).filter(|&j| s_row[j].is_finite()));
             if visible.is_empty() {
                 continue;
             }

@@ -183,11 +183,8 @@ impl Layer {
         check_index("batch index", batch, b)?;
         check_index("head", head, h)?;
         let stages = self.stages();
-        for a in (0..n).step_by(BLOCK) {
-            crate::core::cancel::check()?;
-            let queries = a..(a + BLOCK).min(n);
-            let mut trace = HeadTrace::default();
-            attend_rows(&self.config, &self.head_input(batch, head), queries.clone(), &mut trace)?;
+        each_traced_block(&self.config, &self.head_input(batch, head), |queries, trace| {
+            let a = queries.start;
             for (k, &stage) in stages.iter().enumerate() {
                 match stage {
                     Stage::RelK | Stage::RelV if a == 0 => f(k, 0, self.table(stage, head)),
@@ -195,15 +192,15 @@ impl Layer {
                     Stage::Slopes | Stage::RopeAngles | Stage::Positions if a == 0 => f(k, 0, self.scheme_stage(stage).expect("a scheme stage").view()),
                     Stage::Slopes | Stage::RopeAngles | Stage::Positions => {}
                     _ => {
-                        let m = self.of_block(stage, batch, queries.clone(), &trace);
+                        let m = self.of_block(stage, batch, queries.clone(), trace);
                         // The reshaped buffer's rows a..=b: the next block gives row b, except after the last one.
                         let keep = if stage == Stage::SkewReshaped && queries.end < n { m.nrows() - 1 } else { m.nrows() };
                         f(k, a, m.slice(s![..keep, ..]));
                     }
                 }
             }
-        }
-        Ok(())
+            Ok(())
+        })
     }
 
     /// The (rows, ·) block of a stage computed from query rows `queries` (the reshaped buffer's rows
@@ -259,6 +256,21 @@ impl Layer {
     fn head_input(&self, batch: usize, head: usize) -> HeadInput<'_> {
         head_input(&self.config, &self.scenario, &self.projections, self.rope.as_ref(), batch, head)
     }
+}
+
+/// One head's query rows a [`BLOCK`] at a time, each block traced by [`attend_rows`]: `f(rows, trace)` gets every
+/// row once, in order; a cancel request ([`crate::core::cancel`]) stops it between blocks. What [`Layer::each_block`]
+/// and the atlas ([`crate::atlas`]) read a head by, in O(BLOCK·n) memory.
+pub fn each_traced_block(cfg: &Config, input: &HeadInput, mut f: impl FnMut(Range<usize>, &HeadTrace) -> Result<()>) -> Result<()> {
+    let n = input.q.nrows();
+    for a in (0..n).step_by(BLOCK) {
+        crate::core::cancel::check()?;
+        let rows = a..(a + BLOCK).min(n);
+        let mut trace = HeadTrace::default();
+        attend_rows(cfg, input, rows.clone(), &mut trace)?;
+        f(rows, &trace)?;
+    }
+    Ok(())
 }
 
 /// Head `head` of batch element `batch` of a projected layer: its columns of Q, K, V (as projected, before any
