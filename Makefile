@@ -120,7 +120,7 @@ deps-python:
 	@# JupyterLab runs its bundled yarn.js with node, which would take this repository's package.json
 	@# ("type": "module") for that file's: the venv says its own scripts are CommonJS.
 	@echo '{ "type": "commonjs" }' > $(PYVENV)/package.json
-	@$(PYVENV)/bin/python -c "import maturin, numpy, pytest, anywidget, jupyterlab, torch, transformers" 2>/dev/null || $(PYVENV)/bin/pip install --quiet -r python/requirements-test.txt
+	@$(PYVENV)/bin/python -c "import maturin, numpy, pytest, anywidget, jupyterlab, torch, transformers" 2>/dev/null || $(PYVENV)/bin/pip install --quiet --no-cache-dir -r python/requirements-test.txt
 
 # The notebook widget: python/relattn/widget.js with the page's figure core (www/js/shared/figure-core.js)
 # bundled in by esbuild (package.json) into one module, python/relattn/static/widget.js (git-ignored): one copy.
@@ -162,11 +162,15 @@ deps-web: deps-wasm
 	@test -d node_modules/playwright-core -a node_modules/.package-lock.json -nt package-lock.json || npm ci --no-audit --no-fund
 
 # wasm-bindgen-test of the wasm API (crates/relattn-wasm/tests/: web.rs, web_model.rs) in headless chromium (flags in
-# webdriver.json). The trained models take about 30 s
-# in this debug build, past the runner's default limit of 20 s.
+# webdriver.json). The trained models take about 30 s in this debug build, past the runner's default limit of 20 s.
+# chromedriver leaves each browser's profile (about 50 MB) in the temporary folder: TMPDIR is one of target/'s,
+# emptied after the run whatever its result.
+WASM_TEST_TMP = target/wasm-test-tmp
 test-wasm: deps-web
-	CHROMEDRIVER=/usr/bin/chromedriver CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner WASM_BINDGEN_TEST_TIMEOUT=120 \
-	  cargo test -p relattn-wasm --target wasm32-unknown-unknown --features test-hooks --test web --test web_model
+	@rm -rf $(WASM_TEST_TMP) && mkdir -p $(WASM_TEST_TMP)
+	TMPDIR=$(abspath $(WASM_TEST_TMP)) CHROMEDRIVER=/usr/bin/chromedriver CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner WASM_BINDGEN_TEST_TIMEOUT=120 \
+	  cargo test -p relattn-wasm --target wasm32-unknown-unknown --features test-hooks --test web --test web_model; \
+	  status=$$?; rm -rf $(WASM_TEST_TMP); exit $$status
 
 # The page end to end: serves www/ on 127.0.0.1, drives chromium; screenshots in tests/e2e/artifacts/.
 # The wasm is built with the test hooks (the worker's debug messages call them).
@@ -184,7 +188,7 @@ test-web: test-wasm test-e2e
 # (models/music_figures.json) and docs/src/models.md's tables on stdout. Offline work: make test never needs it.
 train:
 	@test -x train/.venv/bin/python || python3 -m venv train/.venv
-	train/.venv/bin/pip install --quiet -r train/requirements.txt
+	train/.venv/bin/pip install --quiet --no-cache-dir -r train/requirements.txt
 	train/run_all.sh
 	cargo build --release --quiet
 	python3 train/music_figures.py
@@ -194,6 +198,6 @@ train:
 # notebook's PyTorch module), written offline in train/.venv with transformers added: make test reads them.
 fixtures:
 	@test -x train/.venv/bin/python || python3 -m venv train/.venv
-	train/.venv/bin/pip install --quiet -r train/requirements.txt transformers==5.24.0
+	train/.venv/bin/pip install --quiet --no-cache-dir -r train/requirements.txt transformers==5.24.0
 	train/.venv/bin/python train/position_fixtures.py
 	train/.venv/bin/python python/tests/make_seed_fixture.py
