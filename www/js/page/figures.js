@@ -167,14 +167,16 @@ export function blit(v) {
   const cw = (x1 - x0) / cols;
   const ch = (y1 - y0) / rows;
   if (v.win) drawMinimap(v);
+  delete v.canvas.dataset.valuePx; // set below when the values are written
   if (cw < VALUE_CELL.w || ch < VALUE_CELL.h || !rgba) return;
   const ctx = v.ctx;
+  const texts = core.cellTexts(values);
   // As large as the cell takes its longest value (about 0.6 em a character), up to 13 px (20 on a slide).
-  let longest = 1;
-  for (let k = 0; k < rows * cols; k++) longest = Math.max(longest, core.fmt(values[k]).length);
+  const longest = Math.max(1, ...texts.map((t) => t.length));
   const px = Math.min(v.minValuePx ? Math.round((v.minValuePx * 5) / 3) : 13, Math.floor(ch * 0.45), Math.floor((cw * 0.85) / (0.6 * longest + 0.2)));
   // A view that must stay legible (the presentation's) writes no value smaller than its minimum.
   if (v.minValuePx && px < v.minValuePx) return;
+  v.canvas.dataset.valuePx = String(px);
   ctx.font = `${px}px sans-serif`;
   ctx.textAlign = 'center';
   ctx.textBaseline = 'middle';
@@ -184,7 +186,7 @@ export function blit(v) {
       // Dark text on light cells, light text on dark ones (Rec. 709 luma of the cell's colour).
       const luma = 0.2126 * rgba[k] + 0.7152 * rgba[k + 1] + 0.0722 * rgba[k + 2];
       ctx.fillStyle = luma > 140 ? '#111' : '#f4f4f4';
-      ctx.fillText(core.fmt(values[i * cols + j]), x0 + (j + 0.5) * cw, y0 + (i + 0.5) * ch);
+      ctx.fillText(texts[i * cols + j], x0 + (j + 0.5) * cw, y0 + (i + 0.5) * ch);
     }
   }
 }

@@ -18,6 +18,34 @@ export function fmt(v) {
   return v.toExponential(2).replace('e+', 'e'); // 1.23e4, as the Rust figures (render::figure::short) write it
 }
 
+/**
+ * The texts of a figure's cell values (render::figure::cell_texts writes the exports' the same way): all with one
+ * number of decimals, three significant digits of the largest |value|, so that one small value does not need an
+ * exponent where the others do not (a −9.72e-3 among values near 1 made every text too long for its cell, and a
+ * slide wrote none); exactly 0 as "0", integers as they are, and fmt for each value when the largest is below
+ * 0.001 or from 10⁶.
+ * @param {ArrayLike<number>} values
+ */
+export function cellTexts(values) {
+  let largest = 0;
+  let integers = true;
+  for (const v of Array.from(values)) {
+    if (!Number.isFinite(v)) continue;
+    largest = Math.max(largest, Math.abs(v));
+    integers = integers && Number.isInteger(v);
+  }
+  let decimals = null;
+  if (largest < 1e6 && integers) decimals = 0;
+  else if (largest >= 1e-3 && largest < 1e6) decimals = Math.max(0, 2 - Math.floor(Math.log10(largest)));
+  const text = (v) => {
+    if (decimals === null || !Number.isFinite(v)) return fmt(v);
+    if (v === 0) return '0';
+    const t = v.toFixed(decimals);
+    return /^-[0.]+$/.test(t) ? t.slice(1) : t; // a value that rounds to zero has no sign
+  };
+  return Array.from(values, text);
+}
+
 /** A cell's line of a tooltip: where it is ((i, j) for a pair, else by its axes) and its value ('…' while it
  *  is asked for: `value` undefined). */
 export function cellText(stage, i, j, value) {

@@ -22,7 +22,6 @@ pub fn short(v: f32) -> String {
     // Three significant digits, a tie rounded away from zero as the page's tooltips (JavaScript's toFixed and
     // toExponential) round it: ALiBi's slope 2⁻⁵ reads 0.0313 on every slide and in every tooltip.
     let (a, v) = (v.abs(), v as f64);
-    let away = |x: f64, digits: i32| (x * 10f64.powi(digits)).round() / 10f64.powi(digits);
     if (0.01..1000.0).contains(&a) {
         let digits = (2 - a.log10().floor() as i32).max(0);
         format!("{:.*}", digits as usize, away(v, digits))
@@ -32,6 +31,43 @@ pub fn short(v: f32) -> String {
         let (m, e) = if m.abs() >= 10.0 { (m / 10.0, e + 1) } else { (m, e) };
         format!("{m:.2}e{e}")
     }
+}
+
+/// The texts of a figure's cell values, row-major (the page's cellTexts, www/js/shared/figure-core.js, writes
+/// its own the same way): all with one number of decimals, three significant digits of the largest |value|, so
+/// that one small value does not need an exponent where the others do not (a −9.72e-3 among values near 1 made
+/// every text too long for its cell, and a slide wrote none); exactly 0 as "0", integers as they are, and
+/// [`short`] for each value when the largest is below 0.001 or from 10⁶ (masked −∞ as "−∞").
+pub fn cell_texts(values: ArrayView2<f32>) -> Vec<String> {
+    let finite = || values.iter().copied().filter(|v| v.is_finite());
+    let largest = finite().fold(0f32, |m, v| m.max(v.abs()));
+    let integers = finite().all(|v| v == v.round());
+    let decimals = match largest {
+        _ if largest >= 1e6 => None,
+        _ if integers => Some(0),
+        _ if largest < 1e-3 => None,
+        _ => Some((2 - largest.log10().floor() as i32).max(0)),
+    };
+    let text = |v: f32| match decimals {
+        Some(d) if v.is_finite() && v != 0.0 => {
+            let t = format!("{:.*}", d as usize, away(v as f64, d));
+            // A value that rounds to zero has no sign.
+            let unsigned = t.trim_start_matches('-');
+            if unsigned.chars().all(|c| c == '0' || c == '.') {
+                unsigned.to_string()
+            } else {
+                t
+            }
+        }
+        Some(_) if v == 0.0 => "0".into(),
+        _ => short(v),
+    };
+    values.iter().map(|&v| text(v)).collect()
+}
+
+/// `x` rounded to `digits` decimals, a tie away from zero (as JavaScript's toFixed rounds it).
+fn away(x: f64, digits: i32) -> f64 {
+    (x * 10f64.powi(digits)).round() / 10f64.powi(digits)
 }
 
 /// What a figure shows.
@@ -291,15 +327,20 @@ pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, fig: &Figure, cel
         }
         let (cell_w, cell_h) = ((xs.end - xs.start) / cols as i32, (ys.end - ys.start) / rows as i32);
         if rows <= MAX_TEXT_SIDE && cols <= MAX_TEXT_SIDE && cell_w >= VALUE_CELL.0 && cell_h >= VALUE_CELL.1 {
-            let size = (cell_w.min(cell_h) / 3).clamp(8, (16.0 * k).round() as i32);
-            chart
-                .draw_series(fig.matrix.indexed_iter().map(|((i, j), &v)| {
-                    let c = lut.color(v, range);
-                    let dark = 0.299 * c[0] as f32 + 0.587 * c[1] as f32 + 0.114 * c[2] as f32 > 140.0;
-                    let style = ("sans-serif", size).into_font().color(if dark { &BLACK } else { &WHITE }).pos(Pos::new(HPos::Center, VPos::Center));
-                    Text::new(short(v), (SegmentValue::CenterOf(j as i32), SegmentValue::CenterOf((rows - 1 - i) as i32)), style)
-                }))
-                .map_err(err)?;
+            let texts = cell_texts(fig.matrix);
+            // As large as the cell takes its longest text (about 0.6 em a character), as the page sizes them.
+            let longest = texts.iter().map(|t| t.chars().count()).max().unwrap_or(1) as f32;
+            let size = ((cell_h as f32 * 0.45).min(cell_w as f32 * 0.85 / (0.6 * longest + 0.2)).floor() as i32).min((16.0 * k).round() as i32);
+            if size >= 8 {
+                chart
+                    .draw_series(fig.matrix.indexed_iter().zip(texts).map(|(((i, j), &v), text)| {
+                        let c = lut.color(v, range);
+                        let dark = 0.299 * c[0] as f32 + 0.587 * c[1] as f32 + 0.114 * c[2] as f32 > 140.0;
+                        let style = ("sans-serif", size).into_font().color(if dark { &BLACK } else { &WHITE }).pos(Pos::new(HPos::Center, VPos::Center));
+                        Text::new(text, (SegmentValue::CenterOf(j as i32), SegmentValue::CenterOf((rows - 1 - i) as i32)), style)
+                    }))
+                    .map_err(err)?;
+            }
         }
     }
     draw_colorbar(&bar, range, &lut, ink, k).map_err(err)?;
@@ -631,6 +672,37 @@ mod tests {
         }
         assert_eq!(printable("a\u{1}b"), "a\u{2401}b");
         assert_eq!(printable(&"é".repeat(MAX_TEXT_CHARS + 5)).chars().count(), MAX_TEXT_CHARS);
+    }
+
+    /// One value that needs an exponent on its own (−9.72e-3) takes the others' decimals: no text is longer for
+    /// it (#51 item 7).
+    #[test]
+    fn cell_values_share_their_decimals() {
+        let texts = |v: &[f32]| cell_texts(ndarray::ArrayView2::from_shape((1, v.len()), v).unwrap());
+        assert_eq!(texts(&[0.5, -9.72e-3, 1.25, 0.0]), ["0.50", "-0.01", "1.25", "0"]);
+        assert_eq!(texts(&[12.5, -0.004]), ["12.5", "0.0"]);
+        assert_eq!(texts(&[-9.72e-3, 3.0e-3]), ["-0.00972", "0.00300"]);
+        assert_eq!(texts(&[3.0, -7.0, f32::NEG_INFINITY]), ["3", "-7", "−∞"]);
+        assert_eq!(texts(&[2.5e-4, 0.0]), ["2.50e-4", "0"]);
+        assert_eq!(texts(&[2.5e7, 1.5]), ["2.50e7", "1.50"]);
+    }
+
+    /// A 4 × 4 figure whose values need an exponent alone writes all sixteen, each inside its cell.
+    #[test]
+    fn a_small_value_leaves_every_value_written() {
+        register_fonts();
+        let mut m = ndarray::Array2::<f32>::from_shape_fn((4, 4), |(i, j)| 0.25 * (i as f32 - j as f32));
+        m[[1, 2]] = -9.72e-3;
+        let fig = Figure::plain(m.view(), "t".into(), String::new(), "key j", "query i", Scale::Diverging);
+        let mut svg = String::new();
+        {
+            let root = plotters::prelude::SVGBackend::with_string(&mut svg, (470, 430)).into_drawing_area();
+            draw(&root, &fig, Cells::Paint).unwrap();
+        }
+        let written: Vec<&str> = svg.split("<text").filter_map(|t| Some(t.split('>').nth(1)?.split('<').next()?.trim())).collect();
+        for t in cell_texts(m.view()) {
+            assert!(written.contains(&t.as_str()), "{t} not written: {written:?}");
+        }
     }
 
     #[test]
