@@ -63,6 +63,41 @@ proptest! {
         check_layer(&cfg, &sc)?;
     }
 
+    /// Today's models' layers: heads whose width is not d_model / heads (w_q (d_model, h·d_head), w_o (h·d_head,
+    /// d_model)), grouped K/V heads, RMS norms of q and k per head (Qwen3, Gemma 3) or over the whole projection
+    /// (OLMo 2), sink logits (gpt-oss), with the configs' windows, soft-caps and scales: trace and forward, both
+    /// implementations, against the f64 definition.
+    #[test]
+    fn model_shaped_layers(cfg in common::configs(1..=4, 0..=6), d_head in 1usize..=6, d_model in 1usize..=12, n in 1usize..=24,
+                           groups in 0usize..=2, norm in 0u8..3, sinks in any::<bool>(), seed in any::<u64>()) {
+        let (cfg, d_head) = common::fit(cfg, d_head);
+        let h = cfg.heads;
+        // K/V heads: h, or a divisor of h.
+        let kv = [h, 1, if h % 2 == 0 { h / 2 } else { h }][groups];
+        let mut r = seed;
+        let mut vec = |len: usize, lo: f32, hi: f32| -> Vec<f32> {
+            (0..len).map(|_| { r = r.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407); lo + (hi - lo) * ((r >> 40) as f32 / (1u64 << 24) as f32) }).collect()
+        };
+        let mut given = Arrays::new();
+        let mut put = |name: &str, shape: &[usize], values: Vec<f32>| { given.insert(name.into(), ndarray::ArrayD::from_shape_vec(shape, values).unwrap()); };
+        put("w_q", &[d_model, h * d_head], vec(d_model * h * d_head, -0.8, 0.8));
+        put("w_k", &[d_model, kv * d_head], vec(d_model * kv * d_head, -0.8, 0.8));
+        put("w_v", &[d_model, kv * d_head], vec(d_model * kv * d_head, -0.8, 0.8));
+        put("w_o", &[h * d_head, d_model], vec(h * d_head * d_model, -0.8, 0.8));
+        put("b_k", &[kv * d_head], vec(kv * d_head, -0.3, 0.3));
+        match norm {
+            1 => { put("q_norm", &[d_head], vec(d_head, 0.5, 1.5)); put("k_norm", &[d_head], vec(d_head, 0.5, 1.5)); }
+            2 => { put("q_norm", &[h * d_head], vec(h * d_head, 0.5, 1.5)); put("k_norm", &[kv * d_head], vec(kv * d_head, 0.5, 1.5)); }
+            _ => {}
+        }
+        if sinks {
+            put("sinks", &[h], vec(h, -1.0, 2.0));
+        }
+        let sc = Scenario::build(&cfg, &Spec { n, d_model, batch: 1, seed }, given, false).unwrap();
+        prop_assert_eq!(sc.d_head, d_head);
+        check_layer(&cfg, &sc)?;
+    }
+
     /// One head with Lq ≠ Lk (queries aligned to the last keys), Shaw's method.
     #[test]
     fn head_with_unequal_lengths(lq in 1usize..=9, lk in 1usize..=11, d_head in 1usize..=5, clip in 0usize..=12,
@@ -73,7 +108,7 @@ proptest! {
         let mut mat = |r: usize, c: usize| Array2::from_shape_simple_fn((r, c), || it.next().unwrap());
         let (q, k, v, tk, tv) = (mat(lq, d_head), mat(lk, d_head), mat(lk, d_head), mat(rows, d_head), mat(rows, d_head));
         let mask = Array2::from_shape_fn((1, lk), |(_, j)| j % 3 != 1).index_axis_move(Axis(0), 0);
-        let input = HeadInput { q: q.view(), k: k.view(), v: v.view(), rel_k: tk.view(), rel_v: Some(tv.view()), key_mask: Some(mask.view()), rope: None };
+        let input = HeadInput { q: q.view(), k: k.view(), v: v.view(), rel_k: tk.view(), rel_v: Some(tv.view()), key_mask: Some(mask.view()), rope: None, sink: None };
         let to_mat = |a: &Array2<f32>| -> common::Mat { a.rows().into_iter().map(|r| r.iter().map(|&x| x as f64).collect()).collect() };
         let want = common::head(&cfg, &to_mat(&q), &to_mat(&k), &to_mat(&v), &to_mat(&tk), Some(&to_mat(&tv)), Some(mask.as_slice().unwrap()));
         for implementation in [Implementation::Efficient, Implementation::Materialized] {
@@ -110,9 +145,11 @@ proptest! {
         let width = cfg.scheme().table_width(d_head);
         let (q, k, v, tk, tv) = (mat(lq, d_head), mat(lk, d_head), mat(lk, d_head), mat(rows, width), mat(rows, d_head));
         let mask = Array2::from_shape_fn((1, lk), |(_, j)| !masked || j % 5 != 2).index_axis_move(Axis(0), 0);
-        let input = HeadInput { q: q.view(), k: k.view(), v: v.view(), rel_k: tk.view(), rel_v: Some(tv.view()), key_mask: Some(mask.view()), rope: None };
+        // A sink logit (gpt-oss) in 1 of 3.
+        let sink = (seed % 3 == 0).then_some(0.7f32);
+        let input = HeadInput { q: q.view(), k: k.view(), v: v.view(), rel_k: tk.view(), rel_v: Some(tv.view()), key_mask: Some(mask.view()), rope: None, sink };
         let to_mat = |a: &Array2<f32>| -> common::Mat { a.rows().into_iter().map(|r| r.iter().map(|&x| x as f64).collect()).collect() };
-        let want = common::head(&cfg, &to_mat(&q), &to_mat(&k), &to_mat(&v), &to_mat(&tk), Some(&to_mat(&tv)), Some(mask.as_slice().unwrap()));
+        let want = common::head_with_sink(&cfg, &to_mat(&q), &to_mat(&k), &to_mat(&v), &to_mat(&tk), Some(&to_mat(&tv)), Some(mask.as_slice().unwrap()), sink.map(f64::from));
         // A logit e is known to |e|·2⁻²⁴ in f32: ALiBi's bias reaches |m|·max(Lq, Lk) (a thousand here). RoPE's
         // angle m·θ is known to |m·θ|·2⁻²⁴ (θ₀ = 1): the rotated vectors carry an error that grows with the
         // position, up to max(Lq, Lk) (a query block at positions past 200 gave 1.1e-5 against the definition).
@@ -145,7 +182,7 @@ proptest! {
         let t = forward::trace(&cfg, &sc).unwrap();
         let head = |a: &ndarray::Array4<f32>| a.index_axis(Axis(0), 0).index_axis(Axis(0), 0).to_owned();
         let (q, k, v) = (t.q.index_axis(Axis(0), 0), t.k.index_axis(Axis(0), 0), t.v.index_axis(Axis(0), 0));
-        let input = HeadInput { q, k, v, rel_k: t.rel_k.index_axis(Axis(0), 0), rel_v: t.rel_v.as_ref().map(|a| a.index_axis(Axis(0), 0)), key_mask: None, rope: None };
+        let input = HeadInput { q, k, v, rel_k: t.rel_k.index_axis(Axis(0), 0), rel_v: t.rel_v.as_ref().map(|a| a.index_axis(Axis(0), 0)), key_mask: None, rope: None, sink: None };
         let mut bounds: Vec<usize> = cuts.into_iter().filter(|&c| c < n).chain([0, n]).collect();
         bounds.sort_unstable();
         bounds.dedup();

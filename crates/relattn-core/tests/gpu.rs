@@ -113,7 +113,8 @@ proptest! {
                              per_head in any::<bool>(), seed in any::<u64>(), mask in proptest::option::of(any::<u64>()),
                              work_rows in proptest::option::of(1usize..=12)) {
         let Some(mut ctx) = gpu() else { return Ok(()) };
-        let (cfg, d_head) = common::fit(cfg, d_head);
+        // The kernels have no window and no soft-cap (refused by name: `refuses_what_the_kernels_lack`).
+        let (cfg, d_head) = common::fit(Config { window: None, softcap: None, ..cfg }, d_head);
         let sc = scenario(&cfg, n, d_head, batch, per_head, seed, mask);
         // A cap of `work_rows` rows of the widest work array forces per-head and row-tiled chunks.
         let row_bytes = (n.max(cfg.table_rows()).max(d_head) * 4) as u64;
@@ -141,6 +142,31 @@ fn grouped_heads_and_given_rotary() {
     given.insert("rope_sin".into(), sin.into_dyn());
     let sc = Scenario::build(&cfg, &Spec { n, d_model: heads * dh, batch: 1, seed: 3 }, given, false).unwrap();
     check(&mut ctx, &cfg, &sc).unwrap();
+}
+
+/// A layer with what the kernels do not compute — a window, a soft-cap, q/k norms, sinks, heads narrower than
+/// d_model / heads — is refused naming it (the page then computes on the CPU, saying why), never computed wrong.
+#[test]
+fn refuses_what_the_kernels_lack() {
+    let Some(mut ctx) = gpu() else { return };
+    let cfg = Config { method: Method::Rope, heads: 2, causal: true, ..Config::default() };
+    let plain = scenario(&cfg, 6, 4, 1, false, 1, None);
+    let with = |name: &str, a: ndarray::ArrayD<f32>| {
+        let mut given = Arrays::new();
+        given.insert(name.to_string(), a);
+        Scenario::build(&cfg, &Spec { n: 6, d_model: 8, batch: 1, seed: 1 }, given, false).unwrap()
+    };
+    let cases = [
+        ("window", Config { window: Some(3), ..cfg }, plain.clone()),
+        ("softcap", Config { softcap: Some(5.0), ..cfg }, plain.clone()),
+        ("q_norm", cfg, with("q_norm", ndarray::Array1::from_elem(4, 1.5f32).into_dyn())),
+        ("sinks", cfg, with("sinks", ndarray::Array1::from_elem(2, 0.5f32).into_dyn())),
+        ("d_head", cfg, with("w_q", Array2::from_elem((8, 4), 0.1f32).into_dyn())),
+    ];
+    for (field, cfg, sc) in cases {
+        let err = pollster::block_on(ctx.output(&cfg, &sc)).expect_err(field);
+        assert_eq!(err.field(), field, "{err}");
+    }
 }
 
 /// A few long sequences (up to n = 1024), k below and above n, both methods.

@@ -30,8 +30,9 @@
 use crate::attention::{Config, HeadInput, HeadTrace};
 use crate::core::matmul::matmul;
 use crate::error::{check_index, Error, Result};
+use crate::layer::forward::head_input;
 use crate::layer::forward::{map_heads, projections, Projections};
-use crate::layer::on_demand::{each_traced_block, head_input};
+use crate::layer::on_demand::each_traced_block;
 use crate::layer::scenario::Scenario;
 use crate::positions::absolute;
 use crate::positions::rope::RopeTable;
@@ -68,7 +69,7 @@ impl Projected {
         let (b, h, _) = self.dims();
         check_index("batch index", batch, b)?;
         check_index("head", head, h)?;
-        let input = head_input(&self.config, &self.scenario, &self.projections, self.rope.as_ref(), batch, head);
+        let input = head_input(&self.scenario, &self.projections, self.rope.as_ref(), batch, head);
         each_traced_block(&self.config, &input, |rows, trace| f(rows, &input, trace))
     }
 }
@@ -253,7 +254,7 @@ fn absolute_positions(layer: &Projected, head: usize) -> Option<(Array2<f32>, Ar
     }
     let sc = &layer.scenario;
     let (_, n, d) = sc.dims();
-    let dh = d / layer.config.heads;
+    let dh = sc.d_head;
     let table = sc.positions.clone().unwrap_or_else(|| absolute::sinusoids(n, d));
     let cols = s![.., head * dh..(head + 1) * dh];
     let project = |w: &Array2<f32>| matmul(table.view(), w.slice(cols));

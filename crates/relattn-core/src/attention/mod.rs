@@ -4,10 +4,12 @@
 //! ```text
 //! content_logits  C = Q Kᵀ                                   (Lq, Lk)
 //! relative_logits S = q_i · T[row(j − i)]                    (Lq, Lk)   gather or skew: positions::shaw, positions::music
-//! logits          E = (C + S) / sqrt(d_head), −inf where masked
+//! logits          E = (C + S) / sqrt(d_head), −inf where masked (causal, outside the window, padding)
 //!                 ALiBi, T5: E = C / sqrt(d_head) + b(j − i), S = b the bias by distance (added after the scale)
 //!                 RoPE: Q and K rotated by position first (q'_i = R_i q_i), no S
-//! weights         α = softmax_j(E), a row with every key masked gives zeros
+//!                 soft-capped (Gemma 2): E ← c·tanh(E / c) before the masks; another scale than 1/√d_head: logit_scale
+//! weights         α = softmax_j(E), a row with every key masked gives zeros; with a sink logit s (gpt-oss),
+//!                 α_ij = exp(E_ij) / (Σ_j exp(E_ij) + exp(s)): the sink takes 1 − Σ_j α_ij and adds no value
 //! output          z = α V  +  B w^V,  B[i, r] = Σ_{j: row(j−i) = r} α_ij     (Lq, d_head)
 //! ```
 
@@ -16,13 +18,13 @@ pub mod fused;
 use crate::core::finite::check_overflow;
 use crate::core::matmul::matmul;
 use crate::core::simd::Isa;
-use crate::core::softmax::softmax_rows;
+use crate::core::softmax::softmax_rows_with_sink;
 use crate::error::{Error, Result};
 use crate::positions::music::SkewSteps;
 use crate::positions::rope::{Rope, RopeTable};
 use crate::positions::shaw;
 use crate::positions::t5::Buckets;
-use crate::positions::table::{visible_keys, Edge, QueryRows, RelTable};
+use crate::positions::table::{Edge, QueryRows, Reach, RelTable};
 use crate::positions::{self, Method, Scheme};
 use crate::timing::{now_ms, LogitTimes, StageTimes};
 use ndarray::{s, Array2, ArrayView1, ArrayView2};
@@ -43,7 +45,7 @@ pub enum Implementation {
 
 /// What the logits (the content term plus Shaw's or the Music Transformer's relative term) are multiplied by
 /// before ALiBi's or T5's bias is added and the softmax taken.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(export_to = "protocol.d.ts"))]
@@ -53,6 +55,8 @@ pub enum LogitScale {
     InvSqrtDHead,
     /// 1: T5's logits, whose 1/√d_head is folded into the initialisation of W_q.
     None,
+    /// A model's own factor: Gemma 2's and 3's query_pre_attn_scalar^(−1/2), which need not be 1/√d_head.
+    Factor(f32),
 }
 
 impl LogitScale {
@@ -61,25 +65,33 @@ impl LogitScale {
         match self {
             LogitScale::InvSqrtDHead => 1.0 / (d_head as f32).sqrt(),
             LogitScale::None => 1.0,
+            LogitScale::Factor(f) => f,
         }
     }
+}
 
-    /// The name in files, links and on the command line (serde's).
-    pub fn name(self) -> &'static str {
+/// What `logit_scale` may be, for its refusals.
+const LOGIT_SCALES: &str = "inv_sqrt_d_head, none, or a factor above 0 and at most 1e4";
+
+impl LogitScale {
+    /// The scale, checked: a factor must be finite, above 0 and at most 1e4.
+    pub fn checked(self) -> Result<Self> {
         match self {
-            LogitScale::InvSqrtDHead => "inv_sqrt_d_head",
-            LogitScale::None => "none",
+            LogitScale::Factor(f) if !(f > 0.0 && f <= 1e4) => Err(Error::invalid("logit_scale", f, LOGIT_SCALES)),
+            l => Ok(l),
         }
     }
 }
 
 impl FromStr for LogitScale {
     type Err = Error;
+    /// The command line's spelling: `inv_sqrt_d_head`, `none` or a number (a factor).
     fn from_str(s: &str) -> Result<Self> {
-        [LogitScale::InvSqrtDHead, LogitScale::None]
-            .into_iter()
-            .find(|l| l.name() == s)
-            .ok_or_else(|| Error::invalid("logit_scale", format!("'{s}'"), "inv_sqrt_d_head, none"))
+        match s {
+            "inv_sqrt_d_head" => Ok(LogitScale::InvSqrtDHead),
+            "none" => Ok(LogitScale::None),
+            _ => s.parse::<f32>().map_err(|_| Error::invalid("logit_scale", format!("'{s}'"), LOGIT_SCALES)).and_then(|f| LogitScale::Factor(f).checked()),
+        }
     }
 }
 
@@ -100,8 +112,15 @@ pub struct Config {
     /// Add the content term q_i · k_j to the logits. Off, the logits are the relative term alone (the
     /// content logits are zeros): what relative positions do by themselves, for teaching.
     pub content: bool,
-    /// The logits' scale: 1/√d_head, or 1 (T5).
+    /// The logits' scale: 1/√d_head, 1 (T5) or a model's own factor.
     pub logit_scale: LogitScale,
+    /// Keys at |j − i| ≥ window masked: a sliding window (with `causal`, the query and the window − 1 keys
+    /// before it); `None`: no window.
+    pub window: Option<usize>,
+    /// Logit soft-capping (Gemma 2): E ← c·tanh(E / c) after the scale and any bias; `None`: no cap.
+    pub softcap: Option<f32>,
+    /// ε of the RMS norms of Q and K, when the layer has them ([`crate::layer::scenario::Scenario::q_norm`]).
+    pub norm_eps: f32,
     /// RoPE's options (method rope).
     pub rope: Rope,
     /// T5's buckets (method t5).
@@ -122,6 +141,9 @@ impl Default for Config {
             implementation: Implementation::Efficient,
             content: true,
             logit_scale: LogitScale::InvSqrtDHead,
+            window: None,
+            softcap: None,
+            norm_eps: 1e-6,
             rope: Rope::default(),
             buckets: Buckets::default(),
             positions_in_x: false,
@@ -144,6 +166,11 @@ impl Config {
     /// The distances the vector table's rows cover and what lies beyond them ([`Scheme::layout`]).
     pub fn layout(&self) -> RelTable {
         self.scheme().layout()
+    }
+
+    /// Which keys each query may attend to: the causal mask and the window.
+    pub fn reach(&self) -> Reach {
+        Reach { causal: self.causal, window: self.window }
     }
 
     /// Whether the output has Shaw's value term.
@@ -171,6 +198,8 @@ pub struct HeadInput<'a> {
     /// RoPE's cos and sin for the positions of the queries and keys, made once for every head of a layer;
     /// `None`: made for this head.
     pub rope: Option<&'a RopeTable>,
+    /// The head's learned sink logit (gpt-oss): a column of the softmax with no key and no value.
+    pub sink: Option<f32>,
 }
 
 /// Every intermediate of one head, for display.
@@ -266,6 +295,7 @@ fn with_rotated<'a, 'b: 'a>(h: &HeadInput<'b>, rotated: Option<&'a (Array2<f32>,
         rel_v: h.rel_v.map(|t| t.reborrow()),
         key_mask: h.key_mask.map(|m| m.reborrow()),
         rope: h.rope,
+        sink: h.sink,
     }
 }
 
@@ -364,7 +394,7 @@ fn staged(cfg: &Config, h: &HeadInput, rows: Range<usize>, mut trace: Option<&mu
     let relative_ms = lap();
 
     let bias = rel.as_ref().filter(|_| method.adds_distance_bias());
-    scale_and_mask(&mut logits, cfg.logit_scale.factor(dh), bias, cfg.causal, h.key_mask, block)?;
+    scale_and_mask(&mut logits, cfg, dh, bias, h.key_mask, block)?;
     if let (Some(t), Some(r)) = (trace.as_deref_mut(), rel) {
         t.relative_logits = r;
     }
@@ -373,7 +403,7 @@ fn staged(cfg: &Config, h: &HeadInput, rows: Range<usize>, mut trace: Option<&mu
     }
     let scale_mask_ms = lap();
 
-    softmax_rows(&mut logits);
+    softmax_rows_with_sink(&mut logits, h.sink);
     let weights = logits;
     let softmax_ms = lap();
     let out_content = matmul(weights.view(), h.v);
@@ -409,32 +439,37 @@ fn relative_logits(cfg: &Config, h: &HeadInput, rows: Range<usize>, trace: Optio
     positions::relative_logits(&cfg.scheme(), materialized, h.q, h.rel_k, h.k.nrows(), rows, skew)
 }
 
-/// `e ← e · scale + bias` (ALiBi's or T5's, when given), then −∞ for keys after the query (causal) and for
-/// padding keys; `logits` and `bias` are the query rows `block`'s.
+/// `e ← e · scale + bias` (ALiBi's or T5's, when given), soft-capped `e ← c·tanh(e / c)` with `softcap`, then
+/// −∞ for keys out of the query's reach (causal, window) and for padding keys; `logits` and `bias` are the query
+/// rows `block`'s.
 ///
 /// A logit that is not finite where no mask puts −∞ (NaN or ±∞ from finite inputs past float32's range: ALiBi's
 /// slope of 1e38 times a distance) would pass the softmax as a wrong but finite weight: it is refused as an
 /// overflow in "logits" at (query, key), as the fused forward refuses it.
 fn scale_and_mask(
     logits: &mut Array2<f32>,
-    scale: f32,
+    cfg: &Config,
+    d_head: usize,
     bias: Option<&Array2<f32>>,
-    causal: bool,
     key_mask: Option<ArrayView1<bool>>,
     block: QueryRows,
 ) -> Result<()> {
-    let lk = logits.ncols();
+    let (lk, scale, reach) = (logits.ncols(), cfg.logit_scale.factor(d_head), cfg.reach());
     for (i, mut row) in logits.rows_mut().into_iter().enumerate() {
-        let visible = if causal { visible_keys(block.query(i), block.lq, lk) } else { lk };
-        row.slice_mut(s![..visible]).mapv_inplace(|e| e * scale);
+        let keys = reach.keys(block.query(i), block.lq, lk);
+        row.slice_mut(s![keys.clone()]).mapv_inplace(|e| e * scale);
         if let Some(b) = bias {
-            row.slice_mut(s![..visible]).zip_mut_with(&b.slice(s![i, ..visible]), |e, b| *e += b);
+            row.slice_mut(s![keys.clone()]).zip_mut_with(&b.slice(s![i, keys.clone()]), |e, b| *e += b);
         }
         let kept = |j: usize| key_mask.is_none_or(|m| m[j]);
-        if let Some((j, v)) = row.slice(s![..visible]).iter().enumerate().find(|&(j, v)| !v.is_finite() && kept(j)) {
-            return Err(Error::Overflow { array: "logits".into(), index: vec![block.query(i), j], value: *v as f64 });
+        if let Some((j, v)) = row.slice(s![keys.clone()]).iter().enumerate().find(|&(j, v)| !v.is_finite() && kept(keys.start + j)) {
+            return Err(Error::Overflow { array: "logits".into(), index: vec![block.query(i), keys.start + j], value: *v as f64 });
         }
-        row.slice_mut(s![visible..]).fill(f32::NEG_INFINITY);
+        if let Some(c) = cfg.softcap {
+            row.slice_mut(s![keys.clone()]).mapv_inplace(|e| c * (e / c).tanh());
+        }
+        row.slice_mut(s![..keys.start]).fill(f32::NEG_INFINITY);
+        row.slice_mut(s![keys.end..]).fill(f32::NEG_INFINITY);
         if let Some(m) = key_mask {
             row.zip_mut_with(&m, |e, &keep| {
                 if !keep {

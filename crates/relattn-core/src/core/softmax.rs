@@ -17,6 +17,19 @@ pub fn softmax_rows(a: &mut Array2<f32>) {
     }
 }
 
+/// [`softmax_rows`], with a sink logit s when given (gpt-oss's learned per-head sink): one more column in each
+/// row's softmax, `exp(e_j − m) / (Σ_j exp(e_j − m) + exp(s − m))` with m = max(max_j e_j, s), whose own weight
+/// is dropped: a row's weights sum to less than 1, the rest taken by the sink.
+pub fn softmax_rows_with_sink(a: &mut Array2<f32>, sink: Option<f32>) {
+    let Some(s) = sink else { return softmax_rows(a) };
+    for mut row in a.rows_mut() {
+        let max = row.fold(s, |m, &v| if v > m { v } else { m });
+        row.mapv_inplace(|v| softmax_weight::<false>(v - max));
+        let inv = 1.0 / (row.sum() + softmax_weight::<false>(s - max));
+        row.mapv_inplace(|v| v * inv);
+    }
+}
+
 /// Lanes of the hand-split reductions below, so the compiler can keep them in vector registers.
 const LANES: usize = 8;
 

@@ -74,6 +74,18 @@ impl GpuContext {
         if h == 0 || d % h != 0 {
             return Err(Error::invalid("heads", h, format!("a divisor of d_model = {d}")));
         }
+        // What the kernels do not compute (yet): such a layer is refused by name, and a front end that chose
+        // the GPU itself computes it on the CPU (the page's backend says why).
+        let on_cpu_only = [
+            ("d_head", sc.d_head * h != d, format!("{}", sc.d_head), format!("d_model / heads = {} on the GPU backend", d / h)),
+            ("q_norm", sc.q_norm.is_some() || sc.k_norm.is_some(), "given".into(), "absent on the GPU backend (the CPU applies q/k norms)".into()),
+            ("sinks", sc.sinks.is_some(), "given".into(), "absent on the GPU backend (the CPU computes sinks)".into()),
+            ("window", cfg.window.is_some(), format!("{:?}", cfg.window), "none on the GPU backend (the CPU masks windows)".into()),
+            ("softcap", cfg.softcap.is_some(), format!("{:?}", cfg.softcap), "none on the GPU backend (the CPU caps logits)".into()),
+        ];
+        if let Some((field, _, value, allowed)) = on_cpu_only.into_iter().find(|(_, refused, _, _)| *refused) {
+            return Err(Error::invalid(field, value, allowed));
+        }
         let (dh, layout, scheme) = (d / h, cfg.layout(), cfg.scheme());
         let (th, tr, tc) = sc.rel_k.dim();
         let width = scheme.table_width(dh);

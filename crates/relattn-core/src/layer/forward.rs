@@ -1,7 +1,8 @@
 //! The whole layer: projections, heads, concatenation, output projection.
 //!
 //! ```text
-//! Q = x W_q + b_q,  K = x W_k + b_k,  V = x W_v + b_v          (b, n, d_model)
+//! Q = x W_q + b_q,  K = x W_k + b_k,  V = x W_v + b_v          (b, n, h·d_head); h·d_head = d_model unless given
+//! Q ← RMSNorm(Q) ⊙ γ_q, K ← RMSNorm(K) ⊙ γ_k                  when the layer has q/k norms (per head or whole)
 //! head h reads columns h·d_head .. (h+1)·d_head of Q, K, V and table h (or the shared table)
 //! output = concat_h(z_h) W_o + b_o                              (b, n, d_model)
 //! ```
@@ -15,6 +16,7 @@ use crate::error::{Bytes, Error, Result};
 use crate::layer::scenario::{repeat_kv, Scenario};
 use crate::layer::trace::{stack_heads, Computed, SkewTrace, Trace};
 use crate::positions::absolute;
+use crate::positions::rope::RopeTable;
 use crate::timing::{now_ms, StageTimes};
 use ndarray::{s, Array2, Array3, ArrayView2, ArrayView3, Axis, CowArray, Ix3};
 
@@ -215,20 +217,37 @@ pub(crate) fn map_heads<R: Send>(count: usize, f: impl Fn(usize) -> R + Sync + S
     }
 }
 
-/// Q, K and V of a layer, (b, n, d_model) each.
+/// `a ← a / √(mean(a²) + ε) ⊙ γ` over each run of γ's length in a row (Hugging Face's RMSNorm, in f32):
+/// each head's d_head components, or a row's whole width.
+fn rms_norm(a: &mut Array3<f32>, gamma: &ndarray::Array1<f32>, eps: f32) {
+    let g = gamma.as_slice().expect("a fresh vector");
+    for group in a.as_slice_mut().expect("a fresh projection").chunks_exact_mut(g.len()) {
+        let inv = 1.0 / (group.iter().map(|v| v * v).sum::<f32>() / g.len() as f32 + eps).sqrt();
+        group.iter_mut().zip(g).for_each(|(v, g)| *v = *v * inv * g);
+    }
+}
+
+/// Q, K and V of a layer, (b, n, h·d_head) each.
 pub struct Projections {
     pub q: Array3<f32>,
     pub k: Array3<f32>,
     pub v: Array3<f32>,
 }
 
-/// `x W_q + b_q`, `x W_k + b_k`, `x W_v + b_v`; an overflow names "q", "k" or "v". With grouped K/V heads, K
-/// and V are projected once per K/V head and their columns repeated for the query heads it serves.
+/// `x W_q + b_q`, `x W_k + b_k`, `x W_v + b_v`, Q and K then normed when the layer has q/k norms; an overflow
+/// names "q", "k" or "v". With grouped K/V heads, K and V are projected once per K/V head and their columns
+/// repeated for the query heads it serves.
 pub fn projections(cfg: &Config, sc: &Scenario) -> Result<Projections> {
     let x = input(cfg, sc);
     let x = x.view();
-    let q = project(&x, &sc.w_q, &sc.b_q);
-    let k = project_grouped(&x, &sc.w_k, &sc.b_k, cfg.heads, sc.kv_heads);
+    let mut q = project(&x, &sc.w_q, &sc.b_q);
+    let mut k = project_grouped(&x, &sc.w_k, &sc.b_k, cfg.heads, sc.kv_heads);
+    if let Some(g) = &sc.q_norm {
+        rms_norm(&mut q, g, cfg.norm_eps);
+    }
+    if let Some(g) = &sc.k_norm {
+        rms_norm(&mut k, g, cfg.norm_eps);
+    }
     let v = project_grouped(&x, &sc.w_v, &sc.b_v, cfg.heads, sc.kv_heads);
     for (name, a) in [("q", &q), ("k", &k), ("v", &v)] {
         check_overflow(name, a)?;
@@ -250,6 +269,23 @@ pub fn input<'a>(cfg: &Config, sc: &'a Scenario) -> CowArray<'a, f32, Ix3> {
     x.into()
 }
 
+/// Head `head` of batch element `batch` of a projected layer: its columns of Q, K, V (as projected, before any
+/// rotation), its tables, its key mask and the layer's RoPE table (made once for every head).
+pub fn head_input<'a>(sc: &'a Scenario, p: &'a Projections, rope: Option<&'a RopeTable>, batch: usize, head: usize) -> HeadInput<'a> {
+    let dh = sc.d_head;
+    let cols = s![.., head * dh..(head + 1) * dh];
+    HeadInput {
+        q: p.q.index_axis(Axis(0), batch).slice_move(cols),
+        k: p.k.index_axis(Axis(0), batch).slice_move(cols),
+        v: p.v.index_axis(Axis(0), batch).slice_move(cols),
+        rel_k: table_of(&sc.rel_k, head),
+        rel_v: sc.rel_v.as_ref().map(|t| table_of(t, head)),
+        key_mask: sc.key_mask.as_ref().map(|m| m.row(batch)),
+        rope,
+        sink: sc.sinks.as_ref().map(|s| s[head]),
+    }
+}
+
 /// What [`run`] computed: the output, and the trace (with `record`) or else the projections.
 struct Run {
     output: Array3<f32>,
@@ -260,31 +296,22 @@ struct Run {
 
 /// Runs the layer; with `record`, keeps every intermediate; with `timed`, measures each stage.
 fn run(cfg: &Config, sc: &Scenario, record: bool, timed: bool) -> Result<Run> {
-    let (b, n, d) = sc.dims();
-    let (h, dh) = (cfg.heads, d / cfg.heads);
+    let (b, n, _) = sc.dims();
+    let (h, dh) = (cfg.heads, sc.d_head);
     let t0 = timed.then(now_ms);
-    let Projections { q, k, v } = projections(cfg, sc)?;
+    let projected = projections(cfg, sc)?;
     let mut times = t0.map(|t0| StageTimes { projections: now_ms() - t0, ..StageTimes::default() });
     // RoPE's cos and sin, once for every head.
     let rope = sc.rope_table(cfg);
     let results = map_heads(b * h, |idx| {
         let (bi, hi) = (idx / h, idx % h);
-        let cols = s![.., hi * dh..(hi + 1) * dh];
-        let input = HeadInput {
-            q: q.index_axis(Axis(0), bi).slice_move(cols),
-            k: k.index_axis(Axis(0), bi).slice_move(cols),
-            v: v.index_axis(Axis(0), bi).slice_move(cols),
-            rel_k: table_of(&sc.rel_k, hi),
-            rel_v: sc.rel_v.as_ref().map(|t| table_of(t, hi)),
-            key_mask: sc.key_mask.as_ref().map(|m| m.row(bi)),
-            rope: rope.as_ref(),
-        };
+        let input = head_input(sc, &projected, rope.as_ref(), bi, hi);
         crate::core::cancel::check()?;
         let mut t = record.then(HeadTrace::default);
         let mut ht = timed.then(StageTimes::default);
         attend_head_timed(cfg, &input, t.as_mut(), ht.as_mut()).map(|z| (z, t, ht)).map_err(|e| e.within(&[bi, hi]))
     });
-    let mut heads = Array3::zeros((b, n, d));
+    let mut heads = Array3::zeros((b, n, h * dh));
     let mut traces: Vec<HeadTrace> = Vec::new();
     for (idx, r) in results.into_iter().enumerate() {
         let (z, t, ht) = r?;
@@ -302,8 +329,7 @@ fn run(cfg: &Config, sc: &Scenario, record: bool, timed: bool) -> Result<Run> {
     if let (Some(sum), Some(t)) = (times.as_mut(), t_out) {
         sum.output = now_ms() - t;
     }
-    let (trace, projections) =
-        if record { (Some(assemble(cfg, sc, traces, q, k, v, heads, output.clone())), None) } else { (None, Some(Projections { q, k, v })) };
+    let (trace, projections) = if record { (Some(assemble(cfg, sc, traces, projected, heads, output.clone())), None) } else { (None, Some(projected)) };
     Ok(Run { output, trace, projections, times })
 }
 
@@ -339,16 +365,7 @@ pub fn trace_timed(cfg: &Config, sc: &Scenario) -> Result<(Trace, StageTimes)> {
 
 /// Stacks per-head traces (batch-major, then head) into (b, h, ·, ·) arrays and assembles the trace.
 #[allow(clippy::too_many_arguments)]
-fn assemble(
-    cfg: &Config,
-    sc: &Scenario,
-    traces: Vec<HeadTrace>,
-    q: Array3<f32>,
-    k: Array3<f32>,
-    v: Array3<f32>,
-    heads: Array3<f32>,
-    output: Array3<f32>,
-) -> Trace {
+fn assemble(cfg: &Config, sc: &Scenario, traces: Vec<HeadTrace>, Projections { q, k, v }: Projections, heads: Array3<f32>, output: Array3<f32>) -> Trace {
     let h = cfg.heads;
     let stack = |f: fn(&HeadTrace) -> &Array2<f32>| stack_heads(&traces, h, f);
     let skew = traces[0].skew.is_some().then(|| SkewTrace::stack(&traces, h, |t| t.skew.as_ref().expect("every head has a skew")));

@@ -15,13 +15,13 @@ use crate::attention::{attend_rows, Config, HeadInput, HeadTrace, Implementation
 use crate::positions::rope::RopeTable;
 
 use crate::error::{check_index, Result};
-use crate::layer::forward::{table_of, Projections};
+use crate::layer::forward::{head_input, table_of, Projections};
 use crate::layer::scenario::Scenario;
 use crate::layer::stage_meta::{Present, StageMeta};
 use crate::layer::trace::{rope_kernel, scheme_stage};
 use crate::positions::table;
 use crate::stage::Stage;
-use ndarray::{s, Array2, Array3, ArrayView2, Axis, CowArray, Ix2};
+use ndarray::{s, Array2, Array3, ArrayView2, CowArray, Ix2};
 use std::ops::Range;
 
 /// Query rows computed together: a block's stages take BLOCK·n floats each (4 MiB at n 8192).
@@ -254,7 +254,7 @@ impl Layer {
 
     /// Head `head` of batch element `batch`: its columns of Q, K, V, its tables, its key mask.
     fn head_input(&self, batch: usize, head: usize) -> HeadInput<'_> {
-        head_input(&self.config, &self.scenario, &self.projections, self.rope.as_ref(), batch, head)
+        head_input(&self.scenario, &self.projections, self.rope.as_ref(), batch, head)
     }
 }
 
@@ -271,22 +271,6 @@ pub fn each_traced_block(cfg: &Config, input: &HeadInput, mut f: impl FnMut(Rang
         f(rows, &trace)?;
     }
     Ok(())
-}
-
-/// Head `head` of batch element `batch` of a projected layer: its columns of Q, K, V (as projected, before any
-/// rotation), its tables, its key mask and the layer's RoPE table (made once for every head).
-pub fn head_input<'a>(cfg: &Config, sc: &'a Scenario, p: &'a Projections, rope: Option<&'a RopeTable>, batch: usize, head: usize) -> HeadInput<'a> {
-    let dh = sc.dims().2 / cfg.heads;
-    let cols = s![.., head * dh..(head + 1) * dh];
-    HeadInput {
-        q: p.q.index_axis(Axis(0), batch).slice_move(cols),
-        k: p.k.index_axis(Axis(0), batch).slice_move(cols),
-        v: p.v.index_axis(Axis(0), batch).slice_move(cols),
-        rel_k: table_of(&sc.rel_k, head),
-        rel_v: sc.rel_v.as_ref().map(|t| table_of(t, head)),
-        key_mask: sc.key_mask.as_ref().map(|m| m.row(batch)),
-        rope,
-    }
 }
 
 #[cfg(all(test, not(target_arch = "wasm32")))]

@@ -3,13 +3,14 @@
 //!
 //! The RNG is ChaCha8 seeded with the seed; each array draws from its own stream, so giving one array in a file never changes the values generated for another.
 //! Grouped K/V heads are repeated for their query heads as they are read (`repeat_kv`), so every later step sees h heads.
+//! A model's heads need not fill d_model: d_head is w_q's columns over the heads when the file gives w_q ([`check_config`]).
 
 use crate::attention::{rope_table, Config};
 
 use crate::error::{Error, Result};
 use crate::positions::rope::RopeTable;
 use crate::positions::{alibi, Method};
-use ndarray::{Array1, Array2, Array3, ArrayD, Axis, Dimension, Ix2, Ix3};
+use ndarray::{Array1, Array2, Array3, ArrayD, Axis, Dimension, Ix1, Ix2, Ix3};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::StandardNormal;
@@ -35,17 +36,27 @@ impl Default for Spec {
 pub struct Scenario {
     /// (b, n, d_model)
     pub x: Array3<f32>,
-    /// (d_model, d_model) each; w_k and w_v (and b_k, b_v) with each of `kv_heads` K/V heads' columns repeated
-    /// for the query heads it serves.
+    /// w_q, w_k, w_v (d_model, h·d_head), w_o (h·d_head, d_model); h·d_head is d_model unless the file's w_q
+    /// says otherwise. w_k and w_v (and b_k, b_v) with each of `kv_heads` K/V heads' columns repeated for the
+    /// query heads it serves.
     pub w_q: Array2<f32>,
     pub w_k: Array2<f32>,
     pub w_v: Array2<f32>,
     pub w_o: Array2<f32>,
-    /// (d_model) each
+    /// b_q, b_k, b_v (h·d_head), b_o (d_model)
     pub b_q: Array1<f32>,
     pub b_k: Array1<f32>,
     pub b_v: Array1<f32>,
     pub b_o: Array1<f32>,
+    /// RMS norms of the projected queries and keys, before any rotation (Qwen3, Gemma 3, OLMo 2):
+    /// `q ← q / √(mean(q²) + ε) ⊙ γ` over each group of γ's length: d_head (each head, Qwen3 and Gemma 3) or
+    /// h·d_head (the whole projection, OLMo 2; k_norm's repeated as w_k). ε is [`Config::norm_eps`].
+    pub q_norm: Option<Array1<f32>>,
+    pub k_norm: Option<Array1<f32>>,
+    /// (h): each head's learned sink logit (gpt-oss), a softmax column with no key and no value.
+    pub sinks: Option<Array1<f32>>,
+    /// Each head's width.
+    pub d_head: usize,
     /// (1 or h, R, d_head): Shaw's w^K or the Music Transformer's E_r.
     pub rel_k: Array3<f32>,
     /// (1 or h, R, d_head): Shaw's w^V, when a^V is on.
@@ -66,7 +77,7 @@ pub struct Scenario {
 pub type Arrays = BTreeMap<String, ArrayD<f32>>;
 
 /// The array names a scenario file may hold.
-pub const NAMES: [&str; 18] = [
+pub const NAMES: [&str; 21] = [
     "x",
     "w_q",
     "w_k",
@@ -85,6 +96,9 @@ pub const NAMES: [&str; 18] = [
     "rope_sin",
     "positions",
     "key_mask",
+    "q_norm",
+    "k_norm",
+    "sinks",
 ];
 
 /// A generator with one stream per array name.
@@ -138,8 +152,10 @@ fn check_finite(name: &str, a: &ArrayD<f32>) -> Result<()> {
     }
 }
 
-/// Checks the sizes of a request before anything is generated.
-pub fn check_config(cfg: &Config, spec: &Spec) -> Result<()> {
+/// Checks the sizes of a request before anything is generated; returns d_head: w_q's columns over the heads
+/// when `given` has w_q (a model's heads need not fill d_model: mT5-small's 6 of 64 in 512, Gemma 7B's 16 of
+/// 256 in 3072), else d_model / heads.
+pub fn check_config(cfg: &Config, spec: &Spec, given: &Arrays) -> Result<usize> {
     if cfg.heads == 0 {
         return Err(Error::invalid("heads", 0, "1 or more, dividing d_model"));
     }
@@ -152,10 +168,18 @@ pub fn check_config(cfg: &Config, spec: &Spec) -> Result<()> {
     if spec.d_model == 0 {
         return Err(Error::invalid("d_model", 0, "1 or more"));
     }
-    if !spec.d_model.is_multiple_of(cfg.heads) {
-        return Err(Error::invalid("heads", cfg.heads, format!("a divisor of d_model = {}", spec.d_model)));
-    }
-    cfg.scheme().check(spec.d_model / cfg.heads)
+    let d_head = match given.get("w_q").map(|a| a.shape()) {
+        Some(&[_, cols]) if cols > 0 && cols.is_multiple_of(cfg.heads) => cols / cfg.heads,
+        Some(&[_, cols]) => {
+            return Err(Error::invalid("heads", cfg.heads, format!("a divisor of w_q's {cols} columns (heads·d_head) and 1 or more")));
+        }
+        _ if !spec.d_model.is_multiple_of(cfg.heads) => {
+            return Err(Error::invalid("heads", cfg.heads, format!("a divisor of d_model = {}", spec.d_model)));
+        }
+        _ => spec.d_model / cfg.heads,
+    };
+    cfg.scheme().check(d_head)?;
+    Ok(d_head)
 }
 
 /// The sizes of a request: from `x` when the file has it ((n, d_model) or (b, n, d_model), every size
@@ -188,50 +212,77 @@ impl Scenario {
             Some(a) if a.ndim() == 2 => a.insert_axis(Axis(0)).into_dimensionality::<Ix3>().expect("3-D"),
             Some(a) => a.into_dimensionality::<Ix3>().expect("sizes_of: 2-D or 3-D"),
             None => {
-                check_config(cfg, spec)?;
+                check_config(cfg, spec, &given)?;
                 normal(spec.seed, "x", (spec.batch, spec.n, spec.d_model))
             }
         };
         let (b, n, d) = x.dim();
-        check_config(cfg, &Spec { n, d_model: d, batch: b, seed: spec.seed })?;
-        let dh = d / cfg.heads;
+        let dh = check_config(cfg, &Spec { n, d_model: d, batch: b, seed: spec.seed }, &given)?;
         let seed = spec.seed;
 
         let h = cfg.heads;
-        // K/V heads: w_k's columns tell (d_model for h, g·d_head for g grouped heads); w_v and the biases must agree.
+        // The heads' width h·d_head (d_model unless w_q says otherwise); K/V heads: w_k's columns tell (h·d_head
+        // for h, g·d_head for g grouped heads); w_v and the biases must agree.
+        let inner = h * dh;
         let kv_heads = match given.get("w_k").map(|a| a.shape().to_vec()) {
             Some(shape) if shape.len() == 2 && shape[0] == d && shape[1] % dh == 0 && shape[1] > 0 && h.is_multiple_of(shape[1] / dh) => shape[1] / dh,
             _ => h,
         };
         let kv = kv_heads * dh;
-        let grouped = |name: &str| matches!(name, "w_k" | "w_v" | "b_k" | "b_v");
+        let grouped = |name: &str| matches!(name, "w_k" | "w_v" | "b_k" | "b_v" | "k_norm");
+        let heads_of = |name: &str| if grouped(name) { (kv, h / kv_heads) } else { (inner, 1) };
         let mut matrix = |name: &str| -> Result<Array2<f32>> {
-            let (cols, times) = if grouped(name) { (kv, h / kv_heads) } else { (d, 1) };
+            let (cols, times) = heads_of(name);
+            let (rows, cols) = if name == "w_o" { (inner, d) } else { (d, cols) };
             match given.remove(name) {
-                Some(a) if a.shape() == [d, cols] => Ok(repeat_kv(a.into_dimensionality::<Ix2>().expect("2-D"), dh, times)),
+                Some(a) if a.shape() == [rows, cols] && name == "w_o" => Ok(a.into_dimensionality::<Ix2>().expect("2-D")),
+                Some(a) if a.shape() == [rows, cols] => Ok(repeat_kv(a.into_dimensionality::<Ix2>().expect("2-D"), dh, times)),
                 Some(a) if name == "w_k" => Err(Error::shape(
                     name,
                     a.shape(),
-                    format!("[{d}, {d}] = (d_model, d_model), or [{d}, g·{dh}] = (d_model, g·d_head) for g grouped K/V heads, g dividing heads = {h}"),
+                    format!("[{d}, {inner}] = (d_model, heads·d_head), or [{d}, g·{dh}] = (d_model, g·d_head) for g grouped K/V heads, g dividing heads = {h}"),
                 )),
-                Some(a) if cols != d => {
+                Some(a) if cols != inner => {
                     Err(Error::shape(name, a.shape(), format!("[{d}, {cols}] = (d_model, {kv_heads}·d_head), as w_k's {kv_heads} K/V heads")))
                 }
-                Some(a) => Err(Error::shape(name, a.shape(), format!("[{d}, {d}] = (d_model, d_model)"))),
-                None => Ok(repeat_kv(xavier(seed, name, (1, d, cols)).index_axis_move(Axis(0), 0), dh, times)),
+                Some(a) if name == "w_o" => Err(Error::shape(name, a.shape(), format!("[{inner}, {d}] = (heads·d_head, d_model)"))),
+                Some(a) => Err(Error::shape(name, a.shape(), format!("[{d}, {inner}] = (d_model, heads·d_head)"))),
+                None => Ok(repeat_kv(xavier(seed, name, (1, rows, cols)).index_axis_move(Axis(0), 0), dh, times)),
             }
         };
         let (w_q, w_k, w_v, w_o) = (matrix("w_q")?, matrix("w_k")?, matrix("w_v")?, matrix("w_o")?);
-        let mut bias = |name: &str| -> Result<Array1<f32>> {
-            let (cols, times) = if grouped(name) { (kv, h / kv_heads) } else { (d, 1) };
+        let mut vector = |name: &str, cols: usize, times: usize| -> Result<Option<Array1<f32>>> {
             match given.remove(name) {
-                Some(a) if a.shape() == [cols] => Ok(repeat_kv(a.into_shape_with_order((1, cols)).expect("1-D"), dh, times).index_axis_move(Axis(0), 0)),
-                Some(a) if cols != d => Err(Error::shape(name, a.shape(), format!("[{cols}] = ({kv_heads}·d_head), as w_k's {kv_heads} K/V heads"))),
-                Some(a) => Err(Error::shape(name, a.shape(), format!("[{d}] = (d_model)"))),
-                None => Ok(Array1::zeros(d)),
+                Some(a) if a.shape() == [cols] => Ok(Some(repeat_kv(a.into_shape_with_order((1, cols)).expect("1-D"), dh, times).index_axis_move(Axis(0), 0))),
+                Some(a) if grouped(name) && kv_heads < h => {
+                    Err(Error::shape(name, a.shape(), format!("[{cols}] = ({kv_heads}·d_head), as w_k's {kv_heads} K/V heads")))
+                }
+                Some(a) if name == "b_o" => Err(Error::shape(name, a.shape(), format!("[{d}] = (d_model)"))),
+                Some(a) => Err(Error::shape(name, a.shape(), format!("[{cols}] = (heads·d_head)"))),
+                None => Ok(None),
             }
         };
+        let mut bias = |name: &str| -> Result<Array1<f32>> {
+            let (cols, times) = if name == "b_o" { (d, 1) } else { heads_of(name) };
+            Ok(vector(name, cols, times)?.unwrap_or_else(|| Array1::zeros(cols * times)))
+        };
         let (b_q, b_k, b_v, b_o) = (bias("b_q")?, bias("b_k")?, bias("b_v")?, bias("b_o")?);
+        // A norm's γ: d_head long (each head's) or the whole projection's (k_norm's repeated as w_k).
+        let mut norm = |name: &str| -> Result<Option<Array1<f32>>> {
+            let (cols, times) = heads_of(name);
+            match given.remove(name) {
+                Some(a) if a.shape() == [dh] => Ok(Some(a.into_dimensionality::<Ix1>().expect("1-D"))),
+                Some(a) if a.shape() == [cols] => Ok(Some(repeat_kv(a.into_shape_with_order((1, cols)).expect("1-D"), dh, times).index_axis_move(Axis(0), 0))),
+                Some(a) => Err(Error::shape(name, a.shape(), format!("[{dh}] = (d_head), one γ for every head, or [{cols}], the whole projection's"))),
+                None => Ok(None),
+            }
+        };
+        let (q_norm, k_norm) = (norm("q_norm")?, norm("k_norm")?);
+        let sinks = match given.remove("sinks") {
+            Some(a) if a.shape() == [h] => Some(a.into_dimensionality().expect("1-D")),
+            Some(a) => return Err(Error::shape("sinks", a.shape(), format!("[{h}] = (heads)"))),
+            None => None,
+        };
 
         let rows = cfg.table_rows();
         let (logits_table, values_table) = cfg.method.table_names();
@@ -322,7 +373,7 @@ impl Scenario {
             };
             return Err(Error::invalid("array", format!("'{name}' not used by this configuration"), hint));
         }
-        Ok(Scenario { x, w_q, w_k, w_v, w_o, b_q, b_k, b_v, b_o, rel_k, rel_v, key_mask, positions, rope, kv_heads })
+        Ok(Scenario { x, w_q, w_k, w_v, w_o, b_q, b_k, b_v, b_o, q_norm, k_norm, sinks, d_head: dh, rel_k, rel_v, key_mask, positions, rope, kv_heads })
     }
 
     /// (b, n, d_model).
@@ -333,8 +384,8 @@ impl Scenario {
     /// RoPE's cos and sin for positions 0 .. n, once for every head: the model's own when given, else made
     /// from the options; `None` for a scheme that does not rotate.
     pub fn rope_table(&self, cfg: &Config) -> Option<RopeTable> {
-        let (_, n, d) = self.dims();
-        cfg.method.rotates().then(|| self.rope.clone().unwrap_or_else(|| rope_table(cfg, n, n, d / cfg.heads)))
+        let (_, n, _) = self.dims();
+        cfg.method.rotates().then(|| self.rope.clone().unwrap_or_else(|| rope_table(cfg, n, n, self.d_head)))
     }
 }
 

@@ -139,6 +139,28 @@ impl QueryRows {
     }
 }
 
+/// Which keys a query may attend to, padding aside: under the causal mask those at distance d = j − i ≤ 0;
+/// within a window of w those at |d| < w (Mistral's and Gemma's sliding window: with the causal mask, the query
+/// and the w − 1 keys before it; ModernBERT's local attention: w − 1 on each side); both when both are set.
+/// Always one run of consecutive keys, [`Reach::keys`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Reach {
+    pub causal: bool,
+    pub window: Option<usize>,
+}
+
+impl Reach {
+    /// Query `i`'s keys, for Lq queries aligned to the last of Lk keys (query i at position i + Lk − Lq).
+    #[inline]
+    pub fn keys(self, i: usize, lq: usize, lk: usize) -> Range<usize> {
+        let end = if self.causal { visible_keys(i, lq, lk) } else { lk };
+        let Some(w) = self.window else { return 0..end };
+        let at = i as isize + lk as isize - lq as isize;
+        let within = |p: isize| p.clamp(0, end as isize) as usize;
+        within(at - w as isize + 1)..within(at + w as isize)
+    }
+}
+
 /// The end of query `i`'s visible keys under the causal mask: keys j ≤ i + Lk − Lq (distance ≤ 0) are
 /// visible, so they are `0..visible_keys(i, lq, lk)`.
 #[inline]

@@ -100,8 +100,15 @@ fn dot(a: &[f64], b: &[f64]) -> f64 {
 /// over unmasked j; z_i = Σ_j α_ij (v_j + a^V_ij). ALiBi: e_ij = q_i·k_j/sqrt(d_head) + m·(j − i) causal,
 /// − m·|j − i| otherwise, m = `rel_k[0][0]`; T5: + `rel_k[bucket(j − i)][0]` (the bucket function is the
 /// library's, checked against Hugging Face's in tests/positions.rs); RoPE: q and k rotated ([`rotate`]), no
-/// relative term. Queries are aligned to the last keys: d_ij = j − (i + Lk − Lq).
+/// relative term. Queries are aligned to the last keys: d_ij = j − (i + Lk − Lq). A window masks |d_ij| ≥ w; a
+/// soft-cap c makes e_ij c·tanh(e_ij / c); a sink logit s adds exp(s) to each row's denominator
+/// ([`head_with_sink`]); LogitScale::Factor(f) scales by f.
 pub fn head(cfg: &Config, q: &Mat, k: &Mat, v: &Mat, rel_k: &Mat, rel_v: Option<&Mat>, key_mask: Option<&[bool]>) -> HeadRef {
+    head_with_sink(cfg, q, k, v, rel_k, rel_v, key_mask, None)
+}
+
+#[allow(clippy::too_many_arguments)]
+pub fn head_with_sink(cfg: &Config, q: &Mat, k: &Mat, v: &Mat, rel_k: &Mat, rel_v: Option<&Mat>, key_mask: Option<&[bool]>, sink: Option<f64>) -> HeadRef {
     let (lq, lk, dh) = (q.len(), k.len(), q[0].len());
     let rotated;
     let (q, k) = if cfg.method == Method::Rope {
@@ -124,21 +131,29 @@ pub fn head(cfg: &Config, q: &Mat, k: &Mat, v: &Mat, rel_k: &Mat, rel_v: Option<
                 Method::T5 => rel_k[cfg.buckets.bucket(d as isize, cfg.causal)][0],
                 Method::Rope | Method::Absolute => 0.0,
             };
-            out.masked[i][j] = (cfg.causal && d > 0) || key_mask.is_some_and(|m| !m[j]);
+            let outside = cfg.window.is_some_and(|w| d.unsigned_abs() as usize >= w);
+            out.masked[i][j] = (cfg.causal && d > 0) || outside || key_mask.is_some_and(|m| !m[j]);
             if !out.masked[i][j] {
                 let content = if cfg.content { dot(&q[i], &k[j]) } else { 0.0 };
-                let scale = if cfg.logit_scale == LogitScale::None { 1.0 } else { 1.0 / (dh as f64).sqrt() };
+                let scale = match cfg.logit_scale {
+                    LogitScale::None => 1.0,
+                    LogitScale::InvSqrtDHead => 1.0 / (dh as f64).sqrt(),
+                    LogitScale::Factor(f) => f as f64,
+                };
                 e[j] = match cfg.method {
                     Method::Alibi | Method::T5 => content * scale + out.relative[i][j],
                     _ => (content + out.relative[i][j]) * scale,
                 };
+                if let Some(c) = cfg.softcap {
+                    e[j] = c as f64 * (e[j] / c as f64).tanh();
+                }
             }
         }
-        let max = e.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let max = e.iter().copied().chain(sink).fold(f64::NEG_INFINITY, f64::max);
         if max == f64::NEG_INFINITY {
             continue;
         }
-        let sum: f64 = e.iter().map(|x| (x - max).exp()).sum();
+        let sum: f64 = e.iter().chain(sink.as_ref()).map(|x| (x - max).exp()).sum();
         for j in 0..lk {
             let w = (e[j] - max).exp() / sum;
             out.weights[i][j] = w;
@@ -174,9 +189,19 @@ fn table(t: &ndarray::Array3<f32>, h: usize) -> Mat {
     t.index_axis(ndarray::Axis(0), h).rows().into_iter().map(|r| r.iter().map(|&v| v as f64).collect()).collect()
 }
 
+/// RMS norm in f64: each run of γ's length in a row divided by its root mean square (with ε), times γ.
+fn rms_norm(m: &mut Mat, gamma: &ndarray::Array1<f32>, eps: f32) {
+    for row in m.iter_mut() {
+        for group in row.chunks_mut(gamma.len()) {
+            let rms = (group.iter().map(|v| v * v).sum::<f64>() / gamma.len() as f64 + eps as f64).sqrt();
+            group.iter_mut().zip(gamma).for_each(|(v, g)| *v = *v / rms * *g as f64);
+        }
+    }
+}
+
 pub fn layer(cfg: &Config, sc: &Scenario) -> LayerRef {
     let (b, n, d) = sc.x.dim();
-    let dh = d / cfg.heads;
+    let dh = sc.d_head;
     let mut out = LayerRef { heads: vec![], output: vec![] };
     for bi in 0..b {
         // Absolute positions (Vaswani et al.): x_p + PE_p, PE[p, 2i] = sin(p / 10000^(2i/d)), PE[p, 2i+1] = cos(…).
@@ -195,14 +220,21 @@ pub fn layer(cfg: &Config, sc: &Scenario) -> LayerRef {
             _ => 0.0,
         };
         let x: Mat = (0..n).map(|i| (0..d).map(|c| sc.x[[bi, i, c]] as f64 + added(i, c)).collect()).collect();
-        let (q, k, v) = (matmul_bias(&x, &sc.w_q, &sc.b_q), matmul_bias(&x, &sc.w_k, &sc.b_k), matmul_bias(&x, &sc.w_v, &sc.b_v));
+        let (mut q, mut k, v) = (matmul_bias(&x, &sc.w_q, &sc.b_q), matmul_bias(&x, &sc.w_k, &sc.b_k), matmul_bias(&x, &sc.w_v, &sc.b_v));
+        if let Some(g) = &sc.q_norm {
+            rms_norm(&mut q, g, cfg.norm_eps);
+        }
+        if let Some(g) = &sc.k_norm {
+            rms_norm(&mut k, g, cfg.norm_eps);
+        }
         let mask: Option<Vec<bool>> = sc.key_mask.as_ref().map(|m| m.row(bi).to_vec());
-        let mut concat = vec![vec![0.0; d]; n];
+        let mut concat = vec![vec![0.0; cfg.heads * dh]; n];
         let mut heads = vec![];
         for h in 0..cfg.heads {
             let (a, z) = (h * dh, (h + 1) * dh);
             let rel_v = sc.rel_v.as_ref().map(|t| table(t, h));
-            let r = head(cfg, &cols(&q, a, z), &cols(&k, a, z), &cols(&v, a, z), &table(&sc.rel_k, h), rel_v.as_ref(), mask.as_deref());
+            let sink = sc.sinks.as_ref().map(|s| s[h] as f64);
+            let r = head_with_sink(cfg, &cols(&q, a, z), &cols(&k, a, z), &cols(&v, a, z), &table(&sc.rel_k, h), rel_v.as_ref(), mask.as_deref(), sink);
             for i in 0..n {
                 concat[i][a..z].copy_from_slice(&r.z[i]);
             }
@@ -229,27 +261,39 @@ pub fn flat(m: &Mat) -> Vec<f64> {
 }
 
 /// Random configurations: every method, `heads` and `clip` in the given ranges, causal or not, a^V on or
-/// off, either edge, the content term on (3 in 4) or off, the logits scaled by 1/√d_head (3 in 4) or not, RoPE's options (base, fraction, layout, scale) and
+/// off, either edge, the content term on (3 in 4) or off, the logits scaled by 1/√d_head (2 in 4), by 0.3 (1 in 4) or not, a window, a soft-cap, RoPE's options (base, fraction, layout, scale) and
 /// T5's buckets; the efficient implementation. The d_head of the tests (≥ 2) leaves RoPE a pair at any
 /// fraction drawn here (½ or 1).
 pub fn configs(heads: RangeInclusive<usize>, clip: RangeInclusive<usize>) -> impl Strategy<Value = Config> {
     let flags = (any::<bool>(), any::<bool>(), any::<bool>(), 0..4u8, 0..4u8, any::<bool>());
     let rope = (prop_oneof![Just(10000.0f32), Just(50.0)], any::<bool>(), any::<bool>(), prop_oneof![Just(1.0f32), Just(2.5)]);
     let buckets = prop_oneof![Just((4, 5)), Just((8, 20)), Just((32, 128))];
-    (0..Method::ALL.len(), heads, clip, flags, rope, buckets).prop_map(
-        |(method, heads, clip, (causal, rel_v, clip_edge, content, unscaled, in_x), (base, half, partial, scale), (count, max_distance))| Config {
-            method: Method::ALL[method],
-            heads,
-            clip,
-            causal,
-            rel_v,
-            edge: if clip_edge { Edge::Clip } else { Edge::Zero },
-            implementation: Implementation::Efficient,
-            content: content != 0,
-            logit_scale: if unscaled == 0 { LogitScale::None } else { LogitScale::InvSqrtDHead },
-            rope: Rope { base, fraction: if partial { 0.5 } else { 1.0 }, layout: if half { PairLayout::Half } else { PairLayout::Interleaved }, scale },
-            buckets: Buckets { count, max_distance },
-            positions_in_x: in_x,
+    // A window in 1 of 3, a soft-cap in 1 of 4, a factor of its own in 1 of 4 of the scaled ones.
+    let window = prop_oneof![2 => Just(None), 1 => prop_oneof![1..6usize, Just(70), Just(600)].prop_map(Some)];
+    let softcap = prop_oneof![3 => Just(None), 1 => Just(Some(1.5f32))];
+    (0..Method::ALL.len(), heads, clip, flags, rope, buckets, (window, softcap)).prop_map(
+        |(method, heads, clip, (causal, rel_v, clip_edge, content, unscaled, in_x), (base, half, partial, scale), (count, max_distance), (window, softcap))| {
+            Config {
+                method: Method::ALL[method],
+                heads,
+                clip,
+                causal,
+                rel_v,
+                edge: if clip_edge { Edge::Clip } else { Edge::Zero },
+                implementation: Implementation::Efficient,
+                content: content != 0,
+                logit_scale: match unscaled {
+                    0 => LogitScale::None,
+                    1 => LogitScale::Factor(0.3),
+                    _ => LogitScale::InvSqrtDHead,
+                },
+                window,
+                softcap,
+                norm_eps: 1e-6,
+                rope: Rope { base, fraction: if partial { 0.5 } else { 1.0 }, layout: if half { PairLayout::Half } else { PairLayout::Interleaved }, scale },
+                buckets: Buckets { count, max_distance },
+                positions_in_x: in_x,
+            }
         },
     )
 }

@@ -4,7 +4,9 @@
 //! running sum l_i, an output accumulator o_i (d_head) and, with a^V, R bucket sums b_i (the online softmax; b is ALiBi's or T5's bias by distance, else zero):
 //! ```text
 //! e_ij = (q_i · k_j + P[i, row(d_ij)]) / sqrt(d_head) + b[d_ij],  −∞ where masked   (BQ, BK) tile; no q·k when content is off
+//!        (soft-capped: c·tanh(e_ij / c); another scale than 1/√d_head: the config's)
 //! m_i' = max(m_i, max_j e_ij),   γ_i = exp(m_i − m_i'),   p_ij = exp(e_ij − m_i')   (γ = 0 while m_i = −∞)
+//!        (m_i = −∞, l_i = 0 at the start; with a sink logit s, m_i = s, l_i = 1: the sink's own term)
 //! l_i ← γ_i l_i + Σ_j p_ij
 //! o_i ← γ_i o_i + Σ_j p_ij v_j                                               (BQ, BK)·(BK, d_head)
 //! b_ir ← γ_i b_ir + Σ_{j: row(d_ij) = r} p_ij                                Shaw's a^V only
@@ -19,7 +21,7 @@ use crate::core::matmul::matmul;
 use crate::core::simd::{F32s, Isa, Portable};
 use crate::core::softmax::{exp_nonpositive, madd, reduce, softmax_weight};
 use crate::error::{Error, Result};
-use crate::positions::table::{visible_keys, Edge, RelTable};
+use crate::positions::table::{Edge, RelTable};
 use kernel::Packed;
 use ndarray::{s, Array1, Array2, ArrayView1, ArrayViewMut1};
 use std::ops::Range;
@@ -90,8 +92,8 @@ pub fn working_floats(n: u64, dh: u64, r: u64) -> Option<u64> {
 /// `#[target_feature]` function, which compiles it (the row pass too) for that instruction set ([`Isa`]). Per
 /// (query block, key block): the (BQ, BK) tile of logits by [`kernel::qk`], the row pass ([`row_pass`]: relative
 /// term, scale, bias, overflow check, masks, online softmax, buckets, in two sweeps of each row), then
-/// [`kernel::pv`]. With the causal mask a query block stops at its last visible key, so half the blocks are
-/// never computed.
+/// [`kernel::pv`]. A query block walks only the keys its queries reach: with the causal mask it stops at its last
+/// visible key, so half the blocks are never computed; with a window it starts at its first query's first key.
 #[inline(always)]
 fn attend<V: F32s, const MR: usize, const NV: usize>(cfg: &Config, h: &HeadInput) -> Result<Array2<f32>> {
     let (lq, dh) = h.q.dim();
@@ -104,17 +106,19 @@ fn attend<V: F32s, const MR: usize, const NV: usize>(cfg: &Config, h: &HeadInput
     let mut z = Array2::zeros((lq, dh));
     let mut logits = vec![0.0f32; BQ * BK];
     let mut block = Block::new(packed.dh_padded(), rel_v.map(|t| t.nrows()));
+    let reach = cfg.reach();
     for i0 in (0..lq).step_by(BQ) {
         crate::core::cancel::check()?;
         let i1 = (i0 + BQ).min(lq);
         let rows = (i1 - i0).next_multiple_of(MR);
-        // Keys up to the last one visible to the block's last query.
-        let keys = if cfg.causal { visible_keys(i1 - 1, lq, lk) } else { lk };
-        block.reset();
-        for j0 in (0..keys).step_by(BK) {
+        // From the key block of the first query's first key to the last query's last key: every query's reach
+        // slides right with it (the kernels read key blocks from multiples of their width; BK is one).
+        let (first, keys) = (reach.keys(i0, lq, lk).start / BK * BK, reach.keys(i1 - 1, lq, lk).end);
+        block.reset(h.sink);
+        for j0 in (first..keys).step_by(BK) {
             let j1 = (j0 + BK).min(keys);
-            // The keys the row block from r0 needs: causal, up to its last query's last visible key.
-            let needed = |r0: usize| if cfg.causal { visible_keys(i0 + r0 + MR - 1, lq, lk).clamp(j0, j1) - j0 } else { j1 - j0 };
+            // The keys the row block from r0 needs: up to its last query's last visible key.
+            let needed = |r0: usize| reach.keys(i0 + r0 + MR - 1, lq, lk).end.clamp(j0, j1) - j0;
             if cfg.content {
                 // SAFETY: the CPU runs V (the caller's target feature); rows of the packed Q from i0 and keys j0..j1 exist; the tile holds BQ ≥ rows rows of BK.
                 unsafe { kernel::qk::<V, MR, NV>(&packed, i0, rows, j0, needed, logits.as_mut_ptr(), BK) };
@@ -171,35 +175,46 @@ fn row_pass<const FMA: bool>(pass: &Pass, block: &mut Block, t: usize, e: &mut [
     if r > 0 {
         for_each_run(layout, i, lq, lk, j0..j1, |run, rows| rows.add_logits(&mut e[run.start - j0..run.end - j0], p_i));
     }
-    // Keys past `end` are masked (causal): only the visible ones are scaled, checked and compared.
-    let end = if cfg.causal { visible_keys(i, lq, lk).clamp(j0, j1) } else { j1 };
-    let (visible, masked) = e.split_at_mut(end - j0);
-    let (finite, max) = match bias {
-        // Keys j0..end of query i read b[j − i + Lq − 1]: one contiguous run.
+    // Keys out of the query's reach (causal, window) are masked: only those in `start..end` are scaled, checked
+    // and compared.
+    let reach = cfg.reach().keys(i, lq, lk);
+    let (start, end) = (reach.start.clamp(j0, j1), reach.end.clamp(j0, j1));
+    let (before, rest) = e.split_at_mut(start - j0);
+    let (visible, after) = rest.split_at_mut(end - start);
+    let (finite, mut max) = match bias {
+        // Keys start..end of query i read b[j − i + Lq − 1]: one contiguous run.
         Some(b) => {
-            let first = j0 + lq - 1 - i;
+            let first = start + lq - 1 - i;
             scale_add_max::<FMA>(visible, scale, &b.as_slice().expect("a fresh bias is contiguous")[first..first + visible.len()])
         }
         None => scale_max(visible, scale),
     };
     // Before any −∞ mask: every visible value must be finite here.
     if !finite {
-        return Err(overflow(cfg, h, i, j0 + visible.iter().position(|v| !v.is_finite()).expect("a non-finite logit"), p_i, bias));
+        return Err(overflow(cfg, h, i, start + visible.iter().position(|v| !v.is_finite()).expect("a non-finite logit"), p_i, bias));
     }
-    // The weights to compute: the visible keys' (the causally masked ones are 0), or with a key mask every
-    // key's, the masked ones −∞.
-    let (live, max) = match h.key_mask {
+    if let (Some(c), false) = (cfg.softcap, visible.is_empty()) {
+        // c·tanh(e / c) rises with e: the capped maximum is the maximum capped.
+        visible.iter_mut().for_each(|v| *v = c * (*v / c).tanh());
+        max = c * (max / c).tanh();
+    }
+    // The weights to compute: the visible keys' (the others are 0), or with a key mask every key's, the masked
+    // ones −∞.
+    let live = match h.key_mask {
         Some(m) => {
-            masked.fill(f32::NEG_INFINITY);
+            before.fill(f32::NEG_INFINITY);
+            after.fill(f32::NEG_INFINITY);
             e.iter_mut().zip(m.slice(s![j0..j1])).for_each(|(e, &keep)| *e = if keep { *e } else { f32::NEG_INFINITY });
-            (j1, reduce(e, f32::NEG_INFINITY, |m, v| if v > m { v } else { m }))
+            max = reduce(e, f32::NEG_INFINITY, |m, v| if v > m { v } else { m });
+            0..j1 - j0
         }
         None => {
-            masked.fill(0.0);
-            (end, max)
+            before.fill(0.0);
+            after.fill(0.0);
+            start - j0..end - j0
         }
     };
-    block.absorb::<FMA>(t, &mut e[..live - j0], max);
+    block.absorb::<FMA>(t, &mut e[live], max);
     if let Some(b) = block.buckets.as_mut() {
         for_each_run(layout, i, lq, lk, j0..j1, |run, rows| rows.add_weights(b.row_mut(t), &e[run.start - j0..run.end - j0]));
     }
@@ -299,10 +314,10 @@ impl Block {
         Block { max: Array1::zeros(BQ), sum: Array1::zeros(BQ), out: Array2::zeros((BQ, dh_padded)), buckets: table_rows.map(|r| Array2::zeros((BQ, r))) }
     }
 
-    /// Empties the state for the next block of queries.
-    fn reset(&mut self) {
-        self.max.fill(f32::NEG_INFINITY);
-        self.sum.fill(0.0);
+    /// Empties the state for the next block of queries; with a sink logit s, the sink's own term (m = s, l = 1).
+    fn reset(&mut self, sink: Option<f32>) {
+        self.max.fill(sink.unwrap_or(f32::NEG_INFINITY));
+        self.sum.fill(if sink.is_some() { 1.0 } else { 0.0 });
         self.out.fill(0.0);
         if let Some(b) = self.buckets.as_mut() {
             b.fill(0.0);

@@ -67,6 +67,7 @@ impl Transformer {
                     rel_v: a.rel_v.as_ref().map(|t| t.index_axis(Axis(0), hi)),
                     key_mask: None,
                     rope: rope.as_ref(),
+                    sink: None,
                 };
                 let z = attend_head(&cfg, &input, None).map_err(|e| e.in_stage(&format!("layers.{l}.attn")).within(&[hi]))?;
                 heads.slice_mut(cols).assign(&z);
