@@ -282,8 +282,8 @@ async function showLayer(msg) {
   const stages = [];
   const transfer = [];
   info.stages.forEach((meta, i) => {
-    // { rows, cols, raster_rows, raster_cols, lo, hi, has_values }: the first select of a (batch, head) cuts
-    // every stage of it (computing them, for a layer held on demand).
+    // { rows, cols, raster_rows, raster_cols, lo, hi, has_values, heads_shared, own_scale }: the first select of a
+    // (batch, head) cuts every stage of it (computing them, for a layer held on demand).
     const cut = s.select(i, shown.batch, shown.head, msg.head_scale);
     // Zero-copy views into the wasm memory, copied once into buffers that move to the page. A stage past
     // VALUES_CELLS comes without its values (null): the page asks for the cells it needs ('cells').

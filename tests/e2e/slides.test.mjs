@@ -73,6 +73,33 @@ test('a value that needs an exponent alone leaves every value on the slide (#51 
   }
 });
 
+test('ALiBi at n 1024 with 8 heads: one colour scale for its bias, or a notice on the slide when each head has its own (#51 item 6)', async () => {
+  // Held on demand (its whole trace is past 256 MiB): the bias's range over heads comes from every head's first
+  // and last rows. Head 0 spans ±511.5, head 7 ±4: on one scale they look different.
+  const query = (head, scale) => `?method=alibi&n=1024&d_model=64&heads=8&causal=1&seed=0&sentence=&backend=cpu&head=${head}&head_scale=${scale}&present=relative_logits`;
+  const ranges = [];
+  for (const head of [0, 7]) {
+    const p = await presenting(query(head, 'bias'), [1280, 720]);
+    const stage = await p.evaluate(async () => {
+      const { state } = await import('/js/page/state.js');
+      const s = state.current.byName.relative_logits;
+      return { lo: s.lo, hi: s.hi, onDemand: state.current.info.on_demand, head: state.current.shown.head };
+    });
+    assert.ok(stage.onDemand && stage.head === head, JSON.stringify(stage));
+    ranges.push([stage.lo, stage.hi]);
+    assert.match(await p.locator('#present-stated').innerText(), new RegExp(`head ${head} · grey: masked, no weight · one colour scale for all heads`));
+    if (head === 7) await p.screenshot({ path: join(artifacts, 'slide-alibi-n1024-head7-one-scale.png') });
+    await p.close();
+  }
+  assert.deepEqual(ranges[0], ranges[1]);
+  assert.equal(ranges[0][0], -511.5);
+  // Each head its own scale: the slide says so.
+  const p = await presenting(query(7, 'each'), [1280, 720]);
+  assert.match(await p.locator('#present-stated').innerText(), /colour scale of head 7 alone: heads that look alike may differ/);
+  await p.screenshot({ path: join(artifacts, 'slide-alibi-n1024-head7-own-scale.png') });
+  await p.close();
+});
+
 test('no console or page errors', () => {
   assert.deepEqual(problems, []);
 });

@@ -79,7 +79,7 @@ impl Session {
     /// Selects stage `i` of (batch, head) in the colormaps set ([`super::set_colormaps`]), the stages
     /// `head_scale` picks ("bias", "all" or "each", [`HeadScale`]) coloured over every head's range; returns
     /// the [`relattn::protocol::Cut`] `{ rows, cols, raster_rows, raster_cols, lo, hi, has_values,
-    /// heads_shared }`; read the values and pixels through the pointers below.
+    /// heads_shared, own_scale }`; read the values and pixels through the pointers below.
     pub fn select(&mut self, i: usize, batch: usize, head: usize, head_scale: JsValue) -> Result<JsValue, JsValue> {
         self.0.set_head_scale(choice_arg::<HeadScale>(head_scale, "head_scale", "bias, all, each")?);
         to_value(&self.0.cut(i, batch, head, palette()).map_err(to_js)?)

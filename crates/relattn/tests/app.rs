@@ -561,3 +561,25 @@ fn bias_stages_share_one_colour_scale_across_heads() {
     assert!(range(&mut s, "weights", 1).2 && range(&mut s, "content_logits", 1).2);
     assert!(!range(&mut s, "distances", 1).2, "a stage every head shares has no other head to share with");
 }
+
+/// A layer held on demand (ALiBi at n 1024 with 8 heads, #51 item 6: each head fell back to its own scale,
+/// unsaid) shares its bias's scale too, read from every head's first and last rows; a stage it cannot share
+/// without computing every head, or a bias with each head its own scale, says so (`own_scale`).
+#[test]
+fn a_layer_held_on_demand_shares_its_bias_scale_or_says_it_does_not() {
+    use relattn::protocol::HeadScale;
+    let n = 1024;
+    let mut s = run(LayerOptions { causal: Some(true), ..settings(Method::Alibi, n as f64, 64.0, 8.0, 2.0) }).unwrap();
+    assert!(s.info().on_demand);
+    let (c0, ..) = select(&mut s, "relative_logits", 0, 0);
+    let (c7, ..) = select(&mut s, "relative_logits", 0, 7);
+    assert!(c0.heads_shared && c7.heads_shared && !c7.own_scale && (c0.lo, c0.hi) == (c7.lo, c7.hi), "{c0:?} {c7:?}");
+    // Head 0's slope 1/2 at (n − 1, 0) sets the range: −511.5 (head 7's own would be ±4).
+    assert_eq!(c7.lo, -0.5 * (n - 1) as f32);
+    s.set_head_scale(HeadScale::All);
+    let (w, ..) = select(&mut s, "weights", 0, 1);
+    assert!(!w.heads_shared && w.own_scale, "{w:?}");
+    s.set_head_scale(HeadScale::Each);
+    let (b, ..) = select(&mut s, "relative_logits", 0, 1);
+    assert!(!b.heads_shared && b.own_scale, "{b:?}");
+}

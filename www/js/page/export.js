@@ -21,7 +21,9 @@ function standalone(stage, cur) {
   const spec = { ...figureSpec(stage, cur), range: [stage.lo, stage.hi] };
   const pin = state.pinned && stage.pairs ? ` · pinned (i, j) = (${state.pinned.i}, ${state.pinned.j})` : '';
   const row = state.pinnedRow != null ? ` · pinned table row ${state.pinnedRow}` : '';
-  return { ...spec, title: `${stage.title} — ${cur.info.heading}`, subtitle: `${spec.subtitle} · ${cur.info.stated}${pin}${row}` };
+  // A picture's subtitle states the scheme's options already.
+  const stated = 'chart' in stage ? '' : ` · ${cur.info.stated}`;
+  return { ...spec, title: `${stage.title} — ${cur.info.heading}`, subtitle: `${spec.subtitle}${stated}${pin}${row}` };
 }
 
 /** The pinned pair's cell outlined in an SVG figure whose plot is `area` (black and yellow, as on the page). */

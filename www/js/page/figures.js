@@ -25,21 +25,35 @@ function labelsOf(tokens, from, count) {
   return Array.from({ length: count }, (_, k) => (tokens.length ? tokens[from + k] : String(from + k)));
 }
 
-/** The formula, the shape and, where the stage depends on them and there is a choice, the batch element and head. */
-function subtitleOf(stage, cur) {
-  // A picture: its formula and the scheme's options (every head, every batch element).
-  if (stage.chart) return `${stage.formula} · ${cur.info.stated}`;
-  if ('chart' in stage) return `${stage.formula}   [${stage.rows} × ${stage.cols}] · ${cur.info.stated}`;
+/**
+ * What a figure says of its stage besides the formula and shape, each a phrase: where in the layer it is (a
+ * captured or trained model's layer; the batch element and head where the stage depends on them and there is a
+ * choice), its grey masked cells, its rows that see no key, and its colour scale across heads (one for all, or
+ * this head's alone where heads differ: a bias with each head its own scale, a layer held on demand). Under the
+ * figure's title on the page and in exports; on a slide, under the scheme's options.
+ */
+export function figureNotes(stage, cur) {
   const s = cur.info.options;
+  const picture = 'chart' in stage; // a picture shows every head and batch element
   const where = [
     cur.info.capture_title,
-    stage.per_batch && s.batch_size > 1 ? `b ${cur.shown.batch}` : '',
-    stage.per_head && s.heads > 1 ? `head ${cur.shown.head}` : '',
+    !picture && stage.per_batch && s.batch_size > 1 ? `b ${cur.shown.batch}` : '',
+    !picture && stage.per_head && s.heads > 1 ? `head ${cur.shown.head}` : '',
   ].filter(Boolean).join(', ');
-  const grey = stage.masked_above ? ' · grey: masked, no weight' : '';
-  const unattended = stage.rows_are_queries && cur.info.unattended[cur.shown.batch] ? ` · ${cur.info.unattended[cur.shown.batch]}` : '';
-  const shared = stage.heads_shared ? ' · one colour scale for all heads' : '';
-  return `${stage.formula}   [${stage.rows} × ${stage.cols}]${where ? ` · ${where}` : ''}${grey}${unattended}${shared}`;
+  return [
+    where,
+    stage.masked_above ? 'grey: masked, no weight' : '',
+    stage.rows_are_queries ? cur.info.unattended[cur.shown.batch] || '' : '',
+    stage.heads_shared ? 'one colour scale for all heads' : '',
+    stage.own_scale ? `colour scale of head ${cur.shown.head} alone: heads that look alike may differ` : '',
+  ].filter(Boolean);
+}
+
+/** The formula, the shape (a stage's, a heatmap picture's), a picture's scheme options, and the figure's notes. */
+function subtitleOf(stage, cur) {
+  const shape = stage.chart ? '' : `   [${stage.rows} × ${stage.cols}]`;
+  const stated = 'chart' in stage ? [cur.info.stated] : [];
+  return [`${stage.formula}${shape}`, ...stated, ...figureNotes(stage, cur)].join(' · ');
 }
 
 /** The crates/relattn-wasm/src/figure.rs FigureSpec of a stage's figure (shared/figure-core.js figureSpec). */

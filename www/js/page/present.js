@@ -2,7 +2,7 @@
 // with the keyboard, the on-screen buttons or a swipe (phones); the stage presented is in the URL.
 import { $, slideTextScale } from './dom.js';
 import { state } from './state.js';
-import { newView, drawView } from './figures.js';
+import { newView, drawView, figureNotes } from './figures.js';
 import { saveURL } from './url.js';
 import { drawPins } from './tooltip.js';
 import { hideTip } from './tip.js';
@@ -71,8 +71,9 @@ export function drawPresent() {
   sec.dataset.stage = stage.name;
   $('present-step').textContent = `${at + 1} / ${cur.stages.length}`;
   fitTitle($('present-title'), stage.title);
-  // The scheme's options, stated on every slide (its pictures' and its stages').
-  $('present-stated').textContent = cur.info.stated;
+  // The scheme's options, stated on every slide (its pictures' and its stages'), and what the figure says of
+  // itself (the model, layer and head; masked cells; its colour scale across heads).
+  $('present-stated').textContent = [cur.info.stated, ...figureNotes(stage, cur)].join(' · ');
   const f = $('present-formula');
   const katex = /** @type {any} */ (window).katex; // www/vendor/katex, loaded by index.html
   if (katex && stage.tex) katex.render(stage.tex, f, { displayMode: true, throwOnError: false });

@@ -240,7 +240,13 @@ has_values: boolean,
 /**
  * `lo` … `hi` is every head's range ([`HeadScale`]), not this head's alone.
  */
-heads_shared: boolean, };
+heads_shared: boolean, 
+/**
+ * `lo` … `hi` is this head's range alone, where the head scale asked for every head's (a layer held on
+ * demand, whose range over heads would compute every head) or where heads differ by design (a bias stage
+ * with each head its own scale): the page says so, as heads that look alike may not be.
+ */
+own_scale: boolean, };
 
 /**
  * Attention by distance of one head over the current window.
@@ -311,8 +317,8 @@ export type HeadChart = { title: string, subtitle: string, x_axis: string, y_axi
 /**
  * Which stages of a (batch, head) are coloured over one range for every head, so that heads can be compared
  * by colour: the bias stages alone (ALiBi's and T5's term, T5's table per head: the default), every stage
- * that differs by head, or none. Only a layer held whole shares (one held on demand would compute every
- * head to find the range).
+ * that differs by head, or none. A layer held on demand shares its tables and its bias of j − i alone (read
+ * from every head's first and last rows); other stages of it keep each head's range ([`Cut::own_scale`]).
  */
 export type HeadScale = "bias" | "all" | "each";
 
@@ -510,7 +516,7 @@ export type LayerSource = { kind: Method, window: ModelWindow, layer: number, };
  * What the logits (the content term plus Shaw's or the Music Transformer's relative term) are multiplied by
  * before ALiBi's or T5's bias is added and the softmax taken.
  */
-export type LogitScale = "inv_sqrt_d_head" | "none";
+export type LogitScale = "inv_sqrt_d_head" | "none" | { "factor": number };
 
 /**
  * The meter of a piece in 16th-note steps: steps per beat and per bar.
@@ -976,7 +982,13 @@ has_values: boolean,
 /**
  * `lo` … `hi` is every head's range ([`HeadScale`]), not this head's alone.
  */
-heads_shared: boolean, };
+heads_shared: boolean, 
+/**
+ * `lo` … `hi` is this head's range alone, where the head scale asked for every head's (a layer held on
+ * demand, whose range over heads would compute every head) or where heads differ by design (a bias stage
+ * with each head its own scale): the page says so, as heads that look alike may not be.
+ */
+own_scale: boolean, };
 
 /**
  * One piece of the data file.
@@ -1429,7 +1441,13 @@ has_values: boolean,
 /**
  * `lo` … `hi` is every head's range ([`HeadScale`]), not this head's alone.
  */
-heads_shared: boolean, };
+heads_shared: boolean, 
+/**
+ * `lo` … `hi` is this head's range alone, where the head scale asked for every head's (a layer held on
+ * demand, whose range over heads would compute every head) or where heads differ by design (a bias stage
+ * with each head its own scale): the page says so, as heads that look alike may not be.
+ */
+own_scale: boolean, };
 
 /**
  * One tile of the model view: head (layer, head)'s (T, T) weights as pixels, pooled to size × size.

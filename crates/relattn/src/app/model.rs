@@ -305,7 +305,7 @@ impl ChoraleSession {
         let (rows, cols) = m.dim();
         let values = m.iter().copied().collect();
         (state.values, state.rgba) = (values, rgba);
-        Ok(Cut { rows, cols, raster_rows, raster_cols, lo, hi, has_values: true, heads_shared: false })
+        Ok(Cut { rows, cols, raster_rows, raster_cols, lo, hi, has_values: true, heads_shared: false, own_scale: false })
     }
 
     /// The [`DistanceProfile`] of head `head` of layer `layer` over the current window.

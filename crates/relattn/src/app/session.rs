@@ -140,19 +140,25 @@ impl Cutting {
     }
 
     pub fn finish(self, palette: Palette) -> Made {
-        self.finish_over(palette, None)
+        self.finish_over(palette, None, false)
     }
 
-    /// [`Cutting::finish`] over `range` when given (every head's), else over its own values' range.
-    fn finish_over(self, palette: Palette, range: Option<(f32, f32)>) -> Made {
+    /// [`Cutting::finish`] over `range` when given (every head's), else over its own values' range;
+    /// `own_scale`: [`Cut::own_scale`].
+    fn finish_over(self, palette: Palette, range: Option<(f32, f32)>, own_scale: bool) -> Made {
         let (rgba, (raster_rows, raster_cols), (lo, hi)) = match range {
             Some(r) => self.pooler.rgba_over(palette, r),
             None => self.pooler.rgba(palette),
         };
         let (rows, cols) = self.dim;
-        let cut = Cut { rows, cols, raster_rows, raster_cols, lo, hi, has_values: self.values.is_some(), heads_shared: range.is_some() };
+        let cut = Cut { rows, cols, raster_rows, raster_cols, lo, hi, has_values: self.values.is_some(), heads_shared: range.is_some(), own_scale };
         Made { cut, values: self.values.unwrap_or_default(), rgba }
     }
+}
+
+/// ALiBi's and T5's term and T5's table: stages whose heads differ by design (steep and flat slopes).
+fn is_bias(stage: Stage, cfg: &Config) -> bool {
+    (stage == Stage::RelativeLogits && cfg.method.adds_distance_bias()) || (stage == Stage::RelK && cfg.method.buckets())
 }
 
 /// A picture as the page gets it: a heatmap cut and coloured as a stage, or curves with an empty cut.
@@ -167,7 +173,7 @@ fn picture_view(picture: Picture, palette: Palette) -> PictureView {
             PictureView { meta, cut, x_labels, y_labels, chart: None, values, rgba }
         }
         Body::Curves(chart) => {
-            let cut = Cut { rows: 0, cols: 0, raster_rows: 0, raster_cols: 0, lo: 0.0, hi: 0.0, has_values: false, heads_shared: false };
+            let cut = Cut { rows: 0, cols: 0, raster_rows: 0, raster_cols: 0, lo: 0.0, hi: 0.0, has_values: false, heads_shared: false, own_scale: false };
             PictureView { meta, cut, x_labels: Vec::new(), y_labels: Vec::new(), chart: Some(chart), values: None, rgba: Vec::new() }
         }
     }
@@ -264,34 +270,54 @@ impl Session {
         }
     }
 
-    /// Whether stage `k` is coloured over every head's range: a stage that differs by head, of a layer held
-    /// whole with more than one head, that [`HeadScale`] picks (the bias stages: ALiBi's and T5's term, T5's
-    /// table).
-    fn shares_scale(&self, k: usize) -> bool {
+    /// Whether `head_scale` picks stage `k` to be coloured over every head's range: a stage that differs by
+    /// head, of a layer with more than one head (for [`HeadScale::Bias`], the bias stages: ALiBi's and T5's
+    /// term, T5's table).
+    fn picked(&self, k: usize, head_scale: HeadScale) -> bool {
         let (stage, cfg) = (self.stages[k], self.config());
-        let picked = match self.head_scale {
+        let picked = match head_scale {
             HeadScale::Each => false,
             HeadScale::All => true,
-            HeadScale::Bias => (stage == Stage::RelativeLogits && cfg.method.adds_distance_bias()) || (stage == Stage::RelK && cfg.method.buckets()),
+            HeadScale::Bias => is_bias(stage, cfg),
         };
-        picked && self.info.stages[k].per_head && self.dims().1 > 1 && matches!(self.source, Source::Whole(_))
+        picked && self.info.stages[k].per_head && self.dims().1 > 1
     }
 
-    /// The colour range of stage `k` over every head of batch element `batch` (its masked cells left out).
-    fn range_over_heads(&self, k: usize, batch: usize) -> Result<(f32, f32)> {
-        let Source::Whole(t) = &self.source else { unreachable!("only a layer held whole shares its scale") };
+    /// The colour range of stage `k` over every head of batch element `batch` (its masked cells left out), or
+    /// None where finding it would compute every head of a layer held on demand: there, a table is read whole
+    /// and a bias of j − i alone (no key mask) from its first and last rows, which hold every distance (the
+    /// last row every one a causal layer shows).
+    fn range_over_heads(&self, k: usize, batch: usize) -> Result<Option<(f32, f32)>> {
         let stage = self.stages[k];
+        let (_, heads, n) = self.dims();
         let mask = self.cell_mask(stage, batch);
+        let shown_range = |first: usize, m: ArrayView2<f32>| match &mask {
+            Some(mask) => crate::render::value_range(mask.shown(first, m).view(), stage.scale()),
+            None => crate::render::value_range(m, stage.scale()),
+        };
         let mut range = (f32::INFINITY, f32::NEG_INFINITY);
-        for head in 0..self.dims().1 {
-            let m = t.stage_view(stage, batch, head)?;
-            let (lo, hi) = match &mask {
-                Some(mask) => crate::render::value_range(mask.shown(0, m.view()).view(), stage.scale()),
-                None => crate::render::value_range(m.view(), stage.scale()),
-            };
-            range = (range.0.min(lo), range.1.max(hi));
+        let mut widen = |(lo, hi): (f32, f32)| range = (range.0.min(lo), range.1.max(hi));
+        match &self.source {
+            Source::Whole(t) => {
+                for head in 0..heads {
+                    widen(shown_range(0, t.stage_view(stage, batch, head)?.view()));
+                }
+            }
+            Source::OnDemand(l) if stage == Stage::RelK => {
+                for head in 0..heads {
+                    widen(shown_range(0, l.rows(stage, batch, head, 0..l.shape(stage).0)?.view()));
+                }
+            }
+            Source::OnDemand(l) if is_bias(stage, &l.config) && l.scenario.key_mask.is_none() => {
+                for head in 0..heads {
+                    for row in [0, n - 1] {
+                        widen(shown_range(row, l.rows(stage, batch, head, row..row + 1)?.view()));
+                    }
+                }
+            }
+            Source::OnDemand(_) => return Ok(None),
         }
-        Ok(range)
+        Ok(Some(range))
     }
 
     /// Selects stage `i` (of [`Info::stages`]) of (batch, head), cutting and colouring every stage of that
@@ -397,8 +423,10 @@ impl Session {
             }
         }
         let ranges: Vec<Option<(f32, f32)>> =
-            (0..self.stages.len()).map(|k| if self.shares_scale(k) { self.range_over_heads(k, batch).map(Some) } else { Ok(None) }).collect::<Result<_>>()?;
-        Ok(cutting.into_iter().zip(ranges).map(|(c, range)| c.finish_over(palette, range)).collect())
+            (0..self.stages.len()).map(|k| if self.picked(k, self.head_scale) { self.range_over_heads(k, batch) } else { Ok(None) }).collect::<Result<_>>()?;
+        // A stage the head scale asked to share, or a bias stage, coloured over this head's range alone says so.
+        let own_scale = |k: usize, range: &Option<(f32, f32)>| range.is_none() && (self.picked(k, self.head_scale) || self.picked(k, HeadScale::Bias));
+        Ok(cutting.into_iter().zip(ranges).enumerate().map(|(k, (c, range))| c.finish_over(palette, range, own_scale(k, &range))).collect())
     }
 
     /// The cut last selected: its values (empty when the cut has none) and its pixels.

@@ -160,8 +160,8 @@ pub struct Info {
 
 /// Which stages of a (batch, head) are coloured over one range for every head, so that heads can be compared
 /// by colour: the bias stages alone (ALiBi's and T5's term, T5's table per head: the default), every stage
-/// that differs by head, or none. Only a layer held whole shares (one held on demand would compute every
-/// head to find the range).
+/// that differs by head, or none. A layer held on demand shares its tables and its bias of j − i alone (read
+/// from every head's first and last rows); other stages of it keep each head's range ([`Cut::own_scale`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
 #[cfg_attr(test, derive(ts_rs::TS), ts(export, export_to = "protocol.d.ts"))]
@@ -189,6 +189,10 @@ pub struct Cut {
     pub has_values: bool,
     /// `lo` … `hi` is every head's range ([`HeadScale`]), not this head's alone.
     pub heads_shared: bool,
+    /// `lo` … `hi` is this head's range alone, where the head scale asked for every head's (a layer held on
+    /// demand, whose range over heads would compute every head) or where heads differ by design (a bias stage
+    /// with each head its own scale): the page says so, as heads that look alike may not be.
+    pub own_scale: bool,
 }
 
 /// A stage of the (batch, head) shown, as the page gets it: its metadata (the page spells none of it), its
