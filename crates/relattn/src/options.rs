@@ -87,11 +87,28 @@ pub struct LayerOptions {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub relative_only: Option<bool>,
     /// What the logits are multiplied by before a bias and the softmax: inv_sqrt_d_head (1/√d_head, as in
-    /// every scheme's paper) or none (T5's own logits, whose scale is folded into its initialisation).
-    /// [default: inv_sqrt_d_head]
+    /// every scheme's paper), none (T5's own logits, whose scale is folded into its initialisation) or a
+    /// factor above 0 up to 1e4 (a number on the command line, {"factor": f} in a request: Gemma's
+    /// query_pre_attn_scalar^(−1/2)). [default: inv_sqrt_d_head]
     #[arg(long)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub logit_scale: Option<LogitScale>,
+    /// A sliding window: keys at |j − i| ≥ window are masked (with causal, each query sees itself and the
+    /// window − 1 keys before it, as Mistral's and Gemma's local layers), a whole number ≥ 1; 0: no window.
+    /// [default: 0]
+    #[arg(long, allow_negative_numbers = true)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub window: Option<f64>,
+    /// Logit soft-capping c (Gemma 2): each logit becomes c·tanh(e / c) after the scale and any bias, above 0
+    /// up to 1e4; 0: no cap. [default: 0]
+    #[arg(long, allow_negative_numbers = true)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub softcap: Option<f64>,
+    /// ε of the RMS norms of q and k, for a layer given q_norm and k_norm (Qwen3, Gemma 3, OLMo 2), from 0 up
+    /// to 1. [default: 1e-6]
+    #[arg(long, allow_negative_numbers = true)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub norm_eps: Option<f64>,
     /// Music Transformer only: what distances beyond E_r read: zero (tensor2tensor) or clip (the edge row).
     /// [default: zero]
     #[arg(long)]
@@ -226,6 +243,9 @@ impl LayerOptions {
             per_head_tables: Some(per_head_tables),
             relative_only: Some(!cfg.content),
             logit_scale: Some(cfg.logit_scale),
+            window: Some(cfg.window.unwrap_or(0) as f64),
+            softcap: Some(cfg.softcap.unwrap_or(0.0) as f64),
+            norm_eps: Some(cfg.norm_eps as f64),
             edge: Some(cfg.edge),
             implementation: Some(cfg.implementation),
             rope_base: Some(cfg.rope.base as f64),
@@ -277,7 +297,22 @@ impl LayerOptions {
         cfg.rel_v = self.relative_values.unwrap_or(cfg.rel_v);
         per_head_tables = self.per_head_tables.unwrap_or(per_head_tables);
         cfg.content = !self.relative_only.unwrap_or(!cfg.content);
-        cfg.logit_scale = self.logit_scale.unwrap_or(cfg.logit_scale);
+        cfg.logit_scale = self.logit_scale.map(LogitScale::checked).transpose()?.unwrap_or(cfg.logit_scale);
+        if let Some(w) = self.window {
+            cfg.window = Some(whole("window", w, 0, usize::MAX)?).filter(|&w| w > 0);
+        }
+        if let Some(c) = self.softcap {
+            if !(c.is_finite() && (0.0..=1e4).contains(&c)) {
+                return Err(Error::invalid("softcap", c, "0 (no cap), or above 0 up to 1e4"));
+            }
+            cfg.softcap = Some(c as f32).filter(|&c| c > 0.0);
+        }
+        if let Some(eps) = self.norm_eps {
+            if !(eps.is_finite() && (0.0..=1.0).contains(&eps)) {
+                return Err(Error::invalid("norm_eps", eps, "from 0 up to 1"));
+            }
+            cfg.norm_eps = eps as f32;
+        }
         cfg.edge = self.edge.unwrap_or(cfg.edge);
         cfg.implementation = self.implementation.unwrap_or(cfg.implementation);
         cfg.positions_in_x = self.positions_in_x.unwrap_or(cfg.positions_in_x);
@@ -333,6 +368,13 @@ mod tests {
             (LayerOptions { seed: Some(2f64.powi(53)), ..LayerOptions::default() }, "seed"),
             (LayerOptions { seed: Some(1e20), ..LayerOptions::default() }, "seed"),
             (LayerOptions { t5_buckets: Some(-4.0), ..LayerOptions::default() }, "t5_buckets"),
+            (LayerOptions { window: Some(-1.0), ..LayerOptions::default() }, "window"),
+            (LayerOptions { window: Some(2.5), ..LayerOptions::default() }, "window"),
+            (LayerOptions { softcap: Some(-3.0), ..LayerOptions::default() }, "softcap"),
+            (LayerOptions { softcap: Some(f64::NAN), ..LayerOptions::default() }, "softcap"),
+            (LayerOptions { norm_eps: Some(2.0), ..LayerOptions::default() }, "norm_eps"),
+            (LayerOptions { logit_scale: Some(LogitScale::Factor(0.0)), ..LayerOptions::default() }, "logit_scale"),
+            (LayerOptions { logit_scale: Some(LogitScale::Factor(f32::INFINITY)), ..LayerOptions::default() }, "logit_scale"),
             // Past the range as f64, within it once rounded to float32.
             (LayerOptions { method: Some(Method::Rope), rope_base: Some(1_000_000_001.0), ..LayerOptions::default() }, "rope_base"),
             (LayerOptions { method: Some(Method::Rope), rope_scale: Some(1000.00001), ..LayerOptions::default() }, "rope_scale"),
@@ -348,6 +390,22 @@ mod tests {
         let spec = Spec { n: 5, d_model: 32, batch: 2, seed: 9 };
         let r = LayerOptions::of(&cfg, &spec, true).resolve(&Limits::NONE).unwrap();
         assert_eq!((r.config, r.spec, r.per_head_tables), (cfg, spec, true));
+        // Today's models' options: a window, a soft-cap, a factor of their own, the norms' ε.
+        let cfg = Config { window: Some(5), softcap: Some(30.0), logit_scale: LogitScale::Factor(0.125), norm_eps: 1e-5, ..cfg };
+        let r = LayerOptions::of(&cfg, &spec, false).resolve(&Limits::NONE).unwrap();
+        assert_eq!(r.config, cfg);
+    }
+
+    /// A factor is `{"factor": f}` in a request (and a capture's options), a number on the command line.
+    #[test]
+    fn a_logit_scale_factor_is_spelled_in_json_and_on_the_command_line() {
+        let o: LayerOptions = serde_json::from_str(r#"{"logit_scale": {"factor": 0.0625}, "window": 4096}"#).unwrap();
+        let r = o.resolve(&Limits::NONE).unwrap();
+        assert_eq!((r.config.logit_scale, r.config.window), (LogitScale::Factor(0.0625), Some(4096)));
+        assert_eq!(serde_json::to_value(LogitScale::Factor(0.5)).unwrap(), serde_json::json!({"factor": 0.5}));
+        assert_eq!("0.0625".parse::<LogitScale>().unwrap(), LogitScale::Factor(0.0625));
+        assert_eq!("none".parse::<LogitScale>().unwrap(), LogitScale::None);
+        assert_eq!("-2".parse::<LogitScale>().unwrap_err().field(), "logit_scale");
     }
 
     #[test]

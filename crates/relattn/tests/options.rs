@@ -11,7 +11,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 /// Every option, in the order of `LayerOptions`' fields.
-const OPTIONS: [&str; 22] = [
+const OPTIONS: [&str; 25] = [
     "preset",
     "method",
     "n",
@@ -25,6 +25,9 @@ const OPTIONS: [&str; 22] = [
     "per_head_tables",
     "relative_only",
     "logit_scale",
+    "window",
+    "softcap",
+    "norm_eps",
     "edge",
     "implementation",
     "rope_base",
@@ -95,7 +98,7 @@ fn old_names_are_refused_with_the_list() {
 fn every_refusal_states_the_real_range() {
     use relattn::options::Resolved;
     use relattn::Scenario;
-    let cases: [(&str, &str); 16] = [
+    let cases: [(&str, &str); 19] = [
         (r#"{"n": -1}"#, "a whole number ≥ 1"),
         (r#"{"d_model": 0}"#, "a whole number ≥ 1"),
         (r#"{"heads": -2}"#, "a whole number ≥ 1"),
@@ -112,6 +115,9 @@ fn every_refusal_states_the_real_range() {
         (r#"{"method": "rope", "rope_fraction": -0.5}"#, "above 0 to 1"),
         (r#"{"method": "rope", "rope_scale": -1}"#, "from 0.01 to 1000"),
         (r#"{"method": "rope", "d_model": 10, "rope_fraction": 0.3}"#, "whole pairs"),
+        (r#"{"window": -4}"#, "a whole number ≥ 0"),
+        (r#"{"softcap": -1}"#, "0 (no cap), or above 0 up to 1e4"),
+        (r#"{"logit_scale": {"factor": -1}}"#, "a factor above 0 and at most 1e4"),
     ];
     for (json, range) in cases {
         let options: LayerOptions = serde_json::from_str(json).unwrap();

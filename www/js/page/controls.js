@@ -21,19 +21,35 @@ export function tokens() {
   return s ? s.split(/\s+/) : [];
 }
 
-/** An option control's value: a checkbox's state, a number box's number (NaN when empty), a select's value. */
+/** An option control's value: a checkbox's state, a number box's number (NaN when empty), a select's value (an
+ *  object when the chosen entry holds one in data-json: a captured model's logit scale, { factor }). */
 export function readOption(k) {
   const el = $(k);
   if (el.type === 'checkbox') return el.checked;
   if (el.type === 'number') return el.value.trim() === '' ? NaN : Number(el.value);
-  return el.value;
+  const json = el.selectedOptions?.[0]?.dataset.json;
+  return json ? JSON.parse(json) : el.value;
 }
 
-/** Sets an option control from a value as readOption gives it (or a link's text: '1'/'0' for a checkbox). */
+/** Sets an option control from a value as readOption gives it (or a link's text: '1'/'0' for a checkbox); an
+ *  object value (logit_scale's { factor }) gets an entry of its own in the select, labelled with its numbers. */
 export function writeOption(k, v) {
   const el = $(k);
+  // A link holds such an object as its JSON text.
+  if (el.tagName === 'SELECT' && typeof v === 'string' && v.startsWith('{')) {
+    try { v = JSON.parse(v); } catch { return false; }
+  }
   if (el.type === 'checkbox') el.checked = v === true || v === '1';
-  else if (el.tagName === 'SELECT') return setSelect(el, String(v));
+  else if (el.tagName === 'SELECT' && v !== null && typeof v === 'object') {
+    const json = JSON.stringify(v);
+    let entry = [...el.options].find((o) => o.dataset.json === json);
+    if (!entry) {
+      entry = new Option(Object.entries(v).map(([name, x]) => `${name} ${x}`).join(', '), json);
+      entry.dataset.json = json;
+      el.add(entry);
+    }
+    el.value = json;
+  } else if (el.tagName === 'SELECT') return setSelect(el, String(v));
   else el.value = String(v);
   return true;
 }

@@ -459,10 +459,27 @@ per_head_tables?: boolean,
 relative_only?: boolean, 
 /**
  * What the logits are multiplied by before a bias and the softmax: inv_sqrt_d_head (1/√d_head, as in
- * every scheme's paper) or none (T5's own logits, whose scale is folded into its initialisation).
- * [default: inv_sqrt_d_head]
+ * every scheme's paper), none (T5's own logits, whose scale is folded into its initialisation) or a
+ * factor above 0 up to 1e4 (a number on the command line, {"factor": f} in a request: Gemma's
+ * query_pre_attn_scalar^(−1/2)). [default: inv_sqrt_d_head]
  */
 logit_scale?: LogitScale, 
+/**
+ * A sliding window: keys at |j − i| ≥ window are masked (with causal, each query sees itself and the
+ * window − 1 keys before it, as Mistral's and Gemma's local layers), a whole number ≥ 1; 0: no window.
+ * [default: 0]
+ */
+window?: number, 
+/**
+ * Logit soft-capping c (Gemma 2): each logit becomes c·tanh(e / c) after the scale and any bias, above 0
+ * up to 1e4; 0: no cap. [default: 0]
+ */
+softcap?: number, 
+/**
+ * ε of the RMS norms of q and k, for a layer given q_norm and k_norm (Qwen3, Gemma 3, OLMo 2), from 0 up
+ * to 1. [default: 1e-6]
+ */
+norm_eps?: number, 
 /**
  * Music Transformer only: what distances beyond E_r read: zero (tensor2tensor) or clip (the edge row).
  * [default: zero]
