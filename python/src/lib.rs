@@ -483,7 +483,7 @@ impl Packed {
             value_range(m, meta.scale)
         };
         let (rows, cols) = m.dim();
-        let cut = Cut { rows, cols, raster_rows: rows, raster_cols: cols, lo, hi, has_values: true, heads_shared: false };
+        let cut = Cut { rows, cols, raster_rows: rows, raster_cols: cols, lo, hi, has_values: true, heads_shared: false, own_scale: false };
         self.list.push(NotebookFigure { meta, cut, title, formula, offset: self.values.len(), readers });
         self.values.extend(m.iter());
     }
