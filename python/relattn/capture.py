@@ -50,7 +50,8 @@ import numpy as _np
 from ._errors import refuse as _refuse
 
 #: The model types (``model.config.model_type``) :func:`capture` knows.
-FAMILIES = ("t5", "mt5", "umt5", "llama", "mistral", "qwen2", "gemma", "gpt_neox", "gptj", "bloom", "falcon", "mpt", "gpt2", "opt", "bert")
+FAMILIES = ("t5", "mt5", "umt5", "llama", "mistral", "qwen2", "qwen3", "qwen3_moe", "gemma", "gemma2", "gemma3_text", "olmo2", "gpt_oss",
+            "gpt_neox", "gptj", "bloom", "falcon", "mpt", "gpt2", "opt", "bert")
 
 
 class _Stop(Exception):
@@ -365,9 +366,6 @@ def _key_mask(mask):
 def _t5(model, layer, part, input_ids, attention_mask, decoder_input_ids, decoder_attention_mask, reach):
     """T5, mT5, UMT5: the encoder's or the decoder's self-attention of block ``layer``."""
     config = model.config
-    if config.num_heads * config.d_kv != config.d_model:
-        raise _refuse("model", f"num_heads × d_kv = {config.num_heads} × {config.d_kv} = {config.num_heads * config.d_kv} ≠ d_model {config.d_model}",
-                      "heads × head width = d_model (relattn's layers have d_head = d_model / heads)")
     stack = getattr(model, part, None) if part == "decoder" or hasattr(model, "encoder") else model
     if stack is None:
         raise _refuse("part", "'decoder'", "'encoder': this model has no decoder")
@@ -398,27 +396,38 @@ def _t5(model, layer, part, input_ids, attention_mask, decoder_input_ids, decode
     return ids, mask, options, arrays, notes
 
 
+#: What each rotary family's attention module holds besides q_proj, k_proj, v_proj, o_proj and the rotary: its
+#: q/k norms (Qwen3's and Gemma 3's per head, OLMo 2's over the whole projection), gpt-oss's sinks.
+_ROTARY_EXTRAS = {"qwen3": ("q_norm", "k_norm"), "qwen3_moe": ("q_norm", "k_norm"), "gemma3_text": ("q_norm", "k_norm"),
+                  "olmo2": ("q_norm", "k_norm"), "gpt_oss": ("sinks",)}
+
+
+def _norm(norm, family):
+    """An RMS norm's γ as relattn multiplies it (Gemma 3's module multiplies by 1 + its weight) and its ε."""
+    weight = norm.weight.detach().float()
+    eps = getattr(norm, "variance_epsilon", None)
+    return _np32(1.0 + weight if family == "gemma3_text" else weight), float(norm.eps if eps is None else eps)
+
+
 def _rotary(model, layer, input_ids, attention_mask, extra, reach):
-    """Llama, Mistral, Qwen2, Gemma: half-split rotary with the model's own cos and sin, grouped K/V heads."""
+    """Llama, Mistral, Qwen2 and 3, Gemma 1 to 3, OLMo 2, gpt-oss: half-split rotary with the model's own cos and
+    sin, grouped K/V heads, heads of the model's width; the q/k norms, sliding windows, soft-capping, logit scale
+    and sinks each family has."""
     config = model.config
+    family = config.model_type
     layers = _layers(model, "model.layers", "layers")
     attn = _pick(layers, layer, "decoder").self_attn
     heads, kv_heads, head_dim = config.num_attention_heads, config.num_key_value_heads, attn.head_dim
-    # A module with more than its four projections computes something relattn's layer does not (a model of a newer
-    # family relabelled as this one: Qwen3's q_norm and k_norm): refused, not captured wrong.
-    unknown = sorted(name for name, _ in attn.named_children() if name not in ("q_proj", "k_proj", "v_proj", "o_proj", "rotary_emb"))
+    # A module holding more than its family's parts computes something relattn's layer does not (a model of a
+    # newer family relabelled as this one: Qwen3's q_norm and k_norm under "qwen2"): refused, not captured wrong.
+    known = ("q_proj", "k_proj", "v_proj", "o_proj", "rotary_emb", *_ROTARY_EXTRAS.get(family, ()))
+    held = [name for name, _ in attn.named_children()] + [name for name, _ in attn.named_parameters(recurse=False)]
+    unknown = sorted(name for name in held if name not in known)
     if unknown:
-        raise _refuse("model", f"an attention module with {', '.join(unknown)} (a {config.model_type} config holding another family's layer?)",
-                      "Llama, Mistral, Qwen2 and Gemma's attention: q_proj, k_proj, v_proj, o_proj and the rotary alone "
-                      "(q/k norms, as Qwen3's, OLMo 2's and Gemma 3's, are not applied by relattn's layers yet)")
-    if heads * head_dim != config.hidden_size:
-        raise _refuse("model", f"heads × head_dim = {heads} × {head_dim} ≠ hidden_size {config.hidden_size}",
-                      "heads × head_dim = hidden_size (relattn's layers have d_head = d_model / heads)")
-    if abs(attn.scaling - head_dim ** -0.5) > 1e-12:
-        raise _refuse("model", f"logits scaled by {attn.scaling}", f"1/√head_dim = {head_dim ** -0.5} or 1")
-    window = getattr(attn, "sliding_window", None) if config.model_type == "qwen2" else getattr(config, "sliding_window", None)
-    if window is not None and input_ids.shape[1] > window:
-        raise _refuse("input_ids", f"{input_ids.shape[1]} tokens", f"at most the model's sliding window, {window} (relattn has no window)")
+        raise _refuse("model", f"an attention module with {', '.join(unknown)} (a {family} config holding another family's layer?)",
+                      f"a {family} attention module: {', '.join(known)}")
+    # Mistral's model masks a window for every layer when its config has one; the others say it per layer.
+    window = config.sliding_window if family == "mistral" else getattr(attn, "sliding_window", None)
     args, kwargs = reach(attn, lambda: model(input_ids=input_ids, attention_mask=attention_mask, **extra))
     cos, sin = kwargs["position_embeddings"]
     half = head_dim // 2
@@ -426,11 +435,33 @@ def _rotary(model, layer, input_ids, attention_mask, extra, reach):
     arrays = {"x": _np32(_hidden(args, kwargs)), "w_q": w_q, "w_k": w_k, "w_v": w_v, "w_o": w_o,
               "rope_cos": _np32(_same_for_the_batch(cos, "position_ids")[:, :half]), "rope_sin": _np32(_same_for_the_batch(sin, "position_ids")[:, :half])}
     arrays.update({name: b for name, b in (("b_q", b_q), ("b_k", b_k), ("b_v", b_v), ("b_o", b_o)) if b is not None})
-    options = {"method": "rope", "heads": heads, "causal": True, "rope_layout": "half"}
+    options = {"method": "rope", "heads": heads, "causal": bool(getattr(attn, "is_causal", True)), "rope_layout": "half"}
     scaling = getattr(config, "rope_parameters", None) or getattr(config, "rope_scaling", None) or {}
     notes = [f"Rotary in the half-split layout (rotate_half) with the model's own cos and sin (rope type '{scaling.get('rope_type', 'default')}').",
              f"{kv_heads} K/V heads for {heads} query heads: each K/V head serves {heads // kv_heads} query heads." if kv_heads < heads
              else "One K/V head per query head."]
+    if heads * head_dim != config.hidden_size:
+        notes.append(f"Heads of {head_dim} components: {heads} × {head_dim} = {heads * head_dim}, not the model's width {config.hidden_size}.")
+    if abs(attn.scaling - head_dim ** -0.5) > 1e-9 * head_dim ** -0.5:
+        options["logit_scale"] = {"factor": float(attn.scaling)}
+        notes.append(f"Logits scaled by {attn.scaling:.6g} (query_pre_attn_scalar^−½), not 1/√head_dim = {head_dim ** -0.5:.6g}.")
+    if hasattr(attn, "q_norm"):
+        (arrays["q_norm"], eps), (arrays["k_norm"], _) = _norm(attn.q_norm, family), _norm(attn.k_norm, family)
+        options["norm_eps"] = eps
+        per_head = arrays["q_norm"].shape[0] == head_dim
+        notes.append("q and k RMS-normed " + ("per head" if per_head else "over the whole projection (every head at once)")
+                     + " before the rotary" + (" (γ = 1 + the module's weight)." if family == "gemma3_text" else "."))
+    if window is not None:
+        # Causal: keys at i − j < window (sliding_window_overlay); bidirectional (EmbeddingGemma): |i − j| ≤ window.
+        options["window"] = int(window) + (0 if options["causal"] else 1)
+        notes.append(f"A sliding window of {window}: each query sees itself and the {window - 1} keys before it (farther keys masked)." if options["causal"]
+                     else f"A sliding window: each query sees the keys within {window} positions on either side (farther keys masked).")
+    if getattr(attn, "attn_logit_softcapping", None) is not None:
+        options["softcap"] = float(attn.attn_logit_softcapping)
+        notes.append(f"Logits soft-capped: {attn.attn_logit_softcapping:g}·tanh(e / {attn.attn_logit_softcapping:g}) before the mask.")
+    if family == "gpt_oss":
+        arrays["sinks"] = _np32(attn.sinks)
+        notes.append("Each head's learned sink logit takes a share of the softmax and adds no value: a row's weights sum to less than 1.")
     return input_ids, attention_mask, options, arrays, notes
 
 
@@ -710,7 +741,8 @@ def _tokens(tokenizer, ids):
 _T5S = ("t5", "mt5", "umt5")
 
 #: Each family's capture, but T5's (:func:`_t5`, which has two parts).
-_FAMILY = {"llama": _rotary, "mistral": _rotary, "qwen2": _rotary, "gemma": _rotary, "gpt_neox": _neox, "gptj": _gptj, "bloom": _bloom,
+_FAMILY = {**{name: _rotary for name in ("llama", "mistral", "qwen2", "qwen3", "qwen3_moe", "gemma", "gemma2", "gemma3_text", "olmo2", "gpt_oss")},
+           "gpt_neox": _neox, "gptj": _gptj, "bloom": _bloom,
            "falcon": _falcon, "mpt": _mpt, "gpt2": _absolute, "opt": _absolute, "bert": _absolute}
 
 

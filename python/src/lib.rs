@@ -55,13 +55,23 @@ fn refuse(py: Python<'_>, field: &str, given: impl std::fmt::Display, allowed: i
 }
 
 /// A keyword's value as JSON, as the page's requests carry it: None leaves the option unset; a bool, an integer,
-/// a float (NumPy's scalars too) or a string as it is; anything else refused by name.
+/// a float (NumPy's scalars too) or a string as it is, a dict of those by string keys as an object
+/// (`logit_scale={"factor": 0.0625}`); anything else refused by name.
 fn json_of(py: Python<'_>, name: &str, value: &Bound<'_, PyAny>) -> PyResult<Option<serde_json::Value>> {
     use pyo3::types::{PyBool, PyFloat, PyString};
     Ok(Some(if value.is_none() {
         return Ok(None);
     } else if value.is_instance_of::<PyBool>() {
         value.extract::<bool>()?.into()
+    } else if let Ok(dict) = value.cast::<PyDict>() {
+        let mut object = serde_json::Map::new();
+        for (key, v) in dict.iter() {
+            let Ok(key) = key.extract::<String>() else {
+                return Err(refuse(py, name, value.repr().map(|r| r.to_string()).unwrap_or_default(), "a dict with string keys"));
+            };
+            object.extend(json_of(py, name, &v)?.map(|v| (key, v)));
+        }
+        object.into()
     } else if value.is_instance_of::<PyString>() {
         value.extract::<String>()?.into()
     } else if let (false, Ok(i)) = (value.is_instance_of::<PyFloat>(), value.extract::<i64>()) {
@@ -77,7 +87,7 @@ fn json_of(py: Python<'_>, name: &str, value: &Bound<'_, PyAny>) -> PyResult<Opt
         }
     } else {
         let given = value.repr().map(|r| r.to_string()).unwrap_or_default();
-        return Err(refuse(py, name, given, "a number, True or False, or a string"));
+        return Err(refuse(py, name, given, "a number, True or False, a string, or a dict of those"));
     }))
 }
 

@@ -19,13 +19,13 @@ TOL = 2e-4
 N = 10
 
 
-def definitions(a, causal, tokens=None):
+def definitions(a, causal, tokens=None, window=None):
     """The metrics of every head of one sequence's probabilities ``a`` (H, n, n), by their definitions, and the
-    profile by offset (H, 2n − 1); every position a token."""
+    profile by offset (H, 2n − 1); every position a token; a sliding window hides keys at |j − i| ≥ window."""
     h, n, _ = a.shape
     a = a.astype(np.float64)
     i, j = np.indices((n, n))
-    visible = (j <= i) if causal else np.ones((n, n), bool)
+    visible = ((j <= i) if causal else np.ones((n, n), bool)) & (np.abs(j - i) < (window or n))
     out = {}
     out["mean_distance"] = (a * np.abs(i - j)).sum(-1).mean(-1)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -97,9 +97,10 @@ def check_against_definitions(model, t5=False, causal_of=lambda row: True):
     for row, layer in enumerate(layers):
         causal = layer["causal"]
         assert causal == causal_of(layer)
-        got = [definitions(p[row][0].numpy(), causal) for p in per]
+        window = layer.get("window")
+        got = [definitions(p[row][0].numpy(), causal, window=window) for p in per]
         read = model._shift_right(rep) if t5 and layer["part"] == "decoder" else rep  # the ids the layer reads
-        tok, _ = definitions(rep_probs[row][0].numpy(), causal, read[0].numpy())
+        tok, _ = definitions(rep_probs[row][0].numpy(), causal, read[0].numpy(), window)
         peaked = max(peaked, float(per[0][row][0].max()))
         shares += "offset_share" in got[0][0]
         for name in got[0][0]:

@@ -81,6 +81,21 @@ DECODERS = {
     "mistral": dict(cls="MistralForCausalLM", hidden_size=32, intermediate_size=48, num_attention_heads=4, num_key_value_heads=2, sliding_window=None),
     "qwen2": dict(cls="Qwen2ForCausalLM", hidden_size=32, intermediate_size=48, num_attention_heads=4, num_key_value_heads=2),
     "gemma": dict(cls="GemmaForCausalLM", hidden_size=32, intermediate_size=48, num_attention_heads=4, num_key_value_heads=1, head_dim=8),
+    # Today's models (#49): heads wider than hidden / heads, q/k norms, windows, soft-capping, a scale of their own, sinks.
+    "llama-wide-heads": dict(cls="LlamaForCausalLM", hidden_size=32, intermediate_size=48, num_attention_heads=4, num_key_value_heads=2, head_dim=16),
+    "mistral-window": dict(cls="MistralForCausalLM", hidden_size=32, intermediate_size=48, num_attention_heads=4, num_key_value_heads=2, sliding_window=4),
+    "qwen3": dict(cls="Qwen3ForCausalLM", hidden_size=32, intermediate_size=48, num_attention_heads=4, num_key_value_heads=2, head_dim=16),
+    "qwen3-window": dict(cls="Qwen3ForCausalLM", hidden_size=32, intermediate_size=48, num_attention_heads=4, num_key_value_heads=2, head_dim=8,
+                         use_sliding_window=True, sliding_window=4, layer_types=["full_attention", "sliding_attention"]),
+    "qwen3_moe": dict(cls="Qwen3MoeForCausalLM", hidden_size=32, intermediate_size=48, moe_intermediate_size=16, num_experts=4, num_experts_per_tok=2,
+                      num_attention_heads=4, num_key_value_heads=2, head_dim=8),
+    "gemma2": dict(cls="Gemma2ForCausalLM", hidden_size=32, intermediate_size=48, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+                   query_pre_attn_scalar=24, attn_logit_softcapping=4.0, sliding_window=4, layer_types=["full_attention", "sliding_attention"]),
+    "gemma3": dict(cls="Gemma3ForCausalLM", hidden_size=32, intermediate_size=48, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+                   query_pre_attn_scalar=12, sliding_window=5, layer_types=["full_attention", "sliding_attention"]),
+    "olmo2": dict(cls="Olmo2ForCausalLM", hidden_size=32, intermediate_size=48, num_attention_heads=4, num_key_value_heads=2),
+    "gpt_oss": dict(cls="GptOssForCausalLM", hidden_size=32, intermediate_size=48, num_attention_heads=4, num_key_value_heads=2, head_dim=8,
+                    num_local_experts=2, num_experts_per_tok=1, sliding_window=4, layer_types=["full_attention", "sliding_attention"]),
     "gpt_neox": dict(cls="GPTNeoXForCausalLM", hidden_size=32, intermediate_size=48, num_attention_heads=4,
                      rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5}),
     "gptj": dict(cls="GPTJForCausalLM", n_embd=32, n_head=4, rotary_dim=4, n_positions=64),
@@ -95,8 +110,8 @@ DECODERS = {
 }
 
 
-@pytest.mark.parametrize("name", list(DECODERS))
-def test_decoder_layers_equal_the_model(name):
+def decoder(name):
+    """DECODERS[name]'s model, the capture of its layer 1, and that layer's probabilities and output as the model computes them."""
     spec = dict(DECODERS[name])
     cls = getattr(transformers, spec.pop("cls"))
     layers = {"gptj": "n_layer", "bloom": "n_layer", "gpt2": "n_layer", "mpt": "n_layers"}.get(name, "num_hidden_layers")
@@ -113,10 +128,47 @@ def test_decoder_layers_equal_the_model(name):
     output = seen["out"]
     if family == "bloom":  # BLOOM's module adds the residual to its output
         output = output - (seen["kwargs"].get("residual") if "residual" in seen["kwargs"] else seen["args"][1])
-    check(cap, outputs.attentions[1], output)
+    return model, cap, outputs.attentions[1], output
+
+
+@pytest.mark.parametrize("name", list(DECODERS))
+def test_decoder_layers_equal_the_model(name):
+    model, cap, probabilities, output = decoder(name)
+    family = cap.family
+    check(cap, probabilities, output)
     want = {"bloom": "alibi", "mpt": "alibi", "gpt2": "absolute", "opt": "absolute", "falcon": "alibi" if getattr(model.config, "alibi", False) else "rope"}
     assert cap.options["method"] == want.get(family, "rope")
     assert cap.arrays["x"].shape == (2, N, model.config.hidden_size)
+
+
+#: A negative control for each thing today's models add: the capture with it left out must miss the model's
+#: probabilities (the tiny models make each one matter), so the equality above is not the feature's absence.
+LEFT_OUT = [("mistral-window", "window"), ("qwen3", "q_norm"), ("qwen3", "k_norm"), ("qwen3-window", "window"), ("qwen3_moe", "k_norm"),
+            ("gemma2", "softcap"), ("gemma2", "logit_scale"), ("gemma2", "window"), ("gemma3", "q_norm"), ("gemma3", "logit_scale"), ("gemma3", "window"), ("olmo2", "q_norm"),
+            ("olmo2", "k_norm"), ("gpt_oss", "sinks"), ("gpt_oss", "window")]
+
+
+@pytest.mark.parametrize("name, left_out", LEFT_OUT)
+def test_each_thing_todays_models_add_changes_the_weights(name, left_out):
+    model, cap, probabilities, output = decoder(name)
+    options = {k: v for k, v in cap.options.items() if k != left_out}
+    arrays = {k: v for k, v in cap.arrays.items() if k != left_out}
+    assert len(options) + len(arrays) == len(cap.options) + len(cap.arrays) - 1, f"{name} has no {left_out}"
+    without = relattn.Capture(model=cap.model, family=cap.family, layer=cap.layer, part=cap.part, options=options, arrays=arrays, tokens=None,
+                              notes=cap.notes)
+    assert rel(without.trace()["weights"], probabilities.numpy()) > 0.02
+
+
+def test_heads_of_their_own_width_are_shown_as_the_model_has_them():
+    """Llama with head_dim 16 in a width of 32, Qwen3's q/k norms: the arrays as relattn reads them, the notes say so."""
+    _, cap, _, _ = decoder("llama-wide-heads")
+    assert cap.arrays["w_q"].shape == (32, 64) and cap.arrays["w_o"].shape == (64, 32) and cap.arrays["w_k"].shape == (32, 32)
+    assert any("not the model's width 32" in n for n in cap.notes)
+    _, cap, _, _ = decoder("olmo2")
+    assert cap.arrays["q_norm"].shape == (32,) and cap.arrays["k_norm"].shape == (16,)
+    assert any("whole projection" in n for n in cap.notes)
+    _, cap, _, _ = decoder("gemma2")
+    assert cap.options["softcap"] == 4.0 and cap.options["logit_scale"] == {"factor": pytest.approx(24 ** -0.5)} and cap.options["window"] == 4
 
 
 SEQ2SEQ = {
@@ -130,7 +182,9 @@ SEQ2SEQ = {
 @pytest.mark.parametrize("part", ["encoder", "decoder"])
 def test_t5_layers_equal_the_model(family, part):
     cls = getattr(transformers, SEQ2SEQ[family][0])
-    model = build(cls, vocab_size=VOCAB, d_model=32, d_kv=8, num_heads=4, d_ff=48, num_layers=2, num_decoder_layers=2,
+    # mT5-small's shape: heads × d_kv (6 × 64) is not d_model (512); here 3 × 16 in 32.
+    d_kv, heads = (16, 3) if family == "mt5" else (8, 4)
+    model = build(cls, vocab_size=VOCAB, d_model=32, d_kv=d_kv, num_heads=heads, d_ff=48, num_layers=2, num_decoder_layers=2,
                   relative_attention_num_buckets=8, relative_attention_max_distance=12, decoder_start_token_id=0, pad_token_id=0)
     ids, mask = inputs(1)
     dec, dec_mask = inputs(2, n=7, pad=2)
@@ -223,11 +277,6 @@ def test_refusals_name_what_and_list_what_is_supported():
     t5 = build(transformers.T5ForConditionalGeneration, vocab_size=VOCAB, d_model=32, d_kv=8, num_heads=4, d_ff=48, num_layers=1)
     assert "cross-attention" in refused("part", lambda: relattn.capture(t5, 0, input_ids=ids, part="cross"))
     refused("decoder_input_ids", lambda: relattn.capture(t5, 0, input_ids=ids, part="decoder"))
-    mt5 = build(transformers.MT5ForConditionalGeneration, vocab_size=VOCAB, d_model=32, d_kv=16, num_heads=3, d_ff=48, num_layers=1)
-    assert "d_model" in refused("model", lambda: relattn.capture(mt5, 0, input_ids=ids))
-    windowed = build(transformers.MistralForCausalLM, vocab_size=VOCAB, hidden_size=32, intermediate_size=48, num_attention_heads=4,
-                     num_key_value_heads=2, num_hidden_layers=1, sliding_window=4)
-    assert "sliding window" in refused("input_ids", lambda: relattn.capture(windowed, 0, input_ids=ids))
     # A Qwen3 relabelled qwen2 (its q/k norms would change the weights by 0.8): refused, not captured wrong.
     qwen3 = build(transformers.Qwen3ForCausalLM, vocab_size=VOCAB, hidden_size=32, intermediate_size=48, num_attention_heads=4,
                   num_key_value_heads=2, num_hidden_layers=1, head_dim=8)

@@ -9,7 +9,8 @@
 //! ```text
 //! atlas         uint8 (UTF-8 JSON)   {"format": "relattn atlas", "version": 1, "model": "tiny-llama", "family": "llama",
 //!                                     "layers": [{"part": "decoder", "layer": 0, "method": "rope", "heads": 4,
-//!                                                 "kv_heads": 2, "causal": true}, …],          one per row, forward order
+//!                                                 "kv_heads": 2, "causal": true, "window": 4096}, …],
+//!                                                 one per row, forward order; "window" only where the layer has one
 //!                                     "metrics": ["mean_distance", "entropy", …],           names of Metric
 //!                                     "prompts": [{"n": 12, "tokens": ["<s>", …] or null}, …],
 //!                                     "induction": {"n": 64, "seed": 0},    the repeated random sequence
@@ -146,6 +147,9 @@ pub struct AtlasLayer {
     pub heads: u32,
     pub kv_heads: u32,
     pub causal: bool,
+    /// Its sliding window (keys at |j − i| ≥ window masked), where it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window: Option<u32>,
 }
 
 impl AtlasLayer {
