@@ -100,6 +100,32 @@ test('ALiBi at n 1024 with 8 heads: one colour scale for its bias, or a notice o
   await p.close();
 });
 
+test('T5\'s bias per bucket and head: one labelled row per head when T5 is chosen, its row labelled in the preset (#51 item 8)', async () => {
+  const p = await presenting('?method=shaw&n=12&d_model=64&heads=8&clip=3&per_head_tables=0&seed=0&sentence=&backend=cpu&present=weights', [1280, 720]);
+  await p.keyboard.press('Escape');
+  // T5 chosen by hand: its bias is a table per head, so per-head tables is ticked.
+  const before = await p.evaluate(() => Number(document.body.dataset.ready));
+  await p.selectOption('#method', 't5');
+  await p.waitForFunction((b) => Number(document.body.dataset.ready) > b && document.getElementById('busy').hidden, before);
+  assert.ok(await p.isChecked('#per_head_tables'));
+  const picture = (page) => page.evaluate(async () => {
+    const { state } = await import('/js/page/state.js');
+    const s = state.current.byName.t5_bias_by_bucket;
+    return { rows: s.rows, cols: s.cols, labels: s.y_labels, axis: s.y_axis };
+  });
+  assert.deepEqual(await picture(p), { rows: 8, cols: 32, labels: ['0', '1', '2', '3', '4', '5', '6', '7'], axis: 'head h' });
+  await p.locator('figure[data-stage="t5_bias_by_bucket"]').screenshot({ path: join(artifacts, 'slide-t5-bias-8-heads.png') });
+  // Back to Shaw: its tables are shared again.
+  await p.selectOption('#method', 'shaw');
+  assert.ok(!(await p.isChecked('#per_head_tables')));
+  await p.close();
+  // The preset's one head: one row, labelled (render::figure draws a single row's label: its unit test).
+  const preset = await presenting('?preset=t5-buckets&backend=cpu&present=t5_bias_by_bucket', [1280, 720]);
+  assert.deepEqual(await picture(preset), { rows: 1, cols: 32, labels: ['0'], axis: 'head h' });
+  await preset.screenshot({ path: join(artifacts, 'slide-t5-bias-preset.png') });
+  await preset.close();
+});
+
 test('no console or page errors', () => {
   assert.deepEqual(problems, []);
 });

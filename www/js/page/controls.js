@@ -149,6 +149,13 @@ export function setTheme(t) {
   if (state.ui) state.ui.set_theme(t === 'dark');
 }
 
+/** A method chosen by hand: per-head tables as its models learn them (ticked for T5, whose bias is one table per
+ *  head; unticked for Shaw's and the Music Transformer's shared tables), then the controls follow it. */
+export function methodChosen() {
+  if (state.ui) $('per_head_tables').checked = state.ui.scheme_options($('method').value).tables_per_head;
+  optionsFollowMethod();
+}
+
 /**
  * The controls follow the method: the options it does not read are disabled (k, a^V, per-head tables), greyed
  * with their values kept, or hidden (RoPE's, T5's, the Music Transformer's edge), as the page's wasm says (scheme_options:

@@ -6,7 +6,7 @@
 // before loading its own wasm, so that the first arcs come soon. It is the top floor: every module is below it.
 import { $ } from './dom.js';
 import { state } from './state.js';
-import { PARAMS, tokens, clearErrors, showError, showRefusal, syncControls, setTheme, optionsFollowMethod } from './controls.js';
+import { PARAMS, tokens, clearErrors, showError, showRefusal, syncControls, setTheme, optionsFollowMethod, methodChosen } from './controls.js';
 import { startWorker, request, requestSoon, paramsStarted } from './worker-client.js';
 import { loadUi, watchUi, drawFailed } from './ui-wasm.js';
 import { show, redraw, stopRendering, showLastGood } from './stage-views.js';
@@ -141,13 +141,14 @@ async function main() {
     forgetFile();
     request();
   });
+  // Before the request its change makes: the method sets per-head tables.
+  $('method').addEventListener('change', methodChosen);
   for (const id of PARAMS) {
     const el = $(id);
     const custom = () => { sel.value = ''; useControls(); };
     if (el.type === 'number') el.addEventListener('input', () => { custom(); requestSoon(); });
     else el.addEventListener('change', () => { custom(); request(); });
   }
-  $('method').addEventListener('change', optionsFollowMethod);
   optionsFollowMethod();
   for (const id of ['head', 'batch']) $(id).addEventListener('change', request);
   // The Backend (in the toolbar) is both modes': the mode shown computes again, the other when shown (setMode).

@@ -1289,6 +1289,11 @@ rel_v: boolean,
  */
 per_head: boolean, 
 /**
+ * Its models learn that table per head (T5's relative_attention_bias: buckets × heads): choosing the method
+ * ticks per-head tables, which choosing another unticks.
+ */
+tables_per_head: boolean, 
+/**
  * `rope_base`, `rope_fraction`, `rope_scale`, `rope_layout`: it rotates q and k (RoPE).
  */
 rope: boolean, 

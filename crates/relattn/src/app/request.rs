@@ -60,6 +60,7 @@ pub fn scheme_options(m: Method) -> SchemeOptions {
         clip: reads("clip"),
         rel_v: reads("relative_values"),
         per_head: reads("per_head_tables"),
+        tables_per_head: m.buckets(),
         rope: reads("rope_base"),
         buckets: reads("t5_buckets"),
         edge: reads("edge"),

@@ -59,7 +59,8 @@ pub fn pictures(inputs: &Inputs) -> Vec<Picture> {
     // The table (1 or h, B, 1) as (heads, B).
     let (h, b, _) = inputs.tables.dim();
     let table = Array2::from_shape_fn((h, b), |(head, bucket)| inputs.tables[[head, bucket, 0]]);
-    let heads = if h == 1 { vec!["every head".to_string()] } else { super::index_labels(0..h as isize) };
+    // One table shared by the layer's heads is one row for all of them.
+    let heads = if h == 1 && inputs.config.heads > 1 { vec![format!("all {}", inputs.config.heads)] } else { super::index_labels(0..h as isize) };
     vec![STAIRCASE.curves(Chart { series, equal_axes: false }), BIAS_BY_BUCKET.heatmap(Scale::Diverging, table, super::index_labels(0..b as isize), heads)]
 }
 
@@ -103,6 +104,12 @@ mod tests {
         let super::super::Body::Heatmap { values, .. } = &pics[1].body else { panic!("heatmap") };
         assert_eq!((values.dim(), values[[1, 3]]), ((2, 32), 103.0));
         assert_eq!(stated(&inputs), "T5: 32 buckets (16 a side, 8 exact), max distance 128, bidirectional");
+        // Rows labelled by head; one table shared by 8 heads is one row for all of them.
+        let super::super::Body::Heatmap { y_labels, .. } = &pics[1].body else { panic!("heatmap") };
+        assert_eq!(y_labels, &["0", "1"]);
+        let (shared, eight) = (tables.slice(ndarray::s![..1, .., ..]).to_owned(), relattn_core::attention::Config { heads: 8, ..cfg });
+        let super::super::Body::Heatmap { y_labels, .. } = &pictures(&Inputs { config: &eight, tables: &shared, ..inputs })[1].body else { panic!("heatmap") };
+        assert_eq!(y_labels, &["all 8"]);
         // An odd count is causal only: one curve.
         let odd = relattn_core::attention::Config { buckets: Buckets { count: 7, max_distance: 20 }, causal: true, ..cfg };
         let inputs = Inputs { config: &odd, ..inputs };

@@ -4,7 +4,6 @@
 use super::colormap::{value_range, Lut, Palette};
 use super::raster::rgb_pooled;
 use ndarray::ArrayView2;
-use plotters::coord::ranged1d::SegmentValue;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
@@ -264,39 +263,38 @@ pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, fig: &Figure, cel
         Some(l) => l.iter().map(|t| text_w(&format!("{t}{Y_LABEL_GAP}"))).max().unwrap_or(0),
         None => text_w(&format!("{}{Y_LABEL_GAP}", count.saturating_sub(1))),
     };
-    let mut chart = ChartBuilder::on(&main)
-        .margin(px(8))
-        .x_label_area_size(px(40))
-        .y_label_area_size((px(36) + widest(&y_labels, rows)).max(px(56)))
-        .build_cartesian_2d((0..cols as i32 - 1).into_segmented(), (0..rows as i32 - 1).into_segmented())
-        .map_err(err)?;
+    // The chart's axes in half cells (integer coordinates: plotters formats those), columns 0..2·cols and rows
+    // 0..2·rows, row 0 at the top: cell (i, j) spans (2j, 2(rows − 1 − i)) to 2 more each way. Ticks at `x_keys`
+    // and `y_keys` alone: the room their labels take does not depend on them, so a first chart without any
+    // measures the plot for the second's.
+    let y_label_room = (px(36) + widest(&y_labels, rows)).max(px(56));
+    let chart_with = |x_keys: Vec<i32>, y_keys: Vec<i32>| {
+        ChartBuilder::on(&main)
+            .margin(px(8))
+            .x_label_area_size(px(40))
+            .y_label_area_size(y_label_room)
+            .build_cartesian_2d((0..2 * cols as i32).with_key_points(x_keys), (0..2 * rows as i32).with_key_points(y_keys))
+    };
     // Every `step`-th row and column is labelled, a 1-2-5 step that leaves each label room (12 px text:
     // 18 px a row; a column: its widest label, measured, and 6 px between); tokens are cut to that room with
     // an ellipsis (two characters at least: the tooltip has the whole token), never overlapping.
-    let (plot_w, plot_h) = chart.plotting_area().dim_in_pixel();
+    let (plot_w, plot_h) = chart_with(Vec::new(), Vec::new()).map_err(err)?.plotting_area().dim_in_pixel();
     let (x_first, x_step, x_shown) = column_labels(fig.x_labels.as_deref(), cols, plot_w, &text_w);
     let y_step = tick_step(rows, plot_h as usize / px(18) as usize);
-    let x_fmt = |v: &SegmentValue<i32>| match v {
-        SegmentValue::CenterOf(c) if *c < cols as i32 && *c as usize >= x_first && (*c as usize - x_first).is_multiple_of(x_step) => {
-            x_shown[(*c as usize - x_first) / x_step].clone()
-        }
-        _ => String::new(),
-    };
+    // Ticks at the centres of the labelled rows and columns only: no empty label is drawn (an SVG held ~1000
+    // empty <text> elements, one per unlabelled row and column).
+    let centre = |k: usize| 2 * k as i32 + 1;
+    let x_keys = (x_first..cols).step_by(x_step).map(centre).collect();
+    let y_keys = (0..rows).step_by(y_step).map(|i| centre(rows - 1 - i)).collect();
+    let mut chart = chart_with(x_keys, y_keys).map_err(err)?;
+    let x_fmt = |v: &i32| x_shown.get((*v as usize / 2).saturating_sub(x_first) / x_step).cloned().unwrap_or_default();
     // Row labels end at the axis (no tick marks): two no-break spaces keep them off its line (SVG keeps them
     // too, where it would collapse plain spaces).
-    let y_fmt = |v: &SegmentValue<i32>| match v {
-        SegmentValue::CenterOf(r) if *r < rows as i32 && (rows - 1 - *r as usize).is_multiple_of(y_step) => {
-            format!("{}{Y_LABEL_GAP}", label(&y_labels, rows as i32 - 1 - *r))
-        }
-        _ => String::new(),
-    };
+    let y_fmt = |v: &i32| format!("{}{Y_LABEL_GAP}", label(&y_labels, rows as i32 - 1 - v / 2));
     chart
         .configure_mesh()
         .disable_mesh()
-        // Every row and column is a key point; the formatters keep the labels of every step-th one, and no
-        // tick marks are drawn (thousands of them would merge into a bar).
-        .x_labels(cols)
-        .y_labels(rows)
+        // No tick marks (thousands of them would merge into a bar).
         .set_all_tick_mark_size(0)
         .x_label_formatter(&x_fmt)
         .y_label_formatter(&y_fmt)
@@ -312,11 +310,8 @@ pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, fig: &Figure, cel
     if cells == Cells::Paint {
         if rows * cols <= MAX_VECTOR_CELLS {
             let rect = |i: usize, j: usize, c: [u8; 3]| {
-                let r = (rows - 1 - i) as i32;
-                Rectangle::new(
-                    [(SegmentValue::Exact(j as i32), SegmentValue::Exact(r)), (SegmentValue::Exact(j as i32 + 1), SegmentValue::Exact(r + 1))],
-                    RGBColor(c[0], c[1], c[2]).filled(),
-                )
+                let (x, y) = (2 * j as i32, 2 * (rows - 1 - i) as i32);
+                Rectangle::new([(x, y), (x + 2, y + 2)], RGBColor(c[0], c[1], c[2]).filled())
             };
             chart.draw_series(fig.matrix.indexed_iter().map(|((i, j), &v)| rect(i, j, lut.color(v, range)))).map_err(err)?;
         } else {
@@ -337,7 +332,7 @@ pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, fig: &Figure, cel
                         let c = lut.color(v, range);
                         let dark = 0.299 * c[0] as f32 + 0.587 * c[1] as f32 + 0.114 * c[2] as f32 > 140.0;
                         let style = ("sans-serif", size).into_font().color(if dark { &BLACK } else { &WHITE }).pos(Pos::new(HPos::Center, VPos::Center));
-                        Text::new(text, (SegmentValue::CenterOf(j as i32), SegmentValue::CenterOf((rows - 1 - i) as i32)), style)
+                        Text::new(text, (centre(j), centre(rows - 1 - i)), style)
                     }))
                     .map_err(err)?;
             }
@@ -602,6 +597,26 @@ mod tests {
         assert!(ticks.len() >= 6 && ticks.len() <= 40, "{} ticks: {ticks:?}", ticks.len());
         // The axes' indices (the colorbar of this constant matrix adds its 0 and 1).
         assert!(ticks.iter().all(|t| t % 500 == 0 || *t == 1), "{ticks:?}");
+    }
+
+    /// Every text of a figure holds some (#51 item 12: an SVG held ~1000 empty <text>, one per unlabelled row and
+    /// column), and a one-row figure has its row's label (#51 item 8: T5's table of one row had none).
+    #[test]
+    fn every_text_drawn_holds_text_and_a_single_row_is_labelled() {
+        register_fonts();
+        for (rows, cols) in [(200, 300), (1, 32)] {
+            let m = ndarray::Array2::<f32>::zeros((rows, cols));
+            let mut fig = Figure::plain(m.view(), "t".into(), "s".into(), "bucket r", "head h", Scale::Diverging);
+            fig.y_labels = Some((0..rows).map(|i| format!("row {i}")).collect());
+            let mut svg = String::new();
+            {
+                let root = plotters::prelude::SVGBackend::with_string(&mut svg, (940, 540)).into_drawing_area();
+                draw(&root, &fig, Cells::Leave).unwrap();
+            }
+            let texts: Vec<&str> = svg.split("<text").skip(1).filter_map(|t| Some(t.split('>').nth(1)?.split('<').next()?.trim())).collect();
+            assert!(texts.iter().all(|t| !t.is_empty()), "{rows} × {cols}: {} empty of {}", texts.iter().filter(|t| t.is_empty()).count(), texts.len());
+            assert!(texts.contains(&"row 0") && texts.contains(&"0") && texts.contains(&"bucket r"), "{texts:?}");
+        }
     }
 
     #[test]
