@@ -32,6 +32,22 @@ async function presenting(query, [width, height]) {
   return p;
 }
 
+/** The boxes drawn on the slide that leave the screen (its title, options, formula — KaTeX's every box —,
+ *  notice and figure), each as 'what: left, top, right, bottom'. */
+const outside = (p) => p.evaluate(() => {
+  const [w, h] = [window.innerWidth, window.innerHeight];
+  const out = [];
+  for (const el of document.querySelectorAll('#present *')) {
+    if (el.closest('.katex-mathml') || !el.getClientRects().length) continue; // MathML for screen readers, not drawn
+    const b = el.getBoundingClientRect();
+    if (b.width === 0 || b.height === 0) continue;
+    if (b.left < -0.5 || b.top < -0.5 || b.right > w + 0.5 || b.bottom > h + 0.5) {
+      out.push(`${el.id || el.className || el.tagName}: ${[b.left, b.top, b.right, b.bottom].map(Math.round).join(', ')}`);
+    }
+  }
+  return out;
+});
+
 /** Steps the presentation forward (→) to stage `name`. */
 async function stepTo(p, name) {
   for (let k = 0; k < 40 && (await p.getAttribute('#present', 'data-stage')) !== name; k++) await p.keyboard.press('ArrowRight');
@@ -124,6 +140,19 @@ test('T5\'s bias per bucket and head: one labelled row per head when T5 is chose
   assert.deepEqual(await picture(preset), { rows: 1, cols: 32, labels: ['0'], axis: 'head h' });
   await preset.screenshot({ path: join(artifacts, 'slide-t5-bias-preset.png') });
   await preset.close();
+});
+
+test('T5\'s bucket formula stays on the slide at 1280 × 720 and 1920 × 1080 (#51 item 2)', async () => {
+  for (const screen of SCREENS) {
+    const p = await presenting('?preset=t5-buckets&backend=cpu&present=t5_staircase', screen);
+    for (const name of ['t5_staircase', 'rel_index']) {
+      if (name === 'rel_index') await p.keyboard.press('Home');
+      await stepTo(p, name);
+      assert.deepEqual(await outside(p), [], `${screen}: ${name}`);
+      await p.screenshot({ path: join(artifacts, `slide-t5-${name}-${screen[1]}p.png`) });
+    }
+    await p.close();
+  }
 });
 
 test('no console or page errors', () => {

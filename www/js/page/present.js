@@ -78,6 +78,7 @@ export function drawPresent() {
   const katex = /** @type {any} */ (window).katex; // www/vendor/katex, loaded by index.html
   if (katex && stage.tex) katex.render(stage.tex, f, { displayMode: true, throwOnError: false });
   else f.textContent = stage.formula;
+  fitWidth(f);
   $('present-notice').textContent = stage.notice;
   sec.setAttribute('aria-label', `Step ${at + 1} of ${cur.stages.length}: ${stage.title}, ${stage.formula}`);
   // Drawn at 12/14 of the size it is shown at, so the figure's 12 px labels and ticks (and the cell values it
@@ -131,6 +132,14 @@ function fitTitle(h, text) {
   h.style.fontSize = '';
   const full = parseFloat(getComputedStyle(h).fontSize);
   for (let px = full; h.scrollWidth > h.clientWidth + 1 && px > full * 0.6; px -= 2) h.style.fontSize = `${px - 2}px`;
+}
+
+/** Shrinks a slide's formula (from the stylesheet's size, to 50 % at most) until it is as wide as the slide at
+ *  most: T5's bucket formula ran past the right edge of a 1280 and a 1920 screen. */
+function fitWidth(el) {
+  el.style.fontSize = '';
+  const full = parseFloat(getComputedStyle(el).fontSize);
+  for (let px = full; el.scrollWidth > el.clientWidth + 1 && px > full * 0.5; px -= 1) el.style.fontSize = `${px - 1}px`;
 }
 
 /** The on-screen previous / next / close buttons and a horizontal swipe of at least 50 px. */
