@@ -4,7 +4,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { artifacts, prepare, startServer, launch, watch, close } from './harness.mjs';
+import { artifacts, prepare, startServer, launch, watch, close, writeZip, npyF32, npyU8 } from './harness.mjs';
 
 let server;
 let base;
@@ -48,8 +48,11 @@ const outside = (p) => p.evaluate(() => {
   return out;
 });
 
-/** Steps the presentation forward (→) to stage `name`. */
+/** Steps the presentation to stage `name`: from where it is, else from the first (Home), forward (→). */
 async function stepTo(p, name) {
+  const at = async () => p.getAttribute('#present', 'data-stage');
+  const names = await p.evaluate(async () => (await import('/js/page/state.js')).state.current.stages.map((s) => s.name));
+  if (names.indexOf(await at()) > names.indexOf(name)) await p.keyboard.press('Home');
   for (let k = 0; k < 40 && (await p.getAttribute('#present', 'data-stage')) !== name; k++) await p.keyboard.press('ArrowRight');
   assert.equal(await p.getAttribute('#present', 'data-stage'), name);
 }
@@ -146,13 +149,46 @@ test('T5\'s bucket formula stays on the slide at 1280 × 720 and 1920 × 1080 (#
   for (const screen of SCREENS) {
     const p = await presenting('?preset=t5-buckets&backend=cpu&present=t5_staircase', screen);
     for (const name of ['t5_staircase', 'rel_index']) {
-      if (name === 'rel_index') await p.keyboard.press('Home');
       await stepTo(p, name);
       assert.deepEqual(await outside(p), [], `${screen}: ${name}`);
       await p.screenshot({ path: join(artifacts, `slide-t5-${name}-${screen[1]}p.png`) });
     }
     await p.close();
   }
+});
+
+test('a captured layer\'s slides name its model, layer and head; Model mode\'s stage slides its layer and head (#51 item 1)', async () => {
+  const [n, d] = [4, 8];
+  const description = { options: { method: 'alibi', heads: 2, causal: true }, model: 'tiny-bloom', family: 'bloom', part: 'decoder', layer: 3, tokens: [['a', 'b', 'c', 'd']], notes: [] };
+  const buffer = writeZip({
+    'x.npy': npyF32([1, n, d], Array.from({ length: n * d }, (_, k) => Math.sin(k))),
+    'capture.npy': npyU8(Buffer.from(JSON.stringify(description), 'utf8')),
+  });
+  const p = await presenting('?method=shaw&n=6&heads=2&sentence=&backend=cpu&head=1&present=weights', [1280, 720]);
+  const before = await p.evaluate(() => Number(document.body.dataset.ready));
+  await p.setInputFiles('#tensors', { name: 'tiny-bloom-layer3.npz', mimeType: 'application/octet-stream', buffer });
+  await p.waitForFunction((b) => Number(document.body.dataset.ready) > b && document.getElementById('busy').hidden, before);
+  for (const name of ['weights', 'alibi_bias_by_head']) {
+    await stepTo(p, name);
+    const head = name === 'weights' ? ', head 1' : ''; // a picture shows every head
+    assert.match(await p.locator('#present-stated').innerText(), new RegExp(`· tiny-bloom, decoder layer 3${head}( ·|$)`), name);
+    await p.screenshot({ path: join(artifacts, `slide-capture-${name}.png`) });
+  }
+  await p.close();
+  // Model mode: → past its six slides presents the chosen head stage by stage, each slide naming layer and head.
+  const m = await context.newPage();
+  await m.setViewportSize({ width: 1280, height: 720 });
+  watch(m, problems);
+  await m.goto(`${base}?mode=model&model=music&piece=10.7&length=64&layer=1&head=2&backend=cpu`);
+  await m.waitForFunction(() => document.querySelectorAll('#m-tiles .tile canvas').length === 12, null, { timeout: 60000 });
+  await m.click('#m-present');
+  for (let k = 0; k < 6; k++) await m.keyboard.press('ArrowRight');
+  await m.waitForFunction(() => !document.getElementById('present').hidden && document.body.dataset.ready, null, { timeout: 60000 });
+  assert.match(await m.locator('#present-stated').innerText(), /· Music Transformer chorale model, layer 1( ·|$)/);
+  await stepTo(m, 'weights');
+  assert.match(await m.locator('#present-stated').innerText(), /· Music Transformer chorale model, layer 1, head 2( ·|$)/);
+  await m.screenshot({ path: join(artifacts, 'slide-model-stage.png') });
+  await m.close();
 });
 
 test('no console or page errors', () => {

@@ -352,11 +352,12 @@ tokens: Array<string>,
  */
 capture: CaptureInfo | null, 
 /**
- * A captured layer in one line ([`CaptureInfo::title`]: "t5-small, encoder layer 1"), or "".
+ * A captured layer in one line ([`CaptureInfo::title`]: "t5-small, encoder layer 1"), a trained model's
+ * layer ("Music Transformer chorale model, layer 1"), or "".
  */
 capture_title: string, 
 /**
- * What an exported figure's title names after the stage's: the captured layer ([`Info::capture_title`]),
+ * What an exported figure's title names after the stage's: the captured or trained layer ([`Info::capture_title`]),
  * else the scheme ([`relattn_core::Method::label`]: "T5 buckets", not the option's "t5").
  */
 heading: string, 

@@ -375,7 +375,8 @@ impl ChoraleSession {
             capture: None,
         };
         let timings = vec![Timing { name: "trace".into(), ms: now_ms() - t0 }];
-        Ok(Session::whole(trace, &inputs, timings, ran.backend, &times))
+        let title = format!("{} chorale model, layer {layer}", self.model.config.method.label());
+        Ok(Session::whole(trace, &inputs, timings, ran.backend, &times).titled(title))
     }
 
     /// Starts sampling after the current window (a [`SampleRequest`] `{ steps, temperature, seed }`): the

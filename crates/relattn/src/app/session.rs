@@ -223,6 +223,14 @@ impl Session {
         Session::stating(Session { source: Source::OnDemand(layer), stages, info, shown: None, head_scale: HeadScale::default(), timings })
     }
 
+    /// The session of a trained model's layer, named in its figures, slides and exports as a captured layer is:
+    /// `title` ("Music Transformer chorale model, layer 1") as its [`Info::capture_title`] and [`Info::heading`].
+    pub fn titled(mut self, title: String) -> Session {
+        self.info.heading = title.clone();
+        self.info.capture_title = title;
+        self
+    }
+
     /// The session with its scheme's options stated in its info.
     fn stating(mut session: Session) -> Session {
         session.info.stated = pictures::stated(&session.picture_inputs());

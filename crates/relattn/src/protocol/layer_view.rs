@@ -136,9 +136,10 @@ pub struct Info {
     pub tokens: Vec<String>,
     /// What a captured layer's file says of it (its model, part, layer, tokens and notes), if it is one.
     pub capture: Option<CaptureInfo>,
-    /// A captured layer in one line ([`CaptureInfo::title`]: "t5-small, encoder layer 1"), or "".
+    /// A captured layer in one line ([`CaptureInfo::title`]: "t5-small, encoder layer 1"), a trained model's
+    /// layer ("Music Transformer chorale model, layer 1"), or "".
     pub capture_title: String,
-    /// What an exported figure's title names after the stage's: the captured layer ([`Info::capture_title`]),
+    /// What an exported figure's title names after the stage's: the captured or trained layer ([`Info::capture_title`]),
     /// else the scheme ([`relattn_core::Method::label`]: "T5 buckets", not the option's "t5").
     pub heading: String,
     /// The scheme's options in one line, stated on every slide of the scheme ([`crate::pictures::stated`]).
