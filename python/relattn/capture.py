@@ -50,8 +50,8 @@ import numpy as _np
 from ._errors import refuse as _refuse
 
 #: The model types (``model.config.model_type``) :func:`capture` knows.
-FAMILIES = ("t5", "mt5", "umt5", "llama", "mistral", "qwen2", "qwen3", "qwen3_moe", "gemma", "gemma2", "gemma3_text", "olmo2", "gpt_oss",
-            "gpt_neox", "gptj", "bloom", "falcon", "mpt", "gpt2", "opt", "bert")
+FAMILIES = ("t5", "mt5", "umt5", "llama", "mistral", "qwen2", "qwen3", "qwen3_moe", "gemma", "gemma2", "gemma3_text", "olmo2", "phi3", "gpt_oss",
+            "modernbert", "gpt_neox", "gptj", "bloom", "falcon", "mpt", "gpt2", "opt", "bert")
 
 
 class _Stop(Exception):
@@ -396,10 +396,12 @@ def _t5(model, layer, part, input_ids, attention_mask, decoder_input_ids, decode
     return ids, mask, options, arrays, notes
 
 
-#: What each rotary family's attention module holds besides q_proj, k_proj, v_proj, o_proj and the rotary: its
-#: q/k norms (Qwen3's and Gemma 3's per head, OLMo 2's over the whole projection), gpt-oss's sinks.
+#: What each rotary family's attention module holds besides o_proj and the rotary: its projections (q_proj, k_proj
+#: and v_proj, or Phi-3's fused qkv_proj), its q/k norms (Qwen3's and Gemma 3's per head, OLMo 2's over the whole
+#: projection), gpt-oss's sinks.
 _ROTARY_EXTRAS = {"qwen3": ("q_norm", "k_norm"), "qwen3_moe": ("q_norm", "k_norm"), "gemma3_text": ("q_norm", "k_norm"),
                   "olmo2": ("q_norm", "k_norm"), "gpt_oss": ("sinks",)}
+_PROJECTIONS = {"phi3": ("qkv_proj",)}
 
 
 def _norm(norm, family):
@@ -410,9 +412,9 @@ def _norm(norm, family):
 
 
 def _rotary(model, layer, input_ids, attention_mask, extra, reach):
-    """Llama, Mistral, Qwen2 and 3, Gemma 1 to 3, OLMo 2, gpt-oss: half-split rotary with the model's own cos and
-    sin, grouped K/V heads, heads of the model's width; the q/k norms, sliding windows, soft-capping, logit scale
-    and sinks each family has."""
+    """Llama, Mistral, Qwen2 and 3, Gemma 1 to 3, OLMo 2, Phi-3, gpt-oss: half-split rotary (on the first rotary_dim
+    components, Phi-3's partial rotary) with the model's own cos and sin, grouped K/V heads, heads of the model's
+    width; the q/k norms, sliding windows, soft-capping, logit scale and sinks each family has."""
     config = model.config
     family = config.model_type
     layers = _layers(model, "model.layers", "layers")
@@ -420,24 +422,38 @@ def _rotary(model, layer, input_ids, attention_mask, extra, reach):
     heads, kv_heads, head_dim = config.num_attention_heads, config.num_key_value_heads, attn.head_dim
     # A module holding more than its family's parts computes something relattn's layer does not (a model of a
     # newer family relabelled as this one: Qwen3's q_norm and k_norm under "qwen2"): refused, not captured wrong.
-    known = ("q_proj", "k_proj", "v_proj", "o_proj", "rotary_emb", *_ROTARY_EXTRAS.get(family, ()))
+    known = (*_PROJECTIONS.get(family, ("q_proj", "k_proj", "v_proj")), "o_proj", "rotary_emb", *_ROTARY_EXTRAS.get(family, ()))
     held = [name for name, _ in attn.named_children()] + [name for name, _ in attn.named_parameters(recurse=False)]
     unknown = sorted(name for name in held if name not in known)
     if unknown:
         raise _refuse("model", f"an attention module with {', '.join(unknown)} (a {family} config holding another family's layer?)",
                       f"a {family} attention module: {', '.join(known)}")
-    # Mistral's model masks a window for every layer when its config has one; the others say it per layer.
-    window = config.sliding_window if family == "mistral" else getattr(attn, "sliding_window", None)
+    # Mistral's and Phi-3's models mask a window for every layer when their config has one; the others say it per layer.
+    window = config.sliding_window if family in ("mistral", "phi3") else getattr(attn, "sliding_window", None)
+    if window is not None and not getattr(attn, "is_causal", True):
+        raise _refuse("model", f"a bidirectional layer with a sliding window of {window}", "a causal sliding window, or a bidirectional layer without one")
     args, kwargs = reach(attn, lambda: model(input_ids=input_ids, attention_mask=attention_mask, **extra))
     cos, sin = kwargs["position_embeddings"]
-    half = head_dim // 2
-    (w_q, b_q), (w_k, b_k), (w_v, b_v), (w_o, b_o) = (_linear(attn.q_proj), _linear(attn.k_proj), _linear(attn.v_proj), _linear(attn.o_proj))
+    # The rotated components: every one, or the first rotary_dim (cos's width: Phi-3's partial_rotary_factor);
+    # gpt-oss's cos has one column per pair (the others' repeat it for both halves).
+    rotated = min(cos.shape[-1] * (2 if family == "gpt_oss" else 1), head_dim)
+    half = rotated // 2
+    if family == "phi3":
+        # One projection, its output [Q (heads·head_dim) | K (kv·head_dim) | V (kv·head_dim)].
+        q_end, k_end = heads * head_dim, (heads + kv_heads) * head_dim
+        (w_q, b_q), (w_k, b_k), (w_v, b_v) = (_linear(attn.qkv_proj, slice(a, b)) for a, b in ((0, q_end), (q_end, k_end), (k_end, None)))
+    else:
+        (w_q, b_q), (w_k, b_k), (w_v, b_v) = _linear(attn.q_proj), _linear(attn.k_proj), _linear(attn.v_proj)
+    w_o, b_o = _linear(attn.o_proj)
     arrays = {"x": _np32(_hidden(args, kwargs)), "w_q": w_q, "w_k": w_k, "w_v": w_v, "w_o": w_o,
               "rope_cos": _np32(_same_for_the_batch(cos, "position_ids")[:, :half]), "rope_sin": _np32(_same_for_the_batch(sin, "position_ids")[:, :half])}
     arrays.update({name: b for name, b in (("b_q", b_q), ("b_k", b_k), ("b_v", b_v), ("b_o", b_o)) if b is not None})
     options = {"method": "rope", "heads": heads, "causal": bool(getattr(attn, "is_causal", True)), "rope_layout": "half"}
+    if rotated < head_dim:
+        options["rope_fraction"] = rotated / head_dim
     scaling = getattr(config, "rope_parameters", None) or getattr(config, "rope_scaling", None) or {}
-    notes = [f"Rotary in the half-split layout (rotate_half) with the model's own cos and sin (rope type '{scaling.get('rope_type', 'default')}').",
+    notes = [f"Rotary in the half-split layout (rotate_half) with the model's own cos and sin (rope type '{scaling.get('rope_type', 'default')}')"
+             + (f", on the first {rotated} of each head's {head_dim} components." if rotated < head_dim else "."),
              f"{kv_heads} K/V heads for {heads} query heads: each K/V head serves {heads // kv_heads} query heads." if kv_heads < heads
              else "One K/V head per query head."]
     if heads * head_dim != config.hidden_size:
@@ -452,16 +468,41 @@ def _rotary(model, layer, input_ids, attention_mask, extra, reach):
         notes.append("q and k RMS-normed " + ("per head" if per_head else "over the whole projection (every head at once)")
                      + " before the rotary" + (" (γ = 1 + the module's weight)." if family == "gemma3_text" else "."))
     if window is not None:
-        # Causal: keys at i − j < window (sliding_window_overlay); bidirectional (EmbeddingGemma): |i − j| ≤ window.
-        options["window"] = int(window) + (0 if options["causal"] else 1)
-        notes.append(f"A sliding window of {window}: each query sees itself and the {window - 1} keys before it (farther keys masked)." if options["causal"]
-                     else f"A sliding window: each query sees the keys within {window} positions on either side (farther keys masked).")
+        # Keys at i − j < window (sliding_window_overlay).
+        options["window"] = int(window)
+        notes.append(f"A sliding window of {window}: each query sees itself and the {window - 1} keys before it (farther keys masked).")
     if getattr(attn, "attn_logit_softcapping", None) is not None:
         options["softcap"] = float(attn.attn_logit_softcapping)
         notes.append(f"Logits soft-capped: {attn.attn_logit_softcapping:g}·tanh(e / {attn.attn_logit_softcapping:g}) before the mask.")
     if family == "gpt_oss":
         arrays["sinks"] = _np32(attn.sinks)
         notes.append("Each head's learned sink logit takes a share of the softmax and adds no value: a row's weights sum to less than 1.")
+    return input_ids, attention_mask, options, arrays, notes
+
+
+def _modernbert(model, layer, input_ids, attention_mask, extra, reach):
+    """ModernBERT: bidirectional, half-split rotary with each layer's own cos and sin (global and local layers have
+    their own bases), one fused Wqkv, local layers a window of |j − i| ≤ local_attention / 2."""
+    config = model.config
+    attn = _pick(_layers(model, "model.layers", "layers"), layer, "encoder").attn
+    heads, head_dim = config.num_attention_heads, attn.head_dim
+    args, kwargs = reach(attn, lambda: model(input_ids=input_ids, attention_mask=attention_mask, **extra))
+    cos, sin = kwargs["position_embeddings"]
+    half = head_dim // 2
+    d = heads * head_dim
+    (w_q, b_q), (w_k, b_k), (w_v, b_v) = (_linear(attn.Wqkv, slice(p * d, (p + 1) * d)) for p in range(3))
+    w_o, b_o = _linear(attn.Wo)
+    arrays = {"x": _np32(_hidden(args, kwargs)), "w_q": w_q, "w_k": w_k, "w_v": w_v, "w_o": w_o,
+              "rope_cos": _np32(_same_for_the_batch(cos, "position_ids")[:, :half]), "rope_sin": _np32(_same_for_the_batch(sin, "position_ids")[:, :half])}
+    arrays.update({name: b for name, b in (("b_q", b_q), ("b_k", b_k), ("b_v", b_v), ("b_o", b_o)) if b is not None})
+    options = {"method": "rope", "heads": heads, "causal": False, "rope_layout": "half"}
+    local = config.layer_types[layer] == "sliding_attention"
+    notes = ["Bidirectional; Q, K and V from one Wqkv, split in three along its output.",
+             f"Rotary in the half-split layout with this layer's own cos and sin ({'local' if local else 'global'} layers have their own base)."]
+    if local:
+        # The model's mask: |i − j| ≤ sliding_window (local_attention / 2), relattn's window: |j − i| < window.
+        options["window"] = int(config.sliding_window) + 1
+        notes.append(f"A local layer: each query sees the keys within {config.sliding_window} positions on either side (farther keys masked).")
     return input_ids, attention_mask, options, arrays, notes
 
 
@@ -741,14 +782,14 @@ def _tokens(tokenizer, ids):
 _T5S = ("t5", "mt5", "umt5")
 
 #: Each family's capture, but T5's (:func:`_t5`, which has two parts).
-_FAMILY = {**{name: _rotary for name in ("llama", "mistral", "qwen2", "qwen3", "qwen3_moe", "gemma", "gemma2", "gemma3_text", "olmo2", "gpt_oss")},
-           "gpt_neox": _neox, "gptj": _gptj, "bloom": _bloom,
+_FAMILY = {**{name: _rotary for name in ("llama", "mistral", "qwen2", "qwen3", "qwen3_moe", "gemma", "gemma2", "gemma3_text", "olmo2", "phi3", "gpt_oss")},
+           "modernbert": _modernbert, "gpt_neox": _neox, "gptj": _gptj, "bloom": _bloom,
            "falcon": _falcon, "mpt": _mpt, "gpt2": _absolute, "opt": _absolute, "bert": _absolute}
 
 
 def _parts(family):
     """The parts with self-attention layers: T5's encoder and decoder, BERT's encoder, the others' decoder."""
-    return ("encoder", "decoder") if family in _T5S else ("encoder",) if family == "bert" else ("decoder",)
+    return ("encoder", "decoder") if family in _T5S else ("encoder",) if family in ("bert", "modernbert") else ("decoder",)
 
 
 def _part(family, part):

@@ -94,6 +94,8 @@ DECODERS = {
     "gemma3": dict(cls="Gemma3ForCausalLM", hidden_size=32, intermediate_size=48, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
                    query_pre_attn_scalar=12, sliding_window=5, layer_types=["full_attention", "sliding_attention"]),
     "olmo2": dict(cls="Olmo2ForCausalLM", hidden_size=32, intermediate_size=48, num_attention_heads=4, num_key_value_heads=2),
+    "phi3": dict(cls="Phi3ForCausalLM", hidden_size=32, intermediate_size=48, num_attention_heads=4, num_key_value_heads=2, pad_token_id=0, eos_token_id=2, bos_token_id=1,
+                 sliding_window=5, rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5}),
     "gpt_oss": dict(cls="GptOssForCausalLM", hidden_size=32, intermediate_size=48, num_attention_heads=4, num_key_value_heads=2, head_dim=8,
                     num_local_experts=2, num_experts_per_tok=1, sliding_window=4, layer_types=["full_attention", "sliding_attention"]),
     "gpt_neox": dict(cls="GPTNeoXForCausalLM", hidden_size=32, intermediate_size=48, num_attention_heads=4,
@@ -145,7 +147,7 @@ def test_decoder_layers_equal_the_model(name):
 #: probabilities (the tiny models make each one matter), so the equality above is not the feature's absence.
 LEFT_OUT = [("mistral-window", "window"), ("qwen3", "q_norm"), ("qwen3", "k_norm"), ("qwen3-window", "window"), ("qwen3_moe", "k_norm"),
             ("gemma2", "softcap"), ("gemma2", "logit_scale"), ("gemma2", "window"), ("gemma3", "q_norm"), ("gemma3", "logit_scale"), ("gemma3", "window"), ("olmo2", "q_norm"),
-            ("olmo2", "k_norm"), ("gpt_oss", "sinks"), ("gpt_oss", "window")]
+            ("olmo2", "k_norm"), ("phi3", "window"), ("gpt_oss", "sinks"), ("gpt_oss", "window")]
 
 
 @pytest.mark.parametrize("name, left_out", LEFT_OUT)
@@ -227,6 +229,23 @@ def test_bert_layers_equal_the_model():
     seen, outputs = module_io(model, model.encoder.layer[1].attention.output.dense, lambda: model(input_ids=ids, attention_mask=mask, output_attentions=True))
     check(cap, outputs.attentions[1], seen["out"])
     assert cap.part == "encoder" and cap.options["causal"] is False
+
+
+@pytest.mark.parametrize("layer", [0, 1])
+def test_modernbert_global_and_local_layers_equal_the_model(layer):
+    """ModernBERT: bidirectional, fused Wqkv, layer 0 global, layer 1 local (|j − i| ≤ local_attention / 2) with its own
+    rotary base; without its window the local layer misses the model."""
+    model = build(transformers.ModernBertModel, vocab_size=VOCAB, hidden_size=32, num_attention_heads=4, intermediate_size=48, num_hidden_layers=2,
+                  global_attn_every_n_layers=2, local_attention=4, pad_token_id=0, bos_token_id=1, eos_token_id=2, cls_token_id=1, sep_token_id=2)
+    ids, mask = inputs(4, pad=2)
+    cap = relattn.capture(model, layer, input_ids=ids, attention_mask=mask)
+    seen, outputs = module_io(model, model.layers[layer].attn, lambda: model(input_ids=ids, attention_mask=mask, output_attentions=True))
+    check(cap, outputs.attentions[layer], seen["out"])
+    assert cap.part == "encoder" and cap.options["causal"] is False and cap.options.get("window") == (3 if layer == 1 else None)
+    if layer == 1:
+        without = relattn.Capture(model=cap.model, family=cap.family, layer=1, part="encoder", tokens=None, notes=cap.notes, arrays=cap.arrays,
+                                  options={k: v for k, v in cap.options.items() if k != "window"})
+        assert rel(without.trace()["weights"], outputs.attentions[1].numpy()) > 0.02
 
 
 def test_t5_encoder_model_alone():
