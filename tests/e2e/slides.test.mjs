@@ -32,12 +32,12 @@ async function presenting(query, [width, height]) {
   return p;
 }
 
-/** The boxes drawn on the slide that leave the screen (its title, options, formula — KaTeX's every box —,
- *  notice and figure), each as 'what: left, top, right, bottom'. */
-const outside = (p) => p.evaluate(() => {
+/** The boxes drawn under `within` that leave the screen (a slide's title, options, formula — KaTeX's every
+ *  box —, notice and figure), each as 'what: left, top, right, bottom'. */
+const outside = (p, within = '#present') => p.evaluate((sel) => {
   const [w, h] = [window.innerWidth, window.innerHeight];
   const out = [];
-  for (const el of document.querySelectorAll('#present *')) {
+  for (const el of document.querySelectorAll(`${sel} *`)) {
     if (el.closest('.katex-mathml') || !el.getClientRects().length) continue; // MathML for screen readers, not drawn
     const b = el.getBoundingClientRect();
     if (b.width === 0 || b.height === 0) continue;
@@ -46,7 +46,7 @@ const outside = (p) => p.evaluate(() => {
     }
   }
   return out;
-});
+}, within);
 
 /** Steps the presentation to stage `name`: from where it is, else from the first (Home), forward (→). */
 async function stepTo(p, name) {
@@ -189,6 +189,29 @@ test('a captured layer\'s slides name its model, layer and head; Model mode\'s s
   assert.match(await m.locator('#present-stated').innerText(), /· Music Transformer chorale model, layer 1, head 2( ·|$)/);
   await m.screenshot({ path: join(artifacts, 'slide-model-stage.png') });
   await m.close();
+});
+
+test('Model mode\'s six slides fit 1280 × 720 and 1920 × 1080, without the page\'s Present button (#51 item 3)', async () => {
+  for (const [width, height] of SCREENS) {
+    const m = await context.newPage();
+    await m.setViewportSize({ width, height });
+    watch(m, problems);
+    await m.goto(`${base}?mode=model&model=music&piece=10.7&length=64&layer=1&head=2&backend=cpu&slide=roll`);
+    await m.waitForFunction(() => document.querySelectorAll('#m-tiles .tile canvas').length === 12 && document.body.dataset.modelSlide === 'roll', null, { timeout: 60000 });
+    for (const slide of ['roll', 'tiles', 'dist', 'models', 'predict', 'nll']) {
+      await m.waitForFunction((s) => document.body.dataset.modelSlide === s, slide);
+      assert.deepEqual(await outside(m, '#model'), [], `${width} × ${height}: ${slide}`);
+      assert.ok(!(await m.locator('#m-present').isVisible()) && !(await m.locator('#m-slide-keys').isVisible()), `${slide}: the Present button shows`);
+      if (slide === 'roll') {
+        const roll = await m.locator('#roll').boundingBox();
+        assert.ok(roll.height > 0.75 * height, `the roll is ${roll.height} px tall`);
+      }
+      if (slide === 'tiles') assert.equal(await m.locator('#m-tiles .tile canvas').count(), 12);
+      if (slide === 'roll' || slide === 'tiles') await m.screenshot({ path: join(artifacts, `slide-model-${slide}-${height}p.png`) });
+      await m.keyboard.press('ArrowRight');
+    }
+    await m.close();
+  }
 });
 
 test('no console or page errors', () => {

@@ -23,7 +23,8 @@ const HEAD_COLORS = ['#1f6fc4', '#d62728', '#2a9d3a', '#8a4fbf', '#e07000', '#55
 export function drawTiles(r, choose) {
   const box = $('m-tiles');
   const { layers, heads } = r.info.config;
-  box.style.gridTemplateColumns = `auto repeat(${heads}, max-content)`;
+  // Each head's column as wide as its tiles, narrower where the width runs out (a slide's tiles wrap their text).
+  box.style.gridTemplateColumns = `auto repeat(${heads}, minmax(0, max-content))`;
   const els = [];
   for (let l = 0; l < layers; l++) {
     const label = document.createElement('span');
