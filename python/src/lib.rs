@@ -486,9 +486,11 @@ impl Packed {
     /// Adds the matrix `m` of a stage under `meta`, shown with `title` and `formula`, its table rows read by
     /// `readers`.
     fn push(&mut self, meta: StageMeta, (title, formula): (String, String), m: ndarray::ArrayView2<f32>, readers: Vec<Vec<u32>>) {
-        // Keys after the query (causal) get no weight: out of the colour range, as the page's cuts leave them.
-        let (lo, hi) = if meta.masked_above {
-            value_range(ndarray::Array2::from_shape_fn(m.dim(), |(i, j)| if j > i { f32::NEG_INFINITY } else { m[[i, j]] }).view(), meta.scale)
+        // Keys after the query (causal) or out of the window get no weight: out of the colour range, as the page's
+        // cuts leave them.
+        let reach = relattn::positions::table::Reach { causal: meta.masked_above, window: meta.masked_window };
+        let (lo, hi) = if reach.causal || reach.window.is_some() {
+            value_range(ndarray::Array2::from_shape_fn(m.dim(), |(i, j)| if reach.sees(i, j) { m[[i, j]] } else { f32::NEG_INFINITY }).view(), meta.scale)
         } else {
             value_range(m, meta.scale)
         };

@@ -8,6 +8,7 @@ use ndarray::{Array2, ArrayView2, CowArray, Ix2};
 use plotters::prelude::*;
 use plotters_canvas::CanvasBackend;
 use relattn::error::{Error, ErrorKind};
+use relattn::positions::table::Reach;
 use relattn::render::{self, Cells, Chart, ChartFigure, Figure};
 use relattn::stage::Scale;
 use serde::{Deserialize, Serialize};
@@ -39,7 +40,7 @@ pub struct FigureSpec {
 
 /// Cells to colour: their shape, scale and colour range; with `masked_above`, the cells above the diagonal of
 /// the stage they are a window of (row `origin[0] + i`, column `origin[1] + j`, j > i) are grey, as the
-/// worker's rasters have them (keys after the query get no weight).
+/// worker's rasters have them (keys after the query get no weight); with `masked_window` w, those at |j − i| ≥ w too.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CellsSpec {
@@ -49,6 +50,8 @@ pub struct CellsSpec {
     pub range: [f32; 2],
     #[serde(default)]
     pub masked_above: bool,
+    #[serde(default)]
+    pub masked_window: Option<usize>,
     #[serde(default)]
     pub origin: [usize; 2],
 }
@@ -154,10 +157,11 @@ pub fn draw_svg(spec: JsValue, values: &[f32], width: u32, height: u32) -> Resul
 pub fn colour(spec: JsValue, values: &[f32]) -> Result<Vec<u8>, JsValue> {
     let spec: CellsSpec = serde_wasm_bindgen::from_value(spec).map_err(|e| js_error("cells", ErrorKind::Invalid, &format!("invalid cells: {e}")))?;
     let mut m = matrix(values, spec.rows, spec.cols)?;
-    if spec.masked_above {
+    let reach = Reach { causal: spec.masked_above, window: spec.masked_window };
+    if reach.causal || reach.window.is_some() {
         let [r0, c0] = spec.origin;
         // As masked logits are: −∞, which the colours grey.
-        m.indexed_iter_mut().filter(|((i, j), _)| c0 + j > r0 + i).for_each(|(_, v)| *v = f32::NEG_INFINITY);
+        m.indexed_iter_mut().filter(|((i, j), _)| !reach.sees(r0 + i, c0 + j)).for_each(|(_, v)| *v = f32::NEG_INFINITY);
     }
     let [lo, hi] = spec.range;
     Ok(render::rgba_in_range(m.view(), spec.scale, palette(), (lo, hi)))

@@ -516,6 +516,31 @@ fn masked_cells_are_grey_and_out_of_the_colour_range() {
     assert_ne!(pixel(rgba, n, 0, n - 1), grey);
 }
 
+/// A sliding window masks as the causal mask does (#49): keys at |j − i| ≥ window are grey in every pair stage,
+/// out of the colour range, the stage's metadata says the window, and their weights are 0.
+#[test]
+fn keys_outside_a_window_are_grey_as_masked_keys_are() {
+    let grey = relattn::render::MASKED;
+    let pixel = |rgba: &[u8], cols: usize, i: usize, j: usize| [rgba[(i * cols + j) * 4], rgba[(i * cols + j) * 4 + 1], rgba[(i * cols + j) * 4 + 2]];
+    let n = 7;
+    let mut s = run(LayerOptions { causal: Some(true), window: Some(3.0), ..settings(Method::Rope, n as f64, 16.0, 2.0, 2.0) }).unwrap();
+    for name in ["content_logits", "logits", "weights"] {
+        assert_eq!(s.info().stages[stage_index(&s, name)].masked_window, Some(3), "{name}");
+        let (cut, values, _) = select(&mut s, name, 0, 0);
+        let (_, rgba) = s.selected().unwrap();
+        assert_eq!(pixel(rgba, n, 6, 3), grey, "{name}: (6, 3) is 3 back, outside the window");
+        assert_ne!(pixel(rgba, n, 6, 4), grey, "{name}: (6, 4) is inside");
+        let inside: Vec<f32> = (0..n).flat_map(|i| (i.saturating_sub(2)..=i).map(move |j| (i, j))).map(|(i, j)| values[i * n + j]).collect();
+        let (lo, hi) = inside.iter().fold((f32::INFINITY, f32::NEG_INFINITY), |(a, b), &v| (a.min(v), b.max(v)));
+        if name == "weights" {
+            assert_eq!((cut.lo, cut.hi), (lo, hi), "the weights' range is the window's");
+            assert_eq!(values[6 * n + 3], 0.0);
+            let row: f32 = values[6 * n..7 * n].iter().sum();
+            assert!((row - 1.0).abs() < 1e-5, "a row's weights within the window sum to 1: {row}");
+        }
+    }
+}
+
 /// The lecture's pictures come with the session of a scheme that has them, a heatmap coloured with its values
 /// and labels, curves with their series; the scheme's options are stated in the info.
 #[test]

@@ -977,6 +977,11 @@ rows_are_queries: boolean,
  */
 masked_above: boolean, 
 /**
+ * The cells at |j − i| ≥ this get no weight: a sliding window masks them (drawn grey, left out of the colour
+ * range, as `masked_above`'s); `None` without a window or in a stage the mask does not touch.
+ */
+masked_window: number | null, 
+/**
  * The values differ from one head to another (for tables: with one table per head).
  */
 per_head: boolean, 
@@ -1385,6 +1390,11 @@ rows_are_queries: boolean,
  */
 masked_above: boolean, 
 /**
+ * The cells at |j − i| ≥ this get no weight: a sliding window masks them (drawn grey, left out of the colour
+ * range, as `masked_above`'s); `None` without a window or in a stage the mask does not touch.
+ */
+masked_window: number | null, 
+/**
  * The values differ from one head to another (for tables: with one table per head).
  */
 per_head: boolean, 
@@ -1440,6 +1450,11 @@ rows_are_queries: boolean,
  * and left out of the colour range, as padded keys are.
  */
 masked_above: boolean, 
+/**
+ * The cells at |j − i| ≥ this get no weight: a sliding window masks them (drawn grey, left out of the colour
+ * range, as `masked_above`'s); `None` without a window or in a stage the mask does not touch.
+ */
+masked_window: number | null, 
 /**
  * The values differ from one head to another (for tables: with one table per head).
  */

@@ -35,6 +35,9 @@ pub struct StageMeta {
     /// weights, and the terms and skew leftovers that would have fed them). They are drawn grey ("no weight")
     /// and left out of the colour range, as padded keys are.
     pub masked_above: bool,
+    /// The cells at |j − i| ≥ this get no weight: a sliding window masks them (drawn grey, left out of the colour
+    /// range, as `masked_above`'s); `None` without a window or in a stage the mask does not touch.
+    pub masked_window: Option<usize>,
     /// The values differ from one head to another (for tables: with one table per head).
     pub per_head: bool,
     /// The values differ from one batch element to another.
@@ -271,6 +274,7 @@ impl Stage {
             pairs: x_axis == KEY_AXIS && y_axis == QUERY_AXIS,
             rows_are_queries: y_axis == QUERY_AXIS,
             masked_above: cfg.causal && self.masked_when_causal(),
+            masked_window: cfg.window.filter(|_| self.masked_when_causal()),
             per_head: if is_table { per_head_tables } else { !positional && self != Stage::Output },
             per_batch: !is_table && !positional,
             scale: self.scale(),

@@ -159,6 +159,12 @@ impl Reach {
         let within = |p: isize| p.clamp(0, end as isize) as usize;
         within(at - w as isize + 1)..within(at + w as isize)
     }
+
+    /// Whether query `i` may attend to key `j` of a square (n, n) attention: [`Reach::keys`] with Lq = Lk.
+    #[inline]
+    pub fn sees(self, i: usize, j: usize) -> bool {
+        (!self.causal || j <= i) && self.window.is_none_or(|w| i.abs_diff(j) < w)
+    }
 }
 
 /// The end of query `i`'s visible keys under the causal mask: keys j ≤ i + Lk − Lq (distance ≤ 0) are

@@ -17,6 +17,7 @@ use relattn_core::error::{check_index, Error, Result};
 use relattn_core::layer::forward;
 use relattn_core::layer::on_demand::Layer;
 use relattn_core::layer::scenario::Scenario;
+use relattn_core::positions::table::Reach;
 use relattn_core::positions::Method;
 use relattn_core::stage::Stage;
 
@@ -62,7 +63,8 @@ pub fn compare(request: &Request, batch: usize, head: usize, what: Compared, pal
                 }
             };
             // Cut as the page cuts a stage: pooled to a raster, coloured, its values kept when they are few enough.
-            let mut cutting = Cutting::new(meta.scale, matrix.dim()).masked(masked.then_some(CellMask { causal: true, keys: None }));
+            let mut cutting =
+                Cutting::new(meta.scale, matrix.dim()).masked(masked.then_some(CellMask { reach: Reach { causal: true, window: None }, keys: None }));
             cutting.add(0, matrix.view());
             let Made { cut, values, rgba } = cutting.finish(palette);
             let profile = match what {

@@ -20,6 +20,7 @@ use relattn_core::layer::presets;
 use relattn_core::layer::stage_meta::StageMeta;
 use relattn_core::layer::trace::Trace;
 use relattn_core::positions::table;
+use relattn_core::positions::table::Reach;
 use relattn_core::stage::{Scale, Stage};
 use relattn_core::timing::{now_ms, StageTimes};
 use std::ops::Range;
@@ -91,13 +92,14 @@ pub struct Made {
 /// padded keys (false in the batch element's key mask).
 #[derive(Clone, Debug, PartialEq)]
 pub struct CellMask {
-    pub causal: bool,
+    /// The causal mask and the window.
+    pub reach: Reach,
     pub keys: Option<Vec<bool>>,
 }
 
 impl CellMask {
     pub fn masked(&self, i: usize, j: usize) -> bool {
-        (self.causal && j > i) || self.keys.as_ref().is_some_and(|k| !k[j])
+        !self.reach.sees(i, j) || self.keys.as_ref().is_some_and(|k| !k[j])
     }
 
     /// Rows `first..first + m.nrows()` of a stage as they are coloured: the masked cells as masked logits are,
@@ -408,8 +410,9 @@ impl Session {
             Source::Whole(t) => t.key_mask.as_ref(),
             Source::OnDemand(l) => l.scenario.key_mask.as_ref(),
         };
-        let causal = self.config().causal;
-        (stage.masked_when_causal() && (causal || keys.is_some())).then(|| CellMask { causal, keys: keys.map(|k| k.row(batch).to_vec()) })
+        let reach = self.config().reach();
+        let masks = reach.causal || reach.window.is_some() || keys.is_some();
+        (stage.masked_when_causal() && masks).then(|| CellMask { reach, keys: keys.map(|k| k.row(batch).to_vec()) })
     }
 
     /// Every stage of (batch, head) cut and coloured with `palette`: pooled to [`RASTER_SIDE`], with its values

@@ -77,6 +77,7 @@ impl Text {
             pairs: false,
             rows_are_queries: false,
             masked_above: false,
+            masked_window: None,
             per_head: false,
             per_batch: false,
             scale,
