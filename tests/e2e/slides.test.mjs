@@ -214,6 +214,23 @@ test('Model mode\'s six slides fit 1280 × 720 and 1920 × 1080, without the pag
   }
 });
 
+test('no main-thread task of 200 ms or more for any scheme at n 2048 (pictures 4095 distances wide) nor ALiBi at n 8192 (#51 item 5)', async () => {
+  const cases = ['absolute', 'shaw', 'music', 'rope', 'alibi', 't5'].map((m) => [m, 2048]).concat([['alibi', 8192]]);
+  for (const [method, n] of cases) {
+    const p = await context.newPage();
+    watch(p, problems);
+    await p.addInitScript(() => {
+      window.__long = [];
+      new PerformanceObserver((l) => { for (const e of l.getEntries()) window.__long.push(e.duration); }).observe({ type: 'longtask', buffered: true });
+    });
+    await p.goto(`${base}?method=${method}&n=${n}&d_model=64&heads=8&seed=0&sentence=&backend=cpu`);
+    await p.waitForFunction(() => document.body.dataset.ready && document.getElementById('busy').hidden, null, { timeout: 180000 });
+    const longest = await p.evaluate(() => Math.max(0, ...window.__long));
+    assert.ok(longest < 200, `${method} at n ${n}: a main-thread task of ${Math.round(longest)} ms`);
+    await p.close();
+  }
+});
+
 test('no console or page errors', () => {
   assert.deepEqual(problems, []);
 });
