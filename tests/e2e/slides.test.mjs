@@ -3,6 +3,7 @@
 // tests/e2e/artifacts/slide-*.png.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { artifacts, prepare, startServer, launch, watch, close, writeZip, npyF32, npyU8 } from './harness.mjs';
 
@@ -15,7 +16,7 @@ const problems = [];
 before(async () => {
   prepare();
   ({ server, base } = await startServer());
-  ({ context, profile } = await launch());
+  ({ context, profile } = await launch({ acceptDownloads: true }));
 });
 
 after(() => close({ context, server, profile }));
@@ -229,6 +230,49 @@ test('no main-thread task of 200 ms or more for any scheme at n 2048 (pictures 4
     assert.ok(longest < 200, `${method} at n ${n}: a main-thread task of ${Math.round(longest)} ms`);
     await p.close();
   }
+});
+
+/** The file `click` downloads, as text. */
+async function downloaded(p, click) {
+  const [d] = await Promise.all([p.waitForEvent('download'), click()]);
+  return readFileSync(await d.path(), 'utf8');
+}
+
+test('smaller things (#51 item 12): exports with no empty text and the scheme once, the roll named by its model, the built-heads sentence on the axes, a hint where full screen is refused', async () => {
+  const p = await presenting('?method=alibi&n=8&d_model=64&heads=8&causal=1&seed=0&sentence=&backend=cpu&present=alibi_bias_by_head', [1280, 720]);
+  await p.keyboard.press('Escape');
+  const svg = await downloaded(p, () => p.click('figure[data-stage="alibi_bias_by_head"] .export-svg'));
+  const texts = [...svg.matchAll(/<text[^>]*>([^<]*)<\/text>/g)].map((m) => m[1].trim());
+  assert.ok(texts.length > 10 && texts.every((t) => t !== ''), `${texts.filter((t) => t === '').length} empty <text> of ${texts.length}`);
+  assert.equal(texts.join(' ').split('ALiBi: 8 heads').length - 1, 1, 'the scheme line once');
+  await p.close();
+  // The built-heads preset: the page's 12-word sentence on the axes (its logits do not read x).
+  const b = await presenting('?preset=built-heads&sentence=the%20cat%20sat%20on%20the%20mat%20because%20it%20was%20very%20warm%20today&backend=cpu&present=weights', [1280, 720]);
+  assert.deepEqual(await b.evaluate(async () => (await import('/js/page/state.js')).state.current.tokens), 'the cat sat on the mat because it was very warm today'.split(' '));
+  await b.screenshot({ path: join(artifacts, 'slide-built-heads-words.png') });
+  await b.close();
+  // A link that opens a slide in a browser that refuses full screen without a click or key (headless Chromium
+  // allows it: refused here as a desktop browser refuses it): the slide says so, and that F asks again.
+  const f = await context.newPage();
+  watch(f, problems);
+  await f.setViewportSize({ width: 1280, height: 720 });
+  await f.addInitScript(() => { Element.prototype.requestFullscreen = () => Promise.reject(new TypeError('Permissions check failed')); });
+  await f.goto(`${base}?preset=built-heads&backend=cpu&present=weights`);
+  await f.waitForFunction(() => !document.getElementById('present').hidden && !document.getElementById('present-fullscreen').hidden, null, { timeout: 60000 });
+  assert.match(await f.locator('#present-fullscreen').innerText(), /press F/);
+  assert.deepEqual(await outside(f), []);
+  await f.screenshot({ path: join(artifacts, 'slide-fullscreen-refused.png') });
+  await f.keyboard.press('Escape');
+  assert.ok(await f.locator('#present-fullscreen').isHidden());
+  await f.close();
+  // The roll's export names the model as the page does, not by its key ('music model').
+  const m = await context.newPage();
+  watch(m, problems);
+  await m.goto(`${base}?mode=model&model=music&piece=10.7&length=64&layer=1&head=2&backend=cpu`);
+  await m.waitForFunction(() => document.querySelectorAll('#m-tiles .tile canvas').length === 12, null, { timeout: 60000 });
+  const roll = await downloaded(m, () => m.click('#m-export-svg'));
+  assert.match(roll, /<title>Music Transformer \(relative, skew\) model, BWV 10\.7, tokens 0…63: what note \d+ attends to, layer 1, head 2<\/title>/);
+  await m.close();
 });
 
 test('no console or page errors', () => {

@@ -99,14 +99,23 @@ pub fn scheme_options(method: &str) -> Result<JsValue, JsValue> {
 pub struct PresetInfo {
     pub name: &'static str,
     pub description: &'static str,
+    /// The words a sentence needs to label its positions and make its x (its n), or 0 where its x is part of
+    /// what it shows: a preset without the content term (built-heads), whose logits x does not change, shows
+    /// the page's 12-word sentence on its axes; a seed's example keeps its seed's x.
+    pub sentence_words: usize,
 }
 
-/// Every preset: `[{ name, description }]`.
+/// Every preset: `[{ name, description, sentence_words }]`.
 #[wasm_bindgen]
 pub fn presets() -> Result<JsValue, JsValue> {
+    let info = |name| {
+        let p = presets::preset(name)?;
+        let labels_only = p.spec.batch == 1 && !p.arrays.contains_key("x") && !p.config.content;
+        Ok(PresetInfo { name, description: p.description, sentence_words: if labels_only { p.spec.n } else { 0 } })
+    };
     let all: Vec<PresetInfo> = presets::NAMES
         .iter()
-        .map(|&name| Ok(PresetInfo { name, description: presets::preset(name)?.description }))
+        .map(|&name| info(name))
         .collect::<Result<_, Error>>()
         .map_err(to_js)?;
     to_value(&all)

@@ -64,10 +64,14 @@ export function readParams(noPreset) {
   /** @type {Record<string, string | number | boolean>} */
   const options = {};
   const preset = $('preset').value;
-  if (preset && !noPreset) return { options: { preset }, tokens: [] };
-  for (const k of PARAMS) options[k] = readOption(k);
   // The sentence makes x when it has n tokens (typing it sets n); with another n, x is random and unlabelled.
   const toks = tokens();
+  if (preset && !noPreset) {
+    // A preset whose logits x does not change takes a sentence of its n words (crates/relattn-wasm/src/lib.rs presets).
+    const words = state.ui ? state.ui.presets().find((p) => p.name === preset)?.sentence_words : 0;
+    return { options: { preset }, tokens: toks.length === words ? toks : [] };
+  }
+  for (const k of PARAMS) options[k] = readOption(k);
   return { options, tokens: toks.length === options.n ? toks : [] };
 }
 

@@ -38,8 +38,16 @@ export function enterPresent(at = 0) {
   hideTip();
   drawPresent();
   $('present').focus();
+  fullScreen();
+}
+
+/** Asks for full screen; where the browser refuses (a link opened with &present=: no click or key yet), the
+ *  slide says so and that F asks again. */
+function fullScreen() {
   const el = document.documentElement;
-  if (el.requestFullscreen && !document.fullscreenElement) el.requestFullscreen().catch(() => {});
+  const hint = $('present-fullscreen');
+  if (!el.requestFullscreen || document.fullscreenElement) return;
+  el.requestFullscreen().then(() => { hint.hidden = true; }).catch(() => { hint.hidden = state.presentedAt === null; });
 }
 
 export function exitPresent() {
@@ -47,6 +55,7 @@ export function exitPresent() {
   state.presentedAt = null;
   document.body.classList.remove('presenting');
   $('present').hidden = true;
+  $('present-fullscreen').hidden = true;
   if (document.fullscreenElement && document.exitFullscreen) document.exitFullscreen().catch(() => {});
   saveURL();
   $('present-btn').focus();
@@ -166,4 +175,5 @@ export function presentKeys(e) {
   else if (e.key === 'Home') { e.preventDefault(); stepTo(0); }
   else if (e.key === 'End') { e.preventDefault(); stepTo(last); }
   else if (e.key === 'Escape') { e.preventDefault(); exitPresent(); }
+  else if (e.key === 'f' || e.key === 'F') { e.preventDefault(); fullScreen(); }
 }

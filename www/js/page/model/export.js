@@ -4,7 +4,7 @@
 import { wrapLines } from '../dom.js';
 import { state } from '../state.js';
 import { download } from '../../shared/figure-core.js';
-import { windowName, windowSlug } from './form.js';
+import { shownWhere, windowName, windowSlug } from './form.js';
 import { nllShown } from './all-models.js';
 
 /** Model mode's roll (with the arcs and the sampled notes) at twice its size on screen, titled with what it shows
@@ -17,7 +17,7 @@ export function exportRoll(draw, kind = 'png') {
   const c = document.createElement('canvas');
   draw(c, { width: on.clientWidth, height: on.clientHeight, dpr: 2 });
   const w = s.window;
-  const title = `${s.model} model, ${windowName(w)}, tokens ${w.start}…${w.start + w.length - 1}: what note ${state.model.position} attends to, layer ${s.layer}, head ${s.head}`;
+  const title = `${shownWhere(s)}: what note ${state.model.position} attends to, layer ${s.layer}, head ${s.head}`;
   const name = `relattn-${s.model}-${windowSlug(w)}-t${w.start}-${w.length}-L${s.layer}H${s.head}-note${state.model.position}`;
   if (kind === 'svg') { download(rasterSVG(c, on.clientWidth, on.clientHeight, title), `${name}.svg`); return; }
   const top = 2 * 28;

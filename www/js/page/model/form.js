@@ -50,6 +50,13 @@ export function windowName(w) {
   return w.opening != null ? `the opening ${w.opening}` : `BWV ${w.piece}`;
 }
 
+/** "the Music Transformer (relative, skew) model, BWV 10.7, tokens 0…63": the model and window of result `s`
+ *  (Model mode's slides and exports). */
+export function shownWhere(s) {
+  const w = s.window;
+  return `${modelLabel(s.model)} model, ${windowName(w)}, tokens ${w.start}…${w.start + w.length - 1}`;
+}
+
 /** A file-name-safe form of windowName. */
 export function windowSlug(w) {
   return w.opening != null ? `opening-${w.opening.trim().replace(/\s+/g, '-')}` : `BWV${w.piece}`;

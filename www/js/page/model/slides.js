@@ -5,14 +5,8 @@
 import { $ } from '../dom.js';
 import { state } from '../state.js';
 import { ensureNll, ensureComparison } from './all-models.js';
-import { modelLabel, windowName } from './form.js';
+import { shownWhere, windowName } from './form.js';
 import { saveURL } from '../url.js';
-
-/** "the Music Transformer model, BWV 10.7, tokens 0…63": the model and window of result `s`. */
-function where(s) {
-  const w = s.window;
-  return `${modelLabel(s.model)} model, ${windowName(w)}, tokens ${w.start}…${w.start + w.length - 1}`;
-}
 
 /**
  * The slides in order: name, panel, title (of the result shown), each naming what it shows. After the last
@@ -20,11 +14,11 @@ function where(s) {
  */
 /** @type {[string, string, (s: any) => string][]} */
 export const SLIDES = [
-  ['roll', '.roll-fig', (s) => `What note ${state.model.position} attends to — ${where(s)}, layer ${s.layer}, head ${s.head}`],
-  ['tiles', '#m-panel-tiles', (s) => `Every layer and head, and what each does — ${where(s)}`],
-  ['dist', '#m-panel-dist', (s) => `Attention by distance — ${where(s)}, layer ${s.layer}`],
+  ['roll', '.roll-fig', (s) => `What note ${state.model.position} attends to — ${shownWhere(s)}, layer ${s.layer}, head ${s.head}`],
+  ['tiles', '#m-panel-tiles', (s) => `Every layer and head, and what each does — ${shownWhere(s)}`],
+  ['dist', '#m-panel-dist', (s) => `Attention by distance — ${shownWhere(s)}, layer ${s.layer}`],
   ['models', '#m-panel-models', (s) => `The six models side by side — ${windowName(s.window)}, tokens ${s.window.start}…${s.window.start + s.window.length - 1}, layer ${s.layer}`],
-  ['predict', '#m-panel-predict', (s) => `The next token after note ${state.model.position} — ${where(s)}`],
+  ['predict', '#m-panel-predict', (s) => `The next token after note ${state.model.position} — ${shownWhere(s)}`],
   ['nll', '#m-panel-nll', (s) => `Longer than trained: loss per position — the six models on ${windowName(s.window)} from its start`],
 ];
 
