@@ -675,13 +675,13 @@ test('each Model mode panel exports as PNG and SVG', async () => {
         assert.match(bytes.toString(), /^<svg [^>]*>\n<title>[^<]+<\/title>\n<image [^>]*href="data:image\/png;base64,/, `${panel}: not the SVG`);
         // The title says what and where, without the page's hints.
         const title = /<title>([^<]+)<\/title>/.exec(bytes.toString())[1];
-        assert.match(title, panel === 'm-panel-tiles' ? / — shaw model, BWV 10\.7, tokens 0…63; chosen: layer 0, head 1$/ : / — shaw model, BWV 10\.7, tokens 0…63, layer 0, every head$/, title);
+        assert.match(title, panel === 'm-panel-tiles' ? / — Shaw et al\. \(relative, clip 64\) model, BWV 10\.7, tokens 0…63; chosen: layer 0, head 1$/ : / — Shaw et al\. \(relative, clip 64\) model, BWV 10\.7, tokens 0…63, layer 0, every head$/, title);
         assert.doesNotMatch(title, /click/);
       }
     }
   }
   const [dl] = await Promise.all([p.waitForEvent('download'), p.click('#m-export-svg')]);
-  assert.match(readFileSync(await dl.path()).toString(), /^<svg [^>]*>\n<title>shaw model, BWV 10\.7, tokens 0…63: what note 20 attends to, layer 0, head 1<\/title>\n<image /);
+  assert.match(readFileSync(await dl.path()).toString(), /^<svg [^>]*>\n<title>Shaw et al\. \(relative, clip 64\) model, BWV 10\.7, tokens 0…63: what note 20 attends to, layer 0, head 1<\/title>\n<image /);
   await p.close();
 });
 

@@ -4,7 +4,7 @@
 import { wrapLines } from '../dom.js';
 import { state } from '../state.js';
 import { download } from '../../shared/figure-core.js';
-import { shownWhere, windowName, windowSlug } from './form.js';
+import { modelLabel, shownWhere, windowName, windowSlug } from './form.js';
 import { nllShown } from './all-models.js';
 
 /** Model mode's roll (with the arcs and the sampled notes) at twice its size on screen, titled with what it shows
@@ -59,11 +59,11 @@ export function exportPanel(panel, kind) {
   // models on one layer, the six models' loss over the piece from its start.
   const nll = nllShown();
   const what = {
-    'm-panel-tiles': `${s.model} model, ${tokens}; chosen: layer ${s.layer}, head ${s.head}`,
-    'm-panel-dist': `${s.model} model, ${tokens}, layer ${s.layer}, every head`,
+    'm-panel-tiles': `${modelLabel(s.model)} model, ${tokens}; chosen: layer ${s.layer}, head ${s.head}`,
+    'm-panel-dist': `${modelLabel(s.model)} model, ${tokens}, layer ${s.layer}, every head`,
     'm-panel-models': `the six models, ${tokens}, layer ${s.layer}`,
     'm-panel-nll': nll ? `the six models, BWV ${nll.piece}, tokens 0…${nll.length - 1} from its start` : 'not computed',
-  }[panel.id] || `${s.model} model, ${tokens}, layer ${s.layer}, head ${s.head}`;
+  }[panel.id] || `${modelLabel(s.model)} model, ${tokens}, layer ${s.layer}, head ${s.head}`;
   const title = `${heading} — ${what}`;
   const scale = 2;
   const top = 28;
