@@ -457,6 +457,68 @@ test('a captured model layer: its options, tokens and description come with the 
   await settle(() => page.click('#tensors-clear'));
 });
 
+test('a captured layer of today\'s models (#49): heads of their own width, q/k norms, a sink, a window drawn as a mask, a soft-cap and a scale of its own, as the CLI computes them', async () => {
+  // A Gemma-2-like layer with gpt-oss's sinks: 2 query heads of 8 in a width of 12 sharing one K/V head.
+  const [n, d, dh, heads] = [7, 12, 8, 2];
+  const fill = (len, f) => Array.from({ length: len }, (_, k) => f(k));
+  const angle = (m, p) => m * 0.5 ** (2 * p);
+  const description = {
+    options: { method: 'rope', heads, causal: true, rope_layout: 'half', window: 3, softcap: 2.5, logit_scale: { factor: 0.3 }, norm_eps: 1e-6 },
+    model: 'tiny-gemma', family: 'gemma2', part: 'decoder', layer: 1,
+    notes: ['A sliding window of 3: each query sees itself and the 2 keys before it (farther keys masked).'],
+  };
+  const file = join(work, 'tiny-gemma-layer1.npz');
+  writeFileSync(file, writeZip({
+    'x.npy': npyF32([1, n, d], fill(n * d, (k) => Math.sin(k * 1.3))),
+    'w_q.npy': npyF32([d, heads * dh], fill(d * heads * dh, (k) => Math.cos(k * 0.9))),
+    'w_k.npy': npyF32([d, dh], fill(d * dh, (k) => Math.cos(k * 0.7) * 0.8)),
+    'w_v.npy': npyF32([d, dh], fill(d * dh, (k) => Math.sin(k * 0.4))),
+    'w_o.npy': npyF32([heads * dh, d], fill(heads * dh * d, (k) => Math.sin(k * 0.2))),
+    'q_norm.npy': npyF32([dh], fill(dh, (k) => 1 + k / 4)),
+    'k_norm.npy': npyF32([dh], fill(dh, (k) => 2 - k / 8)),
+    'sinks.npy': npyF32([heads], [0.5, 2.0]),
+    'rope_cos.npy': npyF32([n, dh / 2], fill(n * dh / 2, (k) => Math.cos(angle(Math.floor(k / 4), k % 4)))),
+    'rope_sin.npy': npyF32([n, dh / 2], fill(n * dh / 2, (k) => Math.sin(angle(Math.floor(k / 4), k % 4)))),
+    'capture.npy': npyU8(Buffer.from(JSON.stringify(description), 'utf8')),
+  }));
+  const ref = join(work, 'tiny-gemma-trace.npz');
+  execFileSync(cli(), ['compute', '--tensors', file, '--out', ref]);
+  const want = readZip(readFileSync(ref));
+  await settle(() => page.setInputFiles('#tensors', file));
+  assert.equal(await page.inputValue('#window'), '3');
+  assert.equal(await page.inputValue('#softcap'), '2.5');
+  assert.match(await page.locator('#logit_scale option:checked').innerText(), /factor 0\.3/);
+  await settle(() => page.selectOption('#head', '1'));
+  const w = want.weights;
+  let row = 0;
+  for (let j = 0; j < n; j++) {
+    const tip = await hover(page, 'weights', 6, j);
+    const v = w.data[(1 * n + 6) * n + j];
+    assert.ok(Math.abs(Number(tip.value) - v) <= 1e-5, `(6, ${j}): page ${tip.value}, CLI ${v}`);
+    if (j < 4) assert.equal(v, 0, `(6, ${j}) is outside the window of 3`);
+    row += v;
+  }
+  // The sink (logit 2) takes its share: the row's weights sum to less than 1.
+  assert.ok(row < 0.95 && row > 0, `row 6 sums to ${row}`);
+  // The figure says its grey cells are masked (under its title, in its exports too).
+  const svg = (await downloadOf(page, () => page.click('figure[data-stage="weights"] .export-svg'))).bytes.toString('utf8');
+  const said = [...svg.matchAll(/<text[^>]*>([^<]*)<\/text>/g)].map((m) => m[1]).join(' ').replace(/\s+/g, ' ');
+  assert.match(said, /tiny-gemma, decoder layer 1, head 1 · grey: masked, no weight/);
+  assert.match(said, /d_rot 8 of d_head 8/);
+  // The logits say they are the model's own: its scale and cap, stated with the layer.
+  const logits = (await downloadOf(page, () => page.click('figure[data-stage="logits"] .export-svg'))).bytes.toString('utf8');
+  const told = [...logits.matchAll(/<text[^>]*>([^<]*)<\/text>/g)].map((m) => m[1]).join(' ').replace(/\s+/g, ' ');
+  assert.match(told, /Scaled, capped, masked logits/);
+  // The layer's options, stated in full on its slides.
+  await page.click('#present-btn');
+  await page.waitForFunction(() => !document.getElementById('present').hidden);
+  assert.match(await page.locator('#present-stated').innerText(), /window 3 \(\|j − i\| < 3\), logits × 0\.300 \(the model's scale\), soft-capped at ±2\.50/);
+  await page.click('#present-close');
+  await page.locator('figure[data-stage="weights"]').scrollIntoViewIfNeeded();
+  await page.screenshot({ path: join(artifacts, 'features-capture-today.png') });
+  await settle(() => page.click('#tensors-clear'));
+});
+
 test('crafted capture files (a 16,000-character model name, a 4,000-character token, a right-to-left override) keep every main-thread task under 300 ms', async () => {
   const p = await open('?method=shaw&n=6&d_model=8&heads=2&clip=2&seed=0&sentence=');
   await p.evaluate(() => {

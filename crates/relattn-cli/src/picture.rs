@@ -18,7 +18,7 @@ pub fn run(args: &LayerArgs, name: &str, size: &str, out: &Path) -> Result<(), S
     let (cfg, sc, _, capture) = args.scenario(false, 1, |_, _| Some(render::figure_bytes(size)))?;
     let rope = sc.rope_table(&cfg);
     let (_, n, d_model) = sc.dims();
-    let inputs = pictures::Inputs { config: &cfg, tables: &sc.rel_k, rope: rope.as_ref(), positions: sc.positions.as_ref(), n, d_model };
+    let inputs = pictures::Inputs { config: &cfg, tables: &sc.rel_k, rope: rope.as_ref(), positions: sc.positions.as_ref(), n, d_model, d_head: sc.d_head };
     let all = pictures::of(&inputs);
     let names: Vec<&str> = all.iter().map(|p| p.meta.name).collect();
     let Some(picture) = all.iter().find(|p| p.meta.name == name) else {

@@ -217,11 +217,21 @@ const LOGITS_UNSCALED: StageText = StageText::new(
     "Not scaled by 1/√d_head (logit scale none, as T5 computes its logits: the scale is folded into the initialisation of W_q): the content term and the scheme's relative term or bias added as they are; masked cells are −∞ and get weight 0.",
 );
 
-/// What a layer says in a stage: its scheme's text, the content term's absence, the logits' missing scale, or
-/// what every layer says.
+/// The logits of a layer scaled by a model's own factor or soft-capped (Gemma 2 and 3): the scale and cap are
+/// stated with the layer's options.
+const LOGITS_MODEL_SCALE: StageText = StageText::new(
+    "Scaled, capped, masked logits",
+    "cap(s · (q_i·k_j + relative_ij)), cap(e) = c·tanh(e / c) where capped, s the layer's scale; −∞ where masked",
+    r"e_{ij} = c \tanh\!\left(\frac{s\,(q_i \cdot k_j + \text{relative}_{ij})}{c}\right) \quad (-\infty \text{ where masked})",
+    "The products scaled by the layer's own factor s (its logit scale, stated with the layer: not always 1/√d_head) and, where the model caps them, squashed into (−c, c) by c·tanh(e / c), so that no key can take every weight; masked cells are −∞ and get weight 0.",
+);
+
+/// What a layer says in a stage: its scheme's text, the content term's absence, the logits' missing scale, a
+/// model's own scale or cap, or what every layer says.
 fn text(stage: Stage, cfg: &Config) -> StageText {
     let in_x = (cfg.positions_in_x && cfg.method.adds_to_input()).then(|| absolute::describe_in_x(stage)).flatten();
     match stage {
+        Stage::Logits if cfg.softcap.is_some() || matches!(cfg.logit_scale, LogitScale::Factor(_)) => LOGITS_MODEL_SCALE,
         Stage::Logits if cfg.logit_scale == LogitScale::None => LOGITS_UNSCALED,
         Stage::ContentLogits if !cfg.content => CONTENT_OFF,
         Stage::Logits if !cfg.content && cfg.method.has_vector_table() => LOGITS_CONTENT_OFF,

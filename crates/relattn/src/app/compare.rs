@@ -55,8 +55,15 @@ pub fn compare(request: &Request, batch: usize, head: usize, what: Compared, pal
                     // Absolute positions have no term in attention: how alike their vectors are stands in.
                     let rope = layer.rope_table();
                     let (_, n, d_model) = layer.scenario.dims();
-                    let inputs =
-                        pictures::Inputs { config: &cfg, tables: &layer.scenario.rel_k, rope, positions: layer.scenario.positions.as_ref(), n, d_model };
+                    let inputs = pictures::Inputs {
+                        config: &cfg,
+                        tables: &layer.scenario.rel_k,
+                        rope,
+                        positions: layer.scenario.positions.as_ref(),
+                        n,
+                        d_model,
+                        d_head: layer.scenario.d_head,
+                    };
                     let picture = pictures::of(&inputs).into_iter().next().expect("absolute positions draw their similarity");
                     let pictures::Body::Heatmap { values, .. } = picture.body else { unreachable!("the similarity is a heatmap") };
                     (values, picture.meta, false)

@@ -244,7 +244,16 @@ impl Session {
         let (_, _, n) = self.dims();
         match &self.source {
             Source::Whole(t) => {
-                pictures::Inputs { config: &t.config, tables: &t.rel_k, rope: t.rope.as_ref(), positions: t.positions.as_ref(), n, d_model: t.x.dim().2 }
+                let d_head = t.q.dim().2 / t.config.heads.max(1);
+                pictures::Inputs {
+                    config: &t.config,
+                    tables: &t.rel_k,
+                    rope: t.rope.as_ref(),
+                    positions: t.positions.as_ref(),
+                    n,
+                    d_model: t.x.dim().2,
+                    d_head,
+                }
             }
             Source::OnDemand(l) => pictures::Inputs {
                 config: &l.config,
@@ -253,6 +262,7 @@ impl Session {
                 positions: l.scenario.positions.as_ref(),
                 n,
                 d_model: l.scenario.dims().2,
+                d_head: l.scenario.d_head,
             },
         }
     }

@@ -54,7 +54,7 @@ mod tests {
     fn the_sinusoids_similarity_is_relative() {
         let cfg = relattn_core::attention::Config { method: relattn_core::positions::Method::Absolute, ..Default::default() };
         let tables = ndarray::Array3::zeros((1, 0, 1));
-        let inputs = Inputs { config: &cfg, tables: &tables, rope: None, positions: None, n: 9, d_model: 16 };
+        let inputs = Inputs { config: &cfg, tables: &tables, rope: None, positions: None, n: 9, d_model: 16, d_head: 16 / cfg.heads };
         let super::super::Body::Heatmap { values, .. } = &pictures(&inputs)[0].body else { panic!("heatmap") };
         // A long layer compares its first MAX_POSITIONS positions.
         let long = Inputs { n: 5000, ..inputs };

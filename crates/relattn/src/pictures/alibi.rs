@@ -87,7 +87,7 @@ mod tests {
         for causal in [true, false] {
             let cfg = relattn_core::attention::Config { method: relattn_core::positions::Method::Alibi, heads: 8, causal, ..Default::default() };
             let tables = ndarray::Array3::from_shape_vec((8, 1, 1), alibi::slopes(8)).unwrap();
-            let inputs = Inputs { config: &cfg, tables: &tables, rope: None, positions: None, n: 5, d_model: 16 };
+            let inputs = Inputs { config: &cfg, tables: &tables, rope: None, positions: None, n: 5, d_model: 16, d_head: 16 / cfg.heads };
             let pics = pictures(&inputs);
             let super::super::Body::Curves(c) = &pics[0].body else { panic!("curves") };
             assert_eq!(c.series.len(), 1, "the paper's slopes: no second curve");
@@ -105,7 +105,7 @@ mod tests {
         // A model's own slopes are drawn against the paper's rule.
         let cfg = relattn_core::attention::Config { method: relattn_core::positions::Method::Alibi, heads: 2, ..Default::default() };
         let tables = ndarray::Array3::from_shape_vec((2, 1, 1), vec![0.3, 0.1]).unwrap();
-        let inputs = Inputs { config: &cfg, tables: &tables, rope: None, positions: None, n: 4, d_model: 8 };
+        let inputs = Inputs { config: &cfg, tables: &tables, rope: None, positions: None, n: 4, d_model: 8, d_head: 8 / cfg.heads };
         let super::super::Body::Curves(c) = &pictures(&inputs)[0].body else { panic!("curves") };
         assert_eq!(c.series.len(), 2);
         assert!(stated(&inputs).contains("the model's own slopes"));

@@ -12,9 +12,10 @@ pub mod alibi;
 pub mod rope;
 pub mod t5;
 
+use crate::render::short;
 use crate::render::Chart;
 use ndarray::{Array2, Array3};
-use relattn_core::attention::Config;
+use relattn_core::attention::{Config, LogitScale};
 use relattn_core::layer::stage_meta::StageMeta;
 use relattn_core::positions::rope::RopeTable;
 use relattn_core::positions::Method;
@@ -31,12 +32,8 @@ pub struct Inputs<'a> {
     pub positions: Option<&'a Array2<f32>>,
     pub n: usize,
     pub d_model: usize,
-}
-
-impl Inputs<'_> {
-    pub fn d_head(&self) -> usize {
-        self.d_model / self.config.heads.max(1)
-    }
+    /// Each head's width (d_model / heads, or a captured model's own).
+    pub d_head: usize,
 }
 
 /// A heatmap (with labels for its columns and rows; empty: indices) or curves.
@@ -110,6 +107,20 @@ pub fn of(inputs: &Inputs) -> Vec<Picture> {
 pub fn stated(inputs: &Inputs) -> String {
     let cfg = inputs.config;
     let masking = if cfg.causal { "causal" } else { "bidirectional" };
+    let scheme = scheme_stated(inputs, masking);
+    // What a captured model adds to its scheme: a window, a scale of its own, a cap.
+    let window = cfg.window.map(|w| format!("window {w} (|j − i| < {w})"));
+    let scale = match cfg.logit_scale {
+        LogitScale::Factor(f) => Some(format!("logits × {} (the model's scale)", short(f))),
+        _ => None,
+    };
+    let cap = cfg.softcap.map(|c| format!("soft-capped at ±{}", short(c)));
+    [Some(scheme), window, scale, cap].into_iter().flatten().collect::<Vec<_>>().join(", ")
+}
+
+/// The scheme's own options, as [`stated`] begins.
+fn scheme_stated(inputs: &Inputs, masking: &str) -> String {
+    let cfg = inputs.config;
     match cfg.method {
         Method::Shaw => {
             let values = if cfg.rel_v { "a^K and a^V" } else { "a^K only" };
@@ -163,7 +174,7 @@ mod tests {
                 let spec = Spec { n: 12, d_model: 32, ..Spec::default() };
                 let sc = Scenario::build(&cfg, &spec, Default::default(), true).unwrap();
                 let rope = sc.rope_table(&cfg);
-                let inputs = Inputs { config: &cfg, tables: &sc.rel_k, rope: rope.as_ref(), positions: None, n: 12, d_model: 32 };
+                let inputs = Inputs { config: &cfg, tables: &sc.rel_k, rope: rope.as_ref(), positions: None, n: 12, d_model: 32, d_head: 32 / cfg.heads };
                 assert!(stated(&inputs).len() > 20, "{method}");
                 for p in of(&inputs) {
                     assert!(NAMES.contains(&p.meta.name), "{}", p.meta.name);

@@ -63,7 +63,7 @@ fn kernel_reach(n: usize) -> usize {
 /// RoPE's pictures of a layer (its table of positions 0 .. n: the options', or a model's own).
 pub fn pictures(inputs: &Inputs) -> Vec<Picture> {
     let Some(table) = inputs.rope else { return Vec::new() };
-    let d_head = inputs.d_head();
+    let d_head = inputs.d_head;
     vec![turn(table, inputs.n), kernels(table, inputs, d_head), layouts(&table.rope, d_head)]
 }
 
@@ -126,7 +126,7 @@ fn layouts(rope: &Rope, d_head: usize) -> Picture {
 /// "RoPE: base 10000, rotated fraction 1 (d_rot 64 of d_head 64), interleaved pairs (2p, 2p + 1), positions ÷ 1",
 /// or the model's own table.
 pub fn stated(inputs: &Inputs) -> String {
-    let d_head = inputs.d_head();
+    let d_head = inputs.d_head;
     let rope = inputs.rope.map_or(inputs.config.rope, |t| t.rope);
     let d_rot = rope.rotated_dims(d_head);
     let layout = match rope.layout {
@@ -161,7 +161,7 @@ mod tests {
         }
         let cfg = relattn_core::attention::Config { method: relattn_core::positions::Method::Rope, heads: 2, ..Default::default() };
         let tables = ndarray::Array3::zeros((1, 0, 1));
-        let inputs = Inputs { config: &cfg, tables: &tables, rope: Some(&table), positions: None, n, d_model: 16 };
+        let inputs = Inputs { config: &cfg, tables: &tables, rope: Some(&table), positions: None, n, d_model: 16, d_head: 16 / cfg.heads };
         let k = kernels(&table, &inputs, d_head);
         let super::super::Body::Curves(chart) = &k.body else { panic!("curves") };
         let own = &chart.series[0];

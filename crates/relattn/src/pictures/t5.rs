@@ -82,7 +82,7 @@ mod tests {
     fn the_staircase_is_the_bucket_definition() {
         let cfg = relattn_core::attention::Config { method: relattn_core::positions::Method::T5, heads: 2, ..Default::default() };
         let tables = ndarray::Array3::from_shape_fn((2, 32, 1), |(h, r, _)| (h * 100 + r) as f32);
-        let inputs = Inputs { config: &cfg, tables: &tables, rope: None, positions: None, n: 8, d_model: 16 };
+        let inputs = Inputs { config: &cfg, tables: &tables, rope: None, positions: None, n: 8, d_model: 16, d_head: 16 / cfg.heads };
         let pics = pictures(&inputs);
         let super::super::Body::Curves(c) = &pics[0].body else { panic!("curves") };
         let reference = |d: i64, causal: bool| -> f64 {
