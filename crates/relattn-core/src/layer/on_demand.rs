@@ -121,7 +121,8 @@ impl Layer {
         let (_, _, n) = self.dims();
         let d = self.scenario.dims().2;
         let (rows, l) = (self.config.table_rows(), if self.config.causal { n } else { 2 * n - 1 });
-        let (dh, d_head) = (self.config.scheme().table_width(d / self.config.heads), d / self.config.heads);
+        let d_head = self.scenario.d_head;
+        let dh = self.config.scheme().table_width(d_head);
         match stage {
             Stage::RelK | Stage::RelV => (rows, dh),
             Stage::Slopes => (self.config.heads, 1),
@@ -222,7 +223,7 @@ impl Layer {
             Stage::Distances => table::distances(queries, n, n).mapv(|v| v as f32).into(),
             Stage::RelIndex => self.config.scheme().row_matrix(queries, n, n).mapv(|v| v as f32).into(),
             Stage::Output => self.output.slice(s![batch, queries, ..]).into(),
-            Stage::RopeKernel => rope_kernel(self.rope.as_ref().expect("present"), queries, n, self.scenario.dims().2 / self.config.heads).into(),
+            Stage::RopeKernel => rope_kernel(self.rope.as_ref().expect("present"), queries, n, self.scenario.d_head).into(),
             Stage::RelK | Stage::RelV | Stage::Slopes | Stage::RopeAngles | Stage::Positions => unreachable!("tables are not computed in blocks"),
             Stage::RotatedQ => t.rotated.as_ref().expect("present").0.view().into(),
             Stage::RotatedK => t.rotated.as_ref().expect("present").1.slice(s![queries, ..]).into(),
@@ -282,14 +283,28 @@ mod tests {
 
     /// Every stage of every (batch, head), gathered from [`Layer::each_block`] and cut by [`Layer::rows`],
     /// equals the whole trace's, for lengths across blocks, both methods, both masks, a^V, per-head tables
-    /// and a key mask; the shapes are the trace's.
+    /// and a key mask; the shapes are the trace's. RoPE's layer has heads of 6 in a width of 8 (a model's own
+    /// head_dim), a window, a cap and sinks.
     #[test]
     fn stages_on_demand_equal_the_whole_trace() {
-        let cases = [(Method::Shaw, false, true, 300), (Method::Shaw, true, false, 129), (Method::Music, true, false, 257), (Method::Music, false, false, 130)];
+        let cases = [
+            (Method::Shaw, false, true, 300),
+            (Method::Shaw, true, false, 129),
+            (Method::Music, true, false, 257),
+            (Method::Music, false, false, 130),
+            (Method::Rope, true, false, 140),
+        ];
         for (method, causal, rel_v, n) in cases {
             let cfg = Config { method, heads: 2, clip: 5, causal, rel_v, implementation: Implementation::Efficient, ..Config::default() };
             let mut given = Arrays::new();
             given.insert("key_mask".into(), ndarray::Array2::from_shape_fn((2, n), |(b, j)| ((b + j) % 7 != 3) as u8 as f32).into_dyn());
+            let cfg = if method == Method::Rope {
+                given.insert("w_q".into(), ndarray::Array2::from_shape_fn((8, 12), |(r, c)| ((r * 5 + c * 3) % 7) as f32 / 7.0 - 0.4).into_dyn());
+                given.insert("sinks".into(), ndarray::arr1(&[0.5f32, -1.0]).into_dyn());
+                Config { window: Some(9), softcap: Some(3.0), ..cfg }
+            } else {
+                cfg
+            };
             let sc = Scenario::build(&cfg, &Spec { n, d_model: 8, batch: 2, seed: 3 }, given, true).unwrap();
             let whole = forward::trace(&cfg, &sc).unwrap();
             let (p, output) = forward::forward_projected(&cfg, &sc).unwrap();

@@ -261,7 +261,7 @@ impl Trace {
         let table = |t: &'a Array3<f32>| -> CowArray<'a, f32, Ix2> { table_of(t, head).into() };
         let skew = || self.skew.as_ref().expect("checked present");
         let rotated = || self.rotated.as_ref().expect("checked present");
-        let (d, dh) = (self.q.dim().2, self.q.dim().2 / self.dims().1);
+        let (d, dh) = (self.x.dim().2, self.q.dim().2 / self.dims().1);
         if let Some(m) = scheme_stage(stage, &self.rel_k, self.rope.as_ref(), self.positions.as_ref(), self.dims().2, d) {
             return Ok(m.into());
         }
