@@ -51,7 +51,7 @@ from ._errors import refuse as _refuse
 
 #: The model types (``model.config.model_type``) :func:`capture` knows.
 FAMILIES = ("t5", "mt5", "umt5", "llama", "mistral", "qwen2", "qwen3", "qwen3_moe", "gemma", "gemma2", "gemma3_text", "olmo2", "phi3", "gpt_oss",
-            "modernbert", "gpt_neox", "gptj", "bloom", "falcon", "mpt", "gpt2", "opt", "bert")
+            "llama4_text", "modernbert", "gpt_neox", "gptj", "bloom", "falcon", "mpt", "gpt2", "opt", "bert")
 
 
 class _Stop(Exception):
@@ -480,6 +480,44 @@ def _rotary(model, layer, input_ids, attention_mask, extra, reach):
     return input_ids, attention_mask, options, arrays, notes
 
 
+def _llama4(model, layer, input_ids, attention_mask, extra, reach):
+    """Llama 4 (text): interleaved rotary from the model's freqs_cis on its RoPE layers, none on its NoPE layers;
+    an L2 norm of q and k after the rotary (which keeps each head's norm: the same as relattn's norm before it, with
+    γ = 1); grouped K/V heads. Its chunked attention and the NoPE layers' attention temperature act only past
+    attention_chunk_size and floor_scale tokens: longer inputs are refused by name."""
+    config = model.config
+    attn = _pick(_layers(model, "model.layers", "layers"), layer, "decoder").self_attn
+    heads, kv_heads, head_dim = config.num_attention_heads, config.num_key_value_heads, attn.head_dim
+    unknown = sorted(name for name, _ in attn.named_children() if name not in ("q_proj", "k_proj", "v_proj", "o_proj", "qk_norm"))
+    if unknown:
+        raise _refuse("model", f"an attention module with {', '.join(unknown)}", "a llama4_text attention module: q_proj, k_proj, v_proj, o_proj, qk_norm")
+    n = input_ids.shape[1]
+    chunk = getattr(config, "attention_chunk_size", None)
+    if attn.use_rope and chunk is not None and n > chunk:
+        raise _refuse("input_ids", f"{n} tokens", f"at most attention_chunk_size = {chunk} (relattn has no chunked mask)")
+    if not attn.use_rope and attn.attn_temperature_tuning and n >= attn.floor_scale:
+        raise _refuse("input_ids", f"{n} tokens", f"fewer than floor_scale = {attn.floor_scale} (past it the NoPE layer scales q by position, which relattn does not)")
+    args, kwargs = reach(attn, lambda: model(input_ids=input_ids, attention_mask=attention_mask, **extra))
+    (w_q, b_q), (w_k, b_k), (w_v, b_v), (w_o, b_o) = (_linear(attn.q_proj), _linear(attn.k_proj), _linear(attn.v_proj), _linear(attn.o_proj))
+    arrays = {"x": _np32(_hidden(args, kwargs)), "w_q": w_q, "w_k": w_k, "w_v": w_v, "w_o": w_o}
+    arrays.update({name: b for name, b in (("b_q", b_q), ("b_k", b_k), ("b_v", b_v), ("b_o", b_o)) if b is not None})
+    options = {"method": "rope", "heads": heads, "causal": True, "rope_layout": "interleaved"}
+    if attn.use_rope:
+        freqs = _same_for_the_batch(kwargs["position_embeddings"], "position_ids")
+        arrays["rope_cos"], arrays["rope_sin"] = _np32(freqs.real), _np32(freqs.imag)
+        notes = ["A RoPE layer: rotary on interleaved pairs (2p, 2p + 1), the model's own freqs_cis as cos and sin."]
+    else:
+        # No position term: the identity rotation (every angle 0), so the stages show that nothing turns.
+        arrays["rope_cos"], arrays["rope_sin"] = _np.ones((n, head_dim // 2), _np.float32), _np.zeros((n, head_dim // 2), _np.float32)
+        notes = ["A NoPE layer: no position term at all (shown as RoPE with every angle 0); only the causal mask orders the tokens."]
+    if hasattr(attn, "qk_norm"):
+        arrays["q_norm"] = arrays["k_norm"] = _np.ones(head_dim, _np.float32)
+        options["norm_eps"] = float(attn.qk_norm.eps)
+        notes.append("q and k L2-normed per head after the rotary (norms the rotation keeps: shown as RMS norms with γ = 1 before it).")
+    notes.append(f"{kv_heads} K/V heads for {heads} query heads: each K/V head serves {heads // kv_heads} query heads.")
+    return input_ids, attention_mask, options, arrays, notes
+
+
 def _modernbert(model, layer, input_ids, attention_mask, extra, reach):
     """ModernBERT: bidirectional, half-split rotary with each layer's own cos and sin (global and local layers have
     their own bases), one fused Wqkv, local layers a window of |j − i| ≤ local_attention / 2."""
@@ -783,7 +821,7 @@ _T5S = ("t5", "mt5", "umt5")
 
 #: Each family's capture, but T5's (:func:`_t5`, which has two parts).
 _FAMILY = {**{name: _rotary for name in ("llama", "mistral", "qwen2", "qwen3", "qwen3_moe", "gemma", "gemma2", "gemma3_text", "olmo2", "phi3", "gpt_oss")},
-           "modernbert": _modernbert, "gpt_neox": _neox, "gptj": _gptj, "bloom": _bloom,
+           "llama4_text": _llama4, "modernbert": _modernbert, "gpt_neox": _neox, "gptj": _gptj, "bloom": _bloom,
            "falcon": _falcon, "mpt": _mpt, "gpt2": _absolute, "opt": _absolute, "bert": _absolute}
 
 
