@@ -803,6 +803,34 @@ def _token_types(model, token_type_ids, input_ids, family):
     return {"token_type_ids": token_type_ids}
 
 
+#: The families whose capture reads the model's own cos and sin (or freqs_cis), so that any positions the model is
+#: given are the ones shown.
+_OWN_ROTARY = ("llama", "mistral", "qwen2", "qwen3", "qwen3_moe", "gemma", "gemma2", "gemma3_text", "olmo2", "phi3", "gpt_oss", "llama4_text",
+               "modernbert")
+
+
+def _position_ids(model, position_ids, input_ids, family):
+    """The model's forward's ``position_ids``, passed through to a rotary family (whose capture reads the cos and sin
+    they make): an integer tensor (batch, n) or (1, n) of positions ≥ 0, the same for every sequence."""
+    import torch
+
+    if position_ids is None:
+        return {}
+    if family not in _OWN_ROTARY:
+        raise _refuse("position_ids", "given", f"none for a {family} model (given only to a rotary family, whose cos and sin they make: {', '.join(_OWN_ROTARY)})")
+    n = input_ids.shape[1]
+    if not isinstance(position_ids, torch.Tensor) or position_ids.dtype not in (torch.int64, torch.int32) or position_ids.dim() != 2 \
+            or position_ids.shape[1] != n or position_ids.shape[0] not in (1, input_ids.shape[0]):
+        given = f"shape {tuple(position_ids.shape)}, {position_ids.dtype}" if isinstance(position_ids, torch.Tensor) else type(position_ids).__name__
+        raise _refuse("position_ids", given, f"an integer tensor (batch, {n}) or (1, {n})")
+    _check_device(position_ids, "position_ids", model)
+    if int(position_ids.min()) < 0:
+        raise _refuse("position_ids", f"a position {int(position_ids.min())}", "positions ≥ 0")
+    if not bool((position_ids == position_ids[:1]).all()):
+        raise _refuse("position_ids", "positions that differ between sequences", "the same positions for every sequence (relattn's layer has one table of them)")
+    return {"position_ids": position_ids}
+
+
 def _tokens(tokenizer, ids):
     """Each sequence's tokens by ``tokenizer.convert_ids_to_tokens``: one string per position, refused by name
     otherwise (a capture file's tokens label its axes)."""
@@ -867,7 +895,7 @@ def _layer_of(model, family, layer, part, inputs, reach):
 
 
 def capture(model, layer=0, *, input_ids, attention_mask=None, decoder_input_ids=None, decoder_attention_mask=None, part=None, tokenizer=None,
-            token_type_ids=None):
+            token_type_ids=None, position_ids=None):
     """One self-attention layer of a ``transformers`` model on its inputs, as a :class:`Capture`.
 
     ``model``: a model of one of :data:`FAMILIES` (its weights whatever they are: random from a config, or
@@ -877,7 +905,8 @@ def capture(model, layer=0, *, input_ids, attention_mask=None, decoder_input_ids
     (the default) or "decoder", which needs ``decoder_input_ids`` (and takes ``decoder_attention_mask``).
     ``tokenizer``: the model's tokenizer, whose tokens label the positions. ``token_type_ids`` (a tokenizer's,
     so that ``**enc`` can be passed) go to a model that takes them (BERT), and must be all 0 for one that does
-    not. A model in training mode is captured as in eval mode (dropout off), said in the notes, and left as it
+    not. ``position_ids`` (batch or 1, n), the same for every sequence, go to a rotary family's model, whose cos and
+    sin of those positions are shown. A model in training mode is captured as in eval mode (dropout off), said in the notes, and left as it
     was; two threads capturing one model take turns. Refusals are :class:`RelattnError` naming the argument and
     what is supported.
     """
@@ -886,7 +915,7 @@ def capture(model, layer=0, *, input_ids, attention_mask=None, decoder_input_ids
     if family not in FAMILIES:
         raise _refuse("model", f"model type {family!r}" if family else type(model).__name__, f"a transformers model of type {', '.join(FAMILIES)}")
     _check_inputs(model, input_ids, attention_mask)
-    extra = _token_types(model, token_type_ids, input_ids, family)
+    extra = {**_token_types(model, token_type_ids, input_ids, family), **_position_ids(model, position_ids, input_ids, family)}
     if tokenizer is not None and not callable(getattr(tokenizer, "convert_ids_to_tokens", None)):
         raise _refuse("tokenizer", repr(tokenizer) if isinstance(tokenizer, str) else type(tokenizer).__name__,
                       "the model's tokenizer object (transformers.AutoTokenizer.from_pretrained(name)), with convert_ids_to_tokens")

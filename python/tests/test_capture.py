@@ -321,6 +321,26 @@ class Tok:
         return [f"w{i}" for i in ids]
 
 
+def test_position_ids_reach_the_model_and_its_cos_and_sin():
+    """Positions 5 .. n + 4 (a continuation): the capture equals the module run with them; differing rows, a
+    family without rotary and negative positions are refused by name."""
+    model = build(transformers.LlamaForCausalLM, vocab_size=VOCAB, hidden_size=32, intermediate_size=48, num_attention_heads=4,
+                  num_key_value_heads=2, num_hidden_layers=2)
+    ids, mask = inputs()
+    pos = torch.arange(5, 5 + N).unsqueeze(0)
+    cap = relattn.capture(model, 1, input_ids=ids, attention_mask=mask, position_ids=pos)
+    seen, outputs = module_io(model, model.model.layers[1].self_attn,
+                              lambda: model(input_ids=ids, attention_mask=mask, position_ids=pos, output_attentions=True))
+    check(cap, outputs.attentions[1], seen["out"])
+    plain = relattn.capture(model, 1, input_ids=ids, attention_mask=mask)
+    assert not np.allclose(plain.arrays["rope_cos"], cap.arrays["rope_cos"])
+    refused("position_ids", lambda: relattn.capture(model, 1, input_ids=ids, position_ids=torch.stack([pos[0], pos[0] + 1])))
+    refused("position_ids", lambda: relattn.capture(model, 1, input_ids=ids, position_ids=pos - 6))
+    refused("position_ids", lambda: relattn.capture(model, 1, input_ids=ids, position_ids=pos.float()))
+    gpt2 = build(transformers.GPT2LMHeadModel, vocab_size=VOCAB, n_embd=32, n_head=4, n_layer=1, n_positions=64)
+    assert "rotary" in refused("position_ids", lambda: relattn.capture(gpt2, 0, input_ids=ids, position_ids=pos))
+
+
 def llama_capture(**kw):
     model = build(transformers.LlamaForCausalLM, vocab_size=VOCAB, hidden_size=32, intermediate_size=48, num_attention_heads=4,
                   num_key_value_heads=2, num_hidden_layers=2)
