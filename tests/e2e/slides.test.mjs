@@ -5,7 +5,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { artifacts, prepare, startServer, launch, watch, close, writeZip, npyF32, npyU8 } from './harness.mjs';
+import { root, artifacts, prepare, startServer, launch, watch, close, writeZip, npyF32, npyU8 } from './harness.mjs';
 
 let server;
 let base;
@@ -273,6 +273,88 @@ test('smaller things (#51 item 12): exports with no empty text and the scheme on
   const roll = await downloaded(m, () => m.click('#m-export-svg'));
   assert.match(roll, /<title>Music Transformer \(relative, skew\) model, BWV 10\.7, tokens 0…63: what note \d+ attends to, layer 1, head 2<\/title>/);
   await m.close();
+});
+
+/** Records every text drawn on a canvas, by the canvas's id: [text, font px, left, right] in the canvas's pixels
+ *  (turned as drawn: an axis title on its side) (a page's init script). */
+function recordCanvasTexts() {
+  const fill = CanvasRenderingContext2D.prototype.fillText;
+  window.__texts = {};
+  CanvasRenderingContext2D.prototype.fillText = function fillText(text, x, y, ...rest) {
+    const w = this.measureText(text).width;
+    const start = { right: x - w, end: x - w, center: x - w / 2 }[this.textAlign] ?? x;
+    const ends = [start, start + w].map((at) => this.getTransform().transformPoint({ x: at, y }).x);
+    (window.__texts[this.canvas.id] ||= []).push([String(text), Number(/([\d.]+)px/.exec(this.font)[1]), Math.min(...ends), Math.max(...ends)]);
+    return fill.call(this, text, x, y, ...rest);
+  };
+}
+
+/** The texts drawn on canvas `id` since they were last cleared: how many, the smallest in screen pixels (font
+ *  size times the canvas's scale on the screen), and those running past its left or right edge. */
+const canvasTexts = (p, id) => p.evaluate((cid) => {
+  const c = document.getElementById(cid);
+  const k = c.getBoundingClientRect().width / c.width;
+  const texts = (window.__texts[cid] || []).filter(([t]) => t.trim() !== '');
+  const cut = texts.filter(([, , left, right]) => left < -0.5 || right > c.width + 0.5).map(([t, , left, right]) => `${t}: ${Math.round(left)} … ${Math.round(right)} of ${c.width}`);
+  return { px: Math.min(...texts.map(([, px]) => px * k)), count: texts.length, cut };
+}, id);
+
+test('the head atlas as slides: its grid, then a head\'s profile, fill 1280 × 720 and 1920 × 1080 with legible text (#51 item 13)', async () => {
+  const fixture = join(root, 'tests', 'fixtures', 'atlas-tiny-llama.atlas.npz');
+  for (const [width, height] of SCREENS) {
+    const p = await context.newPage();
+    await p.setViewportSize({ width, height });
+    watch(p, problems);
+    await p.addInitScript(recordCanvasTexts);
+    await p.goto(`${base}?preset=seed004&backend=cpu`);
+    await p.waitForFunction(() => document.body.dataset.ready && document.getElementById('busy').hidden, null, { timeout: 60000 });
+    await p.setInputFiles('#tensors', fixture);
+    await p.waitForFunction(() => Number(document.getElementById('atlas').dataset.ready || 0) > 0 && document.getElementById('busy').hidden, null, { timeout: 30000 });
+    // Text at 14 px or more on a 1280 × 720 projector, growing with the screen as the stages' slides' does.
+    const legible = 14 * Math.min(width / 1280, height / 720);
+    await p.evaluate(() => { window.__texts = {}; });
+    await p.click('#atlas-present');
+    // The grid fills the screen under the step line.
+    await p.waitForFunction(() => {
+      const [c, holder] = ['atlas-canvas', 'atlas-holder'].map((id) => document.getElementById(id));
+      return document.body.dataset.atlasSlide === '0' && c.width === holder.clientWidth && c.height === holder.clientHeight;
+    });
+    assert.deepEqual(await outside(p, '#atlas'), [], `${width} × ${height}: the grid's slide`);
+    const grid = await p.locator('#atlas-canvas').evaluate((c) => ({ tiles: c.tiles, h: c.height, w: c.width, box: c.getBoundingClientRect().toJSON() }));
+    assert.equal(grid.tiles.length, 4 * 8);
+    assert.ok(grid.tiles.every((t) => t.x >= 0 && t.y >= 0 && t.x + t.w <= grid.w && t.y + t.h <= grid.h), 'a tile outside the grid');
+    assert.ok(grid.box.height > 0.85 * height && grid.box.width > 0.9 * width, `the grid is ${grid.box.width} × ${grid.box.height}`);
+    const gridText = await canvasTexts(p, 'atlas-canvas');
+    assert.ok(gridText.count > 32 && gridText.px >= legible - 0.5, `the grid's smallest text is ${gridText.px} px (at least ${legible})`);
+    assert.deepEqual(gridText.cut, [], 'a text of the grid cut by its edge');
+    await p.screenshot({ path: join(artifacts, `slide-atlas-grid-${height}p.png`) });
+    // A tile hovered on the grid's slide is the head whose profile → presents.
+    const t = grid.tiles.find((x) => x.row === 2 && x.head === 5);
+    await p.mouse.move(grid.box.x + t.x + t.w / 2, grid.box.y + t.y + t.h / 2);
+    await p.waitForFunction(() => document.getElementById('atlas-head-canvas')?.dataset.head === '2/5');
+    await p.evaluate(() => { window.__texts = {}; });
+    await p.keyboard.press('ArrowRight');
+    await p.waitForFunction(() => {
+      const [c, box] = ['atlas-head-canvas', 'atlas-head'].map((id) => document.getElementById(id));
+      return document.body.dataset.atlasSlide === '1' && c.width === box.clientWidth && c.height === box.clientHeight;
+    });
+    assert.deepEqual(await outside(p, '#atlas'), [], `${width} × ${height}: the profile's slide`);
+    assert.match(await p.locator('#atlas-head-canvas').getAttribute('aria-label'), /^decoder layer 2, head 5/);
+    assert.match(await p.locator('#atlas-title').innerText(), /atlas-tiny-llama\.atlas\.npz: /);
+    const chart = await p.locator('#atlas-head-canvas').boundingBox();
+    assert.ok(chart.height > 0.7 * height && chart.width > 0.9 * width, `the profile is ${chart.width} × ${chart.height}`);
+    const chartText = await canvasTexts(p, 'atlas-head-canvas');
+    assert.ok(chartText.px >= legible - 0.5, `the profile's smallest text is ${chartText.px} px (at least ${legible})`);
+    assert.deepEqual(chartText.cut, [], 'a text of the profile cut by its edge');
+    const title = await p.locator('#atlas-title').evaluate((h) => [h.scrollWidth, h.clientWidth]);
+    assert.ok(title[0] <= title[1], `the slide's title is cut (${title})`);
+    await p.screenshot({ path: join(artifacts, `slide-atlas-profile-${height}p.png`) });
+    // Esc: the page again, the grid at the panel's width.
+    await p.keyboard.press('Escape');
+    await p.waitForFunction(() => document.body.dataset.atlasSlide === undefined && !document.body.classList.contains('atlas-slide'));
+    assert.ok(await p.locator('#controls').isVisible());
+    await p.close();
+  }
 });
 
 test('no console or page errors', () => {

@@ -373,8 +373,9 @@ pub fn draw_grid<DB: DrawingBackend>(
     let k = spec.text_scale.clamp(0.5, 4.0);
     let font = |size: f32| ("sans-serif", (size * k).round() as u32).into_font();
     let (width, _) = root.dim_in_pixel();
-    let chars = |size: f32| ((width as f32 - 24.0) / (size * k * 0.55)).max(8.0) as usize;
-    let fit = |text: &str, size: f32| printable(&capped(text, chars(size)));
+    // Text at `size` cut to the room from x = `from` to the right edge, less 12 px.
+    let fit_from = |text: &str, size: f32, from: i32| printable(&capped(text, ((width as f32 - from as f32 - 12.0) / (size * k * 0.55)).max(8.0) as usize));
+    let fit = |text: &str, size: f32| fit_from(text, size, 12);
     root.fill(&ink.background).map_err(err)?;
     let left_top = Pos::new(HPos::Left, VPos::Top);
     root.draw(&Text::new(fit(&view.title, 20.0), (12, 8), font(20.0).style(FontStyle::Bold).color(&ink.text).pos(left_top))).map_err(err)?;
@@ -385,11 +386,15 @@ pub fn draw_grid<DB: DrawingBackend>(
     let range = (metric.range[0], metric.range[1]);
     let (tw, th) = at.tile;
     let mut tiles = Vec::with_capacity(view.rows.len() * view.heads);
+    // A row label every `labelled` rows when the rows are lower than its text (many layers on a slide's large text).
+    let labelled = ((12.0 * k + 2.0) / (th + at.gap) as f32).ceil().max(1.0) as usize;
     for (c, row) in view.rows.iter().enumerate() {
         let y = at.top + c as i32 * (th + at.gap);
-        let label = format!("{}{}", row.title, if row.captured { " ●" } else { "" });
-        let label_style = font(12.0).color(&ink.text).pos(Pos::new(HPos::Right, VPos::Center));
-        root.draw(&Text::new(printable(&capped(&label, 24)), (at.left - 8, y + th / 2), label_style)).map_err(err)?;
+        if c % labelled == 0 {
+            let label = format!("{}{}", row.title, if row.captured { " ●" } else { "" });
+            let label_style = font(12.0).color(&ink.text).pos(Pos::new(HPos::Right, VPos::Center));
+            root.draw(&Text::new(printable(&capped(&label, 24)), (at.left - 8, y + th / 2), label_style)).map_err(err)?;
+        }
         let (mut x, mut group) = (at.left, None);
         for (head, g) in view.ordered(c, spec.order, metric) {
             if group.is_some_and(|prev| prev != g) {
@@ -417,7 +422,7 @@ pub fn draw_grid<DB: DrawingBackend>(
                     }
                 }
             }
-            if tw >= 22 && th >= 14 {
+            if tw as f32 >= 22.0 * k && th as f32 >= 14.0 * k {
                 root.draw(&Text::new(format!("{head}"), (x + 2, y + 1), font(9.0).color(&pen).pos(left_top))).map_err(err)?;
             }
             tiles.push(TileRect { row: c, head, x, y, w: tw, h: th });
@@ -437,7 +442,7 @@ pub fn draw_grid<DB: DrawingBackend>(
         |text: String, x: i32, anchor: HPos| Text::new(text, (x, y + (6.0 * k) as i32), font(12.0).color(&ink.text).pos(Pos::new(anchor, VPos::Center)));
     root.draw(&label(short(range.0), at.left - 6, HPos::Right)).map_err(err)?;
     let legend = format!("{}   ● captured: a click opens its stages · tile: {} by {} over {}", short(range.1), PROFILE_AXIS, OFFSET_AXIS, PRIOR_LABEL);
-    root.draw(&label(fit(&legend, 12.0), at.left + bar + 6, HPos::Left)).map_err(err)?;
+    root.draw(&label(fit_from(&legend, 12.0, at.left + bar + 6), at.left + bar + 6, HPos::Left)).map_err(err)?;
     Ok(tiles)
 }
 
@@ -626,6 +631,12 @@ mod tests {
         let (_, tiles) = grid_svg(&v, &slide, Ink::LIGHT, Palette::default()).unwrap();
         let bottom = tiles.iter().map(|t| t.y + t.h).max().unwrap();
         assert!(grid_height(&v, &slide) == 900 && bottom > 600 && bottom <= 900 - FOOTER, "{bottom}");
+        // Rows lower than the slide's large text: a label every few rows, no head numbers (they would overlap).
+        let low = GridSpec { width: 1280, height: Some(304), text_scale: 2.0, ..spec("first_token", Order::Head) };
+        let (svg, tiles) = grid_svg(&v, &low, Ink::LIGHT, Palette::default()).unwrap();
+        assert_eq!(tiles[0].h, 20, "tiles lower than 2 × 14 px, the head numbers' room");
+        assert!(svg.contains("\ndecoder layer 0\n") && !svg.contains("decoder layer 1 ●"), "row 1 labelled over row 0's label");
+        assert!(!svg.contains("\n3\n"), "a head number taller than its tile");
         let e = grid_svg(&v, &spec("sinkiness", Order::Head), Ink::LIGHT, Palette::default()).unwrap_err();
         assert!(e.contains("'sinkiness'") && e.contains("first_token"), "{e}");
         let page = html(&v, &spec("first_token", Order::Head)).unwrap();

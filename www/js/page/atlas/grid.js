@@ -3,8 +3,9 @@
 // `relattn atlas render`), the metric colouring it and the order of each layer's tiles, a tooltip per tile (its
 // lines are the view's), the hovered or selected head's profile at full size (asked of the worker, drawn as the
 // lecture's charts are), and a click: a captured layer's stages at that head (as a file of its own, file.js
-// useAtlasRow), else how to capture it. Its own state stays here; atlas/export.js reads it with atlasShown().
-import { $ } from '../dom.js';
+// useAtlasRow), else how to capture it; Present shows the grid and then the head's profile as full-screen slides.
+// Its own state stays here; atlas/export.js reads it with atlasShown().
+import { $, slideTextScale } from '../dom.js';
 import { askAtlasHead, request } from '../worker-client.js';
 import { useAtlasRow } from '../file.js';
 import { askSlice, useControls } from '../source.js';
@@ -27,12 +28,23 @@ const atlas = {
   asked: 0,
   /** The keyboard's cursor: an index into `tiles` (row by row, in the order shown), or null. */
   cursor: null,
+  /** The head chart drawn under the grid ({ chart, tile }: the worker's HeadChart and its tile), or null. */
+  head: null,
 };
+
+/** The slides: the grid, then the head shown's profile. */
+const SLIDES = 2;
+/** The grid's text scale on a slide at 1280 × 720: its smallest text, a tile's head number (9 px at scale 1),
+ *  at 14 px as every slide's labels are; it grows with the screen as they do. */
+const SLIDE_TEXT = 14 / 9;
 
 export function initAtlas() {
   $('atlas-metric').addEventListener('change', draw);
   $('atlas-order').addEventListener('change', draw);
   $('atlas-close').addEventListener('click', () => { $('atlas').hidden = true; hideTip(); });
+  $('atlas-present').addEventListener('click', () => presentAtlas(0));
+  document.addEventListener('keydown', slideKeys);
+  document.addEventListener('fullscreenchange', () => { if (!document.fullscreenElement) leaveSlide(); });
   let resized = 0;
   window.addEventListener('resize', () => { clearTimeout(resized); resized = setTimeout(redrawAtlas, 100); });
 }
@@ -55,7 +67,7 @@ function gridCanvas() {
 
 /** Shows the atlas `msg.view` (an AtlasOpened's) of file `file`: its metrics in the select, the grid drawn. */
 export function showAtlas(msg, file) {
-  Object.assign(atlas, { file, view: msg.view, shown: null, chosen: false, cursor: null });
+  Object.assign(atlas, { file, view: msg.view, shown: null, chosen: false, cursor: null, head: null });
   const sel = $('atlas-metric');
   const was = sel.value;
   sel.replaceChildren(...msg.view.metrics.map((m) => Object.assign(new Option(m.title, m.name), { title: m.description })));
@@ -74,9 +86,48 @@ export function atlasShown(width, height = null, textScale = 1) {
   return { file: atlas.file, view: atlas.view, spec: { metric: $('atlas-metric').value, order: $('atlas-order').value, width, height, text_scale: textScale } };
 }
 
-/** Draws the atlas shown again (the page's theme or colormap changed); nothing when none is shown. */
+/** Draws the atlas shown again (the page's theme or colormap changed, a new screen size); nothing when none is shown. */
 export function redrawAtlas() {
-  if (atlas.view && !$('atlas').hidden) draw();
+  if (!atlas.view || $('atlas').hidden) return;
+  if (slideAt() !== 1) draw();
+  drawHead();
+}
+
+/** The slide shown (0: the grid, 1: the head's profile), or null outside the slides. */
+function slideAt() {
+  const at = document.body.dataset.atlasSlide;
+  return at === undefined ? null : Number(at);
+}
+
+/** Shows the atlas as slide `at`, full screen, drawn at the screen's size: the grid, or the profile of the head
+ *  shown under it (hovered or chosen; the first tile's when none was). */
+function presentAtlas(at) {
+  const slide = Math.max(0, Math.min(SLIDES - 1, at));
+  document.body.classList.add('atlas-slide');
+  document.body.dataset.atlasSlide = String(slide);
+  $('atlas-step').textContent = `${slide + 1} / ${SLIDES} · → ← · Esc leaves`;
+  hideTip();
+  const el = document.documentElement;
+  if (el.requestFullscreen && !document.fullscreenElement) el.requestFullscreen().catch(() => {});
+  if (slide === 1 && !atlas.head) showHead(atlas.tiles[0]);
+  redrawAtlas();
+}
+
+function leaveSlide() {
+  if (slideAt() === null) return;
+  document.body.classList.remove('atlas-slide');
+  delete document.body.dataset.atlasSlide;
+  if (document.fullscreenElement && document.exitFullscreen) document.exitFullscreen().catch(() => {});
+  redrawAtlas();
+  $('atlas-present').focus();
+}
+
+function slideKeys(e) {
+  const at = slideAt();
+  if (at === null) return;
+  if (['ArrowRight', 'PageDown', ' ', 'ArrowDown'].includes(e.key)) { e.preventDefault(); presentAtlas(at + 1); }
+  else if (['ArrowLeft', 'PageUp', 'ArrowUp'].includes(e.key)) { e.preventDefault(); presentAtlas(at - 1); }
+  else if (e.key === 'Escape') { e.preventDefault(); leaveSlide(); }
 }
 
 /** The metric selected, as the grid shows it. */
@@ -86,10 +137,13 @@ function metric() {
 
 function draw() {
   const c = gridCanvas();
-  const width = Math.max(480, Math.floor($('atlas-holder').clientWidth || 1200));
-  const { view, spec } = atlasShown(width);
+  const holder = $('atlas-holder');
+  // On a slide the grid fills the screen under the step line, its text grown; on the page, the panel's width.
+  const { view, spec } = slideAt() === 0
+    ? atlasShown(holder.clientWidth, holder.clientHeight, SLIDE_TEXT * slideTextScale())
+    : atlasShown(Math.max(480, Math.floor(holder.clientWidth || 1200)));
   try {
-    c.width = width;
+    c.width = spec.width;
     c.height = state.ui.atlas_height(view, spec);
     atlas.tiles = state.ui.draw_atlas(c, view, spec);
     c.tiles = atlas.tiles; // where each tile is, for the tests' pointer
@@ -142,6 +196,7 @@ function hover(e) {
 // place in the next row), its tooltip shown beside it and read aloud, its profile drawn; Enter or Space opens
 // it as a click does; Escape hides the tooltip.
 function keyTile(e) {
+  if (slideAt() !== null) return; // the keys step the slides
   if (e.key === 'Escape') { hideTip(); return; }
   const step = { ArrowLeft: -1, ArrowRight: 1, ArrowUp: -atlas.view.heads, ArrowDown: atlas.view.heads }[e.key];
   if (step === undefined && e.key !== 'Enter' && e.key !== ' ') return;
@@ -183,19 +238,36 @@ function showHead(t) {
   const asked = ++atlas.asked;
   askAtlasHead(atlas.file.id, t.row, t.head).then((chart) => {
     if (asked !== atlas.asked) return;
-    let c = $('atlas-head-canvas');
-    if (!c) {
-      c = Object.assign(document.createElement('canvas'), { id: 'atlas-head-canvas', width: 900, height: 320 });
-      c.setAttribute('role', 'img');
-      $('atlas-head').append(c);
-    }
-    state.ui.draw_chart(c, { ...chart, text_px: 12 });
-    c.setAttribute('aria-label', `${chart.title}: ${chart.y_axis} by ${chart.x_axis}`);
-    c.dataset.head = `${t.row}/${t.head}`;
+    atlas.head = { chart, tile: t };
+    drawHead();
   }).catch((err) => {
     if (err instanceof WebAssembly.RuntimeError) { drawFailed(err); return; }
     if (asked !== atlas.asked) return;
     // The worker holds another atlas, or none since it was restarted (a panic): this one is opened again by picking it.
     $('atlas-message').textContent = err.kind === 'stale' || err.kind === 'fatal' ? `No profile: the worker no longer holds ${atlas.file.name}; open it again.` : `No profile: ${err.message}`;
   });
+}
+
+/** Draws the head chart shown (900 × 320 on the page; on the profile's slide, the screen under the title, its
+ *  text at 14 px at 1280 × 720, growing with the screen); nothing before one came. */
+function drawHead() {
+  if (!atlas.head) return;
+  const { chart, tile } = atlas.head;
+  let c = $('atlas-head-canvas');
+  if (!c) {
+    c = Object.assign(document.createElement('canvas'), { id: 'atlas-head-canvas' });
+    c.setAttribute('role', 'img');
+    $('atlas-head').append(c);
+  }
+  const box = $('atlas-head');
+  const slide = slideAt() === 1;
+  [c.width, c.height] = slide ? [box.clientWidth, box.clientHeight] : [900, 320];
+  try {
+    state.ui.draw_chart(c, { ...chart, text_px: slide ? Math.round(14 * slideTextScale()) : 12 });
+  } catch (e) {
+    drawFailed(e);
+    return;
+  }
+  c.setAttribute('aria-label', `${chart.title}: ${chart.y_axis} by ${chart.x_axis}`);
+  c.dataset.head = `${tile.row}/${tile.head}`;
 }
