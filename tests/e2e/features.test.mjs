@@ -498,13 +498,17 @@ test('a captured layer of today\'s models (#49): heads of their own width, q/k n
     if (j < 4) assert.equal(v, 0, `(6, ${j}) is outside the window of 3`);
     row += v;
   }
-  // The sink (logit 2) takes its share: the row's weights sum to less than 1.
+  // The sink (logit 2) takes its share: the row's weights sum to less than 1, and its stage shows the rest.
   assert.ok(row < 0.95 && row > 0, `row 6 sums to ${row}`);
+  const share = await hover(page, 'sink_share', 6, 0);
+  assert.ok(Math.abs(Number(share.value) - (1 - row)) <= 1e-5, `sink share ${share.value}, 1 − ${row}`);
+  assert.ok(Math.abs(Number(share.value) - want.sink_share.data[1 * n + 6]) <= 1e-6, share.text);
   // The figure says its grey cells are masked (under its title, in its exports too).
   const svg = (await downloadOf(page, () => page.click('figure[data-stage="weights"] .export-svg'))).bytes.toString('utf8');
   const said = [...svg.matchAll(/<text[^>]*>([^<]*)<\/text>/g)].map((m) => m[1]).join(' ').replace(/\s+/g, ' ');
   assert.match(said, /tiny-gemma, decoder layer 1, head 1 · grey: masked, no weight/);
   assert.match(said, /d_rot 8 of d_head 8/);
+  assert.match(said, /α_ij = exp\(e_ij\) \/ \(exp\(s_h\) \+ Σ_l exp\(e_il\)\)/);
   // The logits say they are the model's own: its scale and cap, stated with the layer.
   const logits = (await downloadOf(page, () => page.click('figure[data-stage="logits"] .export-svg'))).bytes.toString('utf8');
   const told = [...logits.matchAll(/<text[^>]*>([^<]*)<\/text>/g)].map((m) => m[1]).join(' ').replace(/\s+/g, ' ');

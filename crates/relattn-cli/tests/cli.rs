@@ -255,8 +255,11 @@ fn every_bad_input_is_named_with_exit_code_2() {
 
     // Shapes and values.
     let bad = path(&d, "bad.npz");
+    write_npz(&bad, &[("x", ArrayD::zeros(IxDyn(&[5, 8]))), ("w_q", ArrayD::zeros(IxDyn(&[9, 8])))]);
+    fails(&["compute", "--tensors", s(&bad), "--out", o], &["shape mismatch in 'w_q'", "[9, 8]", "[8, 8]"]);
+    // Heads of their own width must divide w_q's columns.
     write_npz(&bad, &[("x", ArrayD::zeros(IxDyn(&[5, 8]))), ("w_q", ArrayD::zeros(IxDyn(&[8, 7])))]);
-    fails(&["compute", "--tensors", s(&bad), "--out", o], &["shape mismatch in 'w_q'", "[8, 7]", "[8, 8]"]);
+    fails(&["compute", "--tensors", s(&bad), "--heads", "2", "--out", o], &["heads", "a divisor of w_q's 7 columns"]);
     write_npz(&bad, &[("x", ArrayD::zeros(IxDyn(&[5, 8]))), ("rel_k", ArrayD::zeros(IxDyn(&[4, 8])))]);
     fails(&["compute", "--tensors", s(&bad), "--clip", "2", "--out", o], &["shape mismatch in 'rel_k'", "[4, 8]", "2k+1"]);
     write_npz(&bad, &[("x", ArrayD::zeros(IxDyn(&[5, 8]))), ("key_mask", ArrayD::zeros(IxDyn(&[1, 4])))]);

@@ -28,6 +28,7 @@ pub enum Stage {
     SkewSliced,
     Logits,
     Weights,
+    SinkShare,
     ValueBuckets,
     OutputContent,
     OutputRelative,
@@ -113,7 +114,7 @@ impl PairLabels {
 
 impl Stage {
     /// Every stage in pipeline order (the skew's steps before the relative logits they produce).
-    pub const ALL: [Stage; 22] = [
+    pub const ALL: [Stage; 23] = [
         Stage::Distances,
         Stage::RelIndex,
         Stage::RelK,
@@ -132,6 +133,7 @@ impl Stage {
         Stage::RelativeLogits,
         Stage::Logits,
         Stage::Weights,
+        Stage::SinkShare,
         Stage::ValueBuckets,
         Stage::OutputContent,
         Stage::OutputRelative,
@@ -159,6 +161,7 @@ impl Stage {
             Stage::SkewSliced => "skew_sliced",
             Stage::Logits => "logits",
             Stage::Weights => "weights",
+            Stage::SinkShare => "sink_share",
             Stage::ValueBuckets => "value_buckets",
             Stage::OutputContent => "output_content",
             Stage::OutputRelative => "output_relative",
@@ -169,7 +172,7 @@ impl Stage {
     /// The colour scale that fits the stage's values.
     pub fn scale(self) -> Scale {
         match self {
-            Stage::RelIndex | Stage::Weights | Stage::ValueBuckets | Stage::Slopes | Stage::RopeAngles => Scale::Sequential,
+            Stage::RelIndex | Stage::Weights | Stage::SinkShare | Stage::ValueBuckets | Stage::Slopes | Stage::RopeAngles => Scale::Sequential,
             _ => Scale::Diverging,
         }
     }

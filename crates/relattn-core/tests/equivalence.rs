@@ -96,6 +96,17 @@ proptest! {
         let sc = Scenario::build(&cfg, &Spec { n, d_model, batch: 1, seed }, given, false).unwrap();
         prop_assert_eq!(sc.d_head, d_head);
         check_layer(&cfg, &sc)?;
+        // The sink's share: what the definition's weights leave, each query of each head.
+        let t = forward::trace(&cfg, &sc).unwrap();
+        prop_assert_eq!(t.stages().contains(&relattn_core::Stage::SinkShare), sinks);
+        if sinks {
+            let want = common::layer(&cfg, &sc);
+            for (h, r) in want.heads[0].iter().enumerate() {
+                let share = t.stage(relattn_core::Stage::SinkShare, 0, h).unwrap();
+                let expected: Vec<f64> = r.weights.iter().map(|row| 1.0 - row.iter().sum::<f64>()).collect();
+                prop_assert!(rel_err(share.iter(), expected) <= TOL, "sink share h{}", h);
+            }
+        }
     }
 
     /// One head with Lq ≠ Lk (queries aligned to the last keys), Shaw's method.

@@ -18,7 +18,7 @@ use crate::error::{check_index, Result};
 use crate::layer::forward::{head_input, table_of, Projections};
 use crate::layer::scenario::Scenario;
 use crate::layer::stage_meta::{Present, StageMeta};
-use crate::layer::trace::{rope_kernel, scheme_stage};
+use crate::layer::trace::{rope_kernel, scheme_stage, sink_share};
 use crate::positions::table;
 use crate::stage::Stage;
 use ndarray::{s, Array2, Array3, ArrayView2, CowArray, Ix2};
@@ -85,13 +85,18 @@ impl Layer {
     /// The layer of `cfg` on `sc`, with the projections and the output its forward pass computed.
     pub fn new(cfg: &Config, scenario: Scenario, projections: Projections, output: Array3<f32>) -> Result<Layer> {
         let rope = scenario.rope_table(cfg);
-        let present = Present { method: cfg.method, rel_v: false, value_buckets: false, skew: false };
+        let present = Present { method: cfg.method, rel_v: false, value_buckets: false, skew: false, sinks: false };
         let mut layer = Layer { config: *cfg, scenario, projections, output, present, rope };
         // The optional stages are the ones the staged path computes (one query row tells).
         let mut probe = HeadTrace::default();
         attend_rows(cfg, &layer.head_input(0, 0), 0..1, &mut probe)?;
-        layer.present =
-            Present { method: cfg.method, rel_v: layer.scenario.rel_v.is_some(), value_buckets: probe.value_buckets.is_some(), skew: probe.skew.is_some() };
+        layer.present = Present {
+            method: cfg.method,
+            rel_v: layer.scenario.rel_v.is_some(),
+            value_buckets: probe.value_buckets.is_some(),
+            skew: probe.skew.is_some(),
+            sinks: layer.scenario.sinks.is_some(),
+        };
         Ok(layer)
     }
 
@@ -113,7 +118,7 @@ impl Layer {
 
     /// What the page and the CLI say about a stage of this layer ([`Stage::meta`]).
     pub fn meta(&self, stage: Stage) -> StageMeta {
-        stage.meta_in(&self.config, self.scenario.rel_k.dim().0 > 1, self.rope.as_ref().is_some_and(|r| r.given))
+        stage.meta_in(&self.config, self.scenario.rel_k.dim().0 > 1, self.rope.as_ref().is_some_and(|r| r.given), self.scenario.sinks.is_some())
     }
 
     /// The (rows, cols) of a stage of one (batch, head).
@@ -133,6 +138,7 @@ impl Layer {
             Stage::SkewPadded => (n, l + 1),
             Stage::SkewReshaped => (n + 1, l),
             Stage::ValueBuckets => (n, rows),
+            Stage::SinkShare => (n, 1),
             Stage::OutputContent | Stage::OutputRelative => (n, d_head),
             Stage::Output => (n, d),
             _ => (n, n),
@@ -235,6 +241,7 @@ impl Layer {
             Stage::SkewSliced => skew().sliced.view().into(),
             Stage::Logits => t.logits.view().into(),
             Stage::Weights => t.weights.view().into(),
+            Stage::SinkShare => sink_share(t.weights.view()).into(),
             Stage::ValueBuckets => t.value_buckets.as_ref().expect("present").view().into(),
             Stage::OutputContent => t.out_content.view().into(),
             Stage::OutputRelative => t.out_relative.view().into(),

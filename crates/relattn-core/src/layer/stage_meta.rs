@@ -54,13 +54,15 @@ pub struct Present {
     pub rel_v: bool,
     pub value_buckets: bool,
     pub skew: bool,
+    /// The layer has a sink logit per head (gpt-oss): the sink's share of each query's weight.
+    pub sinks: bool,
 }
 
 impl Present {
     /// The fullest layer of a scheme: a^V on or off (`values`; the value buckets with it, the efficient
     /// implementation), the skew's steps when the scheme skews (as many queries as keys).
     fn fullest(method: Method, values: bool) -> Present {
-        Present { method, rel_v: values, value_buckets: values, skew: method.skews() }
+        Present { method, rel_v: values, value_buckets: values, skew: method.skews(), sinks: false }
     }
 
     pub fn has(&self, s: Stage) -> bool {
@@ -74,6 +76,7 @@ impl Present {
             Stage::RelativeLogits => m.has_relative_term(),
             Stage::RelV | Stage::OutputRelative => self.rel_v,
             Stage::ValueBuckets => self.value_buckets,
+            Stage::SinkShare => self.sinks,
             Stage::SkewQer | Stage::SkewPadded | Stage::SkewReshaped | Stage::SkewSliced => self.skew,
             _ => true,
         }
@@ -102,7 +105,8 @@ impl Present {
             Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
             None => "no".into(),
         };
-        let why = format!("only {schemes} layers have it{needs}");
+        let why =
+            if stage == Stage::SinkShare { "only a layer given sinks (gpt-oss) has it".to_string() } else { format!("only {schemes} layers have it{needs}") };
         Err(Error::invalid("stage", format!("'{stage}'"), why))
     }
 }
@@ -167,6 +171,13 @@ fn common_text(stage: Stage, values: bool) -> Option<StageText> {
             r"\alpha_{ij} = \operatorname{softmax}_j(e_{ij}) = \frac{\exp e_{ij}}{\sum_{l} \exp e_{il}}",
             "Each row sums to 1. Look for diagonals: a head that has learned (or been built) to look a fixed distance back shows a bright stripe.",
         ),
+        Stage::SinkShare => StageText::new(
+            "The sink's share",
+            "1 − Σ_j α_ij = exp(s_h) / (exp(s_h) + Σ_j exp(e_ij))",
+            r"1 - \sum_j \alpha_{ij} = \frac{\exp s_h}{\exp s_h + \sum_j \exp e_{ij}}",
+            "What each query gives the head's sink (its learned logit s_h, a key with no value): the weight the keys do not get. A query whose keys all score low gives most of it to the sink and adds little to the output.",
+        )
+        .on("the sink", QUERY_AXIS),
         Stage::OutputContent => StageText::new(
             "Output, content part αV",
             "Σ_j α_ij v_j",
@@ -226,6 +237,14 @@ const LOGITS_MODEL_SCALE: StageText = StageText::new(
     "The products scaled by the layer's own factor s (its logit scale, stated with the layer: not always 1/√d_head) and, where the model caps them, squashed into (−c, c) by c·tanh(e / c), so that no key can take every weight; masked cells are −∞ and get weight 0.",
 );
 
+/// The weights of a layer with a sink per head (gpt-oss): the sink takes the rest of each row.
+const WEIGHTS_WITH_SINKS: StageText = StageText::new(
+    "Attention weights",
+    "α_ij = exp(e_ij) / (exp(s_h) + Σ_l exp(e_il))",
+    r"\alpha_{ij} = \frac{\exp e_{ij}}{\exp s_h + \sum_{l} \exp e_{il}}",
+    "Each row sums to less than 1: the head's sink logit s_h joins the softmax and takes the rest (the sink's share). Look for diagonals: a head that looks a fixed distance back shows a bright stripe.",
+);
+
 /// What a layer says in a stage: its scheme's text, the content term's absence, the logits' missing scale, a
 /// model's own scale or cap, or what every layer says.
 fn text(stage: Stage, cfg: &Config) -> StageText {
@@ -260,14 +279,16 @@ impl Stage {
     /// The stage's title, formulas and axes for a layer (its method, masking, a^V and content term decide the
     /// text); `per_head_tables`: the relative tables differ by head.
     pub fn meta(self, cfg: &Config, per_head_tables: bool) -> StageMeta {
-        self.meta_in(cfg, per_head_tables, false)
+        self.meta_in(cfg, per_head_tables, false, false)
     }
 
     /// [`Stage::meta`] of a layer whose RoPE table is a model's own when `given_rope` (a captured layer's cos
-    /// and sin): its angles and kernel say so ([`crate::positions::rope::describe_given`]).
-    pub fn meta_in(self, cfg: &Config, per_head_tables: bool, given_rope: bool) -> StageMeta {
+    /// and sin): its angles and kernel say so ([`crate::positions::rope::describe_given`]); with `sinks`, its
+    /// weights say that a row's sum is less than 1.
+    pub fn meta_in(self, cfg: &Config, per_head_tables: bool, given_rope: bool, sinks: bool) -> StageMeta {
         let given = (given_rope && cfg.method.rotates()).then(|| rope::describe_given(self)).flatten();
-        let text = given.unwrap_or_else(|| text(self, cfg));
+        let sunk = (sinks && self == Stage::Weights).then_some(WEIGHTS_WITH_SINKS);
+        let text = given.or(sunk).unwrap_or_else(|| text(self, cfg));
         let (x_axis, y_axis) = text.axes.unwrap_or_else(|| usual_axes(self));
         // Stages of the positions alone: one figure shared by every head and batch element (the slopes'
         // column lists every head's). The output, every head's concatenated and projected, is per batch element.
@@ -300,6 +321,11 @@ pub fn markdown_table() -> String {
     for stage in Stage::ALL {
         let metas: Vec<(Variant, StageMeta)> =
             Variant::all().into_iter().filter(|v| stage.exists_in(*v)).map(|v| (v, stage.meta(&v.config(), false))).collect();
+        // A stage of what a model adds to any scheme (the sink's share) belongs to no variant: it is in the
+        // book's section on today's models.
+        if metas.is_empty() {
+            continue;
+        }
         // One column: its text when every variant agrees, else each text after the variants that have it.
         let column = |f: &dyn Fn(&StageMeta) -> String| {
             let mut groups: Vec<(Vec<String>, String)> = Vec::new();
@@ -374,13 +400,14 @@ mod tests {
     /// A stage the layer has not is refused with the schemes whose layers have it, read from the schemes.
     #[test]
     fn a_missing_stage_names_the_schemes_that_have_it() {
-        let rope = Present { method: Method::Rope, rel_v: false, value_buckets: false, skew: false };
+        let rope = Present { method: Method::Rope, rel_v: false, value_buckets: false, skew: false, sinks: false };
         assert!(rope.check(Stage::RotatedQ).is_ok());
         let said = |s: Stage| rope.check(s).unwrap_err().to_string();
         assert!(said(Stage::RelIndex).contains("only Shaw et al. 2018, Music Transformer and T5 buckets layers have it"), "{}", said(Stage::RelIndex));
         assert!(said(Stage::SkewSliced).contains("only Music Transformer layers have it (efficient"), "{}", said(Stage::SkewSliced));
         assert!(said(Stage::Slopes).contains("only ALiBi layers have it"), "{}", said(Stage::Slopes));
         assert!(said(Stage::RelV).contains("only Shaw et al. 2018 layers have it (with a^V on)"), "{}", said(Stage::RelV));
+        assert!(said(Stage::SinkShare).contains("only a layer given sinks (gpt-oss) has it"), "{}", said(Stage::SinkShare));
     }
 
     /// Every stage of every variant says what to notice, in a few sentences; leaving the content term out

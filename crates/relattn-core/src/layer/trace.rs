@@ -14,7 +14,7 @@ use crate::positions::music::SkewSteps;
 use crate::positions::rope::RopeTable;
 use crate::positions::{absolute, table};
 use crate::stage::Stage;
-use ndarray::{s, Array2, Array3, Array4, ArrayViewD, Axis, CowArray, Ix2, IxDyn};
+use ndarray::{s, Array1, Array2, Array3, Array4, ArrayView2, ArrayViewD, Axis, CowArray, Ix2, IxDyn};
 
 /// One array of a trace ([`Trace::arrays`]): float32, or int64 for the distances and table rows.
 pub enum Named<'a> {
@@ -67,6 +67,8 @@ pub struct Trace {
     pub positions: Option<Array2<f32>>,
     /// (b, n): false where a key is padding (the scenario's), if any.
     pub key_mask: Option<Array2<bool>>,
+    /// (h): each head's sink logit (the scenario's), if any.
+    pub sinks: Option<Array1<f32>>,
     /// Heads concatenated, before W_o, (b, Lq, d_model).
     pub heads: Array3<f32>,
     /// (b, Lq, d_model).
@@ -127,6 +129,7 @@ impl Trace {
             rope: sc.rope_table(cfg),
             positions: sc.positions.clone(),
             key_mask: sc.key_mask.clone(),
+            sinks: sc.sinks.clone(),
             heads,
             output,
         }
@@ -158,6 +161,12 @@ pub fn scheme_stage(
 pub fn rope_kernel(rope: &RopeTable, queries: std::ops::Range<usize>, n: usize, dh: usize) -> Array2<f32> {
     let kernel = rope.kernel(1 - n as isize..n as isize, dh);
     Array2::from_shape_fn((queries.len(), n), |(i, j)| kernel[j + n - 1 - (queries.start + i)])
+}
+
+/// The sink's share of each query's weight, (rows, 1): 1 − Σ_j α_ij of the weights `w` (rows, Lk) of a layer
+/// with sinks, whose softmax gives the sink the rest.
+pub fn sink_share(w: ArrayView2<f32>) -> Array2<f32> {
+    Array2::from_shape_fn((w.nrows(), 1), |(i, _)| (1.0 - w.row(i).iter().map(|&a| a as f64).sum::<f64>()).max(0.0) as f32)
 }
 
 /// One matrix per (batch, head), batch-major then head (`h` heads), stacked into (b, h, rows, cols).
@@ -219,6 +228,9 @@ impl Trace {
         if let Some(t) = self.rel_v.as_mut() {
             table(t);
         }
+        if let Some(s) = self.sinks.as_mut() {
+            *s = s.slice(ndarray::s![head..=head]).to_owned();
+        }
         for a in [&mut self.q, &mut self.k, &mut self.v, &mut self.heads] {
             cols(a);
         }
@@ -234,7 +246,7 @@ impl Trace {
 
     /// What the page and the CLI say about a stage of this trace ([`Stage::meta`] for its layer and tables).
     pub fn meta(&self, stage: Stage) -> StageMeta {
-        stage.meta_in(&self.config, self.rel_k.dim().0 > 1, self.rope.as_ref().is_some_and(|r| r.given))
+        stage.meta_in(&self.config, self.rel_k.dim().0 > 1, self.rope.as_ref().is_some_and(|r| r.given), self.sinks.is_some())
     }
 
     /// The stages this trace has (skew steps only for the Music Transformer, w^V only with a^V).
@@ -243,7 +255,13 @@ impl Trace {
     }
 
     fn present(&self) -> Present {
-        Present { method: self.config.method, rel_v: self.rel_v.is_some(), value_buckets: self.value_buckets.is_some(), skew: self.skew.is_some() }
+        Present {
+            method: self.config.method,
+            rel_v: self.rel_v.is_some(),
+            value_buckets: self.value_buckets.is_some(),
+            skew: self.skew.is_some(),
+            sinks: self.sinks.is_some(),
+        }
     }
 
     /// The 2-D matrix a view shows for one batch element and head.
@@ -284,6 +302,7 @@ impl Trace {
             Stage::SkewSliced => bh(&skew().sliced),
             Stage::Logits => bh(&self.logits),
             Stage::Weights => bh(&self.weights),
+            Stage::SinkShare => sink_share(bh(&self.weights).view()).into(),
             Stage::ValueBuckets => bh(self.value_buckets.as_ref().expect("checked present")),
             Stage::OutputContent => bh(&self.out_content),
             Stage::OutputRelative => bh(&self.out_relative),
@@ -327,6 +346,18 @@ impl Trace {
                 self.unattended_rows(b).into_iter().for_each(|i| row[i] = 1.0);
             }
             out.push(("unattended", Named::F32(rows.into_dyn().into())));
+        }
+        // With sinks, each head's (h) and the share each query gives it, (b, h, Lq, 1).
+        if let Some(sinks) = &self.sinks {
+            out.push(("sinks", f(sinks.view().into_dyn())));
+            let (b, h, n) = self.dims();
+            let mut share = Array4::<f32>::zeros((b, h, n, 1));
+            for bi in 0..b {
+                for hi in 0..h {
+                    share.slice_mut(s![bi, hi, .., ..]).assign(&sink_share(self.weights.slice(s![bi, hi, .., ..])));
+                }
+            }
+            out.push((Stage::SinkShare.name(), Named::F32(share.into_dyn().into())));
         }
         let mut four: Vec<(&'static str, &Array4<f32>)> = vec![
             ("content_logits", &self.content_logits),
