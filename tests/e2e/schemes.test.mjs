@@ -125,7 +125,7 @@ test('compare schemes: the six schemes on one input, their attention by distance
   assert.deepEqual(methods, ['absolute', 'shaw', 'music', 'rope', 'alibi', 't5']);
   // Every figure drew (a frame and cells), each under its scheme's name.
   const drawn = await page.$$eval('#compare-grid canvas', (cs) => cs.map((c) => ({ label: c.getAttribute('aria-label'), cols: Number(c.dataset.cols) })));
-  for (const d of drawn) assert.ok(d.cols === 10 && /attention weights/.test(d.label), JSON.stringify(d));
+  for (const d of drawn) assert.ok(d.cols === 10 && /softmax_j/.test(d.label), JSON.stringify(d));
   // Each profile is a distribution over distances (the rows of the weights sum to 1).
   const sums = JSON.parse(await page.getAttribute('#compare-profile', 'data-sums'));
   for (const [m, s] of Object.entries(sums)) assert.ok(Math.abs(s - 1) < 1e-4, `${m}: ${s}`);
@@ -141,11 +141,16 @@ test('compare schemes: the six schemes on one input, their attention by distance
   await settle(() => page.selectOption('#head', '1'));
   await page.waitForFunction((b) => { const r = document.getElementById('compare').dataset.ready; return r && r !== b; }, before, { timeout: 60000 });
   assert.match(await page.locator('#compare-desc').innerText(), /head 1 shown/);
-  // The exported slide is 16:9, 1920 × 1080 (the PNG's IHDR).
-  const [download] = await Promise.all([page.waitForEvent('download'), page.click('#compare-png')]);
-  assert.match(download.suggestedFilename(), /^relattn-schemes-weights-n10-h1\.png$/);
-  const png = readFileSync(await download.path());
-  assert.deepEqual([png.readUInt32BE(16), png.readUInt32BE(20)], [1920, 1080]);
+  // The exported slides are 16:9, 1920 × 1080 (the PNGs' IHDR): the panels, then the chart.
+  const downloads = [];
+  const both = new Promise((done) => page.on('download', (d) => { downloads.push(d); if (downloads.length === 2) done(); }));
+  await page.click('#compare-png');
+  await both;
+  assert.deepEqual(downloads.map((d) => d.suggestedFilename()), ['relattn-schemes-weights-n10-h1-panels.png', 'relattn-schemes-weights-n10-h1-chart.png']);
+  for (const d of downloads) {
+    const png = readFileSync(await d.path());
+    assert.deepEqual([png.readUInt32BE(16), png.readUInt32BE(20)], [1920, 1080]);
+  }
   await page.locator('#compare').screenshot({ ...PANEL_SHOT, path: join(artifacts, 'compare-schemes.png') });
   // Kept in the link; the caption says what is on.
   assert.match(page.url(), /[?&]compare=weights/);

@@ -3,7 +3,7 @@
 // tests/e2e/artifacts/slide-*.png.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { root, artifacts, prepare, startServer, launch, watch, close, writeZip, npyF32, npyU8 } from './harness.mjs';
 
@@ -275,7 +275,7 @@ test('smaller things (#51 item 12): exports with no empty text and the scheme on
   await m.close();
 });
 
-/** Records every text drawn on a canvas, by the canvas's id: [text, font px, left, right] in the canvas's pixels
+/** Records every text drawn on a canvas, on the canvas and by its id (or its scheme, a comparison's panel): [text, font px, left, right] in the canvas's pixels
  *  (turned as drawn: an axis title on its side) (a page's init script). */
 function recordCanvasTexts() {
   const fill = CanvasRenderingContext2D.prototype.fillText;
@@ -284,17 +284,25 @@ function recordCanvasTexts() {
     const w = this.measureText(text).width;
     const start = { right: x - w, end: x - w, center: x - w / 2 }[this.textAlign] ?? x;
     const ends = [start, start + w].map((at) => this.getTransform().transformPoint({ x: at, y }).x);
-    (window.__texts[this.canvas.id] ||= []).push([String(text), Number(/([\d.]+)px/.exec(this.font)[1]), Math.min(...ends), Math.max(...ends)]);
+    const entry = [String(text), Number(/([\d.]+)px/.exec(this.font)[1]), Math.min(...ends), Math.max(...ends)];
+    (window.__texts[this.canvas.id || this.canvas.dataset.method] ||= []).push(entry);
+    (this.canvas.texts ||= []).push(entry);
     return fill.call(this, text, x, y, ...rest);
   };
 }
 
-/** The texts drawn on canvas `id` since they were last cleared: how many, the smallest in screen pixels (font
+/** Forgets the texts drawn so far. */
+const clearTexts = (p) => p.evaluate(() => {
+  window.__texts = {};
+  for (const c of document.querySelectorAll('canvas')) c.texts = [];
+});
+
+/** The texts drawn on canvas `id` (or a comparison panel's, by its scheme) since they were last cleared: how many, the smallest in screen pixels (font
  *  size times the canvas's scale on the screen), and those running past its left or right edge. */
 const canvasTexts = (p, id) => p.evaluate((cid) => {
-  const c = document.getElementById(cid);
+  const c = document.getElementById(cid) || document.querySelector(`canvas[data-method="${cid}"]`);
   const k = c.getBoundingClientRect().width / c.width;
-  const texts = (window.__texts[cid] || []).filter(([t]) => t.trim() !== '');
+  const texts = (c.texts || []).filter(([t]) => t.trim() !== '');
   const cut = texts.filter(([, , left, right]) => left < -0.5 || right > c.width + 0.5).map(([t, , left, right]) => `${t}: ${Math.round(left)} … ${Math.round(right)} of ${c.width}`);
   return { px: Math.min(...texts.map(([, px]) => px * k)), count: texts.length, cut };
 }, id);
@@ -312,7 +320,7 @@ test('the head atlas as slides: its grid, then a head\'s profile, fill 1280 × 7
     await p.waitForFunction(() => Number(document.getElementById('atlas').dataset.ready || 0) > 0 && document.getElementById('busy').hidden, null, { timeout: 30000 });
     // Text at 14 px or more on a 1280 × 720 projector, growing with the screen as the stages' slides' does.
     const legible = 14 * Math.min(width / 1280, height / 720);
-    await p.evaluate(() => { window.__texts = {}; });
+    await clearTexts(p);
     await p.click('#atlas-present');
     // The grid fills the screen under the step line.
     await p.waitForFunction(() => {
@@ -332,7 +340,7 @@ test('the head atlas as slides: its grid, then a head\'s profile, fill 1280 × 7
     const t = grid.tiles.find((x) => x.row === 2 && x.head === 5);
     await p.mouse.move(grid.box.x + t.x + t.w / 2, grid.box.y + t.y + t.h / 2);
     await p.waitForFunction(() => document.getElementById('atlas-head-canvas')?.dataset.head === '2/5');
-    await p.evaluate(() => { window.__texts = {}; });
+    await clearTexts(p);
     await p.keyboard.press('ArrowRight');
     await p.waitForFunction(() => {
       const [c, box] = ['atlas-head-canvas', 'atlas-head'].map((id) => document.getElementById(id));
@@ -353,6 +361,74 @@ test('the head atlas as slides: its grid, then a head\'s profile, fill 1280 × 7
     await p.keyboard.press('Escape');
     await p.waitForFunction(() => document.body.dataset.atlasSlide === undefined && !document.body.classList.contains('atlas-slide'));
     assert.ok(await p.locator('#controls').isVisible());
+    await p.close();
+  }
+});
+
+test('the comparison\'s slides and their export: square panels, one title size, legible text, absolute\'s curve seen over RoPE\'s (#51 item 4)', async () => {
+  // One head of 64: absolute positions' similarity and RoPE's kernel are the same sum of cosines, one curve.
+  const methods = ['absolute', 'shaw', 'music', 'rope', 'alibi', 't5'];
+  const query = '?method=shaw&n=10&d_model=64&heads=1&clip=3&seed=0&sentence=the%20cat%20sat%20on%20the%20mat%20because%20it%20was%20warm&backend=cpu&compare=term&present=compare';
+  for (const [width, height] of SCREENS) {
+    const p = await context.newPage();
+    await p.setViewportSize({ width, height });
+    watch(p, problems);
+    await p.addInitScript(recordCanvasTexts);
+    await p.goto(`${base}${query}`);
+    await p.waitForFunction(() => document.body.dataset.compareSlide === '0' && document.getElementById('compare').dataset.ready, null, { timeout: 60000 });
+    assert.deepEqual(await outside(p, '#compare'), [], `${width} × ${height}: the panels`);
+    const legible = 14 * Math.min(width / 1280, height / 720);
+    const panels = await p.$$eval('#compare-grid canvas', (cs) => cs.map((c) => ({ method: c.dataset.method, plot: c.plot, k: c.getBoundingClientRect().width / c.width })));
+    assert.deepEqual(panels.map((x) => x.method), methods);
+    const titles = [];
+    for (const { method, plot, k } of panels) {
+      const [pw, ph] = [plot.x1 - plot.x0, plot.y1 - plot.y0];
+      assert.ok(Math.abs(pw - ph) <= 2 && pw * k > 0.12 * height, `${width} × ${height}: ${method}'s plot is ${pw} × ${ph}`);
+      const texts = await canvasTexts(p, method);
+      assert.ok(texts.px >= legible - 0.5, `${method}'s smallest text is ${texts.px} px (at least ${legible})`);
+      assert.deepEqual(texts.cut, [], method);
+      titles.push(await p.evaluate((m) => document.querySelector(`canvas[data-method="${m}"]`).texts.filter(([t]) => /^(absolute|Shaw|Music|RoPE|ALiBi|T5)/.test(t)).map(([, px]) => px)[0], method));
+    }
+    assert.equal(new Set(titles).size, 1, `the panels' titles are ${titles} px`);
+    await p.screenshot({ path: join(artifacts, `slide-compare-panels-${height}p.png`) });
+    await p.keyboard.press('ArrowRight');
+    await p.waitForFunction(() => document.body.dataset.compareSlide === '1');
+    assert.deepEqual(await outside(p, '#compare'), [], `${width} × ${height}: the chart`);
+    // Absolute's curve (grey) shows over RoPE's (green), which it equals: pixels of each colour in the plot.
+    const seen = await p.locator('#compare-profile').evaluate(async (c) => {
+      const { SCHEME_COLORS } = await import('/js/page/scheme-colors.js');
+      const k = c.width / c.clientWidth;
+      const { left, right, top, bottom } = c.hover;
+      const data = c.getContext('2d').getImageData(Math.ceil(left * k) + 2, Math.ceil(top * k), Math.floor((right - left) * k) - 4, Math.floor((bottom - top) * k) - 2).data;
+      const rgb = (hex) => (hex.length === 4 ? [...hex.slice(1)].map((x) => parseInt(x + x, 16)) : [1, 3, 5].map((i) => parseInt(hex.slice(i, i + 2), 16)));
+      const count = (hex) => {
+        const [r, g, b] = rgb(hex);
+        let n = 0;
+        for (let i = 0; i < data.length; i += 4) if (Math.abs(data[i] - r) + Math.abs(data[i + 1] - g) + Math.abs(data[i + 2] - b) <= 24) n++;
+        return n;
+      };
+      return { absolute: count(SCHEME_COLORS.absolute), rope: count(SCHEME_COLORS.rope) };
+    });
+    assert.ok(seen.absolute > 0.3 * seen.rope, `absolute's curve: ${seen.absolute} pixels, RoPE's ${seen.rope}`);
+    assert.match(await p.locator('#compare-profile').evaluate((c) => window.__texts[c.id].map(([t]) => t).join(' | ')), /absolute \(sinusoidal\) \(dashed, over the others\)/);
+    await p.screenshot({ path: join(artifacts, `slide-compare-chart-${height}p.png`) });
+    await p.keyboard.press('Escape');
+    await p.waitForFunction(() => document.body.dataset.compareSlide === undefined);
+    if (width === 1280) {
+      // The export: the two slides as a 1920 × 1080 screen shows them. Its panels are drawn at 12/14 of their size
+      // and enlarged, so 18 px there is 21 px in the PNG, the 1920 × 1080 slide's 14 px × 1.5.
+      await clearTexts(p);
+      const files = [];
+      const both = new Promise((done) => p.on('download', async (d) => { files.push([d.suggestedFilename(), readFileSync(await d.path())]); if (files.length === 2) done(); }));
+      await p.click('#compare-png');
+      await both;
+      files.sort();
+      for (const [name, bytes] of files) writeFileSync(join(artifacts, `slide-compare-export-${name.replace(/.*-/, '')}`), bytes);
+      assert.deepEqual(files.map(([, b]) => [b.readUInt32BE(16), b.readUInt32BE(20)]), [[1920, 1080], [1920, 1080]]);
+      const drawn = await p.evaluate(() => Object.entries(window.__texts).map(([key, texts]) => [key, Math.min(...texts.filter(([t]) => t.trim()).map(([, px]) => px))]));
+      for (const [key, px] of drawn) assert.ok(px >= (methods.includes(key) ? 18 : 21), `the export's ${key}: ${px} px`);
+      assert.deepEqual(drawn.map(([key]) => key).sort(), ['compare-export', 'compare-export-chart', ...methods].sort());
+    }
     await p.close();
   }
 });

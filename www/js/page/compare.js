@@ -5,10 +5,10 @@
 // then → the chart), and exported as that slide (PNG, 1920 × 1080). It recomputes when a result with other
 // options (or another head) arrives while it is open; it is kept in the link (&compare=weights|term,
 // &present=compare or compare_chart); its own state stays here. (Model mode's six models: model/all-models.js.)
-import { $, textPx, slideTextScale } from './dom.js';
+import { $, textPx, slideTextScale, wrapLines } from './dom.js';
 import { state } from './state.js';
 import { askSchemes } from './worker-client.js';
-import { FRAME, newView, drawView } from './figures.js';
+import { FRAME, newView, drawView, shapedSize } from './figures.js';
 import { download, sizeCanvas } from '../shared/figure-core.js';
 import { hideTip, showTip } from './tip.js';
 import { saveURL } from './url.js';
@@ -16,6 +16,12 @@ import { SCHEME_COLORS } from './scheme-colors.js';
 
 /** The widest distance the chart shows on each side (all of them for shorter sequences). */
 const REACH = 64;
+
+/** The scheme whose curve is dashed and drawn last: absolute positions' similarity and RoPE's kernel are one sum
+ *  of cosines (d_rot = d_head, one base), so its curve lay exactly under RoPE's, hidden. */
+const DASHED = 'absolute';
+/** The exported slide is the slide as a 1920 × 1080 screen shows it: its text grown by half (dom.js slideTextScale). */
+const EXPORT_TEXT_SCALE = 1.5;
 
 /** The slides' names in the link (&present=), in order. */
 export const COMPARE_SLIDES = ['compare', 'compare_chart'];
@@ -118,9 +124,9 @@ function caption(cur, what) {
   const input = cur.tokens ? `“${cur.tokens.join(' ')}”` : `n ${s.n}, seed ${s.seed}`;
   const on = what === 'term'
     ? "each scheme's own term: the relative logits (Shaw, the Music Transformer: they depend on q), ALiBi's and T5's bias, RoPE's kernel; absolute positions have none in attention, so how alike their vectors are"
-    : s.relative_only
+    : `${s.relative_only
       ? 'relative term only: the weights come from the positions alone'
-      : 'content and position together: with random weights the six look alike (tick “relative term only” or compare the position terms to see the positions alone)';
+      : 'content and position together: with random weights the six look alike (tick “relative term only” or compare the position terms to see the positions alone)'}; each panel on its own colour scale (its colour bar)`;
   return `${input}; d_model ${s.d_model}, ${s.heads} head${s.heads > 1 ? 's' : ''} (head ${cur.shown.head} shown)${s.causal ? ', causal' : ''}; `
     + `Shaw's and the Music Transformer's k ${s.clip}; the same x and weights for every scheme; ${on}`;
 }
@@ -139,41 +145,67 @@ function draw(cur, schemes) {
   $('compare-desc').textContent = caption(cur, what);
   const grid = $('compare-grid');
   grid.replaceChildren();
-  // On a slide each panel is drawn at 12/14 of its third of the width and half of the height (as a stage's
-  // slide: its 12 px text shown at 14 px or more); on the page at the figures' size.
+  // On a slide each panel fills its third of the width and half of the height, its plot square; on the page at
+  // the figures' size.
   const cell = at === null ? null : [(grid.clientWidth - 16) / 3, (grid.clientHeight - 8) / 2];
-  const size = cell ? [Math.max(160, Math.round((cell[0] * 12) / 14)), Math.max(140, Math.round((cell[1] * 12) / 14))] : [FRAME.w, FRAME.h];
   schemes.forEach((s) => {
-    const stage = { ...s.meta, ...s.cut, title: `${s.label}: ${what === 'term' ? s.meta.title : 'attention weights'}`, rgba: s.rgba, values: s.values };
     const fig = document.createElement('figure');
     fig.className = 'compare-fig';
     fig.dataset.method = s.method;
     fig.dataset.stage = s.meta.name;
     fig.style.borderTopColor = SCHEME_COLORS[s.method];
-    const v = newView(stage, size[0], size[1]);
-    if (cell) {
-      Object.assign(v.canvas.style, { width: `${Math.round((size[0] * 14) / 12)}px`, height: `${Math.round((size[1] * 14) / 12)}px` });
-      // The text grows with the screen as a stage's slide's does.
-      v.textScale = slideTextScale();
-    }
-    fig.append(v.canvas);
     grid.append(fig);
-    drawView(v, stage, cur);
+    // The text grows with the screen as a stage's slide's does.
+    if (cell) drawPanel(fig, panelStage(s), cur, cell, slideTextScale());
+    else {
+      const v = newView(panelStage(s), FRAME.w, FRAME.h);
+      fig.append(v.canvas);
+      drawView(v, v.stage, cur);
+    }
   });
-  drawProfiles(schemes, cur.info.options.causal, what);
+  drawProfiles(chartCanvas(), schemes, cur.info.options.causal, what);
   $('compare').dataset.ready = String(view.asked);
 }
 
-/** The chart: each scheme's share of the attention (or its term's mean) at each distance, over −R … R (… 0 when causal). */
-function drawProfiles(schemes, causal, what) {
-  const c = chartCanvas();
+/** Scheme `s`'s panel as a stage, titled by the scheme alone (the six titles one size: what they show is the
+ *  slide's title, and each formula its subtitle). */
+function panelStage(s) {
+  return { ...s.meta, ...s.cut, title: s.label, rgba: s.rgba, values: s.values };
+}
+
+/** Draws `stage` in `holder` as a slide's panel within `box` (CSS px), as a stage's slide is drawn: at 12/14 of
+ *  the size it is shown at (its 12 px text shown at 14 px or more), its text grown by `textScale`, the canvas
+ *  then narrowed or shortened so that its plot has the stage's shape (a square stage square). Returns the view. */
+function drawPanel(holder, stage, cur, box, textScale) {
+  const full = [Math.max(160, Math.round((box[0] * 12) / 14)), Math.max(140, Math.round((box[1] * 12) / 14))];
+  let size = full;
+  let v = null;
+  // The margins change with the width (a subtitle that wraps to another line): measured again, up to four times.
+  for (let pass = 0; pass < 4 && (!v || size[0] !== v.canvas.width || size[1] !== v.canvas.height); pass++) {
+    const next = newView(stage, size[0], size[1]);
+    next.textScale = textScale;
+    next.minValuePx = 12 * textScale; // cell values too small for that are left out, as on a stage's slide
+    next.canvas.dataset.method = holder.dataset.method || '';
+    Object.assign(next.canvas.style, { width: `${Math.round((size[0] * 14) / 12)}px`, height: `${Math.round((size[1] * 14) / 12)}px` });
+    if (v) v.canvas.replaceWith(next.canvas); else holder.append(next.canvas);
+    v = next;
+    drawView(v, stage, cur);
+    /** @type {any} */ (v.canvas).plot = v.rect; // where the plot is, for the tests
+    size = shapedSize(v, full);
+  }
+  return v;
+}
+
+/** The chart on canvas `c`: each scheme's share of the attention (or its term's mean) at each distance, over
+ *  −R … R (… 0 when causal); at `size` ({ width, height, dpr }, else the canvas's own) with text `fs` px tall
+ *  (else the page's, or the slide's: it fills the screen). */
+function drawProfiles(c, schemes, causal, what, { size = null, fs = null } = {}) {
   // Every scheme's profile covers −(n − 1) … n − 1 (absolute positions' similarity at most its first 512).
   const n = Math.max(...schemes.map((s) => (s.profile.length + 1) / 2));
   const reach = Math.min(n - 1, REACH);
   const [from, to] = [-reach, causal ? 0 : reach];
-  const { ctx, w, h } = sizeCanvas(c, 900, 300);
-  // Larger on a slide: the chart fills it.
-  const fs = slideAt() === null ? textPx(12) : Math.max(14, Math.round(h / 40));
+  const { ctx, w, h } = sizeCanvas(c, 900, 300, size);
+  fs = fs || (slideAt() === null ? textPx(12) : Math.max(14, Math.round(h / 40)));
   ctx.font = `${fs}px system-ui, sans-serif`;
   const at = (s, d) => s.profile[d + (s.profile.length + 1) / 2 - 1];
   const has = (s, d) => Math.abs(d) <= (s.profile.length - 1) / 2;
@@ -197,9 +229,12 @@ function drawProfiles(schemes, causal, what) {
   ctx.save(); ctx.translate(fs, (m.t + h - m.b) / 2); ctx.rotate(-Math.PI / 2); ctx.textAlign = 'center';
   ctx.fillText(what === 'term' ? "the term's mean at the distance" : 'share of attention', 0, 0); ctx.restore();
   const peaks = {};
-  schemes.forEach((s, k) => {
+  const dash = (s) => ctx.setLineDash(s.method === DASHED ? [3 * fs / 4, fs / 2] : []);
+  // The dashed curve last, over the others: a curve under it shows between its dashes.
+  for (const s of [...schemes.filter((x) => x.method !== DASHED), ...schemes.filter((x) => x.method === DASHED)]) {
     ctx.strokeStyle = SCHEME_COLORS[s.method];
-    ctx.lineWidth = 1.75;
+    ctx.lineWidth = Math.max(1.75, fs / 7);
+    dash(s);
     ctx.beginPath();
     let peak = null;
     for (let d = from; d <= to; d++) {
@@ -209,17 +244,22 @@ function drawProfiles(schemes, causal, what) {
     }
     ctx.stroke();
     peaks[s.method] = peak;
-    // The legend: three to a row above the plot.
+  }
+  // The legend: three to a row above the plot, each line drawn as its curve is.
+  schemes.forEach((s, k) => {
     const [col, row] = [k % 3, Math.floor(k / 3)];
     const lx = m.l + col * ((w - m.l - m.r) / 3);
     const ly = 6 + row * (fs + 6);
-    ctx.fillStyle = SCHEME_COLORS[s.method];
-    ctx.fillRect(lx, ly + fs / 2 - 2, 16, 4);
+    ctx.strokeStyle = SCHEME_COLORS[s.method];
+    ctx.lineWidth = Math.max(3, fs / 5);
+    dash(s);
+    ctx.beginPath(); ctx.moveTo(lx, ly + fs / 2); ctx.lineTo(lx + 2 * fs, ly + fs / 2); ctx.stroke();
     ctx.fillStyle = '#222';
     ctx.textAlign = 'left';
-    ctx.fillText(s.label, lx + 22, ly + fs - 1);
+    ctx.fillText(s.method === DASHED ? `${s.label} (dashed, over the others)` : s.label, lx + 2 * fs + 6, ly + fs - 1);
   });
-  c.hover = { schemes, n, from, to, left: m.l, right: w - m.r, what };
+  ctx.setLineDash([]);
+  c.hover = { schemes, n, from, to, left: m.l, right: w - m.r, top: m.t, bottom: h - m.b, what };
   c.dataset.peaks = JSON.stringify(peaks);
   c.dataset.sums = JSON.stringify(Object.fromEntries(schemes.map((s) => [s.method, s.profile.reduce((a, b) => a + b, 0)])));
   c.setAttribute('aria-label', `Attention by distance of the six schemes; the distance each puts most weight on: ${schemes.map((s) => `${s.label} ${peaks[s.method]}`).join(', ')}`);
@@ -242,42 +282,45 @@ function hoverProfile(e) {
   showTip(`distance j − i = ${d}`, hv.schemes.map(line), e.pageX, e.pageY);
 }
 
-/** The comparison as a 16:9 slide, 1920 × 1080 (PNG): title, caption with the settings and what is on, the six
- *  panels three to a row, and the chart of them by distance beside them. */
+/** The comparison's two slides as 16:9 PNGs, 1920 × 1080, drawn at that size as a 1920 × 1080 screen shows them
+ *  (one picture held the six panels and the chart squeezed to 7 px text): title, caption with the settings and
+ *  what is on, then the six panels three to a row with their plots square, or the chart of them by distance. */
 function exportSlide() {
   const cur = view.cur;
   if (!view.schemes || !cur) return;
-  const figs = [...$('compare-grid').querySelectorAll('canvas')];
-  const chart = $('compare-profile');
   const [W, H] = [1920, 1080];
-  const c = document.createElement('canvas');
-  c.width = W;
-  c.height = H;
-  const ctx = c.getContext('2d');
-  ctx.fillStyle = '#fff';
-  ctx.fillRect(0, 0, W, H);
-  ctx.fillStyle = '#111';
-  ctx.font = 'bold 40px sans-serif';
-  ctx.fillText(heading(view.what, 0), 24, 52, W - 48);
-  ctx.font = '20px sans-serif';
-  ctx.fillStyle = '#333';
-  const words = caption(cur, view.what).split(' ');
-  let line = '';
-  let y = 84;
-  for (const word of words) {
-    if (ctx.measureText(`${line} ${word}`).width > W - 48 && line) { ctx.fillText(line, 24, y); line = word; y += 26; } else line = line ? `${line} ${word}` : word;
-  }
-  ctx.fillText(line, 24, y);
-  const top = y + 16;
-  // Panels: three to a row in the left 63 %, each keeping its ratio; the chart in the rest.
-  const [pw, ph] = [(0.63 * W) / 3, (H - top) / 2];
-  figs.forEach((f, k) => {
-    const s = Math.min(pw / f.width, ph / f.height);
-    ctx.drawImage(f, (k % 3) * pw + (pw - f.width * s) / 2, top + Math.floor(k / 3) * ph + (ph - f.height * s) / 2, f.width * s, f.height * s);
-  });
-  const [cx, cw] = [0.63 * W + 12, 0.37 * W - 24];
-  const s = Math.min(cw / chart.width, (H - top) / chart.height);
-  ctx.drawImage(chart, cx, top + (H - top - chart.height * s) / 2, chart.width * s, chart.height * s);
   const o = cur.info.options;
-  c.toBlob((blob) => download(blob, `relattn-schemes-${view.what}-n${o.n}-h${cur.shown.head}.png`), 'image/png');
+  COMPARE_SLIDES.forEach((_, at) => {
+    const c = Object.assign(document.createElement('canvas'), { id: 'compare-export' });
+    c.width = W;
+    c.height = H;
+    const ctx = c.getContext('2d');
+    ctx.fillStyle = '#fff';
+    ctx.fillRect(0, 0, W, H);
+    ctx.fillStyle = '#111';
+    ctx.font = 'bold 52px sans-serif';
+    ctx.fillText(heading(view.what, at), 24, 64, W - 48);
+    ctx.font = '24px sans-serif';
+    ctx.fillStyle = '#333';
+    let y = 104;
+    for (const line of wrapLines(ctx, caption(cur, view.what), W - 48)) { ctx.fillText(line, 24, y); y += 30; }
+    const top = y;
+    if (at === 0) {
+      const [pw, ph] = [(W - 48) / 3, (H - top - 12) / 2];
+      const holder = document.createElement('div');
+      view.schemes.forEach((s, k) => {
+        holder.dataset.method = s.method;
+        const v = drawPanel(holder, panelStage(s), cur, [pw, ph], EXPORT_TEXT_SCALE);
+        const [w, h] = [(v.canvas.width * 14) / 12, (v.canvas.height * 14) / 12];
+        ctx.drawImage(v.canvas, 24 + (k % 3) * pw + (pw - w) / 2, top + Math.floor(k / 3) * ph + (ph - h) / 2, w, h);
+        holder.replaceChildren();
+      });
+    } else {
+      const chart = Object.assign(document.createElement('canvas'), { id: 'compare-export-chart' });
+      const size = { width: W - 48, height: H - top - 12, dpr: 1 };
+      drawProfiles(chart, view.schemes, o.causal, view.what, { size, fs: Math.round(14 * EXPORT_TEXT_SCALE) });
+      ctx.drawImage(chart, 24, top);
+    }
+    c.toBlob((blob) => download(blob, `relattn-schemes-${view.what}-n${o.n}-h${cur.shown.head}-${at === 0 ? 'panels' : 'chart'}.png`), 'image/png');
+  });
 }

@@ -69,6 +69,17 @@ export function newView(stage, width, height) {
   return { canvas, ctx: canvas.getContext('2d'), off: document.createElement('canvas'), rect: null, frame: null, stage };
 }
 
+/** The canvas size within `full` at which the plot of view `v` (drawn at `full`) has its stage's shape, columns
+ *  over rows held within 1:4 and 4:1 (a square stage drawn square): `full` less the frame's margins as drawn
+ *  (title, subtitle, axes, colour bar), narrowed or shortened. */
+export function shapedSize(v, full) {
+  const ratio = Math.min(4, Math.max(0.25, v.stage.cols / v.stage.rows));
+  const { x0, x1, y0, y1 } = v.rect;
+  const [mx, my] = [v.canvas.width - (x1 - x0), v.canvas.height - (y1 - y0)];
+  const [pw, ph] = [full[0] - mx, full[1] - my];
+  return pw / ph > ratio ? [Math.round(ph * ratio + mx), full[1]] : [full[0], Math.round(pw / ratio + my)];
+}
+
 /**
  * The values of window `w` of a view's stage: copied out of the stage's values, or — for a stage sent without
  * them — asked of the worker (askCells; refused past VALUES_CELLS), null until they come: the view is drawn

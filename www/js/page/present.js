@@ -2,7 +2,7 @@
 // with the keyboard, the on-screen buttons or a swipe (phones); the stage presented is in the URL.
 import { $, slideTextScale } from './dom.js';
 import { state } from './state.js';
-import { newView, drawView, figureNotes } from './figures.js';
+import { newView, drawView, figureNotes, shapedSize } from './figures.js';
 import { saveURL } from './url.js';
 import { drawPins } from './tooltip.js';
 import { hideTip } from './tip.js';
@@ -120,12 +120,8 @@ export function drawPresent() {
   drawView(v, stage, cur);
   // Curves fill the slide (a turning pair keeps equal axes itself); drawPins keeps the link.
   if (stage.chart) { drawPins(); return; }
-  const ratio = Math.min(4, Math.max(0.25, stage.cols / stage.rows));
   for (let pass = 0; pass < 3; pass++) {
-    const { x0, x1, y0, y1 } = v.rect;
-    const [mx, my] = [v.canvas.width - (x1 - x0), v.canvas.height - (y1 - y0)];
-    const [pw, ph] = [full[0] - mx, full[1] - my];
-    const size = pw / ph > ratio ? [Math.round(ph * ratio + mx), full[1]] : [full[0], Math.round(pw / ratio + my)];
+    const size = shapedSize(v, full);
     if (size[0] === v.canvas.width && size[1] === v.canvas.height) break;
     v = view(size);
     drawView(v, stage, cur);
