@@ -113,11 +113,7 @@ pub fn presets() -> Result<JsValue, JsValue> {
         let labels_only = p.spec.batch == 1 && !p.arrays.contains_key("x") && !p.config.content;
         Ok(PresetInfo { name, description: p.description, sentence_words: if labels_only { p.spec.n } else { 0 } })
     };
-    let all: Vec<PresetInfo> = presets::NAMES
-        .iter()
-        .map(|&name| info(name))
-        .collect::<Result<_, Error>>()
-        .map_err(to_js)?;
+    let all: Vec<PresetInfo> = presets::NAMES.iter().map(|&name| info(name)).collect::<Result<_, Error>>().map_err(to_js)?;
     to_value(&all)
 }
 
