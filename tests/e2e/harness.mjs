@@ -87,8 +87,15 @@ export async function hover(p, stage, i, j) {
   const box = await canvas.boundingBox();
   const d = await canvas.evaluate((c) => ({ ...c.dataset, width: c.width }));
   const scale = box.width / d.width;
-  const x = box.x + (Number(d.x0) + ((j + 0.5) * (d.x1 - d.x0)) / d.cols) * scale;
-  const y = box.y + (Number(d.y0) + ((i + 0.5) * (d.y1 - d.y0)) / d.rows) * scale;
+  // A whole pixel inside the cell (the browser's mouse events land on whole pixels: a cell under 2 px seen at
+  // its centre's fraction could be read as its neighbour), else the cell's centre.
+  const inside = (start, size, k, count) => {
+    const [a, b] = [start + (k * size) / count, start + ((k + 1) * size) / count];
+    const whole = Math.ceil(a + 1e-3);
+    return whole < b - 1e-3 ? whole : (a + b) / 2;
+  };
+  const x = inside(box.x + Number(d.x0) * scale, (d.x1 - d.x0) * scale, j, Number(d.cols));
+  const y = inside(box.y + Number(d.y0) * scale, (d.y1 - d.y0) * scale, i, Number(d.rows));
   await p.mouse.move(x, y);
   await p.waitForFunction(([s, ii, jj]) => {
     const t = document.getElementById('tooltip');
