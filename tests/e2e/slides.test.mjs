@@ -23,13 +23,16 @@ after(() => close({ context, server, profile }));
 
 const SCREENS = [[1280, 720], [1920, 1080]];
 
-/** A page of `width` × `height` opened on `query` (which presents a stage: &present=) once the slide is drawn. */
-async function presenting(query, [width, height]) {
+/** A page of `width` × `height` opened on `query` (which presents a stage: &present=) once the slide is drawn with its fonts;
+ *  `init`: a script run first in the page (recordCanvasTexts). */
+async function presenting(query, [width, height], init) {
   const p = await context.newPage();
   await p.setViewportSize({ width, height });
   watch(p, problems);
+  if (init) await p.addInitScript(init);
   await p.goto(`${base}${query}`);
   await p.waitForFunction(() => document.body.dataset.ready && !document.getElementById('present').hidden && document.getElementById('busy').hidden, null, { timeout: 60000 });
+  await p.evaluate(() => document.fonts.ready); // KaTeX's, loaded by the first formula shown: the slide is fitted again
   return p;
 }
 
@@ -275,26 +278,36 @@ test('smaller things (#51 item 12): exports with no empty text and the scheme on
   await m.close();
 });
 
-/** Records every text drawn on a canvas, on the canvas and by its id (or its scheme, a comparison's panel): [text, font px, left, right] in the canvas's pixels
- *  (turned as drawn: an axis title on its side) (a page's init script). */
+/** Records every text drawn on a canvas, on the canvas and by its id (or its scheme, a comparison's panel): [text, font px, left, right, top, bottom] in the canvas's pixels
+ *  (turned as drawn: an axis title on its side), and every dot (a filled arc) on the canvas: [x, y, radius, colour] (a page's init script). */
 function recordCanvasTexts() {
   const fill = CanvasRenderingContext2D.prototype.fillText;
   window.__texts = {};
   CanvasRenderingContext2D.prototype.fillText = function fillText(text, x, y, ...rest) {
-    const w = this.measureText(text).width;
+    const m = this.measureText(text);
+    const w = m.width;
     const start = { right: x - w, end: x - w, center: x - w / 2 }[this.textAlign] ?? x;
-    const ends = [start, start + w].map((at) => this.getTransform().transformPoint({ x: at, y }).x);
-    const entry = [String(text), Number(/([\d.]+)px/.exec(this.font)[1]), Math.min(...ends), Math.max(...ends)];
+    const t = this.getTransform();
+    const ends = [start, start + w].map((at) => t.transformPoint({ x: at, y }).x);
+    const ys = [start, start + w].flatMap((at) => [y - m.actualBoundingBoxAscent, y + m.actualBoundingBoxDescent].map((yy) => t.transformPoint({ x: at, y: yy }).y));
+    const entry = [String(text), Number(/([\d.]+)px/.exec(this.font)[1]), Math.min(...ends), Math.max(...ends), Math.min(...ys), Math.max(...ys)];
     (window.__texts[this.canvas.id || this.canvas.dataset.method] ||= []).push(entry);
     (this.canvas.texts ||= []).push(entry);
     return fill.call(this, text, x, y, ...rest);
   };
+  const arc = CanvasRenderingContext2D.prototype.arc;
+  CanvasRenderingContext2D.prototype.arc = function recordArc(x, y, r, ...rest) {
+    const t = this.getTransform();
+    const at = t.transformPoint({ x, y });
+    (this.canvas.dots ||= []).push([at.x, at.y, r * Math.hypot(t.a, t.b), String(this.fillStyle)]);
+    return arc.call(this, x, y, r, ...rest);
+  };
 }
 
-/** Forgets the texts drawn so far. */
+/** Forgets the texts and dots drawn so far. */
 const clearTexts = (p) => p.evaluate(() => {
   window.__texts = {};
-  for (const c of document.querySelectorAll('canvas')) c.texts = [];
+  for (const c of document.querySelectorAll('canvas')) Object.assign(c, { texts: [], dots: [] });
 });
 
 /** The texts drawn on canvas `id` (or a comparison panel's, by its scheme) since they were last cleared: how many, the smallest in screen pixels (font
@@ -429,6 +442,46 @@ test('the comparison\'s slides and their export: square panels, one title size, 
       for (const [key, px] of drawn) assert.ok(px >= (methods.includes(key) ? 18 : 21), `the export's ${key}: ${px} px`);
       assert.deepEqual(drawn.map(([key]) => key).sort(), ['compare-export', 'compare-export-chart', ...methods].sort());
     }
+    await p.close();
+  }
+});
+
+test('RoPE\'s turning pairs: the plot as tall as the slide allows, beside its formula; no point label over a dot or another label (#51 item 10)', async () => {
+  for (const [width, height] of SCREENS) {
+    const p = await presenting('?preset=rope-kernel&backend=cpu&present=rope_pair_turn', [width, height], recordCanvasTexts);
+    assert.deepEqual(await outside(p), [], `${width} × ${height}`);
+    // Drawn again with nothing recorded before it: the slide's figure's texts and dots, in screen pixels.
+    await clearTexts(p);
+    const drawn = await p.evaluate(async () => {
+      (await import('/js/page/present.js')).drawPresent();
+      const c = (await import('/js/page/state.js')).state.presentedView.canvas;
+      const b = c.getBoundingClientRect();
+      const k = b.width / c.width;
+      const box = (r) => ({ l: r.left, t: r.top, r: r.right, b: r.bottom });
+      return {
+        figure: box(b),
+        sides: ['present-formula', 'present-notice'].map((id) => box(document.getElementById(id).getBoundingClientRect())),
+        labels: c.texts.filter(([t]) => /^m=\d+$/.test(t)).map(([t, , l, r, top, bottom]) => ({ t, l: b.left + l * k, r: b.left + r * k, top: b.top + top * k, b: b.top + bottom * k })),
+        dots: c.dots.map(([x, y, r]) => ({ x: b.left + x * k, y: b.top + y * k, r: r * k })),
+      };
+    });
+    // Three pairs at 12 positions; the fastest numbered m=0 … m=6, the two slower ones at their last dot.
+    assert.equal(drawn.dots.length, 36);
+    assert.deepEqual(drawn.labels.map((l) => l.t), ['m=0', 'm=1', 'm=2', 'm=3', 'm=4', 'm=5', 'm=6', 'm=11', 'm=11']);
+    // The fastest pair spans the circle's diameter: it was a third of a 1280 × 720 slide's height.
+    const ys = drawn.dots.map((d) => d.y);
+    assert.ok(Math.max(...ys) - Math.min(...ys) > 0.45 * height, `the circle is ${Math.round(Math.max(...ys) - Math.min(...ys))} px tall on a ${height} px slide`);
+    // Its formula and what to notice beside it, not over it.
+    const apart = (a, o) => a.r <= o.l || o.r <= a.l || a.b <= o.t || o.b <= a.t;
+    assert.ok(drawn.sides.every((s) => apart(s, drawn.figure)), JSON.stringify(drawn));
+    // No label's box over a dot (the circle's nearest point to the box within its radius) or another label.
+    for (const [k, l] of drawn.labels.entries()) {
+      const covered = drawn.dots.filter((d) => Math.hypot(Math.max(l.l - d.x, 0, d.x - l.r), Math.max(l.top - d.y, 0, d.y - l.b)) < d.r);
+      assert.deepEqual(covered, [], `${width} × ${height}: ${l.t} (${[l.l, l.top, l.r, l.b].map(Math.round)}) covers a dot`);
+      const over = drawn.labels.filter((o, j) => j !== k && !apart({ l: l.l, r: l.r, t: l.top, b: l.b }, { l: o.l, r: o.r, t: o.top, b: o.b }));
+      assert.deepEqual(over.map((o) => o.t), [], `${width} × ${height}: ${l.t} covers a label`);
+    }
+    await p.screenshot({ path: join(artifacts, `slide-rope-pair-turn-${height}p.png`) });
     await p.close();
   }
 });

@@ -87,8 +87,10 @@ export function drawPresent() {
   const katex = /** @type {any} */ (window).katex; // www/vendor/katex, loaded by index.html
   if (katex && stage.tex) katex.render(stage.tex, f, { displayMode: true, throwOnError: false });
   else f.textContent = stage.formula;
-  fitWidth(f);
   $('present-notice').textContent = stage.notice;
+  // A square picture beside its formula and notice (style.css), as tall as the slide allows.
+  sec.classList.toggle('beside', Boolean(stage.chart?.equal_axes));
+  fitWidth(f);
   sec.setAttribute('aria-label', `Step ${at + 1} of ${cur.stages.length}: ${stage.title}, ${stage.formula}`);
   // Drawn at 12/14 of the size it is shown at, so the figure's 12 px labels and ticks (and the cell values it
   // writes, 12 px or more) reach a projector at 14 px or more: at 1280 × 720 too. The plot keeps the stage's
@@ -152,6 +154,8 @@ export function attachPresentControls() {
   $('present-prev').addEventListener('click', () => stepTo(state.presentedAt - 1));
   $('present-next').addEventListener('click', () => stepTo(state.presentedAt + 1));
   $('present-close').addEventListener('click', exitPresent);
+  // KaTeX's fonts load when a formula is first shown, and widen it: the slide is fitted again then.
+  document.fonts.addEventListener('loadingdone', () => { if (state.presentedAt !== null) drawPresent(); });
   let x0 = null;
   $('present').addEventListener('touchstart', (e) => { x0 = e.touches.length === 1 ? e.touches[0].clientX : null; }, { passive: true });
   $('present').addEventListener('touchend', (e) => {
