@@ -66,6 +66,33 @@ test('every screen, light and dark: no sideways scroll, figures in the theme, to
   }
 });
 
+test('a 1280 × 720 projector\'s first screen: every control and the first figures, at least 40 % of their height (#51 item 12)', async () => {
+  // The page's own controls, a preset with RoPE's options (the most controls) and T5's.
+  for (const query of ['?backend=cpu', '?preset=rope-kernel&backend=cpu', '?preset=t5-buckets&backend=cpu']) {
+    const p = await open(query, { width: 1280, height: 720 });
+    const screen = await p.evaluate(() => {
+      const bottom = document.querySelector('footer').getBoundingClientRect().top; // the fixed footer covers the window's foot
+      const c = document.querySelector('#views figure canvas').getBoundingClientRect();
+      // Every control shown of the toolbar and the form (not those of another method's, hidden).
+      const controls = [...document.querySelectorAll('#toolbar :is(button, select, input), #controls :is(button, select, input)')].filter((e) => e.getClientRects().length);
+      const off = controls.filter((e) => {
+        const b = e.getBoundingClientRect();
+        return b.left < 0 || b.right > window.innerWidth || b.top < 0 || b.bottom > bottom;
+      });
+      const unfocusable = controls.filter((e) => { e.focus(); return !e.disabled && document.activeElement !== e; });
+      return { seen: (Math.min(bottom, c.bottom) - Math.max(0, c.top)) / c.height, controls: controls.length, off: off.map((e) => e.id), unfocusable: unfocusable.map((e) => e.id) };
+    });
+    assert.ok(screen.seen >= 0.4, `${query}: ${Math.round(screen.seen * 100)} % of the first figure on the first screen`);
+    assert.ok(screen.controls > 25, `${query}: ${screen.controls} controls`);
+    assert.deepEqual(screen.off, [], `${query}: controls off the first screen`);
+    assert.deepEqual(screen.unfocusable, [], `${query}: controls that take no focus`);
+    assert.equal(await overflow(p), 0);
+    await p.evaluate(() => document.activeElement.blur());
+    if (query.includes('rope')) await p.screenshot({ path: join(artifacts, 'screen-projector-first-screen.png') });
+    await p.close();
+  }
+});
+
 test('presentation on a phone: on-screen previous, next and close, and a swipe', async () => {
   const p = await open('?preset=seed000-shaw&backend=cpu', { width: 390, height: 844 });
   await p.click('#present-btn');
