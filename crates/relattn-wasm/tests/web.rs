@@ -373,7 +373,10 @@ async fn the_memory_budget_refuses_every_big_setting_before_allocating() {
         .unwrap();
         assert_eq!(named(&e).0, "n");
     }
-    assert_eq!(memory_bytes(), before, "a refused trace allocated");
+    // The refused settings need 1.5 GiB and more; the requests' own small allocations may grow the memory by a
+    // page or so, depending on what the tests before left in the heap.
+    let grown = memory_bytes() - before;
+    assert!(grown < (1 << 20) as f64, "a refused trace allocated: the memory grew by {grown} bytes");
     // The estimate grows with every size, so the largest accepted n of each setting is below the limit.
     let cfg = Config { method: Method::Music, heads: 2, clip: 4096, rel_v: true, ..Config::default() };
     let mut last = 0;
