@@ -57,7 +57,7 @@ check:
 	cargo clippy -p relattn-wasm --target wasm32-unknown-unknown --features test-hooks --lib --test web --test web_model -- -D warnings
 	cargo clippy --manifest-path fuzz/Cargo.toml --bins --target-dir target/fuzz -- -D warnings
 	cargo clippy -p relattn-python --all-targets -- -D warnings
-	@for f in www/*.js $$(find www/js -name '*.js') tests/e2e/*.mjs bench/*.mjs python/relattn/*.js; do node --check "$$f" || exit 1; done
+	@for f in www/*.js $$(find www/js -name '*.js') tests/e2e/*.mjs bench/*.mjs scripts/*.mjs python/relattn/*.js; do node --check "$$f" || exit 1; done
 	node --test --test-reporter=dot tests/e2e/layout.test.mjs
 	@python3 -m ruff --version >/dev/null 2>&1 || python3 -m pip install --quiet ruff
 	python3 -m ruff check --select F --no-cache train bench python
