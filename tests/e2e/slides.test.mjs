@@ -218,8 +218,9 @@ test('Model mode\'s six slides fit 1280 × 720 and 1920 × 1080, without the pag
   }
 });
 
-test('no main-thread task of 200 ms or more for any scheme at n 2048 (pictures 4095 distances wide) nor ALiBi at n 8192 (#51 item 5)', async () => {
-  const cases = ['absolute', 'shaw', 'music', 'rope', 'alibi', 't5'].map((m) => [m, 2048]).concat([['alibi', 8192]]);
+test('no main-thread task of 200 ms or more for any scheme at n 2048 (pictures 4095 distances wide) nor at n 8192, the page\'s largest (#51 item 5)', async () => {
+  const schemes = ['absolute', 'shaw', 'music', 'rope', 'alibi', 't5'];
+  const cases = [...schemes.map((m) => [m, 2048]), ...schemes.map((m) => [m, 8192])];
   for (const [method, n] of cases) {
     const p = await context.newPage();
     watch(p, problems);
