@@ -205,6 +205,22 @@ def _linear(lin, rows=None):
     return _np32(w.t().contiguous()), (_np32(b) if b is not None else None)
 
 
+def _layer_arrays(args, kwargs, projections, **own):
+    """A layer's arrays by relattn's names: ``x`` (what the attention module reads, from its ``args`` and
+    ``kwargs``), ``w_q`` … ``w_o`` of its four ``projections`` ((W, b) of Q, K, V and the output), the family's
+    ``own`` arrays (its rotary, slopes, positions …), and the biases the module has."""
+    arrays = {"x": _np32(_hidden(args, kwargs)), **{f"w_{part}": w for part, (w, _) in zip("qkvo", projections)}, **own}
+    arrays.update({f"b_{part}": b for part, (_, b) in zip("qkvo", projections) if b is not None})
+    return arrays
+
+
+def _rotary_arrays(cos, sin, pairs=None):
+    """RoPE's ``rope_cos`` and ``rope_sin`` of positions 0..n from the cos and sin the module is given (the same for
+    every sequence), their first ``pairs`` columns (every one when None)."""
+    return {"rope_cos": _np32(_same_for_the_batch(cos, "position_ids")[:, :pairs]),
+            "rope_sin": _np32(_same_for_the_batch(sin, "position_ids")[:, :pairs])}
+
+
 def _fused_parts(lin, heads, head_dim, parts):
     """Q, K and V of a fused projection whose output is laid out per head as (heads, parts, head_dim) — GPT-NeoX's
     ``query_key_value`` viewed as (…, heads, 3·head_dim) and chunked, BLOOM's as (…, heads, 3, head_dim): the
@@ -383,9 +399,8 @@ def _t5(model, layer, part, input_ids, attention_mask, decoder_input_ids, decode
         args, kwargs = reach(attn, lambda: model(input_ids=input_ids, attention_mask=attention_mask, decoder_input_ids=decoder_input_ids,
                                                    decoder_attention_mask=decoder_attention_mask))
     owner = attn if config.model_type == "umt5" else blocks[0].layer[0].SelfAttention
-    (w_q, _), (w_k, _), (w_v, _), (w_o, _) = (_linear(attn.q), _linear(attn.k), _linear(attn.v), _linear(attn.o))
-    arrays = {"x": _np32(_hidden(args, kwargs)), "w_q": w_q, "w_k": w_k, "w_v": w_v, "w_o": w_o,
-              "t5_bias": _np32(owner.relative_attention_bias.weight)}
+    arrays = _layer_arrays(args, kwargs, (_linear(attn.q), _linear(attn.k), _linear(attn.v), _linear(attn.o)),
+                           t5_bias=_np32(owner.relative_attention_bias.weight))
     options = {"method": "t5", "heads": config.num_heads, "causal": part == "decoder", "logit_scale": "none",
                "t5_buckets": config.relative_attention_num_buckets, "t5_max_distance": config.relative_attention_max_distance}
     notes = ["T5's logits are not scaled by 1/√d_head: its initialisation of W_q carries the factor.",
@@ -441,13 +456,10 @@ def _rotary(model, layer, input_ids, attention_mask, extra, reach):
     if family == "phi3":
         # One projection, its output [Q (heads·head_dim) | K (kv·head_dim) | V (kv·head_dim)].
         q_end, k_end = heads * head_dim, (heads + kv_heads) * head_dim
-        (w_q, b_q), (w_k, b_k), (w_v, b_v) = (_linear(attn.qkv_proj, slice(a, b)) for a, b in ((0, q_end), (q_end, k_end), (k_end, None)))
+        qkv = [_linear(attn.qkv_proj, slice(a, b)) for a, b in ((0, q_end), (q_end, k_end), (k_end, None))]
     else:
-        (w_q, b_q), (w_k, b_k), (w_v, b_v) = _linear(attn.q_proj), _linear(attn.k_proj), _linear(attn.v_proj)
-    w_o, b_o = _linear(attn.o_proj)
-    arrays = {"x": _np32(_hidden(args, kwargs)), "w_q": w_q, "w_k": w_k, "w_v": w_v, "w_o": w_o,
-              "rope_cos": _np32(_same_for_the_batch(cos, "position_ids")[:, :half]), "rope_sin": _np32(_same_for_the_batch(sin, "position_ids")[:, :half])}
-    arrays.update({name: b for name, b in (("b_q", b_q), ("b_k", b_k), ("b_v", b_v), ("b_o", b_o)) if b is not None})
+        qkv = [_linear(attn.q_proj), _linear(attn.k_proj), _linear(attn.v_proj)]
+    arrays = _layer_arrays(args, kwargs, (*qkv, _linear(attn.o_proj)), **_rotary_arrays(cos, sin, half))
     options = {"method": "rope", "heads": heads, "causal": bool(getattr(attn, "is_causal", True)), "rope_layout": "half"}
     if rotated < head_dim:
         options["rope_fraction"] = rotated / head_dim
@@ -498,9 +510,7 @@ def _llama4(model, layer, input_ids, attention_mask, extra, reach):
     if not attn.use_rope and attn.attn_temperature_tuning and n >= attn.floor_scale:
         raise _refuse("input_ids", f"{n} tokens", f"fewer than floor_scale = {attn.floor_scale} (past it the NoPE layer scales q by position, which relattn does not)")
     args, kwargs = reach(attn, lambda: model(input_ids=input_ids, attention_mask=attention_mask, **extra))
-    (w_q, b_q), (w_k, b_k), (w_v, b_v), (w_o, b_o) = (_linear(attn.q_proj), _linear(attn.k_proj), _linear(attn.v_proj), _linear(attn.o_proj))
-    arrays = {"x": _np32(_hidden(args, kwargs)), "w_q": w_q, "w_k": w_k, "w_v": w_v, "w_o": w_o}
-    arrays.update({name: b for name, b in (("b_q", b_q), ("b_k", b_k), ("b_v", b_v), ("b_o", b_o)) if b is not None})
+    arrays = _layer_arrays(args, kwargs, (_linear(attn.q_proj), _linear(attn.k_proj), _linear(attn.v_proj), _linear(attn.o_proj)))
     options = {"method": "rope", "heads": heads, "causal": True, "rope_layout": "interleaved"}
     if attn.use_rope:
         freqs = _same_for_the_batch(kwargs["position_embeddings"], "position_ids")
@@ -528,11 +538,8 @@ def _modernbert(model, layer, input_ids, attention_mask, extra, reach):
     cos, sin = kwargs["position_embeddings"]
     half = head_dim // 2
     d = heads * head_dim
-    (w_q, b_q), (w_k, b_k), (w_v, b_v) = (_linear(attn.Wqkv, slice(p * d, (p + 1) * d)) for p in range(3))
-    w_o, b_o = _linear(attn.Wo)
-    arrays = {"x": _np32(_hidden(args, kwargs)), "w_q": w_q, "w_k": w_k, "w_v": w_v, "w_o": w_o,
-              "rope_cos": _np32(_same_for_the_batch(cos, "position_ids")[:, :half]), "rope_sin": _np32(_same_for_the_batch(sin, "position_ids")[:, :half])}
-    arrays.update({name: b for name, b in (("b_q", b_q), ("b_k", b_k), ("b_v", b_v), ("b_o", b_o)) if b is not None})
+    qkv = [_linear(attn.Wqkv, slice(p * d, (p + 1) * d)) for p in range(3)]
+    arrays = _layer_arrays(args, kwargs, (*qkv, _linear(attn.Wo)), **_rotary_arrays(cos, sin, half))
     options = {"method": "rope", "heads": heads, "causal": False, "rope_layout": "half"}
     local = config.layer_types[layer] == "sliding_attention"
     notes = ["Bidirectional; Q, K and V from one Wqkv, split in three along its output.",
@@ -552,11 +559,8 @@ def _neox(model, layer, input_ids, attention_mask, extra, reach):
     args, kwargs = reach(attn, lambda: model(input_ids=input_ids, attention_mask=attention_mask, **extra))
     cos, sin = kwargs["position_embeddings"]
     rot = attn.rotary_ndims
-    (w_q, b_q), (w_k, b_k), (w_v, b_v) = _fused_parts(attn.query_key_value, heads, head_dim, 3)
-    w_o, b_o = _linear(attn.dense)
-    arrays = {"x": _np32(_hidden(args, kwargs)), "w_q": w_q, "w_k": w_k, "w_v": w_v, "w_o": w_o,
-              "rope_cos": _np32(_same_for_the_batch(cos, "position_ids")[:, : rot // 2]), "rope_sin": _np32(_same_for_the_batch(sin, "position_ids")[:, : rot // 2])}
-    arrays.update({name: b for name, b in (("b_q", b_q), ("b_k", b_k), ("b_v", b_v), ("b_o", b_o)) if b is not None})
+    arrays = _layer_arrays(args, kwargs, (*_fused_parts(attn.query_key_value, heads, head_dim, 3), _linear(attn.dense)),
+                           **_rotary_arrays(cos, sin, rot // 2))
     options = {"method": "rope", "heads": heads, "causal": True, "rope_layout": "half", "rope_fraction": rot / head_dim}
     notes = [f"Rotary on the first {rot} of each head's {head_dim} components (rotary_pct), half-split; the rest pass unrotated.",
              "Q, K and V come from one fused projection, laid out per head as (q, k, v)."]
@@ -572,9 +576,8 @@ def _gptj(model, layer, input_ids, attention_mask, extra, reach):
         raise _refuse("model", "rotary_dim None", "a GPT-J config with rotary_dim set (64 in GPT-J-6B)")
     args, kwargs = reach(attn, lambda: model(input_ids=input_ids, attention_mask=attention_mask, **extra))
     sin, cos = kwargs["position_embeddings"]  # GPT-J's order
-    (w_q, _), (w_k, _), (w_v, _), (w_o, _) = (_linear(attn.q_proj), _linear(attn.k_proj), _linear(attn.v_proj), _linear(attn.out_proj))
-    arrays = {"x": _np32(_hidden(args, kwargs)), "w_q": w_q, "w_k": w_k, "w_v": w_v, "w_o": w_o,
-              "rope_cos": _np32(_same_for_the_batch(cos, "position_ids")), "rope_sin": _np32(_same_for_the_batch(sin, "position_ids"))}
+    arrays = _layer_arrays(args, kwargs, (_linear(attn.q_proj), _linear(attn.k_proj), _linear(attn.v_proj), _linear(attn.out_proj)),
+                           **_rotary_arrays(cos, sin))
     options = {"method": "rope", "heads": heads, "causal": True, "rope_layout": "interleaved", "rope_fraction": attn.rotary_dim / head_dim}
     notes = [f"Rotary on the first {attn.rotary_dim} of each head's {head_dim} components, interleaved pairs (2p, 2p + 1) as rotate_every_two."]
     return input_ids, attention_mask, options, arrays, notes
@@ -591,10 +594,8 @@ def _bloom(model, layer, input_ids, attention_mask, extra, reach):
     args, kwargs = reach(attn, lambda: model(input_ids=input_ids, attention_mask=attention_mask, **extra))
     # The model's own slopes: its ALiBi tensor is slope × key position; position 1 of an unpadded pair gives the slope.
     slopes = build_alibi_tensor(torch.ones(1, 2, dtype=torch.long), heads, torch.float32)[:, 0, 1]
-    (w_q, b_q), (w_k, b_k), (w_v, b_v) = _fused_parts(attn.query_key_value, heads, head_dim, 3)
-    w_o, b_o = _linear(attn.dense)
-    arrays = {"x": _np32(_hidden(args, kwargs)), "w_q": w_q, "w_k": w_k, "w_v": w_v, "w_o": w_o,
-              "b_q": b_q, "b_k": b_k, "b_v": b_v, "b_o": b_o, "alibi_slopes": _np32(slopes)}
+    arrays = _layer_arrays(args, kwargs, (*_fused_parts(attn.query_key_value, heads, head_dim, 3), _linear(attn.dense)),
+                           alibi_slopes=_np32(slopes))
     options = {"method": "alibi", "heads": heads, "causal": True}
     notes = ["BLOOM adds m_h·j (slope × key position); relattn adds the paper's m_h·(j − i). They differ by m_h·i, "
              "the same for every key of query i, which the softmax takes away: equal weights, logits shifted per row.",
@@ -630,8 +631,7 @@ def _falcon(model, layer, input_ids, attention_mask, extra, reach):
     (w_q, b_q), (w_k, b_k), (w_v, b_v) = (_rows(attn.query_key_value, p) for p in parts)
     w_o, b_o = _linear(attn.dense)
     args, kwargs = reach(attn, lambda: model(input_ids=input_ids, attention_mask=attention_mask, **extra))
-    arrays = {"x": _np32(_hidden(args, kwargs)), "w_q": w_q, "w_k": w_k, "w_v": w_v, "w_o": w_o}
-    arrays.update({name: b for name, b in (("b_q", b_q), ("b_k", b_k), ("b_v", b_v), ("b_o", b_o)) if b is not None})
+    arrays = _layer_arrays(args, kwargs, ((w_q, b_q), (w_k, b_k), (w_v, b_v), (w_o, b_o)))
     notes = [f"Q, K and V come from one fused projection laid out {layout}."]
     if config.alibi:
         # BLOOM's slopes m_h; where Falcon adds m_h·j/√d_head: folded into a 4-D float mask (per head), and again in
@@ -685,8 +685,7 @@ def _mpt(model, layer, input_ids, attention_mask, extra, reach):
     line = slopes[:, None] * torch.arange(1 - n, 1, dtype=torch.float32)[None, :]
     if not torch.allclose(row, line, rtol=1e-5, atol=1e-6):
         raise _refuse("model", "an MPT ALiBi bias that is not slope × (j − (L − 1))", "MPT's ALiBi as transformers builds it")
-    arrays = {"x": _np32(_hidden(args, kwargs)), "w_q": w_q, "w_k": w_k, "w_v": w_v, "w_o": w_o, "alibi_slopes": _np32(slopes)}
-    arrays.update({name: b for name, b in (("b_q", b_q), ("b_k", b_k), ("b_v", b_v), ("b_o", b_o)) if b is not None})
+    arrays = _layer_arrays(args, kwargs, ((w_q, b_q), (w_k, b_k), (w_v, b_v), (w_o, b_o)), alibi_slopes=_np32(slopes))
     options = {"method": "alibi", "heads": heads, "causal": True}
     notes = ["MPT's slopes as the module adds them (transformers builds them with alibi_bias_max 8, whatever the config says); "
              "it adds m_h·(j − (L − 1)), which differs from the paper's "
@@ -742,8 +741,7 @@ def _absolute(model, layer, input_ids, attention_mask, extra, reach):
     if n > table.shape[0]:
         raise _refuse("input_ids", f"{n} tokens", f"at most the model's {table.shape[0]} positions")
     args, kwargs = reach(attn, lambda: model(input_ids=input_ids, attention_mask=attention_mask, **extra))
-    arrays = {"x": _np32(_hidden(args, kwargs)), "w_q": w_q, "w_k": w_k, "w_v": w_v, "w_o": w_o, "positions": _np32(table[:n])}
-    arrays.update({name: b for name, b in (("b_q", b_q), ("b_k", b_k), ("b_v", b_v), ("b_o", b_o)) if b is not None})
+    arrays = _layer_arrays(args, kwargs, ((w_q, b_q), (w_k, b_k), (w_v, b_v), (w_o, b_o)), positions=_np32(table[:n]))
     options = {"method": "absolute", "heads": heads, "causal": causal, "positions_in_x": True, "logit_scale": scale}
     return input_ids, attention_mask, options, arrays, notes
 
