@@ -5,43 +5,39 @@ use ndarray::Array2;
 /// Row-wise softmax in place, stable for logits of any magnitude: `exp(e − max) / Σ exp(e − max)`.
 /// A row that is all −inf (every key masked) becomes zeros.
 pub fn softmax_rows(a: &mut Array2<f32>) {
-    for mut row in a.rows_mut() {
-        match row.as_slice_mut() {
-            Some(r) => softmax(r),
-            None => {
-                let mut r = row.to_vec();
-                softmax(&mut r);
-                row.assign(&ndarray::ArrayView1::from(&r));
-            }
-        }
-    }
+    softmax_rows_with_sink(a, None);
 }
 
 /// [`softmax_rows`], with a sink logit s when given (gpt-oss's learned per-head sink): one more column in each
 /// row's softmax, `exp(e_j − m) / (Σ_j exp(e_j − m) + exp(s − m))` with m = max(max_j e_j, s), whose own weight
 /// is dropped: a row's weights sum to less than 1, the rest taken by the sink.
 pub fn softmax_rows_with_sink(a: &mut Array2<f32>, sink: Option<f32>) {
-    let Some(s) = sink else { return softmax_rows(a) };
     for mut row in a.rows_mut() {
-        let max = row.fold(s, |m, &v| if v > m { v } else { m });
-        row.mapv_inplace(|v| softmax_weight::<false>(v - max));
-        let inv = 1.0 / (row.sum() + softmax_weight::<false>(s - max));
-        row.mapv_inplace(|v| v * inv);
+        match row.as_slice_mut() {
+            Some(r) => softmax(r, sink),
+            None => {
+                let mut r = row.to_vec();
+                softmax(&mut r, sink);
+                row.assign(&ndarray::ArrayView1::from(&r));
+            }
+        }
     }
 }
 
 /// Lanes of the hand-split reductions below, so the compiler can keep them in vector registers.
 const LANES: usize = 8;
 
-/// Softmax of one row; written as plain loops that vectorize (SSE2 natively, SIMD128 in wasm).
-fn softmax(row: &mut [f32]) {
-    let max = reduce(row, f32::NEG_INFINITY, |m, v| if v > m { v } else { m });
+/// Softmax of one row, with the sink's column when given; written as plain loops that vectorize (SSE2
+/// natively, SIMD128 in wasm).
+fn softmax(row: &mut [f32], sink: Option<f32>) {
+    let max = reduce(row, sink.unwrap_or(f32::NEG_INFINITY), |m, v| if v > m { v } else { m });
     if max == f32::NEG_INFINITY {
         row.fill(0.0);
         return;
     }
     row.iter_mut().for_each(|v| *v = softmax_weight::<false>(*v - max));
-    let inv = 1.0 / reduce(row, 0.0, |s, v| s + v);
+    let sunk = sink.map_or(0.0, |s| softmax_weight::<false>(s - max));
+    let inv = 1.0 / (reduce(row, 0.0, |s, v| s + v) + sunk);
     row.iter_mut().for_each(|v| *v *= inv);
 }
 
