@@ -466,7 +466,7 @@ fn scale_and_mask(
             return Err(Error::Overflow { array: "logits".into(), index: vec![block.query(i), keys.start + j], value: *v as f64 });
         }
         if let Some(c) = cfg.softcap {
-            row.slice_mut(s![keys.clone()]).mapv_inplace(|e| c * (e / c).tanh());
+            row.slice_mut(s![keys.clone()]).mapv_inplace(|e| soft_cap(c, e));
         }
         row.slice_mut(s![..keys.start]).fill(f32::NEG_INFINITY);
         row.slice_mut(s![keys.end..]).fill(f32::NEG_INFINITY);
@@ -479,6 +479,12 @@ fn scale_and_mask(
         }
     }
     Ok(())
+}
+
+/// A logit soft-capped at ±c (Gemma 2): `c·tanh(e / c)`, rising with e.
+#[inline]
+pub(crate) fn soft_cap(c: f32, e: f32) -> f32 {
+    c * (e / c).tanh()
 }
 
 impl FromStr for Implementation {

@@ -15,7 +15,7 @@
 
 mod kernel;
 
-use crate::attention::{Config, HeadInput};
+use crate::attention::{soft_cap, Config, HeadInput};
 
 use crate::core::matmul::matmul;
 use crate::core::simd::{F32s, Isa, Portable};
@@ -194,9 +194,9 @@ fn row_pass<const FMA: bool>(pass: &Pass, block: &mut Block, t: usize, e: &mut [
         return Err(overflow(cfg, h, i, start + visible.iter().position(|v| !v.is_finite()).expect("a non-finite logit"), p_i, bias));
     }
     if let (Some(c), false) = (cfg.softcap, visible.is_empty()) {
-        // c·tanh(e / c) rises with e: the capped maximum is the maximum capped.
-        visible.iter_mut().for_each(|v| *v = c * (*v / c).tanh());
-        max = c * (max / c).tanh();
+        // The cap rises with e: the capped maximum is the maximum capped.
+        visible.iter_mut().for_each(|v| *v = soft_cap(c, *v));
+        max = soft_cap(c, max);
     }
     // The weights to compute: the visible keys' (the others are 0), or with a key mask every key's, the masked
     // ones −∞.
