@@ -51,7 +51,7 @@ from ._errors import refuse as _refuse
 
 #: The model types (``model.config.model_type``) :func:`capture` knows.
 FAMILIES = ("t5", "mt5", "umt5", "llama", "mistral", "qwen2", "qwen3", "qwen3_moe", "gemma", "gemma2", "gemma3_text", "olmo2", "phi3", "gpt_oss",
-            "llama4_text", "modernbert", "gpt_neox", "gptj", "bloom", "falcon", "mpt", "gpt2", "opt", "bert")
+            "llama4_text", "modernbert", "deepseek_v2", "deepseek_v3", "gpt_neox", "gptj", "bloom", "falcon", "mpt", "gpt2", "opt", "bert")
 
 
 class _Stop(Exception):
@@ -551,6 +551,75 @@ def _modernbert(model, layer, input_ids, attention_mask, extra, reach):
     return input_ids, attention_mask, options, arrays, notes
 
 
+def _deepseek(model, layer, input_ids, attention_mask, extra, reach):
+    """DeepSeek-V2 and V3: multi-head latent attention. The module projects x to a query latent (q_a_proj, RMS-normed:
+    c_Q; x itself without q_lora_rank) and a key/value latent (kv_a_proj_with_mqa: c_KV, RMS-normed, and one rotary
+    key k_R shared by every head); per head q = c_Q W_UQ = [q_C | q_R], k = [c_KV W_UK | RoPE(k_R)], v = c_KV W_UV.
+    Past the norms every step is linear in the latents, so relattn's x is the three side by side, [c_Q | c_KV | k_R],
+    with W_q, W_k and W_v reading their own rows (zero elsewhere): Q, K, V, the weights and the output are the
+    module's. Each head's rotary components are put first (relattn rotates the first rope_fraction of a head):
+    q·k sums over the same pairs, so the logits are the module's."""
+    import torch
+
+    config = model.config
+    family = config.model_type
+    attn = _pick(_layers(model, "model.layers", "layers"), layer, "decoder").self_attn
+    heads, rope, nope, d_v = attn.num_heads, attn.qk_rope_head_dim, attn.qk_nope_head_dim, attn.v_head_dim
+    d_qk, r_kv = rope + nope, attn.kv_lora_rank
+    parts = ("q_a_proj", "q_a_layernorm", "q_b_proj") if attn.q_lora_rank is not None else ("q_proj",)
+    known = (*parts, "kv_a_proj_with_mqa", "kv_a_layernorm", "kv_b_proj", "o_proj")
+    unknown = sorted(name for name, _ in attn.named_children() if name not in known)
+    if unknown:
+        raise _refuse("model", f"an attention module with {', '.join(unknown)}", f"a {family} attention module: {', '.join(known)}")
+    if getattr(attn, "num_key_value_groups", 1) != 1:
+        raise _refuse("model", f"num_key_value_heads {config.num_key_value_heads} for {heads} heads",
+                      "num_key_value_heads = num_attention_heads (every MLA head has its own key from the latent)")
+    args, kwargs = reach(attn, lambda: model(input_ids=input_ids, attention_mask=attention_mask, **extra))
+    hidden = _hidden(args, kwargs)
+    with torch.no_grad():
+        c_q = attn.q_a_layernorm(attn.q_a_proj(hidden)) if attn.q_lora_rank is not None else hidden
+        kv, k_r = torch.split(attn.kv_a_proj_with_mqa(hidden), [r_kv, rope], dim=-1)
+        c_kv = attn.kv_a_layernorm(kv)
+    r_q = c_q.shape[-1]
+    width = r_q + r_kv + rope
+    # Each head's components in relattn's order: the model's rotary ones (nope .. d_qk) first, then the others.
+    order = _np.concatenate([_np.arange(nope, d_qk), _np.arange(nope)])
+    up_q = _linear(attn.q_b_proj if attn.q_lora_rank is not None else attn.q_proj)[0].reshape(r_q, heads, d_qk)[:, :, order]
+    up_kv = _linear(attn.kv_b_proj)[0].reshape(r_kv, heads, nope + d_v)
+    w_q = _np.zeros((width, heads, d_qk), _np.float32)
+    w_q[:r_q] = up_q
+    w_k = _np.zeros((width, heads, d_qk), _np.float32)
+    w_k[r_q:r_q + r_kv, :, rope:] = up_kv[:, :, :nope]
+    w_k[r_q + r_kv:, :, :rope] = _np.eye(rope, dtype=_np.float32)[:, None, :]
+    w_v = _np.zeros((width, heads, d_v), _np.float32)
+    w_v[r_q:r_q + r_kv] = up_kv[:, :, nope:]
+    w_o, b_o = _linear(attn.o_proj)
+    arrays = {"x": _np.concatenate([_np32(c_q), _np32(c_kv), _np32(k_r)], axis=-1), "w_q": w_q.reshape(width, -1), "w_k": w_k.reshape(width, -1),
+              "w_v": w_v.reshape(width, -1), "w_o": w_o}
+    if b_o is not None:
+        arrays["b_o"] = b_o
+    interleaved = family == "deepseek_v2" or bool(getattr(config, "rope_interleave", False))
+    if family == "deepseek_v2":
+        freqs = _same_for_the_batch(kwargs["position_embeddings"], "position_ids")
+        arrays["rope_cos"], arrays["rope_sin"] = _np32(freqs.real), _np32(freqs.imag)
+    else:
+        cos, sin = kwargs["position_embeddings"]
+        arrays.update(_rotary_arrays(cos, sin, rope // 2))
+    options = {"method": "rope", "heads": heads, "causal": True, "rope_layout": "interleaved" if interleaved else "half", "rope_fraction": rope / d_qk}
+    if abs(attn.scaling - d_qk ** -0.5) > 1e-9 * d_qk ** -0.5:
+        options["logit_scale"] = {"factor": float(attn.scaling)}
+    q_latent = f"c_Q, the query latent ({r_q}: q_a_proj, RMS-normed)" if attn.q_lora_rank is not None else f"the layer's input ({r_q}: no query latent)"
+    notes = [f"Multi-head latent attention: x is [{q_latent} | c_KV, the key/value latent ({r_kv}: RMS-normed) | k_R, the shared rotary key ({rope})], "
+             f"each a column range of x; W_q reads c_Q, W_k c_KV and k_R, W_v c_KV (zero rows elsewhere).",
+             f"Heads of {d_qk} query/key components ({rope} rotary, shown first; {nope} without position) and {d_v} value components; "
+             f"every head's rotary key is k_R rotated.",
+             "Rotary on interleaved pairs (2p, 2p + 1)" + (", the model's freqs_cis as cos and sin." if family == "deepseek_v2" else ", the model's own cos and sin.")
+             if interleaved else "Rotary in the half-split layout with the model's own cos and sin."]
+    if "logit_scale" in options:
+        notes.append(f"Logits scaled by {attn.scaling:.6g} (YaRN's mscale² / √{d_qk}), not 1/√{d_qk} = {d_qk ** -0.5:.6g}.")
+    return input_ids, attention_mask, options, arrays, notes
+
+
 def _neox(model, layer, input_ids, attention_mask, extra, reach):
     """GPT-NeoX, Pythia: half-split rotary on the first rotary_ndims components; fused Q, K, V."""
     config = model.config
@@ -804,7 +873,7 @@ def _token_types(model, token_type_ids, input_ids, family):
 #: The families whose capture reads the model's own cos and sin (or freqs_cis), so that any positions the model is
 #: given are the ones shown.
 _OWN_ROTARY = ("llama", "mistral", "qwen2", "qwen3", "qwen3_moe", "gemma", "gemma2", "gemma3_text", "olmo2", "phi3", "gpt_oss", "llama4_text",
-               "modernbert")
+               "modernbert", "deepseek_v2", "deepseek_v3")
 
 
 def _position_ids(model, position_ids, input_ids, family):
@@ -847,7 +916,7 @@ _T5S = ("t5", "mt5", "umt5")
 
 #: Each family's capture, but T5's (:func:`_t5`, which has two parts).
 _FAMILY = {**{name: _rotary for name in ("llama", "mistral", "qwen2", "qwen3", "qwen3_moe", "gemma", "gemma2", "gemma3_text", "olmo2", "phi3", "gpt_oss")},
-           "llama4_text": _llama4, "modernbert": _modernbert, "gpt_neox": _neox, "gptj": _gptj, "bloom": _bloom,
+           "llama4_text": _llama4, "modernbert": _modernbert, "deepseek_v2": _deepseek, "deepseek_v3": _deepseek, "gpt_neox": _neox, "gptj": _gptj, "bloom": _bloom,
            "falcon": _falcon, "mpt": _mpt, "gpt2": _absolute, "opt": _absolute, "bert": _absolute}
 
 

@@ -165,6 +165,71 @@ def test_each_thing_todays_models_add_changes_the_weights(name, left_out):
     assert rel(without.trace()["weights"], probabilities.numpy()) > 0.02
 
 
+#: DeepSeek's multi-head latent attention (tiny: heads of 4 rotary + 8 other components, values of 6, latents of 16
+#: and 12): V3 with its query latent and interleaved rotary, V3 half-split with YaRN's mscale (a logit scale of its
+#: own), V2 without a query latent (q_proj) and its complex freqs_cis.
+_MLA = dict(hidden_size=32, intermediate_size=48, moe_intermediate_size=16, num_attention_heads=4, num_key_value_heads=4, kv_lora_rank=12,
+            qk_rope_head_dim=4, qk_nope_head_dim=8, v_head_dim=6, n_routed_experts=2, num_experts_per_tok=1, first_k_dense_replace=1,
+            n_shared_experts=1, pad_token_id=0, bos_token_id=1, eos_token_id=2)
+DEEPSEEK = {
+    "deepseek_v3": dict(cls="DeepseekV3ForCausalLM", q_lora_rank=16, n_group=1, topk_group=1, **_MLA),
+    "deepseek_v3-half-yarn": dict(cls="DeepseekV3ForCausalLM", q_lora_rank=16, n_group=1, topk_group=1, rope_interleave=False, max_position_embeddings=32,
+                                  rope_parameters={"rope_type": "yarn", "factor": 4.0, "rope_theta": 10000.0, "original_max_position_embeddings": 8,
+                                                   "mscale": 1.0, "mscale_all_dim": 1.0}, **_MLA),
+    "deepseek_v2-lite": dict(cls="DeepseekV2ForCausalLM", q_lora_rank=None, **_MLA),
+}
+
+
+def deepseek(name, **inputs_kw):
+    """DEEPSEEK[name]'s model, the capture of its layer 1 (a MoE layer's attention), its probabilities and output."""
+    spec = dict(DEEPSEEK[name])
+    model = build(getattr(transformers, spec.pop("cls")), vocab_size=VOCAB, num_hidden_layers=2, **spec)
+    ids, mask = inputs(**inputs_kw)
+    cap = relattn.capture(model, 1, input_ids=ids, attention_mask=mask)
+    seen, outputs = module_io(model, model.model.layers[1].self_attn, lambda: model(input_ids=ids, attention_mask=mask, output_attentions=True))
+    return model, cap, outputs.attentions[1], seen["out"]
+
+
+@pytest.mark.parametrize("name", list(DEEPSEEK))
+def test_deepseek_latent_attention_equals_the_model(name):
+    model, cap, probabilities, output = deepseek(name)
+    check(cap, probabilities, output)
+    attn = model.model.layers[1].self_attn
+    # x: the latents side by side, [c_Q (or x) | c_KV | k_R]; heads of 12 query/key and 6 value components.
+    r_q = attn.q_lora_rank or model.config.hidden_size
+    assert cap.arrays["x"].shape == (2, N, r_q + 12 + 4)
+    assert cap.arrays["w_q"].shape == (r_q + 16, 4 * 12) and cap.arrays["w_v"].shape == (r_q + 16, 4 * 6)
+    assert cap.arrays["w_o"].shape == (4 * 6, 32)
+    t = cap.trace()
+    assert t["v"].shape == (2, N, 24) and t["output"].shape == (2, N, 32)
+    # The query latent is the module's own normed projection of the layer's input.
+    seen, _ = module_io(model, attn, lambda: model(input_ids=inputs()[0], attention_mask=inputs()[1]))
+    hidden = seen["args"][0] if seen["args"] else seen["kwargs"]["hidden_states"]
+    with torch.no_grad():
+        c_q = attn.q_a_layernorm(attn.q_a_proj(hidden)) if attn.q_lora_rank else hidden
+    assert rel(cap.arrays["x"][..., :r_q], c_q.numpy()) <= TOL
+    assert cap.options["rope_layout"] == ("half" if name == "deepseek_v3-half-yarn" else "interleaved")
+    assert ("logit_scale" in cap.options) == (name == "deepseek_v3-half-yarn")
+
+
+#: DeepSeek's negative controls: the rotary key k_R left out (its rows of W_k zeroed: no position term), the other
+#: rotary layout, YaRN's logit scale left out: each must miss the model's probabilities.
+@pytest.mark.parametrize("name, broken", [("deepseek_v3", "no rotary key"), ("deepseek_v3", "half-split"), ("deepseek_v3-half-yarn", "logit_scale"),
+                                          ("deepseek_v2-lite", "no rotary key")])
+def test_deepseek_position_term_matters(name, broken):
+    model, cap, probabilities, _ = deepseek(name)
+    options, arrays = dict(cap.options), dict(cap.arrays)
+    if broken == "no rotary key":
+        arrays["w_k"] = arrays["w_k"].copy()
+        arrays["w_k"][-4:] = 0.0
+    elif broken == "half-split":
+        options["rope_layout"] = "half"
+    else:
+        del options["logit_scale"]
+    without = relattn.Capture(model=cap.model, family=cap.family, layer=cap.layer, part=cap.part, options=options, arrays=arrays, tokens=None, notes=cap.notes)
+    assert rel(without.trace()["weights"], probabilities.numpy()) > 0.02
+
+
 def test_heads_of_their_own_width_are_shown_as_the_model_has_them():
     """Llama with head_dim 16 in a width of 32, Qwen3's q/k norms: the arrays as relattn reads them, the notes say so."""
     _, cap, _, _ = decoder("llama-wide-heads")

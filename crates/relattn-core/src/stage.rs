@@ -53,8 +53,10 @@ pub const KEY_AXIS: &str = "key j";
 pub const QUERY_AXIS: &str = "query i";
 /// The title of the logits stage, whatever the scheme (its formula differs).
 pub const LOGITS_TITLE: &str = "Scaled, masked logits";
-/// The axis label of a head's vectors' components (rotated q and k, each head's output).
+/// The axis label of a head's query and key components (rotated q and k).
 pub const COMPONENT_AXIS: &str = "component (d_head)";
+/// The axis label of a head's value components (each head's output): d_v, d_head's unless a model has its own.
+pub const VALUE_AXIS: &str = "component (d_v)";
 /// The axis label of the model's features (the layer's output, vectors added to x).
 pub const FEATURE_AXIS: &str = "feature (d_model)";
 

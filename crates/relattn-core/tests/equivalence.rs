@@ -63,13 +63,13 @@ proptest! {
         check_layer(&cfg, &sc)?;
     }
 
-    /// Today's models' layers: heads whose width is not d_model / heads (w_q (d_model, h·d_head), w_o (h·d_head,
-    /// d_model)), grouped K/V heads, RMS norms of q and k per head (Qwen3, Gemma 3) or over the whole projection
+    /// Today's models' layers: heads whose width is not d_model / heads (w_q (d_model, h·d_head)), values of a
+    /// width of their own (w_v (d_model, g·d_v), w_o (h·d_v, d_out): DeepSeek's MLA), grouped K/V heads, RMS norms of q and k per head (Qwen3, Gemma 3) or over the whole projection
     /// (OLMo 2), sink logits (gpt-oss), with the configs' windows, soft-caps and scales: trace and forward, both
     /// implementations, against the f64 definition.
     #[test]
-    fn model_shaped_layers(cfg in common::configs(1..=4, 0..=6), d_head in 1usize..=6, d_model in 1usize..=12, n in 1usize..=24,
-                           groups in 0usize..=2, norm in 0u8..3, sinks in any::<bool>(), seed in any::<u64>()) {
+    fn model_shaped_layers(cfg in common::configs(1..=4, 0..=6), d_head in 1usize..=6, d_v in 1usize..=7, d_out in 1usize..=9, d_model in 1usize..=12,
+                           n in 1usize..=24, groups in 0usize..=2, norm in 0u8..3, sinks in any::<bool>(), seed in any::<u64>()) {
         let (cfg, d_head) = common::fit(cfg, d_head);
         let h = cfg.heads;
         // K/V heads: h, or a divisor of h.
@@ -82,9 +82,12 @@ proptest! {
         let mut put = |name: &str, shape: &[usize], values: Vec<f32>| { given.insert(name.into(), ndarray::ArrayD::from_shape_vec(shape, values).unwrap()); };
         put("w_q", &[d_model, h * d_head], vec(d_model * h * d_head, -0.8, 0.8));
         put("w_k", &[d_model, kv * d_head], vec(d_model * kv * d_head, -0.8, 0.8));
-        put("w_v", &[d_model, kv * d_head], vec(d_model * kv * d_head, -0.8, 0.8));
-        put("w_o", &[h * d_head, d_model], vec(h * d_head * d_model, -0.8, 0.8));
+        // Values of their own width (DeepSeek's MLA) and an output of its own (its latents side by side as x).
+        put("w_v", &[d_model, kv * d_v], vec(d_model * kv * d_v, -0.8, 0.8));
+        put("w_o", &[h * d_v, d_out], vec(h * d_v * d_out, -0.8, 0.8));
         put("b_k", &[kv * d_head], vec(kv * d_head, -0.3, 0.3));
+        put("b_v", &[kv * d_v], vec(kv * d_v, -0.3, 0.3));
+        put("b_o", &[d_out], vec(d_out, -0.3, 0.3));
         match norm {
             1 => { put("q_norm", &[d_head], vec(d_head, 0.5, 1.5)); put("k_norm", &[d_head], vec(d_head, 0.5, 1.5)); }
             2 => { put("q_norm", &[h * d_head], vec(h * d_head, 0.5, 1.5)); put("k_norm", &[kv * d_head], vec(kv * d_head, 0.5, 1.5)); }
@@ -94,7 +97,7 @@ proptest! {
             put("sinks", &[h], vec(h, -1.0, 2.0));
         }
         let sc = Scenario::build(&cfg, &Spec { n, d_model, batch: 1, seed }, given, false).unwrap();
-        prop_assert_eq!(sc.d_head, d_head);
+        prop_assert_eq!((sc.d_head, sc.d_v, sc.d_out()), (d_head, d_v, d_out));
         check_layer(&cfg, &sc)?;
         // The sink's share: what the definition's weights leave, each query of each head.
         let t = forward::trace(&cfg, &sc).unwrap();
@@ -146,6 +149,8 @@ proptest! {
     fn fused_tiles_match_definition(cfg in common::configs(1..=1, 0..=40), lk in 1usize..=1100, lq in 1usize..=1100,
                                     d_head in prop_oneof![1usize..=8, Just(17), Just(33), Just(64)], seed in any::<u64>(), masked in any::<bool>()) {
         let (cfg, d_head) = common::fit(cfg, d_head);
+        // Values of d_head's width, or (1 in 4) of their own, across the kernels' panels (DeepSeek's MLA).
+        let d_v = if seed % 4 == 1 { [1, 5, 9, 24, 40][(seed / 4 % 5) as usize] } else { d_head };
         let mut rng = seed;
         let mut next = move || {
             rng = rng.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
@@ -154,7 +159,7 @@ proptest! {
         let mut mat = |r: usize, c: usize| Array2::from_shape_simple_fn((r, c), &mut next);
         let rows = cfg.table_rows();
         let width = cfg.scheme().table_width(d_head);
-        let (q, k, v, tk, tv) = (mat(lq, d_head), mat(lk, d_head), mat(lk, d_head), mat(rows, width), mat(rows, d_head));
+        let (q, k, v, tk, tv) = (mat(lq, d_head), mat(lk, d_head), mat(lk, d_v), mat(rows, width), mat(rows, d_v));
         let mask = Array2::from_shape_fn((1, lk), |(_, j)| !masked || j % 5 != 2).index_axis_move(Axis(0), 0);
         // A sink logit (gpt-oss) in 1 of 3.
         let sink = (seed % 3 == 0).then_some(0.7f32);
@@ -173,7 +178,7 @@ proptest! {
         for isa in Isa::ALL.into_iter().filter(|isa| isa.available()) {
             let z = attend_head_fused(isa, &cfg, &input).unwrap();
             let e = rel_err(z.iter(), flat(&want.z));
-            prop_assert!(e <= tol, "{} {cfg:?} lq {lq} lk {lk} d_head {d_head}: {e:e}", isa.name());
+            prop_assert!(e <= tol, "{} {cfg:?} lq {lq} lk {lk} d_head {d_head} d_v {d_v}: {e:e}", isa.name());
         }
     }
 }
@@ -399,7 +404,8 @@ fn any_layout_builds_the_same_scenario() {
     }
 }
 
-/// Grouped K/V arrays of a width no divisor of the heads gives, and a cos without its sin, are refused by name.
+/// Grouped K/V arrays of a width no divisor of the heads gives, values and an output of their own widths, and a
+/// cos without its sin: taken or refused by name.
 #[test]
 fn grouped_and_rotary_arrays_are_checked() {
     let cfg = Config { method: Method::Rope, heads: 4, ..Config::default() };
@@ -412,8 +418,15 @@ fn grouped_and_rotary_arrays_are_checked() {
     let e = build(&[("w_k", vec![16, 12])]).unwrap_err();
     assert_eq!(e.field(), "w_k");
     assert!(e.to_string().contains("g dividing heads = 4"), "{e}");
-    let e = build(&[("w_k", vec![16, 8]), ("w_v", vec![16, 16])]).unwrap_err();
-    assert!(e.field() == "w_v" && e.to_string().contains("[16, 8]"), "{e}");
+    let e = build(&[("w_k", vec![16, 8]), ("w_v", vec![16, 9])]).unwrap_err();
+    assert!(e.field() == "w_v" && e.to_string().contains("2·d_v"), "{e}");
+    // Values of their own width (d_v 8 for d_head 4): w_o's rows follow them, its columns give the output's width.
+    let sc = build(&[("w_k", vec![16, 8]), ("w_v", vec![16, 16]), ("w_o", vec![32, 5]), ("b_v", vec![16]), ("b_o", vec![5])]).unwrap();
+    assert_eq!((sc.d_head, sc.d_v, sc.d_out(), sc.w_v.dim()), (4, 8, 5, (16, 32)));
+    let e = build(&[("w_k", vec![16, 8]), ("w_v", vec![16, 16]), ("w_o", vec![16, 16])]).unwrap_err();
+    assert!(e.field() == "w_o" && e.to_string().contains("[32, d_out] = (heads·d_v, d_out)"), "{e}");
+    let e = build(&[("w_v", vec![16, 8]), ("b_v", vec![16])]).unwrap_err();
+    assert!(e.field() == "b_v" && e.to_string().contains("[8]"), "{e}");
     let e = build(&[("rope_cos", vec![3, 2])]).unwrap_err();
     assert_eq!(e.field(), "rope_sin");
     let e = build(&[("rope_cos", vec![3, 3]), ("rope_sin", vec![3, 3])]).unwrap_err();

@@ -1,5 +1,5 @@
 //! Relative-position multi-head self-attention, one head at a time ([`fused`]: the same forward with no (Lq, Lk) array). For queries Q (Lq, d_head), keys
-//! K and values V (Lk, d_head) and a relative table T (R, d_head), Shaw's w^K or the Music Transformer's E_r (`B w^V` is Shaw's a^V; Music has none):
+//! K (Lk, d_head), values V (Lk, d_v) and a relative table T (R, d_head), Shaw's w^K or the Music Transformer's E_r (`B w^V` is Shaw's a^V; Music has none):
 //!
 //! ```text
 //! content_logits  C = Q Kᵀ                                   (Lq, Lk)
@@ -10,7 +10,7 @@
 //!                 soft-capped (Gemma 2): E ← c·tanh(E / c) before the masks; another scale than 1/√d_head: logit_scale
 //! weights         α = softmax_j(E), a row with every key masked gives zeros; with a sink logit s (gpt-oss),
 //!                 α_ij = exp(E_ij) / (Σ_j exp(E_ij) + exp(s)): the sink takes 1 − Σ_j α_ij and adds no value
-//! output          z = α V  +  B w^V,  B[i, r] = Σ_{j: row(j−i) = r} α_ij     (Lq, d_head)
+//! output          z = α V  +  B w^V,  B[i, r] = Σ_{j: row(j−i) = r} α_ij     (Lq, d_v); d_v = d_head unless V says otherwise
 //! ```
 
 pub mod fused;
@@ -186,12 +186,12 @@ pub struct HeadInput<'a> {
     pub q: ArrayView2<'a, f32>,
     /// (Lk, d_head)
     pub k: ArrayView2<'a, f32>,
-    /// (Lk, d_head)
+    /// (Lk, d_v): a value width of its own where the model has one (DeepSeek's MLA), else d_head.
     pub v: ArrayView2<'a, f32>,
     /// (R, d_head): w^K or E_r, R = `Config::table_rows`; (1, 1) ALiBi's slope; (B, 1) T5's bias per
     /// bucket; (0, d_head) for RoPE.
     pub rel_k: ArrayView2<'a, f32>,
-    /// (R, d_head): w^V, used when `Config::has_rel_v`.
+    /// (R, d_v): w^V, used when `Config::has_rel_v`.
     pub rel_v: Option<ArrayView2<'a, f32>>,
     /// (Lk): false where a key is padding.
     pub key_mask: Option<ArrayView1<'a, bool>>,
@@ -214,35 +214,37 @@ pub struct HeadTrace {
     pub value_buckets: Option<Array2<f32>>,
     /// The skew's stages (Music Transformer, efficient implementation).
     pub skew: Option<SkewSteps>,
-    /// α V, (Lq, d_head).
+    /// α V, (Lq, d_v).
     pub out_content: Array2<f32>,
-    /// B w^V, (Lq, d_head); zeros without a^V.
+    /// B w^V, (Lq, d_v); zeros without a^V.
     pub out_relative: Array2<f32>,
     /// RoPE's rotated Q (the rows traced) and K (every key), (·, d_head).
     pub rotated: Option<(Array2<f32>, Array2<f32>)>,
 }
 
 fn check_head(cfg: &Config, h: &HeadInput) -> Result<()> {
-    let dh = h.q.ncols();
+    let (dh, dv) = (h.q.ncols(), h.v.ncols());
     let lk = h.k.nrows();
-    let want = |name: &str, a: &ArrayView2<f32>, rows: usize| {
-        if a.dim() != (rows, dh) {
-            Err(Error::shape(name, a.shape(), format!("[{rows}, {dh}]")))
+    let want = |name: &str, a: &ArrayView2<f32>, rows: usize, cols: usize| {
+        if a.dim() != (rows, cols) {
+            Err(Error::shape(name, a.shape(), format!("[{rows}, {cols}]")))
         } else {
             Ok(())
         }
     };
-    want("k", &h.k, lk)?;
-    want("v", &h.v, lk)?;
+    want("k", &h.k, lk, dh)?;
+    if h.v.nrows() != lk || dv == 0 {
+        return Err(Error::shape("v", h.v.shape(), format!("[{lk}, d_v], d_v ≥ 1")));
+    }
     let width = cfg.scheme().table_width(dh);
     if h.rel_k.dim() != (cfg.table_rows(), width) {
         return Err(Error::shape("rel_k", h.rel_k.shape(), format!("[{}, {width}]", cfg.table_rows())));
     }
     if let Some(t) = &h.rel_v {
-        want("rel_v", t, cfg.table_rows())?;
+        want("rel_v", t, cfg.table_rows(), dv)?;
     }
     if cfg.has_rel_v() && h.rel_v.is_none() {
-        return Err(Error::invalid("rel_v", "absent", "a (2k+1, d_head) table when a^V is on"));
+        return Err(Error::invalid("rel_v", "absent", "a (2k+1, d_v) table when a^V is on"));
     }
     if let Some(m) = h.key_mask {
         if m.len() != lk {
@@ -252,7 +254,7 @@ fn check_head(cfg: &Config, h: &HeadInput) -> Result<()> {
     Ok(())
 }
 
-/// Attends one head; returns z (Lq, d_head) and fills `trace` with every stage when given.
+/// Attends one head; returns z (Lq, d_v) and fills `trace` with every stage when given.
 pub fn attend_head(cfg: &Config, h: &HeadInput, trace: Option<&mut HeadTrace>) -> Result<Array2<f32>> {
     attend_head_timed(cfg, h, trace, None)
 }
@@ -338,7 +340,7 @@ fn keep_rotated<T>(
     out
 }
 
-/// Rows `rows` of one head stage by stage: z (rows, d_head), and those rows of every stage in `trace` (each
+/// Rows `rows` of one head stage by stage: z (rows, d_v), and those rows of every stage in `trace` (each
 /// (rows, ·); the skew's reshaped buffer has the rows `rows.start..=rows.end`, see [`music::skew_rows`]).
 /// Each query row's stages depend on that row of Q and on every key, so a head's trace can be computed a
 /// block of rows at a time, in O(rows · Lk) memory (the page's traces of long sequences). Errors as
@@ -414,7 +416,7 @@ fn staged(cfg: &Config, h: &HeadInput, rows: Range<usize>, mut trace: Option<&mu
             (Some(b), r)
         }
         (true, Some(w_v), Implementation::Materialized) => (None, shaw::relative_values_materialized(weights.view(), w_v, layout, block)),
-        _ => (None, Array2::zeros((rows.len(), dh))),
+        _ => (None, Array2::zeros((rows.len(), h.v.ncols()))),
     };
     let z = &out_content + &out_relative;
     if let Some(t) = trace {

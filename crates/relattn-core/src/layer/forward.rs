@@ -1,10 +1,11 @@
 //! The whole layer: projections, heads, concatenation, output projection.
 //!
 //! ```text
-//! Q = x W_q + b_q,  K = x W_k + b_k,  V = x W_v + b_v          (b, n, h·d_head); h·d_head = d_model unless given
+//! Q = x W_q + b_q,  K = x W_k + b_k                            (b, n, h·d_head); h·d_head = d_model unless given
+//! V = x W_v + b_v                                               (b, n, h·d_v); d_v = d_head unless given
 //! Q ← RMSNorm(Q) ⊙ γ_q, K ← RMSNorm(K) ⊙ γ_k                  when the layer has q/k norms (per head or whole)
-//! head h reads columns h·d_head .. (h+1)·d_head of Q, K, V and table h (or the shared table)
-//! output = concat_h(z_h) W_o + b_o                              (b, n, d_model)
+//! head h reads columns h·d_head .. (h+1)·d_head of Q and K, h·d_v .. (h+1)·d_v of V and table h (or the shared one)
+//! output = concat_h(z_h) W_o + b_o                              (b, n, d_out); d_out = d_model unless given
 //! ```
 
 use crate::attention::{attend_head_timed, Config, HeadInput, HeadTrace, Implementation};
@@ -175,7 +176,7 @@ pub fn largest_fitting(mut lo: usize, mut hi: usize, fits: impl Fn(usize) -> boo
 }
 
 /// `x W + b` for every batch: (b, n, d_model).
-fn project(x: &ArrayView3<f32>, w: &Array2<f32>, bias: &ndarray::Array1<f32>) -> Array3<f32> {
+pub fn project(x: &ArrayView3<f32>, w: &Array2<f32>, bias: &ndarray::Array1<f32>) -> Array3<f32> {
     let (b, n, _) = x.dim();
     // Every row starts as the bias, and the product is added to it in place (no temporary, no extra pass).
     let mut out = Array3::from_shape_fn((b, n, w.ncols()), |(_, _, j)| bias[j]);
@@ -227,7 +228,7 @@ fn rms_norm(a: &mut Array3<f32>, gamma: &ndarray::Array1<f32>, eps: f32) {
     }
 }
 
-/// Q, K and V of a layer, (b, n, h·d_head) each.
+/// Q and K of a layer, (b, n, h·d_head) each, and V, (b, n, h·d_v).
 pub struct Projections {
     pub q: Array3<f32>,
     pub k: Array3<f32>,
@@ -272,12 +273,12 @@ pub fn input<'a>(cfg: &Config, sc: &'a Scenario) -> CowArray<'a, f32, Ix3> {
 /// Head `head` of batch element `batch` of a projected layer: its columns of Q, K, V (as projected, before any
 /// rotation), its tables, its key mask and the layer's RoPE table (made once for every head).
 pub fn head_input<'a>(sc: &'a Scenario, p: &'a Projections, rope: Option<&'a RopeTable>, batch: usize, head: usize) -> HeadInput<'a> {
-    let dh = sc.d_head;
+    let (dh, dv) = (sc.d_head, sc.d_v);
     let cols = s![.., head * dh..(head + 1) * dh];
     HeadInput {
         q: p.q.index_axis(Axis(0), batch).slice_move(cols),
         k: p.k.index_axis(Axis(0), batch).slice_move(cols),
-        v: p.v.index_axis(Axis(0), batch).slice_move(cols),
+        v: p.v.index_axis(Axis(0), batch).slice_move(s![.., head * dv..(head + 1) * dv]),
         rel_k: table_of(&sc.rel_k, head),
         rel_v: sc.rel_v.as_ref().map(|t| table_of(t, head)),
         key_mask: sc.key_mask.as_ref().map(|m| m.row(batch)),
@@ -297,7 +298,7 @@ struct Run {
 /// Runs the layer; with `record`, keeps every intermediate; with `timed`, measures each stage.
 fn run(cfg: &Config, sc: &Scenario, record: bool, timed: bool) -> Result<Run> {
     let (b, n, _) = sc.dims();
-    let (h, dh) = (cfg.heads, sc.d_head);
+    let (h, dv) = (cfg.heads, sc.d_v);
     let t0 = timed.then(now_ms);
     let projected = projections(cfg, sc)?;
     let mut times = t0.map(|t0| StageTimes { projections: now_ms() - t0, ..StageTimes::default() });
@@ -311,7 +312,7 @@ fn run(cfg: &Config, sc: &Scenario, record: bool, timed: bool) -> Result<Run> {
         let mut ht = timed.then(StageTimes::default);
         attend_head_timed(cfg, &input, t.as_mut(), ht.as_mut()).map(|z| (z, t, ht)).map_err(|e| e.within(&[bi, hi]))
     });
-    let mut heads = Array3::zeros((b, n, h * dh));
+    let mut heads = Array3::zeros((b, n, h * dv));
     let mut traces: Vec<HeadTrace> = Vec::new();
     for (idx, r) in results.into_iter().enumerate() {
         let (z, t, ht) = r?;
@@ -319,7 +320,7 @@ fn run(cfg: &Config, sc: &Scenario, record: bool, timed: bool) -> Result<Run> {
             sum.add(&ht);
         }
         let (bi, hi) = (idx / h, idx % h);
-        heads.slice_mut(s![bi, .., hi * dh..(hi + 1) * dh]).assign(&z);
+        heads.slice_mut(s![bi, .., hi * dv..(hi + 1) * dv]).assign(&z);
         traces.extend(t);
     }
     check_overflow("heads", &heads)?;
@@ -333,7 +334,7 @@ fn run(cfg: &Config, sc: &Scenario, record: bool, timed: bool) -> Result<Run> {
     Ok(Run { output, trace, projections, times })
 }
 
-/// The layer's output (b, n, d_model), keeping only one head's (n, n) work arrays at a time.
+/// The layer's output (b, n, d_out), keeping only one head's (n, n) work arrays at a time.
 pub fn forward(cfg: &Config, sc: &Scenario) -> Result<Array3<f32>> {
     Ok(run(cfg, sc, false, false)?.output)
 }

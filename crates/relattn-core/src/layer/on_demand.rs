@@ -126,10 +126,10 @@ impl Layer {
         let (_, _, n) = self.dims();
         let d = self.scenario.dims().2;
         let (rows, l) = (self.config.table_rows(), if self.config.causal { n } else { 2 * n - 1 });
-        let d_head = self.scenario.d_head;
-        let dh = self.config.scheme().table_width(d_head);
+        let (d_head, d_v) = (self.scenario.d_head, self.scenario.d_v);
         match stage {
-            Stage::RelK | Stage::RelV => (rows, dh),
+            Stage::RelK => (rows, self.config.scheme().table_width(d_head)),
+            Stage::RelV => (rows, d_v),
             Stage::Slopes => (self.config.heads, 1),
             Stage::RopeAngles => (n, self.config.rope.rotated_dims(d_head) / 2),
             Stage::RotatedQ | Stage::RotatedK => (n, d_head),
@@ -139,8 +139,8 @@ impl Layer {
             Stage::SkewReshaped => (n + 1, l),
             Stage::ValueBuckets => (n, rows),
             Stage::SinkShare => (n, 1),
-            Stage::OutputContent | Stage::OutputRelative => (n, d_head),
-            Stage::Output => (n, d),
+            Stage::OutputContent | Stage::OutputRelative => (n, d_v),
+            Stage::Output => (n, self.scenario.d_out()),
             _ => (n, n),
         }
     }

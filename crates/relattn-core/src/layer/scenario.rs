@@ -36,14 +36,14 @@ impl Default for Spec {
 pub struct Scenario {
     /// (b, n, d_model)
     pub x: Array3<f32>,
-    /// w_q, w_k, w_v (d_model, h·d_head), w_o (h·d_head, d_model); h·d_head is d_model unless the file's w_q
-    /// says otherwise. w_k and w_v (and b_k, b_v) with each of `kv_heads` K/V heads' columns repeated for the
-    /// query heads it serves.
+    /// w_q, w_k (d_model, h·d_head), w_v (d_model, h·d_v), w_o (h·d_v, d_out); h·d_head is d_model unless the
+    /// file's w_q says otherwise, d_v is d_head unless its w_v does, d_out is d_model unless its w_o does. w_k
+    /// and w_v (and b_k, b_v) with each of `kv_heads` K/V heads' columns repeated for the query heads it serves.
     pub w_q: Array2<f32>,
     pub w_k: Array2<f32>,
     pub w_v: Array2<f32>,
     pub w_o: Array2<f32>,
-    /// b_q, b_k, b_v (h·d_head), b_o (d_model)
+    /// b_q, b_k (h·d_head), b_v (h·d_v), b_o (d_out)
     pub b_q: Array1<f32>,
     pub b_k: Array1<f32>,
     pub b_v: Array1<f32>,
@@ -55,11 +55,14 @@ pub struct Scenario {
     pub k_norm: Option<Array1<f32>>,
     /// (h): each head's learned sink logit (gpt-oss), a softmax column with no key and no value.
     pub sinks: Option<Array1<f32>>,
-    /// Each head's width.
+    /// Each head's query and key width.
     pub d_head: usize,
+    /// Each head's value width: w_v's columns over the K/V heads when the file gives w_v (DeepSeek's multi-head
+    /// latent attention: values of 128 for queries and keys of 192), else d_head.
+    pub d_v: usize,
     /// (1 or h, R, d_head): Shaw's w^K or the Music Transformer's E_r.
     pub rel_k: Array3<f32>,
-    /// (1 or h, R, d_head): Shaw's w^V, when a^V is on.
+    /// (1 or h, R, d_v): Shaw's w^V, when a^V is on.
     pub rel_v: Option<Array3<f32>>,
     /// (b, n): false where a key is padding.
     pub key_mask: Option<Array2<bool>>,
@@ -222,54 +225,72 @@ impl Scenario {
 
         let h = cfg.heads;
         // The heads' width h·d_head (d_model unless w_q says otherwise); K/V heads: w_k's columns tell (h·d_head
-        // for h, g·d_head for g grouped heads); w_v and the biases must agree.
+        // for h, g·d_head for g grouped heads); the values' width d_v: w_v's columns over those K/V heads (d_head
+        // unless w_v says otherwise); the output's width: w_o's columns (d_model unless w_o says otherwise).
         let inner = h * dh;
-        let kv_heads = match given.get("w_k").map(|a| a.shape().to_vec()) {
-            Some(shape) if shape.len() == 2 && shape[0] == d && shape[1] % dh == 0 && shape[1] > 0 && h.is_multiple_of(shape[1] / dh) => shape[1] / dh,
+        let shape_of = |name: &str| given.get(name).map(|a| a.shape().to_vec()).filter(|s| s.len() == 2 && s[0] > 0 && s[1] > 0);
+        let kv_heads = match shape_of("w_k") {
+            Some(shape) if shape[0] == d && shape[1] % dh == 0 && h.is_multiple_of(shape[1] / dh) => shape[1] / dh,
             _ => h,
         };
-        let kv = kv_heads * dh;
-        let grouped = |name: &str| matches!(name, "w_k" | "w_v" | "b_k" | "b_v" | "k_norm");
-        let heads_of = |name: &str| if grouped(name) { (kv, h / kv_heads) } else { (inner, 1) };
+        let dv = match shape_of("w_v") {
+            Some(shape) if shape[0] == d && shape[1].is_multiple_of(kv_heads) => shape[1] / kv_heads,
+            _ => dh,
+        };
+        let d_out = match shape_of("w_o") {
+            Some(shape) if shape[0] == h * dv => shape[1],
+            _ => d,
+        };
+        // Per name: (columns as given, the width of one K/V head's block, how many query heads share it).
+        let heads_of = |name: &str| match name {
+            "w_k" | "b_k" | "k_norm" => (kv_heads * dh, dh, h / kv_heads),
+            "w_v" | "b_v" => (kv_heads * dv, dv, h / kv_heads),
+            "w_o" | "b_o" => (d_out, d_out, 1),
+            _ => (inner, dh, 1),
+        };
+        let grouped = |name: &str| heads_of(name).2 > 1;
         let mut matrix = |name: &str| -> Result<Array2<f32>> {
-            let (cols, times) = heads_of(name);
-            let (rows, cols) = if name == "w_o" { (inner, d) } else { (d, cols) };
+            let (cols, block, times) = heads_of(name);
+            let rows = if name == "w_o" { h * dv } else { d };
             match given.remove(name) {
-                Some(a) if a.shape() == [rows, cols] && name == "w_o" => Ok(a.into_dimensionality::<Ix2>().expect("2-D")),
-                Some(a) if a.shape() == [rows, cols] => Ok(repeat_kv(a.into_dimensionality::<Ix2>().expect("2-D"), dh, times)),
-                Some(a) if name == "w_k" => Err(Error::shape(
+                Some(a) if a.shape() == [rows, cols] => Ok(repeat_kv(a.into_dimensionality::<Ix2>().expect("2-D"), block, times)),
+                Some(a) => Err(Error::shape(
                     name,
                     a.shape(),
-                    format!("[{d}, {inner}] = (d_model, heads·d_head), or [{d}, g·{dh}] = (d_model, g·d_head) for g grouped K/V heads, g dividing heads = {h}"),
+                    match name {
+                        "w_k" => format!(
+                            "[{d}, {inner}] = (d_model, heads·d_head), or [{d}, g·{dh}] = (d_model, g·d_head) for g grouped K/V heads, g dividing heads = {h}"
+                        ),
+                        "w_v" => format!("[{d}, {}] = (d_model, {kv_heads}·d_v) for w_k's {kv_heads} K/V heads, d_v ≥ 1", kv_heads * dv),
+                        "w_o" => format!("[{}, d_out] = (heads·d_v, d_out), d_out ≥ 1", h * dv),
+                        _ => format!("[{d}, {inner}] = (d_model, heads·d_head)"),
+                    },
                 )),
-                Some(a) if cols != inner => {
-                    Err(Error::shape(name, a.shape(), format!("[{d}, {cols}] = (d_model, {kv_heads}·d_head), as w_k's {kv_heads} K/V heads")))
-                }
-                Some(a) if name == "w_o" => Err(Error::shape(name, a.shape(), format!("[{inner}, {d}] = (heads·d_head, d_model)"))),
-                Some(a) => Err(Error::shape(name, a.shape(), format!("[{d}, {inner}] = (d_model, heads·d_head)"))),
-                None => Ok(repeat_kv(xavier(seed, name, (1, rows, cols)).index_axis_move(Axis(0), 0), dh, times)),
+                None => Ok(repeat_kv(xavier(seed, name, (1, rows, cols)).index_axis_move(Axis(0), 0), block, times)),
             }
         };
         let (w_q, w_k, w_v, w_o) = (matrix("w_q")?, matrix("w_k")?, matrix("w_v")?, matrix("w_o")?);
-        let mut vector = |name: &str, cols: usize, times: usize| -> Result<Option<Array1<f32>>> {
-            match given.remove(name) {
-                Some(a) if a.shape() == [cols] => Ok(Some(repeat_kv(a.into_shape_with_order((1, cols)).expect("1-D"), dh, times).index_axis_move(Axis(0), 0))),
-                Some(a) if grouped(name) && kv_heads < h => {
-                    Err(Error::shape(name, a.shape(), format!("[{cols}] = ({kv_heads}·d_head), as w_k's {kv_heads} K/V heads")))
-                }
-                Some(a) if name == "b_o" => Err(Error::shape(name, a.shape(), format!("[{d}] = (d_model)"))),
-                Some(a) => Err(Error::shape(name, a.shape(), format!("[{cols}] = (heads·d_head)"))),
-                None => Ok(None),
-            }
-        };
         let mut bias = |name: &str| -> Result<Array1<f32>> {
-            let (cols, times) = if name == "b_o" { (d, 1) } else { heads_of(name) };
-            Ok(vector(name, cols, times)?.unwrap_or_else(|| Array1::zeros(cols * times)))
+            let (cols, block, times) = heads_of(name);
+            match given.remove(name) {
+                Some(a) if a.shape() == [cols] => Ok(repeat_kv(a.into_shape_with_order((1, cols)).expect("1-D"), block, times).index_axis_move(Axis(0), 0)),
+                Some(a) => Err(Error::shape(
+                    name,
+                    a.shape(),
+                    match name {
+                        "b_o" => format!("[{cols}] = (d_out), w_o's columns"),
+                        "b_v" => format!("[{cols}] = ({kv_heads}·d_v), as w_v"),
+                        _ if grouped(name) => format!("[{cols}] = ({kv_heads}·d_head), as w_k's {kv_heads} K/V heads"),
+                        _ => format!("[{cols}] = (heads·d_head)"),
+                    },
+                )),
+                None => Ok(Array1::zeros(cols * times)),
+            }
         };
         let (b_q, b_k, b_v, b_o) = (bias("b_q")?, bias("b_k")?, bias("b_v")?, bias("b_o")?);
         // A norm's γ: d_head long (each head's) or the whole projection's (k_norm's repeated as w_k).
         let mut norm = |name: &str| -> Result<Option<Array1<f32>>> {
-            let (cols, times) = heads_of(name);
+            let (cols, _, times) = heads_of(name);
             match given.remove(name) {
                 Some(a) if a.shape() == [dh] => Ok(Some(a.into_dimensionality::<Ix1>().expect("1-D"))),
                 Some(a) if a.shape() == [cols] => Ok(Some(repeat_kv(a.into_shape_with_order((1, cols)).expect("1-D"), dh, times).index_axis_move(Axis(0), 0))),
@@ -289,18 +310,19 @@ impl Scenario {
         // ALiBi's slopes or T5's biases, read here: their shapes are their own.
         let scalars = if cfg.method.has_vector_table() { None } else { given.remove(logits_table) };
         let table_heads = if per_head_tables { cfg.heads } else { 1 };
-        let mut table = |name: &str| -> Result<Array3<f32>> {
+        // w^K or E_r (R, d_head), w^V (R, d_v): one for every head or one per head.
+        let mut table = |name: &str, width: usize, what: &str| -> Result<Array3<f32>> {
             let expected =
-                || format!("[{rows}, {dh}] or [{}, {rows}, {dh}] = ({f}, d_head) or (heads, {f}, d_head)", cfg.heads, f = cfg.scheme().rows_formula());
+                || format!("[{rows}, {width}] or [{}, {rows}, {width}] = ({f}, {what}) or (heads, {f}, {what})", cfg.heads, f = cfg.scheme().rows_formula());
             match given.remove(name) {
-                Some(a) if a.shape() == [rows, dh] => Ok(a.into_dimensionality::<Ix2>().expect("2-D").insert_axis(Axis(0))),
-                Some(a) if a.shape() == [cfg.heads, rows, dh] => Ok(a.into_dimensionality::<Ix3>().expect("3-D")),
+                Some(a) if a.shape() == [rows, width] => Ok(a.into_dimensionality::<Ix2>().expect("2-D").insert_axis(Axis(0))),
+                Some(a) if a.shape() == [cfg.heads, rows, width] => Ok(a.into_dimensionality::<Ix3>().expect("3-D")),
                 Some(a) => Err(Error::Shape { array: name.into(), given: dims(&a), expected: expected() }),
-                None => Ok(xavier(seed, name, (table_heads, rows, dh))),
+                None => Ok(xavier(seed, name, (table_heads, rows, width))),
             }
         };
         let rel_k = match cfg.method {
-            Method::Shaw | Method::Music => table(logits_table)?,
+            Method::Shaw | Method::Music => table(logits_table, dh, "d_head")?,
             Method::Rope | Method::Absolute => Array3::zeros((1, 0, dh)),
             Method::Alibi => match scalars {
                 Some(a) if a.shape() == [cfg.heads] => a.into_shape_with_order((cfg.heads, 1, 1)).expect("h values"),
@@ -319,7 +341,7 @@ impl Scenario {
             },
         };
         let rel_v = match values_table {
-            Some(name) if cfg.rel_v => Some(table(name)?),
+            Some(name) if cfg.rel_v => Some(table(name, dv, "d_v")?),
             _ => None,
         };
         let key_mask = match given.remove("key_mask") {
@@ -373,12 +395,38 @@ impl Scenario {
             };
             return Err(Error::invalid("array", format!("'{name}' not used by this configuration"), hint));
         }
-        Ok(Scenario { x, w_q, w_k, w_v, w_o, b_q, b_k, b_v, b_o, q_norm, k_norm, sinks, d_head: dh, rel_k, rel_v, key_mask, positions, rope, kv_heads })
+        Ok(Scenario {
+            x,
+            w_q,
+            w_k,
+            w_v,
+            w_o,
+            b_q,
+            b_k,
+            b_v,
+            b_o,
+            q_norm,
+            k_norm,
+            sinks,
+            d_head: dh,
+            d_v: dv,
+            rel_k,
+            rel_v,
+            key_mask,
+            positions,
+            rope,
+            kv_heads,
+        })
     }
 
     /// (b, n, d_model).
     pub fn dims(&self) -> (usize, usize, usize) {
         self.x.dim()
+    }
+
+    /// The output's width d_out: w_o's columns (d_model unless the file's w_o says otherwise).
+    pub fn d_out(&self) -> usize {
+        self.w_o.ncols()
     }
 
     /// RoPE's cos and sin for positions 0 .. n, once for every head: the model's own when given, else made

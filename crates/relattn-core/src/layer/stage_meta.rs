@@ -8,7 +8,7 @@
 use crate::attention::{Config, LogitScale};
 use crate::error::{Error, Result};
 use crate::positions::{absolute, rope, Method};
-use crate::stage::{Scale, Stage, StageText, COMPONENT_AXIS, FEATURE_AXIS, KEY_AXIS, LOGITS_TITLE, QUERY_AXIS};
+use crate::stage::{Scale, Stage, StageText, FEATURE_AXIS, KEY_AXIS, LOGITS_TITLE, QUERY_AXIS, VALUE_AXIS};
 
 /// Everything the page and the CLI show about a stage besides its numbers (sent to the page as JSON).
 #[derive(Clone, Debug, PartialEq)]
@@ -269,7 +269,7 @@ fn text(stage: Stage, cfg: &Config) -> StageText {
 fn usual_axes(stage: Stage) -> (&'static str, &'static str) {
     match stage {
         Stage::RelK | Stage::RelV => ("component of the row (d_head)", "table row r"),
-        Stage::OutputContent | Stage::OutputRelative => (COMPONENT_AXIS, QUERY_AXIS),
+        Stage::OutputContent | Stage::OutputRelative => (VALUE_AXIS, QUERY_AXIS),
         Stage::Output => (FEATURE_AXIS, QUERY_AXIS),
         _ => (KEY_AXIS, QUERY_AXIS),
     }

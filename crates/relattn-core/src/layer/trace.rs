@@ -41,9 +41,9 @@ pub struct Trace {
     pub rel_index: Array2<i64>,
     /// (1 or h, R, d_head): w^K or E_r.
     pub rel_k: Array3<f32>,
-    /// (1 or h, R, d_head): w^V.
+    /// (1 or h, R, d_v): w^V.
     pub rel_v: Option<Array3<f32>>,
-    /// Input and projections, (b, n, d_model).
+    /// Input (b, n, d_model) and projections, (b, n, h·d_head) Q and K, (b, n, h·d_v) V.
     pub x: Array3<f32>,
     pub q: Array3<f32>,
     pub k: Array3<f32>,
@@ -56,7 +56,7 @@ pub struct Trace {
     /// (b, h, Lq, R).
     pub value_buckets: Option<Array4<f32>>,
     pub skew: Option<SkewTrace>,
-    /// (b, h, Lq, d_head) each.
+    /// (b, h, Lq, d_v) each.
     pub out_content: Array4<f32>,
     pub out_relative: Array4<f32>,
     /// RoPE's rotated Q and K, (b, h, n, d_head) each.
@@ -69,15 +69,15 @@ pub struct Trace {
     pub key_mask: Option<Array2<bool>>,
     /// (h): each head's sink logit (the scenario's), if any.
     pub sinks: Option<Array1<f32>>,
-    /// Heads concatenated, before W_o, (b, Lq, d_model).
+    /// Heads concatenated, before W_o, (b, Lq, h·d_v).
     pub heads: Array3<f32>,
-    /// (b, Lq, d_model).
+    /// (b, Lq, d_out).
     pub output: Array3<f32>,
 }
 
 /// What a backend computed for a [`Trace`]; [`Trace::assemble`] adds what follows from the inputs.
 pub struct Computed {
-    /// Projections, (b, n, d_model).
+    /// Projections, (b, n, h·d_head) Q and K, (b, n, h·d_v) V.
     pub q: Array3<f32>,
     pub k: Array3<f32>,
     pub v: Array3<f32>,
@@ -90,12 +90,12 @@ pub struct Computed {
     pub value_buckets: Option<Array4<f32>>,
     /// The Music Transformer's skew steps, efficient implementation only.
     pub skew: Option<SkewTrace>,
-    /// (b, h, Lq, d_head) each.
+    /// (b, h, Lq, d_v) each.
     pub out_content: Array4<f32>,
     pub out_relative: Array4<f32>,
     /// RoPE's rotated Q and K, (b, h, n, d_head) each.
     pub rotated: Option<(Array4<f32>, Array4<f32>)>,
-    /// Heads concatenated, (b, Lq, d_model), and the output (b, Lq, d_model).
+    /// Heads concatenated, (b, Lq, h·d_v), and the output (b, Lq, d_out).
     pub heads: Array3<f32>,
     pub output: Array3<f32>,
 }
@@ -198,14 +198,17 @@ impl Trace {
         (b, h, n)
     }
 
-    /// The trace of head `head` alone: the per-head stages (b, 1, ·, ·), its table (1, R, d_head) and its
-    /// columns of `q`, `k`, `v` and `heads` (b, n, d_head); `x` and `output` stay the layer's (b, n, d_model).
+    /// The trace of head `head` alone: the per-head stages (b, 1, ·, ·), its table (1, R, ·) and its
+    /// columns of `q`, `k` (b, n, d_head), `v` and `heads` (b, n, d_v); `x` and `output` stay the layer's.
     pub fn head(mut self, head: usize) -> Result<Trace> {
         let h = self.check_head(head)?;
-        let dh = self.q.dim().2 / h;
         let one = |a: &mut Array4<f32>| *a = a.slice(ndarray::s![.., head..=head, .., ..]).to_owned();
         let table = |t: &mut Array3<f32>| *t = table_of(t, head).insert_axis(Axis(0)).to_owned();
-        let cols = |a: &mut Array3<f32>| *a = a.slice(ndarray::s![.., .., head * dh..(head + 1) * dh]).to_owned();
+        // A head's columns: the array's width over the heads (d_head for Q and K, d_v for V and the heads).
+        let cols = |a: &mut Array3<f32>| {
+            let w = a.dim().2 / h;
+            *a = a.slice(ndarray::s![.., .., head * w..(head + 1) * w]).to_owned()
+        };
         for a in [&mut self.content_logits, &mut self.relative_logits, &mut self.logits, &mut self.weights, &mut self.out_content, &mut self.out_relative] {
             one(a);
         }

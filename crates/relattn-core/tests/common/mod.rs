@@ -110,6 +110,8 @@ pub fn head(cfg: &Config, q: &Mat, k: &Mat, v: &Mat, rel_k: &Mat, rel_v: Option<
 #[allow(clippy::too_many_arguments)]
 pub fn head_with_sink(cfg: &Config, q: &Mat, k: &Mat, v: &Mat, rel_k: &Mat, rel_v: Option<&Mat>, key_mask: Option<&[bool]>, sink: Option<f64>) -> HeadRef {
     let (lq, lk, dh) = (q.len(), k.len(), q[0].len());
+    // The values' own width d_v (DeepSeek's MLA), d_head elsewhere.
+    let dv = v.first().map_or(dh, |r| r.len());
     let rotated;
     let (q, k) = if cfg.method == Method::Rope {
         rotated = (rotate(&cfg.rope, q, lk as i64 - lq as i64), rotate(&cfg.rope, k, 0));
@@ -119,7 +121,7 @@ pub fn head_with_sink(cfg: &Config, q: &Mat, k: &Mat, v: &Mat, rel_k: &Mat, rel_
     };
     let zero = vec![0.0; dh];
     let mut out =
-        HeadRef { relative: vec![vec![0.0; lk]; lq], weights: vec![vec![0.0; lk]; lq], z: vec![vec![0.0; dh]; lq], masked: vec![vec![false; lk]; lq] };
+        HeadRef { relative: vec![vec![0.0; lk]; lq], weights: vec![vec![0.0; lk]; lq], z: vec![vec![0.0; dv]; lq], masked: vec![vec![false; lk]; lq] };
     for i in 0..lq {
         let mut e = vec![f64::NEG_INFINITY; lk];
         for j in 0..lk {
@@ -158,7 +160,7 @@ pub fn head_with_sink(cfg: &Config, q: &Mat, k: &Mat, v: &Mat, rel_k: &Mat, rel_
             let w = (e[j] - max).exp() / sum;
             out.weights[i][j] = w;
             let d = j as i64 - (i as i64 + lk as i64 - lq as i64);
-            for c in 0..dh {
+            for c in 0..dv {
                 let a_v = match rel_v {
                     Some(t) if cfg.method == Method::Shaw && cfg.rel_v => table_row(cfg, d).map_or(0.0, |r| t[r][c]),
                     _ => 0.0,
@@ -170,7 +172,7 @@ pub fn head_with_sink(cfg: &Config, q: &Mat, k: &Mat, v: &Mat, rel_k: &Mat, rel_
     out
 }
 
-/// The whole layer by definition: per (batch, head) results and the output (b, n, d_model).
+/// The whole layer by definition: per (batch, head) results and the output (b, n, d_out).
 pub struct LayerRef {
     pub heads: Vec<Vec<HeadRef>>,
     pub output: Vec<Mat>,
@@ -201,7 +203,7 @@ fn rms_norm(m: &mut Mat, gamma: &ndarray::Array1<f32>, eps: f32) {
 
 pub fn layer(cfg: &Config, sc: &Scenario) -> LayerRef {
     let (b, n, d) = sc.x.dim();
-    let dh = sc.d_head;
+    let (dh, dv) = (sc.d_head, sc.d_v);
     let mut out = LayerRef { heads: vec![], output: vec![] };
     for bi in 0..b {
         // Absolute positions (Vaswani et al.): x_p + PE_p, PE[p, 2i] = sin(p / 10000^(2i/d)), PE[p, 2i+1] = cos(…).
@@ -228,15 +230,16 @@ pub fn layer(cfg: &Config, sc: &Scenario) -> LayerRef {
             rms_norm(&mut k, g, cfg.norm_eps);
         }
         let mask: Option<Vec<bool>> = sc.key_mask.as_ref().map(|m| m.row(bi).to_vec());
-        let mut concat = vec![vec![0.0; cfg.heads * dh]; n];
+        let mut concat = vec![vec![0.0; cfg.heads * dv]; n];
         let mut heads = vec![];
         for h in 0..cfg.heads {
             let (a, z) = (h * dh, (h + 1) * dh);
+            let (va, vz) = (h * dv, (h + 1) * dv);
             let rel_v = sc.rel_v.as_ref().map(|t| table(t, h));
             let sink = sc.sinks.as_ref().map(|s| s[h] as f64);
-            let r = head_with_sink(cfg, &cols(&q, a, z), &cols(&k, a, z), &cols(&v, a, z), &table(&sc.rel_k, h), rel_v.as_ref(), mask.as_deref(), sink);
+            let r = head_with_sink(cfg, &cols(&q, a, z), &cols(&k, a, z), &cols(&v, va, vz), &table(&sc.rel_k, h), rel_v.as_ref(), mask.as_deref(), sink);
             for i in 0..n {
-                concat[i][a..z].copy_from_slice(&r.z[i]);
+                concat[i][va..vz].copy_from_slice(&r.z[i]);
             }
             heads.push(r);
         }

@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! qk:  S[r, c]  = Σ_{p < d_head} Q[i0 + r, p] · K[j0 + c, p]      depth d_head, S written
-//! pv:  O[r, c] += Σ_{t < cols}   P[r, t] · V[j0 + t, c]            depth cols,   O read and written
+//! pv:  O[r, c] += Σ_{t < cols}   P[r, t] · V[j0 + t, c]            depth cols,   O read and written, c < d_v
 //! ```
 //!
 //! Per step of the depth: NV loads of the packed operand, MR broadcasts of the other, MR·NV multiply-adds (AVX2: 6 × 16, 12 of 16 registers accumulate;
@@ -20,17 +20,19 @@ pub struct Packed {
     q: Vec<f32>,
     /// K in panels of NR keys: `k[(panel·d_head + p)·NR + c] = K[panel·NR + c, p]`, zero past Lk.
     k: Vec<f32>,
-    /// V in panels of NR columns: `v[(panel·Lk + j)·NR + c] = V[j, panel·NR + c]`, zero past d_head.
+    /// V in panels of NR columns: `v[(panel·Lk + j)·NR + c] = V[j, panel·NR + c]`, zero past d_v.
     v: Vec<f32>,
     dh: usize,
+    dv: usize,
     lk: usize,
     nr: usize,
 }
 
 impl Packed {
-    /// Packs Q (Lq, d_head), K and V (Lk, d_head), any strides.
+    /// Packs Q (Lq, d_head), K (Lk, d_head) and V (Lk, d_v), any strides.
     pub fn new(q: ArrayView2<f32>, k: ArrayView2<f32>, v: ArrayView2<f32>, mr: usize, nr: usize) -> Self {
         let (lq, dh) = q.dim();
+        let dv = v.ncols();
         let lk = k.nrows();
         let mut qp = vec![0.0; lq.next_multiple_of(mr) * dh];
         for (i, r) in rows(&q).enumerate() {
@@ -42,18 +44,18 @@ impl Packed {
             let panel = &mut kp[(j / nr) * dh * nr + j % nr..];
             r.iter().enumerate().for_each(|(p, &x)| panel[p * nr] = x);
         }
-        let mut vp = vec![0.0; dh.next_multiple_of(nr) * lk];
+        let mut vp = vec![0.0; dv.next_multiple_of(nr) * lk];
         for (j, r) in rows(&v).enumerate() {
             for (panel, chunk) in r.chunks(nr).enumerate() {
                 vp[(panel * lk + j) * nr..][..chunk.len()].copy_from_slice(chunk);
             }
         }
-        Packed { q: qp, k: kp, v: vp, dh, lk, nr }
+        Packed { q: qp, k: kp, v: vp, dh, dv, lk, nr }
     }
 
-    /// d_head rounded up to NR: the width of the output accumulator [`pv`] writes.
-    pub fn dh_padded(&self) -> usize {
-        self.dh.next_multiple_of(self.nr)
+    /// d_v rounded up to NR: the width of the output accumulator [`pv`] writes.
+    pub fn dv_padded(&self) -> usize {
+        self.dv.next_multiple_of(self.nr)
     }
 }
 
@@ -103,12 +105,12 @@ pub unsafe fn qk<V: F32s, const MR: usize, const NV: usize>(
 }
 
 /// `O[r, c] += Σ_{t < cols(r0)} P[r, t] · V[j0 + t, c]` for r < `rows` (a multiple of MR; r0 its row
-/// block's first) and c < d_head rounded up to NR ([`Packed::dh_padded`]); P with row stride `ldp`, O with
-/// rows of `dh_padded`.
+/// block's first) and c < d_v rounded up to NR ([`Packed::dv_padded`]); P with row stride `ldp`, O with
+/// rows of `dv_padded`.
 ///
 /// # Safety
 /// The CPU runs `V`'s instructions; `j0 + cols(r0)` ≤ Lk; P holds `rows` rows of ≥ `cols(r0)` floats, O
-/// `rows` rows of `dh_padded` floats.
+/// `rows` rows of `dv_padded` floats.
 #[inline(always)]
 pub unsafe fn pv<V: F32s, const MR: usize, const NV: usize>(
     pk: &Packed,
@@ -121,8 +123,8 @@ pub unsafe fn pv<V: F32s, const MR: usize, const NV: usize>(
 ) {
     let nr = pk.nr;
     debug_assert!(nr == NV * V::LANES && rows.is_multiple_of(MR) && j0 + cols(rows - MR) <= pk.lk);
-    let ldo = pk.dh_padded();
-    for panel in 0..pk.dh.div_ceil(nr) {
+    let ldo = pk.dv_padded();
+    for panel in 0..pk.dv.div_ceil(nr) {
         let b = pk.v.as_ptr().add((panel * pk.lk + j0) * nr);
         for r0 in (0..rows).step_by(MR) {
             let out = o.add(r0 * ldo + panel * nr);

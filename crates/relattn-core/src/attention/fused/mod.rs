@@ -8,7 +8,7 @@
 //! m_i' = max(m_i, max_j e_ij),   γ_i = exp(m_i − m_i'),   p_ij = exp(e_ij − m_i')   (γ = 0 while m_i = −∞)
 //!        (m_i = −∞, l_i = 0 at the start; with a sink logit s, m_i = s, l_i = 1: the sink's own term)
 //! l_i ← γ_i l_i + Σ_j p_ij
-//! o_i ← γ_i o_i + Σ_j p_ij v_j                                               (BQ, BK)·(BK, d_head)
+//! o_i ← γ_i o_i + Σ_j p_ij v_j                                               (BQ, BK)·(BK, d_v)
 //! b_ir ← γ_i b_ir + Σ_{j: row(d_ij) = r} p_ij                                Shaw's a^V only
 //! z_i = (o_i + b_i w^V) / l_i                                                zeros when every key is masked
 //! ```
@@ -35,7 +35,7 @@ pub const BQ: usize = 48;
 /// of a row and block) and 2–4% faster than 256 and 1024.
 pub const BK: usize = 512;
 
-/// z (Lq, d_head) of one head, equal to [`crate::attention::attend_head`]'s within float rounding, with the
+/// z (Lq, d_v) of one head, equal to [`crate::attention::attend_head`]'s within float rounding, with the
 /// kernels of `isa`. The caller has checked the shapes and rotated RoPE's Q and K. Errors:
 /// [`Error::Overflow`] on "content_logits" (a non-finite q·k) or "logits" (NaN or +∞ after the relative
 /// term and the scale), at the pair's (i, j); [`Error::Interrupted`] between query blocks when a stop was
@@ -103,9 +103,10 @@ fn attend<V: F32s, const MR: usize, const NV: usize>(cfg: &Config, h: &HeadInput
     let p = if cfg.method.has_vector_table() { matmul(h.q, h.rel_k.t()) } else { Array2::zeros((lq, 0)) };
     let bias = cfg.scheme().distance_bias(h.rel_k, lq, lk);
     let rel_v = h.rel_v.filter(|_| cfg.has_rel_v());
-    let mut z = Array2::zeros((lq, dh));
+    let dv = h.v.ncols();
+    let mut z = Array2::zeros((lq, dv));
     let mut logits = vec![0.0f32; BQ * BK];
-    let mut block = Block::new(packed.dh_padded(), rel_v.map(|t| t.nrows()));
+    let mut block = Block::new(packed.dv_padded(), rel_v.map(|t| t.nrows()));
     let reach = cfg.reach();
     for i0 in (0..lq).step_by(BQ) {
         crate::core::cancel::check()?;
@@ -135,10 +136,10 @@ fn attend<V: F32s, const MR: usize, const NV: usize>(cfg: &Config, h: &HeadInput
                 }
             }
             // SAFETY: as above; the tile's rows past the block's queries hold finite values (zero queries'
-            // logits, or zeros), and the accumulator has BQ ≥ rows rows of dh_padded.
+            // logits, or zeros), and the accumulator has BQ ≥ rows rows of dv_padded.
             unsafe { kernel::pv::<V, MR, NV>(&packed, logits.as_ptr(), BK, rows, j0, needed, block.out.as_mut_ptr()) };
         }
-        z.slice_mut(s![i0..i1, ..]).assign(&block.finish(i1 - i0, dh, rel_v));
+        z.slice_mut(s![i0..i1, ..]).assign(&block.finish(i1 - i0, dv, rel_v));
     }
     Ok(z)
 }
@@ -303,15 +304,15 @@ fn overflow(cfg: &Config, h: &HeadInput, i: usize, j: usize, p_i: &[f32], bias: 
 struct Block {
     max: Array1<f32>,
     sum: Array1<f32>,
-    /// (BQ, d_head rounded up to NR): the product's accumulator, zero in the padded columns.
+    /// (BQ, d_v rounded up to NR): the product's accumulator, zero in the padded columns.
     out: Array2<f32>,
     /// (BQ, R), with a^V.
     buckets: Option<Array2<f32>>,
 }
 
 impl Block {
-    fn new(dh_padded: usize, table_rows: Option<usize>) -> Self {
-        Block { max: Array1::zeros(BQ), sum: Array1::zeros(BQ), out: Array2::zeros((BQ, dh_padded)), buckets: table_rows.map(|r| Array2::zeros((BQ, r))) }
+    fn new(dv_padded: usize, table_rows: Option<usize>) -> Self {
+        Block { max: Array1::zeros(BQ), sum: Array1::zeros(BQ), out: Array2::zeros((BQ, dv_padded)), buckets: table_rows.map(|r| Array2::zeros((BQ, r))) }
     }
 
     /// Empties the state for the next block of queries; with a sink logit s, the sink's own term (m = s, l = 1).
@@ -348,10 +349,10 @@ impl Block {
         self.sum[t] += sum;
     }
 
-    /// z = (o + B w^V) / l for the block's `rows` queries and d_head columns, zeros where every key was
+    /// z = (o + B w^V) / l for the block's `rows` queries and d_v columns, zeros where every key was
     /// masked.
-    fn finish(&self, rows: usize, dh: usize, rel_v: Option<ndarray::ArrayView2<f32>>) -> Array2<f32> {
-        let mut z = self.out.slice(s![..rows, ..dh]).to_owned();
+    fn finish(&self, rows: usize, dv: usize, rel_v: Option<ndarray::ArrayView2<f32>>) -> Array2<f32> {
+        let mut z = self.out.slice(s![..rows, ..dv]).to_owned();
         if let (Some(b), Some(w_v)) = (&self.buckets, rel_v) {
             z += &matmul(b.slice(s![..rows, ..]), w_v);
         }

@@ -359,6 +359,7 @@ impl Transformer {
             k_norm: None,
             sinks: None,
             d_head: self.config.d_model / self.config.heads,
+            d_v: self.config.d_model / self.config.heads,
             rel_k: a.rel_k.clone(),
             rel_v: a.rel_v.clone(),
             key_mask: None,
