@@ -1,19 +1,22 @@
 //! The GPU backend (wgpu; natively Vulkan, here usually Mesa's lavapipe) gives the CPU's trace within 1e-4
-//! (max |gpu − cpu| / max(1, max |cpu|), per array) on random layers: both methods, causal or not, key
+//! (max |gpu − cpu| / max(1, max |cpu|), per array) on random layers: every scheme, causal or not, key
 //! masks, k below and above n, shared and per-head tables, a^V on and off, every way of cutting a layer
-//! into chunks. Without a GPU adapter each test prints why and passes.
+//! into chunks, and what today's models add (heads of their own width, q/k norms, sliding windows,
+//! soft-capping, scales of their own, sinks), each alone and all at once, also against the f64 definition of
+//! tests/common. Without a GPU adapter each test prints why and passes.
 
 mod common;
 
 use common::rel_err;
 use ndarray::{Array2, Array4};
 use proptest::prelude::*;
+use relattn_core::attention::LogitScale;
 use relattn_core::error::gpu::GpuError;
 use relattn_core::gpu::GpuContext;
 use relattn_core::layer::forward;
 use relattn_core::layer::scenario::Arrays;
 use relattn_core::timing::LogitTimes;
-use relattn_core::{Config, Edge, Error, Implementation, Method, Scenario, Spec, Trace};
+use relattn_core::{Config, Edge, Error, Implementation, Method, Scenario, Spec, Stage, Trace};
 use std::sync::{Mutex, OnceLock};
 
 const TOL: f64 = 1e-4;
@@ -67,8 +70,101 @@ fn same_trace(g: &Trace, c: &Trace) -> Result<(), TestCaseError> {
         close("skew_sliced", &a.sliced, &b.sliced)?;
     }
     prop_assert_eq!(g.stages(), c.stages());
+    if g.stages().contains(&Stage::SinkShare) {
+        let (b, h, _, _) = c.weights.dim();
+        for (bi, hi) in (0..b).flat_map(|bi| (0..h).map(move |hi| (bi, hi))) {
+            let (a, w) = (g.stage(Stage::SinkShare, bi, hi).unwrap(), c.stage(Stage::SinkShare, bi, hi).unwrap());
+            let e = rel_err(a.iter(), w.iter().map(|&v| v as f64));
+            prop_assert!(e <= TOL, "sink_share b{} h{}: {:e}", bi, hi, e);
+        }
+    }
     prop_assert!(g.weights.iter().all(|w| w.is_finite()) && g.output.iter().all(|v| v.is_finite()));
     Ok(())
+}
+
+/// The GPU's output and weights against the f64 definition (tests/common's `layer`: projections, q/k norms,
+/// windows, soft-caps, scales and sinks written from the formulas), within 1e-4.
+fn matches_definition(ctx: &mut GpuContext, cfg: &Config, sc: &Scenario) -> Result<(), TestCaseError> {
+    let want = common::layer(cfg, sc);
+    let got = trace(ctx, cfg, sc);
+    let out = pollster::block_on(ctx.output(cfg, sc)).unwrap();
+    for (bi, (heads, output)) in want.heads.iter().zip(&want.output).enumerate() {
+        let flat = |m: &common::Mat| m.iter().flatten().copied().collect::<Vec<f64>>();
+        let e = rel_err(got.output.index_axis(ndarray::Axis(0), bi).iter(), flat(output));
+        prop_assert!(e <= TOL, "output (staged) b{} vs the definition: {:e}", bi, e);
+        let e = rel_err(out.index_axis(ndarray::Axis(0), bi).iter(), flat(output));
+        prop_assert!(e <= TOL, "output (attend.wgsl) b{} vs the definition: {:e}", bi, e);
+        for (hi, r) in heads.iter().enumerate() {
+            let w = got.weights.slice(ndarray::s![bi, hi, .., ..]);
+            let e = rel_err(w.iter(), flat(&r.weights));
+            prop_assert!(e <= TOL, "weights b{} h{} vs the definition: {:e}", bi, hi, e);
+            for (i, row) in r.masked.iter().enumerate() {
+                for (j, &masked) in row.iter().enumerate() {
+                    prop_assert_eq!(got.logits[[bi, hi, i, j]] == f32::NEG_INFINITY, masked, "masked ({}, {})", i, j);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A model's layer as tests/equivalence.rs's `model_shaped_layers` makes it: w_q (d_model, h·d_head) and w_o
+/// (h·d_head, d_model) of any d_head, `kv` K/V heads, q/k norms none (0), per head (1) or over the whole
+/// projection (2), sink logits, a key mask; values drawn from `seed`.
+#[allow(clippy::too_many_arguments)]
+fn model_layer(cfg: &Config, n: usize, d_model: usize, d_head: usize, kv: usize, norm: u8, sinks: bool, seed: u64, mask_bits: Option<u64>) -> Scenario {
+    let h = cfg.heads;
+    let mut r = seed;
+    let mut vec = |len: usize, lo: f32, hi: f32| -> Vec<f32> {
+        (0..len)
+            .map(|_| {
+                r = r.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                lo + (hi - lo) * ((r >> 40) as f32 / (1u64 << 24) as f32)
+            })
+            .collect()
+    };
+    let mut given = Arrays::new();
+    let mut put = |name: &str, shape: &[usize], values: Vec<f32>| {
+        given.insert(name.into(), ndarray::ArrayD::from_shape_vec(shape, values).unwrap());
+    };
+    put("w_q", &[d_model, h * d_head], vec(d_model * h * d_head, -0.8, 0.8));
+    put("w_k", &[d_model, kv * d_head], vec(d_model * kv * d_head, -0.8, 0.8));
+    put("w_v", &[d_model, kv * d_head], vec(d_model * kv * d_head, -0.8, 0.8));
+    put("w_o", &[h * d_head, d_model], vec(h * d_head * d_model, -0.8, 0.8));
+    put("b_q", &[h * d_head], vec(h * d_head, -0.3, 0.3));
+    put("b_k", &[kv * d_head], vec(kv * d_head, -0.3, 0.3));
+    put("b_o", &[d_model], vec(d_model, -0.3, 0.3));
+    match norm {
+        1 => {
+            put("q_norm", &[d_head], vec(d_head, 0.5, 1.5));
+            put("k_norm", &[d_head], vec(d_head, 0.5, 1.5));
+        }
+        2 => {
+            put("q_norm", &[h * d_head], vec(h * d_head, 0.5, 1.5));
+            put("k_norm", &[kv * d_head], vec(kv * d_head, 0.5, 1.5));
+        }
+        _ => {}
+    }
+    if sinks {
+        put("sinks", &[h], vec(h, -1.0, 2.0));
+    }
+    if let Some(bits) = mask_bits {
+        put("key_mask", &[1, n], (0..n).map(|i| ((bits >> (i % 64)) & 1) as f32).collect());
+    }
+    let sc = Scenario::build(cfg, &Spec { n, d_model, batch: 1, seed }, given, false).unwrap();
+    assert_eq!(sc.d_head, d_head);
+    sc
+}
+
+/// [`check`] with the work capped at `work_rows` rows of the widest work array (per-head and row-tiled
+/// chunks; `None`: the default cap), the cap put back after.
+fn check_chunked(ctx: &mut GpuContext, cfg: &Config, sc: &Scenario, work_rows: Option<usize>) -> Result<(), TestCaseError> {
+    let n = sc.dims().1;
+    let row_bytes = (n.max(cfg.table_rows()).max(sc.d_head) * 4) as u64;
+    ctx.set_work_bytes(work_rows.map_or(relattn_core::gpu::WORK_BYTES, |r| r as u64 * row_bytes));
+    let res = check(ctx, cfg, sc);
+    ctx.set_work_bytes(relattn_core::gpu::WORK_BYTES);
+    res
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -113,16 +209,155 @@ proptest! {
                              per_head in any::<bool>(), seed in any::<u64>(), mask in proptest::option::of(any::<u64>()),
                              work_rows in proptest::option::of(1usize..=12)) {
         let Some(mut ctx) = gpu() else { return Ok(()) };
-        // The kernels have no window and no soft-cap (refused by name: `refuses_what_the_kernels_lack`).
-        let (cfg, d_head) = common::fit(Config { window: None, softcap: None, ..cfg }, d_head);
+        // The configs' windows (1 in 3), soft-caps (1 in 4) and scales of their own (1 in 4 of the scaled) too.
+        let (cfg, d_head) = common::fit(cfg, d_head);
         let sc = scenario(&cfg, n, d_head, batch, per_head, seed, mask);
         // A cap of `work_rows` rows of the widest work array forces per-head and row-tiled chunks.
-        let row_bytes = (n.max(cfg.table_rows()).max(d_head) * 4) as u64;
-        ctx.set_work_bytes(work_rows.map_or(relattn_core::gpu::WORK_BYTES, |r| r as u64 * row_bytes));
-        let res = check(&mut ctx, &cfg, &sc);
-        ctx.set_work_bytes(relattn_core::gpu::WORK_BYTES);
-        res?;
+        check_chunked(&mut ctx, &cfg, &sc, work_rows)?;
     }
+
+    /// Today's models' layers (as tests/equivalence.rs's `model_shaped_layers`): heads whose width is not
+    /// d_model / heads, grouped K/V heads, q/k norms per head or over the whole projection, sink logits, with the
+    /// configs' windows, soft-caps and scales, a key mask, whole or cut into chunks: the GPU's trace, profiled
+    /// forward and attend.wgsl's output equal the CPU's, and its output and weights the f64 definition.
+    #[test]
+    fn model_shaped_layers_match_cpu(cfg in common::configs(1..=4, 0..=6), d_head in 1usize..=20, d_model in 1usize..=24, n in 1usize..=40,
+                                     groups in 0usize..=2, norm in 0u8..3, sinks in any::<bool>(), seed in any::<u64>(),
+                                     mask in proptest::option::of(any::<u64>()), work_rows in proptest::option::of(1usize..=12)) {
+        let Some(mut ctx) = gpu() else { return Ok(()) };
+        let (cfg, d_head) = common::fit(cfg, d_head);
+        let h = cfg.heads;
+        let kv = [h, 1, if h % 2 == 0 { h / 2 } else { h }][groups];
+        let sc = model_layer(&cfg, n, d_model, d_head, kv, norm, sinks, seed, mask);
+        check_chunked(&mut ctx, &cfg, &sc, work_rows)?;
+        matches_definition(&mut ctx, &cfg, &sc)?;
+    }
+}
+
+/// Heads of width 6 in d_model 16 (3 heads: h·d_head = 18 > d_model; 2 heads: 12 < d_model) and of width 24 in
+/// d_model 16, for every scheme, causal and not: the projections, the heads' columns, each head's logits and
+/// the output projection on the GPU as on the CPU and as the definition.
+#[test]
+fn heads_of_their_own_width() {
+    let Some(mut ctx) = gpu() else { return };
+    for method in Method::ALL {
+        for (heads, d_head) in [(3, 6), (2, 6), (2, 24)] {
+            for causal in [false, true] {
+                let (cfg, d_head) = common::fit(Config { method, heads, clip: 4, causal, rel_v: true, ..Config::default() }, d_head);
+                let sc = model_layer(&cfg, 13, 16, d_head, heads, 0, false, 5, Some(0xffff_ffef));
+                assert_eq!(sc.w_q.dim(), (16, heads * d_head));
+                check(&mut ctx, &cfg, &sc).unwrap_or_else(|e| panic!("{method} {heads} heads of {d_head}: {e}"));
+                matches_definition(&mut ctx, &cfg, &sc).unwrap_or_else(|e| panic!("{method} {heads} heads of {d_head}: {e}"));
+            }
+        }
+    }
+}
+
+/// Each of today's additions alone on an ordinary RoPE and Shaw layer (d_head 8, 3 heads, n 37: two tiles of
+/// attend.wgsl's keys, a second workgroup of rows), causal and not: q/k norms per head and over the whole
+/// projection (and k's alone, with ε 0.1), sliding windows of 1, 3 and 30 keys, soft-caps of 0.5 and 3, the
+/// model's own scale and none, sinks high and low; each equals the CPU and the definition, and differs from the
+/// same layer without it (so each is computed, not ignored).
+#[test]
+fn each_addition_alone() {
+    let Some(mut ctx) = gpu() else { return };
+    let (n, d_head, heads) = (37, 8, 3);
+    let ones = |len: usize, v: f32| ndarray::Array1::from_elem(len, v);
+    for method in [Method::Rope, Method::Shaw] {
+        for causal in [false, true] {
+            let base = Config { method, heads, clip: 5, causal, rel_v: true, ..Config::default() };
+            let plain = model_layer(&base, n, 20, d_head, heads, 0, false, 9, Some(!0b100u64));
+            let gamma = ndarray::Array1::from_shape_fn(d_head, |c| 0.6 + 0.1 * c as f32);
+            let whole = ndarray::Array1::from_shape_fn(heads * d_head, |c| 1.4 - 0.03 * c as f32);
+            #[rustfmt::skip]
+            let cases: Vec<(&str, Config, Scenario)> = vec![
+                ("q/k norms per head", base, Scenario { q_norm: Some(gamma.clone()), k_norm: Some(gamma.clone()), ..plain.clone() }),
+                ("q/k norms over the projection", base, Scenario { q_norm: Some(whole.clone()), k_norm: Some(whole.clone()), ..plain.clone() }),
+                ("k norm alone, ε 0.1", Config { norm_eps: 0.1, ..base }, Scenario { k_norm: Some(ones(d_head, 1.0)), ..plain.clone() }),
+                ("window 1", Config { window: Some(1), ..base }, plain.clone()),
+                ("window 3", Config { window: Some(3), ..base }, plain.clone()),
+                ("window 30", Config { window: Some(30), ..base }, plain.clone()),
+                ("soft-cap 0.5", Config { softcap: Some(0.5), ..base }, plain.clone()),
+                ("soft-cap 3", Config { softcap: Some(3.0), logit_scale: LogitScale::None, ..base }, plain.clone()),
+                ("scale 0.0625", Config { logit_scale: LogitScale::Factor(0.0625), ..base }, plain.clone()),
+                ("no scale", Config { logit_scale: LogitScale::None, ..base }, plain.clone()),
+                ("sinks", base, Scenario { sinks: Some(ndarray::arr1(&[-1.0, 0.5, 3.0])), ..plain.clone() }),
+            ];
+            let without = pollster::block_on(ctx.output(&base, &plain)).unwrap();
+            for (what, cfg, sc) in cases {
+                check(&mut ctx, &cfg, &sc).unwrap_or_else(|e| panic!("{method} causal {causal}, {what}: {e}"));
+                matches_definition(&mut ctx, &cfg, &sc).unwrap_or_else(|e| panic!("{method} causal {causal}, {what}: {e}"));
+                let with = pollster::block_on(ctx.output(&cfg, &sc)).unwrap();
+                let change = rel_err(with.iter(), without.iter().map(|&v| v as f64));
+                assert!(change > 1e-3, "{method} causal {causal}, {what}: the output moved by {change:e} only");
+            }
+        }
+    }
+}
+
+/// Everything at once on every scheme — heads of 64 (attend.wgsl's widest) and of 80 (the unfused kernels) in
+/// d_model 96, two K/V heads for four query heads, q/k norms, a window of 34 keys (tiles of 32: the last key a workgroup of rows sees starts a tile of its own), a soft-cap, the model's own
+/// scale, sinks and padded keys — over n 170 (six tiles of keys and workgroups of rows, the last ones partial:
+/// attend.wgsl walks only the tiles a window reaches), whole or cut a head and 40 rows at a time.
+#[test]
+fn everything_at_once_over_many_tiles() {
+    let Some(mut ctx) = gpu() else { return };
+    let n = 170;
+    for method in Method::ALL {
+        // Causal heads of 64 also cut a head and 40 rows at a time, and against the definition.
+        for (d_head, causal, norm, cut) in [(64, true, 1, true), (64, false, 2, false), (80, true, 2, false)] {
+            let cfg = Config {
+                method,
+                heads: 4,
+                clip: 16,
+                causal,
+                rel_v: true,
+                window: Some(34),
+                softcap: Some(4.0),
+                logit_scale: LogitScale::Factor(0.08),
+                ..Config::default()
+            };
+            let (cfg, d_head) = common::fit(cfg, d_head);
+            let sc = model_layer(&cfg, n, 96, d_head, 2, norm, true, 13, Some(0xfff7_ffff_ffbf_fffe));
+            let rows = cut.then_some(40);
+            check_chunked(&mut ctx, &cfg, &sc, rows).unwrap_or_else(|e| panic!("{method} d_head {d_head} causal {causal} rows {rows:?}: {e}"));
+            if cut {
+                matches_definition(&mut ctx, &cfg, &sc).unwrap_or_else(|e| panic!("{method} d_head {d_head} causal {causal}: {e}"));
+            }
+        }
+    }
+}
+
+/// Sinks: each row's weights sum to 1 − the sink's share, exp(s_h) / (exp(s_h) + Σ_j exp(e_ij)), the share the
+/// trace's `sink_share` stage gives; a row with every key masked gives zeros (no NaN) with a sink too.
+#[test]
+fn sinks_take_their_share() {
+    let Some(mut ctx) = gpu() else { return };
+    let cfg = Config { method: Method::Rope, heads: 2, causal: true, ..Config::default() };
+    // Keys 0 and 1 padding: queries 0 and 1 see no key.
+    let sc = model_layer(&cfg, 9, 8, 4, 2, 0, true, 21, Some(!0b11u64));
+    let sc = Scenario { sinks: Some(ndarray::arr1(&[0.0, 2.0])), ..sc };
+    let t = trace(&mut ctx, &cfg, &sc);
+    let out = pollster::block_on(ctx.output(&cfg, &sc)).unwrap();
+    assert!(t.output.iter().chain(&out).all(|v| v.is_finite()));
+    for hi in 0..2 {
+        let share = t.stage(Stage::SinkShare, 0, hi).unwrap();
+        for i in 0..9 {
+            let row = t.weights.slice(ndarray::s![0, hi, i, ..]);
+            if i < 2 {
+                assert!(row.iter().all(|&w| w == 0.0), "head {hi} row {i}: {row}");
+                continue;
+            }
+            let sum: f32 = row.sum();
+            assert!((share[[i, 0]] - (1.0 - sum)).abs() < 1e-5);
+            // The share by its definition, from the trace's own logits.
+            let e = t.logits.slice(ndarray::s![0, hi, i, ..]);
+            let s = sc.sinks.as_ref().unwrap()[hi] as f64;
+            let denominator = s.exp() + e.iter().filter(|v| v.is_finite()).map(|&v| (v as f64).exp()).sum::<f64>();
+            assert!(((1.0 - sum as f64) - s.exp() / denominator).abs() < 1e-5, "head {hi} row {i}");
+        }
+    }
+    matches_definition(&mut ctx, &cfg, &sc).unwrap();
 }
 
 /// A captured model's RoPE layer: grouped K/V heads and the model's own cos and sin (frequencies of its own,
@@ -144,28 +379,41 @@ fn grouped_heads_and_given_rotary() {
     check(&mut ctx, &cfg, &sc).unwrap();
 }
 
-/// A layer with what the kernels do not compute — a window, a soft-cap, q/k norms, sinks, heads narrower than
-/// d_model / heads — is refused naming it (the page then computes on the CPU, saying why), never computed wrong.
+/// A layer with what the kernels do not compute — values of a width of their own (d_v ≠ d_head: w_v
+/// (d_model, h·d_v), w_o (h·d_v, ·)) — is refused naming it (the page then computes on the CPU, saying why),
+/// never computed wrong; what they compute now (a window, a soft-cap, q/k norms, sinks, heads of their own
+/// width) is not refused.
 #[test]
 fn refuses_what_the_kernels_lack() {
     let Some(mut ctx) = gpu() else { return };
     let cfg = Config { method: Method::Rope, heads: 2, causal: true, ..Config::default() };
     let plain = scenario(&cfg, 6, 4, 1, false, 1, None);
+    // Values of width 6 for heads of 4: w_v (8, 2·6), w_o (2·6, 8).
+    let mut given = Arrays::new();
+    given.insert("w_v".into(), Array2::from_elem((8, 12), 0.1f32).into_dyn());
+    given.insert("w_o".into(), Array2::from_elem((12, 8), 0.1f32).into_dyn());
+    let wide_values = Scenario::build(&cfg, &Spec { n: 6, d_model: 8, batch: 1, seed: 1 }, given, false).unwrap();
+    assert_eq!((wide_values.d_head, wide_values.d_v), (4, 6));
+    let err = pollster::block_on(ctx.output(&cfg, &wide_values)).expect_err("d_v");
+    assert_eq!(err.field(), "d_v", "{err}");
+    let err = pollster::block_on(ctx.trace(&cfg, &wide_values)).expect_err("d_v");
+    assert_eq!(err.field(), "d_v", "{err}");
     let with = |name: &str, a: ndarray::ArrayD<f32>| {
         let mut given = Arrays::new();
         given.insert(name.to_string(), a);
         Scenario::build(&cfg, &Spec { n: 6, d_model: 8, batch: 1, seed: 1 }, given, false).unwrap()
     };
-    let cases = [
+    let computed = [
         ("window", Config { window: Some(3), ..cfg }, plain.clone()),
         ("softcap", Config { softcap: Some(5.0), ..cfg }, plain.clone()),
         ("q_norm", cfg, with("q_norm", ndarray::Array1::from_elem(4, 1.5f32).into_dyn())),
         ("sinks", cfg, with("sinks", ndarray::Array1::from_elem(2, 0.5f32).into_dyn())),
         ("d_head", cfg, with("w_q", Array2::from_elem((8, 4), 0.1f32).into_dyn())),
     ];
-    for (field, cfg, sc) in cases {
-        let err = pollster::block_on(ctx.output(&cfg, &sc)).expect_err(field);
-        assert_eq!(err.field(), field, "{err}");
+    for (field, cfg, sc) in computed {
+        let out = pollster::block_on(ctx.output(&cfg, &sc)).unwrap_or_else(|e| panic!("{field}: {e}"));
+        let want = forward::trace(&cfg, &sc).unwrap().output;
+        assert!(rel_err(out.iter(), want.iter().map(|&v| v as f64)) <= 1e-5, "{field}");
     }
 }
 

@@ -2,14 +2,20 @@
 // weights, for a forward that keeps nothing (a trace's stages come from logits.wgsl, softmax.wgsl,
 // buckets.wgsl and matmul.wgsl). The same online softmax as the CPU's src/attention/fused/:
 //
-//     e_ij = (q_i · k_j + P[i, row(j − i)]) / sqrt(d_head)          visible keys only (CAUSAL, key_mask)
+//     e_ij = (q_i · k_j + P[i, row(j − i)]) · scale                  visible keys only (CAUSAL, WINDOW, key_mask)
+//     e_ij ← c · tanh(e_ij / c)                                      with SOFTCAP (as logits.wgsl: tanh's
+//                                                                    argument clamped to ±10)
 //     m'   = max(m, max_{j in tile} e_ij),   γ = exp(m − m')          per tile of TK keys (γ = 0 before any key)
 //     l    ← γ l + Σ_j exp(e_ij − m')
 //     z    ← γ z + Σ_j exp(e_ij − m') (v_j + w^V[row(j − i)])         w^V only with REL_V: Shaw's a^V as
 //                                                                   Σ_j α_ij a^V_ij, equal to B·w^V
 //     out_i = z / l                                                  zeros when no key is visible
 //
-// With DISTANCE_BIAS (ALiBi, T5): e_ij = q_i · k_j / sqrt(d_head) + bias[h, j − i + n − 1] (no table: R = 0).
+// scale is 1/sqrt(d_head), 1 or the model's own. With DISTANCE_BIAS (ALiBi, T5): e_ij = q_i · k_j · scale +
+// bias[h, j − i + n − 1] (no table: R = 0). With SINK (gpt-oss) the head's sink logit s_h is a column of the
+// softmax with no value: the row starts as if it had seen it, m = s_h and l = exp(s_h − m) = 1 (z = 0), so
+// out_i = Σ_j exp(e_ij − m) v_j / (Σ_j exp(e_ij − m) + exp(s_h − m)). WINDOW masks keys at |j − i| ≥ window;
+// a workgroup walks only the tiles its rows' windows reach.
 // row(d) as in logits.wgsl (ZERO_EDGE: beyond the table reads nothing, else the edge row); no −∞ is ever
 // formed (a flag says whether a row has seen a visible key).
 //
@@ -29,22 +35,25 @@
 // Grid: x = ceil(rows / ROWS), y = heads in the chunk. Writes its rows of the heads' columns of `heads` (n, d).
 
 struct Params {
-    rows: u32, n: u32, dh: u32, d: u32,        // rows in the chunk, keys, head width, model width
+    rows: u32, n: u32, dh: u32, inner: u32,    // rows in the chunk, keys, head width, h·d_head (Q's, K's, V's row length)
     i0: u32, h0: u32, r: u32, flags: u32,      // first query, first head, table rows R, flags: see below
-    tmin: i32, scale: f32, v_stride: u32, _pad0: u32,   // smallest distance, 1/sqrt(d_head), w^V's per-head stride (0: shared)
+    tmin: i32, scale: f32, v_stride: u32, window: u32,  // smallest distance, the scale, w^V's per-head stride (0: shared), WINDOW's
+    softcap: f32, sink_at: u32, _pad0: u32, _pad1: u32, // SOFTCAP's c; SINK's s_h at terms[sink_at + h]
 }
 // Mirrored in Rust by kernels.rs's RowsParams, field by field (its tests compare the two); logits.wgsl takes the same struct.
-// Flags tested here: ZERO_EDGE, CAUSAL, NO_CONTENT, REL_V, DISTANCE_BIAS (kernels.rs's `flag` module, written ahead of this file as constants).
+// Flags tested here: ZERO_EDGE, CAUSAL, NO_CONTENT, REL_V, DISTANCE_BIAS, WINDOW, SOFTCAP, SINK (kernels.rs's `flag` module, written ahead of this file as constants).
 
 @group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> q: array<f32>;         // (n, d): all heads' queries
-@group(0) @binding(2) var<storage, read> k: array<f32>;         // (n, d)
-@group(0) @binding(3) var<storage, read> v: array<f32>;         // (n, d)
+@group(0) @binding(1) var<storage, read> q: array<f32>;         // (n, h·d_head): all heads' queries
+@group(0) @binding(2) var<storage, read> k: array<f32>;         // (n, h·d_head)
+@group(0) @binding(3) var<storage, read> v: array<f32>;         // (n, h·d_head)
 @group(0) @binding(4) var<storage, read> prel: array<f32>;      // (z, rows, R): P = Q·Tᵀ
 @group(0) @binding(5) var<storage, read> key_mask: array<u32>;  // (n): 0 = padding
 @group(0) @binding(6) var<storage, read> rel_v: array<f32>;     // (1 or h, R, d_head): w^V
-@group(0) @binding(7) var<storage, read_write> heads: array<f32>;   // (n, d): the heads concatenated
-@group(0) @binding(8) var<storage, read> dbias: array<f32>;         // (h, 2n − 1): bias by distance, DISTANCE_BIAS
+@group(0) @binding(7) var<storage, read_write> heads: array<f32>;   // (n, h·d_head): the heads concatenated
+// The heads' own logit terms in one buffer (WebGPU's default allows 8 storage buffers a stage): the bias by
+// distance (h, 2n − 1) from 0 with DISTANCE_BIAS, then the sink logits (h) from sink_at with SINK.
+@group(0) @binding(8) var<storage, read> terms: array<f32>;
 
 const ROWS: u32 = 32u;      // query rows per workgroup (kernels.rs: ATTEND_ROWS)
 const LANES: u32 = 8u;      // invocations per row: 256 in all
@@ -77,7 +86,7 @@ fn table_row(dist: i32) -> i32 {
 fn load4(which: u32, j: u32, col0: u32, c: u32) -> vec4<f32> {
     var out = vec4<f32>(0.0);
     if (j < p.n) {
-        let at = j * p.d + col0 + c;
+        let at = j * p.inner + col0 + c;
         for (var e = 0u; e < 4u; e = e + 1u) {
             if (c + e < p.dh) {
                 if (which == 0u) {
@@ -106,7 +115,7 @@ fn rel_v4(at: u32, c: u32) -> vec4<f32> {
 fn store4(qi: u32, col0: u32, c: u32, val: vec4<f32>) {
     for (var e = 0u; e < 4u; e = e + 1u) {
         if (c + e < p.dh) {
-            heads[qi * p.d + col0 + c + e] = val[e];
+            heads[qi * p.inner + col0 + c + e] = val[e];
         }
     }
 }
@@ -138,7 +147,7 @@ fn main(@builtin(local_invocation_index) tid: u32, @builtin(workgroup_id) wid: v
             for (var e = 0u; e < 4u; e = e + 1u) {
                 let c = 4u * c4 + e;
                 if (c < p.dh) {
-                    qv[c4][e] = q[qi * p.d + col0 + c];
+                    qv[c4][e] = q[qi * p.inner + col0 + c];
                 }
             }
         }
@@ -149,14 +158,32 @@ fn main(@builtin(local_invocation_index) tid: u32, @builtin(workgroup_id) wid: v
     var m = 0.0;
     var l = 0.0;
     var seen = false;
-    // Keys the workgroup's last row can see (the same for every invocation: barriers stay uniform).
+    if ((p.flags & SINK) != 0u) {
+        m = terms[p.sink_at + p.h0 + z];   // the sink's column, seen first: exp(s_h − m) = 1, no value
+        l = 1.0;
+        seen = true;
+    }
+    let windowed = (p.flags & WINDOW) != 0u;
+    // The keys the workgroup's rows can see, from the first row's first to the last row's last (the same for
+    // every invocation: barriers stay uniform): under CAUSAL none after the last row, under WINDOW none
+    // before first − (window − 1) nor (without CAUSAL) from last + window on; the first tile starts at a
+    // multiple of TK.
+    let first = p.i0 + wid.x * ROWS;
+    let last = p.i0 + min(wid.x * ROWS + ROWS, p.rows) - 1u;
     var keys = p.n;
     if (causal) {
-        keys = min(p.n, p.i0 + min(wid.x * ROWS + ROWS, p.rows));
+        keys = min(p.n, last + 1u);
+    }
+    var start = 0u;
+    if (windowed) {
+        keys = min(keys, last + p.window);
+        if (first + 1u > p.window) {
+            start = (first + 1u - p.window) / TK * TK;
+        }
     }
     let v_table = (p.h0 + z) * p.v_stride;
     let bias_row = (p.h0 + z) * (2u * p.n - 1u);
-    for (var t0 = 0u; t0 < keys; t0 = t0 + TK) {
+    for (var t0 = start; t0 < keys; t0 = t0 + TK) {
         // 1. The K tile.
         stage(0u, t0, col0, tid);
         workgroupBarrier();
@@ -169,7 +196,8 @@ fn main(@builtin(local_invocation_index) tid: u32, @builtin(workgroup_id) wid: v
             let kk = lane * KEYS + s;
             let j = t0 + kk;
             e[s] = 0.0;
-            vis[s] = in_chunk && j < p.n && key_mask[j] != 0u && !(causal && j > qi);
+            let outside = windowed && max(j, qi) - min(j, qi) >= p.window;
+            vis[s] = in_chunk && j < p.n && key_mask[j] != 0u && !(causal && j > qi) && !outside;
             if (vis[s]) {
                 var dot4 = vec4<f32>(0.0);
                 for (var c4 = 0u; c4 < DH4; c4 = c4 + 1u) {
@@ -178,7 +206,7 @@ fn main(@builtin(local_invocation_index) tid: u32, @builtin(workgroup_id) wid: v
                 let dot = (dot4.x + dot4.y) + (dot4.z + dot4.w);
                 var ek = 0.0;
                 if ((p.flags & DISTANCE_BIAS) != 0u) {
-                    ek = dot * p.scale + dbias[bias_row + j + p.n - 1u - qi];
+                    ek = dot * p.scale + terms[bias_row + j + p.n - 1u - qi];
                 } else {
                     let tr = table_row(i32(j) - i32(qi));
                     var rel = 0.0;
@@ -186,6 +214,9 @@ fn main(@builtin(local_invocation_index) tid: u32, @builtin(workgroup_id) wid: v
                         rel = prel[(z * p.rows + i) * p.r + u32(tr)];
                     }
                     ek = (dot + rel) * p.scale;
+                }
+                if ((p.flags & SOFTCAP) != 0u) {
+                    ek = p.softcap * tanh(clamp(ek / p.softcap, -10.0, 10.0));
                 }
                 e[s] = ek;
                 if (!lane_seen || ek > lane_max) {

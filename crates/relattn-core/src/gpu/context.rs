@@ -36,7 +36,7 @@ impl GpuContext {
     }
 
     /// Test hook, not a feature: [`GpuContext::try_new`] with `kernel`'s WGSL ("matmul", "logits",
-    /// "softmax" or "buckets") replaced by a module that does not compile, to force a failed pipeline
+    /// "softmax", "buckets", "attend", "rope" or "norm") replaced by a module that does not compile, to force a failed pipeline
     /// creation. Always an `Err`: [`GpuError::Pipeline`] naming that kernel.
     #[cfg(feature = "test-hooks")]
     pub async fn try_new_with_broken_kernel_for_test(kernel: &str) -> Result<GpuContext, GpuError> {
@@ -88,9 +88,9 @@ impl GpuContext {
             }
             pipelines.push(pipeline);
         }
-        let [matmul, logits, softmax, buckets, attend, rope] =
-            <[wgpu::ComputePipeline; 6]>::try_from(pipelines).unwrap_or_else(|_| unreachable!("one pipeline per kernel"));
-        let kernels = Kernels { matmul, logits, softmax, buckets, attend, rope };
+        let [matmul, logits, softmax, buckets, attend, rope, norm] =
+            <[wgpu::ComputePipeline; 7]>::try_from(pipelines).unwrap_or_else(|_| unreachable!("one pipeline per kernel"));
+        let kernels = Kernels { matmul, logits, softmax, buckets, attend, rope, norm };
         let limits = device.limits();
         Ok(GpuContext { device, queue, kernels, limits, buffers: HashMap::new(), staging: None, work_bytes: WORK_BYTES, rope_kept: None })
     }

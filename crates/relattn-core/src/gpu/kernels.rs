@@ -1,4 +1,4 @@
-//! The six kernels (matmul, logits, softmax, buckets, attend, rope): their WGSL (the files beside this one), their parameters as the `Params` uniform
+//! The seven kernels (matmul, logits, softmax, buckets, attend, rope, norm): their WGSL (the files beside this one), their parameters as the `Params` uniform
 //! each file declares (mirrored field by field, checked by this file's tests), the flags they test (one
 //! set, [`flag`], written into every kernel's source ahead of it), and the encoding of one dispatch of each.
 
@@ -43,9 +43,18 @@ pub(super) mod flag {
     pub const DISTANCE_BIAS: u32 = 512;
     /// rope.wgsl: pairs (p, p + d_rot/2) instead of (2p, 2p + 1).
     pub const HALF_SPLIT: u32 = 1024;
+    /// A sliding window: keys at |j − i| ≥ `window` are masked as the causal mask masks (logits.wgsl,
+    /// softmax.wgsl, attend.wgsl; [`crate::positions::table::Reach`]).
+    pub const WINDOW: u32 = 2048;
+    /// Soft-capping (Gemma 2): `e ← c·tanh(e / c)` after the scale and any bias, before the masks
+    /// (logits.wgsl, attend.wgsl; [`crate::attention::soft_cap`]).
+    pub const SOFTCAP: u32 = 4096;
+    /// A sink logit per head (gpt-oss) joins each row's softmax with no value (softmax.wgsl, attend.wgsl;
+    /// [`crate::core::softmax::softmax_rows_with_sink`]).
+    pub const SINK: u32 = 8192;
 
     /// Every flag by name.
-    pub const ALL: [(&str, u32); 11] = [
+    pub const ALL: [(&str, u32); 14] = [
         ("WRITE_CONTENT", WRITE_CONTENT),
         ("WRITE_RELATIVE", WRITE_RELATIVE),
         ("ZERO_EDGE", ZERO_EDGE),
@@ -57,6 +66,9 @@ pub(super) mod flag {
         ("ACCUMULATE", ACCUMULATE),
         ("DISTANCE_BIAS", DISTANCE_BIAS),
         ("HALF_SPLIT", HALF_SPLIT),
+        ("WINDOW", WINDOW),
+        ("SOFTCAP", SOFTCAP),
+        ("SINK", SINK),
     ];
 
     /// The flags as WGSL constants (`const CAUSAL: u32 = 16u;` …), written ahead of every kernel.
@@ -67,13 +79,14 @@ pub(super) mod flag {
 
 /// Every kernel's name and WGSL source (without the [`flag`] constants written ahead of it), in the order
 /// of [`Kernels`].
-pub(super) const SOURCES: [(&str, &str); 6] = [
+pub(super) const SOURCES: [(&str, &str); 7] = [
     ("matmul", include_str!("matmul.wgsl")),
     ("logits", include_str!("logits.wgsl")),
     ("softmax", include_str!("softmax.wgsl")),
     ("buckets", include_str!("buckets.wgsl")),
     ("attend", include_str!("attend.wgsl")),
     ("rope", include_str!("rope.wgsl")),
+    ("norm", include_str!("norm.wgsl")),
 ];
 
 /// The compiled compute pipelines, one per kernel of [`SOURCES`].
@@ -84,6 +97,7 @@ pub(super) struct Kernels {
     pub buckets: wgpu::ComputePipeline,
     pub attend: wgpu::ComputePipeline,
     pub rope: wgpu::ComputePipeline,
+    pub norm: wgpu::ComputePipeline,
 }
 
 /// Declares a kernel's `Params` uniform as a `#[repr(C)]` Pod struct of 4-byte scalars (u32, i32, f32), and
@@ -135,8 +149,8 @@ struct MatmulParams {
 params! {
 /// The `Params` of logits.wgsl and attend.wgsl, the two kernels that take a chunk of query rows of a range
 /// of heads: queries `i0 .. i0 + rows` of heads `h0 ..` (the grid's z in logits.wgsl, y in attend.wgsl).
-/// logits.wgsl writes `E = (QKᵀ + P[i, row(j − i)]) / sqrt(d_head)`; attend.wgsl the heads' output
-/// `z_i = Σ_j α_ij (v_j + a^V_ij)` with no (rows, n) array.
+/// logits.wgsl writes `E = (QKᵀ + P[i, row(j − i)]) · scale` (soft-capped with [`flag::SOFTCAP`]);
+/// attend.wgsl the heads' output `z_i = Σ_j α_ij (v_j + a^V_ij)` with no (rows, n) array.
 struct RowsParams {
     /// Query rows in the chunk.
     rows: u32,
@@ -144,8 +158,9 @@ struct RowsParams {
     n: u32,
     /// Head width d_head (attend.wgsl: at most [`ATTEND_MAX_DH`]).
     dh: u32,
-    /// Model width d_model.
-    d: u32,
+    /// h·d_head: the row length of Q, K, V and the concatenated heads (d_model unless the model's heads have
+    /// a width of their own).
+    inner: u32,
     /// First query of the chunk.
     i0: u32,
     /// First head of the chunk.
@@ -153,35 +168,53 @@ struct RowsParams {
     /// Table rows R.
     r: u32,
     /// [`flag::WRITE_CONTENT`] | [`flag::WRITE_RELATIVE`] | [`flag::ZERO_EDGE`] | [`flag::ZERO_ABOVE`] |
-    /// [`flag::CAUSAL`] | [`flag::NO_CONTENT`] | [`flag::REL_V`].
+    /// [`flag::CAUSAL`] | [`flag::NO_CONTENT`] | [`flag::REL_V`] | [`flag::DISTANCE_BIAS`] | [`flag::WINDOW`] |
+    /// [`flag::SOFTCAP`] | [`flag::SINK`].
     flags: u32,
     /// The table's smallest distance: row = (j − i) − tmin.
     tmin: i32,
-    /// 1/sqrt(d_head).
+    /// The logits' scale: 1/sqrt(d_head), 1, or the model's own ([`crate::attention::LogitScale`]).
     scale: f32,
     /// attend.wgsl: elements between two heads' w^V tables (0: one table shared by every head).
     v_stride: u32,
+    /// With [`flag::WINDOW`]: keys at |j − i| ≥ window are masked.
+    window: u32,
+    /// With [`flag::SOFTCAP`]: the cap c of `c·tanh(e / c)`.
+    softcap: f32,
+    /// attend.wgsl, with [`flag::SINK`]: where the heads' sink logits (h) start in the head-terms buffer
+    /// (after the bias by distance, (h, 2n − 1), when there is one).
+    sink_at: u32,
     _pad0: u32,
+    _pad1: u32,
 }
 }
 
 params! {
-/// softmax.wgsl's `Params`: row softmax of a chunk's (z, rows, n) logits over the visible keys.
+/// softmax.wgsl's `Params`: row softmax of a chunk's (z, rows, n) logits over the visible keys, with each
+/// head's sink logit in the denominator ([`flag::SINK`]).
 struct SoftmaxParams {
     rows: u32,
     n: u32,
     /// First query of the chunk.
     i0: u32,
-    /// [`flag::CAUSAL`].
+    /// [`flag::CAUSAL`] | [`flag::WINDOW`] | [`flag::SINK`].
     flags: u32,
+    /// With [`flag::WINDOW`]: keys at |j − i| ≥ window are masked.
+    window: u32,
+    /// First head of the chunk (the grid's y is the head within it).
+    h0: u32,
+    /// With [`flag::SINK`]: where the heads' sink logits (h) start in the head-terms buffer.
+    sink_at: u32,
+    _pad0: u32,
 }
 }
 
 params! {
-/// rope.wgsl's `Params`: every head's rows of an (n, d) projection rotated, d_rot components of each head.
+/// rope.wgsl's `Params`: every head's rows of an (n, h·d_head) projection rotated, d_rot components of each head.
 struct RopeParams {
     n: u32,
-    d: u32,
+    /// h·d_head: the projection's row length.
+    inner: u32,
     dh: u32,
     d_rot: u32,
     /// [`flag::HALF_SPLIT`].
@@ -189,6 +222,21 @@ struct RopeParams {
     _pad0: u32,
     _pad1: u32,
     _pad2: u32,
+}
+}
+
+params! {
+/// norm.wgsl's `Params`: an RMS norm of every group of `group` components of an (n, h·d_head) projection, in
+/// place: `a ← a / sqrt(mean(a²) + eps) ⊙ γ` ([`crate::layer::scenario::Scenario::q_norm`]).
+struct NormParams {
+    /// Rows n.
+    n: u32,
+    /// h·d_head: the projection's row length.
+    inner: u32,
+    /// γ's length: d_head (each head's own) or h·d_head (the whole projection).
+    group: u32,
+    /// ε ([`crate::attention::Config::norm_eps`]).
+    eps: f32,
 }
 }
 
@@ -277,7 +325,7 @@ impl GpuContext {
         self.dispatch(enc, &self.kernels.matmul, &params, &[a.buf, b.buf, bias_buf, c.buf], [n.div_ceil(BLOCK), m.div_ceil(BLOCK), z]);
     }
 
-    /// The fused logits of `heads` heads: reads q, k (n, d), P (heads, rows, R) and the key mask (n); writes
+    /// The fused logits of `heads` heads: reads q, k (n, h·d_head), P (heads, rows, R) and the key mask (n); writes
     /// content, relative (when asked in `params.flags`) and logits, each (heads, rows, n); reads the bias by
     /// distance (h, 2n − 1) with [`flag::DISTANCE_BIAS`] (any buffer without).
     pub(super) fn logits(&self, enc: &mut wgpu::CommandEncoder, params: &RowsParams, heads: usize, bufs: [&wgpu::Buffer; 8]) {
@@ -285,7 +333,9 @@ impl GpuContext {
         self.dispatch(enc, &self.kernels.logits, params, &bufs, groups);
     }
 
-    /// The weights (heads, rows, n) from the logits and the key mask (n).
+    /// The weights (heads, rows, n) from the logits, the key mask (n) and, with [`flag::SINK`], the sink
+    /// logits in the head-terms buffer (any buffer without).
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn softmax(
         &self,
         enc: &mut wgpu::CommandEncoder,
@@ -293,20 +343,22 @@ impl GpuContext {
         heads: usize,
         logits: &wgpu::Buffer,
         mask: &wgpu::Buffer,
+        terms: &wgpu::Buffer,
         weights: &wgpu::Buffer,
     ) {
-        self.dispatch(enc, &self.kernels.softmax, params, &[logits, mask, weights], [params.rows as usize, heads, 1]);
+        self.dispatch(enc, &self.kernels.softmax, params, &[logits, mask, terms, weights], [params.rows as usize, heads, 1]);
     }
 
-    /// The output of `heads` heads' chunk rows, written into their columns of `bufs[6]` (n, d): reads q, k,
-    /// v (n, d), P (heads, rows, R), the key mask (n) and w^V (any buffer when `params.flags` has no
-    /// [`flag::REL_V`]) and the bias by distance (h, 2n − 1) with [`flag::DISTANCE_BIAS`] (any buffer without).
+    /// The output of `heads` heads' chunk rows, written into their columns of `bufs[6]` (n, h·d_head): reads
+    /// q, k, v (n, h·d_head), P (heads, rows, R), the key mask (n), w^V (any buffer when `params.flags` has no
+    /// [`flag::REL_V`]) and the head-terms buffer: the bias by distance (h, 2n − 1) with
+    /// [`flag::DISTANCE_BIAS`], the sink logits (h) from `sink_at` with [`flag::SINK`] (any buffer with neither).
     pub(super) fn attend(&self, enc: &mut wgpu::CommandEncoder, params: &RowsParams, heads: usize, bufs: [&wgpu::Buffer; 8]) {
         self.dispatch(enc, &self.kernels.attend, params, &bufs, [(params.rows as usize).div_ceil(ATTEND_ROWS), heads, 1]);
     }
 
-    /// RoPE: `dst` (n, d) = every head's rows of `src` rotated by the angles whose cos and sin (n, d_rot/2)
-    /// are given.
+    /// RoPE: `dst` (n, h·d_head) = every head's rows of `src` rotated by the angles whose cos and sin
+    /// (n, d_rot/2) are given.
     pub(super) fn rope(
         &self,
         enc: &mut wgpu::CommandEncoder,
@@ -316,7 +368,14 @@ impl GpuContext {
         sin: &wgpu::Buffer,
         dst: &wgpu::Buffer,
     ) {
-        self.dispatch(enc, &self.kernels.rope, params, &[src, cos, sin, dst], [(params.d as usize).div_ceil(64), params.n as usize, 1]);
+        self.dispatch(enc, &self.kernels.rope, params, &[src, cos, sin, dst], [(params.inner as usize).div_ceil(64), params.n as usize, 1]);
+    }
+
+    /// q/k norms: every group of `params.group` components of `a` (n, h·d_head) RMS-normed in place and
+    /// multiplied by `gamma` (`group` long).
+    pub(super) fn norm(&self, enc: &mut wgpu::CommandEncoder, params: &NormParams, a: &wgpu::Buffer, gamma: &wgpu::Buffer) {
+        let groups = (params.inner / params.group) as usize;
+        self.dispatch(enc, &self.kernels.norm, params, &[a, gamma], [groups, params.n as usize, 1]);
     }
 
     /// Shaw's value buckets (heads, rows, R) from the weights (heads, rows, n).
@@ -349,13 +408,14 @@ mod tests {
     #[test]
     fn rust_params_match_every_wgsl_struct() {
         type Layout = &'static [(&'static str, &'static str, usize)];
-        let rust: [(&str, Layout, usize); 6] = [
+        let rust: [(&str, Layout, usize); 7] = [
             ("matmul", MatmulParams::LAYOUT, size_of::<MatmulParams>()),
             ("logits", RowsParams::LAYOUT, size_of::<RowsParams>()),
             ("softmax", SoftmaxParams::LAYOUT, size_of::<SoftmaxParams>()),
             ("buckets", BucketsParams::LAYOUT, size_of::<BucketsParams>()),
             ("attend", RowsParams::LAYOUT, size_of::<RowsParams>()),
             ("rope", RopeParams::LAYOUT, size_of::<RopeParams>()),
+            ("norm", NormParams::LAYOUT, size_of::<NormParams>()),
         ];
         for (kernel, layout, size) in rust {
             let (_, source) = SOURCES.iter().find(|(name, _)| *name == kernel).expect("a kernel of that name");

@@ -3,17 +3,22 @@
 //     C[i, j] = q_i · k_j                                   (content, a tiled QKᵀ)
 //     S[i, j] = P[i, row(j − i)]                            (relative: the small (rows, R) product P = Q·Tᵀ
 //                                                           read by index, never an n×n×d_head tensor)
-//     E[i, j] = (C + S) / sqrt(d_head)                      (scaled)
+//     E[i, j] = (C + S) · scale                             (scaled: 1/sqrt(d_head), 1 or the model's own)
 //
 // With DISTANCE_BIAS (ALiBi, T5) the relative term is the head's bias by distance, added after the scale:
-// S[i, j] = bias[h, j − i + n − 1], E = C / sqrt(d_head) + S (the host reads no table: R = 0, ZERO_EDGE).
+// S[i, j] = bias[h, j − i + n − 1], E = C · scale + S (the host reads no table: R = 0, ZERO_EDGE).
+// With SOFTCAP (Gemma 2), after the scale and any bias and before the masks:
+//
+//     E[i, j] ← c · tanh(E[i, j] / c)                       (c = softcap; tanh's argument clamped to ±10,
+//                                                           where tanh is ±1 in f32 already, so that no
+//                                                           implementation forms e^(2x) past f32's range)
 //
 // row(d) is the table layout of relattn::positions::table::RelTable: row = d − min inside min..=max; beyond it Shaw
 // clips to the edge row (flag ZERO_EDGE off) and the Music Transformer reads zero (ZERO_EDGE on) or clips.
 // For the Music Transformer this gather IS the skew: the skew's sliced (i, j) cell is q_i · E_r[row(j − i)]
 // (src/positions/music.rs proves it on the CPU); causal Music shows S = 0 above the diagonal (flag ZERO_ABOVE).
 //
-// Masked cells (j > i under CAUSAL, or a padding key) are written as 0 here: WGSL lets a compiler assume no
+// Masked cells (j > i under CAUSAL, |j − i| ≥ window under WINDOW, or a padding key) are written as 0 here: WGSL lets a compiler assume no
 // infinities, so −∞ never travels through the GPU; softmax.wgsl recomputes the same mask, and the host
 // writes −∞ into the logits it shows.
 //
@@ -22,22 +27,23 @@
 // Grid: x = ceil(n / 64), y = ceil(rows / 64), z = heads in the chunk.
 
 struct Params {
-    rows: u32, n: u32, dh: u32, d: u32,        // rows in the chunk, keys, head width, model width
+    rows: u32, n: u32, dh: u32, inner: u32,    // rows in the chunk, keys, head width, h·d_head (Q's and K's row length)
     i0: u32, h0: u32, r: u32, flags: u32,      // first query, first head, table rows R, flags: see below
-    tmin: i32, scale: f32, v_stride: u32, _pad0: u32,   // v_stride: attend.wgsl's, unused here
+    tmin: i32, scale: f32, v_stride: u32, window: u32,  // v_stride: attend.wgsl's, unused here; window: WINDOW's
+    softcap: f32, sink_at: u32, _pad0: u32, _pad1: u32, // softcap: SOFTCAP's c; sink_at: attend.wgsl's, unused here
 }
 // Mirrored in Rust by kernels.rs's RowsParams, field by field (its tests compare the two); attend.wgsl takes the same struct.
-// Flags tested here: WRITE_CONTENT, WRITE_RELATIVE, ZERO_EDGE, ZERO_ABOVE, CAUSAL, NO_CONTENT, DISTANCE_BIAS (kernels.rs's `flag` module, written ahead of this file as constants).
+// Flags tested here: WRITE_CONTENT, WRITE_RELATIVE, ZERO_EDGE, ZERO_ABOVE, CAUSAL, NO_CONTENT, DISTANCE_BIAS, WINDOW, SOFTCAP (kernels.rs's `flag` module, written ahead of this file as constants).
 
 @group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> q: array<f32>;         // (n, d): all heads' queries
-@group(0) @binding(2) var<storage, read> k: array<f32>;         // (n, d)
+@group(0) @binding(1) var<storage, read> q: array<f32>;         // (n, h·d_head): all heads' queries
+@group(0) @binding(2) var<storage, read> k: array<f32>;         // (n, h·d_head)
 @group(0) @binding(3) var<storage, read> prel: array<f32>;      // (z, rows, R): P = Q·Tᵀ
 @group(0) @binding(4) var<storage, read> key_mask: array<u32>;  // (n): 0 = padding
 @group(0) @binding(5) var<storage, read_write> content: array<f32>;   // (z, rows, n)
 @group(0) @binding(6) var<storage, read_write> relative: array<f32>;  // (z, rows, n)
 @group(0) @binding(7) var<storage, read_write> logits: array<f32>;    // (z, rows, n)
-@group(0) @binding(8) var<storage, read> dbias: array<f32>;           // (h, 2n − 1): bias by distance, DISTANCE_BIAS
+@group(0) @binding(8) var<storage, read> dbias: array<f32>;           // head terms: (h, 2n − 1) bias by distance first, DISTANCE_BIAS
 
 const BLOCK: u32 = 64u;
 const STEP: u32 = 16u;
@@ -65,12 +71,12 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
             let rr = idx / STEP;            // row (of Q) or key (of K) in the block
             var vq = 0.0;
             if (row0 + rr < p.rows && c < p.dh) {
-                vq = q[(p.i0 + row0 + rr) * p.d + col0 + c];
+                vq = q[(p.i0 + row0 + rr) * p.inner + col0 + c];
             }
             tile_q[idx % STEP][rr] = vq;
             var vk = 0.0;
             if (key0 + rr < p.n && c < p.dh) {
-                vk = k[(key0 + rr) * p.d + col0 + c];
+                vk = k[(key0 + rr) * p.inner + col0 + c];
             }
             tile_k[idx % STEP][rr] = vk;
         }
@@ -97,7 +103,12 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
     }
 }
 
-/// The epilogue of one cell: relative term by index, scale, mask, stores.
+/// e soft-capped at ±c: c·tanh(e / c).
+fn soft_cap(c: f32, e: f32) -> f32 {
+    return c * tanh(clamp(e / c, -10.0, 10.0));
+}
+
+/// The epilogue of one cell: relative term by index, scale, soft-cap, mask, stores.
 fn store(z: u32, i: u32, j: u32, qk: f32) {
     let content_logit = select(qk, 0.0, (p.flags & NO_CONTENT) != 0u);
     let qi = p.i0 + i;                              // absolute query position
@@ -119,11 +130,15 @@ fn store(z: u32, i: u32, j: u32, qk: f32) {
     if ((p.flags & ZERO_ABOVE) != 0u && dist > 0) {
         rel = 0.0;
     }
-    let masked = ((p.flags & CAUSAL) != 0u && dist > 0) || key_mask[j] == 0u;
+    let outside = (p.flags & WINDOW) != 0u && u32(abs(dist)) >= p.window;
+    let masked = ((p.flags & CAUSAL) != 0u && dist > 0) || outside || key_mask[j] == 0u;
     var e = (content_logit + rel) * p.scale;
     if ((p.flags & DISTANCE_BIAS) != 0u) {
         rel = dbias[(p.h0 + z) * (2u * p.n - 1u) + u32(dist + i32(p.n) - 1)];
         e = content_logit * p.scale + rel;
+    }
+    if ((p.flags & SOFTCAP) != 0u) {
+        e = soft_cap(p.softcap, e);
     }
     if (masked) {
         e = 0.0;

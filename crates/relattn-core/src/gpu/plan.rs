@@ -21,10 +21,11 @@ pub(super) struct Chunk {
     pub rows: usize,
 }
 
-/// The chunks of a layer of n positions, d = d_model, h heads, r = R table rows and dh = d_head: every
+/// The chunks of a layer of n positions, d = the widest of its (n, ·) arrays (d_model, h·d_head, the output's
+/// width), h heads, r = R table rows and dh = d_head: every
 /// head in one chunk when its (h, n, max(n, R, d_head)) work fits (`fused`, attend.wgsl's forward, which
 /// keeps no (rows, n) array: (h, n, max(R, d_head))), else one head and as many rows as fit at a time.
-/// Refused ([`GpuError::TooLarge`]) when one (n, d_model) projection exceeds a binding, the grid exceeds
+/// Refused ([`GpuError::TooLarge`]) when one (n, d) projection exceeds a binding, the grid exceeds
 /// the workgroups per dimension, or not even one row fits.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn plan(limits: &wgpu::Limits, work_bytes: u64, n: usize, d: usize, h: usize, r: usize, dh: usize, fused: bool) -> Result<Vec<Chunk>, GpuError> {

@@ -19,17 +19,19 @@ pub(super) struct Recorded {
     buckets: Option<Array4<f32>>,
     out_content: Array4<f32>,
     out_relative: Array4<f32>,
+    /// Q, K, V and the concatenated heads, (b, n, h·d_head) each.
     pub q: Array3<f32>,
     pub k: Array3<f32>,
     pub v: Array3<f32>,
     pub heads: Array3<f32>,
-    /// RoPE's rotated Q and K, (b, n, d).
+    /// RoPE's rotated Q and K, (b, n, h·d_head).
     pub rotated: Option<(Array3<f32>, Array3<f32>)>,
 }
 
 impl Recorded {
+    /// For b batch elements of h heads of n positions, `inner` = h·d_head, R = `r` table rows.
     #[allow(clippy::too_many_arguments)]
-    pub(super) fn new(b: usize, h: usize, n: usize, d: usize, dh: usize, r: usize, keep_p: bool, keep_buckets: bool, rotated: bool) -> Self {
+    pub(super) fn new(b: usize, h: usize, n: usize, inner: usize, dh: usize, r: usize, keep_p: bool, keep_buckets: bool, rotated: bool) -> Self {
         let nn = || Array4::zeros((b, h, n, n));
         Recorded {
             content: nn(),
@@ -40,11 +42,11 @@ impl Recorded {
             buckets: keep_buckets.then(|| Array4::zeros((b, h, n, r))),
             out_content: Array4::zeros((b, h, n, dh)),
             out_relative: Array4::zeros((b, h, n, dh)),
-            q: Array3::zeros((b, n, d)),
-            k: Array3::zeros((b, n, d)),
-            v: Array3::zeros((b, n, d)),
-            heads: Array3::zeros((b, n, d)),
-            rotated: rotated.then(|| (Array3::zeros((b, n, d)), Array3::zeros((b, n, d)))),
+            q: Array3::zeros((b, n, inner)),
+            k: Array3::zeros((b, n, inner)),
+            v: Array3::zeros((b, n, inner)),
+            heads: Array3::zeros((b, n, inner)),
+            rotated: rotated.then(|| (Array3::zeros((b, n, inner)), Array3::zeros((b, n, inner)))),
         }
     }
 
@@ -71,7 +73,7 @@ impl Recorded {
         }
     }
 
-    /// Batch element `bi`'s heads side by side: (n, d_model), α·V + B·w^V.
+    /// Batch element `bi`'s heads side by side: (n, h·d_head), α·V + B·w^V.
     pub(super) fn concat(&self, bi: usize) -> Array2<f32> {
         let (_, h, n, dh) = self.out_content.dim();
         let mut out = Array2::zeros((n, h * dh));
@@ -84,20 +86,22 @@ impl Recorded {
 
     pub(super) fn finish(mut self, cfg: &Config, sc: &Scenario, output: Array3<f32>, music_skew: bool, keep_buckets: bool) -> Trace {
         let (b, h, _, _) = self.logits.dim();
-        // The GPU never carries −∞: masked logits are shown as the CPU shows them.
+        // The GPU never carries −∞: masked logits (out of the query's reach, causal or window, or padding) are
+        // shown as the CPU shows them.
+        let reach = cfg.reach();
         for bi in 0..b {
             let mask = sc.key_mask.as_ref().map(|m| m.row(bi));
             for hi in 0..h {
                 let mut l = self.logits.slice_mut(s![bi, hi, .., ..]);
                 for ((i, j), e) in l.indexed_iter_mut() {
-                    if (cfg.causal && j > i) || mask.is_some_and(|m| !m[j]) {
+                    if !reach.sees(i, j) || mask.is_some_and(|m| !m[j]) {
                         *e = f32::NEG_INFINITY;
                     }
                 }
             }
         }
         let skew = music_skew.then(|| self.skew_steps(cfg));
-        // (b, n, d) → (b, h, n, d_head), as the CPU's per-head traces stack.
+        // (b, n, h·d_head) → (b, h, n, d_head), as the CPU's per-head traces stack.
         let by_head = |a: Array3<f32>| {
             let (b, n, d) = a.dim();
             a.into_shape_with_order((b, n, h, d / h)).expect("heads divide d").permuted_axes([0, 2, 1, 3]).as_standard_layout().into_owned()

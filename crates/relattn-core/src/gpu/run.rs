@@ -2,7 +2,7 @@
 //! the output, a trace every intermediate ([`Recorded`]), and either may time each stage.
 
 use super::context::GpuContext;
-use super::kernels::{flag, rows_of, u, BucketsParams, Operand, RopeParams, RowsParams, SoftmaxParams, ATTEND_MAX_DH};
+use super::kernels::{flag, rows_of, u, BucketsParams, NormParams, Operand, RopeParams, RowsParams, SoftmaxParams, ATTEND_MAX_DH};
 use super::plan::{plan, Chunk};
 use super::record::Recorded;
 use crate::attention::{Config, Implementation};
@@ -70,23 +70,20 @@ impl GpuContext {
     /// The whole layer; `record` keeps every intermediate, `profile` times each stage.
     async fn run(&mut self, cfg: &Config, sc: &Scenario, record: bool, profile: bool) -> Result<(Array3<f32>, Option<Trace>, Option<StageTimes>)> {
         let (b, n, d) = sc.dims();
-        let h = cfg.heads;
-        if h == 0 || d % h != 0 {
-            return Err(Error::invalid("heads", h, format!("a divisor of d_model = {d}")));
+        let (h, dh) = (cfg.heads, sc.d_head);
+        // Q, K, V and the concatenated heads are (n, h·d_head): d_model unless the heads have a width of their own;
+        // the output (n, d_out), w_o's columns (d_model unless the model's w_o says otherwise).
+        let (inner, d_out) = (h * dh, sc.w_o.ncols());
+        if h == 0 || dh == 0 || sc.w_q.dim() != (d, inner) {
+            return Err(Error::invalid("heads", h, format!("heads of d_head = {dh} filling w_q's {} columns", sc.w_q.ncols())));
         }
-        // What the kernels do not compute (yet): such a layer is refused by name, and a front end that chose
-        // the GPU itself computes it on the CPU (the page's backend says why).
-        let on_cpu_only = [
-            ("d_head", sc.d_head * h != d, format!("{}", sc.d_head), format!("d_model / heads = {} on the GPU backend", d / h)),
-            ("q_norm", sc.q_norm.is_some() || sc.k_norm.is_some(), "given".into(), "absent on the GPU backend (the CPU applies q/k norms)".into()),
-            ("sinks", sc.sinks.is_some(), "given".into(), "absent on the GPU backend (the CPU computes sinks)".into()),
-            ("window", cfg.window.is_some(), format!("{:?}", cfg.window), "none on the GPU backend (the CPU masks windows)".into()),
-            ("softcap", cfg.softcap.is_some(), format!("{:?}", cfg.softcap), "none on the GPU backend (the CPU caps logits)".into()),
-        ];
-        if let Some((field, _, value, allowed)) = on_cpu_only.into_iter().find(|(_, refused, _, _)| *refused) {
-            return Err(Error::invalid(field, value, allowed));
+        // What the kernels do not compute (yet): such a layer is refused by name, and a front end that chose the
+        // GPU itself computes it on the CPU (the page's backend says why).
+        if sc.w_v.ncols() != inner || sc.w_o.nrows() != inner {
+            let d_v = sc.w_v.ncols() / h;
+            return Err(Error::invalid("d_v", d_v, format!("d_head = {dh} on the GPU backend (the CPU computes values of their own width)")));
         }
-        let (dh, layout, scheme) = (d / h, cfg.layout(), cfg.scheme());
+        let (layout, scheme) = (cfg.layout(), cfg.scheme());
         let (th, tr, tc) = sc.rel_k.dim();
         let width = scheme.table_width(dh);
         if (th != 1 && th != h) || tr != cfg.table_rows() || tc != width {
@@ -103,7 +100,7 @@ impl GpuContext {
         };
         // A forward that keeps and times nothing runs each chunk in attend.wgsl (no (rows, n) arrays).
         let fused = !record && !profile && cfg.implementation == Implementation::Efficient && dh <= ATTEND_MAX_DH;
-        let chunks = plan(&self.limits, self.work_bytes, n, d, h, r, dh, fused)?;
+        let chunks = plan(&self.limits, self.work_bytes, n, d.max(inner).max(d_out), h, r, dh, fused)?;
         let shared = th == 1;
         let music_skew = record && cfg.scheme().skews() && cfg.implementation == Implementation::Efficient;
         let keep_buckets = record && rel_v.is_some() && cfg.implementation == Implementation::Efficient;
@@ -114,17 +111,41 @@ impl GpuContext {
         let contiguous = |a: &Array2<f32>| a.as_standard_layout().into_owned().into_raw_vec_and_offset().0;
         let w = [contiguous(&sc.w_q), contiguous(&sc.w_k), contiguous(&sc.w_v), contiguous(&sc.w_o)];
         let w = [self.upload("w_q", &w[0]), self.upload("w_k", &w[1]), self.upload("w_v", &w[2]), self.upload("w_o", &w[3])];
+        // b_q, b_k, b_v (h·d_head each), then b_o (d_out).
         let biases: Vec<f32> = [&sc.b_q, &sc.b_k, &sc.b_v, &sc.b_o].iter().flat_map(|v| v.iter().copied()).collect();
         let bias = self.upload("bias", &biases);
         let rel_k_buf = self.upload("rel_k", &sc.rel_k.as_standard_layout().into_owned().into_raw_vec_and_offset().0);
         let rel_v_buf = rel_v.map(|t| self.upload("rel_v", &t.as_standard_layout().into_owned().into_raw_vec_and_offset().0));
         let dummy = [self.buffer("dummy_content", 16), self.buffer("dummy_relative", 16)];
-        // ALiBi's and T5's bias by distance, (h, 2n − 1), computed from each head's table as the CPU does.
-        let dist_bias: Option<wgpu::Buffer> = cfg.method.adds_distance_bias().then(|| {
-            let all: Vec<f32> = (0..h).flat_map(|hh| scheme.distance_bias(table_of(&sc.rel_k, hh), n, n).expect("a bias scheme")).collect();
-            self.upload("distance_bias", &all)
-        });
-        let bias_flag = if dist_bias.is_some() { flag::DISTANCE_BIAS } else { 0 };
+        // The heads' own logit terms, one buffer (attend.wgsl binds 8 storage buffers, WebGPU's default most):
+        // ALiBi's and T5's bias by distance, (h, 2n − 1), computed from each head's table as the CPU does, then
+        // the sink logits (h) from `sink_at`.
+        let mut terms: Vec<f32> = Vec::new();
+        if cfg.method.adds_distance_bias() {
+            terms.extend((0..h).flat_map(|hh| scheme.distance_bias(table_of(&sc.rel_k, hh), n, n).expect("a bias scheme")));
+        }
+        let sink_at = terms.len();
+        if let Some(s) = &sc.sinks {
+            terms.extend(s.iter().copied());
+        }
+        let head_terms = (!terms.is_empty()).then(|| self.upload("head_terms", &terms));
+        let bias_flag = if cfg.method.adds_distance_bias() { flag::DISTANCE_BIAS } else { 0 };
+        // The window (a window of n or more masks nothing, and keeps the kernels' sums within u32), the soft-cap
+        // and the sinks, as flags for every kernel that takes a chunk of rows.
+        let window = cfg.window.map_or(0, |w| w.min(n));
+        let head_flags = if cfg.window.is_some() { flag::WINDOW } else { 0 }
+            | if cfg.softcap.is_some() { flag::SOFTCAP } else { 0 }
+            | if sc.sinks.is_some() { flag::SINK } else { 0 };
+        // q/k norms' γ, and their params: groups of γ's length (d_head or h·d_head) of each row.
+        let mut norms: Vec<(NormParams, wgpu::Buffer, bool)> = Vec::new();
+        for (name, g, is_q) in [("q_norm", &sc.q_norm, true), ("k_norm", &sc.k_norm, false)] {
+            let Some(g) = g else { continue };
+            if g.is_empty() || inner % g.len() != 0 {
+                return Err(Error::shape(name, &[g.len()], format!("[{dh}] or [{inner}] = (d_head) or (h·d_head)")));
+            }
+            let params = NormParams { n: u(n), inner: u(inner), group: u(g.len()), eps: cfg.norm_eps };
+            norms.push((params, self.upload(name, &g.to_vec()), is_q));
+        }
         // RoPE: the rotated Q and K the logits read, from the angles' cos and sin (the CPU's values). A table made
         // from the options is computed and uploaded once per (options, n, d_head) and kept for the next calls (it
         // made RoPE's forward about 5 ms slower than Shaw's at n 4096 on an H200); a model's own is uploaded each time.
@@ -132,7 +153,7 @@ impl GpuContext {
             let d_rot = cfg.rope.rotated_dims(dh);
             let params = RopeParams {
                 n: u(n),
-                d: u(d),
+                inner: u(inner),
                 dh: u(dh),
                 d_rot: u(d_rot),
                 flags: if cfg.rope.layout == PairLayout::Half { flag::HALF_SPLIT } else { 0 },
@@ -152,8 +173,10 @@ impl GpuContext {
             None
         };
         let max_work = chunks.iter().map(|c| c.hc * c.rows).max().unwrap_or(0);
-        let [q, k, v, x, heads, out] = ["q", "k", "v", "x", "heads", "out"].map(|role| self.buffer(role, n * d * 4));
-        let rotated = rope.is_some().then(|| ["q_rotated", "k_rotated"].map(|role| self.buffer(role, n * d * 4)));
+        let [q, k, v, heads] = ["q", "k", "v", "heads"].map(|role| self.buffer(role, n * inner * 4));
+        let x = self.buffer("x", n * d * 4);
+        let out = self.buffer("out", n * d_out * 4);
+        let rotated = rope.is_some().then(|| ["q_rotated", "k_rotated"].map(|role| self.buffer(role, n * inner * 4)));
         // The Q and K the logits read: rotated for RoPE.
         let (qr, kr) = rotated.as_ref().map_or((&q, &k), |[a, b]| (a, b));
         let work = if fused { 0 } else { max_work * n * 4 };
@@ -164,11 +187,11 @@ impl GpuContext {
 
         // x, or x + PE for absolute positions.
         let input = forward::input(cfg, sc);
-        let mut output = Array3::zeros((b, n, d));
+        let mut output = Array3::zeros((b, n, d_out));
         let mut times = StageTimes { logits: LogitTimes::Fused(0.0), ..StageTimes::default() };
-        let mut rec = record.then(|| Recorded::new(b, h, n, d, dh, r, music_skew, keep_buckets, rope.is_some()));
-        let no_bias = self.buffer("dummy_bias", 16);
-        let bias_buf = dist_bias.as_ref().unwrap_or(&no_bias);
+        let mut rec = record.then(|| Recorded::new(b, h, n, inner, dh, r, music_skew, keep_buckets, rope.is_some()));
+        let no_terms = self.buffer("dummy_terms", 16);
+        let terms_buf = head_terms.as_ref().unwrap_or(&no_terms);
         let scale = cfg.logit_scale.factor(dh);
 
         for bi in 0..b {
@@ -185,7 +208,19 @@ impl GpuContext {
             };
             let mask = self.upload("mask", &mask);
             for (wi, dst) in [&q, &k, &v].into_iter().enumerate() {
-                self.matmul(&mut enc, (n, d, d, 1), rows_of(&x, 0, d, 0), rows_of(&w[wi], 0, d, 0), rows_of(dst, 0, d, 0), Some((&bias, wi * d)), false);
+                self.matmul(
+                    &mut enc,
+                    (n, inner, d, 1),
+                    rows_of(&x, 0, d, 0),
+                    rows_of(&w[wi], 0, inner, 0),
+                    rows_of(dst, 0, inner, 0),
+                    Some((&bias, wi * inner)),
+                    false,
+                );
+            }
+            // q/k norms after the projections, before any rotation.
+            for (params, gamma, is_q) in &norms {
+                self.norm(&mut enc, params, if *is_q { &q } else { &k }, gamma);
             }
             if let (Some((params, cos, sin)), Some([q_rot, k_rot])) = (&rope, &rotated) {
                 self.rope(&mut enc, params, &q, cos, sin, q_rot);
@@ -198,42 +233,46 @@ impl GpuContext {
                 let (t_off, t_zs) = if shared { (0, 0) } else { (h0 * r * dh, r * dh) };
                 if r > 0 {
                     let tk = Operand { buf: &rel_k_buf, off: t_off, rs: 1, cs: dh, zs: t_zs };
-                    self.matmul(&mut enc, (rows, r, dh, hc), rows_of(&q, i0 * d + h0 * dh, d, dh), tk, rows_of(&p, 0, r, rows * r), None, false);
+                    self.matmul(&mut enc, (rows, r, dh, hc), rows_of(&q, i0 * inner + h0 * dh, inner, dh), tk, rows_of(&p, 0, r, rows * r), None, false);
                 }
                 let masks = if zero_edge { flag::ZERO_EDGE } else { 0 }
                     | if cfg.causal { flag::CAUSAL } else { 0 }
                     | if cfg.content { 0 } else { flag::NO_CONTENT }
-                    | bias_flag;
+                    | bias_flag
+                    | head_flags;
                 #[rustfmt::skip]
                 let chunk = RowsParams {
-                    rows: u(rows), n: u(n), dh: u(dh), d: u(d), i0: u(i0), h0: u(h0), r: u(r), flags: masks,
-                    tmin: if r > 0 { layout.min as i32 } else { 0 }, scale, v_stride: if shared { 0 } else { u(r * dh) }, _pad0: 0,
+                    rows: u(rows), n: u(n), dh: u(dh), inner: u(inner), i0: u(i0), h0: u(h0), r: u(r), flags: masks,
+                    tmin: if r > 0 { layout.min as i32 } else { 0 }, scale, v_stride: if shared { 0 } else { u(r * dh) },
+                    window: u(window), softcap: cfg.softcap.unwrap_or(1.0), sink_at: u(sink_at), ..Zeroable::zeroed()
                 };
                 if fused {
                     let flags = masks | if rel_v_buf.is_some() { flag::REL_V } else { 0 };
                     let w_v = rel_v_buf.as_ref().unwrap_or(&dummy[0]);
-                    self.attend(&mut enc, &RowsParams { flags, ..chunk }, hc, [qr, kr, &v, &p, &mask, w_v, &heads, bias_buf]);
+                    self.attend(&mut enc, &RowsParams { flags, ..chunk }, hc, [qr, kr, &v, &p, &mask, w_v, &heads, terms_buf]);
                     continue;
                 }
                 let flags = masks
                     | if record { flag::WRITE_CONTENT | flag::WRITE_RELATIVE } else { 0 }
                     | if cfg.scheme().zeroes_above_diagonal() { flag::ZERO_ABOVE } else { 0 };
                 let params = RowsParams { flags, ..chunk };
-                self.logits(&mut enc, &params, hc, [qr, kr, &p, &mask, &content, &relative, &logits, bias_buf]);
+                self.logits(&mut enc, &params, hc, [qr, kr, &p, &mask, &content, &relative, &logits, terms_buf]);
                 let ms = self.mark(&mut enc, &mut clock).await?;
                 times.logits.add(&LogitTimes::Fused(ms));
 
-                let causal = if cfg.causal { flag::CAUSAL } else { 0 };
-                self.softmax(&mut enc, &SoftmaxParams { rows: u(rows), n: u(n), i0: u(i0), flags: causal }, hc, &logits, &mask, &weights);
+                let flags = if cfg.causal { flag::CAUSAL } else { 0 } | head_flags;
+                #[rustfmt::skip]
+                let sm = SoftmaxParams { rows: u(rows), n: u(n), i0: u(i0), flags, window: u(window), h0: u(h0), sink_at: u(sink_at), ..Zeroable::zeroed() };
+                self.softmax(&mut enc, &sm, hc, &logits, &mask, terms_buf, &weights);
                 times.softmax += self.mark(&mut enc, &mut clock).await?;
 
                 // z = α·V (+ B·w^V): into the concatenated heads, or kept apart for a trace.
-                let (z_buf, z_off, z_rs, z_zs) = if record { (&oc, 0, dh, rows * dh) } else { (&heads, i0 * d + h0 * dh, d, dh) };
+                let (z_buf, z_off, z_rs, z_zs) = if record { (&oc, 0, dh, rows * dh) } else { (&heads, i0 * inner + h0 * dh, inner, dh) };
                 self.matmul(
                     &mut enc,
                     (rows, dh, n, hc),
                     rows_of(&weights, 0, n, rows * n),
-                    rows_of(&v, h0 * dh, d, dh),
+                    rows_of(&v, h0 * dh, inner, dh),
                     rows_of(z_buf, z_off, z_rs, z_zs),
                     None,
                     false,
@@ -243,7 +282,7 @@ impl GpuContext {
                     let params = BucketsParams { rows: u(rows), n: u(n), i0: u(i0), r: u(r), tmin: layout.min as i32, flags: edge, ..Zeroable::zeroed() };
                     self.buckets(&mut enc, &params, hc, &weights, &buckets);
                     let wv = Operand { buf: tv, off: t_off, rs: dh, cs: 1, zs: t_zs };
-                    let (dst, off, rs, zs) = if record { (&orl, 0, dh, rows * dh) } else { (&heads, i0 * d + h0 * dh, d, dh) };
+                    let (dst, off, rs, zs) = if record { (&orl, 0, dh, rows * dh) } else { (&heads, i0 * inner + h0 * dh, inner, dh) };
                     self.matmul(&mut enc, (rows, dh, r, hc), rows_of(&buckets, 0, r, rows * r), wv, rows_of(dst, off, rs, zs), None, !record);
                 }
                 times.values += self.mark(&mut enc, &mut clock).await?;
@@ -269,14 +308,17 @@ impl GpuContext {
                 self.queue.write_buffer(&heads, 0, bytemuck::cast_slice(concat.as_slice().expect("standard layout")));
                 rec.heads.index_axis_mut(Axis(0), bi).assign(&concat);
             }
-            self.matmul(&mut enc, (n, d, d, 1), rows_of(&heads, 0, d, 0), rows_of(&w[3], 0, d, 0), rows_of(&out, 0, d, 0), Some((&bias, 3 * d)), false);
-            let mut want: Vec<(&wgpu::Buffer, usize)> = if record { vec![(&out, n * d), (&q, n * d), (&k, n * d), (&v, n * d)] } else { vec![(&out, n * d)] };
+            #[rustfmt::skip]
+            self.matmul(&mut enc, (n, d_out, inner, 1), rows_of(&heads, 0, inner, 0), rows_of(&w[3], 0, d_out, 0), rows_of(&out, 0, d_out, 0), Some((&bias, 3 * inner)), false);
+            let ni = n * inner;
+            let mut want: Vec<(&wgpu::Buffer, usize)> = if record { vec![(&out, n * d_out), (&q, ni), (&k, ni), (&v, ni)] } else { vec![(&out, n * d_out)] };
             if record && rotated.is_some() {
-                want.extend([(qr, n * d), (kr, n * d)]);
+                want.extend([(qr, ni), (kr, ni)]);
             }
-            // Each (n, d) read back is copied once, from the mapped staging buffer into its place.
+            // Each array read back, the output (n, d_out) and the rest (n, h·d_head), is copied once, from the
+            // mapped staging buffer into its place.
             self.read_into(enc, &want, |part, data| {
-                let src = ArrayView2::from_shape((n, d), data).expect("n·d values");
+                let src = ArrayView2::from_shape((n, data.len() / n), data).expect("n rows");
                 match (part, rec.as_mut()) {
                     (0, _) => output.index_axis_mut(Axis(0), bi).assign(&src),
                     (_, None) => {}
