@@ -108,11 +108,22 @@ fn matches_definition(ctx: &mut GpuContext, cfg: &Config, sc: &Scenario) -> Resu
     Ok(())
 }
 
-/// A model's layer as tests/equivalence.rs's `model_shaped_layers` makes it: w_q (d_model, h·d_head) and w_o
-/// (h·d_head, d_model) of any d_head, `kv` K/V heads, q/k norms none (0), per head (1) or over the whole
-/// projection (2), sink logits, a key mask; values drawn from `seed`.
+/// A model's layer as tests/equivalence.rs's `model_shaped_layers` makes it: w_q (d_model, h·d_head), w_v
+/// (d_model, kv·d_v) and w_o (h·d_v, d_out) of any widths, `kv` K/V heads, q/k norms none (0), per head (1) or
+/// over the whole projection (2), sink logits, a key mask; values drawn from `seed`, and per-head tables (w^K,
+/// w^V, …) when `seed` is odd, one shared by every head when even.
 #[allow(clippy::too_many_arguments)]
-fn model_layer(cfg: &Config, n: usize, d_model: usize, d_head: usize, kv: usize, norm: u8, sinks: bool, seed: u64, mask_bits: Option<u64>) -> Scenario {
+fn model_layer(
+    cfg: &Config,
+    n: usize,
+    d_model: usize,
+    (d_head, d_v, d_out): (usize, usize, usize),
+    kv: usize,
+    norm: u8,
+    sinks: bool,
+    seed: u64,
+    mask_bits: Option<u64>,
+) -> Scenario {
     let h = cfg.heads;
     let mut r = seed;
     let mut vec = |len: usize, lo: f32, hi: f32| -> Vec<f32> {
@@ -129,11 +140,12 @@ fn model_layer(cfg: &Config, n: usize, d_model: usize, d_head: usize, kv: usize,
     };
     put("w_q", &[d_model, h * d_head], vec(d_model * h * d_head, -0.8, 0.8));
     put("w_k", &[d_model, kv * d_head], vec(d_model * kv * d_head, -0.8, 0.8));
-    put("w_v", &[d_model, kv * d_head], vec(d_model * kv * d_head, -0.8, 0.8));
-    put("w_o", &[h * d_head, d_model], vec(h * d_head * d_model, -0.8, 0.8));
+    put("w_v", &[d_model, kv * d_v], vec(d_model * kv * d_v, -0.8, 0.8));
+    put("w_o", &[h * d_v, d_out], vec(h * d_v * d_out, -0.8, 0.8));
     put("b_q", &[h * d_head], vec(h * d_head, -0.3, 0.3));
     put("b_k", &[kv * d_head], vec(kv * d_head, -0.3, 0.3));
-    put("b_o", &[d_model], vec(d_model, -0.3, 0.3));
+    put("b_v", &[kv * d_v], vec(kv * d_v, -0.3, 0.3));
+    put("b_o", &[d_out], vec(d_out, -0.3, 0.3));
     match norm {
         1 => {
             put("q_norm", &[d_head], vec(d_head, 0.5, 1.5));
@@ -151,8 +163,8 @@ fn model_layer(cfg: &Config, n: usize, d_model: usize, d_head: usize, kv: usize,
     if let Some(bits) = mask_bits {
         put("key_mask", &[1, n], (0..n).map(|i| ((bits >> (i % 64)) & 1) as f32).collect());
     }
-    let sc = Scenario::build(cfg, &Spec { n, d_model, batch: 1, seed }, given, false).unwrap();
-    assert_eq!(sc.d_head, d_head);
+    let sc = Scenario::build(cfg, &Spec { n, d_model, batch: 1, seed }, given, seed % 2 == 1).unwrap();
+    assert_eq!((sc.d_head, sc.d_v, sc.d_out()), (d_head, d_v, d_out));
     sc
 }
 
@@ -160,7 +172,7 @@ fn model_layer(cfg: &Config, n: usize, d_model: usize, d_head: usize, kv: usize,
 /// chunks; `None`: the default cap), the cap put back after.
 fn check_chunked(ctx: &mut GpuContext, cfg: &Config, sc: &Scenario, work_rows: Option<usize>) -> Result<(), TestCaseError> {
     let n = sc.dims().1;
-    let row_bytes = (n.max(cfg.table_rows()).max(sc.d_head) * 4) as u64;
+    let row_bytes = (n.max(cfg.table_rows()).max(sc.d_head).max(sc.d_v) * 4) as u64;
     ctx.set_work_bytes(work_rows.map_or(relattn_core::gpu::WORK_BYTES, |r| r as u64 * row_bytes));
     let res = check(ctx, cfg, sc);
     ctx.set_work_bytes(relattn_core::gpu::WORK_BYTES);
@@ -217,18 +229,21 @@ proptest! {
     }
 
     /// Today's models' layers (as tests/equivalence.rs's `model_shaped_layers`): heads whose width is not
-    /// d_model / heads, grouped K/V heads, q/k norms per head or over the whole projection, sink logits, with the
-    /// configs' windows, soft-caps and scales, a key mask, whole or cut into chunks: the GPU's trace, profiled
-    /// forward and attend.wgsl's output equal the CPU's, and its output and weights the f64 definition.
+    /// d_model / heads, values of their own width d_v and an output of its own d_out (each in 1 of 2), grouped
+    /// K/V heads, q/k norms per head or over the whole projection, sink logits, with the configs' windows,
+    /// soft-caps and scales, a key mask, whole or cut into chunks: the GPU's trace, profiled forward and
+    /// attend.wgsl's output equal the CPU's, and its output and weights the f64 definition.
     #[test]
-    fn model_shaped_layers_match_cpu(cfg in common::configs(1..=4, 0..=6), d_head in 1usize..=20, d_model in 1usize..=24, n in 1usize..=40,
+    fn model_shaped_layers_match_cpu(cfg in common::configs(1..=4, 0..=6), d_head in 1usize..=20, d_v in proptest::option::of(1usize..=24),
+                                     d_model in 1usize..=24, d_out in proptest::option::of(1usize..=12), n in 1usize..=40,
                                      groups in 0usize..=2, norm in 0u8..3, sinks in any::<bool>(), seed in any::<u64>(),
                                      mask in proptest::option::of(any::<u64>()), work_rows in proptest::option::of(1usize..=12)) {
         let Some(mut ctx) = gpu() else { return Ok(()) };
         let (cfg, d_head) = common::fit(cfg, d_head);
         let h = cfg.heads;
         let kv = [h, 1, if h % 2 == 0 { h / 2 } else { h }][groups];
-        let sc = model_layer(&cfg, n, d_model, d_head, kv, norm, sinks, seed, mask);
+        let widths = (d_head, d_v.unwrap_or(d_head), d_out.unwrap_or(d_model));
+        let sc = model_layer(&cfg, n, d_model, widths, kv, norm, sinks, seed, mask);
         check_chunked(&mut ctx, &cfg, &sc, work_rows)?;
         matches_definition(&mut ctx, &cfg, &sc)?;
     }
@@ -244,7 +259,7 @@ fn heads_of_their_own_width() {
         for (heads, d_head) in [(3, 6), (2, 6), (2, 24)] {
             for causal in [false, true] {
                 let (cfg, d_head) = common::fit(Config { method, heads, clip: 4, causal, rel_v: true, ..Config::default() }, d_head);
-                let sc = model_layer(&cfg, 13, 16, d_head, heads, 0, false, 5, Some(0xffff_ffef));
+                let sc = model_layer(&cfg, 13, 16, (d_head, d_head, 16), heads, 0, false, 5, Some(0xffff_ffef));
                 assert_eq!(sc.w_q.dim(), (16, heads * d_head));
                 check(&mut ctx, &cfg, &sc).unwrap_or_else(|e| panic!("{method} {heads} heads of {d_head}: {e}"));
                 matches_definition(&mut ctx, &cfg, &sc).unwrap_or_else(|e| panic!("{method} {heads} heads of {d_head}: {e}"));
@@ -266,7 +281,7 @@ fn each_addition_alone() {
     for method in [Method::Rope, Method::Shaw] {
         for causal in [false, true] {
             let base = Config { method, heads, clip: 5, causal, rel_v: true, ..Config::default() };
-            let plain = model_layer(&base, n, 20, d_head, heads, 0, false, 9, Some(!0b100u64));
+            let plain = model_layer(&base, n, 20, (d_head, d_head, 20), heads, 0, false, 9, Some(!0b100u64));
             let gamma = ndarray::Array1::from_shape_fn(d_head, |c| 0.6 + 0.1 * c as f32);
             let whole = ndarray::Array1::from_shape_fn(heads * d_head, |c| 1.4 - 0.03 * c as f32);
             #[rustfmt::skip]
@@ -295,17 +310,19 @@ fn each_addition_alone() {
     }
 }
 
-/// Everything at once on every scheme — heads of 64 (attend.wgsl's widest) and of 80 (the unfused kernels) in
-/// d_model 96, two K/V heads for four query heads, q/k norms, a window of 34 keys (tiles of 32: the last key a workgroup of rows sees starts a tile of its own), a soft-cap, the model's own
-/// scale, sinks and padded keys — over n 170 (six tiles of keys and workgroups of rows, the last ones partial:
-/// attend.wgsl walks only the tiles a window reaches), whole or cut a head and 40 rows at a time.
+/// Everything at once on every scheme — queries and keys of 64 with values of 40, 40 with 64 (attend.wgsl's
+/// widest), 64 with 80 (values too wide for it: the unfused kernels), in d_model 96 with an output of 72; two K/V
+/// heads for four query heads, q/k norms, a window of 34 keys (tiles of 32: the last key a workgroup of rows
+/// sees starts a tile of its own), a soft-cap, the model's own scale, sinks and padded keys — over n 170 (six
+/// tiles of keys and workgroups of rows, the last ones partial: attend.wgsl walks only the tiles a window
+/// reaches), whole or cut a head and 40 rows at a time.
 #[test]
 fn everything_at_once_over_many_tiles() {
     let Some(mut ctx) = gpu() else { return };
     let n = 170;
     for method in Method::ALL {
         // Causal heads of 64 also cut a head and 40 rows at a time, and against the definition.
-        for (d_head, causal, norm, cut) in [(64, true, 1, true), (64, false, 2, false), (80, true, 2, false)] {
+        for (d_head, d_v, causal, norm, cut) in [(64, 40, true, 1, true), (40, 64, false, 2, false), (64, 80, true, 2, false)] {
             let cfg = Config {
                 method,
                 heads: 4,
@@ -318,7 +335,7 @@ fn everything_at_once_over_many_tiles() {
                 ..Config::default()
             };
             let (cfg, d_head) = common::fit(cfg, d_head);
-            let sc = model_layer(&cfg, n, 96, d_head, 2, norm, true, 13, Some(0xfff7_ffff_ffbf_fffe));
+            let sc = model_layer(&cfg, n, 96, (d_head, d_v, 72), 2, norm, true, 13, Some(0xfff7_ffff_ffbf_fffe));
             let rows = cut.then_some(40);
             check_chunked(&mut ctx, &cfg, &sc, rows).unwrap_or_else(|e| panic!("{method} d_head {d_head} causal {causal} rows {rows:?}: {e}"));
             if cut {
@@ -335,7 +352,7 @@ fn sinks_take_their_share() {
     let Some(mut ctx) = gpu() else { return };
     let cfg = Config { method: Method::Rope, heads: 2, causal: true, ..Config::default() };
     // Keys 0 and 1 padding: queries 0 and 1 see no key.
-    let sc = model_layer(&cfg, 9, 8, 4, 2, 0, true, 21, Some(!0b11u64));
+    let sc = model_layer(&cfg, 9, 8, (4, 4, 8), 2, 0, true, 21, Some(!0b11u64));
     let sc = Scenario { sinks: Some(ndarray::arr1(&[0.0, 2.0])), ..sc };
     let t = trace(&mut ctx, &cfg, &sc);
     let out = pollster::block_on(ctx.output(&cfg, &sc)).unwrap();
@@ -379,41 +396,35 @@ fn grouped_heads_and_given_rotary() {
     check(&mut ctx, &cfg, &sc).unwrap();
 }
 
-/// A layer with what the kernels do not compute — values of a width of their own (d_v ≠ d_head: w_v
-/// (d_model, h·d_v), w_o (h·d_v, ·)) — is refused naming it (the page then computes on the CPU, saying why),
-/// never computed wrong; what they compute now (a window, a soft-cap, q/k norms, sinks, heads of their own
-/// width) is not refused.
+/// What the kernels once refused by name — a window, a soft-cap, q/k norms, sinks, heads of their own width,
+/// values of their own width (d_v) and an output of its own (d_out) — is computed, as the CPU computes it; the
+/// kernels refuse nothing of a layer now (a front end falls back to the CPU only when the device cannot run it).
 #[test]
-fn refuses_what_the_kernels_lack() {
+fn computes_what_it_once_refused() {
     let Some(mut ctx) = gpu() else { return };
     let cfg = Config { method: Method::Rope, heads: 2, causal: true, ..Config::default() };
     let plain = scenario(&cfg, 6, 4, 1, false, 1, None);
-    // Values of width 6 for heads of 4: w_v (8, 2·6), w_o (2·6, 8).
-    let mut given = Arrays::new();
-    given.insert("w_v".into(), Array2::from_elem((8, 12), 0.1f32).into_dyn());
-    given.insert("w_o".into(), Array2::from_elem((12, 8), 0.1f32).into_dyn());
-    let wide_values = Scenario::build(&cfg, &Spec { n: 6, d_model: 8, batch: 1, seed: 1 }, given, false).unwrap();
-    assert_eq!((wide_values.d_head, wide_values.d_v), (4, 6));
-    let err = pollster::block_on(ctx.output(&cfg, &wide_values)).expect_err("d_v");
-    assert_eq!(err.field(), "d_v", "{err}");
-    let err = pollster::block_on(ctx.trace(&cfg, &wide_values)).expect_err("d_v");
-    assert_eq!(err.field(), "d_v", "{err}");
-    let with = |name: &str, a: ndarray::ArrayD<f32>| {
-        let mut given = Arrays::new();
-        given.insert(name.to_string(), a);
+    let with = |arrays: &[(&str, ndarray::ArrayD<f32>)]| {
+        let given: Arrays = arrays.iter().map(|(name, a)| (name.to_string(), a.clone())).collect();
         Scenario::build(&cfg, &Spec { n: 6, d_model: 8, batch: 1, seed: 1 }, given, false).unwrap()
     };
-    let computed = [
+    let cases = [
         ("window", Config { window: Some(3), ..cfg }, plain.clone()),
         ("softcap", Config { softcap: Some(5.0), ..cfg }, plain.clone()),
-        ("q_norm", cfg, with("q_norm", ndarray::Array1::from_elem(4, 1.5f32).into_dyn())),
-        ("sinks", cfg, with("sinks", ndarray::Array1::from_elem(2, 0.5f32).into_dyn())),
-        ("d_head", cfg, with("w_q", Array2::from_elem((8, 4), 0.1f32).into_dyn())),
+        ("q_norm", cfg, with(&[("q_norm", ndarray::Array1::from_elem(4, 1.5f32).into_dyn())])),
+        ("sinks", cfg, with(&[("sinks", ndarray::Array1::from_elem(2, 0.5f32).into_dyn())])),
+        ("d_head", cfg, with(&[("w_q", Array2::from_elem((8, 4), 0.1f32).into_dyn())])),
+        ("d_v", cfg, with(&[("w_v", Array2::from_elem((8, 12), 0.1f32).into_dyn()), ("w_o", Array2::from_elem((12, 8), 0.1f32).into_dyn())])),
+        ("d_out", cfg, with(&[("w_o", Array2::from_elem((8, 5), 0.1f32).into_dyn())])),
     ];
-    for (field, cfg, sc) in computed {
-        let out = pollster::block_on(ctx.output(&cfg, &sc)).unwrap_or_else(|e| panic!("{field}: {e}"));
+    for (field, cfg, sc) in cases {
         let want = forward::trace(&cfg, &sc).unwrap().output;
-        assert!(rel_err(out.iter(), want.iter().map(|&v| v as f64)) <= 1e-5, "{field}");
+        let out = pollster::block_on(ctx.output(&cfg, &sc)).unwrap_or_else(|e| panic!("{field}: {e}"));
+        let traced = pollster::block_on(ctx.trace(&cfg, &sc)).unwrap_or_else(|e| panic!("{field}: {e}")).0.output;
+        assert_eq!(out.dim(), want.dim(), "{field}");
+        for got in [out, traced] {
+            assert!(rel_err(got.iter(), want.iter().map(|&v| v as f64)) <= 1e-5, "{field}");
+        }
     }
 }
 

@@ -27,18 +27,19 @@
 //   1. K tile (TK keys × MAX_DH, zeros past d_head or n) into `tile_kv`;
 //   2. scores: each lane the keys lane·4 .. lane·4 + 3 of the tile for its row (q_i in registers, MAX_DH
 //      wide, zeros past d_head), kept in registers; its maximum over them into `part_max`;
-//   3. V tile into `tile_kv`; the row's tile maximum from the 8 lanes' parts; the running m, l, z rescaled;
+//   3. V tile (TK keys × MAX_DH, zeros past d_v or n) into `tile_kv`; the row's tile maximum from the 8 lanes' parts; the running m, l, z rescaled;
 //      the lane's 4 weights exp(e − m) into `tile_p` (0 for keys it cannot see);
 //   4. z ← z + Σ_j p_ij v_j over the tile, each lane for its 8 columns (lane·8 ..), l ← l + Σ_j p_ij.
-// Every lane of a row computes the same m and l (the same values in the same order). Heads wider than
-// MAX_DH take the unfused kernels.
-// Grid: x = ceil(rows / ROWS), y = heads in the chunk. Writes its rows of the heads' columns of `heads` (n, d).
+// Every lane of a row computes the same m and l (the same values in the same order). Queries and keys are
+// d_head wide, values and the output d_v (DeepSeek's multi-head latent attention: d_v ≠ d_head); heads with
+// either wider than MAX_DH take the unfused kernels.
+// Grid: x = ceil(rows / ROWS), y = heads in the chunk. Writes its rows of the heads' columns of `heads` (n, h·d_v).
 
 struct Params {
-    rows: u32, n: u32, dh: u32, inner: u32,    // rows in the chunk, keys, head width, h·d_head (Q's, K's, V's row length)
+    rows: u32, n: u32, dh: u32, inner: u32,    // rows in the chunk, keys, head width d_head, h·d_head (Q's and K's row length)
     i0: u32, h0: u32, r: u32, flags: u32,      // first query, first head, table rows R, flags: see below
     tmin: i32, scale: f32, v_stride: u32, window: u32,  // smallest distance, the scale, w^V's per-head stride (0: shared), WINDOW's
-    softcap: f32, sink_at: u32, _pad0: u32, _pad1: u32, // SOFTCAP's c; SINK's s_h at terms[sink_at + h]
+    softcap: f32, sink_at: u32, dv: u32, inner_v: u32,  // SOFTCAP's c; SINK's s_h at terms[sink_at + h]; d_v, h·d_v (V's row length)
 }
 // Mirrored in Rust by kernels.rs's RowsParams, field by field (its tests compare the two); logits.wgsl takes the same struct.
 // Flags tested here: ZERO_EDGE, CAUSAL, NO_CONTENT, REL_V, DISTANCE_BIAS, WINDOW, SOFTCAP, SINK (kernels.rs's `flag` module, written ahead of this file as constants).
@@ -46,11 +47,11 @@ struct Params {
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> q: array<f32>;         // (n, h·d_head): all heads' queries
 @group(0) @binding(2) var<storage, read> k: array<f32>;         // (n, h·d_head)
-@group(0) @binding(3) var<storage, read> v: array<f32>;         // (n, h·d_head)
+@group(0) @binding(3) var<storage, read> v: array<f32>;         // (n, h·d_v)
 @group(0) @binding(4) var<storage, read> prel: array<f32>;      // (z, rows, R): P = Q·Tᵀ
 @group(0) @binding(5) var<storage, read> key_mask: array<u32>;  // (n): 0 = padding
-@group(0) @binding(6) var<storage, read> rel_v: array<f32>;     // (1 or h, R, d_head): w^V
-@group(0) @binding(7) var<storage, read_write> heads: array<f32>;   // (n, h·d_head): the heads concatenated
+@group(0) @binding(6) var<storage, read> rel_v: array<f32>;     // (1 or h, R, d_v): w^V
+@group(0) @binding(7) var<storage, read_write> heads: array<f32>;   // (n, h·d_v): the heads concatenated
 // The heads' own logit terms in one buffer (WebGPU's default allows 8 storage buffers a stage): the bias by
 // distance (h, 2n − 1) from 0 with DISTANCE_BIAS, then the sink logits (h) from sink_at with SINK.
 @group(0) @binding(8) var<storage, read> terms: array<f32>;
@@ -81,51 +82,50 @@ fn table_row(dist: i32) -> i32 {
     return clamp(r, 0, last);
 }
 
-/// Components c .. c + 3 of row j of an (n, d) buffer's head columns from `col0` (zeros past d_head or n):
-/// `which` 0 reads k, 1 reads v.
-fn load4(which: u32, j: u32, col0: u32, c: u32) -> vec4<f32> {
+/// Components c .. c + 3 of row j of head `hd`'s columns (zeros past its width or n): `which` 0 reads k
+/// (rows of h·d_head, heads d_head wide), 1 reads v (rows of h·d_v, heads d_v wide).
+fn load4(which: u32, j: u32, hd: u32, c: u32) -> vec4<f32> {
     var out = vec4<f32>(0.0);
     if (j < p.n) {
-        let at = j * p.inner + col0 + c;
         for (var e = 0u; e < 4u; e = e + 1u) {
-            if (c + e < p.dh) {
-                if (which == 0u) {
-                    out[e] = k[at + e];
-                } else {
-                    out[e] = v[at + e];
+            if (which == 0u) {
+                if (c + e < p.dh) {
+                    out[e] = k[j * p.inner + hd * p.dh + c + e];
                 }
+            } else if (c + e < p.dv) {
+                out[e] = v[j * p.inner_v + hd * p.dv + c + e];
             }
         }
     }
     return out;
 }
 
-/// Components c .. c + 3 of w^V's row at `at` (zeros past d_head).
+/// Components c .. c + 3 of w^V's row at `at` (zeros past d_v).
 fn rel_v4(at: u32, c: u32) -> vec4<f32> {
     var out = vec4<f32>(0.0);
     for (var e = 0u; e < 4u; e = e + 1u) {
-        if (c + e < p.dh) {
+        if (c + e < p.dv) {
             out[e] = rel_v[at + c + e];
         }
     }
     return out;
 }
 
-/// Stores components c .. c + 3 of `val` into row qi of `heads` from column `col0` (those below d_head).
-fn store4(qi: u32, col0: u32, c: u32, val: vec4<f32>) {
+/// Stores components c .. c + 3 of `val` into row qi of `heads`, head `hd`'s columns (those below d_v).
+fn store4(qi: u32, hd: u32, c: u32, val: vec4<f32>) {
     for (var e = 0u; e < 4u; e = e + 1u) {
-        if (c + e < p.dh) {
-            heads[qi * p.inner + col0 + c + e] = val[e];
+        if (c + e < p.dv) {
+            heads[qi * p.inner_v + hd * p.dv + c + e] = val[e];
         }
     }
 }
 
-/// The K (`which` 0) or V (1) rows t0 .. t0 + TK of the head into `tile_kv`, two vec4s per invocation.
-fn stage(which: u32, t0: u32, col0: u32, tid: u32) {
+/// The K (`which` 0) or V (1) rows t0 .. t0 + TK of head `hd` into `tile_kv`, two vec4s per invocation.
+fn stage(which: u32, t0: u32, hd: u32, tid: u32) {
     for (var idx = tid; idx < TK * DH4; idx = idx + ROWS * LANES) {
         let kk = idx / DH4;
         let c4 = idx % DH4;
-        tile_kv[kk][c4] = load4(which, t0 + kk, col0, 4u * c4);
+        tile_kv[kk][c4] = load4(which, t0 + kk, hd, 4u * c4);
     }
 }
 
@@ -135,7 +135,8 @@ fn main(@builtin(local_invocation_index) tid: u32, @builtin(workgroup_id) wid: v
     let lane = tid / ROWS;                 // 0 .. LANES
     let i = wid.x * ROWS + row;            // row in the chunk
     let z = wid.y;
-    let col0 = (p.h0 + z) * p.dh;          // this head's columns
+    let hd = p.h0 + z;                     // this head
+    let col0 = hd * p.dh;                  // its columns of Q
     let in_chunk = i < p.rows;
     let qi = p.i0 + i;                     // absolute query position
     let causal = (p.flags & CAUSAL) != 0u;
@@ -185,7 +186,7 @@ fn main(@builtin(local_invocation_index) tid: u32, @builtin(workgroup_id) wid: v
     let bias_row = (p.h0 + z) * (2u * p.n - 1u);
     for (var t0 = start; t0 < keys; t0 = t0 + TK) {
         // 1. The K tile.
-        stage(0u, t0, col0, tid);
+        stage(0u, t0, hd, tid);
         workgroupBarrier();
         // 2. This lane's scores, and their maximum.
         var e: array<f32, 4>;
@@ -229,7 +230,7 @@ fn main(@builtin(local_invocation_index) tid: u32, @builtin(workgroup_id) wid: v
         part_seen[lane][row] = select(0u, 1u, lane_seen);
         workgroupBarrier();
         // 3. The V tile; the row's new maximum, the running sums rescaled, this lane's weights.
-        stage(1u, t0, col0, tid);
+        stage(1u, t0, hd, tid);
         var tile_max = 0.0;
         var found = false;
         for (var ln = 0u; ln < LANES; ln = ln + 1u) {
@@ -273,7 +274,7 @@ fn main(@builtin(local_invocation_index) tid: u32, @builtin(workgroup_id) wid: v
             if (with_rel_v && w != 0.0) {
                 let tr = table_row(i32(t0 + kk) - i32(qi));
                 if (tr >= 0) {
-                    let at = v_table + u32(tr) * p.dh;
+                    let at = v_table + u32(tr) * p.dv;
                     acc_a = acc_a + w * rel_v4(at, c_a);
                     acc_b = acc_b + w * rel_v4(at, c_a + 4u);
                 }
@@ -286,7 +287,7 @@ fn main(@builtin(local_invocation_index) tid: u32, @builtin(workgroup_id) wid: v
         if (l > 0.0) {
             inv = 1.0 / l;
         }
-        store4(qi, col0, c_a, acc_a * inv);
-        store4(qi, col0, c_a + 4u, acc_b * inv);
+        store4(qi, hd, c_a, acc_a * inv);
+        store4(qi, hd, c_a + 4u, acc_b * inv);
     }
 }

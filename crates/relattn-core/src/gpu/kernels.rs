@@ -150,7 +150,7 @@ params! {
 /// The `Params` of logits.wgsl and attend.wgsl, the two kernels that take a chunk of query rows of a range
 /// of heads: queries `i0 .. i0 + rows` of heads `h0 ..` (the grid's z in logits.wgsl, y in attend.wgsl).
 /// logits.wgsl writes `E = (QKᵀ + P[i, row(j − i)]) · scale` (soft-capped with [`flag::SOFTCAP`]);
-/// attend.wgsl the heads' output `z_i = Σ_j α_ij (v_j + a^V_ij)` with no (rows, n) array.
+/// attend.wgsl the heads' output `z_i = Σ_j α_ij (v_j + a^V_ij)` (d_v wide) with no (rows, n) array.
 struct RowsParams {
     /// Query rows in the chunk.
     rows: u32,
@@ -184,8 +184,11 @@ struct RowsParams {
     /// attend.wgsl, with [`flag::SINK`]: where the heads' sink logits (h) start in the head-terms buffer
     /// (after the bias by distance, (h, 2n − 1), when there is one).
     sink_at: u32,
-    _pad0: u32,
-    _pad1: u32,
+    /// attend.wgsl: the values' width d_v (d_head unless the model's values have their own; at most
+    /// [`ATTEND_MAX_DH`]).
+    dv: u32,
+    /// attend.wgsl: h·d_v, the row length of V and the concatenated heads.
+    inner_v: u32,
 }
 }
 

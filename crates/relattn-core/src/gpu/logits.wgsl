@@ -30,7 +30,7 @@ struct Params {
     rows: u32, n: u32, dh: u32, inner: u32,    // rows in the chunk, keys, head width, h·d_head (Q's and K's row length)
     i0: u32, h0: u32, r: u32, flags: u32,      // first query, first head, table rows R, flags: see below
     tmin: i32, scale: f32, v_stride: u32, window: u32,  // v_stride: attend.wgsl's, unused here; window: WINDOW's
-    softcap: f32, sink_at: u32, _pad0: u32, _pad1: u32, // softcap: SOFTCAP's c; sink_at: attend.wgsl's, unused here
+    softcap: f32, sink_at: u32, dv: u32, inner_v: u32,  // softcap: SOFTCAP's c; sink_at, dv, inner_v: attend.wgsl's, unused here
 }
 // Mirrored in Rust by kernels.rs's RowsParams, field by field (its tests compare the two); attend.wgsl takes the same struct.
 // Flags tested here: WRITE_CONTENT, WRITE_RELATIVE, ZERO_EDGE, ZERO_ABOVE, CAUSAL, NO_CONTENT, DISTANCE_BIAS, WINDOW, SOFTCAP (kernels.rs's `flag` module, written ahead of this file as constants).

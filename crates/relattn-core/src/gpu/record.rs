@@ -19,7 +19,7 @@ pub(super) struct Recorded {
     buckets: Option<Array4<f32>>,
     out_content: Array4<f32>,
     out_relative: Array4<f32>,
-    /// Q, K, V and the concatenated heads, (b, n, h·d_head) each.
+    /// Q and K (b, n, h·d_head), V and the concatenated heads (b, n, h·d_v).
     pub q: Array3<f32>,
     pub k: Array3<f32>,
     pub v: Array3<f32>,
@@ -29,9 +29,20 @@ pub(super) struct Recorded {
 }
 
 impl Recorded {
-    /// For b batch elements of h heads of n positions, `inner` = h·d_head, R = `r` table rows.
+    /// For b batch elements of h heads of n positions, `(inner, inner_v)` = (h·d_head, h·d_v), values `dv` = d_v
+    /// wide, R = `r` table rows.
     #[allow(clippy::too_many_arguments)]
-    pub(super) fn new(b: usize, h: usize, n: usize, inner: usize, dh: usize, r: usize, keep_p: bool, keep_buckets: bool, rotated: bool) -> Self {
+    pub(super) fn new(
+        b: usize,
+        h: usize,
+        n: usize,
+        (inner, inner_v): (usize, usize),
+        dv: usize,
+        r: usize,
+        keep_p: bool,
+        keep_buckets: bool,
+        rotated: bool,
+    ) -> Self {
         let nn = || Array4::zeros((b, h, n, n));
         Recorded {
             content: nn(),
@@ -40,12 +51,12 @@ impl Recorded {
             weights: nn(),
             p: keep_p.then(|| Array4::zeros((b, h, n, r))),
             buckets: keep_buckets.then(|| Array4::zeros((b, h, n, r))),
-            out_content: Array4::zeros((b, h, n, dh)),
-            out_relative: Array4::zeros((b, h, n, dh)),
+            out_content: Array4::zeros((b, h, n, dv)),
+            out_relative: Array4::zeros((b, h, n, dv)),
             q: Array3::zeros((b, n, inner)),
             k: Array3::zeros((b, n, inner)),
-            v: Array3::zeros((b, n, inner)),
-            heads: Array3::zeros((b, n, inner)),
+            v: Array3::zeros((b, n, inner_v)),
+            heads: Array3::zeros((b, n, inner_v)),
             rotated: rotated.then(|| (Array3::zeros((b, n, inner)), Array3::zeros((b, n, inner)))),
         }
     }
@@ -73,13 +84,13 @@ impl Recorded {
         }
     }
 
-    /// Batch element `bi`'s heads side by side: (n, h·d_head), α·V + B·w^V.
+    /// Batch element `bi`'s heads side by side: (n, h·d_v), α·V + B·w^V.
     pub(super) fn concat(&self, bi: usize) -> Array2<f32> {
-        let (_, h, n, dh) = self.out_content.dim();
-        let mut out = Array2::zeros((n, h * dh));
+        let (_, h, n, dv) = self.out_content.dim();
+        let mut out = Array2::zeros((n, h * dv));
         for hi in 0..h {
             let z = &self.out_content.slice(s![bi, hi, .., ..]) + &self.out_relative.slice(s![bi, hi, .., ..]);
-            out.slice_mut(s![.., hi * dh..(hi + 1) * dh]).assign(&z);
+            out.slice_mut(s![.., hi * dv..(hi + 1) * dv]).assign(&z);
         }
         out
     }

@@ -70,18 +70,13 @@ impl GpuContext {
     /// The whole layer; `record` keeps every intermediate, `profile` times each stage.
     async fn run(&mut self, cfg: &Config, sc: &Scenario, record: bool, profile: bool) -> Result<(Array3<f32>, Option<Trace>, Option<StageTimes>)> {
         let (b, n, d) = sc.dims();
-        let (h, dh) = (cfg.heads, sc.d_head);
-        // Q, K, V and the concatenated heads are (n, h·d_head): d_model unless the heads have a width of their own;
-        // the output (n, d_out), w_o's columns (d_model unless the model's w_o says otherwise).
-        let (inner, d_out) = (h * dh, sc.w_o.ncols());
-        if h == 0 || dh == 0 || sc.w_q.dim() != (d, inner) {
-            return Err(Error::invalid("heads", h, format!("heads of d_head = {dh} filling w_q's {} columns", sc.w_q.ncols())));
-        }
-        // What the kernels do not compute (yet): such a layer is refused by name, and a front end that chose the
-        // GPU itself computes it on the CPU (the page's backend says why).
-        if sc.w_v.ncols() != inner || sc.w_o.nrows() != inner {
-            let d_v = sc.w_v.ncols() / h;
-            return Err(Error::invalid("d_v", d_v, format!("d_head = {dh} on the GPU backend (the CPU computes values of their own width)")));
+        let (h, dh, dv) = (cfg.heads, sc.d_head, sc.d_v);
+        // Q and K are (n, h·d_head): d_model unless the heads have a width of their own; V and the concatenated
+        // heads (n, h·d_v), d_v = d_head unless the values have a width of their own (DeepSeek's multi-head latent
+        // attention); the output (n, d_out), w_o's columns (d_model unless the model's w_o says otherwise).
+        let (inner, inner_v, d_out) = (h * dh, h * dv, sc.d_out());
+        if h == 0 || dh == 0 || dv == 0 || sc.w_q.dim() != (d, inner) || sc.w_v.dim() != (d, inner_v) || sc.w_o.dim() != (inner_v, d_out) {
+            return Err(Error::invalid("heads", h, format!("heads of d_head = {dh} and d_v = {dv} filling w_q's and w_v's columns")));
         }
         let (layout, scheme) = (cfg.layout(), cfg.scheme());
         let (th, tr, tc) = sc.rel_k.dim();
@@ -93,14 +88,14 @@ impl GpuContext {
         // added instead) and for RoPE (whose Q and K are rotated instead).
         let r = if cfg.method.has_vector_table() { cfg.table_rows() } else { 0 };
         let rel_v = match (cfg.has_rel_v(), &sc.rel_v) {
-            (true, Some(t)) if t.dim() == (th, r, dh) => Some(t),
-            (true, Some(t)) => return Err(Error::shape("rel_v", t.shape(), format!("[{th}, {r}, {dh}]"))),
+            (true, Some(t)) if t.dim() == (th, r, dv) => Some(t),
+            (true, Some(t)) => return Err(Error::shape("rel_v", t.shape(), format!("[{th}, {r}, {dv}]"))),
             (true, None) => return Err(Error::invalid("rel_v", "absent", "a (2k+1, d_head) table when a^V is on")),
             (false, _) => None,
         };
         // A forward that keeps and times nothing runs each chunk in attend.wgsl (no (rows, n) arrays).
-        let fused = !record && !profile && cfg.implementation == Implementation::Efficient && dh <= ATTEND_MAX_DH;
-        let chunks = plan(&self.limits, self.work_bytes, n, d.max(inner).max(d_out), h, r, dh, fused)?;
+        let fused = !record && !profile && cfg.implementation == Implementation::Efficient && dh.max(dv) <= ATTEND_MAX_DH;
+        let chunks = plan(&self.limits, self.work_bytes, n, d.max(inner).max(inner_v).max(d_out), h, r, dh.max(dv), fused)?;
         let shared = th == 1;
         let music_skew = record && cfg.scheme().skews() && cfg.implementation == Implementation::Efficient;
         let keep_buckets = record && rel_v.is_some() && cfg.implementation == Implementation::Efficient;
@@ -111,7 +106,7 @@ impl GpuContext {
         let contiguous = |a: &Array2<f32>| a.as_standard_layout().into_owned().into_raw_vec_and_offset().0;
         let w = [contiguous(&sc.w_q), contiguous(&sc.w_k), contiguous(&sc.w_v), contiguous(&sc.w_o)];
         let w = [self.upload("w_q", &w[0]), self.upload("w_k", &w[1]), self.upload("w_v", &w[2]), self.upload("w_o", &w[3])];
-        // b_q, b_k, b_v (h·d_head each), then b_o (d_out).
+        // b_q, b_k (h·d_head each), b_v (h·d_v) from 2·h·d_head, then b_o (d_out) from 2·h·d_head + h·d_v.
         let biases: Vec<f32> = [&sc.b_q, &sc.b_k, &sc.b_v, &sc.b_o].iter().flat_map(|v| v.iter().copied()).collect();
         let bias = self.upload("bias", &biases);
         let rel_k_buf = self.upload("rel_k", &sc.rel_k.as_standard_layout().into_owned().into_raw_vec_and_offset().0);
@@ -173,7 +168,8 @@ impl GpuContext {
             None
         };
         let max_work = chunks.iter().map(|c| c.hc * c.rows).max().unwrap_or(0);
-        let [q, k, v, heads] = ["q", "k", "v", "heads"].map(|role| self.buffer(role, n * inner * 4));
+        let [q, k] = ["q", "k"].map(|role| self.buffer(role, n * inner * 4));
+        let [v, heads] = ["v", "heads"].map(|role| self.buffer(role, n * inner_v * 4));
         let x = self.buffer("x", n * d * 4);
         let out = self.buffer("out", n * d_out * 4);
         let rotated = rope.is_some().then(|| ["q_rotated", "k_rotated"].map(|role| self.buffer(role, n * inner * 4)));
@@ -183,13 +179,13 @@ impl GpuContext {
         let [logits, weights] = ["logits", "weights"].map(|role| self.buffer(role, work));
         let [content, relative] = if record { ["content", "relative"].map(|role| self.buffer(role, max_work * n * 4)) } else { dummy.clone() };
         let [p, buckets] = ["p", "buckets"].map(|role| self.buffer(role, max_work * r * 4));
-        let [oc, orl] = ["out_content", "out_relative"].map(|role| self.buffer(role, max_work * dh * 4));
+        let [oc, orl] = ["out_content", "out_relative"].map(|role| self.buffer(role, max_work * dv * 4));
 
         // x, or x + PE for absolute positions.
         let input = forward::input(cfg, sc);
         let mut output = Array3::zeros((b, n, d_out));
         let mut times = StageTimes { logits: LogitTimes::Fused(0.0), ..StageTimes::default() };
-        let mut rec = record.then(|| Recorded::new(b, h, n, inner, dh, r, music_skew, keep_buckets, rope.is_some()));
+        let mut rec = record.then(|| Recorded::new(b, h, n, (inner, inner_v), dv, r, music_skew, keep_buckets, rope.is_some()));
         let no_terms = self.buffer("dummy_terms", 16);
         let terms_buf = head_terms.as_ref().unwrap_or(&no_terms);
         let scale = cfg.logit_scale.factor(dh);
@@ -207,16 +203,9 @@ impl GpuContext {
                 None => vec![1; n],
             };
             let mask = self.upload("mask", &mask);
-            for (wi, dst) in [&q, &k, &v].into_iter().enumerate() {
-                self.matmul(
-                    &mut enc,
-                    (n, inner, d, 1),
-                    rows_of(&x, 0, d, 0),
-                    rows_of(&w[wi], 0, inner, 0),
-                    rows_of(dst, 0, inner, 0),
-                    Some((&bias, wi * inner)),
-                    false,
-                );
+            for (wi, dst, cols) in [(0, &q, inner), (1, &k, inner), (2, &v, inner_v)] {
+                let a = rows_of(&x, 0, d, 0);
+                self.matmul(&mut enc, (n, cols, d, 1), a, rows_of(&w[wi], 0, cols, 0), rows_of(dst, 0, cols, 0), Some((&bias, wi * inner)), false);
             }
             // q/k norms after the projections, before any rotation.
             for (params, gamma, is_q) in &norms {
@@ -231,6 +220,8 @@ impl GpuContext {
             for &Chunk { h0, hc, i0, rows } in &chunks {
                 // P = Q·Tᵀ, (hc, rows, R): B(c, r) = T[head, r, c].
                 let (t_off, t_zs) = if shared { (0, 0) } else { (h0 * r * dh, r * dh) };
+                // w^V's rows are d_v wide.
+                let (tv_off, tv_zs) = if shared { (0, 0) } else { (h0 * r * dv, r * dv) };
                 if r > 0 {
                     let tk = Operand { buf: &rel_k_buf, off: t_off, rs: 1, cs: dh, zs: t_zs };
                     self.matmul(&mut enc, (rows, r, dh, hc), rows_of(&q, i0 * inner + h0 * dh, inner, dh), tk, rows_of(&p, 0, r, rows * r), None, false);
@@ -243,8 +234,9 @@ impl GpuContext {
                 #[rustfmt::skip]
                 let chunk = RowsParams {
                     rows: u(rows), n: u(n), dh: u(dh), inner: u(inner), i0: u(i0), h0: u(h0), r: u(r), flags: masks,
-                    tmin: if r > 0 { layout.min as i32 } else { 0 }, scale, v_stride: if shared { 0 } else { u(r * dh) },
-                    window: u(window), softcap: cfg.softcap.unwrap_or(1.0), sink_at: u(sink_at), ..Zeroable::zeroed()
+                    tmin: if r > 0 { layout.min as i32 } else { 0 }, scale, v_stride: if shared { 0 } else { u(r * dv) },
+                    dv: u(dv), inner_v: u(inner_v),
+                    window: u(window), softcap: cfg.softcap.unwrap_or(1.0), sink_at: u(sink_at),
                 };
                 if fused {
                     let flags = masks | if rel_v_buf.is_some() { flag::REL_V } else { 0 };
@@ -267,12 +259,12 @@ impl GpuContext {
                 times.softmax += self.mark(&mut enc, &mut clock).await?;
 
                 // z = α·V (+ B·w^V): into the concatenated heads, or kept apart for a trace.
-                let (z_buf, z_off, z_rs, z_zs) = if record { (&oc, 0, dh, rows * dh) } else { (&heads, i0 * inner + h0 * dh, inner, dh) };
+                let (z_buf, z_off, z_rs, z_zs) = if record { (&oc, 0, dv, rows * dv) } else { (&heads, i0 * inner_v + h0 * dv, inner_v, dv) };
                 self.matmul(
                     &mut enc,
-                    (rows, dh, n, hc),
+                    (rows, dv, n, hc),
                     rows_of(&weights, 0, n, rows * n),
-                    rows_of(&v, h0 * dh, inner, dh),
+                    rows_of(&v, h0 * dv, inner_v, dv),
                     rows_of(z_buf, z_off, z_rs, z_zs),
                     None,
                     false,
@@ -281,14 +273,14 @@ impl GpuContext {
                     let edge = if zero_edge { flag::ZERO_EDGE } else { 0 };
                     let params = BucketsParams { rows: u(rows), n: u(n), i0: u(i0), r: u(r), tmin: layout.min as i32, flags: edge, ..Zeroable::zeroed() };
                     self.buckets(&mut enc, &params, hc, &weights, &buckets);
-                    let wv = Operand { buf: tv, off: t_off, rs: dh, cs: 1, zs: t_zs };
-                    let (dst, off, rs, zs) = if record { (&orl, 0, dh, rows * dh) } else { (&heads, i0 * inner + h0 * dh, inner, dh) };
-                    self.matmul(&mut enc, (rows, dh, r, hc), rows_of(&buckets, 0, r, rows * r), wv, rows_of(dst, off, rs, zs), None, !record);
+                    let wv = Operand { buf: tv, off: tv_off, rs: dv, cs: 1, zs: tv_zs };
+                    let (dst, off, rs, zs) = if record { (&orl, 0, dv, rows * dv) } else { (&heads, i0 * inner_v + h0 * dv, inner_v, dv) };
+                    self.matmul(&mut enc, (rows, dv, r, hc), rows_of(&buckets, 0, r, rows * r), wv, rows_of(dst, off, rs, zs), None, !record);
                 }
                 times.values += self.mark(&mut enc, &mut clock).await?;
 
                 if let Some(rec) = rec.as_mut() {
-                    let (wn, wr, wd) = (hc * rows * n, hc * rows * r, hc * rows * dh);
+                    let (wn, wr, wd) = (hc * rows * n, hc * rows * r, hc * rows * dv);
                     let orl_len = if rel_v_buf.is_some() { wd } else { 0 };
                     let parts = self
                         .read(enc, &[(&content, wn), (&relative, wn), (&logits, wn), (&weights, wn), (&p, wr), (&buckets, wr), (&oc, wd), (&orl, orl_len)])
@@ -309,13 +301,22 @@ impl GpuContext {
                 rec.heads.index_axis_mut(Axis(0), bi).assign(&concat);
             }
             #[rustfmt::skip]
-            self.matmul(&mut enc, (n, d_out, inner, 1), rows_of(&heads, 0, inner, 0), rows_of(&w[3], 0, d_out, 0), rows_of(&out, 0, d_out, 0), Some((&bias, 3 * inner)), false);
-            let ni = n * inner;
-            let mut want: Vec<(&wgpu::Buffer, usize)> = if record { vec![(&out, n * d_out), (&q, ni), (&k, ni), (&v, ni)] } else { vec![(&out, n * d_out)] };
+            let b_o = 2 * inner + inner_v;
+            self.matmul(
+                &mut enc,
+                (n, d_out, inner_v, 1),
+                rows_of(&heads, 0, inner_v, 0),
+                rows_of(&w[3], 0, d_out, 0),
+                rows_of(&out, 0, d_out, 0),
+                Some((&bias, b_o)),
+                false,
+            );
+            let (ni, nv) = (n * inner, n * inner_v);
+            let mut want: Vec<(&wgpu::Buffer, usize)> = if record { vec![(&out, n * d_out), (&q, ni), (&k, ni), (&v, nv)] } else { vec![(&out, n * d_out)] };
             if record && rotated.is_some() {
                 want.extend([(qr, ni), (kr, ni)]);
             }
-            // Each array read back, the output (n, d_out) and the rest (n, h·d_head), is copied once, from the
+            // Each array read back, the output (n, d_out), V (n, h·d_v) and the rest (n, h·d_head), is copied once, from the
             // mapped staging buffer into its place.
             self.read_into(enc, &want, |part, data| {
                 let src = ArrayView2::from_shape((n, data.len() / n), data).expect("n rows");
