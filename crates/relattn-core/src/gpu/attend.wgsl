@@ -60,7 +60,7 @@ const ROWS: u32 = 32u;      // query rows per workgroup (kernels.rs: ATTEND_ROWS
 const LANES: u32 = 8u;      // invocations per row: 256 in all
 const TK: u32 = 32u;        // keys per tile
 const KEYS: u32 = 4u;       // keys of a tile per lane (TK / LANES)
-const MAX_DH: u32 = 64u;    // widest head (kernels.rs: ATTEND_MAX_DH)
+const MAX_DH: u32 = 64u;    // widest d_head and d_v (kernels.rs: ATTEND_MAX_DH)
 const DH4: u32 = 16u;       // MAX_DH in vec4s
 const COLS4: u32 = 2u;      // output columns per lane in vec4s (MAX_DH / LANES / 4)
 // 8 KiB + 4 KiB + 1 KiB + 1 KiB: within WebGPU's default 16 KiB of workgroup memory.

@@ -11,8 +11,8 @@ pub(super) const BLOCK: usize = 64;
 /// Side of the square workgroup of buckets.wgsl.
 pub(super) const TILE: usize = 16;
 
-/// Widest head attend.wgsl takes (the width of its K and V tiles and of q_i in registers); wider heads take
-/// the unfused kernels.
+/// Widest head attend.wgsl takes, d_head and d_v (the width of its K and V tiles and of q_i in registers);
+/// wider heads take the unfused kernels.
 pub(super) const ATTEND_MAX_DH: usize = 64;
 /// Query rows of one workgroup of attend.wgsl (its `ROWS`: 256 invocations, 8 per row).
 pub(super) const ATTEND_ROWS: usize = 32;
