@@ -90,7 +90,7 @@ impl GpuContext {
         let rel_v = match (cfg.has_rel_v(), &sc.rel_v) {
             (true, Some(t)) if t.dim() == (th, r, dv) => Some(t),
             (true, Some(t)) => return Err(Error::shape("rel_v", t.shape(), format!("[{th}, {r}, {dv}]"))),
-            (true, None) => return Err(Error::invalid("rel_v", "absent", "a (2k+1, d_head) table when a^V is on")),
+            (true, None) => return Err(Error::invalid("rel_v", "absent", "a (2k+1, d_v) table when a^V is on")),
             (false, _) => None,
         };
         // A forward that keeps and times nothing runs each chunk in attend.wgsl (no (rows, n) arrays).
