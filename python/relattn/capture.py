@@ -36,6 +36,9 @@ Families, and what each one's capture takes from the model:
   the slopes of the path the model runs, read off the module's own inputs; with rotary (Falcon 7B/40B),
   half-split, the model's cos and sin. Its three fused Q/K/V layouts (one K/V head per query head, one shared
   K/V head (``multi_query``), grouped K/V heads (``new_decoder_architecture``)) are split as the model splits them.
+- **DeepSeek-V2, V3** (``deepseek_v2``, ``deepseek_v3``): multi-head latent attention, whose x is the module's
+  latents side by side, [c_Q | c_KV | k_R], with W_q, W_k, W_v reading their own column ranges; heads of
+  ``qk_nope_head_dim + qk_rope_head_dim`` query/key components (the rotary ones first) and ``v_head_dim`` values.
 - **MPT** (``mpt``): ALiBi with the slopes MPT's module adds, read off its input (transformers builds them with
   ``alibi_bias_max`` 8 whatever the config says), added as m_h·(j − (L − 1)) for the model's longest length L; it differs from the paper's m_h·(j − i) by a constant per row: equal weights. Q, K and V
   are the fused projection's three thirds.
@@ -116,7 +119,10 @@ class Capture:
 
     def __repr__(self):
         b, n, d = self.arrays["x"].shape
-        return f"Capture({self.model}, {self.part} layer {self.layer}: {self.options['method']}, {self.options['heads']} heads, batch {b}, n {n}, d_model {d})"
+        out = self.arrays["w_o"].shape[1] if "w_o" in self.arrays else d
+        # A layer whose x is not the model's width (DeepSeek's latents) says both.
+        width = f"d_model {d}" if out == d else f"x of {d} (the latents), d_model {out}"
+        return f"Capture({self.model}, {self.part} layer {self.layer}: {self.options['method']}, {self.options['heads']} heads, batch {b}, n {n}, {width})"
 
 
 def json_member(value):

@@ -165,15 +165,15 @@ def test_each_thing_todays_models_add_changes_the_weights(name, left_out):
     assert rel(without.trace()["weights"], probabilities.numpy()) > 0.02
 
 
-#: DeepSeek's multi-head latent attention (tiny: heads of 4 rotary + 8 other components, values of 6, latents of 16
+#: DeepSeek's multi-head latent attention (tiny: heads of 4 rotary + 8 other components, values of 6, latents of 20
 #: and 12): V3 with its query latent and interleaved rotary, V3 half-split with YaRN's mscale (a logit scale of its
 #: own), V2 without a query latent (q_proj) and its complex freqs_cis.
 _MLA = dict(hidden_size=32, intermediate_size=48, moe_intermediate_size=16, num_attention_heads=4, num_key_value_heads=4, kv_lora_rank=12,
             qk_rope_head_dim=4, qk_nope_head_dim=8, v_head_dim=6, n_routed_experts=2, num_experts_per_tok=1, first_k_dense_replace=1,
             n_shared_experts=1, pad_token_id=0, bos_token_id=1, eos_token_id=2)
 DEEPSEEK = {
-    "deepseek_v3": dict(cls="DeepseekV3ForCausalLM", q_lora_rank=16, n_group=1, topk_group=1, **_MLA),
-    "deepseek_v3-half-yarn": dict(cls="DeepseekV3ForCausalLM", q_lora_rank=16, n_group=1, topk_group=1, rope_interleave=False, max_position_embeddings=32,
+    "deepseek_v3": dict(cls="DeepseekV3ForCausalLM", q_lora_rank=20, n_group=1, topk_group=1, **_MLA),
+    "deepseek_v3-half-yarn": dict(cls="DeepseekV3ForCausalLM", q_lora_rank=20, n_group=1, topk_group=1, rope_interleave=False, max_position_embeddings=32,
                                   rope_parameters={"rope_type": "yarn", "factor": 4.0, "rope_theta": 10000.0, "original_max_position_embeddings": 8,
                                                    "mscale": 1.0, "mscale_all_dim": 1.0}, **_MLA),
     "deepseek_v2-lite": dict(cls="DeepseekV2ForCausalLM", q_lora_rank=None, **_MLA),

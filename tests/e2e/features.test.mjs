@@ -523,6 +523,53 @@ test('a captured layer of today\'s models (#49): heads of their own width, q/k n
   await settle(() => page.click('#tensors-clear'));
 });
 
+test('a captured DeepSeek layer (#49): x its latents, heads of 6 query/key and 4 value components, an output of the model\'s width, as the CLI computes them', async () => {
+  // Multi-head latent attention in miniature: x = [c_Q (5) | c_KV (5) | k_R (2)], 2 heads of 6 components (2 rotary,
+  // first) reading k_R through W_k's last two rows, values of 4 (d_v), an output of 8 (the model's width).
+  const [n, width, heads, dqk, dv, out] = [6, 12, 2, 6, 4, 8];
+  const fill = (len, f) => Array.from({ length: len }, (_, k) => f(k));
+  const description = {
+    options: { method: 'rope', heads, causal: true, rope_layout: 'interleaved', rope_fraction: 1 / 3 },
+    model: 'tiny-deepseek', family: 'deepseek_v3', part: 'decoder', layer: 1,
+    notes: ['Multi-head latent attention: x is [c_Q | c_KV | k_R].'],
+  };
+  const wk = fill(width * heads * dqk, (k) => {
+    const [row, col] = [Math.floor(k / (heads * dqk)), k % (heads * dqk)];
+    if (row >= 10) return col % dqk === row - 10 ? 1 : 0; // k_R, every head's rotary components
+    return row >= 5 && col % dqk >= 2 ? Math.cos(k * 0.7) : 0; // c_KV, the others
+  });
+  const file = join(work, 'tiny-deepseek-layer1.npz');
+  writeFileSync(file, writeZip({
+    'x.npy': npyF32([1, n, width], fill(n * width, (k) => Math.sin(k * 1.3))),
+    'w_q.npy': npyF32([width, heads * dqk], fill(width * heads * dqk, (k) => (k < 5 * heads * dqk ? Math.cos(k * 0.9) : 0))),
+    'w_k.npy': npyF32([width, heads * dqk], wk),
+    'w_v.npy': npyF32([width, heads * dv], fill(width * heads * dv, (k) => (k >= 5 * heads * dv && k < 10 * heads * dv ? Math.sin(k * 0.4) : 0))),
+    'w_o.npy': npyF32([heads * dv, out], fill(heads * dv * out, (k) => Math.sin(k * 0.2))),
+    'capture.npy': npyU8(Buffer.from(JSON.stringify(description), 'utf8')),
+  }));
+  const ref = join(work, 'tiny-deepseek-trace.npz');
+  execFileSync(cli(), ['compute', '--tensors', file, '--out', ref]);
+  const want = readZip(readFileSync(ref));
+  assert.deepEqual(want.output_content.shape, [1, heads, n, dv]);
+  assert.deepEqual(want.output.shape, [1, n, out]);
+  await settle(() => page.setInputFiles('#tensors', file));
+  await settle(() => page.selectOption('#head', '1'));
+  for (const [stage, i, j, value] of [['weights', 5, 2, want.weights.data[(n + 5) * n + 2]],
+    ['output_content', 5, dv - 1, want.output_content.data[(n + 5) * dv + dv - 1]],
+    ['output', 4, out - 1, want.output.data[4 * out + out - 1]]]) {
+    const tip = await hover(page, stage, i, j);
+    assert.ok(Math.abs(Number(tip.value) - value) <= 1e-5, `${stage} (${i}, ${j}): page ${tip.value}, CLI ${value}`);
+  }
+  // The heads' outputs are d_v wide, the layer's output the model's width: each figure has its own columns.
+  const cols = async (stage) => Number(await page.locator(`figure[data-stage="${stage}"] canvas`).first().getAttribute('data-cols'));
+  assert.equal(await cols('output_content'), dv);
+  assert.equal(await cols('output'), out);
+  assert.equal(await cols('rotated_q'), dqk);
+  await page.locator('figure[data-stage="output_content"]').scrollIntoViewIfNeeded();
+  await page.screenshot({ path: join(artifacts, 'features-capture-deepseek.png') });
+  await settle(() => page.click('#tensors-clear'));
+});
+
 test('crafted capture files (a 16,000-character model name, a 4,000-character token, a right-to-left override) keep every main-thread task under 300 ms', async () => {
   const p = await open('?method=shaw&n=6&d_model=8&heads=2&clip=2&seed=0&sentence=');
   await p.evaluate(() => {

@@ -72,7 +72,7 @@ test('the example notebook runs and its widgets draw the stages, with the arrays
   await page.waitForFunction(() => /Idle/.test(document.querySelector('.jp-StatusBar-Widget, #jp-main-statusbar')?.innerText || ''), null, { timeout: 60000 });
   await page.click('.lm-MenuBar-itemLabel:text-is("Run")');
   await page.click('.lm-Menu-itemLabel:text-is("Run All Cells")');
-  await page.waitForFunction(() => document.querySelectorAll('.relattn-widget[data-ready]').length === 11, null, { timeout: 180000 });
+  await page.waitForFunction(() => document.querySelectorAll('.relattn-widget[data-ready]').length === 13, null, { timeout: 180000 });
   const stages = await page.$$eval('.relattn-widget', (ws) => ws.map((w) => [...w.querySelectorAll('figure')].map((f) => f.dataset.stage)));
   assert.deepEqual(stages[0], ['skew_qer', 'skew_padded', 'skew_reshaped', 'skew_sliced', 'relative_logits', 'weights']);
   assert.deepEqual(stages[1], ['rope_kernel', 'rotated_q', 'weights']);
