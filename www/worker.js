@@ -6,9 +6,12 @@
 // 'webgpu' | 'cpu': WebGPU is tried once (gpu_init) and its device kept for every recompute, Model mode's too;
 // without it (or when it fails on a layer, or is lost) the CPU computes, and the result's backend says where and
 // why. The debug-* test hooks are sent by tests/e2e only. Model mode's messages ('model*') go to js/worker/model.js.
+// With request.workers > 1, a layer held on demand on the CPU is computed by a pool of helpers, each its own wasm
+// instance (js/worker/pool.js); this worker holds the session they make, as it holds its own.
 import init, * as relattn from './pkg/relattn.js';
 import { progressMessage, resultMessage, backendShown, gpuSettled, errorMessage, fatalMessage, exportReply, exportFailed, cellsReply, cellsFailed, readersReply, readersFailed, schemesReply, schemesFailed, atlasOpened, atlasHeadReply, atlasHeadFailed, typedError } from './js/shared/protocol.js';
 import { onModelMessage, layerSession } from './js/worker/model.js';
+import { pooledLayer, pooledCut, cancel, busy, isSuperseded } from './js/worker/pool.js';
 /** @typedef {import('./js/types/protocol').ToWorker} ToWorker */
 /** @typedef {import('./js/types/protocol').ComputeRequest} ComputeRequest */
 /** @typedef {import('./js/types/protocol').CellsRequest} CellsRequest */
@@ -73,6 +76,8 @@ self.onmessage = (e) => {
   const m = e.data;
   switch (m.kind) {
     case 'compute':
+      // A newer request stops the pool's helpers still computing the one in flight (their shares are superseded).
+      if (queue.inFlight && busy()) cancel();
       queue.pending = m;
       if (!queue.scheduled) {
         queue.scheduled = true;
@@ -149,6 +154,12 @@ function stale(b) {
 // Where a computation asked to run on `backend` ran, as the footer shows it, from the Rust BackendUsed `b`.
 function used(backend, b) {
   return backendShown(backend, b, gpu.adapterName);
+}
+
+// How many workers compute compute request `msg`'s layer (the page's Workers control): 1, the worker alone.
+/** @param {ComputeRequest} msg */
+function workersOf(msg) {
+  return Math.max(1, Math.floor(Number(msg.workers) || 1));
 }
 
 // The cached session is reused while the compute request's source (options, sentence, file and its atlas row, or model layer) and
@@ -242,7 +253,7 @@ async function work() {
     if (!openAtlas(msg)) await showLayer(msg);
   } catch (err) {
     if (isAbort(err)) { fatal(err.message); return; }
-    self.postMessage(errorMessage(msg.id, err));
+    if (!isSuperseded(err)) self.postMessage(errorMessage(msg.id, err));
   }
   queue.inFlight = null;
   queue.scheduled = false;
@@ -264,7 +275,11 @@ async function showLayer(msg) {
     self.postMessage(progressMessage(msg.id, 'computing the layer…'));
     await tryGpu(backend);
     // msg.model: one layer of a trained model (Model mode's "stages of this head"), on the same backend.
-    const s = msg.model ? await layerSession(modelContext(wasm), msg.model, backend) : await compute(msg.request, msg.file ? new Uint8Array(msg.file.bytes) : undefined);
+    // msg.workers > 1: a layer held on demand on the CPU is computed by the pool (js/worker/pool.js), else here.
+    const progress = (text) => self.postMessage(progressMessage(msg.id, text));
+    const s = msg.model
+      ? await layerSession(modelContext(wasm), msg.model, backend)
+      : (await pooledLayer(relattn, msg, workersOf(msg), progress)) || (await compute(msg.request, msg.file ? new Uint8Array(msg.file.bytes) : undefined));
     if (held.session) held.session.free();
     held.session = s;
     held.key = key;
@@ -278,7 +293,11 @@ async function showLayer(msg) {
   /** @type {Shown} clamped into this layer's (crates/relattn-wasm/src/session.rs) */
   const shown = s.shown_for(msg.batch, msg.head);
   // A layer held on demand computes the stages of the (batch, head) shown now: seconds at n 8192.
-  if (info.on_demand) self.postMessage(progressMessage(msg.id, `computing the stages of head ${shown.head}${info.options.batch_size > 1 ? `, batch element ${shown.batch}` : ''} (held on demand: ${info.options.n} query rows)…`));
+  if (info.on_demand) {
+    self.postMessage(progressMessage(msg.id, `computing the stages of head ${shown.head}${info.options.batch_size > 1 ? `, batch element ${shown.batch}` : ''} (held on demand: ${info.options.n} query rows)…`));
+    // A layer the pool computed: its helpers cut their query rows (the selects below colour them).
+    await pooledCut(s, shown.batch, shown.head, msg.head_scale);
+  }
   const stages = [];
   const transfer = [];
   info.stages.forEach((meta, i) => {

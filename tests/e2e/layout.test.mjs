@@ -17,9 +17,12 @@ const FLOORS = {
   'js/shared/protocol.js': 0,
   'js/shared/figure-core.js': 0,
   'pkg/relattn.js': 0,
-  // The worker (a thread of its own, on the shared floor): its Model mode, then its entry.
+  // The worker (a thread of its own, on the shared floor): its Model mode and its pool, then its entry; the pool's
+  // helpers' entry.
   'js/worker/model.js': 1,
+  'js/worker/pool.js': 1,
   'worker.js': 2,
+  'pool-worker.js': 1,
   // The benchmark page's one script.
   'bench.js': 1,
   // 1 — the page's base: DOM helpers; the state several features read, and the page's events; scheme colours.

@@ -21,6 +21,7 @@ pub mod figure;
 #[cfg(feature = "test-hooks")]
 pub mod hooks;
 pub mod model;
+pub mod pool;
 pub mod session;
 
 pub use session::{compute, Session};

@@ -85,6 +85,25 @@ impl Session {
         to_value(&self.0.cut(i, batch, head, palette()).map_err(to_js)?)
     }
 
+    /// Whether the stages of (batch, head) are cut already in the colormaps set with `head_scale` (which it sets,
+    /// as [`Session::select`] does): when not, for a layer a pool computed, its helpers cut them
+    /// ([`Session::begin_parts`]).
+    pub fn is_cut(&mut self, batch: usize, head: usize, head_scale: JsValue) -> Result<bool, JsValue> {
+        self.0.set_head_scale(choice_arg::<HeadScale>(head_scale, "head_scale", "bias, all, each")?);
+        Ok(self.0.is_cut(batch, head, palette()))
+    }
+
+    /// Starts gathering the stages of (batch, head) from the pool's helpers' cuts ([`Session::add_part`], in row
+    /// order); the next [`Session::select`] of them colours them instead of computing them.
+    pub fn begin_parts(&mut self, batch: usize, head: usize) -> Result<(), JsValue> {
+        self.0.begin_parts(batch, head).map_err(to_js)
+    }
+
+    /// A helper's cut of stage `k` ([`relattn::protocol::CutPartView`]'s fields).
+    pub fn add_part(&mut self, k: usize, pooled: Vec<f32>, lo: f32, hi: f32, values: Option<Vec<f32>>) -> Result<(), JsValue> {
+        self.0.add_part(k, session::CutPart { pooled, bounds: (lo, hi), values }).map_err(to_js)
+    }
+
     /// The values of stage `i` of (batch, head) in rows `r0..r0 + rows`, columns `c0..c0 + cols`, row-major (at
     /// most [`session::VALUES_CELLS`]). Errors name "stage", "batch index", "head" or "cells".
     #[allow(clippy::too_many_arguments)]

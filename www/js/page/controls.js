@@ -88,6 +88,15 @@ export function backendMode() {
   return $('backend-mode').value;
 }
 
+/** The Workers control's default: this machine's cores (navigator.hardwareConcurrency), at most 16. */
+export const DEFAULT_WORKERS = Math.min(16, Math.max(1, navigator.hardwareConcurrency || 1));
+
+/** How many workers compute a layer held on demand (the Workers control, 1 to 64; its default when not a number). */
+export function workers() {
+  const w = Math.floor(Number($('workers').value));
+  return Number.isFinite(w) && w >= 1 ? Math.min(w, 64) : DEFAULT_WORKERS;
+}
+
 export function clearErrors() {
   for (const f of FIELDS) $(`err-${f}`).textContent = '';
   $('err-general').textContent = '';

@@ -153,6 +153,8 @@ async function main() {
   for (const id of ['head', 'batch']) $(id).addEventListener('change', request);
   // The Backend (in the toolbar) is both modes': the mode shown computes again, the other when shown (setMode).
   $('backend-mode').addEventListener('change', () => (state.mode === 'model' ? modelRequest() : request()));
+  // The Workers: the same layer (bit for bit), its stages cut by the new pool.
+  $('workers').addEventListener('change', () => { if (state.mode !== 'model') request(); });
   $('sentence').addEventListener('input', () => {
     useControls();
     const t = tokens();

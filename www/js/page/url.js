@@ -1,10 +1,10 @@
 // Owns the shareable state: every control, the pin and the presented stage in the query string (saveURL after
 // each change, applyURL once at start), ?embed=STAGE, and "Copy link" with its toast. In Model mode the query
 // is mode=model and Model mode's fields (model/form.js: model, piece, start, length, transpose, layer, head,
-// note), its slide, the theme and the backend. It reads what it saves from state.js, the controls and the DOM.
+// note), its slide, the theme, the backend and the workers (when not this machine's cores). It reads what it saves from state.js, the controls and the DOM.
 import { $ } from './dom.js';
 import { state } from './state.js';
-import { PARAMS, readOption, writeOption, setSelect, setTheme, optionsFollowMethod } from './controls.js';
+import { PARAMS, readOption, writeOption, setSelect, setTheme, optionsFollowMethod, workers, DEFAULT_WORKERS } from './controls.js';
 import { modelQuery, applyModelURL, modelKinds } from './model/form.js';
 import { modelLayer, useModelLayer, askSlice } from './source.js';
 
@@ -49,6 +49,7 @@ export function saveURL() {
   q.set('head_scale', $('head-scale').value);
   q.set('theme', document.documentElement.dataset.theme);
   q.set('backend', $('backend-mode').value);
+  if (workers() !== DEFAULT_WORKERS) q.set('workers', String(workers()));
   // A trained model's layer shown stage by stage: model, piece, start, length, transpose, layer.
   const src = modelLayer();
   if (src) q.set('source', [src.kind, src.window.piece, src.window.start, src.window.length, src.window.transpose, src.layer].join(','));
@@ -85,6 +86,7 @@ export function applyURL() {
   if (q.has('head_scale')) setSelect($('head-scale'), q.get('head_scale'));
   if (q.has('compare')) { setSelect($('compare-what'), q.get('compare')); $('compare').hidden = false; }
   if (q.has('backend')) setSelect($('backend-mode'), q.get('backend'));
+  $('workers').value = q.has('workers') ? q.get('workers') : String(DEFAULT_WORKERS);
   const dark = window.matchMedia && window.matchMedia('(prefers-color-scheme: dark)').matches;
   setTheme(q.get('theme') === 'dark' || q.get('theme') === 'light' ? q.get('theme') : dark ? 'dark' : 'light');
   askSlice(Number(q.get('batch')) || 0, Number(q.get('head')) || 0);

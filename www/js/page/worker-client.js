@@ -5,7 +5,7 @@
 // controls nor the view. (A render already under way is stopped by its render token: stage-views.js.)
 import { state } from './state.js';
 import { computeRequest, exportRequest, cellsRequest, readersRequest, schemesRequest, atlasHeadRequest, typedError } from '../shared/protocol.js';
-import { readParams, colormaps, headScale, backendMode, showError } from './controls.js';
+import { readParams, colormaps, headScale, backendMode, workers, showError } from './controls.js';
 import { modelLayer, shownSlice } from './source.js';
 import { setBusy, showProgress } from './status.js';
 
@@ -104,7 +104,7 @@ function send() {
   const { batch, head } = shownSlice();
   client.sentId = client.lastId;
   client.sentFile = file ? file.id : null;
-  post(computeRequest(client.lastId, request, file ? { id: file.id, bytes: file.bytes } : null, modelLayer(), batch, head, colormaps(), headScale()));
+  post(computeRequest(client.lastId, request, file ? { id: file.id, bytes: file.bytes } : null, modelLayer(), batch, head, colormaps(), headScale(), workers()));
 }
 
 /**

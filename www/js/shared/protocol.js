@@ -37,6 +37,10 @@
 /** @typedef {Extract<FromWorker, { kind: 'gpu-settled' }>} GpuSettled */
 /** @typedef {Extract<FromWorker, { kind: 'atlas' }>} AtlasOpened */
 /** @typedef {Extract<FromWorker, { kind: 'atlas-head' }>} AtlasHeadReply */
+/** @typedef {import('../types/protocol').ToHelper} ToHelper */
+/** @typedef {import('../types/protocol').FromHelper} FromHelper */
+/** @typedef {import('../types/protocol').HeadsView} HeadsView */
+/** @typedef {import('../types/protocol').CutPartView} CutPartView */
 /** @typedef {import('../types/protocol').BackendUsed} BackendUsed */
 /** @typedef {import('../types/protocol').BackendShown} BackendShown */
 
@@ -102,11 +106,13 @@ export function windowKey(kind, w, backend) {
  * @param {number} batch
  * @param {number} head
  * @param {Colormaps} colormaps
+ * @param {import('../types/protocol').HeadScale} headScale
+ * @param {number} [workers] how many workers compute a layer held on demand (the Workers control)
  * @returns {ToWorker}
  */
-export function computeRequest(id, request, file, model, batch, head, colormaps, headScale) {
+export function computeRequest(id, request, file, model, batch, head, colormaps, headScale, workers = 1) {
   /** @type {ToWorker} */
-  const m = { kind: 'compute', id, request, batch, head, colormaps, head_scale: headScale };
+  const m = { kind: 'compute', id, request, batch, head, colormaps, head_scale: headScale, workers };
   if (file) m.file = file;
   if (model) m.model = model;
   return m;
@@ -305,4 +311,52 @@ export function nllResult(id, piece, length, series) {
 /** @param {number} id @param {number} layer @param {ModelWindow} window @param {CompareResult['series']} series @returns {CompareResult} */
 export function compareResult(id, layer, window, series) {
   return { kind: 'model-compare', id, layer, window, series };
+}
+
+// --- the worker (the lead) ⇄ its pool's helpers (crates/relattn/src/protocol/pool.rs) ---
+
+/**
+ * @param {number} job @param {Request} request @param {ScenarioFile | null} file
+ * @param {[number, number] | null} heads the heads it computes, or none (it only takes rows)
+ * @returns {ToHelper}
+ */
+export function shareJob(job, request, file, heads) {
+  /** @type {ToHelper} */
+  const m = { kind: 'share', job, request, heads };
+  if (file) m.file = file;
+  return m;
+}
+
+/**
+ * @param {number} job @param {Float32Array} q @param {Float32Array} k @param {Float32Array} v
+ * @param {Float32Array} concat @param {[number, number]} rows
+ * @returns {ToHelper}
+ */
+export function rowsJob(job, q, k, v, concat, rows) {
+  return { kind: 'rows', job, q, k, v, concat, rows };
+}
+
+/** @param {number} job @param {number} batch @param {number} head @returns {ToHelper} */
+export function cutJob(job, batch, head) {
+  return { kind: 'cut', job, batch, head };
+}
+
+/** @param {number} job @param {HeadsView | null} part @returns {FromHelper} */
+export function sharedReply(job, part) {
+  return { kind: 'shared', job, part };
+}
+
+/** @param {number} job @param {Float32Array} output @returns {FromHelper} */
+export function rowsReply(job, output) {
+  return { kind: 'rows', job, output };
+}
+
+/** @param {number} job @param {CutPartView[]} parts @returns {FromHelper} */
+export function cutReply(job, parts) {
+  return { kind: 'cut', job, parts };
+}
+
+/** @param {number} job @param {any} err @param {boolean} fatal @returns {FromHelper} */
+export function helperFailed(job, err, fatal) {
+  return { kind: 'failed', job, error: workerError(err), fatal };
 }

@@ -218,7 +218,12 @@ batch: number, head: number, colormaps: Colormaps,
 /**
  * Which stages share one colour range across heads.
  */
-head_scale: HeadScale, };
+head_scale: HeadScale, 
+/**
+ * How many workers compute a layer held on demand on the CPU, each its own wasm instance (the page's
+ * Workers control; [`crate::app::pool`]); 1 (or none given): the worker alone.
+ */
+workers?: number, };
 
 /**
  * A stage of the (batch, head) selected: its shape and colour range (values and pixels behind the pointers).
@@ -247,6 +252,23 @@ heads_shared: boolean,
  * with each head its own scale): the page says so, as heads that look alike may not be.
  */
 own_scale: boolean, };
+
+/**
+ * lead → helper: cut every stage of (batch, head) from its query rows.
+ */
+export type CutJob = { job: number, batch: number, head: number, };
+
+/**
+ * One stage's cut of a helper's query rows ([`crate::app::session::CutPart`]): its pooled cells (the whole
+ * raster, −∞ where its rows give none), the least and greatest finite value, and its rows' values when the stage
+ * comes with its values.
+ */
+export type CutPartView = { pooled: Float32Array, lo: number, hi: number, values: Float32Array | null, };
+
+/**
+ * helper → lead: every stage's [`CutPartView`], in the stages' order.
+ */
+export type CutReply = { job: number, parts: Array<CutPartView>, };
 
 /**
  * Attention by distance of one head over the current window.
@@ -305,6 +327,11 @@ data?: Uint8Array, error?: WorkerError, };
 export type ExportRequest = { id: number, };
 
 /**
+ * Every message from a helper to the lead.
+ */
+export type FromHelper = { "kind": "shared" } & SharedReply | { "kind": "rows" } & RowsReply | { "kind": "cut" } & CutReply | { "kind": "failed" } & HelperFailed;
+
+/**
  * Every message from the worker to the page (one at a time: the variants' sizes do not matter).
  */
 export type FromWorker = { "kind": "progress" } & ProgressMessage | { "kind": "result" } & ResultMessage | { "kind": "error" } & ErrorMessage | { "kind": "fatal" } & ErrorMessage | { "kind": "export" } & ExportReply | { "kind": "cells" } & CellsReply | { "kind": "readers" } & ReadersReply | { "kind": "schemes" } & SchemesReply | { "kind": "model-result" } & ModelResult | { "kind": "model-sampled" } & ModelSampled | { "kind": "model-nll" } & NllResult | { "kind": "model-compare" } & CompareResult | { "kind": "model-error" } & ModelError | { "kind": "atlas" } & AtlasOpened | { "kind": "atlas-head" } & AtlasHeadReply | { "kind": "gpu-settled" };
@@ -321,6 +348,17 @@ export type HeadChart = { title: string, subtitle: string, x_axis: string, y_axi
  * from every head's first and last rows); other stages of it keep each head's range ([`Cut::own_scale`]).
  */
 export type HeadScale = "bias" | "all" | "each";
+
+/**
+ * A helper's heads: their columns of Q and K (b, n, heads·d_head), of V and of their outputs z (b, n,
+ * heads·d_v).
+ */
+export type HeadsView = { q: Float32Array, k: Float32Array, v: Float32Array, z: Float32Array, };
+
+/**
+ * helper → lead: job `job` failed (`fatal`: the helper's wasm instance aborted, and the lead replaces it).
+ */
+export type HelperFailed = { job: number, error: WorkerError, fatal: boolean, };
 
 /**
  * How the relative terms are computed; both give the same numbers.
@@ -1178,6 +1216,17 @@ captured: boolean,
 how_to_capture: string, };
 
 /**
+ * lead → helper: the whole projections Q, K (b, n, h·d_head) and V (b, n, h·d_v), and rows `rows[0]..rows[1]`
+ * of the heads' concatenated outputs (b, rows, h·d_v): its output rows, and the query rows it cuts from now on.
+ */
+export type RowsJob = { job: number, q: Float32Array, k: Float32Array, v: Float32Array, concat: Float32Array, rows: [number, number], };
+
+/**
+ * helper → lead: its rows of the layer's output (b, rows, d_out).
+ */
+export type RowsReply = { job: number, output: Float32Array, };
+
+/**
  * page → worker: continue the window of `model` (the worker runs it first when it is not its current one):
  * `sampling` says how many tokens and how, drawn 16 at a time.
  */
@@ -1347,6 +1396,17 @@ export type SchemesRequest = { id: number, options: LayerOptions, tokens: Array<
 export type Series = { label: string, points: Array<[number, number]>, markers: boolean, labels: Array<string>, };
 
 /**
+ * lead → helper: build the scenario of `request` (its scenario file's bytes in `file`), as the lead did, and
+ * compute heads `heads[0]..heads[1]` of it (none: this helper only takes rows).
+ */
+export type ShareJob = { job: number, request: Request, file?: ScenarioFile, heads: [number, number] | null, };
+
+/**
+ * helper → lead: the share is built; its heads' [`HeadsView`] when it was given heads.
+ */
+export type SharedReply = { job: number, part: HeadsView | null, };
+
+/**
  * The batch element and head the stages are cut from.
  */
 export type Shown = { batch: number, head: number, };
@@ -1505,6 +1565,11 @@ export type TileRect = { row: number, head: number, x: number, y: number, w: num
  * A named duration in milliseconds.
  */
 export type Timing = { name: string, ms: number, };
+
+/**
+ * Every message from the lead to a helper.
+ */
+export type ToHelper = { "kind": "share" } & ShareJob | { "kind": "rows" } & RowsJob | { "kind": "cut" } & CutJob;
 
 /**
  * Every message from the page to the worker (one at a time: the variants' sizes do not matter).

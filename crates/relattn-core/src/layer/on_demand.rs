@@ -185,12 +185,19 @@ impl Layer {
     /// Every stage of (batch, head) row by row, [`BLOCK`] query rows at a time: `f(k, first, part)` gets
     /// rows `first..first + part.nrows()` of stage `self.stages()[k]`, each row once, in order (a table at
     /// once, with the first block).
-    pub fn each_block(&self, batch: usize, head: usize, mut f: impl FnMut(usize, usize, ArrayView2<f32>)) -> Result<()> {
+    pub fn each_block(&self, batch: usize, head: usize, f: impl FnMut(usize, usize, ArrayView2<f32>)) -> Result<()> {
+        self.each_block_in(batch, head, 0..self.dims().2, f)
+    }
+
+    /// [`Layer::each_block`] for the query rows `queries` alone (a share of a pool of workers): `queries.start`
+    /// a multiple of [`BLOCK`] (so its blocks are the whole head's), the tables given when it is 0, and the skew's
+    /// reshaped buffer's last row with the layer's last query.
+    pub fn each_block_in(&self, batch: usize, head: usize, queries: Range<usize>, mut f: impl FnMut(usize, usize, ArrayView2<f32>)) -> Result<()> {
         let (b, h, n) = self.dims();
         check_index("batch index", batch, b)?;
         check_index("head", head, h)?;
         let stages = self.stages();
-        each_traced_block(&self.config, &self.head_input(batch, head), |queries, trace| {
+        each_traced_block_in(&self.config, &self.head_input(batch, head), queries, |queries, trace| {
             let a = queries.start;
             for (k, &stage) in stages.iter().enumerate() {
                 match stage {
@@ -269,11 +276,16 @@ impl Layer {
 /// One head's query rows a [`BLOCK`] at a time, each block traced by [`attend_rows`]: `f(rows, trace)` gets every
 /// row once, in order; a cancel request ([`crate::core::cancel`]) stops it between blocks. What [`Layer::each_block`]
 /// and the atlas ([`crate::atlas`]) read a head by, in O(BLOCK·n) memory.
-pub fn each_traced_block(cfg: &Config, input: &HeadInput, mut f: impl FnMut(Range<usize>, &HeadTrace) -> Result<()>) -> Result<()> {
-    let n = input.q.nrows();
-    for a in (0..n).step_by(BLOCK) {
+pub fn each_traced_block(cfg: &Config, input: &HeadInput, f: impl FnMut(Range<usize>, &HeadTrace) -> Result<()>) -> Result<()> {
+    each_traced_block_in(cfg, input, 0..input.q.nrows(), f)
+}
+
+/// [`each_traced_block`] for the query rows `queries` alone, a [`BLOCK`] at a time from `queries.start`.
+pub fn each_traced_block_in(cfg: &Config, input: &HeadInput, queries: Range<usize>, mut f: impl FnMut(Range<usize>, &HeadTrace) -> Result<()>) -> Result<()> {
+    let end = queries.end.min(input.q.nrows());
+    for a in (queries.start..end).step_by(BLOCK) {
         crate::core::cancel::check()?;
-        let rows = a..(a + BLOCK).min(n);
+        let rows = a..(a + BLOCK).min(end);
         let mut trace = HeadTrace::default();
         attend_rows(cfg, input, rows.clone(), &mut trace)?;
         f(rows, &trace)?;

@@ -141,6 +141,25 @@ impl Cutting {
         }
     }
 
+    /// What this cut has taken, to be merged into the whole stage's cut ([`Cutting::merge`]): a pool's share.
+    pub fn into_part(self) -> CutPart {
+        let (pooled, bounds) = self.pooler.part();
+        CutPart { pooled: pooled.iter().copied().collect(), bounds, values: self.values }
+    }
+
+    /// Adds the [`CutPart`] of a share whose rows come after every row this cut has (shares are merged in
+    /// row order): the same cut as one that took every row itself. A part of another shape is refused.
+    pub fn merge(&mut self, part: CutPart) -> Result<()> {
+        let dim = self.pooler.part().0.dim();
+        let pooled = ndarray::ArrayView2::from_shape(dim, &part.pooled)
+            .map_err(|_| Error::invalid("part", format!("{} pooled cells", part.pooled.len()), format!("{} × {}", dim.0, dim.1)))?;
+        self.pooler.merge(pooled, part.bounds);
+        if let (Some(v), Some(more)) = (self.values.as_mut(), part.values) {
+            v.extend(more);
+        }
+        Ok(())
+    }
+
     pub fn finish(self, palette: Palette) -> Made {
         self.finish_over(palette, None, false)
     }
@@ -156,6 +175,40 @@ impl Cutting {
         let cut = Cut { rows, cols, raster_rows, raster_cols, lo, hi, has_values: self.values.is_some(), heads_shared: range.is_some(), own_scale };
         Made { cut, values: self.values.unwrap_or_default(), rgba }
     }
+}
+
+/// A share of a stage's cut, made by one worker of a pool from its query rows ([`Cutting::into_part`]): its
+/// pooled cells (the whole raster's shape, −∞ where its rows give none), the least and greatest finite value of its
+/// rows, and those rows' values when the stage comes with its values.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CutPart {
+    pub pooled: Vec<f32>,
+    pub bounds: (f32, f32),
+    pub values: Option<Vec<f32>>,
+}
+
+/// The cells of `stage` of batch element `batch` that get no weight in a layer of `cfg` with key mask `keys`, when
+/// the stage's cells are pairs the mask applies to and the layer masks some (causal, a window, or padded keys).
+fn cell_mask(cfg: &Config, keys: Option<&Array2<bool>>, stage: Stage, batch: usize) -> Option<CellMask> {
+    let reach = cfg.reach();
+    let masks = reach.causal || reach.window.is_some() || keys.is_some();
+    (stage.masked_when_causal() && masks).then(|| CellMask { reach, keys: keys.map(|k| k.row(batch).to_vec()) })
+}
+
+/// An empty cut of every stage of a layer held on demand, for batch element `batch`: what [`Layer::each_block`]
+/// (or [`Layer::each_block_in`], a pool's share) fills.
+pub fn layer_cuttings(l: &Layer, batch: usize) -> Vec<Cutting> {
+    l.stages()
+        .iter()
+        .map(|&stage| Cutting::new(stage.scale(), l.shape(stage)).masked(cell_mask(&l.config, l.scenario.key_mask.as_ref(), stage, batch)))
+        .collect()
+}
+
+/// The cuts of a (batch, head) of a layer held on demand being gathered from a pool's shares ([`Session::begin_parts`]).
+struct Parts {
+    batch: usize,
+    head: usize,
+    cuttings: Vec<Cutting>,
 }
 
 /// ALiBi's and T5's term and T5's table: stages whose heads differ by design (steep and flat slopes).
@@ -202,6 +255,8 @@ pub struct Session {
     head_scale: HeadScale,
     /// Building the scenario, computing the layer, and cutting the stages of each (batch, head) selected.
     timings: Vec<Timing>,
+    /// The cuts of a (batch, head) a pool's workers are making, merged as their shares come.
+    parts: Option<Parts>,
 }
 
 impl Session {
@@ -213,7 +268,7 @@ impl Session {
         let d_model = trace.x.dim().2;
         let info = Info::new(&trace.config, inputs, (b, n, d_model), metas, backend, Some(stage_times), false)
             .with_unattended_rows(&trace.config, trace.key_mask.as_ref());
-        Session::stating(Session { source: Source::Whole(trace), stages, info, shown: None, head_scale: HeadScale::default(), timings })
+        Session::stating(Session { source: Source::Whole(trace), stages, info, shown: None, head_scale: HeadScale::default(), timings, parts: None })
     }
 
     /// A session around a layer whose stages are computed when selected (its forward ran fused: no stage times).
@@ -222,7 +277,7 @@ impl Session {
         let metas = stages.iter().map(|&s| layer.meta(s)).collect();
         let info = Info::new(&layer.config, inputs, layer.scenario.dims(), metas, backend, None, true)
             .with_unattended_rows(&layer.config, layer.scenario.key_mask.as_ref());
-        Session::stating(Session { source: Source::OnDemand(layer), stages, info, shown: None, head_scale: HeadScale::default(), timings })
+        Session::stating(Session { source: Source::OnDemand(layer), stages, info, shown: None, head_scale: HeadScale::default(), timings, parts: None })
     }
 
     /// The session of a trained model's layer, named in its figures, slides and exports as a captured layer is:
@@ -420,14 +475,37 @@ impl Session {
             Source::Whole(t) => t.key_mask.as_ref(),
             Source::OnDemand(l) => l.scenario.key_mask.as_ref(),
         };
-        let reach = self.config().reach();
-        let masks = reach.causal || reach.window.is_some() || keys.is_some();
-        (stage.masked_when_causal() && masks).then(|| CellMask { reach, keys: keys.map(|k| k.row(batch).to_vec()) })
+        cell_mask(self.config(), keys, stage, batch)
+    }
+
+    /// Whether the stages of (batch, head) in `palette` are cut already (the next [`Session::cut`] of them makes
+    /// nothing). For a layer held on demand a pool's workers make them otherwise: [`Session::begin_parts`].
+    pub fn is_cut(&self, batch: usize, head: usize, palette: Palette) -> bool {
+        self.shown.as_ref().is_some_and(|s| (s.batch, s.head, s.palette) == (batch, head, palette))
+    }
+
+    /// Starts gathering the stages of (batch, head) of a layer held on demand from a pool's shares, each added
+    /// in row order by [`Session::add_part`]; the next [`Session::cut`] of that (batch, head) colours them
+    /// instead of computing them. Errors name "batch index", "head" or "part" (a whole trace).
+    pub fn begin_parts(&mut self, batch: usize, head: usize) -> Result<()> {
+        self.check(0, batch, head)?;
+        let Source::OnDemand(l) = &self.source else {
+            return Err(Error::invalid("part", "a whole trace", "a layer held on demand"));
+        };
+        self.parts = Some(Parts { batch, head, cuttings: layer_cuttings(l, batch) });
+        Ok(())
+    }
+
+    /// Adds a share's [`CutPart`] of stage `k` (of [`Info::stages`]) to the cuts begun by
+    /// [`Session::begin_parts`]. The error names "part".
+    pub fn add_part(&mut self, k: usize, part: CutPart) -> Result<()> {
+        let cutting = self.parts.as_mut().and_then(|p| p.cuttings.get_mut(k));
+        cutting.ok_or_else(|| Error::invalid("part", format!("stage {k}"), "a stage of the cuts begun (begin_parts)"))?.merge(part)
     }
 
     /// Every stage of (batch, head) cut and coloured with `palette`: pooled to [`RASTER_SIDE`], with its values
     /// when they are at most [`VALUES_CELLS`], its masked cells grey.
-    fn make_cuts(&self, batch: usize, head: usize, palette: Palette) -> Result<Vec<Made>> {
+    fn make_cuts(&mut self, batch: usize, head: usize, palette: Palette) -> Result<Vec<Made>> {
         let mut cutting: Vec<Cutting> = Vec::with_capacity(self.stages.len());
         match &self.source {
             Source::Whole(t) => {
@@ -438,8 +516,11 @@ impl Session {
                     cutting.push(c);
                 }
             }
+            Source::OnDemand(_) if self.parts.as_ref().is_some_and(|p| (p.batch, p.head) == (batch, head)) => {
+                cutting = self.parts.take().expect("checked").cuttings;
+            }
             Source::OnDemand(l) => {
-                cutting.extend(self.stages.iter().map(|&stage| Cutting::new(stage.scale(), l.shape(stage)).masked(self.cell_mask(stage, batch))));
+                cutting = layer_cuttings(l, batch);
                 l.each_block(batch, head, |k, first, m| cutting[k].add(first, m))?;
             }
         }

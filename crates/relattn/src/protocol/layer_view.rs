@@ -296,6 +296,11 @@ pub struct ComputeRequest {
     /// Which stages share one colour range across heads.
     #[serde(default)]
     pub head_scale: HeadScale,
+    /// How many workers compute a layer held on demand on the CPU, each its own wasm instance (the page's
+    /// Workers control; [`crate::app::pool`]); 1 (or none given): the worker alone.
+    #[serde(default)]
+    #[cfg_attr(test, ts(optional))]
+    pub workers: Option<u32>,
 }
 
 /// page → worker: the session shown, exported as the CLI's trace .npz.

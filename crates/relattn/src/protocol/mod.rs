@@ -10,12 +10,14 @@
 pub mod atlas;
 pub mod layer_view;
 pub mod model;
+pub mod pool;
 
 use serde::{Deserialize, Serialize};
 
 pub use atlas::*;
 pub use layer_view::*;
 pub use model::*;
+pub use pool::*;
 
 pub use crate::options::Unknown;
 

@@ -34,6 +34,11 @@ impl Extent {
         }
     }
 
+    /// The least and the greatest finite value seen (∞, −∞ when none was).
+    pub(super) fn bounds(&self) -> (f32, f32) {
+        (self.lo, self.hi)
+    }
+
     /// The colormap's range over the values seen ([`value_range`]): (0, 1) when none was finite, (−1, 1) for
     /// a diverging stage of zeros.
     pub(super) fn range(&self, scale: Scale) -> (f32, f32) {

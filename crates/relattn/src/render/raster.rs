@@ -63,6 +63,25 @@ impl Pooler {
         self.extent.add(part.iter().copied());
     }
 
+    /// What this pooler has taken so far, to be merged into another's ([`Pooler::merge`]): its pooled cells
+    /// (−∞ where no value came) and the least and greatest finite value added.
+    pub fn part(&self) -> (&Array2<f32>, (f32, f32)) {
+        (&self.pooled, self.extent.bounds())
+    }
+
+    /// Adds another pooler's [`Pooler::part`] of the same matrix, of rows after every row this one has (a
+    /// pool's workers' shares, merged in row order): each cell as [`Pooler::add`] would have taken those rows'
+    /// values, so the result is the one pooler's that took every row.
+    pub fn merge(&mut self, pooled: ArrayView2<f32>, (lo, hi): (f32, f32)) {
+        let extremity = |v: f32| if self.scale == Scale::Diverging { v.abs() } else { v };
+        for (cell, &v) in self.pooled.iter_mut().zip(pooled.iter()) {
+            if v != f32::NEG_INFINITY && (*cell == f32::NEG_INFINITY || extremity(v) > extremity(*cell)) {
+                *cell = v;
+            }
+        }
+        self.extent.add([lo, hi].into_iter());
+    }
+
     /// The pooled cells coloured over the range of every value added: pixels, their (rows, cols), the range.
     pub fn rgba(&self, palette: Palette) -> (Vec<u8>, (usize, usize), (f32, f32)) {
         self.rgba_over(palette, self.extent.range(self.scale))

@@ -1,0 +1,354 @@
+//! The page on every core: a layer held on demand computed by a pool of workers, each its own wasm instance (no
+//! shared memory: each share's arrays travel in messages), with the numbers of one worker, bit for bit.
+//!
+//! The lead (www/worker.js) holds a [`Plan`], then the [`Session`]; each helper (www/pool-worker.js) a [`Share`]
+//! of the same request. Heads are split among the helpers, then query rows (whole blocks of
+//! [`relattn_core::layer::on_demand::BLOCK`]), each share a contiguous range ([`split`]):
+//!
+//! ```text
+//! helper k: Share::heads(H_k)   Q, K, V columns of its heads H_k and their outputs z   (b, n, |H_k|·d_head | d_v)
+//! lead:     Plan::add_heads     every head's, in place: Q, K, V (b, n, ·), concat_h z_h (b, n, h·d_v)
+//! helper k: Share::rows(R_k)    output rows R_k = concat rows R_k · W_o + b_o          (b, |R_k|, d_out)
+//!                               and its Layer (Q, K, V, its output rows)
+//! lead:     Plan::add_output, Plan::finish → Session (the whole Layer: cells, exports, pictures)
+//! helper k: Share::cut(b, h)    the stages of (b, h) from query rows R_k, pooled: one CutPart a stage
+//! lead:     Session::begin_parts, add_part (row order), cut                             coloured as one worker's
+//! ```
+//!
+//! Every number is the one worker's: a projection's element is the same product whichever of its columns or rows
+//! are computed with it (one sum over d_model in the same order: src/core/matmul.rs), a head's output and a
+//! block's stages depend on that head and block alone, and a pooled cell merged in row order is the one the one
+//! worker's pooler keeps ([`crate::render::Pooler::merge`]). crates/relattn/tests/app.rs checks it, and
+//! tests/e2e/pool.test.mjs in the browser.
+
+use super::request::{Holding, Inputs};
+use super::session::{layer_cuttings, CutPart, Session};
+use crate::protocol::{BackendUsed, Request, Timing};
+use ndarray::{s, Array3, ArrayView3};
+use relattn_core::attention::{attend_head_timed, Config};
+use relattn_core::core::finite::check_overflow;
+use relattn_core::error::{Error, Result};
+use relattn_core::layer::forward::{self, head_input, Projections};
+use relattn_core::layer::on_demand::{Layer, BLOCK};
+use relattn_core::layer::scenario::Scenario;
+use relattn_core::timing::now_ms;
+use std::ops::Range;
+
+/// The ranges `parts` workers take of `count` things in order, each a whole number of `unit`s (the last one
+/// ends at `count`), as even as that allows; the empty ones left out (more workers than units).
+pub fn split(count: usize, parts: usize, unit: usize) -> Vec<Range<usize>> {
+    let (units, parts) = (count.div_ceil(unit.max(1)), parts.max(1));
+    let edge = |k: usize| (k * units / parts * unit).min(count);
+    (0..parts).map(|k| edge(k)..edge(k + 1)).filter(|r| !r.is_empty()).collect()
+}
+
+/// The query rows each of `parts` workers cuts the stages of a (batch, head) from: whole blocks.
+pub fn row_shares(n: usize, parts: usize) -> Vec<Range<usize>> {
+    split(n, parts, BLOCK)
+}
+
+/// A layer's widths: (heads, d_head, d_v, d_out), read from its weights (Q's and V's columns a head, the output's
+/// columns).
+fn widths(cfg: &Config, sc: &Scenario) -> (usize, usize, usize, usize) {
+    let h = cfg.heads.max(1);
+    (h, sc.w_q.ncols() / h, sc.w_v.ncols() / h, sc.w_o.ncols())
+}
+
+/// What a helper computed of heads `heads`: their columns of Q and K (b, n, |heads|·d_head), of V and of the
+/// heads' outputs z (b, n, |heads|·d_v).
+pub struct HeadsPart {
+    pub q: Array3<f32>,
+    pub k: Array3<f32>,
+    pub v: Array3<f32>,
+    pub z: Array3<f32>,
+}
+
+/// A helper's share of a request: its scenario, then (once [`Share::rows`] gave it the projections) its layer and
+/// the query rows it cuts.
+pub struct Share {
+    cfg: Config,
+    held: Held,
+}
+
+#[allow(clippy::large_enum_variant)] // one a helper
+enum Held {
+    Scenario(Scenario),
+    Layer(Layer, Range<usize>),
+    Moved,
+}
+
+impl Share {
+    /// The scenario of `request` (`file`: its scenario file's bytes), built as the lead builds it.
+    pub fn new(request: &Request, file: Option<&[u8]>) -> Result<Share> {
+        let mut inputs = Inputs::resolve(request, file)?;
+        let (sc, _) = inputs.scenario()?;
+        Ok(Share { cfg: inputs.cfg, held: Held::Scenario(sc) })
+    }
+
+    fn scenario(&self) -> Result<&Scenario> {
+        match &self.held {
+            Held::Scenario(sc) => Ok(sc),
+            Held::Layer(l, _) => Ok(&l.scenario),
+            Held::Moved => Err(Error::invalid("share", "a share that failed", "a share's scenario")),
+        }
+    }
+
+    /// ((b, n), (h·d_head, h·d_v)): the shapes of the batch, Q and K, and V and the heads' outputs.
+    pub fn dims(&self) -> Result<((usize, usize), (usize, usize))> {
+        let sc = self.scenario()?;
+        let (h, dh, dv, _) = widths(&self.cfg, sc);
+        let (b, n, _) = sc.dims();
+        Ok(((b, n), (h * dh, h * dv)))
+    }
+
+    /// Heads `heads`: their columns of Q, K and V (projected alone, or read from the whole projections when the
+    /// layer's q/k norms span a row's width) and their outputs, as [`forward::forward`] computes them.
+    pub fn heads(&self, heads: Range<usize>) -> Result<HeadsPart> {
+        let (cfg, sc) = (&self.cfg, self.scenario()?);
+        let (h, dh, dv, _) = widths(cfg, sc);
+        let (b, n, _) = sc.dims();
+        if heads.is_empty() || heads.end > h {
+            return Err(Error::invalid("heads", format!("{}..{}", heads.start, heads.end), format!("a non-empty range within 0..{h}")));
+        }
+        let (qk, vz) = (heads.start * dh..heads.end * dh, heads.start * dv..heads.end * dv);
+        // A layer with q/k norms is projected whole (its norm may span a row's width); else these heads' columns
+        // alone, the others left 0 (head_input reads a head's own).
+        let p = if sc.q_norm.is_some() || sc.k_norm.is_some() {
+            forward::projections(cfg, sc)?
+        } else {
+            let x = forward::input(cfg, sc);
+            let project = |w: &ndarray::Array2<f32>, bias: &ndarray::Array1<f32>, cols: &Range<usize>, name: &str| -> Result<Array3<f32>> {
+                let part = forward::project(&x.view(), &w.slice(s![.., cols.clone()]).to_owned(), &bias.slice(s![cols.clone()]).to_owned());
+                check_overflow(name, &part)?;
+                let mut whole = Array3::zeros((b, n, w.ncols()));
+                whole.slice_mut(s![.., .., cols.clone()]).assign(&part);
+                Ok(whole)
+            };
+            Projections { q: project(&sc.w_q, &sc.b_q, &qk, "q")?, k: project(&sc.w_k, &sc.b_k, &qk, "k")?, v: project(&sc.w_v, &sc.b_v, &vz, "v")? }
+        };
+        let rope = sc.rope_table(cfg);
+        let mut z = Array3::zeros((b, n, heads.len() * dv));
+        for bi in 0..b {
+            for hi in heads.clone() {
+                relattn_core::core::cancel::check()?;
+                let zh = attend_head_timed(cfg, &head_input(sc, &p, rope.as_ref(), bi, hi), None, None).map_err(|e| e.within(&[bi, hi]))?;
+                let at = (hi - heads.start) * dv;
+                z.slice_mut(s![bi, .., at..at + dv]).assign(&zh);
+            }
+        }
+        let cut = |a: &Array3<f32>, cols: &Range<usize>| a.slice(s![.., .., cols.clone()]).to_owned();
+        Ok(HeadsPart { q: cut(&p.q, &qk), k: cut(&p.k, &qk), v: cut(&p.v, &vz), z })
+    }
+
+    /// Rows `rows` of the layer's output from the same rows of the heads' concatenated outputs `concat` (b,
+    /// |rows|, h·d_v); the share then holds the layer of the whole projections `p` with those output rows, and
+    /// cuts the stages of those query rows ([`Share::cut`]): `rows` must start at a multiple of [`BLOCK`].
+    pub fn rows(&mut self, p: Projections, concat: Array3<f32>, rows: Range<usize>) -> Result<Array3<f32>> {
+        let sc = self.scenario()?;
+        let (_, _, dv, d_out) = widths(&self.cfg, sc);
+        let (b, n, _) = sc.dims();
+        if rows.is_empty() || rows.end > n || !rows.start.is_multiple_of(BLOCK) || concat.dim() != (b, rows.len(), self.cfg.heads * dv) {
+            let given = format!("rows {}..{} with concatenated heads {:?}", rows.start, rows.end, concat.dim());
+            return Err(Error::invalid("rows", given, format!("whole blocks of {BLOCK} within 0..{n} and their (b, rows, h·d_v)")));
+        }
+        let part = forward::project(&concat.view(), &sc.w_o, &sc.b_o);
+        check_overflow("output", &part)?;
+        let mut output = Array3::zeros((b, n, d_out));
+        output.slice_mut(s![.., rows.clone(), ..]).assign(&part);
+        let Held::Scenario(sc) = std::mem::replace(&mut self.held, Held::Moved) else {
+            return Err(Error::invalid("rows", "a second share of rows", "one share of rows a helper"));
+        };
+        self.held = Held::Layer(Layer::new(&self.cfg, sc, p, output)?, rows);
+        Ok(part)
+    }
+
+    /// Every stage of (batch, head) cut from this share's query rows: one [`CutPart`] a stage, in
+    /// [`Layer::stages`] order. Errors name "batch index", "head" or "rows" (no [`Share::rows`] yet).
+    pub fn cut(&self, batch: usize, head: usize) -> Result<Vec<CutPart>> {
+        let Held::Layer(l, rows) = &self.held else {
+            return Err(Error::invalid("rows", "a share without its rows", "Share::rows first"));
+        };
+        let mut cutting = layer_cuttings(l, batch);
+        l.each_block_in(batch, head, rows.clone(), |k, first, m| cutting[k].add(first, m))?;
+        Ok(cutting.into_iter().map(|c| c.into_part()).collect())
+    }
+}
+
+/// The lead's plan of a pooled layer: its inputs and scenario, the projections and the heads' outputs as the
+/// helpers' shares come, then the output.
+pub struct Plan {
+    inputs: Inputs,
+    sc: Scenario,
+    q: Array3<f32>,
+    k: Array3<f32>,
+    v: Array3<f32>,
+    concat: Array3<f32>,
+    output: Array3<f32>,
+    /// When the plan began and when its scenario was built (the session's "scenario" and "forward" timings).
+    t0: f64,
+    t1: f64,
+}
+
+impl Plan {
+    /// The plan of `request` (`file`: its scenario file's bytes) when its layer is held on demand; `None` for a
+    /// whole trace, which one worker computes.
+    pub fn new(request: &Request, file: Option<&[u8]>) -> Result<Option<Plan>> {
+        let t0 = now_ms();
+        let mut inputs = Inputs::resolve(request, file)?;
+        let (sc, holding) = inputs.scenario()?;
+        if holding == Holding::Whole {
+            return Ok(None);
+        }
+        let (h, dh, dv, d_out) = widths(&inputs.cfg, &sc);
+        let (b, n, _) = sc.dims();
+        let zeros = |w: usize| Array3::zeros((b, n, w));
+        let (q, k, v, concat, output) = (zeros(h * dh), zeros(h * dh), zeros(h * dv), zeros(h * dv), zeros(d_out));
+        Ok(Some(Plan { inputs, sc, q, k, v, concat, output, t0, t1: now_ms() }))
+    }
+
+    /// (batch, heads, n): what the shares split.
+    pub fn dims(&self) -> (usize, usize, usize) {
+        let (b, n, _) = self.sc.dims();
+        (b, self.inputs.cfg.heads, n)
+    }
+
+    /// A helper's [`HeadsPart`] of heads `heads`, put in place.
+    pub fn add_heads(&mut self, heads: Range<usize>, part: HeadsPart) -> Result<()> {
+        let (_, dh, dv, _) = widths(&self.inputs.cfg, &self.sc);
+        let (b, n, _) = self.sc.dims();
+        let put = |whole: &mut Array3<f32>, w: usize, a: &Array3<f32>, name: &str| {
+            if heads.end * w > whole.dim().2 || a.dim() != (b, n, heads.len() * w) {
+                return Err(Error::invalid(name, format!("{:?} for heads {}..{}", a.dim(), heads.start, heads.end), format!("(b, n, heads · {w})")));
+            }
+            whole.slice_mut(s![.., .., heads.start * w..heads.end * w]).assign(a);
+            Ok(())
+        };
+        put(&mut self.q, dh, &part.q, "q")?;
+        put(&mut self.k, dh, &part.k, "k")?;
+        put(&mut self.v, dv, &part.v, "v")?;
+        put(&mut self.concat, dv, &part.z, "heads")
+    }
+
+    /// The whole projections (Q, K, V), once every head's share is in, for the helpers' layers.
+    pub fn projections(&self) -> (ArrayView3<'_, f32>, ArrayView3<'_, f32>, ArrayView3<'_, f32>) {
+        (self.q.view(), self.k.view(), self.v.view())
+    }
+
+    /// Rows `rows` of the heads' concatenated outputs (b, |rows|, h·d_v), once every head's share is in; refused
+    /// when they overflowed (as the one worker's forward refuses them, naming "heads").
+    pub fn concat_rows(&self, rows: Range<usize>) -> Result<Array3<f32>> {
+        check_overflow("heads", &self.concat)?;
+        Ok(self.concat.slice(s![.., rows, ..]).to_owned())
+    }
+
+    /// A helper's output rows `rows` (b, |rows|, d_out), put in place.
+    pub fn add_output(&mut self, rows: Range<usize>, part: Array3<f32>) -> Result<()> {
+        let (b, _, d_out) = self.output.dim();
+        if rows.end > self.output.dim().1 || part.dim() != (b, rows.len(), d_out) {
+            return Err(Error::invalid("output", format!("{:?} for rows {}..{}", part.dim(), rows.start, rows.end), format!("(b, rows, {d_out})")));
+        }
+        self.output.slice_mut(s![.., rows, ..]).assign(&part);
+        Ok(())
+    }
+
+    /// The session of the layer, once every share of heads and rows is in: computed on the CPU (`backend`, as the
+    /// lead's runner chose it), timed as the one worker's ("scenario", "forward").
+    pub fn finish(self, backend: BackendUsed) -> Result<Session> {
+        let Plan { inputs, sc, q, k, v, output, t0, t1, .. } = self;
+        let layer = Layer::new(&inputs.cfg, sc, Projections { q, k, v }, output)?;
+        let timings = vec![Timing { name: "scenario".into(), ms: t1 - t0 }, Timing { name: "forward".into(), ms: now_ms() - t1 }];
+        Ok(Session::on_demand(layer, &inputs, timings, backend))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::app::session::compute;
+    use crate::app::Cpu;
+    use crate::options::LayerOptions;
+    use crate::render::Palette;
+    use relattn_core::positions::Method;
+
+    #[test]
+    fn splits_are_contiguous_whole_units_ending_at_the_count() {
+        assert_eq!(split(8, 3, 1), [0..2, 2..5, 5..8]);
+        assert_eq!(split(2, 4, 1), [0..1, 1..2]);
+        assert_eq!(row_shares(1000, 3), [0..256, 256..640, 640..1000]);
+        assert_eq!(row_shares(100, 2).len(), 1, "one block: one share");
+    }
+
+    fn request(method: Method, causal: bool) -> Request {
+        let mut r: Request = serde_json::from_value(serde_json::json!({ "backend": "cpu", "options": {} })).unwrap();
+        r.options = LayerOptions {
+            method: Some(method),
+            n: Some(1100.0),
+            d_model: Some(48.0),
+            heads: Some(3.0),
+            clip: Some(4.0),
+            batch_size: Some(2.0),
+            causal: Some(causal),
+            ..LayerOptions::default()
+        };
+        r
+    }
+
+    /// What the lead and `workers` helpers make of `request` ([`Plan`], [`Share`]), and each helper's cut of
+    /// (batch, head) merged into the session.
+    fn pooled(request: &Request, workers: usize, batch: usize, head: usize) -> Session {
+        let mut plan = Plan::new(request, None).unwrap().expect("a layer held on demand");
+        let (_, h, n) = plan.dims();
+        let (heads, rows) = (split(h, workers, 1), row_shares(n, workers));
+        let mut shares: Vec<Share> = (0..heads.len().max(rows.len())).map(|_| Share::new(request, None).unwrap()).collect();
+        for (share, r) in shares.iter().zip(&heads) {
+            plan.add_heads(r.clone(), share.heads(r.clone()).unwrap()).unwrap();
+        }
+        for (share, r) in shares.iter_mut().zip(&rows) {
+            let (q, k, v) = plan.projections();
+            let p = Projections { q: q.to_owned(), k: k.to_owned(), v: v.to_owned() };
+            let out = share.rows(p, plan.concat_rows(r.clone()).unwrap(), r.clone()).unwrap();
+            plan.add_output(r.clone(), out).unwrap();
+        }
+        let backend = BackendUsed { on_gpu: false, name: "CPU".into(), note: String::new(), provisional: false };
+        let mut session = plan.finish(backend).unwrap();
+        session.begin_parts(batch, head).unwrap();
+        for share in shares.iter().take(rows.len()) {
+            for (k, part) in share.cut(batch, head).unwrap().into_iter().enumerate() {
+                session.add_part(k, part).unwrap();
+            }
+        }
+        session
+    }
+
+    /// Every stage of a layer computed by 2 and 3 workers (heads and query rows split unevenly, the last block
+    /// short) is the one worker's bit for bit: its cut (shape, colour range), values and pixels, for every scheme,
+    /// bidirectional (2 workers, head 2) and causal (3 workers, head 0), on batch element 1; and cells read from it.
+    #[test]
+    fn a_pool_computes_the_one_workers_layer_bit_for_bit() {
+        let palette = Palette::default();
+        for method in Method::ALL {
+            for causal in [false, true] {
+                let r = request(method, causal);
+                let mut one = pollster::block_on(compute(&Cpu, &r, None)).unwrap();
+                assert!(one.info().on_demand, "{method:?}: held on demand");
+                for (workers, head) in [if causal { (3, 0) } else { (2, 2) }] {
+                    let mut pool = pooled(&r, workers, 1, head);
+                    for i in 0..one.info().stages.len() {
+                        let name = one.info().stages[i].name.to_string();
+                        let (a, b) = (one.cut(i, 1, head, palette).unwrap(), pool.cut(i, 1, head, palette).unwrap());
+                        assert_eq!(format!("{a:?}"), format!("{b:?}"), "{method:?} causal {causal}, {workers} workers: {name}'s cut");
+                        let (ov, op) = one.selected().unwrap();
+                        let (pv, pp) = pool.selected().unwrap();
+                        assert!(
+                            ov.iter().zip(pv).all(|(x, y)| x.to_bits() == y.to_bits()) && ov.len() == pv.len(),
+                            "{method:?} causal {causal}, {workers} workers: {name}'s values"
+                        );
+                        assert!(op == pp, "{method:?} causal {causal}, {workers} workers: {name}'s pixels");
+                    }
+                    let cells = |s: &Session| s.read_cells(0, 0, 1, 1000..1100, 0..40).unwrap();
+                    assert_eq!(cells(&one).iter().map(|v| v.to_bits()).collect::<Vec<_>>(), cells(&pool).iter().map(|v| v.to_bits()).collect::<Vec<_>>());
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,138 @@
+//! The pool's messages: the worker (www/worker.js, the lead) and its helpers (www/pool-worker.js, each its own wasm
+//! instance) computing one layer held on demand together ([`crate::app::pool`]: heads, then query rows, split among
+//! them). The lead sends [`ToHelper`], a helper answers [`FromHelper`], each naming the lead's `job`; the arrays
+//! are row-major float32, copied (or transferred) with the message. A superseded request's helpers still busy are
+//! stopped by the lead (terminated, and started afresh): they answer nothing.
+//!
+//! | the lead sends | a helper answers |
+//! |---|---|
+//! | `share` ([`ShareJob`]: the request, and the heads it computes, if any) | `shared` ([`SharedReply`]) |
+//! | `rows` ([`RowsJob`]: the projections and its rows of the heads' outputs) | `rows` ([`RowsReply`]: its output rows) |
+//! | `cut` ([`CutJob`]: a (batch, head)) | `cut` ([`CutReply`]: each stage's cut of its query rows) |
+//! | | `failed` ([`HelperFailed`]) instead, for any of them |
+
+use super::{Request, ScenarioFile, WorkerError};
+use serde::{Deserialize, Serialize};
+
+/// Every message from the lead to a helper.
+#[allow(clippy::large_enum_variant)]
+#[derive(Clone, Debug, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+#[cfg_attr(test, derive(ts_rs::TS), ts(export, export_to = "protocol.d.ts"))]
+pub enum ToHelper {
+    Share(ShareJob),
+    Rows(RowsJob),
+    Cut(CutJob),
+}
+
+/// Every message from a helper to the lead.
+#[derive(Clone, Debug, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+#[cfg_attr(test, derive(ts_rs::TS), ts(export, export_to = "protocol.d.ts"))]
+pub enum FromHelper {
+    Shared(SharedReply),
+    Rows(RowsReply),
+    Cut(CutReply),
+    Failed(HelperFailed),
+}
+
+/// lead → helper: build the scenario of `request` (its scenario file's bytes in `file`), as the lead did, and
+/// compute heads `heads[0]..heads[1]` of it (none: this helper only takes rows).
+#[derive(Clone, Debug, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS), ts(export, export_to = "protocol.d.ts"))]
+pub struct ShareJob {
+    pub job: u32,
+    pub request: Request,
+    #[cfg_attr(test, ts(optional))]
+    pub file: Option<ScenarioFile>,
+    pub heads: Option<[u32; 2]>,
+}
+
+/// A helper's heads: their columns of Q and K (b, n, heads·d_head), of V and of their outputs z (b, n,
+/// heads·d_v).
+#[derive(Clone, Debug, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS), ts(export, export_to = "protocol.d.ts"))]
+pub struct HeadsView {
+    #[cfg_attr(test, ts(type = "Float32Array"))]
+    pub q: Vec<f32>,
+    #[cfg_attr(test, ts(type = "Float32Array"))]
+    pub k: Vec<f32>,
+    #[cfg_attr(test, ts(type = "Float32Array"))]
+    pub v: Vec<f32>,
+    #[cfg_attr(test, ts(type = "Float32Array"))]
+    pub z: Vec<f32>,
+}
+
+/// helper → lead: the share is built; its heads' [`HeadsView`] when it was given heads.
+#[derive(Clone, Debug, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS), ts(export, export_to = "protocol.d.ts"))]
+pub struct SharedReply {
+    pub job: u32,
+    pub part: Option<HeadsView>,
+}
+
+/// lead → helper: the whole projections Q, K (b, n, h·d_head) and V (b, n, h·d_v), and rows `rows[0]..rows[1]`
+/// of the heads' concatenated outputs (b, rows, h·d_v): its output rows, and the query rows it cuts from now on.
+#[derive(Clone, Debug, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS), ts(export, export_to = "protocol.d.ts"))]
+pub struct RowsJob {
+    pub job: u32,
+    #[cfg_attr(test, ts(type = "Float32Array"))]
+    pub q: Vec<f32>,
+    #[cfg_attr(test, ts(type = "Float32Array"))]
+    pub k: Vec<f32>,
+    #[cfg_attr(test, ts(type = "Float32Array"))]
+    pub v: Vec<f32>,
+    #[cfg_attr(test, ts(type = "Float32Array"))]
+    pub concat: Vec<f32>,
+    pub rows: [u32; 2],
+}
+
+/// helper → lead: its rows of the layer's output (b, rows, d_out).
+#[derive(Clone, Debug, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS), ts(export, export_to = "protocol.d.ts"))]
+pub struct RowsReply {
+    pub job: u32,
+    #[cfg_attr(test, ts(type = "Float32Array"))]
+    pub output: Vec<f32>,
+}
+
+/// lead → helper: cut every stage of (batch, head) from its query rows.
+#[derive(Clone, Debug, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS), ts(export, export_to = "protocol.d.ts"))]
+pub struct CutJob {
+    pub job: u32,
+    pub batch: u32,
+    pub head: u32,
+}
+
+/// One stage's cut of a helper's query rows ([`crate::app::session::CutPart`]): its pooled cells (the whole
+/// raster, −∞ where its rows give none), the least and greatest finite value, and its rows' values when the stage
+/// comes with its values.
+#[derive(Clone, Debug, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS), ts(export, export_to = "protocol.d.ts"))]
+pub struct CutPartView {
+    #[cfg_attr(test, ts(type = "Float32Array"))]
+    pub pooled: Vec<f32>,
+    pub lo: f32,
+    pub hi: f32,
+    #[cfg_attr(test, ts(type = "Float32Array | null"))]
+    pub values: Option<Vec<f32>>,
+}
+
+/// helper → lead: every stage's [`CutPartView`], in the stages' order.
+#[derive(Clone, Debug, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS), ts(export, export_to = "protocol.d.ts"))]
+pub struct CutReply {
+    pub job: u32,
+    pub parts: Vec<CutPartView>,
+}
+
+/// helper → lead: job `job` failed (`fatal`: the helper's wasm instance aborted, and the lead replaces it).
+#[derive(Clone, Debug, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS), ts(export, export_to = "protocol.d.ts"))]
+pub struct HelperFailed {
+    pub job: u32,
+    pub error: WorkerError,
+    pub fatal: bool,
+}

@@ -1,0 +1,102 @@
+// The page on every core (#53 item 1): a layer held on demand, computed by the worker's pool of helpers (each its own
+// wasm instance), is bit for bit the one worker's — every stage's values and pixels, its colour range, the output —
+// for every scheme, bidirectional and causal, with workers that split heads and query rows unevenly; and a newer
+// request stops the helpers still busy with a superseded one.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { prepare, startServer, launch, watch, close } from './harness.mjs';
+
+let server;
+let base;
+let context;
+const problems = [];
+
+before(async () => {
+  prepare();
+  ({ server, base } = await startServer());
+  ({ context } = await launch());
+});
+
+after(() => close({ context, server }));
+
+/** The smallest layers held on demand (a whole trace past 256 MiB): n 1024, 8 heads, narrow heads so it is quick. */
+const LAYER = 'n=1024&d_model=64&heads=8&clip=5&backend=cpu';
+
+/** A fingerprint of every stage of the result shown: name, shape, colour range, FNV-1a of its values' and pixels' bytes. */
+async function fingerprint(p) {
+  return p.evaluate(async () => {
+    const { state } = await import('/js/page/state.js');
+    const fnv = (bytes) => { let h = 0x811c9dc5; for (const b of bytes) h = Math.imul(h ^ b, 0x01000193) >>> 0; return h; };
+    const bytes = (a) => new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
+    return state.current.stages.map((s) => `${s.name} ${s.rows}×${s.cols} [${s.lo}, ${s.hi}] values ${s.values ? fnv(bytes(s.values)) : 'none'} pixels ${fnv(bytes(s.rgba))}`);
+  });
+}
+
+/** The page on `query`, once its result is drawn and nothing is computing; its fingerprint, and the busy lines seen. */
+async function shown(query) {
+  const p = await context.newPage();
+  watch(p, problems);
+  const lines = [];
+  await p.exposeFunction('busyLine', (t) => lines.push(t));
+  await p.addInitScript(() => {
+    new MutationObserver(() => { const b = document.getElementById('busy-text'); if (b) window.busyLine(b.textContent); })
+      .observe(document, { subtree: true, childList: true, characterData: true });
+  });
+  await p.goto(`${base}?${query}`);
+  await p.waitForFunction(() => document.body.dataset.ready && document.getElementById('busy').hidden, null, { timeout: 120000 });
+  const print = await fingerprint(p);
+  const info = await p.evaluate(async () => (await import('/js/page/state.js')).state.current.info.on_demand);
+  await p.close();
+  return { print, lines, onDemand: info };
+}
+
+for (const method of ['shaw', 'music', 'rope', 'alibi', 't5', 'absolute']) {
+  test(`${method}: every stage of heads 0 and 5 on 2 and 3 workers equals one worker's, bit for bit`, async () => {
+    for (const [causal, head] of [[0, 0], [1, 5]]) {
+      const query = `method=${method}&causal=${causal}&head=${head}&${LAYER}`;
+      const one = await shown(`${query}&workers=1`);
+      assert.ok(one.onDemand, `${query}: the layer is held on demand`);
+      assert.ok(!one.lines.some((l) => /workers/.test(l)), `one worker computed it alone: ${one.lines.join(' | ')}`);
+      for (const workers of [2, 3]) {
+        const pooled = await shown(`${query}&workers=${workers}`);
+        assert.ok(pooled.lines.some((l) => l.includes(`on ${workers} workers`)), `${workers} workers computed it: ${pooled.lines.join(' | ')}`);
+        assert.deepEqual(pooled.print, one.print, `${query}: ${workers} workers against one`);
+      }
+    }
+    assert.deepEqual(problems, []);
+  });
+}
+
+test('another head of a pooled layer is cut by its helpers, equal to one worker; a newer request stops the helpers busy with the older', async () => {
+  const p = await context.newPage();
+  watch(p, problems);
+  const helpers = [];
+  p.on('worker', (w) => { if (w.url().endsWith('/pool-worker.js')) helpers.push(w); });
+  const ready = (id) => p.waitForFunction((b) => Number(document.body.dataset.ready || 0) > b && document.getElementById('busy').hidden, id, { timeout: 120000 });
+  const readyId = () => p.evaluate(() => Number(document.body.dataset.ready || 0));
+  await p.goto(`${base}?method=rope&head=0&${LAYER}&workers=2`);
+  await ready(0);
+  assert.equal(helpers.length, 2, 'two helpers started');
+  // Head 6 of the same layer: no new layer, the helpers cut it; the same as one worker's head 6.
+  let before = await readyId();
+  await p.selectOption('#head', '6');
+  await ready(before);
+  const pooledHead = await fingerprint(p);
+  const one = await shown(`method=rope&head=6&${LAYER}&workers=1`);
+  assert.deepEqual(pooledHead, one.print, 'head 6 cut by the helpers');
+  // A large layer (seconds of work on two helpers), superseded while they compute it: both are terminated and
+  // replaced (Chromium reports no close of a worker's own workers: the fresh ones are counted), and the newer
+  // request is answered.
+  before = await readyId();
+  await p.evaluate(() => {
+    for (const [id, v] of [['n', '8192'], ['d_model', '512']]) { const el = document.getElementById(id); el.value = v; el.dispatchEvent(new Event('input')); }
+  });
+  await p.waitForFunction(() => /on 2 workers/.test(document.getElementById('busy-text').textContent), null, { timeout: 60000 });
+  await p.evaluate(() => { const el = document.getElementById('n'); el.value = '1024'; el.dispatchEvent(new Event('input')); });
+  await p.waitForFunction(() => document.getElementById('n').value === '1024');
+  await ready(before);
+  assert.equal(helpers.length, 4, 'the two helpers busy with it were replaced by two fresh ones (js/worker/pool.js cancel)');
+  assert.equal(await p.evaluate(async () => (await import('/js/page/state.js')).state.current.info.options.n), 1024);
+  await p.close();
+  assert.deepEqual(problems, []);
+});
