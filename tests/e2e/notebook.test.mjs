@@ -144,7 +144,7 @@ test('the example notebook runs and its widgets draw the stages, with the arrays
   assert.equal(svg.suggestedFilename(), 'relattn-rel_k.svg');
   await page.waitForFunction(() => /t5_buckets - invalid t5_buckets: got 7/.test(document.body.textContent), null, { timeout: 60000 });
 
-  // "Your model": six transformers families captured, each printed equal to the model's own probabilities
+  // "Your model": ten transformers families captured (eight drawn), each printed equal to the model's own probabilities
   // (max |Δ| below 1e-5) and drawn titled with the model and layer.
   const captured = [
     ['T5EncoderModel, encoder layer 1', ['rel_index', 'rel_k', 'relative_logits', 'weights']],
@@ -153,9 +153,12 @@ test('the example notebook runs and its widgets draw the stages, with the arrays
     ['GPTJForCausalLM, decoder layer 1', ['rope_kernel', 'weights']],
     ['BloomForCausalLM, decoder layer 1', ['slopes', 'relative_logits', 'weights']],
     ['GPT2LMHeadModel, decoder layer 1', ['positions', 'content_logits', 'weights']],
+    // Today's models: Qwen3 and Gemma 2 printed, gpt-oss drawn with its sink's share; DeepSeek-V3's latent attention.
+    ['GptOssForCausalLM, decoder layer 1', ['weights', 'sink_share']],
+    ['DeepseekV3ForCausalLM, decoder layer 1', ['rotated_q', 'weights', 'output_content']],
   ];
   const gaps = (await page.evaluate(() => document.body.textContent)).match(/max \|Δ\| = [-\d.e]+/g) || [];
-  assert.equal(gaps.length, captured.length, gaps.join('; '));
+  assert.equal(gaps.length, captured.length + 2, gaps.join('; '));
   assert.ok(gaps.every((g) => Number(g.split('= ')[1]) < 1e-5), gaps.join('; '));
   for (const [k, [title, want]] of captured.entries()) {
     const w = page.locator('.relattn-widget').nth(5 + k);
