@@ -451,8 +451,11 @@ def _rotary(model, layer, input_ids, attention_mask, extra, reach):
                       f"a {family} attention module: {', '.join(known)}")
     # Mistral's and Phi-3's models mask a window for every layer when their config has one; the others say it per layer.
     window = config.sliding_window if family in ("mistral", "phi3") else getattr(attn, "sliding_window", None)
-    if window is not None and not getattr(attn, "is_causal", True):
-        raise _refuse("model", f"a bidirectional layer with a sliding window of {window}", "a causal sliding window, or a bidirectional layer without one")
+    causal = bool(getattr(attn, "is_causal", True))
+    # A bidirectional window is Gemma 3's (EmbeddingGemma: keys at |j − i| < window, _bidirectional_window_overlay);
+    # another family's would be a mask relattn has not checked against its model.
+    if window is not None and not causal and family != "gemma3_text":
+        raise _refuse("model", f"a bidirectional layer with a sliding window of {window}", "a causal sliding window, or Gemma 3's bidirectional one")
     args, kwargs = reach(attn, lambda: model(input_ids=input_ids, attention_mask=attention_mask, **extra))
     cos, sin = kwargs["position_embeddings"]
     # The rotated components: every one, or the first rotary_dim (cos's width: Phi-3's partial_rotary_factor);
@@ -466,7 +469,7 @@ def _rotary(model, layer, input_ids, attention_mask, extra, reach):
     else:
         qkv = [_linear(attn.q_proj), _linear(attn.k_proj), _linear(attn.v_proj)]
     arrays = _layer_arrays(args, kwargs, (*qkv, _linear(attn.o_proj)), **_rotary_arrays(cos, sin, half))
-    options = {"method": "rope", "heads": heads, "causal": bool(getattr(attn, "is_causal", True)), "rope_layout": "half"}
+    options = {"method": "rope", "heads": heads, "causal": causal, "rope_layout": "half"}
     if rotated < head_dim:
         options["rope_fraction"] = rotated / head_dim
     scaling = getattr(config, "rope_parameters", None) or getattr(config, "rope_scaling", None) or {}
@@ -486,9 +489,10 @@ def _rotary(model, layer, input_ids, attention_mask, extra, reach):
         notes.append("q and k RMS-normed " + ("per head" if per_head else "over the whole projection (every head at once)")
                      + " before the rotary" + (" (γ = 1 + the module's weight)." if family == "gemma3_text" else "."))
     if window is not None:
-        # Keys at i − j < window (sliding_window_overlay).
+        # Keys at i − j < window (sliding_window_overlay), or |j − i| < window bidirectional (Gemma 3's overlay).
         options["window"] = int(window)
-        notes.append(f"A sliding window of {window}: each query sees itself and the {window - 1} keys before it (farther keys masked).")
+        notes.append(f"A sliding window of {window}: each query sees itself and the {window - 1} keys before it (farther keys masked)." if causal
+                     else f"A bidirectional sliding window of {window}: each query sees the keys within {window - 1} positions on either side (farther keys masked).")
     if getattr(attn, "attn_logit_softcapping", None) is not None:
         options["softcap"] = float(attn.attn_logit_softcapping)
         notes.append(f"Logits soft-capped: {attn.attn_logit_softcapping:g}·tanh(e / {attn.attn_logit_softcapping:g}) before the mask.")

@@ -93,6 +93,10 @@ DECODERS = {
                    query_pre_attn_scalar=24, attn_logit_softcapping=4.0, sliding_window=4, layer_types=["full_attention", "sliding_attention"]),
     "gemma3": dict(cls="Gemma3ForCausalLM", hidden_size=32, intermediate_size=48, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
                    query_pre_attn_scalar=12, sliding_window=5, layer_types=["full_attention", "sliding_attention"]),
+    # EmbeddingGemma's layers: bidirectional, the sliding ones a window of |j − i| < 6 // 2 + 1 = 4 (the config halves it; every padded
+    # query still sees a token).
+    "gemma3-bidirectional": dict(cls="Gemma3ForCausalLM", hidden_size=32, intermediate_size=48, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+                                 sliding_window=6, use_bidirectional_attention=True, layer_types=["full_attention", "sliding_attention"]),
     "olmo2": dict(cls="Olmo2ForCausalLM", hidden_size=32, intermediate_size=48, num_attention_heads=4, num_key_value_heads=2),
     "phi3": dict(cls="Phi3ForCausalLM", hidden_size=32, intermediate_size=48, num_attention_heads=4, num_key_value_heads=2, pad_token_id=0, eos_token_id=2, bos_token_id=1,
                  sliding_window=5, rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5}),
@@ -150,7 +154,7 @@ def test_decoder_layers_equal_the_model(name):
 #: A negative control for each thing today's models add: the capture with it left out must miss the model's
 #: probabilities (the tiny models make each one matter), so the equality above is not the feature's absence.
 LEFT_OUT = [("mistral-window", "window"), ("qwen3", "q_norm"), ("qwen3", "k_norm"), ("qwen3-window", "window"), ("qwen3_moe", "k_norm"),
-            ("gemma2", "softcap"), ("gemma2", "logit_scale"), ("gemma2", "window"), ("gemma3", "q_norm"), ("gemma3", "logit_scale"), ("gemma3", "window"), ("olmo2", "q_norm"),
+            ("gemma2", "softcap"), ("gemma2", "logit_scale"), ("gemma2", "window"), ("gemma3", "q_norm"), ("gemma3", "logit_scale"), ("gemma3", "window"), ("gemma3-bidirectional", "window"), ("olmo2", "q_norm"),
             ("olmo2", "k_norm"), ("phi3", "window"), ("llama4", "q_norm"), ("gpt_oss", "sinks"), ("gpt_oss", "window")]
 
 
