@@ -1,4 +1,5 @@
-// A helper of the worker's pool (js/worker/pool.js starts it, a module worker with its own wasm instance): it
+// A helper of the worker's pool (js/worker/pool.js starts it, a module worker with its own wasm instance of the
+// worker's compiled module, sent first): it
 // computes its share of a layer held on demand (crates/relattn/src/app/pool.rs) and answers each job of the
 // lead's (crates/relattn/src/protocol/pool.rs: ToHelper in, FromHelper out, built by js/shared/protocol.js). One
 // share at a time: a `share` job replaces the one held. A superseded job is not answered: the lead terminates
@@ -6,7 +7,8 @@
 import init, { PoolShare } from './pkg/relattn.js';
 import { sharedReply, rowsReply, cutReply, helperFailed } from './js/shared/protocol.js';
 
-const ready = init();
+/** The wasm instance: the lead's compiled module, instantiated once it comes (its first message, 'init'). */
+let ready = null;
 /** @type {PoolShare | null} The share of the lead's latest request. */
 let share = null;
 /** The job in hand, for a panic's report. */
@@ -17,7 +19,10 @@ let dead = false;
 // A panic (crates/relattn-wasm/src/lib.rs `start` calls this before the instance aborts).
 /** @type {any} */ (self).relattnPanicked = (message) => fail(new Error(`internal error in a pool worker's wasm (${message})`), true);
 
-self.onmessage = (e) => ready.then(() => { if (!dead) run(e.data); });
+self.onmessage = (e) => {
+  if (e.data.kind === 'init') { ready = init({ module_or_path: e.data.module }); return; }
+  ready.then(() => { if (!dead) run(e.data); });
+};
 
 /** @param {import('./js/types/protocol').ToHelper} m */
 function run(m) {
@@ -33,12 +38,12 @@ function run(m) {
         return;
       }
       case 'rows': {
-        const output = new Float32Array(held().rows(m.q, m.k, m.v, m.concat, m.rows[0], m.rows[1]));
+        const output = held().rows(m.concat, m.rows[0], m.rows[1]);
         self.postMessage(rowsReply(m.job, output), [output.buffer]);
         return;
       }
       case 'cut': {
-        const parts = held().cut(m.batch, m.head);
+        const parts = held().cut(m.batch, m.head, m.q, m.k, m.v);
         self.postMessage(cutReply(m.job, parts), parts.flatMap((p) => (p.values ? [p.pooled.buffer, p.values.buffer] : [p.pooled.buffer])));
         return;
       }

@@ -11,7 +11,7 @@
 import init, * as relattn from './pkg/relattn.js';
 import { progressMessage, resultMessage, backendShown, gpuSettled, errorMessage, fatalMessage, exportReply, exportFailed, cellsReply, cellsFailed, readersReply, readersFailed, schemesReply, schemesFailed, atlasOpened, atlasHeadReply, atlasHeadFailed, typedError } from './js/shared/protocol.js';
 import { onModelMessage, layerSession } from './js/worker/model.js';
-import { pooledLayer, pooledCut, cancel, busy, isSuperseded } from './js/worker/pool.js';
+import { usePool, pooledLayer, pooledCut, cancel, busy, isSuperseded } from './js/worker/pool.js';
 /** @typedef {import('./js/types/protocol').ToWorker} ToWorker */
 /** @typedef {import('./js/types/protocol').ComputeRequest} ComputeRequest */
 /** @typedef {import('./js/types/protocol').CellsRequest} CellsRequest */
@@ -24,7 +24,12 @@ const { set_colormaps, compute, gpu_init } = relattn;
 // The test hooks exist only in a build with the `test-hooks` feature (make test), not in make serve's.
 const hook = (name) => relattn[name] || (() => { throw new Error(`${name}: this build has no test hooks (cargo feature test-hooks)`); });
 
-const ready = init();
+// The module compiled here once: this worker's instance and every helper of its pool (js/worker/pool.js) share it.
+const compiled = (() => {
+  const url = new URL('./pkg/relattn_bg.wasm', import.meta.url);
+  return WebAssembly.compileStreaming(fetch(url)).catch(() => fetch(url).then((r) => r.arrayBuffer()).then((b) => WebAssembly.compile(b)));
+})();
+const ready = compiled.then((module) => { usePool(module); return init({ module_or_path: module }); });
 /** The wasm instance's exports (its memory), once ready. */
 let wasm = null;
 /** The wasm instance aborted: only the page's restart helps now. */
@@ -296,7 +301,7 @@ async function showLayer(msg) {
   if (info.on_demand) {
     self.postMessage(progressMessage(msg.id, `computing the stages of head ${shown.head}${info.options.batch_size > 1 ? `, batch element ${shown.batch}` : ''} (held on demand: ${info.options.n} query rows)…`));
     // A layer the pool computed: its helpers cut their query rows (the selects below colour them).
-    await pooledCut(s, shown.batch, shown.head, msg.head_scale);
+    await pooledCut(relattn, s, shown.batch, shown.head, msg.head_scale);
   }
   const stages = [];
   const transfer = [];

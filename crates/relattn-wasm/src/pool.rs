@@ -7,11 +7,10 @@ use super::backend::WebGpu;
 use super::session::{read_request, Session};
 use super::{to_js, to_value};
 use ndarray::Array3;
-use relattn::app::pool::{self, HeadsPart, Plan, Share};
+use relattn::app::pool::{self, HeadColumns, HeadsPart, Plan, Share};
 use relattn::app::Runner;
 use relattn::backend::Backend;
 use relattn::error::Error;
-use relattn::layer::forward::Projections;
 use relattn::protocol::BackendUsed;
 use std::ops::Range;
 use wasm_bindgen::prelude::*;
@@ -68,17 +67,6 @@ impl PoolPlan {
         self.plan.add_heads(a..b, part).map_err(to_js)
     }
 
-    /// `{ q, k, v }`: the whole projections, as Float32Arrays, for every helper's rows.
-    pub fn projections(&self) -> Result<JsValue, JsValue> {
-        let out = js_sys::Object::new();
-        let (q, k, v) = self.plan.projections();
-        for (name, a) in [("q", q), ("k", k), ("v", v)] {
-            let values = a.as_slice().map_or_else(|| js_sys::Float32Array::from(&a.iter().copied().collect::<Vec<_>>()[..]), js_sys::Float32Array::from);
-            js_sys::Reflect::set(&out, &name.into(), &values)?;
-        }
-        Ok(out.into())
-    }
-
     /// Rows `a..b` of the heads' concatenated outputs (b, rows, h·d_v), row-major; refused (field "heads") when
     /// they overflowed.
     pub fn concat_rows(&self, a: usize, b: usize) -> Result<Vec<f32>, JsValue> {
@@ -121,20 +109,24 @@ impl PoolShare {
         Ok(out.into())
     }
 
-    /// Output rows `a..b` (b, rows, d_out) from the whole projections and those rows of the heads' concatenated
-    /// outputs; the share then cuts query rows `a..b` ([`PoolShare::cut`]).
-    pub fn rows(&mut self, q: Vec<f32>, k: Vec<f32>, v: Vec<f32>, concat: Vec<f32>, a: usize, b: usize) -> Result<Vec<f32>, JsValue> {
-        let ((batch, n), (qk, vz)) = self.0.dims().map_err(to_js)?;
-        let p = Projections { q: shaped(q, (batch, n, qk), "q")?, k: shaped(k, (batch, n, qk), "k")?, v: shaped(v, (batch, n, vz), "v")? };
+    /// Output rows `a..b` (b, rows, d_out) from those rows of the heads' concatenated outputs; the share then cuts
+    /// query rows `a..b` ([`PoolShare::cut`]).
+    pub fn rows(&mut self, concat: Vec<f32>, a: usize, b: usize) -> Result<Vec<f32>, JsValue> {
+        let ((batch, _), (_, vz)) = self.0.dims().map_err(to_js)?;
         let concat = shaped(concat, (batch, b.saturating_sub(a), vz), "heads")?;
-        Ok(self.0.rows(p, concat, a..b).map_err(to_js)?.into_iter().collect())
+        Ok(self.0.rows(concat, a..b).map_err(to_js)?.into_iter().collect())
     }
 
-    /// Every stage of (batch, head) cut from this share's query rows: `[{ pooled, lo, hi, values }]`
-    /// ([`relattn::protocol::CutPartView`]), Float32Arrays, in the stages' order.
-    pub fn cut(&self, batch: usize, head: usize) -> Result<JsValue, JsValue> {
+    /// Every stage of (batch, head) cut from this share's query rows, with that head's columns of the projections
+    /// ([`pool_head_columns`]): `[{ pooled, lo, hi, values }]` ([`relattn::protocol::CutPartView`]), Float32Arrays,
+    /// in the stages' order.
+    pub fn cut(&mut self, batch: usize, head: usize, q: Vec<f32>, k: Vec<f32>, v: Vec<f32>) -> Result<JsValue, JsValue> {
+        let ((b, n), _) = self.0.dims().map_err(to_js)?;
+        let dim = |values: &Vec<f32>| (b, n, values.len() / (b * n).max(1));
+        let (dq, dk, dv) = (dim(&q), dim(&k), dim(&v));
+        let columns = HeadColumns { q: shaped(q, dq, "q")?, k: shaped(k, dk, "k")?, v: shaped(v, dv, "v")? };
         let out = js_sys::Array::new();
-        for part in self.0.cut(batch, head).map_err(to_js)? {
+        for part in self.0.cut(batch, head, columns).map_err(to_js)? {
             let item = js_sys::Object::new();
             js_sys::Reflect::set(&item, &"pooled".into(), &js_sys::Float32Array::from(&part.pooled[..]))?;
             js_sys::Reflect::set(&item, &"lo".into(), &part.bounds.0.into())?;
@@ -145,4 +137,16 @@ impl PoolShare {
         }
         Ok(out.into())
     }
+}
+
+/// Head `head`'s columns of the projections of `session`'s layer (held on demand, a pool's): `{ q, k, v }`
+/// Float32Arrays, Q's and K's (b, n, d_head), V's (b, n, d_v), for the helpers' cuts.
+#[wasm_bindgen]
+pub fn pool_head_columns(session: &Session, head: usize) -> Result<JsValue, JsValue> {
+    let HeadColumns { q, k, v } = pool::head_columns(&session.0, head).map_err(to_js)?;
+    let out = js_sys::Object::new();
+    for (name, a) in [("q", q), ("k", k), ("v", v)] {
+        js_sys::Reflect::set(&out, &name.into(), &js_sys::Float32Array::from(&a.into_raw_vec_and_offset().0[..]))?;
+    }
+    Ok(out.into())
 }

@@ -315,6 +315,11 @@ export function compareResult(id, layer, window, series) {
 
 // --- the worker (the lead) ⇄ its pool's helpers (crates/relattn/src/protocol/pool.rs) ---
 
+/** @param {WebAssembly.Module} module the lead's compiled wasm @returns {ToHelper} */
+export function initJob(module) {
+  return { kind: 'init', module };
+}
+
 /**
  * @param {number} job @param {Request} request @param {ScenarioFile | null} file
  * @param {[number, number] | null} heads the heads it computes, or none (it only takes rows)
@@ -327,18 +332,18 @@ export function shareJob(job, request, file, heads) {
   return m;
 }
 
-/**
- * @param {number} job @param {Float32Array} q @param {Float32Array} k @param {Float32Array} v
- * @param {Float32Array} concat @param {[number, number]} rows
- * @returns {ToHelper}
- */
-export function rowsJob(job, q, k, v, concat, rows) {
-  return { kind: 'rows', job, q, k, v, concat, rows };
+/** @param {number} job @param {Float32Array} concat @param {[number, number]} rows @returns {ToHelper} */
+export function rowsJob(job, concat, rows) {
+  return { kind: 'rows', job, concat, rows };
 }
 
-/** @param {number} job @param {number} batch @param {number} head @returns {ToHelper} */
-export function cutJob(job, batch, head) {
-  return { kind: 'cut', job, batch, head };
+/**
+ * @param {number} job @param {number} batch @param {number} head
+ * @param {{ q: Float32Array, k: Float32Array, v: Float32Array }} columns the head's columns of the projections
+ * @returns {ToHelper}
+ */
+export function cutJob(job, batch, head, { q, k, v }) {
+  return { kind: 'cut', job, batch, head, q, k, v };
 }
 
 /** @param {number} job @param {HeadsView | null} part @returns {FromHelper} */

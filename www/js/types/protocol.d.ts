@@ -254,9 +254,10 @@ heads_shared: boolean,
 own_scale: boolean, };
 
 /**
- * lead → helper: cut every stage of (batch, head) from its query rows.
+ * lead → helper: cut every stage of (batch, head) from its query rows, with that head's columns of the
+ * projections: Q's and K's (b, n, d_head), V's (b, n, d_v).
  */
-export type CutJob = { job: number, batch: number, head: number, };
+export type CutJob = { job: number, batch: number, head: number, q: Float32Array, k: Float32Array, v: Float32Array, };
 
 /**
  * One stage's cut of a helper's query rows ([`crate::app::session::CutPart`]): its pooled cells (the whole
@@ -428,6 +429,12 @@ unattended: Array<string>,
  * would not fit WHOLE_LIMIT, src/app/request.rs); `backend` is where the layer's forward pass ran.
  */
 on_demand: boolean, };
+
+/**
+ * lead → helper, first: the lead's compiled wasm module, which the helper instantiates (no fetch, no compile; the
+ * engine's optimised code of the module is shared). No answer.
+ */
+export type InitJob = { module: WebAssembly.Module, };
 
 /**
  * A landmark of the distance charts: its distance, its name ([`name_distance`]) and a short label.
@@ -1216,10 +1223,10 @@ captured: boolean,
 how_to_capture: string, };
 
 /**
- * lead → helper: the whole projections Q, K (b, n, h·d_head) and V (b, n, h·d_v), and rows `rows[0]..rows[1]`
- * of the heads' concatenated outputs (b, rows, h·d_v): its output rows, and the query rows it cuts from now on.
+ * lead → helper: rows `rows[0]..rows[1]` of the heads' concatenated outputs (b, rows, h·d_v): its output rows,
+ * and the query rows it cuts from now on.
  */
-export type RowsJob = { job: number, q: Float32Array, k: Float32Array, v: Float32Array, concat: Float32Array, rows: [number, number], };
+export type RowsJob = { job: number, concat: Float32Array, rows: [number, number], };
 
 /**
  * helper → lead: its rows of the layer's output (b, rows, d_out).
@@ -1569,7 +1576,7 @@ export type Timing = { name: string, ms: number, };
 /**
  * Every message from the lead to a helper.
  */
-export type ToHelper = { "kind": "share" } & ShareJob | { "kind": "rows" } & RowsJob | { "kind": "cut" } & CutJob;
+export type ToHelper = { "kind": "init" } & InitJob | { "kind": "share" } & ShareJob | { "kind": "rows" } & RowsJob | { "kind": "cut" } & CutJob;
 
 /**
  * Every message from the page to the worker (one at a time: the variants' sizes do not matter).

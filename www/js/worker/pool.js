@@ -4,7 +4,7 @@
 // holds, bit for bit the one worker's (crates/relattn/src/app/pool.rs says how). Its messages are
 // crates/relattn/src/protocol/pool.rs's, built by ../shared/protocol.js. cancel() stops every helper still busy
 // with a superseded request (terminated, and a fresh one started in its place).
-import { shareJob, rowsJob, cutJob, typedError } from '../shared/protocol.js';
+import { initJob, shareJob, rowsJob, cutJob, typedError } from '../shared/protocol.js';
 /** @typedef {import('../types/protocol').ComputeRequest} ComputeRequest */
 /** @typedef {import('../types/protocol').FromHelper} FromHelper */
 
@@ -18,6 +18,7 @@ class Helper {
     this.dead = false;
     this.worker.onmessage = (e) => this.answered(e.data);
     this.worker.onerror = (e) => { e.preventDefault(); this.settle(null, new Error(`a pool worker failed: ${e.message || e}`)); };
+    this.worker.postMessage(initJob(pool.module));
   }
 
   /** @param {FromHelper} m */
@@ -47,11 +48,18 @@ class Helper {
 // The pool's state: its helpers, and the generation that a layer's shares belong to (a cancel or a resize starts
 // a new one: helpers of an older one hold no share of the layer shown).
 const pool = {
+  /** @type {WebAssembly.Module | null} The worker's compiled wasm, which every helper instantiates (usePool). */
+  module: null,
   /** @type {Helper[]} */
   helpers: [],
   generation: 0,
   job: 0,
 };
+
+/** The worker's compiled wasm module, which the helpers instantiate: compiled once, its optimised code shared. */
+export function usePool(module) {
+  pool.module = module;
+}
 
 /** An Error saying a request was superseded (the worker posts nothing for it). */
 function superseded() {
@@ -113,8 +121,10 @@ export async function pooledLayer(relattn, msg, workers, progress) {
     const shared = await Promise.all(helpers.map((h, k) => h.ask(++pool.job, shareJob(pool.job, msg.request, file, heads[k] || null))));
     shared.forEach((m, k) => { if (m.kind === 'shared' && m.part) plan.add_heads(heads[k][0], heads[k][1], m.part.q, m.part.k, m.part.v, m.part.z); });
     progress(`computing the layer on ${helpers.length} workers: the output…`);
-    const { q, k, v } = plan.projections();
-    const outputs = await Promise.all(rows.map(([a, b], i) => helpers[i].ask(++pool.job, rowsJob(pool.job, q, k, v, plan.concat_rows(a, b), [a, b]))));
+    const outputs = await Promise.all(rows.map(([a, b], i) => {
+      const concat = plan.concat_rows(a, b);
+      return helpers[i].ask(++pool.job, rowsJob(pool.job, concat, [a, b]), [concat.buffer]);
+    }));
     outputs.forEach((m, i) => { if (m.kind === 'rows') plan.add_output(rows[i][0], rows[i][1], m.output); });
     const session = plan.finish();
     shares.set(session, { generation, helpers: helpers.slice(0, rows.length) });
@@ -129,15 +139,17 @@ export async function pooledLayer(relattn, msg, workers, progress) {
 const shares = new WeakMap();
 
 /**
- * Has the stages of (batch, head) of `session` cut by the helpers holding its rows, merged into it (the next select
+ * Has the stages of (batch, head) of `session` cut by the helpers holding its rows (each sent the head's columns of
+ * the projections; `relattn`: the wasm module), merged into it (the next select
  * colours them); nothing when they are cut already, or when the session is not a pool's or its helpers were
  * replaced since (then the session computes them itself).
- * @param {any} session @param {number} batch @param {number} head @param {string} headScale
+ * @param {any} relattn @param {any} session @param {number} batch @param {number} head @param {string} headScale
  */
-export async function pooledCut(session, batch, head, headScale) {
+export async function pooledCut(relattn, session, batch, head, headScale) {
   const s = shares.get(session);
   if (!s || s.generation !== pool.generation || session.is_cut(batch, head, headScale)) return;
-  const cuts = await Promise.all(s.helpers.map((h) => h.ask(++pool.job, cutJob(pool.job, batch, head))));
+  const columns = relattn.pool_head_columns(session, head);
+  const cuts = await Promise.all(s.helpers.map((h) => h.ask(++pool.job, cutJob(pool.job, batch, head, columns))));
   session.begin_parts(batch, head);
   for (const m of cuts) {
     if (m.kind !== 'cut') continue;

@@ -9,9 +9,9 @@
 //! helper k: Share::heads(H_k)   Q, K, V columns of its heads H_k and their outputs z   (b, n, |H_k|·d_head | d_v)
 //! lead:     Plan::add_heads     every head's, in place: Q, K, V (b, n, ·), concat_h z_h (b, n, h·d_v)
 //! helper k: Share::rows(R_k)    output rows R_k = concat rows R_k · W_o + b_o          (b, |R_k|, d_out)
-//!                               and its Layer (Q, K, V, its output rows)
+//!                               and its Layer (its output rows; Q, K, V come a head at a time, with its cuts)
 //! lead:     Plan::add_output, Plan::finish → Session (the whole Layer: cells, exports, pictures)
-//! helper k: Share::cut(b, h)    the stages of (b, h) from query rows R_k, pooled: one CutPart a stage
+//! helper k: Share::cut(b, h, head_columns(h))   the stages of (b, h) from query rows R_k, pooled: one CutPart a stage
 //! lead:     Session::begin_parts, add_part (row order), cut                             coloured as one worker's
 //! ```
 //!
@@ -24,7 +24,7 @@
 use super::request::{Holding, Inputs};
 use super::session::{layer_cuttings, CutPart, Session};
 use crate::protocol::{BackendUsed, Request, Timing};
-use ndarray::{s, Array3, ArrayView3};
+use ndarray::{s, Array3};
 use relattn_core::attention::{attend_head_timed, Config};
 use relattn_core::core::finite::check_overflow;
 use relattn_core::error::{Error, Result};
@@ -141,13 +141,14 @@ impl Share {
     }
 
     /// Rows `rows` of the layer's output from the same rows of the heads' concatenated outputs `concat` (b,
-    /// |rows|, h·d_v); the share then holds the layer of the whole projections `p` with those output rows, and
-    /// cuts the stages of those query rows ([`Share::cut`]): `rows` must start at a multiple of [`BLOCK`].
-    pub fn rows(&mut self, p: Projections, concat: Array3<f32>, rows: Range<usize>) -> Result<Array3<f32>> {
+    /// |rows|, h·d_v); the share then holds the layer with those output rows (its projections come a head at a
+    /// time, with the cuts: [`Share::cut`]) and cuts the stages of those query rows: `rows` must start at a
+    /// multiple of [`BLOCK`].
+    pub fn rows(&mut self, concat: Array3<f32>, rows: Range<usize>) -> Result<Array3<f32>> {
         let sc = self.scenario()?;
-        let (_, _, dv, d_out) = widths(&self.cfg, sc);
+        let (h, dh, dv, d_out) = widths(&self.cfg, sc);
         let (b, n, _) = sc.dims();
-        if rows.is_empty() || rows.end > n || !rows.start.is_multiple_of(BLOCK) || concat.dim() != (b, rows.len(), self.cfg.heads * dv) {
+        if rows.is_empty() || rows.end > n || !rows.start.is_multiple_of(BLOCK) || concat.dim() != (b, rows.len(), h * dv) {
             let given = format!("rows {}..{} with concatenated heads {:?}", rows.start, rows.end, concat.dim());
             return Err(Error::invalid("rows", given, format!("whole blocks of {BLOCK} within 0..{n} and their (b, rows, h·d_v)")));
         }
@@ -158,20 +159,50 @@ impl Share {
         let Held::Scenario(sc) = std::mem::replace(&mut self.held, Held::Moved) else {
             return Err(Error::invalid("rows", "a second share of rows", "one share of rows a helper"));
         };
+        let p = Projections { q: Array3::zeros((b, n, h * dh)), k: Array3::zeros((b, n, h * dh)), v: Array3::zeros((b, n, h * dv)) };
         self.held = Held::Layer(Layer::new(&self.cfg, sc, p, output)?, rows);
         Ok(part)
     }
 
-    /// Every stage of (batch, head) cut from this share's query rows: one [`CutPart`] a stage, in
-    /// [`Layer::stages`] order. Errors name "batch index", "head" or "rows" (no [`Share::rows`] yet).
-    pub fn cut(&self, batch: usize, head: usize) -> Result<Vec<CutPart>> {
-        let Held::Layer(l, rows) = &self.held else {
+    /// Every stage of (batch, head) cut from this share's query rows, with `columns`, that head's columns of the
+    /// projections ([`head_columns`]): one [`CutPart`] a stage, in [`Layer::stages`] order. Errors name "batch
+    /// index", "head", "q", "k", "v" or "rows" (no [`Share::rows`] yet).
+    pub fn cut(&mut self, batch: usize, head: usize, columns: HeadColumns) -> Result<Vec<CutPart>> {
+        let Held::Layer(l, rows) = &mut self.held else {
             return Err(Error::invalid("rows", "a share without its rows", "Share::rows first"));
         };
+        let (h, dh, dv, _) = widths(&l.config, &l.scenario);
+        relattn_core::error::check_index("head", head, h)?;
+        let p = &mut l.projections;
+        for (whole, part, w, name) in [(&mut p.q, &columns.q, dh, "q"), (&mut p.k, &columns.k, dh, "k"), (&mut p.v, &columns.v, dv, "v")] {
+            let mut cols = whole.slice_mut(s![.., .., head * w..(head + 1) * w]);
+            if cols.dim() != part.dim() {
+                return Err(Error::invalid(name, format!("{:?}", part.dim()), format!("{:?}", cols.dim())));
+            }
+            cols.assign(part);
+        }
         let mut cutting = layer_cuttings(l, batch);
         l.each_block_in(batch, head, rows.clone(), |k, first, m| cutting[k].add(first, m))?;
         Ok(cutting.into_iter().map(|c| c.into_part()).collect())
     }
+}
+
+/// One head's columns of a layer's projections: Q's and K's (b, n, d_head), V's (b, n, d_v).
+pub struct HeadColumns {
+    pub q: Array3<f32>,
+    pub k: Array3<f32>,
+    pub v: Array3<f32>,
+}
+
+/// Head `head`'s columns of the projections of `session`'s layer (held on demand), for a helper's cut. The error
+/// names "head" (or "part": a whole trace).
+pub fn head_columns(session: &Session, head: usize) -> Result<HeadColumns> {
+    let l = session.layer().ok_or_else(|| Error::invalid("part", "a whole trace", "a layer held on demand"))?;
+    let (h, dh, dv, _) = widths(&l.config, &l.scenario);
+    relattn_core::error::check_index("head", head, h)?;
+    let p = &l.projections;
+    let cols = |a: &Array3<f32>, w: usize| a.slice(s![.., .., head * w..(head + 1) * w]).to_owned();
+    Ok(HeadColumns { q: cols(&p.q, dh), k: cols(&p.k, dh), v: cols(&p.v, dv) })
 }
 
 /// The lead's plan of a pooled layer: its inputs and scenario, the projections and the heads' outputs as the
@@ -227,11 +258,6 @@ impl Plan {
         put(&mut self.k, dh, &part.k, "k")?;
         put(&mut self.v, dv, &part.v, "v")?;
         put(&mut self.concat, dv, &part.z, "heads")
-    }
-
-    /// The whole projections (Q, K, V), once every head's share is in, for the helpers' layers.
-    pub fn projections(&self) -> (ArrayView3<'_, f32>, ArrayView3<'_, f32>, ArrayView3<'_, f32>) {
-        (self.q.view(), self.k.view(), self.v.view())
     }
 
     /// Rows `rows` of the heads' concatenated outputs (b, |rows|, h·d_v), once every head's share is in; refused
@@ -304,16 +330,14 @@ mod tests {
             plan.add_heads(r.clone(), share.heads(r.clone()).unwrap()).unwrap();
         }
         for (share, r) in shares.iter_mut().zip(&rows) {
-            let (q, k, v) = plan.projections();
-            let p = Projections { q: q.to_owned(), k: k.to_owned(), v: v.to_owned() };
-            let out = share.rows(p, plan.concat_rows(r.clone()).unwrap(), r.clone()).unwrap();
+            let out = share.rows(plan.concat_rows(r.clone()).unwrap(), r.clone()).unwrap();
             plan.add_output(r.clone(), out).unwrap();
         }
         let backend = BackendUsed { on_gpu: false, name: "CPU".into(), note: String::new(), provisional: false };
         let mut session = plan.finish(backend).unwrap();
         session.begin_parts(batch, head).unwrap();
-        for share in shares.iter().take(rows.len()) {
-            for (k, part) in share.cut(batch, head).unwrap().into_iter().enumerate() {
+        for share in shares.iter_mut().take(rows.len()) {
+            for (k, part) in share.cut(batch, head, head_columns(&session, head).unwrap()).unwrap().into_iter().enumerate() {
                 session.add_part(k, part).unwrap();
             }
         }

@@ -336,6 +336,14 @@ impl Session {
         }
     }
 
+    /// The layer, when it is held on demand.
+    pub fn layer(&self) -> Option<&Layer> {
+        match &self.source {
+            Source::Whole(_) => None,
+            Source::OnDemand(l) => Some(l),
+        }
+    }
+
     /// Colours the stages from now on with `head_scale`'s stages over every head's range (the cuts already made
     /// are made again when it changes).
     pub fn set_head_scale(&mut self, head_scale: HeadScale) {

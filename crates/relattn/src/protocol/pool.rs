@@ -6,9 +6,10 @@
 //!
 //! | the lead sends | a helper answers |
 //! |---|---|
+//! | `init` ([`InitJob`]: the lead's compiled wasm module), once, first | nothing |
 //! | `share` ([`ShareJob`]: the request, and the heads it computes, if any) | `shared` ([`SharedReply`]) |
-//! | `rows` ([`RowsJob`]: the projections and its rows of the heads' outputs) | `rows` ([`RowsReply`]: its output rows) |
-//! | `cut` ([`CutJob`]: a (batch, head)) | `cut` ([`CutReply`]: each stage's cut of its query rows) |
+//! | `rows` ([`RowsJob`]: its rows of the heads' outputs) | `rows` ([`RowsReply`]: its output rows) |
+//! | `cut` ([`CutJob`]: a (batch, head) and the head's projections) | `cut` ([`CutReply`]: each stage's cut of its query rows) |
 //! | | `failed` ([`HelperFailed`]) instead, for any of them |
 
 use super::{Request, ScenarioFile, WorkerError};
@@ -20,6 +21,7 @@ use serde::{Deserialize, Serialize};
 #[serde(tag = "kind", rename_all = "kebab-case")]
 #[cfg_attr(test, derive(ts_rs::TS), ts(export, export_to = "protocol.d.ts"))]
 pub enum ToHelper {
+    Init(InitJob),
     Share(ShareJob),
     Rows(RowsJob),
     Cut(CutJob),
@@ -34,6 +36,15 @@ pub enum FromHelper {
     Rows(RowsReply),
     Cut(CutReply),
     Failed(HelperFailed),
+}
+
+/// lead → helper, first: the lead's compiled wasm module, which the helper instantiates (no fetch, no compile; the
+/// engine's optimised code of the module is shared). No answer.
+#[derive(Clone, Debug, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS), ts(export, export_to = "protocol.d.ts"))]
+pub struct InitJob {
+    #[cfg_attr(test, ts(type = "WebAssembly.Module"))]
+    pub module: serde::de::IgnoredAny,
 }
 
 /// lead → helper: build the scenario of `request` (its scenario file's bytes in `file`), as the lead did, and
@@ -71,18 +82,12 @@ pub struct SharedReply {
     pub part: Option<HeadsView>,
 }
 
-/// lead → helper: the whole projections Q, K (b, n, h·d_head) and V (b, n, h·d_v), and rows `rows[0]..rows[1]`
-/// of the heads' concatenated outputs (b, rows, h·d_v): its output rows, and the query rows it cuts from now on.
+/// lead → helper: rows `rows[0]..rows[1]` of the heads' concatenated outputs (b, rows, h·d_v): its output rows,
+/// and the query rows it cuts from now on.
 #[derive(Clone, Debug, Deserialize)]
 #[cfg_attr(test, derive(ts_rs::TS), ts(export, export_to = "protocol.d.ts"))]
 pub struct RowsJob {
     pub job: u32,
-    #[cfg_attr(test, ts(type = "Float32Array"))]
-    pub q: Vec<f32>,
-    #[cfg_attr(test, ts(type = "Float32Array"))]
-    pub k: Vec<f32>,
-    #[cfg_attr(test, ts(type = "Float32Array"))]
-    pub v: Vec<f32>,
     #[cfg_attr(test, ts(type = "Float32Array"))]
     pub concat: Vec<f32>,
     pub rows: [u32; 2],
@@ -97,13 +102,20 @@ pub struct RowsReply {
     pub output: Vec<f32>,
 }
 
-/// lead → helper: cut every stage of (batch, head) from its query rows.
+/// lead → helper: cut every stage of (batch, head) from its query rows, with that head's columns of the
+/// projections: Q's and K's (b, n, d_head), V's (b, n, d_v).
 #[derive(Clone, Debug, Deserialize)]
 #[cfg_attr(test, derive(ts_rs::TS), ts(export, export_to = "protocol.d.ts"))]
 pub struct CutJob {
     pub job: u32,
     pub batch: u32,
     pub head: u32,
+    #[cfg_attr(test, ts(type = "Float32Array"))]
+    pub q: Vec<f32>,
+    #[cfg_attr(test, ts(type = "Float32Array"))]
+    pub k: Vec<f32>,
+    #[cfg_attr(test, ts(type = "Float32Array"))]
+    pub v: Vec<f32>,
 }
 
 /// One stage's cut of a helper's query rows ([`crate::app::session::CutPart`]): its pooled cells (the whole
