@@ -26,6 +26,8 @@ pub enum Stage {
     SkewPadded,
     SkewReshaped,
     SkewSliced,
+    C2p,
+    P2c,
     Logits,
     Weights,
     SinkShare,
@@ -115,8 +117,8 @@ impl PairLabels {
 }
 
 impl Stage {
-    /// Every stage in pipeline order (the skew's steps before the relative logits they produce).
-    pub const ALL: [Stage; 23] = [
+    /// Every stage in pipeline order (the skew's steps and DeBERTa's terms before the relative logits they produce).
+    pub const ALL: [Stage; 25] = [
         Stage::Distances,
         Stage::RelIndex,
         Stage::RelK,
@@ -132,6 +134,8 @@ impl Stage {
         Stage::SkewPadded,
         Stage::SkewReshaped,
         Stage::SkewSliced,
+        Stage::C2p,
+        Stage::P2c,
         Stage::RelativeLogits,
         Stage::Logits,
         Stage::Weights,
@@ -161,6 +165,8 @@ impl Stage {
             Stage::SkewPadded => "skew_padded",
             Stage::SkewReshaped => "skew_reshaped",
             Stage::SkewSliced => "skew_sliced",
+            Stage::C2p => "c2p",
+            Stage::P2c => "p2c",
             Stage::Logits => "logits",
             Stage::Weights => "weights",
             Stage::SinkShare => "sink_share",

@@ -47,6 +47,11 @@ fn term_by_definition(cfg: &Config, sc: &Scenario, b: usize, h: usize, relative:
     match cfg.method {
         Method::Shaw | Method::Music => relative.iter().map(|r| r.iter().map(|v| v * scale).collect()).collect(),
         Method::Alibi | Method::T5 => relative.clone(),
+        // c2p + p2c, scaled with the content term by 1/√(d_head·(1 + terms)).
+        Method::Deberta => {
+            let scale = if cfg.logit_scale == LogitScale::None { 1.0 } else { 1.0 / ((dh * (1 + cfg.deberta.terms.count())) as f64).sqrt() };
+            relative.iter().map(|r| r.iter().map(|v| v * scale).collect()).collect()
+        }
         Method::Rope => {
             let q = columns(&project(&x, &sc.w_q, &sc.b_q), h * dh, (h + 1) * dh);
             let k = columns(&project(&x, &sc.w_k, &sc.b_k), h * dh, (h + 1) * dh);

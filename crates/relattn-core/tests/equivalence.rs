@@ -31,6 +31,16 @@ fn check_layer(cfg: &Config, sc: &Scenario) -> Result<(), TestCaseError> {
                 prop_assert!(e <= TOL, "{implementation:?} relative logits b{bi} h{h}: {e:e}");
                 let e = rel_err(t.weights.index_axis(Axis(0), bi).index_axis(Axis(0), h).iter(), flat(&r.weights));
                 prop_assert!(e <= TOL, "{implementation:?} weights b{bi} h{h}: {e:e}");
+                // DeBERTa's terms, every cell (masked ones too: a term does not depend on the mask).
+                let terms = [(relattn_core::Stage::C2p, &r.c2p, cfg.deberta.terms.c2p()), (relattn_core::Stage::P2c, &r.p2c, cfg.deberta.terms.p2c())];
+                for (stage, want, has) in terms {
+                    let has = has && cfg.method == Method::Deberta;
+                    prop_assert_eq!(t.stages().contains(&stage), has, "{} present", stage);
+                    if has {
+                        let e = rel_err(t.stage(stage, bi, h).unwrap().iter(), flat(want));
+                        prop_assert!(e <= TOL, "{implementation:?} {stage} b{bi} h{h}: {e:e}");
+                    }
+                }
             }
             let e = rel_err(t.output.index_axis(Axis(0), bi).iter(), flat(&want.output[bi]));
             prop_assert!(e <= TOL, "{implementation:?} output b{bi}: {e:e}");
@@ -139,6 +149,46 @@ proptest! {
 }
 
 proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    /// DeBERTa's head with Lq ≠ Lk (queries aligned to the last keys, as every scheme's), its buckets, terms,
+    /// masks (causal, padding keys) and both implementations against the f64 definition: c2p, p2c, their sum,
+    /// the weights and z, traced and not (the forward runs staged: no fused kernel).
+    #[test]
+    fn deberta_head_with_unequal_lengths(lq in 1usize..=9, lk in 1usize..=13, d_head in 1usize..=5, causal in any::<bool>(),
+                                         setting in 0usize..5, terms in 0usize..3, values in proptest::collection::vec(-1.0f32..1.0, 512)) {
+        use relattn_core::positions::deberta::{Deberta, Terms};
+        let (position_buckets, max_relative_positions) = [(0, 2), (0, 6), (4, 5), (6, 12), (256, 512)][setting];
+        let terms = [Terms::Both, Terms::C2p, Terms::P2c][terms];
+        let cfg = Config { method: Method::Deberta, heads: 1, causal, deberta: Deberta { position_buckets, max_relative_positions, terms }, ..Config::default() };
+        let rows = cfg.table_rows();
+        let mut it = values.iter().cycle().copied();
+        let mut mat = |r: usize, c: usize| Array2::from_shape_simple_fn((r, c), || it.next().unwrap());
+        let (q, k, v, table) = (mat(lq, d_head), mat(lk, d_head), mat(lk, d_head), mat(rows, 2 * d_head));
+        let mask = Array2::from_shape_fn((1, lk), |(_, j)| j % 4 != 2).index_axis_move(Axis(0), 0);
+        let input = HeadInput { q: q.view(), k: k.view(), v: v.view(), rel_k: table.view(), rel_v: None, key_mask: Some(mask.view()), rope: None, sink: None };
+        let to_mat = |a: &Array2<f32>| -> common::Mat { a.rows().into_iter().map(|r| r.iter().map(|&x| x as f64).collect()).collect() };
+        let want = common::head(&cfg, &to_mat(&q), &to_mat(&k), &to_mat(&v), &to_mat(&table), None, Some(mask.as_slice().unwrap()));
+        for implementation in [Implementation::Efficient, Implementation::Materialized] {
+            let cfg = Config { implementation, ..cfg };
+            let mut t = HeadTrace::default();
+            let z = attend_head(&cfg, &input, Some(&mut t)).unwrap();
+            for (name, got, want, has) in [("c2p", &t.c2p, &want.c2p, terms.c2p()), ("p2c", &t.p2c, &want.p2c, terms.p2c())] {
+                prop_assert_eq!(got.is_some(), has, "{}", name);
+                if let Some(got) = got {
+                    prop_assert!(rel_err(got.iter(), flat(want)) <= TOL, "{implementation:?} {name}");
+                }
+            }
+            prop_assert!(rel_err(t.relative_logits.iter(), flat(&want.relative)) <= TOL, "{implementation:?} relative");
+            prop_assert!(rel_err(t.weights.iter(), flat(&want.weights)) <= TOL, "{implementation:?} weights");
+            prop_assert!(rel_err(z.iter(), flat(&want.z)) <= TOL, "{implementation:?} z");
+            let z = attend_head(&cfg, &input, None).unwrap();
+            prop_assert!(rel_err(z.iter(), flat(&want.z)) <= TOL, "{implementation:?} z without a trace");
+        }
+    }
+}
+
+proptest! {
     #![proptest_config(ProptestConfig { cases: 40, ..ProptestConfig::default() })]
 
     /// The fused forward (src/attention/fused/) on every instruction set this CPU has, over lengths that cross
@@ -176,6 +226,12 @@ proptest! {
         };
         let tol = TOL.max(largest * 1e-7);
         for isa in Isa::ALL.into_iter().filter(|isa| isa.available()) {
+            if cfg.method == Method::Deberta {
+                // No fused kernel for DeBERTa's terms: refused by name (attend_head computes them staged).
+                let refused = attend_head_fused(isa, &cfg, &input).unwrap_err();
+                prop_assert_eq!(refused.field(), "method");
+                continue;
+            }
             let z = attend_head_fused(isa, &cfg, &input).unwrap();
             let e = rel_err(z.iter(), flat(&want.z));
             prop_assert!(e <= tol, "{} {cfg:?} lq {lq} lk {lk} d_head {d_head} d_v {d_v}: {e:e}", isa.name());
@@ -227,6 +283,12 @@ proptest! {
             prop_assert!(close(&finite(&part.logits), &finite(&rows(head(&t.logits)))), "{cfg:?} rows {a}..{b}: logits differ");
             if let Some(bk) = &t.value_buckets {
                 prop_assert!(close(part.value_buckets.as_ref().unwrap(), &rows(head(bk))), "rows {a}..{b}: buckets differ");
+            }
+            for (name, got, whole) in [("c2p", &part.c2p, &t.c2p), ("p2c", &part.p2c, &t.p2c)] {
+                prop_assert_eq!(got.is_some(), whole.is_some(), "{}", name);
+                if let (Some(got), Some(whole)) = (got, whole) {
+                    prop_assert!(close(got, &rows(head(whole))), "{cfg:?} rows {a}..{b}: {name} differs");
+                }
             }
             prop_assert_eq!(part.skew.is_some(), t.skew.is_some());
             if let (Some(got), Some(whole)) = (&part.skew, &t.skew) {

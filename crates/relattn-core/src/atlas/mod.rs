@@ -224,7 +224,7 @@ pub fn summarize_head(layer: &Projected, batch: usize, head: usize, tokens: Opti
 /// absolute positions P_q P_kᵀ·scale with `absolute` = (P W_q, P W_k) of this head.
 fn position_term(layer: &Projected, input: &HeadInput, trace: &HeadTrace, rows: Range<usize>, absolute: Option<&(Array2<f32>, Array2<f32>)>) -> Array2<f32> {
     let cfg = &layer.config;
-    let scale = cfg.logit_scale.factor(input.q.ncols());
+    let scale = cfg.logit_factor(input.q.ncols());
     let method = cfg.method;
     if method.has_relative_term() {
         let r = &trace.relative_logits;

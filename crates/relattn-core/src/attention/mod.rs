@@ -7,6 +7,8 @@
 //! logits          E = (C + S) / sqrt(d_head), −inf where masked (causal, outside the window, padding)
 //!                 ALiBi, T5: E = C / sqrt(d_head) + b(j − i), S = b the bias by distance (added after the scale)
 //!                 RoPE: Q and K rotated by position first (q'_i = R_i q_i), no S
+//!                 DeBERTa: S = c2p + p2c, c2p_ij = q_i · K_r[r(i − j)], p2c_ij = k_j · Q_r[r(i − j)], scaled by
+//!                 1/√(3·d_head) (positions::deberta; staged only: the fused forward and the GPU refuse it)
 //!                 soft-capped (Gemma 2): E ← c·tanh(E / c) before the masks; another scale than 1/√d_head: logit_scale
 //! weights         α = softmax_j(E), a row with every key masked gives zeros; with a sink logit s (gpt-oss),
 //!                 α_ij = exp(E_ij) / (Σ_j exp(E_ij) + exp(s)): the sink takes 1 − Σ_j α_ij and adds no value
@@ -20,6 +22,7 @@ use crate::core::matmul::matmul;
 use crate::core::simd::Isa;
 use crate::core::softmax::softmax_rows_with_sink;
 use crate::error::{Error, Result};
+use crate::positions::deberta::{self, Deberta};
 use crate::positions::music::SkewSteps;
 use crate::positions::rope::{Rope, RopeTable};
 use crate::positions::shaw;
@@ -69,6 +72,9 @@ impl LogitScale {
         }
     }
 }
+
+/// The schemes the fused forward (and the GPU) computes, for a refusal of the others.
+pub const FUSED_METHODS: &str = "shaw, music, rope, alibi, t5 or absolute (deberta is computed stage by stage on the CPU: attend_head, --backend cpu)";
 
 /// What `logit_scale` may be, for its refusals.
 const LOGIT_SCALES: &str = "inv_sqrt_d_head, none, or a factor above 0 and at most 1e4";
@@ -125,6 +131,8 @@ pub struct Config {
     pub rope: Rope,
     /// T5's buckets (method t5).
     pub buckets: Buckets,
+    /// DeBERTa's buckets, span and terms (method deberta).
+    pub deberta: Deberta,
     /// Absolute positions already in x (a captured model's layer): shown, not added again.
     pub positions_in_x: bool,
 }
@@ -146,6 +154,7 @@ impl Default for Config {
             norm_eps: 1e-6,
             rope: Rope::default(),
             buckets: Buckets::default(),
+            deberta: Deberta::default(),
             positions_in_x: false,
         }
     }
@@ -154,7 +163,16 @@ impl Default for Config {
 impl Config {
     /// The position scheme and its options.
     pub fn scheme(&self) -> Scheme {
-        Scheme { method: self.method, clip: self.clip, causal: self.causal, edge: self.edge, rope: self.rope, buckets: self.buckets }
+        Scheme { method: self.method, clip: self.clip, causal: self.causal, edge: self.edge, rope: self.rope, buckets: self.buckets, deberta: self.deberta }
+    }
+
+    /// The factor the logits are multiplied by for heads of width `d_head`: [`LogitScale::factor`], whose usual
+    /// 1/√d_head is 1/√(d_head · (1 + terms)) for DeBERTa ([`Scheme::scale_width`]).
+    pub fn logit_factor(&self, d_head: usize) -> f32 {
+        match self.logit_scale {
+            LogitScale::InvSqrtDHead => LogitScale::InvSqrtDHead.factor(self.scheme().scale_width(d_head)),
+            scale => scale.factor(d_head),
+        }
     }
 
     /// Rows of the relative table ([`Scheme::table_rows`]): 2k+1 for Shaw and bidirectional Music, k+1 for
@@ -220,6 +238,9 @@ pub struct HeadTrace {
     pub out_relative: Array2<f32>,
     /// RoPE's rotated Q (the rows traced) and K (every key), (·, d_head).
     pub rotated: Option<(Array2<f32>, Array2<f32>)>,
+    /// DeBERTa's terms (Lq, Lk), unscaled, when the layer has them: their sum is `relative_logits`.
+    pub c2p: Option<Array2<f32>>,
+    pub p2c: Option<Array2<f32>>,
 }
 
 fn check_head(cfg: &Config, h: &HeadInput) -> Result<()> {
@@ -264,7 +285,8 @@ pub fn attend_head(cfg: &Config, h: &HeadInput, trace: Option<&mut HeadTrace>) -
 /// With neither, the efficient implementation runs fused ([`crate::attention::fused`]: no (Lq, Lk) array);
 /// otherwise stage by stage, each stage a whole (Lq, Lk) array.
 pub fn attend_head_timed(cfg: &Config, h: &HeadInput, trace: Option<&mut HeadTrace>, times: Option<&mut StageTimes>) -> Result<Array2<f32>> {
-    if trace.is_none() && times.is_none() && cfg.implementation == Implementation::Efficient {
+    // DeBERTa has no fused kernel: its forward runs stage by stage.
+    if trace.is_none() && times.is_none() && cfg.implementation == Implementation::Efficient && !cfg.method.disentangles() {
         return attend_head_fused(Isa::best(), cfg, h);
     }
     check_head(cfg, h)?;
@@ -276,8 +298,12 @@ pub fn attend_head_timed(cfg: &Config, h: &HeadInput, trace: Option<&mut HeadTra
 
 /// One head's forward fused ([`fused`]: no (Lq, Lk) array) with the kernels of `isa`; [`attend_head`]
 /// without a trace runs it on the CPU's best ([`Isa::best`]), tests and benchmarks on each. Panics when the
-/// CPU lacks `isa` ([`Isa::available`]).
+/// CPU lacks `isa` ([`Isa::available`]). DeBERTa's terms are refused (field "method"): [`attend_head`] computes them
+/// stage by stage.
 pub fn attend_head_fused(isa: Isa, cfg: &Config, h: &HeadInput) -> Result<Array2<f32>> {
+    if cfg.method.disentangles() {
+        return Err(Error::invalid("method", cfg.method, FUSED_METHODS));
+    }
     check_head(cfg, h)?;
     let rotated = rotate(cfg, h);
     fused::attend_head(isa, cfg, &with_rotated(h, rotated.as_ref()))
@@ -437,6 +463,20 @@ fn staged(cfg: &Config, h: &HeadInput, rows: Range<usize>, mut trace: Option<&mu
 /// ([`positions::relative_logits`]), recording the skew's steps in `trace`.
 fn relative_logits(cfg: &Config, h: &HeadInput, rows: Range<usize>, trace: Option<&mut HeadTrace>) -> Array2<f32> {
     let materialized = cfg.implementation == Implementation::Materialized;
+    if cfg.method.disentangles() {
+        // DeBERTa's terms read K as well as Q: c2p + p2c, each kept in the trace.
+        let block = QueryRows { first: rows.start, lq: h.q.nrows() };
+        let q = h.q.slice(s![rows.clone(), ..]);
+        let (c2p, p2c) = deberta::relative_terms(&cfg.deberta, q, h.k, h.rel_k, block, materialized);
+        let mut sum = Array2::zeros((rows.len(), h.k.nrows()));
+        for term in [&c2p, &p2c].into_iter().flatten() {
+            sum += term;
+        }
+        if let Some(t) = trace {
+            (t.c2p, t.p2c) = (c2p, p2c);
+        }
+        return sum;
+    }
     let skew = trace.map(|t| &mut t.skew);
     positions::relative_logits(&cfg.scheme(), materialized, h.q, h.rel_k, h.k.nrows(), rows, skew)
 }
@@ -456,7 +496,7 @@ fn scale_and_mask(
     key_mask: Option<ArrayView1<bool>>,
     block: QueryRows,
 ) -> Result<()> {
-    let (lk, scale, reach) = (logits.ncols(), cfg.logit_scale.factor(d_head), cfg.reach());
+    let (lk, scale, reach) = (logits.ncols(), cfg.logit_factor(d_head), cfg.reach());
     for (i, mut row) in logits.rows_mut().into_iter().enumerate() {
         let keys = reach.keys(block.query(i), block.lq, lk);
         row.slice_mut(s![keys.clone()]).mapv_inplace(|e| e * scale);

@@ -132,6 +132,8 @@ impl Recorded {
             weights: self.weights,
             value_buckets: if keep_buckets { self.buckets } else { None },
             skew,
+            c2p: None,
+            p2c: None,
             out_content: self.out_content,
             out_relative: self.out_relative,
             rotated,

@@ -71,6 +71,10 @@ impl GpuContext {
     async fn run(&mut self, cfg: &Config, sc: &Scenario, record: bool, profile: bool) -> Result<(Array3<f32>, Option<Trace>, Option<StageTimes>)> {
         let (b, n, d) = sc.dims();
         let (h, dh, dv) = (cfg.heads, sc.d_head, sc.d_v);
+        if cfg.method.disentangles() {
+            // DeBERTa's terms have no kernel here: refused by name, the page computes them on the CPU.
+            return Err(Error::invalid("method", cfg.method, crate::attention::FUSED_METHODS));
+        }
         // Q and K are (n, h·d_head): d_model unless the heads have a width of their own; V and the concatenated
         // heads (n, h·d_v), d_v = d_head unless the values have a width of their own (DeepSeek's multi-head latent
         // attention); the output (n, d_out), w_o's columns (d_model unless the model's w_o says otherwise).

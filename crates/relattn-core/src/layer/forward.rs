@@ -375,6 +375,8 @@ fn assemble(cfg: &Config, sc: &Scenario, traces: Vec<HeadTrace>, Projections { q
         let part = |k: usize| stack_heads(&traces, h, |t| t.rotated.as_ref().map(|r| if k == 0 { &r.0 } else { &r.1 }).expect("every head is rotated"));
         (part(0), part(1))
     });
+    let term = |of: fn(&HeadTrace) -> Option<&Array2<f32>>| of(&traces[0]).is_some().then(|| stack_heads(&traces, h, |t| of(t).expect("every head has it")));
+    let (c2p, p2c) = (term(|t| t.c2p.as_ref()), term(|t| t.p2c.as_ref()));
     let computed = Computed {
         q,
         k,
@@ -385,6 +387,8 @@ fn assemble(cfg: &Config, sc: &Scenario, traces: Vec<HeadTrace>, Projections { q
         weights: stack(|t| &t.weights),
         value_buckets,
         skew,
+        c2p,
+        p2c,
         out_content: stack(|t| &t.out_content),
         out_relative: stack(|t| &t.out_relative),
         rotated,

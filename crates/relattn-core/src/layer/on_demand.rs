@@ -85,7 +85,7 @@ impl Layer {
     /// The layer of `cfg` on `sc`, with the projections and the output its forward pass computed.
     pub fn new(cfg: &Config, scenario: Scenario, projections: Projections, output: Array3<f32>) -> Result<Layer> {
         let rope = scenario.rope_table(cfg);
-        let present = Present { method: cfg.method, rel_v: false, value_buckets: false, skew: false, sinks: false };
+        let present = Present { method: cfg.method, rel_v: false, value_buckets: false, skew: false, sinks: false, c2p: false, p2c: false };
         let mut layer = Layer { config: *cfg, scenario, projections, output, present, rope };
         // The optional stages are the ones the staged path computes (one query row tells).
         let mut probe = HeadTrace::default();
@@ -96,6 +96,8 @@ impl Layer {
             value_buckets: probe.value_buckets.is_some(),
             skew: probe.skew.is_some(),
             sinks: layer.scenario.sinks.is_some(),
+            c2p: probe.c2p.is_some(),
+            p2c: probe.p2c.is_some(),
         };
         Ok(layer)
     }
@@ -246,6 +248,8 @@ impl Layer {
             Stage::SkewPadded => skew().padded.view().into(),
             Stage::SkewReshaped => skew().reshaped.view().into(),
             Stage::SkewSliced => skew().sliced.view().into(),
+            Stage::C2p => t.c2p.as_ref().expect("present").view().into(),
+            Stage::P2c => t.p2c.as_ref().expect("present").view().into(),
             Stage::Logits => t.logits.view().into(),
             Stage::Weights => t.weights.view().into(),
             Stage::SinkShare => sink_share(t.weights.view()).into(),
@@ -312,9 +316,12 @@ mod tests {
             (Method::Music, true, false, 257),
             (Method::Music, false, false, 130),
             (Method::Rope, true, false, 140),
+            (Method::Deberta, false, false, 150),
         ];
         for (method, causal, rel_v, n) in cases {
-            let cfg = Config { method, heads: 2, clip: 5, causal, rel_v, implementation: Implementation::Efficient, ..Config::default() };
+            // DeBERTa's buckets reach past the blocks: exact to ±4, log-spaced to 40, clamped beyond.
+            let deberta = crate::positions::deberta::Deberta { position_buckets: 8, max_relative_positions: 40, ..Default::default() };
+            let cfg = Config { method, heads: 2, clip: 5, causal, rel_v, implementation: Implementation::Efficient, deberta, ..Config::default() };
             let mut given = Arrays::new();
             given.insert("key_mask".into(), ndarray::Array2::from_shape_fn((2, n), |(b, j)| ((b + j) % 7 != 3) as u8 as f32).into_dyn());
             let cfg = if method == Method::Rope {

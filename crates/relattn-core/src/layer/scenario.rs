@@ -80,7 +80,7 @@ pub struct Scenario {
 pub type Arrays = BTreeMap<String, ArrayD<f32>>;
 
 /// The array names a scenario file may hold.
-pub const NAMES: [&str; 21] = [
+pub const NAMES: [&str; 23] = [
     "x",
     "w_q",
     "w_k",
@@ -102,6 +102,8 @@ pub const NAMES: [&str; 21] = [
     "q_norm",
     "k_norm",
     "sinks",
+    "deberta_k_r",
+    "deberta_q_r",
 ];
 
 /// A generator with one stream per array name.
@@ -323,6 +325,14 @@ impl Scenario {
         };
         let rel_k = match cfg.method {
             Method::Shaw | Method::Music => table(logits_table, dh, "d_head")?,
+            Method::Deberta => {
+                // K_r and Q_r (R, d_head) each, for every head or per head, side by side: one row r of the
+                // (R, 2·d_head) table is what both of a pair's terms read (positions::deberta).
+                let (k_r, q_r) = (table(logits_table, dh, "d_head")?, table("deberta_q_r", dh, "d_head")?);
+                let heads = k_r.dim().0.max(q_r.dim().0);
+                let wide = |t: &Array3<f32>| t.broadcast((heads, rows, dh)).expect("1 or h heads").to_owned();
+                ndarray::concatenate(Axis(2), &[wide(&k_r).view(), wide(&q_r).view()]).expect("same heads and rows")
+            }
             Method::Rope | Method::Absolute => Array3::zeros((1, 0, dh)),
             Method::Alibi => match scalars {
                 Some(a) if a.shape() == [cfg.heads] => a.into_shape_with_order((cfg.heads, 1, 1)).expect("h values"),

@@ -56,13 +56,16 @@ pub struct Present {
     pub skew: bool,
     /// The layer has a sink logit per head (gpt-oss): the sink's share of each query's weight.
     pub sinks: bool,
+    /// DeBERTa's terms the layer adds (its `deberta_terms`), each a stage.
+    pub c2p: bool,
+    pub p2c: bool,
 }
 
 impl Present {
     /// The fullest layer of a scheme: a^V on or off (`values`; the value buckets with it, the efficient
     /// implementation), the skew's steps when the scheme skews (as many queries as keys).
     fn fullest(method: Method, values: bool) -> Present {
-        Present { method, rel_v: values, value_buckets: values, skew: method.skews(), sinks: false }
+        Present { method, rel_v: values, value_buckets: values, skew: method.skews(), sinks: false, c2p: method.disentangles(), p2c: method.disentangles() }
     }
 
     pub fn has(&self, s: Stage) -> bool {
@@ -78,6 +81,8 @@ impl Present {
             Stage::ValueBuckets => self.value_buckets,
             Stage::SinkShare => self.sinks,
             Stage::SkewQer | Stage::SkewPadded | Stage::SkewReshaped | Stage::SkewSliced => self.skew,
+            Stage::C2p => self.c2p,
+            Stage::P2c => self.p2c,
             _ => true,
         }
     }
@@ -98,6 +103,7 @@ impl Present {
             Stage::SkewQer | Stage::SkewPadded | Stage::SkewReshaped | Stage::SkewSliced => " (efficient, with as many queries as keys)",
             Stage::RelV | Stage::OutputRelative => " (with a^V on)",
             Stage::ValueBuckets => " (with a^V on, efficient)",
+            Stage::C2p | Stage::P2c => " (with the term among its deberta_terms)",
             _ => "",
         };
         let schemes = match having.split_last() {
@@ -352,7 +358,7 @@ impl Stage {
     /// and weights and the terms that make them (content, relative, the skew's slice); not the distances,
     /// rows or kernels, which say what a pair would read.
     pub fn masked_when_causal(self) -> bool {
-        matches!(self, Stage::ContentLogits | Stage::RelativeLogits | Stage::SkewSliced | Stage::Logits | Stage::Weights)
+        matches!(self, Stage::ContentLogits | Stage::RelativeLogits | Stage::SkewSliced | Stage::C2p | Stage::P2c | Stage::Logits | Stage::Weights)
     }
 
     /// Whether a layer of this variant has the stage (skew steps: a scheme that skews; w^V stages: a value term).
@@ -391,7 +397,7 @@ mod tests {
         let shaw = Config { rel_v: true, ..Config::default() };
         let music = Config { method: Method::Music, causal: true, ..Config::default() };
         let pairs: Vec<&str> = Stage::ALL.iter().filter(|s| s.meta(&shaw, false).pairs).map(|s| s.name()).collect();
-        assert_eq!(pairs, ["distances", "rel_index", "rope_kernel", "content_logits", "skew_sliced", "relative_logits", "logits", "weights"]);
+        assert_eq!(pairs, ["distances", "rel_index", "rope_kernel", "content_logits", "skew_sliced", "c2p", "p2c", "relative_logits", "logits", "weights"]);
         assert!(!Stage::Output.meta(&shaw, false).per_head && Stage::Output.meta(&shaw, false).per_batch);
         assert!(Stage::RelK.meta(&music, true).per_head && !Stage::RelK.meta(&music, false).per_head);
         assert!("attention".parse::<Stage>().is_err());
@@ -400,10 +406,11 @@ mod tests {
     /// A stage the layer has not is refused with the schemes whose layers have it, read from the schemes.
     #[test]
     fn a_missing_stage_names_the_schemes_that_have_it() {
-        let rope = Present { method: Method::Rope, rel_v: false, value_buckets: false, skew: false, sinks: false };
+        let rope = Present { method: Method::Rope, rel_v: false, value_buckets: false, skew: false, sinks: false, c2p: false, p2c: false };
         assert!(rope.check(Stage::RotatedQ).is_ok());
         let said = |s: Stage| rope.check(s).unwrap_err().to_string();
-        assert!(said(Stage::RelIndex).contains("only Shaw et al. 2018, Music Transformer and T5 buckets layers have it"), "{}", said(Stage::RelIndex));
+        assert!(said(Stage::RelIndex).contains("only Shaw et al. 2018, Music Transformer, T5 buckets and DeBERTa layers have it"), "{}", said(Stage::RelIndex));
+        assert!(said(Stage::P2c).contains("only DeBERTa layers have it (with the term"), "{}", said(Stage::P2c));
         assert!(said(Stage::SkewSliced).contains("only Music Transformer layers have it (efficient"), "{}", said(Stage::SkewSliced));
         assert!(said(Stage::Slopes).contains("only ALiBi layers have it"), "{}", said(Stage::Slopes));
         assert!(said(Stage::RelV).contains("only Shaw et al. 2018 layers have it (with a^V on)"), "{}", said(Stage::RelV));

@@ -56,6 +56,9 @@ pub struct Trace {
     /// (b, h, Lq, R).
     pub value_buckets: Option<Array4<f32>>,
     pub skew: Option<SkewTrace>,
+    /// DeBERTa's terms, (b, h, Lq, Lk) each, when the layer has them.
+    pub c2p: Option<Array4<f32>>,
+    pub p2c: Option<Array4<f32>>,
     /// (b, h, Lq, d_v) each.
     pub out_content: Array4<f32>,
     pub out_relative: Array4<f32>,
@@ -90,6 +93,9 @@ pub struct Computed {
     pub value_buckets: Option<Array4<f32>>,
     /// The Music Transformer's skew steps, efficient implementation only.
     pub skew: Option<SkewTrace>,
+    /// DeBERTa's terms, (b, h, Lq, Lk) each, when the layer has them.
+    pub c2p: Option<Array4<f32>>,
+    pub p2c: Option<Array4<f32>>,
     /// (b, h, Lq, d_v) each.
     pub out_content: Array4<f32>,
     pub out_relative: Array4<f32>,
@@ -104,8 +110,24 @@ impl Trace {
     /// The trace of `computed` for `cfg` on `sc`: the CPU's and the GPU's are assembled here alike, with
     /// the distances j − i, the table rows they read, the tables and x taken from the inputs.
     pub fn assemble(cfg: &Config, sc: &Scenario, computed: Computed) -> Trace {
-        let Computed { q, k, v, content_logits, relative_logits, logits, weights, value_buckets, skew, out_content, out_relative, rotated, heads, output } =
-            computed;
+        let Computed {
+            q,
+            k,
+            v,
+            content_logits,
+            relative_logits,
+            logits,
+            weights,
+            value_buckets,
+            skew,
+            c2p,
+            p2c,
+            out_content,
+            out_relative,
+            rotated,
+            heads,
+            output,
+        } = computed;
         let (_, n, _) = sc.dims();
         Trace {
             config: *cfg,
@@ -123,6 +145,8 @@ impl Trace {
             weights,
             value_buckets,
             skew,
+            c2p,
+            p2c,
             out_content,
             out_relative,
             rotated,
@@ -216,7 +240,7 @@ impl Trace {
             one(q);
             one(k);
         }
-        if let Some(b) = self.value_buckets.as_mut() {
+        for b in [&mut self.value_buckets, &mut self.c2p, &mut self.p2c].into_iter().flatten() {
             one(b);
         }
         if let Some(s) = self.skew.as_mut() {
@@ -264,6 +288,8 @@ impl Trace {
             value_buckets: self.value_buckets.is_some(),
             skew: self.skew.is_some(),
             sinks: self.sinks.is_some(),
+            c2p: self.c2p.is_some(),
+            p2c: self.p2c.is_some(),
         }
     }
 
@@ -303,6 +329,8 @@ impl Trace {
             Stage::SkewPadded => bh(&skew().padded),
             Stage::SkewReshaped => bh(&skew().reshaped),
             Stage::SkewSliced => bh(&skew().sliced),
+            Stage::C2p => bh(self.c2p.as_ref().expect("checked present")),
+            Stage::P2c => bh(self.p2c.as_ref().expect("checked present")),
             Stage::Logits => bh(&self.logits),
             Stage::Weights => bh(&self.weights),
             Stage::SinkShare => sink_share(bh(&self.weights).view()).into(),
@@ -321,7 +349,7 @@ impl Trace {
 
     /// Every array of the trace under its name: the stage names plus `x`, `q`, `k`, `v`, `heads` (the names of
     /// [`Trace::write_npz`] and of the Python package's dictionaries). The Music Transformer's table is also
-    /// under `e_r`, ALiBi's as `alibi_slopes` and T5's as `t5_bias`; the stages a scheme computes from its
+    /// under `e_r`, ALiBi's as `alibi_slopes`, T5's as `t5_bias` and DeBERTa's halves as `deberta_k_r` and `deberta_q_r`; the stages a scheme computes from its
     /// options (slopes, RoPE's angles and kernel, the absolute positions) are made here.
     pub fn arrays(&self) -> Result<Vec<(&'static str, Named<'_>)>> {
         fn f(a: ArrayViewD<'_, f32>) -> Named<'_> {
@@ -330,7 +358,12 @@ impl Trace {
         let mut out = vec![("distances", Named::I64(self.distances.view().into_dyn())), ("rel_index", Named::I64(self.rel_index.view().into_dyn()))];
         out.push(("rel_k", f(self.rel_k.view().into_dyn())));
         let (logits_table, _) = self.config.method.table_names();
-        if !logits_table.is_empty() && logits_table != "rel_k" {
+        if self.config.method.disentangles() {
+            // DeBERTa's [K_r | Q_r] under the names a scenario file gives them.
+            let dh = self.rel_k.dim().2 / 2;
+            out.push((logits_table, f(self.rel_k.slice(s![.., .., ..dh]).into_dyn())));
+            out.push(("deberta_q_r", f(self.rel_k.slice(s![.., .., dh..]).into_dyn())));
+        } else if !logits_table.is_empty() && logits_table != "rel_k" {
             out.push((logits_table, f(self.rel_k.view().into_dyn())));
         }
         for stage in [Stage::Slopes, Stage::RopeAngles, Stage::RopeKernel, Stage::Positions].into_iter().filter(|&st| self.present().has(st)) {
@@ -379,6 +412,7 @@ impl Trace {
         if let Some((q, k)) = &self.rotated {
             four.extend([("rotated_q", q), ("rotated_k", k)]);
         }
+        four.extend([("c2p", &self.c2p), ("p2c", &self.p2c)].into_iter().filter_map(|(name, a)| a.as_ref().map(|a| (name, a))));
         out.extend(four.into_iter().map(|(name, a)| (name, f(a.view().into_dyn()))));
         Ok(out)
     }

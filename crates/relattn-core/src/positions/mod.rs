@@ -6,13 +6,15 @@
 //! - [`music`]: the Music Transformer's skew (Huang et al. 2018), masked and unmasked;
 //! - [`rope`]: rotary embeddings (Su et al. 2021), which rotate q and k and add no term of their own;
 //! - [`alibi`]: ALiBi's per-head linear penalty on the distance (Press et al. 2022);
-//! - [`t5`]: T5's learned scalar per bucket of distances (Raffel et al. 2020).
+//! - [`t5`]: T5's learned scalar per bucket of distances (Raffel et al. 2020);
+//! - [`deberta`]: DeBERTa's disentangled attention (He et al. 2021): content-to-position and position-to-content terms.
 //!
 //! [`Method`] names the schemes and [`Scheme`] is one with its options: their methods are the one place that says what each scheme is made of, and
 //! [`relative_logits`] and [`Scheme::distance_bias`] compute each scheme's term, so the rest of the crate asks rather than matches.
 
 pub mod absolute;
 pub mod alibi;
+pub mod deberta;
 pub mod music;
 pub mod rope;
 pub mod shaw;
@@ -22,6 +24,7 @@ pub mod table;
 use crate::core::matmul::matmul;
 use crate::error::{Error, Result};
 use crate::stage::{PairLabels, Stage, StageText, LOGITS_TITLE};
+use deberta::Deberta;
 use music::SkewSteps;
 use ndarray::{s, Array1, Array2, ArrayView2, Zip};
 use rope::Rope;
@@ -49,11 +52,13 @@ pub enum Method {
     T5,
     /// Vaswani et al. 2017: sinusoids added to x before the projections; no position term in attention.
     Absolute,
+    /// He et al. 2021 (DeBERTa): c2p q_i·K_r[r(i − j)] and p2c k_j·Q_r[r(i − j)] added, scaled by 1/√(3·d_head).
+    Deberta,
 }
 
 impl Method {
     /// Every scheme, in the order the page and the tables show them: the baseline, then by year.
-    pub const ALL: [Method; 6] = [Method::Absolute, Method::Shaw, Method::Music, Method::Rope, Method::Alibi, Method::T5];
+    pub const ALL: [Method; 7] = [Method::Absolute, Method::Shaw, Method::Music, Method::Rope, Method::Alibi, Method::T5, Method::Deberta];
 
     /// The scheme's name in files, messages and on the command line (serde's lowercase of the variant: tested).
     pub fn name(self) -> &'static str {
@@ -64,12 +69,14 @@ impl Method {
             Method::Alibi => "alibi",
             Method::T5 => "t5",
             Method::Absolute => "absolute",
+            Method::Deberta => "deberta",
         }
     }
 
     /// The scheme's tables under the names a scenario file gives them: the logits' table (Shaw's w^K as
     /// `rel_k`, the Music Transformer's `e_r`, ALiBi's slopes, T5's bias per bucket) and the values' table, if
-    /// the scheme has one (Shaw's `rel_v`). RoPE and absolute positions have none (the name is never read).
+    /// the scheme has one (Shaw's `rel_v`); DeBERTa's K_r (its Q_r is [`Method::array_names`]'s own). RoPE and
+    /// absolute positions have none (the name is never read).
     pub fn table_names(self) -> (&'static str, Option<&'static str>) {
         match self {
             Method::Shaw => ("rel_k", Some("rel_v")),
@@ -78,6 +85,7 @@ impl Method {
             Method::Alibi => ("alibi_slopes", None),
             Method::T5 => ("t5_bias", None),
             Method::Absolute => ("", None),
+            Method::Deberta => ("deberta_k_r", None),
         }
     }
 
@@ -88,6 +96,7 @@ impl Method {
         let own: &[&'static str] = match self {
             Method::Rope => &["rope_cos", "rope_sin"],
             Method::Absolute => &["positions"],
+            Method::Deberta => &["deberta_q_r"],
             _ => &[],
         };
         [logits].into_iter().chain(values).filter(|t| !t.is_empty()).chain(own.iter().copied()).collect()
@@ -103,6 +112,7 @@ impl Method {
             "edge" => self.skews(),
             "rope_base" | "rope_fraction" | "rope_layout" | "rope_scale" => self.rotates(),
             "t5_buckets" | "t5_max_distance" => self.buckets(),
+            "position_buckets" | "max_relative_positions" | "deberta_terms" => self.disentangles(),
             "positions_in_x" => self.adds_to_input(),
             _ => true,
         }
@@ -128,6 +138,12 @@ impl Method {
     /// Whether the scheme sorts j − i into buckets, exact near and log-spaced far (T5).
     pub fn buckets(self) -> bool {
         self == Method::T5
+    }
+
+    /// Whether the scheme adds DeBERTa's disentangled terms (c2p, p2c), each its own stage, from a table of
+    /// [K_r | Q_r] rows that the query's and the key's content both read.
+    pub fn disentangles(self) -> bool {
+        self == Method::Deberta
     }
 
     /// Whether the scheme rotates q and k (RoPE) instead of adding a term.
@@ -160,9 +176,9 @@ impl Method {
     }
 
     /// Whether the scheme reads a row of a learned table per pair, shown as the index matrix: Shaw's and E_r's
-    /// rows, T5's buckets (the table is the `rel_k` stage, and parameters of a trained model).
+    /// rows, T5's buckets, DeBERTa's bucketed rows (the table is the `rel_k` stage, and parameters of a trained model).
     pub fn has_index(self) -> bool {
-        matches!(self, Method::Shaw | Method::Music | Method::T5)
+        matches!(self, Method::Shaw | Method::Music | Method::T5 | Method::Deberta)
     }
 
     /// Whether the scheme can add a value term (Shaw's a^V: w^V at clip(j − i), weighted into the output).
@@ -181,6 +197,7 @@ impl Method {
             Method::Alibi => alibi::describe(stage, causal),
             Method::T5 => t5::describe(stage),
             Method::Absolute => absolute::describe(stage),
+            Method::Deberta => deberta::describe(stage),
         }
     }
 
@@ -200,6 +217,7 @@ impl Method {
             Method::Alibi => alibi::pair_labels(),
             Method::T5 => t5::pair_labels(),
             Method::Absolute => absolute::pair_labels(),
+            Method::Deberta => deberta::pair_labels(),
         }
     }
 
@@ -212,6 +230,7 @@ impl Method {
             Method::Alibi => "ALiBi",
             Method::T5 => "T5 buckets",
             Method::Absolute => "absolute (sinusoidal)",
+            Method::Deberta => "DeBERTa",
         }
     }
 }
@@ -262,6 +281,7 @@ pub struct Scheme {
     pub edge: Edge,
     pub rope: Rope,
     pub buckets: Buckets,
+    pub deberta: Deberta,
 }
 
 impl Scheme {
@@ -285,6 +305,7 @@ impl Scheme {
             Method::Rope | Method::Absolute => 0,
             Method::Alibi => 1,
             Method::T5 => self.buckets.count,
+            Method::Deberta => self.deberta.rows(),
         }
     }
 
@@ -306,12 +327,15 @@ impl Scheme {
             (Method::Rope | Method::Absolute, _) => "0",
             (Method::Alibi, _) => "1",
             (Method::T5, _) => "buckets",
+            (Method::Deberta, _) => "2S",
         }
     }
 
-    /// Columns of each table row: d_head for a vector table, 1 for a scalar one.
+    /// Columns of each table row: d_head for a vector table, 1 for a scalar one, 2·d_head for DeBERTa's [K_r | Q_r].
     pub fn table_width(&self, d_head: usize) -> usize {
-        if !matches!(self.method, Method::Alibi | Method::T5) {
+        if self.method.disentangles() {
+            2 * d_head
+        } else if !matches!(self.method, Method::Alibi | Method::T5) {
             d_head
         } else {
             1
@@ -323,6 +347,7 @@ impl Scheme {
         match self.method {
             Method::Rope => self.rope.check(d_head),
             Method::T5 => self.buckets.check(self.causal),
+            Method::Deberta => self.deberta.check(),
             _ => Ok(()),
         }
     }
@@ -332,6 +357,7 @@ impl Scheme {
     pub fn row(&self, d: isize) -> Option<usize> {
         match self.method {
             Method::T5 => Some(self.buckets.bucket(d, self.causal)),
+            Method::Deberta => Some(self.deberta.row(-d)),
             Method::Alibi | Method::Rope | Method::Absolute => None,
             _ => self.layout().row(d),
         }
@@ -354,6 +380,7 @@ impl Scheme {
                     None => 0..0,
                 }
             }
+            Method::Deberta => deberta::readers(&self.deberta, r, i, lq, lk),
             _ => self.layout().readers(r, i, lq, lk),
         }
     }
@@ -374,6 +401,16 @@ impl Scheme {
             Method::Alibi => Some(Array1::from_shape_fn(lq + lk - 1, |x| alibi::bias(table[[0, 0]], at(x), self.causal))),
             Method::T5 => Some(Array1::from_shape_fn(lq + lk - 1, |x| table[[self.buckets.bucket(at(x), self.causal), 0]])),
             _ => None,
+        }
+    }
+
+    /// The d of the logits' usual scale 1/√d: d_head, or d_head · (1 + the position terms) for DeBERTa (Hugging
+    /// Face's `scale_factor`: 3·d_head with c2p and p2c), whose position terms are added before the scale.
+    pub fn scale_width(&self, d_head: usize) -> usize {
+        if self.method.disentangles() {
+            d_head * (1 + self.deberta.terms.count())
+        } else {
+            d_head
         }
     }
 

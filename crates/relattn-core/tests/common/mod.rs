@@ -8,6 +8,7 @@ pub mod fixture;
 
 use proptest::prelude::*;
 use relattn_core::attention::LogitScale;
+use relattn_core::positions::deberta::{Deberta, Terms};
 use relattn_core::positions::rope::{PairLayout, Rope};
 use relattn_core::positions::t5::Buckets;
 use relattn_core::{Config, Edge, Implementation, Method, Scenario};
@@ -18,6 +19,9 @@ pub type Mat = Vec<Vec<f64>>;
 /// One head's results by definition.
 pub struct HeadRef {
     pub relative: Mat,
+    /// DeBERTa's terms (zeros for the other schemes and for a term the layer leaves out).
+    pub c2p: Mat,
+    pub p2c: Mat,
     pub weights: Mat,
     pub z: Mat,
     /// Which cells are masked.
@@ -39,6 +43,22 @@ pub fn table_row(cfg: &Config, d: i64) -> Option<usize> {
         (Method::Shaw, _) | (Method::Music, Edge::Clip) => Some((d.clamp(lo, hi) - lo) as usize),
         _ => None,
     }
+}
+
+/// DeBERTa's row of δ = i − j, Hugging Face's `make_log_bucket_position` and clamp written out again (float32 as
+/// torch computes the log): S = buckets or max_relative_positions; with buckets, m = buckets / 2, |δ| ≤ m keeps δ,
+/// farther sign(δ)·(⌈ln(|δ|/m) / ln((P − 1)/m)·(m − 1)⌉ + m); then clamp(· + S, 0, 2S − 1).
+pub fn deberta_row(d: &Deberta, delta: i64) -> usize {
+    let (b, p) = (d.position_buckets as i64, d.max_relative_positions as i64);
+    let span = if b > 0 { b } else { p };
+    let mut pos = delta;
+    if b > 0 && p > 0 {
+        let mid = b / 2;
+        let abs = if delta < mid && delta > -mid { mid - 1 } else { delta.abs() };
+        let log = ((abs as f32 / mid as f32).ln() / (((p - 1) as f64 / mid as f64) as f32).ln() * (mid - 1) as f32).ceil() + mid as f32;
+        pos = if abs <= mid { delta } else { (log * delta.signum() as f32) as i64 };
+    }
+    (pos + span).clamp(0, 2 * span - 1) as usize
 }
 
 /// RoPE by Su et al.'s definition: row r of `x` (at position `first + r`) with pair p = (a, b) turned by the
@@ -120,13 +140,26 @@ pub fn head_with_sink(cfg: &Config, q: &Mat, k: &Mat, v: &Mat, rel_k: &Mat, rel_
         (q, k)
     };
     let zero = vec![0.0; dh];
-    let mut out =
-        HeadRef { relative: vec![vec![0.0; lk]; lq], weights: vec![vec![0.0; lk]; lq], z: vec![vec![0.0; dv]; lq], masked: vec![vec![false; lk]; lq] };
+    let mut out = HeadRef {
+        relative: vec![vec![0.0; lk]; lq],
+        c2p: vec![vec![0.0; lk]; lq],
+        p2c: vec![vec![0.0; lk]; lq],
+        weights: vec![vec![0.0; lk]; lq],
+        z: vec![vec![0.0; dv]; lq],
+        masked: vec![vec![false; lk]; lq],
+    };
     for i in 0..lq {
         let mut e = vec![f64::NEG_INFINITY; lk];
         for j in 0..lk {
             let d = j as i64 - (i as i64 + lk as i64 - lq as i64);
+            if cfg.method == Method::Deberta {
+                // K_r is the table's first d_head columns, Q_r the rest; δ = i − j.
+                let r = &rel_k[deberta_row(&cfg.deberta, -d)];
+                out.c2p[i][j] = if cfg.deberta.terms.c2p() { dot(&q[i], &r[..dh]) } else { 0.0 };
+                out.p2c[i][j] = if cfg.deberta.terms.p2c() { dot(&k[j], &r[dh..]) } else { 0.0 };
+            }
             out.relative[i][j] = match cfg.method {
+                Method::Deberta => out.c2p[i][j] + out.p2c[i][j],
                 Method::Shaw | Method::Music => dot(&q[i], table_row(cfg, d).map_or(&zero, |r| &rel_k[r])),
                 Method::Alibi if cfg.causal => rel_k[0][0] * d as f64,
                 Method::Alibi => -rel_k[0][0] * d.abs() as f64,
@@ -139,6 +172,7 @@ pub fn head_with_sink(cfg: &Config, q: &Mat, k: &Mat, v: &Mat, rel_k: &Mat, rel_
                 let content = if cfg.content { dot(&q[i], &k[j]) } else { 0.0 };
                 let scale = match cfg.logit_scale {
                     LogitScale::None => 1.0,
+                    LogitScale::InvSqrtDHead if cfg.method == Method::Deberta => 1.0 / ((dh * (1 + cfg.deberta.terms.count())) as f64).sqrt(),
                     LogitScale::InvSqrtDHead => 1.0 / (dh as f64).sqrt(),
                     LogitScale::Factor(f) => f as f64,
                 };
@@ -265,17 +299,30 @@ pub fn flat(m: &Mat) -> Vec<f64> {
 
 /// Random configurations: every method, `heads` and `clip` in the given ranges, causal or not, a^V on or
 /// off, either edge, the content term on (3 in 4) or off, the logits scaled by 1/√d_head (2 in 4), by 0.3 (1 in 4) or not, a window, a soft-cap, RoPE's options (base, fraction, layout, scale) and
-/// T5's buckets; the efficient implementation. The d_head of the tests (≥ 2) leaves RoPE a pair at any
+/// T5's buckets, DeBERTa's buckets and terms; the efficient implementation. The d_head of the tests (≥ 2) leaves RoPE a pair at any
 /// fraction drawn here (½ or 1).
 pub fn configs(heads: RangeInclusive<usize>, clip: RangeInclusive<usize>) -> impl Strategy<Value = Config> {
     let flags = (any::<bool>(), any::<bool>(), any::<bool>(), 0..4u8, 0..4u8, any::<bool>());
     let rope = (prop_oneof![Just(10000.0f32), Just(50.0)], any::<bool>(), any::<bool>(), prop_oneof![Just(1.0f32), Just(2.5)]);
     let buckets = prop_oneof![Just((4, 5)), Just((8, 20)), Just((32, 128))];
+    // DeBERTa: plain clipping at a small span, small and v3's log buckets, each set of terms.
+    let terms = prop_oneof![Just(Terms::Both), Just(Terms::C2p), Just(Terms::P2c)];
+    let deberta = (prop_oneof![Just((0, 3)), Just((0, 1)), Just((6, 9)), Just((4, 40)), Just((256, 512))], terms)
+        .prop_map(|((position_buckets, max_relative_positions), terms)| Deberta { position_buckets, max_relative_positions, terms });
     // A window in 1 of 3, a soft-cap in 1 of 4, a factor of its own in 1 of 4 of the scaled ones.
     let window = prop_oneof![2 => Just(None), 1 => prop_oneof![1..6usize, Just(70), Just(600)].prop_map(Some)];
     let softcap = prop_oneof![3 => Just(None), 1 => Just(Some(1.5f32))];
-    (0..Method::ALL.len(), heads, clip, flags, rope, buckets, (window, softcap)).prop_map(
-        |(method, heads, clip, (causal, rel_v, clip_edge, content, unscaled, in_x), (base, half, partial, scale), (count, max_distance), (window, softcap))| {
+    (0..Method::ALL.len(), heads, clip, flags, rope, buckets, (window, softcap), deberta).prop_map(
+        |(
+            method,
+            heads,
+            clip,
+            (causal, rel_v, clip_edge, content, unscaled, in_x),
+            (base, half, partial, scale),
+            (count, max_distance),
+            (window, softcap),
+            deberta,
+        )| {
             Config {
                 method: Method::ALL[method],
                 heads,
@@ -295,6 +342,7 @@ pub fn configs(heads: RangeInclusive<usize>, clip: RangeInclusive<usize>) -> imp
                 norm_eps: 1e-6,
                 rope: Rope { base, fraction: if partial { 0.5 } else { 1.0 }, layout: if half { PairLayout::Half } else { PairLayout::Interleaved }, scale },
                 buckets: Buckets { count, max_distance },
+                deberta,
                 positions_in_x: in_x,
             }
         },

@@ -90,15 +90,15 @@ impl Text {
     }
 }
 
-/// The pictures of the layer's scheme, in the order a lecture shows them (none for Shaw's and the Music
-/// Transformer's, whose stages are their pictures).
+/// The pictures of the layer's scheme, in the order a lecture shows them (none for Shaw's, the Music
+/// Transformer's and DeBERTa's, whose stages are their pictures).
 pub fn of(inputs: &Inputs) -> Vec<Picture> {
     match inputs.config.method {
         Method::Rope => rope::pictures(inputs),
         Method::Alibi => alibi::pictures(inputs),
         Method::T5 => t5::pictures(inputs),
         Method::Absolute => absolute::pictures(inputs),
-        Method::Shaw | Method::Music => Vec::new(),
+        Method::Shaw | Method::Music | Method::Deberta => Vec::new(),
     }
 }
 
@@ -138,6 +138,19 @@ fn scheme_stated(inputs: &Inputs, masking: &str) -> String {
         Method::Rope => rope::stated(inputs),
         Method::Alibi => alibi::stated(inputs),
         Method::T5 => t5::stated(inputs),
+        Method::Deberta => {
+            let d = cfg.deberta;
+            let rows = match d.position_buckets {
+                0 => format!("δ = i − j clipped to ±{} (tables of {} rows)", d.max_relative_positions, d.rows()),
+                b => format!("{b} log buckets up to {} (tables of {} rows)", d.max_relative_positions, d.rows()),
+            };
+            let terms = match d.terms {
+                relattn_core::positions::deberta::Terms::Both => "c2p + p2c",
+                relattn_core::positions::deberta::Terms::C2p => "c2p only",
+                relattn_core::positions::deberta::Terms::P2c => "p2c only",
+            };
+            format!("DeBERTa: {rows}, {terms}, {masking}")
+        }
         Method::Absolute => absolute::stated(inputs),
     }
 }
