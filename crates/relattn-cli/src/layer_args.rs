@@ -57,9 +57,9 @@ impl LayerArgs {
     ) -> relattn::Result<(Config, Scenario, u64, Option<CaptureInfo>)> {
         let (cfg, spec, arrays, per_head, capture) = self.resolve()?;
         let sizes = sizes_of(&arrays, &spec)?;
-        relattn::layer::scenario::check_config(&cfg, &sizes, &arrays)?;
+        let widths = relattn::layer::scenario::check_config(&cfg, &sizes, &arrays)?;
         let limit = self.budget();
-        let request = Sizes { batch: sizes.batch, n: sizes.n, d_model: sizes.d_model, per_head_tables: per_head, trace, parallel };
+        let request = Sizes { batch: sizes.batch, n: sizes.n, d_model: sizes.d_model, per_head_tables: per_head, trace, parallel, widths: Some(widths) };
         let estimate = forward::check_budget(&cfg, &request, extra, limit)?;
         Ok((cfg, Scenario::build(&cfg, &spec, arrays, per_head)?, estimate, capture))
     }

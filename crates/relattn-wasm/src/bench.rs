@@ -29,7 +29,7 @@ impl Bench {
         let options: LayerOptions =
             serde_wasm_bindgen::from_value(options).map_err(|e| js_error("options", ErrorKind::Invalid, &format!("invalid options: {e}")))?;
         let Resolved { config: cfg, spec, arrays, per_head_tables } = options.resolve(&LIMITS).map_err(to_js)?;
-        let sizes = forward::Sizes { batch: spec.batch, n: spec.n, d_model: spec.d_model, per_head_tables, trace: false, parallel: 1 };
+        let sizes = forward::Sizes { batch: spec.batch, n: spec.n, d_model: spec.d_model, per_head_tables, trace: false, parallel: 1, widths: None };
         forward::check_budget(&cfg, &sizes, |_, _| Some(0), MEMORY_LIMIT).map_err(to_js)?;
         let sc = Scenario::build(&cfg, &spec, arrays, per_head_tables).map_err(to_js)?;
         Ok(Bench { cfg, sc, rgba: Vec::new() })

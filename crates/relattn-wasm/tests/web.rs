@@ -312,7 +312,7 @@ async fn property_every_setting_gives_a_trace_or_a_named_error() {
                 ..Config::default()
             };
             let sp = Spec { n: n as usize, d_model: d_model as usize, batch: batch_size.max(1.0) as usize, seed: 0 };
-            if page_bytes(&cfg, &sp, per_head).is_some_and(|b| b <= MEMORY_LIMIT) {
+            if page_bytes(&cfg, &sp, per_head, None).is_some_and(|b| b <= MEMORY_LIMIT) {
                 continue;
             }
         }
@@ -381,7 +381,7 @@ async fn the_memory_budget_refuses_every_big_setting_before_allocating() {
     let cfg = Config { method: Method::Music, heads: 2, clip: 4096, rel_v: true, ..Config::default() };
     let mut last = 0;
     for n in [1, 16, 256, 1024, 4096, 8192] {
-        let b = page_bytes(&cfg, &Spec { n, d_model: 64, batch: 1, seed: 0 }, true).unwrap();
+        let b = page_bytes(&cfg, &Spec { n, d_model: 64, batch: 1, seed: 0 }, true, None).unwrap();
         assert!(b > last);
         last = b;
     }

@@ -390,7 +390,7 @@ fn property_every_setting_gives_a_session_or_a_named_error() {
         {
             let cfg = Config { method, heads: heads as usize, clip: clip as usize, causal, rel_v, ..Config::default() };
             let spec = Spec { n: n as usize, d_model: d_model as usize, batch: batch_size.max(1.0) as usize, seed: 0 };
-            if page_bytes(&cfg, &spec, per_head).is_some_and(|b| b <= MEMORY_LIMIT) {
+            if page_bytes(&cfg, &spec, per_head, None).is_some_and(|b| b <= MEMORY_LIMIT) {
                 continue;
             }
         }
@@ -435,7 +435,7 @@ fn the_memory_budget_refuses_every_big_setting() {
     let cfg = Config { method: Method::Music, heads: 2, clip: 4096, rel_v: true, ..Config::default() };
     let mut last = 0;
     for n in [1, 16, 256, 1024, 4096, 8192] {
-        let b = page_bytes(&cfg, &Spec { n, d_model: 64, batch: 1, seed: 0 }, true).unwrap();
+        let b = page_bytes(&cfg, &Spec { n, d_model: 64, batch: 1, seed: 0 }, true, None).unwrap();
         assert!(b > last);
         last = b;
     }

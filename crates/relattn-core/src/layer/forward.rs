@@ -14,7 +14,7 @@ use crate::attention::fused;
 use crate::core::finite::check_overflow;
 use crate::core::matmul::matmul_add_rows_parallel;
 use crate::error::{Bytes, Error, Result};
-use crate::layer::scenario::{repeat_kv, Scenario};
+use crate::layer::scenario::{repeat_kv, Scenario, Widths};
 use crate::layer::trace::{stack_heads, Computed, SkewTrace, Trace};
 use crate::positions::absolute;
 use crate::positions::rope::RopeTable;
@@ -36,6 +36,8 @@ pub struct Sizes {
     pub trace: bool,
     /// Heads computed at once (rayon's threads natively, 1 in wasm).
     pub parallel: usize,
+    /// The widths a file's arrays give ([`check_config`]); `None`: a generated layer's, [`Widths::of_model`].
+    pub widths: Option<Widths>,
 }
 
 /// Σ over `terms` of the product of each term's factors, or `None` when a product or the sum overflows.
@@ -44,26 +46,29 @@ fn sum_of_products(terms: &[&[u64]]) -> Option<u64> {
 }
 
 /// Bytes a request needs at its peak, or `None` when that overflows u64 (then it fits no budget). Counted
-/// in f32s (i64 arrays as two), with b, n, d = d_model, h heads, d_h = d / h, R table rows (2k+1, or k+1
-/// for causal Music), t = 1 or h tables, L' = the skew's width (n causal, 2n − 1 bidirectional; 0 for
-/// Shaw), P = heads at once:
+/// in f32s (i64 arrays as two), with b, n, d = d_model, h heads, d_h the heads' query/key width and d_v their
+/// value width (d / h unless the arrays say otherwise, [`Widths`]), q = h·d_h, v = h·d_v, o = the output's width
+/// (d unless w_o says otherwise), w = max(q, v, o), R table rows (2k+1, or k+1 for causal Music), t = 1 or h
+/// tables, L' = the skew's width (n causal, 2n − 1 bidirectional; 0 for Shaw), P = heads at once (d_h below
+/// stands for max(d_h, d_v) where a head holds either):
 ///
 /// ```text
-/// inputs      b·n·d (x) + 4·d² + 4·d + (1 + a^V)·t·R·d_h (tables) + b·n (key mask)
-/// layer       7·b·n·d (Q, K, V, the heads' z, heads, output, a projection's temporary)
+/// inputs      b·n·d (x) + 2·d·q + d·v + v·o (W_q, W_k, W_v, W_o) + 2·q + v + o (biases)
+///             + (1 + a^V)·t·R·d_h (tables) + b·n (key mask)
+/// layer       b·n·(2·q + 3·v + o + w) (Q, K, V, the heads' z, heads, output, a projection's temporary)
 /// per head    traced: 4·n² + 2·n·R + 4·n·d_h (logits, Q·tableᵀ, buckets, outputs) + wasm 2·R·d_h (packed
 ///             tables) + Music 6·n·(L'+1) + (L'+1)·d_h + materialized n²·d_h                      × P
 ///             forward (efficient, fused): fused::working_floats(n, d_h, R) + wasm 2·R·d_h (packed
 ///             Q, K, V, the output, Q·tableᵀ, a logits tile and a block's accumulators)           × P
 /// trace       2·b·h·(4·n² + n·R + 2·n·d_h + Music 3·n·(L'+1) + n²)  (per-head traces and their stacked copy)
-///             + 4·n² (i64 distances, rows) + t·R·d_h·(1 + a^V) + 2·b·n·d (the trace's copies)
+///             + 4·n² (i64 distances, rows) + t·R·d_h·(1 + a^V) + b·n·(d + o) (the trace's copies of x and the output)
 /// ```
 ///
 /// plus an eighth of that for the allocator (page rounding, one arena per thread), the margin measured
 /// against peak RSS in crates/relattn-cli/tests/cli.rs `memory_estimate_covers_the_measured_peak`.
 pub fn estimate_bytes(cfg: &Config, s: &Sizes) -> Option<u64> {
     let u = |v: usize| v as u64;
-    let Counts { b, n, d, dh, r, t, tables, music, w, .. } = Counts::of(cfg, s)?;
+    let Counts { b, n, d, dh, r, t, tables, music, w, q, v, o, .. } = Counts::of(cfg, s)?;
     let materialized = u((cfg.implementation == Implementation::Materialized) as usize);
     // The wasm kernel packs B whole (src/core/matmul.rs); matrixmultiply packs in fixed-size blocks.
     let packing = if cfg!(target_arch = "wasm32") { 2 } else { 0 };
@@ -73,7 +78,10 @@ pub fn estimate_bytes(cfg: &Config, s: &Sizes) -> Option<u64> {
     } else {
         sum_of_products(&[&[4, n, n], &[2, n, r], &[packing, r, dh], &[4, n, dh], &[6, music, n, w], &[music, w, dh], &[materialized, n, n, dh]])?
     };
-    let fixed = sum_of_products(&[&[8, b, n, d], &[4, d, d], &[4, d], &[tables, t, r, dh], &[b, n]])?;
+    let widest = q.max(v).max(o);
+    let layer = sum_of_products(&[&[2, q], &[3, v], &[1, o], &[1, widest]])?;
+    let weights = sum_of_products(&[&[2, d, q], &[d, v], &[v, o], &[2, q], &[v], &[o]])?;
+    let fixed = sum_of_products(&[&[b, n, d], &[b, n, layer], &[weights], &[tables, t, r, dh], &[b, n]])?;
     let stored = if s.trace { trace_floats(cfg, s)? } else { 0 };
     let bytes = sum_of_products(&[&[4, fixed], &[4, u(s.parallel.max(1)), head], &[4, stored]])?;
     bytes.checked_add(bytes / 8)
@@ -86,8 +94,8 @@ pub fn trace_bytes(cfg: &Config, s: &Sizes) -> Option<u64> {
     bytes.checked_add(bytes / 8)
 }
 
-/// The sizes [`estimate_bytes`]'s formula names, as u64: b, n, d, h, d_h, R, t, the tables (1 + a^V),
-/// whether the skew is kept (Music) and the skew's width L' + 1; `None` when R overflows.
+/// The sizes [`estimate_bytes`]'s formula names, as u64: b, n, d, h, d_h (max(d_h, d_v)), R, t, the tables
+/// (1 + a^V), whether the skew is kept (Music), the skew's width L' + 1, q, v and o; `None` when R overflows.
 struct Counts {
     b: u64,
     n: u64,
@@ -99,6 +107,9 @@ struct Counts {
     tables: u64,
     music: u64,
     w: u64,
+    q: u64,
+    v: u64,
+    o: u64,
 }
 
 impl Counts {
@@ -109,15 +120,18 @@ impl Counts {
         // The skew's padded and reshaped rows: one column more than Q·E_rᵀ.
         let (music, w) = if cfg.scheme().skews() { (1, cfg.scheme().skew_columns(n)? + 1) } else { (0, 0) };
         let t = if s.per_head_tables { h } else { 1 };
-        Some(Counts { b, n, d, h, dh: d / h, r, t, tables: if cfg.has_rel_v() { 2 } else { 1 }, music, w })
+        let widths = s.widths.unwrap_or(Widths::of_model(s.d_model, cfg.heads));
+        let (dh, dv, o) = (u(widths.d_head), u(widths.d_v), u(widths.d_out));
+        let tables = if cfg.has_rel_v() { 2 } else { 1 };
+        Some(Counts { b, n, d, h, dh: dh.max(dv), r, t, tables, music, w, q: h.checked_mul(dh)?, v: h.checked_mul(dv)?, o })
     }
 }
 
 /// The f32s of [`estimate_bytes`]'s "trace" line.
 fn trace_floats(cfg: &Config, s: &Sizes) -> Option<u64> {
-    let Counts { b, n, d, h, dh, r, t, tables, music, w } = Counts::of(cfg, s)?;
+    let Counts { b, n, d, h, dh, r, t, tables, music, w, o, .. } = Counts::of(cfg, s)?;
     let per_head = sum_of_products(&[&[4, n, n], &[1, n, r], &[2, n, dh], &[3, music, n, w], &[music, n, n]])?;
-    sum_of_products(&[&[2, b, h, per_head], &[4, n, n], &[tables, t, r, dh], &[2, b, n, d]])
+    sum_of_products(&[&[2, b, h, per_head], &[4, n, n], &[tables, t, r, dh], &[b, n, d], &[b, n, o]])
 }
 
 /// Refuses a request whose estimate plus `extra` bytes (what the caller adds for those sizes, such as a figure

@@ -157,10 +157,49 @@ fn check_finite(name: &str, a: &ArrayD<f32>) -> Result<()> {
     }
 }
 
-/// Checks the sizes of a request before anything is generated; returns d_head: w_q's columns over the heads
-/// when `given` has w_q (a model's heads need not fill d_model: mT5-small's 6 of 64 in 512, Gemma 7B's 16 of
-/// 256 in 3072), else d_model / heads.
-pub fn check_config(cfg: &Config, spec: &Spec, given: &Arrays) -> Result<usize> {
+/// The widths of a layer's heads and output, as its arrays say: each head's query/key width d_head (w_q's columns
+/// over the heads: a model's heads need not fill d_model, mT5-small's 6 of 64 in 512, Gemma 7B's 16 of 256 in
+/// 3072), its K/V heads (w_k's columns over d_head: grouped-query attention), each head's value width d_v (w_v's
+/// columns over the K/V heads: DeepSeek's MLA) and the output's width d_out (w_o's columns); what no array says
+/// is d_model / heads, every head, d_head and d_model. An array of another shape leaves its width at that
+/// default, for [`Scenario::build`] to refuse it by name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Widths {
+    pub d_head: usize,
+    pub kv_heads: usize,
+    pub d_v: usize,
+    pub d_out: usize,
+}
+
+impl Widths {
+    /// A generated layer's: heads of d_model / heads, each its own K/V head, the output d_model wide.
+    pub fn of_model(d_model: usize, heads: usize) -> Widths {
+        let d_head = d_model / heads.max(1);
+        Widths { d_head, kv_heads: heads, d_v: d_head, d_out: d_model }
+    }
+
+    /// The widths `given`'s arrays say for a layer of `heads` heads over inputs of `d_model` and heads of `d_head`.
+    fn of_arrays(given: &Arrays, heads: usize, d_model: usize, d_head: usize) -> Widths {
+        let shape_of = |name: &str| given.get(name).map(|a| a.shape().to_vec()).filter(|s| s.len() == 2 && s[0] > 0 && s[1] > 0);
+        let kv_heads = match shape_of("w_k") {
+            Some(shape) if shape[0] == d_model && shape[1] % d_head == 0 && heads.is_multiple_of(shape[1] / d_head) => shape[1] / d_head,
+            _ => heads,
+        };
+        let d_v = match shape_of("w_v") {
+            Some(shape) if shape[0] == d_model && shape[1].is_multiple_of(kv_heads) => shape[1] / kv_heads,
+            _ => d_head,
+        };
+        let d_out = match shape_of("w_o") {
+            Some(shape) if shape[0] == heads * d_v => shape[1],
+            _ => d_model,
+        };
+        Widths { d_head, kv_heads, d_v, d_out }
+    }
+}
+
+/// Checks the sizes of a request before anything is generated; returns the layer's [`Widths`] (d_head: w_q's
+/// columns over the heads when `given` has w_q, else d_model / heads).
+pub fn check_config(cfg: &Config, spec: &Spec, given: &Arrays) -> Result<Widths> {
     if cfg.heads == 0 {
         return Err(Error::invalid("heads", 0, "1 or more, dividing d_model"));
     }
@@ -184,7 +223,7 @@ pub fn check_config(cfg: &Config, spec: &Spec, given: &Arrays) -> Result<usize> 
         _ => spec.d_model / cfg.heads,
     };
     cfg.scheme().check(d_head)?;
-    Ok(d_head)
+    Ok(Widths::of_arrays(given, cfg.heads, spec.d_model, d_head))
 }
 
 /// The sizes of a request: from `x` when the file has it ((n, d_model) or (b, n, d_model), every size
@@ -222,27 +261,12 @@ impl Scenario {
             }
         };
         let (b, n, d) = x.dim();
-        let dh = check_config(cfg, &Spec { n, d_model: d, batch: b, seed: spec.seed }, &given)?;
+        let Widths { d_head: dh, kv_heads, d_v: dv, d_out } = check_config(cfg, &Spec { n, d_model: d, batch: b, seed: spec.seed }, &given)?;
         let seed = spec.seed;
 
         let h = cfg.heads;
-        // The heads' width h·d_head (d_model unless w_q says otherwise); K/V heads: w_k's columns tell (h·d_head
-        // for h, g·d_head for g grouped heads); the values' width d_v: w_v's columns over those K/V heads (d_head
-        // unless w_v says otherwise); the output's width: w_o's columns (d_model unless w_o says otherwise).
+        // Q, K: h·d_head columns (g·d_head for g grouped K/V heads); V: h·d_v (g·d_v); the output: d_out.
         let inner = h * dh;
-        let shape_of = |name: &str| given.get(name).map(|a| a.shape().to_vec()).filter(|s| s.len() == 2 && s[0] > 0 && s[1] > 0);
-        let kv_heads = match shape_of("w_k") {
-            Some(shape) if shape[0] == d && shape[1] % dh == 0 && h.is_multiple_of(shape[1] / dh) => shape[1] / dh,
-            _ => h,
-        };
-        let dv = match shape_of("w_v") {
-            Some(shape) if shape[0] == d && shape[1].is_multiple_of(kv_heads) => shape[1] / kv_heads,
-            _ => dh,
-        };
-        let d_out = match shape_of("w_o") {
-            Some(shape) if shape[0] == h * dv => shape[1],
-            _ => d,
-        };
         // Per name: (columns as given, the width of one K/V head's block, how many query heads share it).
         let heads_of = |name: &str| match name {
             "w_k" | "b_k" | "k_norm" => (kv_heads * dh, dh, h / kv_heads),

@@ -9,7 +9,7 @@ use relattn_core::attention::Config;
 use relattn_core::error::{Bytes, Error, Result};
 use relattn_core::layer::forward;
 use relattn_core::layer::on_demand;
-use relattn_core::layer::scenario::{self, Arrays, Scenario, Spec};
+use relattn_core::layer::scenario::{self, Arrays, Scenario, Spec, Widths};
 use relattn_core::positions::Method;
 use relattn_core::stage::Stage;
 use serde::Deserialize;
@@ -136,24 +136,27 @@ impl Inputs {
     /// The scenario and how its stages are held ([`holding`]), after checking that it fits [`MEMORY_LIMIT`]
     /// (on either backend the stages are held in the wasm memory).
     pub fn scenario(&mut self) -> Result<(Scenario, Holding)> {
-        let holding = page_budget(&self.cfg, &self.spec, self.per_head)?;
+        // The widths the file's arrays give (heads of their own width, DeepSeek's values and output) count too.
+        let widths = scenario::check_config(&self.cfg, &self.spec, &self.arrays)?;
+        let holding = page_budget(&self.cfg, &self.spec, self.per_head, Some(widths))?;
         let sc = Scenario::build(&self.cfg, &self.spec, std::mem::take(&mut self.arrays), self.per_head)?;
         Ok((sc, holding))
     }
 }
 
 /// How a layer's stages are held, and the bytes that takes at its peak in this module's wasm memory ([`page_bytes`]):
-/// whole when that fits [`WHOLE_LIMIT`], else on demand; `None` past u64.
-pub fn holding(cfg: &Config, spec: &Spec, per_head_tables: bool) -> Option<(Holding, u64)> {
-    match whole_bytes(cfg, spec, per_head_tables) {
+/// whole when that fits [`WHOLE_LIMIT`], else on demand; `None` past u64. `widths`: what a file's arrays give
+/// ([`scenario::check_config`]), `None` for a generated layer.
+pub fn holding(cfg: &Config, spec: &Spec, per_head_tables: bool, widths: Option<Widths>) -> Option<(Holding, u64)> {
+    match whole_bytes(cfg, spec, per_head_tables, widths) {
         Some(b) if b <= WHOLE_LIMIT => Some((Holding::Whole, b)),
-        _ => Some((Holding::OnDemand, on_demand_bytes(cfg, spec, per_head_tables)?)),
+        _ => Some((Holding::OnDemand, on_demand_bytes(cfg, spec, per_head_tables, widths)?)),
     }
 }
 
 /// Bytes a layer takes at its peak in this module's wasm memory, held as [`holding`] says, or `None` past u64.
-pub fn page_bytes(cfg: &Config, spec: &Spec, per_head_tables: bool) -> Option<u64> {
-    holding(cfg, spec, per_head_tables).map(|(_, b)| b)
+pub fn page_bytes(cfg: &Config, spec: &Spec, per_head_tables: bool, widths: Option<Widths>) -> Option<u64> {
+    holding(cfg, spec, per_head_tables, widths).map(|(_, b)| b)
 }
 
 /// Bytes a whole trace takes at its peak in this module's wasm memory, or `None` past u64.
@@ -161,9 +164,9 @@ pub fn page_bytes(cfg: &Config, spec: &Spec, per_head_tables: bool) -> Option<u6
 /// (docs/src/reliability.md): the per-head traces and their stacked copies coexist while the trace is
 /// assembled, the distance and row matrices are i64, the value buckets have 2k+1 columns (k up to 4096), and
 /// [`super::Session::select`] holds a stage three times (the cut, its values, its pixels).
-fn whole_bytes(cfg: &Config, spec: &Spec, per_head_tables: bool) -> Option<u64> {
+fn whole_bytes(cfg: &Config, spec: &Spec, per_head_tables: bool, widths: Option<Widths>) -> Option<u64> {
     let (b, n, h) = (spec.batch as u64, spec.n as u64, cfg.heads.max(1) as u64);
-    let sizes = |trace| forward::Sizes { batch: spec.batch, n: spec.n, d_model: spec.d_model, per_head_tables, trace, parallel: 1 };
+    let sizes = |trace| forward::Sizes { batch: spec.batch, n: spec.n, d_model: spec.d_model, per_head_tables, trace, parallel: 1, widths };
     let with_trace = forward::estimate_bytes(cfg, &sizes(true))?;
     let stored = forward::trace_bytes(cfg, &sizes(true))?;
     let rows = cfg.table_rows() as u64;
@@ -179,10 +182,11 @@ fn whole_bytes(cfg: &Config, spec: &Spec, per_head_tables: bool) -> Option<u64> 
 /// head's stages ([`on_demand::block_bytes`]) and the cuts of every stage of the head shown (a pooled copy and
 /// its pixels, [`RASTER_SIDE`]² each, and the values of those of at most [`VALUES_CELLS`] cells, twice: made
 /// and sent).
-fn on_demand_bytes(cfg: &Config, spec: &Spec, per_head_tables: bool) -> Option<u64> {
-    let sizes = forward::Sizes { batch: spec.batch, n: spec.n, d_model: spec.d_model, per_head_tables, trace: false, parallel: 1 };
+fn on_demand_bytes(cfg: &Config, spec: &Spec, per_head_tables: bool, widths: Option<Widths>) -> Option<u64> {
+    let sizes = forward::Sizes { batch: spec.batch, n: spec.n, d_model: spec.d_model, per_head_tables, trace: false, parallel: 1, widths };
     let forward = forward::estimate_bytes(cfg, &sizes)?;
-    let block = on_demand::block_bytes(cfg, spec.n, spec.d_model / cfg.heads.max(1))?;
+    let Widths { d_head, d_v, .. } = widths.unwrap_or(Widths::of_model(spec.d_model, cfg.heads));
+    let block = on_demand::block_bytes(cfg, spec.n, d_head.max(d_v))?;
     let stages = Stage::ALL.len() as u64;
     let raster = (RASTER_SIDE * RASTER_SIDE) as u64;
     let values = (spec.n as u64).checked_mul(spec.n as u64)?.min(VALUES_CELLS as u64);
@@ -203,12 +207,12 @@ fn pairs(cfg: &Config, spec: &Spec) -> Option<u64> {
 /// Refuses a layer whose [`page_bytes`] exceed [`MEMORY_LIMIT`] or whose pairs exceed [`MAX_PAIRS`], before any
 /// of it is allocated: the message has the estimate, the limit and the largest n that would fit with these heads
 /// (field "n", kind too_large). Returns how it is held.
-fn page_budget(cfg: &Config, spec: &Spec, per_head_tables: bool) -> Result<Holding> {
-    let held = holding(cfg, spec, per_head_tables);
+fn page_budget(cfg: &Config, spec: &Spec, per_head_tables: bool, widths: Option<Widths>) -> Result<Holding> {
+    let held = holding(cfg, spec, per_head_tables, widths);
     let work = pairs(cfg, spec);
     let fits = |n: usize| {
         let spec = Spec { n, ..*spec };
-        page_bytes(cfg, &spec, per_head_tables).is_some_and(|b| b <= MEMORY_LIMIT) && pairs(cfg, &spec).is_some_and(|p| p <= MAX_PAIRS)
+        page_bytes(cfg, &spec, per_head_tables, widths).is_some_and(|b| b <= MEMORY_LIMIT) && pairs(cfg, &spec).is_some_and(|p| p <= MAX_PAIRS)
     };
     if let (Some((holding, bytes)), Some(work)) = (held, work) {
         if bytes <= MEMORY_LIMIT && work <= MAX_PAIRS {

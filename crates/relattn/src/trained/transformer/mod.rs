@@ -386,7 +386,7 @@ impl Transformer {
         let parallel = rayon::current_num_threads();
         #[cfg(target_arch = "wasm32")]
         let parallel = 1;
-        let sizes = forward::Sizes { batch: 1, n: tokens.len(), d_model: self.config.d_model, per_head_tables: true, trace, parallel };
+        let sizes = forward::Sizes { batch: 1, n: tokens.len(), d_model: self.config.d_model, per_head_tables: true, trace, parallel, widths: None };
         forward::check_budget(&self.config.attention(), &sizes, |_, _| Some(0), forward::DEFAULT_MEMORY_LIMIT).map(|_| ())
     }
 
