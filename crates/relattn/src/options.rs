@@ -14,6 +14,7 @@ use relattn_core::attention::{Config, Implementation, LogitScale};
 use relattn_core::error::{Error, Result};
 use relattn_core::layer::presets;
 use relattn_core::layer::scenario::{Arrays, Spec};
+use relattn_core::positions::deberta::{self, Terms};
 use relattn_core::positions::rope::{self, PairLayout, Rope};
 use relattn_core::positions::t5::Buckets;
 use relattn_core::positions::table::Edge;
@@ -39,7 +40,8 @@ pub struct LayerOptions {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub preset: Option<String>,
     /// shaw (Shaw et al. 2018), music (Music Transformer skew), rope (rotary), alibi (linear bias), t5
-    /// (bucketed bias) or absolute (sinusoids added to x). [default: shaw]
+    /// (bucketed bias), absolute (sinusoids added to x) or deberta (DeBERTa's disentangled c2p and p2c terms).
+    /// [default: shaw]
     #[arg(long)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub method: Option<Method>,
@@ -145,6 +147,21 @@ pub struct LayerOptions {
     #[arg(long, allow_negative_numbers = true)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub t5_max_distance: Option<f64>,
+    /// DeBERTa only: log buckets of δ = i − j (256 in DeBERTa-v3), 2 to 65536; 0: none, δ clipped at
+    /// ±max_relative_positions. [default: 256]
+    #[arg(long, allow_negative_numbers = true)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub position_buckets: Option<f64>,
+    /// DeBERTa only: the distance the log buckets reach (above position_buckets / 2 + 1), or the clipping distance
+    /// without buckets (1 or more); at most 65536. [default: 512]
+    #[arg(long, allow_negative_numbers = true)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_relative_positions: Option<f64>,
+    /// DeBERTa only: the position terms added, both (c2p|p2c: content to position and position to content), c2p
+    /// or p2c. [default: both]
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deberta_terms: Option<Terms>,
     /// Absolute positions only: x already holds them (a captured model's layer: GPT-2, OPT and BERT add their
     /// learned positions at the embedding, before layer 0); the positions stage shows them (the model's table,
     /// given as `positions`) and attention reads x as given. [default: false]
@@ -254,6 +271,9 @@ impl LayerOptions {
             rope_scale: Some(cfg.rope.scale as f64),
             t5_buckets: Some(cfg.buckets.count as f64),
             t5_max_distance: Some(cfg.buckets.max_distance as f64),
+            position_buckets: Some(cfg.deberta.position_buckets as f64),
+            max_relative_positions: Some(cfg.deberta.max_relative_positions as f64),
+            deberta_terms: Some(cfg.deberta.terms),
             positions_in_x: Some(cfg.positions_in_x),
             unknown: Unknown::new(),
         }
@@ -343,6 +363,17 @@ impl LayerOptions {
             let allowed = || cfg.buckets.distance_range(cfg.causal);
             cfg.buckets.max_distance = whole("t5_max_distance", d, 0, usize::MAX).map_err(|_| Error::invalid("t5_max_distance", d, allowed()))?;
         }
+        // DeBERTa's as T5's: whole numbers here, their ranges (which depend on each other) the scheme's
+        // (Deberta::check, when the scenario is built).
+        if let Some(b) = self.position_buckets {
+            let range = || format!("0 (no buckets) or 2 to {}", deberta::MAX_SPAN);
+            cfg.deberta.position_buckets = whole("position_buckets", b, 0, usize::MAX).map_err(|_| Error::invalid("position_buckets", b, range()))?;
+        }
+        if let Some(m) = self.max_relative_positions {
+            let allowed = || cfg.deberta.max_range();
+            cfg.deberta.max_relative_positions = whole("max_relative_positions", m, 0, usize::MAX).map_err(|_| Error::invalid("max_relative_positions", m, allowed()))?;
+        }
+        cfg.deberta.terms = self.deberta_terms.unwrap_or(cfg.deberta.terms);
         Ok(Resolved { config: cfg, spec, arrays, per_head_tables })
     }
 }

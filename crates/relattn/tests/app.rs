@@ -441,13 +441,14 @@ fn the_memory_budget_refuses_every_big_setting() {
     }
 }
 
-/// The six schemes on one input: each its own weights (rows summing to 1), in Method::ALL's order; a preset
-/// or a sequence past MAX_COMPARE_N is refused by name.
+/// The six schemes on one input: each its own weights (rows summing to 1), in Method::ALL's order (DeBERTa, not
+/// compared yet, left out); a preset or a sequence past MAX_COMPARE_N is refused by name.
 #[test]
 fn the_schemes_side_by_side() {
     let r = request(settings(Method::Shaw, 12.0, 32.0, 2.0, 3.0), &[]);
     let views = compare(&r, 0, 1, Compared::Weights, Palette::default()).unwrap();
-    assert_eq!(views.iter().map(|v| v.method.as_str()).collect::<Vec<_>>(), Method::ALL.map(Method::name));
+    let compared: Vec<&str> = Method::ALL.into_iter().filter(|m| !m.disentangles()).map(Method::name).collect();
+    assert_eq!(views.iter().map(|v| v.method.as_str()).collect::<Vec<_>>(), compared);
     for v in &views {
         let values = v.values.as_ref().unwrap();
         assert_eq!((v.cut.rows, v.cut.cols, values.len()), (12, 12, 144));

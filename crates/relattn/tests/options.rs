@@ -11,7 +11,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 /// Every option, in the order of `LayerOptions`' fields.
-const OPTIONS: [&str; 25] = [
+const OPTIONS: [&str; 28] = [
     "preset",
     "method",
     "n",
@@ -36,6 +36,9 @@ const OPTIONS: [&str; 25] = [
     "rope_scale",
     "t5_buckets",
     "t5_max_distance",
+    "position_buckets",
+    "max_relative_positions",
+    "deberta_terms",
     "positions_in_x",
 ];
 
@@ -98,7 +101,7 @@ fn old_names_are_refused_with_the_list() {
 fn every_refusal_states_the_real_range() {
     use relattn::options::Resolved;
     use relattn::Scenario;
-    let cases: [(&str, &str); 19] = [
+    let cases: [(&str, &str); 23] = [
         (r#"{"n": -1}"#, "a whole number ≥ 1"),
         (r#"{"d_model": 0}"#, "a whole number ≥ 1"),
         (r#"{"heads": -2}"#, "a whole number ≥ 1"),
@@ -111,6 +114,10 @@ fn every_refusal_states_the_real_range() {
         (r#"{"method": "t5", "causal": true, "t5_buckets": 1}"#, "2 to 1024"),
         (r#"{"method": "t5", "t5_max_distance": -5}"#, "9 to 1048576 (above the 8 exact buckets)"),
         (r#"{"method": "t5", "t5_buckets": 8, "t5_max_distance": 2}"#, "3 to 1048576 (above the 2 exact buckets)"),
+        (r#"{"method": "deberta", "position_buckets": -1}"#, "0 (no buckets) or 2 to 65536"),
+        (r#"{"method": "deberta", "position_buckets": 1}"#, "0 (no buckets) or 2 to 65536"),
+        (r#"{"method": "deberta", "max_relative_positions": 100}"#, "130 to 65536 (above position_buckets / 2 + 1)"),
+        (r#"{"method": "deberta", "position_buckets": 0, "max_relative_positions": 0}"#, "1 to 65536"),
         (r#"{"method": "rope", "rope_base": -2}"#, "above 1 to 1000000000"),
         (r#"{"method": "rope", "rope_fraction": -0.5}"#, "above 0 to 1"),
         (r#"{"method": "rope", "rope_scale": -1}"#, "from 0.01 to 1000"),

@@ -457,7 +457,8 @@ export type LayerOptions = {
 preset?: string, 
 /**
  * shaw (Shaw et al. 2018), music (Music Transformer skew), rope (rotary), alibi (linear bias), t5
- * (bucketed bias) or absolute (sinusoids added to x). [default: shaw]
+ * (bucketed bias), absolute (sinusoids added to x) or deberta (DeBERTa's disentangled c2p and p2c terms).
+ * [default: shaw]
  */
 method?: Method, 
 /**
@@ -563,6 +564,21 @@ t5_buckets?: number,
  */
 t5_max_distance?: number, 
 /**
+ * DeBERTa only: log buckets of δ = i − j (256 in DeBERTa-v3), 2 to 65536; 0: none, δ clipped at
+ * ±max_relative_positions. [default: 256]
+ */
+position_buckets?: number, 
+/**
+ * DeBERTa only: the distance the log buckets reach (above position_buckets / 2 + 1), or the clipping distance
+ * without buckets (1 or more); at most 65536. [default: 512]
+ */
+max_relative_positions?: number, 
+/**
+ * DeBERTa only: the position terms added, both (c2p|p2c: content to position and position to content), c2p
+ * or p2c. [default: both]
+ */
+deberta_terms?: Terms, 
+/**
  * Absolute positions only: x already holds them (a captured model's layer: GPT-2, OPT and BERT add their
  * learned positions at the embedding, before layer 0); the positions stage shows them (the model's table,
  * given as `positions`) and attention reads x as given. [default: false]
@@ -589,7 +605,7 @@ export type Meter = { beat: number, bar: number, };
 /**
  * Which relative attention (in files and messages by its lowercase name: "shaw", "music", "rope", …).
  */
-export type Method = "shaw" | "music" | "rope" | "alibi" | "t5" | "absolute";
+export type Method = "shaw" | "music" | "rope" | "alibi" | "t5" | "absolute" | "deberta";
 
 /**
  * One metric as the picture shows it: its name, title and description ([`Metric`]), per tile its mean, its
@@ -1351,7 +1367,8 @@ rel_v: boolean,
  */
 per_head: boolean, 
 /**
- * Its models learn that table per head (T5's relative_attention_bias: buckets × heads): choosing the method
+ * Its models learn that table per head (T5's relative_attention_bias: buckets × heads; DeBERTa's K_r and Q_r,
+ * projected by each head's columns): choosing the method
  * ticks per-head tables, which choosing another unticks.
  */
 tables_per_head: boolean, 
@@ -1363,6 +1380,10 @@ rope: boolean,
  * `t5_buckets`, `t5_max_distance`: it sorts j − i into buckets (T5).
  */
 buckets: boolean, 
+/**
+ * `position_buckets`, `max_relative_positions`, `deberta_terms`: DeBERTa's disentangled terms.
+ */
+deberta: boolean, 
 /**
  * `edge`: its table of vectors is read past its rows by the skew (the Music Transformer).
  */
@@ -1553,6 +1574,11 @@ heads_shared: boolean,
  * with each head its own scale): the page says so, as heads that look alike may not be.
  */
 own_scale: boolean, };
+
+/**
+ * Which position terms a layer adds (Hugging Face's `pos_att_type`).
+ */
+export type Terms = "both" | "c2p" | "p2c";
 
 /**
  * One tile of the model view: head (layer, head)'s (T, T) weights as pixels, pooled to size × size.

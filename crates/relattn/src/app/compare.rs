@@ -26,7 +26,7 @@ pub const MAX_COMPARE_N: usize = 2048;
 
 /// The comparison of the request's options (a preset's or a file's are refused: the page sends the options it
 /// shows) for (batch, head), coloured with `palette`: one [`SchemeView`] per scheme in [`Method::ALL`]'s
-/// order — its weights or its position term (`what`) — its values kept when they are at most
+/// order but DeBERTa's — its weights or its position term (`what`) — its values kept when they are at most
 /// [`super::session::VALUES_CELLS`], the keys a causal layer masks grey. Errors name the field: "compare",
 /// "n" past [`MAX_COMPARE_N`], "batch index", "head", or an option.
 pub fn compare(request: &Request, batch: usize, head: usize, what: Compared, palette: Palette) -> Result<Vec<SchemeView>> {
@@ -36,6 +36,8 @@ pub fn compare(request: &Request, batch: usize, head: usize, what: Compared, pal
     }
     Method::ALL
         .into_iter()
+        // DeBERTa (#50) is not compared yet: the view and its slides lay out the six schemes before it.
+        .filter(|method| !method.disentangles())
         .map(|method| {
             let request = Request { options: LayerOptions { method: Some(method), ..request.options.clone() }, ..request.clone() };
             let Inputs { cfg, spec, arrays, per_head, .. } = Inputs::resolve(&request, None)?;

@@ -60,9 +60,10 @@ pub fn scheme_options(m: Method) -> SchemeOptions {
         clip: reads("clip"),
         rel_v: reads("relative_values"),
         per_head: reads("per_head_tables"),
-        tables_per_head: m.buckets(),
+        tables_per_head: m.buckets() || m.disentangles(),
         rope: reads("rope_base"),
         buckets: reads("t5_buckets"),
+        deberta: reads("position_buckets"),
         edge: reads("edge"),
         positions: reads("positions_in_x"),
     }

@@ -72,13 +72,16 @@ pub struct SchemeOptions {
     pub rel_v: bool,
     /// `per_head`: it reads a learned table per pair (Shaw's, E_r, T5's biases), which can be one per head.
     pub per_head: bool,
-    /// Its models learn that table per head (T5's relative_attention_bias: buckets × heads): choosing the method
+    /// Its models learn that table per head (T5's relative_attention_bias: buckets × heads; DeBERTa's K_r and Q_r,
+    /// projected by each head's columns): choosing the method
     /// ticks per-head tables, which choosing another unticks.
     pub tables_per_head: bool,
     /// `rope_base`, `rope_fraction`, `rope_scale`, `rope_layout`: it rotates q and k (RoPE).
     pub rope: bool,
     /// `t5_buckets`, `t5_max_distance`: it sorts j − i into buckets (T5).
     pub buckets: bool,
+    /// `position_buckets`, `max_relative_positions`, `deberta_terms`: DeBERTa's disentangled terms.
+    pub deberta: bool,
     /// `edge`: its table of vectors is read past its rows by the skew (the Music Transformer).
     pub edge: bool,
     /// `positions_in_x`: its positions are vectors added to x (absolute), which a captured layer's x holds.
