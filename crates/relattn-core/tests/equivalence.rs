@@ -514,3 +514,39 @@ fn shared_and_per_head_tables() {
     assert_ne!(per_head.rel_k.index_axis(Axis(0), 0), per_head.rel_k.index_axis(Axis(0), 1));
     let _: Array3<f32> = per_head.rel_k;
 }
+
+/// DeBERTa's tables as a file gives them (a captured model's K_r and Q_r, per head or shared; one of them alone)
+/// are the ones the layer reads: [K_r | Q_r] side by side in each head's table, the trace's `deberta_k_r` and
+/// `deberta_q_r` the given ones, and the layer equal to the f64 definition on them; a table of another shape is
+/// refused naming it.
+#[test]
+fn given_deberta_tables_are_read() {
+    use relattn_core::positions::deberta::Deberta;
+    let deberta = Deberta { position_buckets: 4, max_relative_positions: 8, ..Deberta::default() };
+    let cfg = Config { method: Method::Deberta, heads: 2, deberta, ..Config::default() };
+    let spec = Spec { n: 11, d_model: 8, batch: 1, seed: 5 };
+    let k_r = Array3::from_shape_fn((2, 8, 4), |(h, r, c)| (h * 32 + r * 4 + c) as f32 * 0.01 - 0.3);
+    let q_r = Array2::from_shape_fn((8, 4), |(r, c)| ((r * 7 + c * 3) % 11) as f32 * 0.05 - 0.25);
+    let mut given = Arrays::new();
+    given.insert("deberta_k_r".into(), k_r.clone().into_dyn());
+    given.insert("deberta_q_r".into(), q_r.clone().into_dyn());
+    let sc = Scenario::build(&cfg, &spec, given, false).unwrap();
+    assert_eq!(sc.rel_k.dim(), (2, 8, 8));
+    for h in 0..2 {
+        assert_eq!(sc.rel_k.slice(ndarray::s![h, .., ..4]), k_r.index_axis(Axis(0), h));
+        assert_eq!(sc.rel_k.slice(ndarray::s![h, .., 4..]), q_r);
+    }
+    let t = forward::trace(&cfg, &sc).unwrap();
+    let arrays = t.arrays().unwrap();
+    let named = |name: &str| match &arrays.iter().find(|(n, _)| *n == name).unwrap().1 {
+        relattn_core::layer::trace::Named::F32(a) => a.to_owned(),
+        relattn_core::layer::trace::Named::I64(_) => unreachable!(),
+    };
+    assert_eq!(named("deberta_k_r"), k_r.into_dyn());
+    assert_eq!(named("deberta_q_r").index_axis(Axis(0), 1), q_r.clone().into_dyn());
+    check_layer(&cfg, &sc).unwrap();
+    let mut wrong = Arrays::new();
+    wrong.insert("deberta_q_r".into(), Array2::<f32>::zeros((7, 4)).into_dyn());
+    let e = Scenario::build(&cfg, &spec, wrong, false).unwrap_err();
+    assert!(matches!(&e, relattn_core::error::Error::Shape { array, .. } if array == "deberta_q_r"), "{e}");
+}

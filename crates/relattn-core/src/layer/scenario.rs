@@ -334,7 +334,7 @@ impl Scenario {
         let rows = cfg.table_rows();
         let (logits_table, values_table) = cfg.method.table_names();
         // ALiBi's slopes or T5's biases, read here: their shapes are their own.
-        let scalars = if cfg.method.has_vector_table() { None } else { given.remove(logits_table) };
+        let scalars = if cfg.method.adds_distance_bias() { given.remove(logits_table) } else { None };
         let table_heads = if per_head_tables { cfg.heads } else { 1 };
         // w^K or E_r (R, d_head), w^V (R, d_v): one for every head or one per head.
         let mut table = |name: &str, width: usize, what: &str| -> Result<Array3<f32>> {
