@@ -16,7 +16,7 @@ pub fn check_scenario_bytes(data: &[u8]) {
             Some([b, n, d]) => (*b, *n, *d),
             _ => (1, 4, 4),
         };
-        let sizes = forward::Sizes { batch: b, n, d_model: d, per_head_tables: false, trace: true, parallel: 1 };
+        let sizes = forward::Sizes { batch: b, n, d_model: d, per_head_tables: false, trace: true, parallel: 1, widths: None };
         if forward::check_budget(&cfg, &sizes, |_, _| Some(0), 64 << 20).is_err() {
             continue;
         }
