@@ -39,6 +39,14 @@ Families, and what each one's capture takes from the model:
 - **DeepSeek-V2, V3** (``deepseek_v2``, ``deepseek_v3``): multi-head latent attention, whose x is the module's
   latents side by side, [c_Q | c_KV | k_R], with W_q, W_k, W_v reading their own column ranges; heads of
   ``qk_nope_head_dim + qk_rope_head_dim`` query/key components (the rotary ones first) and ``v_head_dim`` values.
+- **DeBERTa-v2, v3** (``deberta-v2``): disentangled attention, bidirectional: content to position (c2p) and
+  position to content (p2c) terms of the relative embeddings E (the encoder's ``rel_embeddings``, layer-normed
+  where ``norm_rel_ebd`` says so, as the module is given them), projected per head by the key and query
+  projections (``share_att_key``) or by ``pos_key_proj`` and ``pos_query_proj``, with their biases:
+  ``deberta_k_r`` and ``deberta_q_r`` (heads, 2S, d_head); δ = i − j log-bucketed (``position_buckets``,
+  ``max_relative_positions``) or clipped, logits scaled by 1/√(d_head·(1 + terms)). The output is the attention's
+  dense projection, before the residual and the layer norm. DeBERTa masks padded queries too (their rows get
+  uniform weights over every key, outputs the model discards); relattn's key mask leaves them attending.
 - **MPT** (``mpt``): ALiBi with the slopes MPT's module adds, read off its input (transformers builds them with
   ``alibi_bias_max`` 8 whatever the config says), added as m_h·(j − (L − 1)) for the model's longest length L; it differs from the paper's m_h·(j − i) by a constant per row: equal weights. Q, K and V
   are the fused projection's three thirds.
@@ -54,7 +62,7 @@ from ._errors import refuse as _refuse
 
 #: The model types (``model.config.model_type``) :func:`capture` knows.
 FAMILIES = ("t5", "mt5", "umt5", "llama", "mistral", "qwen2", "qwen3", "qwen3_moe", "gemma", "gemma2", "gemma3_text", "olmo2", "phi3", "gpt_oss",
-            "llama4_text", "modernbert", "deepseek_v2", "deepseek_v3", "gpt_neox", "gptj", "bloom", "falcon", "mpt", "gpt2", "opt", "bert")
+            "llama4_text", "modernbert", "deepseek_v2", "deepseek_v3", "gpt_neox", "gptj", "bloom", "falcon", "mpt", "gpt2", "opt", "bert", "deberta-v2")
 
 
 class _Stop(Exception):
@@ -561,6 +569,54 @@ def _modernbert(model, layer, input_ids, attention_mask, extra, reach):
     return input_ids, attention_mask, options, arrays, notes
 
 
+def _deberta(model, layer, input_ids, attention_mask, extra, reach):
+    """DeBERTa-v2, v3: disentangled attention (c2p and p2c) of encoder layer ``layer``, its relative tables K_r and Q_r
+    projected per head from the relative embeddings the module is given."""
+    import torch
+
+    config = model.config
+    base = getattr(model, "deberta", model)
+    block = _pick(base.encoder.layer, layer, "encoder").attention
+    attn = block.self
+    if not attn.relative_attention:
+        raise _refuse("model", "relative_attention False", "a DeBERTa with relative_attention (its position terms)")
+    kinds = [str(t).strip().lower() for t in attn.pos_att_type]
+    terms = [t for t in ("c2p", "p2c") if t in kinds]
+    if not terms or any(t not in ("c2p", "p2c") for t in kinds):
+        raise _refuse("model", f"pos_att_type {'|'.join(kinds) or 'none'}", "c2p, p2c or c2p|p2c")
+    heads, head_dim = attn.num_attention_heads, attn.attention_head_size
+    args, kwargs = reach(attn, lambda: model(input_ids=input_ids, attention_mask=attention_mask, **extra))
+    if kwargs.get("query_states") is not None:
+        raise _refuse("model", "query_states given", "DeBERTa's self-attention (no enhanced mask decoder's query states)")
+    span = attn.pos_ebd_size
+    buckets = attn.position_buckets if attn.position_buckets > 0 else 0
+    # E (2S, d_model) as the module reads it (the encoder's table, layer-normed where norm_rel_ebd says so), then each
+    # projection the module applies to it, in the model's own precision, split per head: (heads, 2S, d_head).
+    rel_embeddings = kwargs["rel_embeddings"][: 2 * span]
+    per_head = lambda t: _np32(t.reshape(2 * span, heads, head_dim).permute(1, 0, 2))  # noqa: E731
+    with torch.no_grad():
+        key = attn.key_proj if attn.share_att_key else getattr(attn, "pos_key_proj", None)
+        query = attn.query_proj if attn.share_att_key else getattr(attn, "pos_query_proj", None)
+        own = {}
+        if "c2p" in terms:
+            own["deberta_k_r"] = per_head(key(rel_embeddings))
+        if "p2c" in terms:
+            own["deberta_q_r"] = per_head(query(rel_embeddings))
+    arrays = _layer_arrays(args, kwargs, (_linear(attn.query_proj), _linear(attn.key_proj), _linear(attn.value_proj), _linear(block.output.dense)), **own)
+    options = {"method": "deberta", "heads": heads, "causal": False, "position_buckets": buckets,
+               "max_relative_positions": attn.max_relative_positions, "deberta_terms": "both" if len(terms) == 2 else terms[0]}
+    shared = "the key and query projections (share_att_key)" if attn.share_att_key else "pos_key_proj and pos_query_proj"
+    normed = " (layer-normed)" if "layer_norm" in getattr(base.encoder, "norm_rel_ebd", ()) else ""
+    notes = [f"Disentangled attention: {' + '.join(terms)} of the {2 * span} relative embeddings{normed}, projected per head by {shared}.",
+             (f"δ = i − j in {buckets} log buckets up to {attn.max_relative_positions}" if buckets else f"δ = i − j clipped at ±{attn.max_relative_positions}")
+             + f"; logits scaled by 1/√({1 + len(terms)}·d_head).",
+             "The output is the attention's dense projection, before DeBERTa adds the residual and normalises.",
+             "DeBERTa masks padded queries as well as padded keys (their rows get uniform weights, outputs the model discards); relattn masks keys only."]
+    if getattr(config, "position_biased_input", True):
+        notes.append("This model also adds absolute positions to its embeddings (position_biased_input): x holds them.")
+    return input_ids, attention_mask, options, arrays, notes
+
+
 def _deepseek(model, layer, input_ids, attention_mask, extra, reach):
     """DeepSeek-V2 and V3: multi-head latent attention. The module projects x to a query latent (q_a_proj, RMS-normed:
     c_Q; x itself without q_lora_rank) and a key/value latent (kv_a_proj_with_mqa: c_KV, RMS-normed, and one rotary
@@ -927,12 +983,12 @@ _T5S = ("t5", "mt5", "umt5")
 #: Each family's capture, but T5's (:func:`_t5`, which has two parts).
 _FAMILY = {**{name: _rotary for name in ("llama", "mistral", "qwen2", "qwen3", "qwen3_moe", "gemma", "gemma2", "gemma3_text", "olmo2", "phi3", "gpt_oss")},
            "llama4_text": _llama4, "modernbert": _modernbert, "deepseek_v2": _deepseek, "deepseek_v3": _deepseek, "gpt_neox": _neox, "gptj": _gptj, "bloom": _bloom,
-           "falcon": _falcon, "mpt": _mpt, "gpt2": _absolute, "opt": _absolute, "bert": _absolute}
+           "falcon": _falcon, "mpt": _mpt, "gpt2": _absolute, "opt": _absolute, "bert": _absolute, "deberta-v2": _deberta}
 
 
 def _parts(family):
-    """The parts with self-attention layers: T5's encoder and decoder, BERT's encoder, the others' decoder."""
-    return ("encoder", "decoder") if family in _T5S else ("encoder",) if family in ("bert", "modernbert") else ("decoder",)
+    """The parts with self-attention layers: T5's encoder and decoder, BERT's, ModernBERT's and DeBERTa's encoder, the others' decoder."""
+    return ("encoder", "decoder") if family in _T5S else ("encoder",) if family in ("bert", "modernbert", "deberta-v2") else ("decoder",)
 
 
 def _part(family, part):

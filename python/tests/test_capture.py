@@ -701,3 +701,76 @@ def test_a_model_in_half_precision_is_read_as_float32_and_left_as_it_was(name, d
     assert any(str(dtype).replace("torch.", "") in note for note in cap.notes)
     assert cap.arrays["x"].dtype == np.float32
 
+
+
+#: DeBERTa-v2/v3 settings: log buckets (v3's kind, small) or plain clipping (buckets off), the relative tables
+#: projected by the key and query projections (share_att_key) or by pos_key_proj / pos_query_proj, each set of
+#: terms, E layer-normed or not.
+DEBERTAS = {
+    "v3-buckets-shared": dict(position_buckets=4, max_relative_positions=8, share_att_key=True, pos_att_type="c2p|p2c", norm_rel_ebd="layer_norm"),
+    "buckets-separate": dict(position_buckets=6, max_relative_positions=12, share_att_key=False, pos_att_type="p2c|c2p"),
+    "clipped-shared": dict(position_buckets=0, max_relative_positions=3, share_att_key=True, pos_att_type="c2p|p2c", norm_rel_ebd="layer_norm"),
+    "clipped-separate": dict(position_buckets=-1, max_relative_positions=5, share_att_key=False, pos_att_type="c2p|p2c"),
+    "c2p-only": dict(position_buckets=4, max_relative_positions=8, share_att_key=False, pos_att_type="c2p"),
+    "p2c-only": dict(position_buckets=0, max_relative_positions=4, share_att_key=True, pos_att_type="p2c"),
+}
+
+
+def deberta(name, layer=1, pad=0):
+    """A tiny random DebertaV2Model of setting `name` (positions in the embeddings off, as v3), the capture of `layer`, the
+    module's probabilities and its output (the dense projection before the residual and layer norm)."""
+    model = build(transformers.DebertaV2Model, vocab_size=VOCAB, hidden_size=32, num_attention_heads=4, intermediate_size=48, num_hidden_layers=2,
+                  max_position_embeddings=64, relative_attention=True, position_biased_input=False, **DEBERTAS[name])
+    ids, mask = inputs(6, n=13, pad=pad)
+    cap = relattn.capture(model, layer, input_ids=ids, attention_mask=mask)
+    dense = model.encoder.layer[layer].attention.output.dense
+    seen, outputs = module_io(model, dense, lambda: model(input_ids=ids, attention_mask=mask, output_attentions=True))
+    return model, cap, outputs.attentions[layer], seen["out"]
+
+
+@pytest.mark.parametrize("name", list(DEBERTAS))
+def test_deberta_layers_equal_the_model(name):
+    """DeBERTa's disentangled attention: relattn's weights equal the module's probabilities and its output the module's,
+    within 1e-5, for buckets and plain clipping, shared and separate projections, c2p, p2c and both; its stages are
+    there; without its position terms (the content alone, or either term left out) it misses the model by > 0.02."""
+    model, cap, probabilities, output = deberta(name)
+    check(cap, probabilities, output)
+    settings = DEBERTAS[name]
+    terms = [t for t in ("c2p", "p2c") if t in settings["pos_att_type"]]
+    o = cap.options
+    assert o["method"] == "deberta" and o["causal"] is False and cap.part == "encoder"
+    assert o["position_buckets"] == max(settings["position_buckets"], 0) and o["max_relative_positions"] == settings["max_relative_positions"]
+    assert o["deberta_terms"] == ("both" if len(terms) == 2 else terms[0])
+    span = settings["position_buckets"] if settings["position_buckets"] > 0 else settings["max_relative_positions"]
+    for t, table in (("c2p", "deberta_k_r"), ("p2c", "deberta_q_r")):
+        assert (table in cap.arrays) == (t in terms)
+        if t in terms:
+            assert cap.arrays[table].shape == (4, 2 * span, 8)
+    trace = cap.trace()
+    for t in terms:
+        assert trace[t].shape == (2, 4, 13, 13) and float(np.abs(trace[t]).max()) > 0
+    np.testing.assert_allclose(trace["relative_logits"], sum(trace[t] for t in terms), rtol=1e-6, atol=1e-6)
+    # Negative controls: the position terms left out (their tables zeroed: the content alone), and with both terms
+    # each one left out, the scale kept.
+    zero = lambda *names: {k: np.zeros_like(cap.arrays[k]) for k in names}  # noqa: E731
+    controls = [zero(*(k for k in ("deberta_k_r", "deberta_q_r") if k in cap.arrays))]
+    if len(terms) == 2:
+        controls += [zero("deberta_k_r"), zero("deberta_q_r")]
+    for tables in controls:
+        without = relattn.Capture(model=cap.model, family=cap.family, layer=1, part="encoder", tokens=None, notes=cap.notes,
+                                  arrays={**cap.arrays, **tables}, options=o)
+        assert rel(without.trace()["weights"], probabilities.numpy()) > 0.02, (name, sorted(tables))
+
+
+def test_deberta_padded_keys_equal_the_model_on_the_tokens():
+    """With padding: DeBERTa masks padded queries too (uniform rows the model discards), relattn only the keys; every
+    unpadded query's weights and output equal the module's."""
+    model, cap, probabilities, output = deberta("v3-buckets-shared", layer=0, pad=4)
+    t = cap.trace()
+    kept = np.asarray(cap.arrays["key_mask"], bool)
+    for b in range(2):
+        rows = kept[b]
+        assert rel(t["weights"][b][:, rows], probabilities[b].numpy()[:, rows]) <= TOL
+        assert rel(t["output"][b][rows], output[b].numpy()[rows]) <= TOL
+        assert float(np.abs(t["weights"][b][:, :, ~rows]).max(initial=0.0)) == 0.0
+    assert any("padded queries" in note for note in cap.notes)
