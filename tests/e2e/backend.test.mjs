@@ -1,7 +1,8 @@
 // The page's backends: WebGPU (SwiftShader's software adapter in headless chromium with
 // --enable-unsafe-webgpu) shows the same tooltip numbers as the CPU, falls back to the CPU with the reason
 // when the device is lost, a kernel's pipeline fails to build or a layer is over the device's limits (each
-// forced through a worker test hook), and chromium without that flag reports the CPU fallback and its reason.
+// forced through a worker test hook) or the scheme has no kernel (DeBERTa), and chromium without that flag reports
+// the CPU fallback and its reason.
 // Run with `make test-e2e` (which builds www/pkg first) or `node --test tests/e2e/backend.test.mjs`.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -135,6 +136,13 @@ test('WebGPU (SwiftShader): the same tooltip numbers as the CPU; a lost device f
     const n = assertClose(gpu, cpu, label);
     console.log(`# ${label}: ${n} tooltip numbers agree within ${REL} relative (footer: ${f})`);
   }
+
+  // DeBERTa's terms have no WebGPU kernel: asked for WebGPU, the layer is computed on the CPU, the footer saying
+  // why (the GPU's refusal names the method), with every stage of it shown.
+  await open(page, `method=deberta&n=12&d_model=32&heads=2&seed=${seed}&position_buckets=4&max_relative_positions=8&backend=webgpu`);
+  assert.match(await footer(page), /^CPU \(wasm\) — WebGPU cannot compute this layer: .*method.*deberta/, await footer(page));
+  const stagesShown = await page.$$eval('figure.view', (fs) => fs.map((f) => f.dataset.stage));
+  assert.ok(['c2p', 'p2c', 'relative_logits', 'weights'].every((st) => stagesShown.includes(st)), `DeBERTa on the CPU: ${stagesShown}`);
 
   // A layer held on demand (its whole trace would pass 256 MiB): the forward pass on WebGPU (attend.wgsl), the
   // head's stages on the CPU; the output equals the CPU's.

@@ -1,4 +1,4 @@
-// End-to-end tests of RoPE, ALiBi and T5's buckets on the page: their stages, values read against the papers'
+// End-to-end tests of RoPE, ALiBi, T5's buckets and DeBERTa's disentangled terms on the page: their stages, values read against the papers'
 // formulas, their controls, reverse linking from a T5 bucket, and a refused option that keeps the result shown.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -85,6 +85,47 @@ test('T5: buckets as Hugging Face computes them, and a pinned bucket shades its 
   // Distances −15 … −12 at n 160: Σ (160 − |d|) = 586 pairs.
   await page.waitForFunction(() => /pinned table row 9 \(distances -?\d+ … -?\d+\): read by 586 pairs/.test(document.getElementById('pinned').innerText), null, { timeout: 10000 });
   await page.keyboard.press('Escape');
+});
+
+test('DeBERTa: its log-bucketed rows, a stage per term, their sum, its controls, a bucket count refused by name', async () => {
+  await settle(() => page.selectOption('#preset', ''));
+  await settle(() => page.selectOption('#method', 'deberta'));
+  for (const id of ['position_buckets', 'max_relative_positions', 'deberta_terms']) assert.ok(await page.locator(`#${id}`).isVisible(), `${id} shown`);
+  assert.ok(!(await page.locator('#t5_buckets').isVisible()) && await page.locator('#clip').isDisabled());
+  for (const [id, value] of [['n', '12'], ['d_model', '64'], ['heads', '2'], ['position_buckets', '4'], ['max_relative_positions', '8']]) {
+    if ((await page.inputValue(`#${id}`)) === value) continue;
+    await page.fill(`#${id}`, value);
+    await settle(() => page.dispatchEvent(`#${id}`, 'change'));
+  }
+  const names = await stages();
+  for (const s of ['rel_index', 'rel_k', 'content_logits', 'c2p', 'p2c', 'relative_logits', 'logits', 'weights']) assert.ok(names.includes(s), `no ${s} in ${names}`);
+  assert.ok(names.indexOf('c2p') < names.indexOf('p2c') && names.indexOf('p2c') < names.indexOf('relative_logits'));
+  for (const [stage, title] of [['c2p', 'Content → position c2p: c2p_ij = q_i · K_r[r(i, j)]'], ['p2c', 'Position → content p2c: p2c_ij = k_j · Q_r[r(i, j)]'], ['rel_k', 'Relative tables K_r | Q_r']]) {
+    const label = await page.locator(`figure[data-stage="${stage}"] canvas`).getAttribute('aria-label');
+    assert.ok(label.startsWith(title), label);
+  }
+  // δ = i − j in 4 buckets up to 8 (m = 2, S = 4): |δ| ≤ 2 exact, δ = 3 → 3, δ = −8 → −4, then + S, clamped to 0..7.
+  for (const [i, j, row] of [[5, 5, 4], [0, 1, 3], [3, 0, 7], [0, 8, 0], [11, 0, 7]]) assert.equal(Number((await hover(page, 'rel_index', i, j)).value), row, `row of (${i}, ${j})`);
+  assert.match((await hover(page, 'rel_index', 0, 1)).text, /table row of i − j = 3/);
+  const sum = Number((await hover(page, 'c2p', 4, 9)).value) + Number((await hover(page, 'p2c', 4, 9)).value);
+  const t = await hover(page, 'relative_logits', 4, 9);
+  assert.ok(near(t.value, sum), `${t.value} vs c2p + p2c ${sum}`);
+  assert.match(t.text, /c2p \+ p2c = /);
+  // The logits: (q·k + c2p + p2c) / √(3·d_head), d_head 32.
+  const content = Number((await hover(page, 'content_logits', 4, 9)).value);
+  assert.ok(near((await hover(page, 'logits', 4, 9)).value, (content + sum) / Math.sqrt(3 * 32)));
+  await page.selectOption('#deberta_terms', 'p2c');
+  await page.waitForFunction(() => !document.querySelector('figure[data-stage="c2p"]') && document.getElementById('busy').hidden, null, { timeout: 30000 });
+  assert.ok((await stages()).includes('p2c'));
+  const shown = await readyId();
+  await page.fill('#position_buckets', '1');
+  await page.dispatchEvent('#position_buckets', 'change');
+  await page.waitForFunction(() => document.getElementById('err-position_buckets').textContent !== '', null, { timeout: 10000 });
+  assert.match(await page.locator('#err-position_buckets').innerText(), /position_buckets.*0 \(no buckets\) or 2 to 65536/);
+  assert.equal(await readyId(), shown);
+  await page.fill('#position_buckets', '4');
+  await settle(() => page.dispatchEvent('#position_buckets', 'change'));
+  await settle(() => page.selectOption('#deberta_terms', 'both'));
 });
 
 test('RoPE: a kernel of the distance alone, layouts that differ on the same weights, options refused by name', async () => {
