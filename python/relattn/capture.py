@@ -513,8 +513,8 @@ def _rotary(model, layer, input_ids, attention_mask, extra, reach):
 def _llama4(model, layer, input_ids, attention_mask, extra, reach):
     """Llama 4 (text): interleaved rotary from the model's freqs_cis on its RoPE layers, none on its NoPE layers;
     an L2 norm of q and k after the rotary (which keeps each head's norm: the same as relattn's norm before it, with
-    γ = 1); grouped K/V heads. Its chunked attention and the NoPE layers' attention temperature act only past
-    attention_chunk_size and floor_scale tokens: longer inputs are refused by name."""
+    γ = 1); grouped K/V heads; its chunked layers' chunks of attention_chunk_size (relattn's `chunk`). The NoPE
+    layers' attention temperature acts only from floor_scale tokens on: longer inputs are refused by name."""
     config = model.config
     attn = _pick(_layers(model, "model.layers", "layers"), layer, "decoder").self_attn
     heads, kv_heads, head_dim = config.num_attention_heads, config.num_key_value_heads, attn.head_dim
@@ -522,9 +522,13 @@ def _llama4(model, layer, input_ids, attention_mask, extra, reach):
     if unknown:
         raise _refuse("model", f"an attention module with {', '.join(unknown)}", "a llama4_text attention module: q_proj, k_proj, v_proj, o_proj, qk_norm")
     n = input_ids.shape[1]
-    chunk = getattr(config, "attention_chunk_size", None)
-    if attn.use_rope and chunk is not None and n > chunk:
-        raise _refuse("input_ids", f"{n} tokens", f"at most attention_chunk_size = {chunk} (relattn has no chunked mask)")
+    layer_types = getattr(config, "layer_types", None) or []
+    chunk = config.attention_chunk_size if layer < len(layer_types) and layer_types[layer] == "chunked_attention" else None
+    # The model's chunks start after each sequence's left padding, relattn's at position 0: the same chunks for
+    # right padding, or for inputs that fit in one chunk.
+    if chunk is not None and n > chunk and attention_mask is not None and bool((attention_mask[:, 0] == 0).any()):
+        raise _refuse("attention_mask", f"left padding with {n} tokens, past attention_chunk_size = {chunk}",
+                      "right padding, or at most attention_chunk_size tokens (relattn's chunks start at position 0)")
     if not attn.use_rope and attn.attn_temperature_tuning and n >= attn.floor_scale:
         raise _refuse("input_ids", f"{n} tokens", f"fewer than floor_scale = {attn.floor_scale} (past it the NoPE layer scales q by position, which relattn does not)")
     args, kwargs = reach(attn, lambda: model(input_ids=input_ids, attention_mask=attention_mask, **extra))
@@ -542,6 +546,9 @@ def _llama4(model, layer, input_ids, attention_mask, extra, reach):
         arrays["q_norm"] = arrays["k_norm"] = _np.ones(head_dim, _np.float32)
         options["norm_eps"] = float(attn.qk_norm.eps)
         notes.append("q and k L2-normed per head after the rotary (norms the rotation keeps: shown as RMS norms with γ = 1 before it).")
+    if chunk is not None:
+        options["chunk"] = int(chunk)
+        notes.append(f"Chunked attention: each query sees the keys of its own chunk of {chunk} positions, up to itself.")
     notes.append(f"{kv_heads} K/V heads for {heads} query heads: each K/V head serves {heads // kv_heads} query heads.")
     return input_ids, attention_mask, options, arrays, notes
 

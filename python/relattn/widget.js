@@ -83,7 +83,7 @@ async function render({ model, el }) {
     const cells = document.createElement('canvas');
     cells.width = cols;
     cells.height = rows;
-    const rgba = new Uint8ClampedArray(ui.colour({ rows, cols, scale: meta.scale, range: [lo, hi], masked_above: meta.masked_above, masked_window: meta.masked_window }, values));
+    const rgba = new Uint8ClampedArray(ui.colour({ rows, cols, scale: meta.scale, range: [lo, hi], masked_above: meta.masked_above, masked_window: meta.masked_window, masked_chunk: meta.masked_chunk }, values));
     cells.getContext('2d').putImageData(new ImageData(rgba, cols, rows), 0, 0);
     const win = { r0: 0, c0: 0, rows, cols };
     const f = { meta, rows, cols, values, canvas, ctx, rect, win, cells, frame: ctx.getImageData(0, 0, canvas.width, canvas.height) };

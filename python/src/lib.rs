@@ -488,7 +488,7 @@ impl Packed {
     fn push(&mut self, meta: StageMeta, (title, formula): (String, String), m: ndarray::ArrayView2<f32>, readers: Vec<Vec<u32>>) {
         // Keys after the query (causal) or out of the window get no weight: out of the colour range, as the page's
         // cuts leave them.
-        let reach = relattn::positions::table::Reach { causal: meta.masked_above, window: meta.masked_window };
+        let reach = relattn::positions::table::Reach { causal: meta.masked_above, window: meta.masked_window, chunk: meta.masked_chunk };
         let (lo, hi) = if reach.causal || reach.window.is_some() {
             value_range(ndarray::Array2::from_shape_fn(m.dim(), |(i, j)| if reach.sees(i, j) { m[[i, j]] } else { f32::NEG_INFINITY }).view(), meta.scale)
         } else {

@@ -102,6 +102,9 @@ DECODERS = {
                  sliding_window=5, rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5}),
     "llama4": dict(cls="Llama4ForCausalLM", hidden_size=32, intermediate_size=48, intermediate_size_mlp=48, num_attention_heads=4, num_key_value_heads=2,
                    head_dim=8, num_local_experts=2, no_rope_layers=[1, 1], pad_token_id=0, bos_token_id=1, eos_token_id=2),
+    # Chunks of 5 (0–4, 5–8): each query sees the keys of its own chunk up to itself (every padded query still a token).
+    "llama4-chunked": dict(cls="Llama4ForCausalLM", hidden_size=32, intermediate_size=48, intermediate_size_mlp=48, num_attention_heads=4, num_key_value_heads=2,
+                           head_dim=8, num_local_experts=2, no_rope_layers=[1, 1], attention_chunk_size=5, pad_token_id=0, bos_token_id=1, eos_token_id=2),
     "llama4-nope": dict(cls="Llama4ForCausalLM", hidden_size=32, intermediate_size=48, intermediate_size_mlp=48, num_attention_heads=4, num_key_value_heads=2,
                         head_dim=8, num_local_experts=2, no_rope_layers=[1, 0], pad_token_id=0, bos_token_id=1, eos_token_id=2),
     "gpt_oss": dict(cls="GptOssForCausalLM", hidden_size=32, intermediate_size=48, num_attention_heads=4, num_key_value_heads=2, head_dim=8,
@@ -155,7 +158,7 @@ def test_decoder_layers_equal_the_model(name):
 #: probabilities (the tiny models make each one matter), so the equality above is not the feature's absence.
 LEFT_OUT = [("mistral-window", "window"), ("qwen3", "q_norm"), ("qwen3", "k_norm"), ("qwen3-window", "window"), ("qwen3_moe", "k_norm"),
             ("gemma2", "softcap"), ("gemma2", "logit_scale"), ("gemma2", "window"), ("gemma3", "q_norm"), ("gemma3", "logit_scale"), ("gemma3", "window"), ("gemma3-bidirectional", "window"), ("olmo2", "q_norm"),
-            ("olmo2", "k_norm"), ("phi3", "window"), ("llama4", "q_norm"), ("gpt_oss", "sinks"), ("gpt_oss", "window")]
+            ("olmo2", "k_norm"), ("phi3", "window"), ("llama4", "q_norm"), ("llama4-chunked", "chunk"), ("gpt_oss", "sinks"), ("gpt_oss", "window")]
 
 
 @pytest.mark.parametrize("name, left_out", LEFT_OUT)
@@ -375,11 +378,14 @@ def test_refusals_name_what_and_list_what_is_supported():
     t5 = build(transformers.T5ForConditionalGeneration, vocab_size=VOCAB, d_model=32, d_kv=8, num_heads=4, d_ff=48, num_layers=1)
     assert "cross-attention" in refused("part", lambda: relattn.capture(t5, 0, input_ids=ids, part="cross"))
     refused("decoder_input_ids", lambda: relattn.capture(t5, 0, input_ids=ids, part="decoder"))
-    # Llama 4's chunked attention and its NoPE layers' temperature act only on long inputs: past them, refused.
+    # Llama 4's chunks start after a sequence's left padding (relattn's at 0): refused past one chunk; its NoPE
+    # layers' temperature acts only on long inputs: past floor_scale, refused.
     llama4 = dict(hidden_size=32, intermediate_size=48, intermediate_size_mlp=48, num_attention_heads=4, num_key_value_heads=2, head_dim=8,
                   num_local_experts=2, num_hidden_layers=2, no_rope_layers=[1, 0], pad_token_id=0, bos_token_id=1, eos_token_id=2)
     chunked = build(transformers.Llama4ForCausalLM, vocab_size=VOCAB, attention_chunk_size=4, **llama4)
-    assert "attention_chunk_size = 4" in refused("input_ids", lambda: relattn.capture(chunked, 0, input_ids=ids))
+    left = torch.ones_like(ids)
+    left[:, 0] = 0
+    assert "attention_chunk_size = 4" in refused("attention_mask", lambda: relattn.capture(chunked, 0, input_ids=ids, attention_mask=left))
     tuned = build(transformers.Llama4ForCausalLM, vocab_size=VOCAB, floor_scale=4, **llama4)
     assert "floor_scale = 4" in refused("input_ids", lambda: relattn.capture(tuned, 1, input_ids=ids))
     # A Qwen3 relabelled qwen2 (its q/k norms would change the weights by 0.8): refused, not captured wrong.

@@ -16,7 +16,7 @@ from test_capture import decoder, deepseek, modernbert  # noqa: E402  (the famil
 
 #: Each new family of #49 and the stage its layer adds (None: its stages are RoPE's).
 FAMILIES = {"qwen3": None, "qwen3_moe": None, "gemma2": None, "gemma3": None, "gemma3-bidirectional": None, "olmo2": None, "phi3": None,
-            "gpt_oss": "sink_share", "llama4": None, "llama4-nope": None, "modernbert": None, "deepseek_v3": None, "deepseek_v2-lite": None}
+            "gpt_oss": "sink_share", "llama4": None, "llama4-chunked": None, "llama4-nope": None, "modernbert": None, "deepseek_v3": None, "deepseek_v2-lite": None}
 
 
 def main(out):
@@ -27,7 +27,7 @@ def main(out):
         cap.save(os.path.join(out, f"{name}.npz"))
         n = probabilities.shape[-1]
         expected[name] = {"title": cap.title(), "family": cap.family, "row": probabilities[0, 1, n - 1].tolist(), "stage": stage,
-                          "window": cap.options.get("window")}
+                          "window": cap.options.get("window"), "chunk": cap.options.get("chunk")}
     with open(os.path.join(out, "expected.json"), "w") as f:
         json.dump(expected, f)
 

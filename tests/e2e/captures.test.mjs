@@ -47,12 +47,13 @@ async function settle(act) {
 
 test('each of today\'s families opens with its options, its new stages, and the model\'s own probabilities', async () => {
   const expected = JSON.parse(readFileSync(join(work, 'expected.json'), 'utf8'));
-  assert.equal(Object.keys(expected).length, 13);
+  assert.equal(Object.keys(expected).length, 14);
   for (const [name, want] of Object.entries(expected)) {
     await settle(() => page.setInputFiles('#tensors', join(work, `${name}.npz`)));
     assert.ok((await page.locator('body').innerText()).includes(want.title), `${name}: the page names ${want.title}`);
     // The capture's own options came with it, and none of the previous file's stayed.
     assert.equal(await page.inputValue('#window'), String(want.window ?? 0), `${name}: window`);
+    assert.equal(await page.inputValue('#chunk'), String(want.chunk ?? 0), `${name}: chunk`);
     if ((await page.inputValue('#head')) !== '1') await settle(() => page.selectOption('#head', '1'));
     const n = want.row.length;
     for (let j = 0; j < n; j++) {

@@ -448,6 +448,10 @@ fn computes_what_it_once_refused() {
             assert!(rel_err(got.iter(), want.iter().map(|&v| v as f64)) <= 1e-5, "{field}");
         }
     }
+    // Llama 4's chunks have no kernel flag: refused by name (the page computes such a layer on the CPU).
+    let chunked = Config { chunk: Some(4), ..cfg };
+    let e = pollster::block_on(ctx.output(&chunked, &plain)).unwrap_err();
+    assert_eq!(e.field(), "chunk", "{e}");
 }
 
 /// A few long sequences (up to n = 1024), k below and above n, both methods.

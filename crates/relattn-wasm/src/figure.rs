@@ -52,6 +52,9 @@ pub struct CellsSpec {
     pub masked_above: bool,
     #[serde(default)]
     pub masked_window: Option<usize>,
+    /// With `masked_chunk` c, the cells outside the query's chunk of c positions too.
+    #[serde(default)]
+    pub masked_chunk: Option<usize>,
     #[serde(default)]
     pub origin: [usize; 2],
 }
@@ -157,7 +160,7 @@ pub fn draw_svg(spec: JsValue, values: &[f32], width: u32, height: u32) -> Resul
 pub fn colour(spec: JsValue, values: &[f32]) -> Result<Vec<u8>, JsValue> {
     let spec: CellsSpec = serde_wasm_bindgen::from_value(spec).map_err(|e| js_error("cells", ErrorKind::Invalid, &format!("invalid cells: {e}")))?;
     let mut m = matrix(values, spec.rows, spec.cols)?;
-    let reach = Reach { causal: spec.masked_above, window: spec.masked_window };
+    let reach = Reach { causal: spec.masked_above, window: spec.masked_window, chunk: spec.masked_chunk };
     if reach.causal || reach.window.is_some() {
         let [r0, c0] = spec.origin;
         // As masked logits are: −∞, which the colours grey.

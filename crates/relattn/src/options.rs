@@ -101,6 +101,12 @@ pub struct LayerOptions {
     #[arg(long, allow_negative_numbers = true)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub window: Option<f64>,
+    /// Chunked attention (Llama 4): keys outside the query's chunk of this many positions are masked (with
+    /// causal, each query sees the keys of its chunk up to itself), a whole number ≥ 1; 0: no chunks.
+    /// [default: 0]
+    #[arg(long, allow_negative_numbers = true)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub chunk: Option<f64>,
     /// Logit soft-capping c (Gemma 2): each logit becomes c·tanh(e / c) after the scale and any bias, above 0
     /// up to 1e4; 0: no cap. [default: 0]
     #[arg(long, allow_negative_numbers = true)]
@@ -261,6 +267,7 @@ impl LayerOptions {
             relative_only: Some(!cfg.content),
             logit_scale: Some(cfg.logit_scale),
             window: Some(cfg.window.unwrap_or(0) as f64),
+            chunk: Some(cfg.chunk.unwrap_or(0) as f64),
             softcap: Some(cfg.softcap.unwrap_or(0.0) as f64),
             norm_eps: Some(cfg.norm_eps as f64),
             edge: Some(cfg.edge),
@@ -321,6 +328,9 @@ impl LayerOptions {
         if let Some(w) = self.window {
             cfg.window = Some(whole("window", w, 0, usize::MAX)?).filter(|&w| w > 0);
         }
+        if let Some(c) = self.chunk {
+            cfg.chunk = Some(whole("chunk", c, 0, usize::MAX)?).filter(|&c| c > 0);
+        }
         if let Some(c) = self.softcap {
             if !(c.is_finite() && (0.0..=1e4).contains(&c)) {
                 return Err(Error::invalid("softcap", c, "0 (no cap), or above 0 up to 1e4"));
@@ -371,7 +381,8 @@ impl LayerOptions {
         }
         if let Some(m) = self.max_relative_positions {
             let allowed = || cfg.deberta.max_range();
-            cfg.deberta.max_relative_positions = whole("max_relative_positions", m, 0, usize::MAX).map_err(|_| Error::invalid("max_relative_positions", m, allowed()))?;
+            cfg.deberta.max_relative_positions =
+                whole("max_relative_positions", m, 0, usize::MAX).map_err(|_| Error::invalid("max_relative_positions", m, allowed()))?;
         }
         cfg.deberta.terms = self.deberta_terms.unwrap_or(cfg.deberta.terms);
         Ok(Resolved { config: cfg, spec, arrays, per_head_tables })

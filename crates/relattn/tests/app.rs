@@ -542,6 +542,31 @@ fn keys_outside_a_window_are_grey_as_masked_keys_are() {
     }
 }
 
+/// Chunks mask as the causal mask does (Llama 4's chunked attention, #49): keys outside the query's chunk are grey
+/// in every pair stage, the stage's metadata says the chunk, their weights are 0 and the statement says it.
+#[test]
+fn keys_outside_a_chunk_are_grey_as_masked_keys_are() {
+    let grey = relattn::render::MASKED;
+    let pixel = |rgba: &[u8], cols: usize, i: usize, j: usize| [rgba[(i * cols + j) * 4], rgba[(i * cols + j) * 4 + 1], rgba[(i * cols + j) * 4 + 2]];
+    let n = 7;
+    let mut s = run(LayerOptions { causal: Some(true), chunk: Some(3.0), ..settings(Method::Rope, n as f64, 16.0, 2.0, 2.0) }).unwrap();
+    assert!(s.info().stated.contains("chunks of 3"), "{}", s.info().stated);
+    for name in ["content_logits", "logits", "weights"] {
+        assert_eq!(s.info().stages[stage_index(&s, name)].masked_chunk, Some(3), "{name}");
+        let (_, values, _) = select(&mut s, name, 0, 0);
+        let (_, rgba) = s.selected().unwrap();
+        // Query 4 is in the chunk 3..6: key 2 (the chunk before) is grey, key 3 is not.
+        assert_eq!(pixel(rgba, n, 4, 2), grey, "{name}: (4, 2) is in the chunk before");
+        assert_ne!(pixel(rgba, n, 4, 3), grey, "{name}: (4, 3) is in the query's chunk");
+        if name == "weights" {
+            assert_eq!(values[4 * n + 2], 0.0);
+            assert_eq!(values[6 * n], 0.0);
+            let row: f32 = values[4 * n + 3..4 * n + 5].iter().sum();
+            assert!((row - 1.0).abs() < 1e-5, "a row's weights within its chunk sum to 1: {row}");
+        }
+    }
+}
+
 /// The lecture's pictures come with the session of a scheme that has them, a heatmap coloured with its values
 /// and labels, curves with their series; the scheme's options are stated in the info.
 #[test]

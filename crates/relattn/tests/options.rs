@@ -11,7 +11,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 /// Every option, in the order of `LayerOptions`' fields.
-const OPTIONS: [&str; 28] = [
+const OPTIONS: [&str; 29] = [
     "preset",
     "method",
     "n",
@@ -26,6 +26,7 @@ const OPTIONS: [&str; 28] = [
     "relative_only",
     "logit_scale",
     "window",
+    "chunk",
     "softcap",
     "norm_eps",
     "edge",

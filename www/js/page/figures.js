@@ -42,7 +42,7 @@ export function figureNotes(stage, cur) {
   ].filter(Boolean).join(', ');
   return [
     where,
-    stage.masked_above || stage.masked_window ? 'grey: masked, no weight' : '',
+    stage.masked_above || stage.masked_window || stage.masked_chunk ? 'grey: masked, no weight' : '',
     stage.rows_are_queries ? cur.info.unattended[cur.shown.batch] || '' : '',
     stage.heads_shared ? 'one colour scale for all heads' : '',
     stage.own_scale ? `colour scale of head ${cur.shown.head} alone: heads that look alike may differ` : '',
@@ -147,7 +147,7 @@ export function drawView(v, stage, cur) {
   v.crop = null;
   if (zoomed) {
     // The window's cells, coloured like the whole stage; the whole stage's raster is kept for the minimap.
-    const rgba = values && new Uint8ClampedArray(state.ui.colour({ rows: w.rows, cols: w.cols, scale: stage.scale, range: [stage.lo, stage.hi], masked_above: stage.masked_above, masked_window: stage.masked_window, origin: [w.r0, w.c0] }, values));
+    const rgba = values && new Uint8ClampedArray(state.ui.colour({ rows: w.rows, cols: w.cols, scale: stage.scale, range: [stage.lo, stage.hi], masked_above: stage.masked_above, masked_window: stage.masked_window, masked_chunk: stage.masked_chunk, origin: [w.r0, w.c0] }, values));
     v.cells = { ...w, values, rgba };
     v.mini = v.mini || document.createElement('canvas');
     v.mini.width = stage.raster_cols;

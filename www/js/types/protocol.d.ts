@@ -518,6 +518,12 @@ logit_scale?: LogitScale,
  */
 window?: number, 
 /**
+ * Chunked attention (Llama 4): keys outside the query's chunk of this many positions are masked (with
+ * causal, each query sees the keys of its chunk up to itself), a whole number ≥ 1; 0: no chunks.
+ * [default: 0]
+ */
+chunk?: number, 
+/**
  * Logit soft-capping c (Gemma 2): each logit becomes c·tanh(e / c) after the scale and any bias, above 0
  * up to 1e4; 0: no cap. [default: 0]
  */
@@ -1043,6 +1049,11 @@ masked_above: boolean,
  */
 masked_window: number | null, 
 /**
+ * The cells outside the query's chunk of this many positions get no weight (Llama 4's chunked attention,
+ * drawn grey as `masked_window`'s); `None` without chunks or in a stage the mask does not touch.
+ */
+masked_chunk: number | null, 
+/**
  * The values differ from one head to another (for tables: with one table per head).
  */
 per_head: boolean, 
@@ -1483,6 +1494,11 @@ masked_above: boolean,
  */
 masked_window: number | null, 
 /**
+ * The cells outside the query's chunk of this many positions get no weight (Llama 4's chunked attention,
+ * drawn grey as `masked_window`'s); `None` without chunks or in a stage the mask does not touch.
+ */
+masked_chunk: number | null, 
+/**
  * The values differ from one head to another (for tables: with one table per head).
  */
 per_head: boolean, 
@@ -1543,6 +1559,11 @@ masked_above: boolean,
  * range, as `masked_above`'s); `None` without a window or in a stage the mask does not touch.
  */
 masked_window: number | null, 
+/**
+ * The cells outside the query's chunk of this many positions get no weight (Llama 4's chunked attention,
+ * drawn grey as `masked_window`'s); `None` without chunks or in a stage the mask does not touch.
+ */
+masked_chunk: number | null, 
 /**
  * The values differ from one head to another (for tables: with one table per head).
  */

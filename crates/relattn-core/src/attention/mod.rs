@@ -123,6 +123,9 @@ pub struct Config {
     /// Keys at |j − i| ≥ window masked: a sliding window (with `causal`, the query and the window − 1 keys
     /// before it); `None`: no window.
     pub window: Option<usize>,
+    /// Keys outside the query's chunk of this many positions masked (Llama 4's chunked attention: query i sees
+    /// the keys j with ⌊j / c⌋ = ⌊i / c⌋, and with `causal` only those before it); `None`: no chunks.
+    pub chunk: Option<usize>,
     /// Logit soft-capping (Gemma 2): E ← c·tanh(E / c) after the scale and any bias; `None`: no cap.
     pub softcap: Option<f32>,
     /// ε of the RMS norms of Q and K, when the layer has them ([`crate::layer::scenario::Scenario::q_norm`]).
@@ -150,6 +153,7 @@ impl Default for Config {
             content: true,
             logit_scale: LogitScale::InvSqrtDHead,
             window: None,
+            chunk: None,
             softcap: None,
             norm_eps: 1e-6,
             rope: Rope::default(),
@@ -186,9 +190,9 @@ impl Config {
         self.scheme().layout()
     }
 
-    /// Which keys each query may attend to: the causal mask and the window.
+    /// Which keys each query may attend to: the causal mask, the window and the chunks.
     pub fn reach(&self) -> Reach {
-        Reach { causal: self.causal, window: self.window }
+        Reach { causal: self.causal, window: self.window, chunk: self.chunk }
     }
 
     /// Whether the output has Shaw's value term.

@@ -75,6 +75,10 @@ impl GpuContext {
             // DeBERTa's terms have no kernel here: refused by name, the page computes them on the CPU.
             return Err(Error::invalid("method", cfg.method, crate::attention::FUSED_METHODS));
         }
+        if let Some(c) = cfg.chunk {
+            // Llama 4's chunks have no kernel flag here (windows do): refused by name, the CPU masks them.
+            return Err(Error::invalid("chunk", c, "none on the GPU backend (the CPU masks chunks)"));
+        }
         // Q and K are (n, h·d_head): d_model unless the heads have a width of their own; V and the concatenated
         // heads (n, h·d_v), d_v = d_head unless the values have a width of their own (DeepSeek's multi-head latent
         // attention); the output (n, d_out), w_o's columns (d_model unless the model's w_o says otherwise).

@@ -38,6 +38,9 @@ pub struct StageMeta {
     /// The cells at |j − i| ≥ this get no weight: a sliding window masks them (drawn grey, left out of the colour
     /// range, as `masked_above`'s); `None` without a window or in a stage the mask does not touch.
     pub masked_window: Option<usize>,
+    /// The cells outside the query's chunk of this many positions get no weight (Llama 4's chunked attention,
+    /// drawn grey as `masked_window`'s); `None` without chunks or in a stage the mask does not touch.
+    pub masked_chunk: Option<usize>,
     /// The values differ from one head to another (for tables: with one table per head).
     pub per_head: bool,
     /// The values differ from one batch element to another.
@@ -312,6 +315,7 @@ impl Stage {
             rows_are_queries: y_axis == QUERY_AXIS,
             masked_above: cfg.causal && self.masked_when_causal(),
             masked_window: cfg.window.filter(|_| self.masked_when_causal()),
+            masked_chunk: cfg.chunk.filter(|_| self.masked_when_causal()),
             per_head: if is_table { per_head_tables } else { !positional && self != Stage::Output },
             per_batch: !is_table && !positional,
             scale: self.scale(),

@@ -141,12 +141,14 @@ impl QueryRows {
 
 /// Which keys a query may attend to, padding aside: under the causal mask those at distance d = j − i ≤ 0;
 /// within a window of w those at |d| < w (Mistral's and Gemma's sliding window: with the causal mask, the query
-/// and the w − 1 keys before it; ModernBERT's local attention: w − 1 on each side); both when both are set.
+/// and the w − 1 keys before it; ModernBERT's local attention: w − 1 on each side); in chunks of c those in the
+/// query's own chunk, ⌊j / c⌋ = ⌊i / c⌋ (Llama 4's chunked attention); every one of them that is set.
 /// Always one run of consecutive keys, [`Reach::keys`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct Reach {
     pub causal: bool,
     pub window: Option<usize>,
+    pub chunk: Option<usize>,
 }
 
 impl Reach {
@@ -154,16 +156,26 @@ impl Reach {
     #[inline]
     pub fn keys(self, i: usize, lq: usize, lk: usize) -> Range<usize> {
         let end = if self.causal { visible_keys(i, lq, lk) } else { lk };
-        let Some(w) = self.window else { return 0..end };
         let at = i as isize + lk as isize - lq as isize;
         let within = |p: isize| p.clamp(0, end as isize) as usize;
-        within(at - w as isize + 1)..within(at + w as isize)
+        let keys = match self.window {
+            Some(w) => within(at - w as isize + 1)..within(at + w as isize),
+            None => 0..end,
+        };
+        match self.chunk {
+            Some(c) => {
+                let first = at.div_euclid(c as isize) * c as isize;
+                let end = keys.end.min(within(first + c as isize));
+                keys.start.max(within(first)).min(end)..end
+            }
+            None => keys,
+        }
     }
 
     /// Whether query `i` may attend to key `j` of a square (n, n) attention: [`Reach::keys`] with Lq = Lk.
     #[inline]
     pub fn sees(self, i: usize, j: usize) -> bool {
-        (!self.causal || j <= i) && self.window.is_none_or(|w| i.abs_diff(j) < w)
+        (!self.causal || j <= i) && self.window.is_none_or(|w| i.abs_diff(j) < w) && self.chunk.is_none_or(|c| i / c == j / c)
     }
 }
 

@@ -120,7 +120,7 @@ fn dot(a: &[f64], b: &[f64]) -> f64 {
 /// over unmasked j; z_i = Σ_j α_ij (v_j + a^V_ij). ALiBi: e_ij = q_i·k_j/sqrt(d_head) + m·(j − i) causal,
 /// − m·|j − i| otherwise, m = `rel_k[0][0]`; T5: + `rel_k[bucket(j − i)][0]` (the bucket function is the
 /// library's, checked against Hugging Face's in tests/positions.rs); RoPE: q and k rotated ([`rotate`]), no
-/// relative term. Queries are aligned to the last keys: d_ij = j − (i + Lk − Lq). A window masks |d_ij| ≥ w; a
+/// relative term. Queries are aligned to the last keys: d_ij = j − (i + Lk − Lq). A window masks |d_ij| ≥ w, chunks of c keys outside the query's chunk; a
 /// soft-cap c makes e_ij c·tanh(e_ij / c); a sink logit s adds exp(s) to each row's denominator
 /// ([`head_with_sink`]); LogitScale::Factor(f) scales by f.
 pub fn head(cfg: &Config, q: &Mat, k: &Mat, v: &Mat, rel_k: &Mat, rel_v: Option<&Mat>, key_mask: Option<&[bool]>) -> HeadRef {
@@ -166,7 +166,9 @@ pub fn head_with_sink(cfg: &Config, q: &Mat, k: &Mat, v: &Mat, rel_k: &Mat, rel_
                 Method::T5 => rel_k[cfg.buckets.bucket(d as isize, cfg.causal)][0],
                 Method::Rope | Method::Absolute => 0.0,
             };
-            let outside = cfg.window.is_some_and(|w| d.unsigned_abs() as usize >= w);
+            // The query's position p = j − d; a chunk of c holds positions ⌊p / c⌋·c .. (⌊p / c⌋ + 1)·c.
+            let other_chunk = cfg.chunk.is_some_and(|c| (j as i64 - d).div_euclid(c as i64) != j as i64 / c as i64);
+            let outside = cfg.window.is_some_and(|w| d.unsigned_abs() as usize >= w) || other_chunk;
             out.masked[i][j] = (cfg.causal && d > 0) || outside || key_mask.is_some_and(|m| !m[j]);
             if !out.masked[i][j] {
                 let content = if cfg.content { dot(&q[i], &k[j]) } else { 0.0 };
@@ -298,7 +300,7 @@ pub fn flat(m: &Mat) -> Vec<f64> {
 }
 
 /// Random configurations: every method, `heads` and `clip` in the given ranges, causal or not, a^V on or
-/// off, either edge, the content term on (3 in 4) or off, the logits scaled by 1/√d_head (2 in 4), by 0.3 (1 in 4) or not, a window, a soft-cap, RoPE's options (base, fraction, layout, scale) and
+/// off, either edge, the content term on (3 in 4) or off, the logits scaled by 1/√d_head (2 in 4), by 0.3 (1 in 4) or not, a window, chunks, a soft-cap, RoPE's options (base, fraction, layout, scale) and
 /// T5's buckets, DeBERTa's buckets and terms; the efficient implementation. The d_head of the tests (≥ 2) leaves RoPE a pair at any
 /// fraction drawn here (½ or 1).
 pub fn configs(heads: RangeInclusive<usize>, clip: RangeInclusive<usize>) -> impl Strategy<Value = Config> {
@@ -312,7 +314,9 @@ pub fn configs(heads: RangeInclusive<usize>, clip: RangeInclusive<usize>) -> imp
     // A window in 1 of 3, a soft-cap in 1 of 4, a factor of its own in 1 of 4 of the scaled ones.
     let window = prop_oneof![2 => Just(None), 1 => prop_oneof![1..6usize, Just(70), Just(600)].prop_map(Some)];
     let softcap = prop_oneof![3 => Just(None), 1 => Just(Some(1.5f32))];
-    (0..Method::ALL.len(), heads, clip, flags, rope, buckets, (window, softcap), deberta).prop_map(
+    // Chunks (Llama 4) in 1 of 4: a few keys, or across the fused kernel's blocks of 48 and 512.
+    let chunk = prop_oneof![3 => Just(None), 1 => prop_oneof![1..5usize, Just(64), Just(520)].prop_map(Some)];
+    (0..Method::ALL.len(), heads, clip, flags, rope, buckets, (window, softcap, chunk), deberta).prop_map(
         |(
             method,
             heads,
@@ -320,7 +324,7 @@ pub fn configs(heads: RangeInclusive<usize>, clip: RangeInclusive<usize>) -> imp
             (causal, rel_v, clip_edge, content, unscaled, in_x),
             (base, half, partial, scale),
             (count, max_distance),
-            (window, softcap),
+            (window, softcap, chunk),
             deberta,
         )| {
             Config {
@@ -338,6 +342,7 @@ pub fn configs(heads: RangeInclusive<usize>, clip: RangeInclusive<usize>) -> imp
                     _ => LogitScale::InvSqrtDHead,
                 },
                 window,
+                chunk,
                 softcap,
                 norm_eps: 1e-6,
                 rope: Rope { base, fraction: if partial { 0.5 } else { 1.0 }, layout: if half { PairLayout::Half } else { PairLayout::Interleaved }, scale },

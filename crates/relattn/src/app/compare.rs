@@ -73,7 +73,7 @@ pub fn compare(request: &Request, batch: usize, head: usize, what: Compared, pal
             };
             // Cut as the page cuts a stage: pooled to a raster, coloured, its values kept when they are few enough.
             let mut cutting =
-                Cutting::new(meta.scale, matrix.dim()).masked(masked.then_some(CellMask { reach: Reach { causal: true, window: None }, keys: None }));
+                Cutting::new(meta.scale, matrix.dim()).masked(masked.then_some(CellMask { reach: Reach { causal: true, ..Reach::default() }, keys: None }));
             cutting.add(0, matrix.view());
             let Made { cut, values, rgba } = cutting.finish(palette);
             let profile = match what {

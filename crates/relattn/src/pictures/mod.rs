@@ -75,6 +75,7 @@ impl Text {
             rows_are_queries: false,
             masked_above: false,
             masked_window: None,
+            masked_chunk: None,
             per_head: false,
             per_batch: false,
             scale,
@@ -110,12 +111,13 @@ pub fn stated(inputs: &Inputs) -> String {
     let scheme = scheme_stated(inputs, masking);
     // What a captured model adds to its scheme: a window, a scale of its own, a cap.
     let window = cfg.window.map(|w| format!("window {w} (|j − i| < {w})"));
+    let chunk = cfg.chunk.map(|c| format!("chunks of {c} (⌊j / {c}⌋ = ⌊i / {c}⌋)"));
     let scale = match cfg.logit_scale {
         LogitScale::Factor(f) => Some(format!("logits × {} (the model's scale)", short(f))),
         _ => None,
     };
     let cap = cfg.softcap.map(|c| format!("soft-capped at ±{}", short(c)));
-    [Some(scheme), window, scale, cap].into_iter().flatten().collect::<Vec<_>>().join(", ")
+    [Some(scheme), window, chunk, scale, cap].into_iter().flatten().collect::<Vec<_>>().join(", ")
 }
 
 /// The scheme's own options, as [`stated`] begins.
