@@ -263,7 +263,7 @@ pub fn describe(stage: Stage) -> Option<StageText> {
         Stage::Logits => StageText::new(
             LOGITS_TITLE,
             "(q_i·k_j + c2p_ij + p2c_ij) / √(d_head · (1 + terms)), −∞ where masked",
-            r"e_{ij} = \frac{q_i \cdot k_j + \text{c2p}_{ij} + \text{p2c}_{ij}}{\sqrt{3\,d_h}} \quad (-\infty \text{ where masked})",
+            r"e_{ij} = \frac{q_i \cdot k_j + \text{c2p}_{ij} + \text{p2c}_{ij}}{\sqrt{(1 + t)\,d_h}} \quad (t \text{ the position terms: 2 with both}; -\infty \text{ where masked})",
             "Content and both position terms added and scaled together by 1/√(3·d_head) rather than 1/√d_head (1/√(2·d_head) with one term): three terms of like size keep the logits' spread.",
         ),
         _ => return None,
