@@ -678,7 +678,7 @@ def test_save_keeps_a_files_mode_and_gives_a_new_one_the_umasks(tmp_path):
 
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
-@pytest.mark.parametrize("name", ["llama", "bloom", "gpt2", "t5"])
+@pytest.mark.parametrize("name", ["llama", "qwen3", "gpt_oss", "deepseek_v3", "bloom", "gpt2", "t5"])
 def test_a_model_in_half_precision_is_read_as_float32_and_left_as_it_was(name, dtype):
     """A model in bfloat16 or float16 is captured without being converted: its layer's tensors are read as float32,
     relattn's weights equal the module's own half-precision probabilities within their rounding, the notes say so."""
@@ -687,7 +687,7 @@ def test_a_model_in_half_precision_is_read_as_float32_and_left_as_it_was(name, d
         model = build(transformers.T5EncoderModel, vocab_size=VOCAB, d_model=32, d_kv=8, num_heads=4, d_ff=48, num_layers=2,
                       relative_attention_num_buckets=8, relative_attention_max_distance=12)
     else:
-        spec = dict(DECODERS[name])
+        spec = dict(DECODERS[name] if name in DECODERS else DEEPSEEK[name])
         cls = getattr(transformers, spec.pop("cls"))
         layers = {"bloom": "n_layer", "gpt2": "n_layer"}.get(name, "num_hidden_layers")
         model = build(cls, vocab_size=VOCAB, **{layers: 2}, **spec)
