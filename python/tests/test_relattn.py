@@ -177,7 +177,7 @@ def test_the_gil_is_released_while_computing():
 def test_every_option_is_taken():
     """Each name in relattn.OPTIONS is an option trace() reads (an unknown one is refused as 'option')."""
     values = dict(preset="seed004", method="shaw", heads=3, clip=2, causal=False, relative_values=True, per_head_tables=False, relative_only=False,
-                  logit_scale={"factor": 0.3}, window=3, softcap=30.0, norm_eps=1e-6, edge="zero", implementation="efficient", n=4, d_model=15, batch_size=2, seed=0,
+                  logit_scale={"factor": 0.3}, window=3, chunk=4, softcap=30.0, norm_eps=1e-6, edge="zero", implementation="efficient", n=4, d_model=15, batch_size=2, seed=0,
                   rope_base=10000.0, rope_fraction=1.0, rope_layout="half", rope_scale=1.0, t5_buckets=32, t5_max_distance=128, position_buckets=256, max_relative_positions=512,
                   deberta_terms="both", positions_in_x=False)
     assert sorted(values) == sorted(relattn.OPTIONS)

@@ -9,7 +9,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { root, artifacts, prepare, startServer, launch, watch, close, npyF32, npyU8, writeZip, dropFile, cli } from './harness.mjs';
+import { root, artifacts, prepare, startServer, launch, watch, close, npyF32, npyU8, writeZip, dropFile, cli, readyId } from './harness.mjs';
 import { execFileSync } from 'node:child_process';
 
 let server;
@@ -94,8 +94,6 @@ after(async () => {
   if (work) rmSync(work, { recursive: true, force: true });
   assert.deepEqual(problems, [], 'console errors, page errors or failed requests');
 });
-
-const readyId = () => page.evaluate(() => Number(document.body.dataset.ready || 0));
 const atlasReady = () => page.evaluate(() => Number(document.getElementById('atlas').dataset.ready || 0));
 
 /** Opens atlas file `path` by the file control; resolves once its grid is drawn. */
@@ -194,7 +192,7 @@ test('the keyboard moves between tiles and opens one; the page\'s colormap and t
 });
 
 test('a click on an uncaptured tile says how to capture it; on a captured one it opens that head\'s stages', async () => {
-  const ready = await readyId();
+  const ready = await readyId(page);
   await page.evaluate(() => { document.getElementById('atlas-message').textContent = ''; });
   const [x0, y0] = await tilePoint(0, 1);
   await page.mouse.click(x0, y0);
@@ -202,7 +200,7 @@ test('a click on an uncaptured tile says how to capture it; on a captured one it
   const said = await page.locator('#atlas-message').innerText();
   assert.match(said, /decoder layer 0 is not captured/);
   assert.match(said, /relattn\.capture\(model, layer=0, …\) or relattn\.atlas\(\.\.\., layers=\[0\]\)/);
-  assert.equal(await readyId(), ready, 'an uncaptured tile computed something');
+  assert.equal(await readyId(page), ready, 'an uncaptured tile computed something');
 
   const [x, y] = await tilePoint(1, 3);
   await page.mouse.click(x, y);
@@ -377,7 +375,7 @@ test('the atlas relattn.atlas made of a tiny random Llama opens, and its capture
   const tiles = await page.locator('#atlas-canvas').evaluate((c) => c.tiles.length);
   assert.equal(tiles, 4 * 8, 'its 4 layers × 8 heads');
   await page.locator('#atlas').screenshot({ path: join(artifacts, 'atlas-fixture.png') });
-  const ready = await readyId();
+  const ready = await readyId(page);
   const [x, y] = await tilePoint(1, 0);
   await page.mouse.click(x, y);
   await page.waitForFunction((r) => Number(document.body.dataset.ready || 0) > r && document.getElementById('busy').hidden, ready, { timeout: 30000 });

@@ -7,7 +7,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { artifacts, prepare, startServer, launch, watch, close, hover } from './harness.mjs';
+import { artifacts, prepare, startServer, launch, watch, close, hover, readyId, settle } from './harness.mjs';
 
 const REL = 1e-4;
 
@@ -34,8 +34,6 @@ after(async () => {
   await close({ server });
 });
 
-const readyId = (page) => page.evaluate(() => Number(document.body.dataset.ready || 0));
-
 async function open(page, query) {
   await page.goto(`${base}?${query}`);
   await page.waitForFunction(() => document.body.dataset.ready && document.getElementById('busy').hidden, null, { timeout: 30000 });
@@ -50,12 +48,6 @@ async function afterSetUp(page) {
   await page.waitForFunction(() => !/still being set up/.test(document.getElementById('backend').innerText), null, { timeout: 60000 });
   await page.waitForFunction(() => document.body.dataset.ready && document.getElementById('busy').hidden, null, { timeout: 30000 });
   return footer(page);
-}
-
-async function settle(page, act) {
-  const b = await readyId(page);
-  await act();
-  await page.waitForFunction((x) => Number(document.body.dataset.ready || 0) > x && document.getElementById('busy').hidden, b, { timeout: 30000 });
 }
 
 const footer = (page) => page.locator('#backend').innerText();

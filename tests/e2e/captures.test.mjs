@@ -9,7 +9,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { root, artifacts, prepare, startServer, launch, watch, close, hover } from './harness.mjs';
+import { root, artifacts, prepare, startServer, launch, watch, close, hover, readyId, settle } from './harness.mjs';
 
 const PYTHON = join(root, 'target', 'pyvenv', 'bin', 'python');
 
@@ -38,23 +38,16 @@ after(async () => {
   if (work) rmSync(work, { recursive: true, force: true });
 });
 
-/** Runs `act` and waits for the page's next finished view. */
-async function settle(act) {
-  const before = await page.evaluate(() => Number(document.body.dataset.ready || 0));
-  await act();
-  await page.waitForFunction((x) => Number(document.body.dataset.ready || 0) > x && document.getElementById('busy').hidden, before, { timeout: 30000 });
-}
-
 test('each of today\'s families opens with its options, its new stages, and the model\'s own probabilities', async () => {
   const expected = JSON.parse(readFileSync(join(work, 'expected.json'), 'utf8'));
   assert.equal(Object.keys(expected).length, 14);
   for (const [name, want] of Object.entries(expected)) {
-    await settle(() => page.setInputFiles('#tensors', join(work, `${name}.npz`)));
+    await settle(page, () => page.setInputFiles('#tensors', join(work, `${name}.npz`)));
     assert.ok((await page.locator('body').innerText()).includes(want.title), `${name}: the page names ${want.title}`);
     // The capture's own options came with it, and none of the previous file's stayed.
     assert.equal(await page.inputValue('#window'), String(want.window ?? 0), `${name}: window`);
     assert.equal(await page.inputValue('#chunk'), String(want.chunk ?? 0), `${name}: chunk`);
-    if ((await page.inputValue('#head')) !== '1') await settle(() => page.selectOption('#head', '1'));
+    if ((await page.inputValue('#head')) !== '1') await settle(page, () => page.selectOption('#head', '1'));
     const n = want.row.length;
     for (let j = 0; j < n; j++) {
       const tip = await hover(page, 'weights', n - 1, j);

@@ -7,7 +7,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { root, artifacts, prepare, startServer, launch, watch, close, hover, npyF32, npyU8, writeZip, dropFile, cli } from './harness.mjs';
+import { root, artifacts, prepare, startServer, launch, watch, close, hover, npyF32, npyU8, writeZip, dropFile, cli, readyId, settle } from './harness.mjs';
 
 let server;
 let base;
@@ -44,14 +44,6 @@ after(async () => {
   await close({ context, server, profile });
   if (work) rmSync(work, { recursive: true, force: true });
 });
-
-const readyId = (p = page) => p.evaluate(() => Number(document.body.dataset.ready || 0));
-
-async function settle(act, p = page, timeout = 30000) {
-  const b = await readyId(p);
-  await act();
-  await p.waitForFunction((x) => Number(document.body.dataset.ready || 0) > x && document.getElementById('busy').hidden, b, { timeout });
-}
 
 // --- .npy / .npz (stored zip) helpers --------------------------------------------------------------------
 function parseNpy(buf) {
@@ -104,9 +96,9 @@ async function downloadOf(p, act) {
 
 // --- tests ---------------------------------------------------------------------------------------------
 test('the URL restores the exact view, pinned cell included', async () => {
-  await settle(() => page.selectOption('#head', '1'));
-  await settle(() => page.selectOption('#batch', '1'));
-  await settle(() => page.selectOption('#seq', 'cividis'));
+  await settle(page, () => page.selectOption('#head', '1'));
+  await settle(page, () => page.selectOption('#batch', '1'));
+  await settle(page, () => page.selectOption('#seq', 'cividis'));
   await page.selectOption('#theme', 'dark');
   await page.focus('figure[data-stage="weights"] canvas');
   for (const k of ['ArrowDown', 'ArrowDown', 'ArrowRight', 'ArrowRight', 'ArrowRight']) await page.keyboard.press(k);
@@ -131,7 +123,7 @@ test('the URL restores the exact view, pinned cell included', async () => {
   if (shot2 !== shot) for (const [k, v] of [['a', shot], ['b', shot2]]) writeFileSync(join(artifacts, `roundtrip-${k}.png`), Buffer.from(v.split(',')[1], 'base64'));
   assert.ok(shot2 === shot, 'the weights figure differs (tests/e2e/artifacts/roundtrip-*.png)');
   // A custom configuration round-trips too.
-  await settle(() => p2.fill('#n', '7'), p2);
+  await settle(p2, () => p2.fill('#n', '7'));
   const custom = p2.url();
   for (const k of ['method=shaw', 'n=7', 'd_model=', 'clip=', 'relative_values=1', 'causal=0']) assert.ok(custom.includes(k), `${k} not in ${custom}`);
   const p3 = await open(custom.replace(base, ''));
@@ -139,7 +131,7 @@ test('the URL restores the exact view, pinned cell included', async () => {
   assert.equal(await p3.$eval('figure[data-stage="weights"] canvas', (c) => c.dataset.rows), '7');
   // A value the page does not have (a mistyped or stale link) is said next to its control, not silently replaced.
   const p4 = await open('?method=nonsense&n=6&rope_layout=bogus');
-  assert.match(await p4.locator('#err-method').innerText(), /The link's method=nonsense is not one of shaw, music, rope, alibi, t5, absolute: showing shaw\./);
+  assert.match(await p4.locator('#err-method').innerText(), /The link's method=nonsense is not one of shaw, music, rope, alibi, t5, absolute, deberta: showing shaw\./);
   // A stage the layer does not have is said too, and no slide is shown in its place.
   const p5 = await open('?preset=seed004&present=nonsense');
   await p5.waitForFunction(() => document.getElementById('err-general').textContent !== '');
@@ -155,7 +147,7 @@ test('the URL restores the exact view, pinned cell included', async () => {
 test('presentation mode steps through every stage by keyboard, with rendered formulas, at projector size', async () => {
   const viewport = page.viewportSize();
   await page.setViewportSize({ width: 1280, height: 720 });
-  await settle(() => page.selectOption('#preset', 'seed000-music'));
+  await settle(page, () => page.selectOption('#preset', 'seed000-music'));
   const names = await page.$$eval('figure.view', (fs) => fs.map((f) => f.dataset.stage));
   await page.focus('#present-btn');
   await page.keyboard.press('Enter');
@@ -268,7 +260,7 @@ test('embed mode shows exactly one canvas, sized to its frame', async () => {
 });
 
 test('exports: PNG at 2×, SVG, and the trace .npz with the CLI\'s names and numbers', async () => {
-  await settle(() => page.selectOption('#preset', 'seed004'));
+  await settle(page, () => page.selectOption('#preset', 'seed004'));
   const png = await downloadOf(page, () => page.click('figure[data-stage="weights"] .export-png'));
   assert.deepEqual([...png.bytes.subarray(0, 8)], [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
   assert.deepEqual([png.bytes.readUInt32BE(16), png.bytes.readUInt32BE(20)], [940, 860], 'PNG is 2× the 470 × 430 figure');
@@ -314,8 +306,8 @@ test('exports: PNG at 2×, SVG, and the trace .npz with the CLI\'s names and num
   assert.deepEqual(t.relative_logits.data.slice(0, 4), [44, 23, 18, 18]);
 
   // A large matrix: vector frame, cells as an embedded raster.
-  await settle(() => page.fill('#sentence', ''));
-  await settle(() => page.fill('#n', '80'));
+  await settle(page, () => page.fill('#sentence', ''));
+  await settle(page, () => page.fill('#n', '80'));
   const big = await downloadOf(page, () => page.click('figure[data-stage="weights"] .export-svg'));
   const bt = big.bytes.toString('utf8');
   assert.match(bt, /<image [^>]*href="data:image\/png;base64,/);
@@ -338,7 +330,7 @@ test('your own tensors: the page shows the CLI\'s numbers; bad files show an err
 
   await page.goto(`${base}?method=shaw&n=8&d_model=16&heads=2&clip=2&seed=0&causal=0&rel_v=1&per_head=0&sentence=`);
   await page.waitForFunction(() => document.body.dataset.ready, null, { timeout: 30000 });
-  await settle(() => page.setInputFiles('#tensors', file));
+  await settle(page, () => page.setInputFiles('#tensors', file));
   assert.equal(await page.inputValue('#n'), '5');
   assert.equal(await page.inputValue('#d_model'), '8');
   assert.equal(await page.locator('#tensors-name').innerText(), 'using mine.npz');
@@ -349,7 +341,7 @@ test('your own tensors: the page shows the CLI\'s numbers; bad files show an err
     assert.ok(Math.abs(Number(tip.relative) - w) <= 1e-4 * Math.max(1, Math.abs(w)), `(${i}, ${j}): page ${tip.relative}, CLI ${w}`);
   }
   const out = await page.$eval('figure[data-stage="weights"] canvas', (c) => c.toDataURL());
-  const before = await readyId();
+  const before = await readyId(page);
 
   // Malformed: an error next to the picker, the name as text, and the view stays.
   const evil = '<img src=x onerror=alert(1)>.npz';
@@ -358,7 +350,7 @@ test('your own tensors: the page shows the CLI\'s numbers; bad files show an err
   const err = await page.locator('#err-file').innerText();
   assert.ok(err.includes(evil), err);
   assert.equal(await page.locator('#err-file img').count(), 0, 'the file name became HTML');
-  assert.equal(await readyId(), before, 'the view changed on a bad file');
+  assert.equal(await readyId(page), before, 'the view changed on a bad file');
   assert.equal(await page.$eval('figure[data-stage="weights"] canvas', (c) => c.toDataURL()), out);
   assert.equal(await page.locator('#tensors-name').innerText(), 'using mine.npz');
   await page.evaluate(() => window.scrollTo(0, 0));
@@ -370,13 +362,13 @@ test('your own tensors: the page shows the CLI\'s numbers; bad files show an err
   await page.setInputFiles('#tensors', bad);
   await page.waitForFunction(() => /w_q/.test(document.getElementById('err-file').textContent), null, { timeout: 10000 });
   assert.match(await page.locator("#err-file").innerText(), /mismatch\.npz.*w_q.*\[3, 8\]/);
-  assert.equal(await readyId(), before);
+  assert.equal(await readyId(page), before);
 
   // A control change still computes with the accepted file; clearing goes back to generated tensors.
-  await settle(() => page.fill('#seed', '3'));
+  await settle(page, () => page.fill('#seed', '3'));
   assert.equal(await page.inputValue('#n'), '5');
   assert.equal(await page.locator('#err-file').innerText(), '');
-  await settle(() => page.click('#tensors-clear'));
+  await settle(page, () => page.click('#tensors-clear'));
   assert.equal(await page.locator('#tensors-name').innerText(), '');
 });
 
@@ -409,7 +401,7 @@ test('a captured model layer: its options, tokens and description come with the 
   // The controls hold an option the capture does not carry (as after a T5 capture: logit scale none).
   await page.goto(`${base}?method=shaw&n=8&d_model=16&heads=2&clip=2&seed=0&sentence=&logit_scale=none`);
   await page.waitForFunction(() => document.body.dataset.ready, null, { timeout: 30000 });
-  await settle(() => page.setInputFiles('#tensors', file));
+  await settle(page, () => page.setInputFiles('#tensors', file));
   // The file's options replace the controls' and the controls show them; the others are reset to their defaults.
   assert.equal(await page.inputValue('#logit_scale'), 'inv_sqrt_d_head');
   assert.equal(await page.inputValue('#method'), 'rope');
@@ -420,7 +412,7 @@ test('a captured model layer: its options, tokens and description come with the 
   // Every figure says which model's layer it is (its subtitle), in its exports too.
   const svg = await downloadOf(page, () => page.click('figure[data-stage="weights"] .export-svg'));
   assert.match(svg.bytes.toString('utf8'), /tiny-llama, decoder layer 1/);
-  await settle(() => page.selectOption('#head', '3'));
+  await settle(page, () => page.selectOption('#head', '3'));
   const w = want.weights;
   for (const [i, j] of [[2, 1], [4, 4], [5, 0], [5, 5]]) {
     const tip = await hover(page, 'weights', i, j);
@@ -432,29 +424,29 @@ test('a captured model layer: its options, tokens and description come with the 
   const a = await hover(page, 'rope_angles', 5, 0);
   assert.ok(Math.abs(Number(a.value) - 5) <= 1e-5, a.text);
   // A control changed by hand then changes the captured layer: without the scale, the weights differ.
-  await settle(() => page.selectOption('#logit_scale', 'none'));
+  await settle(page, () => page.selectOption('#logit_scale', 'none'));
   assert.equal(await page.inputValue('#logit_scale'), 'none');
   const unscaled = await hover(page, 'weights', 5, 0);
   assert.ok(Math.abs(Number(unscaled.value) - w.data[((0 * 4 + 3) * n + 5) * n + 0]) > 1e-4, unscaled.text);
-  await settle(() => page.selectOption('#logit_scale', 'inv_sqrt_d_head'));
+  await settle(page, () => page.selectOption('#logit_scale', 'inv_sqrt_d_head'));
   await page.locator('figure[data-stage="weights"]').scrollIntoViewIfNeeded();
   await page.screenshot({ path: join(artifacts, 'features-capture.png') });
-  await settle(() => page.click('#tensors-clear'));
+  await settle(page, () => page.click('#tensors-clear'));
   // Dropped on the page, the same file gives the same layer.
-  await settle(() => page.selectOption('#method', 'shaw'));
-  await settle(() => dropFile(page, 'tiny-llama-layer1.npz', readFileSync(file)));
+  await settle(page, () => page.selectOption('#method', 'shaw'));
+  await settle(page, () => dropFile(page, 'tiny-llama-layer1.npz', readFileSync(file)));
   assert.equal(await page.inputValue('#method'), 'rope');
   assert.match(await page.locator('#preset-desc').innerText(), /tiny-llama, decoder layer 1/);
-  await settle(() => page.click('#tensors-clear'));
+  await settle(page, () => page.click('#tensors-clear'));
   // Left padding under the causal mask: the first query sees no key (weight 0, where transformers spreads the
   // row evenly), and the weights' figure says so.
   const padded = join(work, 'left-padded.npz');
   writeFileSync(padded, writeZip({ 'x.npy': npyF32([1, 4, 16], fill(64, (k) => Math.cos(k * 0.3))), 'key_mask.npy': npyF32([1, 4], [0, 1, 1, 1]) }));
-  await settle(() => page.setInputFiles('#tensors', padded));
+  await settle(page, () => page.setInputFiles('#tensors', padded));
   const paddedSvg = (await downloadOf(page, () => page.click('figure[data-stage="weights"] .export-svg'))).bytes.toString('utf8');
   const texts = [...paddedSvg.matchAll(/<text[^>]*>([^<]*)<\/text>/g)].map((m) => m[1]).join(' ').replace(/\s+/g, ' ');
   assert.match(texts, /row 0 sees no key \(all padding\): weight 0/);
-  await settle(() => page.click('#tensors-clear'));
+  await settle(page, () => page.click('#tensors-clear'));
 });
 
 test('a captured layer of today\'s models (#49): heads of their own width, q/k norms, a sink, a window drawn as a mask, a soft-cap and a scale of its own, as the CLI computes them', async () => {
@@ -484,11 +476,11 @@ test('a captured layer of today\'s models (#49): heads of their own width, q/k n
   const ref = join(work, 'tiny-gemma-trace.npz');
   execFileSync(cli(), ['compute', '--tensors', file, '--out', ref]);
   const want = readZip(readFileSync(ref));
-  await settle(() => page.setInputFiles('#tensors', file));
+  await settle(page, () => page.setInputFiles('#tensors', file));
   assert.equal(await page.inputValue('#window'), '3');
   assert.equal(await page.inputValue('#softcap'), '2.5');
   assert.match(await page.locator('#logit_scale option:checked').innerText(), /factor 0\.3/);
-  await settle(() => page.selectOption('#head', '1'));
+  await settle(page, () => page.selectOption('#head', '1'));
   const w = want.weights;
   let row = 0;
   for (let j = 0; j < n; j++) {
@@ -520,7 +512,7 @@ test('a captured layer of today\'s models (#49): heads of their own width, q/k n
   await page.click('#present-close');
   await page.locator('figure[data-stage="weights"]').scrollIntoViewIfNeeded();
   await page.screenshot({ path: join(artifacts, 'features-capture-today.png') });
-  await settle(() => page.click('#tensors-clear'));
+  await settle(page, () => page.click('#tensors-clear'));
 });
 
 test('a captured DeepSeek layer (#49): x its latents, heads of 6 query/key and 4 value components, an output of the model\'s width, as the CLI computes them', async () => {
@@ -552,8 +544,8 @@ test('a captured DeepSeek layer (#49): x its latents, heads of 6 query/key and 4
   const want = readZip(readFileSync(ref));
   assert.deepEqual(want.output_content.shape, [1, heads, n, dv]);
   assert.deepEqual(want.output.shape, [1, n, out]);
-  await settle(() => page.setInputFiles('#tensors', file));
-  await settle(() => page.selectOption('#head', '1'));
+  await settle(page, () => page.setInputFiles('#tensors', file));
+  await settle(page, () => page.selectOption('#head', '1'));
   for (const [stage, i, j, value] of [['weights', 5, 2, want.weights.data[(n + 5) * n + 2]],
     ['output_content', 5, dv - 1, want.output_content.data[(n + 5) * dv + dv - 1]],
     ['output', 4, out - 1, want.output.data[4 * out + out - 1]]]) {
@@ -567,7 +559,7 @@ test('a captured DeepSeek layer (#49): x its latents, heads of 6 query/key and 4
   assert.equal(await cols('rotated_q'), dqk);
   await page.locator('figure[data-stage="output_content"]').scrollIntoViewIfNeeded();
   await page.screenshot({ path: join(artifacts, 'features-capture-deepseek.png') });
-  await settle(() => page.click('#tensors-clear'));
+  await settle(page, () => page.click('#tensors-clear'));
 });
 
 test('crafted capture files (a 16,000-character model name, a 4,000-character token, a right-to-left override) keep every main-thread task under 300 ms', async () => {
@@ -587,7 +579,7 @@ test('crafted capture files (a 16,000-character model name, a 4,000-character to
       'x.npy': npyF32([1, n, d], Array.from({ length: n * d }, (_, k) => Math.sin(k))),
       'capture.npy': npyU8(Buffer.from(JSON.stringify(description), 'utf8')),
     });
-    await settle(() => p.setInputFiles('#tensors', { name, mimeType: 'application/octet-stream', buffer }), p);
+    await settle(p, () => p.setInputFiles('#tensors', { name, mimeType: 'application/octet-stream', buffer }));
     assert.equal(await p.locator('#err-file').innerText(), '', name);
   }
   const longest = await p.evaluate(() => Math.max(0, ...window.__long));
@@ -596,7 +588,7 @@ test('crafted capture files (a 16,000-character model name, a 4,000-character to
 });
 
 test('keyboard: controls reachable with labels, the cursor cell is announced', async () => {
-  await settle(() => page.selectOption('#preset', 'seed004'));
+  await settle(page, () => page.selectOption('#preset', 'seed004'));
   // Every control has an accessible name.
   const unnamed = await page.$$eval('input, select, button, canvas[tabindex]', (els) => els.filter((e) => {
     if (e.closest('[hidden]') || e.offsetParent === null) return false;
@@ -647,25 +639,25 @@ test('the guided tour: opens on a first plain visit, each step sets the controls
   // Opening by itself changes nothing: Start sets the first step's controls.
   assert.notEqual(await p.inputValue('#preset'), 'built-heads');
   assert.equal(await p.locator('#tour-next').innerText(), 'Start');
-  await settle(() => p.click('#tour-next'), p);
+  await settle(p, () => p.click('#tour-next'));
   assert.equal(await p.inputValue('#preset'), 'built-heads');
   await p.click('#tour-next');
   assert.equal(await p.locator('#tour-step').innerText(), '2 / 10');
-  await settle(() => p.click('#tour-next'), p);
+  await settle(p, () => p.click('#tour-next'));
   assert.equal(await p.inputValue('#sentence'), 'the cat saw the dog');
   // Content versus position: the content term is on (step 1's preset had it off), and the two "the" (keys 0 and 3)
   // give "dog" the same content logit, not 0.
   assert.equal(await p.isChecked('#relative_only'), false);
   const [first, second] = [await hover(p, 'content_logits', 4, 0), await hover(p, 'content_logits', 4, 3)];
   assert.ok(first.value === second.value && Number(first.value) !== 0, `${first.value} and ${second.value}`);
-  await settle(() => p.click('#tour-next'), p);
+  await settle(p, () => p.click('#tour-next'));
   assert.deepEqual([await p.inputValue('#method'), await p.inputValue('#n'), await p.isChecked('#causal')], ['music', '6', true]);
   assert.ok(await p.locator('figure[data-stage="skew_sliced"]').count() === 1, 'the skew is shown');
-  await settle(() => p.click('#tour-next'), p);
+  await settle(p, () => p.click('#tour-next'));
   assert.equal(await p.inputValue('#n'), '512');
   // The schemes after the 2018 ones, each with its pictures after its stages.
   for (const [preset, picture] of [['rope-kernel', 'rope_kernel_curves'], ['alibi-slopes', 'alibi_bias_by_head'], ['t5-buckets', 't5_staircase'], ['absolute-positions', 'absolute_similarity']]) {
-    await settle(() => p.click('#tour-next'), p);
+    await settle(p, () => p.click('#tour-next'));
     assert.equal(await p.inputValue('#preset'), preset);
     assert.equal(await p.locator(`figure[data-stage="${picture}"]`).count(), 1, `${preset}: no ${picture}`);
   }

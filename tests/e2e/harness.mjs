@@ -73,6 +73,16 @@ export function watch(page, problems, { expected = () => false, failed = () => t
   if (workers) page.on('worker', (w) => w.on('console', (m) => { if (m.type() === 'error' && !expected(m.text())) problems.push(`worker console: ${m.text()}`); }));
 }
 
+/** How many views page `p` has finished (its body's data-ready; 0 before the first). */
+export const readyId = (p) => p.evaluate(() => Number(document.body.dataset.ready || 0));
+
+/** Runs `act` and waits for page `p`'s next finished view: a higher ready id, and nothing busy. */
+export async function settle(p, act, timeout = 30000) {
+  const before = await readyId(p);
+  await act();
+  await p.waitForFunction((b) => Number(document.body.dataset.ready || 0) > b && document.getElementById('busy').hidden, before, { timeout });
+}
+
 /** Closes what `launch` and `startServer` gave (any of them): the browser, the server, the profile. */
 export async function close({ context, server, profile } = {}) {
   if (context) await context.close();

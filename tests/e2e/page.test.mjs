@@ -4,7 +4,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { readFileSync } from 'node:fs';
-import { artifacts, prepare, startServer, launch, watch, close } from './harness.mjs';
+import { artifacts, prepare, startServer, launch, watch, close, readyId, settle } from './harness.mjs';
 
 let server;
 let base;
@@ -24,15 +24,7 @@ before(async () => {
 
 after(() => close({ context, server, profile }));
 
-const readyId = () => page.evaluate(() => Number(document.body.dataset.ready || 0));
-
 /** Runs `act`, then waits until the page shows a newer result and is no longer busy. */
-async function settle(act, timeout = 30000) {
-  const before = await readyId();
-  await act();
-  await page.waitForFunction((b) => Number(document.body.dataset.ready || 0) > b && document.getElementById('busy').hidden, before, { timeout });
-}
-
 const stages = () => page.$$eval('figure.view', (fs) => fs.map((f) => f.dataset.stage));
 
 /** Variance of the pixels in each figure's plot area: 0 means a blank canvas. */
@@ -122,7 +114,7 @@ test('the page loads, draws every stage, and shows the backend and timings', asy
 
 test('each preset reproduces its seed', async () => {
   for (const name of ['seed000-shaw', 'seed000-music', 'seed002', 'seed003', 'built-heads', 'seed004']) {
-    await settle(() => page.selectOption('#preset', name));
+    await settle(page, () => page.selectOption('#preset', name));
     const names = await stages();
     if (name === 'seed000-music') for (const s of ['skew_qer', 'skew_padded', 'skew_reshaped', 'skew_sliced']) assert.ok(names.includes(s), `${name}: no ${s}`);
     else assert.ok(!names.includes('skew_qer'), `${name}: skew stages with Shaw`);
@@ -149,50 +141,50 @@ test('each preset reproduces its seed', async () => {
 });
 
 test('every control recomputes; bad input shows an inline error and keeps the view', async () => {
-  await settle(() => page.selectOption('#preset', 'seed000-shaw'));
-  await settle(() => page.fill('#sentence', ''));
-  await settle(() => page.fill('#n', '10'));
+  await settle(page, () => page.selectOption('#preset', 'seed000-shaw'));
+  await settle(page, () => page.fill('#sentence', ''));
+  await settle(page, () => page.fill('#n', '10'));
   assert.equal(await page.inputValue('#preset'), '');
   assert.equal((await page.$eval('figure[data-stage="weights"] canvas', (c) => c.dataset.rows)), '10');
-  await settle(() => page.selectOption('#method', 'music'));
+  await settle(page, () => page.selectOption('#method', 'music'));
   assert.ok((await stages()).includes('skew_sliced'));
   assert.equal(await page.isDisabled('#relative_values'), true, 'a^V is Shaw\'s: off for the Music Transformer');
-  await settle(() => page.check('#causal'));
-  await settle(() => page.selectOption('#method', 'shaw'));
+  await settle(page, () => page.check('#causal'));
+  await settle(page, () => page.selectOption('#method', 'shaw'));
   assert.equal(await page.isDisabled('#relative_values'), false);
-  await settle(() => page.fill('#d_model', '32'));
-  await settle(() => page.fill('#heads', '4'));
+  await settle(page, () => page.fill('#d_model', '32'));
+  await settle(page, () => page.fill('#heads', '4'));
   assert.equal(await page.locator('#head option').count(), 4);
-  await settle(() => page.selectOption('#head', '2'));
+  await settle(page, () => page.selectOption('#head', '2'));
   assert.match(await page.locator('figure[data-stage="weights"] canvas').getAttribute('aria-label'), /Attention weights/);
-  await settle(() => page.fill('#clip', '1'));
+  await settle(page, () => page.fill('#clip', '1'));
   assert.equal(await page.$eval('figure[data-stage="rel_k"] canvas', (c) => c.dataset.rows), '3');
-  await settle(() => page.check('#relative_values'));
-  await settle(() => page.uncheck('#relative_values'));
+  await settle(page, () => page.check('#relative_values'));
+  await settle(page, () => page.uncheck('#relative_values'));
   assert.ok(!(await stages()).includes('rel_v'), 'a^V off still shows w^V');
   // The content term off: its stage is zeros, coloured over ±1 (not ±1.18e-38), and the logits' note says so.
-  await settle(() => page.check('#relative_only'));
+  await settle(page, () => page.check('#relative_only'));
   assert.equal(await page.getAttribute('figure[data-stage="content_logits"]', 'data-range'), '-1 1');
   assert.match(await page.locator('figure[data-stage="logits"] .notice').innerText(), /relative term alone/);
-  await settle(() => page.uncheck('#relative_only'));
-  await settle(() => page.check('#per_head_tables'));
+  await settle(page, () => page.uncheck('#relative_only'));
+  await settle(page, () => page.check('#per_head_tables'));
   // The logits' scale (an option of every front end): T5's unscaled logits say so, and the link keeps it.
-  await settle(() => page.selectOption('#logit_scale', 'none'));
+  await settle(page, () => page.selectOption('#logit_scale', 'none'));
   assert.match(await page.locator('figure[data-stage="logits"] .notice').innerText(), /Not scaled by 1\/√d_head/);
   assert.match(page.url(), /logit_scale=none/);
-  await settle(() => page.selectOption('#logit_scale', 'inv_sqrt_d_head'));
-  await settle(() => page.fill('#seed', '7'));
-  await settle(() => page.fill('#sentence', 'a b c d e f'));
+  await settle(page, () => page.selectOption('#logit_scale', 'inv_sqrt_d_head'));
+  await settle(page, () => page.fill('#seed', '7'));
+  await settle(page, () => page.fill('#sentence', 'a b c d e f'));
   assert.equal(await page.inputValue('#n'), '6');
   await assertNotBlank('after every control');
 
   // Keyboard: the controls are reachable and change with keys.
   await page.focus('#clip');
-  await settle(() => page.keyboard.press('ArrowUp'));
+  await settle(page, () => page.keyboard.press('ArrowUp'));
   assert.equal(await page.inputValue('#clip'), '2');
 
   // Bad input: an error naming the field and its range next to the control; the last view stays.
-  const before = await readyId();
+  const before = await readyId(page);
   const figures = (await stages()).length;
   await page.fill('#n', '0');
   await page.waitForFunction(() => document.getElementById('err-n').textContent !== '', null, { timeout: 10000 });
@@ -200,21 +192,21 @@ test('every control recomputes; bad input shows an inline error and keeps the vi
   assert.match(msg, /invalid n/);
   assert.match(msg, /1\.\.=8192/);
   assert.equal(await page.getAttribute('#n', 'aria-invalid'), 'true');
-  assert.equal(await readyId(), before, 'the view changed on bad input');
+  assert.equal(await readyId(page), before, 'the view changed on bad input');
   assert.equal((await stages()).length, figures);
   await page.screenshot({ path: join(artifacts, 'bad-input.png') });
-  await settle(() => page.fill('#n', '6'));
+  await settle(page, () => page.fill('#n', '6'));
   assert.equal(await page.locator('#err-n').innerText(), '');
   await page.fill('#heads', '5');
   await page.waitForFunction(() => document.getElementById('err-heads').textContent !== '', null, { timeout: 10000 });
   assert.match(await page.locator('#err-heads').innerText(), /divisor of d_model = 32/);
   assert.equal(await page.locator('#err-n').innerText(), '');
-  await settle(() => page.fill('#heads', '2'));
+  await settle(page, () => page.fill('#heads', '2'));
   assert.equal(await page.locator('#err-heads').innerText(), '');
 });
 
 test('clicking a cell pins it in every view and marks the table row it used', async () => {
-  await settle(() => page.selectOption('#preset', 'seed000-shaw'));
+  await settle(page, () => page.selectOption('#preset', 'seed000-shaw'));
   const t = await hover('weights', 3, 5);
   const pixel = (stage, i, j) => page.$eval(`figure[data-stage="${stage}"] canvas`, (c, [ii, jj]) => {
     const d = c.dataset;
@@ -246,7 +238,7 @@ test('clicking a cell pins it in every view and marks the table row it used', as
 });
 
 test('reverse linking: a table row pinned shades every pair that reads it, in every (i, j) view', async () => {
-  await settle(() => page.selectOption('#preset', 'seed000-shaw'));
+  await settle(page, () => page.selectOption('#preset', 'seed000-shaw'));
   const pixel = (stage, i, j) => page.$eval(`figure[data-stage="${stage}"] canvas`, (c, [ii, jj]) => {
     const d = c.dataset;
     const x = Math.round(Number(d.x0) + (jj + 0.5) * ((d.x1 - d.x0) / d.cols));
@@ -362,17 +354,17 @@ test('the skew: a pinned pair is outlined on its own value in every step, causal
 test('a control added on both sides: batch sets the generated batch, the batch-element select follows, the URL keeps it', async () => {
   await page.goto(`${base}?method=shaw&n=5&d_model=8&heads=2&clip=2&seed=0&sentence=&backend=cpu`);
   await page.waitForFunction(() => document.body.dataset.ready && document.getElementById('busy').hidden, null, { timeout: 30000 });
-  await settle(() => page.fill('#batch_size', '3'));
+  await settle(page, () => page.fill('#batch_size', '3'));
   assert.equal(await page.locator('#batch option').count(), 3);
   assert.match(page.url(), /batch_size=3/);
   const a = (await hover('content_logits', 1, 2)).value;
-  await settle(() => page.selectOption('#batch', '2'));
+  await settle(page, () => page.selectOption('#batch', '2'));
   assert.notEqual((await hover('content_logits', 1, 2)).value, a, 'batch element 2 has its own x');
   await page.fill('#batch_size', '17');
   await page.waitForFunction(() => document.getElementById('err-batch_size').textContent !== '', null, { timeout: 10000 });
   assert.match(await page.locator('#err-batch_size').innerText(), /batch_size.*1\.\.=16/);
   assert.equal(await page.locator('#batch option').count(), 3, 'the view stays');
-  await settle(() => page.fill('#batch_size', '1'));
+  await settle(page, () => page.fill('#batch_size', '1'));
   // Back to the default page for the tests after this one.
   await page.goto(base);
   await page.waitForFunction(() => document.body.dataset.ready && document.getElementById('busy').hidden, null, { timeout: 30000 });
@@ -433,8 +425,8 @@ test('zoom and pan: + / Ctrl+wheel zoom into a figure, dragging pans, 0 resets; 
 });
 
 test('n = 1024 recomputes off the main thread and redraws', async () => {
-  await settle(() => page.fill('#sentence', ''));
-  await settle(() => page.selectOption('#method', 'music'));
+  await settle(page, () => page.fill('#sentence', ''));
+  await settle(page, () => page.selectOption('#method', 'music'));
   await page.fill('#n', '1024');
   await page.waitForFunction(() => !document.getElementById('busy').hidden, null, { timeout: 5000 });
   // The main thread answers while the worker computes.
@@ -533,7 +525,7 @@ test('n = 8192 with 8 heads: held on demand, every stage drawn pooled; the toolt
     new MutationObserver(() => window.busyTexts.push(el.textContent)).observe(el, { childList: true, characterData: true, subtree: true });
   });
   const t1 = Date.now();
-  await settle(() => page.selectOption('#head', '5'), 300000);
+  await settle(page, () => page.selectOption('#head', '5'), 300000);
   const switched = Date.now() - t1;
   assert.equal((await cur()).head, 5);
   const said = await page.evaluate(() => window.busyTexts);
@@ -541,7 +533,7 @@ test('n = 8192 with 8 heads: held on demand, every stage drawn pooled; the toolt
   console.log(`n 8192 × 8 heads: first view ${opened} ms, another head ${switched} ms, worker memory ${(c.memory / 2 ** 20).toFixed(0)} MiB; ${JSON.stringify((await cur()).timings)}`);
   // The Music Transformer's bidirectional skew at n 8192: its steps are (8192, 16383) … (8193, 16383), cut on demand too.
   const t2 = Date.now();
-  await settle(() => page.selectOption('#method', 'music'), 300000);
+  await settle(page, () => page.selectOption('#method', 'music'), 300000);
   const music = await cur();
   assert.equal(await page.locator('figure[data-stage="skew_reshaped"] canvas').evaluate((cv) => cv.dataset.rows), '8193');
   assert.ok(music.memory < 1.5 * 2 ** 30, `worker memory ${music.memory}`);

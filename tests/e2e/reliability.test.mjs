@@ -4,7 +4,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { artifacts, prepare, startServer, launch, watch, close, npyF32, dropFile } from './harness.mjs';
+import { artifacts, prepare, startServer, launch, watch, close, npyF32, dropFile, readyId, settle } from './harness.mjs';
 
 let server;
 let base;
@@ -38,14 +38,6 @@ before(async () => {
 });
 
 after(() => close({ context, server, profile }));
-
-const readyId = () => page.evaluate(() => Number(document.body.dataset.ready || 0));
-
-async function settle(act, timeout = 30000) {
-  const b = await readyId();
-  await act();
-  await page.waitForFunction((x) => Number(document.body.dataset.ready || 0) > x && document.getElementById('busy').hidden, b, { timeout });
-}
 
 /** What is on screen: every figure's pixels (as a hash) and the ready id. */
 const snapshot = () => page.evaluate(() => {
@@ -96,14 +88,14 @@ test('out-of-range values typed into the controls: an error next to that control
     await page.fill(`#${id}`, value);
     await refused(id, re, view);
     assert.equal(await page.getAttribute(`#${id}`, 'aria-invalid'), 'true', `${id} = ${value}`);
-    await settle(() => page.fill(`#${id}`, good));
+    await settle(page, () => page.fill(`#${id}`, good));
     assert.equal(await page.locator(`#err-${id}`).innerText(), '');
     view = await snapshot();
   }
 });
 
 test('the budget: n 8192 × 64 heads (time) and d_model 4096 × batch 4 (memory) are refused with the limit and a smaller n', async () => {
-  await settle(() => page.fill('#seed', '1'));
+  await settle(page, () => page.fill('#seed', '1'));
   const view = await snapshot();
   await page.fill('#heads', '64');
   await page.fill('#n', '8192');
@@ -119,7 +111,7 @@ test('the budget: n 8192 × 64 heads (time) and d_model 4096 × batch 4 (memory)
   await page.fill('#batch_size', '1');
   await page.fill('#d_model', '64');
   await page.fill('#heads', '2');
-  await settle(() => page.fill('#n', '64'));
+  await settle(page, () => page.fill('#n', '64'));
   assert.equal(await page.locator('#err-n').innerText(), '');
 });
 
@@ -142,7 +134,7 @@ test('files: corrupt, NaN (named with its index) and a huge n are refused next t
 test('markup in the sentence and in a file name is shown as text; no script runs', async () => {
   const evil = '<img src=x onerror="window.__xss=1">';
   await page.evaluate(() => { window.__xss = undefined; });
-  await settle(() => page.fill('#sentence', `a ${evil} b <script>window.__xss=2</script>`));
+  await settle(page, () => page.fill('#sentence', `a ${evil} b <script>window.__xss=2</script>`));
   // The token labels the axes (canvas text) and the tooltip (text nodes).
   const canvas = page.locator('figure[data-stage="weights"] canvas');
   await canvas.scrollIntoViewIfNeeded();
@@ -163,7 +155,7 @@ test('markup in the sentence and in a file name is shown as text; no script runs
 
 test('a panic in the worker is reported, the worker restarts, and the page keeps working without a reload', async () => {
   await page.fill('#sentence', '');
-  await settle(() => page.fill('#seed', '5'));
+  await settle(page, () => page.fill('#seed', '5'));
   const view = await snapshot();
   const w = page.workers()[0];
   // The test hook: the page never sends this message; the test delivers it inside the worker.
@@ -172,7 +164,7 @@ test('a panic in the worker is reported, the worker restarts, and the page keeps
   assert.match(text, /debug_panic\(\): a panic on purpose.*restarted/);
   await page.waitForFunction(() => document.getElementById('busy').hidden);
   // A fresh worker computes the next change; the hover numbers are there again.
-  await settle(() => page.fill('#seed', '6'));
+  await settle(page, () => page.fill('#seed', '6'));
   assert.equal(await page.locator('#err-general').innerText(), '');
   assert.notDeepEqual((await snapshot()).pixels, view.pixels);
   await page.evaluate(() => window.scrollTo(0, 0));
@@ -214,16 +206,16 @@ test('a header-only .npy claiming shape (0, 70000, 70000) is refused next to the
   assert.ok(bomb.length <= 128, `${bomb.length} bytes`);
   await drop('empty.npy', bomb);
   assert.match(await refused('file', /too large/, view), /empty\.npy.*shape \[0, 70000, 70000\] is too large/);
-  await settle(() => page.fill('#seed', '4'));
+  await settle(page, () => page.fill('#seed', '4'));
   assert.notDeepEqual((await snapshot()).pixels, view.pixels);
 });
 
 test('a panic inside the worker\'s async compute is reported, the worker restarts, later changes compute', async () => {
-  await settle(() => page.fill('#seed', '5'));
+  await settle(page, () => page.fill('#seed', '5'));
   const view = await snapshot();
   await page.workers().at(-1).evaluate(() => self.dispatchEvent(new MessageEvent('message', { data: { kind: 'debug-panic-async' } })));
   assert.match(await refused('general', /internal error/, view), /debug_panic_async\(\): a panic on purpose inside an async future.*restarted/);
-  await settle(() => page.fill('#seed', '6'));
+  await settle(page, () => page.fill('#seed', '6'));
   assert.equal(await page.locator('#err-general').innerText(), '');
   assert.notDeepEqual((await snapshot()).pixels, view.pixels);
 });
@@ -238,7 +230,7 @@ test('a panic in the page\'s own wasm instance: reported, a fresh instance draws
   // The fresh instance is loaded, and the last good view drawn again with it: the same pixels.
   await page.waitForFunction(() => document.body.dataset.uiInstance === '2', null, { timeout: 30000 });
   assert.match(await refused('general', /internal error in the page's wasm module/, view), /debug_panic\(\).*restarted/);
-  await settle(() => page.fill('#seed', '7'));
+  await settle(page, () => page.fill('#seed', '7'));
   assert.equal(await page.locator('#err-general').innerText(), '');
   assert.notDeepEqual((await snapshot()).pixels, view.pixels);
 });

@@ -4,7 +4,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { artifacts, prepare, startServer, launch, watch, close, hover, PANEL_SHOT } from './harness.mjs';
+import { artifacts, prepare, startServer, launch, watch, close, hover, PANEL_SHOT, readyId, settle } from './harness.mjs';
 
 let server;
 let context;
@@ -24,15 +24,7 @@ before(async () => {
 
 after(() => close({ context, server, profile }));
 
-const readyId = () => page.evaluate(() => Number(document.body.dataset.ready || 0));
-
 /** Runs `act`, then waits until the page shows a newer result and is no longer busy. */
-async function settle(act, timeout = 30000) {
-  const before = await readyId();
-  await act();
-  await page.waitForFunction((b) => Number(document.body.dataset.ready || 0) > b && document.getElementById('busy').hidden, before, { timeout });
-}
-
 const stages = () => page.$$eval('figure.view', (fs) => fs.map((f) => f.dataset.stage));
 const near = (a, b, tol = 1e-3) => Math.abs(Number(a) - b) <= tol * Math.max(1, Math.abs(b));
 
@@ -43,7 +35,7 @@ test('each scheme shows its own stages and controls', async () => {
     t5: { has: ['rel_index', 'rel_k', 'relative_logits', 'weights'], not: ['slopes', 'rotated_q', 'rel_v'] },
   };
   for (const [method, { has, not }] of Object.entries(want)) {
-    await settle(() => page.selectOption('#method', method));
+    await settle(page, () => page.selectOption('#method', method));
     const names = await stages();
     for (const s of has) assert.ok(names.includes(s), `${method}: no ${s} in ${names}`);
     for (const s of not) assert.ok(!names.includes(s), `${method}: ${s} shown`);
@@ -55,7 +47,7 @@ test('each scheme shows its own stages and controls', async () => {
 });
 
 test('ALiBi: the paper\'s slopes, and a bias of m·(j − i) added after the scale', async () => {
-  await settle(() => page.selectOption('#preset', 'alibi-slopes'));
+  await settle(page, () => page.selectOption('#preset', 'alibi-slopes'));
   for (let h = 0; h < 8; h++) assert.ok(near((await hover(page, 'slopes', h, 0)).value, 2 ** -(h + 1)), `slope of head ${h}`);
   const t = await hover(page, 'relative_logits', 5, 2);
   assert.ok(near(t.value, 0.5 * (2 - 5)), t.text);
@@ -64,11 +56,11 @@ test('ALiBi: the paper\'s slopes, and a bias of m·(j − i) added after the sca
 });
 
 test('T5: buckets as Hugging Face computes them, and a pinned bucket shades its readers', async () => {
-  await settle(() => page.selectOption('#preset', 't5-buckets'));
+  await settle(page, () => page.selectOption('#preset', 't5-buckets'));
   assert.ok((await stages()).includes('rel_index'));
   // The preset's settings at n 160, so that a cell is a few pixels wide.
   await page.fill('#n', '160');
-  await settle(() => page.dispatchEvent('#n', 'change'));
+  await settle(page, () => page.dispatchEvent('#n', 'change'));
   // Bidirectional, 32 buckets, max_distance 128: keys after the query use 16..31; d = 7 is exact (23),
   // d = 100 is log-spaced (31), d = −12 … −15 share bucket 9.
   for (const [j, b] of [[7, 23], [100, 31], [0, 0]]) assert.equal(Number((await hover(page, 'rel_index', 0, j)).value), b, `bucket of ${j}`);
@@ -88,14 +80,14 @@ test('T5: buckets as Hugging Face computes them, and a pinned bucket shades its 
 });
 
 test('DeBERTa: its log-bucketed rows, a stage per term, their sum, its controls, a bucket count refused by name', async () => {
-  await settle(() => page.selectOption('#preset', ''));
-  await settle(() => page.selectOption('#method', 'deberta'));
+  await settle(page, () => page.selectOption('#preset', ''));
+  await settle(page, () => page.selectOption('#method', 'deberta'));
   for (const id of ['position_buckets', 'max_relative_positions', 'deberta_terms']) assert.ok(await page.locator(`#${id}`).isVisible(), `${id} shown`);
   assert.ok(!(await page.locator('#t5_buckets').isVisible()) && await page.locator('#clip').isDisabled());
   for (const [id, value] of [['n', '12'], ['d_model', '64'], ['heads', '2'], ['position_buckets', '4'], ['max_relative_positions', '8']]) {
     if ((await page.inputValue(`#${id}`)) === value) continue;
     await page.fill(`#${id}`, value);
-    await settle(() => page.dispatchEvent(`#${id}`, 'change'));
+    await settle(page, () => page.dispatchEvent(`#${id}`, 'change'));
   }
   const names = await stages();
   for (const s of ['rel_index', 'rel_k', 'content_logits', 'c2p', 'p2c', 'relative_logits', 'logits', 'weights']) assert.ok(names.includes(s), `no ${s} in ${names}`);
@@ -117,49 +109,49 @@ test('DeBERTa: its log-bucketed rows, a stage per term, their sum, its controls,
   await page.selectOption('#deberta_terms', 'p2c');
   await page.waitForFunction(() => !document.querySelector('figure[data-stage="c2p"]') && document.getElementById('busy').hidden, null, { timeout: 30000 });
   assert.ok((await stages()).includes('p2c'));
-  const shown = await readyId();
+  const shown = await readyId(page);
   await page.fill('#position_buckets', '1');
   await page.dispatchEvent('#position_buckets', 'change');
   await page.waitForFunction(() => document.getElementById('err-position_buckets').textContent !== '', null, { timeout: 10000 });
   assert.match(await page.locator('#err-position_buckets').innerText(), /position_buckets.*0 \(no buckets\) or 2 to 65536/);
-  assert.equal(await readyId(), shown);
+  assert.equal(await readyId(page), shown);
   await page.fill('#position_buckets', '4');
-  await settle(() => page.dispatchEvent('#position_buckets', 'change'));
-  await settle(() => page.selectOption('#deberta_terms', 'both'));
+  await settle(page, () => page.dispatchEvent('#position_buckets', 'change'));
+  await settle(page, () => page.selectOption('#deberta_terms', 'both'));
 });
 
 test('RoPE: a kernel of the distance alone, layouts that differ on the same weights, options refused by name', async () => {
-  await settle(() => page.selectOption('#preset', 'rope-kernel'));
+  await settle(page, () => page.selectOption('#preset', 'rope-kernel'));
   // κ(0) = 1 on the diagonal; every diagonal holds one value.
   for (const i of [0, 10, 40]) assert.ok(near((await hover(page, 'rope_kernel', i, i)).value, 1), `κ(0) at ${i}`);
   assert.ok(near((await hover(page, 'rope_kernel', 3, 9)).value, Number((await hover(page, 'rope_kernel', 30, 36)).value), 1e-5));
   const t = await hover(page, 'content_logits', 4, 2);
   assert.match(t.text, /rotated q'·k' = /);
   const interleaved = Number((await hover(page, 'rotated_q', 5, 1)).value);
-  await settle(() => page.selectOption('#preset', 'rope-half-split'));
+  await settle(page, () => page.selectOption('#preset', 'rope-half-split'));
   assert.equal(await page.inputValue('#rope_layout'), 'half');
   const half = Number((await hover(page, 'rotated_q', 5, 1)).value);
   assert.ok(Math.abs(half - interleaved) > 1e-3, `the same component after both layouts: ${half} vs ${interleaved}`);
   // A fraction that leaves no pair is refused naming the option; the result shown stays.
-  const shown = await readyId();
+  const shown = await readyId(page);
   await page.fill('#rope_fraction', '0.01');
   await page.dispatchEvent('#rope_fraction', 'change');
   await page.waitForFunction(() => document.getElementById('err-rope_fraction').textContent !== '', null, { timeout: 10000 });
   assert.match(await page.locator('#err-rope_fraction').innerText(), /rope_fraction.*0\.01.*at least/);
-  assert.equal(await readyId(), shown);
+  assert.equal(await readyId(page), shown);
   assert.ok((await stages()).includes('rotated_q'));
   await page.fill('#rope_fraction', '1');
-  await settle(() => page.dispatchEvent('#rope_fraction', 'change'));
+  await settle(page, () => page.dispatchEvent('#rope_fraction', 'change'));
   assert.equal(await page.locator('#err-rope_fraction').innerText(), '');
 });
 
 test('compare schemes: the six schemes on one input, their attention by distance, one slide', async () => {
   await page.selectOption('#preset', '');
   await page.fill('#sentence', 'the cat sat on the mat because it was warm');
-  await settle(() => page.dispatchEvent('#sentence', 'input'));
-  await settle(() => page.selectOption('#method', 'shaw'));
+  await settle(page, () => page.dispatchEvent('#sentence', 'input'));
+  await settle(page, () => page.selectOption('#method', 'shaw'));
   await page.fill('#heads', '2');
-  await settle(() => page.dispatchEvent('#heads', 'input'));
+  await settle(page, () => page.dispatchEvent('#heads', 'input'));
   await page.click('#compare-btn');
   await page.waitForFunction(() => document.getElementById('compare').dataset.ready, null, { timeout: 60000 });
   const methods = await page.$$eval('#compare-grid figure', (fs) => fs.map((f) => f.dataset.method));
@@ -179,7 +171,7 @@ test('compare schemes: the six schemes on one input, their attention by distance
   for (const label of ['absolute (sinusoidal)', 'Shaw et al. 2018', 'Music Transformer', 'RoPE', 'ALiBi', 'T5 buckets']) assert.ok(tip.includes(label), tip);
   // Another head: the comparison follows it.
   const before = await page.getAttribute('#compare', 'data-ready');
-  await settle(() => page.selectOption('#head', '1'));
+  await settle(page, () => page.selectOption('#head', '1'));
   await page.waitForFunction((b) => { const r = document.getElementById('compare').dataset.ready; return r && r !== b; }, before, { timeout: 60000 });
   assert.match(await page.locator('#compare-desc').innerText(), /head 1 shown/);
   // The exported slides are 16:9, 1920 × 1080 (the PNGs' IHDR): the panels, then the chart.
@@ -232,7 +224,7 @@ test('compare schemes: the six schemes on one input, their attention by distance
   await page.fill('#sentence', '');
   await page.dispatchEvent('#sentence', 'input');
   await page.fill('#n', '3000');
-  await settle(() => page.dispatchEvent('#n', 'input'));
+  await settle(page, () => page.dispatchEvent('#n', 'input'));
   await page.waitForFunction(() => /Not compared: .*n.*2048/.test(document.getElementById('compare-status').innerText), null, { timeout: 60000 });
   assert.equal(await page.locator('#compare-grid figure').count(), 6);
   await page.click('#compare-close');
