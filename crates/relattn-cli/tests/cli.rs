@@ -696,14 +696,25 @@ fn memory_estimate_covers_the_measured_peak() {
     // Heads wider than d_model / heads and values and an output of their own widths (a captured Gemma's or
     // DeepSeek's layer): the arrays' widths, not d_model's, set the estimate (d_model's would be 6× too small for
     // the fused forward at n 4096, which holds no (n, n) array).
-    let filled = |shape: &[usize]| ArrayD::from_shape_vec(IxDyn(shape), (0..shape.iter().product()).map(|k: usize| ((k % 7) as f32 - 3.0) * 0.05).collect()).unwrap();
+    let filled =
+        |shape: &[usize]| ArrayD::from_shape_vec(IxDyn(shape), (0..shape.iter().product()).map(|k: usize| ((k % 7) as f32 - 3.0) * 0.05).collect()).unwrap();
     let wide = |n: usize| {
         let (file, dm, h, dh, dv, d_out) = (path(&d, &format!("wide{n}.npz")), 64, 4, 192, 128, 320);
-        write_npz(&file, &[("x", filled(&[1, n, dm])), ("w_q", filled(&[dm, h * dh])), ("w_k", filled(&[dm, h * dh])), ("w_v", filled(&[dm, h * dv])), ("w_o", filled(&[h * dv, d_out]))]);
+        write_npz(
+            &file,
+            &[
+                ("x", filled(&[1, n, dm])),
+                ("w_q", filled(&[dm, h * dh])),
+                ("w_k", filled(&[dm, h * dh])),
+                ("w_v", filled(&[dm, h * dv])),
+                ("w_o", filled(&[h * dv, d_out])),
+            ],
+        );
         file
     };
     let (traced, forward) = (wide(512), wide(4096));
-    let wide_args: [&[&str]; 2] = [&["--tensors", s(&traced), "--method", "rope", "--heads", "4"], &["bench", "--tensors", s(&forward), "--method", "rope", "--heads", "4"]];
+    let wide_args: [&[&str]; 2] =
+        [&["--tensors", s(&traced), "--method", "rope", "--heads", "4"], &["bench", "--tensors", s(&forward), "--method", "rope", "--heads", "4"]];
     for args in grid.into_iter().chain(wide_args) {
         let (estimate, peak) = run(args);
         let used = peak - baseline;
