@@ -4,7 +4,7 @@
 // request stops the helpers still busy with a superseded one.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { prepare, startServer, launch, watch, close } from './harness.mjs';
+import { prepare, startServer, launch, watch, settle, close } from './harness.mjs';
 
 let server;
 let base;
@@ -42,8 +42,7 @@ async function shown(query) {
     new MutationObserver(() => { const b = document.getElementById('busy-text'); if (b) window.busyLine(b.textContent); })
       .observe(document, { subtree: true, childList: true, characterData: true });
   });
-  await p.goto(`${base}?${query}`);
-  await p.waitForFunction(() => document.body.dataset.ready && document.getElementById('busy').hidden, null, { timeout: 120000 });
+  await settle(p, () => p.goto(`${base}?${query}`), 120000);
   const print = await fingerprint(p);
   const info = await p.evaluate(async () => (await import('/js/page/state.js')).state.current.info.on_demand);
   await p.close();
@@ -72,29 +71,23 @@ test('another head of a pooled layer is cut by its helpers, equal to one worker;
   watch(p, problems);
   const helpers = [];
   p.on('worker', (w) => { if (w.url().endsWith('/pool-worker.js')) helpers.push(w); });
-  const ready = (id) => p.waitForFunction((b) => Number(document.body.dataset.ready || 0) > b && document.getElementById('busy').hidden, id, { timeout: 120000 });
-  const readyId = () => p.evaluate(() => Number(document.body.dataset.ready || 0));
-  await p.goto(`${base}?method=rope&head=0&${LAYER}&workers=2`);
-  await ready(0);
+  await settle(p, () => p.goto(`${base}?method=rope&head=0&${LAYER}&workers=2`), 120000);
   assert.equal(helpers.length, 2, 'two helpers started');
   // Head 6 of the same layer: no new layer, the helpers cut it; the same as one worker's head 6.
-  let before = await readyId();
-  await p.selectOption('#head', '6');
-  await ready(before);
+  await settle(p, () => p.selectOption('#head', '6'), 120000);
   const pooledHead = await fingerprint(p);
   const one = await shown(`method=rope&head=6&${LAYER}&workers=1`);
   assert.deepEqual(pooledHead, one.print, 'head 6 cut by the helpers');
   // A large layer (seconds of work on two helpers), superseded while they compute it: both are terminated and
   // replaced (Chromium reports no close of a worker's own workers: the fresh ones are counted), and the newer
   // request is answered.
-  before = await readyId();
-  await p.evaluate(() => {
-    for (const [id, v] of [['n', '8192'], ['d_model', '512']]) { const el = document.getElementById(id); el.value = v; el.dispatchEvent(new Event('input')); }
-  });
-  await p.waitForFunction(() => /on 2 workers/.test(document.getElementById('busy-text').textContent), null, { timeout: 60000 });
-  await p.evaluate(() => { const el = document.getElementById('n'); el.value = '1024'; el.dispatchEvent(new Event('input')); });
-  await p.waitForFunction(() => document.getElementById('n').value === '1024');
-  await ready(before);
+  await settle(p, async () => {
+    await p.evaluate(() => {
+      for (const [id, v] of [['n', '8192'], ['d_model', '512']]) { const el = document.getElementById(id); el.value = v; el.dispatchEvent(new Event('input')); }
+    });
+    await p.waitForFunction(() => /on 2 workers/.test(document.getElementById('busy-text').textContent), null, { timeout: 60000 });
+    await p.evaluate(() => { const el = document.getElementById('n'); el.value = '1024'; el.dispatchEvent(new Event('input')); });
+  }, 120000);
   assert.equal(helpers.length, 4, 'the two helpers busy with it were replaced by two fresh ones (js/worker/pool.js cancel)');
   assert.equal(await p.evaluate(async () => (await import('/js/page/state.js')).state.current.info.options.n), 1024);
   await p.close();
