@@ -204,6 +204,8 @@ test('lecture pictures: each scheme\'s are figures and slides, with the scheme\'
     ['method=alibi&causal=1&n=8&d_model=64&heads=8', ['alibi_slope_by_head', 'alibi_bias_by_head'], /^ALiBi: 8 heads, slopes 2\^\(−8\(h\+1\)\/8\) = 0\.500 … 3\.91e-3, causal/],
     ['method=t5&n=8&d_model=32&heads=4&per_head_tables=1', ['t5_staircase', 't5_bias_by_bucket'], /^T5: 32 buckets \(16 a side, 8 exact\), max distance 128/],
     ['method=absolute&n=12&d_model=32&heads=2', ['absolute_similarity'], /^absolute: sinusoids PE of d_model 32/],
+    // Any scheme with a sliding window: the window's reach through stacked layers.
+    ['method=shaw&causal=1&window=4&n=12&d_model=32&heads=2', ['window_reach'], /^Shaw et al\. 2018: .*, window 4 \(\|j − i\| < 4\)/],
   ];
   for (const [query, names, stated] of cases) {
     // The link of a picture's slide opens on it, at projector size.

@@ -23,7 +23,7 @@ pub fn run(args: &LayerArgs, name: &str, size: &str, out: &Path) -> Result<(), S
     let names: Vec<&str> = all.iter().map(|p| p.meta.name).collect();
     let Some(picture) = all.iter().find(|p| p.meta.name == name) else {
         let allowed = match names.as_slice() {
-            [] => format!("a picture of a RoPE, ALiBi, T5 or absolute layer ({} layers have none)", cfg.method.label()),
+            [] => format!("a picture of a RoPE, ALiBi, T5 or absolute layer, or of a layer with a window ({} layers have none)", cfg.method.label()),
             _ => format!("one of {} ({}'s pictures)", names.join(", "), cfg.method.label()),
         };
         return Err(Error::invalid("name", format!("'{name}'"), allowed).into());

@@ -4,13 +4,15 @@
 //! distance, the staircase; the bias per bucket of every head) and absolute positions (how alike the position
 //! vectors are). Each is a heatmap or curves ([`Body`]) with the metadata of a stage ([`StageMeta`]: title,
 //! formula, TeX, what to notice, axes), so the page shows, presents, links and exports it as it does a stage;
-//! they are drawn from the layer's options and tables (a captured layer's own), never from its input.
+//! they are drawn from the layer's options and tables (a captured layer's own), never from its input. A layer with
+//! a sliding window has one more, its reach through stacked layers ([`window`]).
 //! [`stated`] says the scheme's options in one line, for every slide of the scheme.
 
 pub mod absolute;
 pub mod alibi;
 pub mod rope;
 pub mod t5;
+pub mod window;
 
 use crate::render::short;
 use crate::render::Chart;
@@ -92,15 +94,17 @@ impl Text {
 }
 
 /// The pictures of the layer's scheme, in the order a lecture shows them (none for Shaw's, the Music
-/// Transformer's and DeBERTa's, whose stages are their pictures).
+/// Transformer's and DeBERTa's, whose stages are their pictures), then its sliding window's reach when it has one.
 pub fn of(inputs: &Inputs) -> Vec<Picture> {
-    match inputs.config.method {
+    let mut pictures = match inputs.config.method {
         Method::Rope => rope::pictures(inputs),
         Method::Alibi => alibi::pictures(inputs),
         Method::T5 => t5::pictures(inputs),
         Method::Absolute => absolute::pictures(inputs),
         Method::Shaw | Method::Music | Method::Deberta => Vec::new(),
-    }
+    };
+    pictures.extend(window::pictures(inputs));
+    pictures
 }
 
 /// The scheme's options in one line, as every slide of the scheme states them: "RoPE: base 10000, rotated
