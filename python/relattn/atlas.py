@@ -306,7 +306,7 @@ def _assemble(model, family, located, runs, per_prompt, induction, captures, tok
         kv = widths["k"] // (widths["q"] // options["heads"])
         kv_heads.append(kv)
         layer_rows.append({"part": part, "layer": layer, "method": options["method"], "heads": options["heads"], "kv_heads": kv,
-                           "causal": bool(options.get("causal", False)), **({"window": options["window"]} if options.get("window") else {})})
+                           "causal": bool(options.get("causal", False)), **{k: options[k] for k in ("window", "chunk") if options.get(k)}})
     arrays["kv_head"] = _np.array([[h // (heads // kv) for h in range(heads)] for kv in kv_heads], dtype=_np.float32)
     bands = max(got[r][0]["band_q"].shape[-1] for got in per_prompt for r in range(n_layers))
     if bands:

@@ -19,13 +19,14 @@ TOL = 2e-4
 N = 10
 
 
-def definitions(a, causal, tokens=None, window=None):
+def definitions(a, causal, tokens=None, window=None, chunk=None):
     """The metrics of every head of one sequence's probabilities ``a`` (H, n, n), by their definitions, and the
-    profile by offset (H, 2n − 1); every position a token; a sliding window hides keys at |j − i| ≥ window."""
+    profile by offset (H, 2n − 1); every position a token; a sliding window hides keys at |j − i| ≥ window, chunks
+    the keys of other chunks."""
     h, n, _ = a.shape
     a = a.astype(np.float64)
     i, j = np.indices((n, n))
-    visible = ((j <= i) if causal else np.ones((n, n), bool)) & (np.abs(j - i) < (window or n))
+    visible = ((j <= i) if causal else np.ones((n, n), bool)) & (np.abs(j - i) < (window or n)) & (j // (chunk or n) == i // (chunk or n))
     out = {}
     out["mean_distance"] = (a * np.abs(i - j)).sum(-1).mean(-1)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -97,10 +98,10 @@ def check_against_definitions(model, t5=False, causal_of=lambda row: True):
     for row, layer in enumerate(layers):
         causal = layer["causal"]
         assert causal == causal_of(layer)
-        window = layer.get("window")
-        got = [definitions(p[row][0].numpy(), causal, window=window) for p in per]
+        window, chunk = layer.get("window"), layer.get("chunk")
+        got = [definitions(p[row][0].numpy(), causal, window=window, chunk=chunk) for p in per]
         read = model._shift_right(rep) if t5 and layer["part"] == "decoder" else rep  # the ids the layer reads
-        tok, _ = definitions(rep_probs[row][0].numpy(), causal, read[0].numpy(), window)
+        tok, _ = definitions(rep_probs[row][0].numpy(), causal, read[0].numpy(), window, chunk)
         peaked = max(peaked, float(per[0][row][0].max()))
         shares += "offset_share" in got[0][0]
         for name in got[0][0]:
@@ -119,7 +120,9 @@ def check_against_definitions(model, t5=False, causal_of=lambda row: True):
 @pytest.mark.parametrize("name", list(DECODERS))
 def test_every_decoder_family_matches_the_definitions_on_its_own_probabilities(name):
     model = decoder_model(name)
-    at = check_against_definitions(model)
+    # EmbeddingGemma's layers (Gemma 3 with use_bidirectional_attention) are the one bidirectional decoder.
+    bidirectional = getattr(model.config, "use_bidirectional_attention", False)
+    at = check_against_definitions(model, causal_of=lambda layer: not bidirectional)
     assert at.description["family"] == model.config.model_type
     kv = at.description["layers"][0]["kv_heads"]
     assert sorted(set(at.arrays["kv_head"][0].astype(int))) == list(range(kv))

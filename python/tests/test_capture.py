@@ -96,7 +96,7 @@ DECODERS = {
     # EmbeddingGemma's layers: bidirectional, the sliding ones a window of |j − i| < 6 // 2 + 1 = 4 (the config halves it; every padded
     # query still sees a token).
     "gemma3-bidirectional": dict(cls="Gemma3ForCausalLM", hidden_size=32, intermediate_size=48, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
-                                 sliding_window=6, use_bidirectional_attention=True, layer_types=["full_attention", "sliding_attention"]),
+                                 query_pre_attn_scalar=12, sliding_window=6, use_bidirectional_attention=True, layer_types=["full_attention", "sliding_attention"]),
     "olmo2": dict(cls="Olmo2ForCausalLM", hidden_size=32, intermediate_size=48, num_attention_heads=4, num_key_value_heads=2),
     "phi3": dict(cls="Phi3ForCausalLM", hidden_size=32, intermediate_size=48, num_attention_heads=4, num_key_value_heads=2, pad_token_id=0, eos_token_id=2, bos_token_id=1,
                  sliding_window=5, rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5}),

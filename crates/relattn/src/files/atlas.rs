@@ -10,7 +10,8 @@
 //! atlas         uint8 (UTF-8 JSON)   {"format": "relattn atlas", "version": 1, "model": "tiny-llama", "family": "llama",
 //!                                     "layers": [{"part": "decoder", "layer": 0, "method": "rope", "heads": 4,
 //!                                                 "kv_heads": 2, "causal": true, "window": 4096}, …],
-//!                                                 one per row, forward order; "window" only where the layer has one
+//!                                                 one per row, forward order; "window" and "chunk" only where
+//!                                                 the layer has them
 //!                                     "metrics": ["mean_distance", "entropy", …],           names of Metric
 //!                                     "prompts": [{"n": 12, "tokens": ["<s>", …] or null}, …],
 //!                                     "induction": {"n": 64, "seed": 0},    the repeated random sequence
@@ -150,6 +151,9 @@ pub struct AtlasLayer {
     /// Its sliding window (keys at |j − i| ≥ window masked), where it has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub window: Option<u32>,
+    /// Its chunks (Llama 4: keys outside the query's chunk masked), where it has them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chunk: Option<u32>,
 }
 
 impl AtlasLayer {
