@@ -226,16 +226,40 @@ proptest! {
         };
         let tol = TOL.max(largest * 1e-7);
         for isa in Isa::ALL.into_iter().filter(|isa| isa.available()) {
-            if cfg.method == Method::Deberta {
-                // No fused kernel for DeBERTa's terms: refused by name (attend_head computes them staged).
-                let refused = attend_head_fused(isa, &cfg, &input).unwrap_err();
-                prop_assert_eq!(refused.field(), "method");
-                continue;
-            }
             let z = attend_head_fused(isa, &cfg, &input).unwrap();
             let e = rel_err(z.iter(), flat(&want.z));
             prop_assert!(e <= tol, "{} {cfg:?} lq {lq} lk {lk} d_head {d_head} d_v {d_v}: {e:e}", isa.name());
         }
+    }
+
+    /// DeBERTa's terms in the fused forward (c2p read by row from Q K_rᵀ, p2c from K Q_rᵀ) on every instruction set
+    /// this CPU has, every draw DeBERTa's: its buckets and spans (the v3 default's 512 rows among them), each choice
+    /// of terms, lengths across the blocks of 48 queries and 512 keys, Lq ≤ Lk and Lq > Lk, the configs' windows,
+    /// chunks, causal masks, soft-caps, scales and content switch, padding keys and a sink logit, against the f64
+    /// definition; and `attend_head` without a trace (the layer's forward) equal to it.
+    #[test]
+    fn fused_deberta_matches_definition(cfg in common::configs(1..=1, 0..=4), lk in prop_oneof![1usize..=60, 500usize..=1100], lq in prop_oneof![1usize..=60, 40usize..=1100],
+                                        d_head in prop_oneof![1usize..=8, Just(17), Just(64)], seed in any::<u64>(), masked in any::<bool>()) {
+        let (cfg, d_head) = common::fit(Config { method: Method::Deberta, rel_v: false, ..cfg }, d_head);
+        let mut rng = seed;
+        let mut next = move || {
+            rng = rng.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((rng >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+        };
+        let mut mat = |r: usize, c: usize| Array2::from_shape_simple_fn((r, c), &mut next);
+        let (q, k, v, tk) = (mat(lq, d_head), mat(lk, d_head), mat(lk, d_head), mat(cfg.table_rows(), 2 * d_head));
+        let mask = Array2::from_shape_fn((1, lk), |(_, j)| !masked || j % 7 != 3).index_axis_move(Axis(0), 0);
+        let sink = (seed % 3 == 0).then_some(-0.4f32);
+        let input = HeadInput { q: q.view(), k: k.view(), v: v.view(), rel_k: tk.view(), rel_v: None, key_mask: Some(mask.view()), rope: None, sink };
+        let to_mat = |a: &Array2<f32>| -> common::Mat { a.rows().into_iter().map(|r| r.iter().map(|&x| x as f64).collect()).collect() };
+        let want = common::head_with_sink(&cfg, &to_mat(&q), &to_mat(&k), &to_mat(&v), &to_mat(&tk), None, Some(mask.as_slice().unwrap()), sink.map(f64::from));
+        for isa in Isa::ALL.into_iter().filter(|isa| isa.available()) {
+            let z = attend_head_fused(isa, &cfg, &input).unwrap();
+            let e = rel_err(z.iter(), flat(&want.z));
+            prop_assert!(e <= TOL, "{} {cfg:?} lq {lq} lk {lk} d_head {d_head}: {e:e}", isa.name());
+        }
+        let z = attend_head(&cfg, &input, None).unwrap();
+        prop_assert!(rel_err(z.iter(), flat(&want.z)) <= TOL, "attend_head without a trace: {cfg:?} lq {lq} lk {lk} d_head {d_head}");
     }
 }
 

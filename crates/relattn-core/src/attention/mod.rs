@@ -8,7 +8,7 @@
 //!                 ALiBi, T5: E = C / sqrt(d_head) + b(j − i), S = b the bias by distance (added after the scale)
 //!                 RoPE: Q and K rotated by position first (q'_i = R_i q_i), no S
 //!                 DeBERTa: S = c2p + p2c, c2p_ij = q_i · K_r[r(i − j)], p2c_ij = k_j · Q_r[r(i − j)], scaled by
-//!                 1/√(3·d_head) (positions::deberta; staged only: the fused forward and the GPU refuse it)
+//!                 1/√(3·d_head) (positions::deberta; fused: Q K_rᵀ and K Q_rᵀ read by row; the GPU refuses it)
 //!                 soft-capped (Gemma 2): E ← c·tanh(E / c) before the masks; another scale than 1/√d_head: logit_scale
 //! weights         α = softmax_j(E), a row with every key masked gives zeros; with a sink logit s (gpt-oss),
 //!                 α_ij = exp(E_ij) / (Σ_j exp(E_ij) + exp(s)): the sink takes 1 − Σ_j α_ij and adds no value
@@ -73,8 +73,8 @@ impl LogitScale {
     }
 }
 
-/// The schemes the fused forward (and the GPU) computes, for a refusal of the others.
-pub const FUSED_METHODS: &str = "shaw, music, rope, alibi, t5 or absolute (deberta is computed stage by stage on the CPU: attend_head, --backend cpu)";
+/// The schemes the GPU computes, for a refusal of the others (the CPU's fused forward computes every scheme).
+pub const FUSED_METHODS: &str = "shaw, music, rope, alibi, t5 or absolute (deberta is computed on the CPU: --backend cpu)";
 
 /// What `logit_scale` may be, for its refusals.
 const LOGIT_SCALES: &str = "inv_sqrt_d_head, none, or a factor above 0 and at most 1e4";
@@ -289,8 +289,7 @@ pub fn attend_head(cfg: &Config, h: &HeadInput, trace: Option<&mut HeadTrace>) -
 /// With neither, the efficient implementation runs fused ([`crate::attention::fused`]: no (Lq, Lk) array);
 /// otherwise stage by stage, each stage a whole (Lq, Lk) array.
 pub fn attend_head_timed(cfg: &Config, h: &HeadInput, trace: Option<&mut HeadTrace>, times: Option<&mut StageTimes>) -> Result<Array2<f32>> {
-    // DeBERTa has no fused kernel: its forward runs stage by stage.
-    if trace.is_none() && times.is_none() && cfg.implementation == Implementation::Efficient && !cfg.method.disentangles() {
+    if trace.is_none() && times.is_none() && cfg.implementation == Implementation::Efficient {
         return attend_head_fused(Isa::best(), cfg, h);
     }
     check_head(cfg, h)?;
@@ -302,12 +301,8 @@ pub fn attend_head_timed(cfg: &Config, h: &HeadInput, trace: Option<&mut HeadTra
 
 /// One head's forward fused ([`fused`]: no (Lq, Lk) array) with the kernels of `isa`; [`attend_head`]
 /// without a trace runs it on the CPU's best ([`Isa::best`]), tests and benchmarks on each. Panics when the
-/// CPU lacks `isa` ([`Isa::available`]). DeBERTa's terms are refused (field "method"): [`attend_head`] computes them
-/// stage by stage.
+/// CPU lacks `isa` ([`Isa::available`]). Every scheme, DeBERTa's terms included.
 pub fn attend_head_fused(isa: Isa, cfg: &Config, h: &HeadInput) -> Result<Array2<f32>> {
-    if cfg.method.disentangles() {
-        return Err(Error::invalid("method", cfg.method, FUSED_METHODS));
-    }
     check_head(cfg, h)?;
     let rotated = rotate(cfg, h);
     fused::attend_head(isa, cfg, &with_rotated(h, rotated.as_ref()))

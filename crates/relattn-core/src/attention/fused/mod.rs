@@ -1,4 +1,4 @@
-//! One head's forward fused into flash attention's blocks (Dao et al. 2022): no (Lq, Lk) array, O((Lq + Lk)·d_head + Lq·R + BQ·BK) memory per head; the same
+//! One head's forward fused into flash attention's blocks (Dao et al. 2022): no (Lq, Lk) array, O((Lq + Lk)·d_head + Lq·R + BQ·BK) memory per head (DeBERTa: (Lq + Lk)·2S for R); the same
 //! attention as [`crate::attention`] (Shaw's a^K and a^V; the Music Transformer's skew, which is the gather of `Q E_rᵀ` by index arithmetic, masked or not).
 //! With `P = Q Tᵀ` (Lq, R) computed once, each block of [`BQ`] queries walks the keys in blocks of [`BK`] and keeps, per query i, a running maximum m_i, a
 //! running sum l_i, an output accumulator o_i (d_head) and, with a^V, R bucket sums b_i (the online softmax; b is ALiBi's or T5's bias by distance, else zero):
@@ -12,6 +12,11 @@
 //! b_ir ← γ_i b_ir + Σ_{j: row(d_ij) = r} p_ij                                Shaw's a^V only
 //! z_i = (o_i + b_i w^V) / l_i                                                zeros when every key is masked
 //! ```
+//!
+//! DeBERTa's disentangled terms read two products by row, each computed once per head: c2p from `P = Q K_rᵀ`
+//! (Lq, 2S) and p2c from `P2 = K Q_rᵀ` (Lk, 2S), at the one row r(i, j) of each pair (a table of the rows by
+//! δ = i − j, Lq + Lk − 1 of them), added to the visible keys' logits before the scale 1/√(d_head·(1 + terms)):
+//! `e_ij = (q_i · k_j + P[i, r(i, j)] + P2[j, r(i, j)]) · scale`, O((Lq + Lk)·2S) memory beyond the others'.
 
 mod kernel;
 
@@ -21,6 +26,7 @@ use crate::core::matmul::matmul;
 use crate::core::simd::{F32s, Isa, Portable};
 use crate::core::softmax::{exp_nonpositive, madd, reduce, softmax_weight};
 use crate::error::{Error, Result};
+use crate::positions::deberta;
 use crate::positions::table::{Edge, RelTable};
 use kernel::Packed;
 use ndarray::{s, Array1, Array2, ArrayView1, ArrayViewMut1};
@@ -98,10 +104,11 @@ pub fn working_floats(n: u64, dh: u64, r: u64) -> Option<u64> {
 fn attend<V: F32s, const MR: usize, const NV: usize>(cfg: &Config, h: &HeadInput) -> Result<Array2<f32>> {
     let (lq, dh) = h.q.dim();
     let lk = h.k.nrows();
-    let scale = cfg.logit_scale.factor(dh);
+    let scale = cfg.logit_factor(dh);
     let packed = Packed::new(h.q, h.k, h.v, MR, NV * V::LANES);
     let p = if cfg.method.has_vector_table() { matmul(h.q, h.rel_k.t()) } else { Array2::zeros((lq, 0)) };
     let bias = cfg.scheme().distance_bias(h.rel_k, lq, lk);
+    let disentangled = Disentangled::new(cfg, h);
     let rel_v = h.rel_v.filter(|_| cfg.has_rel_v());
     let dv = h.v.ncols();
     let mut z = Array2::zeros((lq, dv));
@@ -126,7 +133,7 @@ fn attend<V: F32s, const MR: usize, const NV: usize>(cfg: &Config, h: &HeadInput
             } else {
                 logits[..rows * BK].fill(0.0);
             }
-            let pass = Pass { cfg, h, p: &p, bias: bias.as_ref(), scale, i0, keys: j0..j1 };
+            let pass = Pass { cfg, h, p: &p, bias: bias.as_ref(), disentangled: disentangled.as_ref(), scale, i0, keys: j0..j1 };
             for (t, e) in logits.chunks_exact_mut(BK).take(i1 - i0).enumerate() {
                 let e = &mut e[..j1 - j0];
                 if V::FMA {
@@ -154,6 +161,8 @@ struct Pass<'a, 'h> {
     /// ALiBi's or T5's bias by distance, element j − i + Lq − 1 ([`crate::positions::Scheme::distance_bias`]);
     /// `None` for the other schemes.
     bias: Option<&'a Array1<f32>>,
+    /// DeBERTa's products and rows; `None` for the other schemes.
+    disentangled: Option<&'a Disentangled>,
     scale: f32,
     /// The block's first query.
     i0: usize,
@@ -166,7 +175,7 @@ struct Pass<'a, 'h> {
 /// ([`madd`]).
 #[inline(always)]
 fn row_pass<const FMA: bool>(pass: &Pass, block: &mut Block, t: usize, e: &mut [f32]) -> Result<()> {
-    let Pass { cfg, h, p, bias, scale, i0, .. } = *pass;
+    let Pass { cfg, h, p, bias, disentangled, scale, i0, .. } = *pass;
     let (j0, j1) = (pass.keys.start, pass.keys.end);
     let (lq, lk) = (h.q.nrows(), h.k.nrows());
     let layout = cfg.layout();
@@ -180,6 +189,9 @@ fn row_pass<const FMA: bool>(pass: &Pass, block: &mut Block, t: usize, e: &mut [
     // and compared.
     let reach = cfg.reach().keys(i, lq, lk);
     let (start, end) = (reach.start.clamp(j0, j1), reach.end.clamp(j0, j1));
+    if let Some(d) = disentangled {
+        d.add_logits(&mut e[start - j0..end - j0], i, start..end);
+    }
     let (before, rest) = e.split_at_mut(start - j0);
     let (visible, after) = rest.split_at_mut(end - start);
     let (finite, mut max) = match bias {
@@ -192,7 +204,8 @@ fn row_pass<const FMA: bool>(pass: &Pass, block: &mut Block, t: usize, e: &mut [
     };
     // Before any −∞ mask: every visible value must be finite here.
     if !finite {
-        return Err(overflow(cfg, h, i, start + visible.iter().position(|v| !v.is_finite()).expect("a non-finite logit"), p_i, bias));
+        let j = start + visible.iter().position(|v| !v.is_finite()).expect("a non-finite logit");
+        return Err(overflow(cfg, h, i, j, p_i, bias, disentangled));
     }
     if let (Some(c), false) = (cfg.softcap, visible.is_empty()) {
         // The cap rises with e: the capped maximum is the maximum capped.
@@ -289,14 +302,83 @@ fn exp_sum<const FMA: bool>(e: &mut [f32], max: f32) -> f32 {
 
 /// The overflow at (i, j): in q_i · k_j itself ("content_logits", as the staged path reports it), or
 /// after the relative term, the scale and the bias ("logits").
-fn overflow(cfg: &Config, h: &HeadInput, i: usize, j: usize, p_i: &[f32], bias: Option<&Array1<f32>>) -> Error {
+fn overflow(cfg: &Config, h: &HeadInput, i: usize, j: usize, p_i: &[f32], bias: Option<&Array1<f32>>, disentangled: Option<&Disentangled>) -> Error {
     let content = if cfg.content { h.q.row(i).dot(&h.k.row(j)) } else { 0.0 };
     let (lq, lk) = (h.q.nrows(), h.k.nrows());
     let row = cfg.layout().row(crate::positions::table::distance(i, j, lq, lk));
     let b = bias.map_or(0.0, |b| b[j + lq - 1 - i]);
-    let logit = (content + row.map_or(0.0, |r| p_i[r])) * cfg.logit_scale.factor(h.q.ncols()) + b;
+    let relative = row.map_or(0.0, |r| p_i[r]) + disentangled.map_or(0.0, |d| d.terms(i, j));
+    let logit = (content + relative) * cfg.logit_factor(h.q.ncols()) + b;
     let (array, value) = if content.is_finite() { ("logits", logit) } else { ("content_logits", content) };
     Error::Overflow { array: array.into(), index: vec![i, j], value: value as f64 }
+}
+
+/// DeBERTa's two products, each read by row: c2p_ij = P[i, r(i, j)], P = Q K_rᵀ (Lq, 2S); p2c_ij = P2[j, r(i, j)],
+/// P2 = K Q_rᵀ (Lk, 2S); each present when the layer has its term ([`deberta::Terms`]).
+struct Disentangled {
+    c2p: Option<Array2<f32>>,
+    p2c: Option<Array2<f32>>,
+    /// The table row of each δ = i − j (query aligned to the last keys): `rows[i + Lk − 1 − j] = r(i, j)`, Lq + Lk − 1
+    /// of them.
+    rows: Vec<usize>,
+    lk: usize,
+}
+
+impl Disentangled {
+    /// The products and rows of DeBERTa's head `h` (its table [K_r | Q_r], (2S, 2·d_head)); `None` for another scheme.
+    fn new(cfg: &Config, h: &HeadInput) -> Option<Self> {
+        if !cfg.method.disentangles() {
+            return None;
+        }
+        let d = &cfg.deberta;
+        let (lq, lk) = (h.q.nrows(), h.k.nrows());
+        let (k_r, q_r) = deberta::split(h.rel_k);
+        let rows = (0..(lq + lk).saturating_sub(1)).map(|x| d.row(x as isize + 1 - lq as isize)).collect();
+        let c2p = d.terms.c2p().then(|| matmul(h.q, k_r.t()));
+        let p2c = d.terms.p2c().then(|| matmul(h.k, q_r.t()));
+        Some(Disentangled { c2p, p2c, rows, lk })
+    }
+
+    /// `e += c2p_ij + p2c_ij` for query i's keys `keys` (e holds their logits).
+    #[inline(always)]
+    fn add_logits(&self, e: &mut [f32], i: usize, keys: Range<usize>) {
+        if keys.is_empty() {
+            return;
+        }
+        // Key j reads rows[i + Lk − 1 − j]: the keys' rows, last key first.
+        let base = i + self.lk - 1;
+        let rows = &self.rows[base + 1 - keys.end..=base - keys.start];
+        let row_of = |t: usize| rows[rows.len() - 1 - t];
+        fn contiguous(a: &Array2<f32>) -> &[f32] {
+            a.as_slice().expect("a fresh product is contiguous")
+        }
+        match (&self.c2p, &self.p2c) {
+            (Some(p), Some(p2)) => {
+                let (w, p_i, p2) = (p.ncols(), &contiguous(p)[i * p.ncols()..(i + 1) * p.ncols()], contiguous(p2));
+                for (t, (e, j)) in e.iter_mut().zip(keys).enumerate() {
+                    let r = row_of(t);
+                    *e += p_i[r] + p2[j * w + r];
+                }
+            }
+            (Some(p), None) => {
+                let p_i = &contiguous(p)[i * p.ncols()..(i + 1) * p.ncols()];
+                e.iter_mut().enumerate().for_each(|(t, e)| *e += p_i[row_of(t)]);
+            }
+            (None, Some(p2)) => {
+                let (w, p2) = (p2.ncols(), contiguous(p2));
+                for (t, (e, j)) in e.iter_mut().zip(keys).enumerate() {
+                    *e += p2[j * w + row_of(t)];
+                }
+            }
+            (None, None) => {}
+        }
+    }
+
+    /// c2p_ij + p2c_ij of one pair, for an overflow's message.
+    fn terms(&self, i: usize, j: usize) -> f32 {
+        let r = self.rows[i + self.lk - 1 - j];
+        self.c2p.as_ref().map_or(0.0, |p| p[[i, r]]) + self.p2c.as_ref().map_or(0.0, |p2| p2[[j, r]])
+    }
 }
 
 /// The running state of a block of queries: maxima, sums, outputs and a^V buckets, kept for BQ rows and
