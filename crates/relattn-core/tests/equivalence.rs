@@ -465,6 +465,27 @@ fn a_bias_past_float32_is_refused_on_every_path() {
     }
 }
 
+/// DeBERTa's terms past float32's range (a K_r of 3e38) are refused as an overflow in "logits" at the same pair by
+/// the trace (stage by stage), the fused forward and a layer held on demand.
+#[test]
+fn deberta_terms_past_float32_are_refused_on_every_path() {
+    use relattn_core::positions::deberta::Deberta;
+    let deberta = Deberta { position_buckets: 0, max_relative_positions: 3, ..Deberta::default() };
+    let given: Arrays = [("deberta_k_r".to_string(), Array2::<f32>::from_elem((6, 8), 3e38).into_dyn())].into();
+    for causal in [false, true] {
+        let cfg = Config { method: Method::Deberta, heads: 2, causal, deberta, ..Config::default() };
+        let sc = Scenario::build(&cfg, &Spec { n: 8, d_model: 16, batch: 1, seed: 1 }, given.clone(), false).unwrap();
+        let at = |r: relattn_core::Result<()>| match r {
+            Err(relattn_core::Error::Overflow { array, index, .. }) => (array, index),
+            other => panic!("causal {causal}: {other:?}"),
+        };
+        let traced = at(forward::trace(&cfg, &sc).map(drop));
+        assert_eq!(traced.0, "logits", "causal {causal}: trace");
+        assert_eq!(at(forward::forward(&cfg, &sc).map(drop)), traced, "causal {causal}: forward");
+        assert_eq!(at(forward::forward_projected(&cfg, &sc).map(drop)).0, "logits", "causal {causal}: on demand");
+    }
+}
+
 /// Arrays in any memory layout (a reversed NumPy view, a transposed table, strided rows) build the scenario
 /// their row-major copies build: ALiBi's slopes reversed once panicked ("incompatible memory layout").
 #[test]
