@@ -178,6 +178,12 @@ impl Widths {
         Widths { d_head, kv_heads: heads, d_v: d_head, d_out: d_model }
     }
 
+    /// `Some(self)` when the arrays gave widths of their own, `None` when they are a generated layer's: those follow
+    /// d_model, so that the memory budget's search for a d_model that fits scales them too.
+    pub fn own(self, d_model: usize, heads: usize) -> Option<Widths> {
+        (self != Widths::of_model(d_model, heads)).then_some(self)
+    }
+
     /// The widths `given`'s arrays say for a layer of `heads` heads over inputs of `d_model` and heads of `d_head`.
     fn of_arrays(given: &Arrays, heads: usize, d_model: usize, d_head: usize) -> Widths {
         let shape_of = |name: &str| given.get(name).map(|a| a.shape().to_vec()).filter(|s| s.len() == 2 && s[0] > 0 && s[1] > 0);

@@ -139,7 +139,7 @@ impl Inputs {
     pub fn scenario(&mut self) -> Result<(Scenario, Holding)> {
         // The widths the file's arrays give (heads of their own width, DeepSeek's values and output) count too.
         let widths = scenario::check_config(&self.cfg, &self.spec, &self.arrays)?;
-        let holding = page_budget(&self.cfg, &self.spec, self.per_head, Some(widths))?;
+        let holding = page_budget(&self.cfg, &self.spec, self.per_head, widths.own(self.spec.d_model, self.cfg.heads))?;
         let sc = Scenario::build(&self.cfg, &self.spec, std::mem::take(&mut self.arrays), self.per_head)?;
         Ok((sc, holding))
     }
