@@ -162,7 +162,15 @@ fn scenario(
     let spec = relattn::layer::scenario::sizes_of(&arrays, &spec).map_err(|e| py_err(py, e))?;
     // The options' own ranges first (T5's buckets, RoPE's pairs, heads dividing d_model), then the memory they need.
     let widths = relattn::layer::scenario::check_config(&config, &spec, &arrays).map_err(|e| py_err(py, e))?;
-    let sizes = Sizes { batch: spec.batch, n: spec.n, d_model: spec.d_model, per_head_tables, trace, parallel: threads, widths: widths.own(spec.d_model, config.heads) };
+    let sizes = Sizes {
+        batch: spec.batch,
+        n: spec.n,
+        d_model: spec.d_model,
+        per_head_tables,
+        trace,
+        parallel: threads,
+        widths: widths.own(spec.d_model, config.heads),
+    };
     forward::check_budget(&config, &sizes, extra, DEFAULT_MEMORY_LIMIT).map_err(|e| py_err(py, e))?;
     let sc = compute(py, threads, || Scenario::build(&config, &spec, arrays, per_head_tables)).map_err(|e| py_err(py, e))?;
     Ok((config, sc, threads))

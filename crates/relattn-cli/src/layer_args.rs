@@ -59,7 +59,15 @@ impl LayerArgs {
         let sizes = sizes_of(&arrays, &spec)?;
         let widths = relattn::layer::scenario::check_config(&cfg, &sizes, &arrays)?;
         let limit = self.budget();
-        let request = Sizes { batch: sizes.batch, n: sizes.n, d_model: sizes.d_model, per_head_tables: per_head, trace, parallel, widths: widths.own(sizes.d_model, cfg.heads) };
+        let request = Sizes {
+            batch: sizes.batch,
+            n: sizes.n,
+            d_model: sizes.d_model,
+            per_head_tables: per_head,
+            trace,
+            parallel,
+            widths: widths.own(sizes.d_model, cfg.heads),
+        };
         let estimate = forward::check_budget(&cfg, &request, extra, limit)?;
         Ok((cfg, Scenario::build(&cfg, &spec, arrays, per_head)?, estimate, capture))
     }
