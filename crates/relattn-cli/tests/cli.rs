@@ -679,8 +679,10 @@ fn memory_estimate_covers_the_measured_peak() {
         (j["estimate_bytes"].as_f64().unwrap() / 1048576.0, j["peak_rss_mib"].as_f64().unwrap())
     };
     let (_, baseline) = run(&["--n", "2", "--d-model", "2"]);
-    let grid: [&[&str]; 12] = [
+    let grid: [&[&str]; 13] = [
         &["bench", "--n", "4096", "--d-model", "64", "--heads", "4", "--clip", "16"],
+        // DeBERTa's fused forward holds K·Q_rᵀ (n, 2·256) per head besides Shaw's work.
+        &["bench", "--method", "deberta", "--n", "4096", "--d-model", "64", "--heads", "4"],
         &["render", "--stage", "weights", "--n", "4096", "--d-model", "256", "--heads", "8", "--clip", "16"],
         &["render", "--stage", "skew_reshaped", "--method", "music", "--n", "2048", "--d-model", "128", "--heads", "4", "--clip", "64"],
         &["bench", "--method", "music", "--causal", "--n", "2048", "--d-model", "128", "--heads", "2", "--batch-size", "2"],

@@ -193,19 +193,22 @@ fn scenario(cfg: &Config, n: usize, d_head: usize, batch: usize, per_head: bool,
     Scenario::build(cfg, &spec, given, per_head).unwrap()
 }
 
-/// Whether the GPU refuses the layer's scheme: DeBERTa's terms have no kernel, and the trace, the profiled
-/// forward and the output alone each refuse it naming "method" (the page computes it on the CPU instead).
+/// Whether the GPU refuses the layer: DeBERTa's terms and Llama 4's chunks have no kernel, and the trace, the
+/// profiled forward and the output alone each refuse them naming "method" or "chunk" (the page computes such a
+/// layer on the CPU instead).
 fn refused(ctx: &mut GpuContext, cfg: &Config, sc: &Scenario) -> Result<bool, TestCaseError> {
-    if !cfg.method.disentangles() {
-        return Ok(false);
-    }
+    let field = match (cfg.method.disentangles(), cfg.chunk) {
+        (true, _) => "method",
+        (false, Some(_)) => "chunk",
+        (false, None) => return Ok(false),
+    };
     let fields = [
         pollster::block_on(ctx.trace(cfg, sc)).err().map(|e| e.field().to_string()),
         pollster::block_on(ctx.forward(cfg, sc)).err().map(|e| e.field().to_string()),
         pollster::block_on(ctx.output(cfg, sc)).err().map(|e| e.field().to_string()),
     ];
-    let method = Some("method".to_string());
-    prop_assert_eq!(fields, [method.clone(), method.clone(), method]);
+    let want = Some(field.to_string());
+    prop_assert_eq!(fields, [want.clone(), want.clone(), want]);
     Ok(true)
 }
 
