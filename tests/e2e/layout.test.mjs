@@ -71,8 +71,9 @@ const FLOORS = {
   'js/page/main.js': 8,
 };
 
-/** Modules that a build makes (git-ignored): in FLOORS, imported, but not in the tree. */
-const BUILT = new Set(['pkg/relattn.js']);
+/** Files that a build makes (git-ignored), imported or loaded but not in a clean clone's tree: the wasm glue (a
+ *  module, in FLOORS) and the wasm the worker compiles once for its pool's helpers. */
+const BUILT = new Set(['pkg/relattn.js', 'pkg/relattn_bg.wasm']);
 
 /** Every script of www/ itself and of www/js/ (www/js/types/ holds TypeScript declarations only). */
 function scripts() {
