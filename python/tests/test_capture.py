@@ -124,8 +124,9 @@ DECODERS = {
 
 
 def decoder(name):
-    """DECODERS[name]'s model, the capture of its layer 1, and that layer's probabilities and output as the model computes them."""
-    spec = dict(DECODERS[name])
+    """DECODERS[name]'s (or DEEPSEEK[name]'s) model, the capture of its layer 1, and that layer's probabilities and output as
+    the model computes them."""
+    spec = dict(DECODERS[name] if name in DECODERS else DEEPSEEK[name])
     cls = getattr(transformers, spec.pop("cls"))
     layers = {"gptj": "n_layer", "bloom": "n_layer", "gpt2": "n_layer", "mpt": "n_layers"}.get(name, "num_hidden_layers")
     model = build(cls, vocab_size=VOCAB, **{layers: 2}, **spec)
@@ -187,19 +188,9 @@ DEEPSEEK = {
 }
 
 
-def deepseek(name, **inputs_kw):
-    """DEEPSEEK[name]'s model, the capture of its layer 1 (a MoE layer's attention), its probabilities and output."""
-    spec = dict(DEEPSEEK[name])
-    model = build(getattr(transformers, spec.pop("cls")), vocab_size=VOCAB, num_hidden_layers=2, **spec)
-    ids, mask = inputs(**inputs_kw)
-    cap = relattn.capture(model, 1, input_ids=ids, attention_mask=mask)
-    seen, outputs = module_io(model, model.model.layers[1].self_attn, lambda: model(input_ids=ids, attention_mask=mask, output_attentions=True))
-    return model, cap, outputs.attentions[1], seen["out"]
-
-
 @pytest.mark.parametrize("name", list(DEEPSEEK))
 def test_deepseek_latent_attention_equals_the_model(name):
-    model, cap, probabilities, output = deepseek(name)
+    model, cap, probabilities, output = decoder(name)
     check(cap, probabilities, output)
     attn = model.model.layers[1].self_attn
     # x: the latents side by side, [c_Q (or x) | c_KV | k_R]; heads of 12 query/key and 6 value components.
@@ -224,7 +215,7 @@ def test_deepseek_latent_attention_equals_the_model(name):
 @pytest.mark.parametrize("name, broken", [("deepseek_v3", "no rotary key"), ("deepseek_v3", "half-split"), ("deepseek_v3-half-yarn", "logit_scale"),
                                           ("deepseek_v2-lite", "no rotary key")])
 def test_deepseek_position_term_matters(name, broken):
-    model, cap, probabilities, _ = deepseek(name)
+    model, cap, probabilities, _ = decoder(name)
     options, arrays = dict(cap.options), dict(cap.arrays)
     if broken == "no rotary key":
         arrays["w_k"] = arrays["w_k"].copy()
