@@ -175,7 +175,9 @@ impl Reach {
     /// Whether query `i` may attend to key `j` of a square (n, n) attention: [`Reach::keys`] with Lq = Lk.
     #[inline]
     pub fn sees(self, i: usize, j: usize) -> bool {
-        (!self.causal || j <= i) && self.window.is_none_or(|w| i.abs_diff(j) < w) && self.chunk.is_none_or(|c| i / c == j / c)
+        // The same rule as `keys`, read for one pair: any square attention holding both positions.
+        let n = i.max(j) + 1;
+        self.keys(i, n, n).contains(&j)
     }
 }
 
@@ -249,6 +251,23 @@ impl FromStr for Edge {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `sees` (read off `keys`) against the rule written out per pair: causal j ≤ i, window |j − i| < w, chunk
+    /// ⌊j / c⌋ = ⌊i / c⌋, every combination over 20 positions.
+    #[test]
+    fn sees_is_the_rule_per_pair() {
+        for causal in [false, true] {
+            for window in [None, Some(1), Some(3), Some(30)] {
+                for chunk in [None, Some(1), Some(4), Some(7)] {
+                    let reach = Reach { causal, window, chunk };
+                    for (i, j) in (0..20usize).flat_map(|i| (0..20usize).map(move |j| (i, j))) {
+                        let rule = (!causal || j <= i) && window.is_none_or(|w| i.abs_diff(j) < w) && chunk.is_none_or(|c| i / c == j / c);
+                        assert_eq!(reach.sees(i, j), rule, "{reach:?} ({i}, {j})");
+                    }
+                }
+            }
+        }
+    }
 
     #[test]
     fn seed_004_lookup_table() {
