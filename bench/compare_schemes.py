@@ -15,6 +15,9 @@ speed (hidden 512, 8 heads, batch 1, 2 threads):
     t5:       bias[h, i, j] = table[bucket(j − i), h] (32 buckets, max_distance 128, causal buckets when causal)
               [+ the causal −∞] as SDPA's attn_mask
     absolute: x + the sinusoids (made once), then z = scaled_dot_product_attention(Q, K, V, is_causal)
+    deberta:  Hugging Face's own DisentangledSelfAttention (DeBERTa-v3's: c2p and p2c, 256 log buckets up to 512,
+              share_att_key; eager, the module has no SDPA path) on the same weights, given the 512 relative
+              embeddings; relattn reads their projections per head (deberta_k_r, deberta_q_r). Bidirectional only.
     output  = concat_h(z) W_o + b_o
 
 ALiBi's and T5's bias is timed twice: built in each forward, as one layer does ("torch"), and built once
@@ -49,7 +52,9 @@ ROOT = os.path.dirname(HERE)
 DEFAULT_OUT = os.path.join(HERE, "results", "compare_schemes.md")
 HIDDEN, HEADS, THREADS, CLIP = 512, 8, 2, 16
 BUCKETS, MAX_DISTANCE = 32, 128
-SCHEMES = ["shaw", "music", "rope", "alibi", "t5", "absolute"]
+DEBERTA_BUCKETS, DEBERTA_MAX = 256, 512
+SCHEMES = ["shaw", "music", "rope", "alibi", "t5", "absolute", "deberta"]
+CAUSAL_SCHEMES = [s for s in SCHEMES if s != "deberta"]  # DeBERTa is an encoder's attention: no causal row
 BIAS_SCHEMES = ["alibi", "t5"]
 TOLERANCE = 1e-4
 
@@ -100,7 +105,8 @@ def sinusoids(torch, n, d):
 def worker_export(args):
     """The scenario .npz: x (1, n, 512) ~ N(0, 1), Xavier-uniform weights, biases in ±0.1; Shaw's w^K
     (33, 64) and the Music Transformer's E_r (17 rows causal, 33 not) Xavier-uniform; ALiBi's slopes; T5's
-    table (B, h) ~ N(0, 1)."""
+    table (B, h) ~ N(0, 1); DeBERTa's relative embeddings E (512, 512) ~ N(0, 1) and their projections by the key and
+    query weights, per head (h, 512, 64)."""
     import numpy as np
     rng = np.random.default_rng(0)
 
@@ -120,7 +126,30 @@ def worker_export(args):
         arrays["alibi_slopes"] = np.array(alibi_slopes(HEADS), dtype=np.float32)
     if args.scheme == "t5":
         arrays["t5_bias"] = rng.standard_normal((BUCKETS, HEADS)).astype(np.float32)
+    if args.scheme == "deberta":
+        e = rng.standard_normal((2 * DEBERTA_BUCKETS, HIDDEN)).astype(np.float32)
+        per_head = lambda a: np.ascontiguousarray(a.reshape(2 * DEBERTA_BUCKETS, HEADS, HIDDEN // HEADS).transpose(1, 0, 2))  # noqa: E731
+        np.savez(peer_only(args.npz), deberta_rel_embeddings=e)
+        arrays["deberta_k_r"] = per_head(e @ arrays["w_k"] + arrays["b_k"])
+        arrays["deberta_q_r"] = per_head(e @ arrays["w_q"] + arrays["b_q"])
     np.savez(args.npz, **arrays)
+
+
+def peer_only(npz):
+    """The file beside a scenario .npz holding what only the peer reads (DeBERTa's relative embeddings: relattn is
+    given their projections and refuses names it does not know)."""
+    return npz[: -len(".npz")] + ".peer.npz"
+
+
+def load_tensors(torch, npz, device="cpu"):
+    """The scenario's arrays and the peer's own, as tensors on `device`."""
+    import numpy as np
+    t = {}
+    for path in (npz, peer_only(npz)):
+        if os.path.exists(path):
+            with np.load(path) as f:
+                t.update({name: torch.from_numpy(f[name]).to(device) for name in f.files})
+    return t
 
 
 def fixed_tensors(torch, t, scheme, n, causal):
@@ -137,6 +166,8 @@ def fixed_tensors(torch, t, scheme, n, causal):
         return {"distance": (pos[None, :] - pos[:, None]).abs().float(), "above": above}
     if scheme == "t5":
         return {"buckets": t5_buckets(torch, n, causal), "above": above}
+    if scheme == "deberta":
+        return {"module": deberta_module(torch, t), "mask": torch.ones(1, 1, n, n, dtype=torch.bool)}
     if scheme == "shaw":
         return {"index": (pos[None, :] - pos[:, None]).clamp(-CLIP, CLIP) + CLIP, "above": above}
     if scheme == "music":
@@ -145,6 +176,22 @@ def fixed_tensors(torch, t, scheme, n, causal):
         inside = (d >= -CLIP) & (d <= (0 if causal else CLIP))
         return {"index": torch.where(inside, d + CLIP, torch.full_like(d, rows)), "above": above}
     return {"pe": sinusoids(torch, n, HIDDEN)}
+
+
+def deberta_module(torch, t):
+    """Hugging Face's DisentangledSelfAttention (DeBERTa-v3's settings) holding the file's W_q, W_k, W_v."""
+    from transformers.models.deberta_v2.configuration_deberta_v2 import DebertaV2Config
+    from transformers.models.deberta_v2.modeling_deberta_v2 import DisentangledSelfAttention
+    config = DebertaV2Config(hidden_size=HIDDEN, num_attention_heads=HEADS, relative_attention=True, position_buckets=DEBERTA_BUCKETS,
+                             max_relative_positions=DEBERTA_MAX, pos_att_type=["p2c", "c2p"], share_att_key=True,
+                             attention_probs_dropout_prob=0.0, hidden_dropout_prob=0.0)
+    module = DisentangledSelfAttention(config).eval()
+    with torch.no_grad():
+        for name in "qkv":
+            proj = getattr(module, {"q": "query_proj", "k": "key_proj", "v": "value_proj"}[name])
+            proj.weight.copy_(t["w_" + name].t())
+            proj.bias.copy_(t["b_" + name])
+    return module
 
 
 def bias(torch, t, scheme, fixed):
@@ -164,6 +211,10 @@ def peer_forward(torch, t, scheme, fixed, causal, bias_once=None):
     dh = d // HEADS
     if scheme == "absolute":
         x = x + fixed["pe"]
+    if scheme == "deberta":
+        z = fixed["module"](x, fixed["mask"], rel_embeddings=t["deberta_rel_embeddings"])
+        z = z[0] if isinstance(z, tuple) else z
+        return torch.addmm(t["b_o"], z.reshape(b * n, d), t["w_o"]).view(b, n, d)
 
     def heads(w, b_):
         return torch.addmm(b_, x.reshape(n * b, d), w).view(b, n, HEADS, dh).transpose(1, 2)
@@ -197,8 +248,7 @@ def worker_torch(args):
     import numpy as np
     import torch
     torch.set_num_threads(THREADS)
-    with np.load(args.npz) as f:
-        t = {name: torch.from_numpy(f[name]) for name in f.files}
+    t = load_tensors(torch, args.npz)
     n = t["x"].shape[1]
     causal = args.causal == "true"
     fixed = fixed_tensors(torch, t, args.scheme, n, causal)
@@ -216,11 +266,16 @@ def worker_torch(args):
 
 # ------------------------------------------------------------------------------------------------ main
 
+def scheme_flags(scheme):
+    """`relattn bench`'s flags for the layer this file's peers compute (one spelling for every bench script)."""
+    return {"shaw": ["--clip", str(CLIP), "--relative-values", "false"], "music": ["--clip", str(CLIP)], "rope": ["--rope-layout", "half"],
+            "t5": ["--per-head-tables", "--t5-buckets", str(BUCKETS), "--t5-max-distance", str(MAX_DISTANCE)],
+            "deberta": ["--per-head-tables", "--position-buckets", str(DEBERTA_BUCKETS), "--max-relative-positions", str(DEBERTA_MAX)]}.get(scheme, [])
+
+
 def relattn_cmd(binary, scheme, npz, causal, reps, out):
-    cmd = [binary, "bench", "--method", scheme, "--tensors", npz, "--heads", str(HEADS), "--reps", str(reps), "--threads", str(THREADS),
-           "--causal", causal, "--save-output", out, "--max-memory-mb", "20000"]
-    return cmd + {"shaw": ["--clip", str(CLIP), "--relative-values", "false"], "music": ["--clip", str(CLIP)], "rope": ["--rope-layout", "half"],
-                  "t5": ["--per-head-tables", "--t5-buckets", str(BUCKETS), "--t5-max-distance", str(MAX_DISTANCE)]}.get(scheme, [])
+    return [binary, "bench", "--method", scheme, "--tensors", npz, "--heads", str(HEADS), "--reps", str(reps), "--threads", str(THREADS),
+            "--causal", causal, "--save-output", out, "--max-memory-mb", "20000"] + scheme_flags(scheme)
 
 
 def measure(scheme, n, causal, reps, rounds, binary, me, work, env, timeout):
@@ -300,6 +355,8 @@ def main():
 
     ensure("numpy")
     torch_version = ensure("torch")
+    if "deberta" in args.schemes:
+        torch_version += f", transformers {ensure('transformers')}"
     default_binary = os.path.abspath(args.relattn) == os.path.join(ROOT, "target", "release", "relattn")
     binary = relattn_binary(args.relattn, default_binary and not args.no_build)
     env = dict(os.environ, OMP_NUM_THREADS=str(THREADS), MKL_NUM_THREADS=str(THREADS))
@@ -309,7 +366,7 @@ def main():
     started = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
     peaks = [measure_peak(me, env, args.timeout)]
     rows = [measure(scheme, n, causal, args.reps or default_reps(n), args.rounds, binary, me, work, env, args.timeout)
-            for n in args.sizes for causal in args.causal for scheme in args.schemes]
+            for n in args.sizes for causal in args.causal for scheme in args.schemes if causal == "false" or scheme in CAUSAL_SCHEMES]
     peaks.append(measure_peak(me, env, args.timeout))
     text = table(rows, max(peaks))
     print(text)

@@ -3,8 +3,8 @@
 against the PyTorch layers of compare_schemes.py run on CUDA, for every scheme at n 1024–16384, causal and not.
 
 The layer is compare_schemes.py's (hidden 512, 8 heads, batch 1; Shaw and the Music Transformer with clip 16,
-RoPE in the half layout, T5 with 32 buckets up to 128 and a table per head), on the same tensors for every side
-(its worker_export). Each side runs in this process's order — relattn GPU, relattn CPU, PyTorch CUDA — for
+RoPE in the half layout, T5 with 32 buckets up to 128 and a table per head, DeBERTa as Hugging Face's own module,
+bidirectional only), on the same tensors for every side (its worker_export). Each side runs in this process's order — relattn GPU, relattn CPU, PyTorch CUDA — for
 `--rounds` rounds, and keeps its best repetition over all rounds:
     relattn gpu:  `relattn bench --backend gpu` (a warm-up forward, then --reps timed ones; each forward waits for
                   the GPU and reads the output back, as the page and the CLI do)
@@ -36,7 +36,7 @@ import types
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from compare_schemes import BUCKETS, CLIP, HEADS, HIDDEN, MAX_DISTANCE, SCHEMES, fixed_tensors, peer_forward, worker_export
+from compare_schemes import CAUSAL_SCHEMES, HEADS, HIDDEN, SCHEMES, fixed_tensors, load_tensors, peer_forward, scheme_flags, worker_export
 from compare_seed import machine
 
 SIZES = [1024, 2048, 4096, 8192, 16384]
@@ -44,11 +44,6 @@ SIZES = [1024, 2048, 4096, 8192, 16384]
 
 def reps_for(n):
     return 10 if n <= 2048 else 5 if n <= 4096 else 3 if n <= 8192 else 2
-
-
-def scheme_flags(scheme):
-    return {"shaw": ["--clip", str(CLIP), "--relative-values", "false"], "music": ["--clip", str(CLIP)], "rope": ["--rope-layout", "half"],
-            "t5": ["--per-head-tables", "--t5-buckets", str(BUCKETS), "--t5-max-distance", str(MAX_DISTANCE)]}.get(scheme, [])
 
 
 def relattn_side(binary, backend, scheme, npz, causal, reps, out, threads, timeout):
@@ -68,15 +63,13 @@ def relattn_side(binary, backend, scheme, npz, causal, reps, out, threads, timeo
 
 def torch_side(torch, device, npz, scheme, causal, reps):
     """PyTorch's layer on `device` (CUDA): best ms and the output (numpy), or {"error": …}."""
-    import numpy as np
 
     def sync():
         if device.type == "cuda":
             torch.cuda.synchronize()
 
     try:
-        with np.load(npz) as f:
-            t = {name: torch.from_numpy(f[name]).to(device) for name in f.files}
+        t = load_tensors(torch, npz, device)
         n = t["x"].shape[1]
         fixed = {k: v.to(device) for k, v in fixed_tensors(torch, t, scheme, n, causal).items()}
         times = []
@@ -165,7 +158,7 @@ def main():
     started = datetime.datetime.now(datetime.timezone.utc)
     with tempfile.TemporaryDirectory() as work:
         for scheme in args.schemes:
-            for causal in args.causal:
+            for causal in [c for c in args.causal if c == "false" or scheme in CAUSAL_SCHEMES]:
                 for n in args.sizes:
                     npz = os.path.join(work, "s.npz")
                     worker_export(types.SimpleNamespace(n=n, scheme=scheme, causal=causal, npz=npz))
