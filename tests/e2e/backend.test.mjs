@@ -1,8 +1,7 @@
 // The page's backends: WebGPU (SwiftShader's software adapter in headless chromium with
 // --enable-unsafe-webgpu) shows the same tooltip numbers as the CPU, falls back to the CPU with the reason
 // when the device is lost, a kernel's pipeline fails to build or a layer is over the device's limits (each
-// forced through a worker test hook) or the scheme has no kernel (DeBERTa), and chromium without that flag reports
-// the CPU fallback and its reason.
+// forced through a worker test hook), and chromium without that flag reports the CPU fallback and its reason.
 // Run with `make test-e2e` (which builds www/pkg first) or `node --test tests/e2e/backend.test.mjs`.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -62,7 +61,7 @@ async function tip(page, stage, i, j) {
 async function numbers(page, cells) {
   const names = await page.$$eval('figure.view', (fs) => fs.map((f) => f.dataset.stage));
   const out = {};
-  for (const stage of ['relative_logits', 'logits', 'weights', 'output'].filter((s) => names.includes(s))) {
+  for (const stage of ['c2p', 'p2c', 'relative_logits', 'logits', 'weights', 'output'].filter((s) => names.includes(s))) {
     for (const [i, j] of cells) out[`${stage}(${i},${j})`] = await tip(page, stage, i, j);
   }
   return out;
@@ -106,6 +105,8 @@ test('WebGPU (SwiftShader): the same tooltip numbers as the CPU; a lost device f
     [`rope seed ${seed}`, `method=rope&n=20&d_model=32&heads=2&seed=${seed}&rope_layout=half&rope_fraction=0.5&causal=0`, [[0, 0], [3, 7], [19, 2]]],
     [`alibi seed ${seed}`, `method=alibi&n=20&d_model=24&heads=3&seed=${seed}&causal=1`, [[0, 0], [9, 4], [19, 2]]],
     [`t5 seed ${seed}`, `method=t5&n=40&d_model=32&heads=2&seed=${seed}&per_head=1&t5_buckets=8&t5_max_distance=20`, [[0, 0], [3, 30], [39, 2]]],
+    // DeBERTa's c2p and p2c (Q·K_rᵀ and K·Q_rᵀ read by row in logits.wgsl), exact and log-bucketed distances.
+    [`deberta seed ${seed}`, `method=deberta&n=24&d_model=32&heads=2&seed=${seed}&position_buckets=4&max_relative_positions=8`, [[0, 0], [2, 3], [3, 20], [23, 1]]],
   ];
   for (const [label, query, cells] of scenarios) {
     await open(page, `${query}&backend=webgpu`);
@@ -117,6 +118,7 @@ test('WebGPU (SwiftShader): the same tooltip numbers as the CPU; a lost device f
     // An old link's per_head=1 (the option is per_head_tables everywhere now) still gives per-head tables.
     if (label.startsWith('t5')) assert.equal(await page.isChecked('#per_head_tables'), true, 'per_head=1 in an old link');
     const gpu = await numbers(page, cells);
+    if (label.startsWith('deberta')) assert.ok(['c2p(3,20)', 'p2c(3,20)'].every((c) => c in gpu), `DeBERTa's terms on WebGPU: ${Object.keys(gpu)}`);
     if (label === 'seed004') {
       await page.evaluate(() => window.scrollTo(0, 0));
       await page.screenshot({ path: join(artifacts, 'backend-webgpu.png') });
@@ -128,13 +130,6 @@ test('WebGPU (SwiftShader): the same tooltip numbers as the CPU; a lost device f
     const n = assertClose(gpu, cpu, label);
     console.log(`# ${label}: ${n} tooltip numbers agree within ${REL} relative (footer: ${f})`);
   }
-
-  // DeBERTa's terms have no WebGPU kernel: asked for WebGPU, the layer is computed on the CPU, the footer saying
-  // why (the GPU's refusal names the method), with every stage of it shown.
-  await open(page, `method=deberta&n=12&d_model=32&heads=2&seed=${seed}&position_buckets=4&max_relative_positions=8&backend=webgpu`);
-  assert.match(await footer(page), /^CPU \(wasm\) — WebGPU cannot compute this layer: .*method.*deberta/, await footer(page));
-  const stagesShown = await page.$$eval('figure.view', (fs) => fs.map((f) => f.dataset.stage));
-  assert.ok(['c2p', 'p2c', 'relative_logits', 'weights'].every((st) => stagesShown.includes(st)), `DeBERTa on the CPU: ${stagesShown}`);
 
   // A layer held on demand (its whole trace would pass 256 MiB): the forward pass on WebGPU (attend.wgsl), the
   // head's stages on the CPU; the output equals the CPU's.

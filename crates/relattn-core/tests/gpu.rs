@@ -10,11 +10,12 @@ mod common;
 use common::rel_err;
 use ndarray::{Array2, Array4};
 use proptest::prelude::*;
-use relattn_core::attention::LogitScale;
+use relattn_core::attention::{gpu_computes, LogitScale};
 use relattn_core::error::gpu::GpuError;
 use relattn_core::gpu::GpuContext;
 use relattn_core::layer::forward;
 use relattn_core::layer::scenario::Arrays;
+use relattn_core::positions::deberta::{Deberta, Terms};
 use relattn_core::timing::LogitTimes;
 use relattn_core::{Config, Edge, Error, Implementation, Method, Scenario, Spec, Stage, Trace};
 use std::sync::{Mutex, OnceLock};
@@ -61,6 +62,12 @@ fn same_trace(g: &Trace, c: &Trace) -> Result<(), TestCaseError> {
     prop_assert_eq!(g.value_buckets.is_some(), c.value_buckets.is_some(), "value buckets present");
     if let (Some(a), Some(b)) = (&g.value_buckets, &c.value_buckets) {
         close("value_buckets", a, b)?;
+    }
+    for (name, a, b) in [("c2p", &g.c2p, &c.c2p), ("p2c", &g.p2c, &c.p2c)] {
+        prop_assert_eq!(a.is_some(), b.is_some(), "{} present", name);
+        if let (Some(a), Some(b)) = (a, b) {
+            close(name, a, b)?;
+        }
     }
     prop_assert_eq!(g.skew.is_some(), c.skew.is_some(), "skew steps present");
     if let (Some(a), Some(b)) = (&g.skew, &c.skew) {
@@ -193,11 +200,11 @@ fn scenario(cfg: &Config, n: usize, d_head: usize, batch: usize, per_head: bool,
     Scenario::build(cfg, &spec, given, per_head).unwrap()
 }
 
-/// Whether the GPU refuses the layer: DeBERTa's terms and Llama 4's chunks have no kernel, and the trace, the
-/// profiled forward and the output alone each refuse them naming "method" or "chunk" (the page computes such a
-/// layer on the CPU instead).
+/// Whether the GPU refuses the layer: a scheme without kernels ([`gpu_computes`]) and Llama 4's chunks, and the
+/// trace, the profiled forward and the output alone each refuse them naming "method" or "chunk" (the page
+/// computes such a layer on the CPU instead).
 fn refused(ctx: &mut GpuContext, cfg: &Config, sc: &Scenario) -> Result<bool, TestCaseError> {
-    let field = match (cfg.method.disentangles(), cfg.chunk) {
+    let field = match (!gpu_computes(cfg.method), cfg.chunk) {
         (true, _) => "method",
         (false, Some(_)) => "chunk",
         (false, None) => return Ok(false),
@@ -492,6 +499,40 @@ fn every_scheme_over_many_tiles() {
             let cfg = Config { method, heads: 2, clip: 16, causal, rel_v: true, ..Config::default() };
             let sc = scenario(&cfg, 300, 64, 1, true, 11, Some(0xfff7_ffff_ffbf_fffe));
             check(&mut ctx, &cfg, &sc).unwrap_or_else(|e| panic!("{method} causal {causal}: {e}"));
+        }
+    }
+}
+
+/// DeBERTa's disentangled terms, each setting of `deberta_terms` (both, c2p alone, p2c alone) with plain
+/// clipping, small log buckets and v3's (256, 512), causal and not, padded keys, per-head and shared tables,
+/// over n 150 (several workgroups of rows and tiles of keys; with S 256 most pairs read exact buckets, with
+/// (6, 9) and (0, 3) most read log-spaced or edge rows), whole or a head and 40 rows at a time: the GPU's trace
+/// (c2p, p2c and their sum gathered from its P and P2), forward and attend.wgsl's output equal the CPU's, and
+/// its output and weights the f64 definition.
+#[test]
+fn deberta_every_setting() {
+    let Some(mut ctx) = gpu() else { return };
+    for terms in [Terms::Both, Terms::C2p, Terms::P2c] {
+        for (position_buckets, max_relative_positions) in [(0, 3), (6, 9), (256, 512)] {
+            for causal in [false, true] {
+                let deberta = Deberta { position_buckets, max_relative_positions, terms };
+                let cfg = Config { method: Method::Deberta, heads: 2, causal, deberta, ..Config::default() };
+                let per_head = causal;
+                let sc = scenario(&cfg, 150, 48, 1, per_head, 5, Some(0xfff7_ffff_ffbf_fffe));
+                let what = format!("{terms} buckets {position_buckets} max {max_relative_positions} causal {causal}");
+                for rows in [None, Some(40)] {
+                    check_chunked(&mut ctx, &cfg, &sc, rows).unwrap_or_else(|e| panic!("{what} rows {rows:?}: {e}"));
+                }
+                matches_definition(&mut ctx, &cfg, &sc).unwrap_or_else(|e| panic!("{what}: {e}"));
+                let t = trace(&mut ctx, &cfg, &sc);
+                assert_eq!((t.c2p.is_some(), t.p2c.is_some()), (terms.c2p(), terms.p2c()), "{what}: the terms' stages");
+                // The terms move the output (the same layer with zero tables, the same scale): a test of them
+                // that cannot pass without them.
+                let mut flat = sc.clone();
+                flat.rel_k.fill(0.0);
+                let moved = rel_err(t.output.iter(), forward::trace(&cfg, &flat).unwrap().output.iter().map(|&v| v as f64));
+                assert!(moved > 1e-3, "{what}: the terms moved the output by {moved:e} only");
+            }
         }
     }
 }

@@ -8,7 +8,7 @@
 //!                 ALiBi, T5: E = C / sqrt(d_head) + b(j − i), S = b the bias by distance (added after the scale)
 //!                 RoPE: Q and K rotated by position first (q'_i = R_i q_i), no S
 //!                 DeBERTa: S = c2p + p2c, c2p_ij = q_i · K_r[r(i − j)], p2c_ij = k_j · Q_r[r(i − j)], scaled by
-//!                 1/√(3·d_head) (positions::deberta; fused: Q K_rᵀ and K Q_rᵀ read by row; the GPU refuses it)
+//!                 1/√(3·d_head) (positions::deberta; fused and on the GPU: Q K_rᵀ and K Q_rᵀ read by row)
 //!                 soft-capped (Gemma 2): E ← c·tanh(E / c) before the masks; another scale than 1/√d_head: logit_scale
 //! weights         α = softmax_j(E), a row with every key masked gives zeros; with a sink logit s (gpt-oss),
 //!                 α_ij = exp(E_ij) / (Σ_j exp(E_ij) + exp(s)): the sink takes 1 − Σ_j α_ij and adds no value
@@ -74,7 +74,15 @@ impl LogitScale {
 }
 
 /// The schemes the GPU computes, for a refusal of the others (the CPU's fused forward computes every scheme).
-pub const FUSED_METHODS: &str = "shaw, music, rope, alibi, t5 or absolute (deberta is computed on the CPU: --backend cpu)";
+pub const FUSED_METHODS: &str = "shaw, music, rope, alibi, t5, absolute or deberta (other schemes are computed on the CPU: --backend cpu)";
+
+/// Whether the GPU backend has kernels for the scheme's terms: the schemes of [`FUSED_METHODS`]. It refuses
+/// the others naming "method" (the page computes them on the CPU); a new scheme joins with its kernels.
+pub fn gpu_computes(method: Method) -> bool {
+    match method {
+        Method::Absolute | Method::Shaw | Method::Music | Method::Rope | Method::Alibi | Method::T5 | Method::Deberta => true,
+    }
+}
 
 /// What `logit_scale` may be, for its refusals.
 const LOGIT_SCALES: &str = "inv_sqrt_d_head, none, or a factor above 0 and at most 1e4";

@@ -12,7 +12,9 @@
 //     out_i = z / l                                                  zeros when no key is visible
 //
 // scale is 1/sqrt(d_head), 1 or the model's own. With DISTANCE_BIAS (ALiBi, T5): e_ij = q_i · k_j · scale +
-// bias[h, j − i + n − 1] (no table: R = 0). With SINK (gpt-oss) the head's sink logit s_h is a column of the
+// bias[h, j − i + n − 1] (no table: R = 0). With C2P and P2C (DeBERTa) the relative term is c2p + p2c,
+// P[i, r(i, j)] + P2[j, r(i, j)] (P = Q·K_rᵀ, P2 = K·Q_rᵀ from p2_at in P's buffer, r(i, j) the host's row by
+// distance in the head terms; either alone without the other's flag), before the scale 1/sqrt(d_head·(1 + terms)). With SINK (gpt-oss) the head's sink logit s_h is a column of the
 // softmax with no value: the row starts as if it had seen it, m = s_h and l = exp(s_h − m) = 1 (z = 0), so
 // out_i = Σ_j exp(e_ij − m) v_j / (Σ_j exp(e_ij − m) + exp(s_h − m)). WINDOW masks keys at |j − i| ≥ window;
 // a workgroup walks only the tiles its rows' windows reach.
@@ -40,20 +42,22 @@ struct Params {
     i0: u32, h0: u32, r: u32, flags: u32,      // first query, first head, table rows R, flags: see below
     tmin: i32, scale: f32, v_stride: u32, window: u32,  // smallest distance, the scale, w^V's per-head stride (0: shared), WINDOW's
     softcap: f32, sink_at: u32, dv: u32, inner_v: u32,  // SOFTCAP's c; SINK's s_h at terms[sink_at + h]; d_v, h·d_v (V's row length)
+    p2_at: u32, _pad0: u32, _pad1: u32, _pad2: u32,     // p2_at: where P2 starts in prel (P2C)
 }
 // Mirrored in Rust by kernels.rs's RowsParams, field by field (its tests compare the two); logits.wgsl takes the same struct.
-// Flags tested here: ZERO_EDGE, CAUSAL, NO_CONTENT, REL_V, DISTANCE_BIAS, WINDOW, SOFTCAP, SINK (kernels.rs's `flag` module, written ahead of this file as constants).
+// Flags tested here: ZERO_EDGE, CAUSAL, NO_CONTENT, REL_V, DISTANCE_BIAS, WINDOW, SOFTCAP, SINK, C2P, P2C (kernels.rs's `flag` module, written ahead of this file as constants).
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> q: array<f32>;         // (n, h·d_head): all heads' queries
 @group(0) @binding(2) var<storage, read> k: array<f32>;         // (n, h·d_head)
 @group(0) @binding(3) var<storage, read> v: array<f32>;         // (n, h·d_v)
-@group(0) @binding(4) var<storage, read> prel: array<f32>;      // (z, rows, R): P = Q·Tᵀ
+@group(0) @binding(4) var<storage, read> prel: array<f32>;      // (z, rows, R): P = Q·Tᵀ; then from p2_at (z, n, R): P2 (P2C)
 @group(0) @binding(5) var<storage, read> key_mask: array<u32>;  // (n): 0 = padding
 @group(0) @binding(6) var<storage, read> rel_v: array<f32>;     // (1 or h, R, d_v): w^V
 @group(0) @binding(7) var<storage, read_write> heads: array<f32>;   // (n, h·d_v): the heads concatenated
 // The heads' own logit terms in one buffer (WebGPU's default allows 8 storage buffers a stage): the bias by
-// distance (h, 2n − 1) from 0 with DISTANCE_BIAS, then the sink logits (h) from sink_at with SINK.
+// distance (h, 2n − 1) from 0 with DISTANCE_BIAS, or DeBERTa's table row by distance (2n − 1, element
+// j − i + n − 1, as f32) from 0 with C2P or P2C; then the sink logits (h) from sink_at with SINK.
 @group(0) @binding(8) var<storage, read> terms: array<f32>;
 
 const ROWS: u32 = 32u;      // query rows per workgroup (kernels.rs: ATTEND_ROWS)
@@ -80,6 +84,20 @@ fn table_row(dist: i32) -> i32 {
         return -1;
     }
     return clamp(r, 0, last);
+}
+
+/// DeBERTa's c2p + p2c of the chunk's row i (query qi) and key j: P[i, r] + P2[j, r] (each only with its flag),
+/// r = r(i, j) from the head terms.
+fn disentangled(z: u32, i: u32, qi: u32, j: u32) -> f32 {
+    let r = u32(terms[j + p.n - 1u - qi]);
+    var s = 0.0;
+    if ((p.flags & C2P) != 0u) {
+        s = prel[(z * p.rows + i) * p.r + r];
+    }
+    if ((p.flags & P2C) != 0u) {
+        s = s + prel[p.p2_at + (z * p.n + j) * p.r + r];
+    }
+    return s;
 }
 
 /// Components c .. c + 3 of row j of head `hd`'s columns (zeros past its width or n): `which` 0 reads k
@@ -165,6 +183,7 @@ fn main(@builtin(local_invocation_index) tid: u32, @builtin(workgroup_id) wid: v
         seen = true;
     }
     let windowed = (p.flags & WINDOW) != 0u;
+    let deberta = (p.flags & C2P) != 0u || (p.flags & P2C) != 0u;
     // The keys the workgroup's rows can see, from the first row's first to the last row's last (the same for
     // every invocation: barriers stay uniform): under CAUSAL none after the last row, under WINDOW none
     // before first − (window − 1) nor (without CAUSAL) from last + window on; the first tile starts at a
@@ -208,6 +227,8 @@ fn main(@builtin(local_invocation_index) tid: u32, @builtin(workgroup_id) wid: v
                 var ek = 0.0;
                 if ((p.flags & DISTANCE_BIAS) != 0u) {
                     ek = dot * p.scale + terms[bias_row + j + p.n - 1u - qi];
+                } else if (deberta) {
+                    ek = (dot + disentangled(z, i, qi, j)) * p.scale;
                 } else {
                     let tr = table_row(i32(j) - i32(qi));
                     var rel = 0.0;

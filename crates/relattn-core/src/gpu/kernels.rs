@@ -52,9 +52,15 @@ pub(super) mod flag {
     /// A sink logit per head (gpt-oss) joins each row's softmax with no value (softmax.wgsl, attend.wgsl;
     /// [`crate::core::softmax::softmax_rows_with_sink`]).
     pub const SINK: u32 = 8192;
+    /// DeBERTa's c2p: add `P[i, r(i, j)]`, P = Q·K_rᵀ (rows, R), r(i, j) the row of j − i read from the head-terms
+    /// buffer (logits.wgsl, attend.wgsl; [`crate::positions::deberta`]).
+    pub const C2P: u32 = 16384;
+    /// DeBERTa's p2c: add `P2[j, r(i, j)]`, P2 = K·Q_rᵀ (n, R) kept in P's buffer from `p2_at` (logits.wgsl,
+    /// attend.wgsl).
+    pub const P2C: u32 = 32768;
 
     /// Every flag by name.
-    pub const ALL: [(&str, u32); 14] = [
+    pub const ALL: [(&str, u32); 16] = [
         ("WRITE_CONTENT", WRITE_CONTENT),
         ("WRITE_RELATIVE", WRITE_RELATIVE),
         ("ZERO_EDGE", ZERO_EDGE),
@@ -69,6 +75,8 @@ pub(super) mod flag {
         ("WINDOW", WINDOW),
         ("SOFTCAP", SOFTCAP),
         ("SINK", SINK),
+        ("C2P", C2P),
+        ("P2C", P2C),
     ];
 
     /// The flags as WGSL constants (`const CAUSAL: u32 = 16u;` …), written ahead of every kernel.
@@ -149,7 +157,8 @@ struct MatmulParams {
 params! {
 /// The `Params` of logits.wgsl and attend.wgsl, the two kernels that take a chunk of query rows of a range
 /// of heads: queries `i0 .. i0 + rows` of heads `h0 ..` (the grid's z in logits.wgsl, y in attend.wgsl).
-/// logits.wgsl writes `E = (QKᵀ + P[i, row(j − i)]) · scale` (soft-capped with [`flag::SOFTCAP`]);
+/// logits.wgsl writes `E = (QKᵀ + P[i, row(j − i)]) · scale` (soft-capped with [`flag::SOFTCAP`]; DeBERTa's
+/// `(QKᵀ + P[i, r(i, j)] + P2[j, r(i, j)]) · scale` with [`flag::C2P`] and [`flag::P2C`]);
 /// attend.wgsl the heads' output `z_i = Σ_j α_ij (v_j + a^V_ij)` (d_v wide) with no (rows, n) array.
 struct RowsParams {
     /// Query rows in the chunk.
@@ -169,7 +178,7 @@ struct RowsParams {
     r: u32,
     /// [`flag::WRITE_CONTENT`] | [`flag::WRITE_RELATIVE`] | [`flag::ZERO_EDGE`] | [`flag::ZERO_ABOVE`] |
     /// [`flag::CAUSAL`] | [`flag::NO_CONTENT`] | [`flag::REL_V`] | [`flag::DISTANCE_BIAS`] | [`flag::WINDOW`] |
-    /// [`flag::SOFTCAP`] | [`flag::SINK`].
+    /// [`flag::SOFTCAP`] | [`flag::SINK`] | [`flag::C2P`] | [`flag::P2C`].
     flags: u32,
     /// The table's smallest distance: row = (j − i) − tmin.
     tmin: i32,
@@ -189,6 +198,11 @@ struct RowsParams {
     dv: u32,
     /// attend.wgsl: h·d_v, the row length of V and the concatenated heads.
     inner_v: u32,
+    /// With [`flag::P2C`]: where DeBERTa's P2 = K·Q_rᵀ (heads in the chunk, n, R) starts in P's buffer.
+    p2_at: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
 }
 }
 
@@ -328,9 +342,11 @@ impl GpuContext {
         self.dispatch(enc, &self.kernels.matmul, &params, &[a.buf, b.buf, bias_buf, c.buf], [n.div_ceil(BLOCK), m.div_ceil(BLOCK), z]);
     }
 
-    /// The fused logits of `heads` heads: reads q, k (n, h·d_head), P (heads, rows, R) and the key mask (n); writes
-    /// content, relative (when asked in `params.flags`) and logits, each (heads, rows, n); reads the bias by
-    /// distance (h, 2n − 1) with [`flag::DISTANCE_BIAS`] (any buffer without).
+    /// The fused logits of `heads` heads: reads q, k (n, h·d_head), P (heads, rows, R; DeBERTa's P2 (heads, n, R)
+    /// after it from `p2_at`) and the key mask (n); writes content, relative (when asked in `params.flags`) and
+    /// logits, each (heads, rows, n); reads the head-terms buffer: the bias by distance (h, 2n − 1) with
+    /// [`flag::DISTANCE_BIAS`], DeBERTa's row by distance (2n − 1) with [`flag::C2P`] or [`flag::P2C`] (any buffer
+    /// with neither).
     pub(super) fn logits(&self, enc: &mut wgpu::CommandEncoder, params: &RowsParams, heads: usize, bufs: [&wgpu::Buffer; 8]) {
         let groups = [(params.n as usize).div_ceil(BLOCK), (params.rows as usize).div_ceil(BLOCK), heads];
         self.dispatch(enc, &self.kernels.logits, params, &bufs, groups);

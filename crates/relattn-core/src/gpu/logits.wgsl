@@ -7,6 +7,10 @@
 //
 // With DISTANCE_BIAS (ALiBi, T5) the relative term is the head's bias by distance, added after the scale:
 // S[i, j] = bias[h, j − i + n − 1], E = C · scale + S (the host reads no table: R = 0, ZERO_EDGE).
+// With C2P and P2C (DeBERTa, crates/relattn-core/src/positions/deberta.rs) the relative term is the disentangled
+// terms, each read at the pair's one table row r(i, j) (the host's row by distance, in the head-terms buffer):
+// S[i, j] = P[i, r(i, j)] + P2[j, r(i, j)], P = Q·K_rᵀ (c2p, rows × R), P2 = K·Q_rᵀ (p2c, n × R, from p2_at in
+// P's buffer), either term alone without the other's flag; E = (C + S) · scale, scale 1/sqrt(d_head·(1 + terms)).
 // With SOFTCAP (Gemma 2), after the scale and any bias and before the masks:
 //
 //     E[i, j] ← c · tanh(E[i, j] / c)                       (c = softcap; tanh's argument clamped to ±10,
@@ -31,19 +35,22 @@ struct Params {
     i0: u32, h0: u32, r: u32, flags: u32,      // first query, first head, table rows R, flags: see below
     tmin: i32, scale: f32, v_stride: u32, window: u32,  // v_stride: attend.wgsl's, unused here; window: WINDOW's
     softcap: f32, sink_at: u32, dv: u32, inner_v: u32,  // softcap: SOFTCAP's c; sink_at, dv, inner_v: attend.wgsl's, unused here
+    p2_at: u32, _pad0: u32, _pad1: u32, _pad2: u32,     // p2_at: where P2 starts in prel (P2C)
 }
 // Mirrored in Rust by kernels.rs's RowsParams, field by field (its tests compare the two); attend.wgsl takes the same struct.
-// Flags tested here: WRITE_CONTENT, WRITE_RELATIVE, ZERO_EDGE, ZERO_ABOVE, CAUSAL, NO_CONTENT, DISTANCE_BIAS, WINDOW, SOFTCAP (kernels.rs's `flag` module, written ahead of this file as constants).
+// Flags tested here: WRITE_CONTENT, WRITE_RELATIVE, ZERO_EDGE, ZERO_ABOVE, CAUSAL, NO_CONTENT, DISTANCE_BIAS, WINDOW, SOFTCAP, C2P, P2C (kernels.rs's `flag` module, written ahead of this file as constants).
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> q: array<f32>;         // (n, h·d_head): all heads' queries
 @group(0) @binding(2) var<storage, read> k: array<f32>;         // (n, h·d_head)
-@group(0) @binding(3) var<storage, read> prel: array<f32>;      // (z, rows, R): P = Q·Tᵀ
+@group(0) @binding(3) var<storage, read> prel: array<f32>;      // (z, rows, R): P = Q·Tᵀ; then from p2_at (z, n, R): P2 (P2C)
 @group(0) @binding(4) var<storage, read> key_mask: array<u32>;  // (n): 0 = padding
 @group(0) @binding(5) var<storage, read_write> content: array<f32>;   // (z, rows, n)
 @group(0) @binding(6) var<storage, read_write> relative: array<f32>;  // (z, rows, n)
 @group(0) @binding(7) var<storage, read_write> logits: array<f32>;    // (z, rows, n)
-@group(0) @binding(8) var<storage, read> dbias: array<f32>;           // head terms: (h, 2n − 1) bias by distance first, DISTANCE_BIAS
+// The head terms: the bias by distance (h, 2n − 1) first with DISTANCE_BIAS, DeBERTa's table row by distance
+// (2n − 1, element j − i + n − 1, as f32) first with C2P or P2C.
+@group(0) @binding(8) var<storage, read> terms: array<f32>;
 
 const BLOCK: u32 = 64u;
 const STEP: u32 = 16u;
@@ -108,11 +115,26 @@ fn soft_cap(c: f32, e: f32) -> f32 {
     return c * tanh(clamp(e / c, -10.0, 10.0));
 }
 
+/// DeBERTa's c2p + p2c of the chunk's row i and key j at distance j − i = dist: P[i, r] + P2[j, r] (each only
+/// with its flag), r = r(i, j) from the head terms.
+fn disentangled(z: u32, i: u32, j: u32, dist: i32) -> f32 {
+    let r = u32(terms[u32(dist + i32(p.n) - 1)]);
+    var s = 0.0;
+    if ((p.flags & C2P) != 0u) {
+        s = prel[(z * p.rows + i) * p.r + r];
+    }
+    if ((p.flags & P2C) != 0u) {
+        s = s + prel[p.p2_at + (z * p.n + j) * p.r + r];
+    }
+    return s;
+}
+
 /// The epilogue of one cell: relative term by index, scale, soft-cap, mask, stores.
 fn store(z: u32, i: u32, j: u32, qk: f32) {
     let content_logit = select(qk, 0.0, (p.flags & NO_CONTENT) != 0u);
     let qi = p.i0 + i;                              // absolute query position
     let dist = i32(j) - i32(qi);                    // j − i (queries and keys have equal length)
+    let deberta = (p.flags & C2P) != 0u || (p.flags & P2C) != 0u;
     let last = i32(p.r) - 1;
     var r = dist - p.tmin;                          // row inside the table
     var reads = true;
@@ -124,7 +146,9 @@ fn store(z: u32, i: u32, j: u32, qk: f32) {
         }
     }
     var rel = 0.0;
-    if (reads) {
+    if (deberta) {
+        rel = disentangled(z, i, j, dist);
+    } else if (reads) {
         rel = prel[(z * p.rows + i) * p.r + u32(r)];
     }
     if ((p.flags & ZERO_ABOVE) != 0u && dist > 0) {
@@ -134,7 +158,7 @@ fn store(z: u32, i: u32, j: u32, qk: f32) {
     let masked = ((p.flags & CAUSAL) != 0u && dist > 0) || outside || key_mask[j] == 0u;
     var e = (content_logit + rel) * p.scale;
     if ((p.flags & DISTANCE_BIAS) != 0u) {
-        rel = dbias[(p.h0 + z) * (2u * p.n - 1u) + u32(dist + i32(p.n) - 1)];
+        rel = terms[(p.h0 + z) * (2u * p.n - 1u) + u32(dist + i32(p.n) - 1)];
         e = content_logit * p.scale + rel;
     }
     if ((p.flags & SOFTCAP) != 0u) {

@@ -25,10 +25,22 @@ pub(super) struct Chunk {
 /// width), h heads, r = R table rows and dh = d_head: every
 /// head in one chunk when its (h, n, max(n, R, d_head)) work fits (`fused`, attend.wgsl's forward, which
 /// keeps no (rows, n) array: (h, n, max(R, d_head))), else one head and as many rows as fit at a time.
+/// With `p2` (DeBERTa's p2c) P's buffer also holds P2 = K·Q_rᵀ, (heads, n, R): it is O(n·R) a head as P is, so
+/// it is kept within a binding but not counted in `work_bytes`.
 /// Refused ([`GpuError::TooLarge`]) when one (n, d) projection exceeds a binding, the grid exceeds
 /// the workgroups per dimension, or not even one row fits.
 #[allow(clippy::too_many_arguments)]
-pub(super) fn plan(limits: &wgpu::Limits, work_bytes: u64, n: usize, d: usize, h: usize, r: usize, dh: usize, fused: bool) -> Result<Vec<Chunk>, GpuError> {
+pub(super) fn plan(
+    limits: &wgpu::Limits,
+    work_bytes: u64,
+    n: usize,
+    d: usize,
+    h: usize,
+    r: usize,
+    dh: usize,
+    fused: bool,
+    p2: bool,
+) -> Result<Vec<Chunk>, GpuError> {
     let max_binding = limits.max_storage_buffer_binding_size.min(limits.max_buffer_size);
     let max_workgroups = limits.max_compute_workgroups_per_dimension;
     let max_groups = max_workgroups as usize;
@@ -42,10 +54,17 @@ pub(super) fn plan(limits: &wgpu::Limits, work_bytes: u64, n: usize, d: usize, h
     // A row's widest work array: its logits or weights (n), P and the buckets (R), its output (d_head).
     let per_row = (if fused { 0 } else { n }.max(r).max(dh) * 4) as u64;
     let budget = max_binding.min(work_bytes);
-    if (h * n) as u64 * per_row <= budget && n <= max_groups {
+    // P and P2 of `hc` heads' `rows` rows in one buffer, in bytes.
+    let p_bytes = |hc: usize, rows: usize| if p2 { (hc * (rows + n) * r * 4) as u64 } else { 0 };
+    if (h * n) as u64 * per_row <= budget && p_bytes(h, n) <= max_binding && n <= max_groups {
         return Ok(vec![Chunk { h0: 0, hc: h, i0: 0, rows: n }]);
     }
-    let rows = ((budget / per_row) as usize).min(n).min(max_groups);
+    // With P2, the rows whose P fits a binding beside it.
+    let p_rows = if p2 { (max_binding / (r * 4) as u64).saturating_sub(n as u64) } else { u64::MAX };
+    let rows = ((budget / per_row).min(p_rows) as usize).min(n).min(max_groups);
+    if p_rows == 0 {
+        return too_large(format!("DeBERTa's K·Q_rᵀ ({n}, {r}) and a row of P need {} bytes", p_bytes(1, 1)));
+    }
     if rows == 0 {
         let what = if fused { format!("one row of P or of the output ({} values)", r.max(dh)) } else { format!("one row of {} keys", n.max(r)) };
         return too_large(format!("{what} needs {per_row} bytes"));
@@ -74,13 +93,13 @@ mod tests {
 
     #[test]
     fn small_layers_are_one_chunk() {
-        assert_eq!(plan(&limits(1 << 30, 65535), WORK_BYTES, 64, 32, 4, 5, 8, false).unwrap(), [Chunk { h0: 0, hc: 4, i0: 0, rows: 64 }]);
+        assert_eq!(plan(&limits(1 << 30, 65535), WORK_BYTES, 64, 32, 4, 5, 8, false, false).unwrap(), [Chunk { h0: 0, hc: 4, i0: 0, rows: 64 }]);
     }
 
     #[test]
     fn larger_layers_go_a_head_and_some_rows_at_a_time() {
         // 10 rows of 100 keys fit 4000 bytes: 10 chunks per head, the last one 1 row.
-        let chunks = plan(&limits(1 << 30, 65535), 4000, 91, 16, 2, 5, 8, false).unwrap();
+        let chunks = plan(&limits(1 << 30, 65535), 4000, 91, 16, 2, 5, 8, false, false).unwrap();
         assert_eq!(chunks.len(), 2 * 10);
         assert!(chunks.iter().all(|c| c.hc == 1 && c.rows <= 10));
         assert_eq!(chunks[9], Chunk { h0: 0, hc: 1, i0: 90, rows: 1 });
@@ -94,19 +113,29 @@ mod tests {
         // n 4096, d 512, 8 heads, R 33, d_head 64: (8, 4096, 4096) logits exceed 128 MiB (one head at a time
         // for the staged kernels); attend.wgsl's (8, 4096, 64) outputs and P do not: every head at once.
         let l = limits(1 << 30, 65535);
-        assert_eq!(plan(&l, WORK_BYTES, 4096, 512, 8, 33, 64, false).unwrap().len(), 8);
-        assert_eq!(plan(&l, WORK_BYTES, 4096, 512, 8, 33, 64, true).unwrap(), [Chunk { h0: 0, hc: 8, i0: 0, rows: 4096 }]);
+        assert_eq!(plan(&l, WORK_BYTES, 4096, 512, 8, 33, 64, false, false).unwrap().len(), 8);
+        assert_eq!(plan(&l, WORK_BYTES, 4096, 512, 8, 33, 64, true, false).unwrap(), [Chunk { h0: 0, hc: 8, i0: 0, rows: 4096 }]);
         // A cap still cuts it, by rows of max(R, d_head).
-        let chunks = plan(&l, 10 * 64 * 4, 91, 16, 2, 5, 64, true).unwrap();
+        let chunks = plan(&l, 10 * 64 * 4, 91, 16, 2, 5, 64, true, false).unwrap();
         assert!(chunks.iter().all(|c| c.hc == 1 && c.rows <= 10));
     }
 
     #[test]
+    fn debertas_p2_stays_within_a_binding() {
+        // n 100, R 10, one head: P2 (100, 10) and P (rows, 10) share a binding of 4400 bytes: 10 rows a chunk.
+        let chunks = plan(&limits(4400, 65535), WORK_BYTES, 100, 8, 1, 10, 8, true, true).unwrap();
+        assert!(chunks.iter().all(|c| c.hc == 1 && c.rows == 10), "{chunks:?}");
+        // Without p2c the same layer is one chunk; a binding below P2 itself refuses it.
+        assert_eq!(plan(&limits(4400, 65535), WORK_BYTES, 100, 8, 1, 10, 8, true, false).unwrap().len(), 1);
+        assert!(matches!(plan(&limits(4000, 65535), WORK_BYTES, 100, 8, 1, 10, 8, true, true), Err(GpuError::TooLarge { .. })));
+    }
+
+    #[test]
     fn beyond_the_limits_is_refused_with_the_numbers() {
-        let e = plan(&limits(64, 65535), WORK_BYTES, 8, 4, 1, 5, 4, false).unwrap_err();
+        let e = plan(&limits(64, 65535), WORK_BYTES, 8, 4, 1, 5, 4, false, false).unwrap_err();
         assert_eq!(e, GpuError::TooLarge { what: "one (n, d_model) = (8, 4) projection needs 128 bytes".into(), max_binding: 64, max_workgroups: 65535 });
         assert!(e.to_string().contains("allows 64 bytes per buffer"), "{e}");
-        assert!(matches!(plan(&limits(1 << 30, 2), WORK_BYTES, 1000, 16, 1, 5, 16, false), Err(GpuError::TooLarge { .. })));
-        assert!(matches!(plan(&limits(1 << 30, 65535), 4, 8, 4, 1, 5, 4, true), Err(GpuError::TooLarge { .. })));
+        assert!(matches!(plan(&limits(1 << 30, 2), WORK_BYTES, 1000, 16, 1, 5, 16, false, false), Err(GpuError::TooLarge { .. })));
+        assert!(matches!(plan(&limits(1 << 30, 65535), 4, 8, 4, 1, 5, 4, true, false), Err(GpuError::TooLarge { .. })));
     }
 }

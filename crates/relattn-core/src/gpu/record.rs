@@ -14,8 +14,10 @@ pub(super) struct Recorded {
     relative: Array4<f32>,
     logits: Array4<f32>,
     weights: Array4<f32>,
-    /// P = Q·Tᵀ (b, h, n, R), for the skew steps.
+    /// P = Q·Tᵀ (b, h, n, R), for the skew steps and DeBERTa's c2p (P = Q·K_rᵀ).
     p: Option<Array4<f32>>,
+    /// DeBERTa's P2 = K·Q_rᵀ (b, h, n, R), for its p2c.
+    p2: Option<Array4<f32>>,
     buckets: Option<Array4<f32>>,
     out_content: Array4<f32>,
     out_relative: Array4<f32>,
@@ -30,7 +32,7 @@ pub(super) struct Recorded {
 
 impl Recorded {
     /// For b batch elements of h heads of n positions, `(inner, inner_v)` = (h·d_head, h·d_v), values `dv` = d_v
-    /// wide, R = `r` table rows.
+    /// wide, R = `r` table rows; `keep_p`: whether P and P2 are kept.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn new(
         b: usize,
@@ -39,7 +41,7 @@ impl Recorded {
         (inner, inner_v): (usize, usize),
         dv: usize,
         r: usize,
-        keep_p: bool,
+        keep_p: (bool, bool),
         keep_buckets: bool,
         rotated: bool,
     ) -> Self {
@@ -49,7 +51,8 @@ impl Recorded {
             relative: nn(),
             logits: nn(),
             weights: nn(),
-            p: keep_p.then(|| Array4::zeros((b, h, n, r))),
+            p: keep_p.0.then(|| Array4::zeros((b, h, n, r))),
+            p2: keep_p.1.then(|| Array4::zeros((b, h, n, r))),
             buckets: keep_buckets.then(|| Array4::zeros((b, h, n, r))),
             out_content: Array4::zeros((b, h, n, dv)),
             out_relative: Array4::zeros((b, h, n, dv)),
@@ -61,13 +64,19 @@ impl Recorded {
         }
     }
 
-    /// Copies a chunk's buffers (content, relative, logits, weights, P, buckets, αV, B·w^V) into place.
+    /// Copies a chunk's buffers (content, relative, logits, weights, P, buckets, αV, B·w^V, P2) into place; P2
+    /// has every key's row of the chunk's heads.
     pub(super) fn store(&mut self, bi: usize, c: Chunk, parts: &[Vec<f32>]) {
         let put = |dst: &mut Array4<f32>, data: &[f32]| {
             let cols = dst.dim().3;
             let src = ArrayView3::from_shape((c.hc, c.rows, cols), &data[..c.hc * c.rows * cols]).expect("chunk shape");
             dst.slice_mut(s![bi, c.h0..c.h0 + c.hc, c.i0..c.i0 + c.rows, ..]).assign(&src);
         };
+        if let Some(p2) = self.p2.as_mut() {
+            let (_, _, n, r) = p2.dim();
+            let src = ArrayView3::from_shape((c.hc, n, r), &parts[8][..c.hc * n * r]).expect("P2's shape");
+            p2.slice_mut(s![bi, c.h0..c.h0 + c.hc, .., ..]).assign(&src);
+        }
         put(&mut self.content, &parts[0]);
         put(&mut self.relative, &parts[1]);
         put(&mut self.logits, &parts[2]);
@@ -112,6 +121,7 @@ impl Recorded {
             }
         }
         let skew = music_skew.then(|| self.skew_steps(cfg));
+        let (c2p, p2c) = self.disentangled(cfg);
         // (b, n, h·d_head) → (b, h, n, d_head), as the CPU's per-head traces stack.
         let by_head = |a: Array3<f32>| {
             let (b, n, d) = a.dim();
@@ -132,8 +142,9 @@ impl Recorded {
             weights: self.weights,
             value_buckets: if keep_buckets { self.buckets } else { None },
             skew,
-            c2p: None,
-            p2c: None,
+            c2p,
+            p2c,
+            // Transformer-XL is refused on the GPU (attention::gpu_computes).
             out_content: self.out_content,
             out_relative: self.out_relative,
             rotated,
@@ -141,6 +152,26 @@ impl Recorded {
             output,
         };
         Trace::assemble(cfg, sc, computed)
+    }
+
+    /// DeBERTa's c2p and p2c (b, h, n, n), each when the layer has it, gathered from P = Q·K_rᵀ and P2 = K·Q_rᵀ at
+    /// the pair's row: `c2p_ij = P[i, r(i, j)]`, `p2c_ij = P2[j, r(i, j)]` ([`crate::positions::deberta`]).
+    fn disentangled(&self, cfg: &Config) -> (Option<Array4<f32>>, Option<Array4<f32>>) {
+        if !cfg.method.disentangles() {
+            return (None, None);
+        }
+        let d = &cfg.deberta;
+        let gather = |prod: &Option<Array4<f32>>, query_side: bool| {
+            prod.as_ref().map(|a| {
+                let (b, h, n, _) = a.dim();
+                Array4::from_shape_fn((b, h, n, n), |(bi, hi, i, j)| {
+                    let r = d.row(i as isize - j as isize);
+                    a[[bi, hi, if query_side { i } else { j }, r]]
+                })
+            })
+        };
+        // P is kept with c2p, P2 with p2c (run.rs).
+        (gather(&self.p, true), gather(&self.p2, false))
     }
 
     /// The Music Transformer's skew steps from P: `Q·E_rᵀ` column c holds distance c − (n − 1), which reads

@@ -71,8 +71,8 @@ impl GpuContext {
     async fn run(&mut self, cfg: &Config, sc: &Scenario, record: bool, profile: bool) -> Result<(Array3<f32>, Option<Trace>, Option<StageTimes>)> {
         let (b, n, d) = sc.dims();
         let (h, dh, dv) = (cfg.heads, sc.d_head, sc.d_v);
-        if cfg.method.disentangles() {
-            // DeBERTa's terms have no kernel here: refused by name, the page computes them on the CPU.
+        if !crate::attention::gpu_computes(cfg.method) {
+            // A scheme without kernels here: refused by name, the page computes it on the CPU.
             return Err(Error::invalid("method", cfg.method, crate::attention::FUSED_METHODS));
         }
         if let Some(c) = cfg.chunk {
@@ -93,8 +93,11 @@ impl GpuContext {
             return Err(Error::shape("rel_k", sc.rel_k.shape(), format!("[1 or {h}, {}, {width}]", cfg.table_rows())));
         }
         // The rows of the vector table that P = Q·Tᵀ has: none for ALiBi and T5 (their bias by distance is
-        // added instead) and for RoPE (whose Q and K are rotated instead).
-        let r = if cfg.method.has_vector_table() { cfg.table_rows() } else { 0 };
+        // added instead) and for RoPE (whose Q and K are rotated instead). DeBERTa's table [K_r | Q_r] (2S, 2·d_head)
+        // gives P = Q·K_rᵀ (c2p) and P2 = K·Q_rᵀ (p2c, (n, 2S) a head, after P in its buffer).
+        let deberta = cfg.method.disentangles().then_some(cfg.deberta.terms);
+        let (c2p, p2c) = deberta.map_or((false, false), |t| (t.c2p(), t.p2c()));
+        let r = if cfg.method.has_vector_table() || deberta.is_some() { cfg.table_rows() } else { 0 };
         let rel_v = match (cfg.has_rel_v(), &sc.rel_v) {
             (true, Some(t)) if t.dim() == (th, r, dv) => Some(t),
             (true, Some(t)) => return Err(Error::shape("rel_v", t.shape(), format!("[{th}, {r}, {dv}]"))),
@@ -103,9 +106,11 @@ impl GpuContext {
         };
         // A forward that keeps and times nothing runs each chunk in attend.wgsl (no (rows, n) arrays).
         let fused = !record && !profile && cfg.implementation == Implementation::Efficient && dh.max(dv) <= ATTEND_MAX_DH;
-        let chunks = plan(&self.limits, self.work_bytes, n, d.max(inner).max(inner_v).max(d_out), h, r, dh.max(dv), fused)?;
+        let chunks = plan(&self.limits, self.work_bytes, n, d.max(inner).max(inner_v).max(d_out), h, r, dh.max(dv), fused, p2c)?;
         let shared = th == 1;
         let music_skew = record && cfg.scheme().skews() && cfg.implementation == Implementation::Efficient;
+        // A trace's c2p and p2c stages are gathered on the CPU from the GPU's P and P2 ([`Recorded`]).
+        let keep_p = music_skew || (record && c2p);
         let keep_buckets = record && rel_v.is_some() && cfg.implementation == Implementation::Efficient;
         let zero_edge = layout.edge == Edge::Zero || r == 0;
         let mut clock = profile.then(Clock::start);
@@ -121,18 +126,23 @@ impl GpuContext {
         let rel_v_buf = rel_v.map(|t| self.upload("rel_v", &t.as_standard_layout().into_owned().into_raw_vec_and_offset().0));
         let dummy = [self.buffer("dummy_content", 16), self.buffer("dummy_relative", 16)];
         // The heads' own logit terms, one buffer (attend.wgsl binds 8 storage buffers, WebGPU's default most):
-        // ALiBi's and T5's bias by distance, (h, 2n − 1), computed from each head's table as the CPU does, then
-        // the sink logits (h) from `sink_at`.
+        // ALiBi's and T5's bias by distance, (h, 2n − 1), computed from each head's table as the CPU does, or
+        // DeBERTa's table row r(i, j) of each distance j − i (element j − i + n − 1; δ = i − j, the CPU's buckets in
+        // float32, exact as f32 below 2²⁴), then the sink logits (h) from `sink_at`.
         let mut terms: Vec<f32> = Vec::new();
         if cfg.method.adds_distance_bias() {
             terms.extend((0..h).flat_map(|hh| scheme.distance_bias(table_of(&sc.rel_k, hh), n, n).expect("a bias scheme")));
+        }
+        if deberta.is_some() {
+            terms.extend((0..2 * n - 1).map(|t| cfg.deberta.row(n as isize - 1 - t as isize) as f32));
         }
         let sink_at = terms.len();
         if let Some(s) = &sc.sinks {
             terms.extend(s.iter().copied());
         }
         let head_terms = (!terms.is_empty()).then(|| self.upload("head_terms", &terms));
-        let bias_flag = if cfg.method.adds_distance_bias() { flag::DISTANCE_BIAS } else { 0 };
+        let bias_flag =
+            if cfg.method.adds_distance_bias() { flag::DISTANCE_BIAS } else { 0 } | if c2p { flag::C2P } else { 0 } | if p2c { flag::P2C } else { 0 };
         // The window (a window of n or more masks nothing, and keeps the kernels' sums within u32), the soft-cap
         // and the sinks, as flags for every kernel that takes a chunk of rows.
         let window = cfg.window.map_or(0, |w| w.min(n));
@@ -186,17 +196,21 @@ impl GpuContext {
         let work = if fused { 0 } else { max_work * n * 4 };
         let [logits, weights] = ["logits", "weights"].map(|role| self.buffer(role, work));
         let [content, relative] = if record { ["content", "relative"].map(|role| self.buffer(role, max_work * n * 4)) } else { dummy.clone() };
-        let [p, buckets] = ["p", "buckets"].map(|role| self.buffer(role, max_work * r * 4));
+        // P (a chunk's (heads, rows, R)), then from `p2_at` DeBERTa's P2 (heads, n, R).
+        let p2_at = max_work * r;
+        let max_heads = chunks.iter().map(|c| c.hc).max().unwrap_or(0);
+        let p = self.buffer("p", (p2_at + if p2c { max_heads * n * r } else { 0 }) * 4);
+        let buckets = self.buffer("buckets", max_work * r * 4);
         let [oc, orl] = ["out_content", "out_relative"].map(|role| self.buffer(role, max_work * dv * 4));
 
         // x, or x + PE for absolute positions.
         let input = forward::input(cfg, sc);
         let mut output = Array3::zeros((b, n, d_out));
         let mut times = StageTimes { logits: LogitTimes::Fused(0.0), ..StageTimes::default() };
-        let mut rec = record.then(|| Recorded::new(b, h, n, (inner, inner_v), dv, r, music_skew, keep_buckets, rope.is_some()));
+        let mut rec = record.then(|| Recorded::new(b, h, n, (inner, inner_v), dv, r, (keep_p, record && p2c), keep_buckets, rope.is_some()));
         let no_terms = self.buffer("dummy_terms", 16);
         let terms_buf = head_terms.as_ref().unwrap_or(&no_terms);
-        let scale = cfg.logit_scale.factor(dh);
+        let scale = cfg.logit_factor(dh);
 
         for bi in 0..b {
             let mut enc = self.encoder();
@@ -226,13 +240,19 @@ impl GpuContext {
             times.projections += self.mark(&mut enc, &mut clock).await?;
 
             for &Chunk { h0, hc, i0, rows } in &chunks {
-                // P = Q·Tᵀ, (hc, rows, R): B(c, r) = T[head, r, c].
-                let (t_off, t_zs) = if shared { (0, 0) } else { (h0 * r * dh, r * dh) };
+                // P = Q·Tᵀ, (hc, rows, R): B(c, r) = T[head, r, c] (rows `width` wide: DeBERTa's K_r is their first
+                // d_head columns).
+                let (t_off, t_zs) = if shared { (0, 0) } else { (h0 * r * width, r * width) };
                 // w^V's rows are d_v wide.
                 let (tv_off, tv_zs) = if shared { (0, 0) } else { (h0 * r * dv, r * dv) };
-                if r > 0 {
-                    let tk = Operand { buf: &rel_k_buf, off: t_off, rs: 1, cs: dh, zs: t_zs };
+                if r > 0 && (deberta.is_none() || c2p) {
+                    let tk = Operand { buf: &rel_k_buf, off: t_off, rs: 1, cs: width, zs: t_zs };
                     self.matmul(&mut enc, (rows, r, dh, hc), rows_of(&q, i0 * inner + h0 * dh, inner, dh), tk, rows_of(&p, 0, r, rows * r), None, false);
+                }
+                if p2c {
+                    // P2 = K·Q_rᵀ, (hc, n, R), every key of the chunk's heads: Q_r is the table's last d_head columns.
+                    let qr_t = Operand { buf: &rel_k_buf, off: t_off + dh, rs: 1, cs: width, zs: t_zs };
+                    self.matmul(&mut enc, (n, r, dh, hc), rows_of(&k, h0 * dh, inner, dh), qr_t, rows_of(&p, p2_at, r, n * r), None, false);
                 }
                 let masks = if zero_edge { flag::ZERO_EDGE } else { 0 }
                     | if cfg.causal { flag::CAUSAL } else { 0 }
@@ -244,7 +264,8 @@ impl GpuContext {
                     rows: u(rows), n: u(n), dh: u(dh), inner: u(inner), i0: u(i0), h0: u(h0), r: u(r), flags: masks,
                     tmin: if r > 0 { layout.min as i32 } else { 0 }, scale, v_stride: if shared { 0 } else { u(r * dv) },
                     dv: u(dv), inner_v: u(inner_v),
-                    window: u(window), softcap: cfg.softcap.unwrap_or(1.0), sink_at: u(sink_at),
+                    window: u(window), softcap: cfg.softcap.unwrap_or(1.0), sink_at: u(sink_at), p2_at: u(p2_at),
+                    ..Zeroable::zeroed()
                 };
                 if fused {
                     let flags = masks | if rel_v_buf.is_some() { flag::REL_V } else { 0 };
@@ -290,9 +311,13 @@ impl GpuContext {
                 if let Some(rec) = rec.as_mut() {
                     let (wn, wr, wd) = (hc * rows * n, hc * rows * r, hc * rows * dv);
                     let orl_len = if rel_v_buf.is_some() { wd } else { 0 };
-                    let parts = self
-                        .read(enc, &[(&content, wn), (&relative, wn), (&logits, wn), (&weights, wn), (&p, wr), (&buckets, wr), (&oc, wd), (&orl, orl_len)])
+                    // DeBERTa's P2 (hc, n, R) from p2_at in P's buffer (read whole with it; none without p2c).
+                    let p_len = if p2c { p2_at + hc * n * r } else { wr };
+                    let mut parts = self
+                        .read(enc, &[(&content, wn), (&relative, wn), (&logits, wn), (&weights, wn), (&p, p_len), (&buckets, wr), (&oc, wd), (&orl, orl_len)])
                         .await?;
+                    let p2 = if p2c { parts[4].split_off(p2_at) } else { Vec::new() };
+                    parts.push(p2);
                     enc = self.encoder();
                     rec.store(bi, Chunk { h0, hc, i0, rows }, &parts);
                     // Reading a trace's intermediates back counts with the output's readback.
