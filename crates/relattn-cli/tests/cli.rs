@@ -200,6 +200,7 @@ fn picture_draws_each_schemes_lecture_pictures() {
         ("rope", &["rope_pair_turn", "rope_kernel_curves", "rope_layouts"][..], "RoPE: base 10000"),
         ("alibi", &["alibi_slope_by_head", "alibi_bias_by_head"][..], "ALiBi: 4 heads"),
         ("t5", &["t5_staircase", "t5_bias_by_bucket"][..], "T5: 32 buckets"),
+        ("deberta", &["deberta_buckets"][..], "DeBERTa: 256 log buckets"),
         ("absolute", &["absolute_similarity"][..], "absolute: sinusoids"),
     ] {
         for name in names {

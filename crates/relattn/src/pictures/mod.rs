@@ -10,6 +10,7 @@
 
 pub mod absolute;
 pub mod alibi;
+pub mod deberta;
 pub mod rope;
 pub mod t5;
 pub mod window;
@@ -93,15 +94,16 @@ impl Text {
     }
 }
 
-/// The pictures of the layer's scheme, in the order a lecture shows them (none for Shaw's, the Music
-/// Transformer's and DeBERTa's, whose stages are their pictures), then its sliding window's reach when it has one.
+/// The pictures of the layer's scheme, in the order a lecture shows them (none for Shaw's and the Music
+/// Transformer's, whose stages are their pictures), then its sliding window's reach when it has one.
 pub fn of(inputs: &Inputs) -> Vec<Picture> {
     let mut pictures = match inputs.config.method {
         Method::Rope => rope::pictures(inputs),
         Method::Alibi => alibi::pictures(inputs),
         Method::T5 => t5::pictures(inputs),
+        Method::Deberta => deberta::pictures(inputs),
         Method::Absolute => absolute::pictures(inputs),
-        Method::Shaw | Method::Music | Method::Deberta => Vec::new(),
+        Method::Shaw | Method::Music => Vec::new(),
     };
     pictures.extend(window::pictures(inputs));
     pictures
@@ -144,19 +146,7 @@ fn scheme_stated(inputs: &Inputs, masking: &str) -> String {
         Method::Rope => rope::stated(inputs),
         Method::Alibi => alibi::stated(inputs),
         Method::T5 => t5::stated(inputs),
-        Method::Deberta => {
-            let d = cfg.deberta;
-            let rows = match d.position_buckets {
-                0 => format!("δ = i − j clipped to ±{} (tables of {} rows)", d.max_relative_positions, d.rows()),
-                b => format!("{b} log buckets up to {} (tables of {} rows)", d.max_relative_positions, d.rows()),
-            };
-            let terms = match d.terms {
-                relattn_core::positions::deberta::Terms::Both => "c2p + p2c",
-                relattn_core::positions::deberta::Terms::C2p => "c2p only",
-                relattn_core::positions::deberta::Terms::P2c => "p2c only",
-            };
-            format!("DeBERTa: {rows}, {terms}, {masking}")
-        }
+        Method::Deberta => deberta::stated(inputs, masking),
         Method::Absolute => absolute::stated(inputs),
     }
 }
@@ -172,7 +162,7 @@ mod tests {
     use relattn_core::layer::scenario::{Scenario, Spec};
 
     /// Every picture any scheme draws.
-    const NAMES: [&str; 8] = [
+    const NAMES: [&str; 9] = [
         rope::TURN.name,
         rope::KERNELS.name,
         rope::LAYOUTS.name,
@@ -180,6 +170,7 @@ mod tests {
         alibi::BIAS_BY_HEAD.name,
         t5::STAIRCASE.name,
         t5::BIAS_BY_BUCKET.name,
+        deberta::BUCKETS.name,
         absolute::SIMILARITY.name,
     ];
 
