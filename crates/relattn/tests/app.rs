@@ -582,6 +582,17 @@ fn a_session_draws_its_schemes_pictures() {
     assert_eq!((bias.cut.rows, bias.cut.cols, bias.rgba.len()), (8, 8, 8 * 8 * 4));
     assert_eq!((bias.x_labels.first().map(String::as_str), bias.y_labels.len()), (Some("-7"), 8));
     assert_eq!(bias.values.as_ref().unwrap()[0], -0.5 * 7.0, "head 0 at d = −7");
+    // DeBERTa's bucket map: its rows of δ = i − j as the session's options set them.
+    let mut deberta = settings(Method::Deberta, 8.0, 16.0, 2.0, 2.0);
+    (deberta.position_buckets, deberta.max_relative_positions) = (Some(8.0), Some(20.0));
+    let s = run(deberta).unwrap();
+    assert_eq!(s.info().stated, "DeBERTa: 8 log buckets up to 20 (tables of 16 rows), c2p + p2c, bidirectional");
+    let pictures = s.pictures(Palette::default());
+    assert_eq!(pictures.iter().map(|p| p.meta.name).collect::<Vec<_>>(), ["deberta_buckets"]);
+    let map = pictures[0].chart.as_ref().expect("curves").series.iter().find(|s| s.label.ends_with("(this layer)")).unwrap();
+    let d = relattn::positions::deberta::Deberta { position_buckets: 8, max_relative_positions: 20, ..Default::default() };
+    assert_eq!(map.points.len(), 2 * 30 + 1);
+    assert!(map.points.iter().all(|p| p[1] as isize == d.row(p[0] as isize) as isize - 8), "{:?}", map.points);
     // Shaw's and the Music Transformer's stages are their pictures.
     assert!(run(settings(Method::Shaw, 8.0, 16.0, 2.0, 2.0)).unwrap().pictures(Palette::default()).is_empty());
 }
