@@ -188,7 +188,7 @@ function answer(m, work, reply, failed) {
   }
 }
 
-// The six schemes on the options shown (crates/relattn-wasm/src/compare.rs), their rasters transferred.
+// Every scheme on the options shown (crates/relattn-wasm/src/compare.rs), their rasters transferred.
 /** @param {SchemesRequest} m */
 function compareSchemes(m) {
   try {

@@ -145,7 +145,7 @@ test('RoPE: a kernel of the distance alone, layouts that differ on the same weig
   assert.equal(await page.locator('#err-rope_fraction').innerText(), '');
 });
 
-test('compare schemes: the six schemes on one input, their attention by distance, one slide', async () => {
+test('compare schemes: every scheme on one input, their attention by distance, one slide', async () => {
   await page.selectOption('#preset', '');
   await page.fill('#sentence', 'the cat sat on the mat because it was warm');
   await settle(page, () => page.dispatchEvent('#sentence', 'input'));
@@ -154,8 +154,13 @@ test('compare schemes: the six schemes on one input, their attention by distance
   await settle(page, () => page.dispatchEvent('#heads', 'input'));
   await page.click('#compare-btn');
   await page.waitForFunction(() => document.getElementById('compare').dataset.ready, null, { timeout: 60000 });
+  // Every scheme the method control offers (Method::ALL, however many), each with its colour.
   const methods = await page.$$eval('#compare-grid figure', (fs) => fs.map((f) => f.dataset.method));
-  assert.deepEqual(methods, ['absolute', 'shaw', 'music', 'rope', 'alibi', 't5']);
+  const offered = await page.$$eval('#method option', (os) => os.map((o) => o.value));
+  assert.deepEqual([...methods].sort(), [...offered].sort());
+  assert.ok(methods.includes('deberta') && methods.length >= 7, methods.join());
+  const colours = await page.evaluate(async () => (await import('/js/page/scheme-colors.js')).SCHEME_COLORS);
+  for (const m of methods) assert.ok(colours[m], `${m} has no colour (www/js/page/scheme-colors.js)`);
   // Every figure drew (a frame and cells), each under its scheme's name.
   const drawn = await page.$$eval('#compare-grid canvas', (cs) => cs.map((c) => ({ label: c.getAttribute('aria-label'), cols: Number(c.dataset.cols) })));
   for (const d of drawn) assert.ok(d.cols === 10 && /softmax_j/.test(d.label), JSON.stringify(d));
@@ -168,18 +173,21 @@ test('compare schemes: the six schemes on one input, their attention by distance
   await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
   await page.waitForFunction(() => !document.getElementById('tooltip').hidden, null, { timeout: 5000 });
   const tip = await page.locator('#tooltip').innerText();
-  for (const label of ['absolute (sinusoidal)', 'Shaw et al. 2018', 'Music Transformer', 'RoPE', 'ALiBi', 'T5 buckets']) assert.ok(tip.includes(label), tip);
+  for (const label of ['absolute (sinusoidal)', 'Shaw et al. 2018', 'Music Transformer', 'RoPE', 'ALiBi', 'T5 buckets', 'DeBERTa']) assert.ok(tip.includes(label), tip);
+  assert.equal(tip.split('\n').filter((l) => /% of the attention$/.test(l)).length, methods.length, tip);
   // Another head: the comparison follows it.
   const before = await page.getAttribute('#compare', 'data-ready');
   await settle(page, () => page.selectOption('#head', '1'));
   await page.waitForFunction((b) => { const r = document.getElementById('compare').dataset.ready; return r && r !== b; }, before, { timeout: 60000 });
   assert.match(await page.locator('#compare-desc').innerText(), /head 1 shown/);
-  // The exported slides are 16:9, 1920 × 1080 (the PNGs' IHDR): the panels, then the chart.
+  // The exported slides are 16:9, 1920 × 1080 (the PNGs' IHDR): the panels, at most six a slide, then the chart.
+  const panelSlides = Math.ceil(methods.length / 6);
   const downloads = [];
-  const both = new Promise((done) => page.on('download', (d) => { downloads.push(d); if (downloads.length === 2) done(); }));
+  const all = new Promise((done) => page.on('download', (d) => { downloads.push(d); if (downloads.length === panelSlides + 1) done(); }));
   await page.click('#compare-png');
-  await both;
-  assert.deepEqual(downloads.map((d) => d.suggestedFilename()), ['relattn-schemes-weights-n10-h1-panels.png', 'relattn-schemes-weights-n10-h1-chart.png']);
+  await all;
+  const names = ['panels', ...Array.from({ length: panelSlides - 1 }, (_, k) => `panels_${k + 2}`), 'chart'];
+  assert.deepEqual(downloads.map((d) => d.suggestedFilename()), names.map((x) => `relattn-schemes-weights-n10-h1-${x}.png`));
   for (const d of downloads) {
     const png = readFileSync(await d.path());
     assert.deepEqual([png.readUInt32BE(16), png.readUInt32BE(20)], [1920, 1080]);
@@ -187,26 +195,40 @@ test('compare schemes: the six schemes on one input, their attention by distance
   await page.locator('#compare').screenshot({ ...PANEL_SHOT, path: join(artifacts, 'compare-schemes.png') });
   // Kept in the link; the caption says what is on.
   assert.match(page.url(), /[?&]compare=weights/);
-  assert.match(await page.locator('#compare-desc').innerText(), /content and position together: with random weights the six look alike/);
-  // The position terms: each scheme's own stage, its mean by distance.
+  assert.match(await page.locator('#compare-desc').innerText(), /content and position together: with random weights the schemes look alike/);
+  // The position terms: each scheme's own stage (DeBERTa's c2p + p2c, its relative logits), its mean by distance.
   let ready = await page.getAttribute('#compare', 'data-ready');
   await page.selectOption('#compare-what', 'term');
   await page.waitForFunction((b) => { const r = document.getElementById('compare').dataset.ready; return r && r !== b; }, ready, { timeout: 60000 });
-  assert.deepEqual(await page.$$eval('#compare-grid figure', (fs) => fs.map((f) => f.dataset.stage)),
-    ['absolute_similarity', 'relative_logits', 'relative_logits', 'rope_kernel', 'relative_logits', 'relative_logits']);
+  const own = { absolute: 'absolute_similarity', rope: 'rope_kernel' };
+  assert.deepEqual(await page.$$eval('#compare-grid figure', (fs) => fs.map((f) => f.dataset.stage)), methods.map((m) => own[m] ?? 'relative_logits'));
+  assert.match(await page.locator('#compare-desc').innerText(), /DeBERTa's: c2p \+ p2c, before the scale/);
   assert.match(page.url(), /[?&]compare=term/);
-  // As a slide at 1280 × 720: every panel inside the screen, then the chart; the link opens on that slide.
+  // As slides at 1280 × 720: the panels, at most six a slide and three to a row, every one inside the screen,
+  // each scheme on one slide (seven: four, then three), then the chart; the link opens on that slide.
   const viewport = page.viewportSize();
   await page.setViewportSize({ width: 1280, height: 720 });
   await page.click('#compare-present');
-  await page.waitForFunction(() => document.body.dataset.compareSlide === '0');
-  for (const b of await page.$$eval('#compare-grid canvas', (cs) => cs.map((c) => c.getBoundingClientRect().toJSON()))) {
-    assert.ok(b.left >= 0 && b.top >= 0 && b.right <= 1280 && b.bottom <= 720 && b.height > 200, JSON.stringify(b));
+  const slid = [];
+  for (let k = 0; k < panelSlides; k++) {
+    const name = k ? `compare_${k + 1}` : 'compare';
+    if (k) await page.keyboard.press('ArrowRight');
+    await page.waitForFunction((n) => document.body.dataset.compareSlide === n, name);
+    const shown = await page.$$eval('#compare-grid figure', (fs) => fs.map((f) => ({ method: f.dataset.method, ...f.getBoundingClientRect().toJSON() })));
+    assert.ok(shown.length <= 6 && shown.length >= Math.floor(methods.length / panelSlides), `${name}: ${shown.length} panels`);
+    for (const b of await page.$$eval('#compare-grid canvas', (cs) => cs.map((c) => c.getBoundingClientRect().toJSON()))) {
+      assert.ok(b.left >= 0 && b.top >= 0 && b.right <= 1280 && b.bottom <= 720 && b.height > 200, JSON.stringify(b));
+    }
+    assert.ok(new Set(shown.map((f) => Math.round(f.left))).size <= 3, `${name}: at most three to a row`);
+    assert.match(await page.locator('#compare-heading').innerText(), /^\S+ schemes, one input: position terms$/);
+    assert.equal(await page.locator('#compare-step').innerText(), `${k + 1} / ${panelSlides + 1} · → ← · Esc leaves`);
+    assert.match(page.url(), new RegExp(`present=${name}(&|$)`));
+    await page.screenshot({ path: join(artifacts, `compare-slide${k ? `-${k + 1}` : ''}.png`) });
+    slid.push(...shown.map((f) => f.method));
   }
-  assert.match(await page.locator('#compare-heading').innerText(), /^Six schemes, one input: position terms$/);
-  await page.screenshot({ path: join(artifacts, 'compare-slide.png') });
+  assert.deepEqual(slid, methods, 'every scheme on one slide, in order');
   await page.keyboard.press('ArrowRight');
-  await page.waitForFunction(() => document.body.dataset.compareSlide === '1');
+  await page.waitForFunction(() => document.body.dataset.compareSlide === 'compare_chart');
   const chart = await page.locator('#compare-profile').boundingBox();
   assert.ok(chart.height > 400 && chart.width > 1100, JSON.stringify(chart));
   assert.match(page.url(), /present=compare_chart/);
@@ -214,7 +236,7 @@ test('compare schemes: the six schemes on one input, their attention by distance
   watch(linked, problems);
   await linked.setViewportSize({ width: 1280, height: 720 });
   await linked.goto(page.url());
-  await linked.waitForFunction(() => document.body.dataset.compareSlide === '1' && document.getElementById('compare').dataset.ready, null, { timeout: 60000 });
+  await linked.waitForFunction(() => document.body.dataset.compareSlide === 'compare_chart' && document.getElementById('compare').dataset.ready, null, { timeout: 60000 });
   assert.equal(await linked.inputValue('#compare-what'), 'term');
   await linked.close();
   await page.keyboard.press('Escape');
@@ -226,7 +248,7 @@ test('compare schemes: the six schemes on one input, their attention by distance
   await page.fill('#n', '3000');
   await settle(page, () => page.dispatchEvent('#n', 'input'));
   await page.waitForFunction(() => /Not compared: .*n.*2048/.test(document.getElementById('compare-status').innerText), null, { timeout: 60000 });
-  assert.equal(await page.locator('#compare-grid figure').count(), 6);
+  assert.equal(await page.locator('#compare-grid figure').count(), methods.length);
   await page.click('#compare-close');
   assert.ok(await page.locator('#compare').isHidden());
 });

@@ -381,7 +381,7 @@ test('the head atlas as slides: its grid, then a head\'s profile, fill 1280 × 7
 
 test('the comparison\'s slides and their export: square panels, one title size, legible text, absolute\'s curve seen over RoPE\'s (#51 item 4)', async () => {
   // One head of 64: absolute positions' similarity and RoPE's kernel are the same sum of cosines, one curve.
-  const methods = ['absolute', 'shaw', 'music', 'rope', 'alibi', 't5'];
+  // Every scheme (Method::ALL, however many: the method control's options) has its panel.
   const query = '?method=shaw&n=10&d_model=64&heads=1&clip=3&seed=0&sentence=the%20cat%20sat%20on%20the%20mat%20because%20it%20was%20warm&backend=cpu&compare=term&present=compare';
   for (const [width, height] of SCREENS) {
     const p = await context.newPage();
@@ -389,24 +389,31 @@ test('the comparison\'s slides and their export: square panels, one title size, 
     watch(p, problems);
     await p.addInitScript(recordCanvasTexts);
     await p.goto(`${base}${query}`);
-    await p.waitForFunction(() => document.body.dataset.compareSlide === '0' && document.getElementById('compare').dataset.ready, null, { timeout: 60000 });
-    assert.deepEqual(await outside(p, '#compare'), [], `${width} × ${height}: the panels`);
+    await p.waitForFunction(() => document.body.dataset.compareSlide === 'compare' && document.getElementById('compare').dataset.ready, null, { timeout: 60000 });
+    // The panel slides, → from the first to the chart: at most six panels each, every scheme on one of them.
+    const methods = await p.$$eval('#method option', (os) => os.map((o) => o.value));
     const legible = 14 * Math.min(width / 1280, height / 720);
-    const panels = await p.$$eval('#compare-grid canvas', (cs) => cs.map((c) => ({ method: c.dataset.method, plot: c.plot, k: c.getBoundingClientRect().width / c.width })));
-    assert.deepEqual(panels.map((x) => x.method), methods);
-    const titles = [];
-    for (const { method, plot, k } of panels) {
-      const [pw, ph] = [plot.x1 - plot.x0, plot.y1 - plot.y0];
-      assert.ok(Math.abs(pw - ph) <= 2 && pw * k > 0.12 * height, `${width} × ${height}: ${method}'s plot is ${pw} × ${ph}`);
-      const texts = await canvasTexts(p, method);
-      assert.ok(texts.px >= legible - 0.5, `${method}'s smallest text is ${texts.px} px (at least ${legible})`);
-      assert.deepEqual(texts.cut, [], method);
-      titles.push(await p.evaluate((m) => document.querySelector(`canvas[data-method="${m}"]`).texts.filter(([t]) => /^(absolute|Shaw|Music|RoPE|ALiBi|T5)/.test(t)).map(([, px]) => px)[0], method));
+    const [shown, titles] = [[], []];
+    for (let k = 0; k < 12 && (await p.evaluate(() => document.body.dataset.compareSlide)) !== 'compare_chart'; k++) {
+      assert.deepEqual(await outside(p, '#compare'), [], `${width} × ${height}: the panels of slide ${k + 1}`);
+      const panels = await p.$$eval('#compare-grid canvas', (cs) => cs.map((c) => ({ method: c.dataset.method, title: c.getAttribute('aria-label').split(':')[0], plot: c.plot, k: c.getBoundingClientRect().width / c.width })));
+      assert.ok(panels.length <= 6, `${panels.length} panels on slide ${k + 1}`);
+      for (const { method, title, plot, k: scale } of panels) {
+        const [pw, ph] = [plot.x1 - plot.x0, plot.y1 - plot.y0];
+        assert.ok(Math.abs(pw - ph) <= 2 && pw * scale > 0.12 * height, `${width} × ${height}: ${method}'s plot is ${pw} × ${ph}`);
+        const texts = await canvasTexts(p, method);
+        assert.ok(texts.px >= legible - 0.5, `${method}'s smallest text is ${texts.px} px (at least ${legible})`);
+        assert.deepEqual(texts.cut, [], method);
+        const px = await p.evaluate(([m, name]) => document.querySelector(`canvas[data-method="${m}"]`).texts.filter(([t]) => t === name).map(([, size]) => size)[0], [method, title]);
+        assert.ok(px > 0, `${method}'s title '${title}' is drawn whole`);
+        titles.push(px);
+        shown.push(method);
+      }
+      await p.screenshot({ path: join(artifacts, `slide-compare-panels-${height}p${k ? `-${k + 1}` : ''}.png`) });
+      await p.keyboard.press('ArrowRight');
     }
+    assert.deepEqual([...shown].sort(), [...methods].sort(), 'every scheme on one slide');
     assert.equal(new Set(titles).size, 1, `the panels' titles are ${titles} px`);
-    await p.screenshot({ path: join(artifacts, `slide-compare-panels-${height}p.png`) });
-    await p.keyboard.press('ArrowRight');
-    await p.waitForFunction(() => document.body.dataset.compareSlide === '1');
     assert.deepEqual(await outside(p, '#compare'), [], `${width} × ${height}: the chart`);
     // Absolute's curve (grey) shows over RoPE's (green), which it equals: pixels of each colour in the plot.
     const seen = await p.locator('#compare-profile').evaluate(async (c) => {
@@ -429,16 +436,17 @@ test('the comparison\'s slides and their export: square panels, one title size, 
     await p.keyboard.press('Escape');
     await p.waitForFunction(() => document.body.dataset.compareSlide === undefined);
     if (width === 1280) {
-      // The export: the two slides as a 1920 × 1080 screen shows them. Its panels are drawn at 12/14 of their size
-      // and enlarged, so 18 px there is 21 px in the PNG, the 1920 × 1080 slide's 14 px × 1.5.
+      // The export: the slides as a 1920 × 1080 screen shows them, a PNG each. Its panels are drawn at 12/14 of
+      // their size and enlarged, so 18 px there is 21 px in the PNG, the 1920 × 1080 slide's 14 px × 1.5.
       await clearTexts(p);
       const files = [];
-      const both = new Promise((done) => p.on('download', async (d) => { files.push([d.suggestedFilename(), readFileSync(await d.path())]); if (files.length === 2) done(); }));
+      const slides = Math.ceil(methods.length / 6) + 1;
+      const all = new Promise((done) => p.on('download', async (d) => { files.push([d.suggestedFilename(), readFileSync(await d.path())]); if (files.length === slides) done(); }));
       await p.click('#compare-png');
-      await both;
+      await all;
       files.sort();
       for (const [name, bytes] of files) writeFileSync(join(artifacts, `slide-compare-export-${name.replace(/.*-/, '')}`), bytes);
-      assert.deepEqual(files.map(([, b]) => [b.readUInt32BE(16), b.readUInt32BE(20)]), [[1920, 1080], [1920, 1080]]);
+      assert.deepEqual(files.map(([, b]) => [b.readUInt32BE(16), b.readUInt32BE(20)]), files.map(() => [1920, 1080]));
       const drawn = await p.evaluate(() => Object.entries(window.__texts).map(([key, texts]) => [key, Math.min(...texts.filter(([t]) => t.trim()).map(([, px]) => px))]));
       for (const [key, px] of drawn) assert.ok(px >= (methods.includes(key) ? 18 : 21), `the export's ${key}: ${px} px`);
       assert.deepEqual(drawn.map(([key]) => key).sort(), ['compare-export', 'compare-export-chart', ...methods].sort());

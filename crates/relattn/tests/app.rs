@@ -1,6 +1,6 @@
 //! The page's application natively (src/app/, `cargo test`): Parameters mode's requests in, typed sessions
 //! out — every stage cut and coloured, exact cells, a table row's readers, errors that name the control, the
-//! page's memory budget — and the six schemes side by side. crates/relattn-wasm/tests/web.rs checks the wasm shells around it in a
+//! page's memory budget — and every scheme side by side. crates/relattn-wasm/tests/web.rs checks the wasm shells around it in a
 //! browser (JavaScript values, pointers into the wasm memory, a request's unknown keys).
 
 use relattn::app::compare::compare;
@@ -441,14 +441,13 @@ fn the_memory_budget_refuses_every_big_setting() {
     }
 }
 
-/// The six schemes on one input: each its own weights (rows summing to 1), in Method::ALL's order (DeBERTa, not
-/// compared yet, left out); a preset or a sequence past MAX_COMPARE_N is refused by name.
+/// Every scheme on one input: each its own weights (rows summing to 1), in Method::ALL's order; a preset or a
+/// sequence past MAX_COMPARE_N is refused by name.
 #[test]
 fn the_schemes_side_by_side() {
     let r = request(settings(Method::Shaw, 12.0, 32.0, 2.0, 3.0), &[]);
     let views = compare(&r, 0, 1, Compared::Weights, Palette::default()).unwrap();
-    let compared: Vec<&str> = Method::ALL.into_iter().filter(|m| !m.disentangles()).map(Method::name).collect();
-    assert_eq!(views.iter().map(|v| v.method.as_str()).collect::<Vec<_>>(), compared);
+    assert_eq!(views.iter().map(|v| v.method.as_str()).collect::<Vec<_>>(), Method::ALL.map(Method::name));
     for v in &views {
         let values = v.values.as_ref().unwrap();
         assert_eq!((v.cut.rows, v.cut.cols, values.len()), (12, 12, 144));
@@ -462,15 +461,18 @@ fn the_schemes_side_by_side() {
     assert_eq!(compare(&long, 0, 0, Compared::Weights, Palette::default()).err().unwrap().field(), "n");
 }
 
-/// The six schemes' position terms side by side (#40 item 5): each scheme's own stage (the relative logits or
-/// bias, RoPE's kernel, the absolute vectors' similarity), its mean by distance, the masked keys grey.
+/// Every scheme's position term side by side (#40 item 5): each scheme's own stage (Method::term_stage: the
+/// relative logits or bias, RoPE's kernel; the absolute vectors' similarity), its mean by distance, the masked
+/// keys grey. DeBERTa's is c2p + p2c, the sum of its session's two stages on the same options.
 #[test]
 fn the_schemes_position_terms_side_by_side() {
-    let r = request(LayerOptions { causal: Some(true), ..settings(Method::Shaw, 10.0, 32.0, 4.0, 3.0) }, &[]);
-    let views = compare(&r, 0, 0, Compared::Term, Palette::default()).unwrap();
+    let options = LayerOptions { causal: Some(true), ..settings(Method::Shaw, 10.0, 32.0, 4.0, 3.0) };
+    let views = compare(&request(options.clone(), &[]), 0, 0, Compared::Term, Palette::default()).unwrap();
     let stages: Vec<&str> = views.iter().map(|v| v.meta.name).collect();
-    assert_eq!(stages, ["absolute_similarity", "relative_logits", "relative_logits", "rope_kernel", "relative_logits", "relative_logits"]);
-    let alibi = &views[4];
+    let expected: Vec<&str> = Method::ALL.into_iter().map(|m| m.term_stage().map_or("absolute_similarity", |s| s.name())).collect();
+    assert_eq!(stages, expected);
+    let view = |name: &str| views.iter().find(|v| v.method == name).unwrap();
+    let alibi = view("alibi");
     let values = alibi.values.as_ref().unwrap();
     // ALiBi's bias at distance d is m_0·d (m_0 = 1/4 with 4 heads): its mean by distance is exactly that.
     for d in -9..=0isize {
@@ -478,8 +480,14 @@ fn the_schemes_position_terms_side_by_side() {
     }
     assert_eq!(alibi.profile[9 + 1], 0.0, "masked distances count for nothing");
     assert!(values[9] > 0.0, "the masked bias keeps its value");
-    let rope = &views[3];
+    let rope = view("rope");
     assert!((rope.profile[9] - 1.0).abs() < 1e-6, "RoPE's kernel is 1 at d = 0");
+    let deberta = view("deberta").values.as_ref().unwrap();
+    let mut s = run(LayerOptions { method: Some(Method::Deberta), ..options }).unwrap();
+    let (c2p, p2c) = (select(&mut s, "c2p", 0, 0).1, select(&mut s, "p2c", 0, 0).1);
+    for (k, v) in deberta.iter().enumerate() {
+        assert!((v - (c2p[k] + p2c[k])).abs() <= 1e-5 * (1.0 + v.abs()), "cell {k}: {v} against {} + {}", c2p[k], p2c[k]);
+    }
 }
 
 /// Keys after the query get no weight (#40 item 3): in a causal layer the pairs' stages say so in their

@@ -1,8 +1,8 @@
-// Owns the "compare schemes" view: the six position schemes (crates/relattn/src/app/compare.rs, in the order of
-// crates/relattn-core/src/positions/mod.rs Method::ALL) on the options shown, for the (batch, head) shown — each
-// scheme's attention weights or its position term (the compare select), drawn as every stage is (figures.js),
-// and one chart of them by distance — as a panel under the controls, as a 16:9 slide (Present: the six panels,
-// then → the chart), and exported as that slide (PNG, 1920 × 1080). It recomputes when a result with other
+// Owns the "compare schemes" view: every position scheme (crates/relattn/src/app/compare.rs, in the order of
+// crates/relattn-core/src/positions/mod.rs Method::ALL, however many it holds) on the options shown, for the
+// (batch, head) shown — each scheme's attention weights or its position term (the compare select), drawn as every
+// stage is (figures.js), and one chart of them by distance — as a panel under the controls, as 16:9 slides
+// (Present: the panels, at most six a slide, then → the chart), and exported as those slides (PNG, 1920 × 1080). It recomputes when a result with other
 // options (or another head) arrives while it is open; it is kept in the link (&compare=weights|term,
 // &present=compare or compare_chart); its own state stays here. (Model mode's six models: model/all-models.js.)
 import { $, textPx, slideTextScale, wrapLines } from './dom.js';
@@ -23,8 +23,31 @@ const DASHED = 'absolute';
 /** The exported slide is the slide as a 1920 × 1080 screen shows it: its text grown by half (dom.js slideTextScale). */
 const EXPORT_TEXT_SCALE = 1.5;
 
-/** The slides' names in the link (&present=), in order. */
-export const COMPARE_SLIDES = ['compare', 'compare_chart'];
+/** The most panels a slide holds: seven, four to a row, left their plots 83 px of a 1280 × 720 screen with the
+ *  panels' text at 14 px, under the 12 % of its height a projector needs (tests/e2e/slides.test.mjs); six, three
+ *  to a row, keep it. More schemes are spread evenly over as many slides as that takes. */
+const PER_SLIDE = 6;
+/** The most panels to a row on a slide. */
+const MAX_COLUMNS = 3;
+/** The chart's slide name in the link (&present=); the panels' are 'compare', 'compare_2', … */
+const CHART_SLIDE = 'compare_chart';
+
+/** The schemes' index ranges [from, to), one per panel slide: `count` split evenly, at most PER_SLIDE a slide. */
+function pages(count) {
+  const n = Math.max(1, Math.ceil(count / PER_SLIDE));
+  const per = Math.ceil(count / n);
+  return Array.from({ length: n }, (_, k) => [k * per, Math.min(count, (k + 1) * per)]);
+}
+
+/** The slides of `count` schemes in order, as the link names them: a panel slide per page, then the chart. */
+function slideNames(count) {
+  return [...pages(count).map((_, k) => (k ? `compare_${k + 1}` : 'compare')), CHART_SLIDE];
+}
+
+/** Whether `name` (a link's &present=) is one of the comparison's slides. */
+export function isCompareSlide(name) {
+  return /^compare(_chart|_[1-9][0-9]*)?$/.test(name);
+}
 
 const view = { key: '', asked: 0, schemes: null, cur: null, what: 'weights' };
 
@@ -33,7 +56,7 @@ export function initCompare() {
   $('compare-close').addEventListener('click', () => { leaveSlide(); $('compare').hidden = true; saveURL(); });
   $('compare-png').addEventListener('click', exportSlide);
   $('compare-what').addEventListener('change', () => { refreshCompare(); saveURL(); });
-  $('compare-present').addEventListener('click', () => presentCompare(0));
+  $('compare-present').addEventListener('click', () => presentCompare('compare'));
   document.addEventListener('keydown', slideKeys);
   window.addEventListener('resize', () => { if (slideAt() !== null && view.schemes) draw(view.cur, view.schemes); });
 }
@@ -45,17 +68,22 @@ export function openCompare() {
   saveURL();
 }
 
-/** The slide shown (0: the six panels, 1: the chart), or null outside the slides. */
+/** The name of the slide shown ('compare', 'compare_2', …, 'compare_chart'), or null outside the slides. */
 export function slideAt() {
-  const at = document.body.dataset.compareSlide;
-  return at === undefined ? null : Number(at);
+  return document.body.dataset.compareSlide ?? null;
 }
 
-/** Shows the comparison as slide `at`, full screen (drawn again at the slide's size). */
-export function presentCompare(at) {
+/** The slides of the comparison shown (before one is computed: one slide of panels and the chart). */
+function slides() {
+  return slideNames(view.schemes ? view.schemes.length : 0);
+}
+
+/** Shows the comparison as slide `name` (a panel slide past the last one: the last), full screen, drawn again
+ *  at the slide's size. */
+export function presentCompare(name) {
   $('compare').hidden = false;
   document.body.classList.add('compare-slide');
-  document.body.dataset.compareSlide = String(Math.max(0, Math.min(COMPARE_SLIDES.length - 1, at)));
+  document.body.dataset.compareSlide = name;
   const el = document.documentElement;
   if (el.requestFullscreen && !document.fullscreenElement) el.requestFullscreen().catch(() => {});
   if (view.schemes) draw(view.cur, view.schemes); else refreshCompare();
@@ -74,8 +102,10 @@ function leaveSlide() {
 function slideKeys(e) {
   const at = slideAt();
   if (at === null) return;
-  if (['ArrowRight', 'PageDown', ' ', 'ArrowDown'].includes(e.key)) { e.preventDefault(); presentCompare(at + 1); }
-  else if (['ArrowLeft', 'PageUp', 'ArrowUp'].includes(e.key)) { e.preventDefault(); presentCompare(at - 1); }
+  const names = slides();
+  const step = (by) => { e.preventDefault(); presentCompare(names[Math.max(0, Math.min(names.length - 1, names.indexOf(at) + by))]); };
+  if (['ArrowRight', 'PageDown', ' ', 'ArrowDown'].includes(e.key)) step(1);
+  else if (['ArrowLeft', 'PageUp', 'ArrowUp'].includes(e.key)) step(-1);
   else if (e.key === 'Escape') { e.preventDefault(); leaveSlide(); }
 }
 
@@ -104,7 +134,7 @@ export function refreshCompare() {
   if (key === view.key) return;
   view.key = key;
   const asked = ++view.asked;
-  $('compare-status').textContent = 'computing the six schemes…';
+  $('compare-status').textContent = 'computing every scheme…';
   $('compare').dataset.ready = '';
   askSchemes(cur.info.options, cur.info.tokens, batch, head, what).then((schemes) => {
     if (asked !== view.asked) return;
@@ -123,32 +153,71 @@ function caption(cur, what) {
   const s = cur.info.options;
   const input = cur.tokens ? `“${cur.tokens.join(' ')}”` : `n ${s.n}, seed ${s.seed}`;
   const on = what === 'term'
-    ? "each scheme's own term: the relative logits (Shaw, the Music Transformer: they depend on q), ALiBi's and T5's bias, RoPE's kernel; absolute positions have none in attention, so how alike their vectors are"
+    ? "each scheme's own term, its formula under its name (DeBERTa's: c2p + p2c, before the scale); absolute positions have none in attention, so how alike their vectors are"
     : `${s.relative_only
       ? 'relative term only: the weights come from the positions alone'
-      : 'content and position together: with random weights the six look alike (tick “relative term only” or compare the position terms to see the positions alone)'}; each panel on its own colour scale (its colour bar)`;
+      : 'content and position together: with random weights the schemes look alike (tick “relative term only” or compare the position terms to see the positions alone)'}; each panel on its own colour scale (its colour bar)`;
   return `${input}; d_model ${s.d_model}, ${s.heads} head${s.heads > 1 ? 's' : ''} (head ${cur.shown.head} shown)${s.causal ? ', causal' : ''}; `
     + `Shaw's and the Music Transformer's k ${s.clip}; the same x and weights for every scheme; ${on}`;
 }
 
-/** The slide's title: what is compared. */
-function heading(what, at) {
-  const of = what === 'term' ? 'position terms' : 'attention weights';
-  return at === 1 ? `Six schemes: ${what === 'term' ? 'each term' : 'the attention'} by distance` : `Six schemes, one input: ${of}`;
+/** "Seven" for 7: a slide's title counts its schemes in words up to twelve. */
+function counted(n) {
+  const words = ['No', 'One', 'Two', 'Three', 'Four', 'Five', 'Six', 'Seven', 'Eight', 'Nine', 'Ten', 'Eleven', 'Twelve'];
+  return words[n] ?? String(n);
 }
+
+/** Slide `at`'s title: how many schemes and what is compared. */
+function heading(what, at, count) {
+  const of = what === 'term' ? 'position terms' : 'attention weights';
+  return at === CHART_SLIDE ? `${counted(count)} schemes: ${what === 'term' ? 'each term' : 'the attention'} by distance` : `${counted(count)} schemes, one input: ${of}`;
+}
+
+/** The schemes on panel slide `at` (a slide past the last: the last one's). */
+function onSlide(schemes, at) {
+  const all = pages(schemes.length);
+  const k = slideNames(schemes.length).indexOf(at);
+  const [from, to] = all[k < 0 || k >= all.length ? all.length - 1 : k];
+  return schemes.slice(from, to);
+}
+
+/** The grid of `count` panels in a `w` × `h` box, at most MAX_COLUMNS to a row: the number of columns (and
+ *  rows) whose cells have the largest smaller side, so that square plots are as large as they can be (fewer
+ *  columns on a tie: six panels 3 × 2, four 2 × 2, three 3 × 1 on a 16:9 slide). Returns { cols, rows }. */
+function gridOf(count, w, h) {
+  let best = { cols: 1, rows: count, side: 0 };
+  for (let cols = 1; cols <= Math.min(count, MAX_COLUMNS); cols++) {
+    const rows = Math.ceil(count / cols);
+    const side = Math.min(w / cols, h / rows);
+    if (side > best.side) best = { cols, rows, side };
+  }
+  return { cols: best.cols, rows: best.rows };
+}
+
+/** The grid's gap, in CSS px (style.css .compare-grid). */
+const GAP = 8;
 
 function draw(cur, schemes) {
   const what = view.what;
   const at = slideAt();
-  $('compare-heading').textContent = at === null ? 'Compare schemes' : heading(what, at);
-  $('compare-step').textContent = at === null ? '' : `${at + 1} / ${COMPARE_SLIDES.length} · → ← · Esc leaves`;
+  const names = slideNames(schemes.length);
+  $('compare-heading').textContent = at === null ? 'Compare schemes' : heading(what, at, schemes.length);
+  $('compare-step').textContent = at === null ? '' : `${Math.max(0, names.indexOf(at)) + 1} / ${names.length} · → ← · Esc leaves`;
   $('compare-desc').textContent = caption(cur, what);
   const grid = $('compare-grid');
   grid.replaceChildren();
-  // On a slide each panel fills its third of the width and half of the height, its plot square; on the page at
-  // the figures' size.
-  const cell = at === null ? null : [(grid.clientWidth - 16) / 3, (grid.clientHeight - 8) / 2];
-  schemes.forEach((s) => {
+  // On a slide each panel fills its cell of the grid that gives the plots the most room, its plot square; on the
+  // page at the figures' size, as many to a row as fit (style.css).
+  let cell = null;
+  let shown = schemes;
+  if (at === null) Object.assign(grid.style, { gridTemplateColumns: '', gridTemplateRows: '' });
+  else {
+    if (at !== CHART_SLIDE) shown = onSlide(schemes, at);
+    const { cols, rows } = gridOf(shown.length, grid.clientWidth, grid.clientHeight);
+    Object.assign(grid.style, { gridTemplateColumns: `repeat(${cols}, 1fr)`, gridTemplateRows: `repeat(${rows}, 1fr)` });
+    cell = [(grid.clientWidth - GAP * (cols - 1)) / cols, (grid.clientHeight - GAP * (rows - 1)) / rows];
+  }
+  shown.forEach((s) => {
     const fig = document.createElement('figure');
     fig.className = 'compare-fig';
     fig.dataset.method = s.method;
@@ -167,8 +236,8 @@ function draw(cur, schemes) {
   $('compare').dataset.ready = String(view.asked);
 }
 
-/** Scheme `s`'s panel as a stage, titled by the scheme alone (the six titles one size: what they show is the
- *  slide's title, and each formula its subtitle). */
+/** Scheme `s`'s panel as a stage, titled by the scheme alone (the titles one size: what they show is the slide's
+ *  title, and each formula its subtitle). */
 function panelStage(s) {
   return { ...s.meta, ...s.cut, title: s.label, rgba: s.rgba, values: s.values };
 }
@@ -212,7 +281,11 @@ function drawProfiles(c, schemes, causal, what, { size = null, fs = null } = {})
   let [min, max] = [0, 0];
   for (const s of schemes) for (let d = from; d <= to; d++) if (has(s, d)) { min = Math.min(min, at(s, d)); max = Math.max(max, at(s, d)); }
   const [bottom, top] = [min < 0 ? min * 1.1 : 0, max > 0 ? max * 1.1 : min < 0 ? 0 : 1];
-  const m = { l: 4.7 * fs, r: 12, t: 12 + (fs + 6) * Math.ceil(schemes.length / 3), b: 2 * fs + 14 };
+  // The legend's entries: a line 2 fs long, its label, as many to a row as the widest fits (at most three).
+  const legend = (s) => (s.method === DASHED ? `${s.label} (dashed, over the others)` : s.label);
+  const entry = 2 * fs + 6 + Math.max(...schemes.map((s) => ctx.measureText(legend(s)).width)) + fs;
+  const perRow = Math.max(1, Math.min(3, Math.floor((w - 4.7 * fs - 12) / entry)));
+  const m = { l: 4.7 * fs, r: 12, t: 12 + (fs + 6) * Math.ceil(schemes.length / perRow), b: 2 * fs + 14 };
   const X = (d) => m.l + ((d - from) / Math.max(1, to - from)) * (w - m.l - m.r);
   const Y = (v) => h - m.b - ((v - bottom) / (top - bottom)) * (h - m.t - m.b);
   ctx.strokeStyle = '#999';
@@ -245,10 +318,10 @@ function drawProfiles(c, schemes, causal, what, { size = null, fs = null } = {})
     ctx.stroke();
     peaks[s.method] = peak;
   }
-  // The legend: three to a row above the plot, each line drawn as its curve is.
+  // The legend: perRow to a row above the plot, each line drawn as its curve is.
   schemes.forEach((s, k) => {
-    const [col, row] = [k % 3, Math.floor(k / 3)];
-    const lx = m.l + col * ((w - m.l - m.r) / 3);
+    const [col, row] = [k % perRow, Math.floor(k / perRow)];
+    const lx = m.l + col * ((w - m.l - m.r) / perRow);
     const ly = 6 + row * (fs + 6);
     ctx.strokeStyle = SCHEME_COLORS[s.method];
     ctx.lineWidth = Math.max(3, fs / 5);
@@ -256,13 +329,13 @@ function drawProfiles(c, schemes, causal, what, { size = null, fs = null } = {})
     ctx.beginPath(); ctx.moveTo(lx, ly + fs / 2); ctx.lineTo(lx + 2 * fs, ly + fs / 2); ctx.stroke();
     ctx.fillStyle = '#222';
     ctx.textAlign = 'left';
-    ctx.fillText(s.method === DASHED ? `${s.label} (dashed, over the others)` : s.label, lx + 2 * fs + 6, ly + fs - 1);
+    ctx.fillText(legend(s), lx + 2 * fs + 6, ly + fs - 1);
   });
   ctx.setLineDash([]);
   c.hover = { schemes, n, from, to, left: m.l, right: w - m.r, top: m.t, bottom: h - m.b, what };
   c.dataset.peaks = JSON.stringify(peaks);
   c.dataset.sums = JSON.stringify(Object.fromEntries(schemes.map((s) => [s.method, s.profile.reduce((a, b) => a + b, 0)])));
-  c.setAttribute('aria-label', `Attention by distance of the six schemes; the distance each puts most weight on: ${schemes.map((s) => `${s.label} ${peaks[s.method]}`).join(', ')}`);
+  c.setAttribute('aria-label', `Attention by distance of the ${schemes.length} schemes; the distance each puts most weight on: ${schemes.map((s) => `${s.label} ${peaks[s.method]}`).join(', ')}`);
 }
 
 /** The chart's tooltip: the distance under the pointer and every scheme's share there. */
@@ -282,15 +355,16 @@ function hoverProfile(e) {
   showTip(`distance j − i = ${d}`, hv.schemes.map(line), e.pageX, e.pageY);
 }
 
-/** The comparison's two slides as 16:9 PNGs, 1920 × 1080, drawn at that size as a 1920 × 1080 screen shows them
- *  (one picture held the six panels and the chart squeezed to 7 px text): title, caption with the settings and
- *  what is on, then the six panels three to a row with their plots square, or the chart of them by distance. */
+/** The comparison's slides as 16:9 PNGs, 1920 × 1080, drawn at that size as a 1920 × 1080 screen shows them
+ *  (one picture held the panels and the chart squeezed to 7 px text): title, caption with the settings and
+ *  what is on, then a slide's panels in its grid (gridOf) with their plots square, or the chart of them by
+ *  distance; named …-panels, …-panels_2, …, …-chart. */
 function exportSlide() {
   const cur = view.cur;
   if (!view.schemes || !cur) return;
   const [W, H] = [1920, 1080];
   const o = cur.info.options;
-  COMPARE_SLIDES.forEach((_, at) => {
+  slideNames(view.schemes.length).forEach((at) => {
     const c = Object.assign(document.createElement('canvas'), { id: 'compare-export' });
     c.width = W;
     c.height = H;
@@ -299,20 +373,22 @@ function exportSlide() {
     ctx.fillRect(0, 0, W, H);
     ctx.fillStyle = '#111';
     ctx.font = 'bold 52px sans-serif';
-    ctx.fillText(heading(view.what, at), 24, 64, W - 48);
+    ctx.fillText(heading(view.what, at, view.schemes.length), 24, 64, W - 48);
     ctx.font = '24px sans-serif';
     ctx.fillStyle = '#333';
     let y = 104;
     for (const line of wrapLines(ctx, caption(cur, view.what), W - 48)) { ctx.fillText(line, 24, y); y += 30; }
     const top = y;
-    if (at === 0) {
-      const [pw, ph] = [(W - 48) / 3, (H - top - 12) / 2];
+    if (at !== CHART_SLIDE) {
+      const shown = onSlide(view.schemes, at);
+      const { cols, rows } = gridOf(shown.length, W - 48, H - top - 12);
+      const [pw, ph] = [(W - 48) / cols, (H - top - 12) / rows];
       const holder = document.createElement('div');
-      view.schemes.forEach((s, k) => {
+      shown.forEach((s, k) => {
         holder.dataset.method = s.method;
         const v = drawPanel(holder, panelStage(s), cur, [pw, ph], EXPORT_TEXT_SCALE);
         const [w, h] = [(v.canvas.width * 14) / 12, (v.canvas.height * 14) / 12];
-        ctx.drawImage(v.canvas, 24 + (k % 3) * pw + (pw - w) / 2, top + Math.floor(k / 3) * ph + (ph - h) / 2, w, h);
+        ctx.drawImage(v.canvas, 24 + (k % cols) * pw + (pw - w) / 2, top + Math.floor(k / cols) * ph + (ph - h) / 2, w, h);
         holder.replaceChildren();
       });
     } else {
@@ -321,6 +397,7 @@ function exportSlide() {
       drawProfiles(chart, view.schemes, o.causal, view.what, { size, fs: Math.round(14 * EXPORT_TEXT_SCALE) });
       ctx.drawImage(chart, 24, top);
     }
-    c.toBlob((blob) => download(blob, `relattn-schemes-${view.what}-n${o.n}-h${cur.shown.head}-${at === 0 ? 'panels' : 'chart'}.png`), 'image/png');
+    const name = at === CHART_SLIDE ? 'chart' : at.replace('compare', 'panels');
+    c.toBlob((blob) => download(blob, `relattn-schemes-${view.what}-n${o.n}-h${cur.shown.head}-${name}.png`), 'image/png');
   });
 }

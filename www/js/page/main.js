@@ -23,7 +23,7 @@ import { wireModel, setMode, onModelMessage, onWorkerRestart, modelGpuSettled, r
 import { wireTour } from './tour.js';
 import { windowName } from './model/form.js';
 import { wantSlide } from './model/slides.js';
-import { initCompare, refreshCompare, presentCompare, COMPARE_SLIDES } from './compare.js';
+import { initCompare, refreshCompare, presentCompare, isCompareSlide } from './compare.js';
 
 /** A value of the link the page does not have, said next to its control with every result (applyURL) until
  *  that control is changed. */
@@ -197,12 +197,12 @@ async function main() {
       if (!state.current) return;
       clearInterval(once);
       // The comparison's slides (compare.js), or a stage's.
-      if (COMPARE_SLIDES.includes(presentStage)) { presentCompare(COMPARE_SLIDES.indexOf(presentStage)); return; }
+      if (isCompareSlide(presentStage)) { presentCompare(presentStage); return; }
       const at = state.current.stages.findIndex((s) => s.name === presentStage);
       if (at >= 0) { enterPresent(at); return; }
       // A stage the layer does not have (a mistyped or stale link): said under the controls with every result
       // until a control is changed, and no slide.
-      const names = [...state.current.stages.map((s) => s.name), ...COMPARE_SLIDES].join(', ');
+      const names = [...state.current.stages.map((s) => s.name), 'compare', 'compare_chart'].join(', ');
       const notice = { field: 'general', message: `The link's present=${presentStage} is not one of this layer's stages and pictures (${names}): the page is shown, no slide.` };
       urlNotice = urlNotice || notice;
       $('controls').addEventListener('change', () => { if (urlNotice === notice) urlNotice = null; }, { once: true });

@@ -44,7 +44,7 @@ const STEPS = [
     'The preset t5-buckets: one learned number per bucket of j − i. The staircase picture shows the buckets: exact near the diagonal, logarithmic farther, capped from max_distance on.',
     () => { set('preset', 't5-buckets'); }],
   ['Absolute positions, the baseline',
-    'The preset absolute-positions: sinusoids added to x before the projections, nothing relative in attention itself. Its picture shows how alike the position vectors are; Compare schemes puts all six side by side on one input.',
+    'The preset absolute-positions: sinusoids added to x before the projections, nothing relative in attention itself. Its picture shows how alike the position vectors are; Compare schemes puts every scheme side by side on one input.',
     () => { set('preset', 'absolute-positions'); $('compare-btn').click(); }],
   ['Why it matters',
     'Model mode: the same attention, trained on Bach chorales. Click a note to see what it attends to; each head says what it does, measured on the window.',

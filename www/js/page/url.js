@@ -57,7 +57,7 @@ export function saveURL() {
   // The comparison, when open: what it compares, and its slide when presented.
   if (!$('compare').hidden) q.set('compare', $('compare-what').value);
   const slide = document.body.dataset.compareSlide;
-  if (slide !== undefined) q.set('present', slide === '1' ? 'compare_chart' : 'compare');
+  if (slide !== undefined) q.set('present', slide);
   const url = `${location.pathname}?${q}`;
   if (url !== location.pathname + location.search) history.replaceState(null, '', url);
 }

@@ -143,7 +143,7 @@ export function askReaders(row) {
   return ask((id) => readersRequest(id, cur.id, row), (r) => r.runs);
 }
 
-/** Asks the worker for the six schemes on `options` (and the sentence's `tokens`) for (batch, head), their
+/** Asks the worker for every scheme on `options` (and the sentence's `tokens`) for (batch, head), their
  *  weights or their position terms (`what`); resolves to SchemesReply's schemes. */
 export function askSchemes(options, tokens, batch, head, what) {
   return ask((id) => schemesRequest(id, options, tokens, batch, head, what), (r) => r.schemes);

@@ -1,9 +1,12 @@
 //! The "compare schemes" view: one input — the options shown, with their sentence — under every position
 //! scheme, and for the (batch, head) shown each scheme's attention weights and its attention by distance
-//! ([`relattn_core::attention::by_distance`]), or its position term and that term's mean by distance ([`Compared`]). Every scheme gets the same x, W_q, W_k, W_v and W_o (they are drawn
-//! from the seed by name, whatever the scheme) and its own position parameters from the same seed; Shaw's and
-//! the Music Transformer's tables have the options' k. Computed on the CPU, a head at a time in blocks of
-//! query rows (no whole trace), so six schemes cost about six forward passes.
+//! ([`relattn_core::attention::by_distance`]), or its position term and that term's mean by distance ([`Compared`]).
+//! A scheme's position term is the stage [`Method::term_stage`] names: the relative logits (Shaw's a^K term, the
+//! Music Transformer's, ALiBi's and T5's bias, DeBERTa's c2p + p2c before the scale), RoPE's kernel; absolute
+//! positions, with none in attention, show how alike their vectors are. Every scheme gets the same x, W_q, W_k, W_v
+//! and W_o (they are drawn from the seed by name, whatever the scheme) and its own position parameters from the
+//! same seed; Shaw's and the Music Transformer's tables have the options' k. Computed on the CPU, a head at a time
+//! in blocks of query rows (no whole trace), so S schemes cost about S forward passes.
 
 use super::request::Inputs;
 use super::session::{CellMask, Cutting, Made};
@@ -21,12 +24,12 @@ use relattn_core::positions::table::Reach;
 use relattn_core::positions::Method;
 use relattn_core::stage::Stage;
 
-/// The longest sequence the comparison takes (six layers in a row, each a few seconds at this n).
+/// The longest sequence the comparison takes (a layer per scheme in a row, each a few seconds at this n).
 pub const MAX_COMPARE_N: usize = 2048;
 
 /// The comparison of the request's options (a preset's or a file's are refused: the page sends the options it
 /// shows) for (batch, head), coloured with `palette`: one [`SchemeView`] per scheme in [`Method::ALL`]'s
-/// order but DeBERTa's — its weights or its position term (`what`) — its values kept when they are at most
+/// order — its weights or its position term (`what`) — its values kept when they are at most
 /// [`super::session::VALUES_CELLS`], the keys a causal layer masks grey. Errors name the field: "compare",
 /// "n" past [`MAX_COMPARE_N`], "batch index", "head", or an option.
 pub fn compare(request: &Request, batch: usize, head: usize, what: Compared, palette: Palette) -> Result<Vec<SchemeView>> {
@@ -36,13 +39,11 @@ pub fn compare(request: &Request, batch: usize, head: usize, what: Compared, pal
     }
     Method::ALL
         .into_iter()
-        // DeBERTa (#50) is not compared yet: the view and its slides lay out the six schemes before it.
-        .filter(|method| !method.disentangles())
         .map(|method| {
             let request = Request { options: LayerOptions { method: Some(method), ..request.options.clone() }, ..request.clone() };
             let Inputs { cfg, spec, arrays, per_head, .. } = Inputs::resolve(&request, None)?;
             if spec.n > MAX_COMPARE_N {
-                return Err(Error::invalid("n", spec.n, format!("1..={MAX_COMPARE_N} to compare the six schemes")));
+                return Err(Error::invalid("n", spec.n, format!("1..={MAX_COMPARE_N} to compare the schemes")));
             }
             check_index("head", head, cfg.heads)?;
             check_index("batch index", batch, spec.batch)?;

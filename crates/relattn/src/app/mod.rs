@@ -6,7 +6,7 @@
 //! - [`session`]: a computed layer ([`session::Session`]): its [`crate::protocol::Info`], the stages of the (batch, head) shown cut and coloured, exact cells,
 //!   a table row's readers, the trace as an .npz;
 //! - [`pool`]: a layer held on demand computed by a pool of workers (the page on every core), bit for bit the one worker's;
-//! - [`compare`]: the six position schemes side by side on one input; [`model`]: Model mode, a trained model and the test pieces ([`model::ChoraleSession`]).
+//! - [`compare`]: every position scheme side by side on one input; [`model`]: Model mode, a trained model and the test pieces ([`model::ChoraleSession`]).
 //!
 //! Where a computation runs is a [`Runner`]'s choice: the page's picks WebGPU or the CPU per request and says why (crates/relattn-wasm/src/backend.rs); [`Cpu`]
 //! computes on the CPU, as the native tests do.

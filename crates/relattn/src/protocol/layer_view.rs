@@ -1,6 +1,6 @@
 //! Parameters mode's messages: a [`Request`] (the layer's options, a preset or a scenario file) computed into
 //! a trace, whose [`Info`] and stages (each a [`StageMeta`] and a [`Cut`] with its numbers) come back; exact
-//! cells, a table row's readers, the trace as a file and the six schemes side by side on request. The wasm
+//! cells, a table row's readers, the trace as a file and every scheme side by side on request. The wasm
 //! checks every request field (src/app/request.rs); the same [`LayerOptions`] come back in [`Info`], resolved
 //! (a preset's, or a file's sizes), so the page writes its controls from what was computed. Adding a control
 //! means adding its option to [`LayerOptions`] (src/options.rs) and its element to www/index.html.
