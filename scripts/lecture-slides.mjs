@@ -22,9 +22,10 @@ const STEPS = [
   ['06-rope', '?preset=rope-kernel&backend=cpu&present=rope_pair_turn'],
   ['07-alibi', '?preset=alibi-slopes&backend=cpu&present=alibi_bias_by_head'],
   ['08-t5', '?preset=t5-buckets&backend=cpu&present=t5_staircase'],
-  ['09-compare', '?preset=absolute-positions&backend=cpu&compare=weights&present=compare'],
-  ['10-model-mode', '?mode=model&model=music&piece=10.7&length=64&layer=1&head=2&backend=cpu&slide=roll'],
-  ['11-a-real-model', '?preset=seed004&backend=cpu', join(root, 'tests', 'fixtures', 'atlas-tiny-llama.atlas.npz'), '#atlas-present'],
+  ['09-deberta', '?preset=deberta-buckets&backend=cpu&present=deberta_buckets'],
+  ['10-compare', '?preset=absolute-positions&backend=cpu&compare=weights&present=compare'],
+  ['11-model-mode', '?mode=model&model=music&piece=10.7&length=64&layer=1&head=2&backend=cpu&slide=roll'],
+  ['12-a-real-model', '?preset=seed004&backend=cpu', join(root, 'tests', 'fixtures', 'atlas-tiny-llama.atlas.npz'), '#atlas-present'],
 ];
 
 mkdirSync(out, { recursive: true });

@@ -638,14 +638,14 @@ test('the guided tour: opens on a first plain visit, each step sets the controls
   await p.goto(base);
   await p.waitForFunction(() => document.body.dataset.ready && document.getElementById('busy').hidden, null, { timeout: 30000 });
   assert.ok(await p.locator('#tour').isVisible(), 'the tour opens by itself on a first plain visit');
-  assert.equal(await p.locator('#tour-step').innerText(), '1 / 10');
+  assert.equal(await p.locator('#tour-step').innerText(), '1 / 11');
   // Opening by itself changes nothing: Start sets the first step's controls.
   assert.notEqual(await p.inputValue('#preset'), 'built-heads');
   assert.equal(await p.locator('#tour-next').innerText(), 'Start');
   await settle(p, () => p.click('#tour-next'));
   assert.equal(await p.inputValue('#preset'), 'built-heads');
   await p.click('#tour-next');
-  assert.equal(await p.locator('#tour-step').innerText(), '2 / 10');
+  assert.equal(await p.locator('#tour-step').innerText(), '2 / 11');
   await settle(p, () => p.click('#tour-next'));
   assert.equal(await p.inputValue('#sentence'), 'the cat saw the dog');
   // Content versus position: the content term is on (step 1's preset had it off), and the two "the" (keys 0 and 3)
@@ -659,10 +659,12 @@ test('the guided tour: opens on a first plain visit, each step sets the controls
   await settle(p, () => p.click('#tour-next'));
   assert.equal(await p.inputValue('#n'), '512');
   // The schemes after the 2018 ones, each with its pictures after its stages.
-  for (const [preset, picture] of [['rope-kernel', 'rope_kernel_curves'], ['alibi-slopes', 'alibi_bias_by_head'], ['t5-buckets', 't5_staircase'], ['absolute-positions', 'absolute_similarity']]) {
+  for (const [preset, picture] of [['rope-kernel', 'rope_kernel_curves'], ['alibi-slopes', 'alibi_bias_by_head'], ['t5-buckets', 't5_staircase'], ['deberta-buckets', 'deberta_buckets'], ['absolute-positions', 'absolute_similarity']]) {
     await settle(p, () => p.click('#tour-next'));
     assert.equal(await p.inputValue('#preset'), preset);
     assert.equal(await p.locator(`figure[data-stage="${picture}"]`).count(), 1, `${preset}: no ${picture}`);
+    // DeBERTa's step: its two terms before the bucket map.
+    if (preset === 'deberta-buckets') for (const term of ['c2p', 'p2c']) assert.equal(await p.locator(`figure[data-stage="${term}"]`).count(), 1, `no ${term}`);
   }
   await p.click('#tour-next');
   await p.waitForFunction(() => document.body.dataset.mode === 'model');

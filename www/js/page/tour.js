@@ -1,4 +1,4 @@
-// Owns the guided tour for first-time visitors: the book's "lecture in ten steps" (docs/src/page.md) inside the page. Each
+// Owns the guided tour for first-time visitors: the book's lecture, step by step (docs/src/page.md), inside the page. Each
 // step sets the controls (as a person would: the control's value, then its change or input event) and says
 // what to look at. It opens by itself on a first plain visit (no query string), from the toolbar's Tour
 // button at any time, and once closed or finished it is remembered (localStorage) and no longer opens by
@@ -43,6 +43,9 @@ const STEPS = [
   ['T5: buckets of distance',
     'The preset t5-buckets: one learned number per bucket of j − i. The staircase picture shows the buckets: exact near the diagonal, logarithmic farther, capped from max_distance on.',
     () => { set('preset', 't5-buckets'); }],
+  ['DeBERTa: content and position apart',
+    'The preset deberta-buckets: two position terms beside q·k. c2p is what the query\'s content says about where the key is (q_i · K_r[r]), p2c what the key\'s content says about where the query is (k_j · Q_r[r]); both read the same row r of i − j, and the logits add them to q·k under 1/√(3·d_head). The picture after the stages is the bucket map: exact to ±8, log steps to ±63, then the edge rows, mirrored about the middle row where T5 gives each side its own half.',
+    () => { set('preset', 'deberta-buckets'); }],
   ['Absolute positions, the baseline',
     'The preset absolute-positions: sinusoids added to x before the projections, nothing relative in attention itself. Its picture shows how alike the position vectors are; Compare schemes puts every scheme side by side on one input.',
     () => { set('preset', 'absolute-positions'); $('compare-btn').click(); }],

@@ -5,6 +5,7 @@ use crate::attention::Config;
 
 use crate::error::{Error, Result};
 use crate::layer::scenario::{Arrays, Spec};
+use crate::positions::deberta::{Deberta, Terms};
 use crate::positions::rope::{PairLayout, Rope};
 use crate::positions::Method;
 use ndarray::{Array, Array2, Array3};
@@ -20,7 +21,7 @@ pub struct Preset {
 }
 
 /// Every preset's name.
-pub const NAMES: [&str; 11] = [
+pub const NAMES: [&str; 12] = [
     "seed000-shaw",
     "seed000-music",
     "seed002",
@@ -32,6 +33,7 @@ pub const NAMES: [&str; 11] = [
     "alibi-slopes",
     "t5-buckets",
     "absolute-positions",
+    "deberta-buckets",
 ];
 
 /// Seed 004's relation-key table: `np.random.seed(5); np.random.randint(-10, 10, (5, 5))`.
@@ -96,6 +98,13 @@ pub fn preset(name: &str) -> Result<Preset> {
             "Absolute sinusoids (Vaswani et al. 2017), the baseline, at n 32, d_model 64: vectors added to x, no position term in attention; the last picture shows how alike the position vectors are",
             Config { method: Method::Absolute, heads: 1, ..Config::default() },
             32,
+            64,
+            1,
+        ),
+        "deberta-buckets" => p(
+            "DeBERTa's disentangled attention with small buckets at n 96, bidirectional: 16 a side, exact to ±8, log steps to ±63, then the edge rows; c2p and p2c each read one row of their table per bucket of i − j, and the bucket map follows the stages",
+            Config { method: Method::Deberta, heads: 1, deberta: Deberta { position_buckets: 16, max_relative_positions: 64, terms: Terms::Both }, ..Config::default() },
+            96,
             64,
             1,
         ),

@@ -1,6 +1,6 @@
 //! DeBERTa's picture: the bucket map, the signed bucket each distance δ = i − j reads (its table row r less S),
-//! beside the same layer without buckets (δ clipped to ±P), the bounds of its three parts written on it. The core's
-//! [`Deberta::row`] gives every point (the formula is [`deberta::ROW_FORMULA`]):
+//! beside the same layer without buckets (δ clipped to ±P), where its exact and log parts end written on it. The
+//! core's [`Deberta::row`] gives every point (the formula is [`deberta::ROW_FORMULA`]):
 //!
 //! ```text
 //! m = position_buckets / 2, P = max_relative_positions, S = position_buckets (P without buckets)
@@ -25,7 +25,7 @@ pub const BUCKETS: Text = Text {
         "DeBERTa's log buckets: the row of i − j",
         deberta::ROW_FORMULA,
         deberta::ROW_TEX,
-        "Signed and mirrored about the middle row S: a key m before the query and one m after it read rows S + m and S − m of one table, where T5 gives each side a half of its buckets of its own, both counting up with the distance. One row per distance up to |δ| = m = buckets/2, then log steps rounded up (T5 rounds down) to max_relative_positions − 1, then the table's edge rows; without buckets the line runs on straight to ±P.",
+        "Mirrored about the middle row S, where T5 gives each side its own half of its buckets: one row per distance up to |δ| = m = buckets/2, then log steps rounded up (T5 rounds down) to max_relative_positions − 1, then the edge rows. Without buckets the line runs on to ±P.",
     )
     .on("δ = i − j (query − key)", "bucket: table row r − S"),
 };
@@ -50,13 +50,9 @@ pub fn pictures(inputs: &Inputs) -> Vec<Picture> {
     if d.position_buckets > 0 {
         let m = d.position_buckets / 2;
         let mut map = curve(&d, format!("log buckets, m {m}, P {p} (this layer)"));
-        // Where the exact part ends (±m) and where the log steps reach the table's edge (±(P − 1)), written there.
-        let bounds = [
-            (m as isize, format!("m = {m}")),
-            (p as isize - 1, format!("P − 1 = {}", p - 1)),
-            (-(m as isize), "−m".into()),
-            (1 - p as isize, "−(P − 1)".into()),
-        ];
+        // Where the exact part ends (m) and where the log steps reach the table's edge (−(P − 1), on the side the
+        // legend leaves free), written there.
+        let bounds = [(m as isize, format!("δ = m = {m}")), (1 - p as isize, format!("δ = −(P − 1) = −{}", p - 1))];
         map.labels = map.points.iter().map(|q| bounds.iter().find(|(x, _)| *x as f32 == q[0]).map(|(_, t)| t.clone()).unwrap_or_default()).collect();
         // The straight line first, under the layer's map.
         series.push(curve(&Deberta { position_buckets: 0, ..d }, format!("no buckets: δ clipped to ±{p}")));
@@ -130,7 +126,7 @@ mod tests {
         }
         let labelled: Vec<(isize, &str)> =
             map.points.iter().zip(&map.labels).filter(|(_, t)| !t.is_empty()).map(|(q, t)| (q[0] as isize, t.as_str())).collect();
-        assert_eq!(labelled, [(-(p - 1), "−(P − 1)"), (-m, "−m"), (m, "m = 128"), (p - 1, "P − 1 = 511")]);
+        assert_eq!(labelled, [(-(p - 1), "δ = −(P − 1) = −511"), (m, "δ = m = 128")]);
         assert_eq!(stated, "DeBERTa: 256 log buckets up to 512 (tables of 512 rows), c2p + p2c, bidirectional");
     }
 
