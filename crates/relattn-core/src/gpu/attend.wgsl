@@ -14,31 +14,27 @@
 // scale is 1/sqrt(d_head), 1 or the model's own. With DISTANCE_BIAS (ALiBi, T5): e_ij = q_i · k_j · scale +
 // bias[h, j − i + n − 1] (no table: R = 0). With C2P and P2C (DeBERTa) the relative term is c2p + p2c,
 // P[i, r(i, j)] + P2[j, r(i, j)] (P = Q·K_rᵀ, P2 = K·Q_rᵀ from p2_at in P's buffer, r(i, j) the host's row by
-// distance in the head terms; either alone without the other's flag), before the scale 1/sqrt(d_head·(1 + terms)).
-// With SINK (gpt-oss) the head's sink logit s_h is a column of the softmax with no value: the row starts as if it had seen it, m = s_h and l = exp(s_h − m) = 1 (z = 0), so
+// distance in the head terms; either alone without the other's flag), before the scale 1/sqrt(d_head·(1 + terms)). With SINK (gpt-oss) the head's sink logit s_h is a column of the
+// softmax with no value: the row starts as if it had seen it, m = s_h and l = exp(s_h − m) = 1 (z = 0), so
 // out_i = Σ_j exp(e_ij − m) v_j / (Σ_j exp(e_ij − m) + exp(s_h − m)). WINDOW masks keys at |j − i| ≥ window;
 // a workgroup walks only the tiles its rows' windows reach.
 // row(d) as in logits.wgsl (ZERO_EDGE: beyond the table reads nothing, else the edge row); no −∞ is ever
 // formed (a flag says whether a row has seen a visible key).
 //
-// Flash attention's tiling, several query rows per invocation: a workgroup of 128 invocations takes ROWS = 64
-// query rows of one head and walks the keys in tiles of TK = 24. Each tile of K, then of V, is loaded into
-// workgroup memory once for all 64 rows. Invocation t works on the two rows t % 32 and t % 32 + 32 (a pair,
-// RPI = 2 rows an invocation) as lane t / 32 of 4: each K or V value it reads from workgroup memory serves both
-// rows (twice the multiply-adds per read of one row an invocation), and a warp (or any group of 32 consecutive
-// invocations) is one lane of 32 pairs, so its reads of the K and V tiles are broadcasts and its reads and
+// Flash attention's tiling: a workgroup of 256 invocations takes ROWS = 32 query rows of one head and walks
+// the keys in tiles of TK = 32. Each tile of K, then of V, is loaded into workgroup memory once for all 32
+// rows. Invocation t works on row t % 32 as lane t / 32 of 8: a warp (or any group of 32 consecutive
+// invocations) is one lane of 32 rows, so its reads of the K and V tiles are broadcasts and its reads and
 // writes of the per-row arrays are consecutive. Per tile, in four phases between barriers:
 //   1. K tile (TK keys × MAX_DH, zeros past d_head or n) into `tile_kv`;
-//   2. scores: each lane the keys lane·6 .. lane·6 + 5 of the tile for its two rows (q_i of both in registers,
-//      MAX_DH wide, zeros past d_head), kept in registers; each row's maximum over them into `part_max`;
-//   3. V tile (TK keys × MAX_DH, zeros past d_v or n) into `tile_kv`; each row's tile maximum from the 4 lanes'
-//      parts; the running m, l, z rescaled; the lane's 6 weights exp(e − m) of each row into `tile_p` (0 for keys
-//      the row cannot see);
-//   4. z ← z + Σ_j p_ij v_j over the tile, each lane for its 16 columns (lane·16 ..) of both rows, l ← l + Σ_j p_ij.
+//   2. scores: each lane the keys lane·4 .. lane·4 + 3 of the tile for its row (q_i in registers, MAX_DH
+//      wide, zeros past d_head), kept in registers; its maximum over them into `part_max`;
+//   3. V tile (TK keys × MAX_DH, zeros past d_v or n) into `tile_kv`; the row's tile maximum from the 8 lanes' parts; the running m, l, z rescaled;
+//      the lane's 4 weights exp(e − m) into `tile_p` (0 for keys it cannot see);
+//   4. z ← z + Σ_j p_ij v_j over the tile, each lane for its 8 columns (lane·8 ..), l ← l + Σ_j p_ij.
 // Every lane of a row computes the same m and l (the same values in the same order). Queries and keys are
 // d_head wide, values and the output d_v (DeepSeek's multi-head latent attention: d_v ≠ d_head); heads with
-// either wider than MAX_DH take the unfused kernels. Workgroup memory: 6 + 6 + 1 + 1 KiB, within WebGPU's
-// default 16 KiB; 128 invocations, within its default 256.
+// either wider than MAX_DH take the unfused kernels.
 // Grid: x = ceil(rows / ROWS), y = heads in the chunk. Writes its rows of the heads' columns of `heads` (n, h·d_v).
 
 struct Params {
@@ -64,20 +60,18 @@ struct Params {
 // j − i + n − 1, as f32) from 0 with C2P or P2C; then the sink logits (h) from sink_at with SINK.
 @group(0) @binding(8) var<storage, read> terms: array<f32>;
 
-const ROWS: u32 = 64u;      // query rows per workgroup (kernels.rs: ATTEND_ROWS)
-const PAIRS: u32 = 32u;     // invocations per lane: invocation t takes rows t % PAIRS and t % PAIRS + PAIRS
-const RPI: u32 = 2u;        // rows per invocation (ROWS / PAIRS)
-const LANES: u32 = 4u;      // invocations per pair of rows: 128 in all
-const TK: u32 = 24u;        // keys per tile
-const KEYS: u32 = 6u;       // keys of a tile per lane (TK / LANES)
+const ROWS: u32 = 32u;      // query rows per workgroup (kernels.rs: ATTEND_ROWS)
+const LANES: u32 = 8u;      // invocations per row: 256 in all
+const TK: u32 = 32u;        // keys per tile
+const KEYS: u32 = 4u;       // keys of a tile per lane (TK / LANES)
 const MAX_DH: u32 = 64u;    // widest d_head and d_v (kernels.rs: ATTEND_MAX_DH)
 const DH4: u32 = 16u;       // MAX_DH in vec4s
-const COLS4: u32 = 4u;      // output columns per lane in vec4s (MAX_DH / LANES / 4)
-// 6 KiB + 6 KiB + 1 KiB + 1 KiB: within WebGPU's default 16 KiB of workgroup memory.
-var<workgroup> tile_kv: array<array<vec4<f32>, 16>, 24>;   // [key][c / 4]: the tile's K, then its V
-var<workgroup> tile_p: array<array<f32, 64>, 24>;          // [key][row]: the tile's weights exp(e − m)
-var<workgroup> part_max: array<array<f32, 64>, 4>;         // [lane][row]: a lane's largest visible score
-var<workgroup> part_seen: array<array<u32, 64>, 4>;        // [lane][row]: 1 when the lane saw a visible key
+const COLS4: u32 = 2u;      // output columns per lane in vec4s (MAX_DH / LANES / 4)
+// 8 KiB + 4 KiB + 1 KiB + 1 KiB: within WebGPU's default 16 KiB of workgroup memory.
+var<workgroup> tile_kv: array<array<vec4<f32>, 16>, 32>;   // [key][c / 4]: the tile's K, then its V
+var<workgroup> tile_p: array<array<f32, 32>, 32>;          // [key][row]: the tile's weights exp(e − m)
+var<workgroup> part_max: array<array<f32, 32>, 8>;         // [lane][row]: a lane's largest visible score
+var<workgroup> part_seen: array<array<u32, 32>, 8>;        // [lane][row]: 1 when the lane saw a visible key
 
 /// The table row distance `dist` reads, or −1 for none (ZERO_EDGE beyond the table).
 fn table_row(dist: i32) -> i32 {
@@ -106,78 +100,18 @@ fn disentangled(z: u32, i: u32, qi: u32, j: u32) -> f32 {
     return s;
 }
 
-/// Whether query qi (`in_chunk`: a row of the chunk) sees key j: inside the keys, not padding, not after it
-/// under CAUSAL, within the window under WINDOW.
-fn sees(in_chunk: bool, qi: u32, j: u32) -> bool {
-    let outside = (p.flags & WINDOW) != 0u && max(j, qi) - min(j, qi) >= p.window;
-    return in_chunk && j < p.n && key_mask[j] != 0u && !((p.flags & CAUSAL) != 0u && j > qi) && !outside;
-}
-
-/// The logit e_ij of the chunk's row i (query qi) and key j of head z of the chunk from q_i · k_j: the scheme's
-/// term, the scale and the soft-cap.
-fn logit(z: u32, i: u32, qi: u32, j: u32, dot: f32) -> f32 {
-    var ek = 0.0;
-    if ((p.flags & DISTANCE_BIAS) != 0u) {
-        ek = dot * p.scale + terms[(p.h0 + z) * (2u * p.n - 1u) + j + p.n - 1u - qi];
-    } else if ((p.flags & C2P) != 0u || (p.flags & P2C) != 0u) {
-        ek = (dot + disentangled(z, i, qi, j)) * p.scale;
-    } else {
-        let tr = table_row(i32(j) - i32(qi));
-        var rel = 0.0;
-        if (tr >= 0) {
-            rel = prel[(z * p.rows + i) * p.r + u32(tr)];
-        }
-        ek = (dot + rel) * p.scale;
-    }
-    if ((p.flags & SOFTCAP) != 0u) {
-        ek = p.softcap * tanh(clamp(ek / p.softcap, -10.0, 10.0));
-    }
-    return ek;
-}
-
 /// Components c .. c + 3 of row j of head `hd`'s columns (zeros past its width or n): `which` 0 reads k
-/// (rows of h·d_head, heads d_head wide), 1 reads v (rows of h·d_v, heads d_v wide). Four loads without a test
-/// each where the four are inside the head.
+/// (rows of h·d_head, heads d_head wide), 1 reads v (rows of h·d_v, heads d_v wide).
 fn load4(which: u32, j: u32, hd: u32, c: u32) -> vec4<f32> {
     var out = vec4<f32>(0.0);
     if (j < p.n) {
-        if (which == 0u) {
-            let at = j * p.inner + hd * p.dh + c;
-            if (c + 3u < p.dh) {
-                out = vec4<f32>(k[at], k[at + 1u], k[at + 2u], k[at + 3u]);
-            } else {
-                for (var e = 0u; e < 4u; e = e + 1u) {
-                    if (c + e < p.dh) {
-                        out[e] = k[at + e];
-                    }
-                }
-            }
-        } else {
-            let at = j * p.inner_v + hd * p.dv + c;
-            if (c + 3u < p.dv) {
-                out = vec4<f32>(v[at], v[at + 1u], v[at + 2u], v[at + 3u]);
-            } else {
-                for (var e = 0u; e < 4u; e = e + 1u) {
-                    if (c + e < p.dv) {
-                        out[e] = v[at + e];
-                    }
-                }
-            }
-        }
-    }
-    return out;
-}
-
-/// Components c .. c + 3 of query qi's row of Q from column `at` of its head (zeros past d_head).
-fn q4(qi: u32, at: u32, c: u32) -> vec4<f32> {
-    var out = vec4<f32>(0.0);
-    let base = qi * p.inner + at + c;
-    if (c + 3u < p.dh) {
-        out = vec4<f32>(q[base], q[base + 1u], q[base + 2u], q[base + 3u]);
-    } else {
         for (var e = 0u; e < 4u; e = e + 1u) {
-            if (c + e < p.dh) {
-                out[e] = q[base + e];
+            if (which == 0u) {
+                if (c + e < p.dh) {
+                    out[e] = k[j * p.inner + hd * p.dh + c + e];
+                }
+            } else if (c + e < p.dv) {
+                out[e] = v[j * p.inner_v + hd * p.dv + c + e];
             }
         }
     }
@@ -204,60 +138,52 @@ fn store4(qi: u32, hd: u32, c: u32, val: vec4<f32>) {
     }
 }
 
-/// The K (`which` 0) or V (1) rows t0 .. t0 + TK of head `hd` into `tile_kv`, three vec4s per invocation.
+/// The K (`which` 0) or V (1) rows t0 .. t0 + TK of head `hd` into `tile_kv`, two vec4s per invocation.
 fn stage(which: u32, t0: u32, hd: u32, tid: u32) {
-    for (var idx = tid; idx < TK * DH4; idx = idx + PAIRS * LANES) {
+    for (var idx = tid; idx < TK * DH4; idx = idx + ROWS * LANES) {
         let kk = idx / DH4;
         let c4 = idx % DH4;
         tile_kv[kk][c4] = load4(which, t0 + kk, hd, 4u * c4);
     }
 }
 
-@compute @workgroup_size(128, 1, 1)
+@compute @workgroup_size(256, 1, 1)
 fn main(@builtin(local_invocation_index) tid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
-    let pair = tid % PAIRS;                // rows pair and pair + PAIRS of the workgroup
-    let lane = tid / PAIRS;                // 0 .. LANES
+    let row = tid % ROWS;                  // row in the workgroup
+    let lane = tid / ROWS;                 // 0 .. LANES
+    let i = wid.x * ROWS + row;            // row in the chunk
     let z = wid.y;
     let hd = p.h0 + z;                     // this head
     let col0 = hd * p.dh;                  // its columns of Q
+    let in_chunk = i < p.rows;
+    let qi = p.i0 + i;                     // absolute query position
     let causal = (p.flags & CAUSAL) != 0u;
-    // Per row a of the invocation: its row in the workgroup and in the chunk, its query, q_i in registers
-    // (zeros past d_head; none outside the chunk), the running m, l and z (the lane's 16 columns in four
-    // vec4s), and whether it has seen a visible key.
-    var wrow: array<u32, 2>;
-    var ci: array<u32, 2>;
-    var qi: array<u32, 2>;
-    var in_chunk: array<bool, 2>;
-    var qv: array<array<vec4<f32>, 16>, 2>;
-    var acc: array<array<vec4<f32>, 4>, 2>;
-    var m: array<f32, 2>;
-    var l: array<f32, 2>;
-    var seen: array<bool, 2>;
-    for (var a = 0u; a < RPI; a = a + 1u) {
-        wrow[a] = pair + a * PAIRS;
-        ci[a] = wid.x * ROWS + wrow[a];
-        qi[a] = p.i0 + ci[a];
-        in_chunk[a] = ci[a] < p.rows;
-        let with_q = in_chunk[a] && (p.flags & NO_CONTENT) == 0u;
-        for (var c4 = 0u; c4 < DH4; c4 = c4 + 1u) {
-            qv[a][c4] = vec4<f32>(0.0);
-            if (with_q && 4u * c4 < p.dh) {
-                qv[a][c4] = q4(qi[a], col0, 4u * c4);
+    // q_i in registers (zeros past d_head; none outside the chunk).
+    var qv: array<vec4<f32>, 16>;
+    for (var c4 = 0u; c4 < DH4; c4 = c4 + 1u) {
+        qv[c4] = vec4<f32>(0.0);
+        if (in_chunk && (p.flags & NO_CONTENT) == 0u) {
+            for (var e = 0u; e < 4u; e = e + 1u) {
+                let c = 4u * c4 + e;
+                if (c < p.dh) {
+                    qv[c4][e] = q[qi * p.inner + col0 + c];
+                }
             }
         }
-        for (var c = 0u; c < COLS4; c = c + 1u) {
-            acc[a][c] = vec4<f32>(0.0);
-        }
-        m[a] = 0.0;
-        l[a] = 0.0;
-        seen[a] = false;
-        if ((p.flags & SINK) != 0u) {
-            m[a] = terms[p.sink_at + hd];  // the sink's column, seen first: exp(s_h − m) = 1, no value
-            l[a] = 1.0;
-            seen[a] = true;
-        }
+    }
+    let c_a = lane * 4u * COLS4;            // z_i's columns c_a .. c_a + 7, in two vec4s
+    var acc_a = vec4<f32>(0.0);
+    var acc_b = vec4<f32>(0.0);
+    var m = 0.0;
+    var l = 0.0;
+    var seen = false;
+    if ((p.flags & SINK) != 0u) {
+        m = terms[p.sink_at + p.h0 + z];   // the sink's column, seen first: exp(s_h − m) = 1, no value
+        l = 1.0;
+        seen = true;
     }
     let windowed = (p.flags & WINDOW) != 0u;
+    let deberta = (p.flags & C2P) != 0u || (p.flags & P2C) != 0u;
     // The keys the workgroup's rows can see, from the first row's first to the last row's last (the same for
     // every invocation: barriers stay uniform): under CAUSAL none after the last row, under WINDOW none
     // before first − (window − 1) nor (without CAUSAL) from last + window on; the first tile starts at a
@@ -275,131 +201,114 @@ fn main(@builtin(local_invocation_index) tid: u32, @builtin(workgroup_id) wid: v
             start = (first + 1u - p.window) / TK * TK;
         }
     }
-    let v_table = hd * p.v_stride;
-    let with_rel_v = (p.flags & REL_V) != 0u;
+    let v_table = (p.h0 + z) * p.v_stride;
+    let bias_row = (p.h0 + z) * (2u * p.n - 1u);
     for (var t0 = start; t0 < keys; t0 = t0 + TK) {
         // 1. The K tile.
         stage(0u, t0, hd, tid);
         workgroupBarrier();
-        // 2. This lane's scores of both rows, and each row's maximum over them.
-        var e: array<array<f32, 6>, 2>;
-        var vis: array<array<bool, 6>, 2>;
-        var lane_max: array<f32, 2>;
-        var lane_seen: array<bool, 2>;
-        for (var a = 0u; a < RPI; a = a + 1u) {
-            lane_max[a] = 0.0;
-            lane_seen[a] = false;
-        }
+        // 2. This lane's scores, and their maximum.
+        var e: array<f32, 4>;
+        var vis: array<bool, 4>;
+        var lane_max = 0.0;
+        var lane_seen = false;
         for (var s = 0u; s < KEYS; s = s + 1u) {
             let kk = lane * KEYS + s;
             let j = t0 + kk;
-            var scored = false;
-            for (var a = 0u; a < RPI; a = a + 1u) {
-                e[a][s] = 0.0;
-                vis[a][s] = sees(in_chunk[a], qi[a], j);
-                scored = scored || vis[a][s];
-            }
-            if (scored) {
-                // Each K value read once for both rows.
-                var dot4: array<vec4<f32>, 2>;
-                dot4[0] = vec4<f32>(0.0);
-                dot4[1] = vec4<f32>(0.0);
+            e[s] = 0.0;
+            let outside = windowed && max(j, qi) - min(j, qi) >= p.window;
+            vis[s] = in_chunk && j < p.n && key_mask[j] != 0u && !(causal && j > qi) && !outside;
+            if (vis[s]) {
+                var dot4 = vec4<f32>(0.0);
                 for (var c4 = 0u; c4 < DH4; c4 = c4 + 1u) {
-                    let kv = tile_kv[kk][c4];
-                    dot4[0] = dot4[0] + qv[0][c4] * kv;
-                    dot4[1] = dot4[1] + qv[1][c4] * kv;
+                    dot4 = dot4 + qv[c4] * tile_kv[kk][c4];
                 }
-                for (var a = 0u; a < RPI; a = a + 1u) {
-                    if (vis[a][s]) {
-                        let d = dot4[a];
-                        let ek = logit(z, ci[a], qi[a], j, (d.x + d.y) + (d.z + d.w));
-                        e[a][s] = ek;
-                        if (!lane_seen[a] || ek > lane_max[a]) {
-                            lane_max[a] = ek;
-                        }
-                        lane_seen[a] = true;
+                let dot = (dot4.x + dot4.y) + (dot4.z + dot4.w);
+                var ek = 0.0;
+                if ((p.flags & DISTANCE_BIAS) != 0u) {
+                    ek = dot * p.scale + terms[bias_row + j + p.n - 1u - qi];
+                } else if (deberta) {
+                    ek = (dot + disentangled(z, i, qi, j)) * p.scale;
+                } else {
+                    let tr = table_row(i32(j) - i32(qi));
+                    var rel = 0.0;
+                    if (tr >= 0) {
+                        rel = prel[(z * p.rows + i) * p.r + u32(tr)];
                     }
+                    ek = (dot + rel) * p.scale;
                 }
+                if ((p.flags & SOFTCAP) != 0u) {
+                    ek = p.softcap * tanh(clamp(ek / p.softcap, -10.0, 10.0));
+                }
+                e[s] = ek;
+                if (!lane_seen || ek > lane_max) {
+                    lane_max = ek;
+                }
+                lane_seen = true;
             }
         }
-        for (var a = 0u; a < RPI; a = a + 1u) {
-            part_max[lane][wrow[a]] = lane_max[a];
-            part_seen[lane][wrow[a]] = select(0u, 1u, lane_seen[a]);
-        }
+        part_max[lane][row] = lane_max;
+        part_seen[lane][row] = select(0u, 1u, lane_seen);
         workgroupBarrier();
-        // 3. The V tile; each row's new maximum, the running sums rescaled, this lane's weights.
+        // 3. The V tile; the row's new maximum, the running sums rescaled, this lane's weights.
         stage(1u, t0, hd, tid);
-        for (var a = 0u; a < RPI; a = a + 1u) {
-            var tile_max = 0.0;
-            var found = false;
-            for (var ln = 0u; ln < LANES; ln = ln + 1u) {
-                if (part_seen[ln][wrow[a]] != 0u) {
-                    let pm = part_max[ln][wrow[a]];
-                    if (!found || pm > tile_max) {
-                        tile_max = pm;
-                    }
-                    found = true;
+        var tile_max = 0.0;
+        var found = false;
+        for (var ln = 0u; ln < LANES; ln = ln + 1u) {
+            if (part_seen[ln][row] != 0u) {
+                let pm = part_max[ln][row];
+                if (!found || pm > tile_max) {
+                    tile_max = pm;
                 }
-            }
-            if (found) {
-                var gamma = 0.0;
-                if (seen[a] && m[a] > tile_max) {
-                    tile_max = m[a];
-                }
-                if (seen[a]) {
-                    gamma = exp(m[a] - tile_max);
-                }
-                m[a] = tile_max;
-                seen[a] = true;
-                l[a] = l[a] * gamma;
-                for (var c = 0u; c < COLS4; c = c + 1u) {
-                    acc[a][c] = acc[a][c] * gamma;
-                }
-            }
-            for (var s = 0u; s < KEYS; s = s + 1u) {
-                var w = 0.0;
-                if (vis[a][s]) {
-                    w = exp(e[a][s] - m[a]);
-                }
-                tile_p[lane * KEYS + s][wrow[a]] = w;
+                found = true;
             }
         }
-        workgroupBarrier();
-        // 4. z and l of both rows over the tile: this lane's 16 columns, each V value read once for both rows.
-        for (var kk = 0u; kk < TK; kk = kk + 1u) {
-            let w0 = tile_p[kk][pair];
-            let w1 = tile_p[kk][pair + PAIRS];
-            l[0] = l[0] + w0;
-            l[1] = l[1] + w1;
-            for (var c = 0u; c < COLS4; c = c + 1u) {
-                let vv = tile_kv[kk][lane * COLS4 + c];
-                acc[0][c] = acc[0][c] + w0 * vv;
-                acc[1][c] = acc[1][c] + w1 * vv;
+        if (found) {
+            var gamma = 0.0;
+            if (seen && m > tile_max) {
+                tile_max = m;
             }
-            if (with_rel_v) {
-                var w = array<f32, 2>(w0, w1);
-                for (var a = 0u; a < RPI; a = a + 1u) {
-                    let tr = table_row(i32(t0 + kk) - i32(qi[a]));
-                    if (w[a] != 0.0 && tr >= 0) {
-                        let at = v_table + u32(tr) * p.dv;
-                        for (var c = 0u; c < COLS4; c = c + 1u) {
-                            acc[a][c] = acc[a][c] + w[a] * rel_v4(at, 4u * (lane * COLS4 + c));
-                        }
-                    }
+            if (seen) {
+                gamma = exp(m - tile_max);
+            }
+            m = tile_max;
+            seen = true;
+            l = l * gamma;
+            acc_a = acc_a * gamma;
+            acc_b = acc_b * gamma;
+        }
+        for (var s = 0u; s < KEYS; s = s + 1u) {
+            var w = 0.0;
+            if (vis[s]) {
+                w = exp(e[s] - m);
+            }
+            tile_p[lane * KEYS + s][row] = w;
+        }
+        workgroupBarrier();
+        // 4. z and l over the tile: this lane's 8 columns.
+        let with_rel_v = (p.flags & REL_V) != 0u;
+        for (var kk = 0u; kk < TK; kk = kk + 1u) {
+            let w = tile_p[kk][row];
+            l = l + w;
+            acc_a = acc_a + w * tile_kv[kk][lane * COLS4];
+            acc_b = acc_b + w * tile_kv[kk][lane * COLS4 + 1u];
+            if (with_rel_v && w != 0.0) {
+                let tr = table_row(i32(t0 + kk) - i32(qi));
+                if (tr >= 0) {
+                    let at = v_table + u32(tr) * p.dv;
+                    acc_a = acc_a + w * rel_v4(at, c_a);
+                    acc_b = acc_b + w * rel_v4(at, c_a + 4u);
                 }
             }
         }
         workgroupBarrier();
     }
-    for (var a = 0u; a < RPI; a = a + 1u) {
-        if (in_chunk[a]) {
-            var inv = 0.0;
-            if (l[a] > 0.0) {
-                inv = 1.0 / l[a];
-            }
-            for (var c = 0u; c < COLS4; c = c + 1u) {
-                store4(qi[a], hd, 4u * (lane * COLS4 + c), acc[a][c] * inv);
-            }
+    if (in_chunk) {
+        var inv = 0.0;
+        if (l > 0.0) {
+            inv = 1.0 / l;
         }
+        store4(qi, hd, c_a, acc_a * inv);
+        store4(qi, hd, c_a + 4u, acc_b * inv);
     }
 }
