@@ -31,10 +31,13 @@ fn check_layer(cfg: &Config, sc: &Scenario) -> Result<(), TestCaseError> {
                 prop_assert!(e <= TOL, "{implementation:?} relative logits b{bi} h{h}: {e:e}");
                 let e = rel_err(t.weights.index_axis(Axis(0), bi).index_axis(Axis(0), h).iter(), flat(&r.weights));
                 prop_assert!(e <= TOL, "{implementation:?} weights b{bi} h{h}: {e:e}");
-                // DeBERTa's terms, every cell (masked ones too: a term does not depend on the mask).
-                let terms = [(relattn_core::Stage::C2p, &r.c2p, cfg.deberta.terms.c2p()), (relattn_core::Stage::P2c, &r.p2c, cfg.deberta.terms.p2c())];
-                for (stage, want, has) in terms {
-                    let has = has && cfg.method == Method::Deberta;
+                // DeBERTa's terms or BERT's, every cell (masked ones too: a term does not depend on the mask).
+                let (c2p, p2c) = match cfg.method {
+                    Method::Deberta => (cfg.deberta.terms.c2p(), cfg.deberta.terms.p2c()),
+                    Method::BertRelative => (true, cfg.bert.terms.key_term()),
+                    _ => (false, false),
+                };
+                for (stage, want, has) in [(relattn_core::Stage::C2p, &r.c2p, c2p), (relattn_core::Stage::P2c, &r.p2c, p2c)] {
                     prop_assert_eq!(t.stages().contains(&stage), has, "{} present", stage);
                     if has {
                         let e = rel_err(t.stage(stage, bi, h).unwrap().iter(), flat(want));
@@ -184,6 +187,65 @@ proptest! {
             prop_assert!(rel_err(z.iter(), flat(&want.z)) <= TOL, "{implementation:?} z");
             let z = attend_head(&cfg, &input, None).unwrap();
             prop_assert!(rel_err(z.iter(), flat(&want.z)) <= TOL, "{implementation:?} z without a trace");
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    /// BERT's relative_key and relative_key_query with sequences up to max_position itself (the table's first and last
+    /// rows read), Lq ≠ Lk (queries aligned to the last keys), lengths across the fused blocks of 48 queries and 512
+    /// keys, masks (causal, padding keys), both implementations traced (the query term, the key term, their sum, the
+    /// weights, z), the fused forward on every instruction set and `attend_head` without a trace, against the f64
+    /// definition (Hugging Face's A[i − j + P − 1]). One position more than max_position is refused naming it on
+    /// each path.
+    #[test]
+    fn bert_head_near_max_position(lq in prop_oneof![1usize..=9, 40usize..=600], lk in prop_oneof![1usize..=13, 500usize..=600], d_head in 1usize..=5,
+                                   causal in any::<bool>(), spare in 0usize..3, key_query in any::<bool>(), seed in any::<u64>()) {
+        use relattn_core::positions::bert_relative::{BertRelative, BertTerms};
+        let terms = if key_query { BertTerms::KeyQuery } else { BertTerms::Key };
+        let bert = BertRelative { max_position: lq.max(lk) + spare, terms };
+        let cfg = Config { method: Method::BertRelative, heads: 1, causal, bert, ..Config::default() };
+        let mut rng = seed;
+        let mut next = move || {
+            rng = rng.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((rng >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+        };
+        let mut mat = |r: usize, c: usize| Array2::from_shape_simple_fn((r, c), &mut next);
+        let (q, k, v, table) = (mat(lq, d_head), mat(lk, d_head), mat(lk, d_head), mat(cfg.table_rows(), d_head));
+        let mask = Array2::from_shape_fn((1, lk), |(_, j)| j % 4 != 2).index_axis_move(Axis(0), 0);
+        let input = HeadInput { q: q.view(), k: k.view(), v: v.view(), rel_k: table.view(), rel_v: None, key_mask: Some(mask.view()), rope: None, sink: None };
+        let to_mat = |a: &Array2<f32>| -> common::Mat { a.rows().into_iter().map(|r| r.iter().map(|&x| x as f64).collect()).collect() };
+        let want = common::head(&cfg, &to_mat(&q), &to_mat(&k), &to_mat(&v), &to_mat(&table), None, Some(mask.as_slice().unwrap()));
+        for implementation in [Implementation::Efficient, Implementation::Materialized] {
+            let cfg = Config { implementation, ..cfg };
+            let mut t = HeadTrace::default();
+            let z = attend_head(&cfg, &input, Some(&mut t)).unwrap();
+            for (name, got, want, has) in [("query term", &t.c2p, &want.c2p, true), ("key term", &t.p2c, &want.p2c, key_query)] {
+                prop_assert_eq!(got.is_some(), has, "{}", name);
+                if let Some(got) = got {
+                    prop_assert!(rel_err(got.iter(), flat(want)) <= TOL, "{implementation:?} {name}");
+                }
+            }
+            prop_assert!(rel_err(t.relative_logits.iter(), flat(&want.relative)) <= TOL, "{implementation:?} relative");
+            prop_assert!(rel_err(t.weights.iter(), flat(&want.weights)) <= TOL, "{implementation:?} weights");
+            prop_assert!(rel_err(z.iter(), flat(&want.z)) <= TOL, "{implementation:?} z");
+            let z = attend_head(&cfg, &input, None).unwrap();
+            prop_assert!(rel_err(z.iter(), flat(&want.z)) <= TOL, "{implementation:?} z without a trace");
+        }
+        for isa in Isa::ALL.into_iter().filter(|isa| isa.available()) {
+            let z = attend_head_fused(isa, &cfg, &input).unwrap();
+            prop_assert!(rel_err(z.iter(), flat(&want.z)) <= TOL, "{} fused", isa.name());
+        }
+        // One position past P: no row for it, refused by name traced, staged and fused.
+        let short = Config { bert: BertRelative { max_position: lq.max(lk) - 1, terms }, ..cfg };
+        if short.bert.max_position > 0 {
+            let small = table.slice(ndarray::s![spare + 1..table.nrows() - spare - 1, ..]);
+            let input = HeadInput { rel_k: small, ..input };
+            let traced = attend_head(&short, &input, Some(&mut HeadTrace::default())).unwrap_err();
+            let fused = attend_head(&short, &input, None).unwrap_err();
+            prop_assert_eq!((traced.field(), fused.field()), ("max_position", "max_position"));
         }
     }
 }
@@ -558,6 +620,31 @@ fn shared_and_per_head_tables() {
     assert_eq!(per_head.rel_k.dim(), (4, 5, 4));
     assert_ne!(per_head.rel_k.index_axis(Axis(0), 0), per_head.rel_k.index_axis(Axis(0), 1));
     let _: Array3<f32> = per_head.rel_k;
+}
+
+/// The negative control of BERT's checks: the same head with its distance table read the other way (row j − i + P − 1,
+/// the direction Shaw's tables use, not Hugging Face's i − j + P − 1) is far from the definition, for both types, so
+/// the comparisons above would fail on a term turned around.
+#[test]
+fn bert_turned_around_fails_the_definition() {
+    use relattn_core::positions::bert_relative::{BertRelative, BertTerms};
+    let (n, dh) = (7, 4);
+    let wave = |r: usize, c: usize, f: f32| Array2::from_shape_fn((r, c), |(i, j)| ((i * c + j) as f32 * f).sin());
+    for terms in [BertTerms::Key, BertTerms::KeyQuery] {
+        let cfg = Config { method: Method::BertRelative, bert: BertRelative { max_position: n, terms }, ..Config::default() };
+        let (q, k, v, table) = (wave(n, dh, 0.7), wave(n, dh, 1.3), wave(n, dh, 0.4), wave(2 * n - 1, dh, 2.1));
+        let turned = table.slice(ndarray::s![..;-1, ..]).to_owned();
+        let to_mat = |a: &Array2<f32>| -> common::Mat { a.rows().into_iter().map(|r| r.iter().map(|&x| x as f64).collect()).collect() };
+        let want = common::head(&cfg, &to_mat(&q), &to_mat(&k), &to_mat(&v), &to_mat(&table), None, None);
+        let run = |t: &Array2<f32>| {
+            let input = HeadInput { q: q.view(), k: k.view(), v: v.view(), rel_k: t.view(), rel_v: None, key_mask: None, rope: None, sink: None };
+            let mut trace = HeadTrace::default();
+            attend_head(&cfg, &input, Some(&mut trace)).unwrap();
+            trace.relative_logits
+        };
+        assert!(rel_err(run(&table).iter(), flat(&want.relative)) <= TOL, "{terms:?}");
+        assert!(rel_err(run(&turned).iter(), flat(&want.relative)) > 0.1, "{terms:?}: the turned table passes");
+    }
 }
 
 /// DeBERTa's tables as a file gives them (a captured model's K_r and Q_r, per head or shared; one of them alone)

@@ -14,6 +14,7 @@ use relattn_core::attention::{Config, Implementation, LogitScale};
 use relattn_core::error::{Error, Result};
 use relattn_core::layer::presets;
 use relattn_core::layer::scenario::{Arrays, Spec};
+use relattn_core::positions::bert_relative::{self, BertTerms};
 use relattn_core::positions::deberta::{self, Terms};
 use relattn_core::positions::rope::{self, PairLayout, Rope};
 use relattn_core::positions::t5::Buckets;
@@ -168,6 +169,16 @@ pub struct LayerOptions {
     #[arg(long)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub deberta_terms: Option<Terms>,
+    /// BERT relative only: P, Hugging Face's max_position_embeddings: a table of 2P − 1 distance vectors, and
+    /// sequences of at most P positions (no clipping), 1 to 65536. [default: 512]
+    #[arg(long, allow_negative_numbers = true)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_position: Option<f64>,
+    /// BERT relative only: key (position_embedding_type relative_key: q_i·a_ij) or key_query (relative_key_query:
+    /// q_i·a_ij + k_j·a_ij). [default: key]
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bert_terms: Option<BertTerms>,
     /// Absolute positions only: x already holds them (a captured model's layer: GPT-2, OPT and BERT add their
     /// learned positions at the embedding, before layer 0); the positions stage shows them (the model's table,
     /// given as `positions`) and attention reads x as given. [default: false]
@@ -281,6 +292,8 @@ impl LayerOptions {
             position_buckets: Some(cfg.deberta.position_buckets as f64),
             max_relative_positions: Some(cfg.deberta.max_relative_positions as f64),
             deberta_terms: Some(cfg.deberta.terms),
+            max_position: Some(cfg.bert.max_position as f64),
+            bert_terms: Some(cfg.bert.terms),
             positions_in_x: Some(cfg.positions_in_x),
             unknown: Unknown::new(),
         }
@@ -385,6 +398,13 @@ impl LayerOptions {
                 whole("max_relative_positions", m, 0, usize::MAX).map_err(|_| Error::invalid("max_relative_positions", m, allowed()))?;
         }
         cfg.deberta.terms = self.deberta_terms.unwrap_or(cfg.deberta.terms);
+        // BERT's P: a whole number here, its range and the sequence's fit the scheme's (BertRelative::check and
+        // check_length, when the scenario is built).
+        if let Some(p) = self.max_position {
+            let range = || format!("1 to {}", bert_relative::MAX_POSITION);
+            cfg.bert.max_position = whole("max_position", p, 0, usize::MAX).map_err(|_| Error::invalid("max_position", p, range()))?;
+        }
+        cfg.bert.terms = self.bert_terms.unwrap_or(cfg.bert.terms);
         Ok(Resolved { config: cfg, spec, arrays, per_head_tables })
     }
 }

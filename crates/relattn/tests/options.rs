@@ -11,7 +11,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 /// Every option, in the order of `LayerOptions`' fields.
-const OPTIONS: [&str; 29] = [
+const OPTIONS: [&str; 31] = [
     "preset",
     "method",
     "n",
@@ -40,6 +40,8 @@ const OPTIONS: [&str; 29] = [
     "position_buckets",
     "max_relative_positions",
     "deberta_terms",
+    "max_position",
+    "bert_terms",
     "positions_in_x",
 ];
 
@@ -102,7 +104,7 @@ fn old_names_are_refused_with_the_list() {
 fn every_refusal_states_the_real_range() {
     use relattn::options::Resolved;
     use relattn::Scenario;
-    let cases: [(&str, &str); 23] = [
+    let cases: [(&str, &str); 26] = [
         (r#"{"n": -1}"#, "a whole number ≥ 1"),
         (r#"{"d_model": 0}"#, "a whole number ≥ 1"),
         (r#"{"heads": -2}"#, "a whole number ≥ 1"),
@@ -119,6 +121,9 @@ fn every_refusal_states_the_real_range() {
         (r#"{"method": "deberta", "position_buckets": 1}"#, "0 (no buckets) or 2 to 65536"),
         (r#"{"method": "deberta", "max_relative_positions": 100}"#, "130 to 65536 (above position_buckets / 2 + 1)"),
         (r#"{"method": "deberta", "position_buckets": 0, "max_relative_positions": 0}"#, "1 to 65536"),
+        (r#"{"method": "bert_relative", "max_position": 0}"#, "1 to 65536"),
+        (r#"{"method": "bert_relative", "max_position": -3}"#, "1 to 65536"),
+        (r#"{"method": "bert_relative", "n": 40, "max_position": 39}"#, "at least the 40 positions of the sequence"),
         (r#"{"method": "rope", "rope_base": -2}"#, "above 1 to 1000000000"),
         (r#"{"method": "rope", "rope_fraction": -0.5}"#, "above 0 to 1"),
         (r#"{"method": "rope", "rope_scale": -1}"#, "from 0.01 to 1000"),

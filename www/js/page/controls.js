@@ -171,7 +171,7 @@ export function methodChosen() {
 
 /**
  * The controls follow the method: the options it does not read are disabled (k, a^V, per-head tables), greyed
- * with their values kept, or hidden (RoPE's, T5's, DeBERTa's, the Music Transformer's edge), as the page's wasm says (scheme_options:
+ * with their values kept, or hidden (RoPE's, T5's, DeBERTa's, BERT's, the Music Transformer's edge), as the page's wasm says (scheme_options:
  * crates/relattn/src/protocol/layer_view.rs SchemeOptions). Called again once that wasm is loaded (main.js), as a page opened
  * in Model mode restores its URL before.
  */
@@ -188,6 +188,7 @@ export function optionsFollowMethod() {
   for (const el of all('.scheme-rope')) el.hidden = !o.rope;
   for (const el of all('.scheme-t5')) el.hidden = !o.buckets;
   for (const el of all('.scheme-deberta')) el.hidden = !o.deberta;
+  for (const el of all('.scheme-bert')) el.hidden = !o.bert;
   for (const el of all('.scheme-edge')) el.hidden = !o.edge;
   for (const el of all('.scheme-absolute')) el.hidden = !o.positions;
 }

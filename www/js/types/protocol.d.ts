@@ -85,6 +85,11 @@ note: string,
 provisional: boolean, };
 
 /**
+ * Which of BERT's relative position types (Hugging Face's `position_embedding_type`).
+ */
+export type BertTerms = "key" | "key_query";
+
+/**
  * One candidate for the next token.
  */
 export type Candidate = { token: number, 
@@ -585,6 +590,16 @@ max_relative_positions?: number,
  */
 deberta_terms?: Terms, 
 /**
+ * BERT relative only: P, Hugging Face's max_position_embeddings: a table of 2P − 1 distance vectors, and
+ * sequences of at most P positions (no clipping), 1 to 65536. [default: 512]
+ */
+max_position?: number, 
+/**
+ * BERT relative only: key (position_embedding_type relative_key: q_i·a_ij) or key_query (relative_key_query:
+ * q_i·a_ij + k_j·a_ij). [default: key]
+ */
+bert_terms?: BertTerms, 
+/**
  * Absolute positions only: x already holds them (a captured model's layer: GPT-2, OPT and BERT add their
  * learned positions at the embedding, before layer 0); the positions stage shows them (the model's table,
  * given as `positions`) and attention reads x as given. [default: false]
@@ -611,7 +626,7 @@ export type Meter = { beat: number, bar: number, };
 /**
  * Which relative attention (in files and messages by its lowercase name: "shaw", "music", "rope", …).
  */
-export type Method = "shaw" | "music" | "rope" | "alibi" | "t5" | "absolute" | "deberta";
+export type Method = "shaw" | "music" | "rope" | "alibi" | "t5" | "absolute" | "deberta" | "bert_relative";
 
 /**
  * One metric as the picture shows it: its name, title and description ([`Metric`]), per tile its mean, its
@@ -1395,6 +1410,10 @@ buckets: boolean,
  * `position_buckets`, `max_relative_positions`, `deberta_terms`: DeBERTa's disentangled terms.
  */
 deberta: boolean, 
+/**
+ * `max_position`, `bert_terms`: BERT's relative_key and relative_key_query.
+ */
+bert: boolean, 
 /**
  * `edge`: its table of vectors is read past its rows by the skew (the Music Transformer).
  */

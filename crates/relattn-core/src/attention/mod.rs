@@ -9,6 +9,8 @@
 //!                 RoPE: Q and K rotated by position first (q'_i = R_i q_i), no S
 //!                 DeBERTa: S = c2p + p2c, c2p_ij = q_i · K_r[r(i − j)], p2c_ij = k_j · Q_r[r(i − j)], scaled by
 //!                 1/√(3·d_head) (positions::deberta; fused and on the GPU: Q K_rᵀ and K Q_rᵀ read by row)
+//!                 BERT relative_key(_query): S = q_i · A[i − j + P − 1] (+ k_j · A[i − j + P − 1]), 1/√d_head
+//!                 (positions::bert_relative; fused: Q Aᵀ and K Aᵀ read by row; the GPU refuses it)
 //!                 soft-capped (Gemma 2): E ← c·tanh(E / c) before the masks; another scale than 1/√d_head: logit_scale
 //! weights         α = softmax_j(E), a row with every key masked gives zeros; with a sink logit s (gpt-oss),
 //!                 α_ij = exp(E_ij) / (Σ_j exp(E_ij) + exp(s)): the sink takes 1 − Σ_j α_ij and adds no value
@@ -22,6 +24,7 @@ use crate::core::matmul::matmul;
 use crate::core::simd::Isa;
 use crate::core::softmax::softmax_rows_with_sink;
 use crate::error::{Error, Result};
+use crate::positions::bert_relative::{self, BertRelative};
 use crate::positions::deberta::{self, Deberta};
 use crate::positions::music::SkewSteps;
 use crate::positions::rope::{Rope, RopeTable};
@@ -81,6 +84,7 @@ pub const FUSED_METHODS: &str = "shaw, music, rope, alibi, t5, absolute or deber
 pub fn gpu_computes(method: Method) -> bool {
     match method {
         Method::Absolute | Method::Shaw | Method::Music | Method::Rope | Method::Alibi | Method::T5 | Method::Deberta => true,
+        Method::BertRelative => false,
     }
 }
 
@@ -144,6 +148,8 @@ pub struct Config {
     pub buckets: Buckets,
     /// DeBERTa's buckets, span and terms (method deberta).
     pub deberta: Deberta,
+    /// BERT's max_position and terms (method bert_relative).
+    pub bert: BertRelative,
     /// Absolute positions already in x (a captured model's layer): shown, not added again.
     pub positions_in_x: bool,
 }
@@ -167,6 +173,7 @@ impl Default for Config {
             rope: Rope::default(),
             buckets: Buckets::default(),
             deberta: Deberta::default(),
+            bert: BertRelative::default(),
             positions_in_x: false,
         }
     }
@@ -175,7 +182,16 @@ impl Default for Config {
 impl Config {
     /// The position scheme and its options.
     pub fn scheme(&self) -> Scheme {
-        Scheme { method: self.method, clip: self.clip, causal: self.causal, edge: self.edge, rope: self.rope, buckets: self.buckets, deberta: self.deberta }
+        Scheme {
+            method: self.method,
+            clip: self.clip,
+            causal: self.causal,
+            edge: self.edge,
+            rope: self.rope,
+            buckets: self.buckets,
+            deberta: self.deberta,
+            bert: self.bert,
+        }
     }
 
     /// The factor the logits are multiplied by for heads of width `d_head`: [`LogitScale::factor`], whose usual
@@ -279,6 +295,7 @@ fn check_head(cfg: &Config, h: &HeadInput) -> Result<()> {
     if cfg.has_rel_v() && h.rel_v.is_none() {
         return Err(Error::invalid("rel_v", "absent", "a (2k+1, d_v) table when a^V is on"));
     }
+    cfg.scheme().check_length(h.q.nrows().max(lk))?;
     if let Some(m) = h.key_mask {
         if m.len() != lk {
             return Err(Error::shape("key_mask", m.shape(), format!("[{lk}]")));
@@ -481,6 +498,17 @@ fn relative_logits(cfg: &Config, h: &HeadInput, rows: Range<usize>, trace: Optio
         }
         if let Some(t) = trace {
             (t.c2p, t.p2c) = (c2p, p2c);
+        }
+        return sum;
+    }
+    if cfg.method == Method::BertRelative {
+        // BERT's terms: the query term (Shaw's gather, the table read backwards) and the key term, each kept in the trace.
+        let block = QueryRows { first: rows.start, lq: h.q.nrows() };
+        let q = h.q.slice(s![rows.clone(), ..]);
+        let (query, key) = bert_relative::relative_terms(&cfg.bert, q, h.k, h.rel_k, block, materialized);
+        let sum = key.as_ref().map_or_else(|| query.clone(), |key| &query + key);
+        if let Some(t) = trace {
+            (t.c2p, t.p2c) = (Some(query), key);
         }
         return sum;
     }

@@ -59,7 +59,7 @@ fn sum_of_products(terms: &[&[u64]]) -> Option<u64> {
 /// per head    traced: 4·n² + 2·n·R + 4·n·d_h (logits, Q·tableᵀ, buckets, outputs) + wasm 2·R·d_h (packed
 ///             tables) + Music 6·n·(L'+1) + (L'+1)·d_h + materialized n²·d_h                      × P
 ///             forward (efficient, fused): fused::working_floats(n, d_h, R) + wasm 2·R·d_h (packed
-///             Q, K, V, the output, Q·tableᵀ, a logits tile and a block's accumulators) + DeBERTa
+///             Q, K, V, the output, Q·tableᵀ, a logits tile and a block's accumulators) + DeBERTa, BERT relative
 ///             2·n·R + 4·n (its K·Q_rᵀ, as much again measured, each distance's row)                × P
 /// trace       2·b·h·(4·n² + n·R + 2·n·d_h + Music 3·n·(L'+1) + n²)  (per-head traces and their stacked copy)
 ///             + 4·n² (i64 distances, rows) + t·R·d_h·(1 + a^V) + b·n·(d + o) (the trace's copies of x and the output)
@@ -77,7 +77,8 @@ pub fn estimate_bytes(cfg: &Config, s: &Sizes) -> Option<u64> {
     let head = if fused {
         // DeBERTa's p2c products K·Q_rᵀ (n, R) beside P, its row of each distance (about 4·n), and one (n, R) more:
         // its peak RSS grew by 2.4·n·R a head over Shaw's at n 1024–4096 (tests/cli.rs measures it).
-        let deberta = u(cfg.method.disentangles() as usize);
+        // BERT's key term K·Aᵀ is the same (n, R) product.
+        let deberta = u(cfg.method.has_term_stages() as usize);
         sum_of_products(&[&[fused::working_floats(n, dh, r)?], &[packing, r, dh], &[deberta, 2, n, r], &[deberta, 4, n]])?
     } else {
         sum_of_products(&[&[4, n, n], &[2, n, r], &[packing, r, dh], &[4, n, dh], &[6, music, n, w], &[music, w, dh], &[materialized, n, n, dh]])?

@@ -35,7 +35,8 @@ pub const BLOCK: usize = 128;
 /// 6·B·n (content, relative, logits and their trace copies, weights) + 2·B·(R + d_h) (buckets, outputs)
 ///   + B·max(n, L' + 1) (the stage handed on) + Music 4·B·(L' + 1) + L'·d_h (the skew's steps, its table)
 ///   + materialized B·n·d_h (the gathered (B, n, d_h) table)
-///   + DeBERTa 5·B·n + (B + n)·R (c2p, p2c, the rows each pair reads, and the products Q·K_rᵀ and K·Q_rᵀ)
+///   + DeBERTa and BERT relative 5·B·n + (B + n)·R (c2p, p2c, the rows each pair reads, and the products Q·K_rᵀ and K·Q_rᵀ,
+///     BERT's Q·Aᵀ and K·Aᵀ)
 /// ```
 ///
 /// plus an eighth for the allocator.
@@ -45,7 +46,7 @@ pub fn block_bytes(cfg: &Config, n: usize, d_head: usize) -> Option<u64> {
     let w = cfg.scheme().skew_columns(n)?;
     let music = if cfg.scheme().skews() { b.checked_mul(4)?.checked_mul(w + 1)?.checked_add(w.checked_mul(dh)?)? } else { 0 };
     let gathered = if cfg.implementation == Implementation::Materialized { b.checked_mul(n)?.checked_mul(dh)? } else { 0 };
-    let deberta = if cfg.method.disentangles() { b.checked_mul(5)?.checked_mul(n)?.checked_add(b.checked_add(n)?.checked_mul(r)?)? } else { 0 };
+    let deberta = if cfg.method.has_term_stages() { b.checked_mul(5)?.checked_mul(n)?.checked_add(b.checked_add(n)?.checked_mul(r)?)? } else { 0 };
     let floats = b
         .checked_mul(6)?
         .checked_mul(n)?

@@ -80,7 +80,7 @@ pub struct Scenario {
 pub type Arrays = BTreeMap<String, ArrayD<f32>>;
 
 /// The array names a scenario file may hold.
-pub const NAMES: [&str; 23] = [
+pub const NAMES: [&str; 24] = [
     "x",
     "w_q",
     "w_k",
@@ -104,6 +104,7 @@ pub const NAMES: [&str; 23] = [
     "sinks",
     "deberta_k_r",
     "deberta_q_r",
+    "distance_embedding",
 ];
 
 /// A generator with one stream per array name.
@@ -229,6 +230,7 @@ pub fn check_config(cfg: &Config, spec: &Spec, given: &Arrays) -> Result<Widths>
         _ => spec.d_model / cfg.heads,
     };
     cfg.scheme().check(d_head)?;
+    cfg.scheme().check_length(spec.n)?;
     Ok(Widths::of_arrays(given, cfg.heads, spec.d_model, d_head))
 }
 
@@ -354,7 +356,8 @@ impl Scenario {
             }
         };
         let rel_k = match cfg.method {
-            Method::Shaw | Method::Music => table(logits_table, dh, "d_head")?,
+            // BERT's distance_embedding is one (2P − 1, d_head) table for every head (or one per head).
+            Method::Shaw | Method::Music | Method::BertRelative => table(logits_table, dh, "d_head")?,
             Method::Deberta => {
                 // K_r and Q_r (R, d_head) each, for every head or per head, side by side: one row r of the
                 // (R, 2·d_head) table is what both of a pair's terms read (positions::deberta).

@@ -59,7 +59,8 @@ pub struct Present {
     pub skew: bool,
     /// The layer has a sink logit per head (gpt-oss): the sink's share of each query's weight.
     pub sinks: bool,
-    /// DeBERTa's terms the layer adds (its `deberta_terms`), each a stage.
+    /// DeBERTa's terms the layer adds (its `deberta_terms`), each a stage; BERT's query term (`c2p`) and key term
+    /// (`p2c`, with relative_key_query).
     pub c2p: bool,
     pub p2c: bool,
 }
@@ -68,7 +69,15 @@ impl Present {
     /// The fullest layer of a scheme: a^V on or off (`values`; the value buckets with it, the efficient
     /// implementation), the skew's steps when the scheme skews (as many queries as keys).
     fn fullest(method: Method, values: bool) -> Present {
-        Present { method, rel_v: values, value_buckets: values, skew: method.skews(), sinks: false, c2p: method.disentangles(), p2c: method.disentangles() }
+        Present {
+            method,
+            rel_v: values,
+            value_buckets: values,
+            skew: method.skews(),
+            sinks: false,
+            c2p: method.has_term_stages(),
+            p2c: method.has_term_stages(),
+        }
     }
 
     pub fn has(&self, s: Stage) -> bool {
@@ -106,7 +115,7 @@ impl Present {
             Stage::SkewQer | Stage::SkewPadded | Stage::SkewReshaped | Stage::SkewSliced => " (efficient, with as many queries as keys)",
             Stage::RelV | Stage::OutputRelative => " (with a^V on)",
             Stage::ValueBuckets => " (with a^V on, efficient)",
-            Stage::C2p | Stage::P2c => " (with the term among its deberta_terms)",
+            Stage::C2p | Stage::P2c => " (with the term among its deberta_terms or bert_terms)",
             _ => "",
         };
         let schemes = match having.split_last() {
@@ -413,8 +422,12 @@ mod tests {
         let rope = Present { method: Method::Rope, rel_v: false, value_buckets: false, skew: false, sinks: false, c2p: false, p2c: false };
         assert!(rope.check(Stage::RotatedQ).is_ok());
         let said = |s: Stage| rope.check(s).unwrap_err().to_string();
-        assert!(said(Stage::RelIndex).contains("only Shaw et al. 2018, Music Transformer, T5 buckets and DeBERTa layers have it"), "{}", said(Stage::RelIndex));
-        assert!(said(Stage::P2c).contains("only DeBERTa layers have it (with the term"), "{}", said(Stage::P2c));
+        assert!(
+            said(Stage::RelIndex).contains("only Shaw et al. 2018, Music Transformer, T5 buckets, DeBERTa and BERT relative layers have it"),
+            "{}",
+            said(Stage::RelIndex)
+        );
+        assert!(said(Stage::P2c).contains("only DeBERTa and BERT relative layers have it (with the term"), "{}", said(Stage::P2c));
         assert!(said(Stage::SkewSliced).contains("only Music Transformer layers have it (efficient"), "{}", said(Stage::SkewSliced));
         assert!(said(Stage::Slopes).contains("only ALiBi layers have it"), "{}", said(Stage::Slopes));
         assert!(said(Stage::RelV).contains("only Shaw et al. 2018 layers have it (with a^V on)"), "{}", said(Stage::RelV));

@@ -7,13 +7,15 @@
 //! - [`rope`]: rotary embeddings (Su et al. 2021), which rotate q and k and add no term of their own;
 //! - [`alibi`]: ALiBi's per-head linear penalty on the distance (Press et al. 2022);
 //! - [`t5`]: T5's learned scalar per bucket of distances (Raffel et al. 2020);
-//! - [`deberta`]: DeBERTa's disentangled attention (He et al. 2021): content-to-position and position-to-content terms.
+//! - [`deberta`]: DeBERTa's disentangled attention (He et al. 2021): content-to-position and position-to-content terms;
+//! - [`bert_relative`]: BERT's relative_key and relative_key_query (Shaw's a^K unclipped, and Huang et al. 2020's key term).
 //!
 //! [`Method`] names the schemes and [`Scheme`] is one with its options: their methods are the one place that says what each scheme is made of, and
 //! [`relative_logits`] and [`Scheme::distance_bias`] compute each scheme's term, so the rest of the crate asks rather than matches.
 
 pub mod absolute;
 pub mod alibi;
+pub mod bert_relative;
 pub mod deberta;
 pub mod music;
 pub mod rope;
@@ -24,6 +26,7 @@ pub mod table;
 use crate::core::matmul::matmul;
 use crate::error::{Error, Result};
 use crate::stage::{PairLabels, Stage, StageText, LOGITS_TITLE};
+use bert_relative::BertRelative;
 use deberta::Deberta;
 use music::SkewSteps;
 use ndarray::{s, Array1, Array2, ArrayView2, Zip};
@@ -54,11 +57,16 @@ pub enum Method {
     Absolute,
     /// He et al. 2021 (DeBERTa): c2p q_i·K_r[r(i − j)] and p2c k_j·Q_r[r(i − j)] added, scaled by 1/√(3·d_head).
     Deberta,
+    /// BERT's relative_key (Shaw's a^K, q_i·A[i − j + P − 1], unclipped) and relative_key_query (Huang et al. 2020:
+    /// k_j·A[i − j + P − 1] added), one table A of 2P − 1 rows for every head, scaled by 1/√d_head.
+    #[cfg_attr(feature = "serde", serde(rename = "bert_relative"))]
+    BertRelative,
 }
 
 impl Method {
     /// Every scheme, in the order the page and the tables show them: the baseline, then by year.
-    pub const ALL: [Method; 7] = [Method::Absolute, Method::Shaw, Method::Music, Method::Rope, Method::Alibi, Method::T5, Method::Deberta];
+    pub const ALL: [Method; 8] =
+        [Method::Absolute, Method::Shaw, Method::Music, Method::Rope, Method::Alibi, Method::T5, Method::Deberta, Method::BertRelative];
 
     /// The scheme's name in files, messages and on the command line (serde's lowercase of the variant: tested).
     pub fn name(self) -> &'static str {
@@ -70,6 +78,7 @@ impl Method {
             Method::T5 => "t5",
             Method::Absolute => "absolute",
             Method::Deberta => "deberta",
+            Method::BertRelative => "bert_relative",
         }
     }
 
@@ -86,6 +95,7 @@ impl Method {
             Method::T5 => ("t5_bias", None),
             Method::Absolute => ("", None),
             Method::Deberta => ("deberta_k_r", None),
+            Method::BertRelative => ("distance_embedding", None),
         }
     }
 
@@ -113,6 +123,7 @@ impl Method {
             "rope_base" | "rope_fraction" | "rope_layout" | "rope_scale" => self.rotates(),
             "t5_buckets" | "t5_max_distance" => self.buckets(),
             "position_buckets" | "max_relative_positions" | "deberta_terms" => self.disentangles(),
+            "max_position" | "bert_terms" => self == Method::BertRelative,
             "positions_in_x" => self.adds_to_input(),
             _ => true,
         }
@@ -146,6 +157,13 @@ impl Method {
         self == Method::Deberta
     }
 
+    /// Whether the scheme's relative logits are a sum of terms, each its own stage (`c2p`, `p2c`), read at the row of
+    /// i − j from the small products of Q and of K with its table: DeBERTa's c2p and p2c, BERT's query term
+    /// q_i·a_ij and key term k_j·a_ij. The fused forward reads them by row; the GPU has no kernel for them.
+    pub fn has_term_stages(self) -> bool {
+        matches!(self, Method::Deberta | Method::BertRelative)
+    }
+
     /// Whether the scheme rotates q and k (RoPE) instead of adding a term.
     pub fn rotates(self) -> bool {
         self == Method::Rope
@@ -176,9 +194,9 @@ impl Method {
     }
 
     /// Whether the scheme reads a row of a learned table per pair, shown as the index matrix: Shaw's and E_r's
-    /// rows, T5's buckets, DeBERTa's bucketed rows (the table is the `rel_k` stage, and parameters of a trained model).
+    /// rows, T5's buckets, DeBERTa's bucketed rows, BERT's distance rows (the table is the `rel_k` stage, and parameters of a trained model).
     pub fn has_index(self) -> bool {
-        matches!(self, Method::Shaw | Method::Music | Method::T5 | Method::Deberta)
+        matches!(self, Method::Shaw | Method::Music | Method::T5 | Method::Deberta | Method::BertRelative)
     }
 
     /// Whether the scheme can add a value term (Shaw's a^V: w^V at clip(j − i), weighted into the output).
@@ -198,6 +216,7 @@ impl Method {
             Method::T5 => t5::describe(stage),
             Method::Absolute => absolute::describe(stage),
             Method::Deberta => deberta::describe(stage),
+            Method::BertRelative => bert_relative::describe(stage),
         }
     }
 
@@ -218,6 +237,7 @@ impl Method {
             Method::T5 => t5::pair_labels(),
             Method::Absolute => absolute::pair_labels(),
             Method::Deberta => deberta::pair_labels(),
+            Method::BertRelative => bert_relative::pair_labels(),
         }
     }
 
@@ -231,6 +251,7 @@ impl Method {
             Method::T5 => "T5 buckets",
             Method::Absolute => "absolute (sinusoidal)",
             Method::Deberta => "DeBERTa",
+            Method::BertRelative => "BERT relative",
         }
     }
 }
@@ -282,6 +303,7 @@ pub struct Scheme {
     pub rope: Rope,
     pub buckets: Buckets,
     pub deberta: Deberta,
+    pub bert: BertRelative,
 }
 
 impl Scheme {
@@ -306,6 +328,7 @@ impl Scheme {
             Method::Alibi => 1,
             Method::T5 => self.buckets.count,
             Method::Deberta => self.deberta.rows(),
+            Method::BertRelative => self.bert.rows(),
         }
     }
 
@@ -328,6 +351,7 @@ impl Scheme {
             (Method::Alibi, _) => "1",
             (Method::T5, _) => "buckets",
             (Method::Deberta, _) => "2S",
+            (Method::BertRelative, _) => "2P−1",
         }
     }
 
@@ -348,6 +372,16 @@ impl Scheme {
             Method::Rope => self.rope.check(d_head),
             Method::T5 => self.buckets.check(self.causal),
             Method::Deberta => self.deberta.check(),
+            Method::BertRelative => self.bert.check(),
+            _ => Ok(()),
+        }
+    }
+
+    /// Refuses a sequence of `n` positions the scheme has no rows for, naming the option (BERT's `max_position`:
+    /// its table holds |i − j| < P only).
+    pub fn check_length(&self, n: usize) -> Result<()> {
+        match self.method {
+            Method::BertRelative => self.bert.check_length(n),
             _ => Ok(()),
         }
     }
@@ -358,6 +392,7 @@ impl Scheme {
         match self.method {
             Method::T5 => Some(self.buckets.bucket(d, self.causal)),
             Method::Deberta => Some(self.deberta.row(-d)),
+            Method::BertRelative => self.bert.row(-d),
             Method::Alibi | Method::Rope | Method::Absolute => None,
             _ => self.layout().row(d),
         }
@@ -381,6 +416,7 @@ impl Scheme {
                 }
             }
             Method::Deberta => deberta::readers(&self.deberta, r, i, lq, lk),
+            Method::BertRelative => bert_relative::readers(&self.bert, r, i, lq, lk),
             _ => self.layout().readers(r, i, lq, lk),
         }
     }

@@ -8,6 +8,7 @@ pub mod fixture;
 
 use proptest::prelude::*;
 use relattn_core::attention::LogitScale;
+use relattn_core::positions::bert_relative::{BertRelative, BertTerms};
 use relattn_core::positions::deberta::{Deberta, Terms};
 use relattn_core::positions::rope::{PairLayout, Rope};
 use relattn_core::positions::t5::Buckets;
@@ -19,7 +20,8 @@ pub type Mat = Vec<Vec<f64>>;
 /// One head's results by definition.
 pub struct HeadRef {
     pub relative: Mat,
-    /// DeBERTa's terms (zeros for the other schemes and for a term the layer leaves out).
+    /// DeBERTa's terms, or BERT's query term (`c2p`) and key term (`p2c`); zeros for the other schemes and for a term
+    /// the layer leaves out.
     pub c2p: Mat,
     pub p2c: Mat,
     pub weights: Mat,
@@ -158,8 +160,14 @@ pub fn head_with_sink(cfg: &Config, q: &Mat, k: &Mat, v: &Mat, rel_k: &Mat, rel_
                 out.c2p[i][j] = if cfg.deberta.terms.c2p() { dot(&q[i], &r[..dh]) } else { 0.0 };
                 out.p2c[i][j] = if cfg.deberta.terms.p2c() { dot(&k[j], &r[dh..]) } else { 0.0 };
             }
+            if cfg.method == Method::BertRelative {
+                // Hugging Face's BertSelfAttention: distance_embedding(i − j + P − 1), δ = i − j = −d; no clipping.
+                let a = &rel_k[usize::try_from(-d + cfg.bert.max_position as i64 - 1).expect("n ≤ max_position")];
+                out.c2p[i][j] = dot(&q[i], a);
+                out.p2c[i][j] = if cfg.bert.terms == BertTerms::KeyQuery { dot(&k[j], a) } else { 0.0 };
+            }
             out.relative[i][j] = match cfg.method {
-                Method::Deberta => out.c2p[i][j] + out.p2c[i][j],
+                Method::Deberta | Method::BertRelative => out.c2p[i][j] + out.p2c[i][j],
                 Method::Shaw | Method::Music => dot(&q[i], table_row(cfg, d).map_or(&zero, |r| &rel_k[r])),
                 Method::Alibi if cfg.causal => rel_k[0][0] * d as f64,
                 Method::Alibi => -rel_k[0][0] * d.abs() as f64,
@@ -301,7 +309,8 @@ pub fn flat(m: &Mat) -> Vec<f64> {
 
 /// Random configurations: every method, `heads` and `clip` in the given ranges, causal or not, a^V on or
 /// off, either edge, the content term on (3 in 4) or off, the logits scaled by 1/√d_head (2 in 4), by 0.3 (1 in 4) or not, a window, chunks, a soft-cap, RoPE's options (base, fraction, layout, scale) and
-/// T5's buckets, DeBERTa's buckets and terms; the efficient implementation. The d_head of the tests (≥ 2) leaves RoPE a pair at any
+/// T5's buckets, DeBERTa's buckets and terms, BERT's terms (with a max_position of 1100 or 1500, at least every n the
+/// tests draw: `bert_head_near_max_position` tries n near P); the efficient implementation. The d_head of the tests (≥ 2) leaves RoPE a pair at any
 /// fraction drawn here (½ or 1).
 pub fn configs(heads: RangeInclusive<usize>, clip: RangeInclusive<usize>) -> impl Strategy<Value = Config> {
     let flags = (any::<bool>(), any::<bool>(), any::<bool>(), 0..4u8, 0..4u8, any::<bool>());
@@ -311,12 +320,14 @@ pub fn configs(heads: RangeInclusive<usize>, clip: RangeInclusive<usize>) -> imp
     let terms = prop_oneof![Just(Terms::Both), Just(Terms::C2p), Just(Terms::P2c)];
     let deberta = (prop_oneof![Just((0, 3)), Just((0, 1)), Just((6, 9)), Just((4, 40)), Just((256, 512))], terms)
         .prop_map(|((position_buckets, max_relative_positions), terms)| Deberta { position_buckets, max_relative_positions, terms });
+    let bert = (prop_oneof![Just(1100), Just(1500)], prop_oneof![Just(BertTerms::Key), Just(BertTerms::KeyQuery)])
+        .prop_map(|(max_position, terms)| BertRelative { max_position, terms });
     // A window in 1 of 3, a soft-cap in 1 of 4, a factor of its own in 1 of 4 of the scaled ones.
     let window = prop_oneof![2 => Just(None), 1 => prop_oneof![1..6usize, Just(70), Just(600)].prop_map(Some)];
     let softcap = prop_oneof![3 => Just(None), 1 => Just(Some(1.5f32))];
     // Chunks (Llama 4) in 1 of 4: a few keys, or across the fused kernel's blocks of 48 and 512.
     let chunk = prop_oneof![3 => Just(None), 1 => prop_oneof![1..5usize, Just(64), Just(520)].prop_map(Some)];
-    (0..Method::ALL.len(), heads, clip, flags, rope, buckets, (window, softcap, chunk), deberta).prop_map(
+    (0..Method::ALL.len(), heads, clip, flags, rope, buckets, (window, softcap, chunk), (deberta, bert)).prop_map(
         |(
             method,
             heads,
@@ -325,7 +336,7 @@ pub fn configs(heads: RangeInclusive<usize>, clip: RangeInclusive<usize>) -> imp
             (base, half, partial, scale),
             (count, max_distance),
             (window, softcap, chunk),
-            deberta,
+            (deberta, bert),
         )| {
             Config {
                 method: Method::ALL[method],
@@ -348,6 +359,7 @@ pub fn configs(heads: RangeInclusive<usize>, clip: RangeInclusive<usize>) -> imp
                 rope: Rope { base, fraction: if partial { 0.5 } else { 1.0 }, layout: if half { PairLayout::Half } else { PairLayout::Interleaved }, scale },
                 buckets: Buckets { count, max_distance },
                 deberta,
+                bert,
                 positions_in_x: in_x,
             }
         },

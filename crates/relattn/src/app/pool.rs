@@ -314,6 +314,8 @@ mod tests {
             clip: Some(4.0),
             batch_size: Some(2.0),
             causal: Some(causal),
+            // BERT's table covers this n.
+            max_position: Some(1100.0),
             ..LayerOptions::default()
         };
         r

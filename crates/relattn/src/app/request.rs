@@ -64,6 +64,7 @@ pub fn scheme_options(m: Method) -> SchemeOptions {
         rope: reads("rope_base"),
         buckets: reads("t5_buckets"),
         deberta: reads("position_buckets"),
+        bert: reads("max_position"),
         edge: reads("edge"),
         positions: reads("positions_in_x"),
     }

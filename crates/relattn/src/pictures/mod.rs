@@ -103,7 +103,7 @@ pub fn of(inputs: &Inputs) -> Vec<Picture> {
         Method::T5 => t5::pictures(inputs),
         Method::Deberta => deberta::pictures(inputs),
         Method::Absolute => absolute::pictures(inputs),
-        Method::Shaw | Method::Music => Vec::new(),
+        Method::Shaw | Method::Music | Method::BertRelative => Vec::new(),
     };
     pictures.extend(window::pictures(inputs));
     pictures
@@ -147,6 +147,14 @@ fn scheme_stated(inputs: &Inputs, masking: &str) -> String {
         Method::Alibi => alibi::stated(inputs),
         Method::T5 => t5::stated(inputs),
         Method::Deberta => deberta::stated(inputs, masking),
+        Method::BertRelative => {
+            let b = cfg.bert;
+            let terms = match b.terms {
+                relattn_core::positions::bert_relative::BertTerms::Key => "relative_key (q·a)",
+                relattn_core::positions::bert_relative::BertTerms::KeyQuery => "relative_key_query (q·a + k·a)",
+            };
+            format!("BERT {terms}: max_position P = {} (a table of 2P − 1 = {} rows, no clipping), {masking}", b.max_position, b.rows())
+        }
         Method::Absolute => absolute::stated(inputs),
     }
 }

@@ -17,6 +17,8 @@
 //! (Lq, 2S) and p2c from `P2 = K Q_rᵀ` (Lk, 2S), at the one row r(i, j) of each pair (a table of the rows by
 //! δ = i − j, Lq + Lk − 1 of them), added to the visible keys' logits before the scale 1/√(d_head·(1 + terms)):
 //! `e_ij = (q_i · k_j + P[i, r(i, j)] + P2[j, r(i, j)]) · scale`, O((Lq + Lk)·2S) memory beyond the others'.
+//! BERT's relative_key(_query) terms are the same two reads with one table A for both and r(i, j) = i − j + P − 1:
+//! the query term from `P = Q Aᵀ` (Lq, 2P − 1), the key term from `P2 = K Aᵀ` (Lk, 2P − 1), scaled by 1/√d_head.
 
 mod kernel;
 
@@ -26,8 +28,8 @@ use crate::core::matmul::matmul;
 use crate::core::simd::{F32s, Isa, Portable};
 use crate::core::softmax::{exp_nonpositive, madd, reduce, softmax_weight};
 use crate::error::{Error, Result};
-use crate::positions::deberta;
 use crate::positions::table::{Edge, RelTable};
+use crate::positions::{deberta, Method};
 use kernel::Packed;
 use ndarray::{s, Array1, Array2, ArrayView1, ArrayViewMut1};
 use std::ops::Range;
@@ -314,7 +316,8 @@ fn overflow(cfg: &Config, h: &HeadInput, i: usize, j: usize, p_i: &[f32], bias: 
 }
 
 /// DeBERTa's two products, each read by row: c2p_ij = P[i, r(i, j)], P = Q K_rᵀ (Lq, 2S); p2c_ij = P2[j, r(i, j)],
-/// P2 = K Q_rᵀ (Lk, 2S); each present when the layer has its term ([`deberta::Terms`]).
+/// P2 = K Q_rᵀ (Lk, 2S); each present when the layer has its term ([`deberta::Terms`]). BERT's are the same with
+/// A for K_r and Q_r: the query term from P = Q Aᵀ, the key term from P2 = K Aᵀ with relative_key_query.
 struct Disentangled {
     c2p: Option<Array2<f32>>,
     p2c: Option<Array2<f32>>,
@@ -325,18 +328,28 @@ struct Disentangled {
 }
 
 impl Disentangled {
-    /// The products and rows of DeBERTa's head `h` (its table [K_r | Q_r], (2S, 2·d_head)); `None` for another scheme.
+    /// The products and rows of DeBERTa's head `h` (its table [K_r | Q_r], (2S, 2·d_head)) or BERT's (its table A,
+    /// (2P − 1, d_head), every δ within it: checked); `None` for another scheme.
     fn new(cfg: &Config, h: &HeadInput) -> Option<Self> {
-        if !cfg.method.disentangles() {
-            return None;
-        }
-        let d = &cfg.deberta;
         let (lq, lk) = (h.q.nrows(), h.k.nrows());
-        let (k_r, q_r) = deberta::split(h.rel_k);
-        let rows = (0..(lq + lk).saturating_sub(1)).map(|x| d.row(x as isize + 1 - lq as isize)).collect();
-        let c2p = d.terms.c2p().then(|| matmul(h.q, k_r.t()));
-        let p2c = d.terms.p2c().then(|| matmul(h.k, q_r.t()));
-        Some(Disentangled { c2p, p2c, rows, lk })
+        // δ = i − j of rows[x] is x + 1 − Lq.
+        let deltas = (0..(lq + lk).saturating_sub(1)).map(|x| x as isize + 1 - lq as isize);
+        match cfg.method {
+            Method::Deberta => {
+                let d = &cfg.deberta;
+                let (k_r, q_r) = deberta::split(h.rel_k);
+                let c2p = d.terms.c2p().then(|| matmul(h.q, k_r.t()));
+                let p2c = d.terms.p2c().then(|| matmul(h.k, q_r.t()));
+                Some(Disentangled { c2p, p2c, rows: deltas.map(|delta| d.row(delta)).collect(), lk })
+            }
+            Method::BertRelative => {
+                let b = &cfg.bert;
+                let rows = deltas.map(|delta| b.row(delta).expect("n ≤ max_position: checked")).collect();
+                let p2c = b.terms.key_term().then(|| matmul(h.k, h.rel_k.t()));
+                Some(Disentangled { c2p: Some(matmul(h.q, h.rel_k.t())), p2c, rows, lk })
+            }
+            _ => None,
+        }
     }
 
     /// `e += c2p_ij + p2c_ij` for query i's keys `keys` (e holds their logits).
