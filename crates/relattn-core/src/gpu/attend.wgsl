@@ -21,24 +21,20 @@
 // row(d) as in logits.wgsl (ZERO_EDGE: beyond the table reads nothing, else the edge row); no −∞ is ever
 // formed (a flag says whether a row has seen a visible key).
 //
-// Flash attention's tiling, few registers an invocation: a workgroup of 128 invocations takes ROWS = 32 query rows
-// of one head and walks the keys in tiles of TK = 16. The rows' q_i are loaded into workgroup memory once
-// (`tile_q`), not held in registers, so that an invocation holds about 60 values (its scores, z's 16 columns)
-// and a GPU keeps several times more workgroups at once to hide the loads' and barriers' latency. Each tile of K,
-// then of V, is loaded into workgroup memory once for all 32 rows. Invocation t works on row t % 32 as lane t / 32
-// of 4: a warp (or any group of 32 consecutive invocations) is one lane of 32 rows, so its reads of the K and V
-// tiles are broadcasts and its reads and writes of the per-row arrays (`tile_q` too) are consecutive. Per tile, in
-// four phases between barriers:
+// Flash attention's tiling: a workgroup of 256 invocations takes ROWS = 32 query rows of one head and walks
+// the keys in tiles of TK = 32. Each tile of K, then of V, is loaded into workgroup memory once for all 32
+// rows. Invocation t works on row t % 32 as lane t / 32 of 8: a warp (or any group of 32 consecutive
+// invocations) is one lane of 32 rows, so its reads of the K and V tiles are broadcasts and its reads and
+// writes of the per-row arrays are consecutive. Per tile, in four phases between barriers:
 //   1. K tile (TK keys × MAX_DH, zeros past d_head or n) into `tile_kv`;
-//   2. scores: each lane the keys lane·4 .. lane·4 + 3 of the tile for its row, each q_i value read once for the
-//      four keys, kept in registers; its maximum over the visible ones into `part_max`;
-//   3. V tile (TK keys × MAX_DH, zeros past d_v or n) into `tile_kv`; the row's tile maximum from the 4 lanes'
-//      parts; the running m, l, z rescaled; the lane's 4 weights exp(e − m) into `tile_p` (0 for keys it cannot see);
-//   4. z ← z + Σ_j p_ij v_j over the tile, each lane for its 16 columns (lane·16 ..), l ← l + Σ_j p_ij.
+//   2. scores: each lane the keys lane·4 .. lane·4 + 3 of the tile for its row (q_i in registers, MAX_DH
+//      wide, zeros past d_head), kept in registers; its maximum over them into `part_max`;
+//   3. V tile (TK keys × MAX_DH, zeros past d_v or n) into `tile_kv`; the row's tile maximum from the 8 lanes' parts; the running m, l, z rescaled;
+//      the lane's 4 weights exp(e − m) into `tile_p` (0 for keys it cannot see);
+//   4. z ← z + Σ_j p_ij v_j over the tile, each lane for its 8 columns (lane·8 ..), l ← l + Σ_j p_ij.
 // Every lane of a row computes the same m and l (the same values in the same order). Queries and keys are
 // d_head wide, values and the output d_v (DeepSeek's multi-head latent attention: d_v ≠ d_head); heads with
-// either wider than MAX_DH take the unfused kernels. Workgroup memory: 8 + 4 + 2 + 0.5 + 0.5 KiB, within WebGPU's
-// default 16 KiB; 128 invocations, within its default 256.
+// either wider than MAX_DH take the unfused kernels.
 // Grid: x = ceil(rows / ROWS), y = heads in the chunk. Writes its rows of the heads' columns of `heads` (n, h·d_v).
 
 struct Params {
@@ -65,18 +61,17 @@ struct Params {
 @group(0) @binding(8) var<storage, read> terms: array<f32>;
 
 const ROWS: u32 = 32u;      // query rows per workgroup (kernels.rs: ATTEND_ROWS)
-const LANES: u32 = 4u;      // invocations per row: 128 in all
-const TK: u32 = 16u;        // keys per tile
+const LANES: u32 = 8u;      // invocations per row: 256 in all
+const TK: u32 = 32u;        // keys per tile
 const KEYS: u32 = 4u;       // keys of a tile per lane (TK / LANES)
 const MAX_DH: u32 = 64u;    // widest d_head and d_v (kernels.rs: ATTEND_MAX_DH)
 const DH4: u32 = 16u;       // MAX_DH in vec4s
-const COLS4: u32 = 4u;      // output columns per lane in vec4s (MAX_DH / LANES / 4)
-// 8 KiB + 4 KiB + 2 KiB + 0.5 KiB + 0.5 KiB: within WebGPU's default 16 KiB of workgroup memory.
-var<workgroup> tile_q: array<array<vec4<f32>, 32>, 16>;    // [c / 4][row]: the rows' q_i, loaded once
-var<workgroup> tile_kv: array<array<vec4<f32>, 16>, 16>;   // [key][c / 4]: the tile's K, then its V
-var<workgroup> tile_p: array<array<f32, 32>, 16>;          // [key][row]: the tile's weights exp(e − m)
-var<workgroup> part_max: array<array<f32, 32>, 4>;         // [lane][row]: a lane's largest visible score
-var<workgroup> part_seen: array<array<u32, 32>, 4>;        // [lane][row]: 1 when the lane saw a visible key
+const COLS4: u32 = 2u;      // output columns per lane in vec4s (MAX_DH / LANES / 4)
+// 8 KiB + 4 KiB + 1 KiB + 1 KiB: within WebGPU's default 16 KiB of workgroup memory.
+var<workgroup> tile_kv: array<array<vec4<f32>, 16>, 32>;   // [key][c / 4]: the tile's K, then its V
+var<workgroup> tile_p: array<array<f32, 32>, 32>;          // [key][row]: the tile's weights exp(e − m)
+var<workgroup> part_max: array<array<f32, 32>, 8>;         // [lane][row]: a lane's largest visible score
+var<workgroup> part_seen: array<array<u32, 32>, 8>;        // [lane][row]: 1 when the lane saw a visible key
 
 /// The table row distance `dist` reads, or −1 for none (ZERO_EDGE beyond the table).
 fn table_row(dist: i32) -> i32 {
@@ -152,7 +147,7 @@ fn stage(which: u32, t0: u32, hd: u32, tid: u32) {
     }
 }
 
-@compute @workgroup_size(128, 1, 1)
+@compute @workgroup_size(256, 1, 1)
 fn main(@builtin(local_invocation_index) tid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
     let row = tid % ROWS;                  // row in the workgroup
     let lane = tid / ROWS;                 // 0 .. LANES
@@ -163,25 +158,22 @@ fn main(@builtin(local_invocation_index) tid: u32, @builtin(workgroup_id) wid: v
     let in_chunk = i < p.rows;
     let qi = p.i0 + i;                     // absolute query position
     let causal = (p.flags & CAUSAL) != 0u;
-    // q_i into `tile_q`, each lane 4 of its 16 vec4s (zeros past d_head; none outside the chunk); the first
-    // tile's barrier publishes them.
-    for (var c4 = lane; c4 < DH4; c4 = c4 + LANES) {
-        var qv = vec4<f32>(0.0);
+    // q_i in registers (zeros past d_head; none outside the chunk).
+    var qv: array<vec4<f32>, 16>;
+    for (var c4 = 0u; c4 < DH4; c4 = c4 + 1u) {
+        qv[c4] = vec4<f32>(0.0);
         if (in_chunk && (p.flags & NO_CONTENT) == 0u) {
             for (var e = 0u; e < 4u; e = e + 1u) {
                 let c = 4u * c4 + e;
                 if (c < p.dh) {
-                    qv[e] = q[qi * p.inner + col0 + c];
+                    qv[c4][e] = q[qi * p.inner + col0 + c];
                 }
             }
         }
-        tile_q[c4][row] = qv;
     }
-    let c_a = lane * 4u * COLS4;            // z_i's columns c_a .. c_a + 15, in four vec4s
-    var acc: array<vec4<f32>, 4>;
-    for (var c = 0u; c < COLS4; c = c + 1u) {
-        acc[c] = vec4<f32>(0.0);
-    }
+    let c_a = lane * 4u * COLS4;            // z_i's columns c_a .. c_a + 7, in two vec4s
+    var acc_a = vec4<f32>(0.0);
+    var acc_b = vec4<f32>(0.0);
     var m = 0.0;
     var l = 0.0;
     var seen = false;
@@ -215,28 +207,23 @@ fn main(@builtin(local_invocation_index) tid: u32, @builtin(workgroup_id) wid: v
         // 1. The K tile.
         stage(0u, t0, hd, tid);
         workgroupBarrier();
-        // 2. This lane's scores, and their maximum: q_i · k_j of its 4 keys, each q_i value read once for the four.
-        let k0 = lane * KEYS;
-        var dot4 = array<vec4<f32>, 4>(vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0));
-        for (var c4 = 0u; c4 < DH4; c4 = c4 + 1u) {
-            let qv = tile_q[c4][row];
-            for (var s = 0u; s < KEYS; s = s + 1u) {
-                dot4[s] = dot4[s] + qv * tile_kv[k0 + s][c4];
-            }
-        }
+        // 2. This lane's scores, and their maximum.
         var e: array<f32, 4>;
         var vis: array<bool, 4>;
         var lane_max = 0.0;
         var lane_seen = false;
         for (var s = 0u; s < KEYS; s = s + 1u) {
-            let kk = k0 + s;
+            let kk = lane * KEYS + s;
             let j = t0 + kk;
             e[s] = 0.0;
             let outside = windowed && max(j, qi) - min(j, qi) >= p.window;
             vis[s] = in_chunk && j < p.n && key_mask[j] != 0u && !(causal && j > qi) && !outside;
             if (vis[s]) {
-                let d4 = dot4[s];
-                let dot = (d4.x + d4.y) + (d4.z + d4.w);
+                var dot4 = vec4<f32>(0.0);
+                for (var c4 = 0u; c4 < DH4; c4 = c4 + 1u) {
+                    dot4 = dot4 + qv[c4] * tile_kv[kk][c4];
+                }
+                let dot = (dot4.x + dot4.y) + (dot4.z + dot4.w);
                 var ek = 0.0;
                 if ((p.flags & DISTANCE_BIAS) != 0u) {
                     ek = dot * p.scale + terms[bias_row + j + p.n - 1u - qi];
@@ -287,9 +274,8 @@ fn main(@builtin(local_invocation_index) tid: u32, @builtin(workgroup_id) wid: v
             m = tile_max;
             seen = true;
             l = l * gamma;
-            for (var c = 0u; c < COLS4; c = c + 1u) {
-                acc[c] = acc[c] * gamma;
-            }
+            acc_a = acc_a * gamma;
+            acc_b = acc_b * gamma;
         }
         for (var s = 0u; s < KEYS; s = s + 1u) {
             var w = 0.0;
@@ -299,21 +285,19 @@ fn main(@builtin(local_invocation_index) tid: u32, @builtin(workgroup_id) wid: v
             tile_p[lane * KEYS + s][row] = w;
         }
         workgroupBarrier();
-        // 4. z and l over the tile: this lane's 16 columns.
+        // 4. z and l over the tile: this lane's 8 columns.
         let with_rel_v = (p.flags & REL_V) != 0u;
         for (var kk = 0u; kk < TK; kk = kk + 1u) {
             let w = tile_p[kk][row];
             l = l + w;
-            for (var c = 0u; c < COLS4; c = c + 1u) {
-                acc[c] = acc[c] + w * tile_kv[kk][lane * COLS4 + c];
-            }
+            acc_a = acc_a + w * tile_kv[kk][lane * COLS4];
+            acc_b = acc_b + w * tile_kv[kk][lane * COLS4 + 1u];
             if (with_rel_v && w != 0.0) {
                 let tr = table_row(i32(t0 + kk) - i32(qi));
                 if (tr >= 0) {
                     let at = v_table + u32(tr) * p.dv;
-                    for (var c = 0u; c < COLS4; c = c + 1u) {
-                        acc[c] = acc[c] + w * rel_v4(at, c_a + 4u * c);
-                    }
+                    acc_a = acc_a + w * rel_v4(at, c_a);
+                    acc_b = acc_b + w * rel_v4(at, c_a + 4u);
                 }
             }
         }
@@ -324,8 +308,7 @@ fn main(@builtin(local_invocation_index) tid: u32, @builtin(workgroup_id) wid: v
         if (l > 0.0) {
             inv = 1.0 / l;
         }
-        for (var c = 0u; c < COLS4; c = c + 1u) {
-            store4(qi, hd, c_a + 4u * c, acc[c] * inv);
-        }
+        store4(qi, hd, c_a, acc_a * inv);
+        store4(qi, hd, c_a + 4u, acc_b * inv);
     }
 }

@@ -7,7 +7,7 @@
 //!   Transformer's skew is this same gather: [`crate::positions::music`] shows they are equal); `softmax.wgsl`: the stable row softmax with the causal,
 //!   window and key-padding masks and a sink logit per head, zeros for a fully masked row; `buckets.wgsl`: Shaw's value buckets
 //!   `B[i, r] = Σ_{j: row(j−i) = r} α_ij`.
-//! - `attend.wgsl`: a forward's head in one kernel, tiled as flash attention (32 query rows a workgroup, their q_i, K and V tiles in workgroup memory, online softmax,
+//! - `attend.wgsl`: a forward's head in one kernel, tiled as flash attention (32 query rows a workgroup, K and V tiles in workgroup memory, online softmax,
 //!   `Σ_j α_ij (v_j + a^V_ij)`), no (rows, n) array: [`GpuContext::output`] for heads up to 64 wide (d_head and d_v); traces and [`GpuContext::forward`] use
 //!   the staged kernels.
 //!
