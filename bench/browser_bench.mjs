@@ -9,7 +9,7 @@
 // forward pass: scenario excluded, the helpers' messages included), which is what native `relattn bench` times.
 // Prints a Markdown table and the JSON.
 //   make wasm && cargo build --release -p relattn-cli && node bench/browser_bench.mjs [--sizes 1024,2048,4096,8192]
-//     [--schemes shaw,music,rope,alibi,t5,absolute,deberta] [--workers 1,2] [--reps 2]
+//     [--schemes shaw,music,rope,alibi,t5,absolute,deberta,bert_relative] [--workers 1,2] [--reps 2]
 // With --forward: www/bench.html instead, the wasm forward pass alone (Shaw with a^V) and a 1024 × 1024 redraw, one
 // thread, as JSON (the earlier tables of docs/src/benchmarks.md): node bench/browser_bench.mjs --forward --sizes 512,1024
 import { chromium } from 'playwright-core';
@@ -23,7 +23,7 @@ const arg = (name, fallback) => {
   return i > 0 ? process.argv[i + 1] : fallback;
 };
 const sizes = arg('sizes', '1024,2048,4096,8192').split(',').map(Number);
-const schemes = arg('schemes', 'shaw,music,rope,alibi,t5,absolute,deberta').split(',');
+const schemes = arg('schemes', 'shaw,music,rope,alibi,t5,absolute,deberta,bert_relative').split(',');
 const all = cpus().length;
 const workerCounts = [...new Set(arg('workers', `1,2,${all}`).split(',').map(Number))];
 const reps = Number(arg('reps', '2'));
@@ -33,7 +33,7 @@ const LAYER = { d_model: 512, heads: 8, clip: 16 };
 /** Native `relattn bench`: the forward's median ms on `threads` threads. */
 function native(method, n, threads) {
   const out = execFileSync(cli, ['bench', '--method', method, '--n', String(n), '--d-model', String(LAYER.d_model), '--heads', String(LAYER.heads),
-    '--clip', String(LAYER.clip), '--threads', String(threads), '--reps', '1'], { encoding: 'utf8' });
+    '--clip', String(LAYER.clip), '--max-position', String(n), '--threads', String(threads), '--reps', '1'], { encoding: 'utf8' });
   return JSON.parse(out.trim().split('\n').pop()).ms_per_forward;
 }
 
@@ -47,6 +47,7 @@ async function pageTimes(p, method, n) {
     document.getElementById('preset').value = '';
     set('method', method); set('n', n); set('d_model', layer.d_model); set('heads', layer.heads); set('clip', layer.clip);
     set('head', 0); set('seed', seed);
+    set('max_position', n); // BERT relative's table covers the sequence (the other schemes do not read it)
     const before = Number(document.body.dataset.ready || 0);
     const t0 = performance.now();
     let first = null;

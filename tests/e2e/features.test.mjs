@@ -131,7 +131,7 @@ test('the URL restores the exact view, pinned cell included', async () => {
   assert.equal(await p3.$eval('figure[data-stage="weights"] canvas', (c) => c.dataset.rows), '7');
   // A value the page does not have (a mistyped or stale link) is said next to its control, not silently replaced.
   const p4 = await open('?method=nonsense&n=6&rope_layout=bogus');
-  assert.match(await p4.locator('#err-method').innerText(), /The link's method=nonsense is not one of shaw, music, rope, alibi, t5, absolute, deberta: showing shaw\./);
+  assert.match(await p4.locator('#err-method').innerText(), /The link's method=nonsense is not one of shaw, music, rope, alibi, t5, absolute, deberta, bert_relative: showing shaw\./);
   // A stage the layer does not have is said too, and no slide is shown in its place.
   const p5 = await open('?preset=seed004&present=nonsense');
   await p5.waitForFunction(() => document.getElementById('err-general').textContent !== '');

@@ -20,7 +20,8 @@ before(async () => {
 after(() => close({ context, server }));
 
 /** The smallest layers held on demand (a whole trace past 256 MiB): n 1024, 8 heads, narrow heads so it is quick. */
-const LAYER = 'n=1024&d_model=64&heads=8&clip=5&backend=cpu';
+// max_position: BERT relative's table covers the 1024 positions (the other schemes do not read it).
+const LAYER = 'n=1024&d_model=64&heads=8&clip=5&max_position=1024&backend=cpu';
 
 /** A fingerprint of every stage of the result shown: name, shape, colour range, FNV-1a of its values' and pixels' bytes. */
 async function fingerprint(p) {
@@ -49,7 +50,7 @@ async function shown(query) {
   return { print, lines, onDemand: info };
 }
 
-for (const method of ['shaw', 'music', 'rope', 'alibi', 't5', 'absolute', 'deberta']) {
+for (const method of ['shaw', 'music', 'rope', 'alibi', 't5', 'absolute', 'deberta', 'bert_relative']) {
   test(`${method}: every stage of heads 0 and 5 on 2 and 3 workers equals one worker's, bit for bit`, async () => {
     for (const [causal, head] of [[0, 0], [1, 5]]) {
       const query = `method=${method}&causal=${causal}&head=${head}&${LAYER}`;

@@ -120,6 +120,49 @@ test('DeBERTa: its log-bucketed rows, a stage per term, their sum, its controls,
   await settle(page, () => page.selectOption('#deberta_terms', 'both'));
 });
 
+test('BERT relative: rows i − j + P − 1, the query and key terms as stages and in the tooltip, a sequence past max_position refused by name', async () => {
+  await settle(page, () => page.selectOption('#preset', ''));
+  await settle(page, () => page.selectOption('#method', 'bert_relative'));
+  for (const id of ['max_position', 'bert_terms']) assert.ok(await page.locator(`#${id}`).isVisible(), `${id} shown`);
+  assert.ok(!(await page.locator('#position_buckets').isVisible()) && await page.locator('#clip').isDisabled());
+  for (const [id, value] of [['n', '12'], ['d_model', '64'], ['heads', '2'], ['max_position', '16']]) {
+    if ((await page.inputValue(`#${id}`)) === value) continue;
+    await page.fill(`#${id}`, value);
+    await settle(page, () => page.dispatchEvent(`#${id}`, 'change'));
+  }
+  await settle(page, () => page.selectOption('#bert_terms', 'key_query'));
+  const names = await stages();
+  for (const s of ['rel_index', 'rel_k', 'content_logits', 'c2p', 'p2c', 'relative_logits', 'logits', 'weights']) assert.ok(names.includes(s), `no ${s} in ${names}`);
+  for (const [stage, title] of [['c2p', 'Query term q_i · a_ij'], ['p2c', 'Key term k_j · a_ij'], ['rel_k', 'Distance embeddings A'], ['rel_index', 'Table row i − j + P − 1']]) {
+    const label = await page.locator(`figure[data-stage="${stage}"] canvas`).getAttribute('aria-label');
+    assert.ok(label.startsWith(title), label);
+  }
+  // r = i − j + P − 1, P = 16: no clipping.
+  for (const [i, j] of [[5, 5], [0, 11], [11, 0], [3, 7]]) assert.equal(Number((await hover(page, 'rel_index', i, j)).value), i - j + 15, `row of (${i}, ${j})`);
+  const query = Number((await hover(page, 'c2p', 4, 9)).value);
+  const key = Number((await hover(page, 'p2c', 4, 9)).value);
+  const t = await hover(page, 'relative_logits', 4, 9);
+  assert.ok(near(t.value, query + key), `${t.value} vs q·a + k·a ${query + key}`);
+  // The tooltip splits the cell into its terms.
+  assert.match(t.text, /q·a \(\+ k·a\) = /);
+  assert.match(t.text, /Query term q_i · a_ij = /);
+  assert.match(t.text, /Key term k_j · a_ij = /);
+  // The logits: (q·k + q·a + k·a) / √d_head, d_head 32.
+  const content = Number((await hover(page, 'content_logits', 4, 9)).value);
+  assert.ok(near((await hover(page, 'logits', 4, 9)).value, (content + query + key) / Math.sqrt(32)));
+  await page.selectOption('#bert_terms', 'key');
+  await page.waitForFunction(() => !document.querySelector('figure[data-stage="p2c"]') && document.getElementById('busy').hidden, null, { timeout: 30000 });
+  assert.ok((await stages()).includes('c2p'));
+  const shown = await readyId(page);
+  await page.fill('#max_position', '11');
+  await page.dispatchEvent('#max_position', 'change');
+  await page.waitForFunction(() => document.getElementById('err-max_position').textContent !== '', null, { timeout: 10000 });
+  assert.match(await page.locator('#err-max_position').innerText(), /max_position.*at least the 12 positions/);
+  assert.equal(await readyId(page), shown);
+  await page.fill('#max_position', '16');
+  await settle(page, () => page.dispatchEvent('#max_position', 'change'));
+});
+
 test('RoPE: a kernel of the distance alone, layouts that differ on the same weights, options refused by name', async () => {
   await settle(page, () => page.selectOption('#preset', 'rope-kernel'));
   // κ(0) = 1 on the diagonal; every diagonal holds one value.

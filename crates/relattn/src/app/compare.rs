@@ -29,7 +29,7 @@ pub const MAX_COMPARE_N: usize = 2048;
 
 /// The comparison of the request's options (a preset's or a file's are refused: the page sends the options it
 /// shows) for (batch, head), coloured with `palette`: one [`SchemeView`] per scheme in [`Method::ALL`]'s
-/// order but BERT relative's — its weights or its position term (`what`) — its values kept when they are at most
+/// order (BERT relative's when the sequence fits its max_position) — its weights or its position term (`what`) — its values kept when they are at most
 /// [`super::session::VALUES_CELLS`], the keys a causal layer masks grey. Errors name the field: "compare",
 /// "n" past [`MAX_COMPARE_N`], "batch index", "head", or an option.
 pub fn compare(request: &Request, batch: usize, head: usize, what: Compared, palette: Palette) -> Result<Vec<SchemeView>> {
@@ -37,11 +37,13 @@ pub fn compare(request: &Request, batch: usize, head: usize, what: Compared, pal
         let why = "the options shown, not a preset or a file (a file's tables belong to one scheme)";
         return Err(Error::invalid("compare", "a preset or a file", why));
     }
+    // BERT relative's table has no row past its max_position (512 unless the options say): a longer sequence leaves
+    // its panel out rather than refusing the comparison.
+    let bert = Request { options: LayerOptions { method: Some(Method::BertRelative), ..request.options.clone() }, ..request.clone() };
+    let bert_fits = Inputs::resolve(&bert, None).is_ok_and(|i| i.cfg.scheme().check_length(i.spec.n).is_ok());
     Method::ALL
         .into_iter()
-        // BERT's relative_key is Shaw's a^K unclipped (Shaw's panel shows it), and its table covers at most
-        // max_position (512) positions where the comparison reaches MAX_COMPARE_N: left out.
-        .filter(|method| *method != Method::BertRelative)
+        .filter(|method| *method != Method::BertRelative || bert_fits)
         .map(|method| {
             let request = Request { options: LayerOptions { method: Some(method), ..request.options.clone() }, ..request.clone() };
             let Inputs { cfg, spec, arrays, per_head, .. } = Inputs::resolve(&request, None)?;
