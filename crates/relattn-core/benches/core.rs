@@ -93,7 +93,7 @@ fn fused_head(c: &mut Criterion) {
             g.throughput(criterion::Throughput::Elements((4 * n * n * 64 / if causal { 2 } else { 1 }) as u64));
             let cfg = Config { method, clip: 16, causal, rel_v: false, ..Config::default() };
             let rel_k = if method == Method::Shaw { rel_k.view() } else { rel_k.slice(ndarray::s![..0, ..]) };
-            let h = HeadInput { q: q.view(), k: k.view(), v: v.view(), rel_k, rel_v: None, key_mask: None, rope: None, sink: None };
+            let h = HeadInput { q: q.view(), k: k.view(), v: v.view(), rel_k, rel_v: None, key_mask: None, rope: None, sink: None, segments: None };
             for isa in Isa::ALL.into_iter().filter(|isa| isa.available()) {
                 let id = format!("{method}{}/{}", if causal { "_causal" } else { "" }, isa.name());
                 g.bench_with_input(BenchmarkId::new(id, n), &n, |b, _| b.iter(|| attend_head_fused(isa, &cfg, &h).unwrap()));

@@ -28,6 +28,9 @@ pub enum Stage {
     SkewSliced,
     C2p,
     P2c,
+    XlBdRelative,
+    XlBd,
+    XlEf,
     Logits,
     Weights,
     SinkShare,
@@ -117,8 +120,9 @@ impl PairLabels {
 }
 
 impl Stage {
-    /// Every stage in pipeline order (the skew's steps and DeBERTa's terms before the relative logits they produce).
-    pub const ALL: [Stage; 25] = [
+    /// Every stage in pipeline order (the skew's steps, DeBERTa's and Transformer-XL's terms before the relative
+    /// logits they produce).
+    pub const ALL: [Stage; 28] = [
         Stage::Distances,
         Stage::RelIndex,
         Stage::RelK,
@@ -136,6 +140,9 @@ impl Stage {
         Stage::SkewSliced,
         Stage::C2p,
         Stage::P2c,
+        Stage::XlBdRelative,
+        Stage::XlBd,
+        Stage::XlEf,
         Stage::RelativeLogits,
         Stage::Logits,
         Stage::Weights,
@@ -167,6 +174,9 @@ impl Stage {
             Stage::SkewSliced => "skew_sliced",
             Stage::C2p => "c2p",
             Stage::P2c => "p2c",
+            Stage::XlBdRelative => "bd_relative",
+            Stage::XlBd => "bd",
+            Stage::XlEf => "ef",
             Stage::Logits => "logits",
             Stage::Weights => "weights",
             Stage::SinkShare => "sink_share",

@@ -45,7 +45,8 @@ fn term_by_definition(cfg: &Config, sc: &Scenario, b: usize, h: usize, relative:
     let scale = if cfg.logit_scale == LogitScale::None { 1.0 } else { 1.0 / (dh as f64).sqrt() };
     let x: Mat = (0..n).map(|i| (0..d).map(|c| sc.x[[b, i, c]] as f64).collect()).collect();
     match cfg.method {
-        Method::Shaw | Method::Music | Method::BertRelative => relative.iter().map(|r| r.iter().map(|v| v * scale).collect()).collect(),
+        // Transformer-XL's BD + EF (u·k_j belongs to its content term AC), scaled with it by 1/√d_head.
+        Method::Shaw | Method::Music | Method::BertRelative | Method::TransformerXl => relative.iter().map(|r| r.iter().map(|v| v * scale).collect()).collect(),
         Method::Alibi | Method::T5 => relative.clone(),
         // c2p + p2c, scaled with the content term by 1/√(d_head·(1 + terms)).
         Method::Deberta => {

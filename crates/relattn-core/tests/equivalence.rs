@@ -5,14 +5,14 @@
 mod common;
 
 use common::{flat, rel_err};
-use ndarray::{Array2, Array3, Axis};
+use ndarray::{Array2, Array3, Axis, Dimension};
 use proptest::prelude::*;
 use relattn_core::attention::{attend_head, attend_head_fused, attend_rows, HeadInput, HeadTrace};
 use relattn_core::core::simd::Isa;
 use relattn_core::layer::forward;
 use relattn_core::layer::scenario::Arrays;
 use relattn_core::positions::rope::{PairLayout, Rope};
-use relattn_core::{Config, Implementation, Method, Scenario, Spec};
+use relattn_core::{Config, Implementation, Method, Scenario, Spec, Stage};
 
 const TOL: f64 = 1e-5;
 
@@ -43,6 +43,20 @@ fn check_layer(cfg: &Config, sc: &Scenario) -> Result<(), TestCaseError> {
                         let e = rel_err(t.stage(stage, bi, h).unwrap().iter(), flat(want));
                         prop_assert!(e <= TOL, "{implementation:?} {stage} b{bi} h{h}: {e:e}");
                     }
+                }
+                // Transformer-XL's BD after rel_shift on the unmasked cells (causal, rel_shift leaves the next row's
+                // values above the diagonal) and EF on every cell, each present as the layer has them.
+                let xl = cfg.method == Method::TransformerXl;
+                prop_assert_eq!(t.stages().contains(&Stage::XlBd), xl);
+                prop_assert_eq!(t.stages().contains(&Stage::XlEf), xl && cfg.xl.segments > 0);
+                if xl {
+                    let want_bd: Vec<f64> = r.bd.iter().flatten().zip(r.masked.iter().flatten()).filter(|(_, m)| !**m).map(|(v, _)| *v).collect();
+                    let e = rel_err(&unmasked(&t.stage(Stage::XlBd, bi, h).unwrap()), want_bd);
+                    prop_assert!(e <= TOL, "{implementation:?} bd b{bi} h{h}: {e:e}");
+                }
+                if xl && cfg.xl.segments > 0 {
+                    let e = rel_err(t.stage(Stage::XlEf, bi, h).unwrap().iter(), flat(&r.ef));
+                    prop_assert!(e <= TOL, "{implementation:?} ef b{bi} h{h}: {e:e}");
                 }
             }
             let e = rel_err(t.output.index_axis(Axis(0), bi).iter(), flat(&want.output[bi]));
@@ -135,7 +149,7 @@ proptest! {
         let mut mat = |r: usize, c: usize| Array2::from_shape_simple_fn((r, c), || it.next().unwrap());
         let (q, k, v, tk, tv) = (mat(lq, d_head), mat(lk, d_head), mat(lk, d_head), mat(rows, d_head), mat(rows, d_head));
         let mask = Array2::from_shape_fn((1, lk), |(_, j)| j % 3 != 1).index_axis_move(Axis(0), 0);
-        let input = HeadInput { q: q.view(), k: k.view(), v: v.view(), rel_k: tk.view(), rel_v: Some(tv.view()), key_mask: Some(mask.view()), rope: None, sink: None };
+        let input = HeadInput { q: q.view(), k: k.view(), v: v.view(), rel_k: tk.view(), rel_v: Some(tv.view()), key_mask: Some(mask.view()), rope: None, sink: None, segments: None };
         let to_mat = |a: &Array2<f32>| -> common::Mat { a.rows().into_iter().map(|r| r.iter().map(|&x| x as f64).collect()).collect() };
         let want = common::head(&cfg, &to_mat(&q), &to_mat(&k), &to_mat(&v), &to_mat(&tk), Some(&to_mat(&tv)), Some(mask.as_slice().unwrap()));
         for implementation in [Implementation::Efficient, Implementation::Materialized] {
@@ -169,7 +183,7 @@ proptest! {
         let mut mat = |r: usize, c: usize| Array2::from_shape_simple_fn((r, c), || it.next().unwrap());
         let (q, k, v, table) = (mat(lq, d_head), mat(lk, d_head), mat(lk, d_head), mat(rows, 2 * d_head));
         let mask = Array2::from_shape_fn((1, lk), |(_, j)| j % 4 != 2).index_axis_move(Axis(0), 0);
-        let input = HeadInput { q: q.view(), k: k.view(), v: v.view(), rel_k: table.view(), rel_v: None, key_mask: Some(mask.view()), rope: None, sink: None };
+        let input = HeadInput { q: q.view(), k: k.view(), v: v.view(), rel_k: table.view(), rel_v: None, key_mask: Some(mask.view()), rope: None, sink: None, segments: None };
         let to_mat = |a: &Array2<f32>| -> common::Mat { a.rows().into_iter().map(|r| r.iter().map(|&x| x as f64).collect()).collect() };
         let want = common::head(&cfg, &to_mat(&q), &to_mat(&k), &to_mat(&v), &to_mat(&table), None, Some(mask.as_slice().unwrap()));
         for implementation in [Implementation::Efficient, Implementation::Materialized] {
@@ -187,6 +201,136 @@ proptest! {
             prop_assert!(rel_err(z.iter(), flat(&want.z)) <= TOL, "{implementation:?} z");
             let z = attend_head(&cfg, &input, None).unwrap();
             prop_assert!(rel_err(z.iter(), flat(&want.z)) <= TOL, "{implementation:?} z without a trace");
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    /// Transformer-XL's head with Lq ≤ Lk (queries aligned to the last keys, XLNet's mems), clamps below and above
+    /// the lengths, causal ("uni") and bidirectional ("bi"), padding keys, segments or none, both implementations
+    /// against the f64 definition: BD before rel_shift (each column the position Lk − c), BD after it (the visible
+    /// cells), EF, their sum, the weights and z, traced and not (the fused forward).
+    #[test]
+    fn xl_head_with_unequal_lengths(lq in 1usize..=9, extra in 0usize..=5, d_head in 1usize..=5, clip in 0usize..=12, causal in any::<bool>(),
+                                    segmented in any::<bool>(), content in any::<bool>(), values in proptest::collection::vec(-1.0f32..1.0, 512)) {
+        use relattn_core::positions::transformer_xl::{self as xl, TransformerXl};
+        let lk = lq + extra;
+        let cfg = Config { method: Method::TransformerXl, heads: 1, clip, causal, content, xl: TransformerXl { segments: segmented as usize * 2 }, ..Config::default() };
+        let mut it = values.iter().cycle().copied();
+        let mut mat = |r: usize, c: usize| Array2::from_shape_simple_fn((r, c), || it.next().unwrap());
+        let (q, k, v, table) = (mat(lq, d_head), mat(lk, d_head), mat(lk, d_head), mat(cfg.table_rows(), d_head));
+        let mask = Array2::from_shape_fn((1, lk), |(_, j)| j % 4 != 2).index_axis_move(Axis(0), 0);
+        let ids = ndarray::Array1::from_shape_fn(lk, |j| (j % 3 == 1) as u32);
+        let segments = segmented.then_some(ids.view());
+        let input = HeadInput { q: q.view(), k: k.view(), v: v.view(), rel_k: table.view(), rel_v: None, key_mask: Some(mask.view()), rope: None, sink: None, segments };
+        let to_mat = |a: &Array2<f32>| -> common::Mat { a.rows().into_iter().map(|r| r.iter().map(|&x| x as f64).collect()).collect() };
+        let want = common::head_with_segments(&cfg, &to_mat(&q), &to_mat(&k), &to_mat(&v), &to_mat(&table), None, Some(mask.as_slice().unwrap()), None, segmented_ids(segments));
+        let (tq, tt) = (to_mat(&q), to_mat(&table));
+        // BD_rel by its definition: column c is position Lk − c, clamped to [lo, k], its row k − position.
+        let lo = if causal { 0 } else { -(clip as i64) };
+        let width = if causal { lk + 1 } else { lk + lq };
+        let rel: Vec<f64> = (0..lq).flat_map(|i| (0..width).map(move |c| (i, c))).map(|(i, c)| {
+            let pos = (lk as i64 - c as i64).clamp(lo, clip as i64);
+            let v_bias = &tt[tt.len() - 4];
+            (0..d_head).map(|x| (tq[i][x] + v_bias[x]) * tt[(clip as i64 - pos) as usize][x]).sum::<f64>()
+        }).collect();
+        let visible = |m: &Array2<f32>| -> Vec<f32> { m.indexed_iter().filter(|((i, j), _)| !(causal && *j > i + lk - lq)).map(|(_, v)| *v).collect() };
+        let want_bd: Vec<f64> = want.bd.iter().enumerate().flat_map(|(i, row)| row.iter().enumerate().filter(move |(j, _)| !(causal && *j > i + lk - lq)).map(|(_, v)| *v)).collect();
+        for implementation in [Implementation::Efficient, Implementation::Materialized] {
+            let cfg = Config { implementation, ..cfg };
+            let mut t = HeadTrace::default();
+            let z = attend_head(&cfg, &input, Some(&mut t)).unwrap();
+            prop_assert_eq!(t.bd_relative.as_ref().map(|b| b.dim()), Some((lq, xl::width(lq, lk, causal))));
+            prop_assert!(rel_err(t.bd_relative.as_ref().unwrap().iter(), rel.iter().copied()) <= TOL, "{implementation:?} bd_relative");
+            prop_assert!(rel_err(&visible(t.bd.as_ref().unwrap()), want_bd.iter().copied()) <= TOL, "{implementation:?} bd");
+            prop_assert_eq!(t.ef.is_some(), segmented);
+            if let Some(ef) = &t.ef {
+                prop_assert!(rel_err(ef.iter(), flat(&want.ef)) <= TOL, "{implementation:?} ef");
+            }
+            prop_assert!(rel_err(t.content_logits.iter(), (0..lq).flat_map(|i| (0..lk).map(move |j| (i, j))).map(|(i, j)| {
+                let u = &tt[tt.len() - 5];
+                if content { (0..d_head).map(|x| (tq[i][x] + u[x]) * k[[j, x]] as f64).sum::<f64>() } else { 0.0 }
+            })) <= TOL, "{implementation:?} AC");
+            prop_assert!(rel_err(t.relative_logits.iter(), flat(&want.relative)) <= TOL, "{implementation:?} relative");
+            prop_assert!(rel_err(t.weights.iter(), flat(&want.weights)) <= TOL, "{implementation:?} weights");
+            prop_assert!(rel_err(z.iter(), flat(&want.z)) <= TOL, "{implementation:?} z");
+            let z = attend_head(&cfg, &input, None).unwrap();
+            prop_assert!(rel_err(z.iter(), flat(&want.z)) <= TOL, "{implementation:?} z without a trace");
+        }
+    }
+}
+
+/// The ids of `segments`, for the definition.
+fn segmented_ids(segments: Option<ndarray::ArrayView1<'_, u32>>) -> Option<&[u32]> {
+    segments.map(|s| s.to_slice().expect("contiguous ids"))
+}
+
+/// The definition above can fail: with the table's sinusoid rows read backwards (δ = j − i, the Music
+/// Transformer's direction instead of Transformer-XL's i − j) its weights are far from the layer's, bidirectional
+/// and causal.
+#[test]
+fn xl_definition_tells_the_direction() {
+    use relattn_core::positions::transformer_xl::BIAS_ROWS;
+    for causal in [false, true] {
+        let cfg = Config { method: Method::TransformerXl, heads: 1, clip: 4, causal, ..Config::default() };
+        let sc = Scenario::build(&cfg, &Spec { n: 7, d_model: 8, batch: 1, seed: 11 }, Arrays::new(), false).unwrap();
+        // Peaked: the position term scaled up so that it decides the weights.
+        let sc = Scenario { rel_k: sc.rel_k.mapv(|v| v * 8.0), ..sc };
+        let t = forward::trace(&cfg, &sc).unwrap();
+        let right = common::layer(&cfg, &sc);
+        let e = rel_err(t.weights.iter(), flat(&right.heads[0][0].weights));
+        assert!(e <= TOL, "the definition itself: {e:e}");
+        let p = cfg.table_rows() - BIAS_ROWS;
+        let mut mirrored = sc.rel_k.clone();
+        for r in 0..p {
+            mirrored.slice_mut(ndarray::s![0, r, ..]).assign(&sc.rel_k.slice(ndarray::s![0, p - 1 - r, ..]));
+        }
+        let wrong = common::layer(&cfg, &Scenario { rel_k: mirrored, ..sc.clone() });
+        let e = rel_err(t.weights.iter(), flat(&wrong.heads[0][0].weights));
+        assert!(e > 1e-2, "causal {causal}: the mirrored definition agrees ({e:e})");
+    }
+}
+
+/// Each head's table is the sinusoids of δ = k … lo (XLNet's: sines of δ·10000^(−2m/D), then cosines; an odd D one sine
+/// more) times the head's columns of W_R, in f64 here, then u, v, s and the two segment embeddings, as the scenario file
+/// gives them.
+#[test]
+fn xl_table_is_the_projected_sinusoids_and_the_biases() {
+    for (causal, d) in [(false, 4usize), (true, 4), (false, 5)] {
+        let (k, h, dh) = (3usize, 2usize, 2usize);
+        let cfg = Config { method: Method::TransformerXl, heads: h, clip: k, causal, ..Config::default() };
+        let val = |i: usize| ((i * 37 % 17) as f32 - 8.0) / 10.0;
+        let mut given = Arrays::new();
+        let arr = |shape: &[usize], off: usize| ndarray::ArrayD::from_shape_fn(shape, |ix| val(off + ix.slice().iter().fold(0, |a, &x| a * 7 + x)));
+        given.insert("xl_w_r".into(), arr(&[d, h * dh], 1));
+        // Heads of d_head 2 whatever d_model (w_q says so): d_model 5 is odd.
+        given.insert("w_q".into(), arr(&[d, h * dh], 50));
+        for (i, name) in ["xl_u", "xl_v", "xl_s"].into_iter().enumerate() {
+            given.insert(name.into(), arr(&[h, dh], 100 * (i + 2)));
+        }
+        given.insert("xl_seg_embed".into(), arr(&[2, h, dh], 900));
+        let sc = Scenario::build(&cfg, &Spec { n: 5, d_model: d, batch: 1, seed: 0 }, given.clone(), false).unwrap();
+        let p = if causal { k + 1 } else { 2 * k + 1 };
+        assert_eq!(sc.rel_k.dim(), (h, p + 5, dh));
+        for head in 0..h {
+            for r in 0..p {
+                let delta = k as f64 - r as f64;
+                // ⌈d/2⌉ sines, then ⌊d/2⌋ cosines (XLNet's halves for an even d).
+                let sines = d.div_ceil(2);
+                let f = |m: usize| 10000f64.powf(-((2 * m) as f64) / d as f64);
+                let sinusoid: Vec<f64> = (0..d).map(|c| if c < sines { (delta * f(c)).sin() } else { (delta * f(c - sines)).cos() }).collect();
+                for x in 0..dh {
+                    let want: f64 = (0..d).map(|c| sinusoid[c] * given["xl_w_r"][[c, head * dh + x]] as f64).sum();
+                    assert!((sc.rel_k[[head, r, x]] as f64 - want).abs() < 1e-5, "head {head} row {r} x {x}");
+                }
+            }
+            for x in 0..dh {
+                let got = |row: usize| sc.rel_k[[head, p + row, x]];
+                assert_eq!([got(0), got(1), got(2)], [given["xl_u"][[head, x]], given["xl_v"][[head, x]], given["xl_s"][[head, x]]]);
+                assert_eq!([got(3), got(4)], [given["xl_seg_embed"][[0, head, x]], given["xl_seg_embed"][[1, head, x]]]);
+            }
         }
     }
 }
@@ -215,7 +359,7 @@ proptest! {
         let mut mat = |r: usize, c: usize| Array2::from_shape_simple_fn((r, c), &mut next);
         let (q, k, v, table) = (mat(lq, d_head), mat(lk, d_head), mat(lk, d_head), mat(cfg.table_rows(), d_head));
         let mask = Array2::from_shape_fn((1, lk), |(_, j)| j % 4 != 2).index_axis_move(Axis(0), 0);
-        let input = HeadInput { q: q.view(), k: k.view(), v: v.view(), rel_k: table.view(), rel_v: None, key_mask: Some(mask.view()), rope: None, sink: None };
+        let input = HeadInput { q: q.view(), k: k.view(), v: v.view(), rel_k: table.view(), rel_v: None, key_mask: Some(mask.view()), rope: None, sink: None, segments: None };
         let to_mat = |a: &Array2<f32>| -> common::Mat { a.rows().into_iter().map(|r| r.iter().map(|&x| x as f64).collect()).collect() };
         let want = common::head(&cfg, &to_mat(&q), &to_mat(&k), &to_mat(&v), &to_mat(&table), None, Some(mask.as_slice().unwrap()));
         for implementation in [Implementation::Efficient, Implementation::Materialized] {
@@ -275,9 +419,13 @@ proptest! {
         let mask = Array2::from_shape_fn((1, lk), |(_, j)| !masked || j % 5 != 2).index_axis_move(Axis(0), 0);
         // A sink logit (gpt-oss) in 1 of 3.
         let sink = (seed % 3 == 0).then_some(0.7f32);
-        let input = HeadInput { q: q.view(), k: k.view(), v: v.view(), rel_k: tk.view(), rel_v: Some(tv.view()), key_mask: Some(mask.view()), rope: None, sink };
+        // Transformer-XL's segments (three runs of keys), where the layer has them and no more queries than keys.
+        let cfg = if lq > lk { Config { xl: relattn_core::positions::transformer_xl::TransformerXl { segments: 0 }, ..cfg } } else { cfg };
+        let ids = ndarray::Array1::from_shape_fn(lk, |j| (j * 3 / lk) as u32);
+        let segments = (cfg.method == Method::TransformerXl && cfg.xl.segments > 0).then_some(ids.view());
+        let input = HeadInput { q: q.view(), k: k.view(), v: v.view(), rel_k: tk.view(), rel_v: Some(tv.view()), key_mask: Some(mask.view()), rope: None, sink, segments };
         let to_mat = |a: &Array2<f32>| -> common::Mat { a.rows().into_iter().map(|r| r.iter().map(|&x| x as f64).collect()).collect() };
-        let want = common::head_with_sink(&cfg, &to_mat(&q), &to_mat(&k), &to_mat(&v), &to_mat(&tk), Some(&to_mat(&tv)), Some(mask.as_slice().unwrap()), sink.map(f64::from));
+        let want = common::head_with_segments(&cfg, &to_mat(&q), &to_mat(&k), &to_mat(&v), &to_mat(&tk), Some(&to_mat(&tv)), Some(mask.as_slice().unwrap()), sink.map(f64::from), segmented_ids(segments));
         // A logit e is known to |e|·2⁻²⁴ in f32: ALiBi's bias reaches |m|·max(Lq, Lk) (a thousand here). RoPE's
         // angle m·θ is known to |m·θ|·2⁻²⁴ (θ₀ = 1): the rotated vectors carry an error that grows with the
         // position, up to max(Lq, Lk) (a query block at positions past 200 gave 1.1e-5 against the definition).
@@ -312,7 +460,7 @@ proptest! {
         let (q, k, v, tk) = (mat(lq, d_head), mat(lk, d_head), mat(lk, d_head), mat(cfg.table_rows(), 2 * d_head));
         let mask = Array2::from_shape_fn((1, lk), |(_, j)| !masked || j % 7 != 3).index_axis_move(Axis(0), 0);
         let sink = (seed % 3 == 0).then_some(-0.4f32);
-        let input = HeadInput { q: q.view(), k: k.view(), v: v.view(), rel_k: tk.view(), rel_v: None, key_mask: Some(mask.view()), rope: None, sink };
+        let input = HeadInput { q: q.view(), k: k.view(), v: v.view(), rel_k: tk.view(), rel_v: None, key_mask: Some(mask.view()), rope: None, sink, segments: None };
         let to_mat = |a: &Array2<f32>| -> common::Mat { a.rows().into_iter().map(|r| r.iter().map(|&x| x as f64).collect()).collect() };
         let want = common::head_with_sink(&cfg, &to_mat(&q), &to_mat(&k), &to_mat(&v), &to_mat(&tk), None, Some(mask.as_slice().unwrap()), sink.map(f64::from));
         for isa in Isa::ALL.into_iter().filter(|isa| isa.available()) {
@@ -340,7 +488,7 @@ proptest! {
         let t = forward::trace(&cfg, &sc).unwrap();
         let head = |a: &ndarray::Array4<f32>| a.index_axis(Axis(0), 0).index_axis(Axis(0), 0).to_owned();
         let (q, k, v) = (t.q.index_axis(Axis(0), 0), t.k.index_axis(Axis(0), 0), t.v.index_axis(Axis(0), 0));
-        let input = HeadInput { q, k, v, rel_k: t.rel_k.index_axis(Axis(0), 0), rel_v: t.rel_v.as_ref().map(|a| a.index_axis(Axis(0), 0)), key_mask: None, rope: None, sink: None };
+        let input = HeadInput { q, k, v, rel_k: t.rel_k.index_axis(Axis(0), 0), rel_v: t.rel_v.as_ref().map(|a| a.index_axis(Axis(0), 0)), key_mask: None, rope: None, sink: None, segments: sc.segments.as_ref().map(|s| s.row(0)) };
         let mut bounds: Vec<usize> = cuts.into_iter().filter(|&c| c < n).chain([0, n]).collect();
         bounds.sort_unstable();
         bounds.dedup();
@@ -370,7 +518,7 @@ proptest! {
             if let Some(bk) = &t.value_buckets {
                 prop_assert!(close(part.value_buckets.as_ref().unwrap(), &rows(head(bk))), "rows {a}..{b}: buckets differ");
             }
-            for (name, got, whole) in [("c2p", &part.c2p, &t.c2p), ("p2c", &part.p2c, &t.p2c)] {
+            for (name, got, whole) in [("c2p", &part.c2p, &t.c2p), ("p2c", &part.p2c, &t.p2c), ("bd", &part.bd, &t.bd), ("ef", &part.ef, &t.ef), ("bd_relative", &part.bd_relative, &t.bd_relative)] {
                 prop_assert_eq!(got.is_some(), whole.is_some(), "{}", name);
                 if let (Some(got), Some(whole)) = (got, whole) {
                     prop_assert!(close(got, &rows(head(whole))), "{cfg:?} rows {a}..{b}: {name} differs");
@@ -637,7 +785,8 @@ fn bert_turned_around_fails_the_definition() {
         let to_mat = |a: &Array2<f32>| -> common::Mat { a.rows().into_iter().map(|r| r.iter().map(|&x| x as f64).collect()).collect() };
         let want = common::head(&cfg, &to_mat(&q), &to_mat(&k), &to_mat(&v), &to_mat(&table), None, None);
         let run = |t: &Array2<f32>| {
-            let input = HeadInput { q: q.view(), k: k.view(), v: v.view(), rel_k: t.view(), rel_v: None, key_mask: None, rope: None, sink: None };
+            let input =
+                HeadInput { q: q.view(), k: k.view(), v: v.view(), rel_k: t.view(), rel_v: None, key_mask: None, rope: None, sink: None, segments: None };
             let mut trace = HeadTrace::default();
             attend_head(&cfg, &input, Some(&mut trace)).unwrap();
             trace.relative_logits

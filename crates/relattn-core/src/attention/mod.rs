@@ -11,6 +11,9 @@
 //!                 1/√(3·d_head) (positions::deberta; fused and on the GPU: Q K_rᵀ and K Q_rᵀ read by row)
 //!                 BERT relative_key(_query): S = q_i · A[i − j + P − 1] (+ k_j · A[i − j + P − 1]), 1/√d_head
 //!                 (positions::bert_relative; fused: Q Aᵀ and K Aᵀ read by row; the GPU refuses it)
+//!                 Transformer-XL: C = (Q + u) Kᵀ (AC), S = BD + EF, BD_ij = (q_i + v) · r[i − j] moved into place by
+//!                 rel_shift, EF_ij = (q_i + s) · seg[same segment or not], 1/√d_head (positions::transformer_xl; fused:
+//!                 (Q + v) rᵀ a query block at a time; the GPU refuses it)
 //!                 soft-capped (Gemma 2): E ← c·tanh(E / c) before the masks; another scale than 1/√d_head: logit_scale
 //! weights         α = softmax_j(E), a row with every key masked gives zeros; with a sink logit s (gpt-oss),
 //!                 α_ij = exp(E_ij) / (Σ_j exp(E_ij) + exp(s)): the sink takes 1 − Σ_j α_ij and adds no value
@@ -31,6 +34,7 @@ use crate::positions::rope::{Rope, RopeTable};
 use crate::positions::shaw;
 use crate::positions::t5::Buckets;
 use crate::positions::table::{Edge, QueryRows, Reach, RelTable};
+use crate::positions::transformer_xl::{self, TransformerXl};
 use crate::positions::{self, Method, Scheme};
 use crate::timing::{now_ms, LogitTimes, StageTimes};
 use ndarray::{s, Array2, ArrayView1, ArrayView2};
@@ -85,6 +89,7 @@ pub fn gpu_computes(method: Method) -> bool {
     match method {
         Method::Absolute | Method::Shaw | Method::Music | Method::Rope | Method::Alibi | Method::T5 | Method::Deberta => true,
         Method::BertRelative => false,
+        Method::TransformerXl => false,
     }
 }
 
@@ -150,6 +155,8 @@ pub struct Config {
     pub deberta: Deberta,
     /// BERT's max_position and terms (method bert_relative).
     pub bert: BertRelative,
+    /// Transformer-XL's segments (method transformer_xl; its clamp is `clip`).
+    pub xl: TransformerXl,
     /// Absolute positions already in x (a captured model's layer): shown, not added again.
     pub positions_in_x: bool,
 }
@@ -174,6 +181,7 @@ impl Default for Config {
             buckets: Buckets::default(),
             deberta: Deberta::default(),
             bert: BertRelative::default(),
+            xl: TransformerXl::default(),
             positions_in_x: false,
         }
     }
@@ -191,6 +199,7 @@ impl Config {
             buckets: self.buckets,
             deberta: self.deberta,
             bert: self.bert,
+            xl: self.xl,
         }
     }
 
@@ -246,6 +255,9 @@ pub struct HeadInput<'a> {
     pub rope: Option<&'a RopeTable>,
     /// The head's learned sink logit (gpt-oss): a column of the softmax with no key and no value.
     pub sink: Option<f32>,
+    /// (Lk): the keys' segment ids, query i's that of key i + Lk − Lq (Transformer-XL with segments: XLNet's
+    /// token_type_ids); read only by a layer with segments.
+    pub segments: Option<ArrayView1<'a, u32>>,
 }
 
 /// Every intermediate of one head, for display.
@@ -269,6 +281,11 @@ pub struct HeadTrace {
     /// DeBERTa's terms (Lq, Lk), unscaled, when the layer has them: their sum is `relative_logits`.
     pub c2p: Option<Array2<f32>>,
     pub p2c: Option<Array2<f32>>,
+    /// Transformer-XL's BD before rel_shift (Lq, W), after it (Lq, Lk) and EF (Lq, Lk) with segments, unscaled:
+    /// BD + EF is `relative_logits` (zero above the diagonal when causal).
+    pub bd_relative: Option<Array2<f32>>,
+    pub bd: Option<Array2<f32>>,
+    pub ef: Option<Array2<f32>>,
 }
 
 fn check_head(cfg: &Config, h: &HeadInput) -> Result<()> {
@@ -296,6 +313,13 @@ fn check_head(cfg: &Config, h: &HeadInput) -> Result<()> {
         return Err(Error::invalid("rel_v", "absent", "a (2k+1, d_v) table when a^V is on"));
     }
     cfg.scheme().check_length(h.q.nrows().max(lk))?;
+    if cfg.method.shifts() && cfg.xl.segments > 0 {
+        match h.segments {
+            Some(ids) if ids.len() == lk && h.q.nrows() <= lk => {}
+            Some(ids) => return Err(Error::shape("segments", ids.shape(), format!("[{lk}], with no more queries than keys"))),
+            None => return Err(Error::invalid("segments", "absent", "the keys' segment ids when the layer has segments")),
+        }
+    }
     if let Some(m) = h.key_mask {
         if m.len() != lk {
             return Err(Error::shape("key_mask", m.shape(), format!("[{lk}]")));
@@ -348,6 +372,7 @@ fn with_rotated<'a, 'b: 'a>(h: &HeadInput<'b>, rotated: Option<&'a (Array2<f32>,
         key_mask: h.key_mask.map(|m| m.reborrow()),
         rope: h.rope,
         sink: h.sink,
+        segments: h.segments.map(|m| m.reborrow()),
     }
 }
 
@@ -423,7 +448,12 @@ fn staged(cfg: &Config, h: &HeadInput, rows: Range<usize>, mut trace: Option<&mu
         })
     };
 
-    let mut logits = if cfg.content { matmul(q, h.k.t()) } else { Array2::zeros((rows.len(), h.k.nrows())) };
+    let mut logits = match (cfg.content, cfg.method.shifts()) {
+        (false, _) => Array2::zeros((rows.len(), h.k.nrows())),
+        // Transformer-XL's AC = (q_i + u) · k_j.
+        (true, true) => matmul(transformer_xl::biased(q, transformer_xl::split(h.rel_k).u).view(), h.k.t()),
+        (true, false) => matmul(q, h.k.t()),
+    };
     check_overflow("content_logits", &logits)?;
     if let Some(t) = trace.as_deref_mut() {
         t.content_logits = logits.clone();
@@ -509,6 +539,27 @@ fn relative_logits(cfg: &Config, h: &HeadInput, rows: Range<usize>, trace: Optio
         let sum = key.as_ref().map_or_else(|| query.clone(), |key| &query + key);
         if let Some(t) = trace {
             (t.c2p, t.p2c) = (Some(query), key);
+        }
+        return sum;
+    }
+    if cfg.method.shifts() {
+        // Transformer-XL's BD (before and after rel_shift) and EF, each kept in the trace; BD + EF, zero above the
+        // diagonal when causal (the leftovers rel_shift leaves there are masked).
+        let (lq, lk) = (h.q.nrows(), h.k.nrows());
+        let segments = h.segments.filter(|_| cfg.xl.segments > 0);
+        let terms = transformer_xl::terms(h.rel_k, h.q, lk, rows.clone(), segments, cfg.clip, cfg.causal, materialized);
+        let mut sum = terms.bd.clone();
+        if let Some(ef) = &terms.ef {
+            sum += ef;
+        }
+        if cfg.causal {
+            for (t, mut row) in sum.rows_mut().into_iter().enumerate() {
+                let first_masked = (rows.start + t + lk + 1).saturating_sub(lq).min(lk);
+                row.slice_mut(s![first_masked..]).fill(0.0);
+            }
+        }
+        if let Some(t) = trace {
+            (t.bd_relative, t.bd, t.ef) = (Some(terms.bd_relative), Some(terms.bd), terms.ef);
         }
         return sum;
     }

@@ -145,6 +145,9 @@ impl Recorded {
             c2p,
             p2c,
             // Transformer-XL is refused on the GPU (attention::gpu_computes).
+            bd_relative: None,
+            bd: None,
+            ef: None,
             out_content: self.out_content,
             out_relative: self.out_relative,
             rotated,

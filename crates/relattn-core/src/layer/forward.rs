@@ -60,8 +60,12 @@ fn sum_of_products(terms: &[&[u64]]) -> Option<u64> {
 ///             tables) + Music 6·n·(L'+1) + (L'+1)·d_h + materialized n²·d_h                      × P
 ///             forward (efficient, fused): fused::working_floats(n, d_h, R) + wasm 2·R·d_h (packed
 ///             Q, K, V, the output, Q·tableᵀ, a logits tile and a block's accumulators) + DeBERTa, BERT relative
-///             2·n·R + 4·n (its K·Q_rᵀ, as much again measured, each distance's row)                × P
-/// trace       2·b·h·(4·n² + n·R + 2·n·d_h + Music 3·n·(L'+1) + n²)  (per-head traces and their stacked copy)
+///             2·n·R + 4·n (its K·Q_rᵀ, as much again measured, each distance's row)
+///             + Transformer-XL BQ·(BQ + n) + 3·n + 2·n·d_h (a query block's BD product, u·k, EF's
+///             two columns, Q + s and Q + v)                                                         × P
+///             traced Transformer-XL 7·n² + n·R (BD_rel (n, 2n) and its copy, BD, EF, their sum; (Q + v) rᵀ)
+/// trace       2·b·h·(4·n² + n·R + 2·n·d_h + Music 3·n·(L'+1) + n² + Transformer-XL 4·n²)
+///             (per-head traces and their stacked copy)
 ///             + 4·n² (i64 distances, rows) + t·R·d_h·(1 + a^V) + b·n·(d + o) (the trace's copies of x and the output)
 /// ```
 ///
@@ -79,9 +83,30 @@ pub fn estimate_bytes(cfg: &Config, s: &Sizes) -> Option<u64> {
         // its peak RSS grew by 2.4·n·R a head over Shaw's at n 1024–4096 (tests/cli.rs measures it).
         // BERT's key term K·Aᵀ is the same (n, R) product.
         let deberta = u(cfg.method.has_term_stages() as usize);
-        sum_of_products(&[&[fused::working_floats(n, dh, r)?], &[packing, r, dh], &[deberta, 2, n, r], &[deberta, 4, n]])?
+        let xl = u(cfg.method.shifts() as usize);
+        let bq = fused::BQ as u64;
+        sum_of_products(&[
+            &[fused::working_floats(n, dh, r)?],
+            &[packing, r, dh],
+            &[deberta, 2, n, r],
+            &[deberta, 4, n],
+            &[xl, bq, bq.checked_add(n)?],
+            &[xl, 3, n],
+            &[xl, 2, n, dh],
+        ])?
     } else {
-        sum_of_products(&[&[4, n, n], &[2, n, r], &[packing, r, dh], &[4, n, dh], &[6, music, n, w], &[music, w, dh], &[materialized, n, n, dh]])?
+        let xl = u(cfg.method.shifts() as usize);
+        sum_of_products(&[
+            &[4, n, n],
+            &[2, n, r],
+            &[packing, r, dh],
+            &[4, n, dh],
+            &[6, music, n, w],
+            &[music, w, dh],
+            &[materialized, n, n, dh],
+            &[xl, 7, n, n],
+            &[xl, n, r],
+        ])?
     };
     let widest = q.max(v).max(o);
     let layer = sum_of_products(&[&[2, q], &[3, v], &[1, o], &[1, widest]])?;
@@ -135,7 +160,8 @@ impl Counts {
 /// The f32s of [`estimate_bytes`]'s "trace" line.
 fn trace_floats(cfg: &Config, s: &Sizes) -> Option<u64> {
     let Counts { b, n, d, h, dh, r, t, tables, music, w, o, .. } = Counts::of(cfg, s)?;
-    let per_head = sum_of_products(&[&[4, n, n], &[1, n, r], &[2, n, dh], &[3, music, n, w], &[music, n, n]])?;
+    let xl = (cfg.method.shifts() as u64) * 4;
+    let per_head = sum_of_products(&[&[4, n, n], &[1, n, r], &[2, n, dh], &[3, music, n, w], &[music, n, n], &[xl, n, n]])?;
     sum_of_products(&[&[2, b, h, per_head], &[4, n, n], &[tables, t, r, dh], &[b, n, d], &[b, n, o]])
 }
 
@@ -303,6 +329,7 @@ pub fn head_input<'a>(sc: &'a Scenario, p: &'a Projections, rope: Option<&'a Rop
         key_mask: sc.key_mask.as_ref().map(|m| m.row(batch)),
         rope,
         sink: sc.sinks.as_ref().map(|s| s[head]),
+        segments: sc.segments.as_ref().map(|s| s.row(batch)),
     }
 }
 
@@ -396,6 +423,7 @@ fn assemble(cfg: &Config, sc: &Scenario, traces: Vec<HeadTrace>, Projections { q
     });
     let term = |of: fn(&HeadTrace) -> Option<&Array2<f32>>| of(&traces[0]).is_some().then(|| stack_heads(&traces, h, |t| of(t).expect("every head has it")));
     let (c2p, p2c) = (term(|t| t.c2p.as_ref()), term(|t| t.p2c.as_ref()));
+    let (bd_relative, bd, ef) = (term(|t| t.bd_relative.as_ref()), term(|t| t.bd.as_ref()), term(|t| t.ef.as_ref()));
     let computed = Computed {
         q,
         k,
@@ -408,6 +436,9 @@ fn assemble(cfg: &Config, sc: &Scenario, traces: Vec<HeadTrace>, Projections { q
         skew,
         c2p,
         p2c,
+        bd_relative,
+        bd,
+        ef,
         out_content: stack(|t| &t.out_content),
         out_relative: stack(|t| &t.out_relative),
         rotated,

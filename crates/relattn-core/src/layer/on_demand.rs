@@ -37,6 +37,7 @@ pub const BLOCK: usize = 128;
 ///   + materialized B·n·d_h (the gathered (B, n, d_h) table)
 ///   + DeBERTa and BERT relative 5·B·n + (B + n)·R (c2p, p2c, the rows each pair reads, and the products Q·K_rᵀ and K·Q_rᵀ,
 ///     BERT's Q·Aᵀ and K·Aᵀ)
+///   + Transformer-XL 6·B·n + B·R (BD_rel (B + 1, 2n) and its block's copy, BD, EF, their sum; (Q + v) rᵀ)
 /// ```
 ///
 /// plus an eighth for the allocator.
@@ -47,6 +48,7 @@ pub fn block_bytes(cfg: &Config, n: usize, d_head: usize) -> Option<u64> {
     let music = if cfg.scheme().skews() { b.checked_mul(4)?.checked_mul(w + 1)?.checked_add(w.checked_mul(dh)?)? } else { 0 };
     let gathered = if cfg.implementation == Implementation::Materialized { b.checked_mul(n)?.checked_mul(dh)? } else { 0 };
     let deberta = if cfg.method.has_term_stages() { b.checked_mul(5)?.checked_mul(n)?.checked_add(b.checked_add(n)?.checked_mul(r)?)? } else { 0 };
+    let xl = if cfg.method.shifts() { b.checked_mul(6)?.checked_mul(n)?.checked_add(b.checked_mul(r)?)? } else { 0 };
     let floats = b
         .checked_mul(6)?
         .checked_mul(n)?
@@ -54,7 +56,8 @@ pub fn block_bytes(cfg: &Config, n: usize, d_head: usize) -> Option<u64> {
         .checked_add(b.checked_mul(n.max(w + 1))?)?
         .checked_add(music)?
         .checked_add(gathered)?
-        .checked_add(deberta)?;
+        .checked_add(deberta)?
+        .checked_add(xl)?;
     let bytes = floats.checked_mul(4)?;
     bytes.checked_add(bytes / 8)
 }
@@ -89,7 +92,7 @@ impl Layer {
     /// The layer of `cfg` on `sc`, with the projections and the output its forward pass computed.
     pub fn new(cfg: &Config, scenario: Scenario, projections: Projections, output: Array3<f32>) -> Result<Layer> {
         let rope = scenario.rope_table(cfg);
-        let present = Present { method: cfg.method, rel_v: false, value_buckets: false, skew: false, sinks: false, c2p: false, p2c: false };
+        let present = Present { method: cfg.method, rel_v: false, value_buckets: false, skew: false, sinks: false, c2p: false, p2c: false, ef: false };
         let mut layer = Layer { config: *cfg, scenario, projections, output, present, rope };
         // The optional stages are the ones the staged path computes (one query row tells).
         let mut probe = HeadTrace::default();
@@ -102,6 +105,7 @@ impl Layer {
             sinks: layer.scenario.sinks.is_some(),
             c2p: probe.c2p.is_some(),
             p2c: probe.p2c.is_some(),
+            ef: probe.ef.is_some(),
         };
         Ok(layer)
     }
@@ -143,6 +147,7 @@ impl Layer {
             Stage::SkewQer => (n, l),
             Stage::SkewPadded => (n, l + 1),
             Stage::SkewReshaped => (n + 1, l),
+            Stage::XlBdRelative => (n, crate::positions::transformer_xl::width(n, n, self.config.causal)),
             Stage::ValueBuckets => (n, rows),
             Stage::SinkShare => (n, 1),
             Stage::OutputContent | Stage::OutputRelative => (n, d_v),
@@ -254,6 +259,9 @@ impl Layer {
             Stage::SkewSliced => skew().sliced.view().into(),
             Stage::C2p => t.c2p.as_ref().expect("present").view().into(),
             Stage::P2c => t.p2c.as_ref().expect("present").view().into(),
+            Stage::XlBdRelative => t.bd_relative.as_ref().expect("present").view().into(),
+            Stage::XlBd => t.bd.as_ref().expect("present").view().into(),
+            Stage::XlEf => t.ef.as_ref().expect("present").view().into(),
             Stage::Logits => t.logits.view().into(),
             Stage::Weights => t.weights.view().into(),
             Stage::SinkShare => sink_share(t.weights.view()).into(),
@@ -321,11 +329,15 @@ mod tests {
             (Method::Music, false, false, 130),
             (Method::Rope, true, false, 140),
             (Method::Deberta, false, false, 150),
+            (Method::TransformerXl, true, false, 150),
+            (Method::TransformerXl, false, false, 131),
         ];
         for (method, causal, rel_v, n) in cases {
             // DeBERTa's buckets reach past the blocks: exact to ±4, log-spaced to 40, clamped beyond.
             let deberta = crate::positions::deberta::Deberta { position_buckets: 8, max_relative_positions: 40, ..Default::default() };
-            let cfg = Config { method, heads: 2, clip: 5, causal, rel_v, implementation: Implementation::Efficient, deberta, ..Config::default() };
+            // Transformer-XL with two segments: EF as well as BD, BD_rel's rows read one past a block's (causal).
+            let xl = crate::positions::transformer_xl::TransformerXl { segments: 2 };
+            let cfg = Config { method, heads: 2, clip: 5, causal, rel_v, implementation: Implementation::Efficient, deberta, xl, ..Config::default() };
             let mut given = Arrays::new();
             given.insert("key_mask".into(), ndarray::Array2::from_shape_fn((2, n), |(b, j)| ((b + j) % 7 != 3) as u8 as f32).into_dyn());
             let cfg = if method == Method::Rope {

@@ -9,7 +9,7 @@ use crate::attention::{rope_table, Config};
 
 use crate::error::{Error, Result};
 use crate::positions::rope::RopeTable;
-use crate::positions::{alibi, Method};
+use crate::positions::{alibi, transformer_xl, Method};
 use ndarray::{Array1, Array2, Array3, ArrayD, Axis, Dimension, Ix1, Ix2, Ix3};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -66,6 +66,9 @@ pub struct Scenario {
     pub rel_v: Option<Array3<f32>>,
     /// (b, n): false where a key is padding.
     pub key_mask: Option<Array2<bool>>,
+    /// (b, n): each position's segment id (Transformer-XL with segments: XLNet's token_type_ids), the file's
+    /// `segment_ids` or n positions cut into `segments` equal runs.
+    pub segments: Option<Array2<u32>>,
     /// (n, d_model): absolute positions when the file gives a model's own (`positions`); `None`: the sinusoids.
     pub positions: Option<Array2<f32>>,
     /// RoPE's cos and sin when the file gives a model's own (`rope_cos`, `rope_sin`); `None`: made from
@@ -80,7 +83,7 @@ pub struct Scenario {
 pub type Arrays = BTreeMap<String, ArrayD<f32>>;
 
 /// The array names a scenario file may hold.
-pub const NAMES: [&str; 24] = [
+pub const NAMES: [&str; 30] = [
     "x",
     "w_q",
     "w_k",
@@ -105,6 +108,12 @@ pub const NAMES: [&str; 24] = [
     "deberta_k_r",
     "deberta_q_r",
     "distance_embedding",
+    "xl_w_r",
+    "xl_u",
+    "xl_v",
+    "xl_s",
+    "xl_seg_embed",
+    "segment_ids",
 ];
 
 /// A generator with one stream per array name.
@@ -339,6 +348,7 @@ impl Scenario {
             None => None,
         };
 
+        let xl = if cfg.method.shifts() { Some(xl_tables(cfg, &mut given, seed, (d, dh))?) } else { None };
         let rows = cfg.table_rows();
         let (logits_table, values_table) = cfg.method.table_names();
         // ALiBi's slopes or T5's biases, read here: their shapes are their own.
@@ -366,6 +376,7 @@ impl Scenario {
                 let wide = |t: &Array3<f32>| t.broadcast((heads, rows, dh)).expect("1 or h heads").to_owned();
                 ndarray::concatenate(Axis(2), &[wide(&k_r).view(), wide(&q_r).view()]).expect("same heads and rows")
             }
+            Method::TransformerXl => xl.expect("made above for transformer_xl"),
             Method::Rope | Method::Absolute => Array3::zeros((1, 0, dh)),
             Method::Alibi => match scalars {
                 Some(a) if a.shape() == [cfg.heads] => a.into_shape_with_order((cfg.heads, 1, 1)).expect("h values"),
@@ -395,6 +406,23 @@ impl Scenario {
                 Some(a.into_dimensionality::<Ix2>().expect("2-D").mapv(|v| v == 1.0))
             }
             Some(a) => return Err(Error::shape("key_mask", a.shape(), format!("[{b}, {n}] = (b, n)"))),
+            None => None,
+        };
+        // Segment ids (b, n) when the layer has segments: the file's (any non-negative integers) or generated.
+        let segments = match given.remove("segment_ids") {
+            Some(a) if cfg.method.shifts() && cfg.xl.segments > 0 && a.shape() == [b, n] => {
+                if let Some((idx, v)) = a.indexed_iter().find(|(_, v)| v.fract() != 0.0 || **v < 0.0 || **v > u32::MAX as f32) {
+                    return Err(Error::invalid("segment_ids", format!("{v} at {:?}", idx.slice()), "non-negative integers"));
+                }
+                Some(a.into_dimensionality::<Ix2>().expect("2-D").mapv(|v| v as u32))
+            }
+            Some(a) if cfg.method.shifts() && cfg.xl.segments > 0 => return Err(Error::shape("segment_ids", a.shape(), format!("[{b}, {n}] = (b, n)"))),
+            Some(a) => {
+                // Not a layer with segments: left to be refused below as an array this configuration does not use.
+                given.insert("segment_ids".into(), a);
+                None
+            }
+            None if cfg.method.shifts() => cfg.xl.generated_ids(n).map(|ids| ids.broadcast((b, n)).expect("one row a batch element").to_owned()),
             None => None,
         };
         let rope = match (cfg.method.rotates(), given.remove("rope_cos"), given.remove("rope_sin")) {
@@ -456,6 +484,7 @@ impl Scenario {
             rel_k,
             rel_v,
             key_mask,
+            segments,
             positions,
             rope,
             kv_heads,
@@ -478,6 +507,33 @@ impl Scenario {
         let (_, n, _) = self.dims();
         cfg.method.rotates().then(|| self.rope.clone().unwrap_or_else(|| rope_table(cfg, n, n, self.d_head)))
     }
+}
+
+/// Transformer-XL's tables, one a head (heads, P + 5, d_head) ([`transformer_xl::table`]): W_R `xl_w_r` (d_model,
+/// heads·d_head), u, v, s `xl_u`, `xl_v`, `xl_s` (heads, d_head) and `xl_seg_embed` (2, heads, d_head), each the file's or
+/// generated (Xavier-uniform, its own stream); for d_model and d_head `(d, dh)`.
+fn xl_tables(cfg: &Config, given: &mut Arrays, seed: u64, (d, dh): (usize, usize)) -> Result<Array3<f32>> {
+    let h = cfg.heads;
+    let mut given_or = |name: &str, shape: &[usize], what: &str| -> Result<ArrayD<f32>> {
+        match given.remove(name) {
+            Some(a) if a.shape() == shape => Ok(a),
+            Some(a) => Err(Error::shape(name, a.shape(), format!("{shape:?} = {what}"))),
+            None => Ok(xavier(seed, name, (1, shape[0], shape[1..].iter().product())).into_dyn().into_shape_with_order(shape).expect("same count")),
+        }
+    };
+    let w_r = given_or("xl_w_r", &[d, h * dh], "(d_model, heads·d_head)")?.into_dimensionality::<Ix2>().expect("2-D");
+    let bias = |a: ArrayD<f32>| a.into_dimensionality::<Ix2>().expect("2-D");
+    let u = bias(given_or("xl_u", &[h, dh], "(heads, d_head)")?);
+    let v = bias(given_or("xl_v", &[h, dh], "(heads, d_head)")?);
+    let s = bias(given_or("xl_s", &[h, dh], "(heads, d_head)")?);
+    let seg = given_or("xl_seg_embed", &[2, h, dh], "(2, heads, d_head)")?.into_dimensionality::<Ix3>().expect("3-D");
+    let tables: Vec<Array2<f32>> = (0..h)
+        .map(|head| {
+            let cols = ndarray::s![.., head * dh..(head + 1) * dh];
+            transformer_xl::table(w_r.slice(cols), u.row(head), v.row(head), s.row(head), seg.index_axis(Axis(1), head), cfg.clip, cfg.causal)
+        })
+        .collect();
+    Ok(ndarray::stack(Axis(0), &tables.iter().map(|t| t.view()).collect::<Vec<_>>()).expect("one table per head"))
 }
 
 /// `a` (rows, g·d_head) with each K/V head's d_head columns repeated `times` times in place, as Hugging

@@ -63,6 +63,8 @@ pub struct Present {
     /// (`p2c`, with relative_key_query).
     pub c2p: bool,
     pub p2c: bool,
+    /// Transformer-XL's segment term EF (a layer with segments).
+    pub ef: bool,
 }
 
 impl Present {
@@ -77,6 +79,7 @@ impl Present {
             sinks: false,
             c2p: method.has_term_stages(),
             p2c: method.has_term_stages(),
+            ef: method.shifts(),
         }
     }
 
@@ -95,6 +98,8 @@ impl Present {
             Stage::SkewQer | Stage::SkewPadded | Stage::SkewReshaped | Stage::SkewSliced => self.skew,
             Stage::C2p => self.c2p,
             Stage::P2c => self.p2c,
+            Stage::XlBdRelative | Stage::XlBd => m.shifts(),
+            Stage::XlEf => self.ef,
             _ => true,
         }
     }
@@ -116,6 +121,7 @@ impl Present {
             Stage::RelV | Stage::OutputRelative => " (with a^V on)",
             Stage::ValueBuckets => " (with a^V on, efficient)",
             Stage::C2p | Stage::P2c => " (with the term among its deberta_terms or bert_terms)",
+            Stage::XlEf => " (with segments)",
             _ => "",
         };
         let schemes = match having.split_last() {
@@ -371,7 +377,18 @@ impl Stage {
     /// and weights and the terms that make them (content, relative, the skew's slice); not the distances,
     /// rows or kernels, which say what a pair would read.
     pub fn masked_when_causal(self) -> bool {
-        matches!(self, Stage::ContentLogits | Stage::RelativeLogits | Stage::SkewSliced | Stage::C2p | Stage::P2c | Stage::Logits | Stage::Weights)
+        matches!(
+            self,
+            Stage::ContentLogits
+                | Stage::RelativeLogits
+                | Stage::SkewSliced
+                | Stage::C2p
+                | Stage::P2c
+                | Stage::XlBd
+                | Stage::XlEf
+                | Stage::Logits
+                | Stage::Weights
+        )
     }
 
     /// Whether a layer of this variant has the stage (skew steps: a scheme that skews; w^V stages: a value term).
@@ -410,7 +427,10 @@ mod tests {
         let shaw = Config { rel_v: true, ..Config::default() };
         let music = Config { method: Method::Music, causal: true, ..Config::default() };
         let pairs: Vec<&str> = Stage::ALL.iter().filter(|s| s.meta(&shaw, false).pairs).map(|s| s.name()).collect();
-        assert_eq!(pairs, ["distances", "rel_index", "rope_kernel", "content_logits", "skew_sliced", "c2p", "p2c", "relative_logits", "logits", "weights"]);
+        assert_eq!(
+            pairs,
+            ["distances", "rel_index", "rope_kernel", "content_logits", "skew_sliced", "c2p", "p2c", "bd", "ef", "relative_logits", "logits", "weights"]
+        );
         assert!(!Stage::Output.meta(&shaw, false).per_head && Stage::Output.meta(&shaw, false).per_batch);
         assert!(Stage::RelK.meta(&music, true).per_head && !Stage::RelK.meta(&music, false).per_head);
         assert!("attention".parse::<Stage>().is_err());
@@ -419,15 +439,16 @@ mod tests {
     /// A stage the layer has not is refused with the schemes whose layers have it, read from the schemes.
     #[test]
     fn a_missing_stage_names_the_schemes_that_have_it() {
-        let rope = Present { method: Method::Rope, rel_v: false, value_buckets: false, skew: false, sinks: false, c2p: false, p2c: false };
+        let rope = Present { method: Method::Rope, rel_v: false, value_buckets: false, skew: false, sinks: false, c2p: false, p2c: false, ef: false };
         assert!(rope.check(Stage::RotatedQ).is_ok());
         let said = |s: Stage| rope.check(s).unwrap_err().to_string();
         assert!(
-            said(Stage::RelIndex).contains("only Shaw et al. 2018, Music Transformer, T5 buckets, DeBERTa and BERT relative layers have it"),
+            said(Stage::RelIndex).contains("only Shaw et al. 2018, Music Transformer, T5 buckets, DeBERTa, BERT relative and Transformer-XL layers have it"),
             "{}",
             said(Stage::RelIndex)
         );
         assert!(said(Stage::P2c).contains("only DeBERTa and BERT relative layers have it (with the term"), "{}", said(Stage::P2c));
+        assert!(said(Stage::XlEf).contains("only Transformer-XL layers have it (with segments)"), "{}", said(Stage::XlEf));
         assert!(said(Stage::SkewSliced).contains("only Music Transformer layers have it (efficient"), "{}", said(Stage::SkewSliced));
         assert!(said(Stage::Slopes).contains("only ALiBi layers have it"), "{}", said(Stage::Slopes));
         assert!(said(Stage::RelV).contains("only Shaw et al. 2018 layers have it (with a^V on)"), "{}", said(Stage::RelV));

@@ -59,6 +59,10 @@ pub struct Trace {
     /// DeBERTa's terms, (b, h, Lq, Lk) each, when the layer has them.
     pub c2p: Option<Array4<f32>>,
     pub p2c: Option<Array4<f32>>,
+    /// Transformer-XL's BD before rel_shift (b, h, Lq, W), after it and EF (b, h, Lq, Lk), when the layer has them.
+    pub bd_relative: Option<Array4<f32>>,
+    pub bd: Option<Array4<f32>>,
+    pub ef: Option<Array4<f32>>,
     /// (b, h, Lq, d_v) each.
     pub out_content: Array4<f32>,
     pub out_relative: Array4<f32>,
@@ -96,6 +100,10 @@ pub struct Computed {
     /// DeBERTa's terms, (b, h, Lq, Lk) each, when the layer has them.
     pub c2p: Option<Array4<f32>>,
     pub p2c: Option<Array4<f32>>,
+    /// Transformer-XL's BD before rel_shift (b, h, Lq, W), after it and EF (b, h, Lq, Lk), when the layer has them.
+    pub bd_relative: Option<Array4<f32>>,
+    pub bd: Option<Array4<f32>>,
+    pub ef: Option<Array4<f32>>,
     /// (b, h, Lq, d_v) each.
     pub out_content: Array4<f32>,
     pub out_relative: Array4<f32>,
@@ -122,6 +130,9 @@ impl Trace {
             skew,
             c2p,
             p2c,
+            bd_relative,
+            bd,
+            ef,
             out_content,
             out_relative,
             rotated,
@@ -147,6 +158,9 @@ impl Trace {
             skew,
             c2p,
             p2c,
+            bd_relative,
+            bd,
+            ef,
             out_content,
             out_relative,
             rotated,
@@ -240,7 +254,7 @@ impl Trace {
             one(q);
             one(k);
         }
-        for b in [&mut self.value_buckets, &mut self.c2p, &mut self.p2c].into_iter().flatten() {
+        for b in [&mut self.value_buckets, &mut self.c2p, &mut self.p2c, &mut self.bd_relative, &mut self.bd, &mut self.ef].into_iter().flatten() {
             one(b);
         }
         if let Some(s) = self.skew.as_mut() {
@@ -290,6 +304,7 @@ impl Trace {
             sinks: self.sinks.is_some(),
             c2p: self.c2p.is_some(),
             p2c: self.p2c.is_some(),
+            ef: self.ef.is_some(),
         }
     }
 
@@ -331,6 +346,9 @@ impl Trace {
             Stage::SkewSliced => bh(&skew().sliced),
             Stage::C2p => bh(self.c2p.as_ref().expect("checked present")),
             Stage::P2c => bh(self.p2c.as_ref().expect("checked present")),
+            Stage::XlBdRelative => bh(self.bd_relative.as_ref().expect("checked present")),
+            Stage::XlBd => bh(self.bd.as_ref().expect("checked present")),
+            Stage::XlEf => bh(self.ef.as_ref().expect("checked present")),
             Stage::Logits => bh(&self.logits),
             Stage::Weights => bh(&self.weights),
             Stage::SinkShare => sink_share(bh(&self.weights).view()).into(),
@@ -412,7 +430,11 @@ impl Trace {
         if let Some((q, k)) = &self.rotated {
             four.extend([("rotated_q", q), ("rotated_k", k)]);
         }
-        four.extend([("c2p", &self.c2p), ("p2c", &self.p2c)].into_iter().filter_map(|(name, a)| a.as_ref().map(|a| (name, a))));
+        four.extend(
+            [("c2p", &self.c2p), ("p2c", &self.p2c), ("bd_relative", &self.bd_relative), ("bd", &self.bd), ("ef", &self.ef)]
+                .into_iter()
+                .filter_map(|(name, a)| a.as_ref().map(|a| (name, a))),
+        );
         out.extend(four.into_iter().map(|(name, a)| (name, f(a.view().into_dyn()))));
         Ok(out)
     }

@@ -8,7 +8,8 @@
 //! - [`alibi`]: ALiBi's per-head linear penalty on the distance (Press et al. 2022);
 //! - [`t5`]: T5's learned scalar per bucket of distances (Raffel et al. 2020);
 //! - [`deberta`]: DeBERTa's disentangled attention (He et al. 2021): content-to-position and position-to-content terms;
-//! - [`bert_relative`]: BERT's relative_key and relative_key_query (Shaw's a^K unclipped, and Huang et al. 2020's key term).
+//! - [`bert_relative`]: BERT's relative_key and relative_key_query (Shaw's a^K unclipped, and Huang et al. 2020's key term);
+//! - [`transformer_xl`]: Transformer-XL / XLNet (Dai et al. 2019): biases u and v, projected sinusoids, `rel_shift`, XLNet's segment term.
 //!
 //! [`Method`] names the schemes and [`Scheme`] is one with its options: their methods are the one place that says what each scheme is made of, and
 //! [`relative_logits`] and [`Scheme::distance_bias`] compute each scheme's term, so the rest of the crate asks rather than matches.
@@ -22,6 +23,7 @@ pub mod rope;
 pub mod shaw;
 pub mod t5;
 pub mod table;
+pub mod transformer_xl;
 
 use crate::core::matmul::matmul;
 use crate::error::{Error, Result};
@@ -36,6 +38,7 @@ use std::ops::Range;
 use std::str::FromStr;
 use t5::Buckets;
 use table::{distance, Edge, QueryRows, RelTable};
+use transformer_xl::TransformerXl;
 
 /// Which relative attention (in files and messages by its lowercase name: "shaw", "music", "rope", …).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -61,12 +64,16 @@ pub enum Method {
     /// k_j·A[i − j + P − 1] added), one table A of 2P − 1 rows for every head, scaled by 1/√d_head.
     #[cfg_attr(feature = "serde", serde(rename = "bert_relative"))]
     BertRelative,
+    /// Dai et al. 2019 (Transformer-XL, as XLNet): (q_i + u)·k_j + (q_i + v)·R[i − j]W_R (+ XLNet's segment term),
+    /// the position term moved into place by `rel_shift`, scaled by 1/√d_head.
+    #[cfg_attr(feature = "serde", serde(rename = "transformer_xl"))]
+    TransformerXl,
 }
 
 impl Method {
     /// Every scheme, in the order the page and the tables show them: the baseline, then by year.
-    pub const ALL: [Method; 8] =
-        [Method::Absolute, Method::Shaw, Method::Music, Method::Rope, Method::Alibi, Method::T5, Method::Deberta, Method::BertRelative];
+    pub const ALL: [Method; 9] =
+        [Method::Absolute, Method::Shaw, Method::Music, Method::Rope, Method::Alibi, Method::T5, Method::Deberta, Method::BertRelative, Method::TransformerXl];
 
     /// The scheme's name in files, messages and on the command line (serde's lowercase of the variant: tested).
     pub fn name(self) -> &'static str {
@@ -79,6 +86,7 @@ impl Method {
             Method::Absolute => "absolute",
             Method::Deberta => "deberta",
             Method::BertRelative => "bert_relative",
+            Method::TransformerXl => "transformer_xl",
         }
     }
 
@@ -96,6 +104,7 @@ impl Method {
             Method::Absolute => ("", None),
             Method::Deberta => ("deberta_k_r", None),
             Method::BertRelative => ("distance_embedding", None),
+            Method::TransformerXl => ("xl_w_r", None),
         }
     }
 
@@ -107,6 +116,7 @@ impl Method {
             Method::Rope => &["rope_cos", "rope_sin"],
             Method::Absolute => &["positions"],
             Method::Deberta => &["deberta_q_r"],
+            Method::TransformerXl => &["xl_u", "xl_v", "xl_s", "xl_seg_embed", "segment_ids"],
             _ => &[],
         };
         [logits].into_iter().chain(values).filter(|t| !t.is_empty()).chain(own.iter().copied()).collect()
@@ -116,14 +126,16 @@ impl Method {
     /// `relative_values`, `per_head_tables`, `edge`, RoPE's, T5's, `positions_in_x`), from its own predicates.
     pub fn reads_option(self, name: &str) -> bool {
         match name {
-            "clip" => self.has_vector_table(),
+            "clip" => self.has_vector_table() || self.shifts(),
             "relative_values" => self.has_value_term(),
-            "per_head_tables" => self.has_index(),
+            // Transformer-XL's tables are each head's (its W_R columns and biases): no choice to make.
+            "per_head_tables" => self.has_index() && !self.shifts(),
             "edge" => self.skews(),
             "rope_base" | "rope_fraction" | "rope_layout" | "rope_scale" => self.rotates(),
             "t5_buckets" | "t5_max_distance" => self.buckets(),
             "position_buckets" | "max_relative_positions" | "deberta_terms" => self.disentangles(),
             "max_position" | "bert_terms" => self == Method::BertRelative,
+            "segments" => self.shifts(),
             "positions_in_x" => self.adds_to_input(),
             _ => true,
         }
@@ -164,6 +176,12 @@ impl Method {
         matches!(self, Method::Deberta | Method::BertRelative)
     }
 
+    /// Whether the scheme is Transformer-XL's: biases u and v on the query, a position term moved into place by
+    /// `rel_shift` (its own stages before and after), XLNet's segment term.
+    pub fn shifts(self) -> bool {
+        self == Method::TransformerXl
+    }
+
     /// Whether the scheme rotates q and k (RoPE) instead of adding a term.
     pub fn rotates(self) -> bool {
         self == Method::Rope
@@ -194,9 +212,10 @@ impl Method {
     }
 
     /// Whether the scheme reads a row of a learned table per pair, shown as the index matrix: Shaw's and E_r's
-    /// rows, T5's buckets, DeBERTa's bucketed rows, BERT's distance rows (the table is the `rel_k` stage, and parameters of a trained model).
+    /// rows, T5's buckets, DeBERTa's bucketed rows, BERT's distance rows, Transformer-XL's rows of r (the table is the
+    /// `rel_k` stage, and parameters of a trained model).
     pub fn has_index(self) -> bool {
-        matches!(self, Method::Shaw | Method::Music | Method::T5 | Method::Deberta | Method::BertRelative)
+        matches!(self, Method::Shaw | Method::Music | Method::T5 | Method::Deberta | Method::BertRelative | Method::TransformerXl)
     }
 
     /// Whether the scheme can add a value term (Shaw's a^V: w^V at clip(j − i), weighted into the output).
@@ -217,6 +236,7 @@ impl Method {
             Method::Absolute => absolute::describe(stage),
             Method::Deberta => deberta::describe(stage),
             Method::BertRelative => bert_relative::describe(stage),
+            Method::TransformerXl => transformer_xl::describe(stage, causal),
         }
     }
 
@@ -238,6 +258,7 @@ impl Method {
             Method::Absolute => absolute::pair_labels(),
             Method::Deberta => deberta::pair_labels(),
             Method::BertRelative => bert_relative::pair_labels(),
+            Method::TransformerXl => transformer_xl::pair_labels(),
         }
     }
 
@@ -252,6 +273,7 @@ impl Method {
             Method::Absolute => "absolute (sinusoidal)",
             Method::Deberta => "DeBERTa",
             Method::BertRelative => "BERT relative",
+            Method::TransformerXl => "Transformer-XL",
         }
     }
 }
@@ -304,6 +326,7 @@ pub struct Scheme {
     pub buckets: Buckets,
     pub deberta: Deberta,
     pub bert: BertRelative,
+    pub xl: TransformerXl,
 }
 
 impl Scheme {
@@ -329,6 +352,7 @@ impl Scheme {
             Method::T5 => self.buckets.count,
             Method::Deberta => self.deberta.rows(),
             Method::BertRelative => self.bert.rows(),
+            Method::TransformerXl => transformer_xl::positions(self.clip, self.causal) + transformer_xl::BIAS_ROWS,
         }
     }
 
@@ -352,6 +376,8 @@ impl Scheme {
             (Method::T5, _) => "buckets",
             (Method::Deberta, _) => "2S",
             (Method::BertRelative, _) => "2P−1",
+            (Method::TransformerXl, true) => "k+1+5",
+            (Method::TransformerXl, false) => "2k+1+5",
         }
     }
 
@@ -373,6 +399,7 @@ impl Scheme {
             Method::T5 => self.buckets.check(self.causal),
             Method::Deberta => self.deberta.check(),
             Method::BertRelative => self.bert.check(),
+            Method::TransformerXl => self.xl.check(),
             _ => Ok(()),
         }
     }
@@ -393,6 +420,7 @@ impl Scheme {
             Method::T5 => Some(self.buckets.bucket(d, self.causal)),
             Method::Deberta => Some(self.deberta.row(-d)),
             Method::BertRelative => self.bert.row(-d),
+            Method::TransformerXl => Some(transformer_xl::row(self.clip, self.causal, -d)),
             Method::Alibi | Method::Rope | Method::Absolute => None,
             _ => self.layout().row(d),
         }
@@ -417,6 +445,7 @@ impl Scheme {
             }
             Method::Deberta => deberta::readers(&self.deberta, r, i, lq, lk),
             Method::BertRelative => bert_relative::readers(&self.bert, r, i, lq, lk),
+            Method::TransformerXl => transformer_xl::readers(self.clip, self.causal, r, i, lq, lk),
             _ => self.layout().readers(r, i, lq, lk),
         }
     }

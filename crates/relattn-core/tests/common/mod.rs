@@ -12,6 +12,7 @@ use relattn_core::positions::bert_relative::{BertRelative, BertTerms};
 use relattn_core::positions::deberta::{Deberta, Terms};
 use relattn_core::positions::rope::{PairLayout, Rope};
 use relattn_core::positions::t5::Buckets;
+use relattn_core::positions::transformer_xl::TransformerXl;
 use relattn_core::{Config, Edge, Implementation, Method, Scenario};
 use std::ops::RangeInclusive;
 
@@ -24,6 +25,10 @@ pub struct HeadRef {
     /// the layer leaves out.
     pub c2p: Mat,
     pub p2c: Mat,
+    /// Transformer-XL's BD (q_i + v)·r[δ] (zeros where causal masks it) and EF (q_i + s)·seg[σ_i ≠ σ_j]; zeros for the
+    /// other schemes and without segments.
+    pub bd: Mat,
+    pub ef: Mat,
     pub weights: Mat,
     pub z: Mat,
     /// Which cells are masked.
@@ -131,6 +136,25 @@ pub fn head(cfg: &Config, q: &Mat, k: &Mat, v: &Mat, rel_k: &Mat, rel_v: Option<
 
 #[allow(clippy::too_many_arguments)]
 pub fn head_with_sink(cfg: &Config, q: &Mat, k: &Mat, v: &Mat, rel_k: &Mat, rel_v: Option<&Mat>, key_mask: Option<&[bool]>, sink: Option<f64>) -> HeadRef {
+    head_with_segments(cfg, q, k, v, rel_k, rel_v, key_mask, sink, None)
+}
+
+/// Transformer-XL (Dai et al. 2019, XLNet's rel_attn_core), from its head's table: rows 0..P the projected sinusoids
+/// r of δ = k, k − 1, … (δ = i − j clamped to [−k, k], or [0, k] causal), then u, v, s, seg_embed[0], seg_embed[1];
+/// e_ij = ((q_i + u)·k_j + (q_i + v)·r[δ] + (q_i + s)·seg[σ_i ≠ σ_j]) / √d_head, the segment term with `segments`
+/// (the keys' ids, query i's that of key i + Lk − Lq).
+#[allow(clippy::too_many_arguments)]
+pub fn head_with_segments(
+    cfg: &Config,
+    q: &Mat,
+    k: &Mat,
+    v: &Mat,
+    rel_k: &Mat,
+    rel_v: Option<&Mat>,
+    key_mask: Option<&[bool]>,
+    sink: Option<f64>,
+    segments: Option<&[u32]>,
+) -> HeadRef {
     let (lq, lk, dh) = (q.len(), k.len(), q[0].len());
     // The values' own width d_v (DeepSeek's MLA), d_head elsewhere.
     let dv = v.first().map_or(dh, |r| r.len());
@@ -146,6 +170,8 @@ pub fn head_with_sink(cfg: &Config, q: &Mat, k: &Mat, v: &Mat, rel_k: &Mat, rel_
         relative: vec![vec![0.0; lk]; lq],
         c2p: vec![vec![0.0; lk]; lq],
         p2c: vec![vec![0.0; lk]; lq],
+        bd: vec![vec![0.0; lk]; lq],
+        ef: vec![vec![0.0; lk]; lq],
         weights: vec![vec![0.0; lk]; lq],
         z: vec![vec![0.0; dv]; lq],
         masked: vec![vec![false; lk]; lq],
@@ -166,7 +192,23 @@ pub fn head_with_sink(cfg: &Config, q: &Mat, k: &Mat, v: &Mat, rel_k: &Mat, rel_
                 out.c2p[i][j] = dot(&q[i], a);
                 out.p2c[i][j] = if cfg.bert.terms == BertTerms::KeyQuery { dot(&k[j], a) } else { 0.0 };
             }
+            // Transformer-XL's biases: the five rows after the P sinusoids.
+            let xl = |r: usize| &rel_k[rel_k.len() - 5 + r];
+            let plus = |a: &[f64], b: &[f64]| -> Vec<f64> { a.iter().zip(b).map(|(x, y)| x + y).collect() };
+            if cfg.method == Method::TransformerXl {
+                let kk = cfg.clip as i64;
+                let lo = if cfg.causal { 0 } else { -kk };
+                if !(cfg.causal && d > 0) {
+                    out.bd[i][j] = dot(&plus(&q[i], xl(1)), &rel_k[(kk - (-d).clamp(lo, kk)) as usize]);
+                }
+                if let Some(ids) = segments {
+                    let other = ids[i + lk - lq] != ids[j];
+                    out.ef[i][j] = dot(&plus(&q[i], xl(2)), xl(3 + other as usize));
+                }
+            }
             out.relative[i][j] = match cfg.method {
+                Method::TransformerXl if cfg.causal && d > 0 => 0.0,
+                Method::TransformerXl => out.bd[i][j] + out.ef[i][j],
                 Method::Deberta | Method::BertRelative => out.c2p[i][j] + out.p2c[i][j],
                 Method::Shaw | Method::Music => dot(&q[i], table_row(cfg, d).map_or(&zero, |r| &rel_k[r])),
                 Method::Alibi if cfg.causal => rel_k[0][0] * d as f64,
@@ -179,7 +221,11 @@ pub fn head_with_sink(cfg: &Config, q: &Mat, k: &Mat, v: &Mat, rel_k: &Mat, rel_
             let outside = cfg.window.is_some_and(|w| d.unsigned_abs() as usize >= w) || other_chunk;
             out.masked[i][j] = (cfg.causal && d > 0) || outside || key_mask.is_some_and(|m| !m[j]);
             if !out.masked[i][j] {
-                let content = if cfg.content { dot(&q[i], &k[j]) } else { 0.0 };
+                let content = match (cfg.content, cfg.method) {
+                    (false, _) => 0.0,
+                    (true, Method::TransformerXl) => dot(&plus(&q[i], xl(0)), &k[j]),
+                    (true, _) => dot(&q[i], &k[j]),
+                };
                 let scale = match cfg.logit_scale {
                     LogitScale::None => 1.0,
                     LogitScale::InvSqrtDHead if cfg.method == Method::Deberta => 1.0 / ((dh * (1 + cfg.deberta.terms.count())) as f64).sqrt(),
@@ -281,7 +327,9 @@ pub fn layer(cfg: &Config, sc: &Scenario) -> LayerRef {
             let (va, vz) = (h * dv, (h + 1) * dv);
             let rel_v = sc.rel_v.as_ref().map(|t| table(t, h));
             let sink = sc.sinks.as_ref().map(|s| s[h] as f64);
-            let r = head_with_sink(cfg, &cols(&q, a, z), &cols(&k, a, z), &cols(&v, va, vz), &table(&sc.rel_k, h), rel_v.as_ref(), mask.as_deref(), sink);
+            let segments: Option<Vec<u32>> = sc.segments.as_ref().map(|s| s.row(bi).to_vec());
+            let (qh, kh, vh) = (cols(&q, a, z), cols(&k, a, z), cols(&v, va, vz));
+            let r = head_with_segments(cfg, &qh, &kh, &vh, &table(&sc.rel_k, h), rel_v.as_ref(), mask.as_deref(), sink, segments.as_deref());
             for i in 0..n {
                 concat[i][va..vz].copy_from_slice(&r.z[i]);
             }
@@ -310,7 +358,7 @@ pub fn flat(m: &Mat) -> Vec<f64> {
 /// Random configurations: every method, `heads` and `clip` in the given ranges, causal or not, a^V on or
 /// off, either edge, the content term on (3 in 4) or off, the logits scaled by 1/√d_head (2 in 4), by 0.3 (1 in 4) or not, a window, chunks, a soft-cap, RoPE's options (base, fraction, layout, scale) and
 /// T5's buckets, DeBERTa's buckets and terms, BERT's terms (with a max_position of 1100 or 1500, at least every n the
-/// tests draw: `bert_head_near_max_position` tries n near P); the efficient implementation. The d_head of the tests (≥ 2) leaves RoPE a pair at any
+/// tests draw: `bert_head_near_max_position` tries n near P), Transformer-XL's segments; the efficient implementation. The d_head of the tests (≥ 2) leaves RoPE a pair at any
 /// fraction drawn here (½ or 1).
 pub fn configs(heads: RangeInclusive<usize>, clip: RangeInclusive<usize>) -> impl Strategy<Value = Config> {
     let flags = (any::<bool>(), any::<bool>(), any::<bool>(), 0..4u8, 0..4u8, any::<bool>());
@@ -327,7 +375,9 @@ pub fn configs(heads: RangeInclusive<usize>, clip: RangeInclusive<usize>) -> imp
     let softcap = prop_oneof![3 => Just(None), 1 => Just(Some(1.5f32))];
     // Chunks (Llama 4) in 1 of 4: a few keys, or across the fused kernel's blocks of 48 and 512.
     let chunk = prop_oneof![3 => Just(None), 1 => prop_oneof![1..5usize, Just(64), Just(520)].prop_map(Some)];
-    (0..Method::ALL.len(), heads, clip, flags, rope, buckets, (window, softcap, chunk), (deberta, bert)).prop_map(
+    // Transformer-XL: no segments, one, two or three.
+    let xl = (0..4usize).prop_map(|segments| TransformerXl { segments });
+    (0..Method::ALL.len(), heads, clip, flags, rope, buckets, (window, softcap, chunk), (deberta, bert, xl)).prop_map(
         |(
             method,
             heads,
@@ -336,7 +386,7 @@ pub fn configs(heads: RangeInclusive<usize>, clip: RangeInclusive<usize>) -> imp
             (base, half, partial, scale),
             (count, max_distance),
             (window, softcap, chunk),
-            (deberta, bert),
+            (deberta, bert, xl),
         )| {
             Config {
                 method: Method::ALL[method],
@@ -360,6 +410,7 @@ pub fn configs(heads: RangeInclusive<usize>, clip: RangeInclusive<usize>) -> imp
                 buckets: Buckets { count, max_distance },
                 deberta,
                 bert,
+                xl,
                 positions_in_x: in_x,
             }
         },

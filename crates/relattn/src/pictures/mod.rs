@@ -103,7 +103,7 @@ pub fn of(inputs: &Inputs) -> Vec<Picture> {
         Method::T5 => t5::pictures(inputs),
         Method::Deberta => deberta::pictures(inputs),
         Method::Absolute => absolute::pictures(inputs),
-        Method::Shaw | Method::Music | Method::BertRelative => Vec::new(),
+        Method::Shaw | Method::Music | Method::BertRelative | Method::TransformerXl => Vec::new(),
     };
     pictures.extend(window::pictures(inputs));
     pictures
@@ -156,6 +156,16 @@ fn scheme_stated(inputs: &Inputs, masking: &str) -> String {
             format!("BERT {terms}: max_position P = {} (a table of 2P − 1 = {} rows, no clipping), {masking}", b.max_position, b.rows())
         }
         Method::Absolute => absolute::stated(inputs),
+        Method::TransformerXl => {
+            let k = cfg.clip;
+            let segments = match cfg.xl.segments {
+                0 => "no segment term".to_string(),
+                1 => "one segment (EF constant per row)".to_string(),
+                s => format!("{s} segments (EF)"),
+            };
+            let rows = relattn_core::positions::transformer_xl::positions(k, cfg.causal);
+            format!("Transformer-XL: R W_R for i − j clamped at {k} ({rows} rows of r), biases u and v, {segments}, {masking}")
+        }
     }
 }
 

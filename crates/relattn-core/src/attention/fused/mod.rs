@@ -19,8 +19,11 @@
 //! `e_ij = (q_i · k_j + P[i, r(i, j)] + P2[j, r(i, j)]) · scale`, O((Lq + Lk)·2S) memory beyond the others'.
 //! BERT's relative_key(_query) terms are the same two reads with one table A for both and r(i, j) = i − j + P − 1:
 //! the query term from `P = Q Aᵀ` (Lq, 2P − 1), the key term from `P2 = K Aᵀ` (Lk, 2P − 1), scaled by 1/√d_head.
+//! Transformer-XL's u·k_j, BD and EF are read by index per pair ([`shifted`]): BD from a query block's product with
+//! the rows of r it reaches, O(BQ·(BQ + Lk)), so no (Lq, 2k + 1) product is held.
 
 mod kernel;
+mod shifted;
 
 use crate::attention::{soft_cap, Config, HeadInput};
 
@@ -111,6 +114,7 @@ fn attend<V: F32s, const MR: usize, const NV: usize>(cfg: &Config, h: &HeadInput
     let p = if cfg.method.has_vector_table() { matmul(h.q, h.rel_k.t()) } else { Array2::zeros((lq, 0)) };
     let bias = cfg.scheme().distance_bias(h.rel_k, lq, lk);
     let disentangled = Disentangled::new(cfg, h);
+    let shifted = shifted::Shifted::new(cfg, h);
     let rel_v = h.rel_v.filter(|_| cfg.has_rel_v());
     let dv = h.v.ncols();
     let mut z = Array2::zeros((lq, dv));
@@ -125,6 +129,8 @@ fn attend<V: F32s, const MR: usize, const NV: usize>(cfg: &Config, h: &HeadInput
         // slides right with it (the kernels read key blocks from multiples of their width; BK is one).
         let (first, keys) = (reach.keys(i0, lq, lk).start / BK * BK, reach.keys(i1 - 1, lq, lk).end);
         block.reset(h.sink);
+        let xl_block = shifted.as_ref().map(|x| x.block(h.q, i0..i1));
+        let xl = shifted.as_ref().zip(xl_block.as_ref());
         for j0 in (first..keys).step_by(BK) {
             let j1 = (j0 + BK).min(keys);
             // The keys the row block from r0 needs: up to its last query's last visible key.
@@ -135,7 +141,7 @@ fn attend<V: F32s, const MR: usize, const NV: usize>(cfg: &Config, h: &HeadInput
             } else {
                 logits[..rows * BK].fill(0.0);
             }
-            let pass = Pass { cfg, h, p: &p, bias: bias.as_ref(), disentangled: disentangled.as_ref(), scale, i0, keys: j0..j1 };
+            let pass = Pass { cfg, h, p: &p, bias: bias.as_ref(), disentangled: disentangled.as_ref(), xl, scale, i0, keys: j0..j1 };
             for (t, e) in logits.chunks_exact_mut(BK).take(i1 - i0).enumerate() {
                 let e = &mut e[..j1 - j0];
                 if V::FMA {
@@ -165,6 +171,8 @@ struct Pass<'a, 'h> {
     bias: Option<&'a Array1<f32>>,
     /// DeBERTa's products and rows; `None` for the other schemes.
     disentangled: Option<&'a Disentangled>,
+    /// Transformer-XL's parts and this query block's BD products; `None` for the other schemes.
+    xl: Option<(&'a shifted::Shifted<'h>, &'a shifted::ShiftedBlock)>,
     scale: f32,
     /// The block's first query.
     i0: usize,
@@ -177,7 +185,7 @@ struct Pass<'a, 'h> {
 /// ([`madd`]).
 #[inline(always)]
 fn row_pass<const FMA: bool>(pass: &Pass, block: &mut Block, t: usize, e: &mut [f32]) -> Result<()> {
-    let Pass { cfg, h, p, bias, disentangled, scale, i0, .. } = *pass;
+    let Pass { cfg, h, p, bias, disentangled, xl, scale, i0, .. } = *pass;
     let (j0, j1) = (pass.keys.start, pass.keys.end);
     let (lq, lk) = (h.q.nrows(), h.k.nrows());
     let layout = cfg.layout();
@@ -194,6 +202,9 @@ fn row_pass<const FMA: bool>(pass: &Pass, block: &mut Block, t: usize, e: &mut [
     if let Some(d) = disentangled {
         d.add_logits(&mut e[start - j0..end - j0], i, start..end);
     }
+    if let Some((x, b)) = xl {
+        x.add_logits(b, &mut e[start - j0..end - j0], i, start..end);
+    }
     let (before, rest) = e.split_at_mut(start - j0);
     let (visible, after) = rest.split_at_mut(end - start);
     let (finite, mut max) = match bias {
@@ -207,7 +218,7 @@ fn row_pass<const FMA: bool>(pass: &Pass, block: &mut Block, t: usize, e: &mut [
     // Before any −∞ mask: every visible value must be finite here.
     if !finite {
         let j = start + visible.iter().position(|v| !v.is_finite()).expect("a non-finite logit");
-        return Err(overflow(cfg, h, i, j, p_i, bias, disentangled));
+        return Err(overflow(cfg, h, i, j, p_i, bias, disentangled, xl));
     }
     if let (Some(c), false) = (cfg.softcap, visible.is_empty()) {
         // The cap rises with e: the capped maximum is the maximum capped.
@@ -304,12 +315,22 @@ fn exp_sum<const FMA: bool>(e: &mut [f32], max: f32) -> f32 {
 
 /// The overflow at (i, j): in q_i · k_j itself ("content_logits", as the staged path reports it), or
 /// after the relative term, the scale and the bias ("logits").
-fn overflow(cfg: &Config, h: &HeadInput, i: usize, j: usize, p_i: &[f32], bias: Option<&Array1<f32>>, disentangled: Option<&Disentangled>) -> Error {
+#[allow(clippy::too_many_arguments)]
+fn overflow(
+    cfg: &Config,
+    h: &HeadInput,
+    i: usize,
+    j: usize,
+    p_i: &[f32],
+    bias: Option<&Array1<f32>>,
+    disentangled: Option<&Disentangled>,
+    xl: Option<(&shifted::Shifted, &shifted::ShiftedBlock)>,
+) -> Error {
     let content = if cfg.content { h.q.row(i).dot(&h.k.row(j)) } else { 0.0 };
     let (lq, lk) = (h.q.nrows(), h.k.nrows());
     let row = cfg.layout().row(crate::positions::table::distance(i, j, lq, lk));
     let b = bias.map_or(0.0, |b| b[j + lq - 1 - i]);
-    let relative = row.map_or(0.0, |r| p_i[r]) + disentangled.map_or(0.0, |d| d.terms(i, j));
+    let relative = row.map_or(0.0, |r| p_i[r]) + disentangled.map_or(0.0, |d| d.terms(i, j)) + xl.map_or(0.0, |(x, b)| x.term(b, i, j));
     let logit = (content + relative) * cfg.logit_factor(h.q.ncols()) + b;
     let (array, value) = if content.is_finite() { ("logits", logit) } else { ("content_logits", content) };
     Error::Overflow { array: array.into(), index: vec![i, j], value: value as f64 }

@@ -68,6 +68,7 @@ impl Transformer {
                     key_mask: None,
                     rope: rope.as_ref(),
                     sink: None,
+                    segments: None,
                 };
                 let z = attend_head(&cfg, &input, None).map_err(|e| e.in_stage(&format!("layers.{l}.attn")).within(&[hi]))?;
                 heads.slice_mut(cols).assign(&z);

@@ -89,11 +89,11 @@ impl ModelConfig {
             Method::Music => self.clip + 1 == self.context,
             Method::Shaw => self.clip <= 65536,
             Method::Rope | Method::Alibi | Method::T5 | Method::Absolute => self.clip == 0,
-            Method::Deberta | Method::BertRelative => {
+            Method::Deberta | Method::BertRelative | Method::TransformerXl => {
                 return Err(Error::invalid(
                     "config.method",
                     self.method,
-                    "shaw, music, rope, alibi, t5 or absolute (the trained decoders have no DeBERTa or BERT relative layers)",
+                    "shaw, music, rope, alibi, t5 or absolute (the trained decoders have no DeBERTa, BERT relative or Transformer-XL layers)",
                 ))
             }
         };
@@ -279,8 +279,8 @@ impl Transformer {
                     Method::Shaw => t.table(&format!("{p}.attn.rel_k"), h, rows, dh)?,
                     Method::T5 => t.matrix(&format!("{p}.attn.t5_bias"), h, rows)?.insert_axis(Axis(2)),
                     Method::Alibi => Array3::from_shape_vec((h, 1, 1), alibi::slopes(h)).expect("one slope per head"),
-                    // DeBERTa and BERT relative are refused by the config's check.
-                    Method::Rope | Method::Absolute | Method::Deberta | Method::BertRelative => Array3::zeros((h, rows, width)),
+                    // DeBERTa, BERT relative and Transformer-XL are refused by the config's check.
+                    Method::Rope | Method::Absolute | Method::Deberta | Method::BertRelative | Method::TransformerXl => Array3::zeros((h, rows, width)),
                 },
                 rel_v: if config.rel_v { Some(t.table(&format!("{p}.attn.rel_v"), h, rows, dh)?) } else { None },
             };
@@ -371,6 +371,7 @@ impl Transformer {
             rel_k: a.rel_k.clone(),
             rel_v: a.rel_v.clone(),
             key_mask: None,
+            segments: None,
             positions: None,
             rope: None,
             kv_heads: self.config.heads,
