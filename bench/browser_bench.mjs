@@ -9,7 +9,7 @@
 // forward pass: scenario excluded, the helpers' messages included), which is what native `relattn bench` times.
 // Prints a Markdown table and the JSON.
 //   make wasm && cargo build --release -p relattn-cli && node bench/browser_bench.mjs [--sizes 1024,2048,4096,8192]
-//     [--schemes shaw,music,rope,alibi,t5,absolute,deberta,bert_relative] [--workers 1,2] [--reps 2]
+//     [--schemes shaw,music,rope,alibi,t5,absolute,deberta,bert_relative,transformer_xl] [--workers 1,2] [--reps 2]
 // With --forward: www/bench.html instead, the wasm forward pass alone (Shaw with a^V) and a 1024 × 1024 redraw, one
 // thread, as JSON (the earlier tables of docs/src/benchmarks.md): node bench/browser_bench.mjs --forward --sizes 512,1024
 import { chromium } from 'playwright-core';
@@ -23,7 +23,7 @@ const arg = (name, fallback) => {
   return i > 0 ? process.argv[i + 1] : fallback;
 };
 const sizes = arg('sizes', '1024,2048,4096,8192').split(',').map(Number);
-const schemes = arg('schemes', 'shaw,music,rope,alibi,t5,absolute,deberta,bert_relative').split(',');
+const schemes = arg('schemes', 'shaw,music,rope,alibi,t5,absolute,deberta,bert_relative,transformer_xl').split(',');
 const all = cpus().length;
 const workerCounts = [...new Set(arg('workers', `1,2,${all}`).split(',').map(Number))];
 const reps = Number(arg('reps', '2'));

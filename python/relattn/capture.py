@@ -47,6 +47,14 @@ Families, and what each one's capture takes from the model:
   ``max_relative_positions``) or clipped, logits scaled by 1/√(d_head·(1 + terms)). The output is the attention's
   dense projection, before the residual and the layer norm. DeBERTa masks padded queries too (their rows get
   uniform weights over every key, outputs the model discards); relattn's key mask leaves them attending.
+- **XLNet** (``xlnet``): Transformer-XL's relative attention, the content stream of a layer (its query stream g,
+  XLNet's pretraining with ``target_mapping``, and memories ``mems`` are refused by name): the biases u, v, s
+  (``xl_u``, ``xl_v``, ``xl_s``: ``r_w_bias``, ``r_r_bias``, ``r_s_bias``), W_R (``xl_w_r``: ``r``), the segment
+  embeddings (``xl_seg_embed``) and, with ``token_type_ids``, the segment ids (``segment_ids``); relattn makes the
+  sinusoids itself (XLNet's ``relative_positional_encoding``), clamped at ``clamp_len`` (``clip``; n without it);
+  ``attn_type`` "uni" is causal, "bi" not. q, k, v and o have no biases; the output is ``o``'s projection before
+  the residual and the layer norm. XLNet lets a padded query attend to itself (outputs the model discards);
+  relattn's key mask leaves it attending to the tokens.
 - **MPT** (``mpt``): ALiBi with the slopes MPT's module adds, read off its input (transformers builds them with
   ``alibi_bias_max`` 8 whatever the config says), added as m_h·(j − (L − 1)) for the model's longest length L; it differs from the paper's m_h·(j − i) by a constant per row: equal weights. Q, K and V
   are the fused projection's three thirds.
@@ -62,7 +70,7 @@ from ._errors import refuse as _refuse
 
 #: The model types (``model.config.model_type``) :func:`capture` knows.
 FAMILIES = ("t5", "mt5", "umt5", "llama", "mistral", "qwen2", "qwen3", "qwen3_moe", "gemma", "gemma2", "gemma3_text", "olmo2", "phi3", "gpt_oss",
-            "llama4_text", "modernbert", "deepseek_v2", "deepseek_v3", "gpt_neox", "gptj", "bloom", "falcon", "mpt", "gpt2", "opt", "bert", "deberta-v2")
+            "llama4_text", "modernbert", "deepseek_v2", "deepseek_v3", "gpt_neox", "gptj", "bloom", "falcon", "mpt", "gpt2", "opt", "bert", "deberta-v2", "xlnet")
 
 
 class _Stop(Exception):
@@ -624,6 +632,57 @@ def _deberta(model, layer, input_ids, attention_mask, extra, reach):
     return input_ids, attention_mask, options, arrays, notes
 
 
+def _xlnet(model, layer, input_ids, attention_mask, extra, reach):
+    """XLNet: the content stream of layer ``layer``'s XLNetRelativeAttention (Transformer-XL's rel_attn_core): its
+    projections (d_model, heads, d_head) as relattn's (d_model, heads·d_head), W_R and the biases u, v, s, the
+    segment embeddings, and the segment ids the model is given."""
+    import torch
+
+    config = model.config
+    base = getattr(model, "transformer", model)
+    attn = _pick(base.layer, layer, "layer").rel_attn
+    if config.bi_data:
+        raise _refuse("model", "bi_data True", "bi_data False (one direction of positions, as XLNet runs after pretraining)")
+    if config.attn_type not in ("bi", "uni"):
+        raise _refuse("model", f"attn_type {config.attn_type!r}", "'bi' or 'uni'")
+    if config.attn_type == "uni" and config.same_length:
+        raise _refuse("model", "same_length True with attn_type 'uni'", "same_length False (every query reaches back to the first token)")
+    if config.attn_type == "uni" and attention_mask is not None and input_ids.shape[0] > 1:
+        # transformers' XLNet adds the padding mask to its causal one in place, which fails for a batch of more than one.
+        if not bool((attention_mask == 0).any()):
+            attention_mask = None
+        else:
+            raise _refuse("attention_mask", "padding with attn_type 'uni' and a batch of more than one",
+                          "no padding, or one sequence at a time (transformers' XLNet cannot combine its causal mask with a padding mask for a batch)")
+    args, kwargs = reach(attn, lambda: model(input_ids=input_ids, attention_mask=attention_mask, **extra))
+    named = dict(zip(("h", "g", "attn_mask_h", "attn_mask_g", "r", "seg_mat"), args), **kwargs)
+    if named.get("mems") is not None:
+        raise _refuse("mems", "given", "none: the layer's keys are its own tokens (Transformer-XL's memories are not captured)")
+    if named.get("g") is not None or named.get("target_mapping") is not None:
+        raise _refuse("part", "the query stream g (target_mapping given)", "XLNet's content stream h: called without target_mapping")
+    d, heads, head_dim = attn.q.shape
+    h = named["h"]  # (n, batch, d_model): XLNet is sequence-first
+    flat = lambda w: _np32(w.reshape(d, heads * head_dim))  # noqa: E731
+    with torch.no_grad():
+        arrays = {"x": _np32(h.permute(1, 0, 2)), "w_q": flat(attn.q), "w_k": flat(attn.k), "w_v": flat(attn.v), "w_o": flat(attn.o).T.copy(),
+                  "xl_w_r": flat(attn.r), "xl_u": _np32(attn.r_w_bias), "xl_v": _np32(attn.r_r_bias), "xl_s": _np32(attn.r_s_bias),
+                  "xl_seg_embed": _np32(attn.seg_embed)}
+    n = h.shape[0]
+    types = extra.get("token_type_ids")
+    segments = 0
+    if types is not None:
+        arrays["segment_ids"] = types.detach().cpu().numpy().astype(_np.float32)
+        segments = max(1, int(torch.unique(types).numel()))
+    clamp = config.clamp_len if config.clamp_len > 0 else n
+    options = {"method": "transformer_xl", "heads": heads, "causal": config.attn_type == "uni", "clip": clamp, "segments": segments}
+    notes = [f"Transformer-XL's relative attention (XLNet's content stream): biases u, v{', s' if segments else ''}, sinusoids of i − j projected by W_R, "
+             + (f"clamped at ±{config.clamp_len} (clamp_len)" if config.clamp_len > 0 else "unclamped (clip n)") + f", attn_type {config.attn_type!r}.",
+             "With token_type_ids: XLNet's segment term EF (same segment or not)." if segments else "No token_type_ids: no segment term.",
+             "The output is o's projection, before XLNet adds the residual and normalises.",
+             "XLNet lets a padded query attend to itself (outputs the model discards); relattn masks padded keys only."]
+    return input_ids, attention_mask, options, arrays, notes
+
+
 def _deepseek(model, layer, input_ids, attention_mask, extra, reach):
     """DeepSeek-V2 and V3: multi-head latent attention. The module projects x to a query latent (q_a_proj, RMS-normed:
     c_Q; x itself without q_lora_rank) and a key/value latent (kv_a_proj_with_mqa: c_KV, RMS-normed, and one rotary
@@ -990,11 +1049,14 @@ _T5S = ("t5", "mt5", "umt5")
 #: Each family's capture, but T5's (:func:`_t5`, which has two parts).
 _FAMILY = {**{name: _rotary for name in ("llama", "mistral", "qwen2", "qwen3", "qwen3_moe", "gemma", "gemma2", "gemma3_text", "olmo2", "phi3", "gpt_oss")},
            "llama4_text": _llama4, "modernbert": _modernbert, "deepseek_v2": _deepseek, "deepseek_v3": _deepseek, "gpt_neox": _neox, "gptj": _gptj, "bloom": _bloom,
-           "falcon": _falcon, "mpt": _mpt, "gpt2": _absolute, "opt": _absolute, "bert": _absolute, "deberta-v2": _deberta}
+           "falcon": _falcon, "mpt": _mpt, "gpt2": _absolute, "opt": _absolute, "bert": _absolute, "deberta-v2": _deberta, "xlnet": _xlnet}
 
 
 def _parts(family):
-    """The parts with self-attention layers: T5's encoder and decoder, BERT's, ModernBERT's and DeBERTa's encoder, the others' decoder."""
+    """The parts with self-attention layers: T5's encoder and decoder, BERT's, ModernBERT's and DeBERTa's encoder, XLNet's
+    content stream, the others' decoder."""
+    if family == "xlnet":
+        return ("content",)
     return ("encoder", "decoder") if family in _T5S else ("encoder",) if family in ("bert", "modernbert", "deberta-v2") else ("decoder",)
 
 
@@ -1006,6 +1068,8 @@ def _part(family, part):
     if part not in parts:
         if family in _T5S:
             raise _refuse("part", repr(part), "'encoder' or 'decoder' (T5's cross-attention has no position term: it is not captured)")
+        if family == "xlnet":
+            raise _refuse("part", repr(part), "'content' (XLNet's query stream g, its pretraining's with target_mapping, is not captured)")
         raise _refuse("part", repr(part), f"'{parts[0]}' (a {family} model has no other)")
     return part
 

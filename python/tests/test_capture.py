@@ -771,3 +771,89 @@ def test_deberta_padded_keys_equal_the_model_on_the_tokens():
         assert rel(t["output"][b][rows], output[b].numpy()[rows]) <= TOL
         assert float(np.abs(t["weights"][b][:, :, ~rows]).max(initial=0.0)) == 0.0
     assert any("padded queries" in note for note in cap.notes)
+
+
+def xlnet(attn_type="bi", layer=1, pad=0, segmented=True, clamp_len=-1):
+    """A tiny random XLNetModel (u, v, s and the segment embeddings drawn wide too), the capture of `layer`'s content
+    stream with token types or without, the module's probabilities and its attention output (o's projection of
+    rel_attn_core's attn_vec, as post_attention computes it before the residual)."""
+    model = build(transformers.XLNetModel, vocab_size=VOCAB, d_model=32, n_layer=2, n_head=4, d_inner=48, attn_type=attn_type, dropout=0.0, clamp_len=clamp_len)
+    attn = model.layer[layer].rel_attn
+    with torch.no_grad():
+        for p in (attn.r_w_bias, attn.r_r_bias, attn.r_s_bias, attn.seg_embed):
+            p.normal_(0.0, 0.5)
+    ids, mask = inputs(7, n=11, pad=pad)
+    types = torch.zeros_like(ids)
+    types[:, 6:] = 1
+    extra = {"token_type_ids": types} if segmented else {}
+    cap = relattn.capture(model, layer, input_ids=ids, attention_mask=mask, **extra)
+    seen = {}
+    core = attn.rel_attn_core
+
+    def recording(*args, **kwargs):
+        out = core(*args, **kwargs)
+        seen.setdefault("vec", out[0] if isinstance(out, tuple) else out)
+        return out
+
+    attn.rel_attn_core = recording
+    try:
+        with torch.no_grad():
+            # transformers' XLNet cannot add a padding mask to its causal one for a batch: none without padding.
+            outputs = model(input_ids=ids, attention_mask=mask if pad else None, output_attentions=True, **extra)
+    finally:
+        del attn.rel_attn_core
+    return model, cap, outputs.attentions[layer], torch.einsum("ibnd,hnd->bih", seen["vec"], attn.o).detach()
+
+
+@pytest.mark.parametrize("attn_type, segmented, clamp_len", [("bi", True, -1), ("bi", False, 3), ("uni", True, 4), ("uni", False, -1)])
+def test_xlnet_layers_equal_the_model(attn_type, segmented, clamp_len):
+    """XLNet's content stream: relattn's weights equal rel_attn_core's probabilities and its output the module's within
+    1e-5, bidirectional ("bi") and causal ("uni"), clamped or not, with the segment term or without; its stages (AC as
+    the content logits, BD before and after rel_shift, EF) are there; without W_R (no position term) it misses by > 0.02."""
+    model, cap, probabilities, output = xlnet(attn_type, segmented=segmented, clamp_len=clamp_len)
+    check(cap, probabilities, output)
+    o = cap.options
+    assert o["method"] == "transformer_xl" and o["causal"] == (attn_type == "uni") and cap.part == "content"
+    assert o["clip"] == (clamp_len if clamp_len > 0 else 11) and (o["segments"] > 0) == segmented
+    assert ("segment_ids" in cap.arrays) == segmented and cap.arrays["xl_w_r"].shape == (32, 32) and cap.arrays["xl_seg_embed"].shape == (2, 4, 8)
+    t = cap.trace()
+    width = 12 if attn_type == "uni" else 22
+    assert t["bd_relative"].shape == (2, 4, 11, width) and t["bd"].shape == (2, 4, 11, 11) and ("ef" in t) == segmented
+    without = relattn.Capture(model=cap.model, family=cap.family, layer=1, part="content", tokens=None, notes=cap.notes,
+                              arrays={**cap.arrays, "xl_w_r": np.zeros_like(cap.arrays["xl_w_r"])}, options=o)
+    assert rel(without.trace()["weights"], probabilities.numpy()) > 0.02
+
+
+def test_xlnet_padded_keys_equal_the_model_on_the_tokens():
+    """With padding: XLNet lets a padded query attend to itself, relattn masks padded keys only; every unpadded query's
+    weights and output equal the module's."""
+    model, cap, probabilities, output = xlnet("bi", layer=0, pad=4)
+    t = cap.trace()
+    kept = np.asarray(cap.arrays["key_mask"], bool)
+    for b in range(2):
+        rows = kept[b]
+        assert rel(t["weights"][b][:, rows], probabilities[b].numpy()[:, rows]) <= TOL
+        assert rel(t["output"][b][rows], output[b].numpy()[rows]) <= TOL
+    assert any("padded query" in note for note in cap.notes)
+
+
+def test_xlnet_query_stream_and_mems_are_refused_by_name():
+    """XLNet's query stream (part "query"), memories (mems reaching the layer) and padding with attn_type "uni" in a batch
+    (which transformers' XLNet cannot combine with its causal mask) are refused, naming them."""
+    import importlib
+
+    model = build(transformers.XLNetModel, vocab_size=VOCAB, d_model=32, n_layer=2, n_head=4, d_inner=48, dropout=0.0)
+    ids, mask = inputs(7, n=6, pad=0)
+    with pytest.raises(relattn.RelattnError) as e:
+        relattn.capture(model, 0, input_ids=ids, part="query")
+    assert e.value.field == "part" and "content" in str(e.value)
+    uni = build(transformers.XLNetModel, vocab_size=VOCAB, d_model=32, n_layer=2, n_head=4, d_inner=48, dropout=0.0, attn_type="uni")
+    _, padded = inputs(7, n=6, pad=2)
+    with pytest.raises(relattn.RelattnError) as e:
+        relattn.capture(uni, 0, input_ids=ids, attention_mask=padded)
+    assert e.value.field == "attention_mask"
+    module = importlib.import_module("relattn.capture")
+    mems = [torch.zeros(3, 2, 32) for _ in range(2)]
+    with pytest.raises(relattn.RelattnError) as e:
+        module._xlnet(model, 0, ids, mask, {"mems": mems}, module._run_to)
+    assert e.value.field == "mems"

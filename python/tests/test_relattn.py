@@ -34,6 +34,7 @@ def cli_npz(tmp_path, *args):
     ("absolute", []),
     ("deberta", ["--position-buckets", "6", "--max-relative-positions", "12", "--deberta-terms", "both"]),
     ("bert_relative", ["--max-position", "11", "--bert-terms", "key_query"]),
+    ("transformer_xl", ["--clip", "12", "--segments", "2"]),
 ])
 def test_trace_is_the_cli_npz(tmp_path, method, extra):
     want = cli_npz(tmp_path, "--method", method, "--n", "11", "--d-model", "24", "--heads", "3", "--seed", "5", *extra)
@@ -42,7 +43,7 @@ def test_trace_is_the_cli_npz(tmp_path, method, extra):
     for flag in flags:
         name = flag[2:].replace("-", "_")
         options[name] = True if name == "causal" else next(flags)
-    for name in ("clip", "t5_buckets", "t5_max_distance", "position_buckets", "max_relative_positions", "max_position"):
+    for name in ("clip", "t5_buckets", "t5_max_distance", "position_buckets", "max_relative_positions", "max_position", "segments"):
         if name in options:
             options[name] = int(options[name])
     if "rope_fraction" in options:
@@ -180,13 +181,13 @@ def test_every_option_is_taken():
     values = dict(preset="seed004", method="shaw", heads=3, clip=2, causal=False, relative_values=True, per_head_tables=False, relative_only=False,
                   logit_scale={"factor": 0.3}, window=3, chunk=4, softcap=30.0, norm_eps=1e-6, edge="zero", implementation="efficient", n=4, d_model=15, batch_size=2, seed=0,
                   rope_base=10000.0, rope_fraction=1.0, rope_layout="half", rope_scale=1.0, t5_buckets=32, t5_max_distance=128, position_buckets=256, max_relative_positions=512,
-                  deberta_terms="both", max_position=512, bert_terms="key", positions_in_x=False)
+                  deberta_terms="both", max_position=512, bert_terms="key", segments=0, positions_in_x=False)
     assert sorted(values) == sorted(relattn.OPTIONS)
     relattn.trace(**values)
 
 
 def test_names():
-    assert relattn.methods() == ["absolute", "shaw", "music", "rope", "alibi", "t5", "deberta", "bert_relative"]
+    assert relattn.methods() == ["absolute", "shaw", "music", "rope", "alibi", "t5", "deberta", "bert_relative", "transformer_xl"]
     assert "seed004" in relattn.presets() and "rope_kernel" in relattn.stages()
     assert "rope_base" in relattn.OPTIONS
     seed004 = relattn.trace(preset="seed004")

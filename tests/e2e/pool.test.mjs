@@ -50,7 +50,7 @@ async function shown(query) {
   return { print, lines, onDemand: info };
 }
 
-for (const method of ['shaw', 'music', 'rope', 'alibi', 't5', 'absolute', 'deberta', 'bert_relative']) {
+for (const method of ['shaw', 'music', 'rope', 'alibi', 't5', 'absolute', 'deberta', 'bert_relative', 'transformer_xl']) {
   test(`${method}: every stage of heads 0 and 5 on 2 and 3 workers equals one worker's, bit for bit`, async () => {
     for (const [causal, head] of [[0, 0], [1, 5]]) {
       const query = `method=${method}&causal=${causal}&head=${head}&${LAYER}`;

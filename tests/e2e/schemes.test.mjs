@@ -163,6 +163,53 @@ test('BERT relative: rows i − j + P − 1, the query and key terms as stages a
   await settle(page, () => page.dispatchEvent('#max_position', 'change'));
 });
 
+test('Transformer-XL: AC with u, BD before and after rel_shift, EF with segments, the tooltip\'s parts, segments refused by name', async () => {
+  await settle(page, () => page.selectOption('#preset', ''));
+  await settle(page, () => page.selectOption('#method', 'transformer_xl'));
+  assert.ok(await page.locator('#segments').isVisible() && !(await page.locator('#clip').isDisabled()));
+  assert.ok(!(await page.locator('#position_buckets').isVisible()));
+  if (await page.isChecked('#causal')) await settle(page, () => page.uncheck('#causal'));
+  for (const [id, value] of [['n', '12'], ['d_model', '64'], ['heads', '2'], ['clip', '11'], ['segments', '2']]) {
+    if ((await page.inputValue(`#${id}`)) === value) continue;
+    await page.fill(`#${id}`, value);
+    await settle(page, () => page.dispatchEvent(`#${id}`, 'change'));
+  }
+  const names = await stages();
+  for (const s of ['rel_index', 'rel_k', 'content_logits', 'bd_relative', 'bd', 'ef', 'relative_logits', 'logits', 'weights']) assert.ok(names.includes(s), `no ${s} in ${names}`);
+  assert.ok(names.indexOf('bd_relative') < names.indexOf('bd') && names.indexOf('bd') < names.indexOf('ef') && names.indexOf('ef') < names.indexOf('relative_logits'));
+  for (const [stage, title] of [['content_logits', 'AC = (q_i + u) · k_j'], ['bd_relative', 'BD before rel_shift'], ['bd', 'BD after rel_shift']]) {
+    const label = await page.locator(`figure[data-stage="${stage}"] canvas`).getAttribute('aria-label');
+    assert.ok(label.startsWith(title), label);
+  }
+  // k 11, bidirectional: the row of r is k − (i − j), XLNet's descending order.
+  for (const [i, j, row] of [[5, 5, 11], [0, 1, 12], [3, 0, 8]]) assert.equal(Number((await hover(page, 'rel_index', i, j)).value), row, `row of (${i}, ${j})`);
+  // rel_shift: BD(i, j) is BD_rel(i, Lq − i + j) (position Lk − c = i − j).
+  const bd = Number((await hover(page, 'bd', 4, 9)).value);
+  assert.ok(near((await hover(page, 'bd_relative', 4, 12 - 4 + 9)).value, bd), 'rel_shift moved BD_rel\'s column into place');
+  const ef = Number((await hover(page, 'ef', 4, 9)).value);
+  const t = await hover(page, 'relative_logits', 4, 9);
+  assert.ok(near(t.value, bd + ef), `${t.value} vs BD + EF ${bd + ef}`);
+  assert.match(t.text, /AC = \(q \+ u\)·k = /);
+  assert.match(t.text, /BD \+ EF = /);
+  assert.match(t.text, /BD after rel_shift = /);
+  assert.match(t.text, /EF: segment term \(q_i \+ s\) · seg = /);
+  // The logits: (AC + BD + EF) / √d_head, d_head 32.
+  const content = Number((await hover(page, 'content_logits', 4, 9)).value);
+  assert.ok(near((await hover(page, 'logits', 4, 9)).value, (content + bd + ef) / Math.sqrt(32)));
+  // No segments: no EF stage.
+  await page.fill('#segments', '0');
+  await page.dispatchEvent('#segments', 'change');
+  await page.waitForFunction(() => !document.querySelector('figure[data-stage="ef"]') && document.getElementById('busy').hidden, null, { timeout: 30000 });
+  const shown = await readyId(page);
+  await page.fill('#segments', '-1');
+  await page.dispatchEvent('#segments', 'change');
+  await page.waitForFunction(() => document.getElementById('err-segments').textContent !== '', null, { timeout: 10000 });
+  assert.match(await page.locator('#err-segments').innerText(), /segments.*0\.\.=65536/);
+  assert.equal(await readyId(page), shown);
+  await page.fill('#segments', '0');
+  await settle(page, () => page.dispatchEvent('#segments', 'change'));
+});
+
 test('RoPE: a kernel of the distance alone, layouts that differ on the same weights, options refused by name', async () => {
   await settle(page, () => page.selectOption('#preset', 'rope-kernel'));
   // κ(0) = 1 on the diagonal; every diagonal holds one value.

@@ -77,8 +77,8 @@ pub enum Command {
         #[command(flatten)]
         layer: LayerArgs,
         /// Stage to draw: distances, rel_index, rel_k, rel_v, slopes, rope_angles, rope_kernel, rotated_q, rotated_k,
-        /// content_logits, skew_qer, skew_padded, skew_reshaped, skew_sliced, c2p, p2c, relative_logits, logits,
-        /// weights, sink_share, value_buckets, output_content, output_relative, output.
+        /// content_logits, skew_qer, skew_padded, skew_reshaped, skew_sliced, c2p, p2c, bd_relative, bd, ef,
+        /// relative_logits, logits, weights, sink_share, value_buckets, output_content, output_relative, output.
         #[arg(long, value_parser = clap::value_parser!(Stage))]
         stage: Stage,
         /// Head to draw, 0..=(heads − 1).

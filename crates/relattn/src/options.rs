@@ -19,6 +19,7 @@ use relattn_core::positions::deberta::{self, Terms};
 use relattn_core::positions::rope::{self, PairLayout, Rope};
 use relattn_core::positions::t5::Buckets;
 use relattn_core::positions::table::Edge;
+use relattn_core::positions::transformer_xl;
 use relattn_core::positions::Method;
 use serde::de::IgnoredAny;
 use serde::{Deserialize, Serialize};
@@ -41,8 +42,8 @@ pub struct LayerOptions {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub preset: Option<String>,
     /// shaw (Shaw et al. 2018), music (Music Transformer skew), rope (rotary), alibi (linear bias), t5
-    /// (bucketed bias), absolute (sinusoids added to x) or deberta (DeBERTa's disentangled c2p and p2c terms).
-    /// [default: shaw]
+    /// (bucketed bias), absolute (sinusoids added to x), deberta (DeBERTa's disentangled c2p and p2c terms) or
+    /// transformer_xl (Transformer-XL / XLNet: biases u and v, projected sinusoids, rel_shift). [default: shaw]
     #[arg(long)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub method: Option<Method>,
@@ -179,6 +180,12 @@ pub struct LayerOptions {
     #[arg(long)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bert_terms: Option<BertTerms>,
+    /// Transformer-XL only: XLNet's segment term EF, 0 to 65536: 0 for none; otherwise the positions carry
+    /// segment ids (a scenario file's `segment_ids`, or n positions cut into this many equal runs). Its clamp of
+    /// i − j is `clip`. [default: 0]
+    #[arg(long, allow_negative_numbers = true)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub segments: Option<f64>,
     /// Absolute positions only: x already holds them (a captured model's layer: GPT-2, OPT and BERT add their
     /// learned positions at the embedding, before layer 0); the positions stage shows them (the model's table,
     /// given as `positions`) and attention reads x as given. [default: false]
@@ -294,6 +301,7 @@ impl LayerOptions {
             deberta_terms: Some(cfg.deberta.terms),
             max_position: Some(cfg.bert.max_position as f64),
             bert_terms: Some(cfg.bert.terms),
+            segments: Some(cfg.xl.segments as f64),
             positions_in_x: Some(cfg.positions_in_x),
             unknown: Unknown::new(),
         }
@@ -405,6 +413,9 @@ impl LayerOptions {
             cfg.bert.max_position = whole("max_position", p, 0, usize::MAX).map_err(|_| Error::invalid("max_position", p, range()))?;
         }
         cfg.bert.terms = self.bert_terms.unwrap_or(cfg.bert.terms);
+        if let Some(s) = self.segments {
+            cfg.xl.segments = whole("segments", s, 0, transformer_xl::MAX_SEGMENTS)?;
+        }
         Ok(Resolved { config: cfg, spec, arrays, per_head_tables })
     }
 }

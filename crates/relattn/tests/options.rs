@@ -11,7 +11,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 /// Every option, in the order of `LayerOptions`' fields.
-const OPTIONS: [&str; 31] = [
+const OPTIONS: [&str; 32] = [
     "preset",
     "method",
     "n",
@@ -42,6 +42,7 @@ const OPTIONS: [&str; 31] = [
     "deberta_terms",
     "max_position",
     "bert_terms",
+    "segments",
     "positions_in_x",
 ];
 
@@ -104,7 +105,7 @@ fn old_names_are_refused_with_the_list() {
 fn every_refusal_states_the_real_range() {
     use relattn::options::Resolved;
     use relattn::Scenario;
-    let cases: [(&str, &str); 26] = [
+    let cases: [(&str, &str); 28] = [
         (r#"{"n": -1}"#, "a whole number ≥ 1"),
         (r#"{"d_model": 0}"#, "a whole number ≥ 1"),
         (r#"{"heads": -2}"#, "a whole number ≥ 1"),
@@ -124,6 +125,8 @@ fn every_refusal_states_the_real_range() {
         (r#"{"method": "bert_relative", "max_position": 0}"#, "1 to 65536"),
         (r#"{"method": "bert_relative", "max_position": -3}"#, "1 to 65536"),
         (r#"{"method": "bert_relative", "n": 40, "max_position": 39}"#, "at least the 40 positions of the sequence"),
+        (r#"{"method": "transformer_xl", "segments": -1}"#, "a whole number in 0..=65536"),
+        (r#"{"method": "transformer_xl", "segments": 2.5}"#, "a whole number in 0..=65536"),
         (r#"{"method": "rope", "rope_base": -2}"#, "above 1 to 1000000000"),
         (r#"{"method": "rope", "rope_fraction": -0.5}"#, "above 0 to 1"),
         (r#"{"method": "rope", "rope_scale": -1}"#, "from 0.01 to 1000"),

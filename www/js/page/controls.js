@@ -171,7 +171,7 @@ export function methodChosen() {
 
 /**
  * The controls follow the method: the options it does not read are disabled (k, a^V, per-head tables), greyed
- * with their values kept, or hidden (RoPE's, T5's, DeBERTa's, BERT's, the Music Transformer's edge), as the page's wasm says (scheme_options:
+ * with their values kept, or hidden (RoPE's, T5's, DeBERTa's, BERT's, Transformer-XL's segments, the Music Transformer's edge), as the page's wasm says (scheme_options:
  * crates/relattn/src/protocol/layer_view.rs SchemeOptions). Called again once that wasm is loaded (main.js), as a page opened
  * in Model mode restores its URL before.
  */
@@ -184,11 +184,12 @@ export function optionsFollowMethod() {
   $('per_head_tables').disabled = !o.per_head;
   $('per_head_tables').title = o.per_head ? '' : 'This method has no learned table to give each head its own';
   $('clip').disabled = !o.clip;
-  $('clip').title = o.clip ? '' : 'k sizes the tables of Shaw et al. and the Music Transformer; this method has none';
+  $('clip').title = o.clip ? '' : 'k sizes the tables of Shaw et al. and the Music Transformer and clamps Transformer-XL\'s i − j; this method has none';
   for (const el of all('.scheme-rope')) el.hidden = !o.rope;
   for (const el of all('.scheme-t5')) el.hidden = !o.buckets;
   for (const el of all('.scheme-deberta')) el.hidden = !o.deberta;
   for (const el of all('.scheme-bert')) el.hidden = !o.bert;
+  for (const el of all('.scheme-xl')) el.hidden = !o.xl;
   for (const el of all('.scheme-edge')) el.hidden = !o.edge;
   for (const el of all('.scheme-absolute')) el.hidden = !o.positions;
 }

@@ -21,8 +21,9 @@ export function attachPointer(v) {
   c.addEventListener('blur', () => { v.cursor = null; hideTip(); drawPins(); });
 }
 
-/** The stages a pair (i, j) is read from, by part (a relative term made of terms: DeBERTa's c2p and p2c, BERT's query and key terms). */
-const PARTS = { content: 'content_logits', relative: 'relative_logits', c2p: 'c2p', p2c: 'p2c', row: 'rel_index', logit: 'logits', weight: 'weights' };
+/** The stages a pair (i, j) is read from, by part (a relative term made of terms: DeBERTa's c2p and p2c, BERT's query and key
+ * terms, Transformer-XL's BD and EF). */
+const PARTS = { content: 'content_logits', relative: 'relative_logits', c2p: 'c2p', p2c: 'p2c', bd: 'bd', ef: 'ef', row: 'rel_index', logit: 'logits', weight: 'weights' };
 
 /**
  * Cell (i, j) of stage `name` of the result shown: from the values the worker sent with it, or from the cells
@@ -111,8 +112,9 @@ function fillTip(v, i, j, announce = false) {
     const filled = (label, value) => label.replace('{}', value);
     lines.push(filled(said.content, shown(p.content)));
     if (said.relative && p.relative !== null) lines.push(filled(said.relative, shown(p.relative)));
-    // The relative term split into its terms, each by its stage's title (DeBERTa's c2p and p2c, BERT's q·a and k·a).
-    for (const term of ['c2p', 'p2c']) if (p[term] !== null) lines.push(`  ${cur.byName[term].title} = ${shown(p[term])}`);
+    // The relative term split into its terms, each by its stage's title (DeBERTa's c2p and p2c, BERT's q·a and k·a,
+    // Transformer-XL's BD after rel_shift and XLNet's segment term EF).
+    for (const term of ['c2p', 'p2c', 'bd', 'ef']) if (p[term] !== null) lines.push(`  ${cur.byName[term].title} = ${shown(p[term])}`);
     if (said.row) lines.push(filled(said.row, p.row < 0 ? (masked ? 'none (a later key: masked)' : 'none (beyond the table: a zero vector)') : shown(p.row)));
     if (masked) lines.push(said.masked);
     lines.push(`logit ${shown(p.logit)}   weight ${shown(p.weight)}`);

@@ -462,8 +462,8 @@ export type LayerOptions = {
 preset?: string, 
 /**
  * shaw (Shaw et al. 2018), music (Music Transformer skew), rope (rotary), alibi (linear bias), t5
- * (bucketed bias), absolute (sinusoids added to x) or deberta (DeBERTa's disentangled c2p and p2c terms).
- * [default: shaw]
+ * (bucketed bias), absolute (sinusoids added to x), deberta (DeBERTa's disentangled c2p and p2c terms) or
+ * transformer_xl (Transformer-XL / XLNet: biases u and v, projected sinusoids, rel_shift). [default: shaw]
  */
 method?: Method, 
 /**
@@ -600,6 +600,12 @@ max_position?: number,
  */
 bert_terms?: BertTerms, 
 /**
+ * Transformer-XL only: XLNet's segment term EF, 0 to 65536: 0 for none; otherwise the positions carry
+ * segment ids (a scenario file's `segment_ids`, or n positions cut into this many equal runs). Its clamp of
+ * i − j is `clip`. [default: 0]
+ */
+segments?: number, 
+/**
  * Absolute positions only: x already holds them (a captured model's layer: GPT-2, OPT and BERT add their
  * learned positions at the embedding, before layer 0); the positions stage shows them (the model's table,
  * given as `positions`) and attention reads x as given. [default: false]
@@ -626,7 +632,7 @@ export type Meter = { beat: number, bar: number, };
 /**
  * Which relative attention (in files and messages by its lowercase name: "shaw", "music", "rope", …).
  */
-export type Method = "shaw" | "music" | "rope" | "alibi" | "t5" | "absolute" | "deberta" | "bert_relative";
+export type Method = "shaw" | "music" | "rope" | "alibi" | "t5" | "absolute" | "deberta" | "bert_relative" | "transformer_xl";
 
 /**
  * One metric as the picture shows it: its name, title and description ([`Metric`]), per tile its mean, its
@@ -1414,6 +1420,10 @@ deberta: boolean,
  * `max_position`, `bert_terms`: BERT's relative_key and relative_key_query.
  */
 bert: boolean, 
+/**
+ * `segments`: Transformer-XL's segment term (its clamp is `clip`).
+ */
+xl: boolean, 
 /**
  * `edge`: its table of vectors is read past its rows by the skew (the Music Transformer).
  */

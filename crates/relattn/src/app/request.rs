@@ -60,11 +60,12 @@ pub fn scheme_options(m: Method) -> SchemeOptions {
         clip: reads("clip"),
         rel_v: reads("relative_values"),
         per_head: reads("per_head_tables"),
-        tables_per_head: m.buckets() || m.disentangles(),
+        tables_per_head: m.buckets() || m.disentangles() || m.shifts(),
         rope: reads("rope_base"),
         buckets: reads("t5_buckets"),
         deberta: reads("position_buckets"),
         bert: reads("max_position"),
+        xl: reads("segments"),
         edge: reads("edge"),
         positions: reads("positions_in_x"),
     }

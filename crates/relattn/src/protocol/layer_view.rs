@@ -84,6 +84,8 @@ pub struct SchemeOptions {
     pub deberta: bool,
     /// `max_position`, `bert_terms`: BERT's relative_key and relative_key_query.
     pub bert: bool,
+    /// `segments`: Transformer-XL's segment term (its clamp is `clip`).
+    pub xl: bool,
     /// `edge`: its table of vectors is read past its rows by the skew (the Music Transformer).
     pub edge: bool,
     /// `positions_in_x`: its positions are vectors added to x (absolute), which a captured layer's x holds.
