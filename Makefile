@@ -12,7 +12,7 @@ WASM_DEBUG = $(or $(CARGO_TARGET_DIR),target)/wasm32-unknown-unknown/debug/relat
 # Cargo features of the wasm build: none for make serve; the e2e tests need the test hooks (crates/relattn-wasm/Cargo.toml).
 WASM_FEATURES ?=
 
-.PHONY: check protocol serve wasm vendor widget package-files wheel docs cli deps-wasm deps-web deps-gpu deps-python test test-rust test-python test-web test-wasm test-e2e train fixtures
+.PHONY: check protocol serve wasm vendor widget package-files wheel docs cli deps-wasm deps-web deps-gpu deps-python deps-hf4 test test-rust test-python test-web test-wasm test-e2e train fixtures
 
 deps-wasm:
 	@rustup target list --installed | grep -qx wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
@@ -146,7 +146,13 @@ wheel: package-files
 # The tests' package: make wheel's files and maturin build, but the extension in the debug profile in the
 # workspace's target/, beside cargo test's build (its dependencies shared where their features agree), instead of
 # a release build of every crate.
-test-python: deps-python package-files cli
+# transformers 4.x apart (python/requirements-hf4.txt), for the tests of BERT's relative positions against its own
+# BertSelfAttention: about 135 MB, made again when the list changes.
+HF4 = target/hf4
+deps-hf4: deps-python
+	@test $(HF4)/.installed -nt python/requirements-hf4.txt || { rm -rf $(HF4) && $(PYVENV)/bin/pip install --quiet --no-cache-dir --no-deps --target $(HF4) -r python/requirements-hf4.txt && touch $(HF4)/.installed; }
+
+test-python: deps-python deps-hf4 package-files cli
 	@rm -rf target/test-wheels
 	$(PYVENV)/bin/maturin build -m python/Cargo.toml -o target/test-wheels
 	$(PYVENV)/bin/pip install --quiet --force-reinstall --no-deps target/test-wheels/relattn-*-cp39-abi3-*.whl

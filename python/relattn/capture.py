@@ -26,6 +26,10 @@ Families, and what each one's capture takes from the model:
   past its offset of 2, BERT's ``position_embeddings``) are shown, not added again (``positions_in_x``).
   GPT-2's Conv1D weights are stored (in, out) and its Q, K, V fused; OPT multiplies q by 1/√d_head before the
   product, the same logits; BERT's attention output is the dense projection before its residual and layer norm.
+- **BERT with relative positions** (``bert`` whose ``position_embedding_type`` is ``relative_key`` or
+  ``relative_key_query``, transformers 4.x: 5.x removed them): no absolute positions in x; each layer's own
+  ``distance_embedding`` (2P − 1, d_head), P = ``max_position_embeddings``, shared by its heads and read at
+  i − j + P − 1 (method ``bert_relative``, ``bert_terms`` key or key_query); at most P tokens, as the model.
 - **BLOOM** (``bloom``): ALiBi's slopes as the model builds them. BLOOM adds slope × key position (m_h·j) to
   the logits where the paper adds −m_h·(i − j) = m_h·(j − i); the two differ by m_h·i, the same for every key
   of a query, which the softmax takes away: the weights are equal, the logits differ by a constant per row.
@@ -928,8 +932,10 @@ def _absolute(model, layer, input_ids, attention_mask, extra, reach):
                  "OPT multiplies q by 1/√d_head before the product; relattn scales the product: the same logits."]
     else:
         kind = getattr(config, "position_embedding_type", "absolute")
+        if kind in _BERT_TYPES:
+            return _bert_relative(model, layer, input_ids, attention_mask, extra, reach)
         if kind != "absolute":
-            raise _refuse("model", f"position_embedding_type {kind!r}", "'absolute' (BERT's relative_key variants are not captured yet)")
+            raise _refuse("model", f"position_embedding_type {kind!r}", "'absolute', 'relative_key' or 'relative_key_query'")
         base = getattr(model, "bert", model)
         block = _pick(base.encoder.layer, layer, "encoder").attention
         attn = block.self
@@ -944,6 +950,34 @@ def _absolute(model, layer, input_ids, attention_mask, extra, reach):
     args, kwargs = reach(attn, lambda: model(input_ids=input_ids, attention_mask=attention_mask, **extra))
     arrays = _layer_arrays(args, kwargs, ((w_q, b_q), (w_k, b_k), (w_v, b_v), (w_o, b_o)), positions=_np32(table[:n]))
     options = {"method": "absolute", "heads": heads, "causal": causal, "positions_in_x": True, "logit_scale": scale}
+    return input_ids, attention_mask, options, arrays, notes
+
+
+#: BERT's relative position types and relattn's bert_terms for each.
+_BERT_TYPES = {"relative_key": "key", "relative_key_query": "key_query"}
+
+
+def _bert_relative(model, layer, input_ids, attention_mask, extra, reach):
+    """BERT with relative_key or relative_key_query (transformers 4.x): the layer's distance_embedding, no absolute
+    positions."""
+    config = model.config
+    kind = config.position_embedding_type
+    base = getattr(model, "bert", model)
+    block = _pick(base.encoder.layer, layer, "encoder").attention
+    attn = block.self
+    if not hasattr(attn, "distance_embedding"):
+        raise _refuse("model", f"position_embedding_type {kind!r} without BertSelfAttention.distance_embedding",
+                      "a transformers that computes it (4.x: transformers 5 removed BERT's relative positions)")
+    heads, p, n = config.num_attention_heads, config.max_position_embeddings, input_ids.shape[1]
+    if n > p:
+        raise _refuse("input_ids", f"{n} tokens", f"at most the model's max_position_embeddings, {p} (its distance table has no row past ±{p - 1})")
+    (w_q, b_q), (w_k, b_k), (w_v, b_v), (w_o, b_o) = (_linear(attn.query), _linear(attn.key), _linear(attn.value), _linear(block.output.dense))
+    args, kwargs = reach(attn, lambda: model(input_ids=input_ids, attention_mask=attention_mask, **extra))
+    arrays = _layer_arrays(args, kwargs, ((w_q, b_q), (w_k, b_k), (w_v, b_v), (w_o, b_o)), distance_embedding=_np32(attn.distance_embedding.weight))
+    options = {"method": "bert_relative", "heads": heads, "causal": bool(config.is_decoder), "max_position": p, "bert_terms": _BERT_TYPES[kind]}
+    notes = [f"BERT's {kind}: no absolute positions were added to the embeddings; each layer reads its own distance_embedding "
+             f"({2 * p - 1} rows) at i − j + {p - 1}, shared by its heads.",
+             "The output is the attention's dense projection, before BERT adds the residual and normalises."]
     return input_ids, attention_mask, options, arrays, notes
 
 
