@@ -1,8 +1,8 @@
-// Each of today's families (#49) captured from its tiny random model and opened in the page: tests/e2e/captures.py
-// builds the models of python/tests/test_capture.py (nothing downloaded; target/pyvenv, made by make test-python),
-// saves layer 1 of each as relattn.capture saves it and writes what the model itself computed. The page opens
-// each file with the capture's options, and its weights equal the model's own attention probabilities.
-// Screenshots in tests/e2e/artifacts/captures-*.png.
+// Each of today's families (#49) and of relative attention's own (#50) captured from its tiny random model and
+// opened in the page: tests/e2e/captures.py builds the models of python/tests/test_capture.py (nothing downloaded;
+// target/pyvenv, made by make test-python), saves layer 1 of each as relattn.capture saves it and writes what the
+// model itself computed. The page opens each file with the capture's options, and its weights equal the model's
+// own attention probabilities. Screenshots in tests/e2e/artifacts/captures-*.png.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -40,7 +40,7 @@ after(async () => {
 
 test('each of today\'s families opens with its options, its new stages, and the model\'s own probabilities', async () => {
   const expected = JSON.parse(readFileSync(join(work, 'expected.json'), 'utf8'));
-  assert.equal(Object.keys(expected).length, 14);
+  assert.equal(Object.keys(expected).length, 18);
   for (const [name, want] of Object.entries(expected)) {
     await settle(page, () => page.setInputFiles('#tensors', join(work, `${name}.npz`)));
     assert.ok((await page.locator('body').innerText()).includes(want.title), `${name}: the page names ${want.title}`);
