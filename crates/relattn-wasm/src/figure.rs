@@ -1,8 +1,9 @@
 //! The page's figures: a [`FigureSpec`] (serde) describes one — title, subtitle, axes, colour scale, labels,
 //! shape — and its values come beside it as an f32 slice. [`draw_frame`] draws the frame on a canvas and
 //! leaves the cells to the page (it blits the worker's raster); [`draw_svg`] draws the whole figure as SVG.
-//! Both run in the page's own wasm instance: plotters measures text with the DOM, which the worker has not.
+//! Both run in the page's own wasm instance: their text is measured with the DOM ([`Measured`]), which the worker has not.
 
+use super::measure::Measured;
 use super::{ink, js_error, palette, to_js, to_value};
 use ndarray::{Array2, ArrayView2, CowArray, Ix2};
 use plotters::prelude::*;
@@ -131,7 +132,7 @@ pub fn draw_frame(canvas: web_sys::HtmlCanvasElement, spec: JsValue, values: &[f
     let spec = FigureSpec::parse(spec)?;
     let zero = Array2::zeros((1, 1));
     let m = spec.cells(values, &zero)?;
-    let root = CanvasBackend::with_canvas_object(canvas).ok_or_else(|| draw_error("canvas", "no 2-D context"))?.into_drawing_area();
+    let root = Measured(CanvasBackend::with_canvas_object(canvas).ok_or_else(|| draw_error("canvas", "no 2-D context"))?).into_drawing_area();
     let (x, y) = render::draw(&root, &spec.figure(m.view()), Cells::Leave).map_err(|e| draw_error("canvas", e))?;
     root.present().map_err(|e| draw_error("canvas", e))?;
     to_value(&Area { x0: x.start, x1: x.end, y0: y.start, y1: y.end })
@@ -146,7 +147,7 @@ pub fn draw_svg(spec: JsValue, values: &[f32], width: u32, height: u32) -> Resul
     let painted = spec.rows * spec.cols <= render::MAX_VECTOR_CELLS && !values.is_empty();
     let mut svg = String::new();
     let (x, y) = {
-        let root = SVGBackend::with_string(&mut svg, (width, height)).into_drawing_area();
+        let root = Measured(SVGBackend::with_string(&mut svg, (width, height))).into_drawing_area();
         let r = render::draw(&root, &spec.figure(m.view()), if painted { Cells::Paint } else { Cells::Leave }).map_err(|e| draw_error("svg", e))?;
         root.present().map_err(|e| draw_error("svg", e))?;
         r
@@ -205,7 +206,7 @@ impl ChartSpec {
 #[wasm_bindgen]
 pub fn draw_chart(canvas: web_sys::HtmlCanvasElement, spec: JsValue) -> Result<(), JsValue> {
     let spec = ChartSpec::parse(spec)?;
-    let root = CanvasBackend::with_canvas_object(canvas).ok_or_else(|| draw_error("canvas", "no 2-D context"))?.into_drawing_area();
+    let root = Measured(CanvasBackend::with_canvas_object(canvas).ok_or_else(|| draw_error("canvas", "no 2-D context"))?).into_drawing_area();
     render::draw_chart(&root, &spec.figure()).map_err(|e| draw_error("canvas", e))?;
     root.present().map_err(|e| draw_error("canvas", e))
 }
@@ -216,7 +217,7 @@ pub fn chart_svg(spec: JsValue, width: u32, height: u32) -> Result<String, JsVal
     let spec = ChartSpec::parse(spec)?;
     let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, (width, height)).into_drawing_area();
+        let root = Measured(SVGBackend::with_string(&mut svg, (width, height))).into_drawing_area();
         render::draw_chart(&root, &spec.figure()).map_err(|e| draw_error("svg", e))?;
         root.present().map_err(|e| draw_error("svg", e))?;
     }

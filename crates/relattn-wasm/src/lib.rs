@@ -20,6 +20,7 @@ pub mod compare;
 pub mod figure;
 #[cfg(feature = "test-hooks")]
 pub mod hooks;
+pub mod measure;
 pub mod model;
 pub mod pool;
 pub mod session;

@@ -76,6 +76,16 @@ function newFigure(stage) {
   return v;
 }
 
+/** How long one task draws figures before it yields the main thread (a figure takes 5–60 ms on a 2-core VM). */
+const SLICE_MS = 30;
+
+/** Resolves in a later task: scheduler.yield() where the browser has it (the render keeps its place ahead of
+ *  other timers), else a timer. */
+function yieldThread() {
+  const s = /** @type {any} */ (globalThis).scheduler;
+  return s && typeof s.yield === 'function' ? s.yield() : new Promise((r) => setTimeout(r, 0));
+}
+
 /** Draws result `cur` (state.current's shape) into the figures; resolves when drawn or superseded. */
 async function render(cur) {
   const token = ++drawing.token;
@@ -87,11 +97,19 @@ async function render(cur) {
   }
   const drawMs = [];
   let prev = null;
+  let slice = performance.now();
   const shown = EMBED ? cur.stages.filter((s) => s.name === EMBED) : cur.stages;
   if (EMBED && !shown.length) {
     $('err-general').textContent = `embed: no stage '${EMBED}' in this trace; stages: ${cur.stages.map((s) => s.name).join(', ')}`;
   }
   for (const stage of shown) {
+    // One task draws figures until SLICE_MS have passed, then gives the page the thread (input, paint) before
+    // the next: no task of many figures (#53 item 3); a newer render stops this one.
+    if (performance.now() - slice > SLICE_MS) {
+      await yieldThread();
+      if (token !== drawing.token) return;
+      slice = performance.now();
+    }
     let v = views.get(stage.name);
     if (!v) {
       v = newFigure(stage);
@@ -116,11 +134,6 @@ async function render(cur) {
     drawMs.push([stage.name, performance.now() - t0]);
     // The first stage is on the page (bench/browser_bench.mjs times it; body.dataset.ready says all are).
     if (drawMs.length === 1) document.body.dataset.firstStage = String(cur.id);
-    // Let the page breathe between big figures; a newer render stops this one.
-    if (stage.rows * stage.cols > 65536) {
-      await new Promise((r) => setTimeout(r, 0));
-      if (token !== drawing.token) return;
-    }
   }
   drawPins();
   if (state.presentedAt !== null) drawPresent();
