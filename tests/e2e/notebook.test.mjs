@@ -72,7 +72,7 @@ test('the example notebook runs and its widgets draw the stages, with the arrays
   await page.waitForFunction(() => /Idle/.test(document.querySelector('.jp-StatusBar-Widget, #jp-main-statusbar')?.innerText || ''), null, { timeout: 60000 });
   await page.click('.lm-MenuBar-itemLabel:text-is("Run")');
   await page.click('.lm-Menu-itemLabel:text-is("Run All Cells")');
-  await page.waitForFunction(() => document.querySelectorAll('.relattn-widget[data-ready]').length === 13, null, { timeout: 180000 });
+  await page.waitForFunction(() => document.querySelectorAll('.relattn-widget[data-ready]').length === 15, null, { timeout: 180000 });
   const stages = await page.$$eval('.relattn-widget', (ws) => ws.map((w) => [...w.querySelectorAll('figure')].map((f) => f.dataset.stage)));
   assert.deepEqual(stages[0], ['skew_qer', 'skew_padded', 'skew_reshaped', 'skew_sliced', 'relative_logits', 'weights']);
   assert.deepEqual(stages[1], ['rope_kernel', 'rotated_q', 'weights']);
@@ -144,7 +144,7 @@ test('the example notebook runs and its widgets draw the stages, with the arrays
   assert.equal(svg.suggestedFilename(), 'relattn-rel_k.svg');
   await page.waitForFunction(() => /t5_buckets - invalid t5_buckets: got 7/.test(document.body.textContent), null, { timeout: 60000 });
 
-  // "Your model": ten transformers families captured (eight drawn), each printed equal to the model's own probabilities
+  // "Your model": twelve transformers families captured (ten drawn), each printed equal to the model's own probabilities
   // (max |Δ| below 1e-5) and drawn titled with the model and layer.
   const captured = [
     ['T5EncoderModel, encoder layer 1', ['rel_index', 'rel_k', 'relative_logits', 'weights']],
@@ -156,6 +156,9 @@ test('the example notebook runs and its widgets draw the stages, with the arrays
     // Today's models: Qwen3 and Gemma 2 printed, gpt-oss drawn with its sink's share; DeepSeek-V3's latent attention.
     ['GptOssForCausalLM, decoder layer 1', ['weights', 'sink_share']],
     ['DeepseekV3ForCausalLM, decoder layer 1', ['rotated_q', 'weights', 'output_content']],
+    // Relative attention's own family: DeBERTa-v3's disentangled terms, XLNet's BD before and after rel_shift.
+    ['DebertaV2Model, encoder layer 1', ['c2p', 'p2c', 'weights']],
+    ['XLNetModel, content layer 1', ['bd_relative', 'bd', 'weights']],
   ];
   const gaps = (await page.evaluate(() => document.body.textContent)).match(/max \|Δ\| = [-\d.e]+/g) || [];
   assert.equal(gaps.length, captured.length + 2, gaps.join('; '));
@@ -197,7 +200,7 @@ test('the example notebook runs and its widgets draw the stages, with the arrays
   assert.ok(widgets.length >= 11, `saved widget states: ${states.length}`);
   assert.ok(widgets.every((w) => !('_wasm' in w.state) && !('_glue' in w.state)), Object.keys(widgets[0].state).join(', '));
   const size = statSync(saved).size;
-  console.log(`# the notebook saved with 11 widgets' state: ${(size / 1e6).toFixed(2)} MB`);
+  console.log(`# the notebook saved with ${widgets.length} widgets' state: ${(size / 1e6).toFixed(2)} MB`);
   assert.ok(size < 7e6, `${size} bytes`);
   await page.mouse.move(5, 5);
   await page.locator('.relattn-widget').first().evaluate((w) => w.scrollIntoView({ block: 'start' }));
