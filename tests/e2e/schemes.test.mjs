@@ -259,7 +259,9 @@ test('compare schemes: every scheme on one input, their attention by distance, o
   const sums = JSON.parse(await page.getAttribute('#compare-profile', 'data-sums'));
   for (const [m, s] of Object.entries(sums)) assert.ok(Math.abs(s - 1) < 1e-4, `${m}: ${s}`);
   assert.match(await page.locator('#compare-desc').innerText(), /“the cat sat on the mat because it was warm”/);
-  // The chart's tooltip names every scheme's share at the distance under the pointer.
+  // The chart's tooltip names every scheme's share at the distance under the pointer (the chart scrolled into view:
+  // with nine schemes their panels fill more than the window).
+  await page.locator('#compare-profile').scrollIntoViewIfNeeded();
   const box = await page.locator('#compare-profile').boundingBox();
   await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
   await page.waitForFunction(() => !document.getElementById('tooltip').hidden, null, { timeout: 5000 });
