@@ -42,7 +42,8 @@ pub struct LayerOptions {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub preset: Option<String>,
     /// shaw (Shaw et al. 2018), music (Music Transformer skew), rope (rotary), alibi (linear bias), t5
-    /// (bucketed bias), absolute (sinusoids added to x), deberta (DeBERTa's disentangled c2p and p2c terms) or
+    /// (bucketed bias), absolute (sinusoids added to x), deberta (DeBERTa's disentangled c2p and p2c terms),
+    /// bert_relative (BERT's relative_key and relative_key_query: q·a and k·a of one distance table) or
     /// transformer_xl (Transformer-XL / XLNet: biases u and v, projected sinusoids, rel_shift). [default: shaw]
     #[arg(long)]
     #[serde(skip_serializing_if = "Option::is_none")]

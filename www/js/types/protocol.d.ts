@@ -462,7 +462,8 @@ export type LayerOptions = {
 preset?: string, 
 /**
  * shaw (Shaw et al. 2018), music (Music Transformer skew), rope (rotary), alibi (linear bias), t5
- * (bucketed bias), absolute (sinusoids added to x), deberta (DeBERTa's disentangled c2p and p2c terms) or
+ * (bucketed bias), absolute (sinusoids added to x), deberta (DeBERTa's disentangled c2p and p2c terms),
+ * bert_relative (BERT's relative_key and relative_key_query: q·a and k·a of one distance table) or
  * transformer_xl (Transformer-XL / XLNet: biases u and v, projected sinusoids, rel_shift). [default: shaw]
  */
 method?: Method, 
