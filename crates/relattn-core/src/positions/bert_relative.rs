@@ -175,7 +175,7 @@ pub fn describe(stage: Stage) -> Option<StageText> {
             "Table row i − j + P − 1",
             "r = i − j + P − 1, P = max_position (no clipping: n ≤ P)",
             r"r_{ij} = (i - j) + P - 1 \in [0,\ 2P - 2], \quad P = \text{max\_position}",
-            "BERT measures δ = i − j (query minus key) and shifts it by P − 1: every distance has its own row, so the index grows by one along each diagonal with no flat corners; a sequence longer than P has no row and is refused.",
+            "BERT measures δ = i − j (query minus key) and shifts it by P − 1: every distance has its own row, so each diagonal is one row, the next diagonal the next row, and no corner is flat (nothing is clipped); a sequence longer than P has no row and is refused.",
         ),
         Stage::RelK => StageText::new(
             "Distance embeddings A",
