@@ -205,6 +205,7 @@ test('lecture pictures: each scheme\'s are figures and slides, with the scheme\'
     ['method=t5&n=8&d_model=32&heads=4&per_head_tables=1', ['t5_staircase', 't5_bias_by_bucket'], /^T5: 32 buckets \(16 a side, 8 exact\), max distance 128/],
     ['method=deberta&n=12&d_model=32&heads=2&position_buckets=8&max_relative_positions=20', ['deberta_buckets'], /^DeBERTa: 8 log buckets up to 20 \(tables of 16 rows\), c2p \+ p2c, bidirectional/],
     ['method=absolute&n=12&d_model=32&heads=2', ['absolute_similarity'], /^absolute: sinusoids PE of d_model 32/],
+    ['method=transformer_xl&n=12&d_model=32&heads=2', ['skew_and_rel_shift'], /^Transformer-XL: R W_R for i − j clamped at/],
     // Any scheme with a sliding window: the window's reach through stacked layers.
     ['method=shaw&causal=1&window=4&n=12&d_model=32&heads=2', ['window_reach'], /^Shaw et al\. 2018: .*, window 4 \(\|j − i\| < 4\)/],
   ];

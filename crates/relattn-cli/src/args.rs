@@ -62,7 +62,7 @@ pub enum Command {
         layer: LayerArgs,
         /// The picture: rope_pair_turn, rope_kernel_curves, rope_layouts (RoPE); alibi_slope_by_head,
         /// alibi_bias_by_head (ALiBi); t5_staircase, t5_bias_by_bucket (T5); deberta_buckets (DeBERTa);
-        /// absolute_similarity (absolute).
+        /// skew_and_rel_shift (transformer_xl); absolute_similarity (absolute).
         #[arg(long)]
         name: String,
         /// Figure size in pixels, WIDTHxHEIGHT.

@@ -1,7 +1,7 @@
 //! `relattn picture`: one of the lecture's pictures of the layer's scheme (src/pictures: RoPE's turning pair,
-//! kernels and layouts, ALiBi's slopes and bias, T5's staircase and bias, DeBERTa's log buckets, how alike
-//! absolute positions are), as .svg or .png, 16 : 9 by default; titled with a captured layer's model and layer,
-//! the scheme's options under the formula.
+//! kernels and layouts, ALiBi's slopes and bias, T5's staircase and bias, DeBERTa's log buckets, Transformer-XL's
+//! rel_shift beside the skew, how alike absolute positions are), as .svg or .png, 16 : 9 by default; titled with a
+//! captured layer's model and layer, the scheme's options under the formula.
 
 use crate::args::LayerArgs;
 use crate::files::write_atomic;
@@ -23,7 +23,10 @@ pub fn run(args: &LayerArgs, name: &str, size: &str, out: &Path) -> Result<(), S
     let names: Vec<&str> = all.iter().map(|p| p.meta.name).collect();
     let Some(picture) = all.iter().find(|p| p.meta.name == name) else {
         let allowed = match names.as_slice() {
-            [] => format!("a picture of a RoPE, ALiBi, T5, DeBERTa or absolute layer, or of a layer with a window ({} layers have none)", cfg.method.label()),
+            [] => format!(
+                "a picture of a RoPE, ALiBi, T5, DeBERTa, Transformer-XL or absolute layer, or of a layer with a window ({} layers have none)",
+                cfg.method.label()
+            ),
             _ => format!("one of {} ({}'s pictures)", names.join(", "), cfg.method.label()),
         };
         return Err(Error::invalid("name", format!("'{name}'"), allowed).into());

@@ -201,6 +201,7 @@ fn picture_draws_each_schemes_lecture_pictures() {
         ("alibi", &["alibi_slope_by_head", "alibi_bias_by_head"][..], "ALiBi: 4 heads"),
         ("t5", &["t5_staircase", "t5_bias_by_bucket"][..], "T5: 32 buckets"),
         ("deberta", &["deberta_buckets"][..], "DeBERTa: 256 log buckets"),
+        ("transformer_xl", &["skew_and_rel_shift"][..], "Transformer-XL: R W_R"),
         ("absolute", &["absolute_similarity"][..], "absolute: sinusoids"),
     ] {
         for name in names {

@@ -1,8 +1,9 @@
 //! The pictures a lecture on a position scheme needs beside the trace's stages, one module per scheme that has
 //! some: RoPE (one pair of q turning with position, the kernel against distance for several bases and fractions,
 //! the two pair layouts), ALiBi (slope against head, every head's bias on one scale), T5 (bucket against
-//! distance, the staircase; the bias per bucket of every head) and absolute positions (how alike the position
-//! vectors are). Each is a heatmap or curves ([`Body`]) with the metadata of a stage ([`StageMeta`]: title,
+//! distance, the staircase; the bias per bucket of every head), DeBERTa (its signed log buckets against distance,
+//! beside T5's staircase), Transformer-XL (its rel_shift step by step beside the Music Transformer's skew,
+//! [`shifts`]) and absolute positions (how alike the position vectors are). Each is a heatmap or curves ([`Body`]) with the metadata of a stage ([`StageMeta`]: title,
 //! formula, TeX, what to notice, axes), so the page shows, presents, links and exports it as it does a stage;
 //! they are drawn from the layer's options and tables (a captured layer's own), never from its input. A layer with
 //! a sliding window has one more, its reach through stacked layers ([`window`]).
@@ -12,6 +13,7 @@ pub mod absolute;
 pub mod alibi;
 pub mod deberta;
 pub mod rope;
+pub mod shifts;
 pub mod t5;
 pub mod window;
 
@@ -94,8 +96,9 @@ impl Text {
     }
 }
 
-/// The pictures of the layer's scheme, in the order a lecture shows them (none for Shaw's and the Music
-/// Transformer's, whose stages are their pictures), then its sliding window's reach when it has one.
+/// The pictures of the layer's scheme, in the order a lecture shows them (none for Shaw's, BERT's and the Music
+/// Transformer's, whose stages are their pictures; Transformer-XL's rel_shift beside the skew), then its sliding
+/// window's reach when it has one.
 pub fn of(inputs: &Inputs) -> Vec<Picture> {
     let mut pictures = match inputs.config.method {
         Method::Rope => rope::pictures(inputs),
@@ -103,7 +106,8 @@ pub fn of(inputs: &Inputs) -> Vec<Picture> {
         Method::T5 => t5::pictures(inputs),
         Method::Deberta => deberta::pictures(inputs),
         Method::Absolute => absolute::pictures(inputs),
-        Method::Shaw | Method::Music | Method::BertRelative | Method::TransformerXl => Vec::new(),
+        Method::TransformerXl => shifts::pictures(inputs),
+        Method::Shaw | Method::Music | Method::BertRelative => Vec::new(),
     };
     pictures.extend(window::pictures(inputs));
     pictures
@@ -180,7 +184,7 @@ mod tests {
     use relattn_core::layer::scenario::{Scenario, Spec};
 
     /// Every picture any scheme draws.
-    const NAMES: [&str; 9] = [
+    const NAMES: [&str; 10] = [
         rope::TURN.name,
         rope::KERNELS.name,
         rope::LAYOUTS.name,
@@ -189,10 +193,12 @@ mod tests {
         t5::STAIRCASE.name,
         t5::BIAS_BY_BUCKET.name,
         deberta::BUCKETS.name,
+        shifts::SHIFTS.name,
         absolute::SIMILARITY.name,
     ];
 
-    /// Every scheme's pictures have distinct names from [`NAMES`], say what to notice, and have finite numbers.
+    /// Every scheme's pictures have distinct names from [`NAMES`], say what to notice, and have finite numbers (NaN
+    /// where a cell holds nothing).
     #[test]
     fn every_picture_is_named_described_and_finite() {
         let mut seen = Vec::new();
@@ -209,7 +215,8 @@ mod tests {
                     assert!(p.meta.notice.len() > 60 && p.meta.notice.ends_with('.'), "{}", p.meta.name);
                     match &p.body {
                         Body::Heatmap { values, x_labels, y_labels } => {
-                            assert!(values.iter().all(|v| v.is_finite()), "{}", p.meta.name);
+                            // Finite, or NaN where a cell holds nothing (drawn grey: the skew's padding).
+                            assert!(values.iter().all(|v| v.is_finite() || v.is_nan()) && values.iter().any(|v| v.is_finite()), "{}", p.meta.name);
                             assert!(x_labels.is_empty() || x_labels.len() == values.ncols());
                             assert!(y_labels.is_empty() || y_labels.len() == values.nrows());
                         }
