@@ -681,8 +681,12 @@ fn memory_estimate_covers_the_measured_peak() {
         (j["estimate_bytes"].as_f64().unwrap() / 1048576.0, j["peak_rss_mib"].as_f64().unwrap())
     };
     let (_, baseline) = run(&["--n", "2", "--d-model", "2"]);
-    let grid: [&[&str]; 13] = [
+    let grid: [&[&str]; 15] = [
         &["bench", "--n", "4096", "--d-model", "64", "--heads", "4", "--clip", "16"],
+        // Transformer-XL's fused forward with a clamp past n: a query block's (Q + v)·rᵀ, never an (n, 2k + 1) product.
+        &["bench", "--method", "transformer_xl", "--n", "4096", "--d-model", "64", "--heads", "4", "--clip", "4096", "--segments", "2"],
+        // Its trace: BD_rel (n, 2n), BD and EF beside the other stages.
+        &["--method", "transformer_xl", "--n", "384", "--d-model", "32", "--heads", "2", "--clip", "400", "--segments", "2"],
         // DeBERTa's fused forward holds K·Q_rᵀ (n, 2·256) per head besides Shaw's work.
         &["bench", "--method", "deberta", "--n", "4096", "--d-model", "64", "--heads", "4"],
         &["render", "--stage", "weights", "--n", "4096", "--d-model", "256", "--heads", "8", "--clip", "16"],

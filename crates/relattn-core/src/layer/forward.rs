@@ -55,10 +55,11 @@ fn sum_of_products(terms: &[&[u64]]) -> Option<u64> {
 /// ```text
 /// inputs      b·n·d (x) + 2·d·q + d·v + v·o (W_q, W_k, W_v, W_o) + 2·q + v + o (biases)
 ///             + (1 + a^V)·t·R·d_h (tables) + b·n (key mask)
+///             + Transformer-XL t·R·d_h + R·d (its tables made a head at a time from R (R, d) and stacked; t = h)
 /// layer       b·n·(2·q + 3·v + o + w) (Q, K, V, the heads' z, heads, output, a projection's temporary)
 /// per head    traced: 4·n² + 2·n·R + 4·n·d_h (logits, Q·tableᵀ, buckets, outputs) + wasm 2·R·d_h (packed
 ///             tables) + Music 6·n·(L'+1) + (L'+1)·d_h + materialized n²·d_h                      × P
-///             forward (efficient, fused): fused::working_floats(n, d_h, R) + wasm 2·R·d_h (packed
+///             forward (efficient, fused): fused::working_floats(n, d_h, R; Transformer-XL 0) + wasm 2·R·d_h (packed
 ///             Q, K, V, the output, Q·tableᵀ, a logits tile and a block's accumulators) + DeBERTa, BERT relative
 ///             2·n·R + 4·n (its K·Q_rᵀ, as much again measured, each distance's row)
 ///             + Transformer-XL BQ·(BQ + n) + 3·n + 2·n·d_h (a query block's BD product, u·k, EF's
@@ -85,8 +86,10 @@ pub fn estimate_bytes(cfg: &Config, s: &Sizes) -> Option<u64> {
         let deberta = u(cfg.method.has_term_stages() as usize);
         let xl = u(cfg.method.shifts() as usize);
         let bq = fused::BQ as u64;
+        // Transformer-XL's fused forward holds no Q·Tᵀ (n, R): its rows of r are read a query block at a time.
+        let r_product = if cfg.method.shifts() { 0 } else { r };
         sum_of_products(&[
-            &[fused::working_floats(n, dh, r)?],
+            &[fused::working_floats(n, dh, r_product)?],
             &[packing, r, dh],
             &[deberta, 2, n, r],
             &[deberta, 4, n],
@@ -111,7 +114,9 @@ pub fn estimate_bytes(cfg: &Config, s: &Sizes) -> Option<u64> {
     let widest = q.max(v).max(o);
     let layer = sum_of_products(&[&[2, q], &[3, v], &[1, o], &[1, widest]])?;
     let weights = sum_of_products(&[&[2, d, q], &[d, v], &[v, o], &[2, q], &[v], &[o]])?;
-    let fixed = sum_of_products(&[&[b, n, d], &[b, n, layer], &[weights], &[tables, t, r, dh], &[b, n]])?;
+    // Transformer-XL's tables are made per head and stacked (a second copy), each from the sinusoids R (R, d_model).
+    let xl = u(cfg.method.shifts() as usize);
+    let fixed = sum_of_products(&[&[b, n, d], &[b, n, layer], &[weights], &[tables, t, r, dh], &[xl, t, r, dh], &[xl, r, d], &[b, n]])?;
     let stored = if s.trace { trace_floats(cfg, s)? } else { 0 };
     let bytes = sum_of_products(&[&[4, fixed], &[4, u(s.parallel.max(1)), head], &[4, stored]])?;
     bytes.checked_add(bytes / 8)
@@ -149,7 +154,8 @@ impl Counts {
         let r = cfg.scheme().table_rows_u64()?;
         // The skew's padded and reshaped rows: one column more than Q·E_rᵀ.
         let (music, w) = if cfg.scheme().skews() { (1, cfg.scheme().skew_columns(n)? + 1) } else { (0, 0) };
-        let t = if s.per_head_tables { h } else { 1 };
+        // Transformer-XL's tables are each head's whatever per_head_tables says (W_R's columns and the biases).
+        let t = if s.per_head_tables || cfg.method.shifts() { h } else { 1 };
         let widths = s.widths.unwrap_or(Widths::of_model(s.d_model, cfg.heads));
         let (dh, dv, o) = (u(widths.d_head), u(widths.d_v), u(widths.d_out));
         let tables = if cfg.has_rel_v() { 2 } else { 1 };
