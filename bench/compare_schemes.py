@@ -18,6 +18,9 @@ speed (hidden 512, 8 heads, batch 1, 2 threads):
     deberta:  Hugging Face's own DisentangledSelfAttention (DeBERTa-v3's: c2p and p2c, 256 log buckets up to 512,
               share_att_key; eager, the module has no SDPA path) on the same weights, given the 512 relative
               embeddings; relattn reads their projections per head (deberta_k_r, deberta_q_r). Bidirectional only.
+    bert_relative: Hugging Face's own BertSelfAttention with position_embedding_type relative_key_query (transformers
+              4.57 from target/hf4: 5.x removed it; eager, its SDPA class falls back to eager for relative positions)
+              on the same weights and distance_embedding, max_position_embeddings = n. Bidirectional only.
     output  = concat_h(z) W_o + b_o
 
 ALiBi's and T5's bias is timed twice: built in each forward, as one layer does ("torch"), and built once
@@ -53,8 +56,9 @@ DEFAULT_OUT = os.path.join(HERE, "results", "compare_schemes.md")
 HIDDEN, HEADS, THREADS, CLIP = 512, 8, 2, 16
 BUCKETS, MAX_DISTANCE = 32, 128
 DEBERTA_BUCKETS, DEBERTA_MAX = 256, 512
-SCHEMES = ["shaw", "music", "rope", "alibi", "t5", "absolute", "deberta"]
-CAUSAL_SCHEMES = [s for s in SCHEMES if s != "deberta"]  # DeBERTa is an encoder's attention: no causal row
+SCHEMES = ["shaw", "music", "rope", "alibi", "t5", "absolute", "deberta", "bert_relative"]
+CAUSAL_SCHEMES = [s for s in SCHEMES if s not in ("deberta", "bert_relative")]  # encoders' attention: no causal row
+HF4 = os.path.join(ROOT, "target", "hf4")  # transformers 4.x for BERT's relative positions (make deps-hf4)
 BIAS_SCHEMES = ["alibi", "t5"]
 TOLERANCE = 1e-4
 
@@ -132,6 +136,8 @@ def worker_export(args):
         np.savez(peer_only(args.npz), deberta_rel_embeddings=e)
         arrays["deberta_k_r"] = per_head(e @ arrays["w_k"] + arrays["b_k"])
         arrays["deberta_q_r"] = per_head(e @ arrays["w_q"] + arrays["b_q"])
+    if args.scheme == "bert_relative":
+        arrays["distance_embedding"] = xavier((2 * args.n - 1, HIDDEN // HEADS))
     np.savez(args.npz, **arrays)
 
 
@@ -168,6 +174,8 @@ def fixed_tensors(torch, t, scheme, n, causal):
         return {"buckets": t5_buckets(torch, n, causal), "above": above}
     if scheme == "deberta":
         return {"module": deberta_module(torch, t), "mask": torch.ones(1, 1, n, n, dtype=torch.bool)}
+    if scheme == "bert_relative":
+        return {"module": bert_module(torch, t, n)}
     if scheme == "shaw":
         return {"index": (pos[None, :] - pos[:, None]).clamp(-CLIP, CLIP) + CLIP, "above": above}
     if scheme == "music":
@@ -194,6 +202,23 @@ def deberta_module(torch, t):
     return module
 
 
+def bert_module(torch, t, n):
+    """Hugging Face's BertSelfAttention (transformers 4.x, relative_key_query, max_position_embeddings n) holding the
+    file's W_q, W_k, W_v and distance_embedding."""
+    from transformers import BertConfig
+    from transformers.models.bert.modeling_bert import BertSelfAttention
+    config = BertConfig(hidden_size=HIDDEN, num_attention_heads=HEADS, max_position_embeddings=n, position_embedding_type="relative_key_query",
+                        attention_probs_dropout_prob=0.0)
+    module = BertSelfAttention(config, position_embedding_type="relative_key_query").eval()
+    with torch.no_grad():
+        for name in "qkv":
+            proj = getattr(module, {"q": "query", "k": "key", "v": "value"}[name])
+            proj.weight.copy_(t["w_" + name].t())
+            proj.bias.copy_(t["b_" + name])
+        module.distance_embedding.weight.copy_(t["distance_embedding"])
+    return module
+
+
 def bias(torch, t, scheme, fixed):
     """ALiBi's or T5's (1, h, n, n) bias with the causal −∞, as one layer builds it in its forward."""
     if scheme == "alibi":
@@ -211,8 +236,11 @@ def peer_forward(torch, t, scheme, fixed, causal, bias_once=None):
     dh = d // HEADS
     if scheme == "absolute":
         x = x + fixed["pe"]
-    if scheme == "deberta":
-        z = fixed["module"](x, fixed["mask"], rel_embeddings=t["deberta_rel_embeddings"])
+    if scheme in ("deberta", "bert_relative"):
+        if scheme == "deberta":
+            z = fixed["module"](x, fixed["mask"], rel_embeddings=t["deberta_rel_embeddings"])
+        else:
+            z = fixed["module"](x)
         z = z[0] if isinstance(z, tuple) else z
         return torch.addmm(t["b_o"], z.reshape(b * n, d), t["w_o"]).view(b, n, d)
 
@@ -270,12 +298,14 @@ def scheme_flags(scheme):
     """`relattn bench`'s flags for the layer this file's peers compute (one spelling for every bench script)."""
     return {"shaw": ["--clip", str(CLIP), "--relative-values", "false"], "music": ["--clip", str(CLIP)], "rope": ["--rope-layout", "half"],
             "t5": ["--per-head-tables", "--t5-buckets", str(BUCKETS), "--t5-max-distance", str(MAX_DISTANCE)],
-            "deberta": ["--per-head-tables", "--position-buckets", str(DEBERTA_BUCKETS), "--max-relative-positions", str(DEBERTA_MAX)]}.get(scheme, [])
+            "deberta": ["--per-head-tables", "--position-buckets", str(DEBERTA_BUCKETS), "--max-relative-positions", str(DEBERTA_MAX)],
+            "bert_relative": ["--bert-terms", "key_query"]}.get(scheme, [])
 
 
-def relattn_cmd(binary, scheme, npz, causal, reps, out):
+def relattn_cmd(binary, scheme, npz, causal, reps, out, n):
+    # BERT's table covers the sequence: max_position n (the other schemes do not read it).
     return [binary, "bench", "--method", scheme, "--tensors", npz, "--heads", str(HEADS), "--reps", str(reps), "--threads", str(THREADS),
-            "--causal", causal, "--save-output", out, "--max-memory-mb", "20000"] + scheme_flags(scheme)
+            "--causal", causal, "--save-output", out, "--max-memory-mb", "20000", "--max-position", str(n)] + scheme_flags(scheme)
 
 
 def measure(scheme, n, causal, reps, rounds, binary, me, work, env, timeout):
@@ -290,7 +320,9 @@ def measure(scheme, n, causal, reps, rounds, binary, me, work, env, timeout):
     if scheme in BIAS_SCHEMES:
         sides["once"] = sides["torch"] + ["--bias-once"]
     rel_out = os.path.join(work, "relattn_out.npy")
-    sides["relattn"] = relattn_cmd(binary, scheme, npz, causal, reps, rel_out)
+    sides["relattn"] = relattn_cmd(binary, scheme, npz, causal, reps, rel_out, n)
+    # BERT's peer needs transformers 4.x, first on the torch worker's path.
+    peer_env = dict(env, PYTHONPATH=HF4) if scheme == "bert_relative" else env
     row = {"scheme": scheme, "n": n, "causal": causal, "gflops": None, "err": None}
     for side in sides:
         row[side] = {"ms": None, "mib": None, "fail": None}
@@ -298,7 +330,7 @@ def measure(scheme, n, causal, reps, rounds, binary, me, work, env, timeout):
         for side, cmd in sides.items():
             out = os.path.join(work, f"{side}_out.npy")
             print(f"[{scheme} n={n} causal {causal}] {side}, round {r + 1} of {rounds} ({reps} reps)...", file=sys.stderr, flush=True)
-            rc, stdout, err, _, _ = run_measured(cmd if side == "relattn" else cmd + ["--save-output", out], timeout, env)
+            rc, stdout, err, _, _ = run_measured(cmd if side == "relattn" else cmd + ["--save-output", out], timeout, env if side == "relattn" else peer_env)
             info = last_json(stdout) if rc == 0 else None
             s = row[side]
             if not info:
