@@ -76,9 +76,6 @@ function newFigure(stage) {
   return v;
 }
 
-/** How long one task draws figures before it yields the main thread (a figure takes 5–60 ms on a 2-core VM). */
-const SLICE_MS = 30;
-
 /** Resolves in a later task: scheduler.yield() where the browser has it (the render keeps its place ahead of
  *  other timers), else a timer. */
 function yieldThread() {
@@ -97,18 +94,16 @@ async function render(cur) {
   }
   const drawMs = [];
   let prev = null;
-  let slice = performance.now();
   const shown = EMBED ? cur.stages.filter((s) => s.name === EMBED) : cur.stages;
   if (EMBED && !shown.length) {
     $('err-general').textContent = `embed: no stage '${EMBED}' in this trace; stages: ${cur.stages.map((s) => s.name).join(', ')}`;
   }
   for (const stage of shown) {
-    // One task draws figures until SLICE_MS have passed, then gives the page the thread (input, paint) before
-    // the next: no task of many figures (#53 item 3); a newer render stops this one.
-    if (performance.now() - slice > SLICE_MS) {
+    // One figure a task: the page gets the thread (input, paint) between figures, as a figure takes 5–70 ms on a
+    // loaded 2-core VM (#53 item 3); a newer render stops this one.
+    if (drawMs.length > 0) {
       await yieldThread();
       if (token !== drawing.token) return;
-      slice = performance.now();
     }
     let v = views.get(stage.name);
     if (!v) {
