@@ -10,7 +10,7 @@
 //!                 DeBERTa: S = c2p + p2c, c2p_ij = q_i · K_r[r(i − j)], p2c_ij = k_j · Q_r[r(i − j)], scaled by
 //!                 1/√(3·d_head) (positions::deberta; fused and on the GPU: Q K_rᵀ and K Q_rᵀ read by row)
 //!                 BERT relative_key(_query): S = q_i · A[i − j + P − 1] (+ k_j · A[i − j + P − 1]), 1/√d_head
-//!                 (positions::bert_relative; fused: Q Aᵀ and K Aᵀ read by row; the GPU refuses it)
+//!                 (positions::bert_relative; fused: a query block's rows of A, O(n·d); the GPU refuses it)
 //!                 Transformer-XL: C = (Q + u) Kᵀ (AC), S = BD + EF, BD_ij = (q_i + v) · r[i − j] moved into place by
 //!                 rel_shift, EF_ij = (q_i + s) · seg[same segment or not], 1/√d_head (positions::transformer_xl; fused:
 //!                 (Q + v) rᵀ a query block at a time; the GPU refuses it)

@@ -16,8 +16,8 @@ use crate::core::matmul::matmul_add_rows_parallel;
 use crate::error::{Bytes, Error, Result};
 use crate::layer::scenario::{repeat_kv, Scenario, Widths};
 use crate::layer::trace::{stack_heads, Computed, SkewTrace, Trace};
-use crate::positions::absolute;
 use crate::positions::rope::RopeTable;
+use crate::positions::{absolute, Method};
 use crate::timing::{now_ms, StageTimes};
 use ndarray::{s, Array2, Array3, ArrayView2, ArrayView3, Axis, CowArray, Ix3};
 
@@ -59,9 +59,10 @@ fn sum_of_products(terms: &[&[u64]]) -> Option<u64> {
 /// layer       b·n·(2·q + 3·v + o + w) (Q, K, V, the heads' z, heads, output, a projection's temporary)
 /// per head    traced: 4·n² + 2·n·R + 4·n·d_h (logits, Q·tableᵀ, buckets, outputs) + wasm 2·R·d_h (packed
 ///             tables) + Music 6·n·(L'+1) + (L'+1)·d_h + materialized n²·d_h                      × P
-///             forward (efficient, fused): fused::working_floats(n, d_h, R; Transformer-XL 0) + wasm 2·R·d_h (packed
-///             Q, K, V, the output, Q·tableᵀ, a logits tile and a block's accumulators) + DeBERTa, BERT relative
-///             2·n·R + 4·n (its K·Q_rᵀ, as much again measured, each distance's row)
+///             forward (efficient, fused): fused::working_floats(n, d_h, R; Transformer-XL, BERT relative 0) + wasm
+///             2·R·d_h (packed Q, K, V, the output, Q·tableᵀ, a logits tile and a block's accumulators) + DeBERTa
+///             2·n·R + 4·n (its K·Q_rᵀ, as much again measured, each distance's row) + BERT relative
+///             BQ·(BQ + 2·n) (a query block's query-term and key-term products)
 ///             + Transformer-XL BQ·(BQ + n) + 3·n + 2·n·d_h (a query block's BD product, u·k, EF's
 ///             two columns, Q + s and Q + v)                                                         × P
 ///             traced Transformer-XL 7·n² + n·R (BD_rel (n, 2n) and its copy, BD, EF, their sum; (Q + v) rᵀ)
@@ -82,18 +83,20 @@ pub fn estimate_bytes(cfg: &Config, s: &Sizes) -> Option<u64> {
     let head = if fused {
         // DeBERTa's p2c products K·Q_rᵀ (n, R) beside P, its row of each distance (about 4·n), and one (n, R) more:
         // its peak RSS grew by 2.4·n·R a head over Shaw's at n 1024–4096 (tests/cli.rs measures it).
-        // BERT's key term K·Aᵀ is the same (n, R) product.
-        let deberta = u(cfg.method.has_term_stages() as usize);
+        let deberta = u(cfg.method.disentangles() as usize);
+        // BERT's products are a query block's: (BQ, BQ + n) and (n, BQ), no (n, R) (fused::banded).
+        let bert = u((cfg.method == Method::BertRelative) as usize);
         let xl = u(cfg.method.shifts() as usize);
         let bq = fused::BQ as u64;
         // Transformer-XL's fused forward holds no Q·Tᵀ (n, R): its rows of r are read a query block at a time.
-        let r_product = if cfg.method.shifts() { 0 } else { r };
+        let r_product = if cfg.method.shifts() || bert == 1 { 0 } else { r };
         sum_of_products(&[
             &[fused::working_floats(n, dh, r_product)?],
             &[packing, r, dh],
             &[deberta, 2, n, r],
             &[deberta, 4, n],
             &[xl, bq, bq.checked_add(n)?],
+            &[bert, bq, bq.checked_add(n.checked_mul(2)?)?],
             &[xl, 3, n],
             &[xl, 2, n, dh],
         ])?

@@ -17,11 +17,12 @@
 //! (Lq, 2S) and p2c from `P2 = K Q_rᵀ` (Lk, 2S), at the one row r(i, j) of each pair (a table of the rows by
 //! δ = i − j, Lq + Lk − 1 of them), added to the visible keys' logits before the scale 1/√(d_head·(1 + terms)):
 //! `e_ij = (q_i · k_j + P[i, r(i, j)] + P2[j, r(i, j)]) · scale`, O((Lq + Lk)·2S) memory beyond the others'.
-//! BERT's relative_key(_query) terms are the same two reads with one table A for both and r(i, j) = i − j + P − 1:
-//! the query term from `P = Q Aᵀ` (Lq, 2P − 1), the key term from `P2 = K Aᵀ` (Lk, 2P − 1), scaled by 1/√d_head.
+//! BERT's relative_key(_query) terms read one table A at r(i, j) = i − j + P − 1, a block of queries at a time
+//! ([`banded`]: no (Lq, 2P − 1) product, O(n·d) for any max_position), scaled by 1/√d_head.
 //! Transformer-XL's u·k_j, BD and EF are read by index per pair ([`shifted`]): BD from a query block's product with
 //! the rows of r it reaches, O(BQ·(BQ + Lk)), so no (Lq, 2k + 1) product is held.
 
+mod banded;
 mod kernel;
 mod shifted;
 
@@ -31,8 +32,8 @@ use crate::core::matmul::matmul;
 use crate::core::simd::{F32s, Isa, Portable};
 use crate::core::softmax::{exp_nonpositive, madd, reduce, softmax_weight};
 use crate::error::{Error, Result};
+use crate::positions::deberta;
 use crate::positions::table::{Edge, RelTable};
-use crate::positions::{deberta, Method};
 use kernel::Packed;
 use ndarray::{s, Array1, Array2, ArrayView1, ArrayViewMut1};
 use std::ops::Range;
@@ -115,6 +116,7 @@ fn attend<V: F32s, const MR: usize, const NV: usize>(cfg: &Config, h: &HeadInput
     let bias = cfg.scheme().distance_bias(h.rel_k, lq, lk);
     let disentangled = Disentangled::new(cfg, h);
     let shifted = shifted::Shifted::new(cfg, h);
+    let banded = banded::Banded::new(cfg, h);
     let rel_v = h.rel_v.filter(|_| cfg.has_rel_v());
     let dv = h.v.ncols();
     let mut z = Array2::zeros((lq, dv));
@@ -131,6 +133,8 @@ fn attend<V: F32s, const MR: usize, const NV: usize>(cfg: &Config, h: &HeadInput
         block.reset(h.sink);
         let xl_block = shifted.as_ref().map(|x| x.block(h.q, i0..i1));
         let xl = shifted.as_ref().zip(xl_block.as_ref());
+        let bert_block = banded.as_ref().map(|b| b.block(h.q, i0..i1));
+        let bert = banded.as_ref().zip(bert_block.as_ref());
         for j0 in (first..keys).step_by(BK) {
             let j1 = (j0 + BK).min(keys);
             // The keys the row block from r0 needs: up to its last query's last visible key.
@@ -141,7 +145,7 @@ fn attend<V: F32s, const MR: usize, const NV: usize>(cfg: &Config, h: &HeadInput
             } else {
                 logits[..rows * BK].fill(0.0);
             }
-            let pass = Pass { cfg, h, p: &p, bias: bias.as_ref(), disentangled: disentangled.as_ref(), xl, scale, i0, keys: j0..j1 };
+            let pass = Pass { cfg, h, p: &p, bias: bias.as_ref(), disentangled: disentangled.as_ref(), xl, bert, scale, i0, keys: j0..j1 };
             for (t, e) in logits.chunks_exact_mut(BK).take(i1 - i0).enumerate() {
                 let e = &mut e[..j1 - j0];
                 if V::FMA {
@@ -173,6 +177,8 @@ struct Pass<'a, 'h> {
     disentangled: Option<&'a Disentangled>,
     /// Transformer-XL's parts and this query block's BD products; `None` for the other schemes.
     xl: Option<(&'a shifted::Shifted<'h>, &'a shifted::ShiftedBlock)>,
+    /// BERT's table and this query block's products; `None` for the other schemes.
+    bert: Option<(&'a banded::Banded<'h>, &'a banded::BandedBlock)>,
     scale: f32,
     /// The block's first query.
     i0: usize,
@@ -185,7 +191,7 @@ struct Pass<'a, 'h> {
 /// ([`madd`]).
 #[inline(always)]
 fn row_pass<const FMA: bool>(pass: &Pass, block: &mut Block, t: usize, e: &mut [f32]) -> Result<()> {
-    let Pass { cfg, h, p, bias, disentangled, xl, scale, i0, .. } = *pass;
+    let Pass { cfg, h, p, bias, disentangled, xl, bert, scale, i0, .. } = *pass;
     let (j0, j1) = (pass.keys.start, pass.keys.end);
     let (lq, lk) = (h.q.nrows(), h.k.nrows());
     let layout = cfg.layout();
@@ -205,6 +211,9 @@ fn row_pass<const FMA: bool>(pass: &Pass, block: &mut Block, t: usize, e: &mut [
     if let Some((x, b)) = xl {
         x.add_logits(b, &mut e[start - j0..end - j0], i, start..end);
     }
+    if let Some((x, b)) = bert {
+        x.add_logits(b, &mut e[start - j0..end - j0], i, start..end);
+    }
     let (before, rest) = e.split_at_mut(start - j0);
     let (visible, after) = rest.split_at_mut(end - start);
     let (finite, mut max) = match bias {
@@ -218,7 +227,7 @@ fn row_pass<const FMA: bool>(pass: &Pass, block: &mut Block, t: usize, e: &mut [
     // Before any −∞ mask: every visible value must be finite here.
     if !finite {
         let j = start + visible.iter().position(|v| !v.is_finite()).expect("a non-finite logit");
-        return Err(overflow(cfg, h, i, j, p_i, bias, disentangled, xl));
+        return Err(overflow(cfg, h, i, j, p_i, bias, disentangled, xl, bert));
     }
     if let (Some(c), false) = (cfg.softcap, visible.is_empty()) {
         // The cap rises with e: the capped maximum is the maximum capped.
@@ -325,20 +334,23 @@ fn overflow(
     bias: Option<&Array1<f32>>,
     disentangled: Option<&Disentangled>,
     xl: Option<(&shifted::Shifted, &shifted::ShiftedBlock)>,
+    bert: Option<(&banded::Banded, &banded::BandedBlock)>,
 ) -> Error {
     let content = if cfg.content { h.q.row(i).dot(&h.k.row(j)) } else { 0.0 };
     let (lq, lk) = (h.q.nrows(), h.k.nrows());
     let row = cfg.layout().row(crate::positions::table::distance(i, j, lq, lk));
     let b = bias.map_or(0.0, |b| b[j + lq - 1 - i]);
-    let relative = row.map_or(0.0, |r| p_i[r]) + disentangled.map_or(0.0, |d| d.terms(i, j)) + xl.map_or(0.0, |(x, b)| x.term(b, i, j));
+    let relative = row.map_or(0.0, |r| p_i[r])
+        + disentangled.map_or(0.0, |d| d.terms(i, j))
+        + xl.map_or(0.0, |(x, b)| x.term(b, i, j))
+        + bert.map_or(0.0, |(x, b)| x.term(b, i, j));
     let logit = (content + relative) * cfg.logit_factor(h.q.ncols()) + b;
     let (array, value) = if content.is_finite() { ("logits", logit) } else { ("content_logits", content) };
     Error::Overflow { array: array.into(), index: vec![i, j], value: value as f64 }
 }
 
 /// DeBERTa's two products, each read by row: c2p_ij = P[i, r(i, j)], P = Q K_rᵀ (Lq, 2S); p2c_ij = P2[j, r(i, j)],
-/// P2 = K Q_rᵀ (Lk, 2S); each present when the layer has its term ([`deberta::Terms`]). BERT's are the same with
-/// A for K_r and Q_r: the query term from P = Q Aᵀ, the key term from P2 = K Aᵀ with relative_key_query.
+/// P2 = K Q_rᵀ (Lk, 2S); each present when the layer has its term ([`deberta::Terms`]).
 struct Disentangled {
     c2p: Option<Array2<f32>>,
     p2c: Option<Array2<f32>>,
@@ -349,28 +361,18 @@ struct Disentangled {
 }
 
 impl Disentangled {
-    /// The products and rows of DeBERTa's head `h` (its table [K_r | Q_r], (2S, 2·d_head)) or BERT's (its table A,
-    /// (2P − 1, d_head), every δ within it: checked); `None` for another scheme.
+    /// The products and rows of DeBERTa's head `h` (its table [K_r | Q_r], (2S, 2·d_head)); `None` for another scheme.
     fn new(cfg: &Config, h: &HeadInput) -> Option<Self> {
-        let (lq, lk) = (h.q.nrows(), h.k.nrows());
-        // δ = i − j of rows[x] is x + 1 − Lq.
-        let deltas = (0..(lq + lk).saturating_sub(1)).map(|x| x as isize + 1 - lq as isize);
-        match cfg.method {
-            Method::Deberta => {
-                let d = &cfg.deberta;
-                let (k_r, q_r) = deberta::split(h.rel_k);
-                let c2p = d.terms.c2p().then(|| matmul(h.q, k_r.t()));
-                let p2c = d.terms.p2c().then(|| matmul(h.k, q_r.t()));
-                Some(Disentangled { c2p, p2c, rows: deltas.map(|delta| d.row(delta)).collect(), lk })
-            }
-            Method::BertRelative => {
-                let b = &cfg.bert;
-                let rows = deltas.map(|delta| b.row(delta).expect("n ≤ max_position: checked")).collect();
-                let p2c = b.terms.key_term().then(|| matmul(h.k, h.rel_k.t()));
-                Some(Disentangled { c2p: Some(matmul(h.q, h.rel_k.t())), p2c, rows, lk })
-            }
-            _ => None,
+        if !cfg.method.disentangles() {
+            return None;
         }
+        let d = &cfg.deberta;
+        let (lq, lk) = (h.q.nrows(), h.k.nrows());
+        let (k_r, q_r) = deberta::split(h.rel_k);
+        let rows = (0..(lq + lk).saturating_sub(1)).map(|x| d.row(x as isize + 1 - lq as isize)).collect();
+        let c2p = d.terms.c2p().then(|| matmul(h.q, k_r.t()));
+        let p2c = d.terms.p2c().then(|| matmul(h.k, q_r.t()));
+        Some(Disentangled { c2p, p2c, rows, lk })
     }
 
     /// `e += c2p_ij + p2c_ij` for query i's keys `keys` (e holds their logits).
