@@ -4,6 +4,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { root, artifacts, prepare, startServer, launch, watch, close, writeZip, npyF32, npyU8 } from './harness.mjs';
 
@@ -218,21 +219,44 @@ test('Model mode\'s six slides fit 1280 × 720 and 1920 × 1080, without the pag
   }
 });
 
-test('no main-thread task of 200 ms or more for any scheme at n 2048 (pictures 4095 distances wide) nor at n 8192, the page\'s largest (#51 item 5)', async () => {
-  const schemes = ['absolute', 'shaw', 'music', 'rope', 'alibi', 't5'];
-  const cases = [...schemes.map((m) => [m, 2048]), ...schemes.map((m) => [m, 8192])];
+/** The controls at their largest where they widen a scheme's pictures (the page's largest n is 8192): T5's buckets
+ *  and staircase (drawn to 1.5 × max distance, at most 8192 either side), DeBERTa's bucket map (to 1.5 ×
+ *  max_relative_positions, at most 8192; its buckets stay 256: 8192 of them took the page over 300 s to compute at
+ *  n 8192), BERT's table (n ≤ P); a scheme reads its own and leaves the others. */
+const WIDEST = '&t5_buckets=1024&t5_max_distance=8192&max_relative_positions=8192&max_position=8192';
+
+// #53 item 3: no main-thread task over 100 ms, every scheme the method control offers (read from it: a scheme
+// added there is checked too) with its pictures at their widest (WIDEST), at n 64 (every stage small: a render
+// yields between figures, not only after big ones), 2048 and 8192 (the page's largest). A case passes when one of
+// up to three tries has no task over 100 ms: a task is also as long as the scheduler of a loaded 2-core machine
+// makes it (the Music Transformer at n 64: 124–174 ms in three tries in a row at load about 7, 0–81 ms at load
+// 3–6), while a task of the page's own over 100 ms shows in every try; each case's tries are printed with the load
+// average (docs/src/benchmarks.md). bench/longtasks.mjs says what each long task is.
+test('no main-thread task over 100 ms for any scheme and picture at n 64, 2048 and 8192, the page\'s largest (#53 item 3)', async () => {
+  const first = await context.newPage();
+  await first.goto(`${base}?backend=cpu`);
+  const schemes = await first.$$eval('#method option', (os) => os.map((o) => o.value));
+  await first.close();
+  assert.ok(schemes.length >= 9, `${schemes}`);
+  const cases = [64, 2048, 8192].flatMap((n) => schemes.map((m) => [m, n]));
   for (const [method, n] of cases) {
-    const p = await context.newPage();
-    watch(p, problems);
-    await p.addInitScript(() => {
-      window.__long = [];
-      new PerformanceObserver((l) => { for (const e of l.getEntries()) window.__long.push(e.duration); }).observe({ type: 'longtask', buffered: true });
-    });
-    await p.goto(`${base}?method=${method}&n=${n}&d_model=64&heads=8&seed=0&sentence=&backend=cpu`);
-    await p.waitForFunction(() => document.body.dataset.ready && document.getElementById('busy').hidden, null, { timeout: 180000 });
-    const longest = await p.evaluate(() => Math.max(0, ...window.__long));
-    assert.ok(longest < 200, `${method} at n ${n}: a main-thread task of ${Math.round(longest)} ms`);
-    await p.close();
+    const tries = [];
+    for (let t = 0; t < 3 && !(tries.length && tries.at(-1) <= 100); t++) {
+      const p = await context.newPage();
+      watch(p, problems);
+      await p.addInitScript(() => {
+        window.__long = [];
+        new PerformanceObserver((l) => { for (const e of l.getEntries()) window.__long.push(e.duration); }).observe({ type: 'longtask', buffered: true });
+      });
+      await p.goto(`${base}?method=${method}&n=${n}&d_model=64&heads=8${WIDEST}&seed=0&sentence=&backend=cpu`);
+      const drawn = await p.waitForFunction(() => document.body.dataset.ready && document.getElementById('busy').hidden, null, { timeout: 180000 }).then(() => true, () => false);
+      assert.ok(drawn, `${method} at n ${n}: not drawn in 180 s (${await p.locator('#busy-text').innerText()})`);
+      tries.push(Math.round(await p.evaluate(() => Math.max(0, ...window.__long))));
+      await p.close();
+    }
+    const said = `${method} at n ${n}: the longest main-thread task of each try ${tries.join(', ')} ms (load average ${loadavg()[0].toFixed(1)})`;
+    console.log(said);
+    assert.ok(tries.at(-1) <= 100, said);
   }
 });
 
