@@ -21,6 +21,12 @@ speed (hidden 512, 8 heads, batch 1, 2 threads):
     bert_relative: Hugging Face's own BertSelfAttention with position_embedding_type relative_key_query (transformers
               4.57 from target/hf4: 5.x removed it; eager, its SDPA class falls back to eager for relative positions)
               on the same weights and distance_embedding, max_position_embeddings = n. Bidirectional only.
+    transformer_xl: Hugging Face's own XLNetRelativeAttention (the layer of a one-layer XLNetModel, clamp_len 128,
+              bi_data False) by its own steps: q, k, v and r = R W_R by its einsums, R the model's own
+              relative_positional_encoding (attn_type "bi", or "uni" when causal, with the model's causal mask),
+              rel_attn_core (the content stream: u, v, rel_shift; no segments), then its o projection without
+              post_attention's residual and layer norm. XLNet's q, k, v, o have no bias: the scenario's are zero;
+              relattn reads W_R, u and v (xl_w_r, xl_u, xl_v) and clamps at --clip 128.
     output  = concat_h(z) W_o + b_o
 
 ALiBi's and T5's bias is timed twice: built in each forward, as one layer does ("torch"), and built once
@@ -56,7 +62,10 @@ DEFAULT_OUT = os.path.join(HERE, "results", "compare_schemes.md")
 HIDDEN, HEADS, THREADS, CLIP = 512, 8, 2, 16
 BUCKETS, MAX_DISTANCE = 32, 128
 DEBERTA_BUCKETS, DEBERTA_MAX = 256, 512
-SCHEMES = ["shaw", "music", "rope", "alibi", "t5", "absolute", "deberta", "bert_relative"]
+# Transformer-XL's clamp_len k, both sides (not XLNet's −1, unclamped: relattn makes its tables of 2k + 1 sinusoids in
+# O(k·d_model²) a head before timing, 503 s at k 8192, n 64)
+XL_CLIP = 128
+SCHEMES = ["shaw", "music", "rope", "alibi", "t5", "absolute", "deberta", "bert_relative", "transformer_xl"]
 CAUSAL_SCHEMES = [s for s in SCHEMES if s not in ("deberta", "bert_relative")]  # encoders' attention: no causal row
 HF4 = os.path.join(ROOT, "target", "hf4")  # transformers 4.x for BERT's relative positions (make deps-hf4)
 BIAS_SCHEMES = ["alibi", "t5"]
@@ -110,7 +119,8 @@ def worker_export(args):
     """The scenario .npz: x (1, n, 512) ~ N(0, 1), Xavier-uniform weights, biases in ±0.1; Shaw's w^K
     (33, 64) and the Music Transformer's E_r (17 rows causal, 33 not) Xavier-uniform; ALiBi's slopes; T5's
     table (B, h) ~ N(0, 1); DeBERTa's relative embeddings E (512, 512) ~ N(0, 1) and their projections by the key and
-    query weights, per head (h, 512, 64)."""
+    query weights, per head (h, 512, 64); BERT's distance table (2n − 1, 64) Xavier-uniform; Transformer-XL's W_R
+    (512, 512) Xavier-uniform and u, v (h, 64) in ±0.1, its biases b_q, b_k, b_v, b_o zero (XLNet has none)."""
     import numpy as np
     rng = np.random.default_rng(0)
 
@@ -138,6 +148,10 @@ def worker_export(args):
         arrays["deberta_q_r"] = per_head(e @ arrays["w_q"] + arrays["b_q"])
     if args.scheme == "bert_relative":
         arrays["distance_embedding"] = xavier((2 * args.n - 1, HIDDEN // HEADS))
+    if args.scheme == "transformer_xl":
+        arrays.update({"b_" + name: np.zeros(HIDDEN, np.float32) for name in "qkvo"})
+        arrays["xl_w_r"] = xavier((HIDDEN, HIDDEN))
+        arrays["xl_u"], arrays["xl_v"] = (rng.uniform(-0.1, 0.1, (HEADS, HIDDEN // HEADS)).astype(np.float32) for _ in "uv")
     np.savez(args.npz, **arrays)
 
 
@@ -176,6 +190,8 @@ def fixed_tensors(torch, t, scheme, n, causal):
         return {"module": deberta_module(torch, t), "mask": torch.ones(1, 1, n, n, dtype=torch.bool)}
     if scheme == "bert_relative":
         return {"module": bert_module(torch, t, n)}
+    if scheme == "transformer_xl":
+        return xlnet_fixed(torch, t, n, causal)
     if scheme == "shaw":
         return {"index": (pos[None, :] - pos[:, None]).clamp(-CLIP, CLIP) + CLIP, "above": above}
     if scheme == "music":
@@ -219,6 +235,41 @@ def bert_module(torch, t, n):
     return module
 
 
+def xlnet_fixed(torch, t, n, causal):
+    """A one-layer XLNetModel (clamp_len XL_CLIP, attn_type "bi", or "uni" causal) whose XLNetRelativeAttention holds
+    the file's W_q, W_k, W_v, W_o, W_R, u and v: the module, the model's own relative_positional_encoding (W, 1, 512)
+    and, causal, the content stream's mask as XLNetModel makes it (1 above the diagonal, (n, n, 1, 1))."""
+    from transformers import XLNetConfig, XLNetModel
+    config = XLNetConfig(vocab_size=8, d_model=HIDDEN, n_layer=1, n_head=HEADS, d_inner=4, attn_type="uni" if causal else "bi",
+                         clamp_len=XL_CLIP, bi_data=False, dropout=0.0)
+    model = XLNetModel(config).eval()
+    module = model.layer[0].rel_attn
+    per_head = lambda w: w.reshape(HIDDEN, HEADS, HIDDEN // HEADS)  # noqa: E731  (d_model, h·d_head) → XLNet's (d_model, h, d_head)
+    with torch.no_grad():
+        for name in "qkv":
+            getattr(module, name).copy_(per_head(t["w_" + name]))
+        module.o.copy_(per_head(t["w_o"].t()))
+        module.r.copy_(per_head(t["xl_w_r"]))
+        module.r_w_bias.copy_(t["xl_u"])
+        module.r_r_bias.copy_(t["xl_v"])
+        pos_emb = model.relative_positional_encoding(n, n, bsz=1)
+    fixed = {"module": module, "pos_emb": pos_emb}
+    if causal:
+        fixed["mask"] = model.create_mask(n, 0)[:, :, None, None]
+    return fixed
+
+
+def xlnet_forward(torch, t, fixed):
+    """XLNetRelativeAttention.forward's content stream (g None) without post_attention's residual and layer norm."""
+    m, h = fixed["module"], t["x"].transpose(0, 1)  # XLNet is sequence-first: (n, b, d_model)
+    q = torch.einsum("ibh,hnd->ibnd", h, m.q)
+    k = torch.einsum("ibh,hnd->ibnd", h, m.k)
+    v = torch.einsum("ibh,hnd->ibnd", h, m.v)
+    r = torch.einsum("ibh,hnd->ibnd", fixed["pos_emb"], m.r)
+    z = m.rel_attn_core(q, k, v, r, seg_mat=None, attn_mask=fixed.get("mask"))
+    return torch.einsum("ibnd,hnd->ibh", z, m.o).transpose(0, 1)
+
+
 def bias(torch, t, scheme, fixed):
     """ALiBi's or T5's (1, h, n, n) bias with the causal −∞, as one layer builds it in its forward."""
     if scheme == "alibi":
@@ -236,6 +287,8 @@ def peer_forward(torch, t, scheme, fixed, causal, bias_once=None):
     dh = d // HEADS
     if scheme == "absolute":
         x = x + fixed["pe"]
+    if scheme == "transformer_xl":
+        return xlnet_forward(torch, t, fixed)
     if scheme in ("deberta", "bert_relative"):
         if scheme == "deberta":
             z = fixed["module"](x, fixed["mask"], rel_embeddings=t["deberta_rel_embeddings"])
@@ -299,7 +352,7 @@ def scheme_flags(scheme):
     return {"shaw": ["--clip", str(CLIP), "--relative-values", "false"], "music": ["--clip", str(CLIP)], "rope": ["--rope-layout", "half"],
             "t5": ["--per-head-tables", "--t5-buckets", str(BUCKETS), "--t5-max-distance", str(MAX_DISTANCE)],
             "deberta": ["--per-head-tables", "--position-buckets", str(DEBERTA_BUCKETS), "--max-relative-positions", str(DEBERTA_MAX)],
-            "bert_relative": ["--bert-terms", "key_query"]}.get(scheme, [])
+            "bert_relative": ["--bert-terms", "key_query"], "transformer_xl": ["--clip", str(XL_CLIP)]}.get(scheme, [])
 
 
 def relattn_cmd(binary, scheme, npz, causal, reps, out, n):
@@ -387,7 +440,7 @@ def main():
 
     ensure("numpy")
     torch_version = ensure("torch")
-    if "deberta" in args.schemes:
+    if {"deberta", "transformer_xl"} & set(args.schemes):
         torch_version += f", transformers {ensure('transformers')}"
     default_binary = os.path.abspath(args.relattn) == os.path.join(ROOT, "target", "release", "relattn")
     binary = relattn_binary(args.relattn, default_binary and not args.no_build)
