@@ -21,7 +21,6 @@
 //! fails there, and relattn refuses it naming `max_position` ([`BertRelative::check_length`]). For Lq queries
 //! against Lk keys (a cached step) the queries are aligned to the last keys, as Hugging Face's `use_cache` does.
 
-use crate::core::matmul::matmul;
 use crate::error::{Error, Result};
 use crate::positions::shaw;
 use crate::positions::table::{distance, Edge, QueryRows, RelTable};
@@ -129,8 +128,9 @@ impl BertRelative {
 /// The two terms of the query rows `q` (rows, d_head) of `block` against every key `k` (Lk, d_head) with the
 /// table A (2P − 1, d_head): (query term, key term), each (rows, Lk), the key term when the layer has it. The
 /// query term is Shaw's gather of Q·Aᵀ on A read backwards (`materialized`: Shaw's (rows, Lk, d_head) gather);
-/// the key term K·Aᵀ (Lk, 2P − 1) gathered at r(i, j) (`materialized`: a dot per cell). Both ways give the same
-/// numbers.
+/// the key term, for each key j, the block's consecutive rows A[r(i0, j) .. r(i0, j) + rows] times k_j (O(rows·Lk·d_head),
+/// where the whole K·Aᵀ (Lk, 2P − 1) would be O(Lk·P·d_head) for every block of a layer held on demand;
+/// `materialized`: a dot per cell). Both ways give the same numbers.
 pub fn relative_terms(
     b: &BertRelative,
     q: ArrayView2<f32>,
@@ -150,8 +150,13 @@ pub fn relative_terms(
         if materialized {
             Array2::from_shape_fn((count, lk), |(i, j)| k.row(j).dot(&table.row(row(i, j))))
         } else {
-            let g = matmul(k, table.t()); // (Lk, 2P − 1)
-            Array2::from_shape_fn((count, lk), |(i, j)| g[[j, row(i, j)]])
+            // Queries i0, i0 + 1, … meet key j at rows r(i0, j), r(i0, j) + 1, …
+            let mut key = Array2::zeros((count, lk));
+            for (j, mut column) in key.columns_mut().into_iter().enumerate() {
+                let from = row(0, j);
+                column.assign(&table.slice(s![from..from + count, ..]).dot(&k.row(j)));
+            }
+            key
         }
     });
     (query, key)
