@@ -105,7 +105,10 @@ pub fn sinusoid(pos: isize, d: usize) -> Array1<f32> {
 pub fn table(w_r: ArrayView2<f32>, u: ArrayView1<f32>, v: ArrayView1<f32>, s: ArrayView1<f32>, seg: ArrayView2<f32>, k: usize, causal: bool) -> Array2<f32> {
     let (d, dh) = w_r.dim();
     let p = positions(k, causal);
-    let r = Array2::from_shape_fn((p, d), |(row, c)| sinusoid(k as isize - row as isize, d)[c]);
+    let mut r = Array2::zeros((p, d));
+    for (row, mut out) in r.outer_iter_mut().enumerate() {
+        out.assign(&sinusoid(k as isize - row as isize, d)); // one sinusoid a row (per element it was O(P·d²))
+    }
     let mut out = Array2::zeros((p + BIAS_ROWS, dh));
     out.slice_mut(s![..p, ..]).assign(&matmul(r.view(), w_r));
     for (row, vector) in [u, v, s, seg.row(0), seg.row(1)].into_iter().enumerate() {
