@@ -62,8 +62,8 @@ DEFAULT_OUT = os.path.join(HERE, "results", "compare_schemes.md")
 HIDDEN, HEADS, THREADS, CLIP = 512, 8, 2, 16
 BUCKETS, MAX_DISTANCE = 32, 128
 DEBERTA_BUCKETS, DEBERTA_MAX = 256, 512
-# Transformer-XL's clamp_len k, both sides (not XLNet's −1, unclamped: relattn makes its tables of 2k + 1 sinusoids in
-# O(k·d_model²) a head before timing, 503 s at k 8192, n 64)
+# Transformer-XL's clamp_len k, both sides (not XLNet's −1, unclamped: before 57ebfb2 relattn made its tables of 2k + 1
+# sinusoids in O(k·d_model²) a head before timing, 503 s at k 8192, n 64)
 XL_CLIP = 128
 SCHEMES = ["shaw", "music", "rope", "alibi", "t5", "absolute", "deberta", "bert_relative", "transformer_xl"]
 CAUSAL_SCHEMES = [s for s in SCHEMES if s not in ("deberta", "bert_relative")]  # encoders' attention: no causal row
