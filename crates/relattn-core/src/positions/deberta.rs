@@ -179,7 +179,9 @@ fn rows_of(d: &Deberta, count: usize, lk: usize, block: QueryRows) -> Array2<usi
 /// The two terms of the query rows `q` (rows, d_head) of `block` against every key `k` (Lk, d_head), with the head's
 /// table (2S, 2·d_head) ([`split`]): (c2p, p2c), each (rows, Lk) when the layer has it, unscaled. `materialized`: each
 /// cell the dot product of its two vectors (the (rows, Lk, d_head) gather's way); otherwise the efficient way, the
-/// small products Q·K_rᵀ (rows, 2S) and K·Q_rᵀ (Lk, 2S) gathered at r(i, j). Both give the same numbers.
+/// small products Q·K_rᵀ (rows, 2S) and K·Q_rᵀ (Lk, 2S) gathered at r(i, j) — but p2c a dot a cell when the block
+/// has fewer than 2S/4 rows (a layer held on demand goes by blocks of rows: K·Q_rᵀ for each would be O(Lk·S·d_head)
+/// a block, over 300 s for the page at n 8192 with 8192 buckets). Both give the same numbers.
 pub fn relative_terms(
     d: &Deberta,
     q: ArrayView2<f32>,
@@ -201,7 +203,7 @@ pub fn relative_terms(
         }
     });
     let p2c = d.terms.p2c().then(|| {
-        if materialized {
+        if materialized || q_r.nrows() > 4 * count {
             Array2::from_shape_fn((count, lk), |(i, j)| dot(k.row(j), q_r.row(r[[i, j]])))
         } else {
             let g = matmul(k, q_r.t()); // (Lk, 2S)
