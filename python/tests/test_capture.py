@@ -10,6 +10,8 @@ import relattn
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
+import test_xlnet  # noqa: E402  (its run() records XLNet's rel_attn_core; after the skips: it imports torch)
+
 TOL = 1e-5
 VOCAB, N = 64, 9
 
@@ -787,22 +789,8 @@ def xlnet(attn_type="bi", layer=1, pad=0, segmented=True, clamp_len=-1):
     types[:, 6:] = 1
     extra = {"token_type_ids": types} if segmented else {}
     cap = relattn.capture(model, layer, input_ids=ids, attention_mask=mask, **extra)
-    seen = {}
-    core = attn.rel_attn_core
-
-    def recording(*args, **kwargs):
-        out = core(*args, **kwargs)
-        seen.setdefault("vec", out[0] if isinstance(out, tuple) else out)
-        return out
-
-    attn.rel_attn_core = recording
-    try:
-        with torch.no_grad():
-            # transformers' XLNet cannot add a padding mask to its causal one for a batch: none without padding.
-            outputs = model(input_ids=ids, attention_mask=mask if pad else None, output_attentions=True, **extra)
-    finally:
-        del attn.rel_attn_core
-    return model, cap, outputs.attentions[layer], torch.einsum("ibnd,hnd->bih", seen["vec"], attn.o).detach()
+    _, output, probabilities = test_xlnet.run(model, layer, ids, mask, extra.get("token_type_ids"))
+    return model, cap, probabilities, output
 
 
 @pytest.mark.parametrize("attn_type, segmented, clamp_len", [("bi", True, -1), ("bi", False, 3), ("uni", True, 4), ("uni", False, -1)])
