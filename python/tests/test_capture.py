@@ -765,6 +765,12 @@ def test_deberta_padded_keys_equal_the_model_on_the_tokens():
     """With padding: DeBERTa masks padded queries too (uniform rows the model discards), relattn only the keys; every
     unpadded query's weights and output equal the module's."""
     model, cap, probabilities, output = deberta("v3-buckets-shared", layer=0, pad=4)
+    unpadded_rows_equal(cap, probabilities, output)
+    assert any("padded queries" in note for note in cap.notes)
+
+
+def unpadded_rows_equal(cap, probabilities, output):
+    """Every unpadded query's weights and output equal the module's (batch of 2), and no weight falls on a padded key."""
     t = cap.trace()
     kept = np.asarray(cap.arrays["key_mask"], bool)
     for b in range(2):
@@ -772,7 +778,6 @@ def test_deberta_padded_keys_equal_the_model_on_the_tokens():
         assert rel(t["weights"][b][:, rows], probabilities[b].numpy()[:, rows]) <= TOL
         assert rel(t["output"][b][rows], output[b].numpy()[rows]) <= TOL
         assert float(np.abs(t["weights"][b][:, :, ~rows]).max(initial=0.0)) == 0.0
-    assert any("padded queries" in note for note in cap.notes)
 
 
 def xlnet(attn_type="bi", layer=1, pad=0, segmented=True, clamp_len=-1):
@@ -816,12 +821,7 @@ def test_xlnet_padded_keys_equal_the_model_on_the_tokens():
     """With padding: XLNet lets a padded query attend to itself, relattn masks padded keys only; every unpadded query's
     weights and output equal the module's."""
     model, cap, probabilities, output = xlnet("bi", layer=0, pad=4)
-    t = cap.trace()
-    kept = np.asarray(cap.arrays["key_mask"], bool)
-    for b in range(2):
-        rows = kept[b]
-        assert rel(t["weights"][b][:, rows], probabilities[b].numpy()[:, rows]) <= TOL
-        assert rel(t["output"][b][rows], output[b].numpy()[rows]) <= TOL
+    unpadded_rows_equal(cap, probabilities, output)
     assert any("padded query" in note for note in cap.notes)
 
 
