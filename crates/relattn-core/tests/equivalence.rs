@@ -165,6 +165,28 @@ proptest! {
     }
 }
 
+/// DeBERTa's or BERT's head traced by both implementations against the definition `want`: its two terms in the trace's
+/// c2p and p2c (named, each there or not as `terms` says), the relative logits, the weights and z; z without a trace.
+fn two_terms_traced(cfg: &Config, input: &HeadInput, want: &common::HeadRef, terms: [(&str, bool); 2]) -> Result<(), TestCaseError> {
+    for implementation in [Implementation::Efficient, Implementation::Materialized] {
+        let cfg = Config { implementation, ..*cfg };
+        let mut t = HeadTrace::default();
+        let z = attend_head(&cfg, input, Some(&mut t)).unwrap();
+        for ((name, has), (got, want)) in terms.into_iter().zip([(&t.c2p, &want.c2p), (&t.p2c, &want.p2c)]) {
+            prop_assert_eq!(got.is_some(), has, "{}", name);
+            if let Some(got) = got {
+                prop_assert!(rel_err(got.iter(), flat(want)) <= TOL, "{implementation:?} {name}");
+            }
+        }
+        prop_assert!(rel_err(t.relative_logits.iter(), flat(&want.relative)) <= TOL, "{implementation:?} relative");
+        prop_assert!(rel_err(t.weights.iter(), flat(&want.weights)) <= TOL, "{implementation:?} weights");
+        prop_assert!(rel_err(z.iter(), flat(&want.z)) <= TOL, "{implementation:?} z");
+        let z = attend_head(&cfg, input, None).unwrap();
+        prop_assert!(rel_err(z.iter(), flat(&want.z)) <= TOL, "{implementation:?} z without a trace");
+    }
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
 
@@ -186,22 +208,7 @@ proptest! {
         let input = HeadInput { q: q.view(), k: k.view(), v: v.view(), rel_k: table.view(), rel_v: None, key_mask: Some(mask.view()), rope: None, sink: None, segments: None };
         let to_mat = |a: &Array2<f32>| -> common::Mat { a.rows().into_iter().map(|r| r.iter().map(|&x| x as f64).collect()).collect() };
         let want = common::head(&cfg, &to_mat(&q), &to_mat(&k), &to_mat(&v), &to_mat(&table), None, Some(mask.as_slice().unwrap()));
-        for implementation in [Implementation::Efficient, Implementation::Materialized] {
-            let cfg = Config { implementation, ..cfg };
-            let mut t = HeadTrace::default();
-            let z = attend_head(&cfg, &input, Some(&mut t)).unwrap();
-            for (name, got, want, has) in [("c2p", &t.c2p, &want.c2p, terms.c2p()), ("p2c", &t.p2c, &want.p2c, terms.p2c())] {
-                prop_assert_eq!(got.is_some(), has, "{}", name);
-                if let Some(got) = got {
-                    prop_assert!(rel_err(got.iter(), flat(want)) <= TOL, "{implementation:?} {name}");
-                }
-            }
-            prop_assert!(rel_err(t.relative_logits.iter(), flat(&want.relative)) <= TOL, "{implementation:?} relative");
-            prop_assert!(rel_err(t.weights.iter(), flat(&want.weights)) <= TOL, "{implementation:?} weights");
-            prop_assert!(rel_err(z.iter(), flat(&want.z)) <= TOL, "{implementation:?} z");
-            let z = attend_head(&cfg, &input, None).unwrap();
-            prop_assert!(rel_err(z.iter(), flat(&want.z)) <= TOL, "{implementation:?} z without a trace");
-        }
+        two_terms_traced(&cfg, &input, &want, [("c2p", terms.c2p()), ("p2c", terms.p2c())])?;
     }
 }
 
@@ -362,22 +369,7 @@ proptest! {
         let input = HeadInput { q: q.view(), k: k.view(), v: v.view(), rel_k: table.view(), rel_v: None, key_mask: Some(mask.view()), rope: None, sink: None, segments: None };
         let to_mat = |a: &Array2<f32>| -> common::Mat { a.rows().into_iter().map(|r| r.iter().map(|&x| x as f64).collect()).collect() };
         let want = common::head(&cfg, &to_mat(&q), &to_mat(&k), &to_mat(&v), &to_mat(&table), None, Some(mask.as_slice().unwrap()));
-        for implementation in [Implementation::Efficient, Implementation::Materialized] {
-            let cfg = Config { implementation, ..cfg };
-            let mut t = HeadTrace::default();
-            let z = attend_head(&cfg, &input, Some(&mut t)).unwrap();
-            for (name, got, want, has) in [("query term", &t.c2p, &want.c2p, true), ("key term", &t.p2c, &want.p2c, key_query)] {
-                prop_assert_eq!(got.is_some(), has, "{}", name);
-                if let Some(got) = got {
-                    prop_assert!(rel_err(got.iter(), flat(want)) <= TOL, "{implementation:?} {name}");
-                }
-            }
-            prop_assert!(rel_err(t.relative_logits.iter(), flat(&want.relative)) <= TOL, "{implementation:?} relative");
-            prop_assert!(rel_err(t.weights.iter(), flat(&want.weights)) <= TOL, "{implementation:?} weights");
-            prop_assert!(rel_err(z.iter(), flat(&want.z)) <= TOL, "{implementation:?} z");
-            let z = attend_head(&cfg, &input, None).unwrap();
-            prop_assert!(rel_err(z.iter(), flat(&want.z)) <= TOL, "{implementation:?} z without a trace");
-        }
+        two_terms_traced(&cfg, &input, &want, [("query term", true), ("key term", key_query)])?;
         for isa in Isa::ALL.into_iter().filter(|isa| isa.available()) {
             let z = attend_head_fused(isa, &cfg, &input).unwrap();
             prop_assert!(rel_err(z.iter(), flat(&want.z)) <= TOL, "{} fused", isa.name());
