@@ -1,5 +1,5 @@
 //! The pool's exports ([`relattn::app::pool`]): [`pool_plan`] and [`PoolPlan`] for the lead (www/worker.js), which
-//! splits a layer held on demand among its helpers and gathers their shares into a [`Session`]; [`PoolShare`] for
+//! splits a layer held on demand between itself and its helpers and gathers the shares into a [`Session`]; [`PoolShare`] for
 //! a helper (www/pool-worker.js). Arrays cross as Float32Arrays (row-major), copied once into or out of the wasm
 //! memory.
 
@@ -28,7 +28,8 @@ fn ranges(rs: &[Range<usize>]) -> Result<JsValue, JsValue> {
 
 /// The plan of `request` (a [`relattn::protocol::Request`]; `file`: its scenario file's bytes) for the pool, when
 /// its layer is held on demand and computed on the CPU (`request.backend` as the worker's runner decides: the
-/// CPU asked for, or WebGPU unusable); undefined when one worker computes it (a whole trace, or the GPU).
+/// CPU asked for, or WebGPU unusable), its scenario not built yet ([`PoolPlan::build`]); undefined when one worker
+/// computes it (a whole trace, or the GPU).
 #[wasm_bindgen]
 pub async fn pool_plan(request: JsValue, file: Option<Vec<u8>>) -> Result<Option<PoolPlan>, JsValue> {
     let request = read_request(request)?;
@@ -48,14 +49,36 @@ pub struct PoolPlan {
 
 #[wasm_bindgen]
 impl PoolPlan {
-    /// The heads `workers` helpers take, `[[a, b], …]` (as many as have any).
+    /// The heads `workers` workers take (the lead the first share), `[[a, b], …]` (as many as have any).
     pub fn head_shares(&self, workers: usize) -> Result<JsValue, JsValue> {
-        ranges(&pool::split(self.plan.dims().1, workers, 1))
+        ranges(&self.plan.head_shares(workers))
     }
 
-    /// The query rows `workers` helpers take, `[[a, b], …]`: whole blocks (as many as have any).
+    /// The query rows `workers` workers take (the lead the first share), `[[a, b], …]`: whole blocks (as many as
+    /// have any).
     pub fn row_shares(&self, workers: usize) -> Result<JsValue, JsValue> {
-        ranges(&pool::row_shares(self.plan.dims().2, workers))
+        ranges(&self.plan.row_shares(workers))
+    }
+
+    /// The query rows the layer's stages are computed together by ([`Plan::block_rows`]): the lead cuts its own
+    /// rows this many at a time, taking its messages between them.
+    pub fn block_rows(&self) -> usize {
+        self.plan.block_rows()
+    }
+
+    /// Builds the lead's scenario (once the helpers have been sent their shares: they build theirs meanwhile).
+    pub fn build(&mut self) -> Result<(), JsValue> {
+        self.plan.build().map_err(to_js)
+    }
+
+    /// The lead's own heads `a..b`: their columns of Q, K and V projected here and put in place.
+    pub fn project_heads(&mut self, a: usize, b: usize) -> Result<(), JsValue> {
+        self.plan.project_heads(a..b).map_err(to_js)
+    }
+
+    /// The output of the lead's own head `head`, computed here and put in place.
+    pub fn attend_head(&mut self, head: usize) -> Result<(), JsValue> {
+        self.plan.attend_head(head).map_err(to_js)
     }
 
     /// A helper's heads `a..b` (its [`HeadsView`]'s arrays), put in place.
@@ -69,8 +92,13 @@ impl PoolPlan {
 
     /// Rows `a..b` of the heads' concatenated outputs (b, rows, h·d_v), row-major; refused (field "heads") when
     /// they overflowed.
-    pub fn concat_rows(&self, a: usize, b: usize) -> Result<Vec<f32>, JsValue> {
+    pub fn concat_rows(&mut self, a: usize, b: usize) -> Result<Vec<f32>, JsValue> {
         Ok(self.plan.concat_rows(a..b).map_err(to_js)?.into_iter().collect())
+    }
+
+    /// The lead's own output rows `a..b`, computed here and put in place (once every head's share is in).
+    pub fn compute_output(&mut self, a: usize, b: usize) -> Result<(), JsValue> {
+        self.plan.compute_output(a..b).map_err(to_js)
     }
 
     /// A helper's output rows `a..b` (b, rows, d_out), put in place.

@@ -93,10 +93,21 @@ impl Session {
         Ok(self.0.is_cut(batch, head, palette()))
     }
 
-    /// Starts gathering the stages of (batch, head) from the pool's helpers' cuts ([`Session::add_part`], in row
-    /// order); the next [`Session::select`] of them colours them instead of computing them.
+    /// Starts gathering the stages of (batch, head) from the pool's shares (the lead's [`Session::add_rows`], then
+    /// the helpers' cuts, [`Session::add_part`], in row order); the next [`Session::select`] of them colours them instead of computing them.
     pub fn begin_parts(&mut self, batch: usize, head: usize) -> Result<(), JsValue> {
         self.0.begin_parts(batch, head).map_err(to_js)
+    }
+
+    /// The lead's own query rows `a..b` of the (batch, head) begun, cut here, before every helper's part
+    /// ([`session::Session::add_rows`]).
+    pub fn add_rows(&mut self, a: usize, b: usize) -> Result<(), JsValue> {
+        self.0.add_rows(a..b).map_err(to_js)
+    }
+
+    /// Drops the cuts begun ([`session::Session::drop_parts`]): a share failed or was superseded.
+    pub fn drop_parts(&mut self) {
+        self.0.drop_parts();
     }
 
     /// A helper's cut of stage `k` ([`relattn::protocol::CutPartView`]'s fields).

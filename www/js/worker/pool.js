@@ -1,9 +1,11 @@
-// The worker's pool of helpers (../../pool-worker.js, each a module worker with its own wasm instance: no shared
-// memory, no special server headers): a layer held on demand and computed on the CPU is split among them — its
-// heads, then its query rows in whole blocks — and gathered here, in the lead's wasm, into the session the worker
-// holds, bit for bit the one worker's (crates/relattn/src/app/pool.rs says how). Its messages are
-// crates/relattn/src/protocol/pool.rs's, built by ../shared/protocol.js. cancel() stops every helper still busy
-// with a superseded request (terminated, and a fresh one started in its place).
+// The worker's pool (../../pool-worker.js helpers, each a module worker with its own wasm instance: no shared
+// memory, no special server headers): a layer held on demand and computed on the CPU is split among the lead (this
+// worker, which takes the first share itself) and its helpers — its heads, then its query rows in whole blocks — and
+// gathered here, in the lead's wasm, into the session the worker holds, bit for bit the one worker's
+// (crates/relattn/src/app/pool.rs says how). Its messages are crates/relattn/src/protocol/pool.rs's, built by
+// ../shared/protocol.js. cancel() stops a superseded request's shares: every helper still busy with one
+// (terminated, and a fresh one started in its place) and the lead's own (at its next head or block of rows: it
+// yields to its messages between them).
 import { initJob, shareJob, rowsJob, cutJob, typedError } from '../shared/protocol.js';
 /** @typedef {import('../types/protocol').ComputeRequest} ComputeRequest */
 /** @typedef {import('../types/protocol').FromHelper} FromHelper */
@@ -54,6 +56,8 @@ const pool = {
   helpers: [],
   generation: 0,
   job: 0,
+  /** @type {{ stopped: boolean } | null} The lead's own share in hand (cancel() marks it stopped). */
+  lead: null,
 };
 
 /** The worker's compiled wasm module, which the helpers instantiate: compiled once, its optimised code shared. */
@@ -77,8 +81,8 @@ function ensure(size) {
   while (pool.helpers.length < size) pool.helpers.push(new Helper());
 }
 
-/** Stops every helper busy with a share (a superseded request): each is terminated and replaced by a fresh one,
- *  and its share fails as superseded. */
+/** Stops a superseded request's shares: every helper busy with one is terminated and replaced by a fresh one, its
+ *  share failing as superseded, and the lead's own stops at its next step (leadStep). */
 export function cancel() {
   let stopped = false;
   pool.helpers = pool.helpers.map((h) => {
@@ -88,71 +92,136 @@ export function cancel() {
     h.settle(null, superseded());
     return new Helper();
   });
+  if (pool.lead) {
+    pool.lead.stopped = true;
+    stopped = true;
+  }
   if (stopped) pool.generation += 1;
 }
 
-/** Whether a helper is computing now. */
+/** Whether a share is being computed now (a helper's, or the lead's own). */
 export function busy() {
-  return pool.helpers.some((h) => h.busy);
+  return Boolean(pool.lead) || pool.helpers.some((h) => h.busy);
+}
+
+// The lead's yield between the steps of its own share: a message through a channel of its own comes after every
+// message already sent to this worker (a newer request, which cancels), and far sooner than a timer.
+const steps = new MessageChannel();
+
+/** Lets this worker's messages in, then fails as superseded if cancel() stopped the lead's share meanwhile.
+ *  @param {{ stopped: boolean }} lead */
+async function leadStep(lead) {
+  await new Promise((ok) => { steps.port1.onmessage = ok; steps.port2.postMessage(null); });
+  if (lead.stopped) throw superseded();
+}
+
+/** Runs `work(lead)`, the lead's part of a pooled request, with pool.lead set while it runs (busy()).
+ *  @template T @param {(lead: { stopped: boolean }) => Promise<T>} work @returns {Promise<T>} */
+async function asLead(work) {
+  const lead = { stopped: false };
+  pool.lead = lead;
+  try {
+    return await work(lead);
+  } finally {
+    if (pool.lead === lead) pool.lead = null;
+  }
+}
+
+/** `promise`, marked handled now: the lead awaits it after its own steps, and a share superseded meanwhile
+ *  rejects it before then. @template T @param {Promise<T>} promise */
+function later(promise) {
+  promise.catch(() => {});
+  return promise;
 }
 
 /**
- * The session of compute request `msg`'s layer computed by `workers` helpers, or null when one worker computes it
- * (fewer than two workers asked for, a whole trace, the GPU, a trained model's layer). `relattn` is the wasm
- * module; `progress(text)` tells the page what is being computed. The session remembers its shares
- * (poolOf(session)) for its cuts.
+ * The session of compute request `msg`'s layer computed by `workers` workers (the lead and workers − 1 helpers), or
+ * null when one worker computes it (fewer than two workers asked for or given a share, a whole trace, the GPU, a
+ * trained model's layer). `relattn` is the wasm module; `progress(text)` tells the page what is being computed. The
+ * session remembers its shares (shares.get(session)) for its cuts.
  * @param {any} relattn @param {ComputeRequest} msg @param {number} workers @param {(text: string) => void} progress
  */
 export async function pooledLayer(relattn, msg, workers, progress) {
   if (workers < 2 || msg.model) return null;
   const plan = await relattn.pool_plan(msg.request, msg.file ? new Uint8Array(msg.file.bytes) : undefined);
   if (!plan) return null;
+  /** @type {[number, number][]} */
+  const heads = plan.head_shares(workers);
+  /** @type {[number, number][]} */
+  const rows = plan.row_shares(workers);
+  const count = Math.max(heads.length, rows.length);
+  if (count < 2) {
+    plan.free();
+    return null;
+  }
   try {
-    /** @type {[number, number][]} */
-    const heads = plan.head_shares(workers);
-    /** @type {[number, number][]} */
-    const rows = plan.row_shares(workers);
-    ensure(Math.max(heads.length, rows.length));
-    // The helpers take this layer's share from now on: an older session's cuts are its own from now on.
-    const generation = ++pool.generation;
-    const helpers = pool.helpers.slice(0, Math.max(heads.length, rows.length));
-    progress(`computing the layer on ${helpers.length} workers: heads…`);
-    const file = msg.file ? { id: msg.file.id, bytes: msg.file.bytes } : null;
-    const shared = await Promise.all(helpers.map((h, k) => h.ask(++pool.job, shareJob(pool.job, msg.request, file, heads[k] || null))));
-    shared.forEach((m, k) => { if (m.kind === 'shared' && m.part) plan.add_heads(heads[k][0], heads[k][1], m.part.q, m.part.k, m.part.v, m.part.z); });
-    progress(`computing the layer on ${helpers.length} workers: the output…`);
-    const outputs = await Promise.all(rows.map(([a, b], i) => {
-      const concat = plan.concat_rows(a, b);
-      return helpers[i].ask(++pool.job, rowsJob(pool.job, concat, [a, b]), [concat.buffer]);
-    }));
-    outputs.forEach((m, i) => { if (m.kind === 'rows') plan.add_output(rows[i][0], rows[i][1], m.output); });
-    const session = plan.finish();
-    shares.set(session, { generation, helpers: helpers.slice(0, rows.length) });
-    return session;
+    return await asLead(async (lead) => {
+      ensure(count - 1);
+      // The helpers take this layer's shares from now on: an older session's cuts are its own from now on.
+      const generation = ++pool.generation;
+      // Helper k takes share k + 1, the lead the first: the helpers are sent theirs before the lead builds its
+      // scenario, so they build theirs meanwhile.
+      const helpers = pool.helpers.slice(0, count - 1);
+      progress(`computing the layer on ${count} workers: heads…`);
+      const file = msg.file ? { id: msg.file.id, bytes: msg.file.bytes } : null;
+      const shared = later(Promise.all(helpers.map((h, k) => h.ask(++pool.job, shareJob(pool.job, msg.request, file, heads[k + 1] || null)))));
+      plan.build();
+      plan.project_heads(heads[0][0], heads[0][1]);
+      for (let h = heads[0][0]; h < heads[0][1]; h++) {
+        await leadStep(lead);
+        plan.attend_head(h);
+      }
+      (await shared).forEach((m, k) => { if (m.kind === 'shared' && m.part) plan.add_heads(heads[k + 1][0], heads[k + 1][1], m.part.q, m.part.k, m.part.v, m.part.z); });
+      progress(`computing the layer on ${count} workers: the output…`);
+      const outputs = later(Promise.all(rows.slice(1).map(([a, b], k) => {
+        const concat = plan.concat_rows(a, b);
+        return helpers[k].ask(++pool.job, rowsJob(pool.job, concat, [a, b]), [concat.buffer]);
+      })));
+      await leadStep(lead);
+      plan.compute_output(rows[0][0], rows[0][1]);
+      (await outputs).forEach((m, k) => { if (m.kind === 'rows') plan.add_output(rows[k + 1][0], rows[k + 1][1], m.output); });
+      const block = plan.block_rows();
+      const session = plan.finish();
+      shares.set(session, { generation, helpers: helpers.slice(0, rows.length - 1), own: rows[0], block });
+      return session;
+    });
   } catch (err) {
     plan.free();
     throw err;
   }
 }
 
-/** The helpers that hold a pooled session's rows, by session (a WeakMap: a freed session's entry goes with it). */
+/** The shares of a pooled session's rows, by session (a WeakMap: a freed session's entry goes with it): the
+ *  helpers holding rows after the lead's, the lead's own rows `own` [a, b], and the rows it cuts at a time. */
 const shares = new WeakMap();
 
 /**
- * Has the stages of (batch, head) of `session` cut by the helpers holding its rows (each sent the head's columns of
- * the projections; `relattn`: the wasm module), merged into it (the next select
- * colours them); nothing when they are cut already, or when the session is not a pool's or its helpers were
- * replaced since (then the session computes them itself).
+ * Has the stages of (batch, head) of `session` cut by the workers holding its rows (the lead's own a block at a
+ * time, each helper sent the head's columns of the projections; `relattn`: the wasm module), merged into it (the
+ * next select colours them); nothing when they are cut already, or when the session is not a pool's or its helpers
+ * were replaced since (then the session computes them itself).
  * @param {any} relattn @param {any} session @param {number} batch @param {number} head @param {string} headScale
  */
 export async function pooledCut(relattn, session, batch, head, headScale) {
   const s = shares.get(session);
   if (!s || s.generation !== pool.generation || session.is_cut(batch, head, headScale)) return;
-  const columns = relattn.pool_head_columns(session, head);
-  const cuts = await Promise.all(s.helpers.map((h) => h.ask(++pool.job, cutJob(pool.job, batch, head, columns))));
-  session.begin_parts(batch, head);
-  for (const m of cuts) {
-    if (m.kind !== 'cut') continue;
-    m.parts.forEach((p, k) => session.add_part(k, p.pooled, p.lo, p.hi, p.values));
-  }
+  const columns = s.helpers.length ? relattn.pool_head_columns(session, head) : null;
+  await asLead(async (lead) => {
+    const cuts = later(Promise.all(s.helpers.map((h) => h.ask(++pool.job, cutJob(pool.job, batch, head, columns)))));
+    session.begin_parts(batch, head);
+    try {
+      const [a, b] = s.own;
+      for (let r = a; r < b; r += s.block) {
+        await leadStep(lead);
+        session.add_rows(r, Math.min(r + s.block, b));
+      }
+      for (const m of await cuts) {
+        if (m.kind !== 'cut') continue;
+        m.parts.forEach((p, k) => session.add_part(k, p.pooled, p.lo, p.hi, p.values));
+      }
+    } catch (err) {
+      session.drop_parts(); // a part of the rows: the session computes this head itself when it is shown again
+      throw err;
+    }
+  });
 }

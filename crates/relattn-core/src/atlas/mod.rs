@@ -1,7 +1,7 @@
 //! The head atlas: each head of a layer summarised by position — where its attention falls by offset, how
 //! spread it is, whether it looks one token back or at the first token, and how much of its logits the
 //! position scheme's own term explains. Computed from a layer's projections ([`Projected`]: its output is not
-//! computed) a block of [`BLOCK`](crate::layer::on_demand::BLOCK) query rows at a time ([`attend_rows`](crate::attention::attend_rows)): O(BLOCK·n) memory beside them, never a
+//! computed) a block of query rows at a time ([`block_rows`](crate::layer::on_demand::block_rows), [`attend_rows`](crate::attention::attend_rows)): O(BLOCK·n) memory beside them, never a
 //! head's (n, n) array.
 //!
 //! For one head of one sequence, with A the attention weights, S the scaled, masked logits (the `logits`
@@ -62,7 +62,7 @@ impl Projected {
         (b, self.config.heads, n)
     }
 
-    /// Head `head` of batch element `batch` a [`BLOCK`](crate::layer::on_demand::BLOCK) of query rows at a time, as [`attend_rows`](crate::attention::attend_rows) traces
+    /// Head `head` of batch element `batch` a block of query rows ([`block_rows`](crate::layer::on_demand::block_rows)) at a time, as [`attend_rows`](crate::attention::attend_rows) traces
     /// them: `f(rows, input, trace)` gets the head's tensors (Q, K and V as projected, before any rotation) and
     /// the trace of the query rows `rows`, every row once, in order.
     fn each_block(&self, batch: usize, head: usize, mut f: impl FnMut(Range<usize>, &HeadInput, &HeadTrace) -> Result<()>) -> Result<()> {

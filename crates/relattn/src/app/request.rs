@@ -139,11 +139,17 @@ impl Inputs {
     /// The scenario and how its stages are held ([`holding`]), after checking that it fits [`MEMORY_LIMIT`]
     /// (on either backend the stages are held in the wasm memory).
     pub fn scenario(&mut self) -> Result<(Scenario, Holding)> {
-        // The widths the file's arrays give (heads of their own width, DeepSeek's values and output) count too.
-        let widths = scenario::check_config(&self.cfg, &self.spec, &self.arrays)?;
-        let holding = page_budget(&self.cfg, &self.spec, self.per_head, widths.own(self.spec.d_model, self.cfg.heads))?;
+        let holding = self.holding()?;
         let sc = Scenario::build(&self.cfg, &self.spec, std::mem::take(&mut self.arrays), self.per_head)?;
         Ok((sc, holding))
+    }
+
+    /// How the scenario's stages are held ([`holding`]), after checking that it fits [`MEMORY_LIMIT`], before it
+    /// is built.
+    pub fn holding(&self) -> Result<Holding> {
+        // The widths the file's arrays give (heads of their own width, DeepSeek's values and output) count too.
+        let widths = scenario::check_config(&self.cfg, &self.spec, &self.arrays)?;
+        page_budget(&self.cfg, &self.spec, self.per_head, widths.own(self.spec.d_model, self.cfg.heads))
     }
 }
 

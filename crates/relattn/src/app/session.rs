@@ -511,6 +511,27 @@ impl Session {
         cutting.ok_or_else(|| Error::invalid("part", format!("stage {k}"), "a stage of the cuts begun (begin_parts)"))?.merge(part)
     }
 
+    /// Cuts query rows `rows` (starting at a multiple of [`Layer::block_rows`]) of the (batch, head) begun by
+    /// [`Session::begin_parts`] here: the lead's own share of a pool, whose rows come before every helper's
+    /// [`Session::add_part`]. Errors name "part" (no cuts begun) or "rows".
+    pub fn add_rows(&mut self, rows: Range<usize>) -> Result<()> {
+        let (Source::OnDemand(l), Some(parts)) = (&self.source, self.parts.as_mut()) else {
+            return Err(Error::invalid("part", "no cuts begun", "begin_parts first"));
+        };
+        let block = l.block_rows();
+        if !rows.start.is_multiple_of(block) {
+            return Err(Error::invalid("rows", format!("{}..{}", rows.start, rows.end), format!("rows from a multiple of {block}")));
+        }
+        let Parts { batch, head, cuttings } = parts;
+        l.each_block_in(*batch, *head, rows, |k, first, m| cuttings[k].add(first, m))
+    }
+
+    /// Drops the cuts begun by [`Session::begin_parts`] (a pool's share that failed or was superseded): the
+    /// next [`Session::cut`] computes them itself.
+    pub fn drop_parts(&mut self) {
+        self.parts = None;
+    }
+
     /// Every stage of (batch, head) cut and coloured with `palette`: pooled to [`RASTER_SIDE`], with its values
     /// when they are at most [`VALUES_CELLS`], its masked cells grey.
     fn make_cuts(&mut self, batch: usize, head: usize, palette: Palette) -> Result<Vec<Made>> {
