@@ -11,7 +11,7 @@
 //!
 //! The values are those of [`crate::layer::forward::trace`] (the same staged code, tested block against whole in relattn-core's tests/equivalence.rs).
 
-use crate::attention::{attend_rows, Config, HeadInput, HeadTrace, Implementation};
+use crate::attention::{attend_blocks, attend_rows, Config, HeadInput, HeadTrace, Implementation};
 use crate::positions::rope::RopeTable;
 
 use crate::error::{check_index, Result};
@@ -337,17 +337,9 @@ fn each_traced_block_by(
     input: &HeadInput,
     queries: Range<usize>,
     block: usize,
-    mut f: impl FnMut(Range<usize>, &HeadTrace) -> Result<()>,
+    f: impl FnMut(Range<usize>, &HeadTrace) -> Result<()>,
 ) -> Result<()> {
-    let end = queries.end.min(input.q.nrows());
-    for a in (queries.start..end).step_by(block) {
-        crate::core::cancel::check()?;
-        let rows = a..(a + block).min(end);
-        let mut trace = HeadTrace::default();
-        attend_rows(cfg, input, rows.clone(), &mut trace)?;
-        f(rows, &trace)?;
-    }
-    Ok(())
+    attend_blocks(cfg, input, queries, block, f)
 }
 
 #[cfg(all(test, not(target_arch = "wasm32")))]
