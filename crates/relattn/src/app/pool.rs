@@ -485,4 +485,24 @@ mod tests {
             }
         }
     }
+
+    /// A cut stopped part way (a superseded request: the lead's first block in, no helper's part) and dropped
+    /// leaves nothing behind: the next cut of that head computes every stage itself, the one worker's; rows that
+    /// do not start a block are refused by name.
+    #[test]
+    fn a_dropped_cut_leaves_no_part_behind() {
+        let palette = Palette::default();
+        let r = request(Method::Shaw, true, 1100);
+        let mut one = pollster::block_on(compute(&Cpu, &r, None)).unwrap();
+        let mut pool = pooled(&r, 2, 0, 0);
+        let block = pool.layer().unwrap().block_rows();
+        pool.begin_parts(1, 1).unwrap();
+        assert_eq!(pool.add_rows(1..block).unwrap_err().field(), "rows");
+        pool.add_rows(0..block).unwrap();
+        pool.drop_parts();
+        for i in 0..one.info().stages.len() {
+            assert_eq!(format!("{:?}", one.cut(i, 1, 1, palette).unwrap()), format!("{:?}", pool.cut(i, 1, 1, palette).unwrap()), "stage {i}");
+            assert!(one.selected().unwrap().1 == pool.selected().unwrap().1, "stage {i}'s pixels");
+        }
+    }
 }
