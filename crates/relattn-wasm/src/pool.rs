@@ -60,12 +60,6 @@ impl PoolPlan {
         ranges(&self.plan.row_shares(workers))
     }
 
-    /// The query rows the layer's stages are computed together by ([`Plan::block_rows`]): the lead cuts its own
-    /// rows this many at a time, taking its messages between them.
-    pub fn block_rows(&self) -> usize {
-        self.plan.block_rows()
-    }
-
     /// Builds the lead's scenario (once the helpers have been sent their shares: they build theirs meanwhile).
     pub fn build(&mut self) -> Result<(), JsValue> {
         self.plan.build().map_err(to_js)
@@ -165,6 +159,12 @@ impl PoolShare {
         }
         Ok(out.into())
     }
+}
+
+/// The query rows the lead cuts between its messages ([`pool::LEAD_STEP_ROWS`]).
+#[wasm_bindgen]
+pub fn pool_step_rows() -> usize {
+    pool::LEAD_STEP_ROWS
 }
 
 /// Head `head`'s columns of the projections of `session`'s layer (held on demand, a pool's): `{ q, k, v }`

@@ -180,9 +180,8 @@ export async function pooledLayer(relattn, msg, workers, progress) {
       await leadStep(lead);
       plan.compute_output(rows[0][0], rows[0][1]);
       (await outputs).forEach((m, k) => { if (m.kind === 'rows') plan.add_output(rows[k + 1][0], rows[k + 1][1], m.output); });
-      const block = plan.block_rows();
       const session = plan.finish();
-      shares.set(session, { generation, helpers: helpers.slice(0, rows.length - 1), own: rows[0], block });
+      shares.set(session, { generation, helpers: helpers.slice(0, rows.length - 1), own: rows[0] });
       return session;
     });
   } catch (err) {
@@ -192,13 +191,13 @@ export async function pooledLayer(relattn, msg, workers, progress) {
 }
 
 /** The shares of a pooled session's rows, by session (a WeakMap: a freed session's entry goes with it): the
- *  helpers holding rows after the lead's, the lead's own rows `own` [a, b], and the rows it cuts at a time. */
+ *  helpers holding rows after the lead's, and the lead's own rows `own` [a, b]. */
 const shares = new WeakMap();
 
 /**
- * Has the stages of (batch, head) of `session` cut by the workers holding its rows (the lead's own a block at a
- * time, each helper sent the head's columns of the projections; `relattn`: the wasm module), merged into it (the
- * next select colours them); nothing when they are cut already, or when the session is not a pool's or its helpers
+ * Has the stages of (batch, head) of `session` cut by the workers holding its rows (the lead's own a few blocks at a
+ * time, pool_step_rows; each helper sent the head's columns of the projections; `relattn`: the wasm module), merged
+ * into it (the next select colours them); nothing when they are cut already, or when the session is not a pool's or its helpers
  * were replaced since (then the session computes them itself).
  * @param {any} relattn @param {any} session @param {number} batch @param {number} head @param {string} headScale
  */
@@ -211,9 +210,10 @@ export async function pooledCut(relattn, session, batch, head, headScale) {
     session.begin_parts(batch, head);
     try {
       const [a, b] = s.own;
-      for (let r = a; r < b; r += s.block) {
+      const step = relattn.pool_step_rows(); // whole blocks
+      for (let r = a; r < b; r += step) {
         await leadStep(lead);
-        session.add_rows(r, Math.min(r + s.block, b));
+        session.add_rows(r, Math.min(r + step, b));
       }
       for (const m of await cuts) {
         if (m.kind !== 'cut') continue;

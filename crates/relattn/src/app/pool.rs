@@ -35,6 +35,11 @@ use relattn_core::layer::scenario::Scenario;
 use relattn_core::timing::now_ms;
 use std::ops::Range;
 
+/// The query rows the lead cuts between its messages: [`on_demand::BLOCK`], a whole number of blocks whatever the
+/// layer's ([`on_demand::block_rows`]: 128 or 32 rows), so that what a cut sets up for a head (RoPE's rotation of
+/// every query and key) is done once every 128 rows, not every 32.
+pub const LEAD_STEP_ROWS: usize = on_demand::BLOCK;
+
 /// The ranges `parts` workers take of `count` things in order, each a whole number of `unit`s (the last one
 /// ends at `count`), as even as that allows; the empty ones left out (more workers than units).
 pub fn split(count: usize, parts: usize, unit: usize) -> Vec<Range<usize>> {
@@ -267,8 +272,8 @@ impl Plan {
     }
 
     /// The query rows the layer's stages are computed together by ([`on_demand::block_rows`]): the rows of a share
-    /// are whole blocks of them, and the lead cuts its own a block at a time.
-    pub fn block_rows(&self) -> usize {
+    /// are whole blocks of them.
+    fn block_rows(&self) -> usize {
         on_demand::block_rows(&self.inputs.cfg, self.inputs.spec.n)
     }
 
@@ -419,11 +424,11 @@ mod tests {
     }
 
     /// What the lead and `workers` − 1 helpers make of `request` ([`Plan`], [`Share`]): the lead takes the first
-    /// share of heads and of rows itself (its rows cut a block at a time, as the page's lead does between its
-    /// yields), the helpers the others; each helper's cut of (batch, head) merged into the session.
+    /// share of heads and of rows itself (its rows cut [`LEAD_STEP_ROWS`] at a time, as the page's lead does
+    /// between its yields), the helpers the others; each helper's cut of (batch, head) merged into the session.
     fn pooled(request: &Request, workers: usize, batch: usize, head: usize) -> Session {
         let mut plan = Plan::new(request, None).unwrap().expect("a layer held on demand");
-        let (heads, rows, block) = (plan.head_shares(workers), plan.row_shares(workers), plan.block_rows());
+        let (heads, rows) = (plan.head_shares(workers), plan.row_shares(workers));
         let mut shares: Vec<Share> = (1..heads.len().max(rows.len())).map(|_| Share::new(request, None).unwrap()).collect();
         plan.build().unwrap();
         plan.project_heads(heads[0].clone()).unwrap();
@@ -441,8 +446,8 @@ mod tests {
         let backend = BackendUsed { on_gpu: false, name: "CPU".into(), note: String::new(), provisional: false };
         let mut session = plan.finish(backend).unwrap();
         session.begin_parts(batch, head).unwrap();
-        for a in rows[0].clone().step_by(block) {
-            session.add_rows(a..(a + block).min(rows[0].end)).unwrap();
+        for a in rows[0].clone().step_by(LEAD_STEP_ROWS) {
+            session.add_rows(a..(a + LEAD_STEP_ROWS).min(rows[0].end)).unwrap();
         }
         for share in shares.iter_mut().take(rows.len() - 1) {
             for (k, part) in share.cut(batch, head, head_columns(&session, head).unwrap()).unwrap().into_iter().enumerate() {
