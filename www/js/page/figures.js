@@ -142,8 +142,13 @@ export function drawView(v, stage, cur) {
   }
   const r = state.ui.draw_frame(v.canvas, spec, values || NO_VALUES);
   v.rect = r;
-  // The frame without outlines, to restore before each redraw of the pins (they overlap the axes).
-  v.frame = v.ctx.getImageData(0, 0, v.canvas.width, v.canvas.height);
+  // The frame without outlines, to restore before each redraw of the pins (they overlap the axes): a canvas copy,
+  // not getImageData (a readback that, with the putImageData that restored it, took 2 ms a figure on the page's
+  // main thread).
+  v.frame = v.frame || document.createElement('canvas');
+  v.frame.width = v.canvas.width;
+  v.frame.height = v.canvas.height;
+  v.frame.getContext('2d').drawImage(v.canvas, 0, 0);
   v.crop = null;
   if (zoomed) {
     // The window's cells, coloured like the whole stage; the whole stage's raster is kept for the minimap.
@@ -166,7 +171,7 @@ export function drawView(v, stage, cur) {
   v.off.width = pw;
   v.off.height = ph;
   v.off.getContext('2d').putImageData(new ImageData(px, pw, ph), 0, 0);
-  blit(v);
+  blit(v, true);
   const c = v.canvas;
   Object.assign(c.dataset, { ...r, rows: w.rows, cols: w.cols, r0: w.r0, c0: w.c0 });
   c.setAttribute('aria-label', `${stage.title}: ${stage.formula}, ${stage.rows} × ${stage.cols}${zoomed ? `, zoomed to rows ${w.r0}–${w.r0 + w.rows - 1}, columns ${w.c0}–${w.c0 + w.cols - 1}` : ''}`);
@@ -178,11 +183,17 @@ const NO_VALUES = new Float32Array(0);
 /** The smallest cell, in canvas pixels, that gets its value written in it (crates/relattn/src/render/figure.rs VALUE_CELL, for exports). */
 const VALUE_CELL = { w: 26, h: 14 };
 
-/** The frame, then the cells scaled into its plot area (no smoothing: one block per cell), with their values
- *  written in them when the cells are large enough to read (as in the PNG and SVG exports). */
-export function blit(v) {
+/** The frame (restored, unless `framed`: the canvas shows it as drawn), then the cells scaled into its plot area (no
+ *  smoothing: one block per cell), with their values written in them when the cells are large enough to read (as in
+ *  the PNG and SVG exports). */
+export function blit(v, framed = false) {
   const { x0, x1, y0, y1 } = v.rect;
-  if (v.frame) v.ctx.putImageData(v.frame, 0, 0);
+  if (v.frame && !framed) {
+    v.ctx.save();
+    v.ctx.globalCompositeOperation = 'copy'; // every pixel the frame's, transparent ones too
+    v.ctx.drawImage(v.frame, 0, 0);
+    v.ctx.restore();
+  }
   // Enlarged: one sharp block per cell; shrunk: smoothed, so no row or column of the raster is dropped.
   const [sw, sh] = v.crop ? [v.crop[2], v.crop[3]] : [v.off.width, v.off.height];
   v.ctx.imageSmoothingEnabled = sw > x1 - x0 || sh > y1 - y0;
