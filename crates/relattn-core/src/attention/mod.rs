@@ -446,10 +446,11 @@ pub fn attend_blocks(
     let end = queries.end.min(h.q.nrows());
     let rotated = rotate(cfg, h);
     let h = &with_rotated(h, rotated.as_ref());
+    let block = block.max(1);
     let mut trace = HeadTrace::default();
-    for a in (queries.start..end).step_by(block.max(1)) {
+    for a in (queries.start..end).step_by(block) {
         crate::core::cancel::check()?;
-        let rows = a..(a + block.max(1)).min(end);
+        let rows = a..(a + block).min(end);
         let kept = trace.rotated.take().map(|(_, k)| k);
         trace = HeadTrace::default();
         staged(cfg, h, rows.clone(), Some(&mut trace), None)?;

@@ -233,7 +233,7 @@ impl Layer {
         check_index("batch index", batch, b)?;
         check_index("head", head, h)?;
         let stages = self.stages();
-        each_traced_block_by(&self.config, &self.head_input(batch, head), queries, block, |queries, trace| {
+        attend_blocks(&self.config, &self.head_input(batch, head), queries, block, |queries, trace| {
             let a = queries.start;
             for (k, &stage) in stages.iter().enumerate() {
                 match stage {
@@ -319,27 +319,11 @@ impl Layer {
     }
 }
 
-/// One head's query rows a block ([`block_rows`]) at a time, each block traced by [`attend_rows`]: `f(rows, trace)` gets every
-/// row once, in order; a cancel request ([`crate::core::cancel`]) stops it between blocks. What [`Layer::each_block`]
-/// and the atlas ([`crate::atlas`]) read a head by, in O(BLOCK·n) memory.
+/// One head's query rows a block ([`block_rows`]) at a time, traced by [`attend_blocks`] (as [`Layer::each_block`]
+/// reads them): `f(rows, trace)` gets every row once, in order; a cancel request ([`crate::core::cancel`]) stops it
+/// between blocks. What the atlas ([`crate::atlas`]) reads a head by, in O(BLOCK·n) memory.
 pub fn each_traced_block(cfg: &Config, input: &HeadInput, f: impl FnMut(Range<usize>, &HeadTrace) -> Result<()>) -> Result<()> {
-    each_traced_block_in(cfg, input, 0..input.q.nrows(), f)
-}
-
-/// [`each_traced_block`] for the query rows `queries` alone, a block at a time from `queries.start`.
-pub fn each_traced_block_in(cfg: &Config, input: &HeadInput, queries: Range<usize>, f: impl FnMut(Range<usize>, &HeadTrace) -> Result<()>) -> Result<()> {
-    each_traced_block_by(cfg, input, queries, block_rows(cfg, input.k.nrows()), f)
-}
-
-/// [`each_traced_block_in`] by blocks of `block` query rows.
-fn each_traced_block_by(
-    cfg: &Config,
-    input: &HeadInput,
-    queries: Range<usize>,
-    block: usize,
-    f: impl FnMut(Range<usize>, &HeadTrace) -> Result<()>,
-) -> Result<()> {
-    attend_blocks(cfg, input, queries, block, f)
+    attend_blocks(cfg, input, 0..input.q.nrows(), block_rows(cfg, input.k.nrows()), f)
 }
 
 #[cfg(all(test, not(target_arch = "wasm32")))]

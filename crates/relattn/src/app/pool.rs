@@ -32,6 +32,7 @@ use relattn_core::error::{Error, Result};
 use relattn_core::layer::forward::{self, head_input, Projections};
 use relattn_core::layer::on_demand::{self, Layer};
 use relattn_core::layer::scenario::Scenario;
+use relattn_core::positions::rope::RopeTable;
 use relattn_core::timing::now_ms;
 use std::ops::Range;
 
@@ -69,11 +70,11 @@ pub struct HeadsPart {
 pub fn heads_of(cfg: &Config, sc: &Scenario, heads: Range<usize>) -> Result<HeadsPart> {
     let (_, dh, dv, _) = widths(cfg, sc);
     let (b, n, _) = sc.dims();
-    let p = project_heads(cfg, sc, heads.clone())?;
+    let (p, rope) = (project_heads(cfg, sc, heads.clone())?, sc.rope_table(cfg));
     let mut z = Array3::zeros((b, n, heads.len() * dv));
     for hi in heads.clone() {
         let at = (hi - heads.start) * dv;
-        z.slice_mut(s![.., .., at..at + dv]).assign(&attend(cfg, sc, &p, hi)?);
+        z.slice_mut(s![.., .., at..at + dv]).assign(&attend(cfg, sc, &p, rope.as_ref(), hi)?);
     }
     let cut = |a: &Array3<f32>, cols: Range<usize>| a.slice(s![.., .., cols]).to_owned();
     let (qk, vz) = (heads.start * dh..heads.end * dh, heads.start * dv..heads.end * dv);
@@ -103,15 +104,15 @@ fn project_heads(cfg: &Config, sc: &Scenario, heads: Range<usize>) -> Result<Pro
     Ok(Projections { q: project(&sc.w_q, &sc.b_q, &qk, "q")?, k: project(&sc.w_k, &sc.b_k, &qk, "k")?, v: project(&sc.w_v, &sc.b_v, &vz, "v")? })
 }
 
-/// Head `head`'s output z (b, n, d_v) from projections `p` that hold its columns.
-fn attend(cfg: &Config, sc: &Scenario, p: &Projections, head: usize) -> Result<Array3<f32>> {
+/// Head `head`'s output z (b, n, d_v) from projections `p` that hold its columns (`rope`: the layer's
+/// [`Scenario::rope_table`]).
+fn attend(cfg: &Config, sc: &Scenario, p: &Projections, rope: Option<&RopeTable>, head: usize) -> Result<Array3<f32>> {
     let (_, _, dv, _) = widths(cfg, sc);
     let (b, n, _) = sc.dims();
-    let rope = sc.rope_table(cfg);
     let mut z = Array3::zeros((b, n, dv));
     for bi in 0..b {
         relattn_core::core::cancel::check()?;
-        let zh = attend_head_timed(cfg, &head_input(sc, p, rope.as_ref(), bi, head), None, None).map_err(|e| e.within(&[bi, head]))?;
+        let zh = attend_head_timed(cfg, &head_input(sc, p, rope, bi, head), None, None).map_err(|e| e.within(&[bi, head]))?;
         z.slice_mut(s![bi, .., ..]).assign(&zh);
     }
     Ok(z)
@@ -249,6 +250,8 @@ pub struct Plan {
 /// the output (b, n, d_out).
 struct Gathered {
     sc: Scenario,
+    /// The scenario's RoPE table, for the lead's own heads ([`Plan::attend_head`]).
+    rope: Option<RopeTable>,
     p: Projections,
     concat: Array3<f32>,
     output: Array3<f32>,
@@ -296,7 +299,8 @@ impl Plan {
             let (b, n, _) = sc.dims();
             let zeros = |w: usize| Array3::zeros((b, n, w));
             let p = Projections { q: zeros(h * dh), k: zeros(h * dh), v: zeros(h * dv) };
-            self.gathered = Some(Gathered { sc, p, concat: zeros(h * dv), output: zeros(d_out) });
+            let rope = sc.rope_table(&self.inputs.cfg);
+            self.gathered = Some(Gathered { sc, rope, p, concat: zeros(h * dv), output: zeros(d_out) });
             self.t1 = now_ms();
         }
         Ok(())
@@ -327,7 +331,7 @@ impl Plan {
         let g = self.gathered()?;
         let (h, _, dv, _) = widths(&cfg, &g.sc);
         relattn_core::error::check_index("head", head, h)?;
-        let z = attend(&cfg, &g.sc, &g.p, head)?;
+        let z = attend(&cfg, &g.sc, &g.p, g.rope.as_ref(), head)?;
         g.concat.slice_mut(s![.., .., head * dv..(head + 1) * dv]).assign(&z);
         Ok(())
     }
