@@ -269,8 +269,11 @@ impl Layer {
         let (_, _, n) = self.dims();
         let skew = || t.skew.as_ref().expect("present");
         match stage {
-            Stage::Distances => table::distances(queries, n, n).mapv(|v| v as f32).into(),
-            Stage::RelIndex => self.config.scheme().row_matrix(queries, n, n).mapv(|v| v as f32).into(),
+            Stage::Distances => table::by_distance(queries, n, n, |d| d as f32).into(),
+            Stage::RelIndex => {
+                let scheme = self.config.scheme();
+                table::by_distance(queries, n, n, |d| scheme.row(d).map_or(-1.0, |r| r as f32)).into()
+            }
             Stage::Output => self.output.slice(s![batch, queries, ..]).into(),
             Stage::RopeKernel => rope_kernel(self.rope.as_ref().expect("present"), queries, n, self.scenario.d_head).into(),
             Stage::RelK | Stage::RelV | Stage::Slopes | Stage::RopeAngles | Stage::Positions => unreachable!("tables are not computed in blocks"),

@@ -429,7 +429,7 @@ impl Scheme {
     /// The (queries, Lk) matrix of table rows (T5: buckets) of the query rows `queries` of Lq, −1 where the
     /// pair reads nothing: the index stage.
     pub fn row_matrix(&self, queries: Range<usize>, lq: usize, lk: usize) -> Array2<i64> {
-        Array2::from_shape_fn((queries.len(), lk), |(i, j)| self.row(distance(queries.start + i, j, lq, lk)).map_or(-1, |r| r as i64))
+        table::by_distance(queries, lq, lk, |d| self.row(d).map_or(-1, |r| r as i64))
     }
 
     /// The keys of query i (of Lq, against Lk) that read table row r: one range (reverse linking).

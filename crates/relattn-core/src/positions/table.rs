@@ -228,13 +228,32 @@ pub fn distance(i: usize, j: usize, lq: usize, lk: usize) -> isize {
 /// The (queries, Lk) matrix of distances `j − i` of the query rows `queries` of Lq (queries aligned to the
 /// last keys; `0..lq`: the whole matrix).
 pub fn distances(queries: Range<usize>, lq: usize, lk: usize) -> Array2<i64> {
-    Array2::from_shape_fn((queries.len(), lk), |(i, j)| distance(queries.start + i, j, lq, lk) as i64)
+    by_distance(queries, lq, lk, |d| d as i64)
+}
+
+/// The (queries, Lk) matrix of `of(distance(i, j, lq, lk))` for the query rows `queries` of Lq, `of` taken once
+/// a distance: the distances of a row run from −(i + Lk − Lq) up by one, so each row is a window of one run of
+/// every distance the rows see, shifted by one a row (a Toeplitz matrix).
+pub fn by_distance<T: Copy + Default>(queries: Range<usize>, lq: usize, lk: usize, of: impl Fn(isize) -> T) -> Array2<T> {
+    let mut m = Array2::default((queries.len(), lk));
+    let Some(last) = queries.end.checked_sub(1).filter(|_| lk > 0 && !queries.is_empty()) else {
+        return m;
+    };
+    // Every distance the rows see, from the last row's first to the first row's last.
+    let least = distance(last, 0, lq, lk);
+    let run: Vec<T> = (0..queries.len() + lk - 1).map(|t| of(least + t as isize)).collect();
+    for (r, mut row) in m.rows_mut().into_iter().enumerate() {
+        // Row i starts at distance −(i + Lk − Lq): `last − i` after the run's start.
+        let start = queries.len() - 1 - r;
+        row.assign(&ndarray::ArrayView1::from(&run[start..start + lk]));
+    }
+    m
 }
 
 /// The (queries, Lk) matrix of table rows of the query rows `queries` of Lq, `-1` where the pair reads a
 /// zero vector. For Shaw's table this is `clip(j − i, k) + k`, in `0..=2k`.
 pub fn row_matrix(queries: Range<usize>, lq: usize, lk: usize, table: RelTable) -> Array2<i64> {
-    Array2::from_shape_fn((queries.len(), lk), |(i, j)| table.row(distance(queries.start + i, j, lq, lk)).map_or(-1, |r| r as i64))
+    by_distance(queries, lq, lk, |d| table.row(d).map_or(-1, |r| r as i64))
 }
 
 impl FromStr for Edge {
@@ -281,6 +300,19 @@ mod tests {
         let m = row_matrix(0..5, 5, 5, RelTable::shaw(9));
         assert_eq!(m[[0, 4]], 13);
         assert_eq!(m[[4, 0]], 5);
+    }
+
+    /// Each row a window of one run of distances: every cell is `of` its own distance, for queries longer
+    /// and shorter than the keys, any rows of them, one row, one key and none.
+    #[test]
+    fn by_distance_is_each_cells_distance() {
+        for (lq, lk) in [(5, 5), (3, 7), (7, 3), (1, 4), (4, 1), (0, 3), (3, 0)] {
+            for queries in [0..lq, lq / 2..lq, 0..lq.min(1), lq..lq] {
+                let of = |d: isize| d * 10 + 3;
+                let direct = Array2::from_shape_fn((queries.len(), lk), |(i, j)| of(distance(queries.start + i, j, lq, lk)));
+                assert_eq!(by_distance(queries.clone(), lq, lk, of), direct, "lq {lq}, lk {lk}, rows {queries:?}");
+            }
+        }
     }
 
     #[test]

@@ -34,6 +34,22 @@ impl Extent {
         }
     }
 
+    /// [`Extent::add`] of a row of cells, eight columns at a time (the same bounds).
+    pub(super) fn add_row(&mut self, row: &[f32]) {
+        const LANES: usize = 8;
+        let (mut lo, mut hi) = ([f32::INFINITY; LANES], [f32::NEG_INFINITY; LANES]);
+        let lanes = row.chunks_exact(LANES);
+        let rest = lanes.remainder();
+        for cells in lanes {
+            for i in 0..LANES {
+                let (v, finite) = (cells[i], cells[i].is_finite());
+                lo[i] = if finite && v < lo[i] { v } else { lo[i] };
+                hi[i] = if finite && v > hi[i] { v } else { hi[i] };
+            }
+        }
+        self.add(lo.into_iter().chain(hi).chain(rest.iter().copied()));
+    }
+
     /// The least and the greatest finite value seen (∞, −∞ when none was).
     pub(super) fn bounds(&self) -> (f32, f32) {
         (self.lo, self.hi)

@@ -15,8 +15,8 @@ pub fn rgba_pooled(m: ArrayView2<f32>, scale: Scale, palette: Palette, max_side:
 }
 
 /// The matrix cut into blocks of cells, at most `max_rows` × `max_cols` of them, each replaced by its most
-/// extreme value (the largest; on a diverging scale the largest in magnitude; −∞, a masked cell, only when
-/// the whole block is masked): what one pixel of a heatmap smaller than the matrix shows.
+/// extreme value (`more_extreme`: the largest; on a diverging scale the largest in magnitude; −∞, a masked cell,
+/// only when the whole block is masked): what one pixel of a heatmap smaller than the matrix shows.
 fn pool(m: ArrayView2<f32>, scale: Scale, max_rows: usize, max_cols: usize) -> Array2<f32> {
     let mut pooler = Pooler::with_blocks(m.dim(), scale, max_rows, max_cols);
     pooler.add(m, 0);
@@ -46,21 +46,36 @@ impl Pooler {
         Pooler { scale, block, pooled, extent: Extent::default() }
     }
 
-    /// Adds the matrix's rows `first..first + part.nrows()`.
+    /// Adds the matrix's rows `first..first + part.nrows()`. Each column's pick over the rows of a block row comes
+    /// first (column by column, which vectorizes), then each block's pick over its columns.
     pub fn add(&mut self, part: ArrayView2<f32>, first: usize) {
-        let extremity = |v: f32| if self.scale == Scale::Diverging { v.abs() } else { v };
         let (br, bc) = self.block;
+        let (scale, cols) = (self.scale, part.ncols());
+        let mut columns = vec![f32::NEG_INFINITY; cols];
+        let mut copied = Vec::new();
         for (r, row) in part.outer_iter().enumerate() {
-            let mut pooled = self.pooled.row_mut((first + r) / br);
-            for (j, &v) in row.iter().enumerate() {
-                let cell = &mut pooled[j / bc];
-                // The first non-masked value of a block, then any more extreme one.
-                if v != f32::NEG_INFINITY && (*cell == f32::NEG_INFINITY || extremity(v) > extremity(*cell)) {
-                    *cell = v;
+            // The row as a slice (copied when the view strides).
+            let row = match row.to_slice() {
+                Some(cells) => cells,
+                None => {
+                    copied.clear();
+                    copied.extend(row.iter().copied());
+                    &copied[..]
                 }
+            };
+            for (pick, &v) in columns.iter_mut().zip(row) {
+                *pick = more_extreme(scale, *pick, v);
+            }
+            self.extent.add_row(row);
+            // The block row ends (or the part does): its columns' picks go into its blocks.
+            let i = first + r;
+            if (i + 1).is_multiple_of(br) || r + 1 == part.nrows() {
+                for (cell, picks) in self.pooled.row_mut(i / br).iter_mut().zip(columns.chunks(bc)) {
+                    *cell = picks.iter().fold(*cell, |a, &v| more_extreme(scale, a, v));
+                }
+                columns.fill(f32::NEG_INFINITY);
             }
         }
-        self.extent.add(part.iter().copied());
     }
 
     /// What this pooler has taken so far, to be merged into another's ([`Pooler::merge`]): its pooled cells
@@ -73,11 +88,8 @@ impl Pooler {
     /// pool's workers' shares, merged in row order): each cell as [`Pooler::add`] would have taken those rows'
     /// values, so the result is the one pooler's that took every row.
     pub fn merge(&mut self, pooled: ArrayView2<f32>, (lo, hi): (f32, f32)) {
-        let extremity = |v: f32| if self.scale == Scale::Diverging { v.abs() } else { v };
         for (cell, &v) in self.pooled.iter_mut().zip(pooled.iter()) {
-            if v != f32::NEG_INFINITY && (*cell == f32::NEG_INFINITY || extremity(v) > extremity(*cell)) {
-                *cell = v;
-            }
+            *cell = more_extreme(self.scale, *cell, v);
         }
         self.extent.add([lo, hi].into_iter());
     }
@@ -90,6 +102,27 @@ impl Pooler {
     /// The pooled cells coloured over `range` (one shared by several matrices): pixels, their (rows, cols), the range.
     pub fn rgba_over(&self, palette: Palette, range: (f32, f32)) -> (Vec<u8>, (usize, usize), (f32, f32)) {
         (rgba_in_range(self.pooled.view(), self.scale, palette, range), self.pooled.dim(), range)
+    }
+}
+
+/// The more extreme of a block's pick so far `a` (−∞: none yet) and a cell `v`: the larger; on a diverging scale
+/// the larger in magnitude, the positive one of two of the same magnitude; −∞ (a masked cell) only when both are,
+/// and never NaN. An order-free choice: a block's pick is the same whatever order its cells come in (its rows
+/// in blocks of any size, a pool's shares merged, its columns first).
+#[inline]
+fn more_extreme(scale: Scale, a: f32, v: f32) -> f32 {
+    let take = match scale {
+        Scale::Sequential => v > a,
+        Scale::Diverging => {
+            let (ma, mv) = (a.abs(), v.abs());
+            // `&` and `|`, not `&&` and `||`: a select without branches, which vectorizes.
+            (a == f32::NEG_INFINITY) & !v.is_nan() | (v != f32::NEG_INFINITY) & ((mv > ma) | (mv == ma) & (v > a))
+        }
+    };
+    if take {
+        v
+    } else {
+        a
     }
 }
 
@@ -148,6 +181,20 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// A block's pick whatever order its cells come in: on a diverging scale the larger magnitude, the positive
+    /// of a tie (−3 before 3 or after it); a masked cell only when the whole block is; NaN never.
+    #[test]
+    fn a_blocks_pick_is_order_free() {
+        let inf = f32::NEG_INFINITY;
+        let pick = |cells: [[f32; 2]; 2], scale: Scale| pool(ndarray::arr2(&cells).view(), scale, 1, 1)[[0, 0]];
+        assert_eq!(pick([[-3.0, 3.0], [1.0, inf]], Scale::Diverging), 3.0);
+        assert_eq!(pick([[3.0, inf], [1.0, -3.0]], Scale::Diverging), 3.0);
+        assert_eq!(pick([[-4.0, 3.0], [f32::NAN, inf]], Scale::Diverging), -4.0);
+        assert_eq!(pick([[f32::NAN, -4.0], [3.0, inf]], Scale::Sequential), 3.0);
+        assert_eq!(pick([[inf, inf], [inf, inf]], Scale::Diverging), inf);
+        assert_eq!(pick([[inf, inf], [inf, inf]], Scale::Sequential), inf);
     }
 
     /// A one-cell diagonal in a 2048 × 2048 matrix drawn 300 × 300 (the CLI's bitmap): pooled, every pixel
