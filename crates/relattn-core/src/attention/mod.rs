@@ -431,6 +431,24 @@ pub fn attend_rows(cfg: &Config, h: &HeadInput, rows: Range<usize>, trace: &mut 
     keep_rotated(Some(trace), rotated.as_ref(), rows.clone(), |trace| staged(cfg, h, rows, trace, None))
 }
 
+/// The relative logits (rows, Lk) of the query rows `rows` alone, the values [`attend_rows`] traces as its
+/// `relative_logits` (the same computation), without the rest of the head: what the colour range of a bias
+/// stage over every head reads (its first and last rows). Errors as [`attend_rows`]'s.
+pub fn relative_rows(cfg: &Config, h: &HeadInput, rows: Range<usize>) -> Result<Array2<f32>> {
+    check_head(cfg, h)?;
+    let lq = h.q.nrows();
+    if rows.start >= rows.end || rows.end > lq || !cfg.method.has_relative_term() {
+        return Err(Error::invalid(
+            "rows",
+            format!("{}..{}", rows.start, rows.end),
+            format!("a non-empty range within 0..{lq} of a scheme with a relative term"),
+        ));
+    }
+    let rotated = rotate(cfg, h);
+    let h = &with_rotated(h, rotated.as_ref());
+    Ok(relative_logits(cfg, h, rows, Some(&mut HeadTrace::default())))
+}
+
 /// [`attend_rows`] for the query rows `queries`, `block` rows at a time: `f(rows, trace)` gets each block's trace
 /// in order, RoPE's Q and K rotated once for them all (a rotation of every key a block took a third of a head's
 /// stages at n 8192 in blocks of 32 rows) and the rotated K kept from block to block, not copied. A cancel request

@@ -11,7 +11,7 @@
 //!
 //! The values are those of [`crate::layer::forward::trace`] (the same staged code, tested block against whole in relattn-core's tests/equivalence.rs).
 
-use crate::attention::{attend_blocks, attend_rows, Config, HeadInput, HeadTrace, Implementation};
+use crate::attention::{attend_blocks, attend_rows, relative_rows, Config, HeadInput, HeadTrace, Implementation};
 use crate::positions::rope::RopeTable;
 
 use crate::error::{check_index, Result};
@@ -192,6 +192,10 @@ impl Layer {
         }
         if let Some(m) = self.scheme_stage(stage) {
             return Ok(m.slice(s![rows, ..]).to_owned());
+        }
+        if stage == Stage::RelativeLogits {
+            // The relative term alone, not the whole head's rows.
+            return relative_rows(&self.config, &self.head_input(batch, head), rows);
         }
         // The reshaped buffer's rows a..=b come with the queries a..b (its last row with the last query).
         let queries = if stage == Stage::SkewReshaped { rows.start.min(n - 1)..rows.end.min(n) } else { rows.clone() };
@@ -392,6 +396,39 @@ mod tests {
             }
             assert_eq!(layer.rows(Stage::Weights, 0, 0, 0..n + 1).unwrap_err().field(), "rows");
             assert_eq!(layer.rows(Stage::Weights, 2, 0, 0..1).unwrap_err().field(), "batch index");
+        }
+    }
+
+    /// [`Layer::rows`] of the relative logits (the relative term alone, [`relative_rows`]) are what the whole
+    /// head's rows give ([`attend_rows`]'s trace) bit for bit, for every scheme with a relative term, both masks;
+    /// and the rows of its blocks, but for DeBERTa's (whose p2c takes another path in blocks of one row).
+    #[test]
+    fn relative_rows_alone_are_the_heads_rows() {
+        for method in Method::ALL.into_iter().filter(|m| m.has_relative_term()) {
+            for causal in [false, true] {
+                let cfg = Config { method, heads: 2, clip: 5, causal, ..Config::default() };
+                let n = 140;
+                let sc = Scenario::build(&cfg, &Spec { n, d_model: 8, batch: 1, seed: 7 }, Arrays::new(), true).unwrap();
+                let (p, output) = forward::forward_projected(&cfg, &sc).unwrap();
+                let layer = Layer::new(&cfg, sc, p, output).unwrap();
+                let k = layer.stages().iter().position(|&st| st == Stage::RelativeLogits).expect("a relative term's stage");
+                let mut whole = Array2::from_elem(layer.shape(Stage::RelativeLogits), f32::NAN);
+                layer
+                    .each_block(0, 1, |i, first, part| {
+                        if i == k {
+                            whole.slice_mut(s![first..first + part.nrows(), ..]).assign(&part)
+                        }
+                    })
+                    .unwrap();
+                let same = |a: &Array2<f32>, b: ArrayView2<f32>| a.dim() == b.dim() && a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits());
+                for r in [0..1, 70..73, n - 1..n] {
+                    let got = layer.rows(Stage::RelativeLogits, 0, 1, r.clone()).unwrap();
+                    let mut trace = HeadTrace::default();
+                    attend_rows(&cfg, &layer.head_input(0, 1), r.clone(), &mut trace).unwrap();
+                    assert!(same(&got, trace.relative_logits.view()), "{method:?} causal {causal} rows {r:?}: the whole rows' term");
+                    assert!(method.disentangles() || same(&got, whole.slice(s![r.clone(), ..])), "{method:?} causal {causal} rows {r:?}: the blocks'");
+                }
+            }
         }
     }
 
