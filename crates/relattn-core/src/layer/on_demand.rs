@@ -399,6 +399,13 @@ mod tests {
         }
     }
 
+    /// A layer of `cfg` held on demand: n positions, d_model 8, one batch element, generated from `seed`.
+    fn small_layer(cfg: &Config, n: usize, seed: u64) -> Layer {
+        let sc = Scenario::build(cfg, &Spec { n, d_model: 8, batch: 1, seed }, Arrays::new(), true).unwrap();
+        let (p, output) = forward::forward_projected(cfg, &sc).unwrap();
+        Layer::new(cfg, sc, p, output).unwrap()
+    }
+
     /// [`Layer::rows`] of the relative logits (the relative term alone, [`relative_rows`]) are what the whole
     /// head's rows give ([`attend_rows`]'s trace) bit for bit, for every scheme with a relative term, both masks;
     /// and the rows of its blocks, but for DeBERTa's (whose p2c takes another path in blocks of one row).
@@ -406,11 +413,8 @@ mod tests {
     fn relative_rows_alone_are_the_heads_rows() {
         for method in Method::ALL.into_iter().filter(|m| m.has_relative_term()) {
             for causal in [false, true] {
-                let cfg = Config { method, heads: 2, clip: 5, causal, ..Config::default() };
-                let n = 140;
-                let sc = Scenario::build(&cfg, &Spec { n, d_model: 8, batch: 1, seed: 7 }, Arrays::new(), true).unwrap();
-                let (p, output) = forward::forward_projected(&cfg, &sc).unwrap();
-                let layer = Layer::new(&cfg, sc, p, output).unwrap();
+                let (cfg, n) = (Config { method, heads: 2, clip: 5, causal, ..Config::default() }, 140);
+                let layer = small_layer(&cfg, n, 7);
                 let k = layer.stages().iter().position(|&st| st == Stage::RelativeLogits).expect("a relative term's stage");
                 let mut whole = Array2::from_elem(layer.shape(Stage::RelativeLogits), f32::NAN);
                 layer
@@ -441,11 +445,8 @@ mod tests {
     fn blocks_of_any_size_give_the_same_stages() {
         for method in Method::ALL.into_iter().filter(|m| !m.disentangles()) {
             for causal in [false, true] {
-                let cfg = Config { method, heads: 2, clip: 5, causal, ..Config::default() };
-                let n = 300;
-                let sc = Scenario::build(&cfg, &Spec { n, d_model: 8, batch: 1, seed: 5 }, Arrays::new(), true).unwrap();
-                let (p, output) = forward::forward_projected(&cfg, &sc).unwrap();
-                let layer = Layer::new(&cfg, sc, p, output).unwrap();
+                let (cfg, n) = (Config { method, heads: 2, clip: 5, causal, ..Config::default() }, 300);
+                let layer = small_layer(&cfg, n, 5);
                 let gather = |block: usize| {
                     let mut gathered: Vec<Array2<f32>> = layer.stages().iter().map(|&s| Array2::from_elem(layer.shape(s), f32::NAN)).collect();
                     layer.each_block_by(0, 1, 0..n, block, |k, first, part| gathered[k].slice_mut(s![first..first + part.nrows(), ..]).assign(&part)).unwrap();
