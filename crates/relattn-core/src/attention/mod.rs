@@ -421,30 +421,30 @@ fn keep_rotated<T>(
 /// block of rows at a time, in O(rows · Lk) memory (the page's traces of long sequences). Errors as
 /// [`attend_head`]'s; a row range beyond the queries names "rows".
 pub fn attend_rows(cfg: &Config, h: &HeadInput, rows: Range<usize>, trace: &mut HeadTrace) -> Result<Array2<f32>> {
+    let rotated = rotated_for_rows(cfg, h, &rows)?;
+    let h = &with_rotated(h, rotated.as_ref());
+    keep_rotated(Some(trace), rotated.as_ref(), rows.clone(), |trace| staged(cfg, h, rows, trace, None))
+}
+
+/// What [`attend_rows`] and [`relative_rows`] begin with: the head checked ([`check_head`]), `rows` a non-empty
+/// range of its queries (else an error naming "rows"), then RoPE's Q and K rotated when the scheme rotates.
+fn rotated_for_rows(cfg: &Config, h: &HeadInput, rows: &Range<usize>) -> Result<Option<(Array2<f32>, Array2<f32>)>> {
     check_head(cfg, h)?;
     let lq = h.q.nrows();
     if rows.start >= rows.end || rows.end > lq {
         return Err(Error::invalid("rows", format!("{}..{}", rows.start, rows.end), format!("a non-empty range within 0..{lq}")));
     }
-    let rotated = rotate(cfg, h);
-    let h = &with_rotated(h, rotated.as_ref());
-    keep_rotated(Some(trace), rotated.as_ref(), rows.clone(), |trace| staged(cfg, h, rows, trace, None))
+    Ok(rotate(cfg, h))
 }
 
 /// The relative logits (rows, Lk) of the query rows `rows` alone, the values [`attend_rows`] traces as its
 /// `relative_logits` (the same computation), without the rest of the head: what the colour range of a bias
 /// stage over every head reads (its first and last rows). Errors as [`attend_rows`]'s.
-pub fn relative_rows(cfg: &Config, h: &HeadInput, rows: Range<usize>) -> Result<Array2<f32>> {
-    check_head(cfg, h)?;
-    let lq = h.q.nrows();
-    if rows.start >= rows.end || rows.end > lq || !cfg.method.has_relative_term() {
-        return Err(Error::invalid(
-            "rows",
-            format!("{}..{}", rows.start, rows.end),
-            format!("a non-empty range within 0..{lq} of a scheme with a relative term"),
-        ));
+pub(crate) fn relative_rows(cfg: &Config, h: &HeadInput, rows: Range<usize>) -> Result<Array2<f32>> {
+    let rotated = rotated_for_rows(cfg, h, &rows)?;
+    if !cfg.method.has_relative_term() {
+        return Err(Error::invalid("rows", format!("{}..{}", rows.start, rows.end), "rows of a scheme with a relative term"));
     }
-    let rotated = rotate(cfg, h);
     let h = &with_rotated(h, rotated.as_ref());
     Ok(relative_logits(cfg, h, rows, Some(&mut HeadTrace::default())))
 }
