@@ -16,9 +16,12 @@ use relattn_core::{Config, Implementation, Method, Scenario, Spec, Stage};
 
 const TOL: f64 = 1e-5;
 
-/// Checks a layer's trace against the definition; masked cells' relative logits are not compared.
+/// Checks a layer's trace against the definition; masked cells' relative logits are not compared. The bound is
+/// TOL times the q/k norms' gain ([`common::LayerRef::norm_gain`]: 1 without norms or with runs far from 0; up to
+/// 1/√ε where a projection of d_head 1 is near 0 and the norm magnifies its f32 rounding as much).
 fn check_layer(cfg: &Config, sc: &Scenario) -> Result<(), TestCaseError> {
     let want = common::layer(cfg, sc);
+    let tol = TOL * want.norm_gain.max(1.0);
     for implementation in [Implementation::Efficient, Implementation::Materialized] {
         let cfg = Config { implementation, ..*cfg };
         let t = forward::trace(&cfg, sc).unwrap();
@@ -28,9 +31,9 @@ fn check_layer(cfg: &Config, sc: &Scenario) -> Result<(), TestCaseError> {
                 let unmasked = |m: &Array2<f32>| -> Vec<f32> { m.indexed_iter().filter(|((i, j), _)| !r.masked[*i][*j]).map(|(_, v)| *v).collect() };
                 let want_rel: Vec<f64> = r.relative.iter().flatten().zip(r.masked.iter().flatten()).filter(|(_, m)| !**m).map(|(v, _)| *v).collect();
                 let e = rel_err(&unmasked(&got_rel), want_rel);
-                prop_assert!(e <= TOL, "{implementation:?} relative logits b{bi} h{h}: {e:e}");
+                prop_assert!(e <= tol, "{implementation:?} relative logits b{bi} h{h}: {e:e}");
                 let e = rel_err(t.weights.index_axis(Axis(0), bi).index_axis(Axis(0), h).iter(), flat(&r.weights));
-                prop_assert!(e <= TOL, "{implementation:?} weights b{bi} h{h}: {e:e}");
+                prop_assert!(e <= tol, "{implementation:?} weights b{bi} h{h}: {e:e}");
                 // DeBERTa's terms or BERT's, every cell (masked ones too: a term does not depend on the mask).
                 let (c2p, p2c) = match cfg.method {
                     Method::Deberta => (cfg.deberta.terms.c2p(), cfg.deberta.terms.p2c()),
@@ -41,7 +44,7 @@ fn check_layer(cfg: &Config, sc: &Scenario) -> Result<(), TestCaseError> {
                     prop_assert_eq!(t.stages().contains(&stage), has, "{} present", stage);
                     if has {
                         let e = rel_err(t.stage(stage, bi, h).unwrap().iter(), flat(want));
-                        prop_assert!(e <= TOL, "{implementation:?} {stage} b{bi} h{h}: {e:e}");
+                        prop_assert!(e <= tol, "{implementation:?} {stage} b{bi} h{h}: {e:e}");
                     }
                 }
                 // Transformer-XL's BD after rel_shift on the unmasked cells (causal, rel_shift leaves the next row's
@@ -52,22 +55,22 @@ fn check_layer(cfg: &Config, sc: &Scenario) -> Result<(), TestCaseError> {
                 if xl {
                     let want_bd: Vec<f64> = r.bd.iter().flatten().zip(r.masked.iter().flatten()).filter(|(_, m)| !**m).map(|(v, _)| *v).collect();
                     let e = rel_err(&unmasked(&t.stage(Stage::XlBd, bi, h).unwrap()), want_bd);
-                    prop_assert!(e <= TOL, "{implementation:?} bd b{bi} h{h}: {e:e}");
+                    prop_assert!(e <= tol, "{implementation:?} bd b{bi} h{h}: {e:e}");
                 }
                 if xl && cfg.xl.segments > 0 {
                     let e = rel_err(t.stage(Stage::XlEf, bi, h).unwrap().iter(), flat(&r.ef));
-                    prop_assert!(e <= TOL, "{implementation:?} ef b{bi} h{h}: {e:e}");
+                    prop_assert!(e <= tol, "{implementation:?} ef b{bi} h{h}: {e:e}");
                 }
             }
             let e = rel_err(t.output.index_axis(Axis(0), bi).iter(), flat(&want.output[bi]));
-            prop_assert!(e <= TOL, "{implementation:?} output b{bi}: {e:e}");
+            prop_assert!(e <= tol, "{implementation:?} output b{bi}: {e:e}");
         }
         prop_assert!(t.weights.iter().all(|w| w.is_finite()) && t.output.iter().all(|v| v.is_finite()));
         // Without a trace the efficient implementation runs fused (src/attention/fused/), the materialized one staged.
         let fwd = forward::forward(&cfg, sc).unwrap();
         for (bi, want) in want.output.iter().enumerate() {
             let e = rel_err(fwd.index_axis(Axis(0), bi).iter(), flat(want));
-            prop_assert!(e <= TOL, "{implementation:?} forward b{bi}: {e:e}");
+            prop_assert!(e <= tol, "{implementation:?} forward b{bi}: {e:e}");
         }
     }
     Ok(())
@@ -134,7 +137,7 @@ proptest! {
             for (h, r) in want.heads[0].iter().enumerate() {
                 let share = t.stage(relattn_core::Stage::SinkShare, 0, h).unwrap();
                 let expected: Vec<f64> = r.weights.iter().map(|row| 1.0 - row.iter().sum::<f64>()).collect();
-                prop_assert!(rel_err(share.iter(), expected) <= TOL, "sink share h{}", h);
+                prop_assert!(rel_err(share.iter(), expected) <= TOL * want.norm_gain.max(1.0), "sink share h{}", h);
             }
         }
     }

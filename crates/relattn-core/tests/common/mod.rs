@@ -266,6 +266,9 @@ pub fn head_with_segments(
 pub struct LayerRef {
     pub heads: Vec<Vec<HeadRef>>,
     pub output: Vec<Mat>,
+    /// How much the q and k RMS norms amplify an error in their inputs, at most ([`rms_norm`]'s gain; 1 without
+    /// norms): the f32 projections' rounding reaches the logits grown by as much, so a comparison's bound scales by it.
+    pub norm_gain: f64,
 }
 
 fn matmul_bias(x: &Mat, w: &ndarray::Array2<f32>, b: &ndarray::Array1<f32>) -> Mat {
@@ -281,20 +284,28 @@ fn table(t: &ndarray::Array3<f32>, h: usize) -> Mat {
     t.index_axis(ndarray::Axis(0), h).rows().into_iter().map(|r| r.iter().map(|&v| v as f64).collect()).collect()
 }
 
-/// RMS norm in f64: each run of γ's length in a row divided by its root mean square (with ε), times γ.
-fn rms_norm(m: &mut Mat, gamma: &ndarray::Array1<f32>, eps: f32) {
+/// RMS norm in f64: each run of γ's length in a row divided by its root mean square (with ε), times γ. Returns its
+/// gain: the largest norm of its Jacobian over the runs, max|γ| / rms · (1 for runs of d > 1; ε / rms² for d = 1,
+/// whose one direction is x's own: y = γ·x / √(x² + ε) has dy/dx = γ·ε / rms³) — up to max|γ| / √ε where a run is
+/// near 0.
+fn rms_norm(m: &mut Mat, gamma: &ndarray::Array1<f32>, eps: f32) -> f64 {
+    let (d, eps) = (gamma.len(), eps as f64);
+    let g_max = gamma.iter().fold(0.0f64, |a, g| a.max(g.abs() as f64));
+    let mut gain = 0.0f64;
     for row in m.iter_mut() {
-        for group in row.chunks_mut(gamma.len()) {
-            let rms = (group.iter().map(|v| v * v).sum::<f64>() / gamma.len() as f64 + eps as f64).sqrt();
+        for group in row.chunks_mut(d) {
+            let rms = (group.iter().map(|v| v * v).sum::<f64>() / d as f64 + eps).sqrt();
+            gain = gain.max(g_max / rms * if d > 1 { 1.0 } else { eps / (rms * rms) });
             group.iter_mut().zip(gamma).for_each(|(v, g)| *v = *v / rms * *g as f64);
         }
     }
+    gain
 }
 
 pub fn layer(cfg: &Config, sc: &Scenario) -> LayerRef {
     let (b, n, d) = sc.x.dim();
     let (dh, dv) = (sc.d_head, sc.d_v);
-    let mut out = LayerRef { heads: vec![], output: vec![] };
+    let mut out = LayerRef { heads: vec![], output: vec![], norm_gain: 1.0 };
     for bi in 0..b {
         // Absolute positions (Vaswani et al.): x_p + PE_p, PE[p, 2i] = sin(p / 10000^(2i/d)), PE[p, 2i+1] = cos(…).
         let pe = |p: usize, c: usize| {
@@ -314,10 +325,10 @@ pub fn layer(cfg: &Config, sc: &Scenario) -> LayerRef {
         let x: Mat = (0..n).map(|i| (0..d).map(|c| sc.x[[bi, i, c]] as f64 + added(i, c)).collect()).collect();
         let (mut q, mut k, v) = (matmul_bias(&x, &sc.w_q, &sc.b_q), matmul_bias(&x, &sc.w_k, &sc.b_k), matmul_bias(&x, &sc.w_v, &sc.b_v));
         if let Some(g) = &sc.q_norm {
-            rms_norm(&mut q, g, cfg.norm_eps);
+            out.norm_gain = out.norm_gain.max(rms_norm(&mut q, g, cfg.norm_eps));
         }
         if let Some(g) = &sc.k_norm {
-            rms_norm(&mut k, g, cfg.norm_eps);
+            out.norm_gain = out.norm_gain.max(rms_norm(&mut k, g, cfg.norm_eps));
         }
         let mask: Option<Vec<bool>> = sc.key_mask.as_ref().map(|m| m.row(bi).to_vec());
         let mut concat = vec![vec![0.0; cfg.heads * dv]; n];
