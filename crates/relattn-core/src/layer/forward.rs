@@ -20,6 +20,7 @@ use crate::positions::rope::RopeTable;
 use crate::positions::{absolute, Method};
 use crate::timing::{now_ms, StageTimes};
 use ndarray::{s, Array2, Array3, ArrayView2, ArrayView3, Axis, CowArray, Ix3};
+use std::ops::Range;
 
 /// Memory budget of one request unless the caller sets another.
 pub const DEFAULT_MEMORY_LIMIT: u64 = 8 << 30;
@@ -308,6 +309,33 @@ pub fn projections(cfg: &Config, sc: &Scenario) -> Result<Projections> {
         check_overflow(name, a)?;
     }
     Ok(Projections { q, k, v })
+}
+
+/// Heads `heads`' columns of Q, K and V (b, n, ·) in arrays of the whole width, the other columns left 0 (a head
+/// reads its own alone: [`head_input`]): one head's stages, or a pool's share of the heads, at |heads| / h of
+/// [`projections`]' work, each element the same product (one sum over d_model in the same order, whichever columns
+/// are computed with it). A layer with q/k norms gets the whole projections (a norm may span a row's width). Errors
+/// name "heads" (an empty range, or one past h), and "q", "k" or "v" on overflow.
+pub fn project_heads(cfg: &Config, sc: &Scenario, heads: Range<usize>) -> Result<Projections> {
+    let h = cfg.heads;
+    let (b, n, _) = sc.dims();
+    if heads.is_empty() || heads.end > h {
+        return Err(Error::invalid("heads", format!("{}..{}", heads.start, heads.end), format!("a non-empty range within 0..{h}")));
+    }
+    if sc.q_norm.is_some() || sc.k_norm.is_some() {
+        return projections(cfg, sc);
+    }
+    let (dh, dv) = (sc.d_head, sc.d_v);
+    let (qk, vz) = (heads.start * dh..heads.end * dh, heads.start * dv..heads.end * dv);
+    let x = input(cfg, sc);
+    let project_cols = |w: &Array2<f32>, bias: &ndarray::Array1<f32>, cols: &Range<usize>, name: &str| -> Result<Array3<f32>> {
+        let part = project(&x.view(), &w.slice(s![.., cols.clone()]).to_owned(), &bias.slice(s![cols.clone()]).to_owned());
+        check_overflow(name, &part)?;
+        let mut whole = Array3::zeros((b, n, w.ncols()));
+        whole.slice_mut(s![.., .., cols.clone()]).assign(&part);
+        Ok(whole)
+    };
+    Ok(Projections { q: project_cols(&sc.w_q, &sc.b_q, &qk, "q")?, k: project_cols(&sc.w_k, &sc.b_k, &qk, "k")?, v: project_cols(&sc.w_v, &sc.b_v, &vz, "v")? })
 }
 
 /// What the projections read: x, or x + PE for absolute positions (each batch element's rows at 0 .. n; PE the

@@ -5,8 +5,9 @@
 //! Music Transformer's, ALiBi's and T5's bias, DeBERTa's c2p + p2c before the scale), RoPE's kernel; absolute
 //! positions, with none in attention, show how alike their vectors are. Every scheme gets the same x, W_q, W_k, W_v
 //! and W_o (they are drawn from the seed by name, whatever the scheme) and its own position parameters from the
-//! same seed; Shaw's and the Music Transformer's tables have the options' k. Computed on the CPU, a head at a time
-//! in blocks of query rows (no whole trace), so S schemes cost about S forward passes.
+//! same seed; Shaw's and the Music Transformer's tables have the options' k. Computed on the CPU, the head shown
+//! alone (its columns of the projections, its stage in blocks of query rows; no whole trace, no output), so S
+//! schemes cost about S / h forward passes.
 
 use super::request::Inputs;
 use super::session::{CellMask, Cutting, Made};
@@ -14,7 +15,7 @@ use crate::options::LayerOptions;
 use crate::pictures;
 use crate::protocol::{Compared, Request, SchemeView};
 use crate::render::Palette;
-use ndarray::ArrayView2;
+use ndarray::{Array3, ArrayView2};
 use relattn_core::attention::by_distance;
 use relattn_core::error::{check_index, Error, Result};
 use relattn_core::layer::forward;
@@ -24,7 +25,7 @@ use relattn_core::positions::table::Reach;
 use relattn_core::positions::Method;
 use relattn_core::stage::Stage;
 
-/// The longest sequence the comparison takes (a layer per scheme in a row, each a few seconds at this n).
+/// The longest sequence the comparison takes (a head per scheme in a row).
 pub const MAX_COMPARE_N: usize = 2048;
 
 /// The comparison of the request's options (a preset's or a file's are refused: the page sends the options it
@@ -53,7 +54,10 @@ pub fn compare(request: &Request, batch: usize, head: usize, what: Compared, pal
             check_index("head", head, cfg.heads)?;
             check_index("batch index", batch, spec.batch)?;
             let sc = Scenario::build(&cfg, &spec, arrays, per_head)?;
-            let (projections, output) = forward::forward_projected(&cfg, &sc)?;
+            // One head's stage is shown: that head's columns of the projections alone, and no output (zeros, never
+            // read) — 1/h of the forward's work.
+            let projections = forward::project_heads(&cfg, &sc, head..head + 1)?;
+            let output = Array3::zeros((spec.batch, spec.n, sc.d_out()));
             let layer = Layer::new(&cfg, sc, projections, output)?;
             let causal = cfg.causal;
             let (matrix, meta, masked) = match (what, method.term_stage()) {
@@ -112,6 +116,37 @@ pub fn mean_by_distance(m: ArrayView2<f32>, masked: bool) -> Vec<f32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Each scheme's weights and position term, computed from the head shown alone, are the ones of its whole
+    /// layer (every head projected, the forward run) bit for bit: for every scheme, bidirectional and causal, on
+    /// batch element 1, head 2.
+    #[test]
+    fn a_schemes_head_alone_is_its_whole_layers() {
+        for causal in [false, true] {
+            let options = LayerOptions { n: Some(40.0), d_model: Some(24.0), heads: Some(3.0), clip: Some(4.0), batch_size: Some(2.0), causal: Some(causal), ..LayerOptions::default() };
+            let request: Request = serde_json::from_value(serde_json::json!({ "backend": "cpu", "options": options })).unwrap();
+            let (batch, head) = (1, 2);
+            for what in [Compared::Weights, Compared::Term] {
+                let views = compare(&request, batch, head, what, Palette::default()).unwrap();
+                assert_eq!(views.len(), Method::ALL.len());
+                for (view, method) in views.iter().zip(Method::ALL) {
+                    let Some(stage) = (match what {
+                        Compared::Weights => Some(Stage::Weights),
+                        Compared::Term => method.term_stage(),
+                    }) else {
+                        continue; // absolute positions' term is their picture, the same code either way
+                    };
+                    let request = Request { options: LayerOptions { method: Some(method), ..request.options.clone() }, ..request.clone() };
+                    let Inputs { cfg, spec, arrays, per_head, .. } = Inputs::resolve(&request, None).unwrap();
+                    let sc = Scenario::build(&cfg, &spec, arrays, per_head).unwrap();
+                    let (projections, output) = forward::forward_projected(&cfg, &sc).unwrap();
+                    let whole = Layer::new(&cfg, sc, projections, output).unwrap().stage(stage, batch, head).unwrap();
+                    let got = view.values.as_ref().expect("a small stage keeps its values");
+                    assert_eq!(got, &whole.iter().copied().collect::<Vec<_>>(), "{method} {what:?} causal {causal}");
+                }
+            }
+        }
+    }
 
     /// The mean of each diagonal, against the definition written out (m[i, j] = 10 i + j: d = −1 holds 10 and 21);
     /// masked diagonals are 0.

@@ -65,12 +65,12 @@ pub struct HeadsPart {
     pub z: Array3<f32>,
 }
 
-/// Heads `heads` of the layer of `cfg` and `sc`: their columns of Q, K and V ([`project_heads`]) and their outputs,
+/// Heads `heads` of the layer of `cfg` and `sc`: their columns of Q, K and V ([`forward::project_heads`]) and their outputs,
 /// as [`forward::forward`] computes them.
 pub fn heads_of(cfg: &Config, sc: &Scenario, heads: Range<usize>) -> Result<HeadsPart> {
     let (_, dh, dv, _) = widths(cfg, sc);
     let (b, n, _) = sc.dims();
-    let (p, rope) = (project_heads(cfg, sc, heads.clone())?, sc.rope_table(cfg));
+    let (p, rope) = (forward::project_heads(cfg, sc, heads.clone())?, sc.rope_table(cfg));
     let mut z = Array3::zeros((b, n, heads.len() * dv));
     for hi in heads.clone() {
         let at = (hi - heads.start) * dv;
@@ -79,29 +79,6 @@ pub fn heads_of(cfg: &Config, sc: &Scenario, heads: Range<usize>) -> Result<Head
     let cut = |a: &Array3<f32>, cols: Range<usize>| a.slice(s![.., .., cols]).to_owned();
     let (qk, vz) = (heads.start * dh..heads.end * dh, heads.start * dv..heads.end * dv);
     Ok(HeadsPart { q: cut(&p.q, qk.clone()), k: cut(&p.k, qk), v: cut(&p.v, vz), z })
-}
-
-/// Heads `heads`' columns of Q, K and V (b, n, ·) in arrays of the whole width: projected alone, the other columns
-/// left 0 (head_input reads a head's own), or the whole projections when the layer's q/k norms span a row's width.
-fn project_heads(cfg: &Config, sc: &Scenario, heads: Range<usize>) -> Result<Projections> {
-    let (h, dh, dv, _) = widths(cfg, sc);
-    let (b, n, _) = sc.dims();
-    if heads.is_empty() || heads.end > h {
-        return Err(Error::invalid("heads", format!("{}..{}", heads.start, heads.end), format!("a non-empty range within 0..{h}")));
-    }
-    if sc.q_norm.is_some() || sc.k_norm.is_some() {
-        return forward::projections(cfg, sc);
-    }
-    let (qk, vz) = (heads.start * dh..heads.end * dh, heads.start * dv..heads.end * dv);
-    let x = forward::input(cfg, sc);
-    let project = |w: &ndarray::Array2<f32>, bias: &ndarray::Array1<f32>, cols: &Range<usize>, name: &str| -> Result<Array3<f32>> {
-        let part = forward::project(&x.view(), &w.slice(s![.., cols.clone()]).to_owned(), &bias.slice(s![cols.clone()]).to_owned());
-        check_overflow(name, &part)?;
-        let mut whole = Array3::zeros((b, n, w.ncols()));
-        whole.slice_mut(s![.., .., cols.clone()]).assign(&part);
-        Ok(whole)
-    };
-    Ok(Projections { q: project(&sc.w_q, &sc.b_q, &qk, "q")?, k: project(&sc.w_k, &sc.b_k, &qk, "k")?, v: project(&sc.w_v, &sc.b_v, &vz, "v")? })
 }
 
 /// Head `head`'s output z (b, n, d_v) from projections `p` that hold its columns (`rope`: the layer's
@@ -317,7 +294,7 @@ impl Plan {
         let cfg = self.inputs.cfg;
         let g = self.gathered()?;
         let (_, dh, dv, _) = widths(&cfg, &g.sc);
-        let part = project_heads(&cfg, &g.sc, heads.clone())?;
+        let part = forward::project_heads(&cfg, &g.sc, heads.clone())?;
         for (whole, part, w) in [(&mut g.p.q, &part.q, dh), (&mut g.p.k, &part.k, dh), (&mut g.p.v, &part.v, dv)] {
             let cols = s![.., .., heads.start * w..heads.end * w];
             whole.slice_mut(cols).assign(&part.slice(cols));
