@@ -1,11 +1,11 @@
 // A helper of the worker's pool (js/worker/pool.js starts it, a module worker with its own wasm instance of the
-// worker's compiled module, sent first): it
-// computes its share of a layer held on demand (crates/relattn/src/app/pool.rs) and answers each job of the
-// lead's (crates/relattn/src/protocol/pool.rs: ToHelper in, FromHelper out, built by js/shared/protocol.js). One
-// share at a time: a `share` job replaces the one held. A superseded job is not answered: the lead terminates
-// the helper and starts a fresh one.
-import init, { PoolShare } from './pkg/relattn.js';
-import { sharedReply, rowsReply, cutReply, helperFailed } from './js/shared/protocol.js';
+// worker's compiled module, sent first): it computes its share of a layer held on demand
+// (crates/relattn/src/app/pool.rs), or of a comparison of the schemes (crates/relattn/src/app/compare.rs), and
+// answers each job of the lead's (crates/relattn/src/protocol/pool.rs: ToHelper in, FromHelper out, built by
+// js/shared/protocol.js). One share at a time: a `share` job replaces the one held. A superseded job is not
+// answered: the lead terminates the helper and starts a fresh one.
+import init, { PoolShare, compare_schemes } from './pkg/relattn.js';
+import { sharedReply, rowsReply, cutReply, comparedReply, helperFailed } from './js/shared/protocol.js';
 
 /** The wasm instance: the lead's compiled module, instantiated once it comes (its first message, 'init'). */
 let ready = null;
@@ -45,6 +45,12 @@ function run(m) {
       case 'cut': {
         const parts = held().cut(m.batch, m.head, m.q, m.k, m.v);
         self.postMessage(cutReply(m.job, parts), parts.flatMap((p) => (p.values ? [p.pooled.buffer, p.values.buffer] : [p.pooled.buffer])));
+        return;
+      }
+      case 'compare': {
+        // A share of a "compare schemes" request: the share held (its layer's cuts) stays.
+        const schemes = compare_schemes({ options: m.options, tokens: m.tokens }, m.batch, m.head, m.what, m.schemes[0], m.schemes[1]);
+        self.postMessage(comparedReply(m.job, schemes), schemes.flatMap((v) => (v.values ? [v.rgba.buffer, v.values.buffer] : [v.rgba.buffer])));
         return;
       }
       default:

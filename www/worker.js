@@ -11,7 +11,7 @@
 import init, * as relattn from './pkg/relattn.js';
 import { progressMessage, resultMessage, backendShown, gpuSettled, errorMessage, fatalMessage, exportReply, exportFailed, cellsReply, cellsFailed, readersReply, readersFailed, schemesReply, schemesFailed, atlasOpened, atlasHeadReply, atlasHeadFailed, typedError } from './js/shared/protocol.js';
 import { onModelMessage, layerSession } from './js/worker/model.js';
-import { usePool, pooledLayer, pooledCut, cancel, busy, isSuperseded } from './js/worker/pool.js';
+import { usePool, pooledLayer, pooledCut, pooledCompare, cancel, busy, isSuperseded } from './js/worker/pool.js';
 /** @typedef {import('./js/types/protocol').ToWorker} ToWorker */
 /** @typedef {import('./js/types/protocol').ComputeRequest} ComputeRequest */
 /** @typedef {import('./js/types/protocol').CellsRequest} CellsRequest */
@@ -81,8 +81,9 @@ self.onmessage = (e) => {
   const m = e.data;
   switch (m.kind) {
     case 'compute':
-      // A newer request stops the pool's helpers still computing the one in flight (their shares are superseded).
-      if (queue.inFlight && busy()) cancel();
+      // A newer request stops the pool's helpers still computing the one in flight (their shares are superseded),
+      // or a comparison of the schemes (whose lead computes their ranges itself).
+      if (busy()) cancel();
       queue.pending = m;
       if (!queue.scheduled) {
         queue.scheduled = true;
@@ -161,8 +162,9 @@ function used(backend, b) {
   return backendShown(backend, b, gpu.adapterName);
 }
 
-// How many workers compute compute request `msg`'s layer (the page's Workers control): 1, the worker alone.
-/** @param {ComputeRequest} msg */
+// How many workers compute compute request `msg`'s layer, or share a comparison's schemes (the page's Workers
+// control): 1, the worker alone.
+/** @param {ComputeRequest | SchemesRequest} msg */
 function workersOf(msg) {
   return Math.max(1, Math.floor(Number(msg.workers) || 1));
 }
@@ -188,11 +190,12 @@ function answer(m, work, reply, failed) {
   }
 }
 
-// Every scheme on the options shown (crates/relattn-wasm/src/compare.rs), their rasters transferred.
+// Every scheme on the options shown (crates/relattn-wasm/src/compare.rs), shared by the pool's workers, their rasters
+// transferred.
 /** @param {SchemesRequest} m */
-function compareSchemes(m) {
+async function compareSchemes(m) {
   try {
-    const schemes = relattn.compare_schemes({ options: m.options, tokens: m.tokens }, m.batch, m.head, m.what);
+    const schemes = await pooledCompare(relattn, m, workersOf(m));
     self.postMessage(schemesReply(m.id, schemes), schemes.flatMap((s) => (s.values ? [s.rgba.buffer, s.values.buffer] : [s.rgba.buffer])));
   } catch (err) {
     if (isAbort(err)) { fatal(err.message); return; }

@@ -94,3 +94,62 @@ test('another head of a pooled layer is cut by its helpers, equal to one worker;
   await p.close();
   assert.deepEqual(problems, []);
 });
+
+/** The page `p`'s comparison of the schemes on the options shown (head 1), asked of its worker as the compare view asks:
+ *  a fingerprint of each scheme's view (FNV-1a of its pixels', values' and profile's bytes). */
+async function compared(p, what, options = null) {
+  return p.evaluate(async ([what, given]) => {
+    const { askSchemes } = await import('/js/page/worker-client.js');
+    const { state } = await import('/js/page/state.js');
+    const fnv = (bytes) => { let h = 0x811c9dc5; for (const b of bytes) h = Math.imul(h ^ b, 0x01000193) >>> 0; return h; };
+    const bytes = (a) => new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
+    const schemes = await askSchemes(given || state.current.info.options, state.current.info.tokens, 0, 1, what);
+    return schemes.map((s) => `${s.method} ${s.meta.name} pixels ${fnv(bytes(s.rgba))} values ${s.values ? fnv(bytes(s.values)) : 'none'} profile ${fnv(bytes(new Float32Array(s.profile)))}`);
+  }, [what, options]);
+}
+
+test('a comparison of the schemes is shared by the helpers, equal to one worker\'s bit for bit, and answered when a newer request cancels them', async () => {
+  const one = await context.newPage();
+  watch(one, problems);
+  await settle(one, () => one.goto(`${base}?method=shaw&${LAYER}&workers=1`), 120000);
+  const want = { weights: await compared(one, 'weights'), term: await compared(one, 'term') };
+  const options = await one.evaluate(async () => (await import('/js/page/state.js')).state.current.info.options);
+  await one.close();
+  assert.equal(want.weights.length, 9, 'every scheme compared');
+
+  const p = await context.newPage();
+  watch(p, problems);
+  const helpers = [];
+  p.on('worker', (w) => { if (w.url().endsWith('/pool-worker.js')) helpers.push(w); });
+  await settle(p, () => p.goto(`${base}?method=shaw&${LAYER}&workers=3`), 120000);
+  assert.equal(helpers.length, 2);
+  // Count each helper's answers to comparisons: the helpers computed their schemes, not the lead alone.
+  const countAnswers = (w) => w.evaluate(() => {
+    const post = self.postMessage.bind(self);
+    self.comparedAnswers = 0;
+    self.postMessage = (m, t) => { if (m && m.kind === 'compared') self.comparedAnswers += 1; post(m, t); };
+  });
+  await Promise.all(helpers.map(countAnswers));
+  for (const what of ['weights', 'term']) assert.deepEqual(await compared(p, what), want[what], `${what} on 3 workers against one`);
+  assert.deepEqual(await Promise.all(helpers.map((w) => w.evaluate(() => self.comparedAnswers))), [2, 2], 'each helper computed its schemes twice');
+  // A newer compute request (another seed), sent right after a comparison, comes while the comparison's helpers
+  // are busy (the lead takes it between its own schemes and their answers): it cancels them (js/worker/pool.js
+  // cancel: terminated, and fresh ones started), the lead computes their schemes itself, so the comparison is
+  // still answered, the same; the newer request is answered too.
+  const raced = await p.evaluate(async (given) => {
+    const { askSchemes, request } = await import('/js/page/worker-client.js');
+    const { state } = await import('/js/page/state.js');
+    const fnv = (bytes) => { let h = 0x811c9dc5; for (const b of bytes) h = Math.imul(h ^ b, 0x01000193) >>> 0; return h; };
+    const bytes = (a) => new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
+    const asked = askSchemes(given, state.current.info.tokens, 0, 1, 'weights');
+    document.getElementById('seed').value = '77';
+    request();
+    const schemes = await asked;
+    return schemes.map((s) => `${s.method} ${s.meta.name} pixels ${fnv(bytes(s.rgba))} values ${s.values ? fnv(bytes(s.values)) : 'none'} profile ${fnv(bytes(new Float32Array(s.profile)))}`);
+  }, options);
+  assert.deepEqual(raced, want.weights, 'the comparison whose helpers were cancelled');
+  await p.waitForFunction(async () => (await import('/js/page/state.js')).state.current?.info.options.seed === 77 && document.getElementById('busy').hidden, null, { timeout: 60000 });
+  assert.equal(helpers.length, 4, 'both helpers busy with the comparison were replaced');
+  await p.close();
+  assert.deepEqual(problems, []);
+});

@@ -144,9 +144,9 @@ export function askReaders(row) {
 }
 
 /** Asks the worker for every scheme on `options` (and the sentence's `tokens`) for (batch, head), their
- *  weights or their position terms (`what`); resolves to SchemesReply's schemes. */
+ *  weights or their position terms (`what`), shared by the Workers control's workers; resolves to SchemesReply's schemes. */
 export function askSchemes(options, tokens, batch, head, what) {
-  return ask((id) => schemesRequest(id, options, tokens, batch, head, what), (r) => r.schemes);
+  return ask((id) => schemesRequest(id, options, tokens, batch, head, what, workers()), (r) => r.schemes);
 }
 
 /** Asks the worker for row `row`, head `head`'s full-size profile of the atlas it opened from file `file` (the

@@ -41,6 +41,9 @@
 /** @typedef {import('../types/protocol').FromHelper} FromHelper */
 /** @typedef {import('../types/protocol').HeadsView} HeadsView */
 /** @typedef {import('../types/protocol').CutPartView} CutPartView */
+/** @typedef {import('../types/protocol').SchemesRequest} SchemesRequest */
+/** @typedef {import('../types/protocol').SchemeView} SchemeView */
+/** @typedef {import('../types/protocol').Compared} Compared */
 /** @typedef {import('../types/protocol').BackendUsed} BackendUsed */
 /** @typedef {import('../types/protocol').BackendShown} BackendShown */
 
@@ -137,9 +140,13 @@ export function readersRequest(id, result, row) {
   return { kind: 'readers', id, result, row };
 }
 
-/** @param {number} id @param {LayerOptions} options @param {string[]} tokens @param {number} batch @param {number} head @returns {ToWorker} */
-export function schemesRequest(id, options, tokens, batch, head, what) {
-  return { kind: 'schemes', id, options, tokens, batch, head, what };
+/**
+ * @param {number} id @param {LayerOptions} options @param {string[]} tokens @param {number} batch @param {number} head
+ * @param {Compared} what @param {number} workers how many workers share the schemes
+ * @returns {ToWorker}
+ */
+export function schemesRequest(id, options, tokens, batch, head, what, workers = 1) {
+  return { kind: 'schemes', id, options, tokens, batch, head, what, workers };
 }
 
 /**
@@ -346,6 +353,15 @@ export function cutJob(job, batch, head, { q, k, v }) {
   return { kind: 'cut', job, batch, head, q, k, v };
 }
 
+/**
+ * @param {number} job @param {SchemesRequest} m the page's request @param {[number, number]} schemes the range of its
+ * schemes the helper computes
+ * @returns {ToHelper}
+ */
+export function compareJob(job, m, schemes) {
+  return { kind: 'compare', job, options: m.options, tokens: m.tokens, batch: m.batch, head: m.head, what: m.what, schemes };
+}
+
 /** @param {number} job @param {HeadsView | null} part @returns {FromHelper} */
 export function sharedReply(job, part) {
   return { kind: 'shared', job, part };
@@ -359,6 +375,11 @@ export function rowsReply(job, output) {
 /** @param {number} job @param {CutPartView[]} parts @returns {FromHelper} */
 export function cutReply(job, parts) {
   return { kind: 'cut', job, parts };
+}
+
+/** @param {number} job @param {SchemeView[]} schemes @returns {FromHelper} */
+export function comparedReply(job, schemes) {
+  return { kind: 'compared', job, schemes };
 }
 
 /** @param {number} job @param {any} err @param {boolean} fatal @returns {FromHelper} */

@@ -169,6 +169,12 @@ export type Chart = { series: Array<Series>, equal_axes: boolean, };
 export type Colormaps = { sequential: string, diverging: string, };
 
 /**
+ * lead → helper: schemes `schemes[0]..schemes[1]` of the comparison of `options` and `tokens` (a page's
+ * [`super::SchemesRequest`]: [`crate::app::compare::compare_range`]), for (batch, head). Its share held, if any, stays.
+ */
+export type CompareJob = { job: number, options: LayerOptions, tokens: Array<string>, batch: number, head: number, what: Compared, schemes: [number, number], };
+
+/**
  * page → worker: the attention-by-distance profiles of every head of `layer` for the six models on one
  * window.
  */
@@ -194,6 +200,11 @@ profiles: Float64Array[], descriptions: Array<string>, landmarks: Array<Landmark
  * are, since attention has no term of theirs).
  */
 export type Compared = "weights" | "term";
+
+/**
+ * helper → lead: the views of its schemes, in order (each its rgba and values as typed arrays, as the page's).
+ */
+export type ComparedReply = { job: number, schemes: Array<SchemeView>, };
 
 /**
  * page → worker: compute (or reuse the cached session for) `request`, then send the stages of (batch, head).
@@ -335,7 +346,7 @@ export type ExportRequest = { id: number, };
 /**
  * Every message from a helper to the lead.
  */
-export type FromHelper = { "kind": "shared" } & SharedReply | { "kind": "rows" } & RowsReply | { "kind": "cut" } & CutReply | { "kind": "failed" } & HelperFailed;
+export type FromHelper = { "kind": "shared" } & SharedReply | { "kind": "rows" } & RowsReply | { "kind": "cut" } & CutReply | { "kind": "compared" } & ComparedReply | { "kind": "failed" } & HelperFailed;
 
 /**
  * Every message from the worker to the page (one at a time: the variants' sizes do not matter).
@@ -1456,7 +1467,12 @@ export type SchemesReply = { id: number, ok: boolean, schemes?: Array<SchemeView
 /**
  * page → worker: the "compare schemes" view of these options (those of the result shown) for (batch, head).
  */
-export type SchemesRequest = { id: number, options: LayerOptions, tokens: Array<string>, batch: number, head: number, what: Compared, };
+export type SchemesRequest = { id: number, options: LayerOptions, tokens: Array<string>, batch: number, head: number, what: Compared, 
+/**
+ * How many workers share its schemes (the Workers control, as [`ComputeRequest::workers`]); 1 (or none
+ * given): the worker alone.
+ */
+workers?: number, };
 
 /**
  * One curve: its points (x, y) in order, joined by a line; `markers` draws each point; `labels` (empty, or one
@@ -1653,7 +1669,7 @@ export type Timing = { name: string, ms: number, };
 /**
  * Every message from the lead to a helper.
  */
-export type ToHelper = { "kind": "init" } & InitJob | { "kind": "share" } & ShareJob | { "kind": "rows" } & RowsJob | { "kind": "cut" } & CutJob;
+export type ToHelper = { "kind": "init" } & InitJob | { "kind": "share" } & ShareJob | { "kind": "rows" } & RowsJob | { "kind": "cut" } & CutJob | { "kind": "compare" } & CompareJob;
 
 /**
  * Every message from the page to the worker (one at a time: the variants' sizes do not matter).

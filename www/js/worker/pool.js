@@ -2,13 +2,14 @@
 // memory, no special server headers): a layer held on demand and computed on the CPU is split among the lead (this
 // worker, which takes the first share itself) and its helpers — its heads, then its query rows in whole blocks — and
 // gathered here, in the lead's wasm, into the session the worker holds, bit for bit the one worker's
-// (crates/relattn/src/app/pool.rs says how). Its messages are crates/relattn/src/protocol/pool.rs's, built by
-// ../shared/protocol.js. cancel() stops a superseded request's shares: every helper still busy with one
-// (terminated, and a fresh one started in its place) and the lead's own (at its next head or block of rows: it
-// yields to its messages between them).
-import { initJob, shareJob, rowsJob, cutJob, typedError } from '../shared/protocol.js';
+// (crates/relattn/src/app/pool.rs says how); a comparison of the schemes is split by scheme. Its messages are
+// crates/relattn/src/protocol/pool.rs's, built by ../shared/protocol.js. cancel() stops a superseded request's
+// shares: every helper still busy with one (terminated, and a fresh one started in its place) and the lead's own (at
+// its next head or block of rows: it yields to its messages between them).
+import { initJob, shareJob, rowsJob, cutJob, compareJob, typedError } from '../shared/protocol.js';
 /** @typedef {import('../types/protocol').ComputeRequest} ComputeRequest */
 /** @typedef {import('../types/protocol').FromHelper} FromHelper */
+/** @typedef {import('../types/protocol').SchemesRequest} SchemesRequest */
 
 /** A helper: its Worker and the job it has in hand (resolve, reject), or null when idle. */
 class Helper {
@@ -223,5 +224,33 @@ export async function pooledCut(relattn, session, batch, head, headScale) {
       session.drop_parts(); // a part of the rows: the session computes this head itself when it is shown again
       throw err;
     }
+  });
+}
+
+/**
+ * The comparison of the schemes page request `m` asks for (`relattn`: the wasm module), its schemes split among
+ * `workers` workers (the lead the first range, each helper another: crates/relattn/src/app/compare.rs
+ * compare_range; each scheme's view is its own, so the views are the one worker's whichever computes them). The
+ * lead alone when fewer than two workers are asked for or the pool is busy (a layer's shares in flight). A helper's
+ * range superseded meanwhile (a newer compute request cancels the pool's work) or failed is computed by the lead, so
+ * the comparison is always answered.
+ * @param {any} relattn @param {SchemesRequest} m @param {number} workers
+ */
+export async function pooledCompare(relattn, m, workers) {
+  const request = { options: m.options, tokens: m.tokens };
+  /** @param {[number, number] | null} range */
+  const views = (range) => relattn.compare_schemes(request, m.batch, m.head, m.what, range ? range[0] : undefined, range ? range[1] : undefined);
+  if (workers < 2 || busy()) return views(null);
+  /** @type {[number, number][]} */
+  const ranges = relattn.compare_shares(request, workers);
+  if (ranges.length < 2) return views(null);
+  return asLead(async () => {
+    ensure(ranges.length - 1);
+    const asked = pool.helpers.slice(0, ranges.length - 1).map((h, k) => later(h.ask(++pool.job, compareJob(pool.job, m, ranges[k + 1]))));
+    const all = [views(ranges[0])];
+    for (const [k, reply] of asked.entries()) {
+      all.push(await reply.then((r) => (r.kind === 'compared' ? r.schemes : views(ranges[k + 1])), () => views(ranges[k + 1])));
+    }
+    return all.flat();
   });
 }

@@ -24,76 +24,90 @@ use relattn_core::layer::scenario::Scenario;
 use relattn_core::positions::table::Reach;
 use relattn_core::positions::Method;
 use relattn_core::stage::Stage;
+use std::ops::Range;
 
 /// The longest sequence the comparison takes (a head per scheme in a row).
 pub const MAX_COMPARE_N: usize = 2048;
 
-/// The comparison of the request's options (a preset's or a file's are refused: the page sends the options it
-/// shows) for (batch, head), coloured with `palette`: one [`SchemeView`] per scheme in [`Method::ALL`]'s
-/// order (BERT relative's when the sequence fits its max_position) — its weights or its position term (`what`) — its values kept when they are at most
-/// [`super::session::VALUES_CELLS`], the keys a causal layer masks grey. Errors name the field: "compare",
-/// "n" past [`MAX_COMPARE_N`], "batch index", "head", or an option.
-pub fn compare(request: &Request, batch: usize, head: usize, what: Compared, palette: Palette) -> Result<Vec<SchemeView>> {
+/// The schemes the comparison of `request` shows, in [`Method::ALL`]'s order: every one, BERT relative's when the
+/// sequence fits its max_position (its table has no row past it: its panel is left out rather than the comparison
+/// refused). A preset's or a file's options are refused, naming "compare" (the page sends the options it shows).
+pub fn schemes(request: &Request) -> Result<Vec<Method>> {
     if request.options.preset.as_deref().is_some_and(|p| !p.is_empty()) || !request.file_name.is_empty() {
         let why = "the options shown, not a preset or a file (a file's tables belong to one scheme)";
         return Err(Error::invalid("compare", "a preset or a file", why));
     }
-    // BERT relative's table has no row past its max_position (512 unless the options say): a longer sequence leaves
-    // its panel out rather than refusing the comparison.
     let bert = Request { options: LayerOptions { method: Some(Method::BertRelative), ..request.options.clone() }, ..request.clone() };
     let bert_fits = Inputs::resolve(&bert, None).is_ok_and(|i| i.cfg.scheme().check_length(i.spec.n).is_ok());
-    Method::ALL
-        .into_iter()
-        .filter(|method| *method != Method::BertRelative || bert_fits)
-        .map(|method| {
-            let request = Request { options: LayerOptions { method: Some(method), ..request.options.clone() }, ..request.clone() };
-            let Inputs { cfg, spec, arrays, per_head, .. } = Inputs::resolve(&request, None)?;
-            if spec.n > MAX_COMPARE_N {
-                return Err(Error::invalid("n", spec.n, format!("1..={MAX_COMPARE_N} to compare the schemes")));
-            }
-            check_index("head", head, cfg.heads)?;
-            check_index("batch index", batch, spec.batch)?;
-            let sc = Scenario::build(&cfg, &spec, arrays, per_head)?;
-            // One head's stage is shown: that head's columns of the projections alone, and no output (zeros, never
-            // read) — 1/h of the forward's work.
-            let projections = forward::project_heads(&cfg, &sc, head..head + 1)?;
-            let output = Array3::zeros((spec.batch, spec.n, sc.d_out()));
-            let layer = Layer::new(&cfg, sc, projections, output)?;
-            let causal = cfg.causal;
-            let (matrix, meta, masked) = match (what, method.term_stage()) {
-                (Compared::Weights, _) => (layer.stage(Stage::Weights, batch, head)?, layer.meta(Stage::Weights), causal),
-                (Compared::Term, Some(stage)) => (layer.stage(stage, batch, head)?, layer.meta(stage), causal && stage.masked_when_causal()),
-                (Compared::Term, None) => {
-                    // Absolute positions have no term in attention: how alike their vectors are stands in.
-                    let rope = layer.rope_table();
-                    let (_, n, d_model) = layer.scenario.dims();
-                    let inputs = pictures::Inputs {
-                        config: &cfg,
-                        tables: &layer.scenario.rel_k,
-                        rope,
-                        positions: layer.scenario.positions.as_ref(),
-                        n,
-                        d_model,
-                        d_head: layer.scenario.d_head,
-                    };
-                    let picture = pictures::of(&inputs).into_iter().next().expect("absolute positions draw their similarity");
-                    let pictures::Body::Heatmap { values, .. } = picture.body else { unreachable!("the similarity is a heatmap") };
-                    (values, picture.meta, false)
-                }
+    Ok(Method::ALL.into_iter().filter(|method| *method != Method::BertRelative || bert_fits).collect())
+}
+
+/// The comparison of the request's options for (batch, head), coloured with `palette`: one [`SchemeView`] per
+/// scheme of [`schemes`] — its weights or its position term (`what`) — its values kept when they are at most
+/// [`super::session::VALUES_CELLS`], the keys a causal layer masks grey. Errors name the field: "compare",
+/// "n" past [`MAX_COMPARE_N`], "batch index", "head", or an option.
+pub fn compare(request: &Request, batch: usize, head: usize, what: Compared, palette: Palette) -> Result<Vec<SchemeView>> {
+    let count = schemes(request)?.len();
+    compare_range(request, 0..count, batch, head, what, palette)
+}
+
+/// The views of schemes `range` of [`schemes`] alone: a pool's share of the comparison (each scheme's view is its
+/// own, whichever worker computes it). Errors as [`compare`]'s, and "schemes" for a range past them.
+pub fn compare_range(request: &Request, range: Range<usize>, batch: usize, head: usize, what: Compared, palette: Palette) -> Result<Vec<SchemeView>> {
+    let all = schemes(request)?;
+    let given = format!("{}..{}", range.start, range.end);
+    let chosen = all.get(range).ok_or_else(|| Error::invalid("schemes", given, format!("a range within 0..{}", all.len())))?;
+    chosen.iter().map(|&method| view(request, method, batch, head, what, palette)).collect()
+}
+
+/// Scheme `method`'s view of the request's options ([`compare`]).
+fn view(request: &Request, method: Method, batch: usize, head: usize, what: Compared, palette: Palette) -> Result<SchemeView> {
+    let request = Request { options: LayerOptions { method: Some(method), ..request.options.clone() }, ..request.clone() };
+    let Inputs { cfg, spec, arrays, per_head, .. } = Inputs::resolve(&request, None)?;
+    if spec.n > MAX_COMPARE_N {
+        return Err(Error::invalid("n", spec.n, format!("1..={MAX_COMPARE_N} to compare the schemes")));
+    }
+    check_index("head", head, cfg.heads)?;
+    check_index("batch index", batch, spec.batch)?;
+    let sc = Scenario::build(&cfg, &spec, arrays, per_head)?;
+    // One head's stage is shown: that head's columns of the projections alone, and no output (zeros, never
+    // read) — 1/h of the forward's work.
+    let projections = forward::project_heads(&cfg, &sc, head..head + 1)?;
+    let output = Array3::zeros((spec.batch, spec.n, sc.d_out()));
+    let layer = Layer::new(&cfg, sc, projections, output)?;
+    let causal = cfg.causal;
+    let (matrix, meta, masked) = match (what, method.term_stage()) {
+        (Compared::Weights, _) => (layer.stage(Stage::Weights, batch, head)?, layer.meta(Stage::Weights), causal),
+        (Compared::Term, Some(stage)) => (layer.stage(stage, batch, head)?, layer.meta(stage), causal && stage.masked_when_causal()),
+        (Compared::Term, None) => {
+            // Absolute positions have no term in attention: how alike their vectors are stands in.
+            let rope = layer.rope_table();
+            let (_, n, d_model) = layer.scenario.dims();
+            let inputs = pictures::Inputs {
+                config: &cfg,
+                tables: &layer.scenario.rel_k,
+                rope,
+                positions: layer.scenario.positions.as_ref(),
+                n,
+                d_model,
+                d_head: layer.scenario.d_head,
             };
-            // Cut as the page cuts a stage: pooled to a raster, coloured, its values kept when they are few enough.
-            let mut cutting =
-                Cutting::new(meta.scale, matrix.dim()).masked(masked.then_some(CellMask { reach: Reach { causal: true, ..Reach::default() }, keys: None }));
-            cutting.add(0, matrix.view());
-            let Made { cut, values, rgba } = cutting.finish(palette);
-            let profile = match what {
-                Compared::Weights => by_distance(matrix.view()).into_iter().map(|v| v as f32).collect(),
-                Compared::Term => mean_by_distance(matrix.view(), masked),
-            };
-            let values = cut.has_values.then_some(values);
-            Ok(SchemeView { method: method.to_string(), label: method.label().into(), meta, cut, profile, rgba, values })
-        })
-        .collect()
+            let picture = pictures::of(&inputs).into_iter().next().expect("absolute positions draw their similarity");
+            let pictures::Body::Heatmap { values, .. } = picture.body else { unreachable!("the similarity is a heatmap") };
+            (values, picture.meta, false)
+        }
+    };
+    // Cut as the page cuts a stage: pooled to a raster, coloured, its values kept when they are few enough.
+    let mut cutting =
+        Cutting::new(meta.scale, matrix.dim()).masked(masked.then_some(CellMask { reach: Reach { causal: true, ..Reach::default() }, keys: None }));
+    cutting.add(0, matrix.view());
+    let Made { cut, values, rgba } = cutting.finish(palette);
+    let profile = match what {
+        Compared::Weights => by_distance(matrix.view()).into_iter().map(|v| v as f32).collect(),
+        Compared::Term => mean_by_distance(matrix.view(), masked),
+    };
+    let values = cut.has_values.then_some(values);
+    Ok(SchemeView { method: method.to_string(), label: method.label().into(), meta, cut, profile, rgba, values })
 }
 
 /// A term's mean by distance: `out[d + n − 1]` is the mean of `m[i, j]` over the pairs with j − i = d, for d in
@@ -123,7 +137,15 @@ mod tests {
     #[test]
     fn a_schemes_head_alone_is_its_whole_layers() {
         for causal in [false, true] {
-            let options = LayerOptions { n: Some(40.0), d_model: Some(24.0), heads: Some(3.0), clip: Some(4.0), batch_size: Some(2.0), causal: Some(causal), ..LayerOptions::default() };
+            let options = LayerOptions {
+                n: Some(40.0),
+                d_model: Some(24.0),
+                heads: Some(3.0),
+                clip: Some(4.0),
+                batch_size: Some(2.0),
+                causal: Some(causal),
+                ..LayerOptions::default()
+            };
             let request: Request = serde_json::from_value(serde_json::json!({ "backend": "cpu", "options": options })).unwrap();
             let (batch, head) = (1, 2);
             for what in [Compared::Weights, Compared::Term] {
@@ -146,6 +168,25 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// A pool's shares of a comparison (ranges of its schemes, as the page's workers take them) are its views bit
+    /// for bit, in order; a range past the schemes is refused by name.
+    #[test]
+    fn a_comparisons_shares_are_its_views() {
+        let options = LayerOptions { n: Some(20.0), d_model: Some(16.0), heads: Some(2.0), clip: Some(3.0), ..LayerOptions::default() };
+        let request: Request = serde_json::from_value(serde_json::json!({ "backend": "cpu", "options": options })).unwrap();
+        let whole = compare(&request, 0, 1, Compared::Weights, Palette::default()).unwrap();
+        let count = schemes(&request).unwrap().len();
+        for parts in [2, 3, 4] {
+            let shares = super::super::pool::split(count, parts, 1);
+            let views: Vec<SchemeView> =
+                shares.into_iter().flat_map(|r| compare_range(&request, r, 0, 1, Compared::Weights, Palette::default()).unwrap()).collect();
+            let key = |v: &SchemeView| (v.method.clone(), v.values.clone(), v.rgba.clone(), v.profile.clone());
+            assert_eq!(views.iter().map(key).collect::<Vec<_>>(), whole.iter().map(key).collect::<Vec<_>>(), "{parts} shares");
+        }
+        let past = compare_range(&request, count - 1..count + 1, 0, 1, Compared::Weights, Palette::default());
+        assert_eq!(past.err().unwrap().field(), "schemes");
     }
 
     /// The mean of each diagonal, against the definition written out (m[i, j] = 10 i + j: d = −1 holds 10 and 21);

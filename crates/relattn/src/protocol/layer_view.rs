@@ -365,6 +365,11 @@ pub struct SchemesRequest {
     pub batch: usize,
     pub head: usize,
     pub what: Compared,
+    /// How many workers share its schemes (the Workers control, as [`ComputeRequest::workers`]); 1 (or none
+    /// given): the worker alone.
+    #[serde(default)]
+    #[cfg_attr(test, ts(optional))]
+    pub workers: Option<u32>,
 }
 
 /// worker → page: what the compute of request `id` is doing now (the busy line says it).

@@ -10,9 +10,11 @@
 //! | `share` ([`ShareJob`]: the request, and the heads it computes, if any) | `shared` ([`SharedReply`]) |
 //! | `rows` ([`RowsJob`]: its rows of the heads' outputs) | `rows` ([`RowsReply`]: its output rows) |
 //! | `cut` ([`CutJob`]: a (batch, head) and the head's projections) | `cut` ([`CutReply`]: each stage's cut of its query rows) |
+//! | `compare` ([`CompareJob`]: a "compare schemes" request and a range of its schemes) | `compared` ([`ComparedReply`]: their views) |
 //! | | `failed` ([`HelperFailed`]) instead, for any of them |
 
-use super::{Request, ScenarioFile, WorkerError};
+use super::{Compared, Request, ScenarioFile, SchemeView, WorkerError};
+use crate::options::LayerOptions;
 use serde::{Deserialize, Serialize};
 
 /// Every message from the lead to a helper.
@@ -25,6 +27,7 @@ pub enum ToHelper {
     Share(ShareJob),
     Rows(RowsJob),
     Cut(CutJob),
+    Compare(CompareJob),
 }
 
 /// Every message from a helper to the lead.
@@ -35,6 +38,7 @@ pub enum FromHelper {
     Shared(SharedReply),
     Rows(RowsReply),
     Cut(CutReply),
+    Compared(ComparedReply),
     Failed(HelperFailed),
 }
 
@@ -138,6 +142,28 @@ pub struct CutPartView {
 pub struct CutReply {
     pub job: u32,
     pub parts: Vec<CutPartView>,
+}
+
+/// lead → helper: schemes `schemes[0]..schemes[1]` of the comparison of `options` and `tokens` (a page's
+/// [`super::SchemesRequest`]: [`crate::app::compare::compare_range`]), for (batch, head). Its share held, if any, stays.
+#[derive(Clone, Debug, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS), ts(export, export_to = "protocol.d.ts"))]
+pub struct CompareJob {
+    pub job: u32,
+    pub options: LayerOptions,
+    pub tokens: Vec<String>,
+    pub batch: u32,
+    pub head: u32,
+    pub what: Compared,
+    pub schemes: [u32; 2],
+}
+
+/// helper → lead: the views of its schemes, in order (each its rgba and values as typed arrays, as the page's).
+#[derive(Clone, Debug, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS), ts(export, export_to = "protocol.d.ts"))]
+pub struct ComparedReply {
+    pub job: u32,
+    pub schemes: Vec<SchemeView>,
 }
 
 /// helper → lead: job `job` failed (`fatal`: the helper's wasm instance aborted, and the lead replaces it).
