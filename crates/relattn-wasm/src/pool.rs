@@ -140,7 +140,7 @@ impl PoolShare {
     }
 
     /// Every stage of (batch, head) cut from this share's query rows, with that head's columns of the projections
-    /// ([`pool_head_columns`]): `[{ pooled, lo, hi, values }]` ([`relattn::protocol::CutPartView`]), Float32Arrays,
+    /// ([`pool_head_columns`]): `[{ pooled, first_row, lo, hi, values }]` ([`relattn::protocol::CutPartView`]), Float32Arrays,
     /// in the stages' order.
     pub fn cut(&mut self, batch: usize, head: usize, q: Vec<f32>, k: Vec<f32>, v: Vec<f32>) -> Result<JsValue, JsValue> {
         let ((b, n), _) = self.0.dims().map_err(to_js)?;
@@ -151,6 +151,7 @@ impl PoolShare {
         for part in self.0.cut(batch, head, columns).map_err(to_js)? {
             let item = js_sys::Object::new();
             js_sys::Reflect::set(&item, &"pooled".into(), &js_sys::Float32Array::from(&part.pooled[..]))?;
+            js_sys::Reflect::set(&item, &"first_row".into(), &part.first_row.into())?;
             js_sys::Reflect::set(&item, &"lo".into(), &part.bounds.0.into())?;
             js_sys::Reflect::set(&item, &"hi".into(), &part.bounds.1.into())?;
             let values = part.values.as_deref().map_or(JsValue::NULL, |v| js_sys::Float32Array::from(v).into());

@@ -111,8 +111,8 @@ impl Session {
     }
 
     /// A helper's cut of stage `k` ([`relattn::protocol::CutPartView`]'s fields).
-    pub fn add_part(&mut self, k: usize, pooled: Vec<f32>, lo: f32, hi: f32, values: Option<Vec<f32>>) -> Result<(), JsValue> {
-        self.0.add_part(k, session::CutPart { pooled, bounds: (lo, hi), values }).map_err(to_js)
+    pub fn add_part(&mut self, k: usize, pooled: Vec<f32>, first_row: usize, lo: f32, hi: f32, values: Option<Vec<f32>>) -> Result<(), JsValue> {
+        self.0.add_part(k, session::CutPart { pooled, first_row, bounds: (lo, hi), values }).map_err(to_js)
     }
 
     /// The values of stage `i` of (batch, head) in rows `r0..r0 + rows`, columns `c0..c0 + cols`, row-major (at

@@ -276,11 +276,11 @@ own_scale: boolean, };
 export type CutJob = { job: number, batch: number, head: number, q: Float32Array, k: Float32Array, v: Float32Array, };
 
 /**
- * One stage's cut of a helper's query rows ([`crate::app::session::CutPart`]): its pooled cells (the whole
- * raster, −∞ where its rows give none), the least and greatest finite value, and its rows' values when the stage
- * comes with its values.
+ * One stage's cut of a helper's query rows ([`crate::app::session::CutPart`]): the pooled rows its rows fall in,
+ * from pooled row `first_row` (row-major, the raster's columns wide; −∞ where its rows give none), the least and
+ * greatest finite value, and its rows' values when the stage comes with its values.
  */
-export type CutPartView = { pooled: Float32Array, lo: number, hi: number, values: Float32Array | null, };
+export type CutPartView = { pooled: Float32Array, first_row: number, lo: number, hi: number, values: Float32Array | null, };
 
 /**
  * helper → lead: every stage's [`CutPartView`], in the stages' order.

@@ -218,7 +218,7 @@ export async function pooledCut(relattn, session, batch, head, headScale) {
       }
       for (const m of await cuts) {
         if (m.kind !== 'cut') continue;
-        m.parts.forEach((p, k) => session.add_part(k, p.pooled, p.lo, p.hi, p.values));
+        m.parts.forEach((p, k) => session.add_part(k, p.pooled, p.first_row, p.lo, p.hi, p.values));
       }
     } catch (err) {
       session.drop_parts(); // a part of the rows: the session computes this head itself when it is shown again

@@ -485,6 +485,12 @@ mod tests {
         pool.begin_parts(1, 1).unwrap();
         assert_eq!(pool.add_rows(1..block).unwrap_err().field(), "rows");
         pool.add_rows(0..block).unwrap();
+        // A helper's part that is not whole rows of the raster, or runs past its last row, is refused by name.
+        let part = |cells: usize, first_row: usize| CutPart { pooled: vec![0.0; cells], first_row, bounds: (0.0, 0.0), values: None };
+        let (rows, cols) = one.cut(0, 1, 1, palette).map(|c| (c.raster_rows, c.raster_cols)).unwrap();
+        assert_eq!(pool.add_part(0, part(cols + 1, 0)).unwrap_err().field(), "part");
+        assert_eq!(pool.add_part(0, part(2 * cols, rows - 1)).unwrap_err().field(), "part");
+        pool.add_part(0, part(2 * cols, rows - 2)).unwrap();
         pool.drop_parts();
         for i in 0..one.info().stages.len() {
             assert_eq!(format!("{:?}", one.cut(i, 1, 1, palette).unwrap()), format!("{:?}", pool.cut(i, 1, 1, palette).unwrap()), "stage {i}");

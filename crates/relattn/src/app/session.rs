@@ -143,17 +143,21 @@ impl Cutting {
 
     /// What this cut has taken, to be merged into the whole stage's cut ([`Cutting::merge`]): a pool's share.
     pub fn into_part(self) -> CutPart {
-        let (pooled, bounds) = self.pooler.part();
-        CutPart { pooled: pooled.iter().copied().collect(), bounds, values: self.values }
+        let (pooled, first_row, bounds) = self.pooler.part();
+        CutPart { pooled: pooled.iter().copied().collect(), first_row, bounds, values: self.values }
     }
 
     /// Adds the [`CutPart`] of a share whose rows come after every row this cut has (shares are merged in
     /// row order): the same cut as one that took every row itself. A part of another shape is refused.
     pub fn merge(&mut self, part: CutPart) -> Result<()> {
-        let dim = self.pooler.part().0.dim();
-        let pooled = ndarray::ArrayView2::from_shape(dim, &part.pooled)
-            .map_err(|_| Error::invalid("part", format!("{} pooled cells", part.pooled.len()), format!("{} × {}", dim.0, dim.1)))?;
-        self.pooler.merge(pooled, part.bounds);
+        let (rows, cols) = self.pooler.dim();
+        let given = part.pooled.len() / cols.max(1);
+        if cols == 0 || part.pooled.len() != given * cols || part.first_row + given > rows {
+            let what = format!("{} pooled cells from row {}", part.pooled.len(), part.first_row);
+            return Err(Error::invalid("part", what, format!("whole rows of {cols} cells within {rows} rows")));
+        }
+        let pooled = ndarray::ArrayView2::from_shape((given, cols), &part.pooled).expect("whole rows, checked");
+        self.pooler.merge(pooled, part.first_row, part.bounds);
         if let (Some(v), Some(more)) = (self.values.as_mut(), part.values) {
             v.extend(more);
         }
@@ -177,12 +181,14 @@ impl Cutting {
     }
 }
 
-/// A share of a stage's cut, made by one worker of a pool from its query rows ([`Cutting::into_part`]): its
-/// pooled cells (the whole raster's shape, −∞ where its rows give none), the least and greatest finite value of its
-/// rows, and those rows' values when the stage comes with its values.
+/// A share of a stage's cut, made by one worker of a pool from its query rows ([`Cutting::into_part`]): the pooled
+/// rows its rows fall in (−∞ where they give none), the least and greatest finite value of its rows, and those
+/// rows' values when the stage comes with its values.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CutPart {
+    /// The pooled rows its rows fall in, from pooled row `first_row` (row-major, the raster's columns wide).
     pub pooled: Vec<f32>,
+    pub first_row: usize,
     pub bounds: (f32, f32),
     pub values: Option<Vec<f32>>,
 }

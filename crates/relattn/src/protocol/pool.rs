@@ -122,14 +122,15 @@ pub struct CutJob {
     pub v: Vec<f32>,
 }
 
-/// One stage's cut of a helper's query rows ([`crate::app::session::CutPart`]): its pooled cells (the whole
-/// raster, −∞ where its rows give none), the least and greatest finite value, and its rows' values when the stage
-/// comes with its values.
+/// One stage's cut of a helper's query rows ([`crate::app::session::CutPart`]): the pooled rows its rows fall in,
+/// from pooled row `first_row` (row-major, the raster's columns wide; −∞ where its rows give none), the least and
+/// greatest finite value, and its rows' values when the stage comes with its values.
 #[derive(Clone, Debug, Serialize)]
 #[cfg_attr(test, derive(ts_rs::TS), ts(export, export_to = "protocol.d.ts"))]
 pub struct CutPartView {
     #[cfg_attr(test, ts(type = "Float32Array"))]
     pub pooled: Vec<f32>,
+    pub first_row: u32,
     pub lo: f32,
     pub hi: f32,
     #[cfg_attr(test, ts(type = "Float32Array | null"))]

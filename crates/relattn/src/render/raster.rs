@@ -2,8 +2,9 @@
 //! (a one-cell band stays visible), whole or a block of rows at a time.
 
 use super::colormap::{rgba_in_range, Extent, Lut, Palette};
-use ndarray::{Array2, ArrayView2};
+use ndarray::{s, Array2, ArrayView2};
 use relattn_core::stage::Scale;
+use std::ops::Range;
 
 /// [`rgba_with`] with at most `max_side` pixels a side: a larger matrix is pooled (`pool`), so a band one cell wide
 /// (the clip band, a diagonal) stays visible where sampling one cell per pixel would drop it. Returns the
@@ -32,6 +33,8 @@ pub struct Pooler {
     block: (usize, usize),
     pooled: Array2<f32>,
     extent: Extent,
+    /// The pooled rows the added rows fall in (empty before any): what [`Pooler::part`] gives.
+    touched: Range<usize>,
 }
 
 impl Pooler {
@@ -43,7 +46,7 @@ impl Pooler {
     fn with_blocks((rows, cols): (usize, usize), scale: Scale, max_rows: usize, max_cols: usize) -> Pooler {
         let block = (rows.div_ceil(max_rows.max(1)).max(1), cols.div_ceil(max_cols.max(1)).max(1));
         let pooled = Array2::from_elem((rows.div_ceil(block.0), cols.div_ceil(block.1)), f32::NEG_INFINITY);
-        Pooler { scale, block, pooled, extent: Extent::default() }
+        Pooler { scale, block, pooled, extent: Extent::default(), touched: 0..0 }
     }
 
     /// Adds the matrix's rows `first..first + part.nrows()`. Each column's pick over the rows of a block row comes
@@ -51,6 +54,10 @@ impl Pooler {
     pub fn add(&mut self, part: ArrayView2<f32>, first: usize) {
         let (br, bc) = self.block;
         let (scale, cols) = (self.scale, part.ncols());
+        if part.nrows() > 0 {
+            let rows = first / br..(first + part.nrows()).div_ceil(br);
+            self.touched = if self.touched.is_empty() { rows } else { self.touched.start.min(rows.start)..self.touched.end.max(rows.end) };
+        }
         let mut columns = vec![f32::NEG_INFINITY; cols];
         let mut copied = Vec::new();
         for (r, row) in part.outer_iter().enumerate() {
@@ -78,20 +85,31 @@ impl Pooler {
         }
     }
 
-    /// What this pooler has taken so far, to be merged into another's ([`Pooler::merge`]): its pooled cells
-    /// (−∞ where no value came) and the least and greatest finite value added.
-    pub fn part(&self) -> (&Array2<f32>, (f32, f32)) {
-        (&self.pooled, self.extent.bounds())
+    /// What this pooler has taken so far, to be merged into another's ([`Pooler::merge`]): the pooled rows its
+    /// rows fall in (none before any) and the first of them — a pool's share sends its own rows, not the whole
+    /// raster — and the least and greatest finite value added.
+    pub fn part(&self) -> (ArrayView2<'_, f32>, usize, (f32, f32)) {
+        (self.pooled.slice(s![self.touched.clone(), ..]), self.touched.start, self.extent.bounds())
     }
 
-    /// Adds another pooler's [`Pooler::part`] of the same matrix, of rows after every row this one has (a
-    /// pool's workers' shares, merged in row order): each cell as [`Pooler::add`] would have taken those rows'
-    /// values, so the result is the one pooler's that took every row.
-    pub fn merge(&mut self, pooled: ArrayView2<f32>, (lo, hi): (f32, f32)) {
-        for (cell, &v) in self.pooled.iter_mut().zip(pooled.iter()) {
+    /// Adds another pooler's [`Pooler::part`] of the same matrix (`pooled`, from pooled row `first`): each cell as
+    /// [`Pooler::add`] would have taken that pooler's rows, so the result is the one pooler's that took every row
+    /// (a pool's workers' shares, merged in any order: the pick is order-free). Panics past the raster's rows or
+    /// columns (the caller checks a part's shape: [`crate::app::session::Cutting::merge`]).
+    pub fn merge(&mut self, pooled: ArrayView2<f32>, first: usize, (lo, hi): (f32, f32)) {
+        let rows = first..first + pooled.nrows();
+        for (cell, &v) in self.pooled.slice_mut(s![rows.clone(), ..]).iter_mut().zip(pooled.iter()) {
             *cell = more_extreme(self.scale, *cell, v);
         }
+        if !rows.is_empty() {
+            self.touched = if self.touched.is_empty() { rows } else { self.touched.start.min(rows.start)..self.touched.end.max(rows.end) };
+        }
         self.extent.add([lo, hi].into_iter());
+    }
+
+    /// The raster's (rows, cols): what a part's cells must fit in.
+    pub fn dim(&self) -> (usize, usize) {
+        self.pooled.dim()
     }
 
     /// The pooled cells coloured over the range of every value added: pixels, their (rows, cols), the range.
@@ -195,6 +213,31 @@ mod tests {
         assert_eq!(pick([[f32::NAN, -4.0], [3.0, inf]], Scale::Sequential), 3.0);
         assert_eq!(pick([[inf, inf], [inf, inf]], Scale::Diverging), inf);
         assert_eq!(pick([[inf, inf], [inf, inf]], Scale::Sequential), inf);
+    }
+
+    /// A pool's shares of a matrix's rows (the rows in two, three or four runs, a run's edge inside a pooled row
+    /// or on one), each pooler's part its own pooled rows alone, merged: the one pooler's raster and range.
+    #[test]
+    fn parts_of_the_rows_merge_into_the_whole() {
+        let m = Array2::from_shape_fn((37, 23), |(i, j)| ((i * 7 + j * 13) % 11) as f32 - 5.0 + if (i + j) % 9 == 0 { f32::NEG_INFINITY } else { 0.0 });
+        for scale in [Scale::Sequential, Scale::Diverging] {
+            let mut whole = Pooler::new(m.dim(), scale, 8);
+            whole.add(m.view(), 0);
+            for edges in [vec![0, 20, 37], vec![0, 5, 10, 37], vec![0, 15, 30, 31, 37]] {
+                let mut merged = Pooler::new(m.dim(), scale, 8);
+                let mut sent = 0;
+                for w in edges.windows(2) {
+                    let mut share = Pooler::new(m.dim(), scale, 8);
+                    share.add(m.slice(ndarray::s![w[0]..w[1], ..]), w[0]);
+                    let (pooled, first, bounds) = share.part();
+                    assert_eq!((first, first + pooled.nrows()), (w[0] / 5, w[1].div_ceil(5)), "a share's own pooled rows (blocks of 5 rows)");
+                    sent += pooled.len();
+                    merged.merge(pooled, first, bounds);
+                }
+                assert!(sent < whole.pooled.len() * (edges.len() - 1), "parts are smaller than whole rasters");
+                assert_eq!((merged.pooled.clone(), merged.extent.bounds()), (whole.pooled.clone(), whole.extent.bounds()), "{scale:?} {edges:?}");
+            }
+        }
     }
 
     /// A one-cell diagonal in a 2048 × 2048 matrix drawn 300 × 300 (the CLI's bitmap): pooled, every pixel
