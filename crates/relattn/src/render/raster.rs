@@ -54,10 +54,7 @@ impl Pooler {
     pub fn add(&mut self, part: ArrayView2<f32>, first: usize) {
         let (br, bc) = self.block;
         let (scale, cols) = (self.scale, part.ncols());
-        if part.nrows() > 0 {
-            let rows = first / br..(first + part.nrows()).div_ceil(br);
-            self.touched = if self.touched.is_empty() { rows } else { self.touched.start.min(rows.start)..self.touched.end.max(rows.end) };
-        }
+        self.touch(first / br..(first + part.nrows()).div_ceil(br));
         let mut columns = vec![f32::NEG_INFINITY; cols];
         let mut copied = Vec::new();
         for (r, row) in part.outer_iter().enumerate() {
@@ -101,10 +98,15 @@ impl Pooler {
         for (cell, &v) in self.pooled.slice_mut(s![rows.clone(), ..]).iter_mut().zip(pooled.iter()) {
             *cell = more_extreme(self.scale, *cell, v);
         }
+        self.touch(rows);
+        self.extent.add([lo, hi].into_iter());
+    }
+
+    /// Pooled rows `rows` have taken cells (none when empty): [`Pooler::part`]'s rows grow to cover them.
+    fn touch(&mut self, rows: Range<usize>) {
         if !rows.is_empty() {
             self.touched = if self.touched.is_empty() { rows } else { self.touched.start.min(rows.start)..self.touched.end.max(rows.end) };
         }
-        self.extent.add([lo, hi].into_iter());
     }
 
     /// The raster's (rows, cols): what a part's cells must fit in.
