@@ -95,17 +95,23 @@ test('another head of a pooled layer is cut by its helpers, equal to one worker;
   assert.deepEqual(problems, []);
 });
 
-/** The page `p`'s comparison of the schemes on the options shown (head 1), asked of its worker as the compare view asks:
- *  a fingerprint of each scheme's view (FNV-1a of its pixels', values' and profile's bytes). */
-async function compared(p, what, options = null) {
-  return p.evaluate(async ([what, given]) => {
-    const { askSchemes } = await import('/js/page/worker-client.js');
+/** The page `p`'s comparison of the schemes on `options` (those shown when null; head 1), asked of its worker as the
+ *  compare view asks: a fingerprint of each scheme's view (FNV-1a of its pixels', values' and profile's bytes). With
+ *  `seed`, a compute request of that seed is sent right after the comparison is asked, before it is answered. */
+async function compared(p, what, options = null, seed = null) {
+  return p.evaluate(async ([what, given, seed]) => {
+    const { askSchemes, request } = await import('/js/page/worker-client.js');
     const { state } = await import('/js/page/state.js');
     const fnv = (bytes) => { let h = 0x811c9dc5; for (const b of bytes) h = Math.imul(h ^ b, 0x01000193) >>> 0; return h; };
     const bytes = (a) => new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
-    const schemes = await askSchemes(given || state.current.info.options, state.current.info.tokens, 0, 1, what);
+    const asked = askSchemes(given || state.current.info.options, state.current.info.tokens, 0, 1, what);
+    if (seed !== null) {
+      document.getElementById('seed').value = String(seed);
+      request();
+    }
+    const schemes = await asked;
     return schemes.map((s) => `${s.method} ${s.meta.name} pixels ${fnv(bytes(s.rgba))} values ${s.values ? fnv(bytes(s.values)) : 'none'} profile ${fnv(bytes(new Float32Array(s.profile)))}`);
-  }, [what, options]);
+  }, [what, options, seed]);
 }
 
 test('a comparison of the schemes is shared by the helpers, equal to one worker\'s bit for bit, and answered when a newer request cancels them', async () => {
@@ -136,17 +142,7 @@ test('a comparison of the schemes is shared by the helpers, equal to one worker\
   // are busy (the lead takes it between its own schemes and their answers): it cancels them (js/worker/pool.js
   // cancel: terminated, and fresh ones started), the lead computes their schemes itself, so the comparison is
   // still answered, the same; the newer request is answered too.
-  const raced = await p.evaluate(async (given) => {
-    const { askSchemes, request } = await import('/js/page/worker-client.js');
-    const { state } = await import('/js/page/state.js');
-    const fnv = (bytes) => { let h = 0x811c9dc5; for (const b of bytes) h = Math.imul(h ^ b, 0x01000193) >>> 0; return h; };
-    const bytes = (a) => new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
-    const asked = askSchemes(given, state.current.info.tokens, 0, 1, 'weights');
-    document.getElementById('seed').value = '77';
-    request();
-    const schemes = await asked;
-    return schemes.map((s) => `${s.method} ${s.meta.name} pixels ${fnv(bytes(s.rgba))} values ${s.values ? fnv(bytes(s.values)) : 'none'} profile ${fnv(bytes(new Float32Array(s.profile)))}`);
-  }, options);
+  const raced = await compared(p, 'weights', options, 77);
   assert.deepEqual(raced, want.weights, 'the comparison whose helpers were cancelled');
   await p.waitForFunction(async () => (await import('/js/page/state.js')).state.current?.info.options.seed === 77 && document.getElementById('busy').hidden, null, { timeout: 60000 });
   assert.equal(helpers.length, 4, 'both helpers busy with the comparison were replaced');

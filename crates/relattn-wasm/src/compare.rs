@@ -1,9 +1,10 @@
 //! The "compare schemes" view's exports: [`relattn::app::compare`] behind a JavaScript request, its rasters and
 //! weights as typed arrays, and its shares for the worker's pool (www/js/worker/pool.js).
 
+use super::pool::ranges;
 use super::session::read_request;
 use super::{choice_arg, palette, to_js, to_value};
-use relattn::app::compare::{compare_range, schemes};
+use relattn::app::compare::{compare, compare_range, schemes};
 use relattn::app::pool::split;
 use relattn::protocol::Compared;
 use wasm_bindgen::prelude::*;
@@ -17,12 +18,12 @@ use wasm_bindgen::prelude::*;
 pub fn compare_schemes(request: JsValue, batch: usize, head: usize, what: JsValue, from: Option<usize>, to: Option<usize>) -> Result<JsValue, JsValue> {
     let request = read_request(request)?;
     let what: Compared = choice_arg(what, "what", "weights, term")?;
-    let range = match (from, to) {
-        (Some(a), Some(b)) => a..b,
-        _ => 0..schemes(&request).map_err(to_js)?.len(),
+    let views = match (from, to) {
+        (Some(a), Some(b)) => compare_range(&request, a..b, batch, head, what, palette()),
+        _ => compare(&request, batch, head, what, palette()),
     };
     let out = js_sys::Array::new();
-    for view in compare_range(&request, range, batch, head, what, palette()).map_err(to_js)? {
+    for view in views.map_err(to_js)? {
         // The serialized fields, and the pixels and weights beside them as typed arrays.
         let item = to_value(&view)?;
         js_sys::Reflect::set(&item, &"rgba".into(), &js_sys::Uint8ClampedArray::from(view.rgba.as_slice()))?;
@@ -39,5 +40,5 @@ pub fn compare_schemes(request: JsValue, batch: usize, head: usize, what: JsValu
 pub fn compare_shares(request: JsValue, workers: usize) -> Result<JsValue, JsValue> {
     let request = read_request(request)?;
     let count = schemes(&request).map_err(to_js)?.len();
-    to_value(&split(count, workers, 1).iter().map(|r| [r.start, r.end]).collect::<Vec<_>>())
+    ranges(&split(count, workers, 1))
 }

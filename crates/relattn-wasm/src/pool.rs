@@ -22,7 +22,7 @@ fn shaped(values: Vec<f32>, dim: (usize, usize, usize), what: &str) -> Result<Ar
 }
 
 /// The ranges `[[a, b], …]` as a JS array.
-fn ranges(rs: &[Range<usize>]) -> Result<JsValue, JsValue> {
+pub(crate) fn ranges(rs: &[Range<usize>]) -> Result<JsValue, JsValue> {
     to_value(&rs.iter().map(|r| [r.start, r.end]).collect::<Vec<_>>())
 }
 

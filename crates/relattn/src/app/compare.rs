@@ -47,8 +47,7 @@ pub fn schemes(request: &Request) -> Result<Vec<Method>> {
 /// [`super::session::VALUES_CELLS`], the keys a causal layer masks grey. Errors name the field: "compare",
 /// "n" past [`MAX_COMPARE_N`], "batch index", "head", or an option.
 pub fn compare(request: &Request, batch: usize, head: usize, what: Compared, palette: Palette) -> Result<Vec<SchemeView>> {
-    let count = schemes(request)?.len();
-    compare_range(request, 0..count, batch, head, what, palette)
+    schemes(request)?.into_iter().map(|method| view(request, method, batch, head, what, palette)).collect()
 }
 
 /// The views of schemes `range` of [`schemes`] alone: a pool's share of the comparison (each scheme's view is its
